@@ -1,0 +1,3 @@
+from mcp_toolbridge.cli import main
+
+raise SystemExit(main())

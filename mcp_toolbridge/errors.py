@@ -1,0 +1,144 @@
+"""One exception tree with stable codes.
+
+::
+
+    ToolbridgeError                  .code: ErrorCode; str(exc) is one line
+    ├── LoadError                    start-up only; carries every Problem found
+    ├── ConfigError                  config.invalid | policy.invalid | secrets.invalid
+    └── CallError                    at call time; .tool
+        ├── UnknownToolError         tool.unknown      -> protocol error -32602
+        ├── ArgumentsError           args.invalid      -> isError result
+        ├── PermissionDeniedError    permission.denied -> isError result
+        └── ExecError                exec.*            -> isError result
+            ├── ExecTimeoutError     exec.timeout
+            ├── ExecSpawnError       exec.spawn
+            ├── ExecOutputError      exec.output       (not the JSON the format promises)
+            ├── ExecTransportError   exec.transport    (connection / read failure)
+            └── SecretError          secret.unresolved
+
+Load problems are collected as :class:`Problem` values (never raised one at a time); a
+``LoadError`` wraps the whole list when a caller wants to stop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class ErrorCode(StrEnum):
+    MANIFEST_UNREADABLE = "manifest.unreadable"
+    MANIFEST_FORMAT = "manifest.format"
+    MANIFEST_INVALID = "manifest.invalid"
+    MANIFEST_DUPLICATE = "manifest.duplicate"
+    MANIFEST_DIGEST = "manifest.digest"
+    CONFIG_INVALID = "config.invalid"
+    POLICY_INVALID = "policy.invalid"
+    SECRETS_INVALID = "secrets.invalid"
+    TOOL_UNKNOWN = "tool.unknown"
+    ARGS_INVALID = "args.invalid"
+    OUTPUT_INVALID = "output.invalid"
+    PERMISSION_DENIED = "permission.denied"
+    EXEC_FAILED = "exec.failed"
+    EXEC_TIMEOUT = "exec.timeout"
+    EXEC_CANCELLED = "exec.cancelled"
+    EXEC_SPAWN = "exec.spawn"
+    EXEC_OUTPUT = "exec.output"
+    EXEC_TRANSPORT = "exec.transport"
+    EXEC_UNSUPPORTED = "exec.unsupported"
+    SECRET_UNRESOLVED = "secret.unresolved"
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    NOTICE = "notice"
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One finding about a manifest, printed like compiler output.
+
+    ``locator`` is ``tool[3] "git_log"`` (the index always, the name when known) or empty for
+    a problem about the whole file.
+    """
+
+    path: str
+    message: str
+    locator: str = ""
+    code: ErrorCode = ErrorCode.MANIFEST_INVALID
+    severity: Severity = Severity.ERROR
+
+    def render(self) -> str:
+        head = f"{self.path}: {self.locator}" if self.locator else self.path
+        return f"{head}: {self.message}"
+
+
+class ToolbridgeError(Exception):
+    code: ErrorCode = ErrorCode.CONFIG_INVALID
+
+    def __init__(self, message: str, *, code: ErrorCode | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class LoadError(ToolbridgeError):
+    code = ErrorCode.MANIFEST_INVALID
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        first = problems[0].render() if problems else "no problems"
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        super().__init__(first + more)
+
+
+class ConfigError(ToolbridgeError):
+    code = ErrorCode.CONFIG_INVALID
+
+
+class CallError(ToolbridgeError):
+    code = ErrorCode.EXEC_FAILED
+
+    def __init__(self, message: str, *, tool: str = "", code: ErrorCode | None = None) -> None:
+        super().__init__(message, code=code)
+        self.tool = tool
+
+
+class UnknownToolError(CallError):
+    code = ErrorCode.TOOL_UNKNOWN
+
+
+class ArgumentsError(CallError):
+    code = ErrorCode.ARGS_INVALID
+
+
+class PermissionDeniedError(CallError):
+    code = ErrorCode.PERMISSION_DENIED
+
+
+class ExecError(CallError):
+    code = ErrorCode.EXEC_FAILED
+
+
+class ExecTimeoutError(ExecError):
+    code = ErrorCode.EXEC_TIMEOUT
+
+
+class ExecSpawnError(ExecError):
+    code = ErrorCode.EXEC_SPAWN
+
+
+class ExecOutputError(ExecError):
+    code = ErrorCode.EXEC_OUTPUT
+
+
+class ExecTransportError(ExecError):
+    code = ErrorCode.EXEC_TRANSPORT
+
+
+class SecretError(ExecError):
+    code = ErrorCode.SECRET_UNRESOLVED

@@ -1,0 +1,1 @@
+"""Executors: how a validated, permitted call is carried out (process, HTTP, built-in)."""

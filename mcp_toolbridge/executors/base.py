@@ -1,0 +1,54 @@
+"""What every executor takes and returns."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from mcp_toolbridge.model import ToolSpec
+
+ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
+"""progress(current, total, message): forwarded to the client when it asked for progress."""
+
+DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_MAX_OUTPUT_BYTES = 10 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ExecRequest:
+    spec: ToolSpec
+    arguments: Mapping[str, Any]
+    timeout_s: float
+    secrets: Mapping[str, str] = field(default_factory=dict)
+    """Resolved secret values by id (only the ids the tool declares)."""
+    progress: ProgressFn | None = None
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
+
+
+@dataclass(frozen=True, slots=True)
+class ExecResult:
+    """The outcome of running a tool that could be started.
+
+    ``ok`` false means the tool ran and reported failure (non-zero exit, ``{"ok": false}``,
+    HTTP status >= 400); ``error`` is then the text for the model. Failures to start, time-outs
+    and transport errors are raised as :class:`~mcp_toolbridge.errors.ExecError` instead.
+    """
+
+    ok: bool
+    value: Any = None
+    error: str | None = None
+    exit_code: int | None = None
+    http_status: int | None = None
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+    truncated: bool = False
+    output_path: str | None = None
+    argv: tuple[str, ...] = ()
+    url: str | None = None
+    cwd: str | None = None
+    env_keys: tuple[str, ...] = ()
+
+
+class Executor(Protocol):
+    async def run(self, request: ExecRequest) -> ExecResult: ...

@@ -1,0 +1,165 @@
+"""ToolSpec: the one normalized, frozen record every manifest format turns into.
+
+Past the loaders no code knows which format a tool came from: how arguments reach a process,
+how its output is read and what counts as failure are all fields here.
+
+The fields carry the Tool Interface partitions (spec/tool-interface-partitions.txt) that the
+three formats can fill: identity (``id``, ``name``, ``namespace``, ``source``), discovery
+(``description``, ``tags``), schemas (model-facing ``input_schema`` vs
+``runtime_input_schema``, ``output_schema``), safety (``safety`` with the record of which
+facts were inferred), execution (``transport``, ``timeout_s``), permission (``requires``),
+rendering (``title``).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Format(StrEnum):
+    AGENTCLI = "agentcli"
+    AGENTPM = "agentpm"
+    RUNLOOP = "runloop"
+    BUILTIN = "builtin"
+
+
+class Source(Frozen):
+    """Where a tool was declared: the manifest path (as given), its index there, its format."""
+
+    path: str
+    index: int
+    format: Format
+
+    def locator(self, name: str | None) -> str:
+        return f'tool[{self.index}] "{name}"' if name else f"tool[{self.index}]"
+
+
+class EnvSpec(Frozen):
+    """The environment a child process gets, on top of PATH and HOME."""
+
+    passthrough: tuple[str, ...] = ()
+    """Names copied from the server's environment when set there (agentcli envPassthrough)."""
+    values: dict[str, str] = Field(default_factory=dict)
+    """Fixed values: AgentPM entrypoint env and declared variables (with defaults applied)."""
+
+
+class ExecTransport(Frozen):
+    kind: Literal["exec"] = "exec"
+    argv: tuple[str, ...]
+    """Program and fixed arguments. argv[0] is absolute, or an interpreter name looked up on
+    the child's PATH (AgentPM ``node``/``python``)."""
+    cwd: str | None = None
+    """Absolute working directory; None means the folder holding the manifest."""
+    args_via: Literal["stdin", "file"] = "stdin"
+    """stdin: the JSON arguments are written to stdin, which is then closed.
+    file: they are written to a private temporary file whose path becomes argv[1]."""
+    stdout: Literal["json", "first_json_object"] = "json"
+    """json: all of stdout is one JSON value. first_json_object: the first complete JSON object
+    in stdout is the result (noise before it is tolerated)."""
+    ok_flag: bool = False
+    """When true, a result object with ``"ok": false`` reports a failure."""
+    env: EnvSpec = EnvSpec()
+
+
+class HttpTransport(Frozen):
+    kind: Literal["http"] = "http"
+    method: str
+    url: str
+    """Absolute URL; ``{name}`` is expanded from the arguments, ``${secret:ID}`` from secrets."""
+    headers: dict[str, str] = Field(default_factory=dict)
+
+
+class BuiltinTransport(Frozen):
+    kind: Literal["builtin"] = "builtin"
+    name: str
+
+
+Transport = Annotated[ExecTransport | HttpTransport | BuiltinTransport, Field(discriminator="kind")]
+
+
+class WildcardArg(Frozen):
+    wildcard: Literal[True] = True
+
+
+class PrefixArg(Frozen):
+    prefix: str
+
+
+ArgPattern = str | WildcardArg | PrefixArg
+
+
+class ShellRequirement(Frozen):
+    cmd: str
+    args: tuple[ArgPattern, ...] | None = None
+    """None: any arguments. Otherwise matched position by position against argv[1..]."""
+
+
+class RequirementSet(Frozen):
+    """The capability surface a tool (or the policy) declares. Variables such as {workspace}
+    are expanded when the policy is compiled."""
+
+    fs_read: tuple[str, ...] = ()
+    fs_write: tuple[str, ...] = ()
+    net_hosts: tuple[str, ...] = ()
+    shell: tuple[ShellRequirement, ...] = ()
+    capabilities: tuple[str, ...] = ()
+
+    def is_empty(self) -> bool:
+        return not (
+            self.fs_read or self.fs_write or self.net_hosts or self.shell or self.capabilities
+        )
+
+
+SAFETY_FACTS = ("read_only", "destructive", "idempotent", "open_world", "requires_confirmation")
+
+
+class Safety(Frozen):
+    """Safety facts with the spec's fail-closed defaults; ``inferred`` names the facts that were
+    not declared by the manifest and so took the default."""
+
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+    open_world: bool = True
+    requires_confirmation: bool = False
+    inferred: frozenset[str] = frozenset(SAFETY_FACTS)
+
+
+class Budget(Frozen):
+    tokens: int | None = None
+    usd: float | None = None
+
+
+class ToolSpec(Frozen):
+    name: str
+    """The MCP tool name: sanitized to [A-Za-z0-9_-]{1,64}, unique in the catalog."""
+    id: str
+    """The identifier as written in the manifest (kept in _meta)."""
+    namespace: str = ""
+    """The manifest's namespace: its folder or package name."""
+    title: str | None = None
+    description: str = ""
+    version: str | None = None
+    input_schema: dict[str, Any]
+    """Model-facing input schema: properties marked ``visibility: internal`` removed."""
+    runtime_input_schema: dict[str, Any]
+    """The schema as declared, internal fields included."""
+    output_schema: dict[str, Any] | None = None
+    input_schema_ref: str | None = None
+    output_schema_ref: str | None = None
+    transport: Transport
+    timeout_s: float | None = None
+    """None: the server default (``--timeout``)."""
+    requires: RequirementSet = RequirementSet()
+    safety: Safety = Safety()
+    secrets: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    budget: Budget | None = None
+    source: Source

@@ -1,0 +1,42 @@
+"""MCP tool names: sanitizing manifest ids and the reserved locked ids."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+MAX_NAME = 64
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+LOCKED_TOOL_IDS: frozenset[str] = frozenset(
+    {
+        "read",
+        "write",
+        "edit",
+        "glob",
+        "grep",
+        "bash",
+        "todo",
+        "task",
+        "question",
+        "web_search",
+        "web_fetch",
+        "skill",
+        "tool_search",
+    }
+)
+
+
+def sanitize_name(raw: str) -> str:
+    """Map a manifest id to ``[A-Za-z0-9_-]{1,64}``.
+
+    Runs of other characters (dots, slashes, ``@``, spaces) become one ``_``; leading and
+    trailing ``_`` are dropped. A name longer than 64 keeps its head and gets a short digest of
+    the whole id, so two long ids that share a prefix stay distinct.
+    """
+    name = _UNSAFE.sub("_", raw).strip("_") or "tool"
+    if len(name) > MAX_NAME:
+        digest = hashlib.blake2s(raw.encode("utf-8"), digest_size=4).hexdigest()
+        name = f"{name[: MAX_NAME - len(digest) - 1]}_{digest}"
+    return name

@@ -1,0 +1,180 @@
+"""agentcli ``tools.json``: ``{"tools": [{name, description?, schema?, command, timeoutSec?,
+envPassthrough?}]}``.
+
+Rules and error texts follow agentcli's own loader (spec/agentcli-tools-json.txt), checked in
+its order per tool: name, duplicate, command, envPassthrough, command[0] path; but every
+problem of every tool is reported, not only the first.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from pathlib import Path
+from typing import Any
+
+from mcp_toolbridge.loaders.report import ProblemLog, checked_schema, input_schemas, json_quote
+from mcp_toolbridge.model import EnvSpec, ExecTransport, Format, Source, ToolSpec
+from mcp_toolbridge.names import sanitize_name
+
+__all__ = ["load_agentcli", "normalize_command", "normalize_env_passthrough"]
+
+_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+_BIN_PREFIX = "./tools/bin/"
+
+
+def normalize_command(raw: str) -> tuple[str | None, str | None]:
+    """``(relative path under ./tools/bin, None)``, ``(None, None)`` for an absolute path, or
+    ``(None, error)`` for a command[0] that agentcli rejects."""
+    if os.path.isabs(raw):
+        return None, None
+    slashed = raw.replace("\\", "/")
+    if slashed.startswith("tools/"):
+        slashed = "./" + slashed
+    cleaned = posixpath.normpath(slashed) if slashed else ""
+    if cleaned.startswith("tools/"):
+        cleaned = "./" + cleaned
+    if cleaned == ".." or cleaned.startswith("../"):
+        return (
+            None,
+            f"command[0] must not start with '..' or escape tools/bin (got {json_quote(raw)})",
+        )
+    if slashed == "./tools/bin" or slashed.startswith(_BIN_PREFIX):
+        if not cleaned.startswith(_BIN_PREFIX):
+            return None, (
+                "command[0] escapes ./tools/bin after normalization "
+                f"(got {json_quote(raw)} -> {json_quote(cleaned)})"
+            )
+    if not cleaned.startswith(_BIN_PREFIX):
+        return None, "relative command[0] must start with ./tools/bin/"
+    return cleaned, None
+
+
+def normalize_env_passthrough(value: object) -> tuple[tuple[str, ...], list[str]]:
+    """Trimmed, upper-cased, deduplicated (first kept) names, and the problems found."""
+    if not isinstance(value, list):
+        return (), ["envPassthrough must be a list of environment variable names"]
+    names: list[str] = []
+    problems: list[str] = []
+    for j, entry in enumerate(value):
+        if not isinstance(entry, str):
+            problems.append(f"envPassthrough[{j}]: must be a string, got {type(entry).__name__}")
+            continue
+        name = entry.strip().upper()
+        if not name:
+            problems.append(f"envPassthrough[{j}]: empty name")
+        elif not _ENV_NAME.match(name):
+            problems.append(
+                f"envPassthrough[{j}]: invalid name {json_quote(entry)} "
+                "(must match [A-Z_][A-Z0-9_]*)"
+            )
+        elif name not in names:
+            names.append(name)
+    return tuple(names), problems
+
+
+def _program(command: list[Any], folder: Path, log: ProblemLog, locator: str) -> str | None:
+    raw = command[0]
+    relative, problem = normalize_command(raw)
+    if problem:
+        log.error(problem, locator)
+        return None
+    if relative is None:
+        return str(raw)
+    program = os.path.normpath(folder / relative)
+    if os.name == "nt" and not Path(program).suffix:
+        program += ".exe"
+    return program
+
+
+def _timeout(value: object, log: ProblemLog, locator: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        log.error("timeoutSec must be a number of seconds", locator)
+        return None
+    return float(value) if value > 0 else None
+
+
+def _tool(
+    entry: dict[str, Any], i: int, seen: set[str], path: Path, log: ProblemLog, namespace: str
+) -> ToolSpec | None:
+    before = log.error_count()
+    name = entry.get("name")
+    if not isinstance(name, str) or not name:
+        log.error("name is required" if not name else "name must be a string", f"tool[{i}]")
+        name = None
+    source = Source(path=log.path, index=i, format=Format.AGENTCLI)
+    locator = source.locator(name)
+    if name is not None:
+        if name in seen:
+            log.error("duplicate name", locator)
+        seen.add(name)
+    command = entry.get("command")
+    program: str | None = None
+    if not isinstance(command, list) or not command:
+        log.error("command must have at least program name", locator)
+        command = []
+    elif bad := [j for j, arg in enumerate(command) if not isinstance(arg, str)]:
+        for j in bad:
+            log.error(f"command[{j}] must be a string", locator)
+    passthrough: tuple[str, ...] = ()
+    if "envPassthrough" in entry and entry["envPassthrough"] is not None:
+        passthrough, env_problems = normalize_env_passthrough(entry["envPassthrough"])
+        for problem in env_problems:
+            log.error(problem, locator)
+    if command and isinstance(command[0], str):
+        program = _program(command, path.absolute().parent, log, locator)
+    timeout_s = _timeout(entry.get("timeoutSec"), log, locator)
+    description = entry.get("description", "")
+    if not isinstance(description, str):
+        log.error("description must be a string", locator)
+    schemas = None
+    if entry.get("schema") is None:
+        schemas = input_schemas(None, "schema", log, locator)
+    elif (declared := checked_schema(entry["schema"], "schema", log, locator)) is not None:
+        schemas = input_schemas(declared, "schema", log, locator)
+    if log.error_count() > before or name is None or program is None or schemas is None:
+        return None
+    return ToolSpec(
+        name=sanitize_name(name),
+        id=name,
+        namespace=namespace,
+        description=str(description),
+        input_schema=schemas[0],
+        runtime_input_schema=schemas[1],
+        transport=ExecTransport(
+            argv=(program, *command[1:]),
+            args_via="stdin",
+            stdout="json",
+            ok_flag=False,
+            env=EnvSpec(passthrough=passthrough),
+        ),
+        timeout_s=timeout_s,
+        source=source,
+    )
+
+
+def load_agentcli(doc: object, path: Path, log: ProblemLog) -> list[ToolSpec]:
+    """Tools of an agentcli manifest already parsed from ``path``; problems go to ``log``."""
+    if not isinstance(doc, dict):
+        log.error('the manifest must be a JSON object like {"tools": [...]}')
+        return []
+    entries = doc.get("tools")
+    if entries is None:
+        return []
+    if not isinstance(entries, list):
+        log.error("tools must be a list of tool objects")
+        return []
+    namespace = path.absolute().parent.name
+    seen: set[str] = set()
+    tools: list[ToolSpec] = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            log.error(f"must be a JSON object, got {type(entry).__name__}", f"tool[{i}]")
+            continue
+        tool = _tool(entry, i, seen, path, log, namespace)
+        if tool is not None:
+            tools.append(tool)
+    return tools

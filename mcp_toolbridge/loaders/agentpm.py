@@ -1,0 +1,213 @@
+"""AgentPM ``agent.json`` (kind ``tool``): one tool per file.
+
+Follows the documented object shape (spec/agentpm-agent-json.txt) and the SDK's runtime
+rules and texts (interpreter allow-list, runtime match, required environment variables); the
+stale JSON Schema in the AgentPM CLI repository is not used.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from mcp_toolbridge.loaders.report import ProblemLog, checked_schema, input_schemas, json_quote
+from mcp_toolbridge.model import EnvSpec, ExecTransport, Format, Source, ToolSpec
+from mcp_toolbridge.names import sanitize_name
+
+__all__ = ["interpreter_family", "load_agentpm"]
+
+_NAME = re.compile(r"^[a-z][a-z0-9-]{0,63}$")
+_VAR = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_SEMVER = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
+    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
+)
+_PYTHON = re.compile(r"^python(3(\.\d+)?)?$")
+_ALLOWED = "node|nodejs|python|python3"
+
+
+def interpreter_family(command: str) -> str | None:
+    """``"node"`` or ``"python"`` for an interpreter name or path, else None."""
+    base = re.split(r"[\\/]", command)[-1].lower()
+    base = re.sub(r"\.(exe|cmd|bat)$", "", base)
+    if base in ("node", "nodejs"):
+        return "node"
+    if _PYTHON.match(base):
+        return "python"
+    return None
+
+
+def _inside(path: str, folder: Path) -> bool:
+    try:
+        return os.path.commonpath([path, str(folder)]) == str(folder)
+    except ValueError:  # different drives on Windows
+        return False
+
+
+def _str_list(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _entrypoint(
+    value: object, folder: Path, log: ProblemLog
+) -> tuple[ExecTransport, float | None, str | None] | None:
+    if not isinstance(value, dict):
+        log.error("entrypoint is required: an object {command, args, cwd, timeout_ms, env}")
+        return None
+    before = log.error_count()
+    command = value.get("command")
+    if not isinstance(command, str) or not command.strip():
+        log.error(f"entrypoint.command is required ({_ALLOWED}, or an absolute path)")
+        command = None
+    elif not os.path.isabs(command) and interpreter_family(command) is None:
+        log.error(
+            f"Unsupported agent.json.entrypoint.command {json_quote(command)}. Allowed: {_ALLOWED}"
+        )
+    args = value.get("args", [])
+    if not _str_list(args):
+        log.error("entrypoint.args must be a list of strings")
+    cwd_raw = value.get("cwd", ".")
+    cwd = None
+    if not isinstance(cwd_raw, str):
+        log.error("entrypoint.cwd must be a string (a folder inside the package)")
+    else:
+        cwd = os.path.normpath(folder / cwd_raw)
+        if not _inside(cwd, folder):
+            log.error(f"entrypoint.cwd {json_quote(cwd_raw)} escapes the manifest folder")
+    timeout_ms = value.get("timeout_ms")
+    if timeout_ms is not None and (
+        isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int | float) or timeout_ms <= 0
+    ):
+        log.error("entrypoint.timeout_ms must be a positive number of milliseconds")
+    env = value.get("env", {})
+    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+        log.error("entrypoint.env must be an object of string values")
+    if log.error_count() > before or command is None:
+        return None
+    transport = ExecTransport(
+        argv=(command, *args),
+        cwd=cwd,
+        args_via="stdin",
+        stdout="first_json_object",
+        ok_flag=True,
+        env=EnvSpec(values=dict(env)),
+    )
+    return transport, (timeout_ms / 1000 if timeout_ms else None), command
+
+
+def _environment(value: object, environ: Mapping[str, str], log: ProblemLog) -> EnvSpec:
+    """Declared variables: defaults become fixed values, every name is passed through.
+    ``environ`` holds what the caller supplies (the server's environment and the
+    entrypoint's fixed env)."""
+    if value is None:
+        return EnvSpec()
+    variables = value.get("vars", {}) if isinstance(value, dict) else None
+    if not isinstance(variables, dict):
+        log.error("environment.vars must be an object of NAME: {required, description, default}")
+        return EnvSpec()
+    names: list[str] = []
+    defaults: dict[str, str] = {}
+    for key, decl in variables.items():
+        if not _VAR.match(key):
+            log.error(
+                f"environment.vars: invalid name {json_quote(key)} (must match ^[A-Z][A-Z0-9_]*$)"
+            )
+            continue
+        if not isinstance(decl, dict):
+            log.error(
+                f"environment.vars.{key} must be an object {{required, description, default}}"
+            )
+            continue
+        default = decl.get("default")
+        if default is not None and not isinstance(default, str):
+            log.error(f"environment.vars.{key}.default must be a string")
+            continue
+        names.append(key)
+        if default is not None:
+            defaults[key] = default
+        elif decl.get("required") is True and key not in environ:
+            log.error(
+                f"Missing environment variable: {key}. {key} is required and has no default value."
+            )
+    return EnvSpec(passthrough=tuple(names), values=defaults)
+
+
+def _identity(doc: dict[str, Any], log: ProblemLog) -> tuple[str | None, str | None, str]:
+    name = doc.get("name")
+    if not isinstance(name, str) or not _NAME.match(name):
+        shown = json_quote(name) if isinstance(name, str) else "missing"
+        log.error(f"name {shown} must match ^[a-z][a-z0-9-]{{0,63}}$")
+        name = None
+    version = doc.get("version")
+    if not isinstance(version, str) or not _SEMVER.match(version):
+        shown = json_quote(version) if isinstance(version, str) else "missing"
+        log.error(f"version {shown} must be a SemVer string like 1.2.3 (pre-release/build allowed)")
+        version = None
+    description = doc.get("description")
+    if not isinstance(description, str):
+        log.error("description is required (a string saying what the tool does)")
+        description = ""
+    elif not description.strip():
+        log.notice("`description` should not be empty")
+    return name, version, description
+
+
+def load_agentpm(
+    doc: object, path: Path, log: ProblemLog, environ: Mapping[str, str]
+) -> list[ToolSpec]:
+    """The tool of an ``agent.json`` already parsed from ``path``; problems go to ``log``."""
+    if not isinstance(doc, dict):
+        log.error('agent.json must be a JSON object with "kind": "tool"')
+        return []
+    kind = doc.get("kind")
+    if kind is None:
+        log.error('kind is required ("tool" for a tool package)')
+        return []
+    if kind != "tool":
+        log.notice(f"kind {json_quote(str(kind))} is not a tool; skipped")
+        return []
+    folder = Path(os.path.normpath(path.absolute().parent))
+    name, version, description = _identity(doc, log)
+    entry = _entrypoint(doc.get("entrypoint"), folder, log)
+    runtime = doc.get("runtime")
+    if runtime is not None:
+        rtype = runtime.get("type") if isinstance(runtime, dict) else None
+        if rtype not in ("python", "node"):
+            log.error('runtime.type must be "python" or "node"')
+        elif entry is not None and interpreter_family(entry[2] or "") != rtype:
+            log.error(f"`runtime.type` should match `entrypoint.command` ({entry[2]} vs {rtype})")
+    files = doc.get("files")
+    if not _str_list(files) or not files:
+        log.error("files must be a non-empty list of paths or globs to package")
+    fixed = entry[0].env.values if entry is not None else {}
+    env = _environment(doc.get("environment"), {**environ, **fixed}, log)
+    schemas = None
+    if (inputs := checked_schema(doc.get("inputs"), "inputs", log)) is not None:
+        schemas = input_schemas(inputs, "inputs", log)
+    outputs = checked_schema(doc.get("outputs"), "outputs", log)
+    if log.error_count() or name is None or entry is None or schemas is None:
+        return []
+    transport, timeout_s, _ = entry
+    values = {**env.values, **transport.env.values}
+    transport = transport.model_copy(
+        update={"env": EnvSpec(passthrough=env.passthrough, values=values)}
+    )
+    return [
+        ToolSpec(
+            name=sanitize_name(name),
+            id=name,
+            namespace=name,
+            description=description,
+            version=version,
+            input_schema=schemas[0],
+            runtime_input_schema=schemas[1],
+            output_schema=outputs or None,
+            transport=transport,
+            timeout_s=timeout_s,
+            source=Source(path=log.path, index=0, format=Format.AGENTPM),
+        )
+    ]

@@ -1,0 +1,141 @@
+"""What every loader shares: the :class:`LoadReport`, the per-file problem log, JSON reading
+with clear errors, and the normalization of declared schemas into MCP input schemas."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcp_toolbridge.errors import ErrorCode, Problem, Severity
+from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.schemas import check_schema, model_facing
+
+__all__ = [
+    "LoadReport",
+    "ProblemLog",
+    "checked_schema",
+    "input_schemas",
+    "json_quote",
+    "parse_json",
+    "read_bytes",
+]
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    """The outcome of loading manifests: the tools that loaded cleanly, every problem found
+    (notices included), and the display paths of the manifest files read."""
+
+    tools: list[ToolSpec] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    manifests: list[str] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity is Severity.ERROR]
+
+    @classmethod
+    def merge(cls, reports: list[LoadReport]) -> LoadReport:
+        return cls(
+            tools=[t for r in reports for t in r.tools],
+            problems=[p for r in reports for p in r.problems],
+            manifests=[m for r in reports for m in r.manifests],
+        )
+
+
+class ProblemLog:
+    """Collects the problems of one manifest file (shown as ``path``)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.problems: list[Problem] = []
+
+    def error(
+        self, message: str, locator: str = "", code: ErrorCode = ErrorCode.MANIFEST_INVALID
+    ) -> None:
+        self.problems.append(Problem(self.path, message, locator, code))
+
+    def notice(self, message: str, locator: str = "") -> None:
+        self.problems.append(
+            Problem(self.path, message, locator, ErrorCode.MANIFEST_INVALID, Severity.NOTICE)
+        )
+
+    def error_count(self) -> int:
+        return sum(1 for p in self.problems if p.severity is Severity.ERROR)
+
+    def report(self, tools: list[ToolSpec], manifests: list[str] | None = None) -> LoadReport:
+        return LoadReport(
+            tools, list(self.problems), [self.path] if manifests is None else manifests
+        )
+
+
+def json_quote(text: str) -> str:
+    """Double-quoted like Go's %q for the common cases: backslashes and quotes escaped."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def read_bytes(path: Path, log: ProblemLog) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        log.error("no such file; check the path", code=ErrorCode.MANIFEST_UNREADABLE)
+    except IsADirectoryError:
+        log.error("is a directory, not a manifest file", code=ErrorCode.MANIFEST_UNREADABLE)
+    except OSError as exc:
+        log.error(f"cannot read file: {exc.strerror or exc}", code=ErrorCode.MANIFEST_UNREADABLE)
+    return None
+
+
+def parse_json(data: bytes, log: ProblemLog) -> tuple[bool, Any]:
+    """``(True, value)`` or ``(False, None)`` after logging ``invalid JSON: line L column C``."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        log.error(f"not UTF-8 text (byte {exc.start}); save the file as UTF-8")
+        return False, None
+    try:
+        return True, json.loads(text)
+    except json.JSONDecodeError as exc:
+        log.error(f"invalid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}")
+        return False, None
+
+
+def checked_schema(
+    value: object, name: str, log: ProblemLog, locator: str = ""
+) -> dict[str, Any] | None:
+    """``value`` when it is a valid JSON Schema object; otherwise log ``<name>: ...`` problems."""
+    if not isinstance(value, dict):
+        kind = "null" if value is None else type(value).__name__
+        log.error(f"{name}: must be a JSON Schema object, got {kind}", locator)
+        return None
+    problems = check_schema(value)
+    for problem in problems:
+        log.error(f"{name}: {problem}", locator)
+    return None if problems else value
+
+
+def input_schemas(
+    declared: dict[str, Any] | None, name: str, log: ProblemLog, locator: str = ""
+) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """``(model-facing, runtime)`` input schemas; MCP needs an object at the root.
+
+    None (missing) becomes ``{"type": "object"}``; a root without ``type`` gets it in the
+    model-facing copy; any other root type is an error naming the field.
+    """
+    if declared is None or not declared:
+        return {"type": "object"}, {"type": "object"}
+    root_type = declared.get("type")
+    if root_type is None:
+        return {**model_facing(declared), "type": "object"}, declared
+    if root_type == "object":
+        return model_facing(declared), declared
+    if isinstance(root_type, list) and "object" in root_type:
+        return {**model_facing(declared), "type": "object"}, declared
+    log.error(
+        f'{name}: the root type must be "object" (MCP passes tool arguments as one JSON '
+        f"object), got {json.dumps(root_type)}",
+        locator,
+    )
+    return None

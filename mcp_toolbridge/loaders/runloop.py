@@ -1,0 +1,382 @@
+"""Runloop ``tools.json`` v1 and the bundles (``manifest.toml``) that pin it by BLAKE3.
+
+Error texts follow Runloop's loader and bundle audit (spec/runloop-tools-json-v1.txt). Beyond
+Runloop, this loader also requires what the spec says is required (the schemas), an absolute
+exec command and an absolute http(s) URL, and resolves ``{"$ref": "schema:ID"}`` schemas from
+the entry's ``schema_refs`` or ``schemas/<ID>.json`` beside the tools.json.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from blake3 import blake3
+
+from mcp_toolbridge.errors import ErrorCode
+from mcp_toolbridge.loaders.report import (
+    LoadReport,
+    ProblemLog,
+    checked_schema,
+    input_schemas,
+    json_quote,
+    parse_json,
+    read_bytes,
+)
+from mcp_toolbridge.model import (
+    SAFETY_FACTS,
+    Budget,
+    ExecTransport,
+    Format,
+    HttpTransport,
+    RequirementSet,
+    Safety,
+    Source,
+    ToolSpec,
+    Transport,
+)
+from mcp_toolbridge.names import sanitize_name
+from mcp_toolbridge.schemas import SCHEMA_REF_PREFIX, bundle_refs
+
+__all__ = ["bundle_tools_path", "load_bundle", "load_runloop"]
+
+Lookup = Callable[[str], dict[str, Any] | None]
+
+
+def _display_join(display: str, relative: str) -> str:
+    return os.path.normpath(os.path.join(os.path.dirname(display), relative))
+
+
+class _SchemaSource:
+    """Finds ``schema:ID`` targets for one tools.json; files are read once."""
+
+    def __init__(self, folder: Path, display: str, log: ProblemLog) -> None:
+        self.folder = folder
+        self.display = display
+        self.log = log
+        self.files: dict[Path, dict[str, Any]] = {}
+
+    def where(self) -> str:
+        return f"schema_refs and {_display_join(self.display, 'schemas')}/"
+
+    def _file(self, path: Path, shown: str, locator: str) -> dict[str, Any]:
+        if path not in self.files:
+            sub = ProblemLog(self.log.path)
+            data = read_bytes(path, sub)
+            ok, doc = parse_json(data, sub) if data is not None else (False, None)
+            if ok and not isinstance(doc, dict):
+                sub.error("must be a JSON object (a JSON Schema)")
+            for problem in sub.problems:
+                self.log.error(f"schema file {shown}: {problem.message}", locator)
+            self.files[path] = doc if ok and isinstance(doc, dict) else {}
+        return self.files[path]
+
+    def lookup(self, refs: dict[str, Any], locator: str) -> Lookup:
+        def find(ref: str) -> dict[str, Any] | None:
+            ident = ref.removeprefix(SCHEMA_REF_PREFIX)
+            for key in (ref, ident):
+                value = refs.get(key)
+                if isinstance(value, dict):
+                    return value
+                if isinstance(value, str):
+                    return self._file(
+                        self.folder / value, _display_join(self.display, value), locator
+                    )
+            base = Path(os.path.normpath(self.folder / "schemas"))
+            candidate = Path(os.path.normpath(base / f"{ident}.json"))
+            if candidate.parent == base and candidate.is_file():
+                shown = _display_join(self.display, f"schemas/{ident}.json")
+                return self._file(candidate, shown, locator)
+            return None
+
+        return find
+
+
+def _schema(
+    entry: dict[str, Any], key: str, find: Lookup, where: str, log: ProblemLog, locator: str
+) -> tuple[dict[str, Any] | None, str | None]:
+    value = entry.get(key)
+    if value is None:
+        log.error(f'{key} is required (an inline JSON Schema or {{"$ref": "schema:ID"}})', locator)
+        return None, None
+    if not isinstance(value, dict):
+        return checked_schema(value, key, log, locator), None
+    bundled, root_ref, unresolved = bundle_refs(value, find)
+    for ref in unresolved:
+        log.error(f"{key}: unresolved schema ref {ref} (looked in {where})", locator)
+    if unresolved:
+        return None, root_ref
+    return checked_schema(bundled, key, log, locator), root_ref
+
+
+def _str_list(entry: dict[str, Any], key: str, log: ProblemLog, locator: str) -> tuple[str, ...]:
+    value = entry.get(key, [])
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        log.error(f"{key} must be a list of strings", locator)
+        return ()
+    return tuple(value)
+
+
+def _transport(value: object, log: ProblemLog, locator: str) -> Transport | None:
+    if not isinstance(value, dict):
+        log.error(
+            'transport is required: {"kind": "exec", "command": ...} or {"kind": "http", ...}',
+            locator,
+        )
+        return None
+    kind = value.get("kind")
+    if kind == "exec":
+        command = value.get("command")
+        args = value.get("args", [])
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            log.error("exec transport args must be a list of strings", locator)
+            args = None
+        if not isinstance(command, str) or not command.strip():
+            log.error("exec transport requires a command", locator)
+        elif not os.path.isabs(command):
+            log.error(
+                f"exec transport command must be an absolute path (got {json_quote(command)})",
+                locator,
+            )
+        elif args is not None:
+            return ExecTransport(
+                argv=(command, *args), args_via="file", stdout="json", ok_flag=False
+            )
+        return None
+    if kind == "http":
+        method, url, headers = value.get("method"), value.get("url"), value.get("headers", {})
+        failed = False
+        if not isinstance(method, str) or not method.strip():
+            log.error("http transport requires a method", locator)
+            failed = True
+        if not isinstance(url, str) or not url.strip():
+            log.error("http transport requires a url", locator)
+            failed = True
+        elif urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).netloc:
+            log.error(
+                "http transport url must be an absolute http:// or https:// URL "
+                f"(got {json_quote(url)})",
+                locator,
+            )
+            failed = True
+        if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
+            log.error("http transport headers must be an object of string values", locator)
+            failed = True
+        if failed:
+            return None
+        return HttpTransport(method=str(method).strip().upper(), url=str(url), headers=headers)
+    shown = json_quote(kind) if isinstance(kind, str) else "missing"
+    log.error(f'unknown transport.kind {shown} (supported kinds: "exec", "http")', locator)
+    return None
+
+
+def _requires(capabilities: tuple[str, ...]) -> RequirementSet:
+    net: list[str] = []
+    reads: list[str] = []
+    writes: list[str] = []
+    other: list[str] = []
+    for cap in capabilities:
+        family, _, arg = cap.partition(":")
+        bucket = {"net": net, "fs.read": reads, "fs.write": writes}.get(family) if arg else None
+        (bucket if bucket is not None else other).append(arg if bucket is not None else cap)
+    return RequirementSet(
+        net_hosts=tuple(net),
+        fs_read=tuple(reads),
+        fs_write=tuple(writes),
+        capabilities=tuple(other),
+    )
+
+
+def _extras(entry: dict[str, Any], log: ProblemLog, locator: str) -> dict[str, Any]:
+    """Budget, confirmation and tags: the optional fields."""
+    out: dict[str, Any] = {}
+    budget = entry.get("budget")
+    if budget is not None:
+        tokens = budget.get("tokens") if isinstance(budget, dict) else None
+        usd = budget.get("usd") if isinstance(budget, dict) else None
+        if (
+            not isinstance(budget, dict)
+            or (tokens is not None and (type(tokens) is not int or tokens < 0))
+            or (
+                usd is not None
+                and (isinstance(usd, bool) or not isinstance(usd, int | float) or usd < 0)
+            )
+        ):
+            log.error(
+                "budget must be {tokens?: non-negative integer, usd?: non-negative number}", locator
+            )
+        else:
+            out["budget"] = Budget(tokens=tokens, usd=usd)
+    confirm = entry.get("requires_confirmation")
+    if confirm is not None and not isinstance(confirm, bool):
+        log.error("requires_confirmation must be true or false", locator)
+    out["confirm"] = confirm
+    observability = entry.get("observability") or {}
+    if not isinstance(observability, dict):
+        log.error("observability must be an object {tags: [...]}", locator)
+        observability = {}
+    out["tags"] = _str_list(observability, "tags", log, locator)
+    return out
+
+
+def _tool(
+    entry: dict[str, Any], i: int, seen: set[str], schemas: _SchemaSource, namespace: str
+) -> ToolSpec | None:
+    log = schemas.log
+    before = log.error_count()
+    raw_id = entry.get("id")
+    tool_id = raw_id.strip() if isinstance(raw_id, str) else ""
+    locator = f'tool[{i}] "{tool_id}"' if tool_id else f"tool[{i}]"
+    if not tool_id:
+        log.error("tool id cannot be empty", locator)
+    elif tool_id in seen:
+        log.error("duplicate id", locator)
+    seen.add(tool_id)
+    description = entry.get("description")
+    if not isinstance(description, str) or not description.strip():
+        log.error("description cannot be empty", locator)
+    transport = _transport(entry.get("transport"), log, locator)
+    refs = entry.get("schema_refs") or {}
+    if not isinstance(refs, dict) or not all(isinstance(v, dict | str) for v in refs.values()):
+        log.error(
+            "schema_refs must map schema ids to inline schemas or relative file paths", locator
+        )
+        refs = {}
+    find = schemas.lookup(refs, locator)
+    declared_in, in_ref = _schema(entry, "input_schema", find, schemas.where(), log, locator)
+    declared_out, out_ref = _schema(entry, "result_schema", find, schemas.where(), log, locator)
+    facing = input_schemas(declared_in, "input_schema", log, locator) if declared_in else None
+    capabilities = _str_list(entry, "capabilities", log, locator)
+    secrets = _str_list(entry, "secrets", log, locator)
+    extras = _extras(entry, log, locator)
+    if log.error_count() > before or transport is None or facing is None:
+        return None
+    declared = set()
+    safety: dict[str, Any] = {}
+    if isinstance(extras["confirm"], bool):
+        safety["requires_confirmation"] = extras["confirm"]
+        declared.add("requires_confirmation")
+    if isinstance(transport, HttpTransport):
+        safety["open_world"] = True
+        declared.add("open_world")
+    return ToolSpec(
+        name=sanitize_name(tool_id),
+        id=tool_id,
+        namespace=namespace,
+        description=str(description).strip(),
+        input_schema=facing[0],
+        runtime_input_schema=facing[1],
+        output_schema=declared_out,
+        input_schema_ref=in_ref,
+        output_schema_ref=out_ref,
+        transport=transport,
+        requires=_requires(capabilities),
+        safety=Safety(**safety, inferred=frozenset(SAFETY_FACTS) - declared),
+        secrets=secrets,
+        tags=extras["tags"],
+        budget=extras.get("budget"),
+        source=Source(path=log.path, index=i, format=Format.RUNLOOP),
+    )
+
+
+def load_runloop(
+    doc: object, path: Path, log: ProblemLog, namespace: str | None = None
+) -> list[ToolSpec]:
+    """Tools of a Runloop tools.json already parsed from ``path``; problems go to ``log``."""
+    if not isinstance(doc, dict):
+        log.error('tools.json must be a JSON object like {"version": 1, "tools": [...]}')
+        return []
+    version = doc.get("version")
+    if version is None:
+        log.error("tools.json version is missing (expected 1)")
+        return []
+    if version != 1 or isinstance(version, bool):
+        shown = json_quote(version) if isinstance(version, str) else version
+        log.error(f"unsupported tools.json version {shown} (expected 1)")
+        return []
+    entries = doc.get("tools") or []
+    if not isinstance(entries, list):
+        log.error("tools must be a list of tool objects")
+        return []
+    folder = path.absolute().parent
+    schemas = _SchemaSource(folder, log.path, log)
+    seen: set[str] = set()
+    tools: list[ToolSpec] = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            log.error(f"must be a JSON object, got {type(entry).__name__}", f"tool[{i}]")
+        elif (tool := _tool(entry, i, seen, schemas, namespace or folder.name)) is not None:
+            tools.append(tool)
+    return tools
+
+
+def _artifact(path: Path, log: ProblemLog) -> dict[str, Any] | None:
+    """The ``[artifacts.tools]`` table, or None (logged when the file is broken)."""
+    data = read_bytes(path, log)
+    if data is None:
+        return None
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        log.error(f"invalid TOML: {exc}")
+        return None
+    artifacts = doc.get("artifacts")
+    table = artifacts.get("tools") if isinstance(artifacts, dict) else None
+    if table is not None and not isinstance(table, dict):
+        log.error("[artifacts.tools] must be a table {path, blake3, version}")
+        return None
+    return table
+
+
+def bundle_tools_path(path: Path) -> Path | None:
+    """The absolute tools.json a bundle's manifest.toml points at (None if none/broken)."""
+    table = _artifact(path, ProblemLog(str(path)))
+    rel = table.get("path") if table else None
+    if not isinstance(rel, str) or not rel:
+        return None
+    return Path(os.path.normpath(path.absolute().parent / rel))
+
+
+def load_bundle(path: Path, display: str) -> LoadReport:
+    """A Runloop bundle: its manifest.toml, the digest check, then the pinned tools.json.
+    The report's ``manifests`` names the bundle's manifest.toml only (one entry per bundle);
+    problems inside the tools.json name the tools.json."""
+    log = ProblemLog(display)
+    table = _artifact(path, log)
+    if table is None:
+        return log.report([])
+    version = table.get("version", 1)
+    if version != 1 or isinstance(version, bool):
+        log.error(f"unsupported tools.json version {version} (supported: 1)")
+    rel, digest = table.get("path"), table.get("blake3")
+    if not isinstance(rel, str) or not rel:
+        log.error('[artifacts.tools] path is required (e.g. path = "tools.json")')
+    if not isinstance(digest, str) or not digest:
+        log.error("[artifacts.tools] blake3 is required (the BLAKE3 hex digest of tools.json)")
+    if log.error_count() or not isinstance(rel, str) or not isinstance(digest, str):
+        return log.report([])
+    tools_path = path.absolute().parent / rel
+    tools_display = _display_join(display, rel)
+    if not tools_path.is_file():
+        log.error(f"missing tools.json at {tools_display}", code=ErrorCode.MANIFEST_UNREADABLE)
+        return log.report([])
+    data = read_bytes(tools_path, log)
+    if data is None:
+        return log.report([])
+    actual = blake3(data).hexdigest()
+    if actual != digest.strip().lower():
+        log.error(
+            f"tools.json digest mismatch (expected {digest}, got {actual})",
+            code=ErrorCode.MANIFEST_DIGEST,
+        )
+        return log.report([])
+    tools_log = ProblemLog(tools_display)
+    ok, doc = parse_json(data, tools_log)
+    tools = load_runloop(doc, tools_path, tools_log, path.absolute().parent.name) if ok else []
+    return LoadReport(tools, log.problems + tools_log.problems, [display])

@@ -1,0 +1,218 @@
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_toolbridge.errors import ErrorCode
+from mcp_toolbridge.loaders import LoadReport, load_file
+from mcp_toolbridge.model import ExecTransport, Format, Safety
+
+FIXTURE = Path(__file__).parent / "fixtures" / "manifests" / "agentcli" / "tools.json"
+SHOWN = "manifests/x/tools.json"
+MUST_MATCH = "(must match [A-Z_][A-Z0-9_]*)"
+ESCAPES = "command[0] escapes ./tools/bin after normalization"
+
+
+def tool(name: str = "t", command: object = None, **fields: Any) -> dict[str, Any]:
+    return {"name": name, "command": ["./tools/bin/t"] if command is None else command, **fields}
+
+
+def load(tmp_path: Path, doc: object) -> LoadReport:
+    folder = tmp_path / "x"
+    folder.mkdir(exist_ok=True)
+    path = folder / "tools.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return load_file(path, display=SHOWN)
+
+
+def rendered(report: LoadReport) -> list[str]:
+    return [p.render() for p in report.problems]
+
+
+def test_fixture_loads_into_normalized_tool_specs():
+    report = load_file(FIXTURE, display="fixtures/agentcli/tools.json")
+    assert report.problems == []
+    assert report.manifests == ["fixtures/agentcli/tools.json"]
+    clock, disk = report.tools
+    assert (clock.name, clock.id, clock.namespace) == ("clock_now", "clock_now", "agentcli")
+    assert clock.description == "Current time in an IANA timezone"
+    assert clock.timeout_s == 3
+    assert clock.source.format is Format.AGENTCLI
+    assert (clock.source.path, clock.source.index) == ("fixtures/agentcli/tools.json", 0)
+    assert clock.safety == Safety()
+    transport = clock.transport
+    assert isinstance(transport, ExecTransport)
+    program = os.path.normpath(FIXTURE.parent.absolute() / "tools" / "bin" / "clock_now")
+    assert transport.argv == (program + (".exe" if os.name == "nt" else ""), "--json")
+    assert (transport.args_via, transport.stdout, transport.ok_flag) == ("stdin", "json", False)
+    assert transport.cwd is None
+    assert transport.env.passthrough == ("TZ", "LANG")
+    assert "trace_id" not in clock.input_schema["properties"]
+    assert clock.input_schema["required"] == ["zone"]
+    assert "trace_id" in clock.runtime_input_schema["properties"]
+    assert (disk.name, disk.id) == ("disk_usage", "disk.usage")
+    assert disk.input_schema == {"type": "object"}
+    assert disk.timeout_s is None
+    assert isinstance(disk.transport, ExecTransport)
+    assert disk.transport.argv == ("/usr/bin/env", "du")
+
+
+def test_relative_command_resolves_against_the_manifest_folder_not_the_cwd(tmp_path, monkeypatch):
+    nested = tmp_path / "configs" / "sub"
+    nested.mkdir(parents=True)
+    path = nested / "tools.json"
+    path.write_text(json.dumps({"tools": [tool(command=["./tools/bin/hello_tool"])]}), "utf-8")
+    monkeypatch.chdir(tmp_path)
+    report = load_file(Path("configs/sub/tools.json"))
+    assert report.problems == []
+    program = report.tools[0].transport.argv[0]  # type: ignore[union-attr]
+    expected = str(tmp_path / "configs" / "sub" / "tools" / "bin" / "hello_tool")
+    assert program == expected + (".exe" if os.name == "nt" else "")
+    assert report.tools[0].namespace == "sub"
+    assert report.tools[0].source.path == "configs/sub/tools.json"
+
+
+@pytest.mark.parametrize(
+    ("command0", "message"),
+    [
+        ("/usr/bin/env", None),
+        ("./tools/bin/fs_read_file", None),
+        (".\\tools\\bin\\fs_read_file", None),
+        ("tools/bin/fs_read_file", None),
+        ("echo", "relative command[0] must start with ./tools/bin/"),
+        ("./tools/get_time", "relative command[0] must start with ./tools/bin/"),
+        ("./bin/timecli", "relative command[0] must start with ./tools/bin/"),
+        (
+            "../tools/bin/get_time",
+            "command[0] must not start with '..' or escape tools/bin "
+            '(got "../tools/bin/get_time")',
+        ),
+        (
+            "./tools/bin/../hack",
+            f'{ESCAPES} (got "./tools/bin/../hack" -> "./tools/hack")',
+        ),
+        (
+            ".\\tools\\bin\\..\\hack",
+            "command[0] escapes ./tools/bin after normalization "
+            '(got ".\\\\tools\\\\bin\\\\..\\\\hack" -> "./tools/hack")',
+        ),
+        (
+            "./tools/bin",
+            f'{ESCAPES} (got "./tools/bin" -> "./tools/bin")',
+        ),
+    ],
+)
+def test_command0_rules_match_agentcli(tmp_path, command0, message):
+    report = load(tmp_path, {"tools": [tool("get_time", [command0])]})
+    if message is None:
+        assert report.problems == []
+        assert len(report.tools) == 1
+    else:
+        assert rendered(report) == [f'{SHOWN}: tool[0] "get_time": {message}']
+        assert report.tools == []
+
+
+def test_missing_name_is_reported_with_the_index_only(tmp_path):
+    report = load(tmp_path, {"tools": [{"command": ["/bin/true"]}]})
+    assert rendered(report) == [f"{SHOWN}: tool[0]: name is required"]
+
+
+def test_duplicate_name_rejects_the_second_tool_only(tmp_path):
+    report = load(tmp_path, {"tools": [tool("x"), tool("x")]})
+    assert rendered(report) == [f'{SHOWN}: tool[1] "x": duplicate name']
+    assert [t.source.index for t in report.tools] == [0]
+
+
+def test_empty_or_missing_command_needs_a_program(tmp_path):
+    report = load(tmp_path, {"tools": [tool("a", []), {"name": "b"}]})
+    assert rendered(report) == [
+        f'{SHOWN}: tool[0] "a": command must have at least program name',
+        f'{SHOWN}: tool[1] "b": command must have at least program name',
+    ]
+
+
+def test_env_passthrough_is_trimmed_upper_cased_and_deduplicated(tmp_path):
+    names = ["oai_api_key", "OAI_API_KEY", " Path ", "TZ"]
+    report = load(tmp_path, {"tools": [tool(envPassthrough=names)]})
+    assert report.tools[0].transport.env.passthrough == ("OAI_API_KEY", "PATH", "TZ")  # type: ignore[union-attr]
+
+
+def test_invalid_env_passthrough_names_are_each_reported(tmp_path):
+    report = load(
+        tmp_path, {"tools": [tool("t", envPassthrough=["1BAD", "GOOD", "OAI-API-KEY", "  "])]}
+    )
+    assert rendered(report) == [
+        f'{SHOWN}: tool[0] "t": envPassthrough[0]: invalid name "1BAD" {MUST_MATCH}',
+        f'{SHOWN}: tool[0] "t": envPassthrough[2]: invalid name "OAI-API-KEY" {MUST_MATCH}',
+        f'{SHOWN}: tool[0] "t": envPassthrough[3]: empty name',
+    ]
+
+
+def test_every_problem_of_every_tool_is_collected_in_agentcli_order(tmp_path):
+    doc = {
+        "tools": [
+            tool("a", ["./tools/a"], envPassthrough=["bad-name"]),
+            tool("a", ["echo"]),
+            {"command": []},
+            tool("ok"),
+        ]
+    }
+    report = load(tmp_path, doc)
+    assert rendered(report) == [
+        f'{SHOWN}: tool[0] "a": envPassthrough[0]: invalid name "bad-name" {MUST_MATCH}',
+        f'{SHOWN}: tool[0] "a": relative command[0] must start with ./tools/bin/',
+        f'{SHOWN}: tool[1] "a": duplicate name',
+        f'{SHOWN}: tool[1] "a": relative command[0] must start with ./tools/bin/',
+        f"{SHOWN}: tool[2]: name is required",
+        f"{SHOWN}: tool[2]: command must have at least program name",
+    ]
+    assert [t.name for t in report.tools] == ["ok"]
+    assert all(p.code is ErrorCode.MANIFEST_INVALID for p in report.problems)
+
+
+def test_non_positive_timeout_means_the_server_default(tmp_path):
+    report = load(
+        tmp_path,
+        {"tools": [tool("a", timeoutSec=0), tool("b", timeoutSec=-3), tool("c", timeoutSec=2.5)]},
+    )
+    assert [t.timeout_s for t in report.tools] == [None, None, 2.5]
+
+
+def test_a_missing_tools_key_is_zero_tools(tmp_path):
+    report = load(tmp_path, {"tools": []})
+    assert (report.tools, report.problems) == ([], [])
+
+
+def test_a_schema_is_meta_validated_and_problems_name_the_field(tmp_path):
+    report = load(
+        tmp_path,
+        {"tools": [tool(schema={"type": "object", "properties": {"n": {"minimum": "1"}}})]},
+    )
+    assert rendered(report) == [
+        f"{SHOWN}: tool[0] \"t\": schema: at /properties/n/minimum: '1' is not of type 'number'"
+    ]
+
+
+def test_a_schema_whose_root_is_not_an_object_is_rejected(tmp_path):
+    report = load(tmp_path, {"tools": [tool(schema={"type": "array"})]})
+    assert rendered(report) == [
+        f'{SHOWN}: tool[0] "t": schema: the root type must be "object" (MCP passes tool '
+        'arguments as one JSON object), got "array"'
+    ]
+
+
+def test_a_schema_without_type_gets_object_in_the_model_facing_copy(tmp_path):
+    declared = {"oneOf": [{"required": ["a"]}, {"required": ["b"]}]}
+    report = load(tmp_path, {"tools": [tool(schema=declared)]})
+    assert report.tools[0].input_schema == {**declared, "type": "object"}
+    assert report.tools[0].runtime_input_schema == declared
+
+
+def test_unknown_keys_are_ignored(tmp_path):
+    report = load(tmp_path, {"tools": [tool(extra={"x": 1})], "comment": "hi"})
+    assert report.problems == []
+    assert len(report.tools) == 1

@@ -1,0 +1,186 @@
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_toolbridge.errors import Severity
+from mcp_toolbridge.loaders import LoadReport, load_file
+from mcp_toolbridge.model import ExecTransport, Format
+
+FIXTURES = Path(__file__).parent / "fixtures" / "manifests" / "agentpm"
+SHOWN = "pkg/agent.json"
+
+
+def manifest(**fields: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "kind": "tool",
+        "name": "echo-tool",
+        "version": "0.1.0",
+        "description": "Echo the input back.",
+        "files": ["main.py"],
+        "entrypoint": {"command": "python", "args": ["main.py"]},
+        "inputs": {"type": "object", "properties": {"text": {"type": "string"}}},
+        "outputs": {"type": "object"},
+    }
+    base.update(fields)
+    return {k: v for k, v in base.items() if v is not None}
+
+
+def load(tmp_path: Path, doc: object, environ: dict[str, str] | None = None) -> LoadReport:
+    folder = tmp_path / "pkg"
+    folder.mkdir(exist_ok=True)
+    path = folder / "agent.json"
+    path.write_text(doc if isinstance(doc, str) else json.dumps(doc), encoding="utf-8")
+    return load_file(path, display=SHOWN, environ={} if environ is None else environ)
+
+
+def rendered(report: LoadReport) -> list[str]:
+    return [p.render() for p in report.problems]
+
+
+def test_fixture_tool_normalizes_entrypoint_env_and_schemas():
+    report = load_file(
+        FIXTURES / "word-count" / "agent.json", display="wc/agent.json", environ={"WC_TOKEN": "t"}
+    )
+    assert report.problems == []
+    (spec,) = report.tools
+    assert (spec.name, spec.id, spec.namespace) == ("word-count", "word-count", "word-count")
+    assert spec.version == "1.0.0-beta.2+build.7"
+    assert spec.description == "Count the words in a text."
+    assert spec.timeout_s == 1.5
+    assert (spec.source.path, spec.source.index, spec.source.format) == (
+        "wc/agent.json",
+        0,
+        Format.AGENTPM,
+    )
+    transport = spec.transport
+    assert isinstance(transport, ExecTransport)
+    assert transport.argv == ("python3", "-u", "src/main.py")
+    assert transport.cwd == os.path.normpath(FIXTURES.absolute() / "word-count")
+    assert (transport.args_via, transport.stdout, transport.ok_flag) == (
+        "stdin",
+        "first_json_object",
+        True,
+    )
+    assert transport.env.passthrough == ("WC_LOCALE", "WC_TOKEN")
+    assert transport.env.values == {"WC_LOCALE": "en", "PYTHONIOENCODING": "utf-8"}
+    assert spec.output_schema is not None
+    assert "oneOf" in spec.output_schema
+    assert spec.input_schema["required"] == ["text"]
+
+
+def test_a_required_variable_without_default_must_be_in_the_environment():
+    report = load_file(FIXTURES / "word-count" / "agent.json", display="wc/agent.json", environ={})
+    assert rendered(report) == [
+        "wc/agent.json: Missing environment variable: WC_TOKEN. "
+        "WC_TOKEN is required and has no default value."
+    ]
+    assert report.tools == []
+
+
+def test_a_required_variable_may_come_from_the_entrypoint_env(tmp_path):
+    doc = manifest(
+        entrypoint={"command": "node", "args": ["i.js"], "env": {"KEY": "v"}},
+        environment={"vars": {"KEY": {"required": True, "description": "k"}}},
+    )
+    assert load(tmp_path, doc).errors == []
+
+
+def test_a_non_tool_kind_is_skipped_with_a_notice():
+    report = load_file(FIXTURES / "research-agent" / "agent.json", display="a/agent.json")
+    assert rendered(report) == ['a/agent.json: kind "agent" is not a tool; skipped']
+    assert report.problems[0].severity is Severity.NOTICE
+    assert report.errors == []
+    assert report.tools == []
+
+
+@pytest.mark.parametrize(
+    "command", ["node", "nodejs", "python", "python3", "python3.12", "/opt/py/bin/python3"]
+)
+def test_allowed_interpreters_load(tmp_path, command):
+    report = load(tmp_path, manifest(entrypoint={"command": command, "args": ["x"]}))
+    assert report.problems == []
+
+
+def test_an_unsupported_interpreter_is_rejected_with_the_sdk_text(tmp_path):
+    report = load(tmp_path, manifest(entrypoint={"command": "bash", "args": ["x.sh"]}))
+    assert rendered(report) == [
+        f'{SHOWN}: Unsupported agent.json.entrypoint.command "bash". '
+        "Allowed: node|nodejs|python|python3"
+    ]
+
+
+def test_runtime_type_must_match_the_interpreter_family(tmp_path):
+    doc = manifest(entrypoint={"command": "node", "args": ["x.js"]}, runtime={"type": "python"})
+    assert rendered(load(tmp_path, doc)) == [
+        f"{SHOWN}: `runtime.type` should match `entrypoint.command` (node vs python)"
+    ]
+    doc = manifest(entrypoint={"command": "nodejs"}, runtime={"type": "node", "version": "20"})
+    assert load(tmp_path, doc).problems == []
+
+
+def test_every_field_problem_is_collected(tmp_path):
+    doc = manifest(
+        name="Bad_Name",
+        version="1.0",
+        description=None,
+        files=[],
+        entrypoint={"command": "ruby", "cwd": "../outside", "timeout_ms": 0},
+        inputs={"type": "object", "properties": {"n": {"type": "integr"}}},
+        outputs=None,
+        environment={"vars": {"lower": {"required": True, "description": "x"}}},
+    )
+    messages = [p.message for p in load(tmp_path, doc).problems]
+    assert messages[:3] == [
+        'name "Bad_Name" must match ^[a-z][a-z0-9-]{0,63}$',
+        'version "1.0" must be a SemVer string like 1.2.3 (pre-release/build allowed)',
+        "description is required (a string saying what the tool does)",
+    ]
+    assert (
+        'Unsupported agent.json.entrypoint.command "ruby". Allowed: node|nodejs|python|python3'
+        in messages
+    )
+    assert 'entrypoint.cwd "../outside" escapes the manifest folder' in messages
+    assert "entrypoint.timeout_ms must be a positive number of milliseconds" in messages
+    assert "files must be a non-empty list of paths or globs to package" in messages
+    assert 'environment.vars: invalid name "lower" (must match ^[A-Z][A-Z0-9_]*$)' in messages
+    assert any(
+        m.startswith("inputs: at /properties/n/type: 'integr' is not one of") for m in messages
+    )
+    assert "outputs: must be a JSON Schema object, got null" in messages
+    assert len(messages) == 10
+
+
+def test_empty_inputs_and_outputs_mean_any_object_and_no_output_schema(tmp_path):
+    report = load(tmp_path, manifest(inputs={}, outputs={}))
+    (spec,) = report.tools
+    assert spec.input_schema == spec.runtime_input_schema == {"type": "object"}
+    assert spec.output_schema is None
+    assert spec.timeout_s is None
+    assert spec.transport.cwd == os.path.normpath(tmp_path.absolute() / "pkg")  # type: ignore[union-attr]
+
+
+def test_inputs_whose_root_is_not_an_object_are_rejected(tmp_path):
+    report = load(tmp_path, manifest(inputs={"type": "string"}))
+    assert [p.message for p in report.problems] == [
+        'inputs: the root type must be "object" (MCP passes tool arguments as one JSON object), '
+        'got "string"'
+    ]
+
+
+def test_invalid_json_reports_line_and_column(tmp_path):
+    report = load(tmp_path, '{\n  "kind": "tool",\n  "name": oops\n}')
+    assert rendered(report) == [f"{SHOWN}: invalid JSON: line 3 column 11: Expecting value"]
+    assert report.manifests == [SHOWN]
+
+
+def test_an_empty_description_is_only_a_notice(tmp_path):
+    report = load(tmp_path, manifest(description="  "))
+    assert [(p.severity, p.message) for p in report.problems] == [
+        (Severity.NOTICE, "`description` should not be empty")
+    ]
+    assert len(report.tools) == 1

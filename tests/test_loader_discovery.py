@@ -1,0 +1,175 @@
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from blake3 import blake3
+
+from mcp_toolbridge.errors import ErrorCode, Severity
+from mcp_toolbridge.loaders import detect_format, load_file, load_paths
+from mcp_toolbridge.model import Format
+
+FIXTURES = Path(__file__).parent / "fixtures" / "manifests"
+AGENTCLI = {"tools": [{"name": "t", "command": ["/bin/true"]}]}
+RUNLOOP = {
+    "version": 1,
+    "tools": [
+        {
+            "id": "r.t",
+            "description": "d",
+            "transport": {"kind": "exec", "command": "/bin/true"},
+            "input_schema": {"type": "object"},
+            "result_schema": {"type": "object"},
+        }
+    ],
+}
+
+
+def write(path: Path, content: object) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(content if isinstance(content, str) else json.dumps(content), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "expected"),
+    [
+        ("tools.json", AGENTCLI, Format.AGENTCLI),
+        ("tools.json", {"tools": []}, Format.AGENTCLI),
+        ("tools.json", RUNLOOP, Format.RUNLOOP),
+        ("tools.json", {"version": 1}, Format.RUNLOOP),
+        ("custom.json", {"tools": [{"id": "x", "transport": {}}]}, Format.RUNLOOP),
+        ("custom.json", {"kind": "tool", "entrypoint": {}}, Format.AGENTPM),
+        ("agent.json", {}, Format.AGENTPM),
+        ("manifest.toml", "[agent]\n", Format.RUNLOOP),
+        ("custom.json", {"hello": 1}, None),
+        ("custom.json", "[1, 2]", None),
+        ("broken.json", "{", None),
+        ("tools.yaml", "tools: []", None),
+    ],
+)
+def test_detect_format_by_name_then_content(tmp_path, name, content, expected):
+    assert detect_format(write(tmp_path / name, content)) is expected
+
+
+def test_detect_format_of_a_missing_file_is_none(tmp_path):
+    assert detect_format(tmp_path / "nope.json") is None
+
+
+def test_an_undecidable_file_explains_the_accepted_shapes(tmp_path):
+    report = load_file(write(tmp_path / "x.json", {"hello": 1}), display="x.json")
+    (problem,) = report.problems
+    assert problem.code is ErrorCode.MANIFEST_FORMAT
+    assert problem.message.startswith("cannot tell which manifest format this is; accepted shapes:")
+    for shape in ('"command"', '"kind": "tool"', '"version": 1', "manifest.toml"):
+        assert shape in problem.message
+
+
+def test_a_file_that_is_not_json_or_a_bundle_is_a_format_problem(tmp_path):
+    report = load_file(write(tmp_path / "tools.yaml", "tools: []"))
+    assert [p.code for p in report.problems] == [ErrorCode.MANIFEST_FORMAT]
+
+
+def test_a_missing_path_is_unreadable(tmp_path):
+    report = load_paths([tmp_path / "nowhere" / "tools.json"])
+    assert [p.code for p in report.problems] == [ErrorCode.MANIFEST_UNREADABLE]
+    assert (
+        report.problems[0]
+        .render()
+        .endswith("nowhere/tools.json: no such file or folder; check the path")
+    )
+    assert report.manifests == []
+
+
+def test_a_folder_without_manifests_is_reported(tmp_path):
+    write(tmp_path / "empty" / "readme.txt", "nothing here")
+    report = load_paths([tmp_path / "empty"])
+    assert [p.code for p in report.problems] == [ErrorCode.MANIFEST_UNREADABLE]
+
+
+def test_walk_is_sorted_skips_hidden_and_vendored_folders(tmp_path):
+    root = tmp_path / "m"
+    for folder in ("b", "a", "a/deeper", ".hidden", "node_modules/pkg", "__pycache__", ".venv/x"):
+        write(root / folder / "tools.json", AGENTCLI)
+    write(root / "a" / "other.json", {"hello": 1})
+    report = load_paths([root])
+    shown = os.path.join(str(root), "")
+    assert [m.removeprefix(shown) for m in report.manifests] == [
+        os.path.join("a", "tools.json"),
+        os.path.join("a", "deeper", "tools.json"),
+        os.path.join("b", "tools.json"),
+    ]
+    assert report.problems == []
+
+
+def test_display_paths_stay_relative_as_given(tmp_path, monkeypatch):
+    write(
+        tmp_path / "manifests" / "x" / "tools.json",
+        {"tools": [{"name": "git_log", "command": ["git"]}]},
+    )
+    monkeypatch.chdir(tmp_path)
+    report = load_paths([Path("manifests")])
+    assert [p.render() for p in report.problems] == [
+        os.path.join("manifests", "x", "tools.json")
+        + ': tool[0] "git_log": relative command[0] must start with ./tools/bin/'
+    ]
+
+
+def test_a_bundle_pinned_tools_json_is_loaded_once_through_the_bundle(tmp_path):
+    folder = tmp_path / "agents" / "notes"
+    text = json.dumps(RUNLOOP)
+    write(folder / "tools.json", text)
+    digest = blake3(text.encode()).hexdigest()
+    write(
+        folder / "manifest.toml", f'[artifacts.tools]\npath = "tools.json"\nblake3 = "{digest}"\n'
+    )
+    report = load_paths([tmp_path / "agents", folder / "tools.json"])
+    assert [t.id for t in report.tools] == ["r.t"]
+    assert report.tools[0].namespace == "notes"
+    assert report.problems == []
+
+
+def test_a_tampered_pinned_tools_json_is_not_loaded_standalone_either(tmp_path):
+    folder = tmp_path / "agents" / "notes"
+    write(folder / "tools.json", json.dumps(RUNLOOP))
+    write(folder / "manifest.toml", '[artifacts.tools]\npath = "tools.json"\nblake3 = "00"\n')
+    report = load_paths([tmp_path])
+    assert report.tools == []
+    assert [p.code for p in report.problems] == [ErrorCode.MANIFEST_DIGEST]
+
+
+def test_fixture_folder_loads_every_format_with_one_notice(tmp_path):
+    report = load_paths([FIXTURES], environ={"WC_TOKEN": "x"})
+    assert [(p.severity, p.message) for p in report.problems] == [
+        (Severity.NOTICE, 'kind "agent" is not a tool; skipped')
+    ]
+    assert [t.id for t in report.tools] == [
+        "clock_now",
+        "disk.usage",
+        "word-count",
+        "notes.append",
+        "notes.publish",
+    ]
+    assert sorted({t.source.format for t in report.tools}) == sorted(
+        [Format.AGENTCLI, Format.AGENTPM, Format.RUNLOOP]
+    )
+    assert len(report.manifests) == 5
+
+
+def test_problems_in_several_files_are_all_collected(tmp_path):
+    write(tmp_path / "a" / "tools.json", {"tools": [{"command": ["/bin/true"]}]})
+    write(tmp_path / "b" / "agent.json", "{")
+    write(tmp_path / "c" / "tools.json", {"version": 3})
+    report = load_paths([tmp_path])
+    assert [p.message for p in report.errors] == [
+        "name is required",
+        "invalid JSON: line 1 column 2: Expecting property name enclosed in double quotes",
+        "unsupported tools.json version 3 (expected 1)",
+    ]
+
+
+def test_load_file_on_a_folder_is_unreadable(tmp_path):
+    report = load_file(tmp_path)
+    assert [p.code for p in report.problems] == [ErrorCode.MANIFEST_UNREADABLE]

@@ -1,0 +1,281 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from blake3 import blake3
+
+from mcp_toolbridge.errors import ErrorCode
+from mcp_toolbridge.loaders import LoadReport, load_file
+from mcp_toolbridge.model import SAFETY_FACTS, Budget, ExecTransport, Format, HttpTransport
+from mcp_toolbridge.schemas import compile_schema
+
+BUNDLE = Path(__file__).parent / "fixtures" / "manifests" / "runloop" / "notes_bundle"
+SHOWN = "rl/tools.json"
+OBJ = {"type": "object"}
+
+
+def entry(**fields: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "id": "demo.run",
+        "description": "Run the demo.",
+        "transport": {"kind": "exec", "command": "/usr/bin/demo"},
+        "input_schema": OBJ,
+        "result_schema": OBJ,
+    }
+    base.update(fields)
+    return {k: v for k, v in base.items() if v is not None}
+
+
+def write(folder: Path, name: str, content: object) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    text = content if isinstance(content, str) else json.dumps(content, indent=2)
+    path.write_text(text, encoding="utf-8", newline="\n")
+    return path
+
+
+def load(tmp_path: Path, doc: object) -> LoadReport:
+    return load_file(write(tmp_path / "rl", "tools.json", doc), display=SHOWN)
+
+
+def messages(report: LoadReport) -> list[str]:
+    return [p.render() for p in report.problems]
+
+
+def test_fixture_bundle_normalizes_exec_and_http_tools():
+    report = load_file(BUNDLE / "manifest.toml", display="b/manifest.toml")
+    assert report.problems == []
+    assert report.manifests == ["b/manifest.toml"]
+    append, publish = report.tools
+    assert (append.name, append.id, append.namespace) == (
+        "notes_append",
+        "notes.append",
+        "notes_bundle",
+    )
+    assert append.source.path == "b/tools.json"
+    assert append.source.format is Format.RUNLOOP
+    assert append.transport == ExecTransport(
+        argv=("/usr/local/bin/notes", "--append"), args_via="file", stdout="json", ok_flag=False
+    )
+    assert append.input_schema_ref == "schema:notes.append.request.v1"
+    assert append.input_schema["required"] == ["line"]
+    assert append.requires.fs_write == ("/var/notes",)
+    assert append.requires.capabilities == ("kb_write",)
+    assert append.budget == Budget(tokens=2000)
+    assert append.safety.inferred == frozenset(SAFETY_FACTS)
+    assert publish.transport == HttpTransport(
+        method="POST",
+        url="https://wiki.example/api/pages/{page}",
+        headers={"Authorization": "Bearer ${secret:runloop/wiki/token}"},
+    )
+    assert publish.requires.net_hosts == ("wiki.example",)
+    assert publish.secrets == ("runloop/wiki/token",)
+    assert publish.tags == ("external", "wiki")
+    assert publish.budget == Budget(usd=0.5)
+    assert publish.safety.requires_confirmation is True
+    assert publish.safety.open_world is True
+    assert publish.safety.inferred == frozenset(SAFETY_FACTS) - {
+        "requires_confirmation",
+        "open_world",
+    }
+    assert publish.output_schema_ref == "schema:notes.publish.result.v1"
+    assert publish.output_schema == {"type": "object", "properties": {"url": {"type": "string"}}}
+    compiled = compile_schema(publish.runtime_input_schema)
+    assert compiled.validate({"page": "p", "body": 3}) == ["at /body: 3 is not of type 'string'"]
+
+
+def test_version_must_be_one(tmp_path):
+    assert messages(load(tmp_path, {"version": 2, "tools": [entry()]})) == [
+        f"{SHOWN}: unsupported tools.json version 2 (expected 1)"
+    ]
+    assert messages(load(tmp_path, {"tools": [entry()]})) == [
+        f"{SHOWN}: tools.json version is missing (expected 1)"
+    ]
+
+
+def test_an_empty_tool_list_is_zero_tools(tmp_path):
+    report = load(tmp_path, {"version": 1, "tools": []})
+    assert (report.tools, report.problems) == ([], [])
+
+
+def test_entry_problems_use_runloop_texts_and_are_all_collected(tmp_path):
+    doc = {
+        "version": 1,
+        "tools": [
+            entry(id="  ", description=""),
+            entry(id="a", transport={"kind": "exec"}),
+            entry(id="b", transport={"kind": "http"}),
+            entry(id="c", transport={"kind": "unix", "path": "/s"}),
+            entry(id="d", transport={"kind": "exec", "command": "bin/demo"}),
+            entry(id="e", transport={"kind": "http", "method": "GET", "url": "/relative"}),
+            entry(id="f", input_schema=None, result_schema={"type": "nope"}),
+            entry(id="a"),
+        ],
+    }
+    assert messages(load(tmp_path, doc)) == [
+        f"{SHOWN}: tool[0]: tool id cannot be empty",
+        f"{SHOWN}: tool[0]: description cannot be empty",
+        f'{SHOWN}: tool[1] "a": exec transport requires a command',
+        f'{SHOWN}: tool[2] "b": http transport requires a method',
+        f'{SHOWN}: tool[2] "b": http transport requires a url',
+        f'{SHOWN}: tool[3] "c": unknown transport.kind "unix" (supported kinds: "exec", "http")',
+        f'{SHOWN}: tool[4] "d": exec transport command must be an absolute path (got "bin/demo")',
+        f'{SHOWN}: tool[5] "e": http transport url must be an absolute http:// or https:// URL '
+        '(got "/relative")',
+        f'{SHOWN}: tool[6] "f": input_schema is required (an inline JSON Schema or '
+        '{"$ref": "schema:ID"})',
+        f"{SHOWN}: tool[6] \"f\": result_schema: at /type: 'nope' is not one of "
+        "['array', 'boolean', 'integer', 'null', 'number', 'object', 'string']",
+        f'{SHOWN}: tool[7] "a": duplicate id',
+    ]
+
+
+def test_refs_resolve_from_the_schemas_folder_including_nested_ones(tmp_path):
+    schemas = tmp_path / "rl" / "schemas"
+    write(
+        schemas, "req.v1.json", {"type": "object", "properties": {"n": {"$ref": "schema:pos.v1"}}}
+    )
+    write(schemas, "pos.v1.json", {"type": "integer", "minimum": 1})
+    report = load(
+        tmp_path, {"version": 1, "tools": [entry(input_schema={"$ref": "schema:req.v1"})]}
+    )
+    assert report.problems == []
+    (spec,) = report.tools
+    assert spec.input_schema_ref == "schema:req.v1"
+    assert spec.input_schema["properties"]["n"] == {"$ref": "schema:pos.v1"}
+    assert compile_schema(spec.runtime_input_schema).validate({"n": 0}) == [
+        "at /n: 0 is less than the minimum of 1"
+    ]
+
+
+def test_schema_refs_may_point_at_files_relative_to_the_tools_json(tmp_path):
+    write(tmp_path / "rl" / "shared", "res.json", {"type": "object", "required": ["ok"]})
+    doc = {
+        "version": 1,
+        "tools": [
+            entry(
+                result_schema={"$ref": "schema:res.v1"},
+                schema_refs={"schema:res.v1": "shared/res.json"},
+            )
+        ],
+    }
+    (spec,) = load(tmp_path, doc).tools
+    assert spec.output_schema == {"type": "object", "required": ["ok"]}
+    assert spec.output_schema_ref == "schema:res.v1"
+
+
+def test_a_broken_schema_file_is_reported_once(tmp_path):
+    write(tmp_path / "rl" / "schemas", "bad.v1.json", "{not json")
+    report = load(
+        tmp_path, {"version": 1, "tools": [entry(input_schema={"$ref": "schema:bad.v1"})]}
+    )
+    assert messages(report) == [
+        f'{SHOWN}: tool[0] "demo.run": schema file rl/schemas/bad.v1.json: invalid JSON: line 1 '
+        "column 2: Expecting property name enclosed in double quotes"
+    ]
+
+
+def test_unresolved_refs_are_load_errors_naming_where_we_looked(tmp_path):
+    doc = {
+        "version": 1,
+        "tools": [
+            entry(
+                input_schema={"type": "object", "properties": {"a": {"$ref": "schema:gone.v1"}}},
+                result_schema={"$ref": "schema:mail.send.result.v1"},
+            )
+        ],
+    }
+    report = load(tmp_path, doc)
+    assert messages(report) == [
+        f'{SHOWN}: tool[0] "demo.run": input_schema: unresolved schema ref schema:gone.v1 '
+        "(looked in schema_refs and rl/schemas/)",
+        f'{SHOWN}: tool[0] "demo.run": result_schema: unresolved schema ref '
+        "schema:mail.send.result.v1 (looked in schema_refs and rl/schemas/)",
+    ]
+    assert report.tools == []
+
+
+def test_a_ref_id_cannot_climb_out_of_the_schemas_folder(tmp_path):
+    write(tmp_path / "rl", "secret.json", OBJ)
+    report = load(
+        tmp_path, {"version": 1, "tools": [entry(input_schema={"$ref": "schema:../secret"})]}
+    )
+    assert [p.message for p in report.problems] == [
+        "input_schema: unresolved schema ref schema:../secret "
+        "(looked in schema_refs and rl/schemas/)"
+    ]
+
+
+def bundle(tmp_path: Path, tools_text: str, **artifact: object) -> Path:
+    folder = tmp_path / "agents" / "mailer"
+    write(folder, "tools.json", tools_text)
+    fields = {"path": "tools.json", "blake3": blake3(tools_text.encode()).hexdigest(), "version": 1}
+    fields.update(artifact)
+    table = "\n".join(f"{k} = {json.dumps(v)}" for k, v in fields.items() if v is not None)
+    return write(
+        folder, "manifest.toml", f'[agent]\nname = "mailer"\n\n[artifacts.tools]\n{table}\n'
+    )
+
+
+EMPTY = '{\n  "version": 1,\n  "tools": []\n}'
+
+
+@pytest.mark.parametrize("text", [EMPTY, EMPTY + "\n"])
+def test_bundle_digest_is_checked_over_the_raw_bytes(tmp_path, text):
+    report = load_file(bundle(tmp_path, text), display="agents/mailer/manifest.toml")
+    assert (report.tools, report.problems) == ([], [])
+    assert report.manifests == ["agents/mailer/manifest.toml"]
+
+
+def test_a_trailing_newline_changes_the_digest(tmp_path):
+    pinned = blake3(EMPTY.encode()).hexdigest()
+    report = load_file(bundle(tmp_path, EMPTY + "\n", blake3=pinned), display="m/manifest.toml")
+    actual = blake3((EMPTY + "\n").encode()).hexdigest()
+    assert messages(report) == [
+        f"m/manifest.toml: tools.json digest mismatch (expected {pinned}, got {actual})"
+    ]
+    assert report.problems[0].code is ErrorCode.MANIFEST_DIGEST
+
+
+def test_a_tampered_tools_json_loads_no_tools(tmp_path):
+    good = json.dumps({"version": 1, "tools": [entry()]})
+    path = bundle(tmp_path, good)
+    write(path.parent, "tools.json", good.replace("/usr/bin/demo", "/usr/bin/evil"))
+    report = load_file(path)
+    assert report.tools == []
+    assert [p.code for p in report.problems] == [ErrorCode.MANIFEST_DIGEST]
+
+
+def test_bundle_tools_load_with_the_bundle_folder_as_namespace(tmp_path):
+    report = load_file(bundle(tmp_path, json.dumps({"version": 1, "tools": [entry()]})))
+    assert [(t.name, t.namespace) for t in report.tools] == [("demo_run", "mailer")]
+
+
+def test_bundle_artifact_errors(tmp_path):
+    path = bundle(tmp_path, EMPTY, version=2)
+    assert [p.message for p in load_file(path).problems] == [
+        "unsupported tools.json version 2 (supported: 1)"
+    ]
+    path = bundle(tmp_path, EMPTY, path="missing.json")
+    assert messages(load_file(path, display="m/manifest.toml")) == [
+        "m/manifest.toml: missing tools.json at m/missing.json"
+    ]
+    path = bundle(tmp_path, EMPTY, blake3=None)
+    assert [p.message for p in load_file(path).problems] == [
+        "[artifacts.tools] blake3 is required (the BLAKE3 hex digest of tools.json)"
+    ]
+
+
+def test_a_manifest_without_a_tools_artifact_is_zero_tools_and_no_error(tmp_path):
+    path = write(tmp_path / "helper", "manifest.toml", '[agent]\nname = "helper"\n')
+    report = load_file(path)
+    assert (report.tools, report.problems, report.manifests) == ([], [], [str(path)])
+
+
+def test_invalid_toml_is_reported(tmp_path):
+    path = write(tmp_path / "x", "manifest.toml", "[agent\n")
+    (problem,) = load_file(path, display="x/manifest.toml").problems
+    assert problem.render().startswith("x/manifest.toml: invalid TOML: ")

@@ -1,0 +1,185 @@
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_toolbridge.schemas import bundle_refs, check_schema, compile_schema, model_facing
+
+ITEMS = {
+    "type": "object",
+    "properties": {
+        "items": {
+            "type": "array",
+            "items": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}},
+        }
+    },
+    "additionalProperties": False,
+}
+
+
+def test_a_valid_schema_has_no_problems():
+    assert check_schema(ITEMS) == []
+    assert check_schema(True) == []
+
+
+def test_schema_problems_name_the_pointer_inside_the_schema():
+    problems = check_schema({"type": "object", "properties": {"n": {"type": "integr"}}})
+    assert len(problems) == 1
+    assert problems[0].startswith("at /properties/n/type: 'integr' is not one of [")
+
+
+def test_every_schema_problem_is_reported():
+    problems = check_schema({"properties": {"a": {"minimum": "x"}, "b": {"required": "b"}}})
+    assert problems == [
+        "at /properties/a/minimum: 'x' is not of type 'number'",
+        "at /properties/b/required: 'b' is not of type 'array'",
+    ]
+
+
+def test_a_schema_that_is_not_an_object_is_a_problem():
+    assert check_schema([1]) == ["at /: a schema must be a JSON object, got list"]
+
+
+def test_validate_renders_the_instance_path_and_constraint():
+    compiled = compile_schema(ITEMS)
+    assert compiled.validate({"items": [{"n": 0}]}) == [
+        "at /items/0/n: 0 is less than the minimum of 1"
+    ]
+    assert compiled.validate({"items": [{"n": 2}]}) == []
+    assert compiled.is_valid({"items": []})
+
+
+def test_validate_reports_every_error_root_ones_as_slash():
+    compiled = compile_schema({**ITEMS, "required": ["q"]})
+    errors = compiled.validate({"items": [{"n": 0}], "zz": 1})
+    assert "at /: 'q' is a required property" in errors
+    assert "at /: Additional properties are not allowed ('zz' was unexpected)" in errors
+    assert errors[-1] == "at /items/0/n: 0 is less than the minimum of 1"
+
+
+def test_a_failed_one_of_shows_the_closest_branch():
+    compiled = compile_schema(
+        {
+            "oneOf": [
+                {"properties": {"mode": {"const": "one"}}, "required": ["mode", "text"]},
+                {"properties": {"mode": {"const": "many"}}, "required": ["mode", "docs"]},
+            ]
+        }
+    )
+    assert compiled.validate({"mode": "one"}) == ["at /: 'text' is a required property"]
+    assert compiled.validate({"mode": "many"}) == ["at /: 'docs' is a required property"]
+
+
+def test_format_is_an_annotation_not_checked():
+    compiled = compile_schema({"type": "string", "format": "email"})
+    assert compiled.validate("not an email") == []
+
+
+def test_a_dangling_ref_is_an_error_not_a_crash():
+    errors = compile_schema({"$ref": "#/$defs/missing"}).validate(1)
+    assert len(errors) == 1
+    assert errors[0].startswith("at /: the schema's $ref")
+
+
+def test_compile_with_a_registry_resolves_schema_ids():
+    compiled = compile_schema(
+        {"type": "object", "properties": {"a": {"$ref": "schema:pos.v1"}}},
+        registry={"schema:pos.v1": {"type": "integer", "minimum": 1}},
+    )
+    assert compiled.validate({"a": 0}) == ["at /a: 0 is less than the minimum of 1"]
+
+
+def test_bundle_refs_inlines_a_root_ref_and_embeds_nested_ones():
+    targets: dict[str, dict[str, Any]] = {
+        "schema:req.v1": {
+            "type": "object",
+            "properties": {"n": {"$ref": "schema:pos.v1"}, "next": {"$ref": "schema:req.v1"}},
+        },
+        "schema:pos.v1": {"$ref": "#/$defs/p", "$defs": {"p": {"type": "integer", "minimum": 1}}},
+    }
+    bundled, root_ref, unresolved = bundle_refs({"$ref": "schema:req.v1"}, targets.get)
+    assert root_ref == "schema:req.v1"
+    assert unresolved == []
+    assert set(bundled["$defs"]) == {"schema:req.v1", "schema:pos.v1"}
+    assert check_schema(bundled) == []
+    compiled = compile_schema(bundled)
+    assert compiled.validate({"n": 0}) == ["at /n: 0 is less than the minimum of 1"]
+    assert compiled.validate({"next": {"n": 0}}) == ["at /next/n: 0 is less than the minimum of 1"]
+    assert "$defs" not in targets["schema:req.v1"]
+
+
+def test_bundle_refs_lists_unresolved_ids():
+    schema = {"type": "object", "properties": {"a": {"$ref": "schema:gone.v1"}}}
+    _, root_ref, unresolved = bundle_refs(schema, lambda ref: None)
+    assert (root_ref, unresolved) == (None, ["schema:gone.v1"])
+    _, root_ref, unresolved = bundle_refs({"$ref": "schema:x.v1"}, lambda ref: None)
+    assert (root_ref, unresolved) == ("schema:x.v1", ["schema:x.v1"])
+
+
+def test_bundle_refs_returns_a_schema_without_ids_unchanged():
+    assert bundle_refs(ITEMS, lambda ref: None) == (ITEMS, None, [])
+    assert bundle_refs(ITEMS, lambda ref: None)[0] is ITEMS
+
+
+def test_model_facing_returns_the_same_object_when_nothing_is_internal():
+    assert model_facing(ITEMS) is ITEMS
+
+
+def test_model_facing_strips_internal_properties_recursively():
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "q": {"type": "string"},
+            "trace": {"type": "string", "visibility": "internal", "mutation_source": "hook"},
+            "opts": {
+                "type": "object",
+                "properties": {
+                    "depth": {"type": "integer"},
+                    "approved": {"type": "boolean", "visibility": "internal"},
+                },
+                "required": ["depth", "approved"],
+            },
+            "list": {
+                "type": "array",
+                "items": {"properties": {"x": {"visibility": "internal"}, "y": {}}},
+            },
+        },
+        "required": ["q", "trace"],
+    }
+    facing = model_facing(schema)
+    assert facing["required"] == ["q"]
+    assert set(facing["properties"]) == {"q", "opts", "list"}
+    assert facing["properties"]["opts"]["required"] == ["depth"]
+    assert set(facing["properties"]["opts"]["properties"]) == {"depth"}
+    assert set(facing["properties"]["list"]["items"]["properties"]) == {"y"}
+    assert "trace" in schema["properties"]
+    assert schema["required"] == ["q", "trace"]
+    assert facing["properties"]["q"] is schema["properties"]["q"]
+
+
+def test_model_facing_reaches_into_one_of_branches():
+    schema = {
+        "oneOf": [{"properties": {"a": {}, "b": {"visibility": "internal"}}}, {"type": "null"}]
+    }
+    facing = model_facing(schema)
+    assert set(facing["oneOf"][0]["properties"]) == {"a"}
+    assert facing["oneOf"][1] is schema["oneOf"][1]
+
+
+def test_an_invalid_regex_is_a_schema_problem():
+    assert check_schema({"properties": {"a": {"pattern": "(["}}}) == [
+        "at /properties/a/pattern: '([' is not a 'regex'"
+    ]
+    assert check_schema({"patternProperties": {"([": {}}}) != []
+
+
+def test_schemas_naming_another_draft_are_checked_against_that_draft():
+    draft7 = {"$schema": "http://json-schema.org/draft-07/schema#", "items": [{"type": "string"}]}
+    assert check_schema(draft7) == []
+    assert check_schema({"items": [{"type": "string"}]}) != []
+
+
+def test_node_cache_gives_the_same_answer_for_repeated_schemas():
+    bad = {"type": "object", "properties": {"a": {"type": "strin", "description": "one"}}}
+    again = {"type": "object", "properties": {"b": {"type": "strin", "description": "two"}}}
+    assert [p.split(":")[0] for p in check_schema(bad)] == ["at /properties/a/type"]
+    assert [p.split(":")[0] for p in check_schema(again)] == ["at /properties/b/type"]

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from mcp_toolbridge.context import CallContext, ProgressFn
 from mcp_toolbridge.model import ToolSpec
 
-ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
-"""progress(current, total, message): forwarded to the client when it asked for progress."""
+__all__ = ["CallContext", "ExecRequest", "ExecResult", "Executor", "ProgressFn"]
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MAX_OUTPUT_BYTES = 10 * 1024 * 1024
@@ -24,6 +24,8 @@ class ExecRequest:
     """Resolved secret values by id (only the ids the tool declares)."""
     progress: ProgressFn | None = None
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
+    context: CallContext = field(default_factory=CallContext)
+    """The caller: session id and what its client can do (built-in tools use it)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,317 @@
+"""Run manifest ``exec`` tools: build argv, environment and stdin, read the output.
+
+The ToolSpec's :class:`~mcp_toolbridge.model.ExecTransport` says everything format-specific:
+how the arguments travel (``args_via``), how stdout is read (``stdout``), whether
+``{"ok": false}`` means failure (``ok_flag``) and which environment the child gets (``env``).
+
+Environment rule: a child gets PATH and HOME from the server's environment, then
+``env.values``, then the ``env.passthrough`` names that are set in the server's environment
+(they win over values), then each resolved secret as a variable named by :func:`secret_env_name`.
+Nothing else of the server's environment reaches a tool.
+
+Progress: a stderr line that is a JSON object with a numeric ``progress`` key
+(``{"progress": 3, "total": 10, "message": "..."}``) is forwarded to the request's progress
+callback and never counts as error text.
+
+Failure: a non-zero exit gives ``ExecResult(ok=False)`` whose error is the ``error`` field of
+a JSON line last on stderr, else the stderr tail, else ``tool exited with code N`` /
+``tool was killed by signal SIGX`` (at most ~1000 characters; ``exit_code`` is ``-N`` for a
+signal). With ``ok_flag``, a result ``{"ok": false, "error": ...}`` is a failure too.
+
+Every resolved (non-empty) secret value is replaced by ``[redacted:<id>]`` in what goes back:
+the result value, error texts, progress messages and argv.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mcp_toolbridge.errors import ErrorCode, ExecError, ExecOutputError, ExecSpawnError
+from mcp_toolbridge.executors.base import ExecRequest, ExecResult
+from mcp_toolbridge.executors.subprocess import ProcessOutcome, run_process
+from mcp_toolbridge.model import EnvSpec, ExecTransport
+from mcp_toolbridge.secrets import redact, redact_value, secret_env_name
+
+__all__ = ["ExecToolExecutor", "build_env", "secret_env_name"]
+
+BASE_ENV_NAMES = ("PATH", "HOME")
+INTERPRETER_FALLBACKS = {"python": "python3", "nodejs": "node"}
+ERROR_TEXT_CHARS = 1000
+QUOTE_BYTES = 200
+
+
+def build_env(
+    spec: EnvSpec, environ: Mapping[str, str], secrets: Mapping[str, str]
+) -> dict[str, str]:
+    env = {name: environ[name] for name in BASE_ENV_NAMES if name in environ}
+    env.update(spec.values)
+    env.update({name: environ[name] for name in spec.passthrough if name in environ})
+    env.update({secret_env_name(sid): value for sid, value in secrets.items()})
+    return env
+
+
+class ExecToolExecutor:
+    """Executes ToolSpecs whose transport is :class:`ExecTransport`."""
+
+    def __init__(
+        self, environ: Mapping[str, str] | None = None, *, kill_grace_s: float = 2.0
+    ) -> None:
+        self._environ = dict(os.environ if environ is None else environ)
+        self._kill_grace_s = kill_grace_s
+
+    async def run(self, request: ExecRequest) -> ExecResult:
+        spec = request.spec
+        transport = spec.transport
+        if not isinstance(transport, ExecTransport):
+            raise ExecError(
+                f"tool {spec.name!r} has a {transport.kind} transport; it cannot run as a process",
+                tool=spec.name,
+                code=ErrorCode.EXEC_UNSUPPORTED,
+            )
+        redact = _Redactor(request.secrets)
+        try:
+            return await self._run(request, transport, redact)
+        except ExecError as exc:
+            if not exc.tool:
+                exc.tool = spec.name
+            raise
+
+    async def _run(
+        self, request: ExecRequest, transport: ExecTransport, redact: _Redactor
+    ) -> ExecResult:
+        launch = _prepare(request, transport, self._environ)
+        try:
+            outcome = await run_process(
+                launch.argv,
+                stdin=launch.stdin,
+                cwd=launch.cwd,
+                env=launch.env,
+                timeout_s=request.timeout_s,
+                max_output_bytes=request.max_output_bytes,
+                on_stderr_line=_ProgressLines(request, redact),
+                kill_grace_s=self._kill_grace_s,
+            )
+        finally:
+            launch.cleanup()
+        ok, value, error = _interpret(outcome, launch.transport, redact)
+        return ExecResult(
+            ok=ok,
+            value=value,
+            error=error,
+            exit_code=outcome.exit_code if outcome.signal is None else -outcome.signal,
+            stdout_bytes=outcome.stdout_bytes,
+            stderr_bytes=outcome.stderr_bytes,
+            truncated=outcome.stdout_truncated,
+            argv=tuple(redact.text(arg) for arg in launch.argv),
+            cwd=launch.cwd,
+            env_keys=tuple(sorted(launch.env)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Launch:
+    transport: ExecTransport
+    argv: tuple[str, ...]
+    stdin: bytes | None
+    cwd: str
+    env: dict[str, str]
+    tmpdir: str | None
+
+    def cleanup(self) -> None:
+        if self.tmpdir is not None:
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+
+def _prepare(request: ExecRequest, transport: ExecTransport, environ: Mapping[str, str]) -> _Launch:
+    """argv, stdin, cwd and environment for one call (a few cheap syscalls, done inline)."""
+    env = build_env(transport.env, environ, request.secrets)
+    cwd = transport.cwd or os.path.dirname(os.path.abspath(request.spec.source.path))
+    if not os.path.isdir(cwd):
+        raise ExecSpawnError(
+            f'working directory "{cwd}" does not exist; fix the tool\'s cwd in the manifest'
+        )
+    program = _resolve_program(transport.argv[0], env.get("PATH") or os.defpath)
+    payload = json.dumps(dict(request.arguments)).encode()
+    if transport.args_via == "stdin":
+        argv = (program, *transport.argv[1:])
+        return _Launch(transport, argv, payload, cwd, env, None)
+    tmpdir, path = _write_payload(payload)
+    return _Launch(transport, (program, path, *transport.argv[1:]), None, cwd, env, tmpdir)
+
+
+def _resolve_program(command: str, path: str) -> str:
+    if os.sep in command:
+        return command
+    for candidate in (command, INTERPRETER_FALLBACKS.get(command)):
+        if candidate and (found := shutil.which(candidate, path=path)):
+            return found
+    raise ExecSpawnError(f'interpreter "{command}" not found on PATH (PATH={path})')
+
+
+def _write_payload(payload: bytes) -> tuple[str, str]:
+    """The payload in a 0600 file inside a fresh 0700 directory."""
+    tmpdir = tempfile.mkdtemp(prefix="mcp-toolbridge-")
+    path = os.path.join(tmpdir, "arguments.json")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as file:
+            file.write(payload)
+    except OSError as exc:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+        raise ExecSpawnError(f"cannot write the arguments file {path}: {exc.strerror}") from exc
+    return tmpdir, path
+
+
+class _ProgressLines:
+    """The stderr line callback: forwards progress objects, consumes them either way."""
+
+    def __init__(self, request: ExecRequest, redact: _Redactor) -> None:
+        self._progress = request.progress
+        self._redact = redact
+
+    async def __call__(self, line: bytes) -> bool:
+        line = line.strip()
+        if not (line.startswith(b"{") and line.endswith(b"}") and b'"progress"' in line):
+            return False
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return False
+        if not isinstance(event, dict):
+            return False
+        progress = _number(event.get("progress"))
+        if progress is None:
+            return False
+        if self._progress is not None:
+            message = event.get("message")
+            await self._progress(
+                progress,
+                _number(event.get("total")),
+                self._redact.text(str(message)) if message is not None else None,
+            )
+        return True
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def _interpret(
+    outcome: ProcessOutcome, transport: ExecTransport, redact: _Redactor
+) -> tuple[bool, Any, str | None]:
+    """(ok, value, error) from what the process did."""
+    if outcome.exit_code != 0:
+        return False, None, redact.text(_failure_text(outcome))
+    if transport.stdout == "json":
+        value = _parse_json(outcome, redact)
+    else:
+        value = _parse_first_object(outcome, redact)
+    value = redact.value(value)
+    if transport.ok_flag and isinstance(value, dict) and value.get("ok") is False:
+        return False, value, _ok_false_text(value)
+    return True, value, None
+
+
+def _failure_text(outcome: ProcessOutcome) -> str:
+    text = outcome.stderr_tail.decode("utf-8", "replace").strip()
+    lines = [line for line in text.splitlines() if line.strip()]
+    if lines:
+        try:
+            last = json.loads(lines[-1])
+        except ValueError:
+            last = None
+        if isinstance(last, dict) and "error" in last:
+            error = last["error"]
+            text = error if isinstance(error, str) else json.dumps(error)
+        return text if len(text) <= ERROR_TEXT_CHARS else "…" + text[-ERROR_TEXT_CHARS:]
+    if outcome.signal is not None:
+        return f"tool was killed by signal {_signal_name(outcome.signal)}"
+    return f"tool exited with code {outcome.exit_code}"
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return str(signum)
+
+
+def _ok_false_text(value: dict[str, Any]) -> str:
+    error = value.get("error")
+    if isinstance(error, dict):
+        message = error.get("message")
+        code = error.get("code")
+        if isinstance(message, str):
+            return f"{code}: {message}" if isinstance(code, str) else message
+        return json.dumps(error)
+    if isinstance(error, str):
+        return error
+    return "tool reported ok: false" if error is None else json.dumps(error)
+
+
+def _parse_json(outcome: ProcessOutcome, redact: _Redactor) -> Any:
+    text = outcome.stdout.decode("utf-8", "replace").strip()
+    if not text:
+        return {}
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        problem = _output_problem("tool printed output that is not JSON", outcome, redact)
+        raise ExecOutputError(problem) from exc
+
+
+def _parse_first_object(outcome: ProcessOutcome, redact: _Redactor) -> Any:
+    text = outcome.stdout.decode("utf-8", "replace")
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start >= 0:
+        try:
+            value, _end = decoder.raw_decode(text, start)
+        except ValueError:
+            start = text.find("{", start + 1)
+            continue
+        return value
+    raise ExecOutputError(_output_problem("Failed to parse tool JSON output", outcome, redact))
+
+
+def _output_problem(head: str, outcome: ProcessOutcome, redact: _Redactor) -> str:
+    quoted = outcome.stdout[:QUOTE_BYTES].decode("utf-8", "replace")
+    message = f"{head}: {redact.text(quoted)!r}"
+    if outcome.stdout_truncated:
+        message += (
+            f" (stdout exceeded the {len(outcome.stdout)}-byte limit and was cut;"
+            " print less or raise the output limit)"
+        )
+    stderr = outcome.stderr_tail.decode("utf-8", "replace").strip()
+    if stderr:
+        message += f"; stderr: {redact.text(stderr[-ERROR_TEXT_CHARS:])}"
+    return message
+
+
+class _Redactor:
+    """Replaces every secret value by ``[redacted:<id>]`` (see :mod:`mcp_toolbridge.secrets`)."""
+
+    def __init__(self, secrets: Mapping[str, str]) -> None:
+        self._secrets = {sid: value for sid, value in secrets.items() if value}
+
+    def text(self, text: str) -> str:
+        return redact(text, self._secrets) if self._secrets else text
+
+    def value(self, value: Any) -> Any:
+        return redact_value(value, self._secrets) if self._secrets else value
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, list):
+            return [self.value(item) for item in value]
+        if isinstance(value, dict):
+            return {self.text(key): self.value(item) for key, item in value.items()}
+        return value

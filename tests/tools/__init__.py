@@ -1,0 +1,1 @@
+"""Small programs the executor tests run as real child processes (stdlib only, run with -S)."""

@@ -1,0 +1,36 @@
+"""Built-in tools: the locked set, served through the same Bridge.call as manifest tools."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Protocol
+
+from mcp_toolbridge.errors import ErrorCode, ExecError
+from mcp_toolbridge.executors.base import ExecRequest, ExecResult
+from mcp_toolbridge.model import ToolSpec
+
+
+class BuiltinTool(Protocol):
+    """One locked tool: its declaration and its implementation."""
+
+    @property
+    def spec(self) -> ToolSpec: ...
+
+    async def run(self, request: ExecRequest) -> ExecResult: ...
+
+
+class BuiltinExecutor:
+    """Dispatches calls of builtin-transport tools to their implementation by name."""
+
+    def __init__(self, tools: Iterable[BuiltinTool]) -> None:
+        self._tools = {tool.spec.name: tool for tool in tools}
+
+    async def run(self, request: ExecRequest) -> ExecResult:
+        tool = self._tools.get(request.spec.name)
+        if tool is None:
+            raise ExecError(
+                f"the built-in tool {request.spec.name} is not available in this server",
+                tool=request.spec.name,
+                code=ErrorCode.EXEC_UNSUPPORTED,
+            )
+        return await tool.run(request)

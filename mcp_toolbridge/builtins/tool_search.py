@@ -1,0 +1,88 @@
+"""tool_search: find catalog tools by query; the server loads the hits into the session."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mcp_toolbridge.catalog import Catalog
+from mcp_toolbridge.executors.base import ExecRequest, ExecResult
+from mcp_toolbridge.model import BuiltinTransport, Format, Safety, Source, ToolSpec
+from mcp_toolbridge.search import SearchIndex
+
+DEFAULT_RESULTS = 5
+MAX_RESULTS = 20
+
+INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {
+            "type": "string",
+            "minLength": 1,
+            "description": (
+                "What you need, in words (e.g. 'send an email', 'current time in a city'), "
+                "a tool name, or 'select:name_a,name_b' to load exactly those tools."
+            ),
+        },
+        "max_results": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_RESULTS,
+            "description": f"How many tools to return (default {DEFAULT_RESULTS}).",
+        },
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+
+SPEC = ToolSpec(
+    name="tool_search",
+    id="tool_search",
+    namespace="builtin",
+    title="Search tools",
+    description=(
+        "Search the catalog of available tools and load the matches so they can be called. "
+        "Returns each match's name, description and input schema. Use it before calling a "
+        "tool you do not see in your tool list."
+    ),
+    input_schema=INPUT_SCHEMA,
+    runtime_input_schema=INPUT_SCHEMA,
+    transport=BuiltinTransport(name="tool_search"),
+    safety=Safety(read_only=True, idempotent=True, open_world=False, inferred=frozenset()),
+    source=Source(path="<builtin>", index=0, format=Format.BUILTIN),
+)
+
+
+class ToolSearch:
+    """The tool_search built-in over a SearchIndex of the catalog's manifest tools."""
+
+    spec = SPEC
+
+    def __init__(
+        self,
+        index: SearchIndex,
+        catalog: Catalog,
+        visible: Callable[[str], bool] | None = None,
+    ) -> None:
+        self._index = index
+        self._catalog = catalog
+        self._visible = visible
+
+    async def run(self, request: ExecRequest) -> ExecResult:
+        query = str(request.arguments["query"])
+        limit = int(request.arguments.get("max_results", DEFAULT_RESULTS))
+        hits = self._index.search(query, limit, visible=self._visible)
+        tools = []
+        for hit in hits:
+            entry = self._catalog.get(hit.name)
+            if entry is None:
+                continue
+            spec = entry.spec
+            tools.append(
+                {
+                    "name": spec.name,
+                    "description": spec.description,
+                    "input_schema": spec.input_schema,
+                }
+            )
+        return ExecResult(ok=True, value={"query": query, "tools": tools})

@@ -1,0 +1,307 @@
+"""The command line: serve, lint, list, call, export.
+
+stdout carries the MCP stream while serving, so everything human-facing goes to stderr there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from mcp_toolbridge import __version__
+from mcp_toolbridge.app import (
+    BUILTIN_SPECS,
+    Loaded,
+    Settings,
+    bundled_manifests,
+    load_catalog,
+    open_bridge,
+)
+from mcp_toolbridge.errors import Severity, ToolbridgeError, UnknownToolError
+
+EXIT_OK = 0
+EXIT_PROBLEMS = 1
+EXIT_LOAD = 2
+
+
+def _add_load_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        type=Path,
+        metavar="PATH",
+        help="manifest files or folders to search (default: the bundled examples)",
+    )
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="default per-call deadline when a manifest sets none (default 60)",
+    )
+    parser.add_argument(
+        "--max-concurrency",
+        type=int,
+        default=None,
+        metavar="N",
+        help="calls executing at once (default 2 x cores)",
+    )
+    parser.add_argument(
+        "--max-output",
+        type=int,
+        default=10 * 1024 * 1024,
+        metavar="BYTES",
+        help="cap on a tool's stdout and on an HTTP response (default 10 MiB)",
+    )
+    parser.add_argument(
+        "--secrets", type=Path, default=None, metavar="FILE", help="TOML file of secret values"
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mcp-toolbridge",
+        description="Serve agentcli, AgentPM and Runloop tool manifests as MCP tools.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    serve = verbs.add_parser("serve", help="serve the tools over MCP (stdio)")
+    _add_load_options(serve)
+    _add_run_options(serve)
+    serve.add_argument(
+        "--expose",
+        choices=["auto", "search", "all"],
+        default="auto",
+        help="list every tool, or only tool_search and what it loaded (auto: search past 64)",
+    )
+    serve.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="serve the valid tools when some manifests have problems (they are logged)",
+    )
+
+    lint = verbs.add_parser("lint", help="check manifests; exit 1 when there are problems")
+    _add_load_options(lint)
+    lint.add_argument("--format", choices=["text", "json"], default="text")
+
+    listing = verbs.add_parser("list", help="list the tools the manifests declare")
+    _add_load_options(listing)
+    listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    call = verbs.add_parser("call", help="call one tool through the same pipeline as MCP")
+    call.add_argument("tool", metavar="TOOL")
+    call.add_argument("--args", default="{}", metavar="JSON", help="the arguments object")
+    _add_load_options(call)
+    _add_run_options(call)
+
+    export = verbs.add_parser("export", help="print the tools as OpenAI functions or MCP tools")
+    export.add_argument("--format", choices=["openai", "mcp"], required=True)
+    _add_load_options(export)
+    return parser
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return Settings(
+        paths=args.paths,
+        timeout_s=getattr(args, "timeout", 60.0),
+        max_output_bytes=getattr(args, "max_output", 10 * 1024 * 1024),
+        max_concurrency=getattr(args, "max_concurrency", None),
+        secrets_file=getattr(args, "secrets", None),
+    )
+
+
+def _err(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _print_problems(loaded: Loaded) -> None:
+    for problem in loaded.problems:
+        prefix = "notice: " if problem.severity is Severity.NOTICE else ""
+        _err(prefix + problem.render())
+
+
+def _load_or_exit(
+    args: argparse.Namespace, *, allow_errors: bool = False, builtins: bool = False
+) -> Loaded | int:
+    loaded = load_catalog(_settings(args), BUILTIN_SPECS if builtins else ())
+    if loaded.errors and not allow_errors:
+        _print_problems(loaded)
+        _err(f"mcp-toolbridge: {len(loaded.errors)} problem(s) found; nothing served")
+        return EXIT_LOAD
+    return loaded
+
+
+def _cmd_lint(args: argparse.Namespace) -> int:
+    loaded = load_catalog(_settings(args))
+    if args.format == "json":
+        rows = [
+            {
+                "path": p.path,
+                "locator": p.locator,
+                "message": p.message,
+                "code": p.code.value,
+                "severity": p.severity.value,
+            }
+            for p in loaded.problems
+        ]
+        print(json.dumps({"tools": len(loaded.catalog), "problems": rows}, indent=2))
+    else:
+        for problem in loaded.problems:
+            prefix = "notice: " if problem.severity is Severity.NOTICE else ""
+            print(prefix + problem.render())
+        manifests = len(loaded.report.manifests)
+        print(
+            f"{len(loaded.catalog)} tools in {manifests} manifests, {len(loaded.errors)} problem(s)"
+        )
+    return EXIT_PROBLEMS if loaded.errors else EXIT_OK
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    loaded = _load_or_exit(args)
+    if isinstance(loaded, int):
+        return loaded
+    specs = loaded.catalog.specs()
+    if args.json:
+        rows = [
+            {
+                "name": s.name,
+                "id": s.id,
+                "format": s.source.format.value,
+                "source": s.source.path,
+                "description": s.description,
+            }
+            for s in specs
+        ]
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    width = max((len(s.name) for s in specs), default=4)
+    for spec in specs:
+        summary = spec.description.strip().splitlines()[0] if spec.description.strip() else ""
+        print(f"{spec.name:<{width}}  {spec.source.format.value:<8}  {summary[:80]}")
+    return EXIT_OK
+
+
+def _cmd_call(args: argparse.Namespace) -> int:
+    try:
+        arguments = json.loads(args.args)
+    except json.JSONDecodeError as exc:
+        _err(f"mcp-toolbridge: --args is not valid JSON: {exc}")
+        return EXIT_LOAD
+    if not isinstance(arguments, dict):
+        _err("mcp-toolbridge: --args must be a JSON object")
+        return EXIT_LOAD
+    loaded = _load_or_exit(args, builtins=True)
+    if isinstance(loaded, int):
+        return loaded
+
+    async def run() -> int:
+        async with open_bridge(_settings(args), loaded.catalog) as bridge:
+            try:
+                outcome = await bridge.call(args.tool, arguments)
+            except UnknownToolError as exc:
+                _err(f"mcp-toolbridge: {exc}")
+                return EXIT_LOAD
+        if outcome.ok:
+            print(json.dumps(outcome.value, indent=2, ensure_ascii=False))
+            return EXIT_OK
+        print(json.dumps({"error": outcome.error}, ensure_ascii=False))
+        return EXIT_PROBLEMS
+
+    return anyio.run(run)
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    loaded = _load_or_exit(args)
+    if isinstance(loaded, int):
+        return loaded
+    specs = loaded.catalog.specs()
+    out: list[dict[str, Any]]
+    if args.format == "openai":
+        out = [
+            {
+                "type": "function",
+                "function": {
+                    "name": s.name,
+                    "description": s.description,
+                    "parameters": s.input_schema,
+                },
+            }
+            for s in specs
+        ]
+    else:
+        from mcp_toolbridge.server_wire import to_tool
+
+        out = [to_tool(s, modern=True).model_dump(by_alias=True, exclude_none=True) for s in specs]
+    print(json.dumps(out, indent=2, ensure_ascii=False))
+    return EXIT_OK
+
+
+def _client_snippet(paths: Sequence[Path]) -> str:
+    """The JSON a client config needs to start this server the way it runs now."""
+    exe = shutil.which("mcp-toolbridge")
+    command = [exe] if exe else [sys.executable, "-m", "mcp_toolbridge"]
+    args = [*command[1:], "serve", *(str(p.resolve()) for p in paths)]
+    return json.dumps({"command": command[0], "args": args})
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from mcp_toolbridge.server import ToolbridgeServer
+
+    loaded = _load_or_exit(args, allow_errors=args.skip_invalid, builtins=True)
+    if isinstance(loaded, int):
+        return loaded
+    if loaded.errors:
+        _print_problems(loaded)
+        _err(f"mcp-toolbridge: skipping {len(loaded.errors)} invalid declaration(s)")
+    settings = _settings(args)
+
+    async def run() -> None:
+        async with open_bridge(settings, loaded.catalog) as bridge:
+            server = ToolbridgeServer(bridge, expose=args.expose)
+            where = ", ".join(str(p) for p in settings.manifest_paths())
+            command = _client_snippet(settings.manifest_paths())
+            _err(
+                f"mcp-toolbridge {__version__}: serving {len(loaded.catalog)} tools from "
+                f"{len(loaded.report.manifests)} manifests ({where}) over stdio, "
+                f"expose={server.expose}; connect a client with {command}"
+            )
+            await server.run_stdio()
+
+    anyio.run(run)
+    return EXIT_OK
+
+
+COMMANDS = {
+    "serve": _cmd_serve,
+    "lint": _cmd_lint,
+    "list": _cmd_list,
+    "call": _cmd_call,
+    "export": _cmd_export,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(name)s: %(message)s")
+    try:
+        return COMMANDS[args.verb](args)
+    except ToolbridgeError as exc:
+        _err(f"mcp-toolbridge: {exc}")
+        return EXIT_LOAD
+    except KeyboardInterrupt:
+        return 130
+
+
+__all__ = ["bundled_manifests", "main"]

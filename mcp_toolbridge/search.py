@@ -1,0 +1,361 @@
+"""SearchIndex: ranked keyword search over the tool catalog for ``tool_search``. Pure, no I/O.
+
+How a query is answered (docs/performance.md has the measurements behind each choice):
+
+1. ``select:a,b`` returns exactly the named tools (MCP name or manifest id), in that order.
+2. Tools the query names verbatim (``get_time``, ``github.create_issue``, ``create_issue`` for
+   a tool whose id ends in it) come first: a model that already knows the name wants that tool.
+3. The rest is ranked by BM25F over six fields of each tool (the name split into words, title,
+   namespace, description, parameters, tags), each with its own weight and length
+   normalisation, after identifier splitting, stop-word removal and English stemming.
+4. A request that asks for several things ("find X, then Y; also Z") is split into clauses;
+   each clause is ranked on its own and the lists are fused with the whole-query ranking, so a
+   short second request is not drowned by a long first one.
+
+Ties are broken by name, so equal input always gives equal output. ``visible(name)`` False
+hides a tool from every path, ``select:`` included.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import re
+from array import array
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.text import Analyzer, default_analyzer, split_clauses
+
+Visible = Callable[[str], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    name: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """One BM25F field: ``weight`` scales its term frequencies, ``b`` is how strongly a long
+    field is discounted against the field's average length (0: not at all, 1: fully)."""
+
+    weight: float
+    b: float
+
+
+# The name is the tool's most specific, hand-picked description, so a word there counts three
+# times a word of prose; the title is a human rendering of the name. Parameter texts describe
+# inputs rather than purpose, so they count half. The namespace is shared by every tool of a
+# manifest and only needs to separate manifests. Short fields (name, title, tags) are barely
+# length-normalised: their length says little about focus. These are the classic BM25F shape
+# (name > body > auxiliary text), not values fitted to any benchmark.
+FIELDS: dict[str, Field] = {
+    "name": Field(3.0, 0.3),
+    "title": Field(2.0, 0.3),
+    "namespace": Field(1.0, 0.0),
+    "description": Field(1.0, 0.75),
+    "params": Field(0.5, 0.75),
+    "tags": Field(1.5, 0.3),
+}
+K1 = 1.2
+"""BM25 term-frequency saturation (the usual 1.2)."""
+LAMBDA = 0.5
+"""xQuAD trade-off between whole-query relevance and clause coverage (even by default)."""
+MAX_ENUM_VALUES = 20
+
+_QUOTES = "`'\""
+_STRIP = _QUOTES + "()[]{}<>,;:!?*"
+_IDENT_MARK = re.compile(r"[_\-./:0-9]|[a-z][A-Z]")
+_SUFFIX_SEP = re.compile(r"[./:]|__")
+_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+
+
+class SearchIndex:
+    """An immutable inverted index over a catalog; build once, query from any thread."""
+
+    def __init__(self, analyzer: Analyzer) -> None:
+        self._analyzer = analyzer
+        self._names: list[str] = []
+        self._namespaces: list[str] = []
+        self._by_name: dict[str, int] = {}
+        self._by_id: dict[str, int] = {}
+        self._exact: dict[str, list[int]] = {}
+        self._suffix: dict[str, list[int]] = {}
+        self._ns_set: set[str] = set()
+        self._term_ids: dict[str, int] = {}
+        self._docs: list[array[int]] = []
+        self._weights: list[array[float]] = []
+        self._idf: list[float] = []
+
+    @classmethod
+    def build(cls, tools: Iterable[ToolSpec], *, analyzer: Analyzer | None = None) -> SearchIndex:
+        index = cls(analyzer or default_analyzer())
+        index._fill(sorted(tools, key=lambda spec: spec.name))
+        return index
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    # -- building -------------------------------------------------------------------------
+
+    def _fill(self, specs: list[ToolSpec]) -> None:
+        analyzer = self._analyzer
+        fields = list(FIELDS.values())
+        texts: list[list[list[str]] | None] = []
+        totals = [0] * len(fields)
+        for doc, spec in enumerate(specs):
+            self._register_names(doc, spec)
+            fresh = [analyzer.terms(text) for text in field_texts(spec)]
+            for f, terms in enumerate(fresh):
+                totals[f] += len(terms)
+            texts.append(fresh)
+        count = max(len(specs), 1)
+        averages = [max(total / count, 1.0) for total in totals]
+        term_ids = self._term_ids
+        for doc, per_field in enumerate(texts):
+            assert per_field is not None
+            texts[doc] = None  # free the token lists as we go: peak memory stays near one copy
+            pseudo_tf: dict[str, float] = {}
+            for field, average, terms in zip(fields, averages, per_field, strict=True):
+                if not terms:
+                    continue
+                scale = field.weight / (1.0 - field.b + field.b * len(terms) / average)
+                for term, n in Counter(terms).items():
+                    pseudo_tf[term] = pseudo_tf.get(term, 0.0) + n * scale
+            for term, tf in pseudo_tf.items():
+                tid = term_ids.get(term)
+                if tid is None:
+                    tid = term_ids[term] = len(self._docs)
+                    self._docs.append(array("I"))
+                    self._weights.append(array("f"))
+                self._docs[tid].append(doc)
+                self._weights[tid].append(tf * (K1 + 1.0) / (K1 + tf))
+        n = len(specs)
+        self._idf = [math.log(1.0 + (n - len(d) + 0.5) / (len(d) + 0.5)) for d in self._docs]
+
+    def _register_names(self, doc: int, spec: ToolSpec) -> None:
+        self._names.append(spec.name)
+        namespace = spec.namespace.lower()
+        self._namespaces.append(namespace)
+        if namespace:
+            self._ns_set.add(namespace)
+        self._by_name.setdefault(spec.name, doc)
+        self._by_id.setdefault(spec.id, doc)
+        forms = {spec.name.lower(), spec.id.lower()}
+        for form in forms:
+            self._exact.setdefault(form, []).append(doc)
+        for suffix in short_suffixes(spec) - forms:
+            self._suffix.setdefault(suffix, []).append(doc)
+
+    # -- searching ------------------------------------------------------------------------
+
+    def search(self, query: str, k: int = 5, *, visible: Visible | None = None) -> list[SearchHit]:
+        """The ``k`` best tools for ``query``, best first; ``visible(name)`` False hides a tool.
+
+        ``select:a,b`` returns exactly the named tools that exist and are visible, in the order
+        given, however many there are (``k`` does not cut it).
+        """
+        text = query.strip()
+        if text[:7].lower() == "select:":
+            return self._select(text[7:], visible)
+        if k <= 0 or not text:
+            return []
+        pinned = [d for d in self._named_in(text) if visible is None or visible(self._names[d])]
+        want = k + len(pinned)
+        terms = self._analyzer.terms(text)
+        clauses = [t for t in map(self._analyzer.terms, split_clauses(text)) if t]
+        if len(clauses) > 1:
+            aspects = [self._scores(clause) for clause in clauses]
+            # The whole query's score is the clauses' scores plus the terms no clause kept
+            # (connectives); adding them up avoids walking every posting list twice.
+            leftover = Counter(terms) - sum(map(Counter, clauses), Counter[str]())
+            whole = self._scores(list(leftover.elements()))
+            for scores in aspects:
+                for doc, score in scores.items():
+                    whole[doc] = whole.get(doc, 0.0) + score
+            ranked = diversify(whole, aspects, want, self._names, visible)
+        else:
+            ranked = top_visible(self._scores(terms), want, self._names, visible)
+        taken = set(pinned)
+        rest = [(score, d) for score, d in ranked if d not in taken]
+        top = rest[0][0] if rest else 0.0
+        hits = [SearchHit(self._names[d], top + len(pinned) - i) for i, d in enumerate(pinned)]
+        hits += [SearchHit(self._names[d], score) for score, d in rest]
+        return hits[:k]
+
+    def _select(self, names: str, visible: Visible | None) -> list[SearchHit]:
+        hits: list[SearchHit] = []
+        seen: set[int] = set()
+        for raw in names.split(","):
+            doc = self._lookup(raw.strip().strip(_QUOTES))
+            if doc is None or doc in seen:
+                continue
+            seen.add(doc)
+            if visible is None or visible(self._names[doc]):
+                hits.append(SearchHit(self._names[doc], 1.0))
+        return hits
+
+    def _lookup(self, name: str) -> int | None:
+        doc = self._by_name.get(name, self._by_id.get(name))
+        if doc is None:
+            matches = self._exact.get(name.lower(), [])
+            doc = matches[0] if len(matches) == 1 else None
+        return doc
+
+    def _named_in(self, text: str) -> list[int]:
+        """Tools the query names verbatim: full names first, then namespace-qualified names,
+        then short suffixes; within a class in the order the query mentions them."""
+        found: list[list[int]] = [[], [], []]
+        whole = text.strip(_STRIP).rstrip(".").lower()
+        for token in dict.fromkeys([text, *text.split()]):
+            quoted = token[:1] in _QUOTES or token[-1:] in _QUOTES
+            raw = token.strip(_STRIP).rstrip(".").strip(_STRIP)
+            form = raw.lower()
+            # A plain word ("encrypt", "search") in prose is a word, not a reference to the
+            # tool of that name; it pins only when quoted or when it is the whole query.
+            # Identifier-shaped tokens (get_time, getTime, mail.send, s3-put) always count.
+            if form and (quoted or form == whole or _IDENT_MARK.search(raw)):
+                for klass, docs in enumerate(self._name_matches(form)):
+                    found[klass] += docs
+        return list(dict.fromkeys(d for docs in found for d in docs))
+
+    def _name_matches(self, form: str) -> Iterator[list[int]]:
+        yield self._exact.get(form, [])
+        qualified: list[int] = []
+        for sep in (".", "/", ":", "__", "_", "-"):
+            at = form.find(sep)
+            while at > 0:
+                head, tail = form[:at], form[at + len(sep) :]
+                if head in self._ns_set:
+                    qualified += [
+                        d for d in self._exact.get(tail, ()) if self._namespaces[d] == head
+                    ]
+                at = form.find(sep, at + 1)
+        yield qualified
+        yield self._suffix.get(form, [])
+
+    def _scores(self, terms: list[str]) -> dict[int, float]:
+        """BM25F score of every doc matching at least one of ``terms``."""
+        scores: dict[int, float] = {}
+        get = scores.get
+        for term, count in Counter(terms).items():
+            tid = self._term_ids.get(term)
+            if tid is None:
+                continue
+            factor = self._idf[tid] * count
+            for doc, weight in zip(self._docs[tid], self._weights[tid], strict=True):
+                scores[doc] = get(doc, 0.0) + factor * weight
+        return scores
+
+
+def top_visible(
+    scores: dict[int, float], n: int, names: list[str], visible: Visible | None
+) -> list[tuple[float, int]]:
+    """The ``n`` highest-scoring visible docs. Doc ids follow name order, so ``-doc`` in the
+    key breaks score ties by name."""
+    pool = heapq.nlargest(2 * n + 8, ((s, -d) for d, s in scores.items()))
+    out = [(s, -d) for s, d in pool if visible is None or visible(names[-d])]
+    if len(out) < n and len(pool) < len(scores):
+        pool = sorted(((s, -d) for d, s in scores.items()), reverse=True)
+        out = [(s, -d) for s, d in pool if visible is None or visible(names[-d])]
+    return out[:n]
+
+
+def diversify(
+    whole: dict[int, float],
+    aspects: list[dict[int, float]],
+    n: int,
+    names: list[str],
+    visible: Visible | None,
+) -> list[tuple[float, int]]:
+    """Order candidates so every clause of a multi-part request gets its tools (xQuAD).
+
+    Explicit query-aspect diversification (Santos et al., WWW 2010), with the clauses as the
+    aspects: each next tool maximises ``(1 - LAMBDA) * rel(whole query) + LAMBDA * sum over
+    clauses of rel(clause) * (how little that clause is covered so far)``, relevances scaled to
+    [0, 1] by each list's best score. A tool that answers a clause nobody has answered yet rises;
+    a second tool for an already-served clause sinks, unless the whole query wants it too.
+    """
+    pools = [top_visible(scores, n, names, visible) for scores in (whole, *aspects)]
+    candidates = sorted({doc for pool in pools for _, doc in pool})
+    top = pools[0][0][0] if pools[0] else 1.0
+    rel = {d: whole.get(d, 0.0) / top for d in candidates}
+    parts = []
+    for scores, pool in zip(aspects, pools[1:], strict=True):
+        best = pool[0][0] if pool else 1.0
+        parts.append({d: scores.get(d, 0.0) / best for d in candidates})
+    share = LAMBDA / len(aspects)
+    uncovered = [1.0] * len(aspects)
+    out: list[tuple[float, int]] = []
+    while candidates and len(out) < n:
+        gain, doc = max(
+            (
+                (1.0 - LAMBDA) * rel[d]
+                + share * sum(u * part[d] for u, part in zip(uncovered, parts, strict=True)),
+                -d,
+            )
+            for d in candidates
+        )
+        out.append((gain, -doc))
+        candidates.remove(-doc)
+        uncovered = [u * (1.0 - part[-doc]) for u, part in zip(uncovered, parts, strict=True)]
+    return out
+
+
+def field_texts(spec: ToolSpec) -> tuple[str, str, str, str, str, str]:
+    """The texts of the six ``FIELDS``, in their order."""
+    same = _NON_ALNUM.sub("", spec.id.lower()) == _NON_ALNUM.sub("", spec.name.lower())
+    name = spec.id if same else f"{spec.id} {spec.name}"
+    return (
+        name,
+        spec.title or "",
+        spec.namespace,
+        spec.description,
+        " ".join(schema_texts(spec.input_schema, depth=2)),
+        " ".join(spec.tags),
+    )
+
+
+def schema_texts(schema: Any, depth: int) -> Iterator[str]:
+    """Property names, titles, descriptions and string enum values of an object schema,
+    following nested objects and array items ``depth`` levels down."""
+    if not isinstance(schema, dict) or depth <= 0:
+        return
+    items = schema.get("items")
+    if isinstance(items, dict):
+        yield from schema_texts(items, depth)
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        return
+    for prop, sub in props.items():
+        yield str(prop)
+        if not isinstance(sub, dict):
+            continue
+        for key in ("title", "description"):
+            if isinstance(sub.get(key), str):
+                yield sub[key]
+        enum = sub.get("enum")
+        if isinstance(enum, list):
+            yield from (v for v in enum[:MAX_ENUM_VALUES] if isinstance(v, str))
+        yield from schema_texts(sub, depth - 1)
+
+
+def short_suffixes(spec: ToolSpec) -> set[str]:
+    """Shorter names a user may call the tool by: the last segment of a dotted, slashed or
+    ``__``-joined id or name, and the name without its namespace prefix."""
+    out: set[str] = set()
+    for full in (spec.id, spec.name):
+        tail = _SUFFIX_SEP.split(full)[-1]
+        if tail and tail != full:
+            out.add(tail.lower())
+    namespace = spec.namespace.lower()
+    lowered = spec.name.lower()
+    for sep in ("_", "-", "."):
+        if namespace and lowered.startswith(namespace + sep) and len(lowered) > len(namespace) + 1:
+            out.add(lowered[len(namespace) + 1 :])
+    return out

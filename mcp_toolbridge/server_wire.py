@@ -1,0 +1,106 @@
+"""ToolSpec -> MCP Tool and CallOutcome -> CallToolResult, per protocol era.
+
+The 2025 era requires an object root for ``outputSchema`` and ``structuredContent``; a tool
+whose output is anything else is published there with its schema wrapped as
+``{"result": <schema>}`` and its results as ``{"result": <value>}``. The 2026 era takes any
+JSON Schema and any JSON value, so nothing is wrapped.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import mcp_types as types
+
+from mcp_toolbridge.bridge import CallOutcome
+from mcp_toolbridge.model import ToolSpec
+
+META_PREFIX = "toolbridge/"
+
+
+def _is_object_schema(schema: dict[str, Any]) -> bool:
+    return schema.get("type") == "object"
+
+
+def wraps_output(spec: ToolSpec, modern: bool) -> bool:
+    """Whether results of this tool are wrapped as {"result": value} in this era."""
+    if modern or spec.output_schema is None:
+        return False
+    return not _is_object_schema(spec.output_schema)
+
+
+def tool_meta(spec: ToolSpec) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        f"{META_PREFIX}id": spec.id,
+        f"{META_PREFIX}source": spec.source.path,
+        f"{META_PREFIX}index": spec.source.index,
+        f"{META_PREFIX}format": spec.source.format.value,
+    }
+    if spec.namespace:
+        meta[f"{META_PREFIX}namespace"] = spec.namespace
+    if spec.tags:
+        meta[f"{META_PREFIX}tags"] = list(spec.tags)
+    if spec.budget is not None:
+        meta[f"{META_PREFIX}budget"] = spec.budget.model_dump(exclude_none=True)
+    return meta
+
+
+def to_tool(spec: ToolSpec, *, modern: bool) -> types.Tool:
+    output_schema = spec.output_schema
+    if output_schema is not None and wraps_output(spec, modern):
+        output_schema = {
+            "type": "object",
+            "properties": {"result": output_schema},
+            "required": ["result"],
+        }
+    safety = spec.safety
+    annotations = types.ToolAnnotations(
+        title=spec.title,
+        read_only_hint=safety.read_only,
+        destructive_hint=safety.destructive,
+        idempotent_hint=safety.idempotent,
+        open_world_hint=safety.open_world,
+    )
+    return types.Tool(
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        input_schema=spec.input_schema,
+        output_schema=output_schema,
+        annotations=annotations,
+        meta=tool_meta(spec),
+    )
+
+
+def _envelope_meta(outcome: CallOutcome) -> dict[str, Any]:
+    meta: dict[str, Any] = {"duration_ms": outcome.duration_ms, "truncated": outcome.truncated}
+    if outcome.output_path:
+        meta["output_path"] = outcome.output_path
+    if outcome.code is not None:
+        meta[f"{META_PREFIX}code"] = outcome.code.value
+    meta.update(outcome.meta)
+    return meta
+
+
+def to_result(outcome: CallOutcome, spec: ToolSpec, *, modern: bool) -> types.CallToolResult:
+    meta = _envelope_meta(outcome)
+    if not outcome.ok:
+        payload = {"error": outcome.error or "tool failed"}
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))],
+            structured_content=payload,
+            is_error=True,
+            meta=meta,
+        )
+    value = outcome.value
+    text = json.dumps(value, ensure_ascii=False)
+    structured: Any = value
+    if wraps_output(spec, modern) or (not modern and not isinstance(value, dict)):
+        structured = {"result": value}
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=structured,
+        is_error=False,
+        meta=meta,
+    )

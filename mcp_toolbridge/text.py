@@ -1,0 +1,122 @@
+"""Text analysis for tool search: identifier-aware word splitting, stop words, English stemming
+and splitting a request into clauses. Pure functions; no I/O.
+
+The same ``Analyzer`` turns tool texts (at index time) and queries (at search time) into terms,
+so both sides always agree on what a term is.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable, Iterable
+
+import Stemmer
+
+# Runs of letters and digits (any script); everything else separates words.
+_RUN = re.compile(r"[^\W_]+")
+# Inside an ASCII run: acronyms before a capitalised word ("HTTPServer" -> HTTP, Server),
+# capitalised or lowercase words, bare acronyms; a trailing digit run stays with its word
+# ("base64", "utf8", "S3") because those digits are part of the name, not a separate word.
+_CAMEL = re.compile(r"[A-Z]+\d*(?=[A-Z][a-z])|[A-Z]?[a-z]+\d*|[A-Z]+\d*|\d+")
+
+# Function words carry no intent. Dropping them keeps queries about what the user wants, keeps
+# the postings walked per query short (a word in every description would otherwise cost a full
+# scan of the catalog) and tells us when a clause has no content of its own. Verbs that name
+# tool actions (get, find, list, search, create, ...) are deliberately NOT here.
+STOP_WORDS: frozenset[str] = frozenset(
+    """
+    a about after again against all am an and any are as at be because been before being
+    between both but by can could did do does doing during each few for from further
+    had has have having he her here hers herself him himself his how i if in into is it its
+    itself just me more most my myself no nor not of once only or other our ours
+    ourselves own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too until very was we were
+    what when where which while who whom why will with would you your yours yourself yourselves
+    also please want need able e g eg ie etc let us s t may might must shall via per
+    """.split()
+)
+
+
+def split_words(text: str) -> list[str]:
+    """Lowercase words of ``text``, splitting identifiers as well as prose.
+
+    ``getUserName``, ``get_user_name``, ``get-user-name`` and ``get.user.name`` all give
+    ``["get", "user", "name"]``; non-ASCII words are kept whole.
+    """
+    out: list[str] = []
+    for run in _RUN.findall(text):
+        if run.islower() or run.isdigit() or not run.isascii():
+            out.append(run.lower())
+        else:
+            out.extend(part.lower() for part in _CAMEL.findall(run))
+    return out
+
+
+def snowball_english() -> Callable[[list[str]], list[str]]:
+    """The Snowball English (Porter 2) stemmer over a list of words (PyStemmer, C speed)."""
+    stemmer = Stemmer.Stemmer("english", 50_000)
+    stem_words: Callable[[list[str]], list[str]] = stemmer.stemWords
+    return stem_words
+
+
+class Analyzer:
+    """Text -> index terms: split words, drop stop words, stem.
+
+    ``stem`` maps a list of words to their stems (``None``: no stemming). Stems are memoised
+    per word, so the analyzer costs one dict lookup per word once the vocabulary is warm, and
+    equal terms share one string object in memory.
+    """
+
+    def __init__(
+        self,
+        stem: Callable[[list[str]], list[str]] | None = None,
+        stop_words: frozenset[str] = STOP_WORDS,
+    ) -> None:
+        self._stem = stem
+        self._stop = stop_words
+        self._cache: dict[str, str] = {}
+
+    def terms(self, text: str) -> list[str]:
+        words = split_words(text)
+        cache = self._cache
+        missing = [w for w in words if w not in cache]
+        if missing:
+            self._learn(missing)
+        return [t for t in map(cache.__getitem__, words) if t]
+
+    def _learn(self, words: Iterable[str]) -> None:
+        fresh = [w for w in dict.fromkeys(words) if w not in self._stop]
+        stems = self._stem(fresh) if self._stem else fresh
+        for word, stem in zip(fresh, stems, strict=True):
+            self._cache[word] = sys.intern(stem)
+        for word in self._stop.intersection(words):
+            self._cache[word] = ""
+
+
+def default_analyzer() -> Analyzer:
+    return Analyzer(snowball_english())
+
+
+# Where one request turns into the next: sentence ends, semicolons and line breaks, and
+# sequencing connectives ("then", "also", "additionally", "after that", ...) when they open a
+# clause (at a sentence start, after a comma or after "and"). A bare "and" is not a boundary:
+# "search and replace" is one intent. Dots inside identifiers ("mail.send") and decimals are not
+# sentence ends because a sentence end must be followed by white space or the end.
+_CONNECTIVE = (
+    r"(?:and\s+)?(?:then|also|additionally|afterwards?|after\s+that|finally|furthermore|"
+    r"moreover|lastly|plus|as\s+well\s+as)\b"
+)
+_CLAUSE_BREAK = re.compile(
+    rf"(?:[.!?;]+(?:\s+|$)|\n+|^\s*)(?:{_CONNECTIVE})?|(?:,|\band\b)\s*{_CONNECTIVE}"
+    r"|\bas\s+well\s+as\b",
+    re.IGNORECASE,
+)
+
+
+def split_clauses(query: str) -> list[str]:
+    """The clauses of a request that may ask for several things, in order; empty parts dropped.
+
+    ``"find X, then Y; also Z"`` -> ``["find X", "Y", "Z"]``.
+    """
+    return [part.strip(" ,") for part in _CLAUSE_BREAK.split(query) if part.strip(" ,")]

@@ -158,6 +158,9 @@ class ToolSpec(Frozen):
     timeout_s: float | None = None
     """None: the server default (``--timeout``)."""
     requires: RequirementSet = RequirementSet()
+    argument_roles: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    """Which arguments name what the capability check must see: argument name -> roles
+    (``fs.read``, ``fs.write``, ``net.fetch``, ``shell.run``). Built-in tools declare them."""
     safety: Safety = Safety()
     secrets: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()

@@ -1,0 +1,147 @@
+"""Path canonicalization and component-wise containment, shared by the policy and the fs tools.
+
+Every path a call touches goes through :func:`canonicalize` before it is compared with a
+granted scope or a permission pattern:
+
+- NUL, other C0 control characters, DEL and C1 controls are refused (a NUL has been used to
+  make one check see ``attacker\\x00.allowed`` while the OS sees ``attacker``);
+- a relative path is joined to ``base`` (the workspace), never to the process working directory;
+- the whole path goes through ``os.path.realpath``: ``..`` is applied after each symlink is
+  resolved, dangling links are followed to where they point, and a missing leaf is placed under
+  the real path of its nearest existing ancestor;
+- a path that still ends in a symlink after that (a link loop) is refused.
+
+:func:`is_within` compares path components, so ``/srv/app_evil`` is not inside ``/srv/app``.
+:func:`glob_regex` turns a path glob (``**`` across directories, ``*`` and ``?`` within one)
+into a compiled regular expression over absolute POSIX paths.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from mcp_toolbridge.errors import ArgumentsError
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+GLOB_CHARS = frozenset("*?[")
+
+
+class PathRejectedError(ArgumentsError):
+    """A path argument that can never be valid: control characters, empty, a symlink loop."""
+
+
+def check_text(value: str, *, what: str) -> None:
+    """Refuse NUL and other control characters in a path, host or command argument."""
+    match = _CONTROL.search(value)
+    if match is not None:
+        code = ord(match.group())
+        raise PathRejectedError(
+            f"{what} contains the control character U+{code:04X} at offset {match.start()}; "
+            "remove it (NUL and control characters are never accepted)"
+        )
+
+
+def canonicalize(path: str, *, base: Path) -> Path:
+    """The real, absolute path ``path`` names, resolved against ``base`` when relative.
+
+    Raises :class:`PathRejectedError` for an empty path, control characters or a symlink loop.
+    The result contains no symlinks and no ``.``/``..`` components.
+    """
+    if not path:
+        raise PathRejectedError("the path is empty; give a file or directory path")
+    check_text(path, what="the path")
+    joined = os.path.join(os.fspath(base), path)
+    real = Path(os.path.realpath(joined))
+    _refuse_loops(real)
+    return real
+
+
+def _refuse_loops(real: Path) -> None:
+    """After realpath, an existing symlink left in the result means resolution gave up (loop)."""
+    for candidate in (real, *real.parents):
+        if candidate.is_symlink():
+            raise PathRejectedError(
+                f"the path {str(real)!r} goes through a symlink loop at {str(candidate)!r}"
+            )
+        if candidate.exists():
+            return
+
+
+def canonical_root(root: Path) -> Path:
+    """A scope root as compared with canonical paths: absolute and symlink-free."""
+    return Path(os.path.realpath(os.fspath(root)))
+
+
+def is_within(path: Path, root: Path) -> bool:
+    """True when ``path`` is ``root`` or below it, compared component by component.
+
+    Both paths must already be canonical (see :func:`canonicalize`, :func:`canonical_root`).
+    """
+    root_parts = root.parts
+    return path.parts[: len(root_parts)] == root_parts
+
+
+def has_glob(pattern: str) -> bool:
+    return any(ch in GLOB_CHARS for ch in pattern)
+
+
+def split_glob(pattern: str) -> tuple[str, str]:
+    """Split an absolute pattern into its leading literal directory and the glob remainder.
+
+    ``/w/src/**/*.py`` -> (``/w/src``, ``**/*.py``); a pattern without glob characters is all
+    literal: (``pattern``, ``""``).
+    """
+    parts = pattern.split("/")
+    for index, part in enumerate(parts):
+        if has_glob(part):
+            return "/".join(parts[:index]) or "/", "/".join(parts[index:])
+    return pattern, ""
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """Compile a path glob over absolute POSIX paths.
+
+    ``**`` as a whole component matches zero or more components; ``*`` matches within one
+    component (dot files included); ``?`` one character other than ``/``; ``[abc]`` and
+    ``[!abc]`` a character class. A trailing ``/**`` also matches the directory itself.
+    """
+    out: list[str] = []
+    parts = pattern.split("/")
+    for index, part in enumerate(parts):
+        last = index == len(parts) - 1
+        if part == "**":
+            # "a/**/b" matches a/b, a/x/b, a/x/y/b; "a/**" matches a and everything below.
+            out.append("(?:/.*)?" if last else "(?:/[^/]*)*")
+            continue
+        if index > 0:
+            out.append("/")
+        out.append(_component_regex(part))
+    return re.compile("".join(out) + r"\Z", re.DOTALL)
+
+
+def _component_regex(part: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(part):
+        ch = part[i]
+        if ch == "*":
+            out.append("[^/]*")
+        elif ch == "?":
+            out.append("[^/]")
+        elif ch == "[":
+            end = part.find("]", i + 2 if part[i + 1 : i + 2] in ("!", "]") else i + 1)
+            if end == -1:
+                out.append(re.escape(ch))
+            else:
+                body = part[i + 1 : end]
+                negate = body.startswith("!")
+                body = body[1:] if negate else body
+                escaped = "".join("\\" + c if c in "\\^[&~|" else c for c in body)
+                out.append(f"[{'^/' if negate else ''}{escaped}]")
+                i = end
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return "".join(out)

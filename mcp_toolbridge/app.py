@@ -1,4 +1,4 @@
-"""Composition root: settings -> loaded catalog -> a Bridge with its executors.
+"""Composition root: settings -> loaded catalog -> a Bridge with its executors and gate.
 
 The CLI verbs and the server share this, so ``mcp-toolbridge call`` runs a tool exactly the
 way MCP ``tools/call`` does.
@@ -8,21 +8,29 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from mcp_toolbridge.bridge import Bridge
+import platformdirs
+
+from mcp_toolbridge.audit import AuditLog, AuditRecord
+from mcp_toolbridge.bridge import NO_POLICY, Bridge, CallOutcome, Observer
 from mcp_toolbridge.builtins import BuiltinExecutor, tool_search
 from mcp_toolbridge.catalog import Catalog
-from mcp_toolbridge.errors import Problem, Severity
+from mcp_toolbridge.context import CallContext
+from mcp_toolbridge.errors import CallError, ConfigError, ErrorCode, Problem, Severity
 from mcp_toolbridge.executors.base import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
 from mcp_toolbridge.executors.exec_tool import ExecToolExecutor
 from mcp_toolbridge.executors.http import HttpExecutor
+from mcp_toolbridge.gate import PolicyGate
 from mcp_toolbridge.loaders import LoadReport, load_paths
 from mcp_toolbridge.model import Format, ToolSpec
+from mcp_toolbridge.policy import Policy
 from mcp_toolbridge.search import SearchIndex
 from mcp_toolbridge.secrets import SecretResolver
+from mcp_toolbridge.session import Sessions
 
 BUILTIN_SPECS: tuple[ToolSpec, ...] = (tool_search.SPEC,)
 """The locked tools this server provides, reserved in every catalog it serves."""
@@ -34,6 +42,10 @@ def bundled_manifests() -> Path:
     return packaged if packaged.is_dir() else Path(__file__).parent.parent / "manifests"
 
 
+def user_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("mcp-toolbridge"))
+
+
 @dataclass(frozen=True)
 class Settings:
     paths: Sequence[Path] = ()
@@ -41,40 +53,126 @@ class Settings:
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
     max_concurrency: int | None = None
     secrets_file: Path | None = None
+    policy_file: Path | None = None
+    workspace: Path | None = None
+    """Roots every fs capability; default the working directory."""
+    audit_path: Path | None = None
+    """Where audit lines go; None: the per-user data directory."""
+    audit: bool = True
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
 
     def manifest_paths(self) -> list[Path]:
         return list(self.paths) if self.paths else [bundled_manifests()]
 
+    def workspace_root(self) -> Path:
+        return (self.workspace or Path.cwd()).resolve()
+
 
 @dataclass(frozen=True)
 class Loaded:
-    """A catalog and everything found while building it."""
+    """A catalog, the policy it was filtered by, and everything found while building it."""
 
     catalog: Catalog
     report: LoadReport
     problems: list[Problem]
-    """Load and catalog problems, notices included."""
+    """Load, policy and catalog problems, notices included."""
+    policy: Policy
 
     @property
     def errors(self) -> list[Problem]:
         return [p for p in self.problems if p.severity is Severity.ERROR]
 
 
+def load_policy(settings: Settings) -> Policy:
+    return Policy.load(
+        settings.policy_file, workspace=settings.workspace_root(), user_data=user_data_dir()
+    )
+
+
 def load_catalog(settings: Settings, builtins: Sequence[ToolSpec] = ()) -> Loaded:
+    """Load the manifests, then keep the tools the policy exposes.
+
+    A tool whose requirements cannot be compiled (an undefined variable) is a load error; a
+    tool the policy refuses whatever its arguments is left out, with a notice.
+    """
+    policy = load_policy(settings)
     report = load_paths(settings.manifest_paths(), environ=settings.environ)
-    catalog, problems = Catalog.build([*builtins, *report.tools])
-    return Loaded(catalog, report, [*report.problems, *problems])
+    problems: list[Problem] = [*report.problems]
+    exposed: list[ToolSpec] = []
+    for spec in [*builtins, *report.tools]:
+        found = policy.requirement_problems(spec)
+        if found:
+            problems.extend(found)
+        elif policy.exposed(spec):
+            exposed.append(spec)
+        else:
+            problems.append(
+                Problem(
+                    spec.source.path,
+                    f'tool "{spec.name}" is not served: the policy refuses it whatever its '
+                    "arguments, or does not grant what it requires",
+                    spec.source.locator(spec.id),
+                    ErrorCode.PERMISSION_DENIED,
+                    Severity.NOTICE,
+                )
+            )
+    catalog, catalog_problems = Catalog.build(exposed)
+    return Loaded(catalog, report, [*problems, *catalog_problems], policy)
+
+
+def audit_observer(log: AuditLog) -> Observer:
+    async def observe(
+        spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext, outcome: CallOutcome
+    ) -> None:
+        error = None
+        if not outcome.ok:
+            error = CallError(outcome.error or "", tool=spec.name, code=outcome.code)
+        record = AuditRecord.build(
+            spec,
+            session=ctx.session_id,
+            decision=outcome.decision or NO_POLICY,
+            ms=outcome.duration_ms,
+            result=outcome.result,
+            error=error,
+            answer=outcome.answer,
+        )
+        await log.write(record)
+
+    return observe
+
+
+@dataclass
+class Runtime:
+    """A Bridge and what lives as long as it: sessions, the gate."""
+
+    bridge: Bridge
+    sessions: Sessions
+    gate: PolicyGate
 
 
 @asynccontextmanager
-async def open_bridge(settings: Settings, catalog: Catalog) -> AsyncIterator[Bridge]:
-    """A Bridge over ``catalog`` with every executor; shared clients close on exit."""
+async def open_runtime(settings: Settings, loaded: Loaded) -> AsyncIterator[Runtime]:
+    """Everything a server or a CLI call needs; shared clients and files close on exit."""
+    catalog = loaded.catalog
     secrets = SecretResolver.from_sources(settings.environ, settings.secrets_file)
     index = SearchIndex.build(s for s in catalog.specs() if s.source.format is not Format.BUILTIN)
+    sessions = Sessions()
     builtins = BuiltinExecutor([tool_search.ToolSearch(index, catalog)])
-    async with HttpExecutor.open() as http:
-        yield Bridge(
+    gate = PolicyGate(loaded.policy, environ=settings.environ)
+    async with AsyncExitStack() as stack:
+        http = await stack.enter_async_context(HttpExecutor.open())
+        observers: tuple[Observer, ...] = ()
+        if settings.audit:
+            try:
+                log = AuditLog.open(settings.audit_path)
+            except OSError as exc:
+                raise ConfigError(
+                    f"cannot open the audit log: {exc}", code=ErrorCode.CONFIG_INVALID
+                ) from exc
+            stack.callback(log.close)
+            observers = (audit_observer(log),)
+        stack.callback(sessions.close_all)
+        bridge = Bridge(
             catalog,
             {
                 "exec": ExecToolExecutor(environ=settings.environ),
@@ -85,4 +183,13 @@ async def open_bridge(settings: Settings, catalog: Catalog) -> AsyncIterator[Bri
             max_output_bytes=settings.max_output_bytes,
             max_concurrency=settings.max_concurrency,
             secrets=secrets,
+            gate=gate,
+            observers=observers,
         )
+        yield Runtime(bridge, sessions, gate)
+
+
+@asynccontextmanager
+async def open_bridge(settings: Settings, loaded: Loaded) -> AsyncIterator[Bridge]:
+    async with open_runtime(settings, loaded) as runtime:
+        yield runtime.bridge

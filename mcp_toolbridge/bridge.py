@@ -18,12 +18,13 @@ from typing import Any, Protocol
 import anyio
 
 from mcp_toolbridge.catalog import Catalog, CatalogEntry
-from mcp_toolbridge.context import CallContext
+from mcp_toolbridge.context import CallContext, InputPending
 from mcp_toolbridge.errors import (
     ArgumentsError,
     CallError,
     ErrorCode,
     ExecError,
+    PermissionDeniedError,
     UnknownToolError,
 )
 from mcp_toolbridge.executors.base import (
@@ -33,7 +34,9 @@ from mcp_toolbridge.executors.base import (
     ExecResult,
     Executor,
 )
+from mcp_toolbridge.gate import Clearance
 from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.policy import Decision
 
 MAX_ERRORS_SHOWN = 3
 
@@ -55,20 +58,25 @@ class CallOutcome:
     truncated: bool = False
     output_path: str | None = None
     result: ExecResult | None = None
-    decision: str = ""
+    decision: Decision | None = None
+    """What the gate decided; None when the call failed before it (bad arguments)."""
+    answer: str | None = None
+    """The person's answer when asked: once | always | reject | headless | pending."""
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-Gate = Callable[[ToolSpec, Mapping[str, Any], CallContext], Awaitable[str]]
-"""Permission stages: returns a description of what allowed the call, or raises
-PermissionDeniedError."""
+Gate = Callable[[ToolSpec, Mapping[str, Any], CallContext], Awaitable[Clearance]]
+"""Permission stages (capabilities, rules, watchdog, confirmation): see gate.PolicyGate."""
 
 Observer = Callable[[ToolSpec, Mapping[str, Any], CallContext, CallOutcome], Awaitable[None]]
 """Called once per finished call (audit, trace), whatever the outcome."""
 
 
-async def _allow_all(spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext) -> str:
-    return "allow: no policy"
+NO_POLICY = Decision("allow", "no policy configured", "default")
+
+
+async def _allow_all(spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext) -> Clearance:
+    return Clearance(NO_POLICY)
 
 
 def _default_concurrency() -> int:
@@ -111,12 +119,25 @@ class Bridge:
         ctx = ctx or CallContext()
         args: Mapping[str, Any] = {} if arguments is None else arguments
         started = time.perf_counter()
-        decision = ""
+        clearance: Clearance | None = None
         try:
             self._validate(entry, args)
-            decision = await self._gate(entry.spec, args, ctx)
+            clearance = await self._gate(entry.spec, args, ctx)
+            if not clearance.allowed:
+                raise PermissionDeniedError(clearance.refusal(), tool=name)
             result = await self._execute(entry, args, ctx)
-            outcome = self._finish(entry, result, started, decision)
+            outcome = self._finish(entry, result, started, clearance)
+        except InputPending:
+            pending = CallOutcome(
+                tool=name,
+                ok=False,
+                error="waiting for the person's answer",
+                duration_ms=_ms_since(started),
+                decision=Decision("ask", "confirmation pending", "confirmation"),
+                answer="pending",
+            )
+            await self._observe(entry.spec, args, ctx, pending)
+            raise
         except CallError as exc:
             outcome = CallOutcome(
                 tool=name,
@@ -124,11 +145,18 @@ class Bridge:
                 error=exc.message,
                 code=exc.code,
                 duration_ms=_ms_since(started),
-                decision=decision or f"{exc.code}",
+                decision=clearance.decision if clearance else None,
+                answer=clearance.answer if clearance else None,
             )
-        for observe in self._observers:
-            await observe(entry.spec, args, ctx, outcome)
+        await self._observe(entry.spec, args, ctx, outcome)
         return outcome
+
+    async def _observe(
+        self, spec: ToolSpec, args: Mapping[str, Any], ctx: CallContext, outcome: CallOutcome
+    ) -> None:
+        with anyio.CancelScope(shield=True):
+            for observe in self._observers:
+                await observe(spec, args, ctx, outcome)
 
     def _validate(self, entry: CatalogEntry, args: Mapping[str, Any]) -> None:
         if not isinstance(args, Mapping):
@@ -172,7 +200,7 @@ class Bridge:
             return await executor.run(request)
 
     def _finish(
-        self, entry: CatalogEntry, result: ExecResult, started: float, decision: str
+        self, entry: CatalogEntry, result: ExecResult, started: float, clearance: Clearance
     ) -> CallOutcome:
         spec = entry.spec
         common: dict[str, Any] = {
@@ -181,7 +209,8 @@ class Bridge:
             "truncated": result.truncated,
             "output_path": result.output_path,
             "result": result,
-            "decision": decision,
+            "decision": clearance.decision,
+            "answer": clearance.answer,
         }
         if not result.ok:
             return CallOutcome(

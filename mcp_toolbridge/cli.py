@@ -67,6 +67,31 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--secrets", type=Path, default=None, metavar="FILE", help="TOML file of secret values"
     )
+    parser.add_argument(
+        "--audit",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="append one NDJSON line per call here (default: the user data directory)",
+    )
+    parser.add_argument("--no-audit", action="store_true", help="write no audit log")
+
+
+def _add_policy_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--policy",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the operator's policy (TOML); default: the built-in default policy",
+    )
+    parser.add_argument(
+        "--workspace",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the root of every file capability (default: the working directory)",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -80,6 +105,7 @@ def _parser() -> argparse.ArgumentParser:
     serve = verbs.add_parser("serve", help="serve the tools over MCP (stdio)")
     _add_load_options(serve)
     _add_run_options(serve)
+    _add_policy_options(serve)
     serve.add_argument(
         "--expose",
         choices=["auto", "search", "all"],
@@ -94,10 +120,12 @@ def _parser() -> argparse.ArgumentParser:
 
     lint = verbs.add_parser("lint", help="check manifests; exit 1 when there are problems")
     _add_load_options(lint)
+    _add_policy_options(lint)
     lint.add_argument("--format", choices=["text", "json"], default="text")
 
     listing = verbs.add_parser("list", help="list the tools the manifests declare")
     _add_load_options(listing)
+    _add_policy_options(listing)
     listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
     call = verbs.add_parser("call", help="call one tool through the same pipeline as MCP")
@@ -105,10 +133,24 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument("--args", default="{}", metavar="JSON", help="the arguments object")
     _add_load_options(call)
     _add_run_options(call)
+    _add_policy_options(call)
+
+    search = verbs.add_parser("search", help="search the tools as tool_search does")
+    search.add_argument("query", metavar="QUERY")
+    _add_load_options(search)
+    _add_policy_options(search)
+    search.add_argument("-k", type=int, default=5, metavar="N", help="how many results (5)")
+    search.add_argument("--json", action="store_true", help="print JSON")
+
+    policy = verbs.add_parser("policy", help="show the effective policy")
+    policy.add_argument("--show", action="store_true", required=True)
+    _add_load_options(policy)
+    _add_policy_options(policy)
 
     export = verbs.add_parser("export", help="print the tools as OpenAI functions or MCP tools")
     export.add_argument("--format", choices=["openai", "mcp"], required=True)
     _add_load_options(export)
+    _add_policy_options(export)
     return parser
 
 
@@ -119,6 +161,10 @@ def _settings(args: argparse.Namespace) -> Settings:
         max_output_bytes=getattr(args, "max_output", 10 * 1024 * 1024),
         max_concurrency=getattr(args, "max_concurrency", None),
         secrets_file=getattr(args, "secrets", None),
+        policy_file=getattr(args, "policy", None),
+        workspace=getattr(args, "workspace", None),
+        audit_path=getattr(args, "audit", None),
+        audit=not getattr(args, "no_audit", False),
     )
 
 
@@ -207,7 +253,7 @@ def _cmd_call(args: argparse.Namespace) -> int:
         return loaded
 
     async def run() -> int:
-        async with open_bridge(_settings(args), loaded.catalog) as bridge:
+        async with open_bridge(_settings(args), loaded) as bridge:
             try:
                 outcome = await bridge.call(args.tool, arguments)
             except UnknownToolError as exc:
@@ -248,6 +294,42 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_search(args: argparse.Namespace) -> int:
+    from mcp_toolbridge.search import SearchIndex
+
+    loaded = _load_or_exit(args)
+    if isinstance(loaded, int):
+        return loaded
+    index = SearchIndex.build(loaded.catalog.specs())
+    hits = index.search(args.query, max(1, args.k))
+    if args.json:
+        rows = []
+        for hit in hits:
+            entry = loaded.catalog.get(hit.name)
+            assert entry is not None
+            rows.append(
+                {
+                    "name": hit.name,
+                    "score": round(hit.score, 4),
+                    "description": entry.spec.description,
+                    "input_schema": entry.spec.input_schema,
+                }
+            )
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    for hit in hits:
+        entry = loaded.catalog.get(hit.name)
+        summary = entry.spec.description.strip().splitlines()[0] if entry else ""
+        print(f"{hit.score:7.3f}  {hit.name}  {summary[:80]}")
+    return EXIT_OK
+
+
+def _cmd_policy(args: argparse.Namespace) -> int:
+    loaded = load_catalog(_settings(args), BUILTIN_SPECS)
+    print(loaded.policy.render(loaded.catalog.specs()))
+    return EXIT_OK
+
+
 def _client_snippet(paths: Sequence[Path]) -> str:
     """The JSON a client config needs to start this server the way it runs now."""
     exe = shutil.which("mcp-toolbridge")
@@ -268,7 +350,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     settings = _settings(args)
 
     async def run() -> None:
-        async with open_bridge(settings, loaded.catalog) as bridge:
+        async with open_bridge(settings, loaded) as bridge:
             server = ToolbridgeServer(bridge, expose=args.expose)
             where = ", ".join(str(p) for p in settings.manifest_paths())
             command = _client_snippet(settings.manifest_paths())
@@ -289,6 +371,8 @@ COMMANDS = {
     "list": _cmd_list,
     "call": _cmd_call,
     "export": _cmd_export,
+    "search": _cmd_search,
+    "policy": _cmd_policy,
 }
 
 

@@ -35,6 +35,17 @@ class Host(Protocol):
         ...
 
 
+class InputPending(Exception):
+    """Raised by a Host that must return to the client before it can answer (MCP 2026
+    multi-round-trip requests): the call ends now and is retried with the answer."""
+
+    def __init__(self, key: str, message: str, schema: dict[str, Any]) -> None:
+        super().__init__(key)
+        self.key = key
+        self.message = message
+        self.schema = schema
+
+
 @dataclass(frozen=True, slots=True)
 class CallContext:
     session_id: str = "local"

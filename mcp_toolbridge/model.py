@@ -117,6 +117,10 @@ class RequirementSet(Frozen):
         )
 
 
+Role = Literal["fs.read", "fs.write", "net.fetch", "shell.run"]
+"""What an argument names, for the capability check: a path read or written, a URL fetched,
+a shell command run."""
+
 SAFETY_FACTS = ("read_only", "destructive", "idempotent", "open_world", "requires_confirmation")
 
 
@@ -158,7 +162,7 @@ class ToolSpec(Frozen):
     timeout_s: float | None = None
     """None: the server default (``--timeout``)."""
     requires: RequirementSet = RequirementSet()
-    argument_roles: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    argument_roles: dict[str, tuple[Role, ...]] = Field(default_factory=dict)
     """Which arguments name what the capability check must see: argument name -> roles
     (``fs.read``, ``fs.write``, ``net.fetch``, ``shell.run``). Built-in tools declare them."""
     safety: Safety = Safety()

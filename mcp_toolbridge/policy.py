@@ -88,6 +88,8 @@ class SessionRules:
     def add_always(self, spec: ToolSpec, targets: Targets, action: Action = "allow") -> None:
         """Remember an "always" answer: the same tool with the same arguments' targets."""
         found = subjects(targets)
+        if not found:
+            self.add(spec.name, None, action)
         for subject in found:
             self.add(spec.name, subject.pattern_text(), action)
 

@@ -286,6 +286,11 @@ def resolve(rules: Iterable[Rule], spec: ToolSpec, subject: Subject) -> Rule | N
     _, winner = max(best.values(), key=lambda kr: (kr[0], SCOPE_RANK[kr[1].scope]))
     if winner.action == "deny":
         return winner
+    session = best.get("session")
+    if winner.action == "ask" and session is not None and session[1].action == "allow":
+        # "ask" means "ask the person", and session rules are the person's own "always"
+        # answers for this very call: they settle an ask (never a deny, checked below).
+        winner = session[1]
     for stricter in ("manifest", "project"):
         if SCOPE_RANK[stricter] <= SCOPE_RANK[winner.scope]:
             break

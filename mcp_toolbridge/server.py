@@ -19,6 +19,7 @@ import mcp_types as types
 from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
 from mcp.server.models import InitializationOptions
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.exceptions import MCPError
@@ -26,9 +27,10 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_toolbridge import __version__
 from mcp_toolbridge.bridge import Bridge
-from mcp_toolbridge.context import CallContext
+from mcp_toolbridge.context import CallContext, InputPending
 from mcp_toolbridge.errors import UnknownToolError
 from mcp_toolbridge.model import Format
+from mcp_toolbridge.server_host import McpHost
 from mcp_toolbridge.server_wire import to_result, to_tool
 
 log = logging.getLogger("mcp_toolbridge")
@@ -116,6 +118,13 @@ class ToolbridgeServer:
             get_tool_input_schema=self._input_schema,
         )
         self.server.middleware.append(self._cache_tools_list)
+        # Seal the requestState of 2026 multi-round-trip calls (confirmation, question):
+        # an answer counts only together with state this server minted for that call.
+        self.server.middleware.append(
+            RequestStateBoundary(
+                RequestStateSecurity.ephemeral(), default_audience="mcp-toolbridge"
+            )
+        )
 
     # -- listing -----------------------------------------------------------------------------
 
@@ -168,7 +177,7 @@ class ToolbridgeServer:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         modern = _is_modern(ctx)
         try:
             entry = self.bridge.entry(params.name)
@@ -178,9 +187,12 @@ class ToolbridgeServer:
         async def progress(current: float, total: float | None, message: str | None) -> None:
             await ctx.session.report_progress(current, total, message)
 
-        call_ctx = CallContext(session_id=self._session_id(ctx), progress=progress)
+        host = McpHost(ctx, params)
+        call_ctx = CallContext(session_id=self._session_id(ctx), progress=progress, host=host)
         try:
             outcome = await self.bridge.call(params.name, params.arguments, call_ctx)
+        except InputPending as pending:
+            return host.input_required(pending)
         except Exception:  # the top-level handler: nothing may leak a traceback to the client
             log.exception("internal error while calling %s", params.name)
             return types.CallToolResult(

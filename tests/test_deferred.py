@@ -36,7 +36,7 @@ async def test_search_mode_lists_only_builtins_then_loads_hits_legacy(tmp_path: 
         if isinstance(message, types.ToolListChangedNotification):
             changed.set()
 
-    async with open_bridge(settings, loaded.catalog) as bridge:
+    async with open_bridge(settings, loaded) as bridge:
         server = ToolbridgeServer(bridge, expose="search")
         async with Client(server.server, mode="legacy", message_handler=on_message) as client:
             before = [t.name for t in (await client.list_tools()).tools]
@@ -51,7 +51,7 @@ async def test_search_mode_lists_only_builtins_then_loads_hits_legacy(tmp_path: 
 
 async def test_search_mode_announces_loads_on_the_modern_listen_stream(tmp_path: Path) -> None:
     settings, loaded = await _server(tmp_path)
-    async with open_bridge(settings, loaded.catalog) as bridge:
+    async with open_bridge(settings, loaded) as bridge:
         server = ToolbridgeServer(bridge, expose="search")
         async with Client(server.server, mode="auto") as client:
             async with client.listen(tools_list_changed=True) as sub:
@@ -65,7 +65,7 @@ async def test_search_mode_announces_loads_on_the_modern_listen_stream(tmp_path:
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_unlisted_catalog_tool_can_be_called_by_name(tmp_path: Path, mode: str) -> None:
     settings, loaded = await _server(tmp_path)
-    async with open_bridge(settings, loaded.catalog) as bridge:
+    async with open_bridge(settings, loaded) as bridge:
         server = ToolbridgeServer(bridge, expose="search")
         async with Client(server.server, mode=mode) as client:
             result = await client.call_tool("tool_03", {"text": "direct"})
@@ -76,6 +76,6 @@ async def test_auto_exposure_switches_to_search_past_the_threshold(tmp_path: Pat
     agentcli_manifest(tmp_path / "huge", [echo_tool(f"t{i}") for i in range(70)], {"echo": ECHO})
     settings = Settings(paths=[tmp_path])
     loaded = load_catalog(settings, BUILTIN_SPECS)
-    async with open_bridge(settings, loaded.catalog) as bridge:
+    async with open_bridge(settings, loaded) as bridge:
         assert ToolbridgeServer(bridge).expose == "search"
         assert ToolbridgeServer(bridge, expose="all").expose == "all"

@@ -40,7 +40,7 @@ async def test_every_bundled_tool_can_be_called(name: str) -> None:
     arguments, expected = EXAMPLE_CALLS[name]
     settings = Settings()
     loaded = load_catalog(settings, BUILTIN_SPECS)
-    async with open_bridge(settings, loaded.catalog) as bridge:
+    async with open_bridge(settings, loaded) as bridge:
         outcome = await bridge.call(name, arguments)
     assert outcome.ok, outcome.error
     assert expected.items() <= outcome.value.items()
@@ -49,7 +49,7 @@ async def test_every_bundled_tool_can_be_called(name: str) -> None:
 async def test_tool_search_finds_the_bundled_word_counter_first() -> None:
     settings = Settings()
     loaded = load_catalog(settings, BUILTIN_SPECS)
-    async with open_bridge(settings, loaded.catalog) as bridge:
+    async with open_bridge(settings, loaded) as bridge:
         outcome = await bridge.call("tool_search", {"query": "count the words in this text"})
     assert outcome.ok
     assert outcome.value["tools"][0]["name"] == "word_count"

@@ -8,9 +8,9 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "mcp_toolbridge"
 
 ONLY_IN = {
-    "mcp": ("server.py", "server_wire.py", "server_http.py"),
-    "mcp_types": ("server.py", "server_wire.py", "server_http.py"),
-    "httpx2": ("executors/http.py",),
+    "mcp": ("server.py", "server_wire.py", "server_host.py", "server_http.py"),
+    "mcp_types": ("server.py", "server_wire.py", "server_host.py", "server_http.py"),
+    "httpx2": ("executors/http.py", "executors/http_fetch.py"),
     "jsonschema": ("schemas.py",),
     "subprocess": ("executors/subprocess.py",),
     "asyncio": (),

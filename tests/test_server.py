@@ -37,7 +37,7 @@ async def _client(paths: list[Path], mode: str, **server_kw: Any) -> AsyncIterat
     settings = Settings(paths=paths)
     loaded = load_catalog(settings, BUILTIN_SPECS)
     assert not loaded.errors, [p.render() for p in loaded.errors]
-    async with open_bridge(settings, loaded.catalog) as bridge:
+    async with open_bridge(settings, loaded) as bridge:
         server = ToolbridgeServer(bridge, **server_kw)
         async with Client(server.server, mode=mode, raise_exceptions=True) as client:
             yield client

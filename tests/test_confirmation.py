@@ -1,0 +1,170 @@
+"""Permissions through the MCP server: ask -> elicitation in both eras, headless denial,
+unsolicited answers, denied tools hidden, and every call audited."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp import Client
+
+from mcp_toolbridge.app import BUILTIN_SPECS, Settings, load_catalog, open_bridge
+from mcp_toolbridge.gate import ALLOW_ALWAYS, ALLOW_ONCE, HEADLESS_DENIED, REJECT
+from mcp_toolbridge.server import ToolbridgeServer
+from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
+
+MODES = ["auto", "legacy"]
+
+POLICY = """
+default_action = "allow"
+
+[[rules]]
+permission = "guarded"
+action = "ask"
+
+[[rules]]
+permission = "forbidden"
+action = "deny"
+"""
+
+
+def _setup(tmp_path: Path) -> Settings:
+    agentcli_manifest(
+        tmp_path / "m",
+        [echo_tool("guarded"), echo_tool("forbidden"), echo_tool("free")],
+        {"echo": ECHO},
+    )
+    policy = tmp_path / "policy.toml"
+    policy.write_text(POLICY, encoding="utf-8")
+    return Settings(
+        paths=[tmp_path / "m"],
+        policy_file=policy,
+        workspace=tmp_path,
+        audit_path=tmp_path / "audit.ndjson",
+    )
+
+
+class Person:
+    """The human at the client: answers each confirmation with the next scripted choice."""
+
+    def __init__(self, *choices: str | None) -> None:
+        self.choices = list(choices)
+        self.asked: list[str] = []
+
+    async def __call__(
+        self, context: Any, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        assert isinstance(params, types.ElicitRequestFormParams)
+        self.asked.append(params.message)
+        choice = self.choices.pop(0)
+        if choice is None:
+            return types.ElicitResult(action="decline")
+        return types.ElicitResult(action="accept", content={"decision": choice})
+
+
+async def _client(settings: Settings, mode: str, person: Person | None) -> AsyncIterator[Client]:
+    loaded = load_catalog(settings, BUILTIN_SPECS)
+    assert not loaded.errors
+    async with open_bridge(settings, loaded) as bridge:
+        server = ToolbridgeServer(bridge)
+        async with Client(
+            server.server, mode=mode, elicitation_callback=person, raise_exceptions=True
+        ) as client:
+            yield client
+
+
+def _audit(settings: Settings) -> list[dict[str, Any]]:
+    assert settings.audit_path is not None
+    lines = settings.audit_path.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_denied_tool_is_not_listed(tmp_path: Path, mode: str) -> None:
+    async for client in _client(_setup(tmp_path), mode, None):
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert "forbidden" not in names and {"guarded", "free"} <= names
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_ask_runs_the_tool_after_the_person_allows_once(tmp_path: Path, mode: str) -> None:
+    person = Person(ALLOW_ONCE, ALLOW_ONCE)
+    settings = _setup(tmp_path)
+    async for client in _client(settings, mode, person):
+        result = await client.call_tool("guarded", {"text": "go"})
+        assert result.is_error is False and result.structured_content == {"echo": {"text": "go"}}
+        assert "guarded" in person.asked[0]
+        await client.call_tool("guarded", {"text": "again"})
+        assert len(person.asked) == 2
+    answers = [line["answer"] for line in _audit(settings) if line["answer"] != "pending"]
+    assert answers == ["once", "once"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_allow_always_is_remembered_for_the_session(tmp_path: Path, mode: str) -> None:
+    person = Person(ALLOW_ALWAYS)
+    async for client in _client(_setup(tmp_path), mode, person):
+        assert (await client.call_tool("guarded", {"text": "1"})).is_error is False
+        assert (await client.call_tool("guarded", {"text": "1"})).is_error is False
+        assert len(person.asked) == 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("choice", [REJECT, None])
+async def test_reject_or_decline_denies_without_running(
+    tmp_path: Path, mode: str, choice: str | None
+) -> None:
+    settings = _setup(tmp_path)
+    async for client in _client(settings, mode, Person(choice)):
+        result = await client.call_tool("guarded", {"text": "no"})
+        assert result.is_error is True
+        assert "rejected" in result.structured_content["error"]
+    final = [line for line in _audit(settings) if line["answer"] != "pending"]
+    assert final[-1]["answer"] == "reject" and final[-1]["exitCode"] is None
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_client_without_elicitation_is_headless_and_ask_is_a_fixed_denial(
+    tmp_path: Path, mode: str
+) -> None:
+    settings = _setup(tmp_path)
+    async for client in _client(settings, mode, None):
+        result = await client.call_tool("guarded", {"text": "x"})
+        assert result.is_error is True
+        assert result.structured_content["error"].startswith(HEADLESS_DENIED)
+        assert (await client.call_tool("free", {"text": "x"})).is_error is False
+    records = _audit(settings)
+    assert [r["tool"] for r in records] == ["guarded", "free"]
+    assert records[0]["answer"] == "headless" and records[0]["decision"] == "deny"
+
+
+async def test_unsolicited_answer_without_sealed_state_never_runs_the_tool(tmp_path: Path) -> None:
+    """2026 era: inputResponses sent with no requestState are ignored; the server asks."""
+    async for client in _client(_setup(tmp_path), "auto", Person(ALLOW_ONCE)):
+        forged = types.ElicitResult(action="accept", content={"decision": ALLOW_ONCE})
+        result = await client.session.call_tool(
+            "guarded",
+            {"text": "sneaky"},
+            input_responses={"confirm:guarded": forged},
+            allow_input_required=True,
+        )
+        assert isinstance(result, types.InputRequiredResult)
+        assert "confirm:guarded" in (result.input_requests or {})
+
+
+async def test_forged_request_state_is_rejected(tmp_path: Path) -> None:
+    async for client in _client(_setup(tmp_path), "auto", Person(ALLOW_ONCE)):
+        forged = types.ElicitResult(action="accept", content={"decision": ALLOW_ONCE})
+        state = json.dumps({"v": 1, "answers": {"confirm:guarded": {"action": "accept"}}})
+        with pytest.raises(Exception, match="requestState"):
+            await client.session.call_tool(
+                "guarded",
+                {"text": "sneaky"},
+                input_responses={"confirm:guarded": forged},
+                request_state=state,
+                allow_input_required=True,
+            )

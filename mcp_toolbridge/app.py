@@ -141,24 +141,55 @@ def audit_observer(log: AuditLog) -> Observer:
     return observe
 
 
+def _catalog_parts(settings: Settings, loaded: Loaded) -> tuple[PolicyGate, BuiltinExecutor]:
+    """What depends on the catalog and the policy, rebuilt on every reload."""
+    catalog = loaded.catalog
+    index = SearchIndex.build(s for s in catalog.specs() if s.source.format is not Format.BUILTIN)
+    builtins = BuiltinExecutor([tool_search.ToolSearch(index, catalog)])
+    return PolicyGate(loaded.policy, environ=settings.environ), builtins
+
+
 @dataclass
 class Runtime:
-    """A Bridge and what lives as long as it: sessions, the gate."""
+    """A Bridge and what lives as long as it: settings, sessions, the gate."""
 
+    settings: Settings
     bridge: Bridge
     sessions: Sessions
     gate: PolicyGate
+
+    def watched_paths(self) -> list[Path]:
+        """The files whose change means a reload: manifests, the policy, the project rules."""
+        paths = self.settings.manifest_paths()
+        if self.settings.policy_file is not None:
+            paths.append(self.settings.policy_file)
+        paths.append(self.settings.workspace_root() / ".toolbridge" / "policy.toml")
+        return paths
+
+    def reload(self, builtins: Sequence[ToolSpec] = BUILTIN_SPECS) -> list[Problem]:
+        """Read everything again. A valid result replaces the bridge (calls in flight finish
+        on the one they started with); with any error the current bridge stays and every
+        problem is returned."""
+        try:
+            loaded = load_catalog(self.settings, builtins)
+        except ConfigError as exc:
+            return [Problem(str(self.settings.policy_file or "policy"), exc.message)]
+        if loaded.errors:
+            return loaded.errors
+        gate, executor = _catalog_parts(self.settings, loaded)
+        self.gate = gate
+        self.bridge = self.bridge.rebuilt(
+            loaded.catalog, gate=gate, executors={"builtin": executor}
+        )
+        return []
 
 
 @asynccontextmanager
 async def open_runtime(settings: Settings, loaded: Loaded) -> AsyncIterator[Runtime]:
     """Everything a server or a CLI call needs; shared clients and files close on exit."""
-    catalog = loaded.catalog
     secrets = SecretResolver.from_sources(settings.environ, settings.secrets_file)
-    index = SearchIndex.build(s for s in catalog.specs() if s.source.format is not Format.BUILTIN)
     sessions = Sessions()
-    builtins = BuiltinExecutor([tool_search.ToolSearch(index, catalog)])
-    gate = PolicyGate(loaded.policy, environ=settings.environ)
+    gate, builtins = _catalog_parts(settings, loaded)
     async with AsyncExitStack() as stack:
         http = await stack.enter_async_context(HttpExecutor.open())
         observers: tuple[Observer, ...] = ()
@@ -173,7 +204,7 @@ async def open_runtime(settings: Settings, loaded: Loaded) -> AsyncIterator[Runt
             observers = (audit_observer(log),)
         stack.callback(sessions.close_all)
         bridge = Bridge(
-            catalog,
+            loaded.catalog,
             {
                 "exec": ExecToolExecutor(environ=settings.environ),
                 "http": http,
@@ -186,7 +217,7 @@ async def open_runtime(settings: Settings, loaded: Loaded) -> AsyncIterator[Runt
             gate=gate,
             observers=observers,
         )
-        yield Runtime(bridge, sessions, gate)
+        yield Runtime(settings, bridge, sessions, gate)
 
 
 @asynccontextmanager

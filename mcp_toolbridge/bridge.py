@@ -105,6 +105,16 @@ class Bridge:
         self._gate = gate
         self._observers = observers
 
+    def rebuilt(self, catalog: Catalog, *, gate: Gate, executors: Mapping[str, Executor]) -> Bridge:
+        """A bridge over a new catalog (hot reload) that shares this one's concurrency limit,
+        deadlines, secrets and observers. Calls in flight keep the bridge they started on."""
+        twin = Bridge.__new__(Bridge)
+        twin.__dict__.update(self.__dict__)
+        twin.catalog = catalog
+        twin._gate = gate
+        twin._executors = {**self._executors, **executors}
+        return twin
+
     def entry(self, name: str) -> CatalogEntry:
         entry = self.catalog.get(name)
         if entry is None:

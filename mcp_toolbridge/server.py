@@ -91,24 +91,14 @@ class ToolbridgeServer:
     """Holds the bridge, the published tools and the visible set of this connection."""
 
     def __init__(self, bridge: Bridge, *, expose: Expose = "auto") -> None:
-        self.bridge = bridge
         self.session_id = uuid.uuid4().hex
-        specs = bridge.catalog.specs()
-        self._published = _Published(
-            modern={s.name: to_tool(s, modern=True) for s in specs},
-            legacy={s.name: to_tool(s, modern=False) for s in specs},
-        )
-        manifest_tools = [s.name for s in specs if s.source.format is not Format.BUILTIN]
-        builtins = [s.name for s in specs if s.source.format is Format.BUILTIN]
-        if expose == "auto":
-            expose = "search" if len(manifest_tools) > SEARCH_THRESHOLD else "all"
-        if expose == "search" and SEARCH_TOOL not in bridge.catalog:
-            raise ValueError("--expose search needs the tool_search built-in in the catalog")
-        self.expose: Expose = expose
-        self._always = builtins if expose == "search" else [*builtins, *manifest_tools]
+        self._requested_expose: Expose = expose
         self._loaded: list[str] = []
         self._list_cache: dict[tuple[bool, str | None], HandlerResult] = {}
         self._bus = InMemorySubscriptionBus()
+        self._legacy_sessions: dict[int, Any] = {}
+        """A ServerSession per open 2025 connection, by id of the connection."""
+        self._publish(bridge)
         self.server = _Server(
             "mcp-toolbridge",
             version=__version__,
@@ -117,6 +107,7 @@ class ToolbridgeServer:
             on_subscriptions_listen=ListenHandler(self._bus),
             get_tool_input_schema=self._input_schema,
         )
+        self.server.middleware.append(self._remember_sessions)
         self.server.middleware.append(self._cache_tools_list)
         # Seal the requestState of 2026 multi-round-trip calls (confirmation, question):
         # an answer counts only together with state this server minted for that call.
@@ -125,6 +116,59 @@ class ToolbridgeServer:
                 RequestStateSecurity.ephemeral(), default_audience="mcp-toolbridge"
             )
         )
+
+    def _publish(self, bridge: Bridge) -> None:
+        """Build the wire form of every tool once, and what is always listed."""
+        self.bridge = bridge
+        specs = bridge.catalog.specs()
+        self._published = _Published(
+            modern={s.name: to_tool(s, modern=True) for s in specs},
+            legacy={s.name: to_tool(s, modern=False) for s in specs},
+        )
+        manifest_tools = [s.name for s in specs if s.source.format is not Format.BUILTIN]
+        builtins = [s.name for s in specs if s.source.format is Format.BUILTIN]
+        expose = self._requested_expose
+        if expose == "auto":
+            expose = "search" if len(manifest_tools) > SEARCH_THRESHOLD else "all"
+        if expose == "search" and SEARCH_TOOL not in bridge.catalog:
+            raise ValueError("--expose search needs the tool_search built-in in the catalog")
+        self.expose: Expose = expose
+        self._always = builtins if expose == "search" else [*builtins, *manifest_tools]
+        self._loaded = [n for n in self._loaded if n in bridge.catalog and n not in self._always]
+        self._list_cache.clear()
+
+    async def swap(self, bridge: Bridge) -> None:
+        """Serve a reloaded catalog from now on and tell every client its list changed."""
+        self._publish(bridge)
+        await self.notify_tools_changed()
+
+    async def notify_tools_changed(self, ctx: ServerRequestContext[Any] | None = None) -> None:
+        """list_changed on 2026 listen streams and to every 2025 connection seen so far."""
+        await self._bus.publish(ToolsListChanged())
+        sessions = list(self._legacy_sessions.values())
+        if ctx is not None and not _is_modern(ctx) and ctx.session not in sessions:
+            sessions.append(ctx.session)
+        for session in sessions:
+            try:
+                await session.send_tool_list_changed()
+            except Exception:  # a closed connection must not stop the others being told
+                log.debug("could not notify a closed session", exc_info=True)
+
+    async def _remember_sessions(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        """Keep a session of each 2025 connection, to notify it of changes outside a request.
+
+        The SDK has no public handle for a connection; its ServerSession objects are made per
+        request, so one is kept per connection (the private ``_connection``) and dropped
+        when that connection closes."""
+        connection = getattr(ctx.session, "_connection", None)
+        if not _is_modern(ctx) and connection is not None:
+            key = id(connection)
+            if key not in self._legacy_sessions:
+                connection.exit_stack.callback(self._legacy_sessions.pop, key, None)
+            self._legacy_sessions[key] = ctx.session
+        return await call_next(ctx)
 
     # -- listing -----------------------------------------------------------------------------
 
@@ -168,9 +212,7 @@ class ToolbridgeServer:
             return []
         self._loaded.extend(new)
         self._list_cache.clear()
-        await self._bus.publish(ToolsListChanged())
-        if ctx is not None and not _is_modern(ctx):
-            await ctx.session.send_tool_list_changed()
+        await self.notify_tools_changed(ctx)
         return new
 
     # -- calling -----------------------------------------------------------------------------

@@ -1,0 +1,112 @@
+"""Watching manifests and the policy for changes (``serve --watch``).
+
+Polling file metadata (mtime, size, inode) once a second: no extra dependency, the same on
+every platform, and cheap for the catalogs this serves (a few thousand files at most). A
+change is reported only once the files have been stable for one more interval, so an editor
+writing a file in several steps causes one reload, not several.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Protocol
+
+import anyio
+from anyio.abc import TaskStatus
+
+from mcp_toolbridge.bridge import Bridge
+from mcp_toolbridge.errors import Problem
+
+log = logging.getLogger("mcp_toolbridge")
+
+SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "__pycache__", ".mypy_cache"})
+MAX_FILES = 50_000
+
+Fingerprint = frozenset[tuple[str, int, int, int]]
+
+
+def _stat(path: Path) -> tuple[str, int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (str(path), st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def fingerprint(paths: Sequence[Path]) -> Fingerprint:
+    """Metadata of every file under ``paths`` (folders walked, bounded)."""
+    seen: list[tuple[str, int, int, int]] = []
+    for root in paths:
+        if not root.is_dir():
+            entry = _stat(root)
+            seen.append(entry if entry else (str(root), -1, -1, -1))
+            continue
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
+            for name in sorted(files):
+                entry = _stat(Path(folder) / name)
+                if entry is not None:
+                    seen.append(entry)
+                if len(seen) >= MAX_FILES:
+                    return frozenset(seen)
+    return frozenset(seen)
+
+
+async def changes(
+    paths: Sequence[Path], baseline: Fingerprint, *, interval_s: float = 1.0
+) -> AsyncIterator[None]:
+    """Yield once per settled change of the files under ``paths`` since ``baseline``."""
+    current = baseline
+    while True:
+        await anyio.sleep(interval_s)
+        latest = await anyio.to_thread.run_sync(fingerprint, paths)
+        if latest == current:
+            continue
+        while True:  # let a multi-step write settle
+            await anyio.sleep(interval_s)
+            settled = await anyio.to_thread.run_sync(fingerprint, paths)
+            if settled == latest:
+                break
+            latest = settled
+        current = latest
+        yield
+
+
+class Reloadable(Protocol):
+    def watched_paths(self) -> list[Path]: ...
+
+    def reload(self) -> list[Problem]: ...
+
+    @property
+    def bridge(self) -> Bridge: ...
+
+
+class Publisher(Protocol):
+    async def swap(self, bridge: Bridge) -> None: ...
+
+
+async def reload_on_change(
+    runtime: Reloadable,
+    server: Publisher,
+    *,
+    interval_s: float = 1.0,
+    task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run until cancelled: on every settled change, reload; swap in a valid catalog and
+    announce it; keep the old one and log every problem otherwise. Reports started (for
+    ``TaskGroup.start``) once the current state of the files is known."""
+    paths = runtime.watched_paths()
+    baseline = await anyio.to_thread.run_sync(fingerprint, paths)
+    task_status.started()
+    async for _ in changes(paths, baseline, interval_s=interval_s):
+        problems = runtime.reload()
+        if problems:
+            for problem in problems:
+                log.error("reload: %s", problem.render())
+            log.error("reload: %d problem(s); still serving the previous catalog", len(problems))
+            continue
+        await server.swap(runtime.bridge)
+        log.warning("reload: serving %d tools", len(runtime.bridge.catalog))

@@ -23,7 +23,7 @@ import math
 import re
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,8 +84,9 @@ class SearchIndex:
         self._namespaces: list[str] = []
         self._by_name: dict[str, int] = {}
         self._by_id: dict[str, int] = {}
-        self._exact: dict[str, list[int]] = {}
-        self._suffix: dict[str, list[int]] = {}
+        # name form -> docs; tuples of ints, which the garbage collector stops tracking
+        self._exact: dict[str, tuple[int, ...]] = {}
+        self._suffix: dict[str, tuple[int, ...]] = {}
         self._ns_set: set[str] = set()
         self._term_ids: dict[str, int] = {}
         self._docs: list[array[int]] = []
@@ -106,35 +107,38 @@ class SearchIndex:
     def _fill(self, specs: list[ToolSpec]) -> None:
         analyzer = self._analyzer
         fields = list(FIELDS.values())
-        texts: list[list[list[str]] | None] = []
+        # Pass 1 keeps each tool's analysed fields as ONE string (terms joined by spaces, fields
+        # by \x1f): strings are invisible to the cyclic garbage collector, whereas a list per
+        # field per tool made every collection during a 100k build rescan millions of objects.
+        texts: list[str] = []
         totals = [0] * len(fields)
         for doc, spec in enumerate(specs):
             self._register_names(doc, spec)
             fresh = [analyzer.terms(text) for text in field_texts(spec)]
             for f, terms in enumerate(fresh):
                 totals[f] += len(terms)
-            texts.append(fresh)
+            texts.append("\x1f".join(map(" ".join, fresh)))
         count = max(len(specs), 1)
         averages = [max(total / count, 1.0) for total in totals]
-        term_ids = self._term_ids
-        for doc, per_field in enumerate(texts):
-            assert per_field is not None
-            texts[doc] = None  # free the token lists as we go: peak memory stays near one copy
+        term_ids, all_docs, all_weights = self._term_ids, self._docs, self._weights
+        for doc, joined in enumerate(texts):
+            texts[doc] = ""  # free as we go: peak memory stays near one copy
+            per_field = [part.split() for part in joined.split("\x1f")]
             pseudo_tf: dict[str, float] = {}
+            get = pseudo_tf.get
             for field, average, terms in zip(fields, averages, per_field, strict=True):
-                if not terms:
-                    continue
-                scale = field.weight / (1.0 - field.b + field.b * len(terms) / average)
-                for term, n in Counter(terms).items():
-                    pseudo_tf[term] = pseudo_tf.get(term, 0.0) + n * scale
+                if terms:
+                    scale = field.weight / (1.0 - field.b + field.b * len(terms) / average)
+                    for term in terms:
+                        pseudo_tf[term] = get(term, 0.0) + scale
             for term, tf in pseudo_tf.items():
                 tid = term_ids.get(term)
                 if tid is None:
-                    tid = term_ids[term] = len(self._docs)
-                    self._docs.append(array("I"))
-                    self._weights.append(array("f"))
-                self._docs[tid].append(doc)
-                self._weights[tid].append(tf * (K1 + 1.0) / (K1 + tf))
+                    tid = term_ids[term] = len(all_docs)
+                    all_docs.append(array("I"))
+                    all_weights.append(array("f"))
+                all_docs[tid].append(doc)
+                all_weights[tid].append(tf * (K1 + 1.0) / (K1 + tf))
         n = len(specs)
         self._idf = [math.log(1.0 + (n - len(d) + 0.5) / (len(d) + 0.5)) for d in self._docs]
 
@@ -148,9 +152,9 @@ class SearchIndex:
         self._by_id.setdefault(spec.id, doc)
         forms = {spec.name.lower(), spec.id.lower()}
         for form in forms:
-            self._exact.setdefault(form, []).append(doc)
+            self._exact[form] = (*self._exact.get(form, ()), doc)
         for suffix in short_suffixes(spec) - forms:
-            self._suffix.setdefault(suffix, []).append(doc)
+            self._suffix[suffix] = (*self._suffix.get(suffix, ()), doc)
 
     # -- searching ------------------------------------------------------------------------
 
@@ -203,7 +207,7 @@ class SearchIndex:
     def _lookup(self, name: str) -> int | None:
         doc = self._by_name.get(name, self._by_id.get(name))
         if doc is None:
-            matches = self._exact.get(name.lower(), [])
+            matches = self._exact.get(name.lower(), ())
             doc = matches[0] if len(matches) == 1 else None
         return doc
 
@@ -224,8 +228,8 @@ class SearchIndex:
                     found[klass] += docs
         return list(dict.fromkeys(d for docs in found for d in docs))
 
-    def _name_matches(self, form: str) -> Iterator[list[int]]:
-        yield self._exact.get(form, [])
+    def _name_matches(self, form: str) -> Iterator[Sequence[int]]:
+        yield self._exact.get(form, ())
         qualified: list[int] = []
         for sep in (".", "/", ":", "__", "_", "-"):
             at = form.find(sep)
@@ -237,7 +241,7 @@ class SearchIndex:
                     ]
                 at = form.find(sep, at + 1)
         yield qualified
-        yield self._suffix.get(form, [])
+        yield self._suffix.get(form, ())
 
     def _scores(self, terms: list[str]) -> dict[int, float]:
         """BM25F score of every doc matching at least one of ``terms``."""
@@ -316,33 +320,41 @@ def field_texts(spec: ToolSpec) -> tuple[str, str, str, str, str, str]:
         spec.title or "",
         spec.namespace,
         spec.description,
-        " ".join(schema_texts(spec.input_schema, depth=2)),
+        " ".join(schema_texts(spec.input_schema, 2)),
         " ".join(spec.tags),
     )
 
 
-def schema_texts(schema: Any, depth: int) -> Iterator[str]:
+def schema_texts(schema: Any, depth: int) -> list[str]:
     """Property names, titles, descriptions and string enum values of an object schema,
     following nested objects and array items ``depth`` levels down."""
+    out: list[str] = []
+    _collect(schema, depth, out)
+    return out
+
+
+def _collect(schema: Any, depth: int, out: list[str]) -> None:
     if not isinstance(schema, dict) or depth <= 0:
         return
     items = schema.get("items")
     if isinstance(items, dict):
-        yield from schema_texts(items, depth)
+        _collect(items, depth, out)
     props = schema.get("properties")
     if not isinstance(props, dict):
         return
     for prop, sub in props.items():
-        yield str(prop)
+        out.append(str(prop))
         if not isinstance(sub, dict):
             continue
         for key in ("title", "description"):
-            if isinstance(sub.get(key), str):
-                yield sub[key]
+            text = sub.get(key)
+            if isinstance(text, str):
+                out.append(text)
         enum = sub.get("enum")
         if isinstance(enum, list):
-            yield from (v for v in enum[:MAX_ENUM_VALUES] if isinstance(v, str))
-        yield from schema_texts(sub, depth - 1)
+            out.extend(v for v in enum[:MAX_ENUM_VALUES] if isinstance(v, str))
+        if depth > 1 and ("properties" in sub or "items" in sub):
+            _collect(sub, depth - 1, out)
 
 
 def short_suffixes(spec: ToolSpec) -> set[str]:

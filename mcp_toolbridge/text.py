@@ -44,6 +44,8 @@ def split_words(text: str) -> list[str]:
     ``getUserName``, ``get_user_name``, ``get-user-name`` and ``get.user.name`` all give
     ``["get", "user", "name"]``; non-ASCII words are kept whole.
     """
+    if text.isascii():  # the common case: one regex pass over the whole text
+        return "\0".join(_CAMEL.findall(text)).lower().split("\0") if text else []
     out: list[str] = []
     for run in _RUN.findall(text):
         if run.islower() or run.isdigit() or not run.isascii():
@@ -65,33 +67,39 @@ class Analyzer:
 
     ``stem`` maps a list of words to their stems (``None``: no stemming). Stems are memoised
     per word, so the analyzer costs one dict lookup per word once the vocabulary is warm, and
-    equal terms share one string object in memory.
+    equal terms share one string object in memory. The memo stops growing at ``max_memo``
+    words, so a long-running server fed endless novel query words (ids, hashes) stays bounded.
     """
 
     def __init__(
         self,
         stem: Callable[[list[str]], list[str]] | None = None,
         stop_words: frozenset[str] = STOP_WORDS,
+        max_memo: int = 500_000,
     ) -> None:
         self._stem = stem
         self._stop = stop_words
-        self._cache: dict[str, str] = {}
+        self._max = max_memo
+        self._memo: dict[str, str] = {}
 
     def terms(self, text: str) -> list[str]:
         words = split_words(text)
-        cache = self._cache
-        missing = [w for w in words if w not in cache]
-        if missing:
-            self._learn(missing)
-        return [t for t in map(cache.__getitem__, words) if t]
+        memo = self._memo
+        try:
+            return list(filter(None, map(memo.__getitem__, words)))
+        except KeyError:
+            fresh = self._analyze({w for w in words if w not in memo})
+            if len(memo) + len(fresh) <= self._max:
+                memo.update(fresh)
+            return [t for w in words if (t := memo.get(w) or fresh.get(w, ""))]
 
-    def _learn(self, words: Iterable[str]) -> None:
-        fresh = [w for w in dict.fromkeys(words) if w not in self._stop]
-        stems = self._stem(fresh) if self._stem else fresh
-        for word, stem in zip(fresh, stems, strict=True):
-            self._cache[word] = sys.intern(stem)
-        for word in self._stop.intersection(words):
-            self._cache[word] = ""
+    def _analyze(self, words: Iterable[str]) -> dict[str, str]:
+        """Word -> term ("" for a stop word)."""
+        out = dict.fromkeys(self._stop.intersection(words), "")
+        content = sorted(w for w in words if w not in out)
+        stems = self._stem(content) if self._stem else content
+        out.update(zip(content, map(sys.intern, stems), strict=True))
+        return out
 
 
 def default_analyzer() -> Analyzer:

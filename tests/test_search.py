@@ -1,0 +1,280 @@
+"""SearchIndex: tokenizing, ranking guarantees, select:, visibility, clauses, determinism."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from mcp_toolbridge.model import BuiltinTransport, Format, Source, ToolSpec
+from mcp_toolbridge.names import sanitize_name
+from mcp_toolbridge.search import SearchHit, SearchIndex
+from mcp_toolbridge.text import (
+    Analyzer,
+    default_analyzer,
+    snowball_english,
+    split_clauses,
+    split_words,
+)
+
+
+def tool(
+    tool_id: str,
+    description: str,
+    params: dict[str, str] | None = None,
+    *,
+    namespace: str = "",
+    tags: tuple[str, ...] = (),
+    title: str | None = None,
+) -> ToolSpec:
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {k: {"type": "string", "description": v} for k, v in (params or {}).items()},
+    }
+    return ToolSpec(
+        name=sanitize_name(tool_id),
+        id=tool_id,
+        namespace=namespace,
+        title=title,
+        description=description,
+        input_schema=schema,
+        runtime_input_schema=schema,
+        tags=tags,
+        transport=BuiltinTransport(name=tool_id),
+        source=Source(path="catalog.json", index=0, format=Format.BUILTIN),
+    )
+
+
+CATALOG = [
+    tool(
+        "get_time",
+        "Get current time for an IANA timezone",
+        {"timezone": "IANA timezone, e.g. Europe/Helsinki", "tz": "Alias for timezone"},
+        namespace="goagent",
+    ),
+    tool("word_count", "Count words, lines and characters in a text", {"text": "Text to count"}),
+    tool(
+        "http_fetch",
+        "Safe HTTP/HTTPS fetcher with byte cap and redirects",
+        {"url": "Absolute http or https URL to download", "method": "GET or HEAD"},
+        namespace="goagent",
+    ),
+    tool(
+        "fs_read_file",
+        "Read a repository-relative file as base64 with optional offset and max bytes",
+        {"path": "File path relative to the repository"},
+        namespace="goagent",
+    ),
+    tool(
+        "fs_write_file",
+        "Write bytes to a repository-relative file, creating parent folders",
+        {"path": "File path relative to the repository", "content": "Base64 content"},
+        namespace="goagent",
+    ),
+    tool(
+        "translate-text",
+        "Translate text into a target language using LLM.",
+        {"text": "The text to be translated", "target_language": "Language to translate into"},
+        namespace="translate-text",
+    ),
+    tool(
+        "summarize-text",
+        "Summarize input text into a few sentences.",
+        {"text": "Text to summarize", "max_words": "Upper bound on summary length"},
+        namespace="summarize-text",
+    ),
+    tool(
+        "sentiment-analysis",
+        "Classify the sentiment of a text as positive, negative or neutral.",
+        {"text": "Text to classify"},
+        namespace="sentiment-analysis",
+    ),
+    tool(
+        "resize-image",
+        "Resize an image to the given width and height in pixels.",
+        {"image_url": "URL of the image", "width": "Width in pixels", "height": "Height"},
+        namespace="resize-image",
+    ),
+    tool(
+        "mail.smtp_send",
+        "Send an email message via the configured SMTP relay.",
+        {"to": "Recipient address", "subject": "Subject line", "body": "Message body"},
+        namespace="mailer",
+        tags=("external", "mail"),
+    ),
+    tool(
+        "create_issue",
+        "Create a new issue in a GitHub repository",
+        {"owner": "Repository owner", "repo": "Repository name", "title": "Issue title"},
+        namespace="github",
+    ),
+    tool(
+        "list_issues",
+        "List issues in a GitHub repository, with filters by state and labels",
+        {"owner": "Repository owner", "repo": "Repository name", "state": "open or closed"},
+        namespace="github",
+    ),
+    tool(
+        "getWeatherForecast",
+        "Weather forecast for a city for the next days",
+        {"city": "City name", "days": "Number of days"},
+        namespace="weather",
+        title="Weather forecast",
+    ),
+    tool("encrypt", "Encrypt a message with a public key", {"message": "Plain text"}),
+]
+INDEX = SearchIndex.build(CATALOG)
+
+
+def names(hits: list[SearchHit]) -> list[str]:
+    return [h.name for h in hits]
+
+
+def top(query: str, k: int = 5) -> str:
+    hits = INDEX.search(query, k)
+    assert hits, f"no hits for {query!r}"
+    return hits[0].name
+
+
+def test_identifiers_split_on_camel_case_snake_case_dots_and_dashes() -> None:
+    assert split_words("getUserName") == ["get", "user", "name"]
+    assert split_words("get_user-name.v2") == ["get", "user", "name", "v2"]
+    assert split_words("parseHTTPResponse") == ["parse", "http", "response"]
+    assert split_words("base64Decode S3Bucket") == ["base64", "decode", "s3", "bucket"]
+    assert split_words("mail.smtp_send") == ["mail", "smtp", "send"]
+
+
+def test_stemming_matches_word_forms_and_stop_words_are_dropped() -> None:
+    analyzer = default_analyzer()
+    assert analyzer.terms("the running processes") == analyzer.terms("run process")
+    assert analyzer.terms("Forecasts") == analyzer.terms("forecast")
+    assert analyzer.terms("what is it") == []
+
+
+def test_a_full_stem_memo_still_analyzes_new_words_the_same_way() -> None:
+    small = Analyzer(snowball_english(), max_memo=3)
+    warm = default_analyzer()
+    text = "the running processes forecasts getUserNames"
+    assert small.terms(text) == small.terms(text) == warm.terms(text)
+    assert warm.terms(text) == ["run", "process", "forecast", "get", "user", "name"]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("what time is it in Helsinki", "get_time"),
+        ("count the words in this text", "word_count"),
+        ("download the page at https://example.com", "http_fetch"),
+        ("translate this paragraph into French", "translate-text"),
+        ("is this review positive or negative", "sentiment-analysis"),
+        ("resize this image to 200 pixels wide", "resize-image"),
+        ("send an email to the team", "mail_smtp_send"),
+        ("open a new issue on github about the crash", "create_issue"),
+        ("which issues are still open in our repo", "list_issues"),
+        ("will it rain in Paris in the next days", "getWeatherForecast"),
+        ("write the report to a file in the repository", "fs_write_file"),
+        ("give me a short summary of this article", "summarize-text"),
+    ],
+)
+def test_everyday_requests_find_the_tool_that_serves_them(query: str, expected: str) -> None:
+    assert top(query) == expected
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "fs_read_file",
+        "use fs_read_file to fetch the http url and download it",
+        "goagent.fs_read_file please, to download a url",
+        "goagent/fs_read_file",
+        "call `fs_read_file` with https url",
+    ],
+)
+def test_a_query_naming_a_tool_ranks_that_tool_first(query: str) -> None:
+    assert top(query) == "fs_read_file"
+
+
+def test_a_short_suffix_or_namespace_qualified_id_ranks_the_tool_first() -> None:
+    assert top("smtp_send the issue list to github") == "mail_smtp_send"
+    assert top("github.list_issues to create a new issue") == "list_issues"
+    assert top("mail.smtp_send") == "mail_smtp_send"
+
+
+def test_several_named_tools_come_first_in_the_order_they_are_named() -> None:
+    assert names(INDEX.search("word_count then get_time", 3))[:2] == ["word_count", "get_time"]
+
+
+def test_a_plain_word_name_in_prose_is_a_word_but_alone_or_quoted_it_is_the_tool() -> None:
+    assert top("encrypt") == "encrypt"
+    assert top("'encrypt' the weather forecast") == "encrypt"
+    assert top("encrypt the weather forecast for the next days") == "getWeatherForecast"
+
+
+def test_select_returns_exactly_the_named_tools_in_the_given_order() -> None:
+    hits = INDEX.search("select:word_count,get_time, mail.smtp_send,nope,word_count", k=1)
+    assert names(hits) == ["word_count", "get_time", "mail_smtp_send"]
+    assert names(INDEX.search("SELECT: translate-text")) == ["translate-text"]
+
+
+def test_hidden_tools_are_never_returned_even_when_named_or_selected() -> None:
+    def visible(name: str) -> bool:
+        return name not in {"get_time", "fs_read_file"}
+
+    for query in ("what time is it in Helsinki", "get_time", "fs_read_file a file"):
+        found = names(INDEX.search(query, 20, visible=visible))
+        assert "get_time" not in found and "fs_read_file" not in found
+    assert "fs_write_file" in names(INDEX.search("fs_read_file a file", visible=visible))
+    assert names(INDEX.search("select:get_time,word_count", visible=visible)) == ["word_count"]
+
+
+def test_hidden_tools_leave_room_for_the_next_visible_ones() -> None:
+    every = names(INDEX.search("text", 3))
+    hidden = set(every[:2])
+    rest = names(INDEX.search("text", 3, visible=lambda n: n not in hidden))
+    assert len(rest) == 3 and not hidden & set(rest)
+
+
+def test_requests_are_split_into_clauses_at_sentence_ends_and_connectives() -> None:
+    assert split_clauses("find X, then Y; also Z") == ["find X", "Y", "Z"]
+    assert split_clauses("Get the weather. Afterwards, book it and then send mail") == [
+        "Get the weather",
+        "book it",
+        "send mail",
+    ]
+    assert split_clauses("search and replace in mail.send v1.5") == [
+        "search and replace in mail.send v1.5"
+    ]
+
+
+def test_each_part_of_a_multi_part_request_gets_its_tool_near_the_top() -> None:
+    query = (
+        "Summarize the input text into a few sentences of text for the text report, "
+        "then translate the text into French; also what time is it in Helsinki?"
+    )
+    found = names(INDEX.search(query, 3))
+    assert set(found) == {"summarize-text", "translate-text", "get_time"}
+
+
+def test_scores_never_increase_down_the_list() -> None:
+    for query in ("fs_read_file to download a url", "text then time; also weather"):
+        scores = [h.score for h in INDEX.search(query, 10)]
+        assert scores == sorted(scores, reverse=True)
+
+
+def test_equal_scores_are_ordered_by_name_whatever_the_input_order() -> None:
+    twins = [tool(n, "Ping a host and report latency") for n in ("zeta", "alpha", "mid")]
+    shuffled = CATALOG + twins
+    random.Random(5).shuffle(shuffled)
+    for catalog in (CATALOG + twins, shuffled):
+        hits = SearchIndex.build(catalog).search("ping host latency", 3)
+        assert names(hits) == ["alpha", "mid", "zeta"]
+        assert len({h.score for h in hits}) == 1
+
+
+def test_empty_queries_and_nonpositive_k_return_nothing() -> None:
+    assert INDEX.search("   ") == []
+    assert INDEX.search("the of and") == []
+    assert INDEX.search("time", 0) == []
+    assert INDEX.search("select:") == []
+    assert len(SearchIndex.build([]).search("anything")) == 0

@@ -16,6 +16,13 @@ size (so sizes do not share memory or caches; interpreter start-up is not timed)
   at 100k]
 - index memory: bytes the index keeps alive (tracemalloc, separate build), and the RSS growth
   of the process across the timed index build [<= 300 MB at 100k]
+- tools/list in search mode [< 5 ms whatever the catalog size], after the above, in the same
+  child: the app's own start-up (``load_catalog`` with the tool_search built-in, ``open_bridge``
+  building the index, ``ToolbridgeServer(expose="search")`` publishing the wire form of every
+  tool), then 50 ``list_tools()`` calls through an in-memory SDK ``Client``: the client round
+  trip (client-side parse included), the server-side time (a timing middleware outermost,
+  so the server's list cache is included), and the uncached server-side time (the list cache
+  emptied before each call, so the handler runs and its result is serialized every time).
 """
 
 from __future__ import annotations
@@ -30,6 +37,9 @@ import sys
 import time
 import tracemalloc
 from pathlib import Path
+from typing import Any
+
+import anyio
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -77,6 +87,55 @@ def make_queries(names: list[str], count: int, rng: random.Random) -> list[str]:
     return out
 
 
+async def _list_times(folder: Path, calls: int) -> dict[str, float]:
+    from mcp import Client
+
+    from mcp_toolbridge.app import BUILTIN_SPECS, Settings, load_catalog, open_bridge
+    from mcp_toolbridge.server import ToolbridgeServer
+
+    settings = Settings(paths=[folder], audit=False)
+    start = time.perf_counter()
+    loaded = load_catalog(settings, BUILTIN_SPECS)
+    app_load_s = time.perf_counter() - start
+    start = time.perf_counter()
+    async with open_bridge(settings, loaded) as bridge:
+        bridge_s = time.perf_counter() - start
+        start = time.perf_counter()
+        served = ToolbridgeServer(bridge, expose="search")
+        server_s = time.perf_counter() - start
+        server_side: list[float] = []
+
+        async def timing(ctx: Any, call_next: Any) -> Any:
+            if ctx.method != "tools/list":
+                return await call_next(ctx)
+            begun = time.perf_counter()
+            try:
+                return await call_next(ctx)
+            finally:
+                server_side.append(time.perf_counter() - begun)
+
+        served.server.middleware.insert(0, timing)
+        round_trip: list[float] = []
+        listed = 0
+        async with Client(served.server) as client:
+            for uncached in (False, True):
+                for _ in range(calls):
+                    if uncached:
+                        served._list_cache.clear()  # benchmark only: force the handler to run
+                    begun = time.perf_counter()
+                    listed = len((await client.list_tools()).tools)
+                    round_trip.append(time.perf_counter() - begun)
+    return {
+        "app_load_s": app_load_s,
+        "bridge_s": bridge_s,
+        "server_s": server_s,
+        "listed": listed,
+        "list_client_ms": 1000 * statistics.median(round_trip[:calls]),
+        "list_server_ms": 1000 * statistics.median(server_side[:calls]),
+        "list_uncached_ms": 1000 * statistics.median(server_side[calls:]),
+    }
+
+
 def measure(folder: Path, n_queries: int) -> dict[str, float]:
     from mcp_toolbridge.catalog import Catalog
 
@@ -115,8 +174,13 @@ def measure(folder: Path, n_queries: int) -> dict[str, float]:
     held, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert len(kept) == len(specs)
+    tools = len(specs)
+    del kept, catalog, specs, report
+    gc.collect()
+    listing = anyio.run(_list_times, folder, 50)
     return {
-        "tools": len(specs),
+        **listing,
+        "tools": tools,
         "problems": len(problems),
         "load_s": load_s,
         "catalog_s": catalog_s,
@@ -145,6 +209,7 @@ def main() -> None:
         "tools | load s | catalog s | index s | total s | query p50 ms | p99 ms | max ms "
         "| index MB (tracemalloc) | build peak MB | RSS growth MB"
     )
+    listing = []
     for n in args.sizes:
         folder = args.dir / f"catalog-{n}"
         if not folder.exists():
@@ -153,10 +218,21 @@ def main() -> None:
         child = [sys.executable, __file__, "--child", str(folder), "--queries", str(args.queries)]
         out = subprocess.run(child, check=True, capture_output=True, text=True).stdout
         m = json.loads(out.strip().splitlines()[-1])
+        listing.append(m)
         print(
             f"{m['tools']:,} | {m['load_s']:.2f} | {m['catalog_s']:.2f} | {m['index_s']:.2f} | "
             f"{m['total_s']:.2f} | {m['p50_ms']:.2f} | {m['p99_ms']:.2f} | {m['max_ms']:.1f} | "
             f"{m['index_mb']:.0f} | {m['build_peak_mb']:.0f} | {m['rss_growth_mb']:.0f}"
+        )
+    print(
+        "\ntools | app load_catalog s | open_bridge s | ToolbridgeServer s | tools listed "
+        "| list p50 ms client | server-side | server-side uncached"
+    )
+    for m in listing:
+        print(
+            f"{m['tools']:,} | {m['app_load_s']:.2f} | {m['bridge_s']:.2f} | {m['server_s']:.2f} "
+            f"| {m['listed']} | {m['list_client_ms']:.2f} | {m['list_server_ms']:.3f} "
+            f"| {m['list_uncached_ms']:.3f}"
         )
 
 

@@ -130,6 +130,8 @@ def parse_policy(model: type[_M], text: str, origin: str) -> _M:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise invalid(origin, f"not valid TOML: {exc}") from exc
+    except RecursionError as exc:  # tomllib recurses per nesting level of arrays and tables
+        raise invalid(origin, "not valid TOML: nested too deeply to parse") from exc
     try:
         return model.model_validate(data)
     except ValidationError as exc:

@@ -27,6 +27,7 @@ from mcp_toolbridge.model import (
     ToolSpec,
 )
 from mcp_toolbridge.paths import (
+    PathRejectedError,
     canonical_root,
     canonicalize,
     check_text,
@@ -216,7 +217,7 @@ def compile_requirements(requires: RequirementSet, variables: Variables) -> Scop
             try:
                 expansions = expand(raw, variables)
                 compiled = [p for e in expansions for p in compile_path(e, variables)]
-            except ValueError as exc:
+            except (ValueError, PathRejectedError) as exc:
                 raise ValueError(f"{key}[{index}]: {exc}") from exc
             if not compiled:
                 empty.append(raw)
@@ -225,7 +226,7 @@ def compile_requirements(requires: RequirementSet, variables: Variables) -> Scop
     for index, raw in enumerate(requires.net_hosts):
         try:
             hosts.extend(compile_host(h) for h in expand(raw, variables))
-        except ValueError as exc:
+        except (ValueError, PathRejectedError) as exc:
             raise ValueError(f"net.hosts[{index}]: {exc}") from exc
     capabilities: set[str] = set()
     for index, name in enumerate(requires.capabilities):
@@ -236,7 +237,7 @@ def compile_requirements(requires: RequirementSet, variables: Variables) -> Scop
                 capabilities.add("net.fetch")
             else:
                 capabilities.add(name)
-        except ValueError as exc:
+        except (ValueError, PathRejectedError) as exc:
             raise ValueError(f"capabilities[{index}]: {exc}") from exc
     return Scope(
         fs_read=tuple(fs["fs.read"]),

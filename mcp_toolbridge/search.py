@@ -105,42 +105,52 @@ class SearchIndex:
     # -- building -------------------------------------------------------------------------
 
     def _fill(self, specs: list[ToolSpec]) -> None:
-        analyzer = self._analyzer
+        terms_of = self._analyzer.terms
         fields = list(FIELDS.values())
-        # Pass 1 keeps each tool's analysed fields as ONE string (terms joined by spaces, fields
-        # by \x1f): strings are invisible to the cyclic garbage collector, whereas a list per
-        # field per tool made every collection during a 100k build rescan millions of objects.
-        texts: list[str] = []
-        totals = [0] * len(fields)
+        nfields = len(fields)
+        term_ids = self._term_ids
+        # Pass 1 turns each tool's fields into term ids, kept in two flat arrays for the whole
+        # catalog (ids, and each field's length): no per-tool Python objects survive the pass,
+        # so the cyclic garbage collector has nothing to rescan during a 100k build, and pass 2
+        # neither splits strings nor looks terms up again.
+        tokens = array("I")
+        lengths = array("I")
+        totals = [0] * nfields
         for doc, spec in enumerate(specs):
             self._register_names(doc, spec)
-            fresh = [analyzer.terms(text) for text in field_texts(spec)]
-            for f, terms in enumerate(fresh):
+            for f, text in enumerate(field_texts(spec)):
+                terms = terms_of(text) if text else []
+                for term in terms:
+                    tid = term_ids.get(term)
+                    if tid is None:
+                        tid = term_ids[term] = len(term_ids)
+                    tokens.append(tid)
+                lengths.append(len(terms))
                 totals[f] += len(terms)
-            texts.append("\x1f".join(map(" ".join, fresh)))
         count = max(len(specs), 1)
         averages = [max(total / count, 1.0) for total in totals]
-        term_ids, all_docs, all_weights = self._term_ids, self._docs, self._weights
-        for doc, joined in enumerate(texts):
-            texts[doc] = ""  # free as we go: peak memory stays near one copy
-            per_field = [part.split() for part in joined.split("\x1f")]
-            pseudo_tf: dict[str, float] = {}
+        shapes = [(fd.weight, fd.b, avg) for fd, avg in zip(fields, averages, strict=True)]
+        all_docs: list[array[int]] = [array("I") for _ in range(len(term_ids))]
+        all_weights: list[array[float]] = [array("f") for _ in range(len(term_ids))]
+        at = 0
+        saturate = K1 + 1.0
+        for doc in range(len(specs)):
+            pseudo_tf: dict[int, float] = {}
             get = pseudo_tf.get
-            for field, average, terms in zip(fields, averages, per_field, strict=True):
-                if terms:
-                    scale = field.weight / (1.0 - field.b + field.b * len(terms) / average)
-                    for term in terms:
-                        pseudo_tf[term] = get(term, 0.0) + scale
-            for term, tf in pseudo_tf.items():
-                tid = term_ids.get(term)
-                if tid is None:
-                    tid = term_ids[term] = len(all_docs)
-                    all_docs.append(array("I"))
-                    all_weights.append(array("f"))
+            for f in range(nfields):
+                size = lengths[doc * nfields + f]
+                if size:
+                    weight, b, average = shapes[f]
+                    scale = weight / (1.0 - b + b * size / average)
+                    for tid in tokens[at : at + size]:
+                        pseudo_tf[tid] = get(tid, 0.0) + scale
+                    at += size
+            for tid, tf in pseudo_tf.items():
                 all_docs[tid].append(doc)
-                all_weights[tid].append(tf * (K1 + 1.0) / (K1 + tf))
+                all_weights[tid].append(tf * saturate / (K1 + tf))
+        self._docs, self._weights = all_docs, all_weights
         n = len(specs)
-        self._idf = [math.log(1.0 + (n - len(d) + 0.5) / (len(d) + 0.5)) for d in self._docs]
+        self._idf = [math.log(1.0 + (n - len(d) + 0.5) / (len(d) + 0.5)) for d in all_docs]
 
     def _register_names(self, doc: int, spec: ToolSpec) -> None:
         self._names.append(spec.name)

@@ -2,7 +2,30 @@ from __future__ import annotations
 
 from typing import Any
 
+import jsonschema_specifications  # type: ignore[import-untyped]
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+
 from mcp_toolbridge.schemas import bundle_refs, check_schema, compile_schema, model_facing
+
+META = Draft202012Validator(
+    Draft202012Validator.META_SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER
+)
+VOCABULARIES = ["core", "applicator", "unevaluated", "validation", "meta-data"]
+VOCABULARIES += ["format-annotation", "content"]
+
+
+def constrained_keywords() -> set[str]:
+    """Every keyword the Draft 2020-12 meta-schema (root and vocabularies) constrains."""
+    base = "https://json-schema.org/draft/2020-12/"
+    uris = [f"{base}schema", *(f"{base}meta/{v}" for v in VOCABULARIES)]
+    return {
+        key
+        for uri in uris
+        for key in jsonschema_specifications.REGISTRY.contents(uri)["properties"]
+    }
+
 
 ITEMS = {
     "type": "object",
@@ -183,3 +206,72 @@ def test_node_cache_gives_the_same_answer_for_repeated_schemas():
     again = {"type": "object", "properties": {"b": {"type": "strin", "description": "two"}}}
     assert [p.split(":")[0] for p in check_schema(bad)] == ["at /properties/a/type"]
     assert [p.split(":")[0] for p in check_schema(again)] == ["at /properties/b/type"]
+
+
+PROBES: list[Any] = [5, -1, 1.5, "x", "([", None, True, [], [5], ["a", "a"], {"a": 5}, {}]
+
+
+def test_every_keyword_the_meta_schema_constrains_is_checked_like_jsonschema_does():
+    keywords = constrained_keywords()
+    assert {"type", "properties", "minimum", "$ref", "format"} <= keywords
+    for keyword in sorted(keywords):
+        for value in PROBES:
+            schema = {keyword: value}
+            errors = list(META.iter_errors(schema))
+            got = [problem.split(": ", 1)[1] for problem in check_schema(schema)]
+            assert (got == []) == (errors == []), (schema, got)
+            # A failed anyOf/oneOf is shown by its closest branch; other messages are verbatim.
+            if len(errors) == 1 and errors[0].validator not in ("anyOf", "oneOf"):
+                assert got == [errors[0].message], schema
+
+
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-2, 2),
+    st.floats(-2, 2, allow_nan=False),
+    st.sampled_from(["", "string", "object", "x(", "^a$", "#frag"]),
+)
+KEYWORDS = st.sampled_from(
+    [
+        *("type", "properties", "items", "allOf", "anyOf", "minimum", "minLength", "required"),
+        *("enum", "pattern", "patternProperties", "$ref", "$anchor", "description", "x-note"),
+    ]
+)
+SCHEMAS = st.recursive(
+    st.dictionaries(KEYWORDS, SCALARS, max_size=3),
+    lambda inner: st.dictionaries(
+        KEYWORDS,
+        st.one_of(
+            SCALARS,
+            inner,
+            st.lists(st.one_of(inner, SCALARS), max_size=3),
+            st.dictionaries(st.sampled_from(["a", "b", "(["]), st.one_of(inner, SCALARS)),
+        ),
+        max_size=4,
+    ),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(SCHEMAS)
+def test_a_schema_has_problems_exactly_when_jsonschema_rejects_it(schema: dict[str, Any]):
+    assert (check_schema(schema) == []) == META.is_valid(schema)
+
+
+def test_cached_keyword_checks_still_quote_each_schema_exactly():
+    assert check_schema({"$anchor": {"b": 1, "a": 2}}) == [
+        "at /$anchor: {'b': 1, 'a': 2} is not of type 'string'"
+    ]
+    assert check_schema({"$anchor": {"a": 2, "b": 1}}) == [
+        "at /$anchor: {'a': 2, 'b': 1} is not of type 'string'"
+    ]
+    assert check_schema({"minLength": True}) == ["at /minLength: True is not of type 'integer'"]
+    assert check_schema({"minLength": 1}) == []
+    assert check_schema({"$anchor": 0.0}) == ["at /$anchor: 0.0 is not of type 'string'"]
+    assert check_schema({"$anchor": -0.0}) == ["at /$anchor: -0.0 is not of type 'string'"]
+
+
+def test_a_schema_keyword_that_is_not_a_string_is_a_problem_not_a_crash():
+    assert check_schema({"$schema": True}) == ["at /$schema: True is not of type 'string'"]

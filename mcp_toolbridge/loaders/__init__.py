@@ -8,8 +8,10 @@ file; nothing stops at the first error.
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -108,10 +110,42 @@ def _walk(folder: Path, shown: str) -> Iterator[tuple[Path, str]]:
                 yield Path(root, name), os.path.normpath(os.path.join(shown, rel, name))
 
 
+# Above this many new container objects a load ends with one full collection (see below).
+_COLLECT_AFTER = 100_000
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while manifests are parsed.
+
+    Loading allocates millions of long-lived containers (parsed schemas, models) and almost no
+    cyclic garbage. With the collector on, every full collection during a load rescans all of
+    them: 4.7 s of a 100,000-tool load went to collections that freed nothing. Paused, a big
+    load ends with ONE full collection, so the new objects reach the oldest generation at once
+    instead of being rescanned young, middle-aged and then old during the next phases.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    before = gc.get_count()[0]
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        if gc.get_count()[0] - before > _COLLECT_AFTER:
+            gc.collect()
+
+
 def load_paths(paths: Sequence[Path], *, environ: Mapping[str, str] | None = None) -> LoadReport:
     """Load files and folders (folders walked recursively, sorted; hidden folders,
     node_modules and __pycache__ skipped). A tools.json that a bundle's manifest.toml pins is
     loaded once, through the bundle and its digest check."""
+    with _collector_paused():
+        return _load_paths(paths, environ)
+
+
+def _load_paths(paths: Sequence[Path], environ: Mapping[str, str] | None) -> LoadReport:
     reports: list[LoadReport] = []
     found: list[tuple[Path, str]] = []
     for path in paths:

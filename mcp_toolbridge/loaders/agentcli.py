@@ -97,9 +97,25 @@ def _timeout(value: object, log: ProblemLog, locator: str) -> float | None:
     return float(value) if value > 0 else None
 
 
-def _tool(
-    entry: dict[str, Any], i: int, seen: set[str], path: Path, log: ProblemLog, namespace: str
-) -> ToolSpec | None:
+class _File:
+    """What every tool of one tools.json shares: its folder, namespace and the environment
+    specs already built (one frozen EnvSpec per distinct envPassthrough list, not per tool)."""
+
+    def __init__(self, path: Path, log: ProblemLog) -> None:
+        self.folder = path.absolute().parent
+        self.namespace = self.folder.name
+        self.log = log
+        self.envs: dict[tuple[str, ...], EnvSpec] = {}
+
+    def env(self, passthrough: tuple[str, ...]) -> EnvSpec:
+        env = self.envs.get(passthrough)
+        if env is None:
+            env = self.envs[passthrough] = EnvSpec(passthrough=passthrough)
+        return env
+
+
+def _tool(entry: dict[str, Any], i: int, seen: set[str], file: _File) -> ToolSpec | None:
+    log, namespace = file.log, file.namespace
     before = log.error_count()
     name = entry.get("name")
     if not isinstance(name, str) or not name:
@@ -125,7 +141,7 @@ def _tool(
         for problem in env_problems:
             log.error(problem, locator)
     if command and isinstance(command[0], str):
-        program = _program(command, path.absolute().parent, log, locator)
+        program = _program(command, file.folder, log, locator)
     timeout_s = _timeout(entry.get("timeoutSec"), log, locator)
     description = entry.get("description", "")
     if not isinstance(description, str):
@@ -149,7 +165,7 @@ def _tool(
             args_via="stdin",
             stdout="json",
             ok_flag=False,
-            env=EnvSpec(passthrough=passthrough),
+            env=file.env(passthrough),
         ),
         timeout_s=timeout_s,
         source=source,
@@ -167,14 +183,14 @@ def load_agentcli(doc: object, path: Path, log: ProblemLog) -> list[ToolSpec]:
     if not isinstance(entries, list):
         log.error("tools must be a list of tool objects")
         return []
-    namespace = path.absolute().parent.name
+    file = _File(path, log)
     seen: set[str] = set()
     tools: list[ToolSpec] = []
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict):
             log.error(f"must be a JSON object, got {type(entry).__name__}", f"tool[{i}]")
             continue
-        tool = _tool(entry, i, seen, path, log, namespace)
+        tool = _tool(entry, i, seen, file)
         if tool is not None:
             tools.append(tool)
     return tools

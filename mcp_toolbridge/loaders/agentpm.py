@@ -99,10 +99,12 @@ def _entrypoint(
     return transport, (timeout_ms / 1000 if timeout_ms else None), command
 
 
-def _environment(value: object, environ: Mapping[str, str], log: ProblemLog) -> EnvSpec:
+def _environment(
+    value: object, supplied: tuple[Mapping[str, str], ...], log: ProblemLog
+) -> EnvSpec:
     """Declared variables: defaults become fixed values, every name is passed through.
-    ``environ`` holds what the caller supplies (the server's environment and the
-    entrypoint's fixed env)."""
+    ``supplied`` holds what the caller supplies (the entrypoint's fixed env and the server's
+    environment), looked up in place rather than merged into a copy per file."""
     if value is None:
         return EnvSpec()
     variables = value.get("vars", {}) if isinstance(value, dict) else None
@@ -129,7 +131,7 @@ def _environment(value: object, environ: Mapping[str, str], log: ProblemLog) -> 
         names.append(key)
         if default is not None:
             defaults[key] = default
-        elif decl.get("required") is True and key not in environ:
+        elif decl.get("required") is True and not any(key in env for env in supplied):
             log.error(
                 f"Missing environment variable: {key}. {key} is required and has no default value."
             )
@@ -184,7 +186,7 @@ def load_agentpm(
     if not _str_list(files) or not files:
         log.error("files must be a non-empty list of paths or globs to package")
     fixed = entry[0].env.values if entry is not None else {}
-    env = _environment(doc.get("environment"), {**environ, **fixed}, log)
+    env = _environment(doc.get("environment"), (fixed, environ), log)
     schemas = None
     if (inputs := checked_schema(doc.get("inputs"), "inputs", log)) is not None:
         schemas = input_schemas(inputs, "inputs", log)

@@ -100,6 +100,9 @@ def parse_json(data: bytes, log: ProblemLog) -> tuple[bool, Any]:
     except json.JSONDecodeError as exc:
         log.error(f"invalid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}")
         return False, None
+    except RecursionError:  # the parser recurses per nesting level
+        log.error("invalid JSON: nested too deeply to parse; flatten the document")
+        return False, None
 
 
 def checked_schema(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeAlias
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 """progress(current, total, message): forwarded to the client when it asked for progress."""
@@ -23,6 +23,68 @@ class Answer:
     content: dict[str, Any] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class TextBlock:
+    """Plain text in a sampling message."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUseBlock:
+    """The model asks to call the tool ``name`` with ``input``; ``id`` pairs it with a result."""
+
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultBlock:
+    """What a requested tool call returned, sent back to the model in a user message."""
+
+    tool_use_id: str
+    text: str
+    is_error: bool = False
+
+
+SamplingBlock: TypeAlias = TextBlock | ToolUseBlock | ToolResultBlock
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingMessage:
+    role: Literal["user", "assistant"]
+    content: tuple[SamplingBlock, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingTool:
+    """A tool offered to the client's model: its name, description and input schema."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingRequest:
+    """One ``sampling/createMessage`` with tools: the conversation so far and the offer."""
+
+    messages: tuple[SamplingMessage, ...]
+    tools: tuple[SamplingTool, ...] = ()
+    system_prompt: str | None = None
+    max_tokens: int = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingResult:
+    """The client's model's reply: text and/or tool_use blocks."""
+
+    content: tuple[SamplingBlock, ...]
+    model: str = ""
+    stop_reason: str | None = None
+
+
 class Host(Protocol):
     """What the client can do for the server during a call."""
 
@@ -32,6 +94,16 @@ class Host(Protocol):
     async def elicit(self, key: str, message: str, schema: dict[str, Any]) -> Answer:
         """Ask the person through a form. ``key`` names the question stably across MCP
         multi-round-trip retries of the same call."""
+        ...
+
+    @property
+    def can_sample(self) -> bool:
+        """True when the client's model can be sampled with tools (MCP sampling)."""
+        ...
+
+    async def sample(self, key: str, request: SamplingRequest) -> SamplingResult:
+        """Ask the client's model for one message. ``key`` names the request stably across
+        multi-round-trip retries of the same call, like :meth:`elicit`."""
         ...
 
 
@@ -52,6 +124,11 @@ class CallContext:
     progress: ProgressFn | None = None
     host: Host | None = None
     """None: headless (no person to ask)."""
+    depth: int = 0
+    """0 for a client's own call; n for a call made by a subagent n levels down (task)."""
+    denied_tools: frozenset[str] = frozenset()
+    """Tools this caller may not use whatever the policy says (a subagent: todo, question,
+    task unless allowed). Inherited and only ever widened by nested subagents."""
 
     @property
     def headless(self) -> bool:

@@ -20,7 +20,7 @@ import mcp_types as types
 from mcp.server import ServerRequestContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from mcp_toolbridge.context import Answer, InputPending
+from mcp_toolbridge.context import Answer, InputPending, SamplingRequest, SamplingResult
 
 STATE_VERSION = 1
 
@@ -86,6 +86,13 @@ class McpHost:
         if known is not None:
             return known
         raise InputPending(key, message, schema)
+
+    @property
+    def can_sample(self) -> bool:
+        return False  # MCP sampling is wired in the next change
+
+    async def sample(self, key: str, request: SamplingRequest) -> SamplingResult:
+        raise NotImplementedError("MCP sampling is not wired yet")
 
     def input_required(self, pending: InputPending) -> types.InputRequiredResult:
         """The result that asks the client for ``pending`` and carries earlier answers."""

@@ -1,0 +1,315 @@
+"""bash: run one command with ``bash -c`` in the workspace, bounded, in a scrubbed environment.
+
+A single command, not a session: every call is a fresh ``bash -c`` whose working directory is
+the workspace, whose stdin is ``/dev/null`` and whose environment holds only ``PATH``, ``HOME``,
+``LANG``, ``LC_ALL``, ``LC_CTYPE``, ``TERM``, ``TMPDIR``, ``USER`` (those that are set) plus
+the names the operator passes through. It runs under the subprocess executor: its own process
+group, killed as a whole on timeout and after the command exits, so background jobs never
+outlive the call.
+
+Which commands may run is decided before this tool is called: the bridge's capability check
+and permission rules see every simple command of the line (:mod:`mcp_toolbridge.shell_parse`).
+
+The result is ``{exit_code, stdout, stderr, timed_out, signal}``. A non-zero exit is still a
+successful call (the model reads ``exit_code``). stdout and stderr together are capped at
+200 KB: past it each stream keeps its head and its tail (errors come last) around a marker,
+and everything captured goes to a session sidecar file named by ``output_path``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal as signals
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from mcp_toolbridge.errors import ArgumentsError, ExecSpawnError, ExecTimeoutError
+from mcp_toolbridge.executors.base import ExecRequest, ExecResult
+from mcp_toolbridge.executors.subprocess import ProcessOutcome, run_process
+from mcp_toolbridge.model import BuiltinTransport, Format, RequirementSet, Safety, Source, ToolSpec
+from mcp_toolbridge.session import Sessions
+
+DEFAULT_TIMEOUT_MS = 120_000
+MAX_TIMEOUT_MS = 600_000
+MAX_OUTPUT_BYTES = 200 * 1024
+"""stdout + stderr shown inline; the rest goes to the sidecar."""
+CAPTURE_STDOUT_BYTES = 8 * 1024 * 1024
+"""The head of stdout kept for the sidecar; beyond it bytes are counted, not kept."""
+CAPTURE_STDERR_BYTES = 1024 * 1024
+"""The tail of stderr kept for the sidecar."""
+MAX_COMMAND_CHARS = 100_000
+ENV_ALLOWLIST = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TMPDIR", "USER")
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+_BASH_CANDIDATES = ("/bin/bash", "/usr/bin/bash")
+
+INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "command": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_COMMAND_CHARS,
+            "description": (
+                "The bash command line to run, e.g. 'git status' or 'pytest -x tests/'. It "
+                "runs with `bash -c` in the workspace folder; pipes, &&, ; and redirections "
+                "work. Each part is checked against the shell permission rules; expansions "
+                "whose value is only known when the command runs ($VAR or $(...) in arguments, "
+                "eval, sudo, functions) need approval."
+            ),
+        },
+        "timeout": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_TIMEOUT_MS,
+            "description": (
+                f"Timeout in milliseconds (default {DEFAULT_TIMEOUT_MS}, i.e. 2 minutes; at "
+                f"most {MAX_TIMEOUT_MS}, i.e. 10 minutes). When it passes, the command and "
+                "every process it started are killed."
+            ),
+        },
+        "description": {
+            "type": "string",
+            "maxLength": 500,
+            "description": (
+                "A few words on what the command does, shown to the person who approves it "
+                "(e.g. 'Run the unit tests')."
+            ),
+        },
+    },
+    "required": ["command"],
+    "additionalProperties": False,
+}
+
+SPEC = ToolSpec(
+    name="bash",
+    id="bash",
+    namespace="builtin",
+    title="Run a shell command",
+    description=(
+        "Run one bash command in the workspace folder and return its exit_code, stdout and "
+        "stderr. Every call is a fresh `bash -c`: cd, variables and background jobs do not "
+        "carry over, stdin is empty and the environment is minimal. A non-zero exit_code is "
+        "a normal result. Output over 200 KB is cut (the head and the tail are kept) and the "
+        "whole output is saved to a file whose path is returned: read or grep it. Prefer the "
+        "read, glob, grep, edit and write tools for files."
+    ),
+    input_schema=INPUT_SCHEMA,
+    runtime_input_schema=INPUT_SCHEMA,
+    transport=BuiltinTransport(name="bash"),
+    timeout_s=DEFAULT_TIMEOUT_MS / 1000,
+    requires=RequirementSet(capabilities=("shell.run",)),
+    argument_roles={"command": ("shell.run",)},
+    safety=Safety(
+        read_only=False,
+        destructive=True,
+        idempotent=False,
+        open_world=True,
+        inferred=frozenset(),
+    ),
+    source=Source(path="<builtin>", index=0, format=Format.BUILTIN),
+)
+
+
+def find_bash(environ: Mapping[str, str]) -> str | None:
+    for candidate in _BASH_CANDIDATES:
+        if os.access(candidate, os.X_OK):
+            return candidate
+    return shutil.which("bash", path=environ.get("PATH", DEFAULT_PATH))
+
+
+class BashTool:
+    """The bash built-in."""
+
+    spec = SPEC
+
+    def __init__(
+        self,
+        workspace: Path,
+        sessions: Sessions,
+        environ: Mapping[str, str],
+        passthrough: Sequence[str] = (),
+    ) -> None:
+        self._workspace = workspace
+        self._sessions = sessions
+        names = dict.fromkeys((*ENV_ALLOWLIST, *passthrough))
+        self._env = {name: environ[name] for name in names if name in environ}
+        self._env.setdefault("PATH", DEFAULT_PATH)
+        self._bash = find_bash(self._env)
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        """The child environment (the same for every call)."""
+        return dict(self._env)
+
+    async def run(self, request: ExecRequest) -> ExecResult:
+        command = str(request.arguments["command"])
+        if "\x00" in command:
+            raise ArgumentsError("the command contains a NUL character; remove it", tool="bash")
+        if not command.strip():
+            raise ArgumentsError("the command is empty; give a command to run", tool="bash")
+        given = request.arguments.get("timeout")
+        default_ms = min(request.timeout_s * 1000, MAX_TIMEOUT_MS)
+        timeout_ms = min(int(given), MAX_TIMEOUT_MS) if given is not None else default_ms
+        if not self._workspace.is_dir():
+            raise ExecSpawnError(
+                f"the workspace {self._workspace} is not a directory; start the server with "
+                "an existing --workspace",
+                tool="bash",
+            )
+        if self._bash is None:
+            raise ExecSpawnError(
+                "bash was not found (/bin/bash, /usr/bin/bash or PATH); install bash",
+                tool="bash",
+            )
+        argv = (self._bash, "-c", command)
+        common: dict[str, Any] = {
+            "argv": argv,
+            "cwd": str(self._workspace),
+            "env_keys": tuple(sorted(self._env)),
+        }
+        try:
+            outcome = await run_process(
+                argv,
+                stdin=None,
+                cwd=str(self._workspace),
+                env=self._env,
+                timeout_s=timeout_ms / 1000,
+                max_output_bytes=CAPTURE_STDOUT_BYTES,
+                stderr_tail_bytes=CAPTURE_STDERR_BYTES,
+            )
+        except ExecTimeoutError:
+            seconds = timeout_ms / 1000
+            return ExecResult(
+                ok=False,
+                value={
+                    "exit_code": None,
+                    "stdout": "",
+                    "stderr": "",
+                    "timed_out": True,
+                    "signal": None,
+                },
+                error=(
+                    f"the command was killed after {seconds:g} s (timeout {timeout_ms:g} ms), "
+                    "together with the processes it started in its process group. Its output "
+                    "is not available after a timeout. Give a larger `timeout` (at most "
+                    f"{MAX_TIMEOUT_MS} ms) or make the command finish sooner (e.g. limit "
+                    "the work, or redirect long output to a file and read it afterwards)."
+                ),
+                **common,
+            )
+        return self._result(request, outcome, common)
+
+    def _result(
+        self, request: ExecRequest, outcome: ProcessOutcome, common: dict[str, Any]
+    ) -> ExecResult:
+        total = outcome.stdout_bytes + outcome.stderr_bytes
+        value: dict[str, Any] = {
+            "exit_code": outcome.exit_code,
+            "stdout": "",
+            "stderr": "",
+            "timed_out": False,
+            "signal": _signal_name(outcome.signal),
+        }
+        output_path: str | None = None
+        if total <= MAX_OUTPUT_BYTES:
+            value["stdout"] = _decode(outcome.stdout)
+            value["stderr"] = _decode(outcome.stderr_tail)
+        else:
+            state = self._sessions.get(request.context.session_id)
+            saved = state.write_sidecar("bash", _sidecar(outcome))
+            output_path = str(saved) if saved is not None else None
+            where = output_path or "no file (the session's sidecar space is used up)"
+            err_share = min(len(outcome.stderr_tail), MAX_OUTPUT_BYTES // 4)
+            out_share = min(len(outcome.stdout), MAX_OUTPUT_BYTES - err_share)
+            err_share = min(len(outcome.stderr_tail), MAX_OUTPUT_BYTES - out_share)
+            value["stdout"] = clip(outcome.stdout, out_share, outcome.stdout_bytes, where)
+            value["stderr"] = clip(
+                outcome.stderr_tail, err_share, outcome.stderr_bytes, where, is_tail=True
+            )
+            value["note"] = (
+                f"The output ({outcome.stdout_bytes} bytes of stdout, {outcome.stderr_bytes} of "
+                f"stderr) was cut to {MAX_OUTPUT_BYTES // 1024} KB: the head and the tail are "
+                f"shown. The full output is in {where}; use read (with an offset) or grep on it."
+            )
+        return ExecResult(
+            ok=True,
+            value=value,
+            exit_code=outcome.exit_code,
+            stdout_bytes=outcome.stdout_bytes,
+            stderr_bytes=outcome.stderr_bytes,
+            truncated=output_path is not None or total > MAX_OUTPUT_BYTES,
+            output_path=output_path,
+            **common,
+        )
+
+
+def _signal_name(number: int | None) -> str | None:
+    if number is None:
+        return None
+    try:
+        return signals.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+def _sidecar(outcome: ProcessOutcome) -> bytes:
+    parts = [b"--- stdout ---\n", outcome.stdout]
+    if outcome.stdout_truncated:
+        parts.append(
+            f"\n[only the first {len(outcome.stdout)} of {outcome.stdout_bytes} bytes of stdout "
+            "were kept]".encode()
+        )
+    parts.append(b"\n--- stderr ---\n")
+    if outcome.stderr_truncated:
+        parts.append(
+            f"[only the last {len(outcome.stderr_tail)} of {outcome.stderr_bytes} bytes of "
+            "stderr were kept]\n".encode()
+        )
+    parts.append(outcome.stderr_tail)
+    return b"".join(parts)
+
+
+def _head(data: bytes, size: int) -> bytes:
+    """The first ``size`` bytes at most, cut back to a UTF-8 character boundary."""
+    end = min(size, len(data))
+    while 0 < end < len(data) and end > size - 4 and data[end] & 0xC0 == 0x80:
+        end -= 1
+    return data[:end]
+
+
+def _tail(data: bytes, size: int) -> bytes:
+    """The last ``size`` bytes at most, moved forward to a UTF-8 character boundary."""
+    start = max(len(data) - size, 0)
+    limit = start + 4
+    while start < min(len(data), limit) and data[start] & 0xC0 == 0x80:
+        start += 1
+    return data[start:]
+
+
+def clip(data: bytes, share: int, total: int, where: str, *, is_tail: bool = False) -> str:
+    """At most ``share`` bytes of one stream as text: the head (3/4) and the tail (1/4) around
+    a marker. ``data`` is what was captured of ``total`` bytes: its head, or its tail when
+    ``is_tail``; a part that was not captured cannot be shown and the marker says so."""
+    complete = len(data) == total
+    if complete and total <= share:
+        return _decode(data)
+    if complete:
+        head = _head(data, share * 3 // 4)
+        tail = _tail(data, share - len(head))
+        omitted = total - len(head) - len(tail)
+        marker = f"\n… {omitted} bytes omitted, full output in {where} …\n"
+        return _decode(head) + marker + _decode(tail)
+    if is_tail:
+        tail = _tail(data, share)
+        return f"… {total - len(tail)} earlier bytes omitted, see {where} …\n" + _decode(tail)
+    head = _head(data, share)
+    return _decode(head) + (
+        f"\n… {total - len(head)} more bytes omitted (only the first {len(data)} were kept), "
+        f"see {where} …\n"
+    )

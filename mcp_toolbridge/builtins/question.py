@@ -1,0 +1,215 @@
+"""question: ask the person structured questions through MCP elicitation.
+
+All questions go in one flat form: one property per question (``q1``, ``q2``, ...). A question
+with options is a single-select string (``oneOf`` of ``const``/``title``) or, with
+``multi_select``, a multi-select array (``items.anyOf``), the two enum shapes MCP elicitation
+forms allow (2025-11-25 and 2026-07-28). A question without options is a free string.
+
+A client that cannot ask (headless, or no elicitation capability) gets :data:`HEADLESS_MESSAGE`
+at once, word for word the same every time; a decline or cancel gets :data:`DECLINED_MESSAGE`.
+Neither is ever an answer or consent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from mcp_toolbridge.errors import ArgumentsError, PermissionDeniedError
+from mcp_toolbridge.executors.base import ExecRequest, ExecResult
+from mcp_toolbridge.model import BuiltinTransport, Format, Safety, Source, ToolSpec
+
+MAX_QUESTIONS = 8
+MAX_OPTIONS = 20
+
+HEADLESS_MESSAGE = (
+    "question is unavailable: nobody can be asked in this session (the client does not "
+    "support MCP elicitation, or it runs headless). No answer was given. Continue with your "
+    "best judgement and state the assumptions you make."
+)
+DECLINED_MESSAGE = (
+    "The user declined to answer the questions. No answer was given. Continue with your "
+    "best judgement, or ask differently if an answer is essential."
+)
+
+OPTION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "label": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 200,
+            "description": "The choice as shown to the user and returned as the answer.",
+        },
+        "description": {
+            "type": "string",
+            "maxLength": 500,
+            "description": "Optional explanation of what this choice means.",
+        },
+    },
+    "required": ["label"],
+    "additionalProperties": False,
+}
+
+QUESTION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "question": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 2000,
+            "description": "The complete question, ending with a question mark.",
+        },
+        "header": {
+            "type": "string",
+            "maxLength": 60,
+            "description": "Optional short label shown above the question (e.g. 'Database').",
+        },
+        "options": {
+            "type": "array",
+            "items": OPTION_SCHEMA,
+            "minItems": 1,
+            "maxItems": MAX_OPTIONS,
+            "description": "Choices with distinct labels. Leave out for a free-text answer.",
+        },
+        "multi_select": {
+            "type": "boolean",
+            "description": "True to let the user pick several options (needs options).",
+        },
+    },
+    "required": ["question"],
+    "additionalProperties": False,
+}
+
+INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "questions": {
+            "type": "array",
+            "items": QUESTION_SCHEMA,
+            "minItems": 1,
+            "maxItems": MAX_QUESTIONS,
+            "description": f"One to {MAX_QUESTIONS} questions, asked together in one form.",
+        }
+    },
+    "required": ["questions"],
+    "additionalProperties": False,
+}
+
+SPEC = ToolSpec(
+    name="question",
+    id="question",
+    namespace="builtin",
+    title="Ask the user",
+    description=(
+        "Ask the user one or more questions and wait for the answers, when a choice is "
+        "theirs to make or a requirement is unclear. Offer options when the plausible answers "
+        "are known. Returns {answers: string[][]}, one array per question in order. In "
+        "sessions where nobody can be asked it fails at once with a fixed message: then "
+        "continue with your best judgement."
+    ),
+    input_schema=INPUT_SCHEMA,
+    runtime_input_schema=INPUT_SCHEMA,
+    transport=BuiltinTransport(name="question"),
+    safety=Safety(
+        read_only=True, destructive=False, idempotent=False, open_world=False, inferred=frozenset()
+    ),
+    source=Source(path="<builtin>", index=0, format=Format.BUILTIN),
+)
+
+
+def _field(index: int) -> str:
+    return f"q{index + 1}"
+
+
+def _option_title(option: Mapping[str, Any]) -> str:
+    label = str(option["label"])
+    description = option.get("description")
+    return f"{label} — {description}" if description else label
+
+
+def _check(questions: Sequence[Mapping[str, Any]]) -> None:
+    for n, question in enumerate(questions, start=1):
+        options = question.get("options") or []
+        labels = [str(option["label"]) for option in options]
+        repeated = sorted({label for label in labels if labels.count(label) > 1})
+        if repeated:
+            raise ArgumentsError(
+                f"question {n}: option labels must be distinct; repeated: {', '.join(repeated)}",
+                tool=SPEC.name,
+            )
+        if question.get("multi_select") and not options:
+            raise ArgumentsError(
+                f"question {n}: multi_select needs options; add options or drop multi_select",
+                tool=SPEC.name,
+            )
+
+
+def form_schema(questions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The elicitation form: a flat object with one required property per question."""
+    properties: dict[str, Any] = {}
+    for index, question in enumerate(questions):
+        prop: dict[str, Any] = {
+            "title": str(question.get("header") or f"Question {index + 1}"),
+            "description": str(question["question"]),
+        }
+        options = question.get("options") or []
+        choices = [{"const": str(o["label"]), "title": _option_title(o)} for o in options]
+        if not options:
+            prop["type"] = "string"
+        elif question.get("multi_select"):
+            prop.update(type="array", items={"anyOf": choices})
+        else:
+            prop.update(type="string", oneOf=choices)
+        properties[_field(index)] = prop
+    return {"type": "object", "properties": properties, "required": list(properties)}
+
+
+def form_message(questions: Sequence[Mapping[str, Any]]) -> str:
+    if len(questions) == 1:
+        return str(questions[0]["question"])
+    lines = [f"The assistant has {len(questions)} questions for you:"]
+    lines += [f"{n}. {q['question']}" for n, q in enumerate(questions, start=1)]
+    return "\n".join(lines)
+
+
+def form_key(questions: Sequence[Mapping[str, Any]]) -> str:
+    """Stable across retries of the same call (MCP multi-round-trip requests)."""
+    digest = hashlib.sha256(json.dumps(questions, sort_keys=True).encode("utf-8"))
+    return f"question:{digest.hexdigest()[:16]}"
+
+
+def _as_answer(raw: Any) -> list[str]:
+    if raw is None:
+        return []
+    if isinstance(raw, list):
+        return [str(item) for item in raw]
+    return [str(raw)]
+
+
+class QuestionTool:
+    """The question built-in: asks through the caller's Host."""
+
+    spec = SPEC
+
+    async def run(self, request: ExecRequest) -> ExecResult:
+        ctx = request.context
+        if SPEC.name in ctx.denied_tools:
+            raise PermissionDeniedError(
+                "question is not available to a subagent; put open questions in your answer",
+                tool=SPEC.name,
+            )
+        if ctx.host is None or ctx.headless:
+            return ExecResult(ok=False, error=HEADLESS_MESSAGE)
+        questions: list[Mapping[str, Any]] = list(request.arguments["questions"])
+        _check(questions)
+        answer = await ctx.host.elicit(
+            form_key(questions), form_message(questions), form_schema(questions)
+        )
+        if answer.action != "accept":
+            return ExecResult(ok=False, error=DECLINED_MESSAGE)
+        content = answer.content or {}
+        answers = [_as_answer(content.get(_field(i))) for i in range(len(questions))]
+        return ExecResult(ok=True, value={"answers": answers})

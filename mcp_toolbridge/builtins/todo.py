@@ -1,0 +1,141 @@
+"""todo: the session's todo list. Every call sends the whole list, which replaces the stored one.
+
+The list lives in the session's ``stores`` (one client connection); another session never sees
+it, and it is dropped when the session closes. A subagent cannot use it unless the policy allows
+(``CallContext.denied_tools``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from mcp_toolbridge.errors import ArgumentsError, PermissionDeniedError
+from mcp_toolbridge.executors.base import ExecRequest, ExecResult
+from mcp_toolbridge.model import BuiltinTransport, Format, Safety, Source, ToolSpec
+from mcp_toolbridge.session import Sessions
+
+STORE_KEY = "todo"
+MAX_ITEMS = 200
+STATUSES = ("pending", "in_progress", "completed")
+PRIORITIES = ("high", "medium", "low")
+
+ITEM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "content": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 2000,
+            "description": "What to do, as a short imperative sentence.",
+        },
+        "status": {
+            "type": "string",
+            "enum": list(STATUSES),
+            "description": "pending, in_progress (keep exactly one item here) or completed.",
+        },
+        "id": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 100,
+            "description": "Optional stable identifier of the item, unique in the list.",
+        },
+        "priority": {
+            "type": "string",
+            "enum": list(PRIORITIES),
+            "description": "Optional priority: high, medium or low.",
+        },
+    },
+    "required": ["content", "status"],
+    "additionalProperties": False,
+}
+
+INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "todos": {
+            "type": "array",
+            "items": ITEM_SCHEMA,
+            "maxItems": MAX_ITEMS,
+            "description": (
+                "The complete todo list. It replaces the previous list, so include every "
+                "item, finished ones too. An empty list clears it."
+            ),
+        }
+    },
+    "required": ["todos"],
+    "additionalProperties": False,
+}
+
+SPEC = ToolSpec(
+    name="todo",
+    id="todo",
+    namespace="builtin",
+    title="Todo list",
+    description=(
+        "Keep a todo list for the current multi-step task. Send the whole list every time: it "
+        "replaces the stored list and is returned. Mark an item in_progress before starting "
+        "it and completed as soon as it is done; keep one item in_progress at a time. The "
+        "list belongs to this session only."
+    ),
+    input_schema=INPUT_SCHEMA,
+    runtime_input_schema=INPUT_SCHEMA,
+    transport=BuiltinTransport(name="todo"),
+    safety=Safety(
+        read_only=False, destructive=False, idempotent=True, open_world=False, inferred=frozenset()
+    ),
+    source=Source(path="<builtin>", index=0, format=Format.BUILTIN),
+)
+
+
+def _clean(raw: Any) -> dict[str, str]:
+    """One item with only the known fields, in a fixed order (arguments are validated)."""
+    item = {"content": str(raw["content"]), "status": str(raw["status"])}
+    for optional in ("id", "priority"):
+        if optional in raw:
+            item[optional] = str(raw[optional])
+    return item
+
+
+class TodoTool:
+    """The todo built-in over the per-session stores."""
+
+    spec = SPEC
+
+    def __init__(self, sessions: Sessions) -> None:
+        self._sessions = sessions
+
+    def current(self, session_id: str) -> list[dict[str, str]]:
+        """The stored list of ``session_id`` (a copy; empty when never set)."""
+        stored = self._sessions.get(session_id).stores.get(STORE_KEY, ())
+        return [dict(item) for item in stored]
+
+    async def run(self, request: ExecRequest) -> ExecResult:
+        ctx = request.context
+        if SPEC.name in ctx.denied_tools:
+            raise PermissionDeniedError(
+                "todo is not available to a subagent; keep track of your steps in your answer",
+                tool=SPEC.name,
+            )
+        items = [_clean(raw) for raw in request.arguments["todos"]]
+        duplicated = sorted(
+            ident for ident, n in Counter(i["id"] for i in items if "id" in i).items() if n > 1
+        )
+        if duplicated:
+            raise ArgumentsError(
+                f"todo ids must be unique in the list; repeated: {', '.join(duplicated)}. "
+                "Give each item its own id or leave id out",
+                tool=SPEC.name,
+            )
+        self._sessions.get(ctx.session_id).stores[STORE_KEY] = tuple(items)
+        counts = Counter(i["status"] for i in items)
+        value: dict[str, Any] = {
+            "todos": [dict(item) for item in items],
+            "counts": {status: counts.get(status, 0) for status in STATUSES},
+        }
+        if counts["in_progress"] > 1:
+            value["warning"] = (
+                f"{counts['in_progress']} items are in_progress; keep exactly one in_progress "
+                "and mark the others pending or completed"
+            )
+        return ExecResult(ok=True, value=value)

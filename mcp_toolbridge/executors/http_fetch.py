@@ -1,0 +1,318 @@
+"""GET primitives for the web built-ins: a fetch pinned to checked addresses, and a plain GET.
+
+:func:`fetch_pinned` is what web_fetch uses against untrusted URLs:
+
+- Redirects are followed by hand (at most ``max_redirects``). For every hop, including the
+  first, ``pin(target, hop)`` is awaited: it applies the caller's policy (address rules,
+  granted hosts) and returns the addresses it checked. Nothing is looked up here.
+- The request is sent to a checked address: the URL's host is replaced by the address, while
+  the ``Host`` header keeps the original host (and port) and TLS uses the original host name
+  for SNI and certificate verification (httpx2's documented ``sni_hostname`` request
+  extension). A new client per hop, so no connection is ever reused for another host name.
+- No proxies or certificate settings from the environment, no cookies, no credentials;
+  ``verify`` (an ``ssl.SSLContext``) replaces the system trust store when given.
+- The body is read raw and decompressed here (gzip, deflate, identity) with the output of every
+  step bounded, so at most ``max_bytes + 1`` decoded bytes are ever produced: a gzip bomb
+  costs at most the cap.
+
+:func:`fetch_plain` is a GET to an operator-configured endpoint (search providers): system
+DNS, no redirects followed, the same bounded decoding.
+
+httpx2's exceptions become :class:`ExecTransportError` (and read time-outs
+:class:`ExecTimeoutError`) with the host in the message; callers put the overall deadline
+around the call with ``anyio.fail_after``.
+"""
+
+from __future__ import annotations
+
+import http.cookiejar
+import ssl
+import zlib
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import httpx2
+
+from mcp_toolbridge import __version__
+from mcp_toolbridge.errors import ExecTimeoutError, ExecTransportError
+
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+DEFAULT_PORTS = {"http": 80, "https": 443}
+USER_AGENT = f"mcp-toolbridge/{__version__}"
+_READ_CHUNK = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class FetchTarget:
+    """One hop's URL, parsed by httpx2 (the parser that sends the request)."""
+
+    url: str
+    """The absolute URL, normalized (IDN hosts in punycode)."""
+    scheme: str
+    host: str
+    """The host as a name or address text: lower-case, punycode, no brackets, no final dot."""
+    port: int
+    """The effective port (the scheme's default when the URL has none)."""
+    has_userinfo: bool
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedBody:
+    """The final response of a fetch: status, headers that matter, the decoded body."""
+
+    url: str
+    status: int
+    reason: str
+    content_type: str
+    body: bytes
+    """The decoded body, at most ``max_bytes``."""
+    over_cap: bool
+    """The decoded body was longer than ``max_bytes``; reading stopped there."""
+    redirects: tuple[str, ...] = ()
+    """The URLs redirected to, in order (the last one is ``url``)."""
+    address: str = ""
+    """The address the final hop connected to (pinned fetches only)."""
+
+
+Pin = Callable[[FetchTarget, int], Awaitable[Sequence[str]]]
+"""pin(target, hop) -> the checked addresses to try, in order; raise to refuse the hop."""
+
+
+def parse_target(url: str | httpx2.URL) -> FetchTarget:
+    """Parse an absolute http(s) URL; :class:`ExecTransportError` when it is not one."""
+    try:
+        parsed = httpx2.URL(url)
+    except (httpx2.InvalidURL, TypeError, ValueError) as exc:
+        raise ExecTransportError(f"invalid URL {str(url)[:200]!r}: {exc}") from exc
+    if parsed.scheme not in DEFAULT_PORTS or not parsed.raw_host:
+        raise ExecTransportError(
+            f"cannot fetch {str(parsed)[:200]!r}: only absolute http:// and https:// URLs are "
+            "supported"
+        )
+    host = parsed.raw_host.decode("ascii").lower().rstrip(".")
+    if not host:
+        raise ExecTransportError(f"cannot fetch {str(parsed)[:200]!r}: the URL has no host")
+    return FetchTarget(
+        url=str(parsed),
+        scheme=parsed.scheme,
+        host=host,
+        port=parsed.port or DEFAULT_PORTS[parsed.scheme],
+        has_userinfo=bool(parsed.userinfo),
+    )
+
+
+async def fetch_pinned(
+    url: str,
+    pin: Pin,
+    *,
+    max_bytes: int,
+    max_redirects: int = 5,
+    accept: str = "*/*",
+    connect_timeout_s: float = 10.0,
+    read_timeout_s: float = 30.0,
+    verify: ssl.SSLContext | None = None,
+) -> FetchedBody:
+    """GET ``url`` following redirects by hand, connecting only to addresses ``pin`` returned
+    (see the module doc). Raises what ``pin`` raises, or ExecTransportError/ExecTimeoutError."""
+    target = parse_target(url)
+    redirects: list[str] = []
+    for hop in range(max_redirects + 1):
+        addresses = list(await pin(target, hop))
+        if not addresses:
+            raise ExecTransportError(f"no address to connect to for {target.host}")
+        headers = _headers(accept) | {"Host": _host_header(target)}
+        timeout = httpx2.Timeout(connect_timeout_s, read=read_timeout_s)
+        async with _client(timeout, verify) as client:
+            response, address = await _send_pinned(client, target, addresses, headers)
+            try:
+                location = response.headers.get("location")
+                if response.status_code not in REDIRECT_STATUSES or not location:
+                    body, over = await _read_body(response, target.host, max_bytes)
+                    return FetchedBody(
+                        url=target.url,
+                        status=response.status_code,
+                        reason=response.reason_phrase,
+                        content_type=response.headers.get("content-type", ""),
+                        body=body,
+                        over_cap=over,
+                        redirects=tuple(redirects),
+                        address=address,
+                    )
+            finally:
+                await response.aclose()
+        if hop == max_redirects:
+            raise ExecTransportError(
+                f"too many redirects: gave up after {max_redirects} (the last from "
+                f"{target.url}); the site may be redirecting in a loop"
+            )
+        with _translated(target.host):
+            joined = httpx2.URL(target.url).join(location)
+        target = parse_target(joined)
+        redirects.append(target.url)
+    raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+
+
+async def fetch_plain(
+    url: str,
+    *,
+    params: Mapping[str, str],
+    headers: Mapping[str, str],
+    max_bytes: int,
+    connect_timeout_s: float = 10.0,
+    read_timeout_s: float = 30.0,
+    verify: ssl.SSLContext | None = None,
+) -> FetchedBody:
+    """GET ``url`` with ``params`` as it is (system DNS, redirects not followed)."""
+    target = parse_target(url)
+    timeout = httpx2.Timeout(connect_timeout_s, read=read_timeout_s)
+    async with _client(timeout, verify) as client:
+        with _translated(target.host):
+            request = client.build_request(
+                "GET", target.url, params=dict(params), headers=_headers("*/*") | dict(headers)
+            )
+            response = await client.send(request, stream=True)
+        try:
+            body, over = await _read_body(response, target.host, max_bytes)
+        finally:
+            await response.aclose()
+    return FetchedBody(
+        url=str(request.url),
+        status=response.status_code,
+        reason=response.reason_phrase,
+        content_type=response.headers.get("content-type", ""),
+        body=body,
+        over_cap=over,
+    )
+
+
+def _headers(accept: str) -> dict[str, str]:
+    return {"User-Agent": USER_AGENT, "Accept": accept, "Accept-Encoding": "gzip, deflate"}
+
+
+def _host_header(target: FetchTarget) -> str:
+    host = f"[{target.host}]" if ":" in target.host else target.host
+    return host if target.port == DEFAULT_PORTS[target.scheme] else f"{host}:{target.port}"
+
+
+def _client(timeout: httpx2.Timeout, verify: ssl.SSLContext | None) -> httpx2.AsyncClient:
+    """A client for one exchange: no cookies, no proxies or certificates from the environment;
+    ``verify`` replaces the system trust store (None: the default certificate checks)."""
+    no_cookies = http.cookiejar.CookieJar(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
+    return httpx2.AsyncClient(
+        timeout=timeout,
+        cookies=no_cookies,
+        follow_redirects=False,
+        trust_env=False,
+        verify=verify if verify is not None else True,
+    )
+
+
+async def _send_pinned(
+    client: httpx2.AsyncClient,
+    target: FetchTarget,
+    addresses: Sequence[str],
+    headers: Mapping[str, str],
+) -> tuple[httpx2.Response, str]:
+    """Send to the first address that accepts a connection."""
+    failures: list[str] = []
+    for address in addresses:
+        with _translated(target.host):
+            pinned = httpx2.URL(target.url).copy_with(host=address)
+            request = client.build_request(
+                "GET", pinned, headers=dict(headers), extensions={"sni_hostname": target.host}
+            )
+        try:
+            with _translated(target.host):
+                return await client.send(request, stream=True), address
+        except ExecTransportError as exc:
+            if not isinstance(exc.__cause__, httpx2.ConnectError | httpx2.ConnectTimeout):
+                raise
+            failures.append(f"{address}: {_detail(exc.__cause__)}")
+    raise ExecTransportError(f"could not connect to {target.host}: " + "; ".join(failures))
+
+
+class _Decoder:
+    """Content-Encoding decoding with every step's output bounded (gzip bombs stop at the cap)."""
+
+    def __init__(self, encoding: str, host: str) -> None:
+        self.name = encoding.strip().lower()
+        self.host = host
+        if self.name in ("", "identity"):
+            self.wbits: int | None = None
+        elif self.name in ("gzip", "x-gzip"):
+            self.wbits = 31
+        elif self.name == "deflate":
+            self.wbits = 15
+        else:
+            raise ExecTransportError(
+                f"{host} sent the body with Content-Encoding {encoding!r}, which cannot be "
+                "decoded (supported: gzip, deflate, identity)"
+            )
+        self._z = zlib.decompressobj(self.wbits) if self.wbits is not None else None
+        self._started = False
+
+    def decode(self, data: bytes, budget: int) -> bytes:
+        """At most ``budget`` decoded bytes of ``data`` (what is past the budget is dropped:
+        the caller stops reading once the budget is spent)."""
+        if self._z is None or self.wbits is None:
+            return data[:budget]
+        if self._z.eof:
+            return b""  # bytes after the end of the compressed stream are ignored
+        out = bytearray()
+        pending = data
+        while pending and len(out) < budget:
+            try:
+                out += self._z.decompress(pending, budget - len(out))
+            except zlib.error as exc:
+                if self.wbits == 15 and not self._started:
+                    self.wbits = -15  # "deflate" sent as a raw deflate stream
+                    self._z = zlib.decompressobj(self.wbits)
+                    continue
+                raise ExecTransportError(
+                    f"could not decode the {self.name} response from {self.host}: {exc}"
+                ) from exc
+            self._started = True
+            if self._z.eof:
+                pending = self._z.unused_data
+                if self.wbits != 31 or not pending.startswith(b"\x1f\x8b"):
+                    break  # the stream ended; trailing bytes that are not a gzip member
+                self._z = zlib.decompressobj(self.wbits)  # another gzip member follows
+            else:
+                pending = self._z.unconsumed_tail
+        return bytes(out)
+
+
+async def _read_body(response: httpx2.Response, host: str, max_bytes: int) -> tuple[bytes, bool]:
+    decoder = _Decoder(response.headers.get("content-encoding", ""), host)
+    parts: list[bytes] = []
+    size = 0
+    with _translated(host):
+        async for raw in response.aiter_raw(_READ_CHUNK):
+            piece = decoder.decode(raw, max_bytes + 1 - size)
+            parts.append(piece)
+            size += len(piece)
+            if size > max_bytes:
+                return b"".join(parts)[:max_bytes], True
+    return b"".join(parts), False
+
+
+@contextmanager
+def _translated(host: str) -> Iterator[None]:
+    """httpx2's exceptions (and header encoding failures) as ExecTransportError."""
+    try:
+        yield
+    except (httpx2.ConnectError, httpx2.ConnectTimeout) as exc:
+        raise ExecTransportError(f"could not connect to {host}: {_detail(exc)}") from exc
+    except httpx2.TimeoutException as exc:
+        raise ExecTimeoutError(f"timed out waiting for {host}: {_detail(exc)}") from exc
+    except httpx2.RemoteProtocolError as exc:
+        raise ExecTransportError(f"{host} sent an invalid HTTP response: {_detail(exc)}") from exc
+    except (httpx2.TransportError, httpx2.InvalidURL, httpx2.DecodingError) as exc:
+        raise ExecTransportError(f"request to {host} failed: {_detail(exc)}") from exc
+    except UnicodeEncodeError as exc:
+        raise ExecTransportError(f"request to {host} has a value that is not ASCII") from exc
+
+
+def _detail(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__

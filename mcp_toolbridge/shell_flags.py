@@ -1,0 +1,257 @@
+"""Flags that turn a harmless-looking command into one that runs programs or writes files.
+
+:func:`flag_reason` is called by :mod:`mcp_toolbridge.shell_parse` on every simple command
+(after wrappers are unwrapped). A command it flags (``find -exec``, ``sed -i`` or a sed script
+with ``w``/``e``, ``git -c``, ``rg --pre``, ``tar -I``/``--to-command``, ``awk`` with
+``system()``) is uncheckable by prefix or glob rules: it needs an exact allow rule of its own.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from mcp_toolbridge.shell_argv import basename
+
+_FIND_ACTIONS = frozenset(
+    {"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"}
+)
+_TAR_LONG = (
+    "--to-command", "--use-compress-program", "--checkpoint-action", "--info-script",
+    "--new-volume-script", "--rsh-command", "--rmt-command",
+)  # fmt: skip
+_GIT_VALUE_GLOBALS = frozenset({"-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix"})
+_GIT_SUB_FLAGS = ("--upload-pack", "--receive-pack", "--exec", "--open-files-in-pager")
+_AWK_RISK = re.compile(r"system|getline|\||\bprintf?\b[^;{}\n]*>")
+
+
+def flag_reason(argv: tuple[str, ...]) -> str | None:
+    """Why ``argv`` can run programs or write files through a flag; None when it cannot."""
+    name = basename(argv[0])
+    check = _FLAG_CHECKS.get(name)
+    return check(argv) if check is not None else None
+
+
+def _find(argv: tuple[str, ...]) -> str | None:
+    hit = next((a for a in argv[1:] if a in _FIND_ACTIONS), None)
+    return f"find {hit} runs commands, deletes or writes files" if hit else None
+
+
+def _git(argv: tuple[str, ...]) -> str | None:
+    args = argv[1:]
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        arg = args[i]
+        if arg.startswith(("-c", "--config-env", "--exec-path")):
+            return f"git {arg.split('=', 1)[0]} can make git run any program"
+        i += 2 if arg in _GIT_VALUE_GLOBALS else 1
+    for arg in args[i + 1 :]:
+        if arg.startswith(_GIT_SUB_FLAGS) or (args[i : i + 1] == ("grep",) and arg[:2] == "-O"):
+            return f"git option {arg.split('=', 1)[0]} runs another program"
+    return None
+
+
+def _rg(argv: tuple[str, ...]) -> str | None:
+    for arg in argv[1:]:
+        if arg == "--pre" or arg.startswith(("--pre=", "--hostname-bin")):
+            return f"rg {arg.split('=', 1)[0]} runs another program on every file"
+    return None
+
+
+def _tar(argv: tuple[str, ...]) -> str | None:
+    args = argv[1:]
+    for index, arg in enumerate(args):
+        if arg.startswith(_TAR_LONG):
+            return f"tar {arg.split('=', 1)[0]} runs another program"
+        short = arg[1:] if arg.startswith("-") and not arg.startswith("--") else ""
+        if index == 0 and not arg.startswith("-"):
+            short = arg  # old-style bundled options: tar xIf ...
+        if "I" in short or "F" in short:
+            return "tar -I / -F runs another program"
+    return None
+
+
+def _awk(argv: tuple[str, ...]) -> str | None:
+    args = argv[1:]
+    program: str | None = None
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in ("-f", "--file", "-i", "--include", "-l", "--load", "-E", "--exec"):
+            return f"awk {arg} loads program code from a file"
+        if arg in ("-e", "--source") and i + 1 < len(args):
+            program = (program or "") + "\n" + args[i + 1]
+            i += 2
+        elif arg in ("-v", "-F", "--assign", "--field-separator"):
+            i += 2
+        elif arg == "--":
+            i += 1
+            break
+        elif arg.startswith("-") and len(arg) > 1:
+            i += 1
+        else:
+            break
+    if program is None and i < len(args):
+        program = args[i]
+    if program is not None and _AWK_RISK.search(program):
+        return "the awk program can run commands or write files (system, |, getline, print >)"
+    return None
+
+
+def _sed(argv: tuple[str, ...]) -> str | None:
+    args = argv[1:]
+    scripts: list[str] = []
+    operands: list[str] = []
+    i = 0
+    while i < len(args):  # GNU sed also takes options after operands
+        arg = args[i]
+        following = args[i + 1] if i + 1 < len(args) else ""
+        i += 1
+        if arg == "--":
+            operands.extend(args[i:])
+            break
+        if arg.startswith("--"):
+            name, eq, value = arg.partition("=")
+            if name.startswith("--in-place"):
+                return "sed --in-place edits files"
+            if name == "--file":
+                return "sed --file reads its script from a file"
+            if name == "--expression":
+                scripts.append(value if eq else following)
+                i += 0 if eq else 1
+            elif name == "--line-length" and not eq:
+                i += 1
+            continue
+        if not arg.startswith("-") or len(arg) == 1:
+            operands.append(arg)
+            continue
+        letters = arg[1:]
+        for k, ch in enumerate(letters):
+            if ch == "i":
+                return "sed -i edits files"
+            if ch == "f":
+                return "sed -f reads its script from a file"
+            if ch in "el":
+                rest = letters[k + 1 :]
+                if ch == "e":
+                    scripts.append(rest or following)
+                i += 0 if rest else 1
+                break
+    if not scripts and operands:
+        scripts.append(operands[0])
+    for script in scripts:
+        why = sed_script_risk(script)
+        if why is not None:
+            return why
+    return None
+
+
+_FLAG_CHECKS: dict[str, Callable[[tuple[str, ...]], str | None]] = {
+    "find": _find,
+    "sed": _sed,
+    "gsed": _sed,
+    "git": _git,
+    "rg": _rg,
+    "tar": _tar,
+    "gtar": _tar,
+    "bsdtar": _tar,
+    "awk": _awk,
+    "gawk": _awk,
+    "mawk": _awk,
+    "nawk": _awk,
+}
+
+
+# -- sed scripts -----------------------------------------------------------------------------
+
+_SED_SIMPLE = frozenset("pdDnNgGhHxlLqQ=zFPv{}")
+_SED_TO_EOL = frozenset("aicrR")
+_SED_LABEL = frozenset(":btT")
+
+
+def sed_script_risk(script: str) -> str | None:
+    """Why a sed script can run commands or write files (``e``, ``w``, ``W``, the ``s///w``
+    and ``s///e`` flags), or cannot be read; None when it only edits the stream."""
+    i, n = 0, len(script)
+    while i < n:
+        if script[i] in " \t\n;}":
+            i += 1
+            continue
+        if script[i] == "#":
+            i = _line_end(script, i)
+            continue
+        i = _sed_address(script, i)
+        while i < n and script[i] in " \t!":
+            i += 1
+        if i >= n:
+            return "the sed script ends after an address"
+        cmd = script[i]
+        i += 1
+        if cmd in "ewW":
+            return f"the sed command {cmd!r} runs a command or writes a file"
+        if cmd == "s":
+            end = _sed_delimited(script, i, 2)
+            if end is None:
+                return "the sed s command could not be read"
+            j = end
+            while j < n and script[j] not in ";\n}":
+                if script[j] in "we":
+                    return f"the sed s///{script[j]} flag runs a command or writes a file"
+                j += 1
+            i = j
+        elif cmd == "y":
+            end = _sed_delimited(script, i, 2)
+            if end is None:
+                return "the sed y command could not be read"
+            i = end
+        elif cmd in _SED_TO_EOL:
+            i = _line_end(script, i)
+        elif cmd in _SED_LABEL:
+            while i < n and script[i] not in ";\n":
+                i += 1
+        elif cmd in _SED_SIMPLE:
+            while i < n and script[i].isdigit():
+                i += 1
+        else:
+            return f"the sed script has a command that could not be read ({cmd!r})"
+    return None
+
+
+def _line_end(text: str, i: int) -> int:
+    end = text.find("\n", i)
+    return len(text) if end < 0 else end + 1
+
+
+def _sed_delimited(text: str, i: int, parts: int) -> int | None:
+    """Index after ``parts`` delimited fields that start at ``text[i]`` (the delimiter)."""
+    if i >= len(text) or text[i] in "\n\\":
+        return None
+    delimiter = text[i]
+    i += 1
+    for _ in range(parts):
+        while i < len(text) and text[i] != delimiter:
+            i += 2 if text[i] == "\\" else 1
+        if i >= len(text):
+            return None
+        i += 1
+    return i
+
+
+def _sed_address(text: str, i: int) -> int:
+    for _ in range(2):
+        n = len(text)
+        if i < n and (text[i].isdigit() or text[i] in "$+~"):
+            i += 1
+            while i < n and (text[i].isdigit() or text[i] == "~"):
+                i += 1
+        elif i < n and text[i] in "/\\":
+            start = i + 1 if text[i] == "\\" else i
+            end = _sed_delimited(text, start, 1)
+            i = n if end is None else end
+            while i < n and text[i] in "IM":
+                i += 1
+        if i < n and text[i] == ",":
+            i += 1
+            continue
+        break
+    return i

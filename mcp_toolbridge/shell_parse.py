@@ -1,0 +1,458 @@
+"""The bash tool's sub-policy: a command line parsed into the simple commands it runs.
+
+:func:`parse_command` parses with bashlex (a bash grammar) and walks the whole tree: lists
+(``;``, ``&&``, ``||``, ``&``), pipelines, subshells, groups, loops and ifs, ``$( )``, backticks,
+``<( )``, redirections and ``VAR=x`` prefixes. Every simple command becomes one argv, after its
+assignments are stripped and its wrappers unwrapped (:mod:`mcp_toolbridge.shell_argv`, flags
+checked by :mod:`mcp_toolbridge.shell_flags`); a
+nested ``bash -c "..."`` is parsed in turn. Redirection targets are listed so the policy can
+check them as paths.
+
+What cannot be checked statically is listed in ``uncheckable`` (one reason each) instead of
+being guessed: a command name or argument whose value is only known at run time (``$X``,
+``$(...)``, brace expansion), ``eval``/``source``/``exec``/``sudo``, function definitions,
+heredocs that expand commands, ``/dev/tcp`` redirects, invisible or control characters, more
+than 50 simple commands, more than 10,000 characters, anything bashlex cannot parse, and flags
+that make a command run programs or write files (``find -exec``, ``sed -i``, ...).
+
+:func:`splitter` adapts this to :data:`mcp_toolbridge.requirements.CommandSplitter`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+import bashlex
+
+from mcp_toolbridge.errors import ArgumentsError
+from mcp_toolbridge.shell_argv import basename, risky_variable, unwrap
+from mcp_toolbridge.shell_flags import flag_reason
+
+MAX_COMMAND_CHARS = 10_000
+MAX_SUBCOMMANDS = 50
+MAX_NESTING = 3
+SAFE_DEVICES = frozenset(
+    {"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/zero", "/dev/tty"}
+)
+_VAR_BUILTINS = frozenset(
+    {"export", "declare", "typeset", "local", "readonly", "read", "mapfile", "readarray",
+     "printf", "getopts", "let", "unset"}
+)  # fmt: skip
+_DIR_CHANGERS = frozenset({"cd", "pushd", "popd"})
+_QUOTED_HEREDOC = re.compile(
+    r"<<(-?)[ \t]*(?:'([A-Za-z0-9_.-]+)'|\"([A-Za-z0-9_.-]+)\"|\\([A-Za-z0-9_]+))"
+)
+_TIME_KEYWORD = re.compile(r"(?:^|(?<=[;&|(!\n]))([ \t]*)time(?:[ \t]+-p)?(?=[ \t])")
+_GLOB = re.compile(r"[*?]|\[.*\]")
+_BRACE_EXPANSION = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")
+_EXPANSION_START = re.compile(r"\$[A-Za-z0-9_{('\"@*#?$!-]")
+_HIDDEN_SUBSTITUTION = ("$(", "`", "<(", ">(")
+
+
+def whole(command: str) -> tuple[str, str, str]:
+    """The argv that really runs: what an uncheckable command is matched as."""
+    return ("bash", "-c", command)
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedCommand:
+    source: str
+    commands: tuple[tuple[str, ...], ...] = ()
+    """Every simple command's argv, assignments stripped and wrappers unwrapped."""
+    redirect_targets: tuple[str, ...] = ()
+    """Files named by redirections (read or written), as written (relative = workspace)."""
+    redirect_writes: tuple[str, ...] = ()
+    """The subset of ``redirect_targets`` that is written (``>``, ``>>``, ``&>``, ``<>``...)."""
+    uncheckable: tuple[str, ...] = ()
+    """Why the command cannot be checked rule by rule; empty when it can."""
+    flagged: tuple[tuple[str, ...], ...] = ()
+    """Commands with a dangerous flag: each needs an exact allow rule of its own."""
+    opaque: bool = False
+    """True when some reason concerns the whole text rather than one flagged command; the
+    command is then also matched as ``bash -c <command>`` (see :func:`whole`)."""
+
+    @property
+    def checkable(self) -> bool:
+        return not self.uncheckable
+
+    def ask_reason(self) -> str | None:
+        """A one-line reason for asking, or None when every part was checked."""
+        if not self.uncheckable:
+            return None
+        shown = "; ".join(self.uncheckable[:3])
+        more = f" (and {len(self.uncheckable) - 3} more)" if len(self.uncheckable) > 3 else ""
+        return f"the command cannot be fully checked against the shell rules: {shown}{more}"
+
+
+@dataclass
+class _State:
+    commands: list[tuple[str, ...]] = field(default_factory=list)
+    targets: list[str] = field(default_factory=list)
+    writes: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+    flagged: list[tuple[str, ...]] = field(default_factory=list)
+    opaque: bool = False
+    count: int = 0
+    changes_dir: bool = False
+    relative_target: bool = False
+
+    def refuse(self, reason: str) -> None:
+        self.opaque = True
+        if reason not in self.reasons:
+            self.reasons.append(reason)
+
+
+@functools.lru_cache(maxsize=256)
+def parse_command(command: str) -> ParsedCommand:
+    """Parse ``command`` into the simple commands it runs; never raises. Cached: the gate
+    and the splitter parse the same text."""
+    state = _State()
+    _Walker(state, command, 0).run()
+    if state.changes_dir and state.relative_target:
+        state.refuse("a relative redirect target after cd may point outside the workspace")
+    return ParsedCommand(
+        source=command,
+        commands=tuple(dict.fromkeys(state.commands)),
+        redirect_targets=tuple(dict.fromkeys(state.targets)),
+        redirect_writes=tuple(dict.fromkeys(state.writes)),
+        uncheckable=tuple(state.reasons),
+        flagged=tuple(dict.fromkeys(state.flagged)),
+        opaque=state.opaque,
+    )
+
+
+def splitter(command: str) -> tuple[tuple[str, ...], ...]:
+    """A :data:`~mcp_toolbridge.requirements.CommandSplitter` backed by :func:`parse_command`.
+
+    Returns every simple command's argv. When the command is opaque (or runs nothing but
+    assignments and redirections) ``("bash", "-c", command)`` is added: it fails closed in the
+    capability check unless ``bash`` itself is granted, and it is a rule subject that only an
+    exact rule (or an "always" answer for this very text) settles.
+    """
+    if not command.strip():
+        raise ArgumentsError("the command is empty; give a command to run")
+    if "\x00" in command:
+        raise ArgumentsError("the command contains a NUL character; remove it")
+    parsed = parse_command(command)
+    found = list(parsed.commands)
+    if parsed.opaque or not found:
+        found.append(whole(command))
+    return tuple(found)
+
+
+def invisible_character(text: str) -> str | None:
+    """The first control, format (zero-width, bidi) or unusual space character, described."""
+    for index, ch in enumerate(text):
+        if ch in "\n\t ":
+            continue
+        category = unicodedata.category(ch)
+        if category in ("Cc", "Cf", "Zl", "Zp", "Zs"):
+            return f"U+{ord(ch):04X} at offset {index}"
+    return None
+
+
+def literal_text(raw: str) -> str | None:
+    """What bash makes of a word with no expansions: quotes removed, escapes applied. None
+    when the word is not plain (unbalanced quotes, or an expansion the parser missed)."""
+    out: list[str] = []
+    i, n = 0, len(raw)
+    while i < n:
+        ch = raw[i]
+        if ch == "\\":
+            if i + 1 >= n:
+                out.append(ch)  # a trailing backslash stays
+            elif raw[i + 1] != "\n":  # backslash-newline is a line continuation
+                out.append(raw[i + 1])
+            i += 2
+        elif ch == "'":
+            end = raw.find("'", i + 1)
+            if end < 0:
+                return None
+            out.append(raw[i + 1 : end])
+            i = end + 1
+        elif ch == '"':
+            i += 1
+            while i < n and raw[i] != '"':
+                if raw[i] == "\\" and i + 1 < n and raw[i + 1] in '$`"\\\n':
+                    out.append("" if raw[i + 1] == "\n" else raw[i + 1])
+                    i += 2
+                    continue
+                if raw[i] == "`" or _EXPANSION_START.match(raw, i):
+                    return None
+                out.append(raw[i])
+                i += 1
+            if i >= n:
+                return None
+            i += 1
+        elif ch == "`" or _EXPANSION_START.match(raw, i):
+            return None
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
+def unquoted_text(raw: str) -> str:
+    """The characters of a shell word that are outside quotes and not backslash-escaped."""
+    out: list[str] = []
+    quote: str | None = None
+    i = 0
+    while i < len(raw):
+        ch = raw[i]
+        if quote == "'":
+            quote = None if ch == "'" else quote
+        elif quote == '"':
+            if ch == "\\":
+                i += 1
+            elif ch == '"':
+                quote = None
+        elif ch == "\\":
+            i += 1
+        elif ch in "'\"":
+            quote = ch
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+class _Walker:
+    """Walks one bashlex parse of ``source`` (the command, or a nested ``-c`` script)."""
+
+    def __init__(self, state: _State, source: str, depth: int) -> None:
+        self.state = state
+        self.source = source
+        self.depth = depth
+        self.quoted_heredocs: set[int] = set()
+        self.seen_heredocs: set[int] = set()
+        self.word_spans: list[tuple[int, int]] = []
+
+    def run(self) -> None:
+        text = self.source
+        if len(text) > MAX_COMMAND_CHARS:
+            self.state.refuse(f"it is longer than {MAX_COMMAND_CHARS:,} characters")
+            return
+        hidden = invisible_character(text)
+        if hidden is not None:
+            self.state.refuse(f"it contains an invisible or control character ({hidden})")
+        if self.depth > MAX_NESTING:
+            self.state.refuse(f"shells are nested more than {MAX_NESTING} deep")
+            return
+        prepared, heredoc_spans, time_spans = self._prepare(text)
+        try:
+            nodes = bashlex.parse(prepared)
+        except Exception as exc:  # bashlex raises several types, including NotImplementedError
+            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            self.state.refuse(f"bash syntax that could not be parsed ({why})")
+            return
+        self.source = prepared
+        self.quoted_heredocs = heredoc_spans
+        try:
+            for node in nodes:
+                self.walk(node)
+        except (AttributeError, TypeError, ValueError, IndexError) as exc:  # an odd tree: refuse
+            self.state.refuse(f"bash syntax that is not checked ({type(exc).__name__})")
+        if heredoc_spans - self.seen_heredocs or any(
+            start < end_w and start_w < end
+            for start, end in time_spans
+            for start_w, end_w in self.word_spans
+        ):
+            self.state.refuse("quoting that could not be parsed reliably")
+
+    def _prepare(self, text: str) -> tuple[str, set[int], list[tuple[int, int]]]:
+        """Rewrite what bashlex cannot parse, keeping every offset: quoted heredoc delimiters
+        (``<<'EOF'`` becomes ``<< EOF `` and is remembered as quoted) and the ``time``
+        keyword (blanked). The walk checks afterwards that each rewrite hit what it meant to."""
+        chars = list(text)
+        heredocs: set[int] = set()
+        for match in _QUOTED_HEREDOC.finditer(text):
+            group = next(g for g in (2, 3, 4) if match.group(g) is not None)
+            start, end = match.start(group), match.end(group)
+            opener = start - 1
+            closer = end if group != 4 else None
+            chars[opener] = " "
+            if closer is not None:
+                chars[closer] = " "
+            heredocs.add(start)
+        times: list[tuple[int, int]] = []
+        for match in _TIME_KEYWORD.finditer("".join(chars)):
+            start = match.start() + len(match.group(1))
+            for k in range(start, match.end()):
+                chars[k] = " "
+            times.append((start, match.end()))
+        return "".join(chars), heredocs, times
+
+    # -- the tree ---------------------------------------------------------------------------
+
+    def walk(self, node: Any) -> None:
+        kind = node.kind
+        if kind in ("list", "pipeline", "for", "while", "until", "if"):
+            for part in node.parts:
+                self.walk(part)
+        elif kind == "compound":
+            for part in node.list:
+                self.walk(part)
+            for redirect in getattr(node, "redirects", None) or ():
+                self.redirect(redirect)
+        elif kind == "function":
+            self.state.refuse("it defines a shell function")
+            for part in node.parts:
+                self.walk(part)
+        elif kind == "command":
+            self.command(node)
+        elif kind == "word":
+            self.expansions(node)
+        elif kind == "redirect":
+            self.redirect(node)
+        elif kind not in ("operator", "reservedword", "pipe"):
+            self.state.refuse(f"bash syntax that is not checked ({kind})")
+
+    def command(self, node: Any) -> None:
+        state = self.state
+        state.count += 1
+        if state.count == MAX_SUBCOMMANDS + 1:
+            state.refuse(f"it has more than {MAX_SUBCOMMANDS} simple commands")
+        words: list[Any] = []
+        for part in node.parts:
+            if part.kind == "assignment" and not words:
+                self.assignment(part)
+            elif part.kind in ("word", "assignment"):
+                words.append(part)
+            elif part.kind == "redirect":
+                self.redirect(part)
+            else:
+                self.walk(part)
+        if not words:
+            return
+        argv = tuple(self.text_of(w) for w in words)
+        for index, word in enumerate(words):
+            self.argument(word, index, argv[0])
+        self.simple(argv)
+
+    def text_of(self, word: Any) -> str:
+        """The word as bash passes it: bashlex's text for words with expansions (those are
+        uncheckable anyway), otherwise our own quote removal (bashlex mishandles ``'a'\\''b'``)."""
+        if getattr(word, "parts", None):
+            return str(word.word)
+        text = literal_text(self.source[word.pos[0] : word.pos[1]])
+        if text is None:
+            self.state.refuse("quoting that could not be parsed reliably")
+            return str(word.word)
+        return text
+
+    def simple(self, argv: tuple[str, ...]) -> None:
+        state = self.state
+        unwrapped = unwrap(argv)
+        for reason in unwrapped.reasons:
+            state.refuse(reason)
+        for path in unwrapped.writes:
+            self.target(path, write=True)
+        if unwrapped.script is not None:
+            _Walker(state, unwrapped.script, self.depth + 1).run()
+            return
+        final = unwrapped.argv
+        state.commands.append(final)
+        name = basename(final[0])
+        flag = flag_reason(final)
+        if flag is not None:
+            if flag not in state.reasons:
+                state.reasons.append(flag)
+            state.flagged.append(final)
+        if name in _DIR_CHANGERS:
+            state.changes_dir = True
+        if name in _VAR_BUILTINS:
+            for arg in final[1:]:
+                variable = arg.split("=", 1)[0].rstrip("+")
+                if risky_variable(variable) and not arg.startswith("-"):
+                    state.refuse(f"{name} sets {variable}, which can change what runs")
+
+    def assignment(self, node: Any) -> None:
+        self.word_spans.append(tuple(node.pos))
+        name = str(node.word).split("=", 1)[0].rstrip("+")
+        if risky_variable(name):
+            self.state.refuse(f"it sets {name}, which can change what runs")
+        kinds = self.expansions(node)
+        if "hidden" in kinds:
+            self.state.refuse(f"the value of {name} hides a command substitution")
+
+    def argument(self, word: Any, index: int, program: str) -> None:
+        kinds = self.expansions(word)
+        raw = self.source[word.pos[0] : word.pos[1]]
+        bare = unquoted_text(raw)
+        if index == 0:
+            if kinds & {"parameter", "command", "process", "hidden"}:
+                self.state.refuse(f"the command name {raw!r} is only known when it runs")
+            elif _GLOB.search(bare) or _BRACE_EXPANSION.search(bare):
+                self.state.refuse(f"the command name {raw!r} is a pattern")
+            return
+        if kinds & {"parameter", "command", "hidden"}:
+            self.state.refuse(f"argument {raw!r} of {program} is only known when it runs")
+        elif _BRACE_EXPANSION.search(bare):
+            self.state.refuse(f"argument {raw!r} of {program} is a brace expansion")
+
+    def expansions(self, word: Any) -> set[str]:
+        """What expands inside a word; the commands of its substitutions are walked."""
+        self.word_spans.append(tuple(word.pos))
+        kinds: set[str] = set()
+        for part in getattr(word, "parts", None) or ():
+            if part.kind == "parameter":
+                kinds.add("parameter")
+                value = str(getattr(part, "value", "") or "")
+                if any(marker in value for marker in _HIDDEN_SUBSTITUTION):
+                    kinds.add("hidden")
+            elif part.kind == "commandsubstitution":
+                kinds.add("command")
+                self.walk(part.command)
+            elif part.kind == "processsubstitution":
+                kinds.add("process")
+                self.walk(part.command)
+            elif part.kind == "tilde":
+                kinds.add("tilde")
+            else:
+                self.walk(part)
+        return kinds
+
+    def redirect(self, node: Any) -> None:
+        kind = str(node.type)
+        target = node.output
+        if kind in ("<<", "<<-"):
+            self.word_spans.append(tuple(target.pos))
+            body = str(node.heredoc.value) if node.heredoc is not None else ""
+            quoted = target.pos[0] in self.quoted_heredocs
+            if quoted:
+                self.seen_heredocs.add(target.pos[0])
+            if not quoted and any(m in body for m in ("$(", "`", "${")):
+                self.state.refuse("an unquoted heredoc expands commands; quote it: <<'EOF'")
+            return
+        if kind == "<<<":
+            if "hidden" in self.expansions(target):
+                self.state.refuse("a here-string hides a command substitution")
+            return
+        if target is None or isinstance(target, int | str):
+            return  # a descriptor: 2>&1, >&2, 2>&-
+        kinds = self.expansions(target)
+        text = self.text_of(target)
+        raw = self.source[target.pos[0] : target.pos[1]]
+        if kind in (">&", "<&") and (text == "-" or text.isdigit()):
+            return
+        bare = unquoted_text(raw)
+        if kinds or _GLOB.search(bare) or _BRACE_EXPANSION.search(bare) or bare.startswith("~"):
+            self.state.refuse(f"the redirect target {raw!r} is only known when it runs")
+            return
+        self.target(text, write=kind != "<")
+
+    def target(self, path: str, *, write: bool) -> None:
+        if path.startswith(("/dev/tcp/", "/dev/udp/")):
+            self.state.refuse(f"the redirect {path!r} opens a network connection")
+            return
+        if path in SAFE_DEVICES or path.startswith("/dev/fd/"):
+            return
+        self.state.targets.append(path)
+        if write:
+            self.state.writes.append(path)
+        if not path.startswith("/"):
+            self.state.relative_target = True

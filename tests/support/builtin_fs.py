@@ -1,0 +1,60 @@
+"""Shared set-up for the file tool tests: a workspace with a prefix-twin next to it."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcp_toolbridge.builtins import BuiltinTool
+from mcp_toolbridge.context import CallContext
+from mcp_toolbridge.executors.base import ExecRequest, ExecResult
+from mcp_toolbridge.schemas import compile_schema
+
+SESSION = "s1"
+
+
+@dataclass(frozen=True)
+class Layout:
+    ws: Path
+    """The workspace (canonical)."""
+    evil: Path
+    """``<ws>_evil``: a sibling whose name starts with the workspace's name."""
+
+
+def make_layout(tmp_path: Path) -> Layout:
+    base = Path(os.path.realpath(tmp_path))
+    ws = base / "ws"
+    evil = base / "ws_evil"
+    ws.mkdir()
+    evil.mkdir()
+    (evil / "secret.txt").write_text("top secret\n", encoding="utf-8")
+    return Layout(ws, evil)
+
+
+async def call(tool: BuiltinTool, session: str = SESSION, **arguments: Any) -> ExecResult:
+    problems = compile_schema(tool.spec.input_schema).validate(arguments)
+    assert problems == [], problems
+    request = ExecRequest(
+        spec=tool.spec,
+        arguments=arguments,
+        timeout_s=20.0,
+        context=CallContext(session_id=session),
+    )
+    return await tool.run(request)
+
+
+def err(result: ExecResult) -> str:
+    """The error text of a failed result (asserting it failed)."""
+    assert not result.ok and result.error is not None, result
+    return result.error
+
+
+def sidecar(result: ExecResult) -> Path:
+    assert result.truncated and result.output_path is not None, result
+    return Path(result.output_path)
+
+
+def sidecar_lines(result: ExecResult) -> list[str]:
+    return sidecar(result).read_text(encoding="utf-8").splitlines()

@@ -1,0 +1,176 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from mcp_toolbridge.builtins.skill import MAX_FILES, SkillTool
+from mcp_toolbridge.errors import Severity
+from mcp_toolbridge.executors.base import CallContext, ExecRequest, ExecResult
+from mcp_toolbridge.schemas import compile_schema
+from mcp_toolbridge.skills import SkillFormatError, default_skill_dirs, parse_front_matter
+
+
+def make_skill(root: Path, folder: str, front: str, body: str = "# Steps\n\nDo it.") -> Path:
+    path = root / folder
+    path.mkdir(parents=True)
+    (path / "SKILL.md").write_text(f"---\n{front}\n---\n{body}\n", encoding="utf-8")
+    return path
+
+
+async def load(tool: SkillTool, name: str) -> ExecResult:
+    arguments = {"name": name}
+    assert compile_schema(tool.spec.input_schema).validate(arguments) == []
+    request = ExecRequest(
+        spec=tool.spec, arguments=arguments, timeout_s=5, context=CallContext(session_id="s1")
+    )
+    return await tool.run(request)
+
+
+def test_discovered_skills_are_listed_one_line_each_in_the_tool_description(tmp_path):
+    make_skill(tmp_path, "pdf", "name: pdf-forms\ndescription: Fill in PDF forms.")
+    make_skill(tmp_path, "deploy", "name: \"ops:deploy\"\ndescription: 'Deploy the app.'")
+    (tmp_path / "not-a-skill").mkdir()
+    (tmp_path / "README.md").write_text("ignored")
+    tool = SkillTool([tmp_path])
+    assert tool.spec.name == "skill"
+    lines = tool.spec.description.splitlines()
+    assert lines[-3:] == [
+        "Available skills:",
+        "- ops:deploy: Deploy the app.",
+        "- pdf-forms: Fill in PDF forms.",
+    ]
+    assert tool.problems == []
+
+
+def test_no_skills_says_so_in_the_description(tmp_path):
+    tool = SkillTool([tmp_path / "missing"])
+    assert "No skills are installed" in tool.spec.description
+    assert tool.problems == []
+
+
+async def test_a_call_returns_the_body_and_the_folder_files(tmp_path):
+    folder = make_skill(
+        tmp_path, "pdf", "name: pdf-forms\ndescription: Fill in PDF forms.", "# Fill\n\nRun it."
+    )
+    (folder / "scripts").mkdir()
+    (folder / "scripts" / "fill.py").write_text("print(1)")
+    (folder / "reference.md").write_text("ref")
+    (folder / ".git").mkdir()
+    (folder / ".git" / "HEAD").write_text("ref: x")
+    result = await load(SkillTool([tmp_path]), "pdf-forms")
+    assert result.ok
+    assert result.value == {
+        "name": "pdf-forms",
+        "description": "Fill in PDF forms.",
+        "folder": str(folder.resolve()),
+        "body": "# Fill\n\nRun it.",
+        "files": ["reference.md", "scripts/fill.py"],
+    }
+
+
+async def test_the_file_list_is_bounded(tmp_path):
+    folder = make_skill(tmp_path, "big", "name: big\ndescription: Many files.")
+    for n in range(MAX_FILES + 5):
+        (folder / f"f{n:03}.txt").write_text("x")
+    result = await load(SkillTool([tmp_path]), "big")
+    assert len(result.value["files"]) == MAX_FILES
+    assert result.value["files_truncated"] is True
+    assert "glob" in result.value["note"]
+
+
+async def test_an_unknown_name_is_an_error_listing_the_known_skills(tmp_path):
+    make_skill(tmp_path, "a", "name: alpha\ndescription: A.")
+    make_skill(tmp_path, "b", "name: beta\ndescription: B.")
+    tool = SkillTool([tmp_path])
+    for name in ("gamma", "../b", "a"):
+        result = await load(tool, name)
+        assert not result.ok
+        assert result.error == f"unknown skill {name!r}. Available skills: alpha, beta"
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("name: x\ndescription: y\n", "must start with a '---' line"),
+        ("---\nname: x\ndescription: y\n", "not closed"),
+        ("---\ndescription: y\n---\n", "no 'name"),
+        ("---\nname: x\n---\n", "no 'description"),
+        ("---\nname: Bad Name\ndescription: y\n---\n", "is not valid"),
+        ("---\nname: x\nname: z\ndescription: y\n---\n", "given twice"),
+        ("---\nname: x\njust words\n---\n", "expected 'key: value'"),
+        ("---\n  name: x\n---\n", "indented line"),
+    ],
+)
+def test_malformed_front_matter_is_a_load_problem_and_the_skill_is_left_out(
+    tmp_path, text, problem
+):
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "SKILL.md").write_text(text)
+    make_skill(tmp_path, "good", "name: good\ndescription: Works.")
+    tool = SkillTool([tmp_path])
+    assert list(tool.skills) == ["good"]
+    [found] = tool.problems
+    assert found.path == str(tmp_path / "broken" / "SKILL.md")
+    assert found.message.startswith("skill not loaded: ")
+    assert problem in found.message
+
+
+def test_folded_blocks_quotes_and_nested_maps_are_read():
+    fields, body = parse_front_matter(
+        "---\n"
+        "name: pdf\n"
+        "description: >\n"
+        "  Fill PDF forms\n"
+        "  from JSON.\n"
+        "metadata:\n"
+        "  version: 2\n"
+        "license: 'MIT'\n"
+        "# a comment\n"
+        "---\n"
+        "\n"
+        "Body line\n"
+    )
+    assert fields == {
+        "name": "pdf",
+        "description": "Fill PDF forms from JSON.",
+        "metadata": None,
+        "license": "MIT",
+    }
+    assert body == "Body line"
+    with pytest.raises(SkillFormatError):
+        parse_front_matter("")
+
+
+def test_earlier_directories_win_a_name_clash_with_a_notice(tmp_path):
+    first, second = tmp_path / "one", tmp_path / "two"
+    make_skill(first, "s", "name: same\ndescription: From one.")
+    make_skill(second, "s", "name: same\ndescription: From two.")
+    tool = SkillTool([first, second])
+    assert tool.skills["same"].description == "From one."
+    [notice] = tool.problems
+    assert notice.severity is Severity.NOTICE
+    assert "already defined" in notice.message
+
+
+def test_a_skill_that_leads_outside_its_directory_through_a_symlink_is_refused(tmp_path):
+    root = tmp_path / "skills"
+    outside = make_skill(tmp_path, "outside", "name: evil\ndescription: Outside.")
+    root.mkdir()
+    os.symlink(outside, root / "linked")
+    inner = root / "inner"
+    inner.mkdir()
+    os.symlink(outside / "SKILL.md", inner / "SKILL.md")
+    tool = SkillTool([root])
+    assert tool.skills == {}
+    assert len(tool.problems) == 2
+    assert all("through a symlink" in p.message for p in tool.problems)
+
+
+def test_the_default_directories_are_the_workspace_and_the_user_data_dir(tmp_path):
+    workspace_dir, user_dir = default_skill_dirs(tmp_path)
+    assert workspace_dir == tmp_path / ".toolbridge" / "skills"
+    assert user_dir.name == "skills"
+    assert user_dir.parent.name == "mcp-toolbridge"
+    assert user_dir.parent.parent == Path(os.environ["XDG_DATA_HOME"])

@@ -21,7 +21,7 @@ from mcp_toolbridge.builtins import BuiltinExecutor, tool_search
 from mcp_toolbridge.catalog import Catalog
 from mcp_toolbridge.context import CallContext
 from mcp_toolbridge.errors import CallError, ConfigError, ErrorCode, Problem, Severity
-from mcp_toolbridge.executors.base import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
+from mcp_toolbridge.executors.base import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S, Executor
 from mcp_toolbridge.executors.exec_tool import ExecToolExecutor
 from mcp_toolbridge.executors.http import HttpExecutor
 from mcp_toolbridge.gate import PolicyGate
@@ -31,9 +31,13 @@ from mcp_toolbridge.policy import Policy
 from mcp_toolbridge.search import SearchIndex
 from mcp_toolbridge.secrets import SecretResolver
 from mcp_toolbridge.session import Sessions
+from mcp_toolbridge.telemetry import span_observer
 
 BUILTIN_SPECS: tuple[ToolSpec, ...] = (tool_search.SPEC,)
 """The locked tools this server provides, reserved in every catalog it serves."""
+
+TRANSPORT_KINDS = ("exec", "http", "builtin")
+"""Every transport kind an executor is registered for (a stand-in takes them all)."""
 
 
 def bundled_manifests() -> Path:
@@ -157,6 +161,16 @@ class Runtime:
     bridge: Bridge
     sessions: Sessions
     gate: PolicyGate
+    stand_in: Executor | None = None
+    """The executor standing in for every transport (replay), kept across reloads."""
+
+    def end_session(self, session_id: str, *, keep_files: bool = False) -> None:
+        """Forget what a closed client session leaves behind: its "always" grants and, unless
+        ``keep_files`` (a sessionless HTTP call: files go when the server stops), its
+        session state and sidecar files."""
+        self.gate.forget(session_id)
+        if not keep_files:
+            self.sessions.close(session_id)
 
     def watched_paths(self) -> list[Path]:
         """The files whose change means a reload: manifests, the policy, the project rules."""
@@ -178,21 +192,30 @@ class Runtime:
             return loaded.errors
         gate, executor = _catalog_parts(self.settings, loaded)
         self.gate = gate
-        self.bridge = self.bridge.rebuilt(
-            loaded.catalog, gate=gate, executors={"builtin": executor}
-        )
+        executors: dict[str, Executor] = {} if self.stand_in else {"builtin": executor}
+        self.bridge = self.bridge.rebuilt(loaded.catalog, gate=gate, executors=executors)
         return []
 
 
 @asynccontextmanager
-async def open_runtime(settings: Settings, loaded: Loaded) -> AsyncIterator[Runtime]:
-    """Everything a server or a CLI call needs; shared clients and files close on exit."""
+async def open_runtime(
+    settings: Settings,
+    loaded: Loaded,
+    *,
+    observers: Sequence[Observer] = (),
+    stand_in: Executor | None = None,
+) -> AsyncIterator[Runtime]:
+    """Everything a server or a CLI call needs; shared clients and files close on exit.
+
+    ``observers`` see every finished call after the audit log and the telemetry span (the
+    recorder is one); ``stand_in`` runs every call instead of the real transports (replay),
+    after validation and the policy as usual."""
     secrets = SecretResolver.from_sources(settings.environ, settings.secrets_file)
     sessions = Sessions()
     gate, builtins = _catalog_parts(settings, loaded)
     async with AsyncExitStack() as stack:
         http = await stack.enter_async_context(HttpExecutor.open())
-        observers: tuple[Observer, ...] = ()
+        watching: tuple[Observer, ...] = ()
         if settings.audit:
             try:
                 log = AuditLog.open(settings.audit_path)
@@ -201,26 +224,36 @@ async def open_runtime(settings: Settings, loaded: Loaded) -> AsyncIterator[Runt
                     f"cannot open the audit log: {exc}", code=ErrorCode.CONFIG_INVALID
                 ) from exc
             stack.callback(log.close)
-            observers = (audit_observer(log),)
+            watching = (audit_observer(log),)
+        watching = (*watching, span_observer(), *observers)
         stack.callback(sessions.close_all)
+        executors: dict[str, Executor] = {
+            "exec": ExecToolExecutor(environ=settings.environ),
+            "http": http,
+            "builtin": builtins,
+        }
+        if stand_in is not None:
+            executors = dict.fromkeys(TRANSPORT_KINDS, stand_in)
         bridge = Bridge(
             loaded.catalog,
-            {
-                "exec": ExecToolExecutor(environ=settings.environ),
-                "http": http,
-                "builtin": builtins,
-            },
+            executors,
             default_timeout_s=settings.timeout_s,
             max_output_bytes=settings.max_output_bytes,
             max_concurrency=settings.max_concurrency,
             secrets=secrets,
             gate=gate,
-            observers=observers,
+            observers=watching,
         )
-        yield Runtime(settings, bridge, sessions, gate)
+        yield Runtime(settings, bridge, sessions, gate, stand_in)
 
 
 @asynccontextmanager
-async def open_bridge(settings: Settings, loaded: Loaded) -> AsyncIterator[Bridge]:
-    async with open_runtime(settings, loaded) as runtime:
+async def open_bridge(
+    settings: Settings,
+    loaded: Loaded,
+    *,
+    observers: Sequence[Observer] = (),
+    stand_in: Executor | None = None,
+) -> AsyncIterator[Bridge]:
+    async with open_runtime(settings, loaded, observers=observers, stand_in=stand_in) as runtime:
         yield runtime.bridge

@@ -1,4 +1,4 @@
-"""The command line: serve, lint, list, call, export.
+"""The command line: serve, replay, lint, list, call, export, search, policy, inspect, config.
 
 stdout carries the MCP stream while serving, so everything human-facing goes to stderr there.
 """
@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 
 import anyio
 
-from mcp_toolbridge import __version__
+from mcp_toolbridge import __version__, cli_ops
 from mcp_toolbridge.app import (
     BUILTIN_SPECS,
     Loaded,
@@ -25,6 +24,7 @@ from mcp_toolbridge.app import (
     load_catalog,
     open_bridge,
 )
+from mcp_toolbridge.clients import CLIENTS
 from mcp_toolbridge.errors import Severity, ToolbridgeError, UnknownToolError
 
 EXIT_OK = 0
@@ -102,21 +102,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
 
-    serve = verbs.add_parser("serve", help="serve the tools over MCP (stdio)")
-    _add_load_options(serve)
-    _add_run_options(serve)
-    _add_policy_options(serve)
-    serve.add_argument(
-        "--expose",
-        choices=["auto", "search", "all"],
-        default="auto",
-        help="list every tool, or only tool_search and what it loaded (auto: search past 64)",
+    serve = verbs.add_parser("serve", help="serve the tools over MCP (stdio, or HTTP)")
+    _add_serve_options(serve)
+
+    replay = verbs.add_parser(
+        "replay", help="serve recorded results (serve --record DIR) instead of running tools"
     )
-    serve.add_argument(
-        "--skip-invalid",
-        action="store_true",
-        help="serve the valid tools when some manifests have problems (they are logged)",
-    )
+    replay.add_argument("recording", type=Path, metavar="DIR", help="the --record folder")
+    _add_serve_options(replay)
 
     lint = verbs.add_parser("lint", help="check manifests; exit 1 when there are problems")
     _add_load_options(lint)
@@ -151,7 +144,36 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--format", choices=["openai", "mcp"], required=True)
     _add_load_options(export)
     _add_policy_options(export)
+
+    inspect = verbs.add_parser("inspect", help="print a tool's full Tool Interface record (JSON)")
+    inspect.add_argument("tool", metavar="TOOL", help="the MCP name or the manifest id")
+    _add_load_options(inspect)
+    _add_run_options(inspect)
+    _add_policy_options(inspect)
+
+    config = verbs.add_parser("config", help="print a client's config for this installation")
+    config.add_argument("--client", choices=sorted(CLIENTS), required=True)
+    _add_load_options(config)
+    _add_policy_options(config)
     return parser
+
+
+def _add_serve_options(parser: argparse.ArgumentParser) -> None:
+    _add_load_options(parser)
+    _add_run_options(parser)
+    _add_policy_options(parser)
+    parser.add_argument(
+        "--expose",
+        choices=["auto", "search", "all"],
+        default="auto",
+        help="list every tool, or only tool_search and what it loaded (auto: search past 64)",
+    )
+    parser.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="serve the valid tools when some manifests have problems (they are logged)",
+    )
+    cli_ops.add_serve_options(parser)
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -330,43 +352,48 @@ def _cmd_policy(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _client_snippet(paths: Sequence[Path]) -> str:
-    """The JSON a client config needs to start this server the way it runs now."""
-    exe = shutil.which("mcp-toolbridge")
-    command = [exe] if exe else [sys.executable, "-m", "mcp_toolbridge"]
-    args = [*command[1:], "serve", *(str(p.resolve()) for p in paths)]
-    return json.dumps({"command": command[0], "args": args})
+def _load_for_serving(args: argparse.Namespace) -> Loaded | int:
+    loaded = _load_or_exit(args, allow_errors=args.skip_invalid, builtins=True)
+    if isinstance(loaded, Loaded) and loaded.errors:
+        _print_problems(loaded)
+        _err(f"mcp-toolbridge: skipping {len(loaded.errors)} invalid declaration(s)")
+    return loaded
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from mcp_toolbridge.server import ToolbridgeServer
-
-    loaded = _load_or_exit(args, allow_errors=args.skip_invalid, builtins=True)
+    loaded = _load_for_serving(args)
     if isinstance(loaded, int):
         return loaded
-    if loaded.errors:
-        _print_problems(loaded)
-        _err(f"mcp-toolbridge: skipping {len(loaded.errors)} invalid declaration(s)")
-    settings = _settings(args)
+    return cli_ops.serve(args, _settings(args), loaded)
 
-    async def run() -> None:
-        async with open_bridge(settings, loaded) as bridge:
-            server = ToolbridgeServer(bridge, expose=args.expose)
-            where = ", ".join(str(p) for p in settings.manifest_paths())
-            command = _client_snippet(settings.manifest_paths())
-            _err(
-                f"mcp-toolbridge {__version__}: serving {len(loaded.catalog)} tools from "
-                f"{len(loaded.report.manifests)} manifests ({where}) over stdio, "
-                f"expose={server.expose}; connect a client with {command}"
-            )
-            await server.run_stdio()
 
-    anyio.run(run)
-    return EXIT_OK
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from mcp_toolbridge.recording import ReplayExecutor
+
+    replay = ReplayExecutor.load(args.recording)
+    loaded = _load_for_serving(args)
+    if isinstance(loaded, int):
+        return loaded
+    what = f"replaying {len(replay)} recorded calls of {args.recording} for"
+    return cli_ops.serve(args, _settings(args), loaded, stand_in=replay, what=what)
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    loaded = _load_or_exit(args, builtins=True)
+    if isinstance(loaded, int):
+        return loaded
+    return cli_ops.inspect(args, _settings(args), loaded)
+
+
+def _cmd_config(args: argparse.Namespace) -> int:
+    return cli_ops.config(args)
 
 
 COMMANDS = {
     "serve": _cmd_serve,
+    "replay": _cmd_replay,
+    "inspect": _cmd_inspect,
+    "config": _cmd_config,
     "lint": _cmd_lint,
     "list": _cmd_list,
     "call": _cmd_call,

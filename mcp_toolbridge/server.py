@@ -13,7 +13,7 @@ import logging
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import mcp_types as types
 from mcp.server import NotificationOptions, Server, ServerRequestContext
@@ -40,6 +40,8 @@ SEARCH_THRESHOLD = 64
 """--expose auto lists everything up to this many manifest tools, and switches to search."""
 PAGE_SIZE = 200
 SEARCH_TOOL = "tool_search"
+PROCESS_SCOPE = ""
+"""The visibility scope of the process's one connection (stdio, in-memory clients)."""
 
 
 class _Server(Server[Any]):
@@ -79,6 +81,23 @@ def _is_modern(ctx: ServerRequestContext[Any]) -> bool:
     return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
 
 
+def _scope(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """Whose visible set and session state a request uses: PROCESS_SCOPE for the connection of
+    stdio (no HTTP request), the Mcp-Session-Id of a stateful HTTP session, None for a
+    sessionless HTTP request (``--stateless``, and every 2026-era request)."""
+    if ctx.request is None:
+        return PROCESS_SCOPE
+    session_id = getattr(getattr(ctx.session, "_connection", None), "session_id", None)
+    return session_id if isinstance(session_id, str) and session_id else None
+
+
+class SessionEnd(Protocol):
+    """Called when a client session ends, to drop its state (see app.Runtime.end_session).
+    ``keep_files``: a sessionless HTTP call ended; its output files must outlive it."""
+
+    def __call__(self, session_id: str, *, keep_files: bool = False) -> None: ...
+
+
 @dataclass
 class _Published:
     """The wire form of each tool, built once per era."""
@@ -88,13 +107,23 @@ class _Published:
 
 
 class ToolbridgeServer:
-    """Holds the bridge, the published tools and the visible set of this connection."""
+    """Holds the bridge, the published tools and each session's visible set."""
 
-    def __init__(self, bridge: Bridge, *, expose: Expose = "auto") -> None:
+    def __init__(
+        self,
+        bridge: Bridge,
+        *,
+        expose: Expose = "auto",
+        on_session_end: SessionEnd | None = None,
+    ) -> None:
         self.session_id = uuid.uuid4().hex
         self._requested_expose: Expose = expose
-        self._loaded: list[str] = []
-        self._list_cache: dict[tuple[bool, str | None], HandlerResult] = {}
+        self._loaded: dict[str, list[str]] = {}
+        """Tools loaded by tool_search, per visibility scope (see _scope)."""
+        self._http_sessions: dict[str, str] = {}
+        """An opaque session id per Mcp-Session-Id: the header value is never logged."""
+        self._on_session_end = on_session_end
+        self._list_cache: dict[tuple[bool, str | None, str | None], HandlerResult] = {}
         self._bus = InMemorySubscriptionBus()
         self._legacy_sessions: dict[int, Any] = {}
         """A ServerSession per open 2025 connection, by id of the connection."""
@@ -134,7 +163,10 @@ class ToolbridgeServer:
             raise ValueError("--expose search needs the tool_search built-in in the catalog")
         self.expose: Expose = expose
         self._always = builtins if expose == "search" else [*builtins, *manifest_tools]
-        self._loaded = [n for n in self._loaded if n in bridge.catalog and n not in self._always]
+        self._loaded = {
+            scope: [n for n in names if n in bridge.catalog and n not in self._always]
+            for scope, names in self._loaded.items()
+        }
         self._list_cache.clear()
 
     async def swap(self, bridge: Bridge) -> None:
@@ -167,13 +199,18 @@ class ToolbridgeServer:
             key = id(connection)
             if key not in self._legacy_sessions:
                 connection.exit_stack.callback(self._legacy_sessions.pop, key, None)
+                scope = _scope(ctx)
+                if scope:  # a stateful HTTP session: forget its state when it closes
+                    connection.exit_stack.callback(self._end_http_session, scope)
             self._legacy_sessions[key] = ctx.session
         return await call_next(ctx)
 
     # -- listing -----------------------------------------------------------------------------
 
-    def visible_names(self) -> list[str]:
-        return [*self._always, *self._loaded]
+    def visible_names(self, scope: str | None = PROCESS_SCOPE) -> list[str]:
+        """What tools/list shows in ``scope``; a sessionless request sees the static list."""
+        loaded = self._loaded.get(scope, []) if scope is not None else []
+        return [*self._always, *loaded]
 
     def _input_schema(self, name: str) -> Mapping[str, Any] | None:
         entry = self.bridge.catalog.get(name)
@@ -183,7 +220,7 @@ class ToolbridgeServer:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         published = self._published.modern if _is_modern(ctx) else self._published.legacy
-        names = self.visible_names()
+        names = self.visible_names(_scope(ctx))
         start = _decode_cursor(params.cursor) if params and params.cursor else 0
         page = names[start : start + PAGE_SIZE]
         following = start + PAGE_SIZE
@@ -197,7 +234,7 @@ class ToolbridgeServer:
         if ctx.method != "tools/list":
             return await call_next(ctx)
         cursor = (ctx.params or {}).get("cursor")
-        key = (_is_modern(ctx), cursor if isinstance(cursor, str) else None)
+        key = (_is_modern(ctx), cursor if isinstance(cursor, str) else None, _scope(ctx))
         cached = self._list_cache.get(key)
         if cached is None:
             cached = await call_next(ctx)
@@ -205,15 +242,38 @@ class ToolbridgeServer:
         return cached
 
     async def load(self, names: list[str], ctx: ServerRequestContext[Any] | None) -> list[str]:
-        """Add tools to the visible set; announce the change in both eras. Returns the new."""
-        shown = set(self.visible_names())
+        """Add tools to the caller's visible set and announce the change to that caller (in
+        both eras). A sessionless HTTP request has no set to add to: its list stays static and
+        tools/call still takes any catalog tool. Returns the names added."""
+        scope = PROCESS_SCOPE if ctx is None else _scope(ctx)
+        if scope is None:
+            return []
+        shown = set(self.visible_names(scope))
         new = [n for n in names if n not in shown and n in self.bridge.catalog]
         if not new:
             return []
-        self._loaded.extend(new)
-        self._list_cache.clear()
-        await self.notify_tools_changed(ctx)
+        self._loaded.setdefault(scope, []).extend(new)
+        self._forget_lists(scope)
+        if scope == PROCESS_SCOPE:
+            await self.notify_tools_changed(ctx)
+        elif ctx is not None:  # only this HTTP session's list changed
+            try:
+                await ctx.session.send_tool_list_changed()
+            except Exception:
+                log.debug("could not notify a closed session", exc_info=True)
         return new
+
+    def _forget_lists(self, scope: str | None) -> None:
+        for key in [k for k in self._list_cache if k[2] == scope]:
+            del self._list_cache[key]
+
+    def _end_http_session(self, scope: str) -> None:
+        """A stateful HTTP session closed: drop its visible set and its session state."""
+        self._loaded.pop(scope, None)
+        self._forget_lists(scope)
+        opaque = self._http_sessions.pop(scope, None)
+        if opaque is not None and self._on_session_end is not None:
+            self._on_session_end(f"{self.session_id}:{opaque}")
 
     # -- calling -----------------------------------------------------------------------------
 
@@ -230,7 +290,8 @@ class ToolbridgeServer:
             await ctx.session.report_progress(current, total, message)
 
         host = McpHost(ctx, params)
-        call_ctx = CallContext(session_id=self._session_id(ctx), progress=progress, host=host)
+        session_id = self._session_id(ctx)
+        call_ctx = CallContext(session_id=session_id, progress=progress, host=host)
         try:
             outcome = await self.bridge.call(params.name, params.arguments, call_ctx)
         except InputPending as pending:
@@ -246,17 +307,33 @@ class ToolbridgeServer:
                 ],
                 is_error=True,
             )
+        finally:
+            if _scope(ctx) is None and self._on_session_end is not None:
+                self._on_session_end(session_id, keep_files=True)  # a call without a session
         if outcome.ok and params.name == SEARCH_TOOL and isinstance(outcome.value, dict):
             found = [t.get("name") for t in outcome.value.get("tools", [])]
             await self.load([n for n in found if isinstance(n, str)], ctx)
         return to_result(outcome, entry.spec, modern=modern)
 
     def _session_id(self, ctx: ServerRequestContext[Any]) -> str:
-        return self.session_id if ctx.request is None else f"{self.session_id}:{id(ctx.session)}"
+        """The session of audit lines and "always" grants: the process's on stdio, one per
+        stateful HTTP session, and a fresh one per sessionless HTTP call (nothing carries over
+        between such calls, so an "always" answer counts once)."""
+        scope = _scope(ctx)
+        if scope == PROCESS_SCOPE:
+            return self.session_id
+        if scope is None:
+            return f"{self.session_id}:call-{uuid.uuid4().hex[:16]}"
+        opaque = self._http_sessions.setdefault(scope, f"http-{uuid.uuid4().hex[:16]}")
+        return f"{self.session_id}:{opaque}"
 
     async def run_stdio(self) -> None:
-        """Serve this connection over the process's stdin and stdout until EOF."""
-        async with stdio_server() as (read_stream, write_stream):
-            await self.server.run(
-                read_stream, write_stream, self.server.create_initialization_options()
-            )
+        """Serve this connection over the process's stdin and stdout until EOF. A client gone
+        away (its end of stdout closed: a broken pipe) ends the session the same way."""
+        try:
+            async with stdio_server() as (read_stream, write_stream):
+                await self.server.run(
+                    read_stream, write_stream, self.server.create_initialization_options()
+                )
+        except* BrokenPipeError:
+            log.info("the client closed its end of stdout; the session is over")

@@ -1,0 +1,187 @@
+"""The operating verbs behind cli.py: serving (stdio or HTTP, recording, replay), ``inspect``
+and ``config``. cli.py parses and loads; these run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+
+from mcp_toolbridge import __version__
+from mcp_toolbridge.app import Loaded, Settings, open_runtime
+from mcp_toolbridge.bridge import Observer
+from mcp_toolbridge.clients import CLIENTS, client_config, serve_arguments, server_command
+from mcp_toolbridge.errors import ConfigError, ErrorCode
+from mcp_toolbridge.executors.base import Executor
+from mcp_toolbridge.interface import tool_interface
+from mcp_toolbridge.model import Format
+from mcp_toolbridge.recording import Recorder
+
+if TYPE_CHECKING:
+    from mcp_toolbridge.server_http import HttpOptions
+
+EXIT_OK = 0
+EXIT_LOAD = 2
+
+
+def _err(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def _out(text: str) -> None:
+    sys.stdout.write(text + "\n")
+
+
+def add_serve_options(parser: argparse.ArgumentParser) -> None:
+    """Transport and recording options of ``serve`` and ``replay``."""
+    parser.add_argument(
+        "--http",
+        default=None,
+        metavar="HOST:PORT",
+        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio "
+        "(HOST defaults to 127.0.0.1; other addresses need a token)",
+    )
+    parser.add_argument(
+        "--token",
+        default=None,
+        metavar="TOKEN",
+        help="bearer token HTTP clients must send (default: $TOOLBRIDGE_TOKEN; prefer the "
+        "variable, a command line is visible to other users)",
+    )
+    parser.add_argument(
+        "--stateless",
+        action="store_true",
+        help="HTTP without sessions: every request stands alone (no progress, no 2025-era "
+        "confirmation, no per-session tool loading)",
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="another Host name HTTP clients use to reach the server (repeatable)",
+    )
+    parser.add_argument(
+        "--record",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="write CT_TOOL_CALL/CT_TOOL_RESULT frames of every call as JSONL into DIR",
+    )
+
+
+def _http_options(args: argparse.Namespace) -> HttpOptions | None:
+    if args.http is None:
+        for flag, value in (("--token", args.token), ("--stateless", args.stateless)):
+            if value:
+                raise ConfigError(f"{flag} applies to --http only", code=ErrorCode.CONFIG_INVALID)
+        return None
+    from mcp_toolbridge.server_http import TOKEN_ENV, HttpOptions, check_binding, parse_address
+
+    host, port = parse_address(args.http)
+    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
+    options = HttpOptions(
+        host=host,
+        port=port,
+        token=token,
+        stateless=args.stateless,
+        allowed_hosts=tuple(args.allow_host),
+    )
+    check_binding(options)
+    return options
+
+
+def serve(
+    args: argparse.Namespace,
+    settings: Settings,
+    loaded: Loaded,
+    *,
+    stand_in: Executor | None = None,
+    what: str = "serving",
+) -> int:
+    """Serve ``loaded`` over stdio or HTTP until the client (or a signal) ends it."""
+    from mcp_toolbridge.server import ToolbridgeServer
+    from mcp_toolbridge.server_http import HttpService
+
+    http = _http_options(args)
+    recorder = Recorder.open(args.record) if args.record is not None else None
+
+    async def run() -> None:
+        async with AsyncExitStack() as stack:
+            observers: tuple[Observer, ...] = ()
+            if recorder is not None:
+                stack.callback(recorder.close)
+                observers = (recorder,)
+            runtime = await stack.enter_async_context(
+                open_runtime(settings, loaded, observers=observers, stand_in=stand_in)
+            )
+            server = ToolbridgeServer(
+                runtime.bridge, expose=args.expose, on_session_end=runtime.end_session
+            )
+            where = ", ".join(str(p) for p in settings.manifest_paths())
+            head = (
+                f"mcp-toolbridge {__version__}: {what} {len(loaded.catalog)} tools from "
+                f"{len(loaded.report.manifests)} manifests ({where}), expose={server.expose}"
+            )
+            if recorder is not None:
+                head += f", recording to {recorder.path}"
+            if http is None:
+                command = server_command()
+                entry = {"command": command[0], "args": [*command[1:], *args_for(args)]}
+                _err(f"{head}, over stdio; connect a client with {json.dumps(entry)}")
+                await server.run_stdio()
+                return
+            service = HttpService(server, http)
+            url = service.listen()
+            mode = "stateless" if http.stateless else "stateful"
+            auth = "bearer token required" if http.token else "no token (loopback only)"
+            _err(f"{head}, over streamable HTTP at {url} ({mode}, {auth})")
+            await service.serve()
+
+    anyio.run(run)
+    return EXIT_OK
+
+
+def args_for(args: argparse.Namespace) -> list[str]:
+    return serve_arguments(args.paths, policy=args.policy, workspace=args.workspace)
+
+
+def inspect(args: argparse.Namespace, settings: Settings, loaded: Loaded) -> int:
+    """Print the Tool Interface record of one served tool as JSON."""
+    from mcp_toolbridge.server import SEARCH_THRESHOLD
+
+    entry = loaded.catalog.resolve(args.tool)
+    if entry is None:
+        _err(
+            f"mcp-toolbridge: no served tool is named {args.tool!r} (by MCP name or manifest "
+            "id); `mcp-toolbridge list` shows the names, `lint` shows tools left out"
+        )
+        return EXIT_LOAD
+    manifest_tools = sum(1 for s in loaded.catalog.specs() if s.source.format is not Format.BUILTIN)
+    builtin = entry.spec.source.format is Format.BUILTIN
+    record = tool_interface(
+        entry.spec,
+        loaded.policy,
+        default_timeout_s=settings.timeout_s,
+        max_output_bytes=settings.max_output_bytes,
+        deferred=not builtin and manifest_tools > SEARCH_THRESHOLD,
+    )
+    _out(json.dumps(record, indent=2, ensure_ascii=False))
+    return EXIT_OK
+
+
+def config(args: argparse.Namespace) -> int:
+    """Print the client's config file content for this installation."""
+    kind = CLIENTS[args.client]
+    snippet = client_config(args.client, args.paths, policy=args.policy, workspace=args.workspace)
+    _out(json.dumps(snippet, indent=2))
+    _err(f"{kind.title}: put this in {kind.files}; merge it with any servers already there")
+    return EXIT_OK

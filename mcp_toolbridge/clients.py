@@ -1,0 +1,110 @@
+"""Client configuration snippets (``mcp-toolbridge config --client NAME``).
+
+Every snippet starts this installation over stdio with absolute paths: the ``mcp-toolbridge``
+executable found beside the running Python (or on PATH), else ``python -m mcp_toolbridge``
+with the absolute interpreter; manifest, policy and workspace paths made absolute. Clients
+start servers from an undefined working directory, so nothing relative would work.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SERVER_NAME = "toolbridge"
+
+
+@dataclass(frozen=True)
+class ClientKind:
+    name: str
+    title: str
+    files: str
+    """Where the snippet goes."""
+    top_key: str
+    typed: bool
+    """Whether entries carry ``"type": "stdio"``."""
+
+
+CLIENTS = {
+    c.name: c
+    for c in (
+        ClientKind(
+            "claude-desktop",
+            "Claude Desktop",
+            "macOS: ~/Library/Application Support/Claude/claude_desktop_config.json; "
+            "Windows: %APPDATA%\\Claude\\claude_desktop_config.json (restart the app after edits)",
+            "mcpServers",
+            False,
+        ),
+        ClientKind(
+            "claude-code",
+            "Claude Code",
+            ".mcp.json in the project (or ~/.claude.json for every project)",
+            "mcpServers",
+            True,
+        ),
+        ClientKind(
+            "vscode",
+            "VS Code",
+            ".vscode/mcp.json in the workspace (or the user profile's mcp.json)",
+            "servers",
+            True,
+        ),
+        ClientKind(
+            "cursor",
+            "Cursor",
+            ".cursor/mcp.json in the project (or ~/.cursor/mcp.json for every project)",
+            "mcpServers",
+            False,
+        ),
+    )
+}
+
+
+def server_command() -> list[str]:
+    """How to start this installation: its console script, else ``python -m``."""
+    beside = Path(sys.executable).parent / "mcp-toolbridge"
+    if beside.is_file():
+        return [str(beside)]
+    found = shutil.which("mcp-toolbridge")
+    if found:
+        return [str(Path(found).resolve())]
+    return [str(Path(sys.executable).absolute()), "-m", "mcp_toolbridge"]
+
+
+def serve_arguments(
+    paths: Sequence[Path], *, policy: Path | None = None, workspace: Path | None = None
+) -> list[str]:
+    """``serve`` and its options with every path absolute."""
+    args = ["serve"]
+    if policy is not None:
+        args += ["--policy", str(policy.resolve())]
+    if workspace is not None:
+        args += ["--workspace", str(workspace.resolve())]
+    return [*args, *(str(p.resolve()) for p in paths)]
+
+
+def server_entry(kind: ClientKind, command: Sequence[str], args: Sequence[str]) -> dict[str, Any]:
+    entry: dict[str, Any] = {"type": "stdio"} if kind.typed else {}
+    entry["command"] = command[0]
+    entry["args"] = [*command[1:], *args]
+    return entry
+
+
+def client_config(
+    client: str,
+    paths: Sequence[Path],
+    *,
+    policy: Path | None = None,
+    workspace: Path | None = None,
+    command: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """The whole config file content for ``client`` with one server, ``toolbridge``."""
+    kind = CLIENTS[client]
+    args = serve_arguments(paths, policy=policy, workspace=workspace)
+    entry = server_entry(kind, command or server_command(), args)
+    return {kind.top_key: {SERVER_NAME: entry}}

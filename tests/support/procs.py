@@ -1,0 +1,61 @@
+"""What /proc says about processes: who still runs with a marker, and how much memory a
+process holds. Linux only, like the process-group guarantees these checks prove."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+import anyio
+
+
+def _state(pid: str) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def alive_with(marker: str, *, exclude: Iterable[int] = ()) -> list[int]:
+    """Live processes (zombies skipped: PID 1 here never reaps) whose command line holds
+    ``marker``, other than ``exclude``."""
+    skip = {str(pid) for pid in exclude} | {str(os.getpid())}
+    needle = marker.encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or entry in skip:
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                cmdline = handle.read()
+        except OSError:
+            continue
+        if needle in cmdline and _state(entry) not in (None, "Z", "X"):
+            found.append(int(entry))
+    return found
+
+
+async def wait_gone(marker: str, within_s: float, *, exclude: Iterable[int] = ()) -> None:
+    """Return once no live process carries ``marker``; fail after ``within_s`` seconds."""
+    excluded = tuple(exclude)
+    with anyio.fail_after(within_s):
+        # Polling /proc: no event tells one process that an unrelated one has exited.
+        while alive_with(marker, exclude=excluded):  # noqa: ASYNC110
+            await anyio.sleep(0.02)
+
+
+def is_running(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    return _state(str(pid)) not in (None, "Z", "X")
+
+
+def memory_kib(pid: int) -> dict[str, int]:
+    """``VmRSS`` (resident now) and ``VmHWM`` (peak resident) of ``pid`` in KiB."""
+    found: dict[str, int] = {}
+    with open(f"/proc/{pid}/status", encoding="utf-8") as handle:
+        for line in handle:
+            key, _, rest = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                found[key] = int(rest.split()[0])
+    return found

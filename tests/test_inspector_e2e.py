@@ -1,0 +1,105 @@
+"""End to end with an independent client: the MCP Inspector's headless CLI (pinned 2.12.0).
+
+Installed by scripts/install-inspector into .ci/node/; skipped without node or without it.
+The stdio run uses the config `mcp-toolbridge config` prints, so the snippet is what starts
+the server; the HTTP run talks to uvicorn in this process with a bearer token.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from mcp_toolbridge.app import BUILTIN_SPECS, Settings, load_catalog, open_runtime
+from mcp_toolbridge.cli import main
+from mcp_toolbridge.server import ToolbridgeServer
+from mcp_toolbridge.server_http import HttpOptions, HttpService
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parent.parent
+INSPECTOR = ROOT / ".ci" / "node" / "node_modules" / ".bin" / "mcp-inspector"
+TOKEN = "inspector-e2e-token-0123456789"
+
+if shutil.which("node") is None:
+    pytest.skip(
+        "node is not installed: the MCP Inspector e2e test needs it", allow_module_level=True
+    )
+if not INSPECTOR.exists():
+    pytest.skip(
+        "the MCP Inspector is not installed: run scripts/install-inspector (npm) first",
+        allow_module_level=True,
+    )
+
+
+async def _inspect(home: Path, *argv: str) -> Any:
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(home),
+        "MCP_STORAGE_DIR": str(home / "storage"),
+        "XDG_DATA_HOME": str(home / "data"),
+    }
+    with anyio.fail_after(60):
+        done = await anyio.run_process(
+            [str(INSPECTOR), "--cli", *argv, "--format", "json"], env=env, check=False
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    return json.loads(done.stdout)["result"]
+
+
+async def test_the_inspector_lists_and_calls_over_stdio_from_the_printed_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["config", "--client", "claude-desktop"]) == 0
+    config = tmp_path / "claude_desktop_config.json"
+    config.write_text(capsys.readouterr().out, encoding="utf-8")
+    target = ["--config", str(config), "--server", "toolbridge"]
+    listed = await _inspect(tmp_path, *target, "--method", "tools/list")
+    assert {"word_count", "slugify", "tool_search"} <= {t["name"] for t in listed["tools"]}
+    called = await _inspect(
+        tmp_path,
+        *target,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "word_count",
+        "--tool-args-json",
+        json.dumps({"text": "one two"}),
+    )
+    assert called["structuredContent"] == {"words": 2, "lines": 1, "characters": 7}
+
+
+async def test_the_inspector_lists_and_calls_over_http_with_the_bearer_token(
+    tmp_path: Path,
+) -> None:
+    settings = Settings(audit=False)
+    loaded = load_catalog(settings, BUILTIN_SPECS)
+    async with open_runtime(settings, loaded) as runtime, anyio.create_task_group() as tg:
+        server = ToolbridgeServer(runtime.bridge, on_session_end=runtime.end_session)
+        service = HttpService(server, HttpOptions(port=0, token=TOKEN))
+        url = await tg.start(service.serve)
+        auth = ["--transport", "http", "--header", f"Authorization: Bearer {TOKEN}"]
+        try:
+            listed = await _inspect(tmp_path, url, *auth, "--method", "tools/list")
+            called = await _inspect(
+                tmp_path,
+                url,
+                *auth,
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "slugify",
+                "--tool-args-json",
+                json.dumps({"text": "Hello World"}),
+            )
+        finally:
+            service.stop()
+    assert "word_count" in {t["name"] for t in listed["tools"]}
+    assert called["isError"] is False, called
+    assert "hello-world" in json.dumps(called["structuredContent"])

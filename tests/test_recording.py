@@ -1,0 +1,156 @@
+"""serve --record DIR writes trace frames; replay DIR serves them back without running tools."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+
+from mcp_toolbridge.app import BUILTIN_SPECS, Settings, load_catalog, open_bridge
+from mcp_toolbridge.recording import (
+    CALL,
+    NO_RECORDING,
+    RESULT,
+    Recorder,
+    ReplayExecutor,
+    canonical,
+)
+from tests.support.manifests import FAIL, agentcli_manifest, echo_tool
+
+pytestmark = pytest.mark.e2e
+
+COUNTER = (
+    "import json, os, sys\n"
+    "args = json.load(sys.stdin)\n"
+    "path = os.environ['COUNTER_FILE']\n"
+    "n = int(open(path).read() or 0) + 1 if os.path.exists(path) else 1\n"
+    "open(path, 'w').write(str(n))\n"
+    "print(json.dumps({'count': n, 'text': args['text']}))\n"
+)
+
+
+def _catalog(tmp_path: Path) -> Path:
+    counter = {
+        **echo_tool("count", bin="counter"),
+        "envPassthrough": ["COUNTER_FILE", "API_TOKEN"],
+    }
+    counter["schema"]["properties"]["api_key"] = {"type": "string"}
+    agentcli_manifest(
+        tmp_path / "tools",
+        [counter, echo_tool("fails", bin="fail")],
+        {"counter": COUNTER, "fail": FAIL},
+    )
+    return tmp_path / "tools"
+
+
+def _server(tmp_path: Path, *args: str) -> StdioServerParameters:
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "COUNTER_FILE": str(tmp_path / "counter"),
+        "API_TOKEN": "env-value-never-recorded",
+    }
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "mcp_toolbridge", *args], env=env
+    )
+
+
+CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("count", {"text": "one", "api_key": "sk-live-abcdef"}),
+    ("count", {"text": "one", "api_key": "sk-live-abcdef"}),
+    ("count", {"text": "two"}),
+    ("fails", {"text": "x"}),
+    ("count", {"text": 5}),
+]
+
+
+def _comparable(result: Any) -> dict[str, Any]:
+    data: dict[str, Any] = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    data.get("_meta", {}).pop("duration_ms", None)
+    return data
+
+
+async def _session(params: StdioServerParameters) -> list[dict[str, Any]]:
+    results = []
+    async with Client(params) as client:
+        for name, arguments in CALLS:
+            results.append(_comparable(await client.call_tool(name, arguments)))
+    return results
+
+
+async def test_a_recorded_session_replays_byte_for_byte_without_running_the_tools(
+    tmp_path: Path,
+) -> None:
+    catalog = str(_catalog(tmp_path))
+    record = tmp_path / "rec"
+    with anyio.fail_after(60):
+        recorded = await _session(
+            _server(tmp_path, "serve", "--no-audit", "--record", str(record), catalog)
+        )
+        assert [r["structuredContent"].get("count") for r in recorded[:3]] == [1, 2, 3]
+        assert recorded[3]["isError"] is True and recorded[4]["isError"] is True
+        replayed = await _session(_server(tmp_path, "replay", str(record), catalog, "--no-audit"))
+    assert [json.dumps(r, sort_keys=True) for r in replayed] == [
+        json.dumps(r, sort_keys=True) for r in recorded
+    ]
+    assert (tmp_path / "counter").read_text() == "3"  # replay ran nothing
+
+
+async def test_frames_carry_ids_schema_refs_and_timing_but_no_secret_values(
+    tmp_path: Path,
+) -> None:
+    catalog = _catalog(tmp_path)
+    record = tmp_path / "rec"
+    settings = Settings(
+        paths=[catalog],
+        audit=False,
+        environ={**os.environ, "COUNTER_FILE": str(tmp_path / "c"), "API_TOKEN": "env-secret"},
+    )
+    loaded = load_catalog(settings, BUILTIN_SPECS)
+    recorder = Recorder.open(record)
+    try:
+        async with open_bridge(settings, loaded, observers=(recorder,)) as bridge:
+            await bridge.call("count", {"text": "a", "api_key": "sk-live-abcdef"})
+            await bridge.call("count", {"text": 7})
+    finally:
+        recorder.close()
+    (path,) = record.glob("*.jsonl")
+    text = path.read_text(encoding="utf-8")
+    assert "sk-live-abcdef" not in text and "env-secret" not in text
+    frames = [json.loads(line) for line in text.splitlines()]
+    assert [f["frame"] for f in frames] == [CALL, RESULT, CALL, RESULT]
+    call, result, _, refused = frames
+    assert call["call_id"] == result["call_id"]
+    assert call["tool"] == "count" and call["tool_id"] == "count"
+    assert {"input_schema_ref", "output_schema_ref", "ts", "session"} <= set(call)
+    assert call["arguments"] == {"text": "a", "api_key": "***"}
+    assert result["executed"] is True and result["outcome"] == "ok"
+    assert result["result"]["value"] == {"count": 1, "text": "a"}
+    assert result["result"]["env_keys"] == ["API_TOKEN", "COUNTER_FILE", "HOME", "PATH"]
+    assert isinstance(result["duration_ms"], int)
+    assert refused["executed"] is False and refused["result"] is None
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
+async def test_a_call_with_no_recording_is_an_error_result_and_a_log_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "rec").mkdir()
+    settings = Settings(paths=[_catalog(tmp_path)], audit=False)
+    loaded = load_catalog(settings, BUILTIN_SPECS)
+    replay = ReplayExecutor.load(tmp_path / "rec")
+    with caplog.at_level(logging.WARNING, logger="mcp_toolbridge"):
+        async with open_bridge(settings, loaded, stand_in=replay) as bridge:
+            outcome = await bridge.call("count", {"text": "never recorded"})
+            invalid = await bridge.call("count", {"text": 1})
+    assert outcome.ok is False and outcome.error == NO_RECORDING
+    assert invalid.error is not None and invalid.error.startswith("invalid arguments")
+    assert f"{NO_RECORDING} for count {canonical({'text': 'never recorded'})}" in caplog.text

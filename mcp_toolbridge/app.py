@@ -7,7 +7,7 @@ way MCP ``tools/call`` does.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +18,7 @@ import platformdirs
 from mcp_toolbridge.audit import AuditLog, AuditRecord
 from mcp_toolbridge.bridge import NO_POLICY, Bridge, CallOutcome, Observer
 from mcp_toolbridge.builtins import BuiltinExecutor, tool_search
+from mcp_toolbridge.builtins.fs_atomic import PathLocks
 from mcp_toolbridge.catalog import Catalog
 from mcp_toolbridge.context import CallContext
 from mcp_toolbridge.errors import CallError, ConfigError, ErrorCode, Problem, Severity
@@ -26,15 +27,18 @@ from mcp_toolbridge.executors.exec_tool import ExecToolExecutor
 from mcp_toolbridge.executors.http import HttpExecutor
 from mcp_toolbridge.gate import PolicyGate
 from mcp_toolbridge.loaders import LoadReport, load_paths
+from mcp_toolbridge.locked import LOCKED_IDS, LockedPlan, plan_locked, subagent_offer
 from mcp_toolbridge.model import Format, ToolSpec
 from mcp_toolbridge.policy import Policy
 from mcp_toolbridge.search import SearchIndex
 from mcp_toolbridge.secrets import SecretResolver
 from mcp_toolbridge.session import Sessions
+from mcp_toolbridge.subagent import CallTool
 from mcp_toolbridge.telemetry import span_observer
 
 BUILTIN_SPECS: tuple[ToolSpec, ...] = (tool_search.SPEC,)
-"""The locked tools this server provides, reserved in every catalog it serves."""
+"""The smallest built-in set (tool_search alone), for catalogs loaded without the locked
+tools; ``load_catalog(..., locked=True)`` serves the locked set the settings choose."""
 
 TRANSPORT_KINDS = ("exec", "http", "builtin")
 """Every transport kind an executor is registered for (a stand-in takes them all)."""
@@ -64,6 +68,10 @@ class Settings:
     """Where audit lines go; None: the per-user data directory."""
     audit: bool = True
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    locked: tuple[str, ...] = LOCKED_IDS
+    """Which locked tools to serve when the catalog is loaded with ``locked=True``."""
+    skills_dirs: tuple[Path, ...] = ()
+    """Where the skill tool looks; empty: <workspace>/.toolbridge/skills and the user's."""
 
     def manifest_paths(self) -> list[Path]:
         return list(self.paths) if self.paths else [bundled_manifests()]
@@ -81,6 +89,8 @@ class Loaded:
     problems: list[Problem]
     """Load, policy and catalog problems, notices included."""
     policy: Policy
+    locked: LockedPlan | None = None
+    """The locked tools served, when loaded with ``locked=True``."""
 
     @property
     def errors(self) -> list[Problem]:
@@ -93,15 +103,22 @@ def load_policy(settings: Settings) -> Policy:
     )
 
 
-def load_catalog(settings: Settings, builtins: Sequence[ToolSpec] = ()) -> Loaded:
+def load_catalog(
+    settings: Settings, builtins: Sequence[ToolSpec] = (), *, locked: bool = False
+) -> Loaded:
     """Load the manifests, then keep the tools the policy exposes.
 
-    A tool whose requirements cannot be compiled (an undefined variable) is a load error; a
-    tool the policy refuses whatever its arguments is left out, with a notice.
+    ``locked``: serve the locked tools ``settings.locked`` names (configured by the policy
+    file), instead of the ``builtins`` given. A tool whose requirements cannot be compiled (an
+    undefined variable) is a load error; a tool the policy refuses whatever its arguments is
+    left out, with a notice.
     """
     policy = load_policy(settings)
+    plan = _plan(settings, policy) if locked else None
+    if plan is not None:
+        builtins = plan.specs
     report = load_paths(settings.manifest_paths(), environ=settings.environ)
-    problems: list[Problem] = [*report.problems]
+    problems: list[Problem] = [*(plan.problems if plan else ()), *report.problems]
     exposed: list[ToolSpec] = []
     for spec in [*builtins, *report.tools]:
         found = policy.requirement_problems(spec)
@@ -121,7 +138,19 @@ def load_catalog(settings: Settings, builtins: Sequence[ToolSpec] = ()) -> Loade
                 )
             )
     catalog, catalog_problems = Catalog.build(exposed)
-    return Loaded(catalog, report, [*problems, *catalog_problems], policy)
+    return Loaded(catalog, report, [*problems, *catalog_problems], policy, plan)
+
+
+def _plan(settings: Settings, policy: Policy) -> LockedPlan:
+    return plan_locked(
+        settings.locked,
+        workspace=settings.workspace_root(),
+        environ=settings.environ,
+        config=policy.file,
+        origin=str(settings.policy_file or "default policy"),
+        secrets=SecretResolver.from_sources(settings.environ, settings.secrets_file),
+        skill_dirs=settings.skills_dirs,
+    )
 
 
 def audit_observer(log: AuditLog) -> Observer:
@@ -145,11 +174,35 @@ def audit_observer(log: AuditLog) -> Observer:
     return observe
 
 
-def _catalog_parts(settings: Settings, loaded: Loaded) -> tuple[PolicyGate, BuiltinExecutor]:
+@dataclass(frozen=True)
+class _Shared:
+    """What the built-in tools share across reloads: session state, file locks, the bridge."""
+
+    sessions: Sessions
+    locks: PathLocks
+    call_tool: CallTool
+    offer: Callable[[], Sequence[ToolSpec]]
+
+
+def _catalog_parts(
+    settings: Settings, loaded: Loaded, shared: _Shared
+) -> tuple[PolicyGate, BuiltinExecutor]:
     """What depends on the catalog and the policy, rebuilt on every reload."""
     catalog = loaded.catalog
     index = SearchIndex.build(s for s in catalog.specs() if s.source.format is not Format.BUILTIN)
-    builtins = BuiltinExecutor([tool_search.ToolSearch(index, catalog)])
+    if loaded.locked is None:
+        builtins = BuiltinExecutor([tool_search.ToolSearch(index, catalog)])
+    else:
+        builtins = BuiltinExecutor(
+            loaded.locked.tools(
+                sessions=shared.sessions,
+                locks=shared.locks,
+                index=index,
+                catalog=catalog,
+                call_tool=shared.call_tool,
+                list_tools=shared.offer,
+            )
+        )
     return PolicyGate(loaded.policy, environ=settings.environ), builtins
 
 
@@ -159,10 +212,16 @@ class Runtime:
 
     settings: Settings
     bridge: Bridge
-    sessions: Sessions
+    shared: _Shared
     gate: PolicyGate
+    locked: bool
+    """Whether the catalog serves the locked tools (kept across reloads)."""
     stand_in: Executor | None = None
     """The executor standing in for every transport (replay), kept across reloads."""
+
+    @property
+    def sessions(self) -> Sessions:
+        return self.shared.sessions
 
     def end_session(self, session_id: str, *, keep_files: bool = False) -> None:
         """Forget what a closed client session leaves behind: its "always" grants and, unless
@@ -185,12 +244,12 @@ class Runtime:
         on the one they started with); with any error the current bridge stays and every
         problem is returned."""
         try:
-            loaded = load_catalog(self.settings, builtins)
+            loaded = load_catalog(self.settings, builtins, locked=self.locked)
         except ConfigError as exc:
             return [Problem(str(self.settings.policy_file or "policy"), exc.message)]
         if loaded.errors:
             return loaded.errors
-        gate, executor = _catalog_parts(self.settings, loaded)
+        gate, executor = _catalog_parts(self.settings, loaded, self.shared)
         self.gate = gate
         executors: dict[str, Executor] = {} if self.stand_in else {"builtin": executor}
         self.bridge = self.bridge.rebuilt(loaded.catalog, gate=gate, executors=executors)
@@ -212,7 +271,16 @@ async def open_runtime(
     after validation and the policy as usual."""
     secrets = SecretResolver.from_sources(settings.environ, settings.secrets_file)
     sessions = Sessions()
-    gate, builtins = _catalog_parts(settings, loaded)
+    current: list[Runtime] = []
+
+    async def call_tool(name: str, arguments: Mapping[str, Any], ctx: CallContext) -> CallOutcome:
+        return await current[0].bridge.call(name, arguments, ctx)
+
+    def offer() -> list[ToolSpec]:
+        return subagent_offer(current[0].bridge.catalog)
+
+    shared = _Shared(sessions, PathLocks(), call_tool, offer)
+    gate, builtins = _catalog_parts(settings, loaded, shared)
     async with AsyncExitStack() as stack:
         http = await stack.enter_async_context(HttpExecutor.open())
         watching: tuple[Observer, ...] = ()
@@ -244,7 +312,9 @@ async def open_runtime(
             gate=gate,
             observers=watching,
         )
-        yield Runtime(settings, bridge, sessions, gate, stand_in)
+        runtime = Runtime(settings, bridge, shared, gate, loaded.locked is not None, stand_in)
+        current.append(runtime)
+        yield runtime
 
 
 @asynccontextmanager

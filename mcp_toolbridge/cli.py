@@ -17,7 +17,6 @@ import anyio
 
 from mcp_toolbridge import __version__, cli_ops
 from mcp_toolbridge.app import (
-    BUILTIN_SPECS,
     Loaded,
     Settings,
     bundled_manifests,
@@ -25,7 +24,8 @@ from mcp_toolbridge.app import (
     open_bridge,
 )
 from mcp_toolbridge.clients import CLIENTS
-from mcp_toolbridge.errors import Severity, ToolbridgeError, UnknownToolError
+from mcp_toolbridge.errors import ConfigError, Severity, ToolbridgeError, UnknownToolError
+from mcp_toolbridge.locked import LOCKED_IDS, parse_locked
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
@@ -92,6 +92,30 @@ def _add_policy_options(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="the root of every file capability (default: the working directory)",
     )
+    parser.add_argument(
+        "--locked",
+        type=_locked_names,
+        default=LOCKED_IDS,
+        metavar="LIST",
+        help="which locked tools to serve: all (default), none, or a comma-separated list "
+        "such as read,glob,grep,tool_search",
+    )
+    parser.add_argument(
+        "--skills",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder of skills (SKILL.md folders) for the skill tool; repeatable "
+        "(default: <workspace>/.toolbridge/skills and the user data directory's skills)",
+    )
+
+
+def _locked_names(text: str) -> tuple[str, ...]:
+    try:
+        return parse_locked(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -187,6 +211,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         workspace=getattr(args, "workspace", None),
         audit_path=getattr(args, "audit", None),
         audit=not getattr(args, "no_audit", False),
+        locked=getattr(args, "locked", LOCKED_IDS),
+        skills_dirs=tuple(getattr(args, "skills", ())),
     )
 
 
@@ -203,7 +229,7 @@ def _print_problems(loaded: Loaded) -> None:
 def _load_or_exit(
     args: argparse.Namespace, *, allow_errors: bool = False, builtins: bool = False
 ) -> Loaded | int:
-    loaded = load_catalog(_settings(args), BUILTIN_SPECS if builtins else ())
+    loaded = load_catalog(_settings(args), locked=builtins)
     if loaded.errors and not allow_errors:
         _print_problems(loaded)
         _err(f"mcp-toolbridge: {len(loaded.errors)} problem(s) found; nothing served")
@@ -347,7 +373,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 
 def _cmd_policy(args: argparse.Namespace) -> int:
-    loaded = load_catalog(_settings(args), BUILTIN_SPECS)
+    loaded = load_catalog(_settings(args), locked=True)
     print(loaded.policy.render(loaded.catalog.specs()))
     return EXIT_OK
 

@@ -23,6 +23,7 @@ from mcp_toolbridge.executors.base import Executor
 from mcp_toolbridge.interface import tool_interface
 from mcp_toolbridge.model import Format
 from mcp_toolbridge.recording import Recorder
+from mcp_toolbridge.reload import reload_on_change
 
 if TYPE_CHECKING:
     from mcp_toolbridge.server_http import HttpOptions
@@ -68,6 +69,12 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME",
         help="another Host name HTTP clients use to reach the server (repeatable)",
+    )
+    parser.add_argument(
+        "--watch",
+        action="store_true",
+        help="reload manifests and the policy when they change; an invalid change keeps the "
+        "current catalog (its problems are logged)",
     )
     parser.add_argument(
         "--record",
@@ -133,18 +140,24 @@ def serve(
             )
             if recorder is not None:
                 head += f", recording to {recorder.path}"
-            if http is None:
-                command = server_command()
-                entry = {"command": command[0], "args": [*command[1:], *args_for(args)]}
-                _err(f"{head}, over stdio; connect a client with {json.dumps(entry)}")
-                await server.run_stdio()
-                return
-            service = HttpService(server, http)
-            url = service.listen()
-            mode = "stateless" if http.stateless else "stateful"
-            auth = "bearer token required" if http.token else "no token (loopback only)"
-            _err(f"{head}, over streamable HTTP at {url} ({mode}, {auth})")
-            await service.serve()
+            if args.watch:
+                head += ", watching for changes"
+            async with anyio.create_task_group() as group:
+                if args.watch:
+                    await group.start(reload_on_change, runtime, server)
+                if http is None:
+                    command = server_command()
+                    entry = {"command": command[0], "args": [*command[1:], *args_for(args)]}
+                    _err(f"{head}, over stdio; connect a client with {json.dumps(entry)}")
+                    await server.run_stdio()
+                else:
+                    service = HttpService(server, http)
+                    url = service.listen()
+                    mode = "stateless" if http.stateless else "stateful"
+                    auth = "bearer token required" if http.token else "no token (loopback only)"
+                    _err(f"{head}, over streamable HTTP at {url} ({mode}, {auth})")
+                    await service.serve()
+                group.cancel_scope.cancel()  # the client is gone: stop watching too
 
     anyio.run(run)
     return EXIT_OK

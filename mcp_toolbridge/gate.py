@@ -1,8 +1,10 @@
 """The permission gate of Bridge.call: capabilities -> rules -> watchdog -> confirmation.
 
 1. Capability check: the paths, hosts and commands in the arguments against the granted
-   scope. A refusal here is final: no rule, session answer or watchdog can change it.
-2. Permission rules (manifest, project, session scopes; most specific wins).
+   scope (a shell command is parsed into its simple commands and its redirect targets). A
+   refusal here is final: no rule, session answer or watchdog can change it.
+2. Permission rules (manifest, project, session scopes; most specific wins). A shell command
+   with parts that cannot be checked is never allowed by a broad rule: it asks.
 3. The watchdog, when the policy names one: it can only tighten the decision.
 4. ``ask``: the person is asked through the client (allow once / allow always / reject).
    A client that cannot ask is headless, and ask is a deny with a fixed message that never
@@ -25,7 +27,9 @@ from mcp_toolbridge.errors import ExecError
 from mcp_toolbridge.executors.subprocess import run_process
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.policy import Decision, Policy, SessionRules, combine
-from mcp_toolbridge.requirements import CommandSplitter, Targets, split_command
+from mcp_toolbridge.requirements import CommandSplitter, Targets
+from mcp_toolbridge.shell_parse import splitter as shell_splitter
+from mcp_toolbridge.shell_policy import shell_floor, shell_targets
 from mcp_toolbridge.watchdog import (
     Verdict,
     WatchdogRequest,
@@ -91,7 +95,7 @@ class PolicyGate:
         policy: Policy,
         *,
         environ: Mapping[str, str] | None = None,
-        splitter: CommandSplitter = split_command,
+        splitter: CommandSplitter = shell_splitter,
     ) -> None:
         self.policy = policy
         self._environ = dict(os.environ if environ is None else environ)
@@ -107,15 +111,17 @@ class PolicyGate:
     async def __call__(
         self, spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext
     ) -> Clearance:
-        targets = self.policy.targets(
+        policy = self.policy
+        targets = policy.targets(
             spec, arguments, roles=spec.argument_roles or None, splitter=self._splitter
         )
-        denial = self.policy.check_capabilities(spec, targets)
+        targets = shell_targets(policy, spec, arguments, targets)
+        denial = policy.check_capabilities(spec, targets)
         if denial is not None:
             return Clearance(Decision.refused(denial))
         rules = self.session_rules(ctx.session_id)
-        decision = self.policy.decide(spec, targets, rules)
-        if self.policy.watchdog is not None and decision.action != "deny":
+        decision = shell_floor(policy, spec, arguments, policy.decide(spec, targets, rules), rules)
+        if policy.watchdog is not None and decision.action != "deny":
             decision = combine(decision, await self._watchdog(spec, arguments, ctx))
         if decision.action != "ask":
             return Clearance(decision)

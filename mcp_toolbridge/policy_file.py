@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -104,6 +104,33 @@ class WatchdogModel(_Model):
     timeout_s: float = Field(default=10.0, gt=0, le=300)
 
 
+class SubagentsModel(_Model):
+    """``[subagents]``: the task tool's loop limits and what subagents may use."""
+
+    max_turns: int = Field(default=8, ge=1, le=100)
+    max_seconds: float = Field(default=300.0, gt=0, le=3600)
+    max_depth: int = Field(default=1, ge=1, le=4)
+    tools: list[Literal["todo", "question", "task"]] = []
+    """Which of todo, question and task subagents may use (none by default)."""
+
+
+class BashModel(_Model):
+    """``[bash]``: the bash tool's environment."""
+
+    env_passthrough: list[Annotated[str, Field(pattern=r"^[A-Z_][A-Z0-9_]*$")]] = Field(
+        default=[], max_length=64
+    )
+    """Variables of the server's environment passed to commands, beside the minimal set."""
+
+
+class WebFetchModel(_Model):
+    """``[web_fetch]``."""
+
+    timeout_s: float = Field(default=30.0, gt=0, le=600)
+    allow_loopback: bool = False
+    """For tests only: lets web_fetch reach 127.0.0.1 and ::1. Never in production."""
+
+
 class PolicyFile(_Model):
     default_action: DefaultAction = "ask"
     grant: Literal["declared", "policy"] = "declared"
@@ -112,6 +139,11 @@ class PolicyFile(_Model):
     security: SecurityModel = SecurityModel()
     watchdog: WatchdogModel | None = None
     rules: list[RuleModel] = []
+    web_search: dict[str, Any] = {}
+    """The web_search providers (checked by builtins.search_providers when tools are built)."""
+    subagents: SubagentsModel = SubagentsModel()
+    bash: BashModel = BashModel()
+    web_fetch: WebFetchModel = WebFetchModel()
 
 
 class ProjectFile(_Model):

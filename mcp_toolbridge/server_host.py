@@ -20,6 +20,7 @@ import mcp_types as types
 from mcp.server import ServerRequestContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from mcp_toolbridge import server_sampling
 from mcp_toolbridge.context import Answer, InputPending, SamplingRequest, SamplingResult
 
 STATE_VERSION = 1
@@ -89,10 +90,10 @@ class McpHost:
 
     @property
     def can_sample(self) -> bool:
-        return False  # MCP sampling is wired in the next change
+        return server_sampling.can_sample(self._ctx)
 
     async def sample(self, key: str, request: SamplingRequest) -> SamplingResult:
-        raise NotImplementedError("MCP sampling is not wired yet")
+        return await server_sampling.sample(self._ctx, request)
 
     def input_required(self, pending: InputPending) -> types.InputRequiredResult:
         """The result that asks the client for ``pending`` and carries earlier answers."""

@@ -12,6 +12,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
+from mcp_toolbridge.locked import LOCKED_IDS
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 
 pytestmark = pytest.mark.e2e
@@ -40,7 +41,8 @@ async def test_stdio_server_serves_manifests_given_on_the_command_line(tmp_path:
     agentcli_manifest(tmp_path / "mine", [echo_tool("echo")], {"echo": ECHO})
     with anyio.fail_after(30):
         async with Client(_server(str(tmp_path))) as client:
-            assert {t.name for t in (await client.list_tools()).tools} == {"echo", "tool_search"}
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert names == {"echo", *LOCKED_IDS}
             result = await client.call_tool("echo", {"text": "over stdio"})
             assert result.structured_content == {"echo": {"text": "over stdio"}}
 

@@ -1,0 +1,213 @@
+"""The locked tools a server serves: which ones, their configuration, their implementations.
+
+Two stages, because the catalog needs the tools' declarations before a runtime exists:
+
+- :func:`plan_locked` (at load): which ids are served, the skills found, the web_search
+  providers and the subagent limits, from the settings and the operator's policy file. Its
+  ``specs`` join the catalog like manifest tools (reserved names, policy exposure).
+- :meth:`LockedPlan.tools` (per runtime, and again per reload): the implementations, bound to
+  the runtime's sessions and file locks, the current catalog's search index, and the bridge
+  (task runs its subagent's calls through ``Bridge.call``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcp_toolbridge.builtins import (
+    BuiltinTool,
+    fs_edit,
+    fs_read,
+    fs_write,
+    question,
+    search_specs,
+    skill,
+    task,
+    todo,
+    tool_search,
+    web_fetch,
+    web_search,
+)
+from mcp_toolbridge.builtins import bash as bash_tool
+from mcp_toolbridge.builtins.fs_atomic import PathLocks
+from mcp_toolbridge.builtins.fs_search import GlobTool, GrepTool
+from mcp_toolbridge.builtins.search_providers import (
+    SearchProvider,
+    WebSearchConfig,
+    load_web_search_config,
+    providers_from_config,
+)
+from mcp_toolbridge.catalog import Catalog
+from mcp_toolbridge.errors import ConfigError, ErrorCode, Problem
+from mcp_toolbridge.model import Format, ToolSpec
+from mcp_toolbridge.policy_file import PolicyFile
+from mcp_toolbridge.search import SearchIndex
+from mcp_toolbridge.secrets import SecretResolver
+from mcp_toolbridge.session import Sessions
+from mcp_toolbridge.skills import default_skill_dirs
+from mcp_toolbridge.subagent import CallTool, Limits
+
+LOCKED_IDS: tuple[str, ...] = (
+    "read",
+    "write",
+    "edit",
+    "glob",
+    "grep",
+    "bash",
+    "todo",
+    "task",
+    "question",
+    "web_search",
+    "web_fetch",
+    "skill",
+    "tool_search",
+)
+"""The spec's locked fundamental tools, in its order."""
+
+SUBAGENT_MAX_MANIFEST_TOOLS = 64
+"""A subagent is offered the catalog's manifest tools when there are at most this many (the
+server lists them all too); past it, only the locked tools, tool_search included."""
+
+
+def parse_locked(text: str) -> tuple[str, ...]:
+    """``--locked``: ``all``, ``none`` or a comma-separated list of locked ids."""
+    words = [w.strip() for w in text.split(",") if w.strip()]
+    if words == ["all"]:
+        return LOCKED_IDS
+    if words in ([], ["none"]):
+        return ()
+    unknown = [w for w in words if w not in LOCKED_IDS]
+    if unknown:
+        raise ConfigError(
+            f"--locked: unknown tool {', '.join(map(repr, unknown))}; use all, none or a "
+            f"comma-separated list of: {', '.join(LOCKED_IDS)}",
+            code=ErrorCode.CONFIG_INVALID,
+        )
+    return tuple(name for name in LOCKED_IDS if name in words)
+
+
+@dataclass(frozen=True)
+class LockedPlan:
+    """What the locked tools are, decided at load; see the module doc."""
+
+    names: tuple[str, ...]
+    workspace: Path
+    environ: Mapping[str, str]
+    config: PolicyFile
+    skills: skill.SkillTool
+    providers: tuple[SearchProvider, ...]
+    web_search: WebSearchConfig
+    specs: tuple[ToolSpec, ...]
+    problems: tuple[Problem, ...]
+
+    def tools(
+        self,
+        *,
+        sessions: Sessions,
+        locks: PathLocks,
+        index: SearchIndex,
+        catalog: Catalog,
+        call_tool: CallTool,
+        list_tools: Callable[[], Sequence[ToolSpec]],
+    ) -> list[BuiltinTool]:
+        """The implementations of the planned tools, bound to one runtime."""
+        ws = self.workspace
+        subagents = self.config.subagents
+        make: dict[str, Callable[[], BuiltinTool]] = {
+            "read": lambda: fs_read.ReadTool(ws, sessions),
+            "write": lambda: fs_write.WriteTool(ws, locks),
+            "edit": lambda: fs_edit.EditTool(ws, locks),
+            "glob": lambda: GlobTool(ws, sessions),
+            "grep": lambda: GrepTool(ws, sessions),
+            "bash": lambda: bash_tool.BashTool(
+                ws, sessions, self.environ, self.config.bash.env_passthrough
+            ),
+            "todo": lambda: todo.TodoTool(sessions),
+            "question": question.QuestionTool,
+            "task": lambda: task.TaskTool(
+                call_tool,
+                list_tools,
+                max_turns=subagents.max_turns,
+                max_seconds=subagents.max_seconds,
+                max_depth=subagents.max_depth,
+                subagent_tools=subagents.tools,
+            ),
+            "web_search": lambda: web_search.WebSearchTool(
+                self.providers,
+                sessions,
+                max_calls_per_session=self.web_search.max_calls_per_session,
+                timeout_s=self.web_search.timeout_s,
+            ),
+            "web_fetch": lambda: web_fetch.WebFetchTool(
+                sessions,
+                allow_loopback=self.config.web_fetch.allow_loopback,
+                timeout_s=self.config.web_fetch.timeout_s,
+            ),
+            "skill": lambda: self.skills,
+            "tool_search": lambda: tool_search.ToolSearch(index, catalog),
+        }
+        return [make[name]() for name in self.names]
+
+
+def _limits(config: PolicyFile) -> Limits:
+    return Limits(max_turns=config.subagents.max_turns, max_seconds=config.subagents.max_seconds)
+
+
+def plan_locked(
+    names: Collection[str],
+    *,
+    workspace: Path,
+    environ: Mapping[str, str],
+    config: PolicyFile,
+    origin: str,
+    secrets: SecretResolver,
+    skill_dirs: Sequence[Path] = (),
+) -> LockedPlan:
+    """Decide the locked tools. Raises ConfigError naming ``origin`` (the policy file) for a
+    bad ``[web_search]`` table or a provider whose key is not set."""
+    chosen = tuple(name for name in LOCKED_IDS if name in names)
+    try:
+        search_config = load_web_search_config(config.web_search)
+        providers = (
+            tuple(providers_from_config(search_config, secrets)) if "web_search" in chosen else ()
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"{origin}: {exc.message}", code=ErrorCode.CONFIG_INVALID) from exc
+    skills = skill.SkillTool(list(skill_dirs) or default_skill_dirs(workspace))
+    static: dict[str, ToolSpec] = {
+        "read": fs_read.SPEC,
+        "write": fs_write.SPEC,
+        "edit": fs_edit.SPEC,
+        "glob": search_specs.GLOB_SPEC,
+        "grep": search_specs.GREP_SPEC,
+        "bash": bash_tool.SPEC,
+        "todo": todo.SPEC,
+        "task": task.build_spec(_limits(config)),
+        "question": question.SPEC,
+        "web_search": web_search.build_spec([p.host for p in providers]),
+        "web_fetch": web_fetch.SPEC,
+        "skill": skills.spec,
+        "tool_search": tool_search.SPEC,
+    }
+    problems = tuple(skills.problems) if "skill" in chosen else ()
+    return LockedPlan(
+        names=chosen,
+        workspace=workspace,
+        environ=dict(environ),
+        config=config,
+        skills=skills,
+        providers=providers,
+        web_search=search_config,
+        specs=tuple(static[name] for name in chosen),
+        problems=problems,
+    )
+
+
+def subagent_offer(catalog: Catalog) -> list[ToolSpec]:
+    """The tools a subagent may be offered from ``catalog`` (see SUBAGENT_MAX_MANIFEST_TOOLS)."""
+    specs = catalog.specs()
+    manifest = [s for s in specs if s.source.format is not Format.BUILTIN]
+    builtins = [s for s in specs if s.source.format is Format.BUILTIN]
+    return builtins + manifest if len(manifest) <= SUBAGENT_MAX_MANIFEST_TOOLS else builtins

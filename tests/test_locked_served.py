@@ -1,0 +1,275 @@
+"""The locked tools served over MCP by a real client: the same pipeline as manifest tools
+(validation, capability check, rules, the bash sub-policy, confirmation, audit), sampling for
+task and elicitation for question, and the choice of tools with --locked."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp import Client
+
+from mcp_toolbridge.app import Settings, load_catalog, open_bridge
+from mcp_toolbridge.builtins.task import NO_SAMPLING_MESSAGE
+from mcp_toolbridge.cli import main
+from mcp_toolbridge.errors import ConfigError
+from mcp_toolbridge.gate import ALLOW_ONCE, HEADLESS_DENIED
+from mcp_toolbridge.locked import LOCKED_IDS, parse_locked
+from mcp_toolbridge.server import ToolbridgeServer
+from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
+
+MODES = ["auto", "legacy"]
+
+
+def _settings(tmp_path: Path, policy: str | None = None, **extra: Any) -> Settings:
+    base = Path(os.path.realpath(tmp_path))
+    workspace = base / "ws"
+    workspace.mkdir(exist_ok=True)
+    (base / "ws_evil").mkdir(exist_ok=True)
+    (base / "ws_evil" / "secret.txt").write_text("top secret\n", encoding="utf-8")
+    agentcli_manifest(base / "m", [echo_tool("echo")], {"echo": ECHO})
+    policy_file = None
+    if policy is not None:
+        policy_file = base / "policy.toml"
+        policy_file.write_text(policy, encoding="utf-8")
+    return Settings(
+        paths=[base / "m"],
+        workspace=workspace,
+        policy_file=policy_file,
+        audit_path=base / "audit.ndjson",
+        skills_dirs=(base / "skills",),
+        **extra,
+    )
+
+
+@asynccontextmanager
+async def _client(
+    settings: Settings, mode: str = "auto", **callbacks: Any
+) -> AsyncIterator[Client]:
+    loaded = load_catalog(settings, locked=True)
+    assert not loaded.errors, loaded.errors
+    async with open_bridge(settings, loaded) as bridge:
+        server = ToolbridgeServer(bridge)
+        async with Client(server.server, mode=mode, raise_exceptions=True, **callbacks) as client:
+            yield client
+
+
+def _error(result: types.CallToolResult) -> str:
+    assert result.is_error, result
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    return str(json.loads(block.text)["error"])
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_every_locked_tool_is_listed_beside_the_manifest_tools(tmp_path, mode):
+    async with _client(_settings(tmp_path), mode) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(tools) == {*LOCKED_IDS, "echo"}
+    assert tools["read"].annotations is not None and tools["read"].annotations.read_only_hint
+    assert tools["bash"].annotations is not None
+    assert not tools["bash"].annotations.read_only_hint
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_read_works_inside_the_workspace_and_is_refused_in_a_prefix_twin(tmp_path, mode):
+    settings = _settings(tmp_path)
+    assert settings.workspace is not None
+    (settings.workspace / "notes.txt").write_text("alpha\nbeta\n", encoding="utf-8")
+    async with _client(settings, mode) as client:
+        ok = await client.call_tool("read", {"file_path": "notes.txt"})
+        assert not ok.is_error
+        assert ok.structured_content is not None
+        assert "     1\talpha" in ok.structured_content["content"]
+        twin = str(settings.workspace) + "_evil/secret.txt"
+        refused = await client.call_tool("read", {"file_path": twin})
+        assert "outside" in _error(refused) or "denied" in _error(refused).lower()
+        invalid = await client.call_tool("read", {"file_path": 7})
+        assert "invalid arguments" in _error(invalid)
+    lines = [json.loads(x) for x in settings.audit_path.read_text().splitlines()]  # type: ignore[union-attr]
+    assert [line["tool"] for line in lines] == ["read", "read", "read"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_write_asks_and_a_headless_client_gets_the_fixed_refusal(tmp_path, mode):
+    settings = _settings(tmp_path)
+    assert settings.workspace is not None
+    async with _client(settings, mode) as client:
+        result = await client.call_tool("write", {"file_path": "out.txt", "content": "x"})
+    assert HEADLESS_DENIED in _error(result)
+    assert not (settings.workspace / "out.txt").exists()
+
+
+async def test_write_runs_once_the_person_allows_it(tmp_path):
+    settings = _settings(tmp_path)
+    assert settings.workspace is not None
+    asked: list[str] = []
+
+    async def person(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"decision": ALLOW_ONCE})
+
+    async with _client(settings, "legacy", elicitation_callback=person) as client:
+        result = await client.call_tool("write", {"file_path": "out.txt", "content": "hello"})
+    assert not result.is_error, result
+    assert (settings.workspace / "out.txt").read_text() == "hello"
+    assert len(asked) == 1 and "'write'" in asked[0]
+
+
+BASH_GIT_ALLOWED = """
+default_action = "by-safety"
+[requires]
+fs.read = ["{workspace}"]
+fs.write = ["{workspace}"]
+[[rules]]
+permission = "bash"
+pattern = { prefix = "echo " }
+action = "allow"
+"""
+
+
+async def test_bash_runs_an_allowed_command_and_asks_for_what_follows_it(tmp_path):
+    settings = _settings(tmp_path, BASH_GIT_ALLOWED)
+    async with _client(settings) as client:
+        ok = await client.call_tool("bash", {"command": "echo hello"})
+        assert not ok.is_error, ok
+        assert ok.structured_content is not None
+        assert "hello" in json.dumps(ok.structured_content)
+        chained = await client.call_tool("bash", {"command": "echo hi; rm -rf ~/nothing-here"})
+        assert HEADLESS_DENIED in _error(chained)
+        wrapped = await client.call_tool("bash", {"command": "echo $(rm -rf ~/nothing-here)"})
+        assert HEADLESS_DENIED in _error(wrapped)
+
+
+async def test_question_asks_the_person_through_elicitation(tmp_path):
+    async def person(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        assert isinstance(params, types.ElicitRequestFormParams)
+        field = next(iter(params.requested_schema["properties"]))
+        return types.ElicitResult(action="accept", content={field: "blue"})
+
+    async with _client(_settings(tmp_path), "legacy", elicitation_callback=person) as client:
+        result = await client.call_tool(
+            "question",
+            {"questions": [{"question": "Which colour?", "options": [{"label": "blue"}]}]},
+        )
+    assert not result.is_error, result
+    assert result.structured_content == {"answers": [["blue"]]}
+
+
+class Model:
+    """The client's model for sampling: first asks to read a file, then answers."""
+
+    def __init__(self) -> None:
+        self.requests: list[types.CreateMessageRequestParams] = []
+
+    async def __call__(
+        self, context: Any, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResultWithTools:
+        self.requests.append(params)
+        if len(self.requests) == 1:
+            return types.CreateMessageResultWithTools(
+                role="assistant",
+                content=[
+                    types.ToolUseContent(id="t1", name="read", input={"file_path": "notes.txt"})
+                ],
+                model="scripted",
+                stop_reason="toolUse",
+            )
+        last = params.messages[-1].content_as_list[0]
+        assert isinstance(last, types.ToolResultContent)
+        text = last.content[0]
+        assert isinstance(text, types.TextContent)
+        found = "alpha" in text.text
+        return types.CreateMessageResultWithTools(
+            role="assistant",
+            content=[types.TextContent(type="text", text=f"the file says alpha: {found}")],
+            model="scripted",
+            stop_reason="endTurn",
+        )
+
+
+async def test_task_runs_a_subagent_on_the_clients_model_through_sampling(tmp_path):
+    settings = _settings(tmp_path)
+    assert settings.workspace is not None
+    (settings.workspace / "notes.txt").write_text("alpha\n", encoding="utf-8")
+    model = Model()
+    async with _client(
+        settings,
+        "legacy",
+        sampling_callback=model,
+        sampling_capabilities=types.SamplingCapability(tools=types.SamplingToolsCapability()),
+    ) as client:
+        result = await client.call_tool(
+            "task", {"description": "read notes", "prompt": "What does notes.txt say?"}
+        )
+    assert not result.is_error, result
+    assert result.structured_content is not None
+    assert result.structured_content["result"] == "the file says alpha: True"
+    assert result.structured_content["tool_calls"] == ["read"]
+    offered = {tool.name for tool in model.requests[0].tools or []}
+    assert "read" in offered and "echo" in offered
+    assert not {"todo", "question", "task"} & offered
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_task_without_sampling_is_a_clear_error(tmp_path, mode):
+    async with _client(_settings(tmp_path), mode) as client:
+        result = await client.call_tool("task", {"description": "x", "prompt": "do it"})
+    assert _error(result) == NO_SAMPLING_MESSAGE
+
+
+async def test_todo_is_per_session_and_replaced_on_each_call(tmp_path):
+    settings = _settings(tmp_path)
+    item = {"content": "write tests", "status": "in_progress"}
+    async with _client(settings) as client:
+        first = await client.call_tool("todo", {"todos": [item]})
+        assert first.structured_content is not None
+        assert first.structured_content["todos"] == [item]
+        cleared = await client.call_tool("todo", {"todos": []})
+        assert cleared.structured_content is not None
+        assert cleared.structured_content["todos"] == []
+
+
+def test_locked_chooses_which_tools_are_served(tmp_path):
+    assert parse_locked("all") == LOCKED_IDS
+    assert parse_locked("none") == ()
+    assert parse_locked("grep, read") == ("read", "grep")
+    with pytest.raises(ConfigError, match="unknown tool 'reed'"):
+        parse_locked("read,reed")
+    settings = _settings(tmp_path, locked=("read", "tool_search"))
+    loaded = load_catalog(settings, locked=True)
+    assert [s.name for s in loaded.catalog.specs()] == ["read", "tool_search", "echo"]
+
+
+def test_a_bad_web_search_table_stops_loading_naming_the_policy_file(tmp_path):
+    settings = _settings(tmp_path, '[web_search]\nproviders = [{ kind = "bing" }]\n')
+    with pytest.raises(ConfigError) as caught:
+        load_catalog(settings, locked=True)
+    assert str(settings.policy_file) in caught.value.message
+    assert "providers" in caught.value.message
+
+
+def test_web_search_declares_the_configured_providers_host(tmp_path):
+    table = '[[web_search.providers]]\nkind = "searxng"\nurl = "https://searx.example.org"\n'
+    loaded = load_catalog(_settings(tmp_path, table), locked=True)
+    spec = loaded.catalog.get("web_search")
+    assert spec is not None
+    assert spec.spec.requires.net_hosts == ("searx.example.org",)
+
+
+def test_the_cli_calls_a_locked_tool_through_the_same_pipeline(tmp_path, capsys):
+    settings = _settings(tmp_path)
+    assert settings.workspace is not None
+    (settings.workspace / "a.txt").write_text("one\n", encoding="utf-8")
+    argv = ["call", "glob", str(settings.paths[0]), "--args", '{"pattern": "*.txt"}']
+    code = main([*argv, "--no-audit", "--workspace", str(settings.workspace)])
+    assert code == 0
+    assert json.loads(capsys.readouterr().out)["files"] == ["a.txt"]
+    code = main(["call", "glob", "--args", "{}", "--locked", "read", "--no-audit"])
+    assert code != 0

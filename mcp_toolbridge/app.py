@@ -201,6 +201,7 @@ def _catalog_parts(
                 catalog=catalog,
                 call_tool=shared.call_tool,
                 list_tools=shared.offer,
+                policy=loaded.policy,
             )
         )
     return PolicyGate(loaded.policy, environ=settings.environ), builtins

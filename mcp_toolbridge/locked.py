@@ -42,7 +42,9 @@ from mcp_toolbridge.builtins.search_providers import (
 from mcp_toolbridge.catalog import Catalog
 from mcp_toolbridge.errors import ConfigError, ErrorCode, Problem
 from mcp_toolbridge.model import Format, ToolSpec
+from mcp_toolbridge.policy import Policy
 from mcp_toolbridge.policy_file import PolicyFile
+from mcp_toolbridge.requirements import Targets
 from mcp_toolbridge.search import SearchIndex
 from mcp_toolbridge.secrets import SecretResolver
 from mcp_toolbridge.session import Sessions
@@ -111,6 +113,7 @@ class LockedPlan:
         catalog: Catalog,
         call_tool: CallTool,
         list_tools: Callable[[], Sequence[ToolSpec]],
+        policy: Policy,
     ) -> list[BuiltinTool]:
         """The implementations of the planned tools, bound to one runtime."""
         ws = self.workspace
@@ -144,11 +147,30 @@ class LockedPlan:
                 sessions,
                 allow_loopback=self.config.web_fetch.allow_loopback,
                 timeout_s=self.config.web_fetch.timeout_s,
+                host_check=redirect_check(policy),
             ),
             "skill": lambda: self.skills,
             "tool_search": lambda: tool_search.ToolSearch(index, catalog),
         }
         return [make[name]() for name in self.names]
+
+
+def redirect_check(policy: Policy) -> web_fetch.HostCheck:
+    """web_fetch's check of a redirect to another host: the capability scope and the rules, as
+    for a call naming that host. Only an allow follows it: a redirect cannot ask a person."""
+    spec = web_fetch.SPEC
+
+    def check(host: str) -> str | None:
+        targets = Targets(hosts=(host,))
+        denial = policy.check_capabilities(spec, targets)
+        if denial is not None:
+            return denial.message
+        decision = policy.decide(spec, targets)
+        if decision.action != "allow":
+            return f"{decision.rule} says {decision.action} for {host}; call web_fetch with it"
+        return None
+
+    return check
 
 
 def _limits(config: PolicyFile) -> Limits:

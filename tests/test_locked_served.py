@@ -23,6 +23,7 @@ from mcp_toolbridge.gate import ALLOW_ONCE, HEADLESS_DENIED
 from mcp_toolbridge.locked import LOCKED_IDS, parse_locked
 from mcp_toolbridge.server import ToolbridgeServer
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
+from tests.web_fixture import Reply, serving
 
 MODES = ["auto", "legacy"]
 
@@ -273,3 +274,31 @@ def test_the_cli_calls_a_locked_tool_through_the_same_pipeline(tmp_path, capsys)
     assert json.loads(capsys.readouterr().out)["files"] == ["a.txt"]
     code = main(["call", "glob", "--args", "{}", "--locked", "read", "--no-audit"])
     assert code != 0
+
+
+WEB_POLICY = """
+default_action = "by-safety"
+[requires]
+fs.read = ["{workspace}"]
+net.hosts = ["127.0.0.1"]
+[web_fetch]
+allow_loopback = true
+"""
+
+
+async def test_web_fetch_follows_the_policy_for_hosts_and_redirects(tmp_path):
+    page = Reply(body=b"<html><body><h1>Title</h1><p>Hello there.</p></body></html>")
+    with serving({"/page": page}) as web:
+        routes = {
+            "/same": Reply(status=302, headers={"Location": web.url("/page")}),
+            "/away": Reply(status=302, headers={"Location": web.url("/page", host="localhost")}),
+        }
+        with serving(routes) as hops:
+            async with _client(_settings(tmp_path, WEB_POLICY)) as client:
+                fetched = await client.call_tool("web_fetch", {"url": hops.url("/same")})
+                assert not fetched.is_error, fetched
+                assert "Hello there." in json.dumps(fetched.structured_content)
+                away = await client.call_tool("web_fetch", {"url": hops.url("/away")})
+                assert "redirect 1" in _error(away) and "refused" in _error(away)
+                denied = await client.call_tool("web_fetch", {"url": "http://example.org/"})
+                assert "example.org" in _error(denied)

@@ -36,7 +36,7 @@ MAX_RESULTS = 20
 CALLS_KEY = "web_search.calls"
 NO_PROVIDER = (
     "web_search is not available: no search provider is configured. The server operator must "
-    "add a [web_search] table with providers (searxng or brave) to the configuration."
+    "add a [web_search] table with providers (searxng or brave) to its policy file (--policy)."
 )
 
 INPUT_SCHEMA: dict[str, Any] = {

@@ -265,6 +265,39 @@ async def test_an_invalid_regex_is_an_error_not_no_matches(grep, tree):
     assert "backslash" in err(result)
 
 
+async def test_a_pattern_ripgrep_cannot_parse_runs_on_the_python_engine(grep, tree):
+    for pattern in ("help(?=er)", r"(h)elper\b(?!\1)", "(?a)helper", "helper{,1}"):
+        result = await call(grep, pattern=pattern)
+        assert result.ok, pattern
+        assert result.value["engine"] == "python", pattern
+        assert result.value["num_files"] == 6, pattern
+
+
+async def test_python_syntax_decides_what_is_valid_on_both_engines(grep, tree):
+    for pattern in (r"\pL", r"\x{41}", r"\z"):  # valid for ripgrep, not for Python's re
+        result = await call(grep, pattern=pattern)
+        assert "invalid regular expression" in err(result), pattern
+
+
+async def test_a_line_break_without_multiline_matches_nothing(grep, tree):
+    result = await call(grep, pattern=r"main\(\):\n", output_mode="content")
+    assert result.ok and result.value["num_matches"] == 0
+
+
+async def test_a_nul_byte_anywhere_makes_a_file_binary(grep, layout):
+    (layout.ws / "late.bin").write_bytes(b"needle\n" + b"x" * 200_000 + b"\0\n")
+    put(layout.ws, "text.txt", "needle\n")
+    result = await call(grep, pattern="needle")
+    assert result.value["files"] == ["text.txt"]
+
+
+async def test_an_empty_file_has_no_line_to_match(grep, layout):
+    put(layout.ws, "empty.txt", "")
+    put(layout.ws, "blank.txt", "\n")
+    result = await call(grep, pattern="^$", output_mode="count")
+    assert result.value["counts"] == [{"file": "blank.txt", "count": 1}]
+
+
 async def test_grep_skips_binary_files_symlinks_and_dot_git(grep, tree):
     result = await call(grep, pattern="secret|binary|git")
     assert result.value["files"] == []

@@ -274,7 +274,10 @@ class GrepTool:
                 return run
         rg = grep_rg.find_rg() if self._engine != "python" else None
         if rg is not None:
-            return await grep_rg.rg_search(rg, query, timeout_s)
+            try:
+                return await grep_rg.rg_search(rg, query, timeout_s)
+            except grep_rg.PatternUnsupported:
+                pass  # a valid Python pattern rg cannot parse: the Python engine runs it
         with anyio.fail_after(timeout_s + 1.0):
             return await anyio.to_thread.run_sync(python_search, query, abandon_on_cancel=True)
 

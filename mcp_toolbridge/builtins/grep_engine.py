@@ -152,6 +152,17 @@ def _candidates(query: GrepQuery, run: GrepRun) -> Iterator[tuple[Path, float, b
         run.partial = f"some paths were unreadable ({report.unreadable}) and were skipped"
 
 
+def is_binary(path: Path) -> bool:
+    """True when the file's first 10 MB hold a NUL byte: the rule both engines skip files by.
+
+    ripgrep alone would stop at the NUL but keep the matches before it; the ripgrep engine
+    checks each file it reports with this, so a NUL anywhere makes a file binary for both."""
+    try:
+        return b"\0" in _read_regular(path)
+    except OSError:
+        return False
+
+
 def _read_regular(path: Path) -> bytes:
     """The first bytes of a regular file, never through a symlink, never blocking on a FIFO."""
     fd = os.open(path, _OPEN_FLAGS)
@@ -164,7 +175,7 @@ def _read_regular(path: Path) -> bytes:
 def _search_text(
     query: GrepQuery, regex: re.Pattern[str], path: Path, mtime: float, text: str
 ) -> FileHits | None:
-    lines = text.split("\n")
+    lines = text.split("\n") if text else []  # an empty file has no line, not one empty line
     if text.endswith("\n"):
         lines.pop()
     matched: list[int] = []

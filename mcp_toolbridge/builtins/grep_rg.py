@@ -7,9 +7,15 @@ the path, never ``--pre`` or ``--follow``. Its ignore handling is made to match 
 engine: hidden files searched, ``.git`` skipped, .gitignore applied without requiring a git
 repository, no global or ``.ignore`` files, files over 10 MB skipped.
 
-Exit status: 0 matches, 1 none, 2 an error. Exit 2 with no output is an error (an invalid
-regular expression among others; rg's message is shown); exit 2 with output means some paths
-could not be read, and the results say so.
+The pattern follows Python's ``re`` syntax whichever engine runs: it is compiled with ``re``
+first (an invalid one is the same error on both engines), and one that ``re`` accepts but rg
+cannot parse (look-around, backreferences, a line break without multiline, ...) raises
+:class:`PatternUnsupported` so the caller runs the Python engine instead. Files that hold a NUL
+byte anywhere are dropped from rg's results, as the Python engine never searches them (rg
+alone keeps the matches found before the NUL).
+
+Exit status: 0 matches, 1 none, 2 an error. Exit 2 with no output is an error (rg's message is
+shown); exit 2 with output means some paths could not be read, and the results say so.
 """
 
 from __future__ import annotations
@@ -18,8 +24,11 @@ import base64
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
+
+import anyio.to_thread
 
 from mcp_toolbridge.builtins.fs_walk import IgnoreOracle, PathGlob
 from mcp_toolbridge.builtins.grep_engine import (
@@ -27,7 +36,9 @@ from mcp_toolbridge.builtins.grep_engine import (
     FileHits,
     GrepQuery,
     GrepRun,
-    InvalidPattern,
+    SearchTimeout,
+    compile_pattern,
+    is_binary,
 )
 from mcp_toolbridge.errors import ExecError
 from mcp_toolbridge.executors.subprocess import run_process
@@ -43,6 +54,13 @@ _FIXED = (
     "--glob=!.git",
     "--max-filesize=10M",
 )
+
+
+_PARSE_ERRORS = ("regex parse error", "error parsing", "is not allowed in a regex")
+
+
+class PatternUnsupported(Exception):
+    """rg cannot parse a pattern that Python's ``re`` accepts; run the Python engine."""
 
 
 def find_rg() -> str | None:
@@ -71,6 +89,7 @@ def rg_argv(rg: str, query: GrepQuery) -> list[str]:
 
 
 async def rg_search(rg: str, query: GrepQuery, timeout_s: float) -> GrepRun:
+    compile_pattern(query)  # Python's syntax decides what is valid, for both engines
     cwd = query.root if query.root.is_dir() else query.root.parent
     outcome = await run_process(
         rg_argv(rg, query),
@@ -87,8 +106,8 @@ async def rg_search(rg: str, query: GrepQuery, timeout_s: float) -> GrepRun:
             f"ripgrep failed (exit {outcome.exit_code}, signal {outcome.signal}): {stderr}"
         )
     if outcome.exit_code == 2 and not stdout.strip():
-        if "regex parse error" in stderr or "error parsing" in stderr:
-            raise InvalidPattern(f"invalid regular expression {query.pattern!r}: {stderr}")
+        if any(marker in stderr for marker in _PARSE_ERRORS):
+            raise PatternUnsupported(stderr)
         raise ExecError(f"ripgrep could not search {query.root}: {stderr or 'no message'}")
     run = GrepRun(engine="ripgrep")
     if outcome.stdout_truncated:
@@ -100,6 +119,9 @@ async def rg_search(rg: str, query: GrepQuery, timeout_s: float) -> GrepRun:
         run.files = _parse_json(stdout, run)
     if query.globs and query.root.is_dir():
         run.files = _refilter(run.files, query)
+    run.files = await anyio.to_thread.run_sync(
+        _text_files, run.files, query.deadline, abandon_on_cancel=True
+    )
     if outcome.exit_code == 2 and run.partial is None:
         first = stderr.splitlines()[0] if stderr else ""
         run.partial = f"some paths were unreadable and were skipped ({first})"
@@ -120,6 +142,17 @@ def _refilter(files: list[FileHits], query: GrepQuery) -> list[FileHits]:
         if oracle is not None and oracle.ignored(hits.path):
             continue
         kept.append(hits)
+    return kept
+
+
+def _text_files(files: list[FileHits], deadline: float) -> list[FileHits]:
+    """The files without a NUL byte (call it in a worker thread)."""
+    kept: list[FileHits] = []
+    for hits in files:
+        if time.monotonic() > deadline:
+            raise SearchTimeout
+        if not is_binary(hits.path):
+            kept.append(hits)
     return kept
 
 

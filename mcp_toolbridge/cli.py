@@ -387,6 +387,9 @@ def _load_for_serving(args: argparse.Namespace) -> Loaded | int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
+    if args.expose == "search" and "tool_search" not in args.locked:
+        _err("mcp-toolbridge: --expose search needs tool_search; add it to --locked")
+        return EXIT_LOAD
     loaded = _load_for_serving(args)
     if isinstance(loaded, int):
         return loaded

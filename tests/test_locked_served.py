@@ -302,3 +302,8 @@ async def test_web_fetch_follows_the_policy_for_hosts_and_redirects(tmp_path):
                 assert "redirect 1" in _error(away) and "refused" in _error(away)
                 denied = await client.call_tool("web_fetch", {"url": "http://example.org/"})
                 assert "example.org" in _error(denied)
+
+
+def test_expose_search_without_tool_search_is_refused_at_start(capsys):
+    assert main(["serve", "--expose", "search", "--locked", "read,grep"]) == 2
+    assert "--expose search needs tool_search" in capsys.readouterr().err

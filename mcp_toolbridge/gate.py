@@ -147,7 +147,7 @@ class PolicyGate:
             )
         except ExecError as exc:
             return failure(exc.message)
-        return parse_verdict(outcome.stdout, exit_code=outcome.exit_code or 0)
+        return parse_verdict(outcome.stdout, exit_code=outcome.exit_code, signal=outcome.signal)
 
     async def _confirm(
         self,

@@ -105,8 +105,13 @@ def deny(reason: str) -> Verdict:
     return Verdict("deny", reason)
 
 
-def parse_verdict(stdout: bytes, *, exit_code: int = 0) -> Verdict:
-    """The watchdog's answer; anything but one well-formed verdict object is a deny."""
+def parse_verdict(
+    stdout: bytes, *, exit_code: int | None = 0, signal: int | None = None
+) -> Verdict:
+    """The watchdog's answer; anything but one well-formed verdict object, printed by a process
+    that exited with status 0, is a deny (``exit_code`` None: killed by ``signal``)."""
+    if exit_code is None:
+        return deny(f"the watchdog was killed by signal {signal}")
     if exit_code != 0:
         return deny(f"the watchdog exited with status {exit_code}")
     try:

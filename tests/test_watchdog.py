@@ -6,7 +6,9 @@ import sys
 import anyio
 import pytest
 
-from mcp_toolbridge.policy import Decision, combine
+from mcp_toolbridge.context import CallContext
+from mcp_toolbridge.gate import PolicyGate
+from mcp_toolbridge.policy import Decision, Policy, combine
 from mcp_toolbridge.watchdog import (
     Verdict,
     WatchdogRequest,
@@ -125,3 +127,42 @@ async def test_a_crashing_watchdog_process_denies():
         )
     verdict = parse_verdict(result.stdout, exit_code=result.returncode)
     assert verdict == Verdict("deny", "the watchdog exited with status 1")
+
+
+ALLOW_THEN_DIE = """
+import json, os, signal, sys
+print(json.dumps({"verdict": "allow"}), flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        (GUARD, "allow"),
+        (ALLOW_THEN_DIE, "the watchdog was killed by signal 9"),
+        ("import time; time.sleep(30)", "the watchdog failed"),
+        ("print('yes')", "one verdict object"),
+    ],
+    ids=["answers", "killed-after-allow", "hangs", "garbage"],
+)
+async def test_the_gate_runs_the_watchdog_and_any_failure_is_a_deny(tmp_path, script, expected):
+    """Through PolicyGate with a real watchdog process: only a clean allow lets a call run."""
+    guard = tmp_path / "guard.py"
+    guard.write_text(script, encoding="utf-8")
+    policy_file = tmp_path / "policy.toml"
+    policy_file.write_text(
+        'default_action = "allow"\n'
+        f"[watchdog]\ncommand = {json.dumps([sys.executable, str(guard)])}\ntimeout_s = 2\n",
+        encoding="utf-8",
+    )
+    policy = Policy.load(policy_file, workspace=tmp_path, user_data=None)
+    gate = PolicyGate(policy)
+    with anyio.fail_after(20):
+        clearance = await gate(exec_tool("deploy_app"), {"command": "ls"}, CallContext())
+    if expected == "allow":
+        assert clearance.allowed
+    else:
+        assert not clearance.allowed
+        assert clearance.decision.scope == "watchdog"
+        assert expected in clearance.decision.rule

@@ -16,7 +16,7 @@ from typing import Any
 import platformdirs
 
 from mcp_toolbridge.audit import AuditLog, AuditRecord
-from mcp_toolbridge.bridge import NO_POLICY, Bridge, CallOutcome, Observer
+from mcp_toolbridge.bridge import Bridge, CallOutcome, Observer
 from mcp_toolbridge.builtins import BuiltinExecutor, tool_search
 from mcp_toolbridge.builtins.fs_atomic import PathLocks
 from mcp_toolbridge.catalog import Catalog
@@ -29,7 +29,7 @@ from mcp_toolbridge.gate import PolicyGate
 from mcp_toolbridge.loaders import LoadReport, load_paths
 from mcp_toolbridge.locked import LOCKED_IDS, LockedPlan, plan_locked, subagent_offer
 from mcp_toolbridge.model import Format, ToolSpec
-from mcp_toolbridge.policy import Policy
+from mcp_toolbridge.policy import Decision, Policy
 from mcp_toolbridge.search import SearchIndex
 from mcp_toolbridge.secrets import SecretResolver
 from mcp_toolbridge.session import Sessions
@@ -70,6 +70,8 @@ class Settings:
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     locked: tuple[str, ...] = LOCKED_IDS
     """Which locked tools to serve when the catalog is loaded with ``locked=True``."""
+    ad_hoc: tuple[Path, ...] = ()
+    """The folders ``{ad-hoc}`` expands to (``--ad-hoc``); none by default."""
     skills_dirs: tuple[Path, ...] = ()
     """Where the skill tool looks; empty: <workspace>/.toolbridge/skills and the user's."""
 
@@ -91,6 +93,8 @@ class Loaded:
     policy: Policy
     locked: LockedPlan | None = None
     """The locked tools served, when loaded with ``locked=True``."""
+    hidden: tuple[ToolSpec, ...] = ()
+    """Tools left out because the policy refuses them whatever their arguments."""
 
     @property
     def errors(self) -> list[Problem]:
@@ -99,7 +103,10 @@ class Loaded:
 
 def load_policy(settings: Settings) -> Policy:
     return Policy.load(
-        settings.policy_file, workspace=settings.workspace_root(), user_data=user_data_dir()
+        settings.policy_file,
+        workspace=settings.workspace_root(),
+        user_data=user_data_dir(),
+        ad_hoc=[p.resolve() for p in settings.ad_hoc],
     )
 
 
@@ -120,6 +127,7 @@ def load_catalog(
     report = load_paths(settings.manifest_paths(), environ=settings.environ)
     problems: list[Problem] = [*(plan.problems if plan else ()), *report.problems]
     exposed: list[ToolSpec] = []
+    hidden: list[ToolSpec] = []
     for spec in [*builtins, *report.tools]:
         found = policy.requirement_problems(spec)
         if found:
@@ -127,6 +135,7 @@ def load_catalog(
         elif policy.exposed(spec):
             exposed.append(spec)
         else:
+            hidden.append(spec)
             problems.append(
                 Problem(
                     spec.source.path,
@@ -138,7 +147,7 @@ def load_catalog(
                 )
             )
     catalog, catalog_problems = Catalog.build(exposed)
-    return Loaded(catalog, report, [*problems, *catalog_problems], policy, plan)
+    return Loaded(catalog, report, [*problems, *catalog_problems], policy, plan, tuple(hidden))
 
 
 def _plan(settings: Settings, policy: Policy) -> LockedPlan:
@@ -153,6 +162,12 @@ def _plan(settings: Settings, policy: Policy) -> LockedPlan:
     )
 
 
+NOT_CHECKED = Decision(
+    "deny", "invalid arguments: refused before the permission check", "validation"
+)
+"""The audit decision of a call refused at argument validation (the gate never ran)."""
+
+
 def audit_observer(log: AuditLog) -> Observer:
     async def observe(
         spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext, outcome: CallOutcome
@@ -163,7 +178,7 @@ def audit_observer(log: AuditLog) -> Observer:
         record = AuditRecord.build(
             spec,
             session=ctx.session_id,
-            decision=outcome.decision or NO_POLICY,
+            decision=outcome.decision or NOT_CHECKED,
             ms=outcome.duration_ms,
             result=outcome.result,
             error=error,

@@ -93,6 +93,14 @@ def _add_policy_options(parser: argparse.ArgumentParser) -> None:
         help="the root of every file capability (default: the working directory)",
     )
     parser.add_argument(
+        "--ad-hoc",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder the {ad-hoc} policy variable expands to (repeatable; default none)",
+    )
+    parser.add_argument(
         "--locked",
         type=_locked_names,
         default=LOCKED_IDS,
@@ -213,6 +221,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         audit=not getattr(args, "no_audit", False),
         locked=getattr(args, "locked", LOCKED_IDS),
         skills_dirs=tuple(getattr(args, "skills", ())),
+        ad_hoc=tuple(getattr(args, "ad_hoc", ())),
     )
 
 
@@ -374,7 +383,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 def _cmd_policy(args: argparse.Namespace) -> int:
     loaded = load_catalog(_settings(args), locked=True)
-    print(loaded.policy.render(loaded.catalog.specs()))
+    print(loaded.policy.render([*loaded.catalog.specs(), *loaded.hidden]))
     return EXIT_OK
 
 

@@ -15,7 +15,7 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from mcp_toolbridge.app import Settings, load_catalog, open_bridge
+from mcp_toolbridge.app import NOT_CHECKED, Settings, load_catalog, open_bridge
 from mcp_toolbridge.builtins.task import NO_SAMPLING_MESSAGE
 from mcp_toolbridge.cli import main
 from mcp_toolbridge.errors import ConfigError
@@ -95,6 +95,8 @@ async def test_read_works_inside_the_workspace_and_is_refused_in_a_prefix_twin(t
         assert "invalid arguments" in _error(invalid)
     lines = [json.loads(x) for x in settings.audit_path.read_text().splitlines()]  # type: ignore[union-attr]
     assert [line["tool"] for line in lines] == ["read", "read", "read"]
+    assert [line["decision"] for line in lines] == ["allow", "deny", "deny"]
+    assert lines[2]["decidedBy"] == NOT_CHECKED.rule
 
 
 @pytest.mark.parametrize("mode", MODES)

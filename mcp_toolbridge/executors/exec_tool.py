@@ -308,10 +308,3 @@ class _Redactor:
 
     def value(self, value: Any) -> Any:
         return redact_value(value, self._secrets) if self._secrets else value
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, list):
-            return [self.value(item) for item in value]
-        if isinstance(value, dict):
-            return {self.text(key): self.value(item) for key, item in value.items()}
-        return value

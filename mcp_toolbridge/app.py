@@ -19,7 +19,7 @@ from mcp_toolbridge.audit import AuditLog, AuditRecord
 from mcp_toolbridge.bridge import Bridge, CallOutcome, Observer
 from mcp_toolbridge.builtins import BuiltinExecutor, tool_search
 from mcp_toolbridge.builtins.fs_atomic import PathLocks
-from mcp_toolbridge.catalog import Catalog
+from mcp_toolbridge.catalog import Catalog, named_as_written
 from mcp_toolbridge.context import CallContext
 from mcp_toolbridge.errors import CallError, ConfigError, ErrorCode, Problem, Severity
 from mcp_toolbridge.executors.base import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S, Executor
@@ -74,6 +74,8 @@ class Settings:
     """The folders ``{ad-hoc}`` expands to (``--ad-hoc``); none by default."""
     skills_dirs: tuple[Path, ...] = ()
     """Where the skill tool looks; empty: <workspace>/.toolbridge/skills and the user's."""
+    keep_names: bool = False
+    """Serve manifest ids as written (SEP-986 names) instead of sanitizing them."""
 
     def manifest_paths(self) -> list[Path]:
         return list(self.paths) if self.paths else [bundled_manifests()]
@@ -128,7 +130,8 @@ def load_catalog(
     problems: list[Problem] = [*(plan.problems if plan else ()), *report.problems]
     exposed: list[ToolSpec] = []
     hidden: list[ToolSpec] = []
-    for spec in [*builtins, *report.tools]:
+    tools = [named_as_written(s) for s in report.tools] if settings.keep_names else report.tools
+    for spec in [*builtins, *tools]:
         found = policy.requirement_problems(spec)
         if found:
             problems.extend(found)
@@ -146,7 +149,7 @@ def load_catalog(
                     Severity.NOTICE,
                 )
             )
-    catalog, catalog_problems = Catalog.build(exposed)
+    catalog, catalog_problems = Catalog.build(exposed, keep_names=settings.keep_names)
     return Loaded(catalog, report, [*problems, *catalog_problems], policy, plan, tuple(hidden))
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from mcp_toolbridge.errors import ErrorCode, Problem
 from mcp_toolbridge.model import Format, ToolSpec
-from mcp_toolbridge.names import LOCKED_TOOL_IDS, NAME_PATTERN
+from mcp_toolbridge.names import KEPT_NAME_PATTERN, LOCKED_TOOL_IDS, NAME_PATTERN
 from mcp_toolbridge.schemas import CompiledSchema, compile_schema
 
 
@@ -55,6 +55,32 @@ def _where(spec: ToolSpec) -> str:
     return f"{spec.source.path}: {spec.source.locator(spec.id)}"
 
 
+def named_as_written(spec: ToolSpec) -> ToolSpec:
+    """``--keep-names``: a manifest tool's MCP name is its manifest id, unsanitized (checked
+    against SEP-986 by :meth:`Catalog.build`). Built-in tools keep their names."""
+    if spec.source.format is Format.BUILTIN or spec.name == spec.id:
+        return spec
+    return spec.model_copy(update={"name": spec.id})
+
+
+def _sanitized(spec: ToolSpec) -> bool:
+    return spec.source.format is not Format.BUILTIN and spec.name != spec.id
+
+
+def _name_problem(spec: ToolSpec, keep_names: bool) -> str | None:
+    if keep_names:
+        if KEPT_NAME_PATTERN.fullmatch(spec.name):
+            return None
+        return (
+            f'tool id "{spec.name}" cannot be served as written (--keep-names): an MCP tool '
+            "name must match [A-Za-z0-9._-]{1,128} (SEP-986); rename the tool, or drop "
+            "--keep-names to have the name sanitized"
+        )
+    if NAME_PATTERN.fullmatch(spec.name):
+        return None
+    return f'tool name "{spec.name}" must match [A-Za-z0-9_-]{{1,64}}'
+
+
 class Catalog:
     """Unique names over every loaded tool. Built once; immutable afterwards."""
 
@@ -63,25 +89,25 @@ class Catalog:
         self._by_id = {entry.spec.id: name for name, entry in entries.items()}
 
     @classmethod
-    def build(cls, tools: Iterable[ToolSpec]) -> tuple[Catalog, list[Problem]]:
+    def build(
+        cls, tools: Iterable[ToolSpec], *, keep_names: bool = False
+    ) -> tuple[Catalog, list[Problem]]:
         """Register every tool; report names that are reserved, malformed or taken.
 
-        A tool that collides keeps the first declaration; the problem names both sources. The
-        locked ids are reserved for built-in tools: a manifest cannot redefine them.
+        Names must match ``[A-Za-z0-9_-]{1,64}``, or with ``keep_names`` (ids served as
+        written, see :func:`named_as_written`) SEP-986's ``[A-Za-z0-9._-]{1,128}``. Collisions
+        are found on the final names, so two ids that sanitize alike collide. A tool that
+        collides keeps the first declaration; the problem names both sources. The locked ids
+        are reserved for built-in tools: a manifest cannot redefine them.
         """
         entries: dict[str, CatalogEntry] = {}
         problems: list[Problem] = []
         for spec in tools:
             locator = spec.source.locator(spec.id)
             builtin = spec.source.format is Format.BUILTIN
-            if not NAME_PATTERN.match(spec.name):
-                problems.append(
-                    Problem(
-                        spec.source.path,
-                        f'tool name "{spec.name}" must match [A-Za-z0-9_-]{{1,64}}',
-                        locator,
-                    )
-                )
+            malformed = _name_problem(spec, keep_names)
+            if malformed is not None:
+                problems.append(Problem(spec.source.path, malformed, locator))
                 continue
             if spec.name in LOCKED_TOOL_IDS and not builtin:
                 problems.append(
@@ -96,13 +122,14 @@ class Catalog:
                 continue
             taken = entries.get(spec.name)
             if taken is not None:
-                problems.append(
-                    Problem(
-                        spec.source.path,
-                        f'tool name "{spec.name}" is already used by {_where(taken.spec)}',
-                        locator,
-                        ErrorCode.MANIFEST_DUPLICATE,
+                message = f'tool name "{spec.name}" is already used by {_where(taken.spec)}'
+                if _sanitized(spec) or _sanitized(taken.spec):
+                    message += (
+                        " (after sanitizing to [A-Za-z0-9_-]); rename one of them, or serve "
+                        "with --keep-names if every client accepts dots"
                     )
+                problems.append(
+                    Problem(spec.source.path, message, locator, ErrorCode.MANIFEST_DUPLICATE)
                 )
                 continue
             entries[spec.name] = CatalogEntry(spec)

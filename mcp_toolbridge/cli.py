@@ -40,6 +40,12 @@ def _add_load_options(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="manifest files or folders to search (default: the bundled examples)",
     )
+    parser.add_argument(
+        "--keep-names",
+        action="store_true",
+        help="serve manifest ids as written (SEP-986: [A-Za-z0-9._-]{1,128}, dots allowed) "
+        "instead of sanitizing them to [A-Za-z0-9_-]{1,64}; for clients that accept dots",
+    )
 
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -222,6 +228,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         locked=getattr(args, "locked", LOCKED_IDS),
         skills_dirs=tuple(getattr(args, "skills", ())),
         ad_hoc=tuple(getattr(args, "ad_hoc", ())),
+        keep_names=getattr(args, "keep_names", False),
     )
 
 

@@ -1,4 +1,5 @@
-"""MCP tool names: sanitizing manifest ids and the reserved locked ids."""
+"""MCP tool names: sanitizing manifest ids, the SEP-986 rule for ids kept as written
+(``--keep-names``), and the reserved locked ids."""
 
 from __future__ import annotations
 
@@ -8,6 +9,11 @@ import re
 MAX_NAME = 64
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+MAX_KEPT_NAME = 128
+KEPT_NAME_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+"""SEP-986 (what the SDK's ``validate_tool_name`` accepts): the rule for manifest ids served as
+written. Dots are allowed, slashes and spaces are not."""
 
 LOCKED_TOOL_IDS: frozenset[str] = frozenset(
     {

@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
-from mcp_toolbridge.errors import ErrorCode
+from mcp_toolbridge.errors import ErrorCode, Severity
 from mcp_toolbridge.loaders import LoadReport, load_file
 from mcp_toolbridge.model import ExecTransport, Format, Safety
 
 FIXTURE = Path(__file__).parent / "fixtures" / "manifests" / "agentcli" / "tools.json"
+SHAPES = Path(__file__).parent / "fixtures" / "shapes" / "agentcli"
 SHOWN = "manifests/x/tools.json"
 MUST_MATCH = "(must match [A-Z_][A-Z0-9_]*)"
 ESCAPES = "command[0] escapes ./tools/bin after normalization"
@@ -104,6 +105,11 @@ def test_relative_command_resolves_against_the_manifest_folder_not_the_cwd(tmp_p
             "./tools/bin",
             f'{ESCAPES} (got "./tools/bin" -> "./tools/bin")',
         ),
+        # Written without "./", the path is only checked once cleaned (agentcli's branch).
+        ("tools/bin/../hack", "relative command[0] must start with ./tools/bin/"),
+        ("tools", "relative command[0] must start with ./tools/bin/"),
+        ("", "relative command[0] must start with ./tools/bin/"),
+        ("./tools/bin/sub/../fs_read_file", None),
     ],
 )
 def test_command0_rules_match_agentcli(tmp_path, command0, message):
@@ -177,9 +183,43 @@ def test_every_problem_of_every_tool_is_collected_in_agentcli_order(tmp_path):
 def test_non_positive_timeout_means_the_server_default(tmp_path):
     report = load(
         tmp_path,
-        {"tools": [tool("a", timeoutSec=0), tool("b", timeoutSec=-3), tool("c", timeoutSec=2.5)]},
+        {"tools": [tool("a", timeoutSec=0), tool("b", timeoutSec=-3), tool("c", timeoutSec=7)]},
     )
-    assert [t.timeout_s for t in report.tools] == [None, None, 2.5]
+    assert [t.timeout_s for t in report.tools] == [None, None, 7]
+
+
+@pytest.mark.parametrize("value", ["5", True, [5], {"s": 5}])
+def test_timeout_must_be_a_number_of_seconds(tmp_path, value):
+    report = load(tmp_path, {"tools": [tool("slow", timeoutSec=value)]})
+    assert rendered(report) == [
+        f'{SHOWN}: tool[0] "slow": timeoutSec must be a whole number of seconds '
+        "(an integer like 30)"
+    ]
+    assert report.tools == []
+
+
+@pytest.mark.parametrize(("value", "shown"), [(2.5, "2.5"), (0.25, "0.25"), (5.0, "5")])
+def test_a_fractional_timeout_is_served_with_a_portability_notice(tmp_path, value, shown):
+    report = load(tmp_path, {"tools": [tool("quick", timeoutSec=value)]})
+    assert [(p.severity, p.render()) for p in report.problems] == [
+        (
+            Severity.NOTICE,
+            f'{SHOWN}: tool[0] "quick": timeoutSec {shown} is not a whole number of seconds: '
+            "agentcli itself reads an integer and refuses this manifest; served here with that "
+            "deadline",
+        )
+    ]
+    assert [t.timeout_s for t in report.tools] == [value]
+
+
+@pytest.mark.parametrize("name", ["straße", "ﬁle_path"])
+def test_env_names_upper_case_one_character_at_a_time_like_agentcli(tmp_path, name):
+    # str.upper() would make STRASSE and FILE_PATH of these; agentcli's (Go's) ToUpper does not.
+    report = load(tmp_path, {"tools": [tool("t", envPassthrough=[name])]})
+    assert rendered(report) == [
+        f'{SHOWN}: tool[0] "t": envPassthrough[0]: '
+        f"invalid name {json.dumps(name, ensure_ascii=False)} {MUST_MATCH}"
+    ]
 
 
 def test_a_missing_tools_key_is_zero_tools(tmp_path):
@@ -216,3 +256,77 @@ def test_unknown_keys_are_ignored(tmp_path):
     report = load(tmp_path, {"tools": [tool(extra={"x": 1})], "comment": "hi"})
     assert report.problems == []
     assert len(report.tools) == 1
+
+
+def test_current_shape_loads_every_tool_from_tools_bin_with_its_env_names():
+    """goagent HEAD's shape: every command[0] is ./tools/bin/<name>, some pass env through."""
+    report = load_file(SHAPES / "current" / "tools.json", display="current/tools.json")
+    assert report.problems == []
+    assert [t.id for t in report.tools] == ["clock_now", "page_fetch", "picture_make", "file_stat"]
+    folder = (SHAPES / "current").absolute()
+    suffix = ".exe" if os.name == "nt" else ""
+    for spec in report.tools:
+        assert isinstance(spec.transport, ExecTransport)
+        assert spec.transport.argv == (
+            os.path.normpath(folder / "tools" / "bin" / spec.id) + suffix,
+        )
+        assert spec.namespace == "current"
+    passthrough = {t.id: t.transport.env.passthrough for t in report.tools}  # type: ignore[union-attr]
+    assert passthrough == {
+        "clock_now": (),
+        "page_fetch": ("FETCH_TIMEOUT_MS",),
+        "picture_make": ("PIC_API_KEY", "PIC_BASE_URL", "FETCH_TIMEOUT_MS"),
+        "file_stat": (),
+    }
+    assert [t.timeout_s for t in report.tools] == [5, 15, 120, None]
+
+
+def test_a_top_level_one_of_beside_type_object_loads_with_a_notice():
+    """goagent 2f58c99's shape: valid JSON Schema that some MCP clients refuse at the root."""
+    report = load_file(SHAPES / "toplevel-oneof" / "tools.json", display="o/tools.json")
+    assert report.errors == []
+    assert [(p.severity, p.render()) for p in report.problems] == [
+        (
+            Severity.NOTICE,
+            'o/tools.json: tool[0] "encyclopedia_lookup": schema: top-level oneOf passes JSON '
+            "Schema validation, but some MCP clients reject it at the root of an input schema "
+            "(OpenAI-style function parameters must be a plain object schema); the tool is "
+            "served as declared",
+        )
+    ]
+    lookup, clock = report.tools
+    assert lookup.input_schema["type"] == "object"
+    assert lookup.input_schema["oneOf"] == [{"required": ["titles"]}, {"required": ["search"]}]
+    assert lookup.runtime_input_schema == lookup.input_schema
+    assert "oneOf" not in clock.input_schema
+
+
+@pytest.mark.parametrize("keyword", ["anyOf", "allOf", "not", "enum"])
+def test_other_root_alternatives_are_noticed_too(tmp_path, keyword):
+    value: object = [{"a": 1}] if keyword == "enum" else [{"required": ["a"]}]
+    if keyword == "not":
+        value = {"required": ["b"]}
+    report = load(tmp_path, {"tools": [tool(schema={"type": "object", keyword: value})]})
+    assert report.errors == []
+    assert [p.message.split(" passes")[0] for p in report.problems] == [
+        f"schema: top-level {keyword}"
+    ]
+    assert len(report.tools) == 1
+
+
+@pytest.mark.parametrize(
+    ("folder", "names"),
+    [
+        ("legacy-prefix", ["clock_now", "file_read", "file_write"]),
+        ("bin-prefix", ["clock_now"]),
+    ],
+)
+def test_older_command_prefixes_are_rejected_tool_by_tool(folder, names):
+    """goagent e731e6a (./tools/<name>) and 78165e6 (./bin/<name>): agentcli's first error is
+    tool[0]'s; every tool's is reported here."""
+    report = load_file(SHAPES / folder / "tools.json", display="m/tools.json")
+    assert rendered(report) == [
+        f'm/tools.json: tool[{i}] "{name}": relative command[0] must start with ./tools/bin/'
+        for i, name in enumerate(names)
+    ]
+    assert report.tools == []

@@ -20,20 +20,23 @@ from mcp_toolbridge.names import sanitize_name
 
 __all__ = ["load_agentcli", "normalize_command", "normalize_env_passthrough"]
 
-_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 _BIN_PREFIX = "./tools/bin/"
 
 
 def normalize_command(raw: str) -> tuple[str | None, str | None]:
     """``(relative path under ./tools/bin, None)``, ``(None, None)`` for an absolute path, or
-    ``(None, error)`` for a command[0] that agentcli rejects."""
+    ``(None, error)`` for a command[0] that agentcli rejects.
+
+    agentcli's steps: backslashes become slashes, the path is cleaned (``tools/...`` gets a
+    leading ``./``); a path that starts with ``..`` is rejected; one written under
+    ``./tools/bin/`` must still be there once cleaned; any other must clean to ``./tools/bin/``.
+    """
     if os.path.isabs(raw):
         return None, None
     slashed = raw.replace("\\", "/")
-    if slashed.startswith("tools/"):
-        slashed = "./" + slashed
-    cleaned = posixpath.normpath(slashed) if slashed else ""
-    if cleaned.startswith("tools/"):
+    cleaned = posixpath.normpath(slashed) if slashed else "."
+    if cleaned.startswith("tools/") or cleaned == "tools":
         cleaned = "./" + cleaned
     if cleaned == ".." or cleaned.startswith("../"):
         return (
@@ -46,9 +49,15 @@ def normalize_command(raw: str) -> tuple[str | None, str | None]:
                 "command[0] escapes ./tools/bin after normalization "
                 f"(got {json_quote(raw)} -> {json_quote(cleaned)})"
             )
-    if not cleaned.startswith(_BIN_PREFIX):
+    elif not cleaned.startswith(_BIN_PREFIX):
         return None, "relative command[0] must start with ./tools/bin/"
     return cleaned, None
+
+
+def _upper(name: str) -> str:
+    """Upper-cased one character at a time, like Go's strings.ToUpper: a character whose
+    upper case is several characters (``ß`` -> ``SS``) stays as it is, and so stays invalid."""
+    return "".join(up if len(up := c.upper()) == 1 else c for c in name)
 
 
 def normalize_env_passthrough(value: object) -> tuple[tuple[str, ...], list[str]]:
@@ -61,10 +70,10 @@ def normalize_env_passthrough(value: object) -> tuple[tuple[str, ...], list[str]
         if not isinstance(entry, str):
             problems.append(f"envPassthrough[{j}]: must be a string, got {type(entry).__name__}")
             continue
-        name = entry.strip().upper()
+        name = _upper(entry.strip())
         if not name:
             problems.append(f"envPassthrough[{j}]: empty name")
-        elif not _ENV_NAME.match(name):
+        elif not _ENV_NAME.fullmatch(name):
             problems.append(
                 f"envPassthrough[{j}]: invalid name {json_quote(entry)} "
                 "(must match [A-Z_][A-Z0-9_]*)"
@@ -89,11 +98,22 @@ def _program(command: list[Any], folder: Path, log: ProblemLog, locator: str) ->
 
 
 def _timeout(value: object, log: ProblemLog, locator: str) -> float | None:
+    """``timeoutSec``: an integer number of seconds; zero or less means the server default.
+
+    agentcli reads it into an int, so a fraction (0.5) fails to load there. Here a fraction is
+    served as given, with a notice that the manifest is not portable; any other type is an
+    error."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        log.error("timeoutSec must be a number of seconds", locator)
+        log.error("timeoutSec must be a whole number of seconds (an integer like 30)", locator)
         return None
+    if isinstance(value, float):
+        log.notice(
+            f"timeoutSec {value:g} is not a whole number of seconds: agentcli itself reads an "
+            "integer and refuses this manifest; served here with that deadline",
+            locator,
+        )
     return float(value) if value > 0 else None
 
 

@@ -119,26 +119,42 @@ def checked_schema(
     return None if problems else value
 
 
+# Keywords that some MCP clients refuse at the root of a tool's input schema: OpenAI-style
+# function parameters must be a plain object schema without them.
+_ROOT_ALTERNATIVES = ("oneOf", "anyOf", "allOf", "not", "enum")
+
+
 def input_schemas(
     declared: dict[str, Any] | None, name: str, log: ProblemLog, locator: str = ""
 ) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """``(model-facing, runtime)`` input schemas; MCP needs an object at the root.
 
     None (missing) becomes ``{"type": "object"}``; a root without ``type`` gets it in the
-    model-facing copy; any other root type is an error naming the field.
+    model-facing copy; any other root type is an error naming the field. A root ``oneOf``
+    (``anyOf``, ``allOf``, ``not``, ``enum``) is valid JSON Schema and is kept, with a notice:
+    some clients reject such a tool.
     """
     if declared is None or not declared:
         return {"type": "object"}, {"type": "object"}
     root_type = declared.get("type")
-    if root_type is None:
-        return {**model_facing(declared), "type": "object"}, declared
-    if root_type == "object":
-        return model_facing(declared), declared
-    if isinstance(root_type, list) and "object" in root_type:
-        return {**model_facing(declared), "type": "object"}, declared
-    log.error(
-        f'{name}: the root type must be "object" (MCP passes tool arguments as one JSON '
-        f"object), got {json.dumps(root_type)}",
-        locator,
-    )
-    return None
+    if root_type is None or root_type == "object":
+        facing = model_facing(declared)
+    elif isinstance(root_type, list) and "object" in root_type:
+        facing = model_facing(declared)
+    else:
+        log.error(
+            f'{name}: the root type must be "object" (MCP passes tool arguments as one JSON '
+            f"object), got {json.dumps(root_type)}",
+            locator,
+        )
+        return None
+    if root_type != "object":
+        facing = {**facing, "type": "object"}
+    if found := [key for key in _ROOT_ALTERNATIVES if key in declared]:
+        log.notice(
+            f"{name}: top-level {'/'.join(found)} passes JSON Schema validation, but some MCP "
+            "clients reject it at the root of an input schema (OpenAI-style function "
+            "parameters must be a plain object schema); the tool is served as declared",
+            locator,
+        )
+    return facing, declared

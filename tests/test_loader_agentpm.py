@@ -12,6 +12,7 @@ from mcp_toolbridge.loaders import LoadReport, load_file
 from mcp_toolbridge.model import ExecTransport, Format
 
 FIXTURES = Path(__file__).parent / "fixtures" / "manifests" / "agentpm"
+SHAPES = Path(__file__).parent / "fixtures" / "shapes" / "agentpm"
 SHOWN = "pkg/agent.json"
 
 
@@ -106,12 +107,15 @@ def test_allowed_interpreters_load(tmp_path, command):
     assert report.problems == []
 
 
-def test_an_unsupported_interpreter_is_rejected_with_the_sdk_text(tmp_path):
-    report = load(tmp_path, manifest(entrypoint={"command": "bash", "args": ["x.sh"]}))
+@pytest.mark.parametrize("command", ["bash", "/bin/sh", "/usr/bin/ruby", "C:\\bin\\deno.exe"])
+def test_an_unsupported_interpreter_is_rejected_with_the_sdk_text(tmp_path, command):
+    # An absolute path is allowed only to one of the interpreters (the SDK checks its basename).
+    report = load(tmp_path, manifest(entrypoint={"command": command, "args": ["x"]}))
     assert rendered(report) == [
-        f'{SHOWN}: Unsupported agent.json.entrypoint.command "bash". '
+        f"{SHOWN}: Unsupported agent.json.entrypoint.command {json.dumps(command)}. "
         "Allowed: node|nodejs|python|python3"
     ]
+    assert report.tools == []
 
 
 def test_runtime_type_must_match_the_interpreter_family(tmp_path):
@@ -184,3 +188,110 @@ def test_an_empty_description_is_only_a_notice(tmp_path):
         (Severity.NOTICE, "`description` should not be empty")
     ]
     assert len(report.tools) == 1
+
+
+@pytest.mark.parametrize("name", ["image-shrink", "doc-convert"])
+def test_the_documented_tool_shape_loads(name):
+    """The shape of the real example tools: object entrypoint, files, runtime, $schema,
+    readme, license, format/contentEncoding keywords; the stale CLI schema would reject all."""
+    path = SHAPES / "tools" / name / "agent.json"
+    report = load_file(path, display=f"{name}/agent.json", environ={})
+    assert report.problems == []
+    (spec,) = report.tools
+    assert spec.id == spec.namespace == name
+    assert spec.timeout_s == 30
+    transport = spec.transport
+    assert isinstance(transport, ExecTransport)
+    assert (transport.stdout, transport.ok_flag) == ("first_json_object", True)
+    assert transport.cwd == os.path.normpath(path.parent.absolute())
+    assert spec.output_schema is not None
+    assert [branch["properties"]["ok"] for branch in spec.output_schema["oneOf"]] == [
+        {"const": True},
+        {"const": False},
+    ]
+
+
+def test_a_file_without_a_trailing_newline_loads_the_same():
+    path = SHAPES / "tools" / "image-shrink" / "agent.json"
+    assert not path.read_bytes().endswith(b"\n")
+    (spec,) = load_file(path, environ={}).tools
+    assert spec.transport.argv == ("node", "dist/main.cjs")  # type: ignore[union-attr]
+    assert spec.input_schema["properties"]["url"]["format"] == "uri"
+
+
+def test_python_args_are_kept_in_order():
+    (spec,) = load_file(SHAPES / "tools" / "doc-convert" / "agent.json", environ={}).tools
+    assert spec.transport.argv == ("python", "-u", "doc_convert/__main__.py")  # type: ignore[union-attr]
+    assert spec.input_schema["properties"]["to"]["default"] == "text"
+
+
+def test_declared_variables_need_the_required_one_and_default_the_optional_one():
+    path = SHAPES / "tools" / "chat-post" / "agent.json"
+    report = load_file(path, display="chat/agent.json", environ={"HOME": "/h"})
+    assert rendered(report) == [
+        "chat/agent.json: Missing environment variable: CHAT_TOKEN. "
+        "CHAT_TOKEN is required and has no default value."
+    ]
+    assert report.tools == []
+    (spec,) = load_file(path, environ={"CHAT_TOKEN": "t"}).tools
+    env = spec.transport.env  # type: ignore[union-attr]
+    assert env.passthrough == ("CHAT_TOKEN", "CHAT_API_BASE_URL")
+    assert env.values == {"CHAT_API_BASE_URL": "https://chat.example/api"}
+
+
+def test_an_agent_composition_is_skipped_with_a_notice():
+    report = load_file(SHAPES / "app" / "agent.json", display="app/agent.json")
+    assert [(p.severity, p.render()) for p in report.problems] == [
+        (Severity.NOTICE, 'app/agent.json: kind "agent" is not a tool; skipped')
+    ]
+    assert report.tools == []
+
+
+@pytest.mark.parametrize("kind", ["template", "skill", "knowledge", "memory", "profile", "loop"])
+def test_every_other_documented_kind_is_skipped_with_a_notice(tmp_path, kind):
+    report = load(tmp_path, manifest(kind=kind))
+    assert [(p.severity, p.message) for p in report.problems] == [
+        (Severity.NOTICE, f'kind "{kind}" is not a tool; skipped')
+    ]
+
+
+def test_a_kind_that_is_not_a_string_is_an_error(tmp_path):
+    report = load(tmp_path, manifest(kind=1))
+    assert rendered(report) == [f'{SHOWN}: kind must be a string ("tool" for a tool package)']
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        (
+            {"runtime": {"type": "node", "version": "latest"}, "entrypoint": {"command": "node"}},
+            'runtime.version "latest" must be MAJOR[.MINOR[.PATCH]], like "20" or "3.11"',
+        ),
+        (
+            {"runtime": {"type": "python", "version": 3.11}},
+            'runtime.version must be a string MAJOR[.MINOR[.PATCH]], like "20" or "3.11"',
+        ),
+        ({"runtime": "python"}, 'runtime must be an object {type: "python" or "node", version}'),
+        ({"readme": ["README.md"]}, "readme must be a string (the path to the README file)"),
+        ({"license": "MIT"}, 'license must be an object {spdx: "MIT", file: "LICENSE"}'),
+        ({"license": {"spdx": 1}}, "license.spdx must be a string"),
+        (
+            {"environment": {"vars": {"K": {"required": "yes", "description": "k"}}}},
+            "environment.vars.K.required must be true or false",
+        ),
+        (
+            {"environment": {"vars": {"K": {"required": False, "description": 5}}}},
+            "environment.vars.K.description must be a string",
+        ),
+    ],
+)
+def test_documented_optional_fields_are_type_checked(tmp_path, fields, message):
+    report = load(tmp_path, manifest(**fields))
+    assert rendered(report) == [f"{SHOWN}: {message}"]
+    assert report.tools == []
+
+
+@pytest.mark.parametrize("version", ["20", "3.11", "3.11.4"])
+def test_runtime_versions_of_one_to_three_numbers_load(tmp_path, version):
+    report = load(tmp_path, manifest(runtime={"type": "python", "version": version}))
+    assert report.problems == []

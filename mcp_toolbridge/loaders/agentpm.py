@@ -27,6 +27,7 @@ _SEMVER = re.compile(
     r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
 )
 _PYTHON = re.compile(r"^python(3(\.\d+)?)?$")
+_RUNTIME_VERSION = re.compile(r"\d+(\.\d+){0,2}")
 _ALLOWED = "node|nodejs|python|python3"
 
 
@@ -61,9 +62,9 @@ def _entrypoint(
     before = log.error_count()
     command = value.get("command")
     if not isinstance(command, str) or not command.strip():
-        log.error(f"entrypoint.command is required ({_ALLOWED}, or an absolute path)")
+        log.error(f"entrypoint.command is required ({_ALLOWED}, or an absolute path to one)")
         command = None
-    elif not os.path.isabs(command) and interpreter_family(command) is None:
+    elif interpreter_family(command) is None:  # an absolute path must name one of them too
         log.error(
             f"Unsupported agent.json.entrypoint.command {json_quote(command)}. Allowed: {_ALLOWED}"
         )
@@ -128,6 +129,11 @@ def _environment(
         if default is not None and not isinstance(default, str):
             log.error(f"environment.vars.{key}.default must be a string")
             continue
+        if "required" in decl and not isinstance(decl["required"], bool):
+            log.error(f"environment.vars.{key}.required must be true or false")
+            continue
+        if "description" in decl and not isinstance(decl["description"], str):
+            log.error(f"environment.vars.{key}.description must be a string")
         names.append(key)
         if default is not None:
             defaults[key] = default
@@ -136,6 +142,46 @@ def _environment(
                 f"Missing environment variable: {key}. {key} is required and has no default value."
             )
     return EnvSpec(passthrough=tuple(names), values=defaults)
+
+
+def _runtime(value: object, command: str | None, log: ProblemLog) -> None:
+    """``runtime {type, version}``: the type must match the interpreter family (lint's rule)."""
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        log.error('runtime must be an object {type: "python" or "node", version}')
+        return
+    rtype = value.get("type")
+    if rtype not in ("python", "node"):
+        log.error('runtime.type must be "python" or "node"')
+    elif command is not None and interpreter_family(command) != rtype:
+        log.error(f"`runtime.type` should match `entrypoint.command` ({command} vs {rtype})")
+    version = value.get("version")
+    if version is None:
+        return
+    if not isinstance(version, str):
+        log.error('runtime.version must be a string MAJOR[.MINOR[.PATCH]], like "20" or "3.11"')
+    elif not _RUNTIME_VERSION.fullmatch(version):
+        log.error(
+            f"runtime.version {json_quote(version)} must be MAJOR[.MINOR[.PATCH]], "
+            'like "20" or "3.11"'
+        )
+
+
+def _documentation(doc: dict[str, Any], log: ProblemLog) -> None:
+    """``readme`` (a path) and ``license {spdx, file}``: not used to run the tool, but typed."""
+    readme = doc.get("readme")
+    if readme is not None and not isinstance(readme, str):
+        log.error("readme must be a string (the path to the README file)")
+    license_ = doc.get("license")
+    if license_ is None:
+        return
+    if not isinstance(license_, dict):
+        log.error('license must be an object {spdx: "MIT", file: "LICENSE"}')
+        return
+    for key in ("spdx", "file"):
+        if key in license_ and not isinstance(license_[key], str):
+            log.error(f"license.{key} must be a string")
 
 
 def _identity(doc: dict[str, Any], log: ProblemLog) -> tuple[str | None, str | None, str]:
@@ -169,19 +215,17 @@ def load_agentpm(
     if kind is None:
         log.error('kind is required ("tool" for a tool package)')
         return []
+    if not isinstance(kind, str):
+        log.error('kind must be a string ("tool" for a tool package)')
+        return []
     if kind != "tool":
-        log.notice(f"kind {json_quote(str(kind))} is not a tool; skipped")
+        log.notice(f"kind {json_quote(kind)} is not a tool; skipped")
         return []
     folder = Path(os.path.normpath(path.absolute().parent))
     name, version, description = _identity(doc, log)
     entry = _entrypoint(doc.get("entrypoint"), folder, log)
-    runtime = doc.get("runtime")
-    if runtime is not None:
-        rtype = runtime.get("type") if isinstance(runtime, dict) else None
-        if rtype not in ("python", "node"):
-            log.error('runtime.type must be "python" or "node"')
-        elif entry is not None and interpreter_family(entry[2] or "") != rtype:
-            log.error(f"`runtime.type` should match `entrypoint.command` ({entry[2]} vs {rtype})")
+    _runtime(doc.get("runtime"), entry[2] if entry is not None else None, log)
+    _documentation(doc, log)
     files = doc.get("files")
     if not _str_list(files) or not files:
         log.error("files must be a non-empty list of paths or globs to package")

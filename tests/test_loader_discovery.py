@@ -12,6 +12,7 @@ from mcp_toolbridge.loaders import detect_format, load_file, load_paths
 from mcp_toolbridge.model import Format
 
 FIXTURES = Path(__file__).parent / "fixtures" / "manifests"
+SHAPES = Path(__file__).parent / "fixtures" / "shapes"
 AGENTCLI = {"tools": [{"name": "t", "command": ["/bin/true"]}]}
 RUNLOOP = {
     "version": 1,
@@ -173,3 +174,116 @@ def test_problems_in_several_files_are_all_collected(tmp_path):
 def test_load_file_on_a_folder_is_unreadable(tmp_path):
     report = load_file(tmp_path)
     assert [p.code for p in report.problems] == [ErrorCode.MANIFEST_UNREADABLE]
+
+
+def pinned_bundle(folder: Path, tools_text: str, pin: str | None = None) -> Path:
+    write(folder / "tools.json", tools_text)
+    digest = blake3(tools_text.encode()).hexdigest()
+    table = f'[artifacts.tools]\npath = "tools.json"\nblake3 = "{pin or digest}"\n'
+    return write(folder / "manifest.toml", f'[agent]\nname = "{folder.name}"\n\n{table}')
+
+
+def test_a_named_tools_json_goes_through_the_bundle_beside_it(tmp_path, monkeypatch):
+    pinned_bundle(tmp_path / "agents" / "notes", json.dumps(RUNLOOP))
+    monkeypatch.chdir(tmp_path)
+    report = load_paths([Path("agents/notes/tools.json")])
+    assert report.problems == []
+    assert report.manifests == [os.path.join("agents", "notes", "manifest.toml")]
+    assert [(t.id, t.namespace) for t in report.tools] == [("r.t", "notes")]
+    assert report.tools[0].source.path == os.path.join("agents", "notes", "tools.json")
+
+
+def test_a_named_tampered_tools_json_is_refused_by_its_bundle(tmp_path):
+    folder = tmp_path / "agents" / "notes"
+    pinned_bundle(folder, json.dumps({"version": 1, "tools": []}))
+    write(folder / "tools.json", json.dumps(RUNLOOP))
+    report = load_paths([folder / "tools.json"])
+    assert report.tools == []
+    assert [p.code for p in report.problems] == [ErrorCode.MANIFEST_DIGEST]
+    assert report.problems[0].message.startswith("tools.json digest mismatch (expected ")
+
+
+UNPINNED = (
+    "this Runloop tools.json sits beside a bundle manifest.toml that does not pin it; a bundle "
+    "must list it under [artifacts.tools] with its blake3 digest; not loaded"
+)
+
+
+def test_a_runloop_tools_json_that_its_bundle_does_not_pin_is_refused(tmp_path, monkeypatch):
+    folder = tmp_path / "agents" / "helper"
+    write(folder / "manifest.toml", '[agent]\nname = "helper"\n')
+    write(folder / "tools.json", RUNLOOP)
+    monkeypatch.chdir(tmp_path)
+    for given in (Path("agents"), Path("agents/helper/tools.json")):
+        report = load_paths([given])
+        assert report.tools == []
+        assert [(p.code, p.render()) for p in report.problems] == [
+            (
+                ErrorCode.MANIFEST_DIGEST,
+                os.path.join("agents", "helper", "tools.json") + ": " + UNPINNED,
+            )
+        ]
+
+
+def test_an_agentcli_tools_json_beside_some_manifest_toml_is_not_a_bundle_file(tmp_path):
+    write(tmp_path / "proj" / "manifest.toml", '[package]\nname = "proj"\n')
+    write(tmp_path / "proj" / "tools.json", AGENTCLI)
+    report = load_paths([tmp_path / "proj"])
+    assert report.problems == []
+    assert [t.id for t in report.tools] == ["t"]
+
+
+def test_problems_come_out_in_the_order_of_the_paths_given(tmp_path):
+    write(tmp_path / "b" / "tools.json", {"tools": [{"command": ["/bin/true"]}]})
+    write(tmp_path / "empty" / "readme.txt", "nothing")
+    write(tmp_path / "a" / "tools.json", {"version": 3})
+    report = load_paths([tmp_path / "b", tmp_path / "empty", tmp_path / "a"])
+    assert [p.message for p in report.problems] == [
+        "name is required",
+        "no manifests found (looked for tools.json, agent.json and manifest.toml)",
+        "unsupported tools.json version 3 (expected 1)",
+    ]
+
+
+def test_the_real_manifest_shapes_load_as_their_sources_say(monkeypatch):
+    """tests/fixtures/shapes mirrors shared/real-manifests; lint output, line by line."""
+    monkeypatch.chdir(SHAPES)
+    report = load_paths([Path("agentcli"), Path("agentpm"), Path("runloop")], environ={})
+    lines = [
+        ("notice: " if p.severity is Severity.NOTICE else "") + p.render() for p in report.problems
+    ]
+    must_start = "relative command[0] must start with ./tools/bin/"
+    notice = (
+        "schema: top-level oneOf passes JSON Schema validation, but some MCP clients reject it "
+        "at the root of an input schema (OpenAI-style function parameters must be a plain "
+        "object schema); the tool is served as declared"
+    )
+    unresolved = "unresolved schema ref schema:notes.publish"
+    looked = f"(looked in schema_refs and {os.path.join('runloop', 'docs-example', 'schemas')}/)"
+    j = os.path.join
+    assert lines == [
+        f'{j("agentcli", "bin-prefix", "tools.json")}: tool[0] "clock_now": {must_start}',
+        f'{j("agentcli", "legacy-prefix", "tools.json")}: tool[0] "clock_now": {must_start}',
+        f'{j("agentcli", "legacy-prefix", "tools.json")}: tool[1] "file_read": {must_start}',
+        f'{j("agentcli", "legacy-prefix", "tools.json")}: tool[2] "file_write": {must_start}',
+        f"notice: {j('agentcli', 'toplevel-oneof', 'tools.json')}: "
+        f'tool[0] "encyclopedia_lookup": {notice}',
+        f'notice: {j("agentpm", "app", "agent.json")}: kind "agent" is not a tool; skipped',
+        f"{j('agentpm', 'tools', 'chat-post', 'agent.json')}: Missing environment variable: "
+        "CHAT_TOKEN. CHAT_TOKEN is required and has no default value.",
+        f'{j("runloop", "docs-example", "tools.json")}: tool[0] "notes.page_publish": '
+        f"input_schema: {unresolved}.request.v1 {looked}",
+        f'{j("runloop", "docs-example", "tools.json")}: tool[0] "notes.page_publish": '
+        f"result_schema: {unresolved}.result.v1 {looked}",
+    ]
+    assert [t.id for t in report.tools] == [
+        "clock_now",
+        "page_fetch",
+        "picture_make",
+        "file_stat",
+        "encyclopedia_lookup",
+        "clock_now",
+        "doc-convert",
+        "image-shrink",
+    ]
+    assert len(report.manifests) == 12

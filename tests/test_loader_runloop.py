@@ -13,6 +13,7 @@ from mcp_toolbridge.model import SAFETY_FACTS, Budget, ExecTransport, Format, Ht
 from mcp_toolbridge.schemas import compile_schema
 
 BUNDLE = Path(__file__).parent / "fixtures" / "manifests" / "runloop" / "notes_bundle"
+SHAPES = Path(__file__).parent / "fixtures" / "shapes" / "runloop"
 SHOWN = "rl/tools.json"
 OBJ = {"type": "object"}
 
@@ -96,9 +97,37 @@ def test_version_must_be_one(tmp_path):
     ]
 
 
-def test_an_empty_tool_list_is_zero_tools(tmp_path):
-    report = load(tmp_path, {"version": 1, "tools": []})
+@pytest.mark.parametrize(("version", "shown"), [(1.0, "1.0"), (True, "true"), ("1", '"1"')])
+def test_version_must_be_the_integer_one(tmp_path, version, shown):
+    assert messages(load(tmp_path, {"version": version, "tools": [entry()]})) == [
+        f"{SHOWN}: unsupported tools.json version {shown} (expected 1)"
+    ]
+
+
+@pytest.mark.parametrize("doc", [{"version": 1, "tools": []}, {"version": 1}])
+def test_an_empty_or_missing_tool_list_is_zero_tools(tmp_path, doc):
+    report = load(tmp_path, doc)
     assert (report.tools, report.problems) == ([], [])
+
+
+@pytest.mark.parametrize("tools", [{}, "none", 0])
+def test_a_tool_list_of_another_type_is_an_error(tmp_path, tools):
+    report = load(tmp_path, {"version": 1, "tools": tools})
+    assert messages(report) == [f"{SHOWN}: tools must be a list of tool objects"]
+
+
+def test_an_id_that_is_not_a_string_is_named_as_such(tmp_path):
+    report = load(tmp_path, {"version": 1, "tools": [entry(id=7)]})
+    assert messages(report) == [f"{SHOWN}: tool[0]: id must be a string"]
+
+
+def test_empty_schemas_mean_any_object_and_no_result_check(tmp_path):
+    # {} used to drop the tool without a word.
+    report = load(tmp_path, {"version": 1, "tools": [entry(input_schema={}, result_schema={})]})
+    assert report.problems == []
+    (spec,) = report.tools
+    assert spec.input_schema == spec.runtime_input_schema == OBJ
+    assert spec.output_schema is None
 
 
 def test_entry_problems_use_runloop_texts_and_are_all_collected(tmp_path):
@@ -279,3 +308,89 @@ def test_invalid_toml_is_reported(tmp_path):
     path = write(tmp_path / "x", "manifest.toml", "[agent\n")
     (problem,) = load_file(path, display="x/manifest.toml").problems
     assert problem.render().startswith("x/manifest.toml: invalid TOML: ")
+
+
+@pytest.mark.parametrize(
+    ("folder", "digest"),
+    [
+        ("with-newline", "62c56dc05fea3039501e5d21bc43f268757dbc7ccd1d8d7abd03f64607e6f547"),
+        ("no-newline", "afe8c80ddd828a277fa440f6fc431158d0429d2300d322786613b962a831a3be"),
+    ],
+)
+def test_the_empty_bundle_shapes_verify_byte_for_byte(folder, digest):
+    """The two byte layouts of Runloop's empty tools.json (scaffolded without a trailing
+    newline, hand-kept with one) and the digests their bundles pin."""
+    bundle = SHAPES / "agents" / folder
+    assert blake3((bundle / "tools.json").read_bytes()).hexdigest() == digest
+    report = load_file(bundle / "manifest.toml", display=f"{folder}/manifest.toml")
+    assert (report.tools, report.problems) == ([], [])
+    assert report.manifests == [f"{folder}/manifest.toml"]
+
+
+def test_a_bundle_without_a_tools_artifact_shape_is_zero_tools():
+    report = load_file(SHAPES / "agents" / "no-tools" / "manifest.toml")
+    assert (report.tools, report.problems) == ([], [])
+
+
+def test_an_upper_case_pinned_digest_matches(tmp_path):
+    digest = blake3(EMPTY.encode()).hexdigest().upper()
+    assert load_file(bundle(tmp_path, EMPTY, blake3=digest)).problems == []
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"blake3": "xyz"}, '[artifacts.tools] blake3 must be 64 hex digits (got "xyz")'),
+        (
+            {"blake3": "ab" * 31},
+            f'[artifacts.tools] blake3 must be 64 hex digits (got "{"ab" * 20}…")',
+        ),
+        (
+            {"path": "../writer/tools.json"},
+            '[artifacts.tools] path "../writer/tools.json" must stay inside the bundle folder',
+        ),
+        ({"path": "."}, '[artifacts.tools] path "." must stay inside the bundle folder'),
+        ({"version": 1.5}, "unsupported tools.json version 1.5 (supported: 1)"),
+    ],
+)
+def test_malformed_pins_are_refused_before_reading(tmp_path, fields, message):
+    report = load_file(bundle(tmp_path, EMPTY, **fields), display="m/manifest.toml")
+    assert messages(report) == [f"m/manifest.toml: {message}"]
+
+
+def test_the_docs_example_shape_fails_clearly_on_refs_defined_elsewhere():
+    report = load_file(SHAPES / "docs-example" / "tools.json", display="d/tools.json")
+    assert messages(report) == [
+        f'd/tools.json: tool[0] "notes.page_publish": {field}: unresolved schema ref '
+        f"schema:notes.publish.{kind}.v1 (looked in schema_refs and d/schemas/)"
+        for field, kind in (("input_schema", "request"), ("result_schema", "result"))
+    ]
+    assert report.tools == []
+
+
+def test_the_docs_example_shape_loads_once_its_refs_resolve(tmp_path):
+    folder = tmp_path / "docs"
+    write(folder, "tools.json", (SHAPES / "docs-example" / "tools.json").read_text("utf-8"))
+    request = {"type": "object", "properties": {"page": {"type": "string"}}, "required": ["page"]}
+    write(folder / "schemas", "notes.publish.request.v1.json", request)
+    write(folder / "schemas", "notes.publish.result.v1.json", {"type": "object"})
+    report = load_file(folder / "tools.json")
+    assert report.problems == []
+    (spec,) = report.tools
+    assert (spec.name, spec.namespace) == ("notes_page_publish", "docs")
+    assert spec.input_schema == request
+    assert (spec.input_schema_ref, spec.output_schema_ref) == (
+        "schema:notes.publish.request.v1",
+        "schema:notes.publish.result.v1",
+    )
+    assert spec.transport == HttpTransport(method="POST", url="https://wiki.example/api/publish")
+    assert spec.safety.requires_confirmation is True
+    assert spec.requires.net_hosts == ("wiki.example",)
+    assert spec.secrets == ("runloop/wiki/api_token",)
+    assert spec.tags == ("external", "wiki")
+
+
+@pytest.mark.parametrize("secret", ["runloop/mail/smtp_api_key", "mail.smtp.key"])
+def test_both_secret_id_styles_are_kept_as_written(tmp_path, secret):
+    report = load(tmp_path, {"version": 1, "tools": [entry(secrets=[secret])]})
+    assert report.tools[0].secrets == (secret,)

@@ -137,17 +137,56 @@ def _collector_paused() -> Iterator[None]:
             gc.collect()
 
 
+_UNPINNED = (
+    "this Runloop tools.json sits beside a bundle manifest.toml that does not pin it; a bundle "
+    "must list it under [artifacts.tools] with its blake3 digest; not loaded"
+)
+
+
+def _through_bundle(path: Path, shown: str) -> tuple[Path, str, LoadReport | None]:
+    """A tools.json beside a bundle's manifest.toml is loaded through that bundle, so its
+    digest is checked even when the tools.json itself was named. A Runloop tools.json that the
+    manifest.toml beside it does not pin is refused: Runloop reads tools only through the pin.
+    """
+    if path.name == "manifest.toml":
+        return path, shown, None
+    bundle = path.parent / "manifest.toml"
+    if not bundle.is_file():
+        return path, shown, None
+    target = bundle_tools_path(bundle)
+    if target is not None and target.resolve() == path.resolve():
+        return bundle, os.path.join(os.path.dirname(shown), "manifest.toml"), None
+    if detect_format(path) is not Format.RUNLOOP:
+        return path, shown, None
+    log = ProblemLog(shown)
+    log.error(_UNPINNED, code=ErrorCode.MANIFEST_DIGEST)
+    return path, shown, log.report([])
+
+
 def load_paths(paths: Sequence[Path], *, environ: Mapping[str, str] | None = None) -> LoadReport:
     """Load files and folders (folders walked recursively, sorted; hidden folders,
     node_modules and __pycache__ skipped). A tools.json that a bundle's manifest.toml pins is
-    loaded once, through the bundle and its digest check."""
+    loaded once, through the bundle and its digest check, even when only the tools.json is
+    named; a Runloop tools.json beside a manifest.toml that does not pin it is refused."""
     with _collector_paused():
         return _load_paths(paths, environ)
 
 
 def _load_paths(paths: Sequence[Path], environ: Mapping[str, str] | None) -> LoadReport:
-    reports: list[LoadReport] = []
-    found: list[tuple[Path, str]] = []
+    # In the order given: a file to load (path, display) or a problem already found.
+    items: list[tuple[Path, str] | LoadReport] = []
+    seen: set[Path] = set()
+
+    def add(given: Path, given_shown: str) -> None:
+        path, shown, problem = _through_bundle(given, given_shown)
+        if problem is not None:
+            items.append(problem)
+            return
+        key = path.resolve()
+        if key not in seen:
+            seen.add(key)
+            items.append((path, shown))
+
     for path in paths:
         if path.is_dir():
             walked = list(_walk(path, str(path)))
@@ -157,26 +196,23 @@ def _load_paths(paths: Sequence[Path], environ: Mapping[str, str] | None) -> Loa
                     "no manifests found (looked for tools.json, agent.json and manifest.toml)",
                     code=ErrorCode.MANIFEST_UNREADABLE,
                 )
-                reports.append(log.report([], []))
-            found.extend(walked)
+                items.append(log.report([], []))
+            for found, shown in walked:
+                add(found, shown)
         else:
-            found.append((path, str(path)))
-    seen: set[Path] = set()
-    unique: list[tuple[Path, str]] = []
-    for path, shown in found:
-        key = path.resolve()
-        if key not in seen:
-            seen.add(key)
-            unique.append((path, shown))
+            add(path, str(path))
     claimed = {
         target.resolve()
-        for path, _ in unique
-        if path.name == "manifest.toml"
-        and path.is_file()
-        and (target := bundle_tools_path(path)) is not None
+        for item in items
+        if isinstance(item, tuple)
+        and item[0].name == "manifest.toml"
+        and item[0].is_file()
+        and (target := bundle_tools_path(item[0])) is not None
     }
-    for path, shown in unique:
-        if path.name != "manifest.toml" and path.resolve() in claimed:
-            continue
-        reports.append(load_file(path, display=shown, environ=environ))
+    reports: list[LoadReport] = []
+    for item in items:
+        if isinstance(item, LoadReport):
+            reports.append(item)
+        elif item[0].name == "manifest.toml" or item[0].resolve() not in claimed:
+            reports.append(load_file(item[0], display=item[1], environ=environ))
     return LoadReport.merge(reports)

@@ -2,14 +2,17 @@
 
 Error texts follow Runloop's loader and bundle audit (spec/runloop-tools-json-v1.txt). Beyond
 Runloop, this loader also requires what the spec says is required (the schemas), an absolute
-exec command and an absolute http(s) URL, and resolves ``{"$ref": "schema:ID"}`` schemas from
-the entry's ``schema_refs`` or ``schemas/<ID>.json`` beside the tools.json.
+exec command and an absolute http(s) URL, a pin of 64 hex digits for a tools.json inside the
+bundle, and resolves ``{"$ref": "schema:ID"}`` schemas from the entry's ``schema_refs`` or
+``schemas/<ID>.json`` beside the tools.json.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import os
+import re
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -254,7 +257,9 @@ def _tool(
     raw_id = entry.get("id")
     tool_id = raw_id.strip() if isinstance(raw_id, str) else ""
     locator = f'tool[{i}] "{tool_id}"' if tool_id else f"tool[{i}]"
-    if not tool_id:
+    if raw_id is not None and not isinstance(raw_id, str):
+        log.error("id must be a string", locator)
+    elif not tool_id:
         log.error("tool id cannot be empty", locator)
     elif tool_id in seen:
         log.error("duplicate id", locator)
@@ -272,7 +277,11 @@ def _tool(
     find = schemas.lookup(refs, locator)
     declared_in, in_ref = _schema(entry, "input_schema", find, schemas.where(), log, locator)
     declared_out, out_ref = _schema(entry, "result_schema", find, schemas.where(), log, locator)
-    facing = input_schemas(declared_in, "input_schema", log, locator) if declared_in else None
+    facing = (
+        input_schemas(declared_in, "input_schema", log, locator)
+        if declared_in is not None
+        else None
+    )
     capabilities = _str_list(entry, "capabilities", log, locator)
     secrets = _str_list(entry, "secrets", log, locator)
     extras = _extras(entry, log, locator)
@@ -288,7 +297,7 @@ def _tool(
         description=str(description).strip(),
         input_schema=facing[0],
         runtime_input_schema=facing[1],
-        output_schema=declared_out,
+        output_schema=declared_out or None,
         input_schema_ref=in_ref,
         output_schema_ref=out_ref,
         transport=transport,
@@ -312,11 +321,12 @@ def load_runloop(
     if version is None:
         log.error("tools.json version is missing (expected 1)")
         return []
-    if version != 1 or isinstance(version, bool):
-        shown = json_quote(version) if isinstance(version, str) else version
-        log.error(f"unsupported tools.json version {shown} (expected 1)")
+    if type(version) is not int or version != 1:  # Runloop reads an unsigned integer
+        log.error(f"unsupported tools.json version {_shown(version)} (expected 1)")
         return []
-    entries = doc.get("tools") or []
+    entries = doc.get("tools")
+    if entries is None:  # missing means no attachments
+        entries = []
     if not isinstance(entries, list):
         log.error("tools must be a list of tool objects")
         return []
@@ -330,6 +340,15 @@ def load_runloop(
         elif (tool := _tool(entry, i, seen, schemas, namespace or folder.name)) is not None:
             tools.append(tool)
     return tools
+
+
+def _shown(value: object) -> str:
+    """A scalar as written in JSON (``"1"``, ``1.0``, ``true``); other values by their type."""
+    if isinstance(value, str):
+        return json_quote(value[:40] + ("…" if len(value) > 40 else ""))
+    if value is None or isinstance(value, bool | int | float):
+        return json.dumps(value)
+    return f"of type {type(value).__name__}"
 
 
 def _artifact(path: Path, log: ProblemLog) -> dict[str, Any] | None:
@@ -353,13 +372,26 @@ def _artifact(path: Path, log: ProblemLog) -> dict[str, Any] | None:
     return table
 
 
+_DIGEST = re.compile(r"[0-9a-fA-F]{64}")
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` (normalized, symlinks not followed) lies in ``folder`` or below."""
+    normal = os.path.normpath(path)
+    try:
+        return os.path.commonpath([normal, str(folder)]) == str(folder) and normal != str(folder)
+    except ValueError:  # different drives on Windows
+        return False
+
+
 def bundle_tools_path(path: Path) -> Path | None:
     """The absolute tools.json a bundle's manifest.toml points at (None if none/broken)."""
     table = _artifact(path, ProblemLog(str(path)))
     rel = table.get("path") if table else None
-    if not isinstance(rel, str) or not rel:
+    folder = Path(os.path.normpath(path.absolute().parent))
+    if not isinstance(rel, str) or not rel or not _inside(folder / rel, folder):
         return None
-    return Path(os.path.normpath(path.absolute().parent / rel))
+    return Path(os.path.normpath(folder / rel))
 
 
 def load_bundle(path: Path, display: str) -> LoadReport:
@@ -371,16 +403,27 @@ def load_bundle(path: Path, display: str) -> LoadReport:
     if table is None:
         return log.report([])
     version = table.get("version", 1)
-    if version != 1 or isinstance(version, bool):
-        log.error(f"unsupported tools.json version {version} (supported: 1)")
+    if type(version) is not int or version != 1:
+        log.error(f"unsupported tools.json version {_shown(version)} (supported: 1)")
     rel, digest = table.get("path"), table.get("blake3")
+    folder = Path(os.path.normpath(path.absolute().parent))
     if not isinstance(rel, str) or not rel:
         log.error('[artifacts.tools] path is required (e.g. path = "tools.json")')
+    elif not _inside(folder / rel, folder):
+        log.error(
+            f"[artifacts.tools] path {json_quote(rel)} must stay inside the bundle folder",
+            code=ErrorCode.MANIFEST_DIGEST,
+        )
     if not isinstance(digest, str) or not digest:
         log.error("[artifacts.tools] blake3 is required (the BLAKE3 hex digest of tools.json)")
+    elif not _DIGEST.fullmatch(digest.strip()):
+        log.error(
+            f"[artifacts.tools] blake3 must be 64 hex digits (got {_shown(digest)})",
+            code=ErrorCode.MANIFEST_DIGEST,
+        )
     if log.error_count() or not isinstance(rel, str) or not isinstance(digest, str):
         return log.report([])
-    tools_path = path.absolute().parent / rel
+    tools_path = folder / rel
     tools_display = _display_join(display, rel)
     if not tools_path.is_file():
         log.error(f"missing tools.json at {tools_display}", code=ErrorCode.MANIFEST_UNREADABLE)

@@ -25,6 +25,7 @@ from mcp_toolbridge.app import (
 )
 from mcp_toolbridge.clients import CLIENTS
 from mcp_toolbridge.errors import ConfigError, Severity, ToolbridgeError, UnknownToolError
+from mcp_toolbridge.executors.base import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
 from mcp_toolbridge.locked import LOCKED_IDS, parse_locked
 
 EXIT_OK = 0
@@ -52,7 +53,7 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout",
         type=float,
-        default=60.0,
+        default=DEFAULT_TIMEOUT_S,
         metavar="SECONDS",
         help="default per-call deadline when a manifest sets none (default 60)",
     )
@@ -66,7 +67,7 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-output",
         type=int,
-        default=10 * 1024 * 1024,
+        default=DEFAULT_MAX_OUTPUT_BYTES,
         metavar="BYTES",
         help="cap on a tool's stdout and on an HTTP response (default 10 MiB)",
     )
@@ -217,8 +218,8 @@ def _add_serve_options(parser: argparse.ArgumentParser) -> None:
 def _settings(args: argparse.Namespace) -> Settings:
     return Settings(
         paths=args.paths,
-        timeout_s=getattr(args, "timeout", 60.0),
-        max_output_bytes=getattr(args, "max_output", 10 * 1024 * 1024),
+        timeout_s=getattr(args, "timeout", DEFAULT_TIMEOUT_S),
+        max_output_bytes=getattr(args, "max_output", DEFAULT_MAX_OUTPUT_BYTES),
         max_concurrency=getattr(args, "max_concurrency", None),
         secrets_file=getattr(args, "secrets", None),
         policy_file=getattr(args, "policy", None),
@@ -448,8 +449,18 @@ COMMANDS = {
 }
 
 
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line parsed (argparse exits with status 2 on a usage error)."""
+    return _parser().parse_args(argv)
+
+
+def settings_of(args: argparse.Namespace) -> Settings:
+    """The Settings a parsed command line loads and serves with."""
+    return _settings(args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(name)s: %(message)s")
     try:
         return COMMANDS[args.verb](args)

@@ -19,8 +19,9 @@ from mcp_toolbridge.app import Loaded, Settings, open_runtime
 from mcp_toolbridge.bridge import Observer
 from mcp_toolbridge.clients import CLIENTS, client_config, serve_arguments, server_command
 from mcp_toolbridge.errors import ConfigError, ErrorCode
-from mcp_toolbridge.executors.base import Executor
+from mcp_toolbridge.executors.base import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S, Executor
 from mcp_toolbridge.interface import tool_interface
+from mcp_toolbridge.locked import LOCKED_IDS
 from mcp_toolbridge.model import Format
 from mcp_toolbridge.recording import Recorder
 from mcp_toolbridge.reload import reload_on_change
@@ -64,6 +65,14 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
         "confirmation, no per-session tool loading)",
     )
     parser.add_argument(
+        "--session-idle-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="HTTP: close a stateful session unused for this long, cancelling its calls "
+        "(default 1800)",
+    )
+    parser.add_argument(
         "--allow-host",
         action="append",
         default=[],
@@ -87,11 +96,22 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
 
 def _http_options(args: argparse.Namespace) -> HttpOptions | None:
     if args.http is None:
-        for flag, value in (("--token", args.token), ("--stateless", args.stateless)):
+        given = (
+            ("--token", args.token),
+            ("--stateless", args.stateless),
+            ("--session-idle-timeout", args.session_idle_timeout),
+        )
+        for flag, value in given:
             if value:
                 raise ConfigError(f"{flag} applies to --http only", code=ErrorCode.CONFIG_INVALID)
         return None
-    from mcp_toolbridge.server_http import TOKEN_ENV, HttpOptions, check_binding, parse_address
+    from mcp_toolbridge.server_http import (
+        SESSION_IDLE_TIMEOUT_S,
+        TOKEN_ENV,
+        HttpOptions,
+        check_binding,
+        parse_address,
+    )
 
     host, port = parse_address(args.http)
     token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
@@ -101,6 +121,11 @@ def _http_options(args: argparse.Namespace) -> HttpOptions | None:
         token=token,
         stateless=args.stateless,
         allowed_hosts=tuple(args.allow_host),
+        session_idle_timeout_s=(
+            SESSION_IDLE_TIMEOUT_S
+            if args.session_idle_timeout is None
+            else args.session_idle_timeout
+        ),
     )
     check_binding(options)
     return options
@@ -147,7 +172,8 @@ def serve(
                     await group.start(reload_on_change, runtime, server)
                 if http is None:
                     command = server_command()
-                    entry = {"command": command[0], "args": [*command[1:], *args_for(args)]}
+                    hint = [*command[1:], *args_for(args, settings)]
+                    entry = {"command": command[0], "args": hint}
                     _err(f"{head}, over stdio; connect a client with {json.dumps(entry)}")
                     await server.run_stdio()
                 else:
@@ -163,8 +189,56 @@ def serve(
     return EXIT_OK
 
 
-def args_for(args: argparse.Namespace) -> list[str]:
-    return serve_arguments(args.paths, policy=args.policy, workspace=args.workspace)
+def args_for(args: argparse.Namespace, settings: Settings) -> list[str]:
+    """The stdio connect hint's arguments: a client started with them serves what this
+    server serves. The workspace is pinned (clients start servers in an undefined working
+    directory); HTTP options are left out, the hint is for stdio."""
+    verb = ["serve"]
+    if getattr(args, "recording", None) is not None:
+        verb = ["replay", _absolute(args.recording)]
+    return serve_arguments(
+        args.paths,
+        policy=args.policy,
+        workspace=settings.workspace_root(),
+        options=serving_options(args),
+        verb=verb,
+    )
+
+
+def _absolute(path: Path) -> str:
+    return str(path.resolve())
+
+
+def serving_options(args: argparse.Namespace) -> list[str]:
+    """The options of ``args`` that change what is served or how it runs, other than the
+    paths, ``--policy`` and ``--workspace``, with paths absolute; defaults are left out."""
+    out: list[str] = []
+    if getattr(args, "keep_names", False):
+        out.append("--keep-names")
+    for folder in getattr(args, "ad_hoc", ()):
+        out += ["--ad-hoc", _absolute(folder)]
+    locked = tuple(getattr(args, "locked", LOCKED_IDS))
+    if locked != LOCKED_IDS:
+        out += ["--locked", ",".join(locked) or "none"]
+    for folder in getattr(args, "skills", ()):
+        out += ["--skills", _absolute(folder)]
+    if getattr(args, "timeout", DEFAULT_TIMEOUT_S) != DEFAULT_TIMEOUT_S:
+        out += ["--timeout", repr(args.timeout)]
+    if getattr(args, "max_concurrency", None) is not None:
+        out += ["--max-concurrency", str(args.max_concurrency)]
+    if getattr(args, "max_output", DEFAULT_MAX_OUTPUT_BYTES) != DEFAULT_MAX_OUTPUT_BYTES:
+        out += ["--max-output", str(args.max_output)]
+    for flag, attr in (("--secrets", "secrets"), ("--audit", "audit"), ("--record", "record")):
+        if getattr(args, attr, None) is not None:
+            out += [flag, _absolute(getattr(args, attr))]
+    if getattr(args, "no_audit", False):
+        out.append("--no-audit")
+    if getattr(args, "expose", "auto") != "auto":
+        out += ["--expose", args.expose]
+    for flag, attr in (("--skip-invalid", "skip_invalid"), ("--watch", "watch")):
+        if getattr(args, attr, False):
+            out.append(flag)
+    return out
 
 
 def inspect(args: argparse.Namespace, settings: Settings, loaded: Loaded) -> int:
@@ -194,7 +268,13 @@ def inspect(args: argparse.Namespace, settings: Settings, loaded: Loaded) -> int
 def config(args: argparse.Namespace) -> int:
     """Print the client's config file content for this installation."""
     kind = CLIENTS[args.client]
-    snippet = client_config(args.client, args.paths, policy=args.policy, workspace=args.workspace)
+    snippet = client_config(
+        args.client,
+        args.paths,
+        policy=args.policy,
+        workspace=args.workspace,
+        options=serving_options(args),
+    )
     _out(json.dumps(snippet, indent=2))
     _err(f"{kind.title}: put this in {kind.files}; merge it with any servers already there")
     return EXIT_OK

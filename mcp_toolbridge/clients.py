@@ -77,15 +77,22 @@ def server_command() -> list[str]:
 
 
 def serve_arguments(
-    paths: Sequence[Path], *, policy: Path | None = None, workspace: Path | None = None
+    paths: Sequence[Path],
+    *,
+    policy: Path | None = None,
+    workspace: Path | None = None,
+    options: Sequence[str] = (),
+    verb: Sequence[str] = ("serve",),
 ) -> list[str]:
-    """``serve`` and its options with every path absolute."""
-    args = ["serve"]
+    """``serve`` (or ``verb``), its options and the manifest paths, every path absolute.
+
+    ``options`` are further options, already absolute (see ``cli_ops.serving_options``)."""
+    args = list(verb)
     if policy is not None:
         args += ["--policy", str(policy.resolve())]
     if workspace is not None:
         args += ["--workspace", str(workspace.resolve())]
-    return [*args, *(str(p.resolve()) for p in paths)]
+    return [*args, *options, *(str(p.resolve()) for p in paths)]
 
 
 def server_entry(kind: ClientKind, command: Sequence[str], args: Sequence[str]) -> dict[str, Any]:
@@ -101,10 +108,11 @@ def client_config(
     *,
     policy: Path | None = None,
     workspace: Path | None = None,
+    options: Sequence[str] = (),
     command: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The whole config file content for ``client`` with one server, ``toolbridge``."""
     kind = CLIENTS[client]
-    args = serve_arguments(paths, policy=policy, workspace=workspace)
+    args = serve_arguments(paths, policy=policy, workspace=workspace, options=options)
     entry = server_entry(kind, command or server_command(), args)
     return {kind.top_key: {SERVER_NAME: entry}}

@@ -20,7 +20,6 @@ from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
 from mcp.server.models import InitializationOptions
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
-from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -31,6 +30,7 @@ from mcp_toolbridge.context import CallContext, InputPending
 from mcp_toolbridge.errors import UnknownToolError
 from mcp_toolbridge.model import Format
 from mcp_toolbridge.server_host import McpHost
+from mcp_toolbridge.server_stdio import stdio_transport
 from mcp_toolbridge.server_wire import to_result, to_tool
 
 log = logging.getLogger("mcp_toolbridge")
@@ -331,7 +331,7 @@ class ToolbridgeServer:
         """Serve this connection over the process's stdin and stdout until EOF. A client gone
         away (its end of stdout closed: a broken pipe) ends the session the same way."""
         try:
-            async with stdio_server() as (read_stream, write_stream):
+            async with stdio_transport() as (read_stream, write_stream):
                 await self.server.run(
                     read_stream, write_stream, self.server.create_initialization_options()
                 )

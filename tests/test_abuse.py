@@ -100,6 +100,26 @@ async def test_megabytes_of_garbage_without_a_newline_cost_bounded_memory_and_ar
         assert "Traceback" not in server.stderr()
 
 
+async def test_a_frame_over_64_mib_is_refused_with_its_id_without_being_held_whole(
+    tmp_path: Path,
+) -> None:
+    folder, _marker = _catalog(tmp_path)
+    start = json.dumps(_call("huge", "ok", {"nonce": ""})).encode().split(b'""')[0]
+    huge = start + b'"' + b"x" * (72 << 20) + b'"}}}\n'  # the cap is 64 MiB
+    async with raw_server(tmp_path, str(folder)) as server:
+        with anyio.fail_after(60):
+            await server.initialize()
+            before = memory_kib(server.pid)
+            await server.send(huge)
+            answer = await server.answer_to("huge")
+            assert answer["error"]["code"] == -32600, answer
+            assert "result" in await server.call(request("after-huge", "ping"))
+            after = memory_kib(server.pid)
+        peak = after["VmHWM"] - max(before["VmHWM"], before["VmRSS"])
+        assert peak < 80 << 10, f"the server's peak RSS grew {peak} KiB for a 72 MiB frame"
+        assert "Traceback" not in server.stderr()
+
+
 async def test_a_2026_request_after_garbage_is_answered(tmp_path: Path) -> None:
     folder, _marker = _catalog(tmp_path)
     async with raw_server(tmp_path, str(folder)) as server:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -123,25 +124,37 @@ async def _exchange(server: RawServer, batch: list[Frame], probe: dict[str, Any]
     assert "result" in probe_answer, probe_answer
 
 
-@pytest.fixture
-async def legacy_server(tmp_path: Path) -> AsyncIterator[RawServer]:
+@asynccontextmanager
+async def _connection(tmp_path: Path, era: str) -> AsyncIterator[RawServer]:
+    """A server with a 2025 session (initialize) or a 2026-07-28 connection (a first enveloped
+    request) open; it must still be alive, without a traceback, at the end."""
     async with raw_server(tmp_path) as server:
         with anyio.fail_after(30):
-            await server.initialize()
+            if era == "2025":
+                await server.initialize()
+            else:
+                answer = await server.call(modern("first", "tools/list"))
+                assert "result" in answer, answer
         yield server
         assert server.process.returncode is None, "the server died"
         assert "Traceback" not in server.stderr()
+
+
+def _probe(era: str) -> dict[str, Any]:
+    probe_id = f"probe-{next(_counter)}"
+    return request(probe_id, "ping") if era == "2025" else modern(probe_id, "tools/list")
+
+
+@pytest.fixture
+async def legacy_server(tmp_path: Path) -> AsyncIterator[RawServer]:
+    async with _connection(tmp_path, "2025") as server:
+        yield server
 
 
 @pytest.fixture
 async def modern_server(tmp_path: Path) -> AsyncIterator[RawServer]:
-    async with raw_server(tmp_path) as server:
-        with anyio.fail_after(30):
-            answer = await server.call(modern("first", "tools/list"))
-        assert "result" in answer, answer
+    async with _connection(tmp_path, "2026") as server:
         yield server
-        assert server.process.returncode is None, "the server died"
-        assert "Traceback" not in server.stderr()
 
 
 @settings(FUZZ, max_examples=300)
@@ -149,7 +162,7 @@ async def modern_server(tmp_path: Path) -> AsyncIterator[RawServer]:
 async def test_a_2025_session_survives_any_frames_and_still_answers(
     legacy_server: RawServer, batch: list[Frame]
 ) -> None:
-    await _exchange(legacy_server, batch, request(f"probe-{next(_counter)}", "ping"))
+    await _exchange(legacy_server, batch, _probe("2025"))
 
 
 @settings(FUZZ, max_examples=300)
@@ -157,27 +170,57 @@ async def test_a_2025_session_survives_any_frames_and_still_answers(
 async def test_a_2026_connection_survives_any_frames_and_still_answers(
     modern_server: RawServer, batch: list[Frame]
 ) -> None:
-    await _exchange(modern_server, batch, modern(f"probe-{next(_counter)}", "tools/list"))
+    await _exchange(modern_server, batch, _probe("2026"))
 
 
-@pytest.mark.xfail(
-    reason="mcp 2.3 stdio drops a frame that fails JSON-RPC validation without a reply, "
-    "even when its id is readable (mcp/server/stdio.py stdin_reader)",
-    strict=True,
-)
-async def test_a_request_with_non_object_params_gets_an_error_with_its_id(
-    legacy_server: RawServer,
+@pytest.mark.parametrize("era", ["2025", "2026"])
+async def test_an_invalid_request_with_a_readable_id_gets_an_invalid_request_error_with_it(
+    tmp_path: Path, era: str
 ) -> None:
     """JSON-RPC 2.0: a request whose id can be read gets an Invalid Request error, not silence
     (a client waiting on that id would wait forever)."""
     lines = [
         b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":5}\n',
         b'{"jsonrpc":"2.0","id":8,"method":"ping","params":[]}\n',
-        b'{"jsonrpc":"2.0","id":9,"method":"tools/list","params":"x"}\n',
+        b'{"jsonrpc":"2.0","id":"nine","method":"tools/list","params":"x"}\n',
+        b'{"jsonrpc":"1.0","id":10,"method":"tools/list"}\n',
+        b'{"jsonrpc":"2.0","id":11,"method":42}\n',
     ]
-    for line in lines:
-        await legacy_server.send(line)
-    # Frames are read in order: once the probe is answered, every line before it was handled.
-    await legacy_server.call(request("probe-after-bad-params", "ping"))
-    answered = {m.get("id") for m in legacy_server.seen if "error" in m}
-    assert answered >= {7, 8, 9}
+    async with _connection(tmp_path, era) as server:
+        for line in lines:
+            await server.send(line)
+        # Frames are read in order: once the probe is answered, every line before it was handled.
+        assert "result" in await server.call(_probe(era))
+    codes = {m.get("id"): m["error"]["code"] for m in server.seen if "error" in m}
+    assert codes == {7: -32600, 8: -32600, "nine": -32600, 10: -32600, 11: -32600}
+
+
+@pytest.mark.parametrize("era", ["2025", "2026"])
+async def test_unreadable_frames_get_an_error_with_id_null_and_bad_responses_get_nothing(
+    tmp_path: Path, era: str
+) -> None:
+    lines = [
+        b"{not json\n",  # -32700
+        b"\xff\xfe\n",  # -32700
+        b"[1, 2]\n",  # -32600, no id to read
+        b'{"jsonrpc":"2.0","id":[1],"method":"ping","params":1}\n',  # -32600, unusable id
+        b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":3}\n',  # -32600, no id
+        b'{"jsonrpc":"2.0","id":"r1","result":5}\n',  # a malformed response: never answered
+        b'{"jsonrpc":"2.0","id":"r2","error":"no"}\n',  # the same
+        b"\n   \r\n",  # blank lines: skipped
+    ]
+    async with _connection(tmp_path, era) as server:
+        before = len(server.seen)
+        for line in lines:
+            await server.send(line)
+        probe = _probe(era)
+        assert "result" in await server.call(probe)
+    answers = server.seen[before:]
+    assert [(m["id"], m["error"]["code"]) for m in answers[:-1]] == [
+        (None, -32700),
+        (None, -32700),
+        (None, -32600),
+        (None, -32600),
+        (None, -32600),
+    ]
+    assert answers[-1]["id"] == probe["id"]

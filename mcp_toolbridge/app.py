@@ -149,6 +149,7 @@ def load_catalog(
                     Severity.NOTICE,
                 )
             )
+    problems.extend(policy.unmatchable_rules([*builtins, *tools]))
     catalog, catalog_problems = Catalog.build(exposed, keep_names=settings.keep_names)
     return Loaded(catalog, report, [*problems, *catalog_problems], policy, plan, tuple(hidden))
 

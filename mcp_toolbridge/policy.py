@@ -15,12 +15,12 @@ order and worked examples are in docs/permissions.md.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcp_toolbridge.errors import ErrorCode, Problem
+from mcp_toolbridge.errors import ErrorCode, Problem, Severity
 from mcp_toolbridge.model import HttpTransport, RequirementSet, ToolSpec
 from mcp_toolbridge.policy_file import (
     DEFAULT_POLICY_TOML,
@@ -313,6 +313,28 @@ class Policy:
             return False
         return True
 
+    def unmatchable_rules(self, tools: Iterable[ToolSpec]) -> list[Problem]:
+        """Notices for rules that name a tool and carry a pattern the tool can never give.
+
+        A tool without argument roles (every manifest tool; see docs/permissions.md) that is
+        not an http tool names no path, host or command, so its calls have only the
+        "no argument" subject, which only rules without a pattern match.
+        """
+        patterned: dict[str, list[Rule]] = {}
+        for rule in self.rules:
+            if rule.kind != "any" and rule.scope != "session":
+                patterned.setdefault(rule.permission, []).append(rule)
+        if not patterned:
+            return []
+        notices: list[Problem] = []
+        for spec in tools:
+            if spec.argument_roles or isinstance(spec.transport, HttpTransport):
+                continue
+            for name in dict.fromkeys((spec.name, spec.id)):
+                for rule in patterned.get(name, ()):
+                    notices.append(_unmatchable(rule, spec))
+        return notices
+
     # -- display ------------------------------------------------------------------------------
 
     def effective_scope(self, tools: Sequence[ToolSpec] = ()) -> Scope:
@@ -396,6 +418,25 @@ def _uncovered(policy: Scope, tool: Scope, requires: RequirementSet) -> bool:
         if name not in policy.capabilities and "*" not in policy.capabilities:
             return True
     return False
+
+
+def _unmatchable(rule: Rule, spec: ToolSpec) -> Problem:
+    path, _, where = rule.origin.rpartition(" ")
+    shown = json.dumps(rule.pattern)
+    if rule.kind == "prefix":
+        shown = f"{{ prefix = {shown} }}"
+    tool = f"{spec.source.path}: {spec.source.locator(spec.id)}"
+    return Problem(
+        path or rule.origin,
+        f'the pattern {shown} of this rule for "{rule.permission}" can never match: tool '
+        f'"{spec.name}" ({tool}) has no argument roles, so its calls name no path, host or '
+        "command for a pattern to match, and the rule never applies. Drop the pattern to have "
+        f"the rule {rule.action} every call of the tool, or decide by the arguments in a "
+        "watchdog (it sees them)",
+        where if path else "",
+        ErrorCode.POLICY_INVALID,
+        Severity.NOTICE,
+    )
 
 
 def _compile_rules(

@@ -158,7 +158,8 @@ class ToolbridgeServer:
         builtins = [s.name for s in specs if s.source.format is Format.BUILTIN]
         expose = self._requested_expose
         if expose == "auto":
-            expose = "search" if len(manifest_tools) > SEARCH_THRESHOLD else "all"
+            searchable = SEARCH_TOOL in bridge.catalog
+            expose = "search" if searchable and len(manifest_tools) > SEARCH_THRESHOLD else "all"
         if expose == "search" and SEARCH_TOOL not in bridge.catalog:
             raise ValueError("--expose search needs the tool_search built-in in the catalog")
         self.expose: Expose = expose

@@ -12,7 +12,6 @@ import binascii
 import logging
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 import mcp_types as types
@@ -26,6 +25,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_toolbridge import __version__
 from mcp_toolbridge.bridge import Bridge
+from mcp_toolbridge.catalog import Catalog
 from mcp_toolbridge.context import CallContext, InputPending
 from mcp_toolbridge.errors import UnknownToolError
 from mcp_toolbridge.model import Format
@@ -98,12 +98,24 @@ class SessionEnd(Protocol):
     def __call__(self, session_id: str, *, keep_files: bool = False) -> None: ...
 
 
-@dataclass
 class _Published:
-    """The wire form of each tool, built once per era."""
+    """The wire form of each tool per era, built on first use and kept.
 
-    modern: dict[str, types.Tool]
-    legacy: dict[str, types.Tool]
+    Built lazily: a search-mode server lists a few dozen tools, and building all 100,000 wire
+    forms of a large catalog up front, twice, would cost seconds of start-up for nothing."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self._catalog = catalog
+        self._built: dict[tuple[bool, str], types.Tool] = {}
+
+    def tool(self, name: str, *, modern: bool) -> types.Tool:
+        key = (modern, name)
+        tool = self._built.get(key)
+        if tool is None:
+            entry = self._catalog.get(name)
+            assert entry is not None, name  # only catalog names are ever listed
+            tool = self._built[key] = to_tool(entry.spec, modern=modern)
+        return tool
 
 
 class ToolbridgeServer:
@@ -150,10 +162,7 @@ class ToolbridgeServer:
         """Build the wire form of every tool once, and what is always listed."""
         self.bridge = bridge
         specs = bridge.catalog.specs()
-        self._published = _Published(
-            modern={s.name: to_tool(s, modern=True) for s in specs},
-            legacy={s.name: to_tool(s, modern=False) for s in specs},
-        )
+        self._published = _Published(bridge.catalog)
         manifest_tools = [s.name for s in specs if s.source.format is not Format.BUILTIN]
         builtins = [s.name for s in specs if s.source.format is Format.BUILTIN]
         expose = self._requested_expose
@@ -220,13 +229,14 @@ class ToolbridgeServer:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        published = self._published.modern if _is_modern(ctx) else self._published.legacy
+        modern = _is_modern(ctx)
         names = self.visible_names(_scope(ctx))
         start = _decode_cursor(params.cursor) if params and params.cursor else 0
         page = names[start : start + PAGE_SIZE]
         following = start + PAGE_SIZE
         next_cursor = _encode_cursor(following) if following < len(names) else None
-        return types.ListToolsResult(tools=[published[n] for n in page], next_cursor=next_cursor)
+        tools = [self._published.tool(n, modern=modern) for n in page]
+        return types.ListToolsResult(tools=tools, next_cursor=next_cursor)
 
     async def _cache_tools_list(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext

@@ -44,6 +44,8 @@ class ToolOutcome(Protocol):
     def error(self) -> str | None: ...
 
 
+SEARCH_TOOL = "tool_search"
+
 CallTool = Callable[[str, Mapping[str, Any], CallContext], Awaitable[ToolOutcome]]
 """call_tool(name, arguments, context): one call through the full pipeline."""
 
@@ -112,9 +114,10 @@ async def _in_own_task(call_tool: CallTool, use: ToolUseBlock, ctx: CallContext)
 
 
 async def _run_one(
-    use: ToolUseBlock, conversation: Conversation, call_tool: CallTool, ctx: CallContext
+    use: ToolUseBlock, offered: dict[str, SamplingTool], call_tool: CallTool, ctx: CallContext
 ) -> tuple[str, bool]:
-    offered = [tool.name for tool in conversation.tools]
+    """Run one requested call. A successful tool_search offers its hits from the next turn on
+    (the subagent's own deferred loading), except tools denied to it."""
     if use.name not in offered:
         available = ", ".join(offered) or "none"
         return (
@@ -125,6 +128,16 @@ async def _run_one(
         outcome = await _in_own_task(call_tool, use, ctx)
     except CallError as exc:
         return exc.message, True
+    if use.name == SEARCH_TOOL and outcome.ok and isinstance(outcome.value, dict):
+        for found in outcome.value.get("tools") or []:
+            name = found.get("name") if isinstance(found, dict) else None
+            if isinstance(name, str) and name not in ctx.denied_tools and name not in offered:
+                schema = found.get("input_schema")
+                offered[name] = SamplingTool(
+                    name,
+                    str(found.get("description") or ""),
+                    dict(schema) if isinstance(schema, dict) else {"type": "object"},
+                )
     return render(outcome), not outcome.ok
 
 
@@ -138,13 +151,14 @@ async def run_subagent(
 ) -> SubagentRun:
     """Run the loop; ``ctx`` is the context every tool call of the subagent carries."""
     run = SubagentRun()
+    offered = {tool.name: tool for tool in conversation.tools}
     messages = [SamplingMessage("user", (TextBlock(conversation.prompt),))]
     with anyio.move_on_after(limits.max_seconds) as deadline:
         for turn in range(1, limits.max_turns + 1):
             run.turns = turn
             request = SamplingRequest(
                 messages=tuple(messages),
-                tools=conversation.tools,
+                tools=tuple(offered.values()),
                 system_prompt=conversation.system_prompt,
                 max_tokens=limits.max_tokens,
             )
@@ -164,7 +178,7 @@ async def run_subagent(
                 run.tool_calls.append(use.name)
                 if progress is not None:
                     await progress(turn, limits.max_turns, f"subagent turn {turn}: {use.name}")
-                result, failed = await _run_one(use, conversation, call_tool, ctx)
+                result, failed = await _run_one(use, offered, call_tool, ctx)
                 results.append(
                     ToolResultBlock(use.id, _cap(result, limits.max_result_chars), failed)
                 )

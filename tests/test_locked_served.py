@@ -309,3 +309,47 @@ async def test_web_fetch_follows_the_policy_for_hosts_and_redirects(tmp_path):
 def test_expose_search_without_tool_search_is_refused_at_start(capsys):
     assert main(["serve", "--expose", "search", "--locked", "read,grep"]) == 2
     assert "--expose search needs tool_search" in capsys.readouterr().err
+
+
+class Searcher:
+    """A subagent model for a large catalog: searches, calls what it found, then answers."""
+
+    def __init__(self) -> None:
+        self.requests: list[types.CreateMessageRequestParams] = []
+
+    async def __call__(
+        self, context: Any, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResultWithTools:
+        self.requests.append(params)
+        steps: list[types.SamplingMessageContentBlock] = [
+            types.ToolUseContent(id="s", name="tool_search", input={"query": "select:big_07"}),
+            types.ToolUseContent(id="c", name="big_07", input={"text": "found"}),
+            types.TextContent(type="text", text="done"),
+        ]
+        block = steps[len(self.requests) - 1]
+        stop = "endTurn" if isinstance(block, types.TextContent) else "toolUse"
+        return types.CreateMessageResultWithTools(
+            role="assistant", content=[block], model="scripted", stop_reason=stop
+        )
+
+
+async def test_a_subagent_in_a_large_catalog_can_call_what_its_tool_search_found(tmp_path):
+    settings = _settings(tmp_path)
+    tools = [echo_tool(f"big_{i:02d}") for i in range(70)]
+    agentcli_manifest(settings.paths[0], tools, {"echo": ECHO})
+    model = Searcher()
+    async with _client(
+        settings,
+        "legacy",
+        sampling_callback=model,
+        sampling_capabilities=types.SamplingCapability(tools=types.SamplingToolsCapability()),
+    ) as client:
+        result = await client.call_tool("task", {"description": "x", "prompt": "use big_07"})
+    assert not result.is_error, result
+    assert result.structured_content is not None
+    assert result.structured_content["tool_calls"] == ["tool_search", "big_07"]
+    first = {tool.name for tool in model.requests[0].tools or []}
+    second = {tool.name for tool in model.requests[1].tools or []}
+    assert "big_07" not in first and "big_07" in second
+    answer = model.requests[2].messages[-1].content_as_list[0]
+    assert isinstance(answer, types.ToolResultContent) and not answer.is_error

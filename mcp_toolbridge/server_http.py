@@ -9,6 +9,12 @@ by uvicorn, behind an optional bearer token.
   loopback names always, the bound address, and every ``--allow-host`` name.
 - Stateful by default (one Mcp-Session-Id per client, SSE responses: progress and 2025-era
   elicitation work); ``--stateless`` makes every request independent.
+- A request without a session (``--stateless``, or any 2026-era request) ends with its
+  connection: a client that disconnects mid-call cancels it, and the call's process group is
+  killed. In a session a disconnect is not a cancellation (the MCP transport spec): the call
+  runs on until its deadline, the client's ``notifications/cancelled``, the session's DELETE,
+  or the session's idle expiry (``--session-idle-timeout``), whichever comes first.
+- Request bodies are capped at 4 MiB (the SDK's limit: 413 before anything is parsed).
 
 One ToolbridgeServer serves every HTTP session; see server.py for what is kept per session.
 """
@@ -19,6 +25,7 @@ import dataclasses
 import hmac
 import ipaddress
 import json
+import math
 import socket
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -34,6 +41,8 @@ from mcp_toolbridge.server import ToolbridgeServer
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 MCP_PATH = "/mcp"
+SESSION_IDLE_TIMEOUT_S = 30 * 60.0
+"""A stateful session no request has used for this long is closed (the SDK's default)."""
 TOKEN_ENV = "TOOLBRIDGE_TOKEN"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 WILDCARDS = ("0.0.0.0", "::", "")
@@ -54,6 +63,9 @@ class HttpOptions:
     allowed_hosts: tuple[str, ...] = ()
     """More Host names clients use to reach this server (a DNS name, a LAN address)."""
     path: str = MCP_PATH
+    session_idle_timeout_s: float = SESSION_IDLE_TIMEOUT_S
+    """Close a stateful session after this long without a request in flight: its calls are
+    cancelled (their processes killed) and its state dropped."""
 
     @property
     def url(self) -> str:
@@ -91,7 +103,14 @@ def is_loopback(host: str) -> bool:
 
 
 def check_binding(options: HttpOptions) -> None:
-    """Refuse to listen beyond this machine without a token."""
+    """Refuse to listen beyond this machine without a token (and settings that make no
+    sense)."""
+    if not math.isfinite(options.session_idle_timeout_s) or options.session_idle_timeout_s <= 0:
+        raise ConfigError(
+            "--session-idle-timeout must be a positive number of seconds, "
+            f"not {options.session_idle_timeout_s:g}",
+            code=ErrorCode.CONFIG_INVALID,
+        )
     if options.token is not None and not options.token.strip():
         raise ConfigError(
             f"the bearer token is empty; pass a long random value with --token or {TOKEN_ENV}",
@@ -170,6 +189,7 @@ def build_app(server: ToolbridgeServer, options: HttpOptions) -> ASGIApp:
     app: ASGIApp = server.server.streamable_http_app(
         streamable_http_path=options.path,
         stateless_http=options.stateless,
+        session_idle_timeout=options.session_idle_timeout_s,
         transport_security=security_settings(options),
         host=options.host,
     )

@@ -19,6 +19,7 @@ from mcp_toolbridge.cli import main
 from mcp_toolbridge.errors import ConfigError
 from mcp_toolbridge.server import ToolbridgeServer
 from mcp_toolbridge.server_http import HttpOptions, HttpService, check_binding, parse_address
+from tests.support.httpserve import ACCEPT, http_server
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 
 TOKEN = "s3cret-test-token-0123456789"
@@ -180,3 +181,44 @@ async def test_a_closed_http_session_and_each_stateless_call_end_their_session_s
     assert first.startswith(server.session_id) and first.endswith("keep_files=False")
     assert second.startswith(server.session_id) and second.endswith("keep_files=True")
     assert first.split()[0] != second.split()[0]
+
+
+async def test_the_token_from_toolbridge_token_is_required_by_a_served_process(
+    tmp_path: Path,
+) -> None:
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    env = {"TOOLBRIDGE_TOKEN": TOKEN}
+    with anyio.fail_after(30):
+        async with (
+            http_server(tmp_path, str(_catalog(tmp_path)), env=env) as server,
+            httpx2.AsyncClient() as http,
+        ):
+            assert "bearer token required" in server.stderr()
+            missing = await http.post(server.url, json=ping, headers=ACCEPT)
+            wrong = await http.post(
+                server.url, json=ping, headers={**ACCEPT, "Authorization": "Bearer nope"}
+            )
+            async with _client(server.url, "legacy", token=TOKEN) as client:
+                result = await client.call_tool("tool_00", {"text": "with the token"})
+    assert missing.status_code == wrong.status_code == 401
+    assert result.structured_content == {"echo": {"text": "with the token"}}
+
+
+def test_the_token_option_wins_over_the_variable_and_an_empty_variable_means_none(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TOOLBRIDGE_TOKEN", "from-the-environment")
+    assert main(["serve", "--no-audit", "--http", "0.0.0.0:0", "--token", " "]) == 2
+    assert "the bearer token is empty" in capsys.readouterr().err
+    monkeypatch.setenv("TOOLBRIDGE_TOKEN", "")
+    assert main(["serve", "--no-audit", "--http", "0.0.0.0:0"]) == 2
+    assert "without a bearer token" in capsys.readouterr().err
+
+
+def test_the_session_idle_timeout_must_be_positive_and_applies_to_http_only(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["serve", "--no-audit", "--http", ":0", "--session-idle-timeout", "0"]) == 2
+    assert "--session-idle-timeout must be a positive number" in capsys.readouterr().err
+    assert main(["serve", "--no-audit", "--session-idle-timeout", "5"]) == 2
+    assert "--session-idle-timeout applies to --http only" in capsys.readouterr().err

@@ -59,3 +59,19 @@ def memory_kib(pid: int) -> dict[str, int]:
             if key in ("VmRSS", "VmHWM"):
                 found[key] = int(rest.split()[0])
     return found
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live processes (zombies skipped) in process group ``pgid``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
+            found.append(int(entry))
+    return found

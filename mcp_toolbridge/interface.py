@@ -5,6 +5,18 @@ and the server settings. A fact the manifest did not declare, which therefore to
 fail-closed default (the safety facts in ``spec.safety.inferred``, the server's default
 deadline, strict validation), is listed under ``inferred`` as ``Partition.field``; a field the
 three manifest formats cannot express is ``null``.
+
+Two facts of the spec's fail-closed table no manifest format can declare:
+
+- ``Safety.is_concurrency_safe``: known for the built-in tools (the read-only ones are; the
+  others change files, processes or session state), inferred ``false`` for manifest tools.
+  The server itself runs calls in parallel (up to ``--max-concurrency``) whatever this says:
+  it tells a client whether to send a tool's calls in parallel.
+- ``Execution.interrupt_behavior``: always known, ``cancel``. Every executor stops a call
+  the client cancels (``notifications/cancelled``, or the closed response stream of a
+  request outside an HTTP session): the process group is killed, the HTTP request
+  abandoned, the built-in's task cancelled. Nothing runs on after an interrupt, so the
+  spec's default ``block`` would be untrue.
 """
 
 from __future__ import annotations
@@ -28,6 +40,11 @@ SAFETY_FIELDS = {
     "requires_confirmation": "requires_user_interaction",
     "idempotent": "is_idempotent",
 }
+INTERRUPT_BEHAVIOR = "cancel"
+SCHEDULING = (
+    "calls run as they arrive, in parallel up to --max-concurrency; the server never "
+    "serializes calls of one tool (is_concurrency_safe tells the client whether to)"
+)
 ABORT = {
     "exec": "the process group gets SIGTERM, then SIGKILL; on deadline, cancel or shutdown",
     "http": "the request is abandoned and its connection closed",
@@ -95,6 +112,8 @@ def tool_interface(
     safety = spec.safety
     inferred = [f"Safety.{SAFETY_FIELDS[f]}" for f in sorted(safety.inferred) if f in SAFETY_FIELDS]
     inferred += ["Schemas.strict", "Safety.classifier_input"]
+    if not builtin:
+        inferred.append("Safety.is_concurrency_safe")
     if spec.timeout_s is None:
         inferred.append("Execution.timeout_ms")
     timeout_s = spec.timeout_s if spec.timeout_s is not None else default_timeout_s
@@ -156,6 +175,7 @@ def tool_interface(
             "is_open_world": safety.open_world,
             "is_idempotent": safety.idempotent,
             "requires_user_interaction": safety.requires_confirmation,
+            "is_concurrency_safe": builtin and safety.read_only,
             "sandbox_profile": None,
             "classifier_input": "",
         },
@@ -176,6 +196,8 @@ def tool_interface(
             "execution_profile_ref": _execution_profile(spec),
             "timeout_ms": round(timeout_s * 1000),
             "abort_semantics": ABORT[spec.transport.kind],
+            "interrupt_behavior": INTERRUPT_BEHAVIOR,
+            "scheduling": SCHEDULING,
             "progress_schema": (
                 {"stderr_line": {"progress": "number", "total": "number?", "message": "string?"}}
                 if isinstance(spec.transport, ExecTransport)

@@ -116,3 +116,29 @@ def test_inspecting_an_unknown_tool_says_how_to_find_the_names(
 ) -> None:
     assert main(["inspect", "no_such_tool"]) == 2
     assert "mcp-toolbridge list" in capsys.readouterr().err
+
+
+def test_concurrency_safety_is_inferred_false_for_manifest_tools_and_known_for_built_ins(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agentcli_manifest(tmp_path / "t", [echo_tool("echo")], {"echo": ECHO})
+    manifest = _inspect(capsys, "echo", str(tmp_path / "t"))
+    assert manifest["Safety"]["is_concurrency_safe"] is False
+    assert "Safety.is_concurrency_safe" in manifest["inferred"]
+    for tool, safe in (("read", True), ("grep", True), ("write", False), ("bash", False)):
+        record = _inspect(capsys, tool, str(tmp_path / "t"))
+        assert record["Safety"]["is_concurrency_safe"] is safe, tool
+        assert "Safety.is_concurrency_safe" not in record["inferred"], tool
+
+
+def test_interrupt_behavior_is_the_known_cancel_of_every_executor(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agentcli_manifest(tmp_path / "t", [echo_tool("echo")], {"echo": ECHO})
+    for tool in ("echo", "word_count", "bash", "web_fetch"):
+        paths = [str(tmp_path / "t")] if tool == "echo" else []
+        record = _inspect(capsys, tool, *paths)
+        execution = record["Execution"]
+        assert execution["interrupt_behavior"] == "cancel", tool
+        assert "Execution.interrupt_behavior" not in record["inferred"], tool
+        assert "never serializes" in execution["scheduling"]

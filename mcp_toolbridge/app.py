@@ -223,7 +223,8 @@ def _catalog_parts(
                 policy=loaded.policy,
             )
         )
-    return PolicyGate(loaded.policy, environ=settings.environ), builtins
+    gate = PolicyGate(loaded.policy, environ=settings.environ, sidecars=shared.sessions.sidecar_dir)
+    return gate, builtins
 
 
 @dataclass

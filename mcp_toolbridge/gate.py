@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from mcp_toolbridge.context import CallContext
 from mcp_toolbridge.errors import ExecError
 from mcp_toolbridge.executors.subprocess import run_process
 from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.paths import canonical_root, is_within
 from mcp_toolbridge.policy import Decision, Policy, SessionRules, combine
 from mcp_toolbridge.requirements import CommandSplitter, Targets
 from mcp_toolbridge.shell_parse import splitter as shell_splitter
@@ -96,8 +98,10 @@ class PolicyGate:
         *,
         environ: Mapping[str, str] | None = None,
         splitter: CommandSplitter = shell_splitter,
+        sidecars: Callable[[str], Path | None] | None = None,
     ) -> None:
         self.policy = policy
+        self._sidecars = sidecars
         self._environ = dict(os.environ if environ is None else environ)
         self._splitter = splitter
         self._sessions: dict[str, SessionRules] = {}
@@ -116,6 +120,7 @@ class PolicyGate:
             spec, arguments, roles=spec.argument_roles or None, splitter=self._splitter
         )
         targets = shell_targets(policy, spec, arguments, targets)
+        targets = self._own_sidecars_readable(spec, targets, ctx.session_id)
         denial = policy.check_capabilities(spec, targets)
         if denial is not None:
             return Clearance(Decision.refused(denial))
@@ -126,6 +131,19 @@ class PolicyGate:
         if decision.action != "ask":
             return Clearance(decision)
         return await self._confirm(spec, arguments, targets, decision, ctx, rules)
+
+    def _own_sidecars_readable(self, spec: ToolSpec, targets: Targets, session_id: str) -> Targets:
+        """A read-only tool may read the calling session's own sidecar folder (the
+        ``output_path`` files of its truncated results), whatever the fs.read scope: those
+        reads are not checked against the scope or the path rules."""
+        folder = self._sidecars(session_id) if self._sidecars is not None else None
+        if folder is None or not spec.safety.read_only or not targets.paths_read:
+            return targets
+        root = canonical_root(folder)
+        kept = tuple(p for p in targets.paths_read if not is_within(p, root))
+        return (
+            targets if len(kept) == len(targets.paths_read) else replace(targets, paths_read=kept)
+        )
 
     async def _watchdog(
         self, spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext

@@ -77,6 +77,11 @@ class Sessions:
             self._states[session_id] = state
         return state
 
+    def sidecar_dir(self, session_id: str) -> Path | None:
+        """The session's sidecar folder, if it has one (a lookup: nothing is created)."""
+        state = self._states.get(session_id)
+        return state.sidecar_dir if state is not None else None
+
     def sidecar_dirs(self) -> list[Path]:
         return [s.sidecar_dir for s in self._states.values() if s.sidecar_dir is not None]
 

@@ -353,3 +353,34 @@ async def test_a_subagent_in_a_large_catalog_can_call_what_its_tool_search_found
     assert "big_07" not in first and "big_07" in second
     answer = model.requests[2].messages[-1].content_as_list[0]
     assert isinstance(answer, types.ToolResultContent) and not answer.is_error
+
+
+async def test_a_truncated_reads_sidecar_file_is_readable_and_greppable_in_the_same_session(
+    tmp_path,
+):
+    settings = _settings(tmp_path)
+    assert settings.workspace is not None
+    lines = "".join(f"line {i} {'x' * 200}\n" for i in range(3000))
+    (settings.workspace / "big.txt").write_text(lines, encoding="utf-8")
+    async with _client(settings) as client:
+        big = await client.call_tool("read", {"file_path": "big.txt", "limit": 3000})
+        assert not big.is_error, big
+        assert big.meta is not None
+        sidecar = big.meta.get("output_path") or (big.structured_content or {}).get("output_path")
+        assert isinstance(sidecar, str) and not sidecar.startswith(str(settings.workspace))
+        again = await client.call_tool("read", {"file_path": sidecar, "offset": 2999})
+        assert not again.is_error, again
+        assert "line 2998" in json.dumps(again.structured_content)
+        found = await client.call_tool(
+            "grep", {"pattern": "line 2999 ", "path": sidecar, "output_mode": "content"}
+        )
+        assert not found.is_error, found
+        assert "line 2999" in json.dumps(found.structured_content)
+        # A file beside the sidecar folder is still outside the scope.
+        beside = Path(sidecar).parent.parent / f"{Path(sidecar).parent.name}-beside.txt"
+        beside.write_text("not yours\n", encoding="utf-8")
+        try:
+            elsewhere = await client.call_tool("read", {"file_path": str(beside)})
+        finally:
+            beside.unlink()
+        assert "outside the granted fs.read scope" in _error(elsewhere)

@@ -42,6 +42,16 @@ action = "allow"
 permission = "grep"
 action = "allow"
 
+[[rules]]                      # environment files usually hold secrets: ask, even for read
+permission = "fs.read"
+pattern = "**/.env"
+action = "ask"
+
+[[rules]]
+permission = "fs.read"
+pattern = "**/.env.*"
+action = "ask"
+
 [[rules]]
 permission = "write"
 action = "ask"

@@ -173,7 +173,11 @@ def discover_skills(dirs: Sequence[Path]) -> tuple[list[Skill], list[Problem]]:
             try:
                 skill = _load(folder, real_root)
             except (SkillFormatError, OSError) as exc:
-                problems.append(Problem(str(marker), f"skill not loaded: {exc}"))
+                # A notice, not an error: a skills folder may come with a cloned repository,
+                # and one bad SKILL.md must not stop the server; the other skills still load.
+                problems.append(
+                    Problem(str(marker), f"skill not loaded: {exc}", severity=Severity.NOTICE)
+                )
                 continue
             earlier = skills.get(skill.name)
             if earlier is not None:

@@ -384,3 +384,28 @@ async def test_a_truncated_reads_sidecar_file_is_readable_and_greppable_in_the_s
         finally:
             beside.unlink()
         assert "outside the granted fs.read scope" in _error(elsewhere)
+
+
+def test_a_malformed_skill_is_a_notice_and_the_server_still_loads(tmp_path):
+    settings = _settings(tmp_path)
+    bad = settings.skills_dirs[0] / "bad"
+    bad.mkdir(parents=True)
+    (bad / "SKILL.md").write_text("no front matter here\n", encoding="utf-8")
+    loaded = load_catalog(settings, locked=True)
+    assert not loaded.errors
+    notices = [p for p in loaded.problems if "skill not loaded" in p.message]
+    assert len(notices) == 1 and notices[0].path.endswith("SKILL.md")
+    assert "skill" in loaded.catalog
+
+
+async def test_the_default_policy_asks_before_reading_environment_files(tmp_path):
+    settings = _settings(tmp_path)
+    assert settings.workspace is not None
+    (settings.workspace / ".env").write_text("TOKEN=secret\n", encoding="utf-8")
+    (settings.workspace / "app").mkdir()
+    (settings.workspace / "app" / ".env.local").write_text("TOKEN=secret\n", encoding="utf-8")
+    async with _client(settings) as client:
+        for path in (".env", "app/.env.local"):
+            refused = await client.call_tool("read", {"file_path": path})
+            assert HEADLESS_DENIED in _error(refused)
+            assert "secret" not in json.dumps(refused.model_dump())

@@ -449,10 +449,13 @@ def test_render_shows_the_effective_policy_as_json(ws):
         "read",
         "glob",
         "grep",
+        "fs.read",
         "write",
         "edit",
         "bash",
     }
+    env_rules = [r for r in shown["rules"] if r["permission"] == "fs.read"]
+    assert all(r["action"] == "ask" for r in env_rules) and len(env_rules) == 2
     assert "deny > ask > allow" in shown["precedence"]
 
 

@@ -267,7 +267,7 @@ class Runtime:
         try:
             loaded = load_catalog(self.settings, builtins, locked=self.locked)
         except ConfigError as exc:
-            return [Problem(str(self.settings.policy_file or "policy"), exc.message)]
+            return [exc.problem(str(self.settings.policy_file or "policy"))]
         if loaded.errors:
             return loaded.errors
         gate, executor = _catalog_parts(self.settings, loaded, self.shared)

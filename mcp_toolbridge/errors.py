@@ -99,6 +99,20 @@ class LoadError(ToolbridgeError):
 class ConfigError(ToolbridgeError):
     code = ErrorCode.CONFIG_INVALID
 
+    def __init__(
+        self, message: str, *, code: ErrorCode | None = None, origin: str | None = None
+    ) -> None:
+        super().__init__(message, code=code)
+        self.origin = origin
+        """The file at fault, when the message starts with it (``origin: ...``)."""
+
+    def problem(self, fallback: str) -> Problem:
+        """This error as a load problem, filed under its own file (``fallback`` if unknown)."""
+        prefix = f"{self.origin}: "
+        if self.origin is not None and self.message.startswith(prefix):
+            return Problem(self.origin, self.message[len(prefix) :], code=self.code)
+        return Problem(fallback, self.message, code=self.code)
+
 
 class CallError(ToolbridgeError):
     code = ErrorCode.EXEC_FAILED

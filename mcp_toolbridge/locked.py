@@ -196,7 +196,9 @@ def plan_locked(
             tuple(providers_from_config(search_config, secrets)) if "web_search" in chosen else ()
         )
     except ConfigError as exc:
-        raise ConfigError(f"{origin}: {exc.message}", code=ErrorCode.CONFIG_INVALID) from exc
+        raise ConfigError(
+            f"{origin}: {exc.message}", code=ErrorCode.CONFIG_INVALID, origin=origin
+        ) from exc
     skills = skill.SkillTool(list(skill_dirs) or default_skill_dirs(workspace))
     static: dict[str, ToolSpec] = {
         "read": fs_read.SPEC,

@@ -195,4 +195,4 @@ def _key(loc: tuple[int | str, ...]) -> str:
 
 
 def invalid(origin: str, message: str) -> ConfigError:
-    return ConfigError(f"{origin}: {message}", code=ErrorCode.POLICY_INVALID)
+    return ConfigError(f"{origin}: {message}", code=ErrorCode.POLICY_INVALID, origin=origin)

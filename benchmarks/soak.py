@@ -1,6 +1,7 @@
 """Soak: thousands of calls over real stdio, 32 in flight, mixing tools that misbehave.
 
     .venv/bin/python -m benchmarks.soak [--calls 5000] [--inflight 32] [--bomb-mib 50]
+                                        [--max-rss-growth-mib 64]
 
 One `python -m mcp_toolbridge serve` process, driven by the SDK client, gets a seeded mix of
 calls to the tools of tests/support/faulty_tools.py: successes, non-zero exits, SIGSEGV,
@@ -11,6 +12,12 @@ call's own nonce, so an answer matched to the wrong request fails), no process l
 (a marker token on every tool's command line, found in /proc), the server's resident memory
 before and after, p50/p99 latency per kind, and that the server still answers afterwards.
 tests/test_soak.py runs a short version of the same driver.
+
+The exit status is 0 only when every check passed: every call answered as its kind demands,
+no process left behind (while serving or after the client closed), the server answering
+afterwards and exiting on EOF, and its resident memory grown by at most
+``--max-rss-growth-mib`` (default 64 MiB) between the warm-up and the end of the run. The
+failed checks are printed last.
 """
 
 from __future__ import annotations
@@ -47,6 +54,10 @@ MIX: dict[str, int] = {
     "whoami": 5,
     CANCEL: 6,
 }
+MAX_RSS_GROWTH_MIB = 64.0
+"""The default bound on the server's resident memory growth over a run. Each call keeps at
+most ``--max-output`` of stdout, so what is still resident afterwards is allocator slack and
+caches; a leak of a few KiB per call exceeds it within a 5000-call run."""
 CALL_LIMIT_S = 30.0
 """A call not answered within this long counts as unanswered (a hang in the server)."""
 
@@ -61,6 +72,7 @@ class SoakConfig:
     max_concurrency: int = 32
     """The server's --max-concurrency: as many executing as the client keeps in flight."""
     seed: int = 20260728
+    max_rss_growth_mib: float = MAX_RSS_GROWTH_MIB
 
 
 @dataclass
@@ -86,15 +98,39 @@ class SoakReport:
     def rss_growth_kib(self) -> int:
         return self.memory_after.get("VmRSS", 0) - self.memory_before.get("VmRSS", 0)
 
+    def failures(self) -> list[str]:
+        """The checks this run failed, one line each; empty when it passed."""
+        cfg = self.config
+        found = []
+        answered = sum(self.expected.values())
+        if answered != cfg.calls or self.problems:
+            found.append(f"{cfg.calls - answered} of {cfg.calls} calls not answered as expected")
+        if self.left_behind or self.left_after_exit:
+            found.append(
+                f"processes left behind: {len(self.left_behind)} while serving, "
+                f"{len(self.left_after_exit)} after the client closed"
+            )
+        if not self.still_answering:
+            found.append("the server did not answer after the run")
+        if not self.server_exited:
+            found.append("the server did not exit on EOF")
+        if self.rss_growth_kib > cfg.max_rss_growth_mib * 1024:
+            found.append(
+                f"server RSS grew {self.rss_growth_kib / 1024:.1f} MiB, over the "
+                f"{cfg.max_rss_growth_mib:g} MiB bound (--max-rss-growth-mib)"
+            )
+        return found
+
     def all_latencies(self) -> list[float]:
         return [ms for values in self.latencies_ms.values() for ms in values]
 
     def table(self) -> str:
         cfg = self.config
+        rate = sum(self.kinds.values()) / max(self.wall_s, 1e-9)
         lines = [
             f"command: {' '.join(self.command)}",
             f"calls: {sum(self.kinds.values())}, {cfg.inflight} in flight, seed {cfg.seed}, "
-            f"wall {self.wall_s:.1f} s, {sum(self.kinds.values()) / self.wall_s:.0f} calls/s",
+            f"wall {self.wall_s:.1f} s, {rate:.0f} calls/s",
             "",
             f"| {'kind':<8} | {'calls':>6} | {'as expected':>11} | {'p50 ms':>7} | {'p99 ms':>7} |",
             f"|{'-' * 10}|{'-' * 8}|{'-' * 13}|{'-' * 9}|{'-' * 9}|",
@@ -120,6 +156,9 @@ class SoakReport:
             f"exited on EOF: {'yes' if self.server_exited else 'NO'}",
         ]
         lines += [f"  problem: {p}" for p in self.problems[:20]]
+        failed = self.failures()
+        lines.append(f"verdict: {'FAIL' if failed else 'pass'}")
+        lines += [f"  failed: {f}" for f in failed]
         return "\n".join(lines)
 
 
@@ -248,7 +287,7 @@ async def run_soak(config: SoakConfig, workdir: Path) -> SoakReport:
     return report
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=5000)
     parser.add_argument("--inflight", type=int, default=32)
@@ -256,7 +295,16 @@ def main() -> None:
     parser.add_argument("--max-output", type=int, default=10 << 20, help="serve --max-output")
     parser.add_argument("--hang-timeout", type=float, default=1.0, help="the hang tool's limit")
     parser.add_argument("--seed", type=int, default=SoakConfig.seed)
-    args = parser.parse_args()
+    parser.add_argument(
+        "--max-rss-growth-mib",
+        type=float,
+        default=MAX_RSS_GROWTH_MIB,
+        help="fail when the server's resident memory grows by more than this over the run "
+        f"(default {MAX_RSS_GROWTH_MIB:g})",
+    )
+    args = parser.parse_args(argv)
+    if args.max_rss_growth_mib < 0:
+        parser.error("--max-rss-growth-mib must be 0 or more")
     config = SoakConfig(
         calls=args.calls,
         inflight=args.inflight,
@@ -265,14 +313,15 @@ def main() -> None:
         hang_timeout_s=args.hang_timeout,
         max_concurrency=max(args.inflight, 1),
         seed=args.seed,
+        max_rss_growth_mib=args.max_rss_growth_mib,
     )
     with tempfile.TemporaryDirectory() as tmp:
         report = anyio.run(run_soak, config, Path(tmp))
-    print(f"soak: .venv/bin/python -m benchmarks.soak {' '.join(sys.argv[1:])}".rstrip())
+    shown = sys.argv[1:] if argv is None else argv
+    print(f"soak: .venv/bin/python -m benchmarks.soak {' '.join(shown)}".rstrip())
     print(report.table())
-    bad = report.problems or report.left_behind or report.left_after_exit
-    sys.exit(1 if bad or not report.still_answering or not report.server_exited else 0)
+    return 1 if report.failures() else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

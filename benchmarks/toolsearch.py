@@ -1,7 +1,7 @@
 """Tool-retrieval quality of SearchIndex on a JSONL benchmark (Seal-Tools shape).
 
     .venv/bin/python benchmarks/toolsearch.py [--tools tools.jsonl] [--queries queries.jsonl]
-        [--stemmer pystemmer|snowballstemmer|suffix|none] [--lambda 0.5] [--no-clauses]
+        [--stemmer pystemmer|snowballstemmer|suffix|none] [--no-clauses]
 
 Prints, for a plain BM25 baseline (same analyzer, one field: split name + description +
 parameter texts; k1 1.5, b 0.75) and for SearchIndex, measured in the same process:
@@ -128,11 +128,8 @@ def main() -> None:
     parser.add_argument("--tools", type=Path, default=BENCH / "tools.jsonl")
     parser.add_argument("--queries", type=Path, default=BENCH / "queries-dev.jsonl")
     parser.add_argument("--stemmer", default="pystemmer")
-    parser.add_argument("--lambda", dest="lam", type=float, help="xQuAD trade-off (ablation)")
     parser.add_argument("--no-clauses", action="store_true", help="ablation: one clause only")
     args = parser.parse_args()
-    if args.lam is not None:
-        search_module.LAMBDA = args.lam
     if args.no_clauses:
         search_module.split_clauses = lambda query: [query]  # type: ignore[attr-defined]
     specs = tool_specs(args.tools)

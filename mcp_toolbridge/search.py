@@ -3,14 +3,16 @@
 How a query is answered (docs/performance.md has the measurements behind each choice):
 
 1. ``select:a,b`` returns exactly the named tools (MCP name or manifest id), in that order.
-2. Tools the query names verbatim (``get_time``, ``github.create_issue``, ``create_issue`` for
-   a tool whose id ends in it) come first: a model that already knows the name wants that tool.
+2. Tools the query names come first (``get_time``, ``github.create_issue``, ``create_issue``
+   for a tool whose id ends in it, ``encrypt`` for a tool named exactly that): a model that
+   already knows the name wants that tool.
 3. The rest is ranked by BM25F over six fields of each tool (the name split into words, title,
    namespace, description, parameters, tags), each with its own weight and length
-   normalisation, after identifier splitting, stop-word removal and English stemming.
+   normalisation, after identifier splitting, stop-word removal, abbreviation expansion and
+   English stemming.
 4. A request that asks for several things ("find X, then Y; also Z") is split into clauses;
-   each clause is ranked on its own and the lists are fused with the whole-query ranking, so a
-   short second request is not drowned by a long first one.
+   each clause is ranked on its own and the lists are interleaved rank by rank, so every
+   clause's best tool comes before any clause's second best.
 
 Ties are broken by name, so equal input always gives equal output. ``visible(name)`` False
 hides a tool from every path, ``select:`` included.
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_toolbridge.model import ToolSpec
-from mcp_toolbridge.text import Analyzer, default_analyzer, split_clauses
+from mcp_toolbridge.text import Analyzer, default_analyzer, split_clauses, strip_courtesies
 
 Visible = Callable[[str], bool]
 
@@ -64,8 +66,6 @@ FIELDS: dict[str, Field] = {
 }
 K1 = 1.2
 """BM25 term-frequency saturation (the usual 1.2)."""
-LAMBDA = 0.5
-"""xQuAD trade-off between whole-query relevance and clause coverage (even by default)."""
 MAX_ENUM_VALUES = 20
 
 _QUOTES = "`'\""
@@ -84,9 +84,13 @@ class SearchIndex:
         self._namespaces: list[str] = []
         self._by_name: dict[str, int] = {}
         self._by_id: dict[str, int] = {}
-        # name form -> docs; tuples of ints, which the garbage collector stops tracking
+        # name form -> docs; tuples of ints, which the garbage collector stops tracking.
+        # Lower-cased forms for identifier-shaped, quoted or whole-query mentions; the exact
+        # (case-sensitive) forms that are plain words, for mentions inside prose.
         self._exact: dict[str, tuple[int, ...]] = {}
         self._suffix: dict[str, tuple[int, ...]] = {}
+        self._word_exact: dict[str, tuple[int, ...]] = {}
+        self._word_suffix: dict[str, tuple[int, ...]] = {}
         self._ns_set: set[str] = set()
         self._term_ids: dict[str, int] = {}
         self._docs: list[array[int]] = []
@@ -160,11 +164,17 @@ class SearchIndex:
             self._ns_set.add(namespace)
         self._by_name.setdefault(spec.name, doc)
         self._by_id.setdefault(spec.id, doc)
-        forms = {spec.name.lower(), spec.id.lower()}
+        exact = {spec.name, spec.id}
+        suffixes = short_suffixes(spec) - exact
+        forms = {form.lower() for form in exact}
         for form in forms:
             self._exact[form] = (*self._exact.get(form, ()), doc)
-        for suffix in short_suffixes(spec) - forms:
+        for suffix in {form.lower() for form in suffixes} - forms:
             self._suffix[suffix] = (*self._suffix.get(suffix, ()), doc)
+        for table, cased in ((self._word_exact, exact), (self._word_suffix, suffixes)):
+            for form in cased:
+                if not _IDENT_MARK.search(form):
+                    table[form] = (*table.get(form, ()), doc)
 
     # -- searching ------------------------------------------------------------------------
 
@@ -181,19 +191,13 @@ class SearchIndex:
             return []
         pinned = [d for d in self._named_in(text) if visible is None or visible(self._names[d])]
         want = k + len(pinned)
-        terms = self._analyzer.terms(text)
-        clauses = [t for t in map(self._analyzer.terms, split_clauses(text)) if t]
+        request = strip_courtesies(text)
+        clauses = [t for t in map(self._analyzer.terms, split_clauses(request)) if t]
         if len(clauses) > 1:
-            aspects = [self._scores(clause) for clause in clauses]
-            # The whole query's score is the clauses' scores plus the terms no clause kept
-            # (connectives); adding them up avoids walking every posting list twice.
-            leftover = Counter(terms) - sum(map(Counter, clauses), Counter[str]())
-            whole = self._scores(list(leftover.elements()))
-            for scores in aspects:
-                for doc, score in scores.items():
-                    whole[doc] = whole.get(doc, 0.0) + score
-            ranked = diversify(whole, aspects, want, self._names, visible)
+            lists = [top_visible(self._scores(c), want, self._names, visible) for c in clauses]
+            ranked = interleave(lists, want)
         else:
+            terms = self._analyzer.terms(request)
             ranked = top_visible(self._scores(terms), want, self._names, visible)
         taken = set(pinned)
         rest = [(score, d) for score, d in ranked if d not in taken]
@@ -222,20 +226,36 @@ class SearchIndex:
         return doc
 
     def _named_in(self, text: str) -> list[int]:
-        """Tools the query names verbatim: full names first, then namespace-qualified names,
-        then short suffixes; within a class in the order the query mentions them."""
+        """Tools the query names: full names first, then namespace-qualified names, then short
+        suffixes; within a class in the order the query mentions them.
+
+        A token names a tool when it is the tool's name, id, namespace-qualified id or short
+        suffix. Tool names are case-sensitive (MCP SEP-986), so a plain word inside prose must
+        match exactly ("encrypt" names the tool ``encrypt``; "Encrypt" and "copyediting" do not
+        name ``encrypt`` and ``copyEditing``) and name one tool only; case is ignored for
+        tokens that can only be a reference: identifier-shaped ones (get_time, getTime,
+        mail.send, s3-put), quoted ones, and a query that is nothing but the name.
+        """
         found: list[list[int]] = [[], [], []]
         whole = text.strip(_STRIP).rstrip(".").lower()
         for token in dict.fromkeys([text, *text.split()]):
             quoted = token[:1] in _QUOTES or token[-1:] in _QUOTES
             raw = token.strip(_STRIP).rstrip(".").strip(_STRIP)
             form = raw.lower()
-            # A plain word ("encrypt", "search") in prose is a word, not a reference to the
-            # tool of that name; it pins only when quoted or when it is the whole query.
-            # Identifier-shaped tokens (get_time, getTime, mail.send, s3-put) always count.
-            if form and (quoted or form == whole or _IDENT_MARK.search(raw)):
+            if not form:
+                continue
+            if quoted or form == whole or _IDENT_MARK.search(raw):
                 for klass, docs in enumerate(self._name_matches(form)):
                     found[klass] += docs
+            else:
+                # A plain word several tools answer to ("send" for mail.send and sms.send)
+                # names none of them; ranking sorts them out.
+                named = self._word_exact.get(raw, ())
+                if not named:
+                    suffixed = self._word_suffix.get(raw, ())
+                    found[2] += suffixed if len(suffixed) == 1 else ()
+                elif len(named) == 1:
+                    found[0] += named
         return list(dict.fromkeys(d for docs in found for d in docs))
 
     def _name_matches(self, form: str) -> Iterator[Sequence[int]]:
@@ -280,45 +300,30 @@ def top_visible(
     return out[:n]
 
 
-def diversify(
-    whole: dict[int, float],
-    aspects: list[dict[int, float]],
-    n: int,
-    names: list[str],
-    visible: Visible | None,
-) -> list[tuple[float, int]]:
-    """Order candidates so every clause of a multi-part request gets its tools (xQuAD).
+def interleave(lists: list[list[tuple[float, int]]], n: int) -> list[tuple[float, int]]:
+    """Merge the ranked lists of a request's clauses so each clause gets its tools.
 
-    Explicit query-aspect diversification (Santos et al., WWW 2010), with the clauses as the
-    aspects: each next tool maximises ``(1 - LAMBDA) * rel(whole query) + LAMBDA * sum over
-    clauses of rel(clause) * (how little that clause is covered so far)``, relevances scaled to
-    [0, 1] by each list's best score. A tool that answers a clause nobody has answered yet rises;
-    a second tool for an already-served clause sinks, unless the whole query wants it too.
+    Rank by rank: first every clause's best tool, then every clause's second best, and so on;
+    within a rank, tools in order of their score for their clause. A tool already listed is
+    skipped and its clause does not reach deeper to replace it, so a sentence that only
+    restates an earlier request (and finds the same tools) costs no slot. A request for three
+    things shows each thing's best tool in the first three places. Scores keep their clause's
+    BM25F units, capped so they never increase down the list.
     """
-    pools = [top_visible(scores, n, names, visible) for scores in (whole, *aspects)]
-    candidates = sorted({doc for pool in pools for _, doc in pool})
-    top = pools[0][0][0] if pools[0] else 1.0
-    rel = {d: whole.get(d, 0.0) / top for d in candidates}
-    parts = []
-    for scores, pool in zip(aspects, pools[1:], strict=True):
-        best = pool[0][0] if pool else 1.0
-        parts.append({d: scores.get(d, 0.0) / best for d in candidates})
-    share = LAMBDA / len(aspects)
-    uncovered = [1.0] * len(aspects)
     out: list[tuple[float, int]] = []
-    while candidates and len(out) < n:
-        gain, doc = max(
-            (
-                (1.0 - LAMBDA) * rel[d]
-                + share * sum(u * part[d] for u, part in zip(uncovered, parts, strict=True)),
-                -d,
-            )
-            for d in candidates
+    taken: set[int] = set()
+    depth = max(map(len, lists), default=0)
+    for rank in range(depth):
+        offered = sorted(
+            ((lst[rank][0], -lst[rank][1]) for lst in lists if rank < len(lst)), reverse=True
         )
-        out.append((gain, -doc))
-        candidates.remove(-doc)
-        uncovered = [u * (1.0 - part[-doc]) for u, part in zip(uncovered, parts, strict=True)]
-    return out
+        for score, neg in offered:
+            if -neg not in taken:
+                taken.add(-neg)
+                out.append((min(score, out[-1][0]) if out else score, -neg))
+        if len(out) >= n:
+            break
+    return out[:n]
 
 
 def field_texts(spec: ToolSpec) -> tuple[str, str, str, str, str, str]:
@@ -368,16 +373,16 @@ def _collect(schema: Any, depth: int, out: list[str]) -> None:
 
 
 def short_suffixes(spec: ToolSpec) -> set[str]:
-    """Shorter names a user may call the tool by: the last segment of a dotted, slashed or
-    ``__``-joined id or name, and the name without its namespace prefix."""
+    """Shorter names a user may call the tool by, in their original case: the last segment of
+    a dotted, slashed or ``__``-joined id or name, and the name without its namespace prefix."""
     out: set[str] = set()
     for full in (spec.id, spec.name):
         tail = _SUFFIX_SEP.split(full)[-1]
         if tail and tail != full:
-            out.add(tail.lower())
+            out.add(tail)
     namespace = spec.namespace.lower()
     lowered = spec.name.lower()
     for sep in ("_", "-", "."):
         if namespace and lowered.startswith(namespace + sep) and len(lowered) > len(namespace) + 1:
-            out.add(lowered[len(namespace) + 1 :])
+            out.add(spec.name[len(namespace) + 1 :])
     return out

@@ -34,8 +34,70 @@ STOP_WORDS: frozenset[str] = frozenset(
     themselves then there these they this those through to too until very was we were
     what when where which while who whom why will with would you your yours yourself yourselves
     also please want need able e g eg ie etc let us s t may might must shall via per
+    additionally afterward afterwards finally firstly furthermore lastly moreover secondly
+    subsequently thirdly
     """.split()
 )
+
+# Short forms that identifiers use for common English words (getUserInfo, list_repos,
+# db_stats, AppConfig). Each is mapped to its full word before stemming, on both sides, so
+# "information about the user" meets getUserInfo and "list repos" meets "list repositories".
+# Only abbreviations with one dominant meaning in software English are listed; ambiguous ones
+# ("min": minimum or minute, "temp": temperature or temporary) are left alone.
+ABBREVIATIONS: dict[str, str] = {
+    "info": "information",
+    "stats": "statistics",
+    "stat": "statistic",
+    "config": "configuration",
+    "configs": "configurations",
+    "cfg": "configuration",
+    "app": "application",
+    "apps": "applications",
+    "db": "database",
+    "dbs": "databases",
+    "repo": "repository",
+    "repos": "repositories",
+    "msg": "message",
+    "msgs": "messages",
+    "img": "image",
+    "imgs": "images",
+    "pic": "picture",
+    "pics": "pictures",
+    "doc": "document",
+    "docs": "documents",
+    "dir": "directory",
+    "dirs": "directories",
+    "env": "environment",
+    "num": "number",
+    "param": "parameter",
+    "params": "parameters",
+    "arg": "argument",
+    "args": "arguments",
+    "desc": "description",
+    "calc": "calculate",
+    "org": "organization",
+    "orgs": "organizations",
+    "dept": "department",
+    "addr": "address",
+    "admin": "administrator",
+    "lib": "library",
+    "libs": "libraries",
+    "src": "source",
+    "dest": "destination",
+    "max": "maximum",
+    "ad": "advertisement",
+    "ads": "advertisements",
+    "auth": "authentication",
+    "pwd": "password",
+    "del": "delete",
+    "pref": "preference",
+    "prefs": "preferences",
+    "spec": "specification",
+    "specs": "specifications",
+    "qty": "quantity",
+    "tmp": "temporary",
+    "txt": "text",
+}
 
 
 def split_words(text: str) -> list[str]:
@@ -63,7 +125,7 @@ def snowball_english() -> Callable[[list[str]], list[str]]:
 
 
 class Analyzer:
-    """Text -> index terms: split words, drop stop words, stem.
+    """Text -> index terms: split words, drop stop words, expand abbreviations, stem.
 
     ``stem`` maps a list of words to their stems (``None``: no stemming). Stems are memoised
     per word, so the analyzer costs one dict lookup per word once the vocabulary is warm, and
@@ -97,7 +159,8 @@ class Analyzer:
         """Word -> term ("" for a stop word)."""
         out = dict.fromkeys(self._stop.intersection(words), "")
         content = sorted(w for w in words if w not in out)
-        stems = self._stem(content) if self._stem else content
+        full = [ABBREVIATIONS.get(w, w) for w in content]
+        stems = self._stem(full) if self._stem else full
         out.update(zip(content, map(sys.intern, stems), strict=True))
         return out
 
@@ -106,18 +169,34 @@ def default_analyzer() -> Analyzer:
     return Analyzer(snowball_english())
 
 
-# Where one request turns into the next: sentence ends, semicolons and line breaks, and
-# sequencing connectives ("then", "also", "additionally", "after that", ...) when they open a
-# clause (at a sentence start, after a comma or after "and"). A bare "and" is not a boundary:
-# "search and replace" is one intent. Dots inside identifiers ("mail.send") and decimals are not
-# sentence ends because a sentence end must be followed by white space or the end.
+# Courtesy phrases of a request that are not about what is requested: the "like" of "I would
+# like to", and "thank you". Removed from queries before analysis so that "I would like to know
+# the weather" does not look for tools about likes.
+_COURTESY = re.compile(
+    r"(?<=\bwould )like\b|(?<=['’]d )like\b|\bthank(?:s|\s+you)\b", re.IGNORECASE
+)
+
+
+def strip_courtesies(query: str) -> str:
+    """``query`` without courtesy phrases ("would like", "thank you"); other words untouched."""
+    return _COURTESY.sub(" ", query)
+
+
+# Where one request turns into the next: sentence ends (closing quotes and brackets may follow
+# the stop), semicolons and line breaks, and sequencing connectives ("then", "also",
+# "additionally", "after that", "in addition", "first,", "next,", ...) when they open a clause
+# (at a sentence start, after a comma or after "and"). A bare "and" is not a boundary: "search
+# and replace" is one intent. Dots inside identifiers ("mail.send") and decimals are not
+# sentence ends because a sentence end must be followed by white space or the end. Ordinals
+# and "next" count only when a comma follows ("Next, ..."), so "next week" stays a phrase.
 _CONNECTIVE = (
     r"(?:and\s+)?(?:then|also|additionally|afterwards?|after\s+that|finally|furthermore|"
-    r"moreover|lastly|plus|as\s+well\s+as)\b"
+    r"moreover|lastly|plus|as\s+well\s+as|in\s+addition|besides|subsequently|"
+    r"(?:first|second|third|next)(?:ly)?(?=\s*,))\b"
 )
 _CLAUSE_BREAK = re.compile(
-    rf"(?:[.!?;]+(?:\s+|$)|\n+|^\s*)(?:{_CONNECTIVE})?|(?:,|\band\b)\s*{_CONNECTIVE}"
-    r"|\bas\s+well\s+as\b",
+    rf"(?:[.!?;]+[\"'’”)\]]*(?:\s+|$)|\n+|^\s*)(?:{_CONNECTIVE})?"
+    rf"|(?:,|\band\b)\s*{_CONNECTIVE}|\bas\s+well\s+as\b",
     re.IGNORECASE,
 )
 

@@ -16,6 +16,7 @@ from mcp_toolbridge.text import (
     snowball_english,
     split_clauses,
     split_words,
+    strip_courtesies,
 )
 
 
@@ -152,6 +153,24 @@ def test_stemming_matches_word_forms_and_stop_words_are_dropped() -> None:
     assert analyzer.terms("what is it") == []
 
 
+def test_identifier_abbreviations_meet_their_full_words() -> None:
+    analyzer = default_analyzer()
+    assert analyzer.terms("getUserInfo") == analyzer.terms("get user information")
+    assert analyzer.terms("list_repos db_stats") == analyzer.terms(
+        "list repositories database statistics"
+    )
+    assert analyzer.terms("AppConfig") == analyzer.terms("application configuration")
+
+
+def test_courtesies_are_not_part_of_the_request() -> None:
+    assert strip_courtesies("I would like to know, thanks").split() == ["I", "would", "to", "know,"]
+    assert strip_courtesies("I'd like that. Thank you!").split() == ["I'd", "that.", "!"]
+    assert strip_courtesies("like the post I like") == "like the post I like"
+    index = SearchIndex.build([*CATALOG, tool("like_post", "Like a post", {"post_id": "Post"})])
+    found = names(index.search("I would like to count the words in this text. Thank you!", 3))
+    assert found[0] == "word_count" and "like_post" not in found
+
+
 def test_a_full_stem_memo_still_analyzes_new_words_the_same_way() -> None:
     small = Analyzer(snowball_english(), max_memo=3)
     warm = default_analyzer()
@@ -205,10 +224,36 @@ def test_several_named_tools_come_first_in_the_order_they_are_named() -> None:
     assert names(INDEX.search("word_count then get_time", 3))[:2] == ["word_count", "get_time"]
 
 
-def test_a_plain_word_name_in_prose_is_a_word_but_alone_or_quoted_it_is_the_tool() -> None:
+def test_a_plain_word_that_is_a_tools_exact_name_ranks_it_first_even_in_prose() -> None:
     assert top("encrypt") == "encrypt"
     assert top("'encrypt' the weather forecast") == "encrypt"
-    assert top("encrypt the weather forecast for the next days") == "getWeatherForecast"
+    assert top("encrypt the weather forecast for the next days") == "encrypt"
+    assert top("please get the weather forecast, then encrypt it") == "encrypt"
+
+
+def test_in_prose_a_name_matches_case_sensitively_and_must_name_one_tool() -> None:
+    extra = [
+        tool("copyEditing", "Copy-edit a manuscript for style and grammar"),
+        tool("github.search", "Search code on GitHub", namespace="github"),
+        tool("sms.send", "Send an SMS text message", {"to": "Phone number"}, namespace="sms"),
+        tool("chat.send", "Post a chat message to a channel", namespace="chat"),
+    ]
+    index = SearchIndex.build([*CATALOG, *extra])
+
+    def first(query: str) -> str:
+        return index.search(query, 3)[0].name
+
+    # Tool names are case-sensitive: capitalised or run together, a prose word is just a word.
+    assert first("Encrypt the weather forecast for the next days") == "getWeatherForecast"
+    assert first("copyediting of the text") != "copyEditing"
+    # Identifier-shaped, quoted or alone, a name is found whatever its case.
+    assert first("please copyEditing this") == "copyEditing"
+    assert first("GET_TIME please") == "get_time"
+    assert first("ENCRYPT") == "encrypt"
+    # A unique short suffix in prose names its tool; "send" is the suffix of two tools, so it
+    # names neither and ranking decides (pinned, both would come in name order: chat first).
+    assert first("search the weather forecast") == "github_search"
+    assert first("send the report by sms") == "sms_send"
 
 
 def test_select_returns_exactly_the_named_tools_in_the_given_order() -> None:
@@ -237,6 +282,14 @@ def test_hidden_tools_leave_room_for_the_next_visible_ones() -> None:
 
 def test_requests_are_split_into_clauses_at_sentence_ends_and_connectives() -> None:
     assert split_clauses("find X, then Y; also Z") == ["find X", "Y", "Z"]
+    assert split_clauses("First, find X. Next, do Y, and in addition Z") == ["find X", "do Y", "Z"]
+    assert split_clauses("Fix 'a glas of water.' Finally, upload it") == [
+        "Fix 'a glas of water",
+        "upload it",
+    ]
+    assert split_clauses("the forecast for next week, first aid kit") == [
+        "the forecast for next week, first aid kit"
+    ]
     assert split_clauses("Get the weather. Afterwards, book it and then send mail") == [
         "Get the weather",
         "book it",
@@ -254,6 +307,14 @@ def test_each_part_of_a_multi_part_request_gets_its_tool_near_the_top() -> None:
     )
     found = names(INDEX.search(query, 3))
     assert set(found) == {"summarize-text", "translate-text", "get_time"}
+
+
+def test_a_clause_restating_an_earlier_one_costs_no_slot() -> None:
+    query = (
+        "Translate this paragraph into French. It should be translated into French; "
+        "also what time is it in Helsinki?"
+    )
+    assert set(names(INDEX.search(query, 2))) == {"translate-text", "get_time"}
 
 
 def test_scores_never_increase_down_the_list() -> None:

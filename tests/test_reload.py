@@ -12,14 +12,17 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from mcp_toolbridge.app import BUILTIN_SPECS, Settings, load_catalog, open_runtime
 from mcp_toolbridge.reload import fingerprint, reload_on_change
 from mcp_toolbridge.server import ToolbridgeServer
+from mcp_toolbridge.server_http import HttpOptions, HttpService
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 
 HANG_THEN_ECHO = """
@@ -281,3 +284,47 @@ async def test_an_invalid_project_policy_is_logged_under_its_own_path_once(
     assert (
         problem == f"reload: {project}: rules[0].action: Input should be 'allow', 'deny' or 'ask'"
     )
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_reload_is_announced_to_http_clients_in_both_eras(
+    tmp_path: Path, mode: str
+) -> None:
+    folder = tmp_path / "m"
+    agentcli_manifest(folder, [echo_tool("first")], {"echo": ECHO})
+    settings = Settings(paths=[folder], audit=False, workspace=tmp_path)
+    loaded = load_catalog(settings, BUILTIN_SPECS)
+    changed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    async with open_runtime(settings, loaded) as runtime, anyio.create_task_group() as tg:
+        server = ToolbridgeServer(runtime.bridge, on_session_end=runtime.end_session)
+        service = HttpService(server, HttpOptions(port=0))
+        url = await tg.start(service.serve)
+        try:
+            with anyio.fail_after(20):
+                async with (
+                    httpx2.AsyncClient() as http,
+                    Client(
+                        streamable_http_client(url, http_client=http),
+                        mode=mode,
+                        message_handler=on_message,
+                    ) as client,
+                ):
+                    assert "second" not in await _names(client)
+                    _write(folder, [echo_tool("first"), echo_tool("second")])
+                    assert runtime.reload() == []
+                    if mode == "legacy":  # on the session's GET stream
+                        await server.swap(runtime.bridge)
+                        await changed.wait()
+                    else:  # 2026: on the client's listen stream
+                        async with client.listen(tools_list_changed=True) as stream:
+                            await server.swap(runtime.bridge)
+                            async for _event in stream:
+                                break
+                    assert "second" in await _names(client)
+        finally:
+            service.stop()

@@ -33,6 +33,7 @@ from mcp_toolbridge.builtins import (
 from mcp_toolbridge.builtins import bash as bash_tool
 from mcp_toolbridge.builtins.fs_atomic import PathLocks
 from mcp_toolbridge.builtins.fs_search import GlobTool, GrepTool
+from mcp_toolbridge.builtins.fs_visibility import ReadVerdict
 from mcp_toolbridge.builtins.search_providers import (
     SearchProvider,
     WebSearchConfig,
@@ -42,9 +43,11 @@ from mcp_toolbridge.builtins.search_providers import (
 from mcp_toolbridge.catalog import Catalog
 from mcp_toolbridge.errors import ConfigError, ErrorCode, Problem
 from mcp_toolbridge.model import Format, ToolSpec
+from mcp_toolbridge.paths import is_within
 from mcp_toolbridge.policy import Policy
 from mcp_toolbridge.policy_file import PolicyFile
 from mcp_toolbridge.requirements import Targets
+from mcp_toolbridge.rules import ACTION_RANK, Action, Subject, resolve
 from mcp_toolbridge.search import SearchIndex
 from mcp_toolbridge.secrets import SecretResolver
 from mcp_toolbridge.session import Sessions
@@ -67,6 +70,9 @@ LOCKED_IDS: tuple[str, ...] = (
     "tool_search",
 )
 """The spec's locked fundamental tools, in its order."""
+
+MAX_SCOPE_FOLDERS = 10_000
+"""Folders glob and grep remember as inside the fs.read scope (see _scope_check)."""
 
 SUBAGENT_MAX_MANIFEST_TOOLS = 64
 """A subagent is offered the catalog's manifest tools when there are at most this many (the
@@ -122,8 +128,12 @@ class LockedPlan:
             "read": lambda: fs_read.ReadTool(ws, sessions),
             "write": lambda: fs_write.WriteTool(ws, locks),
             "edit": lambda: fs_edit.EditTool(ws, locks),
-            "glob": lambda: GlobTool(ws, sessions),
-            "grep": lambda: GrepTool(ws, sessions),
+            "glob": lambda: GlobTool(
+                ws, sessions, readable=read_verdict(policy, search_specs.GLOB_SPEC)
+            ),
+            "grep": lambda: GrepTool(
+                ws, sessions, readable=read_verdict(policy, search_specs.GREP_SPEC)
+            ),
             "bash": lambda: bash_tool.BashTool(
                 ws, sessions, self.environ, self.config.bash.env_passthrough
             ),
@@ -169,6 +179,72 @@ def redirect_check(policy: Policy) -> web_fetch.HostCheck:
         if decision.action != "allow":
             return f"{decision.rule} says {decision.action} for {host}; call web_fetch with it"
         return None
+
+    return check
+
+
+def read_verdict(policy: Policy, spec: ToolSpec) -> ReadVerdict:
+    """glob's or grep's view of reading one result path (see builtins/fs_visibility.py).
+
+    Outside the tool's fs.read scope is deny. Otherwise the stricter of: the rules' decision
+    for a call of ``spec`` naming that path (what the gate would say; fs.read rules apply), and
+    a rule for the read tool with a pattern that matches it (a read deny rule hides files from
+    glob and grep too). The read tool's unpatterned rules and default are left out, so a policy
+    that serves grep but not read still lets grep show what its own rules allow.
+
+    A path no patterned rule matches gets the same decision as any other such path, so that
+    one is computed once; the rest costs a scope check and one match per patterned rule."""
+    read_spec = fs_read.SPEC
+    probe = Subject("fs.read", path=Path("/"))
+    own = [r for r in policy.rules if r.kind != "any" and r.applies_to(spec, probe)]
+    read = [r for r in policy.rules if r.kind != "any" and r.applies_to(read_spec, probe)]
+    patterned = tuple({id(r): r for r in own + read}.values())
+    unmatched: list[Action] = []
+    in_scope = _scope_check(policy, spec)
+
+    def verdict(path: Path) -> Action:
+        if not in_scope(path):
+            return "deny"
+        targets = Targets(paths_read=(path,))
+        subject = Subject("fs.read", path=path)
+        if not any(rule.match(subject) is not None for rule in patterned):
+            if not unmatched:
+                unmatched.append(policy.decide(spec, targets).action)
+            return unmatched[0]
+        action = policy.decide(spec, targets).action
+        winner = resolve(read, read_spec, subject)
+        if winner is not None and ACTION_RANK[winner.action] > ACTION_RANK[action]:
+            action = winner.action
+        return action
+
+    return verdict
+
+
+def _scope_check(policy: Policy, spec: ToolSpec) -> Callable[[Path], bool]:
+    """Whether a path is inside ``spec``'s fs.read scope. When the scope is plain folders (no
+    glob), a file whose folder is inside is inside: folders found inside are remembered."""
+
+    def full(path: Path) -> bool:
+        return policy.check_capabilities(spec, Targets(paths_read=(path,))) is None
+
+    try:
+        roots = policy.tool_scope(spec).fs_read
+    except ValueError:
+        return full
+    if any(pattern.regex is not None for pattern in roots):
+        return full
+    inside: set[Path] = set()
+
+    def check(path: Path) -> bool:
+        folder = path.parent
+        if folder in inside:
+            return True
+        if any(is_within(folder, pattern.root) for pattern in roots):
+            if len(inside) >= MAX_SCOPE_FOLDERS:
+                inside.clear()
+            inside.add(folder)
+            return True
+        return full(path)
 
     return check
 

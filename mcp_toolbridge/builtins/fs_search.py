@@ -4,6 +4,9 @@ Both respect .gitignore (see :mod:`gitignore`), always skip ``.git``, never foll
 order files by modification time, newest first (ties by path). glob lists up to 1000 paths,
 grep up to 200 entries; past that the head is returned and the rest goes to a sidecar file
 (``truncated`` and ``output_path``). Paths are shown relative to the workspace root.
+
+Given the policy's read verdict (:mod:`fs_visibility`), both withhold the paths it refuses and
+say how many (``withheld_by_policy``), never which.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import anyio.to_thread
 
 from mcp_toolbridge.builtins import grep_rg
 from mcp_toolbridge.builtins.fs_paths import FileProblem, FsRoot
+from mcp_toolbridge.builtins.fs_visibility import ReadVerdict, ResultFilter
 from mcp_toolbridge.builtins.fs_walk import IgnoreOracle, PathGlob, WalkReport, walk_files
 from mcp_toolbridge.builtins.grep_engine import (
     MAX_FILE_BYTES,
@@ -57,9 +61,12 @@ class GlobTool:
 
     spec = GLOB_SPEC
 
-    def __init__(self, workspace: Path, sessions: Sessions) -> None:
+    def __init__(
+        self, workspace: Path, sessions: Sessions, *, readable: ReadVerdict | None = None
+    ) -> None:
         self._fs = FsRoot(workspace)
         self._sessions = sessions
+        self._readable = readable
 
     async def run(self, request: ExecRequest) -> ExecResult:
         args = request.arguments
@@ -85,15 +92,23 @@ class GlobTool:
                     "(use read to see it)"
                 )
             matcher = PathGlob([pattern])
+            shown = ResultFilter.for_glob(self._readable) if self._readable else None
             found = await anyio.to_thread.run_sync(
-                self._walk, root, pattern, matcher, include_ignored, deadline
+                self._walk, root, pattern, matcher, include_ignored, deadline, shown
             )
         except (FileProblem, ValueError) as exc:
             return ExecResult(ok=False, error=str(exc))
-        return self._result(request, *found, include_ignored=include_ignored)
+        withheld = shown.withheld if shown is not None else 0
+        return self._result(request, *found, include_ignored=include_ignored, withheld=withheld)
 
     def _walk(
-        self, root: Path, pattern: str, matcher: PathGlob, include_ignored: bool, deadline: float
+        self,
+        root: Path,
+        pattern: str,
+        matcher: PathGlob,
+        include_ignored: bool,
+        deadline: float,
+        shown: ResultFilter | None,
     ) -> tuple[list[tuple[float, str]], int, WalkReport, Path]:
         walk_root, prefix = _literal_start(root, pattern)
         if walk_root not in (None, root) and not include_ignored:
@@ -117,6 +132,8 @@ class GlobTool:
                 continue
             if entry.ignored:
                 hidden += 1
+            elif shown is not None and not shown.keep(entry.path):
+                continue
             elif len(found) < MAX_GLOB_COLLECTED:
                 found.append((entry.mtime, self._fs.display(entry.path)))
         if report.stopped == "deadline":
@@ -134,6 +151,7 @@ class GlobTool:
         walk_root: Path,
         *,
         include_ignored: bool,
+        withheld: int,
     ) -> ExecResult:
         found.sort(key=lambda item: (-item[0], item[1]))
         paths = [shown for _, shown in found]
@@ -152,6 +170,11 @@ class GlobTool:
                     + (f" and {len(ignored)} ignored folder(s) not searched" if ignored else "")
                     + "; pass include_ignored: true to include them"
                 )
+        if withheld:
+            value["withheld_by_policy"] = withheld
+            notes.append(
+                f"{withheld} matching file(s) withheld: the permission policy denies reading them"
+            )
         if report.stopped == "limit":
             notes.append(f"the walk stopped after {MAX_GLOB_WALK} entries; narrow the search")
         truncated = len(paths) > MAX_GLOB_ENTRIES
@@ -197,10 +220,18 @@ class GrepTool:
 
     spec = GREP_SPEC
 
-    def __init__(self, workspace: Path, sessions: Sessions, engine: Engine = "auto") -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        sessions: Sessions,
+        engine: Engine = "auto",
+        *,
+        readable: ReadVerdict | None = None,
+    ) -> None:
         self._fs = FsRoot(workspace)
         self._sessions = sessions
         self._engine = engine
+        self._readable = readable
         if engine == "ripgrep" and grep_rg.find_rg() is None:
             raise ValueError("engine='ripgrep' needs rg on PATH")
 
@@ -233,6 +264,10 @@ class GrepTool:
                 deadline=time.monotonic() + request.timeout_s * DEADLINE_SHARE,
             )
             run = await self._search(query, request.timeout_s * DEADLINE_SHARE)
+            if self._readable is not None and query.ignore_base is not None:
+                await anyio.to_thread.run_sync(
+                    _withhold, run, ResultFilter.for_grep(self._readable, root)
+                )
         except FileProblem as exc:
             return ExecResult(ok=False, error=str(exc))
         except InvalidPattern as exc:
@@ -280,6 +315,15 @@ class GrepTool:
                 pass  # a valid Python pattern rg cannot parse: the Python engine runs it
         with anyio.fail_after(timeout_s + 1.0):
             return await anyio.to_thread.run_sync(python_search, query, abandon_on_cancel=True)
+
+
+def _withhold(run: GrepRun, shown: ResultFilter) -> None:
+    """Drop the files the policy refuses reading (in a worker thread: one decision per file).
+
+    Applied to what either engine found, so both count the same files; a sidecar folder
+    (outside the workspace, readable by its own session) is not filtered."""
+    run.files = [hits for hits in run.files if shown.keep(hits.path)]
+    run.withheld = shown.withheld
 
 
 def _skip_reason(path: Path) -> str | None:

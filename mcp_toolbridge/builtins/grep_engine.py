@@ -79,6 +79,8 @@ class GrepRun:
     partial: str | None = None
     """Why the results may be incomplete (unreadable paths, limits); None when complete."""
     engine: str = "python"
+    withheld: int = 0
+    """Matching files left out because the permission policy refuses reading them."""
 
 
 def compile_pattern(query: GrepQuery) -> re.Pattern[str]:

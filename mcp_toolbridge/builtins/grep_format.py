@@ -69,6 +69,12 @@ def format_run(
         )
     if run.partial:
         notes.append(f"results may be incomplete: {run.partial}")
+    if run.withheld:
+        value["withheld_by_policy"] = run.withheld
+        notes.append(
+            f"{run.withheld} matching file(s) withheld: the permission policy denies reading "
+            "them or asks first (name such a file in path to be asked)"
+        )
     cut = total > limit
     if cut and head_limit is not None:
         notes.append(f"showing the first {limit} of {total} {unit} (head_limit={head_limit})")

@@ -1,0 +1,136 @@
+"""glob and grep, served, withhold the result paths the policy would not let the caller read:
+a deny rule (fs.read, or the read tool's own), a path whose reading asks (grep only), and
+they count what they withheld without naming it. Both grep engines."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+
+from mcp_toolbridge.gate import ALLOW_ONCE, HEADLESS_DENIED
+from tests.test_locked_served import _client, _error, _settings
+
+DENY_SECRETS = """
+default_action = "by-safety"
+[requires]
+fs.read = ["{workspace}"]
+[[rules]]
+permission = "fs.read"
+pattern = "secrets/**"
+action = "deny"
+[[rules]]
+permission = "fs.read"
+pattern = "**/*.env"
+action = "deny"
+[[rules]]
+permission = "read"
+pattern = "**/*.pem"
+action = "deny"
+"""
+
+ENGINES = ["python", "ripgrep"] if shutil.which("rg") else ["python"]
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
+    """The served grep's engine: ripgrep when rg is on PATH, else the Python one."""
+    if request.param == "python":
+        monkeypatch.setenv("PATH", str(tmp_path / "no-bin"))
+    return str(request.param)
+
+
+def _project(workspace: Path) -> None:
+    (workspace / "secrets").mkdir()
+    (workspace / "secrets" / "key.txt").write_text("API_KEY=hunter2\n", encoding="utf-8")
+    (workspace / "app").mkdir()
+    (workspace / "app" / "prod.env").write_text("API_KEY=swordfish\n", encoding="utf-8")
+    (workspace / "app" / "cert.pem").write_text("API_KEY in a pem\n", encoding="utf-8")
+    (workspace / "app" / "config.py").write_text(
+        "API_KEY = os.environ['API_KEY']\n", encoding="utf-8"
+    )
+
+
+def _value(result: types.CallToolResult) -> dict[str, Any]:
+    assert not result.is_error, result
+    assert result.structured_content is not None
+    return dict(result.structured_content)
+
+
+async def test_grep_withholds_files_the_policy_denies_reading_in_every_mode(tmp_path, engine):
+    settings = _settings(tmp_path, DENY_SECRETS)
+    assert settings.workspace is not None
+    _project(settings.workspace)
+    async with _client(settings) as client:
+        for path in ("secrets/key.txt", "app/prod.env", "app/cert.pem"):
+            assert "deny" in _error(await client.call_tool("read", {"file_path": path})).lower()
+        results = [
+            await client.call_tool("grep", {"pattern": "API_KEY", "output_mode": mode})
+            for mode in ("content", "files_with_matches", "count")
+        ]
+    content, files, counts = (_value(r) for r in results)
+    assert content["content"] == "app/config.py:1:API_KEY = os.environ['API_KEY']"
+    assert files["files"] == ["app/config.py"]
+    assert counts["counts"] == [{"file": "app/config.py", "count": 1}]
+    for value in (content, files, counts):
+        assert value["engine"] == engine
+        assert value["num_files"] == 1
+        assert value["withheld_by_policy"] == 3
+        assert "3 matching file(s) withheld" in value["note"]
+    dumped = json.dumps([r.model_dump() for r in results])
+    for leaked in ("hunter2", "swordfish", "pem", "secrets", "prod.env"):
+        assert leaked not in dumped
+
+
+async def test_glob_withholds_denied_paths_and_counts_them(tmp_path):
+    settings = _settings(tmp_path, DENY_SECRETS)
+    assert settings.workspace is not None
+    _project(settings.workspace)
+    async with _client(settings) as client:
+        envs = _value(await client.call_tool("glob", {"pattern": "**/*.env"}))
+        everything = _value(await client.call_tool("glob", {"pattern": "**"}))
+        inside = await client.call_tool("glob", {"pattern": "*", "path": "secrets"})
+    assert envs["files"] == [] and envs["withheld_by_policy"] == 1
+    assert "No files found" in envs["note"] and "1 matching file(s) withheld" in envs["note"]
+    assert everything["files"] == ["app/config.py"]
+    assert everything["withheld_by_policy"] == 3
+    assert "prod.env" not in json.dumps(everything)
+    assert "deny" in _error(inside).lower()  # the gate refuses naming the folder itself
+
+
+async def test_grep_withholds_env_files_under_the_default_policy_until_named(tmp_path, engine):
+    """The default policy asks before reading .env files: grep cannot ask per file, so it
+    leaves them out; naming one in path asks the person, and then it is searched."""
+    settings = _settings(tmp_path)
+    assert settings.workspace is not None
+    (settings.workspace / ".env").write_text("TOKEN=secret\n", encoding="utf-8")
+    (settings.workspace / "main.py").write_text("TOKEN = load()\n", encoding="utf-8")
+    asked: list[str] = []
+
+    async def person(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"decision": ALLOW_ONCE})
+
+    async with _client(settings) as headless:
+        found = _value(
+            await headless.call_tool("grep", {"pattern": "TOKEN", "output_mode": "content"})
+        )
+        named = await headless.call_tool("grep", {"pattern": "TOKEN", "path": ".env"})
+        listed = _value(await headless.call_tool("glob", {"pattern": ".env*"}))
+    assert found["content"] == "main.py:1:TOKEN = load()"
+    assert found["withheld_by_policy"] == 1 and "secret" not in json.dumps(found)
+    assert HEADLESS_DENIED in _error(named)
+    assert listed["files"] == [".env"]  # a name is not content: glob lists what asks
+    async with _client(settings, "legacy", elicitation_callback=person) as client:
+        allowed = _value(
+            await client.call_tool(
+                "grep", {"pattern": "TOKEN", "path": ".env", "output_mode": "content"}
+            )
+        )
+    assert allowed["content"] == ".env:1:TOKEN=secret"
+    assert "withheld_by_policy" not in allowed
+    assert len(asked) == 1 and "'grep'" in asked[0]

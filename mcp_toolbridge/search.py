@@ -165,16 +165,18 @@ class SearchIndex:
         self._by_name.setdefault(spec.name, doc)
         self._by_id.setdefault(spec.id, doc)
         exact = {spec.name, spec.id}
-        suffixes = short_suffixes(spec) - exact
         forms = {form.lower() for form in exact}
         for form in forms:
             self._exact[form] = (*self._exact.get(form, ()), doc)
-        for suffix in {form.lower() for form in suffixes} - forms:
-            self._suffix[suffix] = (*self._suffix.get(suffix, ()), doc)
-        for table, cased in ((self._word_exact, exact), (self._word_suffix, suffixes)):
-            for form in cased:
-                if not _IDENT_MARK.search(form):
-                    table[form] = (*table.get(form, ()), doc)
+        for form in exact:
+            if form.isalpha() and not _IDENT_MARK.search(form):  # a plain word
+                self._word_exact[form] = (*self._word_exact.get(form, ()), doc)
+        for suffix in short_suffixes(spec) - exact:
+            lowered = suffix.lower()
+            if lowered not in forms:
+                self._suffix[lowered] = (*self._suffix.get(lowered, ()), doc)
+            if suffix.isalpha() and not _IDENT_MARK.search(suffix):
+                self._word_suffix[suffix] = (*self._word_suffix.get(suffix, ()), doc)
 
     # -- searching ------------------------------------------------------------------------
 
@@ -275,13 +277,20 @@ class SearchIndex:
 
     def _scores(self, terms: list[str]) -> dict[int, float]:
         """BM25F score of every doc matching at least one of ``terms``."""
-        scores: dict[int, float] = {}
-        get = scores.get
+        found = []
         for term, count in Counter(terms).items():
             tid = self._term_ids.get(term)
-            if tid is None:
-                continue
-            factor = self._idf[tid] * count
+            if tid is not None:
+                found.append((len(self._docs[tid]), tid, self._idf[tid] * count))
+        if not found:
+            return {}
+        # The longest posting list seeds the table in one comprehension (the bulk of the
+        # work); the others are added to it.
+        found.sort(reverse=True)
+        _, tid, factor = found[0]
+        scores = {d: factor * w for d, w in zip(self._docs[tid], self._weights[tid], strict=True)}
+        get = scores.get
+        for _, tid, factor in found[1:]:
             for doc, weight in zip(self._docs[tid], self._weights[tid], strict=True):
                 scores[doc] = get(doc, 0.0) + factor * weight
         return scores
@@ -292,7 +301,14 @@ def top_visible(
 ) -> list[tuple[float, int]]:
     """The ``n`` highest-scoring visible docs. Doc ids follow name order, so ``-doc`` in the
     key breaks score ties by name."""
-    pool = heapq.nlargest(2 * n + 8, ((s, -d) for d, s in scores.items()))
+    want = 2 * n + 8
+    if len(scores) > 4 * want:
+        # Cut on the bare scores first (no tuple per scored doc); every doc tied with the
+        # cut-off score stays in, so the tie-break by name below sees all of them.
+        floor = heapq.nlargest(want, scores.values())[-1]
+        pool = sorted(((s, -d) for d, s in scores.items() if s >= floor), reverse=True)
+    else:
+        pool = heapq.nlargest(want, ((s, -d) for d, s in scores.items()))
     out = [(s, -d) for s, d in pool if visible is None or visible(names[-d])]
     if len(out) < n and len(pool) < len(scores):
         pool = sorted(((s, -d) for d, s in scores.items()), reverse=True)

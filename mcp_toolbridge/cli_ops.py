@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from mcp_toolbridge import __version__
+from mcp_toolbridge.allocator import pin_mmap_threshold
 from mcp_toolbridge.app import Loaded, Settings, open_runtime
 from mcp_toolbridge.bridge import Observer
 from mcp_toolbridge.clients import CLIENTS, client_config, serve_arguments, server_command
@@ -145,6 +146,7 @@ def serve(
 
     http = _http_options(args)
     recorder = Recorder.open(args.record) if args.record is not None else None
+    pin_mmap_threshold()
 
     async def run() -> None:
         async with AsyncExitStack() as stack:

@@ -291,6 +291,22 @@ async def test_a_nul_byte_anywhere_makes_a_file_binary(grep, layout):
     assert result.value["files"] == ["text.txt"]
 
 
+async def test_a_very_long_line_with_many_matches_is_found_on_both_engines(grep, layout):
+    """rg's JSON for one 5 MB line of x searched for xxx is about 100 MB of submatches, past
+    what the ripgrep engine keeps: it hands the search to the Python engine rather than
+    report no matches."""
+    put(layout.ws, "long.txt", "x" * 5_000_000 + "\nshort xxx line\n")
+    content = await call(grep, pattern="xxx", output_mode="content")
+    assert content.value["num_matches"] == 2
+    first, second = content.value["content"].split("\n")
+    assert first == "long.txt:1:" + "x" * 2000 + "… [line cut at 2000 characters]"
+    assert second == "long.txt:2:short xxx line"
+    assert "note" not in content.value
+    count = await call(grep, pattern="xxx", output_mode="count")
+    assert count.value["counts"] == [{"file": "long.txt", "count": 2}]
+    assert content.value["engine"] == count.value["engine"] == "python"
+
+
 async def test_an_empty_file_has_no_line_to_match(grep, layout):
     put(layout.ws, "empty.txt", "")
     put(layout.ws, "blank.txt", "\n")

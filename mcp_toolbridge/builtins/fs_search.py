@@ -311,9 +311,9 @@ class GrepTool:
         if rg is not None:
             try:
                 return await grep_rg.rg_search(rg, query, timeout_s)
-            except grep_rg.PatternUnsupported:
-                pass  # a valid Python pattern rg cannot parse: the Python engine runs it
-        with anyio.fail_after(timeout_s + 1.0):
+            except (grep_rg.PatternUnsupported, grep_rg.OutputOverflow):
+                pass  # a pattern rg cannot parse, or output it cannot bound: Python runs it
+        with anyio.fail_after(max(query.deadline - time.monotonic(), 0.0) + 1.0):
             return await anyio.to_thread.run_sync(python_search, query, abandon_on_cancel=True)
 
 

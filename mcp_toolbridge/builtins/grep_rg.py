@@ -14,6 +14,12 @@ cannot parse (look-around, backreferences, a line break without multiline, ...) 
 byte anywhere are dropped from rg's results, as the Python engine never searches them (rg
 alone keeps the matches found before the NUL).
 
+rg's JSON output cannot be bounded per line (``--max-columns`` does not apply to it), and one
+long line with many matches (a 5 MB line of ``x`` searched for ``xxx``: about 100 MB of
+submatches) overflows ``MAX_RG_OUTPUT_BYTES``. In content and count modes that raises
+:class:`OutputOverflow` and the caller runs the Python engine instead, which holds the file
+whole (up to 10 MB) and gives the complete answer: never a false "no matches".
+
 Exit status: 0 matches, 1 none, 2 an error. Exit 2 with no output is an error (rg's message is
 shown); exit 2 with output means some paths could not be read, and the results say so.
 """
@@ -63,6 +69,10 @@ class PatternUnsupported(Exception):
     """rg cannot parse a pattern that Python's ``re`` accepts; run the Python engine."""
 
 
+class OutputOverflow(Exception):
+    """rg's JSON output passed MAX_RG_OUTPUT_BYTES; run the Python engine."""
+
+
 def find_rg() -> str | None:
     """The absolute path of ``rg`` on PATH, or None."""
     found = shutil.which("rg")
@@ -110,6 +120,8 @@ async def rg_search(rg: str, query: GrepQuery, timeout_s: float) -> GrepRun:
             raise PatternUnsupported(stderr)
         raise ExecError(f"ripgrep could not search {query.root}: {stderr or 'no message'}")
     run = GrepRun(engine="ripgrep")
+    if outcome.stdout_truncated and query.mode != "files_with_matches":
+        raise OutputOverflow(f"ripgrep printed over {MAX_RG_OUTPUT_BYTES} bytes")
     if outcome.stdout_truncated:
         stdout = stdout[: stdout.rfind(b"\n") + 1]
         run.partial = "ripgrep printed too much; the results are incomplete: narrow path or glob"

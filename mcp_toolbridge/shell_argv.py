@@ -146,6 +146,8 @@ def _env(argv: tuple[str, ...], reasons: list[str], writes: list[str]) -> tuple[
         short = option[1:] if not option.startswith("--") else ""
         if option.startswith("--split-string") or "S" in short or "P" in short:
             reasons.append(f"env {option} changes how the command line is built")
+        elif option.startswith("--chdir") or "C" in short:
+            reasons.append(f"env {option} runs the command in another directory")
     rest = args[start:]
     while rest and (match := _ASSIGNMENT.match(rest[0])) is not None:
         if risky_variable(match.group(1)):

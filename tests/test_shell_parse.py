@@ -233,6 +233,37 @@ def test_a_shell_reading_a_script_or_stdin_is_matched_as_that_shell():
         ("awk 'BEGIN { system(\"id\") }'", "awk program"),
         ("awk '{ print > \"/tmp/x\" }' f", "awk program"),
         ("awk -f prog.awk f", "awk -f"),
+        ('git config alias.x "!touch /tmp/pwnA"', "alias.x = !cmd"),
+        ("git config core.sshCommand 'sh -c id'", "core.sshCommand"),
+        ("git config --global user.name x", "git config --global"),
+        ("git config --file=/tmp/c --list", "git config --file"),
+        ("git config set core.hooksPath h", "core.hooksPath"),
+        ("git config --unset-all core.pager", "core.pager"),
+        ("git difftool -x id", "git difftool"),
+        ("git bisect run ./x", "git bisect run"),
+        ("git rebase --exec=id main", "--exec"),
+        ("git rebase -xid main", "git rebase -x"),
+        ("git submodule foreach id", "git submodule foreach"),
+        ("git filter-branch --tree-filter id", "filter-branch"),
+        ("git clone -c core.fsmonitor=id r", "git clone -c"),
+        ("git clone ext::sh", "ext::"),
+        ("git ls-remote -u id origin", "git ls-remote -u"),
+        ("grep -R needle .", "grep -R follows symbolic links"),
+        ("grep --dereference-recursive needle .", "follows symbolic links"),
+        ("rg -L needle", "rg -L follows"),
+        ("cp -rL src dst", "cp -rL follows"),
+        ("diff -r a b", "add --no-dereference"),
+        ("tar -chf a.tar d", "tar -h"),
+        ("tar -xPf a.tar", "absolute names"),
+        ("find -L . -name x", "find -L"),
+        ("chmod -RL 700 d", "chmod -RL"),
+        ("ssh -o ProxyCommand=id host", "ssh -o ProxyCommand"),
+        ("scp -S ./prog a host:b", "scp -S"),
+        ("sort --compress-program=id f", "--compress-program"),
+        ("split --filter=id f", "split --filter"),
+        ("wget -e robots=off url", "wget -e"),
+        ("curl -K opts.txt", "curl -K"),
+        ("rsync -e id a host:b", "rsync -e"),
     ],
 )
 def test_dangerous_flags_make_a_command_need_an_exact_rule(command: str, fragment: str):
@@ -254,6 +285,16 @@ def test_dangerous_flags_make_a_command_need_an_exact_rule(command: str, fragmen
         "rg --pre-glob '*.gz' x",
         "tar -xzf a.tgz",
         "awk '{ print $1 }' f",
+        "git config user.name",
+        "git config --get core.pager",
+        "git config get user.email",
+        "git config --list --show-origin",
+        "git add -u",
+        "git x",
+        "grep -rn needle .",
+        "cp -r src dst",
+        "diff -r --no-dereference a b",
+        "ssh host uptime",
     ],
 )
 def test_the_same_programs_without_dangerous_flags_are_checkable(command: str):
@@ -264,6 +305,11 @@ def test_a_dangerous_flag_behind_an_allowed_prefix_is_still_found():
     parsed = _refused("git status && sed -i 's/a/b/' src/x.py", "sed -i")
     assert parsed.flagged == (("sed", "-i", "s/a/b/", "src/x.py"),)
     assert parsed.commands[0] == ("git", "status")
+
+
+def test_env_chdir_is_refused_as_it_moves_the_command_elsewhere():
+    _refused("env -C /tmp cat x", "another directory")
+    _refused("env --chdir=/tmp cat x", "another directory")
 
 
 def test_sed_scripts_are_read_command_by_command():

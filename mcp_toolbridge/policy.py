@@ -239,6 +239,8 @@ class Policy:
         all_session = True
         for subject in subjects(targets):
             winner = resolve(rules, spec, subject)
+            if winner is None and (subject.capability, subject.path) in targets.operand_paths:
+                continue  # a shell operand: the command's own subject decides it
             if winner is None:
                 decision = self._fallback(spec)
                 all_session = False
@@ -247,7 +249,9 @@ class Policy:
                 all_session = all_session and winner.scope == "session"
             if worst is None or _rank(decision.action) > _rank(worst.action):
                 worst = decision
-        assert worst is not None  # subjects() always yields at least one subject
+        if worst is None:  # every subject was a shell operand no rule matched
+            worst = self._fallback(spec)
+            all_session = False
         if (
             worst.action == "allow"
             and spec.safety.requires_confirmation

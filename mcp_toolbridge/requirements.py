@@ -257,6 +257,11 @@ class Targets:
     paths_write: tuple[Path, ...] = ()
     hosts: tuple[str, ...] = ()
     commands: tuple[tuple[str, ...], ...] = ()
+    operand_paths: frozenset[tuple[str, Path]] = frozenset()
+    """(``fs.read`` or ``fs.write``, path) pairs among the paths above that a shell command
+    names as operands, so the command's own rule already saw them: they meet the capability
+    check and the path rules that match them, but one that no rule matches adds nothing (no
+    ``default_action``). See docs/permissions.md, "bash"."""
 
     def is_empty(self) -> bool:
         return not (self.paths_read or self.paths_write or self.hosts or self.commands)

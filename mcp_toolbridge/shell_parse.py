@@ -5,15 +5,20 @@
 ``<( )``, redirections and ``VAR=x`` prefixes. Every simple command becomes one argv, after its
 assignments are stripped and its wrappers unwrapped (:mod:`mcp_toolbridge.shell_argv`, flags
 checked by :mod:`mcp_toolbridge.shell_flags`); a
-nested ``bash -c "..."`` is parsed in turn. Redirection targets are listed so the policy can
-check them as paths.
+nested ``bash -c "..."`` is parsed in turn. The paths a command names are listed so the policy
+can check them (``paths``): redirection targets, and the path operands of known file commands
+(:mod:`mcp_toolbridge.shell_operands`), each with the working directories it may be relative
+to. ``cd``/``pushd`` are followed through ``&&``, ``||``, ``;``, subshells and pipelines (a
+subshell's ``cd`` does not carry over); what cannot be followed (``cd`` alone, ``cd -``,
+``cd ~``, ``cd`` in a loop) is refused.
 
 What cannot be checked statically is listed in ``uncheckable`` (one reason each) instead of
 being guessed: a command name or argument whose value is only known at run time (``$X``,
 ``$(...)``, brace expansion), ``eval``/``source``/``exec``/``sudo``, function definitions,
 heredocs that expand commands, ``/dev/tcp`` redirects, invisible or control characters, more
-than 50 simple commands, more than 10,000 characters, anything bashlex cannot parse, and flags
-that make a command run programs or write files (``find -exec``, ``sed -i``, ...).
+than 50 simple commands, more than 10,000 characters, anything bashlex cannot parse, flags
+that make a command run programs or write files (``find -exec``, ``sed -i``, ...), and paths
+that depend on HOME (``~``) or come from stdin (``xargs cat``).
 
 :func:`splitter` adapts this to :data:`mcp_toolbridge.requirements.CommandSplitter`.
 """
@@ -29,12 +34,16 @@ from typing import Any
 import bashlex
 
 from mcp_toolbridge.errors import ArgumentsError
-from mcp_toolbridge.shell_argv import basename, risky_variable, unwrap
+from mcp_toolbridge.shell_argv import XARGS_INPUT, basename, risky_variable, unwrap
 from mcp_toolbridge.shell_flags import flag_reason
+from mcp_toolbridge.shell_operands import Access, path_operands
 
 MAX_COMMAND_CHARS = 10_000
 MAX_SUBCOMMANDS = 50
 MAX_NESTING = 3
+MAX_DIRECTORIES = 16
+"""How many directories a command may be in (after ``cd``) before it is not followed."""
+MAX_CD_CHAIN = 8
 SAFE_DEVICES = frozenset(
     {"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/zero", "/dev/tty"}
 )
@@ -43,6 +52,9 @@ _VAR_BUILTINS = frozenset(
      "printf", "getopts", "let", "unset"}
 )  # fmt: skip
 _DIR_CHANGERS = frozenset({"cd", "pushd", "popd"})
+_TILDE = re.compile(r"^~|[=:]~")
+_CD_OPTION = re.compile(r"-[LPe@]+\Z")
+_STACK_INDEX = re.compile(r"[-+][0-9]+\Z")
 _QUOTED_HEREDOC = re.compile(
     r"<<(-?)[ \t]*(?:'([A-Za-z0-9_.-]+)'|\"([A-Za-z0-9_.-]+)\"|\\([A-Za-z0-9_]+))"
 )
@@ -58,6 +70,29 @@ def whole(command: str) -> tuple[str, str, str]:
     return ("bash", "-c", command)
 
 
+Chain = tuple[str, ...]
+"""A working directory: the ``cd`` arguments that lead to it from the workspace, in order."""
+Cwds = frozenset[Chain]
+Flow = tuple[Cwds, Cwds]
+"""Where the shell may be after a command that succeeded, and after one that failed."""
+_START: Cwds = frozenset({()})
+
+
+@dataclass(frozen=True, slots=True)
+class PathRef:
+    """A path a command names: an operand of a known file command or a redirect target."""
+
+    text: str
+    """As bash passes it (quotes removed); relative paths are relative to each of ``cwds``."""
+    access: Access
+    cwds: Cwds = _START
+    """The working directories the command may run in (``()`` is the workspace)."""
+    pattern: str | None = None
+    """A glob bash expands (quoted characters escaped as ``[*]``), or None for a plain path."""
+    redirect: bool = False
+    """True for a redirect target, which no command rule names."""
+
+
 @dataclass(frozen=True, slots=True)
 class ParsedCommand:
     source: str
@@ -67,6 +102,11 @@ class ParsedCommand:
     """Files named by redirections (read or written), as written (relative = workspace)."""
     redirect_writes: tuple[str, ...] = ()
     """The subset of ``redirect_targets`` that is written (``>``, ``>>``, ``&>``, ``<>``...)."""
+    paths: tuple[PathRef, ...] = ()
+    """Every path named: operands of known file commands (:mod:`mcp_toolbridge.shell_operands`)
+    and redirect targets, each with the directories it may be relative to."""
+    directories: tuple[Chain, ...] = ()
+    """Every directory ``cd``/``pushd`` may reach (each is read, so it must be in scope)."""
     uncheckable: tuple[str, ...] = ()
     """Why the command cannot be checked rule by rule; empty when it can."""
     flagged: tuple[tuple[str, ...], ...] = ()
@@ -95,10 +135,10 @@ class _State:
     writes: list[str] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
     flagged: list[tuple[str, ...]] = field(default_factory=list)
+    paths: list[PathRef] = field(default_factory=list)
+    directories: set[Chain] = field(default_factory=set)
     opaque: bool = False
     count: int = 0
-    changes_dir: bool = False
-    relative_target: bool = False
 
     def refuse(self, reason: str) -> None:
         self.opaque = True
@@ -111,9 +151,7 @@ def parse_command(command: str) -> ParsedCommand:
     """Parse ``command`` into the simple commands it runs; never raises. Cached: the gate
     and the splitter parse the same text."""
     state = _State()
-    _Walker(state, command, 0).run()
-    if state.changes_dir and state.relative_target:
-        state.refuse("a relative redirect target after cd may point outside the workspace")
+    _Walker(state, command, 0, _START).run()
     return ParsedCommand(
         source=command,
         commands=tuple(dict.fromkeys(state.commands)),
@@ -121,6 +159,8 @@ def parse_command(command: str) -> ParsedCommand:
         redirect_writes=tuple(dict.fromkeys(state.writes)),
         uncheckable=tuple(state.reasons),
         flagged=tuple(dict.fromkeys(state.flagged)),
+        paths=tuple(dict.fromkeys(state.paths)),
+        directories=tuple(sorted(state.directories)),
         opaque=state.opaque,
     )
 
@@ -196,6 +236,46 @@ def literal_text(raw: str) -> str | None:
     return "".join(out)
 
 
+def glob_pattern(raw: str) -> str | None:
+    """The glob bash expands for a word: unquoted ``*?[`` stay special, quoted or escaped ones
+    become ``[*]``, ``[?]``, ``[[]``. None when the word is not plain."""
+    out: list[str] = []
+
+    def literal(ch: str) -> None:
+        out.append(f"[{ch}]" if ch in "*?[" else ch)
+
+    i, n = 0, len(raw)
+    while i < n:
+        ch = raw[i]
+        if ch == "\\":
+            if i + 1 < n and raw[i + 1] != "\n":
+                literal(raw[i + 1])
+            elif i + 1 >= n:
+                out.append(ch)
+            i += 2
+        elif ch == "'":
+            end = raw.find("'", i + 1)
+            if end < 0:
+                return None
+            for quoted in raw[i + 1 : end]:
+                literal(quoted)
+            i = end + 1
+        elif ch == '"':
+            i += 1
+            while i < n and raw[i] != '"':
+                if raw[i] == "\\" and i + 1 < n and raw[i + 1] in '$`"\\':
+                    i += 1
+                literal(raw[i])
+                i += 1
+            if i >= n:
+                return None
+            i += 1
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
 def unquoted_text(raw: str) -> str:
     """The characters of a shell word that are outside quotes and not backslash-escaped."""
     out: list[str] = []
@@ -223,10 +303,12 @@ def unquoted_text(raw: str) -> str:
 class _Walker:
     """Walks one bashlex parse of ``source`` (the command, or a nested ``-c`` script)."""
 
-    def __init__(self, state: _State, source: str, depth: int) -> None:
+    def __init__(self, state: _State, source: str, depth: int, cwds: Cwds) -> None:
         self.state = state
         self.source = source
         self.depth = depth
+        self.cwds = cwds
+        """Where the shell may be at the point the walk has reached."""
         self.quoted_heredocs: set[int] = set()
         self.seen_heredocs: set[int] = set()
         self.word_spans: list[tuple[int, int]] = []
@@ -252,8 +334,9 @@ class _Walker:
         self.source = prepared
         self.quoted_heredocs = heredoc_spans
         try:
-            for node in nodes:
-                self.walk(node)
+            for node in nodes:  # lines of the script, one after the other
+                ok, failed = self.walk(node)
+                self.cwds = ok | failed
         except (AttributeError, TypeError, ValueError, IndexError) as exc:  # an odd tree: refuse
             self.state.refuse(f"bash syntax that is not checked ({type(exc).__name__})")
         if heredoc_spans - self.seen_heredocs or any(
@@ -287,31 +370,103 @@ class _Walker:
         return "".join(chars), heredocs, times
 
     # -- the tree ---------------------------------------------------------------------------
+    # Each node returns its Flow: the directories the shell may be in after it succeeded and
+    # after it failed, so ``cd sub && cat x`` reads sub/x while ``cd sub; cat x`` may read
+    # either x or sub/x. Subshells, pipelines and substitutions leave the directory unchanged.
 
-    def walk(self, node: Any) -> None:
+    def here(self) -> Flow:
+        return self.cwds, self.cwds
+
+    def walk(self, node: Any) -> Flow:
         kind = node.kind
-        if kind in ("list", "pipeline", "for", "while", "until", "if"):
-            for part in node.parts:
-                self.walk(part)
-        elif kind == "compound":
-            for part in node.list:
-                self.walk(part)
-            for redirect in getattr(node, "redirects", None) or ():
-                self.redirect(redirect)
-        elif kind == "function":
+        if kind == "list":
+            return self.sequence(node.parts)
+        if kind == "pipeline":
+            return self.pipeline(node.parts)
+        if kind in ("for", "while", "until", "if"):
+            return self.statement(kind, node.parts)
+        if kind == "compound":
+            return self.compound(node)
+        if kind == "function":
             self.state.refuse("it defines a shell function")
+            start = self.cwds
             for part in node.parts:
                 self.walk(part)
+            self.cwds = start
         elif kind == "command":
-            self.command(node)
+            return self.command(node)
         elif kind == "word":
             self.expansions(node)
         elif kind == "redirect":
             self.redirect(node)
         elif kind not in ("operator", "reservedword", "pipe"):
             self.state.refuse(f"bash syntax that is not checked ({kind})")
+        return self.here()
 
-    def command(self, node: Any) -> None:
+    def sequence(self, parts: list[Any]) -> Flow:
+        """``a; b``, ``a && b``, ``a || b``, ``a & b`` (left to right, as bash groups them)."""
+        ok = failed = self.cwds
+        op = ";"
+        for part in parts:
+            if part.kind == "operator":
+                op = str(part.op)
+                continue
+            self.cwds = ok if op == "&&" else failed if op == "||" else ok | failed
+            part_ok, part_failed = self.walk(part)
+            if op == "&&":
+                ok, failed = part_ok, failed | part_failed
+            elif op == "||":
+                ok, failed = ok | part_ok, part_failed
+            else:
+                ok, failed = part_ok, part_failed
+        self.cwds = ok | failed
+        return ok, failed
+
+    def pipeline(self, parts: list[Any]) -> Flow:
+        start = self.cwds
+        commands = [p for p in parts if p.kind not in ("pipe", "reservedword")]
+        negated = any(p.kind == "reservedword" and p.word == "!" for p in parts)
+        if len(commands) == 1:
+            ok, failed = self.walk(commands[0])
+            self.cwds = ok | failed
+            return (failed, ok) if negated else (ok, failed)
+        for command in commands:  # each part of a pipeline runs in a subshell
+            self.cwds = start
+            self.walk(command)
+        self.cwds = start
+        return start, start
+
+    def statement(self, kind: str, parts: list[Any]) -> Flow:
+        """if/while/until/for, over-approximated: every branch may see every directory."""
+        start = self.cwds
+        seen = start
+        for part in parts:
+            if part.kind in ("reservedword", "operator"):
+                continue
+            self.cwds = seen
+            ok, failed = self.walk(part)
+            seen = seen | ok | failed
+        if kind != "if" and seen != start:
+            self.state.refuse("a loop changes directory, so the paths in it cannot be followed")
+        self.cwds = seen
+        return seen, seen
+
+    def compound(self, node: Any) -> Flow:
+        start = self.cwds
+        first = node.list[0] if node.list else None
+        subshell = first is not None and first.kind == "reservedword" and first.word == "("
+        inner = [p for p in node.list if p.kind != "reservedword"]
+        flow = self.sequence(inner)
+        after = self.cwds
+        self.cwds = start  # the group's redirections are opened before it runs
+        for redirect in getattr(node, "redirects", None) or ():
+            self.redirect(redirect)
+        if subshell:
+            return start, start
+        self.cwds = after
+        return flow
+
+    def command(self, node: Any) -> Flow:
         state = self.state
         state.count += 1
         if state.count == MAX_SUBCOMMANDS + 1:
@@ -327,11 +482,12 @@ class _Walker:
             else:
                 self.walk(part)
         if not words:
-            return
+            return self.here()
         argv = tuple(self.text_of(w) for w in words)
         for index, word in enumerate(words):
             self.argument(word, index, argv[0])
-        self.simple(argv)
+        raws = tuple(self.source[w.pos[0] : w.pos[1]] for w in words)
+        return self.simple(argv, raws)
 
     def text_of(self, word: Any) -> str:
         """The word as bash passes it: bashlex's text for words with expansions (those are
@@ -344,7 +500,7 @@ class _Walker:
             return str(word.word)
         return text
 
-    def simple(self, argv: tuple[str, ...]) -> None:
+    def simple(self, argv: tuple[str, ...], raws: tuple[str, ...]) -> Flow:
         state = self.state
         unwrapped = unwrap(argv)
         for reason in unwrapped.reasons:
@@ -352,8 +508,8 @@ class _Walker:
         for path in unwrapped.writes:
             self.target(path, write=True)
         if unwrapped.script is not None:
-            _Walker(state, unwrapped.script, self.depth + 1).run()
-            return
+            _Walker(state, unwrapped.script, self.depth + 1, self.cwds).run()
+            return self.here()  # a child shell: its cd does not change ours
         final = unwrapped.argv
         state.commands.append(final)
         name = basename(final[0])
@@ -362,13 +518,77 @@ class _Walker:
             if flag not in state.reasons:
                 state.reasons.append(flag)
             state.flagged.append(final)
-        if name in _DIR_CHANGERS:
-            state.changes_dir = True
         if name in _VAR_BUILTINS:
             for arg in final[1:]:
                 variable = arg.split("=", 1)[0].rstrip("+")
                 if risky_variable(variable) and not arg.startswith("-"):
                     state.refuse(f"{name} sets {variable}, which can change what runs")
+        core = final[:-1] if final[-1:] == (XARGS_INPUT,) else final
+        offset = len(argv) - len(core)
+        words = raws[offset:] if offset >= 0 and argv[offset:] == core else None
+        if name in _DIR_CHANGERS:
+            return self.change_directory(final, words)
+        self.operands(final, words)
+        return self.here()
+
+    def change_directory(self, argv: tuple[str, ...], raws: tuple[str, ...] | None) -> Flow:
+        """cd / pushd / popd: the shell may now be in each current directory joined with the
+        argument. What cannot be followed (no argument, ``-``, ``~``, a pattern) is refused;
+        popd and pushd without a directory go back to one already seen."""
+        state = self.state
+        name = basename(argv[0])
+        args = [(k, a) for k, a in enumerate(argv[1:], 1) if not _CD_OPTION.match(a)]
+        if args and args[0][1] == "--":
+            args = args[1:]
+        if name == "popd" or (name == "pushd" and (not args or _STACK_INDEX.match(args[0][1]))):
+            return frozenset(state.directories | {()}), self.cwds
+        if not args:
+            state.refuse(f"{name} without a directory goes to HOME, outside what is checked")
+            return self.here()
+        index, target = args[0]
+        bare = unquoted_text(raws[index]) if raws is not None else target
+        if target == "-" or _TILDE.search(bare) or _GLOB.search(bare) or not target:
+            state.refuse(f"{name} {target} goes to a directory that cannot be followed")
+            return self.here()
+        moved = frozenset((*chain, target) for chain in self.cwds)
+        if any(len(chain) > MAX_CD_CHAIN for chain in moved) or (
+            len(state.directories | moved) > MAX_DIRECTORIES
+        ):
+            state.refuse("it changes directory too many times to follow")
+            return self.here()
+        state.directories |= moved
+        return moved, self.cwds
+
+    def operands(self, argv: tuple[str, ...], raws: tuple[str, ...] | None) -> None:
+        """The paths a known file command names (:func:`path_operands`), with the
+        directories they may be relative to."""
+        state = self.state
+        found = path_operands(argv)
+        for reason in found.reasons:
+            state.refuse(reason)
+        name = basename(argv[0])
+        for operand in found.paths:
+            if XARGS_INPUT in operand.text:
+                state.refuse(f"xargs gives {name} file names that are only known when it runs")
+                continue
+            if not operand.text or operand.text in SAFE_DEVICES:
+                continue  # an empty argument names no file
+            if operand.text.startswith("/dev/fd/"):
+                continue
+            raw = None
+            if raws is not None and operand.index is not None and operand.index < len(raws):
+                raw = raws[operand.index]
+            bare = unquoted_text(raw) if raw is not None else operand.text
+            pattern: str | None = None
+            if raw is not None and _TILDE.search(bare):
+                state.refuse(f"the path {raw!r} of {name} depends on HOME")
+                continue
+            if _GLOB.search(bare) and operand.index is not None:
+                pattern = glob_pattern(raw) if raw is not None and operand.whole else None
+                if pattern is None:
+                    state.refuse(f"the path {raw or operand.text!r} of {name} is a pattern")
+                    continue
+            state.paths.append(PathRef(operand.text, operand.access, self.cwds, pattern))
 
     def assignment(self, node: Any) -> None:
         self.word_spans.append(tuple(node.pos))
@@ -404,12 +624,11 @@ class _Walker:
                 value = str(getattr(part, "value", "") or "")
                 if any(marker in value for marker in _HIDDEN_SUBSTITUTION):
                     kinds.add("hidden")
-            elif part.kind == "commandsubstitution":
-                kinds.add("command")
+            elif part.kind in ("commandsubstitution", "processsubstitution"):
+                kinds.add("command" if part.kind == "commandsubstitution" else "process")
+                start = self.cwds  # a subshell: its cd does not change ours
                 self.walk(part.command)
-            elif part.kind == "processsubstitution":
-                kinds.add("process")
-                self.walk(part.command)
+                self.cwds = start
             elif part.kind == "tilde":
                 kinds.add("tilde")
             else:
@@ -454,5 +673,5 @@ class _Walker:
         self.state.targets.append(path)
         if write:
             self.state.writes.append(path)
-        if not path.startswith("/"):
-            self.state.relative_target = True
+        access: Access = "write" if write else "read"
+        self.state.paths.append(PathRef(path, access, self.cwds, redirect=True))

@@ -43,7 +43,7 @@ def _refused(command: str, fragment: str) -> ParsedCommand:
 
 
 def test_a_list_is_split_so_each_command_meets_its_own_rule():
-    assert _commands("git status; rm -rf ~") == (("git", "status"), ("rm", "-rf", "~"))
+    assert _commands("git status; rm -rf build") == (("git", "status"), ("rm", "-rf", "build"))
     assert _commands("make && ./run || echo failed & wait") == (
         ("make",),
         ("./run",),
@@ -148,10 +148,12 @@ def test_command_v_only_looks_up_and_is_kept_as_is():
 
 
 def test_xargs_runs_its_command_with_arguments_from_stdin():
-    assert _commands("find . -name '*.o' | xargs -0 -n 5 rm -f") == (
+    assert _commands("find . -name '*.o' | xargs -0 -n 5 echo") == (
         ("find", ".", "-name", "*.o"),
-        ("rm", "-f", XARGS_INPUT),
+        ("echo", XARGS_INPUT),
     )
+    parsed = _refused("find . -name '*.o' | xargs -0 -n 5 rm -f", "xargs gives rm file names")
+    assert parsed.commands[1] == ("rm", "-f", XARGS_INPUT)
     assert _commands("xargs") == (("echo", XARGS_INPUT),)
     _refused("xargs -I{} sh -c 'echo {}'", "xargs feeds its input into a shell script")
 
@@ -350,7 +352,6 @@ def test_redirects_on_groups_and_subshells_are_found():
         ("echo x > ~/.bashrc", "only known when it runs"),
         ("echo x > out*", "only known when it runs"),
         ('echo x > "$(mktemp)"', "only known when it runs"),
-        ("cd /etc && echo x > passwd", "after cd"),
     ],
 )
 def test_redirects_whose_target_cannot_be_checked_are_refused(command: str, fragment: str):

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+import pytest
 
 from mcp_toolbridge.builtins.bash import SPEC as BASH
 from mcp_toolbridge.policy import Decision, Policy, SessionRules
@@ -115,3 +118,268 @@ def test_redirect_targets_are_checked_as_paths(tmp_path: Path):
     assert "/etc/cron.d/x" in refused.rule
     escaped = _gate(policy, "git log > ../outside.txt")
     assert escaped.action == "deny"
+
+
+# -- the paths a command names (issue 4 audit) ------------------------------------------------
+
+AUDIT_RULES = """
+default_action = "by-safety"
+[requires]
+fs.read = ["{workspace}"]
+fs.write = ["{workspace}"]
+[[rules]]
+permission = "bash"
+pattern = { prefix = "git " }
+action = "allow"
+[[rules]]
+permission = "bash"
+pattern = "cat *"
+action = "allow"
+[[rules]]
+permission = "bash"
+pattern = { prefix = "rm " }
+action = "allow"
+[[rules]]
+permission = "bash"
+pattern = { prefix = "cp " }
+action = "allow"
+[[rules]]
+permission = "bash"
+pattern = { prefix = "echo " }
+action = "allow"
+[[rules]]
+permission = "bash"
+pattern = { prefix = "cd " }
+action = "allow"
+[[rules]]
+permission = "bash"
+pattern = { prefix = "grep " }
+action = "allow"
+[[rules]]
+permission = "bash"
+pattern = { prefix = "head " }
+action = "allow"
+[[rules]]
+permission = "bash"
+pattern = { prefix = "sort " }
+action = "allow"
+[[rules]]
+permission = "bash"
+pattern = { prefix = "find " }
+action = "allow"
+[[rules]]
+permission = "bash"
+pattern = { prefix = "xargs " }
+action = "allow"
+[[rules]]
+permission = "fs.read"
+pattern = "secrets/**"
+action = "deny"
+"""
+
+
+ALLOW_ALL_BASH = '[[rules]]\npermission = "bash"\naction = "allow"\n'
+
+
+@pytest.fixture
+def audit(tmp_path: Path) -> tuple[Policy, Path]:
+    """A workspace with a sibling that shares its name as a prefix, a symlink out of it, and a
+    secrets folder under an fs.read deny rule."""
+    base = Path(os.path.realpath(tmp_path))
+    workspace = base / "ws"
+    (workspace / "sub").mkdir(parents=True)
+    (workspace / "secrets").mkdir()
+    (workspace / "secrets" / "key.env").write_text("TOKEN=1\n")
+    (workspace / "notes.txt").write_text("notes\n")
+    (base / "ws_evil").mkdir()
+    (base / "ws_evil" / "s.txt").write_text("secret\n")
+    (base / "outside.txt").write_text("outside\n")
+    (workspace / "dirlink").symlink_to(base / "ws_evil")
+    return _policy(base, AUDIT_RULES), base
+
+
+def _action(policy: Policy, command: str) -> Decision:
+    return _gate(policy, command)
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["git log --output={base}/x/pwn", "git log --output {base}/x/pwn", "git diff --output=../pwn",
+     "git format-patch -o {base}/x HEAD~1", "git archive -o {base}/a.zip HEAD"],
+)  # fmt: skip
+def test_git_options_that_write_files_are_write_targets(audit, command: str):
+    policy, base = audit
+    decision = _action(policy, command.format(base=base))
+    assert decision.action == "deny" and decision.scope == "capability", decision
+    assert "fs.write" in decision.rule
+    assert _action(policy, "git log --output=log.txt").action == "allow"
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["git -C {base}/ws_evil init", "git -C ../ws_evil status", "git --git-dir={base}/x/.git log",
+     "git --work-tree=/ checkout .", "git init {base}/ws_evil/repo",
+     "git clone https://example.org/r.git {base}/clone", "git worktree add ../wt",
+     "git -C sub log --output=../../escape"],
+)  # fmt: skip
+def test_git_working_outside_the_workspace_is_refused(audit, command: str):
+    policy, base = audit
+    decision = _action(policy, command.format(base=base))
+    assert decision.action == "deny" and decision.scope == "capability", decision
+    assert _action(policy, "git -C sub status").action == "allow"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'git config alias.x "!touch /tmp/pwnA"',
+        "git config core.sshCommand 'sh -c id'",
+        "git config core.pager 'sh -c id'",
+        "git config core.editor vim",
+        "git config core.hooksPath .hooks",
+        "git config --global user.name x",
+        "git config --system --list",
+        "git config set core.fsmonitor ./x",
+        "git config --add filter.x.clean id",
+        "git config -e",
+        "git -c core.pager=id log",
+        "git --config-env=core.pager=X log",
+        "git fetch --upload-pack=id origin",
+        "git clone -u id origin",
+        "git push --receive-pack=id origin",
+        "git archive --exec=id --remote=origin HEAD",
+        "git difftool -x id",
+        "git difftool",
+        "git mergetool",
+        "git bisect run ./x",
+        "git rebase --exec id main",
+        "git rebase -x id main",
+        "git submodule foreach id",
+        "git submodule --quiet foreach id",
+        "git filter-branch --tree-filter id",
+        "git send-email --sendmail-cmd=id x.patch",
+        "git hook run pre-commit",
+        "git clone ext::sh",
+        "git grep -O id x",
+        "git init --template=tpl",
+    ],
+)
+def test_git_options_that_run_programs_ask_under_a_prefix_allow(audit, command: str):
+    policy, _ = audit
+    decision = _action(policy, command)
+    assert decision.action == "ask" and decision.scope == "shell", decision
+
+
+def test_git_reads_of_its_own_config_stay_allowed(audit):
+    policy, _ = audit
+    for command in ("git config user.name", "git config --get core.pager", "git config -l",
+                    "git config get user.email", "git status",
+                    "git log -n 3 --oneline"):  # fmt: skip
+        assert _action(policy, command).action == "allow", command
+
+
+def test_path_operands_are_checked_like_path_arguments(audit):
+    policy, base = audit
+    refused = {
+        f"cat {base}/outside.txt": "fs.read",
+        "cat ../ws_evil/s.txt": "fs.read",
+        "cat dirlink/s.txt": "fs.read",
+        "cat notes.txt dirlink/s.txt": "fs.read",
+        "cat */s.txt": "fs.read",  # the glob matches dirlink/s.txt
+        "cat -- ../outside.txt": "fs.read",
+        "head -n 3 ../outside.txt": "fs.read",
+        "grep -r needle ..": "fs.read",
+        f"grep -e {base}/outside.txt -f ../outside.txt notes.txt": "fs.read",
+        f"sort -o {base}/x notes.txt": "fs.write",
+        "sort --outp=../x notes.txt": "fs.write",
+        "cp notes.txt ../copied": "fs.write",
+        "cp -t .. notes.txt": "fs.write",
+        "rm dirlink/s.txt": "fs.write",
+        "echo x && cat ../outside.txt": "fs.read",
+    }
+    for command, capability in refused.items():
+        decision = _action(policy, command)
+        assert decision.action == "deny" and decision.scope == "capability", (command, decision)
+        assert capability in decision.rule, (command, decision)
+
+
+def test_operands_inside_the_workspace_follow_the_command_rule(audit):
+    policy, _ = audit
+    for command in ("cat notes.txt", "cat 'sub/../notes.txt'", "cat *.txt",
+                    "head -n 3 notes.txt", "grep -e ../x -r needle sub",
+                    "grep -rn /etc/passwd .", "sort -o out.txt notes.txt",
+                    "cp notes.txt sub/", "rm dirlink", "find . -name '*.py'"):  # fmt: skip
+        assert _action(policy, command).action == "allow", command
+
+
+def test_an_fs_read_deny_rule_binds_bash_operands(audit):
+    policy, base = audit
+    for command in ("cat secrets/key.env", "cat sub/../secrets/key.env", "cat secrets/*",
+                    "head -c 10 secrets/key.env", "grep TOKEN secrets/key.env",
+                    "git show HEAD:secrets/key.env", "git log -p -- secrets/key.env"):  # fmt: skip
+        decision = _action(policy, command)
+        assert decision.action == "deny", (command, decision)
+        assert "secrets/**" in decision.rule, (command, decision)
+    (base / "ws" / "innocent").symlink_to(base / "ws" / "secrets")
+    assert _action(policy, "cat innocent/key.env").action == "deny"
+
+
+def test_cd_is_followed_for_the_paths_after_it(audit):
+    policy, base = audit
+    assert _action(policy, "cd sub && cat ../notes.txt").action == "allow"
+    assert _action(policy, "cd sub && echo x > out.txt").action == "ask"  # a redirect: default
+    for command in ("cd .. && cat ws_evil/s.txt", "cd sub && cat ../../outside.txt",
+                    "cd sub; cat ../../outside.txt", "cd dirlink && cat s.txt",
+                    f"cd {base} && cat outside.txt", "cd sub && echo x > ../../escape",
+                    "cd sub || cat ../outside.txt",
+                    "bash -c 'cd sub && cat ../../outside.txt'"):  # fmt: skip
+        decision = _action(policy, command)
+        assert decision.action == "deny" and decision.scope == "capability", (command, decision)
+    # a subshell's cd does not carry over, and cd through a symlink is followed both ways
+    assert _action(policy, "(cd sub && cat x); cat notes.txt").action == "allow"
+    assert _action(policy, "cd dirlink/.. && cat notes.txt").action == "deny"
+
+
+@pytest.mark.parametrize(
+    ("command", "fragment"),
+    [
+        ("cat ~/.ssh/id_rsa", "depends on HOME"),
+        ("cd && cat .bashrc", "goes to HOME"),
+        ("cd - && cat x", "cannot be followed"),
+        ("find . -name '*.txt' | xargs cat", "xargs gives cat file names"),
+        ("for d in a b; do cd sub; done; cat x", "loop changes directory"),
+        ("grep -R needle .", "follows symbolic links"),
+        ("cp hook.sh .git/hooks/pre-commit", "inside .git"),
+        ("echo '[alias]' >> .git/config", "inside .git"),
+    ],
+)
+def test_paths_that_cannot_be_followed_ask(audit, command: str, fragment: str):
+    _, base = audit
+    policy = _policy(base, AUDIT_RULES + ALLOW_ALL_BASH)
+    (base / "ws" / ".git" / "hooks").mkdir(parents=True)
+    decision = _action(policy, command)
+    assert decision.action == "ask", decision
+    assert fragment in decision.rule, decision
+
+
+def test_an_always_answer_covers_a_path_reason_for_that_text_only(audit):
+    _, base = audit
+    policy = _policy(base, AUDIT_RULES + ALLOW_ALL_BASH)
+    session = SessionRules()
+    command = "cp hook.sh .git/hooks/pre-commit"
+    decision = _gate(policy, command, session)
+    assert decision.action == "ask" and "inside .git" in decision.rule
+    arguments = {"command": command}
+    targets = policy.targets(BASH, arguments, roles=BASH.argument_roles, splitter=splitter)
+    session.add_always(BASH, shell_targets(policy, BASH, arguments, targets))
+    assert _gate(policy, command, session).action == "allow"
+    assert _gate(policy, "cp x.sh .git/hooks/pre-push", session).action == "ask"
+
+
+def test_rm_of_a_symlink_removes_the_link_not_its_target(audit):
+    policy, base = audit
+    arguments = {"command": "rm dirlink"}
+    targets = policy.targets(BASH, arguments, roles=BASH.argument_roles, splitter=splitter)
+    targets = shell_targets(policy, BASH, arguments, targets)
+    assert targets.paths_write == (base / "ws" / "dirlink",)
+    assert ("fs.write", base / "ws" / "dirlink") in targets.operand_paths

@@ -150,6 +150,65 @@ async def test_bash_runs_an_allowed_command_and_asks_for_what_follows_it(tmp_pat
         assert HEADLESS_DENIED in _error(wrapped)
 
 
+BASH_AUDIT = """
+default_action = "by-safety"
+[requires]
+fs.read = ["{workspace}"]
+fs.write = ["{workspace}"]
+[[rules]]
+permission = "bash"
+pattern = { prefix = "git " }
+action = "allow"
+[[rules]]
+permission = "bash"
+pattern = { prefix = "cat " }
+action = "allow"
+[[rules]]
+permission = "fs.read"
+pattern = "secrets/**"
+action = "deny"
+"""
+
+
+async def test_bash_refuses_the_audited_bypasses_behind_prefix_allows(tmp_path):
+    """Issue 4's audit: under `git ` and `cat ` prefix allows, nothing here reaches a file
+    outside the workspace, runs a program through git, or reads a denied path."""
+    settings = _settings(tmp_path, BASH_AUDIT)
+    workspace = settings.workspace
+    assert workspace is not None
+    base = workspace.parent
+    (workspace / "notes.txt").write_text("workspace notes\n", encoding="utf-8")
+    (workspace / "secrets").mkdir()
+    (workspace / "secrets" / "key.env").write_text("TOKEN=hunter2\n", encoding="utf-8")
+    (workspace / "dirlink").symlink_to(base / "ws_evil")
+    refused = [
+        f"git log --output={base}/x/pwn",
+        f"git -C {base}/ws_evil init",
+        f'git config alias.x "!touch {base}/pwnA"',
+        f"git config core.pager 'touch {base}/pwnA'",
+        f"git -c core.pager='touch {base}/pwnA' log",
+        f"cat {base}/ws_evil/secret.txt",
+        "cat ../ws_evil/secret.txt",
+        "cat dirlink/secret.txt",
+        "cat */secret.txt",
+        "cat secrets/key.env",
+        "cat notes.txt; cat ../ws_evil/secret.txt",
+    ]
+    async with _client(settings) as client:
+        for command in refused:
+            result = await client.call_tool("bash", {"command": command})
+            error = _error(result)
+            assert "top secret" not in error and "hunter2" not in error, command
+        ok = await client.call_tool("bash", {"command": "cat notes.txt"})
+        assert not ok.is_error, ok
+        assert "workspace notes" in json.dumps(ok.structured_content)
+    assert not (base / "x").exists()
+    assert not (base / "ws_evil" / ".git").exists()
+    assert not (base / "pwnA").exists()
+    lines = [json.loads(x) for x in settings.audit_path.read_text().splitlines()]  # type: ignore[union-attr]
+    assert [line["decision"] for line in lines] == ["deny"] * len(refused) + ["allow"]
+
+
 async def test_question_asks_the_person_through_elicitation(tmp_path):
     async def person(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         assert isinstance(params, types.ElicitRequestFormParams)

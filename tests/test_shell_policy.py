@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from mcp_toolbridge.builtins.bash import SPEC as BASH
+from mcp_toolbridge.context import CallContext
+from mcp_toolbridge.gate import PolicyGate
 from mcp_toolbridge.policy import Decision, Policy, SessionRules
 from mcp_toolbridge.shell_parse import splitter
 from mcp_toolbridge.shell_policy import shell_floor, shell_targets
@@ -383,3 +385,17 @@ def test_rm_of_a_symlink_removes_the_link_not_its_target(audit):
     targets = shell_targets(policy, BASH, arguments, targets)
     assert targets.paths_write == (base / "ws" / "dirlink",)
     assert ("fs.write", base / "ws" / "dirlink") in targets.operand_paths
+
+
+async def test_the_real_gate_refuses_the_audited_bypasses_headless(audit):
+    policy, base = audit
+    gate = PolicyGate(policy)
+    context = CallContext(session_id="audit")
+    for command in (f"git log --output={base}/x/pwn", f"git -C {base}/ws_evil init",
+                    'git config alias.x "!touch /tmp/pwnA"', "cat ../ws_evil/s.txt",
+                    "cat dirlink/s.txt", f"cat {base}/outside.txt",
+                    "cat secrets/key.env"):  # fmt: skip
+        clearance = await gate(BASH, {"command": command}, context)
+        assert not clearance.allowed, command
+        assert clearance.refusal(), command
+    assert (await gate(BASH, {"command": "cat notes.txt"}, context)).allowed

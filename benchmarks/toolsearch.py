@@ -1,12 +1,22 @@
 """Tool-retrieval quality of SearchIndex on a JSONL benchmark (Seal-Tools shape).
 
     .venv/bin/python benchmarks/toolsearch.py [--tools tools.jsonl] [--queries queries.jsonl]
-        [--stemmer pystemmer|snowballstemmer|suffix|none] [--no-clauses]
+        [--stemmer pystemmer|snowballstemmer|suffix|none] [--half 1|2]
+        [--without clauses|abbreviations|courtesies ...] [--names exact|identifiers|anywhere]
 
 Prints, for a plain BM25 baseline (same analyzer, one field: split name + description +
 parameter texts; k1 1.5, b 0.75) and for SearchIndex, measured in the same process:
 Recall@1/5/10, Hit@1 (all and single-tool queries), MRR, binary nDCG@10, Complete@10 (every
 gold tool in the top 10), query latency p50/p99 and index build time; then the deltas.
+
+``--half 1`` / ``--half 2`` keep every other query (the 1st, 3rd, ... or the 2nd, 4th, ...):
+two halves with the same mix of one-tool and several-tool queries, for tuning on one and
+reporting on the other. ``--without`` switches parts of the search off (ablations; the
+baseline shares the analyzer, so ``abbreviations`` changes it too). ``--names`` picks which
+mentions of a tool's name rank it first: ``exact`` (shipped: identifier-shaped, quoted or
+whole-query tokens in any case, plain words only when they are exactly one tool's name),
+``identifiers`` (the earlier rule: never a plain word inside prose), ``anywhere`` (any token
+equal to a name in any case).
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.stemmers import analyzer_for
 from mcp_toolbridge import search as search_module
+from mcp_toolbridge import text as text_module
 from mcp_toolbridge.model import BuiltinTransport, Format, Source, ToolSpec
 from mcp_toolbridge.names import sanitize_name
 from mcp_toolbridge.search import SearchIndex, field_texts
@@ -120,6 +131,25 @@ def evaluate(
     return out
 
 
+def set_name_rule(index: SearchIndex, rule: str) -> None:
+    """Benchmark only: swap which name mentions pin a tool (see ``--names``)."""
+    if rule == "identifiers":
+        index._word_exact.clear()
+        index._word_suffix.clear()
+    elif rule == "anywhere":
+
+        def named_anywhere(text: str) -> list[int]:
+            found: list[list[int]] = [[], [], []]
+            for token in dict.fromkeys([text, *text.split()]):
+                strip = search_module._STRIP
+                form = token.strip(strip).rstrip(".").strip(strip).lower()
+                for klass, docs in enumerate(index._name_matches(form) if form else ()):
+                    found[klass] += docs
+            return list(dict.fromkeys(d for docs in found for d in docs))
+
+        setattr(index, "_named_in", named_anywhere)  # noqa: B010
+
+
 COLUMNS = ["R@1", "R@5", "R@10", "Hit@1", "Hit@1 single", "MRR", "nDCG@10", "Complete@10"]
 
 
@@ -128,12 +158,26 @@ def main() -> None:
     parser.add_argument("--tools", type=Path, default=BENCH / "tools.jsonl")
     parser.add_argument("--queries", type=Path, default=BENCH / "queries-dev.jsonl")
     parser.add_argument("--stemmer", default="pystemmer")
-    parser.add_argument("--no-clauses", action="store_true", help="ablation: one clause only")
+    parser.add_argument("--half", type=int, choices=[1, 2], help="every other query only")
+    parser.add_argument(
+        "--without",
+        nargs="+",
+        default=[],
+        choices=["clauses", "abbreviations", "courtesies"],
+        help="ablation: switch these parts off",
+    )
+    parser.add_argument("--names", default="exact", choices=["exact", "identifiers", "anywhere"])
     args = parser.parse_args()
-    if args.no_clauses:
+    if "clauses" in args.without:
         search_module.split_clauses = lambda query: [query]  # type: ignore[attr-defined]
+    if "abbreviations" in args.without:
+        text_module.ABBREVIATIONS = {}
+    if "courtesies" in args.without:
+        search_module.strip_courtesies = lambda query: query  # type: ignore[attr-defined]
     specs = tool_specs(args.tools)
     queries = read_jsonl(args.queries)
+    if args.half:
+        queries = queries[args.half - 1 :: 2]
 
     start = time.perf_counter()
     baseline = PlainBM25(specs, analyzer_for(args.stemmer))
@@ -141,6 +185,7 @@ def main() -> None:
     start = time.perf_counter()
     index = SearchIndex.build(specs, analyzer=analyzer_for(args.stemmer))
     build = time.perf_counter() - start
+    set_name_rule(index, args.names)
 
     rows = {
         "plain BM25": (evaluate(lambda q: baseline.search(q, K), queries), base_build),

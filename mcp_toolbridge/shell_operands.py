@@ -16,6 +16,7 @@ uncheckable. Programs not in the table are matched as text only.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -25,6 +26,9 @@ from typing import Literal
 from mcp_toolbridge.shell_argv import basename
 
 Access = Literal["read", "write", "remove"]
+Links = Literal["at", "under"] | None
+"""Where a write may leave symbolic links: ``at`` the path itself (``mv link y``, ``ln -s``,
+``cp -a``), or only ``under`` it (tar extraction, a git checkout of the work tree)."""
 _ASSIGN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _CLAUSE = r"[ugoa]*(?:[-+=](?:[rwxXst]*|[ugo]))+"
 _CHMOD_MODE = re.compile(rf"(?:[0-7]+|{_CLAUSE}(?:,{_CLAUSE})*)\Z")
@@ -42,6 +46,11 @@ class Operand:
     access: Access
     whole: bool = True
     """True when ``text`` is the whole argument (so shell quoting and globbing apply to it)."""
+    links: Links = None
+    """A written path that may become (or hold) a symbolic link (see :data:`Links`): another
+    command's path through it cannot be checked before the line runs."""
+    follows: bool = True
+    """False when the program never follows symbolic links in it (git pathspecs)."""
 
 
 @dataclass(slots=True)
@@ -218,28 +227,50 @@ def _pattern_first(
     return handler
 
 
-def _copy(syntax: Syntax, sources: Access, *, link: bool = False) -> Handler:
+_CP_KEEPS_LINKS = frozenset(
+    {"-r", "-R", "-a", "-d", "-P", "--recursive", "--archive", "--no-dereference"}
+)
+
+
+def _copy(syntax: Syntax, kind: Literal["cp", "mv", "ln", "install"]) -> Handler:
     """cp, mv, ln, install: the last operand (or ``-t DIR``) is written, the others are the
-    sources (read, or removed for mv)."""
+    sources (read, or removed for mv). A destination that may end up holding a symlink (mv,
+    ln, cp -r/-a/-P/-d) is marked ``links``; a relative ``ln -s`` target is also checked from
+    the link's directory, where it is resolved."""
 
     def handler(argv: tuple[str, ...]) -> Found:
         s = scan(argv, syntax)
         out = _found(s)
-        operands = [(k, t) for k, t in s.operands]
-        if "-d" in s.options or "--directory" in s.options:  # install -d DIR...
+        operands = list(s.operands)
+        if kind == "install" and s.options & {"-d", "--directory"}:  # install -d DIR...
             out.paths += [Operand(k, t, "write") for k, t in operands]
             return out
-        has_target = bool(s.paths)  # -t DIR / --target-directory: the only path options
-        if not has_target and operands:
-            if link and len(operands) == 1:
+        keeps = kind in ("mv", "ln") or bool(
+            s.options & _CP_KEEPS_LINKS
+            or any(o.startswith("--preserve") for o in s.options)  # --preserve=links
+        )
+        links: Links = "at" if keeps else None
+        targets = list(out.paths)  # -t DIR / --target-directory: the only path options
+        out.paths = [dataclasses.replace(p, links=links) for p in targets]
+        if not targets and operands:
+            if kind == "ln" and len(operands) == 1:
                 k, text = operands[0]
-                out.paths.append(Operand(k, text, "read"))
                 name = os.path.basename(text.rstrip("/")) or "."
-                out.paths.append(Operand(k, name, "write", whole=name == text))
-                return out
-            k, text = operands.pop()
-            out.paths.append(Operand(k, text, "write"))
+                out.paths.append(Operand(k, name, "write", whole=name == text, links="at"))
+            else:
+                k, text = operands.pop()
+                out.paths.append(Operand(k, text, "write", links=links))
+        sources: Access = "remove" if kind == "mv" else "read"
         out.paths += [Operand(k, t, sources) for k, t in operands]
+        symbolic = any(o in ("-s", "--symbolic") for o in s.options)
+        if kind == "ln" and symbolic:
+            places = [p.text for p in out.paths if p.access == "write"]
+            for k, text in operands:
+                if not text.startswith("/"):
+                    for place in places:  # the link may be PLACE itself or PLACE/name
+                        for folder in (os.path.dirname(place), place):
+                            joined = os.path.join(folder, text)
+                            out.paths.append(Operand(k, joined, "read", whole=joined == text))
         return out
 
     return handler
@@ -431,12 +462,14 @@ def _tar(argv: tuple[str, ...]) -> Found:
             out.reasons.append(f"tar would open {text!r} as a remote archive (rsh)")
         if text != "-":
             out.paths.append(Operand(index, text, archive_access, whole))
+    extract = mode == "extract"
     for index, text, whole in directories:
-        out.paths.append(Operand(index, text, "write" if mode == "extract" else "read", whole))
-    if mode == "extract":
+        links: Links = "under" if extract else None
+        out.paths.append(Operand(index, text, "write" if extract else "read", whole, links))
+    if extract:
         if not directories:
-            out.paths.append(Operand(None, ".", "write"))
-        out.paths += [Operand(k2, t, "write", False) for k2, t, _ in members]
+            out.paths.append(Operand(None, ".", "write", links="under"))
+        out.paths += [Operand(k2, t, "write", False, "at") for k2, t, _ in members]
     elif mode in ("create", "append"):
         out.paths += [Operand(k2, t, "read", whole) for k2, t, whole in members]
     return out
@@ -470,6 +503,11 @@ _GIT_SUB_WRITES = {
     "archive": frozenset({"-o"}),
     "checkout-index": frozenset({"--prefix"}),
 }
+_GIT_CHECKOUTS = frozenset(
+    {"checkout", "switch", "restore", "reset", "merge", "pull", "rebase", "cherry-pick",
+     "revert", "stash", "apply", "am", "submodule", "read-tree", "checkout-index",
+     "sparse-checkout", "bisect"}
+)  # fmt: skip
 _GIT_SUB_READS = {
     "commit": frozenset({"-F", "-t"}),
     "tag": frozenset({"-F"}),
@@ -505,10 +543,18 @@ def _git(argv: tuple[str, ...]) -> Found:
     args = argv[i + 1 :]
     offset = i + 1
 
-    def add(index: int | None, text: str, access: Access, whole: bool = True) -> None:
+    def add(
+        index: int | None,
+        text: str,
+        access: Access,
+        whole: bool = True,
+        links: Links = None,
+        follows: bool = True,
+    ) -> None:
         if text and text != "-":
             joined = _joined(base, text)
-            out.paths.append(Operand(index, joined, access, whole and joined == text))
+            exact = whole and joined == text
+            out.paths.append(Operand(index, joined, access, exact, links, follows))
 
     writes = _GIT_SUB_WRITES.get(sub, frozenset())
     reads = _GIT_SUB_READS.get(sub, frozenset())
@@ -545,19 +591,21 @@ def _git(argv: tuple[str, ...]) -> Found:
         if (name in _GIT_VALUES or bundled) and not eq and args[k : k + 1] != ("--",):
             k += 1
     texts = [t for _, t in operands]
+    if sub in _GIT_CHECKOUTS:  # the work tree is rewritten, symlinks from history included
+        add(None, ".", "write", links="under", follows=False)
     if sub == "init" and operands:
         add(*operands[-1], "write")
         operands = operands[:-1]
     elif sub == "clone" and operands:
         repository = operands[0]
         if len(operands) > 1:
-            add(*operands[-1], "write")
+            add(*operands[-1], "write", links="under")
         else:
             name = os.path.basename(repository[1].rstrip("/").removesuffix(".git")) or "."
-            add(None, name.rsplit(":", 1)[-1], "write")
+            add(None, name.rsplit(":", 1)[-1], "write", links="under")
         operands = [repository]
     elif sub == "worktree" and texts[:1] == ["add"] and len(operands) > 1:
-        add(*operands[1], "write")
+        add(*operands[1], "write", links="under")
         operands = operands[2:]
     elif sub == "bundle" and texts[:1] == ["create"] and len(operands) > 1:
         add(*operands[1], "write")
@@ -568,9 +616,9 @@ def _git(argv: tuple[str, ...]) -> Found:
         _rev, colon, path = text.partition(":")
         if colon:
             if path and not path.startswith("/"):
-                add(index, path, "read", whole=False)
+                add(index, path, "read", whole=False, follows=False)
             continue
-        add(index, text, "read")
+        add(index, text, "read", follows=False)  # git never follows a link in a pathspec
     return out
 
 
@@ -802,10 +850,10 @@ _HANDLERS: dict[str, Handler] = {
     "chmod": _mode_first(_CHMOD, chmod=True),
     "chown": _mode_first(_CHOWN, chmod=False),
     "chgrp": _mode_first(_CHOWN, chmod=False),
-    "cp": _copy(_COPY, "read"),
-    "mv": _copy(_COPY, "remove"),
-    "ln": _copy(_COPY, "read", link=True),
-    "install": _copy(_INSTALL, "read"),
+    "cp": _copy(_COPY, "cp"),
+    "mv": _copy(_COPY, "mv"),
+    "ln": _copy(_COPY, "ln"),
+    "install": _copy(_INSTALL, "install"),
     "find": _find,
     "dd": _dd,
     "tar": _tar,

@@ -25,6 +25,7 @@ that depend on HOME (``~``) or come from stdin (``xargs cat``).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import unicodedata
@@ -36,7 +37,7 @@ import bashlex
 from mcp_toolbridge.errors import ArgumentsError
 from mcp_toolbridge.shell_argv import XARGS_INPUT, basename, risky_variable, unwrap
 from mcp_toolbridge.shell_flags import flag_reason
-from mcp_toolbridge.shell_operands import Access, path_operands
+from mcp_toolbridge.shell_operands import Access, Links, path_operands
 
 MAX_COMMAND_CHARS = 10_000
 MAX_SUBCOMMANDS = 50
@@ -91,6 +92,12 @@ class PathRef:
     """A glob bash expands (quoted characters escaped as ``[*]``), or None for a plain path."""
     redirect: bool = False
     """True for a redirect target, which no command rule names."""
+    command: int = -1
+    """Which simple command names it (their order in the line; -1: a group's redirect)."""
+    links: Links = None
+    """A write that may leave symbolic links at or under the path (``mv``, ``ln``, tar...)."""
+    follows: bool = True
+    """False when the program never follows symbolic links in it (git pathspecs)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,6 +316,8 @@ class _Walker:
         self.depth = depth
         self.cwds = cwds
         """Where the shell may be at the point the walk has reached."""
+        self.ordinal = -1
+        """The simple command being walked (``state.count``), -1 outside one."""
         self.quoted_heredocs: set[int] = set()
         self.seen_heredocs: set[int] = set()
         self.word_spans: list[tuple[int, int]] = []
@@ -459,6 +468,7 @@ class _Walker:
         flow = self.sequence(inner)
         after = self.cwds
         self.cwds = start  # the group's redirections are opened before it runs
+        self.ordinal = -1
         for redirect in getattr(node, "redirects", None) or ():
             self.redirect(redirect)
         if subshell:
@@ -469,6 +479,7 @@ class _Walker:
     def command(self, node: Any) -> Flow:
         state = self.state
         state.count += 1
+        ordinal = state.count  # substitutions walked below have their own
         if state.count == MAX_SUBCOMMANDS + 1:
             state.refuse(f"it has more than {MAX_SUBCOMMANDS} simple commands")
         words: list[Any] = []
@@ -478,6 +489,7 @@ class _Walker:
             elif part.kind in ("word", "assignment"):
                 words.append(part)
             elif part.kind == "redirect":
+                self.ordinal = ordinal
                 self.redirect(part)
             else:
                 self.walk(part)
@@ -487,6 +499,7 @@ class _Walker:
         for index, word in enumerate(words):
             self.argument(word, index, argv[0])
         raws = tuple(self.source[w.pos[0] : w.pos[1]] for w in words)
+        self.ordinal = ordinal
         return self.simple(argv, raws)
 
     def text_of(self, word: Any) -> str:
@@ -588,7 +601,12 @@ class _Walker:
                 if pattern is None:
                     state.refuse(f"the path {raw or operand.text!r} of {name} is a pattern")
                     continue
-            state.paths.append(PathRef(operand.text, operand.access, self.cwds, pattern))
+            ref = PathRef(operand.text, operand.access, self.cwds, pattern)
+            state.paths.append(
+                dataclasses.replace(
+                    ref, command=self.ordinal, links=operand.links, follows=operand.follows
+                )
+            )
 
     def assignment(self, node: Any) -> None:
         self.word_spans.append(tuple(node.pos))
@@ -674,4 +692,6 @@ class _Walker:
         if write:
             self.state.writes.append(path)
         access: Access = "write" if write else "read"
-        self.state.paths.append(PathRef(path, access, self.cwds, redirect=True))
+        self.state.paths.append(
+            PathRef(path, access, self.cwds, redirect=True, command=self.ordinal)
+        )

@@ -72,10 +72,12 @@ def shell_paths(policy: Policy, parsed: ParsedCommand) -> ShellPaths:
     reads: list[Path] = []
     writes: list[Path] = []
     operands: set[tuple[str, Path]] = set()
+    resolved: list[tuple[PathRef | None, Path]] = []
     for chain in parsed.directories:
         for directory in resolver.directories(chain):
             reads.append(directory)  # cd reads the directory: it must be in scope
             operands.add(("fs.read", directory))
+            resolved.append((None, directory))
     for ref in parsed.paths:
         capability = "fs.read" if ref.access == "read" else "fs.write"
         found = reads if ref.access == "read" else writes
@@ -83,9 +85,11 @@ def shell_paths(policy: Policy, parsed: ParsedCommand) -> ShellPaths:
             for directory in resolver.directories(chain):
                 for path in resolver.paths(ref, directory):
                     found.append(path)
+                    resolved.append((ref, path))
                     if not ref.redirect:
                         operands.add((capability, path))
     reasons = list(resolver.reasons)
+    reasons += _through_new_links(resolved)
     for path in dict.fromkeys(writes):
         inside = path.relative_to(base).parts if is_within(path, base) else path.parts
         folder = next((part for part in inside if part in PROTECTED), None)
@@ -100,6 +104,24 @@ def shell_paths(policy: Policy, parsed: ParsedCommand) -> ShellPaths:
         frozenset(operands),
         tuple(dict.fromkeys(reasons)),
     )
+
+
+def _through_new_links(resolved: list[tuple[PathRef | None, Path]]) -> list[str]:
+    """A path that goes through a place another command of the same line may turn into a
+    symbolic link (``mv dirlink y && cat y/s.txt``, ``tar -xf a.tar && cat link/x``) was
+    checked against what is there now, not what will be: that command asks."""
+    movers = [(ref, path) for ref, path in resolved if ref is not None and ref.links]
+    found: list[str] = []
+    for mover, place in movers:
+        for ref, path in resolved:
+            if ref is not None and (ref.command == mover.command or not ref.follows):
+                continue
+            if is_within(path, place) and (path != place or mover.links == "at"):
+                found.append(
+                    f"{str(path)!r} goes through {str(place)!r}, where a command of the same "
+                    "line may leave a symbolic link; run them as separate calls"
+                )
+    return found
 
 
 class _Resolver:

@@ -14,7 +14,7 @@ from mcp_toolbridge.shell_parse import parse_command
 def _paths(command: str) -> list[tuple[str, str]]:
     found = path_operands(tuple(shlex.split(command)))
     assert not found.reasons, found.reasons
-    return sorted((p.text, p.access) for p in found.paths)
+    return sorted({(p.text, p.access) for p in found.paths})
 
 
 R, W, X = "read", "write", "remove"
@@ -70,7 +70,8 @@ R, W, X = "read", "write", "remove"
         ("cp -t dest a", [("a", R), ("dest", W)]),
         ("cp --target-directory=dest a", [("a", R), ("dest", W)]),
         ("mv a b", [("a", X), ("b", W)]),
-        ("ln -s target link", [("link", W), ("target", R)]),
+        ("ln -s target link", [("link", W), ("target", R), ("link/target", R)]),
+        ("ln -s ../x sub/l", [("sub/l", W), ("../x", R), ("sub/../x", R), ("sub/l/../x", R)]),
         ("ln -s /abs/target", [("/abs/target", R), ("target", W)]),
         ("install -m 644 a /usr/local/a", [("/usr/local/a", W), ("a", R)]),
         ("install -d d1 d2", [("d1", W), ("d2", W)]),
@@ -102,7 +103,8 @@ R, W, X = "read", "write", "remove"
         ("git log -p -- secrets/key.env", [("secrets/key.env", R)]),
         ("git commit -m '/etc/passwd' -F msg.txt", [("msg.txt", R)]),
         ("git commit -am '../x'", []),
-        ("git checkout-index --prefix=/tmp/x/ -a", [("/tmp/x/", W)]),
+        ("git checkout-index --prefix=/tmp/x/ -a", [("/tmp/x/", W), (".", W)]),
+        ("git checkout main -- src", [(".", W), ("main", R), ("src", R)]),
         ("make -C sub -f Makefile.ci all VAR=1", [("Makefile.ci", R), ("sub", R)]),
         ("xxd -c 16 in out", [("in", R), ("out", W)]),
         ("echo /etc/passwd", []),
@@ -158,6 +160,19 @@ def test_wrappers_and_nested_shells_keep_the_operands():
                     "command cat /x", "cat a | sort; cat /x"):  # fmt: skip
         texts = [p.text for p in parse_command(command).paths]
         assert "/x" in texts, command
+
+
+def test_writes_that_may_leave_symlinks_are_marked():
+    def links(command: str) -> dict[str, str | None]:
+        return {p.text: p.links for p in path_operands(tuple(shlex.split(command))).paths}
+
+    assert links("mv a b") == {"a": None, "b": "at"}
+    assert links("cp -a a b")["b"] == "at"
+    assert links("cp a b")["b"] is None
+    assert links("ln -s t l")["l"] == "at"
+    assert links("tar -xf a.tar -C out")["out"] == "under"
+    assert links("git checkout main")["."] == "under"
+    assert links("git clone https://example.org/r.git")["r"] == "under"
 
 
 def test_cd_is_tracked_through_lists_and_undone_by_subshells():

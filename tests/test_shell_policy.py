@@ -399,3 +399,35 @@ async def test_the_real_gate_refuses_the_audited_bypasses_headless(audit):
         assert not clearance.allowed, command
         assert clearance.refusal(), command
     assert (await gate(BASH, {"command": "cat notes.txt"}, context)).allowed
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "mv dirlink y && cat y/s.txt",
+        "mv dirlink y; cd y && cat s.txt",
+        "cp -a sub y && cat y/l/s.txt",
+        "tar -xf a.tar && cat l/s.txt",
+        "tar -xf a.tar -C sub && cat sub/l/s.txt",
+        "git checkout evil && cat notes.txt",
+        "git clone https://example.org/r.git && cat r/l/s.txt",
+        "mv dirlink y && echo x > y/new",
+    ],
+)
+def test_a_path_through_a_place_the_same_line_may_make_a_symlink_asks(audit, command: str):
+    """Checked before the line runs, such a path would be judged on what is there now."""
+    _, base = audit
+    policy = _policy(base, AUDIT_RULES + ALLOW_ALL_BASH)
+    decision = _action(policy, command)
+    assert decision.action == "ask", decision
+    assert "symbolic link" in decision.rule, decision
+
+
+def test_links_are_checked_where_they_resolve_and_git_pathspecs_do_not_follow(audit):
+    policy, _ = audit
+    # ../x from sub is inside, but the link lands in the workspace root, where ../x is not
+    relative = _policy(audit[1], AUDIT_RULES + ALLOW_ALL_BASH)
+    assert _action(relative, "cd sub && ln -s ../x ../l").scope == "capability"
+    assert _action(relative, "ln -s notes.txt sub/l").action == "allow"
+    assert _action(policy, "git checkout -b f && git add . && git commit -m x").action == "allow"
+    assert _action(policy, "git stash && git pull && git stash pop").action == "allow"

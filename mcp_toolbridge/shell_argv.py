@@ -132,12 +132,22 @@ class Unwrapped:
     """Why the command cannot be checked rule by rule (empty: it can)."""
     writes: tuple[str, ...] = ()
     """Files a wrapper option writes (``time -o FILE``)."""
+    reads: tuple[str, ...] = ()
+    """Files a wrapper option reads (``xargs -a FILE``)."""
 
 
-_Step = Callable[[tuple[str, ...], list[str], list[str]], "tuple[str, ...] | None"]
+@dataclass(slots=True)
+class _Files:
+    """Files a wrapper's own options name."""
+
+    reads: list[str]
+    writes: list[str]
 
 
-def _env(argv: tuple[str, ...], reasons: list[str], writes: list[str]) -> tuple[str, ...] | None:
+_Step = Callable[[tuple[str, ...], list[str], _Files], "tuple[str, ...] | None"]
+
+
+def _env(argv: tuple[str, ...], reasons: list[str], files: _Files) -> tuple[str, ...] | None:
     args = argv[1:]
     if args[:1] == ("-",):
         args = args[1:]  # "env -" is "env -i"
@@ -159,9 +169,7 @@ def _env(argv: tuple[str, ...], reasons: list[str], writes: list[str]) -> tuple[
 def _simple(short_value: str, long_value: frozenset[str], *, operand: bool = False) -> _Step:
     """A wrapper whose command follows its options (and one operand, e.g. timeout's duration)."""
 
-    def step(
-        argv: tuple[str, ...], reasons: list[str], writes: list[str]
-    ) -> tuple[str, ...] | None:
+    def step(argv: tuple[str, ...], reasons: list[str], files: _Files) -> tuple[str, ...] | None:
         args = argv[1:]
         start = after_options(args, short_value, long_value) + (1 if operand else 0)
         return args[start:] or None
@@ -169,21 +177,19 @@ def _simple(short_value: str, long_value: frozenset[str], *, operand: bool = Fal
     return step
 
 
-def _time(argv: tuple[str, ...], reasons: list[str], writes: list[str]) -> tuple[str, ...] | None:
+def _time(argv: tuple[str, ...], reasons: list[str], files: _Files) -> tuple[str, ...] | None:
     args = argv[1:]
     for i, arg in enumerate(args):
         if not arg.startswith("-") or arg == "--":
             break
         if arg.startswith("--output="):
-            writes.append(arg.split("=", 1)[1])
+            files.writes.append(arg.split("=", 1)[1])
         elif arg in ("-o", "--output") and i + 1 < len(args):
-            writes.append(args[i + 1])
+            files.writes.append(args[i + 1])
     return args[after_options(args, "fo", frozenset({"--format", "--output"})) :] or None
 
 
-def _command(
-    argv: tuple[str, ...], reasons: list[str], writes: list[str]
-) -> tuple[str, ...] | None:
+def _command(argv: tuple[str, ...], reasons: list[str], files: _Files) -> tuple[str, ...] | None:
     args = argv[1:]
     start = after_options(args)
     if any(("v" in a or "V" in a) for a in args[:start] if a != "--"):
@@ -191,7 +197,7 @@ def _command(
     return args[start:] or None
 
 
-def _ionice(argv: tuple[str, ...], reasons: list[str], writes: list[str]) -> tuple[str, ...] | None:
+def _ionice(argv: tuple[str, ...], reasons: list[str], files: _Files) -> tuple[str, ...] | None:
     args = argv[1:]
     start = after_options(args, "cnpPu", frozenset({"--class", "--classdata", "--pid"}))
     if any(a.startswith(("-p", "-P", "-u", "--pid", "--pgid", "--uid")) for a in args[:start]):
@@ -199,12 +205,27 @@ def _ionice(argv: tuple[str, ...], reasons: list[str], writes: list[str]) -> tup
     return args[start:] or None
 
 
-def _xargs(argv: tuple[str, ...], reasons: list[str], writes: list[str]) -> tuple[str, ...] | None:
+def _xargs(argv: tuple[str, ...], reasons: list[str], files: _Files) -> tuple[str, ...] | None:
     args = argv[1:]
     long_value = frozenset(
         {"--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-chars"}
     )
-    inner = args[after_options(args, "adEILnPs", long_value | {"--process-slot-var"}) :]
+    start = after_options(args, "adEILnPs", long_value | {"--process-slot-var"})
+    k = 0
+    while k < start:  # -a FILE / --arg-file=FILE: the arguments are read from a file
+        option = args[k]
+        k += 1
+        if option.startswith("--arg-file"):
+            value = option.partition("=")[2] or (args[k] if k < start else "")
+            files.reads.append(value)
+        elif option.startswith("-") and not option.startswith("--"):
+            for n, ch in enumerate(option[1:], 1):
+                if ch == "a":
+                    files.reads.append(option[n + 1 :] or (args[k] if k < start else ""))
+                if ch in "adEILnPs":
+                    k += 0 if option[n + 1 :] else 1
+                    break
+    inner = args[start:]
     return (*(inner or ("echo",)), XARGS_INPUT)
 
 
@@ -264,7 +285,7 @@ MAX_WRAPPERS = 16
 def unwrap(argv: tuple[str, ...]) -> Unwrapped:
     """Strip wrappers until the command that really runs is reached."""
     reasons: list[str] = []
-    writes: list[str] = []
+    files = _Files([], [])
     current = argv
     for _ in range(MAX_WRAPPERS):
         name = basename(current[0])
@@ -274,7 +295,7 @@ def unwrap(argv: tuple[str, ...]) -> Unwrapped:
         step = _WRAPPERS.get(name)
         if step is None:
             break
-        inner = step(current, reasons, writes)
+        inner = step(current, reasons, files)
         if inner is None:
             break
         if name == "xargs" and basename(inner[0]) in SHELLS and shell_script(inner)[0]:
@@ -288,4 +309,4 @@ def unwrap(argv: tuple[str, ...]) -> Unwrapped:
         script, why = shell_script(current)
         if why is not None:
             reasons.append(why)
-    return Unwrapped(current, script, tuple(reasons), tuple(writes))
+    return Unwrapped(current, script, tuple(reasons), tuple(files.writes), tuple(files.reads))

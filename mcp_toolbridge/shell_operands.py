@@ -572,7 +572,12 @@ def _git(argv: tuple[str, ...]) -> Found:
             continue
         name, eq, value = arg.partition("=")
         access: Access | None = None
-        if name in _GIT_WRITE_OPTIONS or name in writes:
+        abbreviated = len(name) > 5 and name.startswith("--")  # parse-options abbreviations
+        if (
+            name in _GIT_WRITE_OPTIONS
+            or name in writes
+            or (abbreviated and any(o.startswith(name) for o in _GIT_WRITE_OPTIONS))
+        ):
             access = "write"
         elif name in _GIT_READ_OPTIONS or name in reads:
             access = "read"

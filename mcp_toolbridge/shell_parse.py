@@ -520,6 +520,8 @@ class _Walker:
             state.refuse(reason)
         for path in unwrapped.writes:
             self.target(path, write=True)
+        for path in unwrapped.reads:
+            self.target(path, write=False)
         if unwrapped.script is not None:
             _Walker(state, unwrapped.script, self.depth + 1, self.cwds).run()
             return self.here()  # a child shell: its cd does not change ours

@@ -158,6 +158,15 @@ def test_xargs_runs_its_command_with_arguments_from_stdin():
     _refused("xargs -I{} sh -c 'echo {}'", "xargs feeds its input into a shell script")
 
 
+def test_xargs_arg_file_is_a_read_target():
+    for command in ("xargs -a list.txt echo", "xargs -0a list.txt echo",
+                    "xargs --arg-file=list.txt echo",
+                    "xargs -n 1 --arg-file list.txt echo"):  # fmt: skip
+        parsed = parse_command(command)
+        assert parsed.redirect_targets == ("list.txt",), command
+        assert parsed.redirect_writes == ()
+
+
 def test_time_output_file_is_a_written_redirect_target():
     parsed = parse_command("/usr/bin/time -o timing.txt make")
     assert parsed.commands == (("make",),)

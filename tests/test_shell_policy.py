@@ -298,6 +298,8 @@ def test_path_operands_are_checked_like_path_arguments(audit):
         "cp -t .. notes.txt": "fs.write",
         "rm dirlink/s.txt": "fs.write",
         "echo x && cat ../outside.txt": "fs.read",
+        "xargs -a ../outside.txt echo": "fs.read",
+        "git log --outp=../pwn": "fs.write",
     }
     for command, capability in refused.items():
         decision = _action(policy, command)

@@ -9,10 +9,13 @@ from pathlib import Path
 import anyio
 import pytest
 
+from mcp_toolbridge.builtins import edit_text
 from mcp_toolbridge.builtins.fs_atomic import PathLocks
 from mcp_toolbridge.builtins.fs_edit import EditTool
 from mcp_toolbridge.builtins.fs_write import WriteTool
+from mcp_toolbridge.context import CallContext
 from mcp_toolbridge.errors import ErrorCode, PermissionDeniedError
+from mcp_toolbridge.executors.base import ExecRequest
 from mcp_toolbridge.paths import PathRejectedError
 from tests.support.builtin_fs import Layout, call, err, make_layout
 
@@ -303,3 +306,48 @@ async def test_the_diff_of_a_large_change_is_bounded(edit, layout):
     diff = result.value["diff"].split("\n")
     assert len(diff) <= 61
     assert "more diff lines not shown" in diff[-1]
+
+
+def _big_source(target: Path, near_line: int) -> None:
+    """About 15 MB of code-like lines, one of them close to what the test will look for."""
+    lines = [f"    value_{i} = compute(item_{i % 97}, offset={i})" for i in range(300_000)]
+    lines[near_line] = "    total = compute(item_42, offset=1234)"
+    target.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+async def test_no_match_in_a_15_mb_file_answers_promptly_with_the_closest_line(edit, layout):
+    """difflib over every line of a 15 MB file took 39 s; the lines it scores are now
+    preselected by shared words (this took about 2 s here)."""
+    _big_source(layout.ws / "big.py", 280_000)
+    with anyio.fail_after(60):
+        result = await call(
+            edit,
+            file_path="big.py",
+            old_string="total = compute(item_42, offset=1235)",
+            new_string="total = 0",
+        )
+    error = err(result)
+    assert "at line 280001" in error and "total = compute(item_42, offset=1234)" in error
+    assert "stopped" not in error
+
+
+async def test_no_match_diagnostics_stop_at_their_budget_and_say_so(edit, layout):
+    _big_source(layout.ws / "big.py", 280_000)
+    request = ExecRequest(
+        spec=edit.spec,
+        arguments={"file_path": "big.py", "old_string": "total = 1", "new_string": "total = 2"},
+        timeout_s=0.2,
+        context=CallContext(session_id="s1"),
+    )
+    with anyio.fail_after(60):
+        result = await edit.run(request)
+    error = err(result)
+    assert error.startswith("old_string was not found in big.py")
+    assert "stopped after" in error or "took too long" in error
+
+
+def test_closest_lines_past_the_deadline_is_an_incomplete_empty_answer():
+    found = edit_text.closest_lines("a = 1\nb = 2\n", "a = 2", deadline=0.0)
+    assert found.candidates == [] and not found.complete and found.total == 3
+    complete = edit_text.closest_lines("a = 1\nb = 2\n", "a = 2")
+    assert complete.complete and complete.candidates[0][0] == 1

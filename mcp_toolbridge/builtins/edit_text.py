@@ -3,14 +3,24 @@
 Pure functions, no I/O. Matching is exact (``str.count`` / ``str.replace``, never a regular
 expression). The one normalisation is the line ending: in a CRLF file an LF ``old_string`` is
 matched as CRLF and ``new_string`` is written with CRLF (and the reverse in an LF file), because
-read shows lines without their ``\\r``. When nothing matches, the error shows the closest lines
-of the file with whitespace made visible and says what probably differs.
+read shows lines without their ``\\r``. When nothing matches, :func:`replace` raises
+:class:`NotFound`, and :func:`not_found_message` shows the closest lines of the file with
+whitespace made visible and says what probably differs.
+
+The diagnostics are bounded: they stop at a deadline (the caller's, checked between lines), look
+at most ``MAX_SCANNED_LINES`` lines and ``MAX_COMPARED_CHARS`` of each, and in a file of more
+than ``FUZZY_POOL`` lines run difflib only on the lines sharing the most words with old_string
+(a C-speed set intersection per line). Without that, a 15 MB file took 39 s of difflib.
 """
 
 from __future__ import annotations
 
 import difflib
+import heapq
+import itertools
+import math
 import re
+import time
 from dataclasses import dataclass
 from typing import Literal
 
@@ -22,8 +32,15 @@ MAX_DIFF_LINES = 60
 MAX_SHOWN_CHARS = 240
 MAX_LINE_NUMBERS = 10
 MAX_CANDIDATES = 3
-MAX_SCANNED_LINES = 50_000
+MAX_SCANNED_LINES = 500_000
+MAX_COMPARED_CHARS = 1000
+"""Similarity is scored on the first this many characters of each (stripped) line."""
+FUZZY_POOL = 500
+"""Files with more lines than this preselect the lines difflib scores (see the module doc)."""
+DEADLINE_CHECK_LINES = 4096
+"""How often the word preselection looks at the clock (difflib scoring does every line)."""
 CANDIDATE_CUTOFF = 0.5
+_WORD = re.compile(r"\w+")
 _READ_PREFIX = re.compile(r"^ *\d+\t")
 _HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
 _QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"'})
@@ -34,6 +51,17 @@ class Decoded:
     text: str
     bom: bool
     style: Style
+
+
+class NotFound(FileProblem):
+    """old_string occurs nowhere; :func:`not_found_message` explains (it can take a while on
+    a large file, so the caller runs it outside any lock and within a deadline)."""
+
+    def __init__(self, decoded: Decoded, old: str, shown: str) -> None:
+        super().__init__(f"old_string was not found in {shown}")
+        self.decoded = decoded
+        self.old = old
+        self.shown = shown
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +128,7 @@ def replace(decoded: Decoded, old: str, new: str, *, replace_all: bool, shown: s
             result = text[: starts[0]] + put + text[starts[0] + len(find) :]
         lines = tuple(_line_numbers(text, starts))
         return Replaced(result, len(starts), lines, converted)
-    raise FileProblem(not_found_message(decoded, old, shown))
+    raise NotFound(decoded, old, shown)
 
 
 def _starts(text: str, find: str) -> list[int]:
@@ -138,7 +166,9 @@ def visible(line: str) -> str:
     return shown
 
 
-def not_found_message(decoded: Decoded, old: str, shown: str) -> str:
+def not_found_message(decoded: Decoded, old: str, shown: str, *, deadline: float = math.inf) -> str:
+    """The no-match error: hints and the closest lines, found before ``deadline`` (monotonic
+    seconds; past it the lines found so far are shown and the message says it stopped)."""
     text = decoded.text
     parts = [
         f"old_string was not found in {shown}. It must match the file exactly, whitespace and "
@@ -147,7 +177,8 @@ def not_found_message(decoded: Decoded, old: str, shown: str) -> str:
     hints = _hints(decoded, old)
     if hints:
         parts.append("Hints: " + " ".join(hints))
-    candidates = closest_lines(text, old)
+    search = closest_lines(text, old, deadline=deadline)
+    candidates = search.candidates
     old_lines = to_lf(old).split("\n")
     if candidates:
         parts.append("Closest lines in the file (tab →, trailing space ·):")
@@ -159,8 +190,13 @@ def not_found_message(decoded: Decoded, old: str, shown: str) -> str:
         parts.extend(f"    {'':>6} | {visible(line)}" for line in old_lines[:8])
         if len(old_lines) > 8:
             parts.append(f"    ({len(old_lines) - 8} more lines)")
-    else:
+    elif search.complete:
         parts.append("No similar lines were found; read the file again to see its current content.")
+    if not search.complete:
+        parts.append(
+            f"(The search for similar lines stopped after {search.scanned} of {search.total} "
+            "lines; read the file around the place you meant to edit.)"
+        )
     return "\n".join(parts)
 
 
@@ -198,20 +234,35 @@ def _hints(decoded: Decoded, old: str) -> list[str]:
     return hints
 
 
-def closest_lines(text: str, old: str) -> list[tuple[int, list[str], float]]:
-    """Up to three windows of the file most like ``old``: (first line, lines, similarity)."""
+@dataclass(frozen=True, slots=True)
+class Closest:
+    candidates: list[tuple[int, list[str], float]]
+    """Up to three (first line number, lines, similarity), most similar first."""
+    scanned: int
+    total: int
+    complete: bool
+    """False when the deadline or MAX_SCANNED_LINES stopped the search."""
+
+
+def closest_lines(text: str, old: str, *, deadline: float = math.inf) -> Closest:
+    """The windows of the file most like ``old``, scored by difflib on its longest line."""
     old_lines = to_lf(old).split("\n")
     stripped = [line.strip() for line in old_lines]
     anchor_index = max(range(len(stripped)), key=lambda i: len(stripped[i]))
-    anchor = stripped[anchor_index]
-    if not anchor:
-        return []
+    anchor = stripped[anchor_index][:MAX_COMPARED_CHARS]
     file_lines = to_lf(text).split("\n")
+    if not anchor:
+        return Closest([], 0, len(file_lines), True)
+    limit = min(len(file_lines), MAX_SCANNED_LINES)
+    pool, scanned = _pool(file_lines, limit, anchor, deadline)
     matcher = difflib.SequenceMatcher(None, autojunk=False)
     matcher.set_seq2(anchor)
     scored: list[tuple[float, int]] = []
-    for index, line in enumerate(file_lines[:MAX_SCANNED_LINES]):
-        matcher.set_seq1(line.strip())
+    for index in pool:
+        if time.monotonic() > deadline:
+            scanned = min(scanned, index)
+            break
+        matcher.set_seq1(file_lines[index].strip()[:MAX_COMPARED_CHARS])
         if matcher.real_quick_ratio() < CANDIDATE_CUTOFF:
             continue
         if matcher.quick_ratio() < CANDIDATE_CUTOFF:
@@ -225,7 +276,34 @@ def closest_lines(text: str, old: str) -> list[tuple[int, list[str], float]]:
         first = max(0, index - anchor_index)
         window = file_lines[first : first + min(len(old_lines), 8)]
         out.append((first + 1, window, ratio))
-    return out
+    return Closest(out, scanned, len(file_lines), scanned == len(file_lines))
+
+
+def _pool(lines: list[str], limit: int, anchor: str, deadline: float) -> tuple[list[int], int]:
+    """The indexes of the lines to score, in file order, and how many lines were looked at.
+
+    A short file: every line. A long one: the ``FUZZY_POOL`` lines sharing the most words and
+    word pairs with the anchor, closest in length first (or, for an anchor without words,
+    every line, left to the deadline)."""
+    anchor_words = _WORD.findall(anchor)
+    if limit <= FUZZY_POOL or not anchor_words:
+        return list(range(limit)), limit
+    words = set(anchor_words)
+    pairs = set(itertools.pairwise(anchor_words))
+    size = len(anchor)
+    shared: list[tuple[int, int, int]] = []
+    scanned = limit
+    for index in range(limit):
+        if index % DEADLINE_CHECK_LINES == 0 and time.monotonic() > deadline:
+            scanned = index
+            break
+        found = _WORD.findall(lines[index], 0, MAX_COMPARED_CHARS * 2)
+        common = len(words.intersection(found))
+        if common:
+            common += len(pairs.intersection(itertools.pairwise(found)))
+            shared.append((common, -abs(len(lines[index].strip()) - size), -index))
+    best = heapq.nlargest(FUZZY_POOL, shared)
+    return sorted(-negative for _, _, negative in best), scanned
 
 
 def _lines(text: str) -> list[str]:

@@ -3,11 +3,17 @@
 Literal matching only (see :mod:`edit_text`); the UTF-8 BOM and the file's line endings are
 kept; the file is replaced atomically (see :mod:`fs_atomic`) under a per-path lock, so
 concurrent edits of one file apply one after the other and none is lost.
+
+When old_string matches nothing, the diagnostics (closest lines, hints) are worked out after
+the lock is released, in a worker thread abandoned on cancellation, and within
+``DIAGNOSE_SHARE`` of the call's timeout (at most ``MAX_DIAGNOSE_S``): past it the error says
+what was found so far.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +26,8 @@ from mcp_toolbridge.executors.base import ExecRequest, ExecResult
 from mcp_toolbridge.model import BuiltinTransport, Format, RequirementSet, Safety, Source, ToolSpec
 
 MAX_EDIT_BYTES = 16 * 1024 * 1024
+DIAGNOSE_SHARE = 0.5
+MAX_DIAGNOSE_S = 5.0
 BINARY_PROBE_BYTES = 4096
 
 INPUT_SCHEMA: dict[str, Any] = {
@@ -103,14 +111,20 @@ class EditTool:
                 error="old_string and new_string are identical, so there is nothing to change",
             )
         replace_all = bool(args.get("replace_all", False))
+        budget = min(request.timeout_s * DIAGNOSE_SHARE, MAX_DIAGNOSE_S)
         async with self._locks.hold(path):
             try:
                 value = await anyio.to_thread.run_sync(self._edit, path, old, new, replace_all)
+            except edit_text.NotFound as missing:
+                not_found = missing
             except FileProblem as exc:
                 return ExecResult(ok=False, error=str(exc))
-        return ExecResult(ok=True, value=value)
+            else:
+                return ExecResult(ok=True, value=value)
+        return ExecResult(ok=False, error=await _diagnose(not_found, budget))
 
     def _edit(self, path: Path, old: str, new: str, replace_all: bool) -> dict[str, Any]:
+        """Runs in a worker thread under the path's lock, never abandoned: it may write."""
         shown = self._fs.display(path)
         if not os.path.lexists(path):
             raise FileProblem(
@@ -149,3 +163,23 @@ class EditTool:
             value["note"] = "line breaks in old_string/new_string were matched and written as "
             value["note"] += "CRLF, like the file" if decoded.style != "lf" else "LF, like the file"
         return value
+
+
+async def _diagnose(missing: edit_text.NotFound, budget_s: float) -> str:
+    """The no-match error with its diagnostics, given ``budget_s`` seconds of a worker thread.
+
+    The thread looks at the deadline itself, so an abandoned one (cancellation, or a single
+    slow step) stops soon after."""
+    deadline = time.monotonic() + budget_s
+    with anyio.move_on_after(budget_s + 1.0):
+        return await anyio.to_thread.run_sync(
+            lambda: edit_text.not_found_message(
+                missing.decoded, missing.old, missing.shown, deadline=deadline
+            ),
+            abandon_on_cancel=True,
+        )
+    return (
+        f"{missing}. It must match the file exactly, whitespace and indentation included; "
+        "finding the closest lines took too long: read the file around the place you meant "
+        "to edit."
+    )

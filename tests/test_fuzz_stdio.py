@@ -109,17 +109,25 @@ def frames(draw: st.DrawFn, era_meta: dict[str, Any] | None) -> Frame:
 
 
 async def _exchange(server: RawServer, batch: list[Frame], probe: dict[str, Any]) -> None:
-    """Send the batch and a probe; the probe and every well-formed request get answers."""
-    for frame in batch:
-        await server.send(frame.data)
-    await server.send_json(probe)
+    """Send the batch and a probe; the probe and every well-formed request get answers.
+
+    Answers are read while the batch is still being sent: a client that only writes would
+    deadlock with a server whose answers (tools/list is tens of KB) fill the stdout pipe."""
     waiting = {json.dumps(f.answer_id) for f in batch if f.answer_id is not None}
     waiting.add(json.dumps(probe["id"]))
+
+    async def send_all() -> None:
+        for frame in batch:
+            await server.send(frame.data)
+        await server.send_json(probe)
+
     with anyio.fail_after(20):
-        while waiting:
-            message = await server.read_message()
-            if "result" in message or "error" in message:
-                waiting.discard(json.dumps(message.get("id")))
+        async with anyio.create_task_group() as group:
+            group.start_soon(send_all)
+            while waiting:
+                message = await server.read_message()
+                if "result" in message or "error" in message:
+                    waiting.discard(json.dumps(message.get("id")))
     probe_answer = next(m for m in reversed(server.seen) if m.get("id") == probe["id"])
     assert "result" in probe_answer, probe_answer
 

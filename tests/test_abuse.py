@@ -51,13 +51,15 @@ async def test_hundreds_of_pipelined_requests_are_all_answered_each_with_its_own
                     flood.append(_call(i, "ok", {"nonce": f"n{i}"}))
                 else:
                     flood.append(request(i, "ping" if i % 3 == 1 else "tools/list"))
-            await server.send(b"".join(json.dumps(m).encode() + b"\n" for m in flood))
+            frames = b"".join(json.dumps(m).encode() + b"\n" for m in flood)
             answers: dict[int, dict[str, Any]] = {}
-            while len(answers) < len(flood):
-                message = await server.read_message()
-                if "id" in message and ("result" in message or "error" in message):
-                    assert message["id"] not in answers, "two answers to one request"
-                    answers[message["id"]] = message
+            async with anyio.create_task_group() as group:  # read while sending: no deadlock
+                group.start_soon(server.send, frames)
+                while len(answers) < len(flood):
+                    message = await server.read_message()
+                    if "id" in message and ("result" in message or "error" in message):
+                        assert message["id"] not in answers, "two answers to one request"
+                        answers[message["id"]] = message
         assert sorted(answers) == list(range(len(flood)))
         for n, answer in answers.items():
             result = answer["result"]

@@ -159,9 +159,47 @@ async def test_a_timeout_kills_the_command_and_everything_it_started(
     assert not result.ok
     assert result.value["timed_out"] is True
     assert result.error is not None and "killed after 0.7 s" in result.error
-    assert "not available" in result.error
+    assert "printed nothing" in result.error
     await _wait_gone(token)
     assert _survivors(token) == []
+
+
+async def test_a_timeout_returns_what_the_command_printed_and_still_kills_its_children(
+    workspace: Path, sessions: Sessions
+):
+    token = f"{30 + secrets.randbelow(9)}.{secrets.randbelow(10**9):09d}"
+    command = f"echo step one; echo warning >&2; sleep {token} & sleep {token}; echo never"
+    tool = BashTool(workspace, sessions, _environ())
+    result = await _run(tool, {"command": command, "timeout": 700})
+    assert not result.ok and result.value["timed_out"] is True
+    assert result.value["stdout"] == "step one\n" and result.value["stderr"] == "warning\n"
+    assert result.error is not None and "killed after 0.7 s" in result.error
+    assert result.error.endswith(
+        "What it printed before it was killed:\n--- stdout ---\nstep one\n\n"
+        "--- stderr ---\nwarning\n"
+    )
+    assert result.stdout_bytes == 9 and not result.truncated
+    await _wait_gone(token)
+    assert _survivors(token) == []
+
+
+async def test_a_timed_out_flood_keeps_head_and_tail_and_the_rest_goes_to_a_sidecar(
+    workspace: Path, sessions: Sessions
+):
+    command = (
+        "echo FIRST-LINE; yes 0123456789abcdef | head -c 400000; echo LAST-LINE; exec sleep 30"
+    )
+    result = await _run(
+        BashTool(workspace, sessions, _environ()), {"command": command, "timeout": 1500}
+    )
+    assert not result.ok and result.truncated and result.value["timed_out"] is True
+    stdout = result.value["stdout"]
+    assert stdout.startswith("FIRST-LINE\n") and stdout.rstrip().endswith("LAST-LINE")
+    assert len(stdout.encode()) < MAX_OUTPUT_BYTES + 500
+    assert result.error is not None and stdout in result.error
+    assert result.output_path is not None and result.output_path in result.error
+    saved, _ = _sidecar(result.output_path)
+    assert saved.count(b"0123456789abcdef") == 400000 // 17 and b"LAST-LINE" in saved
 
 
 async def test_background_jobs_do_not_outlive_a_command_that_finished(

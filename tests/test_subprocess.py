@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from mcp_toolbridge.errors import ErrorCode, ExecSpawnError, ExecTimeoutError
-from mcp_toolbridge.executors.subprocess import ProcessOutcome, run_process
+from mcp_toolbridge.executors.subprocess import ProcessOutcome, ProcessTimeout, run_process
 
 TOOLS = Path(__file__).parent / "tools"
 PY = [sys.executable, "-S"]
@@ -177,6 +177,27 @@ async def test_timeout_terminates_the_whole_group_including_a_forked_grandchild(
     assert info.value.code is ErrorCode.EXEC_TIMEOUT
     assert catcher.pgid is not None, "the forker never got its grandchild running"
     await assert_group_gone(catcher.pgid)
+
+
+async def test_a_timeout_carries_what_was_printed_until_the_group_was_killed() -> None:
+    """The partial outcome holds the output before the deadline and what the child printed
+    while dying (it was still in the pipe when the group was gone)."""
+    script = "trap 'echo bye; exit 3' TERM; echo before; echo err >&2; sleep 30 & wait"
+    with pytest.raises(ProcessTimeout, match=r"^tool timed out after 0\.5s$") as info:
+        await run(["/bin/sh", "-c", script], timeout_s=0.5, kill_grace_s=5)
+    assert isinstance(info.value, ExecTimeoutError)
+    partial = info.value.outcome
+    assert partial.stdout == b"before\nbye\n" and partial.stderr_tail == b"err\n"
+    assert (partial.exit_code, partial.signal) == (3, None)
+    assert partial.stdout_bytes == 11 and not partial.stdout_truncated
+
+
+async def test_a_timeout_of_a_silent_child_has_an_empty_partial_outcome() -> None:
+    with pytest.raises(ProcessTimeout) as info:
+        await run(["/bin/sleep", "30"], timeout_s=0.3, kill_grace_s=5)
+    partial = info.value.outcome
+    assert (partial.stdout, partial.stderr_tail, partial.stdout_bytes) == (b"", b"", 0)
+    assert (partial.exit_code, partial.signal) == (None, signal.SIGTERM)
 
 
 async def test_timeout_kills_a_child_that_ignores_sigterm_after_the_grace() -> None:

@@ -14,6 +14,10 @@ The result is ``{exit_code, stdout, stderr, timed_out, signal}``. A non-zero exi
 successful call (the model reads ``exit_code``). stdout and stderr together are capped at
 200 KB: past it each stream keeps its head and its tail (errors come last) around a marker,
 and everything captured goes to a session sidecar file named by ``output_path``.
+
+A timeout is an error (``timed_out: true``) that still carries what the command printed until
+it was killed, under the same caps and sidecar rules: in ``stdout``/``stderr`` and, because the
+model sees only the error text of a failed call, in the error text too.
 """
 
 from __future__ import annotations
@@ -22,12 +26,13 @@ import os
 import shutil
 import signal as signals
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcp_toolbridge.errors import ArgumentsError, ExecSpawnError, ExecTimeoutError
+from mcp_toolbridge.errors import ArgumentsError, ExecSpawnError
 from mcp_toolbridge.executors.base import ExecRequest, ExecResult
-from mcp_toolbridge.executors.subprocess import ProcessOutcome, run_process
+from mcp_toolbridge.executors.subprocess import ProcessOutcome, ProcessTimeout, run_process
 from mcp_toolbridge.model import BuiltinTransport, Format, RequirementSet, Safety, Source, ToolSpec
 from mcp_toolbridge.session import Sessions
 
@@ -179,70 +184,110 @@ class BashTool:
                 max_output_bytes=CAPTURE_STDOUT_BYTES,
                 stderr_tail_bytes=CAPTURE_STDERR_BYTES,
             )
-        except ExecTimeoutError:
-            seconds = timeout_ms / 1000
-            return ExecResult(
-                ok=False,
-                value={
-                    "exit_code": None,
-                    "stdout": "",
-                    "stderr": "",
-                    "timed_out": True,
-                    "signal": None,
-                },
-                error=(
-                    f"the command was killed after {seconds:g} s (timeout {timeout_ms:g} ms), "
-                    "together with the processes it started in its process group. Its output "
-                    "is not available after a timeout. Give a larger `timeout` (at most "
-                    f"{MAX_TIMEOUT_MS} ms) or make the command finish sooner (e.g. limit "
-                    "the work, or redirect long output to a file and read it afterwards)."
-                ),
-                **common,
-            )
+        except ProcessTimeout as timeout:
+            return self._timed_out(request, timeout.outcome, timeout_ms, common)
         return self._result(request, outcome, common)
+
+    def _timed_out(
+        self,
+        request: ExecRequest,
+        outcome: ProcessOutcome,
+        timeout_ms: float,
+        common: dict[str, Any],
+    ) -> ExecResult:
+        shown = self._shown(request, outcome)
+        value: dict[str, Any] = {
+            "exit_code": None,
+            "stdout": shown.stdout,
+            "stderr": shown.stderr,
+            "timed_out": True,
+            "signal": None,
+        }
+        if shown.note:
+            value["note"] = shown.note
+        error = (
+            f"the command was killed after {timeout_ms / 1000:g} s (timeout {timeout_ms:g} ms), "
+            "together with the processes it started in its process group. Give a larger "
+            f"`timeout` (at most {MAX_TIMEOUT_MS} ms) or make the command finish sooner (e.g. "
+            "limit the work, or redirect long output to a file and read it afterwards)."
+        )
+        if outcome.stdout_bytes or outcome.stderr_bytes:
+            error += (
+                "\nWhat it printed before it was killed:\n"
+                f"--- stdout ---\n{shown.stdout}\n--- stderr ---\n{shown.stderr}"
+            )
+            error += f"\n{shown.note}" if shown.note else ""
+        else:
+            error += "\nIt printed nothing before it was killed."
+        return ExecResult(
+            ok=False,
+            value=value,
+            error=error,
+            stdout_bytes=outcome.stdout_bytes,
+            stderr_bytes=outcome.stderr_bytes,
+            truncated=shown.truncated,
+            output_path=shown.output_path,
+            **common,
+        )
 
     def _result(
         self, request: ExecRequest, outcome: ProcessOutcome, common: dict[str, Any]
     ) -> ExecResult:
-        total = outcome.stdout_bytes + outcome.stderr_bytes
+        shown = self._shown(request, outcome)
         value: dict[str, Any] = {
             "exit_code": outcome.exit_code,
-            "stdout": "",
-            "stderr": "",
+            "stdout": shown.stdout,
+            "stderr": shown.stderr,
             "timed_out": False,
             "signal": _signal_name(outcome.signal),
         }
-        output_path: str | None = None
-        if total <= MAX_OUTPUT_BYTES:
-            value["stdout"] = _decode(outcome.stdout)
-            value["stderr"] = _decode(outcome.stderr_tail)
-        else:
-            state = self._sessions.get(request.context.session_id)
-            saved = state.write_sidecar("bash", _sidecar(outcome))
-            output_path = str(saved) if saved is not None else None
-            where = output_path or "no file (the session's sidecar space is used up)"
-            err_share = min(len(outcome.stderr_tail), MAX_OUTPUT_BYTES // 4)
-            out_share = min(len(outcome.stdout), MAX_OUTPUT_BYTES - err_share)
-            err_share = min(len(outcome.stderr_tail), MAX_OUTPUT_BYTES - out_share)
-            value["stdout"] = clip(outcome.stdout, out_share, outcome.stdout_bytes, where)
-            value["stderr"] = clip(
-                outcome.stderr_tail, err_share, outcome.stderr_bytes, where, is_tail=True
-            )
-            value["note"] = (
-                f"The output ({outcome.stdout_bytes} bytes of stdout, {outcome.stderr_bytes} of "
-                f"stderr) was cut to {MAX_OUTPUT_BYTES // 1024} KB: the head and the tail are "
-                f"shown. The full output is in {where}; use read (with an offset) or grep on it."
-            )
+        if shown.note:
+            value["note"] = shown.note
         return ExecResult(
             ok=True,
             value=value,
             exit_code=outcome.exit_code,
             stdout_bytes=outcome.stdout_bytes,
             stderr_bytes=outcome.stderr_bytes,
-            truncated=output_path is not None or total > MAX_OUTPUT_BYTES,
-            output_path=output_path,
+            truncated=shown.truncated,
+            output_path=shown.output_path,
             **common,
         )
+
+    def _shown(self, request: ExecRequest, outcome: ProcessOutcome) -> _Shown:
+        """The output as shown: whole up to MAX_OUTPUT_BYTES, else head and tail of each
+        stream, with everything captured in a sidecar file."""
+        total = outcome.stdout_bytes + outcome.stderr_bytes
+        if total <= MAX_OUTPUT_BYTES:
+            return _Shown(_decode(outcome.stdout), _decode(outcome.stderr_tail))
+        state = self._sessions.get(request.context.session_id)
+        saved = state.write_sidecar("bash", _sidecar(outcome))
+        output_path = str(saved) if saved is not None else None
+        where = output_path or "no file (the session's sidecar space is used up)"
+        err_share = min(len(outcome.stderr_tail), MAX_OUTPUT_BYTES // 4)
+        out_share = min(len(outcome.stdout), MAX_OUTPUT_BYTES - err_share)
+        err_share = min(len(outcome.stderr_tail), MAX_OUTPUT_BYTES - out_share)
+        return _Shown(
+            clip(outcome.stdout, out_share, outcome.stdout_bytes, where),
+            clip(outcome.stderr_tail, err_share, outcome.stderr_bytes, where, is_tail=True),
+            note=(
+                f"The output ({outcome.stdout_bytes} bytes of stdout, {outcome.stderr_bytes} "
+                f"of stderr) was cut to {MAX_OUTPUT_BYTES // 1024} KB: the head and the tail "
+                f"are shown. The full output is in {where}; use read (with an offset) or grep "
+                "on it."
+            ),
+            truncated=True,
+            output_path=output_path,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Shown:
+    stdout: str
+    stderr: str
+    note: str | None = None
+    truncated: bool = False
+    output_path: str | None = None
 
 
 def _signal_name(number: int | None) -> str | None:

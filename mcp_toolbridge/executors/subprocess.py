@@ -12,7 +12,10 @@ built-in. Its guarantees:
   printing gigabytes costs the server bounded memory;
 - on the deadline or on cancellation the group gets SIGTERM, then SIGKILL after
   ``kill_grace_s``; after the direct child exits normally, whatever is left in its group gets
-  SIGKILL, so backgrounded grandchildren never outlive the call.
+  SIGKILL, so backgrounded grandchildren never outlive the call;
+- on the deadline the raised :class:`ProcessTimeout` (an ``ExecTimeoutError``) carries what
+  was collected so far as a partial :class:`ProcessOutcome`, including what was still in the
+  pipes once the group was killed (at most ``LEFTOVER_BYTES`` per pipe).
 
 What cannot be done from here: a descendant that calls ``setsid()``/``setpgid()`` leaves the
 group and cannot be found by group signals (only a cgroup or a sub-reaper could). Such a
@@ -49,6 +52,8 @@ DRAIN_GRACE_S = 0.2
 """How long pipes are still read after the group is gone (only an escaped process holds them)."""
 REAP_LIMIT_S = 5.0
 """Upper bound on waiting for a SIGKILLed child to be reaped (a child stuck in the kernel)."""
+LEFTOVER_BYTES = 1024 * 1024
+"""After a timeout, at most this much is read from each pipe once the group is gone."""
 _READ_SIZE = 256 * 1024
 
 StderrLineFn = Callable[[bytes], Awaitable[bool]]
@@ -72,6 +77,16 @@ class ProcessOutcome:
     duration_ms: float
 
 
+class ProcessTimeout(ExecTimeoutError):
+    """The deadline passed; the group was killed. ``outcome`` is what was collected until
+    then, with the child's status as reaped (usually ``signal`` SIGTERM or SIGKILL; both None
+    when it could not be reaped)."""
+
+    def __init__(self, message: str, *, outcome: ProcessOutcome) -> None:
+        super().__init__(message)
+        self.outcome = outcome
+
+
 async def run_process(
     argv: Sequence[str],
     *,
@@ -87,7 +102,8 @@ async def run_process(
     """Run ``argv`` to completion within ``timeout_s`` seconds.
 
     Raises :class:`ExecSpawnError` when the program cannot be started and
-    :class:`ExecTimeoutError` when the deadline passes (the group is killed first).
+    :class:`ProcessTimeout` (an :class:`ExecTimeoutError` with the partial outcome) when the
+    deadline passes (the group is killed first).
     Cancellation kills the group, then propagates.
     """
     await anyio.lowlevel.checkpoint_if_cancelled()  # never spawn for an already-cancelled call
@@ -108,14 +124,21 @@ async def run_process(
         if not child.reaped:
             with anyio.CancelScope(shield=True):
                 await child.terminate_group(kill_grace_s)
+        if timed_out:
+            child.read_leftovers(stdout, stderr)
         child.close()
     if timed_out:
-        raise ExecTimeoutError(f"tool timed out after {timeout_s:g}s")
-    code = proc.returncode
-    assert code is not None
+        partial = _outcome(proc.returncode, stdout, stderr, started)
+        raise ProcessTimeout(f"tool timed out after {timeout_s:g}s", outcome=partial)
+    return _outcome(proc.returncode, stdout, stderr, started)
+
+
+def _outcome(code: int | None, stdout: _Sink, stderr: _Sink, started: float) -> ProcessOutcome:
+    """``code``: the child's return code (negative: killed by that signal); None when it was
+    not reaped (only after a timeout)."""
     return ProcessOutcome(
-        exit_code=code if code >= 0 else None,
-        signal=-code if code < 0 else None,
+        exit_code=code if code is not None and code >= 0 else None,
+        signal=-code if code is not None and code < 0 else None,
         stdout=bytes(stdout.data),
         stderr_tail=bytes(stderr.data),
         stdout_bytes=stdout.total,
@@ -274,6 +297,25 @@ class _Child:
             await self.wait_exited()
         if self.exited:
             self.reap()
+
+    def read_leftovers(self, stdout: _Sink, stderr: _Sink) -> None:
+        """What the killed group left in the pipes (without waiting; at most
+        ``LEFTOVER_BYTES`` each, in case an escaped process still writes)."""
+        for pipe, sink in ((self.proc.stdout, stdout), (self.proc.stderr, stderr)):
+            if pipe is None or pipe.closed:
+                continue
+            taken = 0
+            while taken < LEFTOVER_BYTES:
+                try:
+                    chunk = os.read(pipe.fileno(), _READ_SIZE)
+                except (BlockingIOError, OSError):
+                    break
+                if not chunk:
+                    break
+                taken += len(chunk)
+                sink.total += len(chunk)
+                if sink.keep_tail or not sink.dropped:
+                    sink.keep(chunk)
 
     def close(self) -> None:
         for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):

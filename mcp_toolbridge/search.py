@@ -24,6 +24,7 @@ import heapq
 import math
 import re
 from array import array
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -66,6 +67,11 @@ FIELDS: dict[str, Field] = {
 }
 K1 = 1.2
 """BM25 term-frequency saturation (the usual 1.2)."""
+_BOUND = (K1 + 1.0) * 1.000001
+"""No stored weight exceeds this (saturation keeps tf·(k1+1)/(k1+tf) under k1+1; the margin
+covers float32 rounding), so ``idf × _BOUND`` bounds what one query term adds to any score."""
+_PRUNE_FROM = 1024
+"""Posting lists shorter than this are always walked; pruning only pays on long ones."""
 MAX_ENUM_VALUES = 20
 
 _QUOTES = "`'\""
@@ -196,11 +202,9 @@ class SearchIndex:
         request = strip_courtesies(text)
         clauses = [t for t in map(self._analyzer.terms, split_clauses(request)) if t]
         if len(clauses) > 1:
-            lists = [top_visible(self._scores(c), want, self._names, visible) for c in clauses]
-            ranked = interleave(lists, want)
+            ranked = interleave([self._top(c, want, visible) for c in clauses], want)
         else:
-            terms = self._analyzer.terms(request)
-            ranked = top_visible(self._scores(terms), want, self._names, visible)
+            ranked = self._top(self._analyzer.terms(request), want, visible)
         taken = set(pinned)
         rest = [(score, d) for score, d in ranked if d not in taken]
         top = rest[0][0] if rest else 0.0
@@ -275,33 +279,91 @@ class SearchIndex:
         yield qualified
         yield self._suffix.get(form, ())
 
-    def _scores(self, terms: list[str]) -> dict[int, float]:
-        """BM25F score of every doc matching at least one of ``terms``."""
+    def _top(self, terms: list[str], n: int, visible: Visible | None) -> list[tuple[float, int]]:
+        """The ``n`` best visible docs for ``terms``, best first."""
+        scores, complete = self._scores(terms, pool_size(n))
+        ranked = top_visible(scores, n, self._names, visible, complete)
+        if ranked is None:  # hidden tools ate the pool: score everything
+            ranked = top_visible(self._scores(terms, None)[0], n, self._names, visible)
+        assert ranked is not None
+        return ranked
+
+    def _scores(self, terms: list[str], keep: int | None) -> tuple[dict[int, float], bool]:
+        """BM25F score of every doc matching at least one of ``terms``; with ``keep``, only of
+        the docs that can still be among the ``keep`` best (the flag is False when others
+        were left out).
+
+        When some posting list is long, terms are added rarest first, and before each long
+        list: if the terms left could add less to a doc than the ``keep``-th best score so
+        far, no doc outside the table can reach the top any more, and nor can a doc in it
+        that is further below that score than the terms left could add (max-score pruning,
+        Turtle and Flood 1995). The docs that still can get the remaining terms by binary
+        search in the posting lists instead of a walk over them. Each doc's terms are added
+        in the same order either way, so the kept scores are exactly those of the full walk.
+        With only short lists, the longest one seeds the table in one comprehension (the
+        bulk of the work) and the others are added to it.
+        """
         found = []
         for term, count in Counter(terms).items():
             tid = self._term_ids.get(term)
             if tid is not None:
-                found.append((len(self._docs[tid]), tid, self._idf[tid] * count))
+                found.append((self._idf[tid] * count, tid))
         if not found:
-            return {}
-        # The longest posting list seeds the table in one comprehension (the bulk of the
-        # work); the others are added to it.
-        found.sort(reverse=True)
-        _, tid, factor = found[0]
-        scores = {d: factor * w for d, w in zip(self._docs[tid], self._weights[tid], strict=True)}
+            return {}, True
+        if any(len(self._docs[tid]) >= _PRUNE_FROM for _, tid in found):
+            found.sort(key=lambda ft: (-ft[0], ft[1]))
+        else:
+            keep = None
+            found.sort(key=lambda ft: (-len(self._docs[ft[1]]), ft[1]))
+        left = sum(factor for factor, _ in found) * _BOUND
+        scores: dict[int, float] = {}
         get = scores.get
-        for _, tid, factor in found[1:]:
-            for doc, weight in zip(self._docs[tid], self._weights[tid], strict=True):
-                scores[doc] = get(doc, 0.0) + factor * weight
-        return scores
+        for i, (factor, tid) in enumerate(found):
+            docs, weights = self._docs[tid], self._weights[tid]
+            if keep is not None and len(docs) >= _PRUNE_FROM and len(scores) >= keep:
+                floor = heapq.nlargest(keep, scores.values())[-1]
+                if left < floor:
+                    return self._complete(scores, found[i:], floor - left), False
+            if scores:
+                for doc, weight in zip(docs, weights, strict=True):
+                    scores[doc] = get(doc, 0.0) + factor * weight
+            else:
+                scores = {d: factor * w for d, w in zip(docs, weights, strict=True)}
+                get = scores.get
+            left -= factor * _BOUND
+        return scores, True
+
+    def _complete(
+        self, scores: dict[int, float], rest: list[tuple[float, int]], cut: float
+    ) -> dict[int, float]:
+        """The docs scoring at least ``cut`` so far, with the ``rest`` terms added."""
+        kept = {doc: score for doc, score in scores.items() if score >= cut}
+        for factor, tid in rest:
+            docs, weights = self._docs[tid], self._weights[tid]
+            size = len(docs)
+            for doc in kept:
+                at = bisect_left(docs, doc)
+                if at < size and docs[at] == doc:
+                    kept[doc] += factor * weights[at]
+        return kept
+
+
+def pool_size(n: int) -> int:
+    """How many top docs ``top_visible`` looks at before the visibility filter."""
+    return 2 * n + 8
 
 
 def top_visible(
-    scores: dict[int, float], n: int, names: list[str], visible: Visible | None
-) -> list[tuple[float, int]]:
+    scores: dict[int, float],
+    n: int,
+    names: list[str],
+    visible: Visible | None,
+    complete: bool = True,
+) -> list[tuple[float, int]] | None:
     """The ``n`` highest-scoring visible docs. Doc ids follow name order, so ``-doc`` in the
-    key breaks score ties by name."""
-    want = 2 * n + 8
+    key breaks score ties by name. None when ``scores`` is not ``complete`` (pruned to the
+    best ``pool_size(n)``) and hidden docs leave fewer than ``n`` of those."""
+    want = pool_size(n)
     if len(scores) > 4 * want:
         # Cut on the bare scores first (no tuple per scored doc); every doc tied with the
         # cut-off score stays in, so the tie-break by name below sees all of them.
@@ -310,6 +372,8 @@ def top_visible(
     else:
         pool = heapq.nlargest(want, ((s, -d) for d, s in scores.items()))
     out = [(s, -d) for s, d in pool if visible is None or visible(names[-d])]
+    if len(out) < n and not complete:
+        return None
     if len(out) < n and len(pool) < len(scores):
         pool = sorted(((s, -d) for d, s in scores.items()), reverse=True)
         out = [(s, -d) for s, d in pool if visible is None or visible(names[-d])]

@@ -333,6 +333,34 @@ def test_equal_scores_are_ordered_by_name_whatever_the_input_order() -> None:
         assert len({h.score for h in hits}) == 1
 
 
+def test_pruned_scoring_returns_exactly_the_ranking_of_a_full_walk() -> None:
+    rng = random.Random(7)
+    words = [f"w{i}" for i in range(300)]
+    tools = [
+        tool(f"t{i:04d}", " ".join(["record", *rng.sample(words, 5), "entry" * (i % 2)]))
+        for i in range(1500)
+    ]
+    index = SearchIndex.build(tools)
+    analyzer = default_analyzer()
+    hidden = {f"t{i:04d}" for i in range(1500) if i % 3}  # k=20 outruns the pool
+
+    def shown(name: str) -> bool:
+        return name not in hidden
+
+    pruned = 0
+    for query in ("record w1 w2", "entry record w5", "w7 record entry w9 w11", "record entry"):
+        terms = analyzer.terms(query)
+        full = sorted(index._scores(terms, None)[0].items(), key=lambda ds: (-ds[1], ds[0]))
+        pruned += not index._scores(terms, 28)[1]
+        for k in (1, 5, 20):
+            expected = [(index._names[d], score) for d, score in full]
+            got = [(h.name, h.score) for h in index.search(query, k)]
+            assert got == expected[:k]
+            got = [(h.name, h.score) for h in index.search(query, k, visible=shown)]
+            assert got == [(n, s) for n, s in expected if n not in hidden][:k]
+    assert pruned >= 2  # the test exercises the pruned path
+
+
 def test_empty_queries_and_nonpositive_k_return_nothing() -> None:
     assert INDEX.search("   ") == []
     assert INDEX.search("the of and") == []

@@ -38,7 +38,7 @@ from mcp_toolbridge.shell_programs import (
     make_operands,
     tar_operands,
 )
-from mcp_toolbridge.shell_scan import Found, Scan, Syntax
+from mcp_toolbridge.shell_scan import Found, Syntax
 
 
 def path_operands(argv: tuple[str, ...]) -> Found:
@@ -159,10 +159,6 @@ _FOLD = Syntax("w", frozenset({"--width"}))
 _CMP = Syntax("in", frozenset({"--ignore-initial", "--bytes"}))
 _STRINGS = Syntax("ntTeso", frozenset({"--bytes", "--radix", "--target", "--encoding"}))
 _BASE64 = Syntax("w", frozenset({"--wrap"}))
-
-
-def _recursive(s: Scan) -> bool:
-    return bool(s.options & {"-r", "-R", "--recursive", "--dereference-recursive"})
 
 
 def _plus_command(text: str) -> bool:

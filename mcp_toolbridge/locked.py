@@ -43,6 +43,7 @@ from mcp_toolbridge.builtins.search_providers import (
 from mcp_toolbridge.catalog import Catalog
 from mcp_toolbridge.errors import ConfigError, ErrorCode, Problem
 from mcp_toolbridge.model import Format, ToolSpec
+from mcp_toolbridge.names import LOCKED_IDS as LOCKED_IDS
 from mcp_toolbridge.paths import is_within
 from mcp_toolbridge.policy import Policy
 from mcp_toolbridge.policy_file import PolicyFile
@@ -53,23 +54,6 @@ from mcp_toolbridge.secrets import SecretResolver
 from mcp_toolbridge.session import Sessions
 from mcp_toolbridge.skills import default_skill_dirs
 from mcp_toolbridge.subagent import CallTool, Limits
-
-LOCKED_IDS: tuple[str, ...] = (
-    "read",
-    "write",
-    "edit",
-    "glob",
-    "grep",
-    "bash",
-    "todo",
-    "task",
-    "question",
-    "web_search",
-    "web_fetch",
-    "skill",
-    "tool_search",
-)
-"""The spec's locked fundamental tools, in its order."""
 
 MAX_SCOPE_FOLDERS = 10_000
 """Folders glob and grep remember as inside the fs.read scope (see _scope_check)."""

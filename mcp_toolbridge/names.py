@@ -15,23 +15,24 @@ KEPT_NAME_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 """SEP-986 (what the SDK's ``validate_tool_name`` accepts): the rule for manifest ids served as
 written. Dots are allowed, slashes and spaces are not."""
 
-LOCKED_TOOL_IDS: frozenset[str] = frozenset(
-    {
-        "read",
-        "write",
-        "edit",
-        "glob",
-        "grep",
-        "bash",
-        "todo",
-        "task",
-        "question",
-        "web_search",
-        "web_fetch",
-        "skill",
-        "tool_search",
-    }
+LOCKED_IDS: tuple[str, ...] = (
+    "read",
+    "write",
+    "edit",
+    "glob",
+    "grep",
+    "bash",
+    "todo",
+    "task",
+    "question",
+    "web_search",
+    "web_fetch",
+    "skill",
+    "tool_search",
 )
+"""The spec's locked fundamental tools, in its order: reserved in every catalog."""
+
+LOCKED_TOOL_IDS: frozenset[str] = frozenset(LOCKED_IDS)
 
 
 def sanitize_name(raw: str) -> str:

@@ -1,32 +1,91 @@
-"""Round trip of a trivial exec tool through `mcp-toolbridge serve` over stdio, against a bare
-spawn of the same tool measured in the same process.
+"""Round trip of a trivial exec tool through `mcp-toolbridge serve` over stdio, against spawning
+the same tool directly from Python in the same run.
 
-    .venv/bin/python benchmarks/roundtrip.py [--calls 500] [--reps 3]
+    .venv/bin/python benchmarks/roundtrip.py [--calls 500] [--reps 3] [--max-concurrency N]
 
-Prints p50/p99 per call and calls/s at 1, 8 and 32 in flight, for:
-  - spawn/anyio: anyio.run_process of the tool (what an async server pays at minimum),
-  - spawn/subprocess: subprocess.run in threads,
-  - toolbridge: the SDK client calling the tool through `python -m mcp_toolbridge serve`,
-and the p50 overhead of toolbridge over spawn/anyio, paired per repetition.
+The tool is `#!/bin/sh` + `exec cat` (it echoes the JSON arguments), declared in an agentcli
+tools.json. Seven drivers, each timed per call from issue to result, at 1, 8 and 32 calls in
+flight (that many tasks calling back to back):
+
+- spawn/anyio: `anyio.run_process(tool, input=...)` in this process. What an async server pays
+  at minimum for one spawn; the baseline of the overhead figures (as in the performance anchors).
+- spawn/subprocess: `subprocess.run(tool, input=...)` in worker threads (one per call in flight).
+- spawn/product: `mcp_toolbridge.executors.subprocess.run_process` called directly: the spawn
+  the server does for each call (own session, pidfd exit watch, bounded drains), without MCP,
+  validation, policy or audit.
+- bridge: `Bridge.call` in this process, built as `serve` builds it (locked tools, the default
+  policy, the audit log in a temporary file, the telemetry span): the whole pipeline of a call
+  without MCP.
+- sdk/no-spawn: the SDK `Client` over stdio to benchmarks/sdk_server.py, a hand-written SDK
+  low-level server that answers without spawning: what MCP over stdio costs by itself.
+- sdk/spawn: the same server running the tool per call with the product's `run_process`
+  (`--spawn`): MCP plus the spawn, done from a server process, with nothing else.
+- toolbridge: the SDK's `Client` (mcp 2.3, the default mode, which negotiates 2026-07-28) over
+  stdio to `python -m mcp_toolbridge serve DIR --audit FILE`: a real child process, real pipes,
+  the JSON-RPC framing, validation, the default policy, the audit log (written to a temporary
+  file instead of the user data directory) and the telemetry span. Tools are listed once first.
+  A fresh server per cell; its start-up is not timed.
+
+At 1 in flight the overhead over spawn/anyio splits into four parts (computed from the median
+p50 of each driver, so they add up to the total exactly):
+spawn/product - spawn/anyio (the product's spawn against the baseline's), sdk/no-spawn (MCP over
+stdio), sdk/spawn - sdk/no-spawn - spawn/product (what the same spawn costs more when it is made
+by a server process between the client and the tool) and toolbridge - sdk/spawn (everything the
+product adds to a bare SDK server: transport, adapter, validation, policy, audit, span, argv/env
+and output handling). bridge - spawn/product shows the in-process part of the last one.
+
+Each repetition runs every driver once per concurrency, in an order rotated per repetition; a
+cell starts with 20 warm-up calls. Cells show the median over repetitions with [min-max].
+"others %" is the CPU that processes outside this benchmark used during the cell (from
+/proc/stat, minus this process's and its children's rusage) as a share of all cores. On a shared
+machine, each cell first waits (up to --patience seconds) for a second in which others use less
+than --quiet percent, and a cell during which they used more is run again (up to --attempts
+times in all; the least disturbed attempt is kept). Figures from cells above about 10 % are
+disturbed: the p50 of a spawn doubles when another process keeps a core busy.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+import anyio.to_thread
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+import mcp_toolbridge
+from mcp_toolbridge.app import Settings, load_catalog, open_bridge
+from mcp_toolbridge.context import CallContext
+from mcp_toolbridge.executors.subprocess import run_process
 
 PAYLOAD = {"text": "hello from the benchmark"}
 CONCURRENCY = (1, 8, 32)
+WARMUP = 20
+DRIVERS = (
+    "spawn/anyio",
+    "spawn/subprocess",
+    "spawn/product",
+    "bridge",
+    "sdk/no-spawn",
+    "sdk/spawn",
+    "toolbridge",
+)
+SPAWNS = ("spawn/anyio", "spawn/subprocess", "spawn/product")
+SDK_SERVER = Path(__file__).with_name("sdk_server.py")
+
+Call = Callable[[], Awaitable[None]]
 
 
 def make_catalog(folder: Path) -> Path:
@@ -48,9 +107,65 @@ def make_catalog(folder: Path) -> Path:
     return tool
 
 
-async def measure(
-    call: Callable[[], Awaitable[None]], calls: int, inflight: int
-) -> dict[str, float]:
+@dataclass
+class Cell:
+    p50: float
+    p99: float
+    rate: float
+    others: float
+    """CPU share (0-1 of all cores) used by processes outside this run during the cell."""
+
+
+class OthersMeter:
+    """CPU used on the machine by anything but this process and its (reaped) children."""
+
+    def __init__(self) -> None:
+        self.ticks = os.sysconf("SC_CLK_TCK")
+        self.start = self._sample()
+
+    @staticmethod
+    def _ours() -> float:
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+    def _sample(self) -> tuple[float, float, float]:
+        with open("/proc/stat", encoding="ascii") as stat:
+            fields = [int(x) for x in stat.readline().split()[1:]]
+        idle = fields[3] + fields[4]  # idle + iowait
+        busy = sum(fields[:8]) - idle  # up to steal; guest time is already in user
+        return busy / self.ticks, sum(fields[:8]) / self.ticks, self._ours()
+
+    def share(self) -> float:
+        busy0, total0, ours0 = self.start
+        busy1, total1, ours1 = self._sample()
+        elapsed = total1 - total0
+        if elapsed <= 0:
+            return 0.0
+        return max(0.0, (busy1 - busy0) - (ours1 - ours0)) / elapsed
+
+
+@dataclass
+class Quiet:
+    percent: float
+    patience: float
+    attempts: int
+
+    async def wait(self) -> None:
+        """Return after a second in which others used less than ``percent`` of the machine, or
+        after ``patience`` seconds."""
+        deadline = time.monotonic() + self.patience
+        while time.monotonic() < deadline:
+            meter = OthersMeter()
+            await anyio.sleep(1.0)
+            if meter.share() * 100 < self.percent:
+                return
+
+
+async def measure(call: Call, calls: int, inflight: int) -> tuple[list[float], float]:
+    """Per-call latencies in ms and calls/s for ``calls`` calls, ``inflight`` at a time."""
+    for _ in range(WARMUP):
+        await call()
     latencies: list[float] = []
     per_task = max(1, calls // inflight)
 
@@ -64,101 +179,242 @@ async def measure(
     async with anyio.create_task_group() as tg:
         for _ in range(inflight):
             tg.start_soon(worker)
-    wall = time.perf_counter() - started
-    latencies.sort()
-    return {
-        "p50": statistics.median(latencies),
-        "p99": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
-        "rate": len(latencies) / wall,
-    }
+    return latencies, len(latencies) / (time.perf_counter() - started)
 
 
-async def bench_spawn_anyio(tool: Path, calls: int, inflight: int) -> dict[str, float]:
-    data = json.dumps(PAYLOAD).encode()
-
-    async def call() -> None:
-        await anyio.run_process([str(tool)], input=data)
-
-    return await measure(call, calls, inflight)
+def summarize(latencies: list[float], rate: float, others: float) -> Cell:
+    ordered = sorted(latencies)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    return Cell(statistics.median(ordered), p99, rate, others)
 
 
-async def bench_spawn_subprocess(tool: Path, calls: int, inflight: int) -> dict[str, float]:
-    data = json.dumps(PAYLOAD).encode()
+class Bench:
+    def __init__(self, folder: Path, tool: Path, calls: int, max_concurrency: int | None) -> None:
+        self.folder = folder
+        self.tool = tool
+        self.calls = calls
+        self.max_concurrency = max_concurrency
+        self.data = json.dumps(PAYLOAD).encode()
+        self.env = {k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}
+        self.protocol = "?"
+        # The servers import the same mcp_toolbridge as this process (a checkout or a copy).
+        self.child_env = {"PYTHONPATH": str(Path(mcp_toolbridge.__file__).parent.parent)}
+        # The servers' stderr (their start-up banner) goes to a file, not between the tables.
+        self.errlog = open(folder / "server-stderr.log", "a", encoding="utf-8")
 
-    def run() -> None:
-        subprocess.run([str(tool)], input=data, capture_output=True, check=True)
+    async def run(self, driver: str, inflight: int, quiet: Quiet) -> Cell:
+        best: Cell | None = None
+        for _ in range(quiet.attempts):
+            await quiet.wait()
+            cell = await self.run_once(driver, inflight)
+            if best is None or cell.others < best.others:
+                best = cell
+            if cell.others * 100 <= quiet.percent:
+                break
+        assert best is not None
+        return best
 
-    limiter = anyio.CapacityLimiter(inflight)
+    async def run_once(self, driver: str, inflight: int) -> Cell:
+        meter = OthersMeter()
+        if driver == "toolbridge":
+            latencies, rate = await self._over_stdio(self._serve_args(), inflight)
+        elif driver == "sdk/no-spawn":
+            latencies, rate = await self._over_stdio([str(SDK_SERVER)], inflight)
+        elif driver == "sdk/spawn":
+            args = [str(SDK_SERVER), "--spawn", str(self.tool)]
+            latencies, rate = await self._over_stdio(args, inflight)
+        elif driver == "bridge":
+            latencies, rate = await self._bridge(inflight)
+        else:
+            latencies, rate = await measure(self._spawner(driver, inflight), self.calls, inflight)
+        return summarize(latencies, rate, meter.share())
 
-    async def call() -> None:
-        await anyio.to_thread.run_sync(run, limiter=limiter)
+    def _settings(self) -> Settings:
+        return Settings(
+            paths=[self.folder],
+            audit_path=self.folder / "audit.ndjson",
+            max_concurrency=self.max_concurrency,
+            workspace=self.folder,
+        )
 
-    return await measure(call, calls, inflight)
+    def _serve_args(self) -> list[str]:
+        args = ["-m", "mcp_toolbridge", "serve", str(self.folder)]
+        args += ["--audit", str(self.folder / "audit.ndjson")]
+        if self.max_concurrency is not None:
+            args += ["--max-concurrency", str(self.max_concurrency)]
+        return args
+
+    async def _bridge(self, inflight: int) -> tuple[list[float], float]:
+        settings = self._settings()
+        loaded = load_catalog(settings, locked=True)
+        async with open_bridge(settings, loaded) as bridge:
+
+            async def call() -> None:
+                outcome = await bridge.call("echo_json", PAYLOAD, CallContext(session_id="bench"))
+                if not outcome.ok:
+                    raise RuntimeError(outcome.error)
+
+            return await measure(call, self.calls, inflight)
+
+    def _spawner(self, driver: str, inflight: int) -> Call:
+        argv = [str(self.tool)]
+        if driver == "spawn/anyio":
+
+            async def spawn_anyio() -> None:
+                await anyio.run_process(argv, input=self.data)
+
+            return spawn_anyio
+        if driver == "spawn/subprocess":
+            limiter = anyio.CapacityLimiter(inflight)
+
+            def blocking() -> None:
+                subprocess.run(argv, input=self.data, capture_output=True, check=True)
+
+            async def spawn_thread() -> None:
+                await anyio.to_thread.run_sync(blocking, limiter=limiter)
+
+            return spawn_thread
+
+        async def spawn_product() -> None:
+            outcome = await run_process(
+                argv, stdin=self.data, cwd=str(self.folder), env=self.env, timeout_s=60
+            )
+            if outcome.exit_code != 0:
+                raise RuntimeError(outcome.stderr_tail)
+
+        return spawn_product
+
+    async def _over_stdio(self, args: list[str], inflight: int) -> tuple[list[float], float]:
+        params = StdioServerParameters(
+            command=sys.executable, args=args, cwd=str(self.folder), env=self.child_env
+        )
+        async with Client(stdio_client(params, errlog=self.errlog)) as client:
+            self.protocol = client.protocol_version
+            await client.list_tools()
+
+            async def call() -> None:
+                result = await client.call_tool("echo_json", PAYLOAD)
+                if result.is_error:
+                    raise RuntimeError(result.content)
+
+            return await measure(call, self.calls, inflight)
 
 
-async def bench_toolbridge(folder: Path, calls: int, inflight: int) -> dict[str, float]:
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "mcp_toolbridge", "serve", str(folder), "--max-concurrency", "64"],
+def span(values: list[float], fmt: str) -> str:
+    mid = format(statistics.median(values), fmt)
+    if len(values) == 1:
+        return mid
+    return f"{mid} [{format(min(values), fmt)}-{format(max(values), fmt)}]"
+
+
+def signed_span(values: list[float]) -> str:
+    mid = statistics.median(values)
+    if len(values) == 1:
+        return f"{mid:+.2f}"
+    return f"{mid:+.2f} [{min(values):+.2f} to {max(values):+.2f}]"
+
+
+def report(rows: dict[tuple[str, int], list[Cell]], args: argparse.Namespace, bench: Bench) -> None:
+    load = os.getloadavg()
+    print(
+        f"machine: {os.cpu_count()} cores, {platform.machine()}, Linux {platform.release()}, "
+        f"Python {platform.python_version()}; load average at the end {load[0]:.2f}"
     )
-    async with Client(params) as client:
-        await client.list_tools()
-        for _ in range(20):
-            await client.call_tool("echo_json", PAYLOAD)
-
-        async def call() -> None:
-            result = await client.call_tool("echo_json", PAYLOAD)
-            if result.is_error:
-                raise RuntimeError(result.content)
-
-        return await measure(call, calls, inflight)
+    limit = args.max_concurrency or "default (2 x cores)"
+    print(
+        f"calls per cell: {args.calls}, repetitions: {args.reps}, toolbridge client: mcp SDK "
+        f"Client over stdio, protocol {bench.protocol}, --max-concurrency {limit}"
+    )
+    print()
+    print("| driver | in flight | p50 ms | p99 ms | calls/s | others % |")
+    print("|---|---|---|---|---|---|")
+    for inflight in CONCURRENCY:
+        for driver in DRIVERS:
+            cells = rows[(driver, inflight)]
+            print(
+                f"| {driver} | {inflight} | {span([c.p50 for c in cells], '.2f')} | "
+                f"{span([c.p99 for c in cells], '.2f')} | {span([c.rate for c in cells], '.0f')} | "
+                f"{span([c.others * 100 for c in cells], '.0f')} |"
+            )
+    print()
+    print("toolbridge against each spawn, paired per repetition (median [min to max]):")
+    print()
+    print("| against | in flight | p50 overhead ms | p50 ratio | p99 overhead ms | calls/s ratio |")
+    print("|---|---|---|---|---|---|")
+    for base in SPAWNS:
+        for inflight in CONCURRENCY:
+            pairs = list(zip(rows[("toolbridge", inflight)], rows[(base, inflight)], strict=True))
+            p50 = [t.p50 - s.p50 for t, s in pairs]
+            ratio = [t.p50 / s.p50 for t, s in pairs]
+            p99 = [t.p99 - s.p99 for t, s in pairs]
+            rate = [t.rate / s.rate for t, s in pairs]
+            print(
+                f"| {base} | {inflight} | {signed_span(p50)} | {span(ratio, '.2f')} | "
+                f"{signed_span(p99)} | {span(rate, '.2f')} |"
+            )
+    print()
+    print("where the p50 at 1 in flight goes, from the median p50s of the first table:")
+    print()
+    print("| part | ms |")
+    print("|---|---|")
+    at1 = {driver: statistics.median(c.p50 for c in rows[(driver, 1)]) for driver in DRIVERS}
+    parts: tuple[tuple[str, list[str], list[str]], ...] = (
+        ("spawn/product - spawn/anyio: the product's spawn", ["spawn/product"], ["spawn/anyio"]),
+        ("sdk/no-spawn: MCP over stdio", ["sdk/no-spawn"], []),
+        (
+            "sdk/spawn - sdk/no-spawn - spawn/product: spawning from a server process",
+            ["sdk/spawn"],
+            ["sdk/no-spawn", "spawn/product"],
+        ),
+        ("toolbridge - sdk/spawn: what the product adds", ["toolbridge"], ["sdk/spawn"]),
+        ("(of which in process: bridge - spawn/product)", ["bridge"], ["spawn/product"]),
+        ("total: toolbridge - spawn/anyio", ["toolbridge"], ["spawn/anyio"]),
+    )
+    for label, plus, minus in parts:
+        print(f"| {label} | {sum(at1[d] for d in plus) - sum(at1[d] for d in minus):+.2f} |")
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--calls", type=int, default=500)
-    parser.add_argument("--reps", type=int, default=3)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--calls", type=int, default=500, help="timed calls per cell")
+    parser.add_argument("--reps", type=int, default=3, help="repetitions of every cell")
+    parser.add_argument(
+        "--max-concurrency", type=int, default=None, help="passed to serve (default: its own)"
+    )
+    parser.add_argument(
+        "--quiet", type=float, default=10.0, help="others' CPU %% a cell should stay under"
+    )
+    parser.add_argument(
+        "--patience", type=float, default=20.0, help="seconds to wait for a quiet machine"
+    )
+    parser.add_argument("--attempts", type=int, default=3, help="runs of a disturbed cell")
     args = parser.parse_args()
-    rows: dict[tuple[str, int], list[dict[str, float]]] = {}
+    quiet = Quiet(args.quiet, args.patience, max(1, args.attempts))
+    rows: dict[tuple[str, int], list[Cell]] = {}
+    started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        tool = make_catalog(folder)
-        for _rep in range(args.reps):
+        bench = Bench(folder, make_catalog(folder), args.calls, args.max_concurrency)
+        for rep in range(args.reps):
+            turn = rep % len(DRIVERS)
+            order = DRIVERS[turn:] + DRIVERS[:turn]
             for inflight in CONCURRENCY:
-                benches = {
-                    "spawn/anyio": bench_spawn_anyio(tool, args.calls, inflight),
-                    "spawn/subprocess": bench_spawn_subprocess(tool, args.calls, inflight),
-                    "toolbridge": bench_toolbridge(folder, args.calls, inflight),
-                }
-                for name, coro in benches.items():
-                    rows.setdefault((name, inflight), []).append(await coro)
-
-    print(f"calls per cell: {args.calls}, repetitions: {args.reps} (median of reps shown)")
-    print(f"{'kind':<18} {'in flight':>9} {'p50 ms':>8} {'p99 ms':>8} {'calls/s':>8}")
-    for (name, inflight), reps in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        p50 = statistics.median(r["p50"] for r in reps)
-        p99 = statistics.median(r["p99"] for r in reps)
-        rate = statistics.median(r["rate"] for r in reps)
-        print(f"{name:<18} {inflight:>9} {p50:>8.2f} {p99:>8.2f} {rate:>8.0f}")
+                for driver in order:
+                    cell = await bench.run(driver, inflight, quiet)
+                    rows.setdefault((driver, inflight), []).append(cell)
+                    print(
+                        f"rep {rep + 1} {driver} x{inflight}: p50 {cell.p50:.2f} ms, "
+                        f"{cell.rate:.0f}/s, others {cell.others * 100:.0f} %",
+                        file=sys.stderr,
+                    )
+        bench.errlog.close()
+        report(rows, args, bench)
+    disturbed = sum(c.others * 100 > args.quiet for cells in rows.values() for c in cells)
     print()
-    print("toolbridge p50 minus spawn/anyio p50, paired per repetition:")
-    for inflight in CONCURRENCY:
-        diffs = [
-            t["p50"] - s["p50"]
-            for t, s in zip(
-                rows[("toolbridge", inflight)], rows[("spawn/anyio", inflight)], strict=True
-            )
-        ]
-        ratio = statistics.median(
-            t["rate"] / s["rate"]
-            for t, s in zip(
-                rows[("toolbridge", inflight)], rows[("spawn/anyio", inflight)], strict=True
-            )
-        )
-        print(
-            f"  {inflight:>2} in flight: {statistics.median(diffs):+.2f} ms "
-            f"[{min(diffs):+.2f} to {max(diffs):+.2f}], calls/s ratio {ratio:.2f}"
-        )
+    print(
+        f"{disturbed} of {sum(len(c) for c in rows.values())} cells kept above {args.quiet:g} % "
+        f"others; the run took {time.monotonic() - started:.0f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -1,0 +1,66 @@
+"""A hand-written MCP server for benchmarks/roundtrip.py: the SDK's low-level Server over the
+SDK's stdio transport, publishing one tool, echo_json, with no validation, policy or audit.
+
+    python benchmarks/sdk_server.py              # answers json.dumps(arguments), spawns nothing
+    python benchmarks/sdk_server.py --spawn TOOL # runs TOOL per call, arguments on stdin
+
+Without ``--spawn`` a call measures what MCP over stdio costs by itself. With it, the tool is run
+by ``mcp_toolbridge.executors.subprocess.run_process``, the spawn `serve` uses, so the difference
+to `serve` is the product's own pipeline and adapter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+
+from mcp_toolbridge.executors.subprocess import run_process
+
+ECHO = types.Tool(
+    name="echo_json",
+    description="Echo the JSON arguments",
+    input_schema={"type": "object", "properties": {"text": {"type": "string"}}},
+)
+
+
+def make_server(tool: str | None) -> Server[Any]:
+    env = {k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[ECHO])
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        payload = json.dumps(params.arguments or {})
+        if tool is None:
+            text = payload
+        else:
+            outcome = await run_process(
+                [tool], stdin=payload.encode(), cwd=None, env=env, timeout_s=60
+            )
+            text = outcome.stdout.decode()
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+    return Server("sdk-server", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--spawn", metavar="TOOL", help="run TOOL for every call")
+    server = make_server(parser.parse_args().spawn)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+if __name__ == "__main__":
+    anyio.run(main)

@@ -36,6 +36,8 @@ import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
+from mcp_toolbridge.server_pipes import ReadLine, WriteAll, line_reader, writer
+
 log = logging.getLogger("mcp_toolbridge")
 
 MAX_FRAME_BYTES = 64 << 20
@@ -70,11 +72,13 @@ async def stdio_transport(
         if stdout is None:
             sys.stdout.flush()
             stdout = _claim(1, sys.stdout.buffer, "wb", _stdout_diversion, restores)
+        readline = line_reader(stdin, restores)
+        write = writer(stdout, restores)
         to_server, from_client = anyio.create_memory_object_stream[ReadItem](0)
         to_client, from_server = anyio.create_memory_object_stream[SessionMessage](0)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_read_frames, stdin, to_server, to_client.clone(), max_frame_bytes)
-            tg.start_soon(_write_frames, stdout, from_server)
+            tg.start_soon(_read_frames, readline, to_server, to_client.clone(), max_frame_bytes)
+            tg.start_soon(_write_frames, write, from_server)
             yield from_client, to_client
     finally:
         with suppress(OSError, ValueError):
@@ -84,7 +88,7 @@ async def stdio_transport(
 
 
 async def _read_frames(
-    stdin: BinaryIO,
+    readline: ReadLine,
     to_server: MemoryObjectSendStream[ReadItem],
     to_client: MemoryObjectSendStream[SessionMessage],
     limit: int,
@@ -95,7 +99,7 @@ async def _read_frames(
     try:
         async with to_server, to_client:
             while True:
-                chunk: bytes = await anyio.to_thread.run_sync(stdin.readline, _CHUNK_BYTES)
+                chunk = await readline(_CHUNK_BYTES)
                 ended = chunk.endswith(b"\n")
                 if head is None:
                     parts.append(chunk)
@@ -144,17 +148,12 @@ async def _pass_on(
 
 
 async def _write_frames(
-    stdout: BinaryIO, from_server: MemoryObjectReceiveStream[SessionMessage]
+    write: WriteAll, from_server: MemoryObjectReceiveStream[SessionMessage]
 ) -> None:
     async with from_server:
         async for item in from_server:
             line = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-            await anyio.to_thread.run_sync(_write_line, stdout, line.encode())
-
-
-def _write_line(stdout: BinaryIO, data: bytes) -> None:
-    stdout.write(data)
-    stdout.flush()
+            await write(line.encode())
 
 
 def reply_to_invalid(text: str) -> types.JSONRPCError | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -463,12 +464,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(name)s: %(message)s")
     try:
-        return COMMANDS[args.verb](args)
+        code = COMMANDS[args.verb](args)
+        sys.stdout.flush()  # inside the try: a reader gone away is handled below
+        return code
     except ToolbridgeError as exc:
         _err(f"mcp-toolbridge: {exc}")
         return EXIT_LOAD
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`... | head`): not an error worth a traceback. Point stdout at
+        # /dev/null so the interpreter's final flush does not raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 141
 
 
 __all__ = ["bundled_manifests", "main"]

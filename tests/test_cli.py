@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -273,3 +274,21 @@ async def test_serve_skip_invalid_serves_the_valid_tools_over_real_stdio(broken:
             result = await client.call_tool("echo", {"text": "still served"})
     assert names == {"echo"}
     assert result.structured_content == {"echo": {"text": "still served"}}
+
+
+def test_a_reader_that_goes_away_gets_no_traceback() -> None:
+    """`mcp-toolbridge export ... | head -c 1`: the pipe closes early; the CLI ends quietly."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "mcp_toolbridge", "export", "--format", "mcp"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert b"Traceback" not in done.stderr, done.stderr.decode()
+    assert b"BrokenPipeError" not in done.stderr

@@ -3,11 +3,40 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
 from mcp_toolbridge.errors import ErrorCode, ExecError
 from mcp_toolbridge.executors.base import ExecRequest, ExecResult
-from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.model import BuiltinTransport, Format, Safety, Source, ToolSpec
+
+BUILTIN_SOURCE = Source(path="<builtin>", index=0, format=Format.BUILTIN)
+
+
+def builtin_spec(
+    name: str,
+    *,
+    title: str,
+    description: str,
+    input_schema: dict[str, Any],
+    safety: Safety,
+    **facts: Any,
+) -> ToolSpec:
+    """A locked tool's declaration: its id is its name, its namespace ``builtin``, the model
+    sees the runtime schema as it is, and calls go to the built-in executor by name.
+    ``facts``: the rest of ToolSpec (requires, argument_roles, timeout_s, ...)."""
+    return ToolSpec(
+        name=name,
+        id=name,
+        namespace="builtin",
+        title=title,
+        description=description,
+        input_schema=input_schema,
+        runtime_input_schema=input_schema,
+        transport=BuiltinTransport(name=name),
+        safety=safety,
+        source=BUILTIN_SOURCE,
+        **facts,
+    )
 
 
 class BuiltinTool(Protocol):

@@ -30,10 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mcp_toolbridge.builtins import builtin_spec
 from mcp_toolbridge.errors import ArgumentsError, ExecSpawnError
 from mcp_toolbridge.executors.base import ExecRequest, ExecResult
 from mcp_toolbridge.executors.subprocess import ProcessOutcome, ProcessTimeout, run_process
-from mcp_toolbridge.model import BuiltinTransport, Format, RequirementSet, Safety, Source, ToolSpec
+from mcp_toolbridge.model import RequirementSet, Safety
 from mcp_toolbridge.session import Sessions
 
 DEFAULT_TIMEOUT_MS = 120_000
@@ -87,10 +88,8 @@ INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-SPEC = ToolSpec(
-    name="bash",
-    id="bash",
-    namespace="builtin",
+SPEC = builtin_spec(
+    "bash",
     title="Run a shell command",
     description=(
         "Run one bash command in the workspace folder and return its exit_code, stdout and "
@@ -101,8 +100,6 @@ SPEC = ToolSpec(
         "read, glob, grep, edit and write tools for files."
     ),
     input_schema=INPUT_SCHEMA,
-    runtime_input_schema=INPUT_SCHEMA,
-    transport=BuiltinTransport(name="bash"),
     timeout_s=DEFAULT_TIMEOUT_MS / 1000,
     requires=RequirementSet(capabilities=("shell.run",)),
     argument_roles={"command": ("shell.run",)},
@@ -113,7 +110,6 @@ SPEC = ToolSpec(
         open_world=True,
         inferred=frozenset(),
     ),
-    source=Source(path="<builtin>", index=0, format=Format.BUILTIN),
 )
 
 

@@ -19,11 +19,11 @@ from typing import Any
 
 import anyio.to_thread
 
-from mcp_toolbridge.builtins import edit_text
+from mcp_toolbridge.builtins import builtin_spec, edit_text
 from mcp_toolbridge.builtins.fs_atomic import SHARED_PATH_LOCKS, PathLocks, atomic_write
 from mcp_toolbridge.builtins.fs_paths import FileProblem, FsRoot
 from mcp_toolbridge.executors.base import ExecRequest, ExecResult
-from mcp_toolbridge.model import BuiltinTransport, Format, RequirementSet, Safety, Source, ToolSpec
+from mcp_toolbridge.model import RequirementSet, Safety
 
 MAX_EDIT_BYTES = 16 * 1024 * 1024
 DIAGNOSE_SHARE = 0.5
@@ -58,10 +58,8 @@ INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-SPEC = ToolSpec(
-    name="edit",
-    id="edit",
-    namespace="builtin",
+SPEC = builtin_spec(
+    "edit",
     title="Edit a file",
     description=(
         "Replace an exact string in an existing file. old_string must match the file exactly "
@@ -70,8 +68,6 @@ SPEC = ToolSpec(
         "or replace all of its content, use write."
     ),
     input_schema=INPUT_SCHEMA,
-    runtime_input_schema=INPUT_SCHEMA,
-    transport=BuiltinTransport(name="edit"),
     requires=RequirementSet(fs_read=("{workspace}",), fs_write=("{workspace}",)),
     argument_roles={"file_path": ("fs.read", "fs.write")},
     safety=Safety(
@@ -81,7 +77,6 @@ SPEC = ToolSpec(
         open_world=False,
         inferred=frozenset(),
     ),
-    source=Source(path="<builtin>", index=0, format=Format.BUILTIN),
 )
 
 

@@ -15,9 +15,10 @@ from typing import IO, Any
 
 import anyio.to_thread
 
+from mcp_toolbridge.builtins import builtin_spec
 from mcp_toolbridge.builtins.fs_paths import FileProblem, FsRoot
 from mcp_toolbridge.executors.base import ExecRequest, ExecResult
-from mcp_toolbridge.model import BuiltinTransport, Format, RequirementSet, Safety, Source, ToolSpec
+from mcp_toolbridge.model import RequirementSet, Safety
 from mcp_toolbridge.session import Sessions
 
 DEFAULT_LIMIT = 2000
@@ -55,10 +56,8 @@ INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-SPEC = ToolSpec(
-    name="read",
-    id="read",
-    namespace="builtin",
+SPEC = builtin_spec(
+    "read",
     title="Read a file",
     description=(
         "Read a text file from the workspace. Returns numbered lines (cat -n style: the line "
@@ -69,12 +68,9 @@ SPEC = ToolSpec(
         "files). Output files of earlier truncated calls (output_path) can be read too."
     ),
     input_schema=INPUT_SCHEMA,
-    runtime_input_schema=INPUT_SCHEMA,
-    transport=BuiltinTransport(name="read"),
     requires=RequirementSet(fs_read=("{workspace}",)),
     argument_roles={"file_path": ("fs.read",)},
     safety=Safety(read_only=True, idempotent=True, open_world=False, inferred=frozenset()),
-    source=Source(path="<builtin>", index=0, format=Format.BUILTIN),
 )
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from mcp_toolbridge.builtins import builtin_spec
 from mcp_toolbridge.builtins.fs_atomic import (
     SHARED_PATH_LOCKS,
     PathLocks,
@@ -20,7 +21,7 @@ from mcp_toolbridge.builtins.fs_atomic import (
 )
 from mcp_toolbridge.builtins.fs_paths import FileProblem, FsRoot
 from mcp_toolbridge.executors.base import ExecRequest, ExecResult
-from mcp_toolbridge.model import BuiltinTransport, Format, RequirementSet, Safety, Source, ToolSpec
+from mcp_toolbridge.model import RequirementSet, Safety
 
 INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -41,10 +42,8 @@ INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-SPEC = ToolSpec(
-    name="write",
-    id="write",
-    namespace="builtin",
+SPEC = builtin_spec(
+    "write",
     title="Write a file",
     description=(
         "Create a file, or overwrite an existing one, with the given content. The write is "
@@ -52,8 +51,6 @@ SPEC = ToolSpec(
         "Prefer edit for changing part of an existing file."
     ),
     input_schema=INPUT_SCHEMA,
-    runtime_input_schema=INPUT_SCHEMA,
-    transport=BuiltinTransport(name="write"),
     requires=RequirementSet(fs_write=("{workspace}",)),
     argument_roles={"file_path": ("fs.write",)},
     safety=Safety(
@@ -63,7 +60,6 @@ SPEC = ToolSpec(
         open_world=False,
         inferred=frozenset(),
     ),
-    source=Source(path="<builtin>", index=0, format=Format.BUILTIN),
 )
 
 

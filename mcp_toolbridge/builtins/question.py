@@ -17,9 +17,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mcp_toolbridge.builtins import builtin_spec
 from mcp_toolbridge.errors import ArgumentsError, PermissionDeniedError
 from mcp_toolbridge.executors.base import ExecRequest, ExecResult
-from mcp_toolbridge.model import BuiltinTransport, Format, Safety, Source, ToolSpec
+from mcp_toolbridge.model import Safety
 
 MAX_QUESTIONS = 8
 MAX_OPTIONS = 20
@@ -98,10 +99,8 @@ INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-SPEC = ToolSpec(
-    name="question",
-    id="question",
-    namespace="builtin",
+SPEC = builtin_spec(
+    "question",
     title="Ask the user",
     description=(
         "Ask the user one or more questions and wait for the answers, when a choice is "
@@ -111,12 +110,9 @@ SPEC = ToolSpec(
         "continue with your best judgement."
     ),
     input_schema=INPUT_SCHEMA,
-    runtime_input_schema=INPUT_SCHEMA,
-    transport=BuiltinTransport(name="question"),
     safety=Safety(
         read_only=True, destructive=False, idempotent=False, open_world=False, inferred=frozenset()
     ),
-    source=Source(path="<builtin>", index=0, format=Format.BUILTIN),
 )
 
 

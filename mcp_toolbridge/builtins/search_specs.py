@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_toolbridge.model import BuiltinTransport, Format, RequirementSet, Safety, Source, ToolSpec
+from mcp_toolbridge.builtins import builtin_spec
+from mcp_toolbridge.model import RequirementSet, Safety
 
 GLOB_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -97,10 +98,8 @@ GREP_SCHEMA: dict[str, Any] = {
 
 _READ_ONLY = Safety(read_only=True, idempotent=True, open_world=False, inferred=frozenset())
 
-GLOB_SPEC = ToolSpec(
-    name="glob",
-    id="glob",
-    namespace="builtin",
+GLOB_SPEC = builtin_spec(
+    "glob",
     title="Find files",
     description=(
         "List files in the workspace whose path matches a glob pattern, newest first "
@@ -109,18 +108,13 @@ GLOB_SPEC = ToolSpec(
         "At most 1000 paths are returned, the rest go to output_path."
     ),
     input_schema=GLOB_SCHEMA,
-    runtime_input_schema=GLOB_SCHEMA,
-    transport=BuiltinTransport(name="glob"),
     requires=RequirementSet(fs_read=("{workspace}",)),
     argument_roles={"path": ("fs.read",)},
     safety=_READ_ONLY,
-    source=Source(path="<builtin>", index=0, format=Format.BUILTIN),
 )
 
-GREP_SPEC = ToolSpec(
-    name="grep",
-    id="grep",
-    namespace="builtin",
+GREP_SPEC = builtin_spec(
+    "grep",
     title="Search file contents",
     description=(
         "Search file contents in the workspace with a regular expression. Files are ordered "
@@ -129,10 +123,7 @@ GREP_SPEC = ToolSpec(
         "head_limit for fewer); the rest go to output_path."
     ),
     input_schema=GREP_SCHEMA,
-    runtime_input_schema=GREP_SCHEMA,
-    transport=BuiltinTransport(name="grep"),
     requires=RequirementSet(fs_read=("{workspace}",)),
     argument_roles={"path": ("fs.read",)},
     safety=_READ_ONLY,
-    source=Source(path="<builtin>", index=0, format=Format.BUILTIN),
 )

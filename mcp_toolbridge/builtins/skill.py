@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from mcp_toolbridge.builtins import builtin_spec
 from mcp_toolbridge.errors import Problem
 from mcp_toolbridge.executors.base import ExecRequest, ExecResult
-from mcp_toolbridge.model import BuiltinTransport, Format, Safety, Source, ToolSpec
+from mcp_toolbridge.model import Safety, ToolSpec
 from mcp_toolbridge.skills import SKILL_FILE, Skill, discover_skills
 
 MAX_FILES = 100
@@ -56,17 +57,12 @@ def describe(skills: Sequence[Skill]) -> str:
 
 
 def build_spec(skills: Sequence[Skill]) -> ToolSpec:
-    return ToolSpec(
-        name="skill",
-        id="skill",
-        namespace="builtin",
+    return builtin_spec(
+        "skill",
         title="Load a skill",
         description=describe(skills),
         input_schema=INPUT_SCHEMA,
-        runtime_input_schema=INPUT_SCHEMA,
-        transport=BuiltinTransport(name="skill"),
         safety=Safety(read_only=True, idempotent=True, open_world=False, inferred=frozenset()),
-        source=Source(path="<builtin>", index=0, format=Format.BUILTIN),
     )
 
 

@@ -15,9 +15,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from mcp_toolbridge.builtins import builtin_spec
 from mcp_toolbridge.errors import ArgumentsError, PermissionDeniedError
 from mcp_toolbridge.executors.base import ExecRequest, ExecResult
-from mcp_toolbridge.model import BuiltinTransport, Format, Safety, Source, ToolSpec
+from mcp_toolbridge.model import Safety, ToolSpec
 from mcp_toolbridge.subagent import (
     CallTool,
     Conversation,
@@ -95,21 +96,15 @@ def _input_schema() -> dict[str, Any]:
 def build_spec(limits: Limits) -> ToolSpec:
     kinds = "\n".join(f"- {t.name}: {t.description}" for t in SUBAGENT_TYPES.values())
     schema = _input_schema()
-    return ToolSpec(
-        name="task",
-        id="task",
-        namespace="builtin",
+    return builtin_spec(
+        "task",
         title="Run a subagent",
-        description=(
-            "Hand a self-contained task to a subagent that runs on the client's model with "
-            "the same tools and permissions, and get its final report back. Use it for "
-            "searches or multi-step work whose details you do not need to see. The subagent "
-            f"has at most {limits.max_turns} turns and {limits.max_seconds:g} s, cannot ask "
-            "the user and cannot start further subagents.\n\nSubagent types:\n" + kinds
-        ),
+        description="Hand a self-contained task to a subagent that runs on the client's model with "
+        "the same tools and permissions, and get its final report back. Use it for "
+        "searches or multi-step work whose details you do not need to see. The subagent "
+        f"has at most {limits.max_turns} turns and {limits.max_seconds:g} s, cannot ask "
+        "the user and cannot start further subagents.\n\nSubagent types:\n" + kinds,
         input_schema=schema,
-        runtime_input_schema=schema,
-        transport=BuiltinTransport(name="task"),
         timeout_s=limits.max_seconds,
         safety=Safety(
             read_only=False,
@@ -118,7 +113,6 @@ def build_spec(limits: Limits) -> ToolSpec:
             open_world=True,
             inferred=frozenset(),
         ),
-        source=Source(path="<builtin>", index=0, format=Format.BUILTIN),
     )
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from mcp_toolbridge.builtins import builtin_spec
 from mcp_toolbridge.errors import ArgumentsError, PermissionDeniedError
 from mcp_toolbridge.executors.base import ExecRequest, ExecResult
-from mcp_toolbridge.model import BuiltinTransport, Format, Safety, Source, ToolSpec
+from mcp_toolbridge.model import Safety
 from mcp_toolbridge.session import Sessions
 
 STORE_KEY = "todo"
@@ -67,10 +68,8 @@ INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-SPEC = ToolSpec(
-    name="todo",
-    id="todo",
-    namespace="builtin",
+SPEC = builtin_spec(
+    "todo",
     title="Todo list",
     description=(
         "Keep a todo list for the current multi-step task. Send the whole list every time: it "
@@ -79,12 +78,9 @@ SPEC = ToolSpec(
         "list belongs to this session only."
     ),
     input_schema=INPUT_SCHEMA,
-    runtime_input_schema=INPUT_SCHEMA,
-    transport=BuiltinTransport(name="todo"),
     safety=Safety(
         read_only=False, destructive=False, idempotent=True, open_world=False, inferred=frozenset()
     ),
-    source=Source(path="<builtin>", index=0, format=Format.BUILTIN),
 )
 
 

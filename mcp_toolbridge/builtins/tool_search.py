@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from mcp_toolbridge.builtins import builtin_spec
 from mcp_toolbridge.catalog import Catalog
 from mcp_toolbridge.executors.base import ExecRequest, ExecResult
-from mcp_toolbridge.model import BuiltinTransport, Format, Safety, Source, ToolSpec
+from mcp_toolbridge.model import Safety
 from mcp_toolbridge.search import SearchIndex
 
 DEFAULT_RESULTS = 5
@@ -35,10 +36,8 @@ INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-SPEC = ToolSpec(
-    name="tool_search",
-    id="tool_search",
-    namespace="builtin",
+SPEC = builtin_spec(
+    "tool_search",
     title="Search tools",
     description=(
         "Search the catalog of available tools and load the matches so they can be called. "
@@ -46,10 +45,7 @@ SPEC = ToolSpec(
         "tool you do not see in your tool list."
     ),
     input_schema=INPUT_SCHEMA,
-    runtime_input_schema=INPUT_SCHEMA,
-    transport=BuiltinTransport(name="tool_search"),
     safety=Safety(read_only=True, idempotent=True, open_world=False, inferred=frozenset()),
-    source=Source(path="<builtin>", index=0, format=Format.BUILTIN),
 )
 
 

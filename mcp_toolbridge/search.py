@@ -122,21 +122,31 @@ class SearchIndex:
         # Pass 1 turns each tool's fields into term ids, kept in two flat arrays for the whole
         # catalog (ids, and each field's length): no per-tool Python objects survive the pass,
         # so the cyclic garbage collector has nothing to rescan during a 100k build, and pass 2
-        # neither splits strings nor looks terms up again.
+        # neither splits strings nor looks terms up again. A field is analysed piece by piece
+        # (a parameter's name, its description, a tag), and each distinct piece once: the
+        # namespace, parameter names and their descriptions repeat across a catalog.
         tokens = array("I")
         lengths = array("I")
         totals = [0] * nfields
+        analysed: dict[str, array[int]] = {}
         for doc, spec in enumerate(specs):
             self._register_names(doc, spec)
-            for f, text in enumerate(field_texts(spec)):
-                terms = terms_of(text) if text else []
-                for term in terms:
-                    tid = term_ids.get(term)
-                    if tid is None:
-                        tid = term_ids[term] = len(term_ids)
-                    tokens.append(tid)
-                lengths.append(len(terms))
-                totals[f] += len(terms)
+            for f, parts in enumerate(field_parts(spec)):
+                size = 0
+                for part in parts:
+                    ids = analysed.get(part)
+                    if ids is None:
+                        ids = analysed[part] = array("I")
+                        for term in terms_of(part):
+                            tid = term_ids.get(term)
+                            if tid is None:
+                                tid = term_ids[term] = len(term_ids)
+                            ids.append(tid)
+                    tokens += ids
+                    size += len(ids)
+                lengths.append(size)
+                totals[f] += size
+        del analysed
         count = max(len(specs), 1)
         averages = [max(total / count, 1.0) for total in totals]
         shapes = [(fd.weight, fd.b, avg) for fd, avg in zip(fields, averages, strict=True)]
@@ -406,18 +416,23 @@ def interleave(lists: list[list[tuple[float, int]]], n: int) -> list[tuple[float
     return out[:n]
 
 
-def field_texts(spec: ToolSpec) -> tuple[str, str, str, str, str, str]:
-    """The texts of the six ``FIELDS``, in their order."""
+def field_parts(spec: ToolSpec) -> tuple[tuple[str, ...], ...]:
+    """The texts of the six ``FIELDS``, in their order, each as the pieces it is made of
+    (words never run across two pieces)."""
     same = _NON_ALNUM.sub("", spec.id.lower()) == _NON_ALNUM.sub("", spec.name.lower())
-    name = spec.id if same else f"{spec.id} {spec.name}"
     return (
-        name,
-        spec.title or "",
-        spec.namespace,
-        spec.description,
-        " ".join(schema_texts(spec.input_schema, 2)),
-        " ".join(spec.tags),
+        (spec.id,) if same else (spec.id, spec.name),
+        (spec.title,) if spec.title else (),
+        (spec.namespace,) if spec.namespace else (),
+        (spec.description,),
+        tuple(schema_texts(spec.input_schema, 2)),
+        spec.tags,
     )
+
+
+def field_texts(spec: ToolSpec) -> tuple[str, ...]:
+    """The texts of the six ``FIELDS``, in their order."""
+    return tuple(" ".join(parts) for parts in field_parts(spec))
 
 
 def schema_texts(schema: Any, depth: int) -> list[str]:

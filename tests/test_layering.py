@@ -16,6 +16,8 @@ ONLY_IN = {
     "httpx2": ("executors/http*.py",),
     "jsonschema": ("schemas.py",),
     "subprocess": ("executors/subprocess.py",),
+    "multiprocessing": ("loaders/shares.py",),
+    "concurrent": ("loaders/shares.py",),
     "asyncio": (),
 }
 MAX_LINES = 500

@@ -12,6 +12,7 @@ import gc
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from mcp_toolbridge.loaders.agentcli import load_agentcli
 from mcp_toolbridge.loaders.agentpm import load_agentpm
 from mcp_toolbridge.loaders.report import LoadReport, ProblemLog, parse_json, read_bytes
 from mcp_toolbridge.loaders.runloop import bundle_tools_path, load_bundle, load_runloop
+from mcp_toolbridge.loaders.shares import load_in_shares
 from mcp_toolbridge.model import Format
 
 __all__ = ["MANIFEST_NAMES", "LoadReport", "detect_format", "load_file", "load_paths"]
@@ -151,7 +153,7 @@ def _through_bundle(path: Path, shown: str) -> tuple[Path, str, LoadReport | Non
     digest is checked even when the tools.json itself was named. A Runloop tools.json that the
     manifest.toml beside it does not pin is refused: Runloop reads tools only through the pin.
     """
-    if path.name == "manifest.toml":
+    if path.name in ("manifest.toml", "agent.json"):  # an agent.json is never Runloop's
         return path, shown, None
     bundle = path.parent / "manifest.toml"
     if not bundle.is_file():
@@ -212,10 +214,18 @@ def _load_paths(paths: Sequence[Path], environ: Mapping[str, str] | None) -> Loa
         and item[0].is_file()
         and (target := bundle_tools_path(item[0])) is not None
     }
-    reports: list[LoadReport] = []
-    for item in items:
-        if isinstance(item, LoadReport):
-            reports.append(item)
-        elif item[0].name == "manifest.toml" or item[2] not in claimed:
-            reports.append(load_file(item[0], display=item[1], environ=environ))
-    return LoadReport.merge(reports)
+    kept = [
+        item
+        for item in items
+        if isinstance(item, LoadReport) or item[0].name == "manifest.toml" or item[2] not in claimed
+    ]
+    files = [(item[0], item[1]) for item in kept if not isinstance(item, LoadReport)]
+    environ = dict(environ) if environ is not None else None
+    loaded = iter(load_in_shares(files, partial(_load_shown, environ=environ)))
+    return LoadReport.merge(
+        [item if isinstance(item, LoadReport) else next(loaded) for item in kept]
+    )
+
+
+def _load_shown(path: Path, shown: str, environ: Mapping[str, str] | None) -> LoadReport:
+    return load_file(path, display=shown, environ=environ)

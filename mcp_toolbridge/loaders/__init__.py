@@ -103,13 +103,35 @@ def load_file(
     return log.report(tools)
 
 
-def _walk(folder: Path, shown: str) -> Iterator[tuple[Path, str]]:
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
-        rel = os.path.relpath(root, folder)
-        for name in sorted(files):
-            if name in MANIFEST_NAMES:
-                yield Path(root, name), os.path.normpath(os.path.join(shown, rel, name))
+def _walk(folder: Path, shown: str) -> Iterator[tuple[Path, str, Path]]:
+    """Manifest files under ``folder``, depth first in sorted order (a folder's own files
+    before its subfolders), as (path, display, real path). Hidden folders, node_modules and
+    __pycache__ are skipped, and so are links to folders (followed, a link could lead out of
+    the tree or round in a circle). The real path is the folder's real path joined with the
+    names below it, since only a file itself can still be a link; unreadable folders are
+    skipped."""
+    base = os.path.normpath(shown)
+    stack = [(str(folder), "" if base == "." else base, os.path.realpath(folder))]
+    while stack:
+        where, display, real = stack.pop()
+        try:
+            with os.scandir(where) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
+        except OSError:
+            continue
+        subfolders = []
+        for entry in entries:
+            name = entry.name
+            if entry.is_dir():
+                if not entry.is_symlink() and not name.startswith(".") and name not in _SKIP_DIRS:
+                    subfolders.append(
+                        (entry.path, os.path.join(display, name), os.path.join(real, name))
+                    )
+            elif name in MANIFEST_NAMES:
+                path = Path(entry.path)
+                resolved = path.resolve() if entry.is_symlink() else Path(real, name)
+                yield path, os.path.join(display, name), resolved
+        stack.extend(reversed(subfolders))
 
 
 # Above this many new container objects a load ends by freezing them (see below).
@@ -182,12 +204,12 @@ def _load_paths(paths: Sequence[Path], environ: Mapping[str, str] | None) -> Loa
     items: list[tuple[Path, str, Path] | LoadReport] = []
     seen: set[Path] = set()
 
-    def add(given: Path, given_shown: str) -> None:
+    def add(given: Path, given_shown: str, real: Path | None = None) -> None:
         path, shown, problem = _through_bundle(given, given_shown)
         if problem is not None:
             items.append(problem)
             return
-        key = path.resolve()
+        key = real if real is not None and path is given else path.resolve()
         if key not in seen:
             seen.add(key)
             items.append((path, shown, key))
@@ -202,8 +224,8 @@ def _load_paths(paths: Sequence[Path], environ: Mapping[str, str] | None) -> Loa
                     code=ErrorCode.MANIFEST_UNREADABLE,
                 )
                 items.append(log.report([], []))
-            for found, shown in walked:
-                add(found, shown)
+            for found, shown, real in walked:
+                add(found, shown, real)
         else:
             add(path, str(path))
     claimed = {

@@ -20,6 +20,7 @@ from mcp_toolbridge.app import Loaded, Settings, open_runtime
 from mcp_toolbridge.bridge import Observer
 from mcp_toolbridge.clients import CLIENTS, client_config, serve_arguments, server_command
 from mcp_toolbridge.errors import ConfigError, ErrorCode
+from mcp_toolbridge.event_loop import LOOPS, backend_options
 from mcp_toolbridge.executors.base import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S, Executor
 from mcp_toolbridge.interface import tool_interface
 from mcp_toolbridge.locked import LOCKED_IDS
@@ -79,6 +80,12 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME",
         help="another Host name HTTP clients use to reach the server (repeatable)",
+    )
+    parser.add_argument(
+        "--loop",
+        choices=LOOPS,
+        default="auto",
+        help="the event loop: uvloop where it is installed (auto, the default), or asyncio",
     )
     parser.add_argument(
         "--watch",
@@ -145,6 +152,7 @@ def serve(
     from mcp_toolbridge.server_http import HttpService
 
     http = _http_options(args)
+    loop_options = backend_options(args.loop)
     recorder = Recorder.open(args.record) if args.record is not None else None
     pin_mmap_threshold()
 
@@ -187,7 +195,7 @@ def serve(
                     await service.serve()
                 group.cancel_scope.cancel()  # the client is gone: stop watching too
 
-    anyio.run(run)
+    anyio.run(run, backend_options=loop_options)
     return EXIT_OK
 
 
@@ -215,6 +223,8 @@ def serving_options(args: argparse.Namespace) -> list[str]:
     """The options of ``args`` that change what is served or how it runs, other than the
     paths, ``--policy`` and ``--workspace``, with paths absolute; defaults are left out."""
     out: list[str] = []
+    if getattr(args, "loop", "auto") != "auto":
+        out += ["--loop", args.loop]
     if getattr(args, "keep_names", False):
         out.append("--keep-names")
     for folder in getattr(args, "ad_hoc", ()):

@@ -12,6 +12,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
+from mcp_toolbridge.event_loop import uvloop_installed
 from mcp_toolbridge.locked import LOCKED_IDS
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 
@@ -75,3 +76,14 @@ def test_serve_refuses_invalid_manifests_with_every_problem_and_exit_2(tmp_path:
     )
     assert "tools.json: tool[1]: name is required" in proc.stderr
     assert proc.stdout == ""
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+async def test_stdio_server_runs_on_either_event_loop(tmp_path: Path, loop: str) -> None:
+    if loop == "uvloop" and not uvloop_installed():
+        pytest.skip("uvloop is not installed here")
+    agentcli_manifest(tmp_path / "mine", [echo_tool("echo")], {"echo": ECHO})
+    with anyio.fail_after(30):
+        async with Client(_server("--loop", loop, str(tmp_path))) as client:
+            result = await client.call_tool("echo", {"text": f"on {loop}"})
+            assert result.structured_content == {"echo": {"text": f"on {loop}"}}

@@ -45,7 +45,8 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.search_scale import make_queries  # noqa: E402
 from benchmarks.toolsearch import BENCH, COLUMNS, evaluate, read_jsonl, tool_specs  # noqa: E402
 from mcp_toolbridge.model import ToolSpec  # noqa: E402
-from mcp_toolbridge.search import SearchIndex, field_texts, interleave  # noqa: E402
+from mcp_toolbridge.search import SearchIndex, interleave  # noqa: E402
+from mcp_toolbridge.search_build import field_texts  # noqa: E402
 from mcp_toolbridge.text import Analyzer, default_analyzer, split_clauses  # noqa: E402
 
 ENGINES = ["searchindex", "bm25s", "bm25s+clauses", "tantivy"]

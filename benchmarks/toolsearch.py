@@ -38,7 +38,8 @@ from mcp_toolbridge import search as search_module
 from mcp_toolbridge import text as text_module
 from mcp_toolbridge.model import BuiltinTransport, Format, Source, ToolSpec
 from mcp_toolbridge.names import sanitize_name
-from mcp_toolbridge.search import SearchIndex, field_texts
+from mcp_toolbridge.search import SearchIndex
+from mcp_toolbridge.search_build import field_texts
 from mcp_toolbridge.text import Analyzer
 
 BENCH = Path("/work/shared/toolsearch-bench/seal-tools")

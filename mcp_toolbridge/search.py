@@ -21,16 +21,15 @@ hides a tool from every path, ``select:`` included.
 from __future__ import annotations
 
 import heapq
-import math
 import re
 from array import array
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.search_build import K1, build_postings
 from mcp_toolbridge.text import Analyzer, default_analyzer, split_clauses, strip_courtesies
 
 Visible = Callable[[str], bool]
@@ -42,43 +41,16 @@ class SearchHit:
     score: float
 
 
-@dataclass(frozen=True, slots=True)
-class Field:
-    """One BM25F field: ``weight`` scales its term frequencies, ``b`` is how strongly a long
-    field is discounted against the field's average length (0: not at all, 1: fully)."""
-
-    weight: float
-    b: float
-
-
-# The name is the tool's most specific, hand-picked description, so a word there counts three
-# times a word of prose; the title is a human rendering of the name. Parameter texts describe
-# inputs rather than purpose, so they count half. The namespace is shared by every tool of a
-# manifest and only needs to separate manifests. Short fields (name, title, tags) are barely
-# length-normalised: their length says little about focus. These are the classic BM25F shape
-# (name > body > auxiliary text), not values fitted to any benchmark.
-FIELDS: dict[str, Field] = {
-    "name": Field(3.0, 0.3),
-    "title": Field(2.0, 0.3),
-    "namespace": Field(1.0, 0.0),
-    "description": Field(1.0, 0.75),
-    "params": Field(0.5, 0.75),
-    "tags": Field(1.5, 0.3),
-}
-K1 = 1.2
-"""BM25 term-frequency saturation (the usual 1.2)."""
 _BOUND = (K1 + 1.0) * 1.000001
 """No stored weight exceeds this (saturation keeps tf·(k1+1)/(k1+tf) under k1+1; the margin
 covers float32 rounding), so ``idf × _BOUND`` bounds what one query term adds to any score."""
 _PRUNE_FROM = 1024
 """Posting lists shorter than this are always walked; pruning only pays on long ones."""
-MAX_ENUM_VALUES = 20
 
 _QUOTES = "`'\""
 _STRIP = _QUOTES + "()[]{}<>,;:!?*"
 _IDENT_MARK = re.compile(r"[_\-./:0-9]|[a-z][A-Z]")
 _SUFFIX_SEP = re.compile(r"[./:]|__")
-_NON_ALNUM = re.compile(r"[^a-z0-9]+")
 
 
 class SearchIndex:
@@ -115,62 +87,13 @@ class SearchIndex:
     # -- building -------------------------------------------------------------------------
 
     def _fill(self, specs: list[ToolSpec]) -> None:
-        terms_of = self._analyzer.terms
-        fields = list(FIELDS.values())
-        nfields = len(fields)
-        term_ids = self._term_ids
-        # Pass 1 turns each tool's fields into term ids, kept in two flat arrays for the whole
-        # catalog (ids, and each field's length): no per-tool Python objects survive the pass,
-        # so the cyclic garbage collector has nothing to rescan during a 100k build, and pass 2
-        # neither splits strings nor looks terms up again. A field is analysed piece by piece
-        # (a parameter's name, its description, a tag), and each distinct piece once: the
-        # namespace, parameter names and their descriptions repeat across a catalog.
-        tokens = array("I")
-        lengths = array("I")
-        totals = [0] * nfields
-        analysed: dict[str, array[int]] = {}
-        for doc, spec in enumerate(specs):
-            self._register_names(doc, spec)
-            for f, parts in enumerate(field_parts(spec)):
-                size = 0
-                for part in parts:
-                    ids = analysed.get(part)
-                    if ids is None:
-                        ids = analysed[part] = array("I")
-                        for term in terms_of(part):
-                            tid = term_ids.get(term)
-                            if tid is None:
-                                tid = term_ids[term] = len(term_ids)
-                            ids.append(tid)
-                    tokens += ids
-                    size += len(ids)
-                lengths.append(size)
-                totals[f] += size
-        del analysed
-        count = max(len(specs), 1)
-        averages = [max(total / count, 1.0) for total in totals]
-        shapes = [(fd.weight, fd.b, avg) for fd, avg in zip(fields, averages, strict=True)]
-        all_docs: list[array[int]] = [array("I") for _ in range(len(term_ids))]
-        all_weights: list[array[float]] = [array("f") for _ in range(len(term_ids))]
-        at = 0
-        saturate = K1 + 1.0
-        for doc in range(len(specs)):
-            pseudo_tf: dict[int, float] = {}
-            get = pseudo_tf.get
-            for f in range(nfields):
-                size = lengths[doc * nfields + f]
-                if size:
-                    weight, b, average = shapes[f]
-                    scale = weight / (1.0 - b + b * size / average)
-                    for tid in tokens[at : at + size]:
-                        pseudo_tf[tid] = get(tid, 0.0) + scale
-                    at += size
-            for tid, tf in pseudo_tf.items():
-                all_docs[tid].append(doc)
-                all_weights[tid].append(tf * saturate / (K1 + tf))
-        self._docs, self._weights = all_docs, all_weights
-        n = len(specs)
-        self._idf = [math.log(1.0 + (n - len(d) + 0.5) / (len(d) + 0.5)) for d in all_docs]
+        def register_all() -> None:
+            for doc, spec in enumerate(specs):
+                self._register_names(doc, spec)
+
+        postings = build_postings(specs, self._analyzer.terms, alongside=register_all)
+        self._term_ids = postings.term_ids
+        self._docs, self._weights, self._idf = postings.docs, postings.weights, postings.idf
 
     def _register_names(self, doc: int, spec: ToolSpec) -> None:
         self._names.append(spec.name)
@@ -414,57 +337,6 @@ def interleave(lists: list[list[tuple[float, int]]], n: int) -> list[tuple[float
         if len(out) >= n:
             break
     return out[:n]
-
-
-def field_parts(spec: ToolSpec) -> tuple[tuple[str, ...], ...]:
-    """The texts of the six ``FIELDS``, in their order, each as the pieces it is made of
-    (words never run across two pieces)."""
-    same = _NON_ALNUM.sub("", spec.id.lower()) == _NON_ALNUM.sub("", spec.name.lower())
-    return (
-        (spec.id,) if same else (spec.id, spec.name),
-        (spec.title,) if spec.title else (),
-        (spec.namespace,) if spec.namespace else (),
-        (spec.description,),
-        tuple(schema_texts(spec.input_schema, 2)),
-        spec.tags,
-    )
-
-
-def field_texts(spec: ToolSpec) -> tuple[str, ...]:
-    """The texts of the six ``FIELDS``, in their order."""
-    return tuple(" ".join(parts) for parts in field_parts(spec))
-
-
-def schema_texts(schema: Any, depth: int) -> list[str]:
-    """Property names, titles, descriptions and string enum values of an object schema,
-    following nested objects and array items ``depth`` levels down."""
-    out: list[str] = []
-    _collect(schema, depth, out)
-    return out
-
-
-def _collect(schema: Any, depth: int, out: list[str]) -> None:
-    if not isinstance(schema, dict) or depth <= 0:
-        return
-    items = schema.get("items")
-    if isinstance(items, dict):
-        _collect(items, depth, out)
-    props = schema.get("properties")
-    if not isinstance(props, dict):
-        return
-    for prop, sub in props.items():
-        out.append(str(prop))
-        if not isinstance(sub, dict):
-            continue
-        for key in ("title", "description"):
-            text = sub.get(key)
-            if isinstance(text, str):
-                out.append(text)
-        enum = sub.get("enum")
-        if isinstance(enum, list):
-            out.extend(v for v in enum[:MAX_ENUM_VALUES] if isinstance(v, str))
-        if depth > 1 and ("properties" in sub or "items" in sub):
-            _collect(sub, depth - 1, out)
 
 
 def short_suffixes(spec: ToolSpec) -> set[str]:

@@ -16,7 +16,7 @@ ONLY_IN = {
     "httpx2": ("executors/http*.py",),
     "jsonschema": ("schemas.py",),
     "subprocess": ("executors/subprocess.py",),
-    "multiprocessing": ("loaders/shares.py",),
+    "multiprocessing": ("loaders/shares.py", "forked.py"),
     "concurrent": ("loaders/shares.py",),
     "asyncio": (),
 }

@@ -5,16 +5,9 @@ process uses one core. The files are cut into chunks of about equal size; the wo
 chunks from the end, this process from the front, until they meet: each chunk this process
 reaches is withdrawn from the worker first (a chunk the worker has begun cannot be), so both
 stay busy to the end whatever the formats cost, and each of the worker's chunks comes back
-pickled as soon as it is done (taking in a pickled tool costs ≈ 15 µs). A worker is used only
-where that is safe and pays:
-
-- Linux, where ``fork`` is the native way to start a process (the worker inherits the loaded
-  modules and costs ≈ 10 ms to start, instead of an interpreter start and every import);
-- at least two cores usable by this process;
-- no other thread in this process: a forked child gets a copy of every lock, including locks
-  that another thread held at that moment (so a reload in a server, which runs in a worker
-  thread, loads in process);
-- at least ``MIN_BYTES`` of manifests: below that the worker's start costs what it saves.
+pickled as soon as it is done (taking in a pickled tool costs ≈ 15 µs). The worker is used
+where forking is safe (``forked.fork_allowed``) and for at least ``MIN_BYTES`` of manifests:
+below that its start costs what it saves.
 
 A worker that dies or whose result cannot be sent back changes nothing: its chunks are then
 loaded here. An exception raised by loading itself is raised here as it would be in process.
@@ -23,15 +16,13 @@ loaded here. An exception raised by loading itself is raised here as it would be
 from __future__ import annotations
 
 import multiprocessing
-import os
 import pickle
-import sys
-import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+from mcp_toolbridge.forked import before_fork, fork_allowed, in_child
 from mcp_toolbridge.loaders.report import LoadReport
 
 LoadOne = Callable[[Path, str], LoadReport]
@@ -47,13 +38,6 @@ FILE_COST = 2_500
 time (an AgentPM agent.json of one tool takes as long as ≈ 3 KB of agentcli tools)."""
 
 
-def _usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not on Linux
-        return os.cpu_count() or 1
-
-
 def _cost(path: Path) -> int:
     """The work of loading ``path``, in bytes: its size (a bundle's manifest.toml stands for
     the tools.json beside it) and ``FILE_COST``."""
@@ -63,11 +47,6 @@ def _cost(path: Path) -> int:
         return path.stat().st_size + FILE_COST
     except OSError:
         return FILE_COST
-
-
-def worker_allowed() -> bool:
-    """Whether this process may fork a loading worker now (see the module docstring)."""
-    return sys.platform == "linux" and _usable_cores() >= 2 and threading.active_count() == 1
 
 
 def chunk(costs: Sequence[int]) -> list[range]:
@@ -95,13 +74,14 @@ def _load_all(load_one: LoadOne, files: Sequence[tuple[Path, str]]) -> list[Load
 def load_in_shares(files: Sequence[tuple[Path, str]], load_one: LoadOne) -> list[LoadReport]:
     """``load_one`` over ``files``, results in the order of ``files``; part of them in a
     forked worker when that is allowed and pays."""
-    chunks = chunk([_cost(path) for path, _ in files]) if worker_allowed() else []
+    chunks = chunk([_cost(path) for path, _ in files]) if fork_allowed() else []
     if len(chunks) < 2:
         return _load_all(load_one, files)
     parts = [files[r.start : r.stop] for r in chunks]
     done: list[list[LoadReport]] = []
+    before_fork()
     fork = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(max_workers=1, mp_context=fork) as pool:
+    with ProcessPoolExecutor(max_workers=1, mp_context=fork, initializer=in_child) as pool:
         # Submitted last chunk first: the worker works from the end.
         futures = [pool.submit(_load_all, load_one, part) for part in reversed(parts)][::-1]
         for part, future in zip(parts, futures, strict=True):

@@ -4,7 +4,7 @@ the same tool directly from Python in the same run.
     .venv/bin/python benchmarks/roundtrip.py [--calls 500] [--reps 3] [--max-concurrency N]
 
 The tool is `#!/bin/sh` + `exec cat` (it echoes the JSON arguments), declared in an agentcli
-tools.json. Seven drivers, each timed per call from issue to result, at 1, 8 and 32 calls in
+tools.json. Eight drivers, each timed per call from issue to result, at 1, 8 and 32 calls in
 flight (that many tasks calling back to back):
 
 - spawn/anyio: `anyio.run_process(tool, input=...)` in this process. What an async server pays
@@ -24,7 +24,9 @@ flight (that many tasks calling back to back):
   stdio to `python -m mcp_toolbridge serve DIR --audit FILE`: a real child process, real pipes,
   the JSON-RPC framing, validation, the default policy, the audit log (written to a temporary
   file instead of the user data directory) and the telemetry span. Tools are listed once first.
-  A fresh server per cell; its start-up is not timed.
+  A fresh server per cell; its start-up is not timed. `serve` runs on uvloop (its default
+  where installed).
+- toolbridge/asyncio: the same with `serve --loop asyncio` (asyncio's own event loop).
 
 At 1 in flight the overhead over spawn/anyio splits into four parts (computed from the median
 p50 of each driver, so they add up to the total exactly):
@@ -81,6 +83,7 @@ DRIVERS = (
     "sdk/no-spawn",
     "sdk/spawn",
     "toolbridge",
+    "toolbridge/asyncio",
 )
 SPAWNS = ("spawn/anyio", "spawn/subprocess", "spawn/product")
 SDK_SERVER = Path(__file__).with_name("sdk_server.py")
@@ -218,6 +221,9 @@ class Bench:
         meter = OthersMeter()
         if driver == "toolbridge":
             latencies, rate = await self._over_stdio(self._serve_args(), inflight)
+        elif driver == "toolbridge/asyncio":
+            args = [*self._serve_args(), "--loop", "asyncio"]
+            latencies, rate = await self._over_stdio(args, inflight)
         elif driver == "sdk/no-spawn":
             latencies, rate = await self._over_stdio([str(SDK_SERVER)], inflight)
         elif driver == "sdk/spawn":

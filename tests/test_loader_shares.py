@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +16,7 @@ import pytest
 
 from mcp_toolbridge.loaders import load_paths
 from mcp_toolbridge.loaders.shares import CHUNKS, MIN_BYTES, chunk
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.fresh_python import ROOT, run_json_script
 
 
 def _catalog(folder: Path) -> Path:
@@ -85,16 +82,7 @@ print(json.dumps({
 
 
 def _run(folder: Path, mode: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(SCRIPT), str(folder), mode],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    result: dict[str, Any] = json.loads(done.stdout)
+    result: dict[str, Any] = run_json_script(SCRIPT, str(folder), mode)
     return result
 
 

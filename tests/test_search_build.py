@@ -7,18 +7,14 @@ so the comparison runs in a child Python started by the test and prints what it 
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.fresh_python import run_json_script
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
-
-ROOT = Path(__file__).resolve().parent.parent
 
 SCRIPT = """
 import json, os, sys
@@ -62,16 +58,7 @@ print(json.dumps({"same": two == one, "child": bool(used), "alongside": len(call
 
 
 def _run(folder: Path, mode: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(SCRIPT), str(folder), mode],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    result: dict[str, Any] = json.loads(done.stdout)
+    result: dict[str, Any] = run_json_script(SCRIPT, str(folder), mode)
     return result
 
 

@@ -92,9 +92,11 @@ def build_postings(
     child = None
     if len(specs) >= PARALLEL_FROM and fork_allowed():
         child = _start_child(specs, split, terms_of)
-    alongside()
-    if child is not None:
+    if child is None:
+        alongside()
+    else:
         try:
+            alongside()
             return _build_with_child(child, specs, split, terms_of)
         except ChildGone as exc:
             log.warning("building the search index in one process: %s", exc)

@@ -15,6 +15,7 @@ loaded here. An exception raised by loading itself is raised here as it would be
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import pickle
 from collections.abc import Callable, Sequence
@@ -24,6 +25,8 @@ from pathlib import Path
 
 from mcp_toolbridge.forked import before_fork, fork_allowed, in_child
 from mcp_toolbridge.loaders.report import LoadReport
+
+log = logging.getLogger("mcp_toolbridge")
 
 LoadOne = Callable[[Path, str], LoadReport]
 """Load one manifest file (its path, and how problems name it)."""
@@ -78,12 +81,18 @@ def load_in_shares(files: Sequence[tuple[Path, str]], load_one: LoadOne) -> list
     if len(chunks) < 2:
         return _load_all(load_one, files)
     parts = [files[r.start : r.stop] for r in chunks]
-    done: list[list[LoadReport]] = []
     before_fork()
     fork = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(max_workers=1, mp_context=fork, initializer=in_child) as pool:
+    pool = ProcessPoolExecutor(max_workers=1, mp_context=fork, initializer=in_child)
+    try:
         # Submitted last chunk first: the worker works from the end.
         futures = [pool.submit(_load_all, load_one, part) for part in reversed(parts)][::-1]
+    except OSError as exc:  # could not fork: out of processes or memory
+        pool.shutdown(cancel_futures=True)
+        log.warning("loading the manifests in one process: cannot fork (%s)", exc)
+        return _load_all(load_one, files)
+    done: list[list[LoadReport]] = []
+    try:
         for part, future in zip(parts, futures, strict=True):
             if not future.cancel():
                 break  # the worker has this chunk and every one after it
@@ -93,4 +102,6 @@ def load_in_shares(files: Sequence[tuple[Path, str]], load_one: LoadOne) -> list
                 done.append(future.result())
             except (BrokenProcessPool, pickle.PickleError):
                 done.append(_load_all(load_one, part))
+    finally:
+        pool.shutdown(cancel_futures=True)  # on an error here, the worker's chunks are moot
     return [report for reports in done for report in reports]

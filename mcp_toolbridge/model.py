@@ -16,7 +16,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 
 class Frozen(BaseModel):
@@ -134,6 +134,12 @@ class Safety(Frozen):
     open_world: bool = True
     requires_confirmation: bool = False
     inferred: frozenset[str] = frozenset(SAFETY_FACTS)
+
+    @field_serializer("inferred", when_used="json")
+    def _sorted(self, inferred: frozenset[str]) -> list[str]:
+        """A set has no order of its own: as JSON, sorted, so equal specs dump equal text in
+        every process (the order of a set of strings changes with the hash seed)."""
+        return sorted(inferred)
 
 
 class Budget(Frozen):

@@ -75,6 +75,9 @@ _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 
 @dataclass
 class Postings:
+    """What SearchIndex ranks with: each term's id, and per term id its docs, their weights and
+    the term's idf."""
+
     term_ids: dict[str, int]
     docs: list[array[int]]
     """Per term id, the docs that have it, ascending."""

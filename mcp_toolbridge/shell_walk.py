@@ -15,8 +15,6 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-import bashlex
-
 from mcp_toolbridge.shell_argv import XARGS_INPUT, basename, risky_variable, unwrap
 from mcp_toolbridge.shell_cwd import DIR_CHANGERS, Chain, Cwds, Flow, PathRef, change_directory
 from mcp_toolbridge.shell_flags import flag_reason
@@ -93,6 +91,8 @@ class Walker:
             self.state.refuse(f"shells are nested more than {MAX_NESTING} deep")
             return
         prepared, heredoc_spans, time_spans = prepare(text)
+        import bashlex  # on first use: building its parser costs every server 0.1 s of start-up
+
         try:
             nodes = bashlex.parse(prepared)
         except Exception as exc:  # bashlex raises several types, including NotImplementedError

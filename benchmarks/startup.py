@@ -1,0 +1,83 @@
+"""Server start-up as a client sees it: spawn -> initialized -> first tools/list answered.
+
+    .venv/bin/python benchmarks/startup.py [PATH ...] [--reps 5]
+
+Rows, each a fresh process per repetition, timed with the SDK `Client` over stdio (the
+client's own start is in every row alike):
+
+- sdk-server: benchmarks/sdk_server.py, a hand-written SDK low-level server with one tool: the
+  baseline, what importing the SDK and starting its server costs;
+- toolbridge (bundled): `python -m mcp_toolbridge serve --no-audit` with the bundled manifests;
+- toolbridge PATH: the same serving each PATH given (e.g. a catalog made by catalog_gen.py),
+  which adds loading, validating and indexing it.
+
+Cells show the median over repetitions with [min-max]; repetitions rotate the row order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import TextIO
+
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+ROOT = Path(__file__).resolve().parent.parent
+SDK_SERVER = Path(__file__).with_name("sdk_server.py")
+
+
+async def start_once(args: list[str], quiet: TextIO) -> tuple[float, float, int]:
+    env = {k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}
+    env["PYTHONPATH"] = str(ROOT)
+    params = StdioServerParameters(command=sys.executable, args=args, env=env)
+    begun = time.perf_counter()
+    async with Client(stdio_client(params, errlog=quiet)) as client:
+        ready = time.perf_counter() - begun
+        listed = len((await client.list_tools()).tools)
+        first_list = time.perf_counter() - begun
+    return ready, first_list, listed
+
+
+def span(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f} [{min(values):.2f}-{max(values):.2f}]"
+
+
+async def measure(options: argparse.Namespace, quiet: TextIO) -> None:
+    serve = ["-m", "mcp_toolbridge", "serve", "--no-audit"]
+    rows: dict[str, list[str]] = {
+        "sdk-server": [str(SDK_SERVER)],
+        "toolbridge (bundled)": serve,
+        **{f"toolbridge {p}": [*serve, str(p.resolve())] for p in options.paths},
+    }
+    times: dict[str, list[tuple[float, float, int]]] = {name: [] for name in rows}
+    names = list(rows)
+    for rep in range(options.reps):
+        for name in names[rep % len(names) :] + names[: rep % len(names)]:
+            times[name].append(await start_once(rows[name], quiet))
+    print(f"repetitions: {options.reps}; Python {sys.version.split()[0]}, {os.cpu_count()} cores")
+    print()
+    print("| server | initialized s | first tools/list s | tools listed |")
+    print("|---|---|---|---|")
+    for name, cells in times.items():
+        ready = [c[0] for c in cells]
+        listed = [c[1] for c in cells]
+        print(f"| {name} | {span(ready)} | {span(listed)} | {cells[-1][2]} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("paths", nargs="*", type=Path, help="manifest files or folders to serve")
+    parser.add_argument("--reps", type=int, default=5, help="repetitions of every row")
+    options = parser.parse_args()
+    with open(os.devnull, "w", encoding="utf-8") as quiet:  # the servers' stderr
+        anyio.run(measure, options, quiet)
+
+
+if __name__ == "__main__":
+    main()

@@ -10,12 +10,12 @@ run under anyio's asyncio backend, so nothing else changes. ``--loop asyncio`` o
 from __future__ import annotations
 
 import importlib.util
-from typing import Literal
+from typing import Literal, get_args
 
 from mcp_toolbridge.errors import ConfigError
 
 Loop = Literal["auto", "uvloop", "asyncio"]
-LOOPS: tuple[Loop, ...] = ("auto", "uvloop", "asyncio")
+LOOPS: tuple[Loop, ...] = get_args(Loop)
 
 
 def uvloop_installed() -> bool:

@@ -68,9 +68,9 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 import mcp_toolbridge
-from mcp_toolbridge.app import Settings, load_catalog, open_bridge
-from mcp_toolbridge.context import CallContext
 from mcp_toolbridge.executors.subprocess import run_process
+from mcp_toolbridge.host import CallContext
+from mcp_toolbridge.runtime import Settings, load_catalog, open_bridge
 
 PAYLOAD = {"text": "hello from the benchmark"}
 CONCURRENCY = (1, 8, 32)

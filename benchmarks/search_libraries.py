@@ -44,10 +44,10 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.search_scale import make_queries  # noqa: E402
 from benchmarks.toolsearch import BENCH, COLUMNS, evaluate, read_jsonl, tool_specs  # noqa: E402
+from mcp_toolbridge.catalog.index import SearchIndex, interleave  # noqa: E402
+from mcp_toolbridge.catalog.index_build import field_texts  # noqa: E402
+from mcp_toolbridge.catalog.text import Analyzer, default_analyzer, split_clauses  # noqa: E402
 from mcp_toolbridge.model import ToolSpec  # noqa: E402
-from mcp_toolbridge.search import SearchIndex, interleave  # noqa: E402
-from mcp_toolbridge.search_build import field_texts  # noqa: E402
-from mcp_toolbridge.text import Analyzer, default_analyzer, split_clauses  # noqa: E402
 
 ENGINES = ["searchindex", "bm25s", "bm25s+clauses", "tantivy"]
 K = 10
@@ -161,7 +161,7 @@ def rss_mb() -> float:
 
 
 def load_synthetic(folder: Path) -> list[ToolSpec]:
-    from mcp_toolbridge.catalog import Catalog
+    from mcp_toolbridge.catalog.catalog import Catalog
     from mcp_toolbridge.loaders import load_paths
 
     catalog, _ = Catalog.build(load_paths([folder]).tools)

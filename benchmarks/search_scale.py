@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.catalog_gen import SYSTEMS, VERBS, generate  # noqa: E402
-from mcp_toolbridge.search import SearchIndex  # noqa: E402
+from mcp_toolbridge.catalog.index import SearchIndex  # noqa: E402
 
 try:
     from mcp_toolbridge.loaders import load_paths
@@ -90,8 +90,8 @@ def make_queries(names: list[str], count: int, rng: random.Random) -> list[str]:
 async def _list_times(folder: Path, calls: int) -> dict[str, float]:
     from mcp import Client
 
-    from mcp_toolbridge.app import BUILTIN_SPECS, Settings, load_catalog, open_bridge
-    from mcp_toolbridge.server import ToolbridgeServer
+    from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_bridge
+    from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 
     settings = Settings(paths=[folder], audit=False)
     start = time.perf_counter()
@@ -137,7 +137,7 @@ async def _list_times(folder: Path, calls: int) -> dict[str, float]:
 
 
 def measure(folder: Path, n_queries: int) -> dict[str, float]:
-    from mcp_toolbridge.catalog import Catalog
+    from mcp_toolbridge.catalog.catalog import Catalog
 
     gc.collect()
     start = time.perf_counter()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mcp_toolbridge.text import Analyzer, snowball_english
+from mcp_toolbridge.catalog.text import Analyzer, snowball_english
 
 # A deliberately tiny English suffix stripper (plural and common verb endings only), the
 # "no dependency" option of the comparison.

@@ -34,13 +34,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.stemmers import analyzer_for
-from mcp_toolbridge import search as search_module
-from mcp_toolbridge import text as text_module
+from mcp_toolbridge.catalog import index as search_module
+from mcp_toolbridge.catalog import text as text_module
+from mcp_toolbridge.catalog.index import SearchIndex
+from mcp_toolbridge.catalog.index_build import field_texts
+from mcp_toolbridge.catalog.text import Analyzer
 from mcp_toolbridge.model import BuiltinTransport, Format, Source, ToolSpec
 from mcp_toolbridge.names import sanitize_name
-from mcp_toolbridge.search import SearchIndex
-from mcp_toolbridge.search_build import field_texts
-from mcp_toolbridge.text import Analyzer
 
 BENCH = Path("/work/shared/toolsearch-bench/seal-tools")
 K = 10

@@ -6,7 +6,7 @@ import platform
 
 import pytest
 
-from mcp_toolbridge.allocator import pin_mmap_threshold
+from mcp_toolbridge.cli.allocator import pin_mmap_threshold
 
 
 def test_an_operators_own_threshold_is_left_alone() -> None:

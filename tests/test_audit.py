@@ -7,7 +7,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_toolbridge.audit import (
+from mcp_toolbridge.bridge.audit import (
     REDACTED,
     AuditLog,
     AuditRecord,
@@ -17,7 +17,7 @@ from mcp_toolbridge.audit import (
 )
 from mcp_toolbridge.errors import ExecTimeoutError, PermissionDeniedError
 from mcp_toolbridge.executors.base import ExecResult
-from mcp_toolbridge.policy import Decision
+from mcp_toolbridge.policy.compiled import Decision
 from tests.policy_fixtures import exec_tool
 
 ALLOW = Decision("allow", "policy.toml rules[0] (git_log, any argument, allow)", "manifest")

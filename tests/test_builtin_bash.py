@@ -12,10 +12,10 @@ import anyio
 import pytest
 
 from mcp_toolbridge.builtins.bash import MAX_OUTPUT_BYTES, SPEC, BashTool, clip
+from mcp_toolbridge.builtins.session import Sessions
 from mcp_toolbridge.errors import ArgumentsError
 from mcp_toolbridge.executors.base import CallContext, ExecRequest, ExecResult
 from mcp_toolbridge.schemas import compile_schema
-from mcp_toolbridge.session import Sessions
 
 WAIT_S = 20.0
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_toolbridge.builtins import gitignore
-from mcp_toolbridge.builtins.fs_walk import IgnoreOracle, WalkReport, expand_braces, walk_files
+from mcp_toolbridge.builtins.fs import gitignore
+from mcp_toolbridge.builtins.fs.walk import IgnoreOracle, WalkReport, expand_braces, walk_files
 
 ROOT_RULES = """\
 # comment

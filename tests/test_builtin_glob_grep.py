@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from mcp_toolbridge.builtins.fs_search import GlobTool, GrepTool
-from mcp_toolbridge.context import CallContext
+from mcp_toolbridge.builtins.fs.glob_grep import GlobTool, GrepTool
+from mcp_toolbridge.builtins.session import Sessions
 from mcp_toolbridge.errors import ErrorCode, PermissionDeniedError
 from mcp_toolbridge.executors.base import ExecRequest
-from mcp_toolbridge.paths import PathRejectedError
-from mcp_toolbridge.session import Sessions
+from mcp_toolbridge.host import CallContext
+from mcp_toolbridge.policy.paths import PathRejectedError
 from tests.support.builtin_fs import SESSION, Layout, call, err, make_layout, sidecar, sidecar_lines
 
 HAVE_RG = shutil.which("rg") is not None

@@ -6,15 +6,10 @@ import pytest
 from mcp_types import _v2025_11_25 as v2025
 from mcp_types import _v2026_07_28 as v2026
 
-from mcp_toolbridge.builtins.question import (
-    DECLINED_MESSAGE,
-    HEADLESS_MESSAGE,
-    SPEC,
-    QuestionTool,
-)
-from mcp_toolbridge.context import Answer, Host, InputPending
+from mcp_toolbridge.builtins.question import DECLINED_MESSAGE, HEADLESS_MESSAGE, SPEC, QuestionTool
 from mcp_toolbridge.errors import ArgumentsError, PermissionDeniedError
 from mcp_toolbridge.executors.base import CallContext, ExecRequest, ExecResult
+from mcp_toolbridge.host import Answer, Host, InputPending
 from mcp_toolbridge.schemas import compile_schema
 from tests.support.scripted_host import ScriptedHost
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_toolbridge.builtins.fs_read import ReadTool
+from mcp_toolbridge.builtins.fs.read import ReadTool
+from mcp_toolbridge.builtins.session import Sessions
 from mcp_toolbridge.errors import ErrorCode, PermissionDeniedError
-from mcp_toolbridge.paths import PathRejectedError
-from mcp_toolbridge.session import Sessions
+from mcp_toolbridge.policy.paths import PathRejectedError
 from tests.support.builtin_fs import SESSION, Layout, call, err, make_layout, sidecar, sidecar_lines
 
 

@@ -5,11 +5,15 @@ from pathlib import Path
 
 import pytest
 
-from mcp_toolbridge.builtins.skill import MAX_FILES, SkillTool
+from mcp_toolbridge.builtins.skill.discovery import (
+    SkillFormatError,
+    default_skill_dirs,
+    parse_front_matter,
+)
+from mcp_toolbridge.builtins.skill.tool import MAX_FILES, SkillTool
 from mcp_toolbridge.errors import Severity
 from mcp_toolbridge.executors.base import CallContext, ExecRequest, ExecResult
 from mcp_toolbridge.schemas import compile_schema
-from mcp_toolbridge.skills import SkillFormatError, default_skill_dirs, parse_front_matter
 
 
 def make_skill(root: Path, folder: str, front: str, body: str = "# Steps\n\nDo it.") -> Path:

@@ -11,14 +11,17 @@ from typing import Any
 import anyio
 import pytest
 
-from mcp_toolbridge.bridge import Bridge, CallOutcome
-from mcp_toolbridge.builtins import BuiltinExecutor, BuiltinTool
-from mcp_toolbridge.builtins.fs_read import ReadTool
+from mcp_toolbridge.bridge.gate import Clearance
+from mcp_toolbridge.bridge.pipeline import Bridge, CallOutcome
+from mcp_toolbridge.builtins.base import BuiltinExecutor, BuiltinTool
+from mcp_toolbridge.builtins.fs.read import ReadTool
 from mcp_toolbridge.builtins.question import QuestionTool
-from mcp_toolbridge.builtins.task import NO_SAMPLING_MESSAGE, TaskTool
+from mcp_toolbridge.builtins.session import Sessions
+from mcp_toolbridge.builtins.task.tool import NO_SAMPLING_MESSAGE, TaskTool
 from mcp_toolbridge.builtins.todo import TodoTool
-from mcp_toolbridge.catalog import Catalog
-from mcp_toolbridge.context import (
+from mcp_toolbridge.catalog.catalog import Catalog
+from mcp_toolbridge.errors import ErrorCode
+from mcp_toolbridge.host import (
     CallContext,
     SamplingRequest,
     SamplingResult,
@@ -26,11 +29,8 @@ from mcp_toolbridge.context import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from mcp_toolbridge.errors import ErrorCode
-from mcp_toolbridge.gate import Clearance
 from mcp_toolbridge.model import ToolSpec
-from mcp_toolbridge.policy import Decision
-from mcp_toolbridge.session import Sessions
+from mcp_toolbridge.policy.compiled import Decision
 from tests.support.scripted_host import Reply, ScriptedHost
 
 TASK = {"description": "find the answer", "prompt": "What answer does notes.txt give?"}

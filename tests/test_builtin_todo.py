@@ -4,11 +4,11 @@ from typing import Any
 
 import pytest
 
+from mcp_toolbridge.builtins.session import Sessions
 from mcp_toolbridge.builtins.todo import SPEC, TodoTool
 from mcp_toolbridge.errors import ArgumentsError, PermissionDeniedError
 from mcp_toolbridge.executors.base import CallContext, ExecRequest, ExecResult
 from mcp_toolbridge.schemas import compile_schema
-from mcp_toolbridge.session import Sessions
 
 
 async def call(tool: TodoTool, todos: list[dict[str, Any]], ctx: CallContext) -> ExecResult:

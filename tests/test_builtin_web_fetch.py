@@ -12,7 +12,8 @@ from urllib.parse import quote
 import anyio
 import pytest
 
-from mcp_toolbridge.builtins.web_fetch import SPEC, WebFetchTool
+from mcp_toolbridge.builtins.session import Sessions
+from mcp_toolbridge.builtins.web.fetch import SPEC, WebFetchTool
 from mcp_toolbridge.errors import (
     ArgumentsError,
     ExecError,
@@ -22,7 +23,6 @@ from mcp_toolbridge.errors import (
 )
 from mcp_toolbridge.executors.base import CallContext, ExecRequest, ExecResult
 from mcp_toolbridge.schemas import compile_schema
-from mcp_toolbridge.session import Sessions
 from tests.tls_certs import tls_contexts
 from tests.web_fixture import Reply, Seen, WebServer, serving
 

@@ -7,17 +7,17 @@ from typing import Any
 import anyio
 import pytest
 
-from mcp_toolbridge.builtins.search_providers import (
+from mcp_toolbridge.builtins.session import Sessions
+from mcp_toolbridge.builtins.web.providers import (
     BraveProvider,
     SearxngProvider,
     providers_from_config,
 )
-from mcp_toolbridge.builtins.web_search import NO_PROVIDER, WebSearchTool, web_search_from_config
+from mcp_toolbridge.builtins.web.search import NO_PROVIDER, WebSearchTool, web_search_from_config
 from mcp_toolbridge.errors import ConfigError, ExecError, ExecTimeoutError
 from mcp_toolbridge.executors.base import CallContext, ExecRequest, ExecResult
 from mcp_toolbridge.schemas import compile_schema
 from mcp_toolbridge.secrets import SecretResolver
-from mcp_toolbridge.session import Sessions
 from tests.web_fixture import Reply, Seen, WebServer, serving
 
 WAIT_S = 10.0

@@ -9,14 +9,14 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_toolbridge.builtins import edit_text
-from mcp_toolbridge.builtins.fs_atomic import PathLocks
-from mcp_toolbridge.builtins.fs_edit import EditTool
-from mcp_toolbridge.builtins.fs_write import WriteTool
-from mcp_toolbridge.context import CallContext
+from mcp_toolbridge.builtins.fs import edit_text
+from mcp_toolbridge.builtins.fs.atomic import PathLocks
+from mcp_toolbridge.builtins.fs.edit import EditTool
+from mcp_toolbridge.builtins.fs.write import WriteTool
 from mcp_toolbridge.errors import ErrorCode, PermissionDeniedError
 from mcp_toolbridge.executors.base import ExecRequest
-from mcp_toolbridge.paths import PathRejectedError
+from mcp_toolbridge.host import CallContext
+from mcp_toolbridge.policy.paths import PathRejectedError
 from tests.support.builtin_fs import Layout, call, err, make_layout
 
 

@@ -11,8 +11,8 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from mcp_toolbridge.app import BUILTIN_SPECS, Settings, load_catalog, open_bridge
-from mcp_toolbridge.server import ToolbridgeServer
+from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_bridge
+from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.manifests import agentcli_manifest, echo_tool
 
 HANG = """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_toolbridge.catalog import Catalog
+from mcp_toolbridge.catalog.catalog import Catalog
 from mcp_toolbridge.errors import ErrorCode
 from mcp_toolbridge.model import BuiltinTransport, ExecTransport, Format, Source, ToolSpec
 

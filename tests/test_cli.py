@@ -1,4 +1,4 @@
-"""The CLI verbs, driven through ``mcp_toolbridge.cli.main``: lint, list, call, export, policy
+"""The CLI verbs, driven through ``mcp_toolbridge.cli.main.main``: lint, list, call, export, policy
 --show, and serve's refusal of invalid manifests (with --skip-invalid over real stdio)."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from mcp_toolbridge.app import bundled_manifests
-from mcp_toolbridge.cli import main
+from mcp_toolbridge.cli.main import main
+from mcp_toolbridge.runtime import bundled_manifests
 from tests.support.manifests import ECHO, FAIL, agentcli_manifest, echo_tool
 
 BUNDLED = bundled_manifests()

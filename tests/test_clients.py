@@ -11,7 +11,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from mcp_toolbridge.cli import main
+from mcp_toolbridge.cli.main import main
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 
 EXPECTED = {

@@ -16,8 +16,8 @@ import anyio
 import pytest
 from anyio.abc import SocketAttribute, SocketStream
 
-from mcp_toolbridge.app import Settings, load_catalog, open_bridge
-from mcp_toolbridge.bridge import CallOutcome
+from mcp_toolbridge.bridge.pipeline import CallOutcome
+from mcp_toolbridge.runtime import Settings, load_catalog, open_bridge
 from tests.support.manifests import agentcli_manifest
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")

@@ -12,9 +12,9 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from mcp_toolbridge.app import BUILTIN_SPECS, Settings, load_catalog, open_bridge
-from mcp_toolbridge.gate import ALLOW_ALWAYS, ALLOW_ONCE, HEADLESS_DENIED, REJECT
-from mcp_toolbridge.server import ToolbridgeServer
+from mcp_toolbridge.bridge.gate import ALLOW_ALWAYS, ALLOW_ONCE, HEADLESS_DENIED, REJECT
+from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_bridge
+from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 
 MODES = ["auto", "legacy"]

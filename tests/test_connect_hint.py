@@ -14,9 +14,9 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from mcp_toolbridge import cli_ops
-from mcp_toolbridge.app import Settings
-from mcp_toolbridge.cli import main, parse_args, settings_of
+from mcp_toolbridge.cli import commands as cli_ops
+from mcp_toolbridge.cli.main import main, parse_args, settings_of
+from mcp_toolbridge.runtime import Settings
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 
 HTTP_ONLY = {"http", "token", "stateless", "allow_host"}

@@ -10,8 +10,8 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from mcp_toolbridge.app import BUILTIN_SPECS, Settings, load_catalog, open_bridge
-from mcp_toolbridge.server import ToolbridgeServer
+from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_bridge
+from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 
 

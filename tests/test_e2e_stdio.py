@@ -12,8 +12,8 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from mcp_toolbridge.event_loop import uvloop_installed
-from mcp_toolbridge.locked import LOCKED_IDS
+from mcp_toolbridge.builtins.registry import LOCKED_IDS
+from mcp_toolbridge.cli.event_loop import uvloop_installed
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 
 pytestmark = pytest.mark.e2e

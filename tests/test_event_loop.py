@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_toolbridge import event_loop
+from mcp_toolbridge.cli import event_loop
+from mcp_toolbridge.cli.event_loop import backend_options, uvloop_installed
 from mcp_toolbridge.errors import ConfigError
-from mcp_toolbridge.event_loop import backend_options, uvloop_installed
 
 
 def test_asyncio_asks_for_nothing_special() -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mcp_toolbridge.app import (
+from mcp_toolbridge.runtime import (
     BUILTIN_SPECS,
     Settings,
     bundled_manifests,

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_toolbridge.app import BUILTIN_SPECS, Settings, load_catalog, open_bridge
-from mcp_toolbridge.bridge import Bridge
+from mcp_toolbridge.bridge.pipeline import Bridge
 from mcp_toolbridge.errors import ErrorCode
+from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_bridge
 from mcp_toolbridge.schemas import check_schema, compile_schema
 from tests.support.fuzzing import FUZZ, TEXT, deeply_nested, json_values, mutated
 

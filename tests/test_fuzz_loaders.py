@@ -17,10 +17,10 @@ from blake3 import blake3
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_toolbridge.catalog import Catalog
+from mcp_toolbridge.catalog.catalog import Catalog
 from mcp_toolbridge.errors import ErrorCode, Problem
 from mcp_toolbridge.loaders import LoadReport, load_file, load_paths
-from mcp_toolbridge.server_wire import to_tool
+from mcp_toolbridge.server.wire import to_tool
 from tests.support.fuzzing import FUZZ, deeply_nested, json_values, mutated
 
 ROOT = Path(__file__).resolve().parent.parent

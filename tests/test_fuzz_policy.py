@@ -15,12 +15,14 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_toolbridge.app import Settings, load_catalog
-from mcp_toolbridge.builtins import bash, fs_read, fs_write, tool_search
+from mcp_toolbridge.builtins import bash, tool_search
+from mcp_toolbridge.builtins.fs import read as fs_read
+from mcp_toolbridge.builtins.fs import write as fs_write
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.loaders import load_paths
-from mcp_toolbridge.policy import Policy
-from mcp_toolbridge.policy_file import DEFAULT_POLICY_TOML, PROJECT_POLICY
+from mcp_toolbridge.policy.compiled import Policy
+from mcp_toolbridge.policy.file import DEFAULT_POLICY_TOML, PROJECT_POLICY
+from mcp_toolbridge.runtime import Settings, load_catalog
 from tests.support.fuzzing import FUZZ
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,11 +14,11 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp_toolbridge.app import BUILTIN_SPECS, Settings, load_catalog, open_runtime
-from mcp_toolbridge.cli import main
+from mcp_toolbridge.cli.main import main
 from mcp_toolbridge.errors import ConfigError
-from mcp_toolbridge.server import ToolbridgeServer
-from mcp_toolbridge.server_http import HttpOptions, HttpService, check_binding, parse_address
+from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_runtime
+from mcp_toolbridge.server.http import HttpOptions, HttpService, check_binding, parse_address
+from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.httpserve import ACCEPT, http_server
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 

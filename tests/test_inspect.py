@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mcp_toolbridge.cli import main
+from mcp_toolbridge.cli.main import main
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 
 PARTITIONS = {

@@ -16,10 +16,10 @@ from typing import Any
 import anyio
 import pytest
 
-from mcp_toolbridge.app import BUILTIN_SPECS, Settings, load_catalog, open_runtime
-from mcp_toolbridge.cli import main
-from mcp_toolbridge.server import ToolbridgeServer
-from mcp_toolbridge.server_http import HttpOptions, HttpService
+from mcp_toolbridge.cli.main import main
+from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_runtime
+from mcp_toolbridge.server.http import HttpOptions, HttpService
+from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 
 pytestmark = pytest.mark.e2e
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from mcp_toolbridge.loaders import load_paths
-from mcp_toolbridge.loaders.shares import CHUNKS, MIN_BYTES, chunk
+from mcp_toolbridge.loaders.parallel import CHUNKS, MIN_BYTES, chunk
 from tests.support.fresh_python import ROOT, run_json_script
 
 
@@ -45,7 +45,7 @@ SCRIPT = """
 import json, os, sys, threading
 from pathlib import Path
 from mcp_toolbridge import loaders
-from mcp_toolbridge.loaders import shares
+from mcp_toolbridge.loaders import parallel as shares
 
 shares.MIN_BYTES = 1  # this small catalog is worth a worker
 PARENT = os.getpid()

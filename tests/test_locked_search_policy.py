@@ -12,7 +12,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 
-from mcp_toolbridge.gate import ALLOW_ONCE, HEADLESS_DENIED
+from mcp_toolbridge.bridge.gate import ALLOW_ONCE, HEADLESS_DENIED
 from tests.test_locked_served import _client, _error, _settings
 
 DENY_SECRETS = """

@@ -15,13 +15,13 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from mcp_toolbridge.app import NOT_CHECKED, Settings, load_catalog, open_bridge
-from mcp_toolbridge.builtins.task import NO_SAMPLING_MESSAGE
-from mcp_toolbridge.cli import main
+from mcp_toolbridge.bridge.gate import ALLOW_ONCE, HEADLESS_DENIED
+from mcp_toolbridge.builtins.registry import LOCKED_IDS, parse_locked
+from mcp_toolbridge.builtins.task.tool import NO_SAMPLING_MESSAGE
+from mcp_toolbridge.cli.main import main
 from mcp_toolbridge.errors import ConfigError
-from mcp_toolbridge.gate import ALLOW_ONCE, HEADLESS_DENIED
-from mcp_toolbridge.locked import LOCKED_IDS, parse_locked
-from mcp_toolbridge.server import ToolbridgeServer
+from mcp_toolbridge.runtime import NOT_CHECKED, Settings, load_catalog, open_bridge
+from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 from tests.web_fixture import Reply, serving
 

@@ -9,11 +9,11 @@ import pytest
 from mcp import Client
 from mcp.shared.tool_name_validation import validate_tool_name
 
-from mcp_toolbridge.app import BUILTIN_SPECS, Settings, load_catalog, open_bridge
-from mcp_toolbridge.cli import main
+from mcp_toolbridge.cli.main import main
 from mcp_toolbridge.errors import ErrorCode
 from mcp_toolbridge.names import KEPT_NAME_PATTERN
-from mcp_toolbridge.server import ToolbridgeServer
+from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_bridge
+from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 
 

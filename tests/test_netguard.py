@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_toolbridge.netguard import (
+from mcp_toolbridge.builtins.web.netguard import (
     HostRefused,
     NetPolicy,
     check_url_text,

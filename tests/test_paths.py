@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcp_toolbridge.errors import ErrorCode
-from mcp_toolbridge.paths import (
+from mcp_toolbridge.policy.paths import (
     PathRejectedError,
     canonical_root,
     canonicalize,

@@ -7,10 +7,10 @@ import pytest
 
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.model import RequirementSet, ToolSpec
-from mcp_toolbridge.paths import canonical_root
-from mcp_toolbridge.policy import Decision, Policy, SessionRules, combine
-from mcp_toolbridge.requirements import ArgumentRoles
-from mcp_toolbridge.watchdog import Verdict
+from mcp_toolbridge.policy.compiled import Decision, Policy, SessionRules, combine
+from mcp_toolbridge.policy.paths import canonical_root
+from mcp_toolbridge.policy.requirements import ArgumentRoles
+from mcp_toolbridge.policy.watchdog import Verdict
 from tests.policy_fixtures import builtin, exec_tool, http_tool, write_policy
 
 READ: ArgumentRoles = {"file_path": "fs.read"}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_toolbridge.cli import main
+from mcp_toolbridge.cli.main import main
 
 
 def test_policy_show_names_the_tools_a_rule_hides_and_the_ad_hoc_folders(

@@ -13,8 +13,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from mcp_toolbridge.app import BUILTIN_SPECS, Settings, load_catalog, open_bridge
-from mcp_toolbridge.recording import (
+from mcp_toolbridge.bridge.recording import (
     CALL,
     NO_RECORDING,
     RESULT,
@@ -22,6 +21,7 @@ from mcp_toolbridge.recording import (
     ReplayExecutor,
     canonical,
 )
+from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_bridge
 from tests.support.manifests import FAIL, agentcli_manifest, echo_tool
 
 pytestmark = pytest.mark.e2e

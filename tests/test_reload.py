@@ -19,10 +19,10 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from mcp_toolbridge.app import BUILTIN_SPECS, Settings, load_catalog, open_runtime
-from mcp_toolbridge.reload import fingerprint, reload_on_change
-from mcp_toolbridge.server import ToolbridgeServer
-from mcp_toolbridge.server_http import HttpOptions, HttpService
+from mcp_toolbridge.cli.reload import fingerprint, reload_on_change
+from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_runtime
+from mcp_toolbridge.server.http import HttpOptions, HttpService
+from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 
 HANG_THEN_ECHO = """

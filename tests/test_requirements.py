@@ -6,8 +6,8 @@ import pytest
 
 from mcp_toolbridge.errors import ArgumentsError, ErrorCode
 from mcp_toolbridge.model import PrefixArg, RequirementSet, ShellRequirement, WildcardArg
-from mcp_toolbridge.paths import PathRejectedError, canonical_root
-from mcp_toolbridge.requirements import (
+from mcp_toolbridge.policy.paths import PathRejectedError, canonical_root
+from mcp_toolbridge.policy.requirements import (
     Targets,
     VariableError,
     Variables,

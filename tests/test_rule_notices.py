@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from mcp_toolbridge.app import Settings, load_catalog
-from mcp_toolbridge.cli import main
+from mcp_toolbridge.cli.main import main
 from mcp_toolbridge.errors import ErrorCode, Severity
-from mcp_toolbridge.policy import Policy
+from mcp_toolbridge.policy.compiled import Policy
+from mcp_toolbridge.runtime import Settings, load_catalog
 from tests.policy_fixtures import builtin, exec_tool, http_tool, write_policy
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_toolbridge.requirements import Targets
-from mcp_toolbridge.rules import (
+from mcp_toolbridge.policy.requirements import Targets
+from mcp_toolbridge.policy.rules import (
     Rule,
     Subject,
     compile_rule,

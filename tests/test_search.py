@@ -7,10 +7,8 @@ from typing import Any
 
 import pytest
 
-from mcp_toolbridge.model import BuiltinTransport, Format, Source, ToolSpec
-from mcp_toolbridge.names import sanitize_name
-from mcp_toolbridge.search import SearchHit, SearchIndex
-from mcp_toolbridge.text import (
+from mcp_toolbridge.catalog.index import SearchHit, SearchIndex
+from mcp_toolbridge.catalog.text import (
     Analyzer,
     default_analyzer,
     snowball_english,
@@ -18,6 +16,8 @@ from mcp_toolbridge.text import (
     split_words,
     strip_courtesies,
 )
+from mcp_toolbridge.model import BuiltinTransport, Format, Source, ToolSpec
+from mcp_toolbridge.names import sanitize_name
 
 
 def tool(

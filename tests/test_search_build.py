@@ -19,9 +19,9 @@ from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 SCRIPT = """
 import json, os, sys
 from pathlib import Path
-from mcp_toolbridge import search_build
+from mcp_toolbridge.catalog import index_build as search_build
 from mcp_toolbridge.loaders import load_paths
-from mcp_toolbridge.text import default_analyzer
+from mcp_toolbridge.catalog.text import default_analyzer
 
 specs = sorted(load_paths([Path(sys.argv[1])]).tools, key=lambda s: s.name)
 PARENT = os.getpid()

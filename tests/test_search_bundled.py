@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from mcp_toolbridge.app import Settings, bundled_manifests, load_catalog
-from mcp_toolbridge.cli import main
-from mcp_toolbridge.search import SearchIndex
+from mcp_toolbridge.catalog.index import SearchIndex
+from mcp_toolbridge.cli.main import main
+from mcp_toolbridge.runtime import Settings, bundled_manifests, load_catalog
 
 LOADED = load_catalog(Settings(audit=False))
 INDEX = SearchIndex.build(LOADED.catalog.specs())

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from mcp_toolbridge.builtins.fs_search import GlobTool, GrepTool
-from mcp_toolbridge.builtins.search_specs import GLOB_SPEC, GREP_SPEC
-from mcp_toolbridge.locked import read_verdict
-from mcp_toolbridge.policy import Policy
-from mcp_toolbridge.rules import Action
-from mcp_toolbridge.session import Sessions
+from mcp_toolbridge.builtins.fs.glob_grep import GlobTool, GrepTool
+from mcp_toolbridge.builtins.fs.glob_grep_specs import GLOB_SPEC, GREP_SPEC
+from mcp_toolbridge.builtins.registry import read_verdict
+from mcp_toolbridge.builtins.session import Sessions
+from mcp_toolbridge.policy.compiled import Policy
+from mcp_toolbridge.policy.rules import Action
 from tests.support.builtin_fs import Layout, call, make_layout, sidecar
 
 ENGINES = ["python", "ripgrep"] if shutil.which("rg") else ["python"]

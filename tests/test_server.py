@@ -12,8 +12,8 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from mcp_toolbridge.app import BUILTIN_SPECS, Settings, load_catalog, open_bridge
-from mcp_toolbridge.server import PAGE_SIZE, ToolbridgeServer
+from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_bridge
+from mcp_toolbridge.server.toolbridge_server import PAGE_SIZE, ToolbridgeServer
 from tests.support.manifests import ECHO, FAIL, SLEEP, agentcli_manifest, echo_tool
 
 MODES = ["auto", "legacy"]

@@ -7,8 +7,8 @@ import shlex
 
 import pytest
 
-from mcp_toolbridge.shell_operands import KNOWN_PROGRAMS, path_operands
-from mcp_toolbridge.shell_parse import parse_command
+from mcp_toolbridge.policy.shell.operands import KNOWN_PROGRAMS, path_operands
+from mcp_toolbridge.policy.shell.parse import parse_command
 
 
 def _paths(command: str) -> list[tuple[str, str]]:

@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 from mcp_toolbridge.builtins.bash import SPEC as BASH
 from mcp_toolbridge.errors import ArgumentsError
 from mcp_toolbridge.model import ShellRequirement
-from mcp_toolbridge.policy import Policy
-from mcp_toolbridge.requirements import Scope, argument_targets, check_scope
-from mcp_toolbridge.shell_argv import XARGS_INPUT, risky_variable
-from mcp_toolbridge.shell_flags import sed_script_risk
-from mcp_toolbridge.shell_parse import (
+from mcp_toolbridge.policy.compiled import Policy
+from mcp_toolbridge.policy.requirements import Scope, argument_targets, check_scope
+from mcp_toolbridge.policy.shell.argv import XARGS_INPUT, risky_variable
+from mcp_toolbridge.policy.shell.flags import sed_script_risk
+from mcp_toolbridge.policy.shell.parse import (
     MAX_COMMAND_CHARS,
     ParsedCommand,
     parse_command,

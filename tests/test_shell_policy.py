@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from mcp_toolbridge.bridge.gate import PolicyGate
 from mcp_toolbridge.builtins.bash import SPEC as BASH
-from mcp_toolbridge.context import CallContext
-from mcp_toolbridge.gate import PolicyGate
-from mcp_toolbridge.policy import Decision, Policy, SessionRules
-from mcp_toolbridge.shell_parse import splitter
-from mcp_toolbridge.shell_policy import shell_floor, shell_targets
+from mcp_toolbridge.host import CallContext
+from mcp_toolbridge.policy.compiled import Decision, Policy, SessionRules
+from mcp_toolbridge.policy.shell.hooks import shell_floor, shell_targets
+from mcp_toolbridge.policy.shell.parse import splitter
 
 RULES = """
 default_action = "ask"

@@ -15,8 +15,8 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanContext, SpanKind, Status
 from opentelemetry.util.types import Attributes
 
-from mcp_toolbridge.app import BUILTIN_SPECS, Settings, load_catalog, open_bridge
-from mcp_toolbridge.telemetry import span_observer
+from mcp_toolbridge.bridge.telemetry import span_observer
+from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_bridge
 from tests.support.manifests import ECHO, FAIL, agentcli_manifest, echo_tool
 
 # An in-memory exporter exists only with the SDK, which is not a dependency.

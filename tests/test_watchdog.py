@@ -6,10 +6,10 @@ import sys
 import anyio
 import pytest
 
-from mcp_toolbridge.context import CallContext
-from mcp_toolbridge.gate import PolicyGate
-from mcp_toolbridge.policy import Decision, Policy, combine
-from mcp_toolbridge.watchdog import (
+from mcp_toolbridge.bridge.gate import PolicyGate
+from mcp_toolbridge.host import CallContext
+from mcp_toolbridge.policy.compiled import Decision, Policy, combine
+from mcp_toolbridge.policy.watchdog import (
     Verdict,
     WatchdogRequest,
     failure,

@@ -1,65 +1,34 @@
-"""Built-in tools: the locked set, served through the same Bridge.call as manifest tools."""
+"""The locked tools (read, write, edit, glob, grep, bash, todo, task, question, web_search,
+web_fetch, skill, tool_search), served through the same Bridge.call as manifest tools:
+``registry`` decides which are served and binds them to a runtime; ``fs/``, ``web/``,
+``skill/`` and ``task/`` hold the tools of one kind each.
 
-from __future__ import annotations
+May import: the vocabulary, catalog, policy, executors. Not bridge, server, cli."""
 
-from collections.abc import Iterable
-from typing import Any, Protocol
+from mcp_toolbridge.builtins.base import BuiltinExecutor
+from mcp_toolbridge.builtins.fs.atomic import PathLocks
+from mcp_toolbridge.builtins.registry import (
+    LOCKED_IDS,
+    LockedPlan,
+    parse_locked,
+    plan_locked,
+    subagent_offer,
+)
+from mcp_toolbridge.builtins.session import Sessions
+from mcp_toolbridge.builtins.task.subagent import CallTool
+from mcp_toolbridge.builtins.tool_search import SPEC as TOOL_SEARCH_SPEC
+from mcp_toolbridge.builtins.tool_search import ToolSearch
 
-from mcp_toolbridge.errors import ErrorCode, ExecError
-from mcp_toolbridge.executors.base import ExecRequest, ExecResult
-from mcp_toolbridge.model import BuiltinTransport, Format, Safety, Source, ToolSpec
-
-BUILTIN_SOURCE = Source(path="<builtin>", index=0, format=Format.BUILTIN)
-
-
-def builtin_spec(
-    name: str,
-    *,
-    title: str,
-    description: str,
-    input_schema: dict[str, Any],
-    safety: Safety,
-    **facts: Any,
-) -> ToolSpec:
-    """A locked tool's declaration: its id is its name, its namespace ``builtin``, the model
-    sees the runtime schema as it is, and calls go to the built-in executor by name.
-    ``facts``: the rest of ToolSpec (requires, argument_roles, timeout_s, ...)."""
-    return ToolSpec(
-        name=name,
-        id=name,
-        namespace="builtin",
-        title=title,
-        description=description,
-        input_schema=input_schema,
-        runtime_input_schema=input_schema,
-        transport=BuiltinTransport(name=name),
-        safety=safety,
-        source=BUILTIN_SOURCE,
-        **facts,
-    )
-
-
-class BuiltinTool(Protocol):
-    """One locked tool: its declaration and its implementation."""
-
-    @property
-    def spec(self) -> ToolSpec: ...
-
-    async def run(self, request: ExecRequest) -> ExecResult: ...
-
-
-class BuiltinExecutor:
-    """Dispatches calls of builtin-transport tools to their implementation by name."""
-
-    def __init__(self, tools: Iterable[BuiltinTool]) -> None:
-        self._tools = {tool.spec.name: tool for tool in tools}
-
-    async def run(self, request: ExecRequest) -> ExecResult:
-        tool = self._tools.get(request.spec.name)
-        if tool is None:
-            raise ExecError(
-                f"the built-in tool {request.spec.name} is not available in this server",
-                tool=request.spec.name,
-                code=ErrorCode.EXEC_UNSUPPORTED,
-            )
-        return await tool.run(request)
+__all__ = [
+    "LOCKED_IDS",
+    "TOOL_SEARCH_SPEC",
+    "BuiltinExecutor",
+    "CallTool",
+    "LockedPlan",
+    "PathLocks",
+    "Sessions",
+    "ToolSearch",
+    "parse_locked",
+    "plan_locked",
+    "subagent_offer",
+]

@@ -8,7 +8,8 @@ group, killed as a whole on timeout and after the command exits, so background j
 outlive the call.
 
 Which commands may run is decided before this tool is called: the bridge's capability check
-and permission rules see every simple command of the line (:mod:`mcp_toolbridge.shell_parse`).
+and permission rules see every simple command of the line
+(:mod:`mcp_toolbridge.policy.shell.parse`).
 
 The result is ``{exit_code, stdout, stderr, timed_out, signal}``. A non-zero exit is still a
 successful call (the model reads ``exit_code``). stdout and stderr together are capped at
@@ -30,12 +31,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcp_toolbridge.builtins import builtin_spec
+from mcp_toolbridge.builtins.base import builtin_spec
+from mcp_toolbridge.builtins.session import Sessions
 from mcp_toolbridge.errors import ArgumentsError, ExecSpawnError
-from mcp_toolbridge.executors.base import ExecRequest, ExecResult
-from mcp_toolbridge.executors.subprocess import ProcessOutcome, ProcessTimeout, run_process
+from mcp_toolbridge.executors import (
+    ExecRequest,
+    ExecResult,
+    ProcessOutcome,
+    ProcessTimeout,
+    run_process,
+)
 from mcp_toolbridge.model import RequirementSet, Safety
-from mcp_toolbridge.session import Sessions
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000

@@ -17,9 +17,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mcp_toolbridge.builtins import builtin_spec
+from mcp_toolbridge.builtins.base import builtin_spec
 from mcp_toolbridge.errors import ArgumentsError, PermissionDeniedError
-from mcp_toolbridge.executors.base import ExecRequest, ExecResult
+from mcp_toolbridge.executors import ExecRequest, ExecResult
 from mcp_toolbridge.model import Safety
 
 MAX_QUESTIONS = 8

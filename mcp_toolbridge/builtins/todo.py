@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from mcp_toolbridge.builtins import builtin_spec
+from mcp_toolbridge.builtins.base import builtin_spec
+from mcp_toolbridge.builtins.session import Sessions
 from mcp_toolbridge.errors import ArgumentsError, PermissionDeniedError
-from mcp_toolbridge.executors.base import ExecRequest, ExecResult
+from mcp_toolbridge.executors import ExecRequest, ExecResult
 from mcp_toolbridge.model import Safety
-from mcp_toolbridge.session import Sessions
 
 STORE_KEY = "todo"
 MAX_ITEMS = 200

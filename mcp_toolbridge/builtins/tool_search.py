@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mcp_toolbridge.builtins import builtin_spec
-from mcp_toolbridge.catalog import Catalog
-from mcp_toolbridge.executors.base import ExecRequest, ExecResult
+from mcp_toolbridge.builtins.base import builtin_spec
+from mcp_toolbridge.catalog import Catalog, SearchIndex
+from mcp_toolbridge.executors import ExecRequest, ExecResult
 from mcp_toolbridge.model import Safety
-from mcp_toolbridge.search import SearchIndex
 
 DEFAULT_RESULTS = 5
 MAX_RESULTS = 20

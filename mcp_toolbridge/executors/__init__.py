@@ -1,1 +1,41 @@
-"""Executors: how a validated, permitted call is carried out (process, HTTP, built-in)."""
+"""Executors: how a validated, permitted call is carried out (process, HTTP, built-in).
+``subprocess`` is the only module that starts processes; ``http`` and ``http_fetch`` the only
+httpx2 users.
+
+May import: the vocabulary only."""
+
+from mcp_toolbridge.executors.base import (
+    DEFAULT_MAX_OUTPUT_BYTES,
+    DEFAULT_TIMEOUT_S,
+    ExecRequest,
+    ExecResult,
+    Executor,
+)
+from mcp_toolbridge.executors.exec_tool import ExecToolExecutor
+from mcp_toolbridge.executors.http import HttpExecutor
+from mcp_toolbridge.executors.http_fetch import (
+    FetchedBody,
+    FetchTarget,
+    fetch_pinned,
+    fetch_plain,
+    parse_target,
+)
+from mcp_toolbridge.executors.subprocess import ProcessOutcome, ProcessTimeout, run_process
+
+__all__ = [
+    "DEFAULT_MAX_OUTPUT_BYTES",
+    "DEFAULT_TIMEOUT_S",
+    "ExecRequest",
+    "ExecResult",
+    "ExecToolExecutor",
+    "Executor",
+    "FetchTarget",
+    "FetchedBody",
+    "HttpExecutor",
+    "ProcessOutcome",
+    "ProcessTimeout",
+    "fetch_pinned",
+    "fetch_plain",
+    "parse_target",
+    "run_process",
+]

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mcp_toolbridge.context import CallContext, ProgressFn
+from mcp_toolbridge.host import CallContext, ProgressFn
 from mcp_toolbridge.model import ToolSpec
 
 __all__ = ["CallContext", "ExecRequest", "ExecResult", "Executor", "ProgressFn"]

@@ -19,9 +19,9 @@ from typing import Any
 from mcp_toolbridge.errors import ErrorCode
 from mcp_toolbridge.loaders.agentcli import load_agentcli
 from mcp_toolbridge.loaders.agentpm import load_agentpm
+from mcp_toolbridge.loaders.parallel import load_in_shares
 from mcp_toolbridge.loaders.report import LoadReport, ProblemLog, parse_json, read_bytes
 from mcp_toolbridge.loaders.runloop import bundle_tools_path, load_bundle, load_runloop
-from mcp_toolbridge.loaders.shares import load_in_shares
 from mcp_toolbridge.model import Format
 
 __all__ = ["MANIFEST_NAMES", "LoadReport", "detect_format", "load_file", "load_paths"]

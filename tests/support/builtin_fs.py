@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcp_toolbridge.builtins import BuiltinTool
-from mcp_toolbridge.context import CallContext
+from mcp_toolbridge.builtins.base import BuiltinTool
 from mcp_toolbridge.executors.base import ExecRequest, ExecResult
+from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.schemas import compile_schema
 
 SESSION = "s1"

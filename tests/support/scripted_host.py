@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_toolbridge.context import Answer, SamplingRequest, SamplingResult
+from mcp_toolbridge.host import Answer, SamplingRequest, SamplingResult
 
 Reply = SamplingResult | Callable[[SamplingRequest], Awaitable[SamplingResult]]
 

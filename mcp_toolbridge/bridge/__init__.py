@@ -1,0 +1,23 @@
+"""The call pipeline: every call of every tool goes through :class:`Bridge.call` (validate,
+gate, resolve secrets, execute, check the output), and its observers (audit, telemetry,
+recording) see each outcome.
+
+May import: the vocabulary, loaders, catalog, policy, executors. Not builtins, server, cli."""
+
+from mcp_toolbridge.bridge.audit import AuditLog, AuditRecord
+from mcp_toolbridge.bridge.gate import PolicyGate
+from mcp_toolbridge.bridge.pipeline import Bridge, CallOutcome, Observer
+from mcp_toolbridge.bridge.recording import Recorder, ReplayExecutor
+from mcp_toolbridge.bridge.telemetry import span_observer
+
+__all__ = [
+    "AuditLog",
+    "AuditRecord",
+    "Bridge",
+    "CallOutcome",
+    "Observer",
+    "PolicyGate",
+    "Recorder",
+    "ReplayExecutor",
+    "span_observer",
+]

@@ -1,0 +1,201 @@
+"""The permission gate of Bridge.call: capabilities -> rules -> watchdog -> confirmation.
+
+1. Capability check: the paths, hosts and commands in the arguments against the granted
+   scope (a shell command is parsed into its simple commands and its redirect targets). A
+   refusal here is final: no rule, session answer or watchdog can change it.
+2. Permission rules (manifest, project, session scopes; most specific wins). A shell command
+   with parts that cannot be checked is never allowed by a broad rule: it asks.
+3. The watchdog, when the policy names one: it can only tighten the decision.
+4. ``ask``: the person is asked through the client (allow once / allow always / reject).
+   A client that cannot ask is headless, and ask is a deny with a fixed message that never
+   reads as consent. "Always" adds a session rule.
+
+The gate runs before anything executes and has no side effects other than the question and
+session rules, so a multi-round-trip retry may run it again safely.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from mcp_toolbridge.errors import ExecError
+from mcp_toolbridge.executors import run_process
+from mcp_toolbridge.host import CallContext
+from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.policy import (
+    CommandSplitter,
+    Decision,
+    Policy,
+    SessionRules,
+    Targets,
+    Verdict,
+    WatchdogRequest,
+    canonical_root,
+    combine,
+    failure,
+    is_within,
+    parse_verdict,
+    shell_floor,
+    shell_targets,
+    watchdog_payload,
+)
+from mcp_toolbridge.policy import splitter as shell_splitter
+
+HEADLESS_DENIED = (
+    "Denied, nothing was run: this call needs a person's confirmation and this client cannot "
+    "ask one (it does not support elicitation). This is a refusal, not an approval."
+)
+REJECTED = "Denied, nothing was run: the person you are working with rejected this call."
+ALLOW_ONCE = "Allow once"
+ALLOW_ALWAYS = "Allow always (this session)"
+REJECT = "Reject"
+MAX_SUMMARY = 600
+
+
+@dataclass(frozen=True, slots=True)
+class Clearance:
+    """What the gate decided, and the person's answer when one was asked."""
+
+    decision: Decision
+    answer: str | None = None
+
+    @property
+    def allowed(self) -> bool:
+        return self.decision.action == "allow"
+
+    def refusal(self) -> str:
+        if self.answer == "headless":
+            return f"{HEADLESS_DENIED} (asked by {self.decision.rule})"
+        if self.answer == "reject":
+            return REJECTED
+        return f"Denied by {self.decision.rule}."
+
+
+def _summary(arguments: Mapping[str, Any]) -> str:
+    text = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= MAX_SUMMARY else text[:MAX_SUMMARY] + " …"
+
+
+def confirmation_form() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "decision": {
+                "type": "string",
+                "title": "Run this tool call?",
+                "enum": [ALLOW_ONCE, ALLOW_ALWAYS, REJECT],
+            }
+        },
+        "required": ["decision"],
+    }
+
+
+class PolicyGate:
+    """Bridge gate over a compiled Policy; session rules are kept per session id."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        *,
+        environ: Mapping[str, str] | None = None,
+        splitter: CommandSplitter = shell_splitter,
+        sidecars: Callable[[str], Path | None] | None = None,
+    ) -> None:
+        self.policy = policy
+        self._sidecars = sidecars
+        self._environ = dict(os.environ if environ is None else environ)
+        self._splitter = splitter
+        self._sessions: dict[str, SessionRules] = {}
+
+    def session_rules(self, session_id: str) -> SessionRules:
+        return self._sessions.setdefault(session_id, SessionRules())
+
+    def forget(self, session_id: str) -> None:
+        self._sessions.pop(session_id, None)
+
+    async def __call__(
+        self, spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext
+    ) -> Clearance:
+        policy = self.policy
+        targets = policy.targets(
+            spec, arguments, roles=spec.argument_roles or None, splitter=self._splitter
+        )
+        targets = shell_targets(policy, spec, arguments, targets)
+        targets = self._own_sidecars_readable(spec, targets, ctx.session_id)
+        denial = policy.check_capabilities(spec, targets)
+        if denial is not None:
+            return Clearance(Decision.refused(denial))
+        rules = self.session_rules(ctx.session_id)
+        decision = shell_floor(policy, spec, arguments, policy.decide(spec, targets, rules), rules)
+        if policy.watchdog is not None and decision.action != "deny":
+            decision = combine(decision, await self._watchdog(spec, arguments, ctx))
+        if decision.action != "ask":
+            return Clearance(decision)
+        return await self._confirm(spec, arguments, targets, decision, ctx, rules)
+
+    def _own_sidecars_readable(self, spec: ToolSpec, targets: Targets, session_id: str) -> Targets:
+        """A read-only tool may read the calling session's own sidecar folder (the
+        ``output_path`` files of its truncated results), whatever the fs.read scope: those
+        reads are not checked against the scope or the path rules."""
+        folder = self._sidecars(session_id) if self._sidecars is not None else None
+        if folder is None or not spec.safety.read_only or not targets.paths_read:
+            return targets
+        root = canonical_root(folder)
+        kept = tuple(p for p in targets.paths_read if not is_within(p, root))
+        return (
+            targets if len(kept) == len(targets.paths_read) else replace(targets, paths_read=kept)
+        )
+
+    async def _watchdog(
+        self, spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext
+    ) -> Verdict:
+        config = self.policy.watchdog
+        assert config is not None
+        payload = watchdog_payload(
+            WatchdogRequest.for_call(spec, arguments, session=ctx.session_id)
+        )
+        env: dict[str, str] = {k: self._environ[k] for k in ("PATH", "HOME") if k in self._environ}
+        try:
+            outcome = await run_process(
+                config.argv,
+                stdin=payload,
+                cwd=None,
+                env=env,
+                timeout_s=config.timeout_s,
+                max_output_bytes=64 * 1024,
+            )
+        except ExecError as exc:
+            return failure(exc.message)
+        return parse_verdict(outcome.stdout, exit_code=outcome.exit_code, signal=outcome.signal)
+
+    async def _confirm(
+        self,
+        spec: ToolSpec,
+        arguments: Mapping[str, Any],
+        targets: Targets,
+        decision: Decision,
+        ctx: CallContext,
+        rules: SessionRules,
+    ) -> Clearance:
+        host = ctx.host
+        if host is None or not host.can_elicit:
+            return Clearance(Decision("deny", decision.rule, decision.scope), "headless")
+        message = (
+            f"The assistant wants to run the tool {spec.name!r}"
+            f"{f' ({spec.title})' if spec.title else ''}.\n"
+            f"Arguments: {_summary(arguments)}\n"
+            f"Why you are asked: {decision.rule}"
+        )
+        answer = await host.elicit(f"confirm:{spec.name}", message, confirmation_form())
+        choice = (answer.content or {}).get("decision") if answer.action == "accept" else None
+        if choice == ALLOW_ONCE:
+            return Clearance(Decision("allow", decision.rule, decision.scope), "once")
+        if choice == ALLOW_ALWAYS:
+            rules.add_always(spec, targets)
+            return Clearance(Decision("allow", decision.rule, decision.scope), "always")
+        return Clearance(Decision("deny", decision.rule, decision.scope), "reject")

@@ -1,0 +1,291 @@
+"""Record tool calls as trace frames (``serve --record DIR``) and replay them (``replay DIR``).
+
+Recording is a Bridge observer. Every finished call appends two JSON lines to one file per
+run in DIR (``calls-<UTC time>-<pid>.jsonl``, mode 0600): a ``CT_TOOL_CALL`` frame (call id,
+tool name and declared id, the schema references, the validated arguments) and a
+``CT_TOOL_RESULT`` frame (decision, outcome, timing, and what the transport returned).
+Nothing secret is written on purpose: result values and error texts come from the executors,
+which already replace every resolved secret with ``[redacted:<id>]``; argument values under
+secret-looking names (token, password, api_key, ...) are written as ``***``; argv and URLs
+are redacted as in the audit log; environment variables appear by name only. Calls are
+matched on replay by tool name and the SHA-256 of their canonical arguments (``match``), so
+redacted arguments still replay.
+
+Replay is an Executor standing in for every transport: validation and the policy run as
+usual, and a call the policy lets through gets the recorded transport result (or error) of the
+same tool with the same canonical arguments. Several recordings of one call are served in
+order, the last one again once they run out. A call with no recording gets an error result
+``no recording for this call`` and a warning on stderr.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from mcp_toolbridge.bridge.audit import redact_argv, redact_url
+from mcp_toolbridge.bridge.pipeline import CallOutcome
+from mcp_toolbridge.bridge.telemetry import outcome_label
+from mcp_toolbridge.errors import ConfigError, ErrorCode, ExecError
+from mcp_toolbridge.executors import ExecRequest, ExecResult
+from mcp_toolbridge.host import CallContext
+from mcp_toolbridge.model import ToolSpec
+
+log = logging.getLogger("mcp_toolbridge")
+
+CALL = "CT_TOOL_CALL"
+RESULT = "CT_TOOL_RESULT"
+FRAME_VERSION = 1
+NO_RECORDING = "no recording for this call"
+REDACTED = "***"
+_SECRET_KEY = re.compile(
+    r"(token|secret|passw(or)?d|pwd|api[-_]?key|apikey|access[-_]?key|auth|credential|"
+    r"private[-_]?key)",
+    re.IGNORECASE,
+)
+
+
+def canonical(arguments: Mapping[str, Any]) -> str:
+    return json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def match_key(tool: str, arguments: Mapping[str, Any]) -> str:
+    """What a replayed call is matched on: the tool name and its canonical arguments."""
+    digest = hashlib.sha256(canonical(arguments).encode("utf-8")).hexdigest()
+    return f"{tool}:{digest}"
+
+
+def redact_arguments(value: Any) -> Any:
+    """Arguments with the values of secret-looking keys replaced by ``***``."""
+    if isinstance(value, Mapping):
+        return {
+            k: REDACTED if isinstance(k, str) and _SECRET_KEY.search(k) else redact_arguments(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redact_arguments(v) for v in value]
+    return value
+
+
+def _iso(ns: float) -> str:
+    stamp = datetime.fromtimestamp(ns, UTC).isoformat(timespec="milliseconds")
+    return stamp.replace("+00:00", "Z")
+
+
+def _executed(outcome: CallOutcome) -> bool:
+    """Whether the transport was asked: the policy allowed the call (and it was not pending)."""
+    decision = outcome.decision
+    return decision is not None and decision.action == "allow" and outcome.answer != "pending"
+
+
+def frames(
+    spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext, outcome: CallOutcome
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The CT_TOOL_CALL and CT_TOOL_RESULT frames of one finished call."""
+    call_id = uuid.uuid4().hex
+    ended = datetime.now(UTC).timestamp()
+    call = {
+        "frame": CALL,
+        "v": FRAME_VERSION,
+        "call_id": call_id,
+        "ts": _iso(ended - outcome.duration_ms / 1000),
+        "session": ctx.session_id,
+        "tool": spec.name,
+        "tool_id": spec.id,
+        "input_schema_ref": spec.input_schema_ref,
+        "output_schema_ref": spec.output_schema_ref,
+        "arguments": redact_arguments(dict(arguments)),
+        "match": match_key(spec.name, arguments),
+    }
+    decision = outcome.decision
+    result = outcome.result
+    frame: dict[str, Any] = {
+        "frame": RESULT,
+        "v": FRAME_VERSION,
+        "call_id": call_id,
+        "ts": _iso(ended),
+        "tool": spec.name,
+        "tool_id": spec.id,
+        "duration_ms": outcome.duration_ms,
+        "decision": (
+            {"action": decision.action, "rule": decision.rule, "scope": decision.scope}
+            if decision
+            else None
+        ),
+        "answer": outcome.answer,
+        "outcome": outcome_label(outcome),
+        "executed": _executed(outcome),
+        "result": None,
+        "error": None,
+    }
+    if result is not None:
+        frame["result"] = {
+            "ok": result.ok,
+            "value": result.value,
+            "error": result.error,
+            "truncated": result.truncated,
+            "output_path": result.output_path,
+            "exit_code": result.exit_code,
+            "http_status": result.http_status,
+            "argv": redact_argv(result.argv) if result.argv else None,
+            "url": redact_url(result.url) if result.url else None,
+            "env_keys": sorted(result.env_keys),
+        }
+    elif not outcome.ok:
+        code = outcome.code.value if outcome.code else None
+        frame["error"] = {"message": outcome.error, "code": code}
+    return call, frame
+
+
+class Recorder:
+    """A Bridge observer appending the frames of every finished call to one JSONL file."""
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path
+        self._fd: int | None = fd
+        self._lock = anyio.Lock()
+
+    @classmethod
+    def open(cls, folder: Path) -> Recorder:
+        """A new file in ``folder`` (created 0700). Raises ConfigError when it cannot."""
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        path = folder / f"calls-{stamp}-{os.getpid()}.jsonl"
+        try:
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+            fd = os.open(path, flags, 0o600)
+        except OSError as exc:
+            raise ConfigError(
+                f"--record {folder}: cannot create a recording there: {exc}",
+                code=ErrorCode.CONFIG_INVALID,
+            ) from exc
+        return cls(path, fd)
+
+    async def __call__(
+        self, spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext, outcome: CallOutcome
+    ) -> None:
+        if outcome.answer == "pending":  # the call is retried with the answer; record that one
+            return
+        lines = "".join(
+            json.dumps(frame, ensure_ascii=False, default=str) + "\n"
+            for frame in frames(spec, arguments, ctx, outcome)
+        ).encode("utf-8")
+        async with self._lock:
+            await anyio.to_thread.run_sync(self._write, lines)
+
+    def _write(self, data: bytes) -> None:
+        if self._fd is None:
+            raise OSError(f"the recording {self.path} is closed")
+        written = os.write(self._fd, data)
+        while written < len(data):
+            written += os.write(self._fd, data[written:])
+
+    def close(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """What the transport returned for one recorded call: a result, or an error."""
+
+    result: ExecResult | None
+    error: str | None = None
+    code: ErrorCode | None = None
+
+
+def _recorded(frame: dict[str, Any]) -> Recorded:
+    raw = frame.get("result")
+    if isinstance(raw, dict):
+        return Recorded(
+            ExecResult(
+                ok=bool(raw.get("ok")),
+                value=raw.get("value"),
+                error=raw.get("error"),
+                truncated=bool(raw.get("truncated")),
+                output_path=raw.get("output_path"),
+                exit_code=raw.get("exit_code"),
+                http_status=raw.get("http_status"),
+            )
+        )
+    error = frame.get("error") or {}
+    code = error.get("code")
+    known = {c.value: c for c in ErrorCode}
+    message = error.get("message") or "tool failed"
+    return Recorded(None, message, known.get(code) if isinstance(code, str) else None)
+
+
+def _read_frames(path: Path) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            frame = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(
+                f"{path}:{number}: not a JSON frame ({exc.msg}); is this a --record file?",
+                code=ErrorCode.CONFIG_INVALID,
+            ) from exc
+        if isinstance(frame, dict) and frame.get("frame") in (CALL, RESULT):
+            found.append(frame)
+    return found
+
+
+class ReplayExecutor:
+    """Serves recorded transport results by tool and canonical arguments."""
+
+    def __init__(self, recordings: Mapping[str, list[Recorded]]) -> None:
+        self._recordings = dict(recordings)
+        self._served: dict[str, int] = {}
+
+    @classmethod
+    def load(cls, folder: Path) -> ReplayExecutor:
+        """Every ``*.jsonl`` recording in ``folder``, in file-name order."""
+        if not folder.is_dir():
+            raise ConfigError(
+                f"replay: {folder} is not a folder; give the DIR passed to serve --record",
+                code=ErrorCode.CONFIG_INVALID,
+            )
+        recordings: dict[str, list[Recorded]] = {}
+        for path in sorted(folder.glob("*.jsonl")):
+            calls: dict[str, str] = {}
+            for frame in _read_frames(path):
+                if frame["frame"] == CALL:
+                    calls[str(frame.get("call_id"))] = str(frame.get("match"))
+                elif frame.get("executed") and str(frame.get("call_id")) in calls:
+                    key = calls.pop(str(frame.get("call_id")))
+                    recordings.setdefault(key, []).append(_recorded(frame))
+        return cls(recordings)
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self._recordings.values())
+
+    async def run(self, request: ExecRequest) -> ExecResult:
+        name = request.spec.name
+        key = match_key(name, request.arguments)
+        served = self._recordings.get(key)
+        if not served:
+            shown = canonical(redact_arguments(request.arguments))
+            shown = shown if len(shown) <= 200 else shown[:200] + "..."
+            log.warning("replay: %s for %s %s", NO_RECORDING, name, shown)
+            return ExecResult(ok=False, error=NO_RECORDING)
+        index = self._served.get(key, 0)
+        self._served[key] = index + 1
+        recorded = served[min(index, len(served) - 1)]
+        if recorded.result is None:
+            raise ExecError(recorded.error or "tool failed", tool=name, code=recorded.code)
+        return recorded.result

@@ -1,0 +1,181 @@
+"""edit: replace an exact string in an existing file of the workspace.
+
+Literal matching only (see :mod:`edit_text`); the UTF-8 BOM and the file's line endings are
+kept; the file is replaced atomically (see :mod:`fs_atomic`) under a per-path lock, so
+concurrent edits of one file apply one after the other and none is lost.
+
+When old_string matches nothing, the diagnostics (closest lines, hints) are worked out after
+the lock is released, in a worker thread abandoned on cancellation, and within
+``DIAGNOSE_SHARE`` of the call's timeout (at most ``MAX_DIAGNOSE_S``): past it the error says
+what was found so far.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+
+from mcp_toolbridge.builtins.base import builtin_spec
+from mcp_toolbridge.builtins.fs import edit_text
+from mcp_toolbridge.builtins.fs.atomic import SHARED_PATH_LOCKS, PathLocks, atomic_write
+from mcp_toolbridge.builtins.fs.paths import FileProblem, FsRoot
+from mcp_toolbridge.executors import ExecRequest, ExecResult
+from mcp_toolbridge.model import RequirementSet, Safety
+
+MAX_EDIT_BYTES = 16 * 1024 * 1024
+DIAGNOSE_SHARE = 0.5
+MAX_DIAGNOSE_S = 5.0
+BINARY_PROBE_BYTES = 4096
+
+INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "file_path": {
+            "type": "string",
+            "minLength": 1,
+            "description": "The existing file to change: absolute, or relative to the "
+            "workspace root.",
+        },
+        "old_string": {
+            "type": "string",
+            "description": "The exact text to replace, whitespace and indentation included "
+            "(never the line-number prefix read shows). It must occur exactly once unless "
+            "replace_all is true; include a few surrounding lines to make it unique.",
+        },
+        "new_string": {
+            "type": "string",
+            "description": "The text to put in its place (must differ from old_string).",
+        },
+        "replace_all": {
+            "type": "boolean",
+            "description": "Replace every occurrence of old_string (default false).",
+        },
+    },
+    "required": ["file_path", "old_string", "new_string"],
+    "additionalProperties": False,
+}
+
+SPEC = builtin_spec(
+    "edit",
+    title="Edit a file",
+    description=(
+        "Replace an exact string in an existing file. old_string must match the file exactly "
+        "(literal text, no regular expressions) and be unique unless replace_all is true. Line "
+        "endings (CRLF or LF) and a UTF-8 BOM are kept. Returns a short diff. To create a file "
+        "or replace all of its content, use write."
+    ),
+    input_schema=INPUT_SCHEMA,
+    requires=RequirementSet(fs_read=("{workspace}",), fs_write=("{workspace}",)),
+    argument_roles={"file_path": ("fs.read", "fs.write")},
+    safety=Safety(
+        read_only=False,
+        destructive=True,
+        idempotent=False,
+        open_world=False,
+        inferred=frozenset(),
+    ),
+)
+
+
+class EditTool:
+    """The edit built-in over one workspace."""
+
+    spec = SPEC
+
+    def __init__(self, workspace: Path, locks: PathLocks | None = None) -> None:
+        self._fs = FsRoot(workspace)
+        self._locks = locks if locks is not None else SHARED_PATH_LOCKS
+
+    async def run(self, request: ExecRequest) -> ExecResult:
+        args = request.arguments
+        path = self._fs.resolve(str(args["file_path"]), what="file_path")
+        old = str(args["old_string"])
+        new = str(args["new_string"])
+        if old == "":
+            return ExecResult(
+                ok=False,
+                error="old_string is empty; edit replaces existing text. To create a file or "
+                "replace all of its content, use write",
+            )
+        if old == new:
+            return ExecResult(
+                ok=False,
+                error="old_string and new_string are identical, so there is nothing to change",
+            )
+        replace_all = bool(args.get("replace_all", False))
+        budget = min(request.timeout_s * DIAGNOSE_SHARE, MAX_DIAGNOSE_S)
+        async with self._locks.hold(path):
+            try:
+                value = await anyio.to_thread.run_sync(self._edit, path, old, new, replace_all)
+            except edit_text.NotFound as missing:
+                not_found = missing
+            except FileProblem as exc:
+                return ExecResult(ok=False, error=str(exc))
+            else:
+                return ExecResult(ok=True, value=value)
+        return ExecResult(ok=False, error=await _diagnose(not_found, budget))
+
+    def _edit(self, path: Path, old: str, new: str, replace_all: bool) -> dict[str, Any]:
+        """Runs in a worker thread under the path's lock, never abandoned: it may write."""
+        shown = self._fs.display(path)
+        if not os.path.lexists(path):
+            raise FileProblem(
+                self._fs.missing_message(
+                    shown, path, hint="edit changes existing files; use write to create one."
+                )
+            )
+        info = self._fs.check_regular(path, tool="edit")
+        if info.st_size > MAX_EDIT_BYTES:
+            raise FileProblem(
+                f"{shown} is {info.st_size} bytes, more than edit handles "
+                f"({MAX_EDIT_BYTES // (1024 * 1024)} MB); change it another way"
+            )
+        fd = self._fs.open_file(path, tool="edit")
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read(MAX_EDIT_BYTES + 1)
+        if b"\0" in data[:BINARY_PROBE_BYTES]:
+            raise FileProblem(
+                f"{shown} is a binary file (a NUL byte in its first 4 KB); edit "
+                "changes text files only"
+            )
+        decoded = edit_text.decode(data)
+        replaced = edit_text.replace(decoded, old, new, replace_all=replace_all, shown=shown)
+        atomic_write(self._fs, path, edit_text.encode(decoded, replaced.text))
+        value: dict[str, Any] = {
+            "file_path": shown,
+            "replacements": replaced.count,
+            "lines": list(replaced.lines),
+            "diff": edit_text.short_diff(decoded.text, replaced.text, shown),
+        }
+        if decoded.style in ("crlf", "mixed"):
+            value["line_endings"] = decoded.style
+        if decoded.bom:
+            value["bom"] = True
+        if replaced.converted:
+            value["note"] = "line breaks in old_string/new_string were matched and written as "
+            value["note"] += "CRLF, like the file" if decoded.style != "lf" else "LF, like the file"
+        return value
+
+
+async def _diagnose(missing: edit_text.NotFound, budget_s: float) -> str:
+    """The no-match error with its diagnostics, given ``budget_s`` seconds of a worker thread.
+
+    The thread looks at the deadline itself, so an abandoned one (cancellation, or a single
+    slow step) stops soon after."""
+    deadline = time.monotonic() + budget_s
+    with anyio.move_on_after(budget_s + 1.0):
+        return await anyio.to_thread.run_sync(
+            lambda: edit_text.not_found_message(
+                missing.decoded, missing.old, missing.shown, deadline=deadline
+            ),
+            abandon_on_cancel=True,
+        )
+    return (
+        f"{missing}. It must match the file exactly, whitespace and indentation included; "
+        "finding the closest lines took too long: read the file around the place you meant "
+        "to edit."
+    )

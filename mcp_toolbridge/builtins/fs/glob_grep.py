@@ -1,0 +1,340 @@
+"""glob and grep: find files by name pattern and by content, inside the workspace.
+
+Both respect .gitignore (see :mod:`gitignore`), always skip ``.git``, never follow symlinks and
+order files by modification time, newest first (ties by path). glob lists up to 1000 paths,
+grep up to 200 entries; past that the head is returned and the rest goes to a sidecar file
+(``truncated`` and ``output_path``). Paths are shown relative to the workspace root.
+
+Given the policy's read verdict (:mod:`fs_visibility`), both withhold the paths it refuses and
+say how many (``withheld_by_policy``), never which.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+import anyio.to_thread
+
+from mcp_toolbridge.builtins.fs import grep_rg
+from mcp_toolbridge.builtins.fs.glob_grep_specs import GLOB_SPEC, GREP_SPEC
+from mcp_toolbridge.builtins.fs.grep_engine import (
+    MAX_FILE_BYTES,
+    GrepQuery,
+    GrepRun,
+    InvalidPattern,
+    Mode,
+    SearchTimeout,
+    python_search,
+)
+from mcp_toolbridge.builtins.fs.grep_format import format_run
+from mcp_toolbridge.builtins.fs.paths import FileProblem, FsRoot
+from mcp_toolbridge.builtins.fs.visibility import ReadVerdict, ResultFilter
+from mcp_toolbridge.builtins.fs.walk import IgnoreOracle, PathGlob, WalkReport, walk_files
+from mcp_toolbridge.builtins.session import Sessions
+from mcp_toolbridge.errors import ArgumentsError, ExecTimeoutError
+from mcp_toolbridge.executors import ExecRequest, ExecResult
+from mcp_toolbridge.policy import check_text, has_glob, is_within, split_glob
+
+MAX_GLOB_ENTRIES = 1000
+MAX_GLOB_COLLECTED = 100_000
+MAX_GLOB_WALK = 500_000
+MAX_IGNORED_DIRS_SHOWN = 10
+DEADLINE_SHARE = 0.9
+"""The part of the call's timeout a search may use; the rest is left to report."""
+
+Engine = Literal["auto", "ripgrep", "python"]
+
+
+def _folder(fs: FsRoot, raw: str, *, extra: list[Path] | None = None) -> Path:
+    root = fs.resolve(raw, what="path", extra=extra or [])
+    if not root.exists():
+        raise FileProblem(fs.missing_message(raw, root).replace("file not found", "path not found"))
+    return root
+
+
+class GlobTool:
+    """The glob built-in: files under a workspace folder whose path matches a pattern."""
+
+    spec = GLOB_SPEC
+
+    def __init__(
+        self, workspace: Path, sessions: Sessions, *, readable: ReadVerdict | None = None
+    ) -> None:
+        self._fs = FsRoot(workspace)
+        self._sessions = sessions
+        self._readable = readable
+
+    async def run(self, request: ExecRequest) -> ExecResult:
+        args = request.arguments
+        pattern = str(args["pattern"])
+        check_text(pattern, what="pattern")
+        raw_path = str(args.get("path") or ".")
+        if pattern.startswith("/"):
+            literal, rest = split_glob(pattern)
+            raw_path, pattern = (
+                (literal, "/" + rest)
+                if rest
+                else (os.path.dirname(literal), "/" + os.path.basename(literal))
+            )
+        if ".." in pattern.split("/"):
+            raise ArgumentsError("the pattern must not contain '..'; set path to another folder")
+        include_ignored = bool(args.get("include_ignored", False))
+        deadline = time.monotonic() + request.timeout_s * DEADLINE_SHARE
+        try:
+            root = _folder(self._fs, raw_path)
+            if not root.is_dir():
+                raise FileProblem(
+                    f"glob path must be a directory: {self._fs.display(root)} is a file "
+                    "(use read to see it)"
+                )
+            matcher = PathGlob([pattern])
+            shown = ResultFilter.for_glob(self._readable) if self._readable else None
+            found = await anyio.to_thread.run_sync(
+                self._walk, root, pattern, matcher, include_ignored, deadline, shown
+            )
+        except (FileProblem, ValueError) as exc:
+            return ExecResult(ok=False, error=str(exc))
+        withheld = shown.withheld if shown is not None else 0
+        return self._result(request, *found, include_ignored=include_ignored, withheld=withheld)
+
+    def _walk(
+        self,
+        root: Path,
+        pattern: str,
+        matcher: PathGlob,
+        include_ignored: bool,
+        deadline: float,
+        shown: ResultFilter | None,
+    ) -> tuple[list[tuple[float, str]], int, WalkReport, Path]:
+        walk_root, prefix = _literal_start(root, pattern)
+        if walk_root not in (None, root) and not include_ignored:
+            oracle = IgnoreOracle(self._fs.root, root)
+            if oracle.ignored(walk_root, is_dir=True):
+                walk_root, prefix = root, ""  # the walk reports the ignored folder
+        report = WalkReport()
+        found: list[tuple[float, str]] = []
+        hidden = 0
+        if walk_root is None:
+            return found, hidden, report, root
+        for entry in walk_files(
+            walk_root,
+            ignore_base=None if include_ignored else self._fs.root,
+            report=report,
+            deadline=deadline,
+            max_entries=MAX_GLOB_WALK,
+        ):
+            rel = f"{prefix}/{entry.rel}" if prefix else entry.rel
+            if not matcher.matches(rel):
+                continue
+            if entry.ignored:
+                hidden += 1
+            elif shown is not None and not shown.keep(entry.path):
+                continue
+            elif len(found) < MAX_GLOB_COLLECTED:
+                found.append((entry.mtime, self._fs.display(entry.path)))
+        if report.stopped == "deadline":
+            raise FileProblem(
+                f"glob timed out after {report.entries} entries; narrow the pattern or set path"
+            )
+        return found, hidden, report, walk_root
+
+    def _result(
+        self,
+        request: ExecRequest,
+        found: list[tuple[float, str]],
+        hidden: int,
+        report: WalkReport,
+        walk_root: Path,
+        *,
+        include_ignored: bool,
+        withheld: int,
+    ) -> ExecResult:
+        found.sort(key=lambda item: (-item[0], item[1]))
+        paths = [shown for _, shown in found]
+        value: dict[str, Any] = {"files": paths[:MAX_GLOB_ENTRIES], "num_files": len(paths)}
+        notes: list[str] = []
+        if not paths:
+            notes.append("No files found")
+        if not include_ignored:
+            value["hidden_by_gitignore"] = hidden
+            ignored = [self._fs.display(walk_root / d) for d in report.ignored_dirs]
+            if ignored:
+                value["ignored_dirs"] = ignored[:MAX_IGNORED_DIRS_SHOWN]
+            if hidden or ignored:
+                notes.append(
+                    f"{hidden} matching file(s) hidden by .gitignore"
+                    + (f" and {len(ignored)} ignored folder(s) not searched" if ignored else "")
+                    + "; pass include_ignored: true to include them"
+                )
+        if withheld:
+            value["withheld_by_policy"] = withheld
+            notes.append(
+                f"{withheld} matching file(s) withheld: the permission policy denies reading them"
+            )
+        if report.stopped == "limit":
+            notes.append(f"the walk stopped after {MAX_GLOB_WALK} entries; narrow the search")
+        truncated = len(paths) > MAX_GLOB_ENTRIES
+        output_path = None
+        if truncated:
+            data = ("\n".join(paths) + "\n").encode("utf-8", "replace")
+            state = self._sessions.get(request.context.session_id)
+            kept = state.write_sidecar("glob", data)
+            output_path = str(kept) if kept is not None else None
+            notes.append(
+                f"showing the newest {MAX_GLOB_ENTRIES} of {len(paths)} files"
+                + ("; the full list is in output_path (read it with offset)" if kept else "")
+                + "; narrow the pattern or set path to see fewer"
+            )
+        if notes:
+            value["note"] = "; ".join(notes)
+        return ExecResult(ok=True, value=value, truncated=truncated, output_path=output_path)
+
+
+def _literal_start(root: Path, pattern: str) -> tuple[Path | None, str]:
+    """Start the walk at the pattern's literal leading folders (``src/`` of ``src/**/*.py``).
+
+    None when that folder is missing or is reached through a symlink (never followed).
+    """
+    parts = pattern.lstrip("/").split("/")
+    if len(parts) < 2 and not pattern.startswith("/"):
+        return root, ""
+    lead: list[str] = []
+    for part in parts[:-1]:
+        if has_glob(part) or "{" in part or not part or part == ".":
+            break
+        lead.append(part)
+    if not lead:
+        return root, ""
+    start = root.joinpath(*lead)
+    if not start.is_dir() or Path(os.path.realpath(start)) != start:
+        return None, ""
+    return start, "/".join(lead)
+
+
+class GrepTool:
+    """The grep built-in: ripgrep when available (or chosen), Python ``re`` otherwise."""
+
+    spec = GREP_SPEC
+
+    def __init__(
+        self,
+        workspace: Path,
+        sessions: Sessions,
+        engine: Engine = "auto",
+        *,
+        readable: ReadVerdict | None = None,
+    ) -> None:
+        self._fs = FsRoot(workspace)
+        self._sessions = sessions
+        self._engine = engine
+        self._readable = readable
+        if engine == "ripgrep" and grep_rg.find_rg() is None:
+            raise ValueError("engine='ripgrep' needs rg on PATH")
+
+    async def run(self, request: ExecRequest) -> ExecResult:
+        args = request.arguments
+        pattern = str(args["pattern"])
+        if "\0" in pattern:
+            raise ArgumentsError("the pattern contains a NUL character; write \\x00 to match one")
+        globs = tuple(str(g) for g in ([args["glob"]] if args.get("glob") else []))
+        for glob in globs:
+            check_text(glob, what="glob")
+        state = self._sessions.get(request.context.session_id)
+        extra = [state.sidecar_dir] if state.sidecar_dir is not None else []
+        mode: Mode = args.get("output_mode") or "files_with_matches"
+        context = int(args.get("context") or 0) if mode == "content" else 0
+        head_limit = args.get("head_limit")
+        try:
+            root = _folder(self._fs, str(args.get("path") or "."), extra=extra)
+            if not root.is_dir():
+                self._fs.check_regular(root, tool="grep")
+            query = GrepQuery(
+                pattern=pattern,
+                mode=mode,
+                root=root,
+                ignore_base=self._fs.root if is_within(root, self._fs.root) else None,
+                globs=globs,
+                case_insensitive=bool(args.get("case_insensitive", False)),
+                multiline=bool(args.get("multiline", False)),
+                context=context,
+                deadline=time.monotonic() + request.timeout_s * DEADLINE_SHARE,
+            )
+            run = await self._search(query, request.timeout_s * DEADLINE_SHARE)
+            if self._readable is not None and query.ignore_base is not None:
+                await anyio.to_thread.run_sync(
+                    _withhold, run, ResultFilter.for_grep(self._readable, root)
+                )
+        except FileProblem as exc:
+            return ExecResult(ok=False, error=str(exc))
+        except InvalidPattern as exc:
+            return ExecResult(
+                ok=False,
+                error=f"{exc}. Fix the pattern; escape characters meant literally, such as "
+                "( ) [ ] { } . * + ? |, with a backslash",
+            )
+        except (SearchTimeout, ExecTimeoutError, TimeoutError):
+            return ExecResult(
+                ok=False,
+                error=f"grep timed out after {request.timeout_s * DEADLINE_SHARE:g}s without "
+                "finishing; narrow the search with path or glob, or simplify the pattern",
+            )
+        formatted = format_run(
+            run,
+            mode,
+            self._fs.display,
+            line_numbers=bool(args.get("line_numbers", True)),
+            context=context,
+            head_limit=int(head_limit) if head_limit is not None else None,
+        )
+        if formatted.full_text is None:
+            return ExecResult(ok=True, value=formatted.value)
+        kept = state.write_sidecar("grep", formatted.full_text.encode("utf-8", "replace"))
+        return ExecResult(
+            ok=True,
+            value=formatted.value,
+            truncated=True,
+            output_path=str(kept) if kept is not None else None,
+        )
+
+    async def _search(self, query: GrepQuery, timeout_s: float) -> GrepRun:
+        if query.root.is_file():
+            skipped = _skip_reason(query.root)
+            if skipped:
+                run = GrepRun(engine="python")
+                run.partial = f"{self._fs.display(query.root)} {skipped}"
+                return run
+        rg = grep_rg.find_rg() if self._engine != "python" else None
+        if rg is not None:
+            try:
+                return await grep_rg.rg_search(rg, query, timeout_s)
+            except (grep_rg.PatternUnsupported, grep_rg.OutputOverflow):
+                pass  # a pattern rg cannot parse, or output it cannot bound: Python runs it
+        with anyio.fail_after(max(query.deadline - time.monotonic(), 0.0) + 1.0):
+            return await anyio.to_thread.run_sync(python_search, query, abandon_on_cancel=True)
+
+
+def _withhold(run: GrepRun, shown: ResultFilter) -> None:
+    """Drop the files the policy refuses reading (in a worker thread: one decision per file).
+
+    Applied to what either engine found, so both count the same files; a sidecar folder
+    (outside the workspace, readable by its own session) is not filtered."""
+    run.files = [hits for hits in run.files if shown.keep(hits.path)]
+    run.withheld = shown.withheld
+
+
+def _skip_reason(path: Path) -> str | None:
+    """Why an explicitly named file is not searched (both engines skip it the same way)."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            return f"is over {MAX_FILE_BYTES // (1024 * 1024)} MB and was not searched"
+        with path.open("rb") as handle:
+            if b"\0" in handle.read(MAX_FILE_BYTES):
+                return "is a binary file (it contains a NUL byte) and was not searched"
+    except OSError as exc:
+        return f"could not be read: {exc.strerror}"
+    return None

@@ -1,0 +1,130 @@
+"""grep's output, the same for both engines: files newest first, capped at 200 entries.
+
+Files are ordered by modification time, newest first (like glob), ties by path; lines within a
+file by line number. Content lines look like ripgrep's: ``path:12:text`` for a matching line,
+``path-13-text`` for a context line, ``--`` between separate groups. An entry is a file
+(files_with_matches, count) or a matching line (content). Past 200 entries, the head is
+returned and the full output goes to a sidecar file; ``head_limit`` is a limit the caller chose,
+so what it leaves out is only counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcp_toolbridge.builtins.fs.grep_engine import FileHits, GrepRun, Mode
+
+MAX_ENTRIES = 200
+MAX_LINE_CHARS = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class Formatted:
+    value: dict[str, Any]
+    full_text: str | None
+    """The whole output when the head was cut at the cap (for the sidecar); else None."""
+
+
+def format_run(
+    run: GrepRun,
+    mode: Mode,
+    display: Callable[[Path], str],
+    *,
+    line_numbers: bool,
+    context: int,
+    head_limit: int | None,
+) -> Formatted:
+    files = sorted(run.files, key=lambda f: (-f.mtime, display(f.path)))
+    limit = head_limit if head_limit is not None else MAX_ENTRIES
+    num_matches = sum(f.match_lines for f in files)
+    value: dict[str, Any] = {
+        "mode": mode,
+        "num_files": len(files),
+        "engine": run.engine,
+    }
+    if mode != "files_with_matches":
+        value["num_matches"] = num_matches
+    full: list[str]
+    if mode == "files_with_matches":
+        full = [display(f.path) for f in files]
+        value["files"] = full[:limit]
+        total, unit = len(full), "files"
+    elif mode == "count":
+        counts = [{"file": display(f.path), "count": f.match_lines} for f in files]
+        value["counts"] = counts[:limit]
+        full = [f"{c['file']}:{c['count']}" for c in counts]
+        total, unit = len(counts), "files"
+    else:
+        full, cut_at = _content_lines(files, display, line_numbers, context, limit)
+        value["content"] = "\n".join(full[:cut_at])
+        total, unit = num_matches, "matching lines"
+    notes: list[str] = []
+    if total == 0:
+        notes.append(
+            "No matches found (files ignored by .gitignore, binary files and files "
+            "over 10 MB are not searched)"
+        )
+    if run.partial:
+        notes.append(f"results may be incomplete: {run.partial}")
+    if run.withheld:
+        value["withheld_by_policy"] = run.withheld
+        notes.append(
+            f"{run.withheld} matching file(s) withheld: the permission policy denies reading "
+            "them or asks first (name such a file in path to be asked)"
+        )
+    cut = total > limit
+    if cut and head_limit is not None:
+        notes.append(f"showing the first {limit} of {total} {unit} (head_limit={head_limit})")
+    elif cut:
+        notes.append(
+            f"showing the first {limit} of {total} {unit}; the full output is in output_path "
+            "(read it, or grep it with path set to output_path), or narrow the search with "
+            "path, glob or head_limit"
+        )
+    if notes:
+        value["note"] = "; ".join(notes)
+    return Formatted(value, "\n".join(full) + "\n" if cut and head_limit is None else None)
+
+
+def _content_lines(
+    files: list[FileHits],
+    display: Callable[[Path], str],
+    line_numbers: bool,
+    context: int,
+    limit: int,
+) -> tuple[list[str], int]:
+    """Every output line, and how many of them form the head: up to the ``limit``-th matching
+    line plus its after-context."""
+    out: list[str] = []
+    kinds: list[str] = []
+    for hits in files:
+        shown = display(hits.path)
+        previous: int | None = None
+        if out and context:
+            out.append("--")
+            kinds.append("sep")
+        for number in sorted(hits.lines):
+            text, is_match = hits.lines[number]
+            if previous is not None and number > previous + 1:
+                out.append("--")
+                kinds.append("sep")
+            previous = number
+            if len(text) > MAX_LINE_CHARS:
+                text = f"{text[:MAX_LINE_CHARS]}… [line cut at {MAX_LINE_CHARS} characters]"
+            sep = ":" if is_match else "-"
+            out.append(
+                f"{shown}{sep}{number}{sep}{text}" if line_numbers else f"{shown}{sep}{text}"
+            )
+            kinds.append("match" if is_match else "context")
+    match_positions = [i for i, kind in enumerate(kinds) if kind == "match"]
+    if len(match_positions) <= limit:
+        return out, len(out)
+    cut_at = match_positions[limit - 1] + 1 if limit else 0
+    after = 0
+    while limit and cut_at < len(out) and kinds[cut_at] == "context" and after < context:
+        cut_at += 1
+        after += 1
+    return out, cut_at

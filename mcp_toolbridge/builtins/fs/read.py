@@ -1,0 +1,278 @@
+"""read: numbered lines of a text file in the workspace (or of a session sidecar file).
+
+Lines come ``cat -n`` style (the number right-aligned in six columns, a tab, the line). The file
+is streamed: lines before ``offset`` are skipped by counting newlines in 1 MB chunks, a line is
+never read whole past what is shown, so a 1 GB file or a 1 GB single line costs bounded memory.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import anyio.to_thread
+
+from mcp_toolbridge.builtins.base import builtin_spec
+from mcp_toolbridge.builtins.fs.paths import FileProblem, FsRoot
+from mcp_toolbridge.builtins.session import Sessions
+from mcp_toolbridge.executors import ExecRequest, ExecResult
+from mcp_toolbridge.model import RequirementSet, Safety
+
+DEFAULT_LIMIT = 2000
+MAX_LIMIT = 100_000
+MAX_LINE_CHARS = 2000
+MAX_OUTPUT_BYTES = 200 * 1024
+MAX_SIDECAR_BYTES = 16 * 1024 * 1024
+BINARY_PROBE_BYTES = 4096
+_HEAD_BYTES = 4 * MAX_LINE_CHARS + 8
+_CHUNK = 1024 * 1024
+_BOM = b"\xef\xbb\xbf"
+
+INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "file_path": {
+            "type": "string",
+            "minLength": 1,
+            "description": "The file to read: absolute, or relative to the workspace root.",
+        },
+        "offset": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "The line number to start at (1 is the first line). Use it with "
+            "limit to page through a large file; results say which offset comes next.",
+        },
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_LIMIT,
+            "description": f"How many lines to return (default {DEFAULT_LIMIT}).",
+        },
+    },
+    "required": ["file_path"],
+    "additionalProperties": False,
+}
+
+SPEC = builtin_spec(
+    "read",
+    title="Read a file",
+    description=(
+        "Read a text file from the workspace. Returns numbered lines (cat -n style: the line "
+        f"number, a tab, the line); {DEFAULT_LIMIT} lines from the start by default, use offset "
+        f"and limit for other parts. Lines longer than {MAX_LINE_CHARS} characters are cut, the "
+        "output is capped at 200 KB. The line-number prefix is not part of the file: never copy "
+        "it into edit's old_string. Directories and binary files are refused (use glob to list "
+        "files). Output files of earlier truncated calls (output_path) can be read too."
+    ),
+    input_schema=INPUT_SCHEMA,
+    requires=RequirementSet(fs_read=("{workspace}",)),
+    argument_roles={"file_path": ("fs.read",)},
+    safety=Safety(read_only=True, idempotent=True, open_world=False, inferred=frozenset()),
+)
+
+
+@dataclass
+class _Window:
+    head: list[str] = field(default_factory=list)
+    """Formatted lines within the 200 KB cap."""
+    rest: list[str] = field(default_factory=list)
+    """Formatted lines past the cap (kept for the sidecar, up to its own cap)."""
+    head_bytes: int = 0
+    rest_bytes: int = 0
+    first: int = 1
+    last: int = 0
+    total: int = 0
+    crlf: bool = False
+    bom: bool = False
+    invalid_utf8: bool = False
+    cut_lines: int = 0
+
+
+class ReadTool:
+    """The read built-in over one workspace; session sidecar files are readable too."""
+
+    spec = SPEC
+
+    def __init__(self, workspace: Path, sessions: Sessions) -> None:
+        self._fs = FsRoot(workspace)
+        self._sessions = sessions
+
+    async def run(self, request: ExecRequest) -> ExecResult:
+        args = request.arguments
+        state = self._sessions.get(request.context.session_id)
+        extra = [state.sidecar_dir] if state.sidecar_dir is not None else []
+        path = self._fs.resolve(str(args["file_path"]), what="file_path", extra=extra)
+        offset = int(args.get("offset") or 1)
+        limit = int(args.get("limit") or DEFAULT_LIMIT)
+        try:
+            window = await anyio.to_thread.run_sync(self._read, path, offset, limit, extra)
+        except FileProblem as exc:
+            return ExecResult(ok=False, error=str(exc))
+        return self._result(request, path, window, offset)
+
+    def _read(self, path: Path, offset: int, limit: int, extra: Sequence[Path]) -> _Window:
+        fd = self._fs.open_file(path, tool="read", extra=extra)
+        with os.fdopen(fd, "rb") as handle:
+            probe = handle.read(BINARY_PROBE_BYTES)
+            if b"\0" in probe:
+                raise FileProblem(
+                    f"{self._fs.display(path)} is a binary file (a NUL byte in its first 4 KB); "
+                    "read shows text files only"
+                )
+            window = _Window(first=offset, bom=probe.startswith(_BOM))
+            if not probe:
+                return window
+            handle.seek(0)
+            total_if_short = _skip_lines(handle, offset - 1)
+            if total_if_short is not None:
+                window.total = total_if_short
+                return window
+            window.last = offset - 1
+            _take_lines(handle, window, offset, limit)
+            window.total = window.last + _count_rest(handle)
+        return window
+
+    def _result(self, request: ExecRequest, path: Path, w: _Window, offset: int) -> ExecResult:
+        shown = self._fs.display(path)
+        if w.total == 0:
+            return ExecResult(
+                ok=True,
+                value={
+                    "file_path": shown,
+                    "content": "",
+                    "total_lines": 0,
+                    "note": "the file is empty",
+                },
+            )
+        if offset > w.total:
+            return ExecResult(
+                ok=False,
+                error=f"offset {offset} is past the end of {shown}: the file has {w.total} "
+                f"lines; use an offset from 1 to {w.total}",
+            )
+        end = w.first + len(w.head) - 1
+        value: dict[str, Any] = {
+            "file_path": shown,
+            "content": "\n".join(w.head),
+            "start_line": w.first,
+            "end_line": end,
+            "total_lines": w.total,
+        }
+        notes: list[str] = []
+        if end < w.total:
+            value["next_offset"] = end + 1
+        if w.crlf:
+            value["line_endings"] = "crlf"
+        if w.bom:
+            value["bom"] = True
+        if w.invalid_utf8:
+            notes.append("the file is not valid UTF-8; undecodable bytes are shown as U+FFFD")
+        if w.cut_lines:
+            notes.append(f"{w.cut_lines} line(s) longer than {MAX_LINE_CHARS} characters were cut")
+        if not w.rest:
+            if end < w.total:
+                notes.append(
+                    f"showing lines {w.first}-{end} of {w.total}; continue with offset={end + 1}"
+                )
+            if notes:
+                value["note"] = "; ".join(notes)
+            return ExecResult(ok=True, value=value)
+        sidecar = "\n".join(w.head + w.rest).encode("utf-8", "replace")
+        kept = self._sessions.get(request.context.session_id).write_sidecar("read", sidecar)
+        notes.append(
+            f"output capped at 200 KB: lines {w.first}-{end} shown of the requested "
+            f"{w.first}-{w.last}; continue with offset={end + 1} (and a smaller limit)"
+            + (", or read the whole requested range from output_path" if kept else "")
+        )
+        value["note"] = "; ".join(notes)
+        return ExecResult(
+            ok=True,
+            value=value,
+            truncated=True,
+            output_path=str(kept) if kept is not None else None,
+        )
+
+
+def _skip_lines(handle: IO[bytes], count: int) -> int | None:
+    """Move past ``count`` lines. None when done; the file's line count when it is shorter."""
+    seen = 0
+    last = b"\n"
+    while seen < count:
+        start = handle.tell()
+        chunk = handle.read(_CHUNK)
+        if not chunk:
+            return seen + (0 if last == b"\n" else 1)
+        last = chunk[-1:]
+        found = chunk.count(b"\n")
+        if seen + found < count:
+            seen += found
+            continue
+        index = -1
+        for _ in range(count - seen):
+            index = chunk.index(b"\n", index + 1)
+        handle.seek(start + index + 1)
+        return None
+    return None
+
+
+def _take_lines(handle: IO[bytes], window: _Window, offset: int, limit: int) -> None:
+    number = offset
+    while number < offset + limit:
+        head = handle.readline(_HEAD_BYTES)
+        if not head:
+            return
+        total_bytes = len(head)
+        if not head.endswith(b"\n"):
+            total_bytes += _skip_rest_of_line(handle)
+        if number == 1 and head.startswith(_BOM):
+            head = head[len(_BOM) :]
+        body = head.rstrip(b"\n")
+        if body.endswith(b"\r"):
+            window.crlf = True
+            body = body[:-1]
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            text = body.decode("utf-8", "replace")
+            window.invalid_utf8 = window.invalid_utf8 or total_bytes <= _HEAD_BYTES
+        if len(text) > MAX_LINE_CHARS or total_bytes > _HEAD_BYTES:
+            window.cut_lines += 1
+            text = (
+                f"{text[:MAX_LINE_CHARS]}… [line cut at {MAX_LINE_CHARS} characters; "
+                f"the whole line is {total_bytes} bytes]"
+            )
+        _add(window, f"{number:>6}\t{text}")
+        window.last = number
+        number += 1
+
+
+def _add(window: _Window, line: str) -> None:
+    size = len(line.encode("utf-8", "replace")) + 1
+    if not window.rest and window.head_bytes + size <= MAX_OUTPUT_BYTES:
+        window.head.append(line)
+        window.head_bytes += size
+    elif window.rest_bytes + size <= MAX_SIDECAR_BYTES:
+        window.rest.append(line)
+        window.rest_bytes += size
+
+
+def _skip_rest_of_line(handle: IO[bytes]) -> int:
+    skipped = 0
+    while True:
+        part = handle.readline(_CHUNK)
+        skipped += len(part)
+        if not part or part.endswith(b"\n"):
+            return skipped
+
+
+def _count_rest(handle: IO[bytes]) -> int:
+    """Lines after the current position (a last line without a newline counts)."""
+    lines = 0
+    last = b"\n"
+    while chunk := handle.read(_CHUNK):
+        lines += chunk.count(b"\n")
+        last = chunk[-1:]
+    return lines + (0 if last == b"\n" else 1)

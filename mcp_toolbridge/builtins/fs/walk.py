@@ -1,0 +1,197 @@
+"""Walking a workspace folder for glob and the Python grep engine, and path glob patterns.
+
+The walk never follows or lists symlinks (like ``rg --files`` without ``--follow``), always
+skips ``.git``, and, when asked, applies .gitignore files (root and nested, plus
+``.git/info/exclude``): an ignored folder is not entered and is reported, an ignored file is
+yielded with ``ignored=True`` so glob can say how many matches were hidden. It stops at a
+deadline or an entry limit and says so.
+
+Glob patterns (:class:`PathGlob`) follow ripgrep's ``--glob`` / gitignore conventions: a pattern
+without ``/`` matches a file name at any depth (``*.py``); one with ``/`` matches the path
+relative to the search folder (``src/**/*.py``); ``**`` spans folders, ``*`` and ``?`` stay
+within one name, ``[abc]`` is a class and ``{a,b}`` alternatives; a leading ``!`` excludes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mcp_toolbridge.builtins.fs import gitignore
+from mcp_toolbridge.policy import glob_regex
+
+MAX_BRACE_EXPANSIONS = 64
+_BRACES = re.compile(r"\{([^{}]*)\}")
+
+
+@dataclass(frozen=True, slots=True)
+class FileEntry:
+    path: Path
+    rel: str
+    """Relative to the walk root, POSIX."""
+    ignored: bool
+    mtime: float
+    size: int
+
+
+@dataclass
+class WalkReport:
+    ignored_dirs: list[str] = field(default_factory=list)
+    """Ignored folders that were not entered, relative to the walk root."""
+    entries: int = 0
+    unreadable: int = 0
+    stopped: str | None = None
+    """None, "deadline" or "limit"."""
+
+
+def walk_files(
+    root: Path,
+    *,
+    ignore_base: Path | None,
+    report: WalkReport,
+    deadline: float,
+    max_entries: int,
+) -> Iterator[FileEntry]:
+    """Regular files below canonical folder ``root``, names sorted, depth first.
+
+    ``ignore_base`` (the workspace) turns .gitignore processing on: the ignore files from it
+    down to ``root`` apply, with paths matched relative to it. None: nothing is ignored.
+    """
+    stack_files = _initial_ignores(root, ignore_base) if ignore_base is not None else None
+    prefix = root.relative_to(ignore_base).as_posix() if ignore_base is not None else ""
+    prefix = "" if prefix == "." else prefix
+    pending: list[tuple[Path, str, gitignore.IgnoreStack | None]] = [(root, "", stack_files)]
+    while pending:
+        folder, rel_folder, ignores = pending.pop()
+        if ignores is not None and rel_folder:
+            base = f"{prefix}/{rel_folder}" if prefix else rel_folder
+            ignores = ignores.pushed(gitignore.load(folder / ".gitignore", base))
+        try:
+            with os.scandir(folder) as scan:
+                entries = sorted(scan, key=lambda e: e.name)
+        except OSError:
+            report.unreadable += 1
+            continue
+        subfolders: list[tuple[Path, str, gitignore.IgnoreStack | None]] = []
+        for entry in entries:
+            report.entries += 1
+            if report.entries > max_entries:
+                report.stopped = "limit"
+                return
+            if report.entries % 256 == 0 and time.monotonic() > deadline:
+                report.stopped = "deadline"
+                return
+            if entry.name == ".git":
+                continue
+            rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                report.unreadable += 1
+                continue
+            ws_rel = f"{prefix}/{rel}" if prefix else rel
+            if stat.S_ISDIR(info.st_mode):
+                if ignores is not None and ignores.ignored(ws_rel, True):
+                    report.ignored_dirs.append(rel)
+                    continue
+                subfolders.append((Path(entry.path), rel, ignores))
+            elif stat.S_ISREG(info.st_mode):
+                hidden = ignores is not None and ignores.ignored(ws_rel, False)
+                yield FileEntry(Path(entry.path), rel, hidden, info.st_mtime, info.st_size)
+        pending.extend(reversed(subfolders))
+
+
+def _initial_ignores(root: Path, base: Path) -> gitignore.IgnoreStack:
+    stack = gitignore.IgnoreStack()
+    stack = stack.pushed(gitignore.load(base / ".git" / "info" / "exclude", ""))
+    folder = base
+    stack = stack.pushed(gitignore.load(folder / ".gitignore", ""))
+    for part in root.relative_to(base).parts:
+        folder = folder / part
+        rel = folder.relative_to(base).as_posix()
+        stack = stack.pushed(gitignore.load(folder / ".gitignore", rel))
+    return stack
+
+
+def expand_braces(pattern: str) -> list[str]:
+    """``a.{py,pyi}`` -> ``a.py``, ``a.pyi`` (nested and repeated groups too, bounded)."""
+    out: list[str] = []
+    todo = [pattern]
+    while todo:
+        current = todo.pop()
+        match = _BRACES.search(current)
+        if match is None or "," not in match.group(1):
+            out.append(current)
+        else:
+            for choice in reversed(match.group(1).split(",")):
+                todo.append(current[: match.start()] + choice + current[match.end() :])
+        if len(out) + len(todo) > MAX_BRACE_EXPANSIONS:
+            raise ValueError(f"the pattern {pattern!r} expands to too many alternatives")
+    return list(dict.fromkeys(out))
+
+
+class PathGlob:
+    """One glob (or several, with ``!`` exclusions) over paths relative to a search folder."""
+
+    def __init__(self, patterns: list[str]) -> None:
+        self.include: list[tuple[bool, re.Pattern[str]]] = []
+        self.exclude: list[tuple[bool, re.Pattern[str]]] = []
+        for raw in patterns:
+            negate = raw.startswith("!")
+            body = raw[1:] if negate else raw
+            for alt in expand_braces(body):
+                alt = alt.removeprefix("./").rstrip("/")
+                anchored = "/" in alt
+                compiled = (anchored, glob_regex("/" + alt.lstrip("/")))
+                (self.exclude if negate else self.include).append(compiled)
+
+    def matches(self, rel: str) -> bool:
+        if self.include and not any(_hit(c, rel) for c in self.include):
+            return False
+        return not any(_hit(c, rel) for c in self.exclude)
+
+
+def _hit(compiled: tuple[bool, re.Pattern[str]], rel: str) -> bool:
+    anchored, regex = compiled
+    subject = rel if anchored else rel.rsplit("/", 1)[-1]
+    return regex.match("/" + subject) is not None
+
+
+class IgnoreOracle:
+    """Is one file (below ``base``) ignored? For results found by another walker (ripgrep).
+
+    Applies the same files and precedence as :func:`walk_files`, including ignored folders on
+    the way down from ``root`` (the search folder, which is never itself checked).
+    """
+
+    def __init__(self, base: Path, root: Path) -> None:
+        self._base = base
+        self._root = root
+        self._stacks: dict[Path, gitignore.IgnoreStack] = {root: _initial_ignores(root, base)}
+
+    def _stack(self, folder: Path) -> gitignore.IgnoreStack:
+        known = self._stacks.get(folder)
+        if known is None:
+            parent = self._stack(folder.parent)
+            rel = folder.relative_to(self._base).as_posix()
+            known = parent.pushed(gitignore.load(folder / ".gitignore", rel))
+            self._stacks[folder] = known
+        return known
+
+    def ignored(self, path: Path, *, is_dir: bool = False) -> bool:
+        folder = path.parent
+        chain: list[Path] = []
+        while folder != self._root:
+            chain.append(folder)
+            folder = folder.parent
+        for sub in reversed(chain):
+            rel = sub.relative_to(self._base).as_posix()
+            if self._stack(sub.parent).ignored(rel, True):
+                return True
+        rel = path.relative_to(self._base).as_posix()
+        return self._stack(path.parent).ignored(rel, is_dir)

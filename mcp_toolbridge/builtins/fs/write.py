@@ -1,0 +1,103 @@
+"""write: create or overwrite a file in the workspace, atomically.
+
+The content is written exactly as given (UTF-8; no line-ending or BOM conversion). Missing
+parent folders are created; the file is replaced by rename (see :mod:`fs_atomic`), keeping an
+existing file's permission bits. write and edit share per-path locks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+
+from mcp_toolbridge.builtins.base import builtin_spec
+from mcp_toolbridge.builtins.fs.atomic import (
+    SHARED_PATH_LOCKS,
+    PathLocks,
+    atomic_write,
+    make_parents,
+)
+from mcp_toolbridge.builtins.fs.paths import FileProblem, FsRoot
+from mcp_toolbridge.executors import ExecRequest, ExecResult
+from mcp_toolbridge.model import RequirementSet, Safety
+
+INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "file_path": {
+            "type": "string",
+            "minLength": 1,
+            "description": "The file to create or overwrite: absolute, or relative to the "
+            "workspace root. Missing parent folders are created.",
+        },
+        "content": {
+            "type": "string",
+            "description": "The whole new content of the file, written exactly as given "
+            "(UTF-8). To change part of an existing file, use edit instead.",
+        },
+    },
+    "required": ["file_path", "content"],
+    "additionalProperties": False,
+}
+
+SPEC = builtin_spec(
+    "write",
+    title="Write a file",
+    description=(
+        "Create a file, or overwrite an existing one, with the given content. The write is "
+        "atomic (a reader never sees half a file) and an existing file keeps its permissions. "
+        "Prefer edit for changing part of an existing file."
+    ),
+    input_schema=INPUT_SCHEMA,
+    requires=RequirementSet(fs_write=("{workspace}",)),
+    argument_roles={"file_path": ("fs.write",)},
+    safety=Safety(
+        read_only=False,
+        destructive=True,
+        idempotent=True,
+        open_world=False,
+        inferred=frozenset(),
+    ),
+)
+
+
+class WriteTool:
+    """The write built-in over one workspace."""
+
+    spec = SPEC
+
+    def __init__(self, workspace: Path, locks: PathLocks | None = None) -> None:
+        self._fs = FsRoot(workspace)
+        self._locks = locks if locks is not None else SHARED_PATH_LOCKS
+
+    async def run(self, request: ExecRequest) -> ExecResult:
+        path = self._fs.resolve(str(request.arguments["file_path"]), what="file_path")
+        try:
+            data = str(request.arguments["content"]).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return ExecResult(
+                ok=False,
+                error=f"content has an unpaired surrogate (U+{ord(exc.object[exc.start]):04X}) "
+                f"at offset {exc.start}; it cannot be written as UTF-8",
+            )
+        async with self._locks.hold(path):
+            try:
+                created = await anyio.to_thread.run_sync(self._write, path, data)
+            except FileProblem as exc:
+                return ExecResult(ok=False, error=str(exc))
+        lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+        return ExecResult(
+            ok=True,
+            value={
+                "file_path": self._fs.display(path),
+                "bytes_written": len(data),
+                "lines": lines,
+                "created": created,
+            },
+        )
+
+    def _write(self, path: Path, data: bytes) -> bool:
+        make_parents(self._fs, path)
+        return atomic_write(self._fs, path, data)

@@ -1,0 +1,1 @@
+"""The skill locked tool and skill discovery (folders holding a ``SKILL.md``)."""

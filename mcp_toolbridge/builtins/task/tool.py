@@ -1,0 +1,221 @@
+"""task: run a subagent on the client's own model (MCP sampling with tools).
+
+The subagent works under the parent's permissions: every tool call it makes goes through the
+bridge with the parent's session and host, so every deny, ask and watchdog verdict applies and
+nothing can be widened. It may not use todo, question or task unless the server allows it, and
+nesting stops at ``max_depth``. The loop is bounded in turns and time, and stops when the
+parent call is cancelled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from mcp_toolbridge.builtins.base import builtin_spec
+from mcp_toolbridge.builtins.task.subagent import (
+    CallTool,
+    Conversation,
+    Limits,
+    SubagentRun,
+    offered_tools,
+    run_subagent,
+)
+from mcp_toolbridge.errors import ArgumentsError, PermissionDeniedError
+from mcp_toolbridge.executors import ExecRequest, ExecResult
+from mcp_toolbridge.model import Safety, ToolSpec
+
+SUBAGENT_ONLY_IF_ALLOWED = frozenset({"todo", "question", "task"})
+"""Tools a subagent cannot use unless the server allows them (``subagent_tools``)."""
+
+NO_SAMPLING_MESSAGE = (
+    "task is unavailable: this client does not support MCP sampling with tools "
+    "(sampling/createMessage), so no subagent can run. Do the work yourself with the tools "
+    "you have."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentType:
+    name: str
+    description: str
+    system_prompt: str
+
+
+GENERAL = SubagentType(
+    name="general",
+    description="A general-purpose agent for research and multi-step work with the tools.",
+    system_prompt=(
+        "You are a subagent working on one task for another agent, which sees only your final "
+        "message. Use the tools you are offered to do the work; a tool error tells you what "
+        "failed, so adjust and continue. Nobody can answer questions: make reasonable "
+        "assumptions and state them. When you are done, reply without calling tools, with a "
+        "complete and concise report of what you found or did."
+    ),
+)
+SUBAGENT_TYPES: dict[str, SubagentType] = {GENERAL.name: GENERAL}
+
+
+def _input_schema() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "description": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 200,
+                "description": "A short (3-5 word) label of the task, shown to the user.",
+            },
+            "prompt": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 100_000,
+                "description": (
+                    "The complete task for the subagent: it sees nothing else of this "
+                    "conversation, so include every detail it needs and say what its report "
+                    "should contain."
+                ),
+            },
+            "subagent_type": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 64,
+                "description": (
+                    "Which kind of subagent: " + ", ".join(SUBAGENT_TYPES) + " (default general)."
+                ),
+            },
+        },
+        "required": ["description", "prompt"],
+        "additionalProperties": False,
+    }
+
+
+def build_spec(limits: Limits) -> ToolSpec:
+    kinds = "\n".join(f"- {t.name}: {t.description}" for t in SUBAGENT_TYPES.values())
+    schema = _input_schema()
+    return builtin_spec(
+        "task",
+        title="Run a subagent",
+        description="Hand a self-contained task to a subagent that runs on the client's model with "
+        "the same tools and permissions, and get its final report back. Use it for "
+        "searches or multi-step work whose details you do not need to see. The subagent "
+        f"has at most {limits.max_turns} turns and {limits.max_seconds:g} s, cannot ask "
+        "the user and cannot start further subagents.\n\nSubagent types:\n" + kinds,
+        input_schema=schema,
+        timeout_s=limits.max_seconds,
+        safety=Safety(
+            read_only=False,
+            destructive=False,
+            idempotent=False,
+            open_world=True,
+            inferred=frozenset(),
+        ),
+    )
+
+
+def _key(arguments: dict[str, str], depth: int) -> str:
+    text = json.dumps([arguments, depth], sort_keys=True)
+    return "task:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _report(run: SubagentRun, kind: str) -> dict[str, Any]:
+    return {
+        "result": run.text,
+        "turns": run.turns,
+        "tool_calls": list(run.tool_calls),
+        "subagent_type": kind,
+    }
+
+
+class TaskTool:
+    """The task built-in.
+
+    ``call_tool`` runs one tool call through the full pipeline (the server passes
+    ``Bridge.call``); ``list_tools`` gives the tools a subagent may be offered (the locked
+    tools and the manifest tools loaded so far); ``subagent_tools`` names which of todo,
+    question and task the policy lets subagents use; ``max_depth`` is how many subagent
+    levels may exist (1: a subagent cannot start another).
+    """
+
+    def __init__(
+        self,
+        call_tool: CallTool,
+        list_tools: Callable[[], Sequence[ToolSpec]],
+        *,
+        max_turns: int = 8,
+        max_seconds: float = 300.0,
+        max_depth: int = 1,
+        subagent_tools: Iterable[str] = (),
+        max_tokens: int = 4096,
+    ) -> None:
+        if max_turns < 1 or max_seconds <= 0 or max_depth < 1:
+            raise ValueError("max_turns, max_seconds and max_depth must be positive")
+        self._call_tool = call_tool
+        self._list_tools = list_tools
+        self._limits = Limits(max_turns=max_turns, max_seconds=max_seconds, max_tokens=max_tokens)
+        self._max_depth = max_depth
+        self._denied = SUBAGENT_ONLY_IF_ALLOWED - frozenset(subagent_tools)
+        self._spec = build_spec(self._limits)
+
+    @property
+    def spec(self) -> ToolSpec:
+        return self._spec
+
+    async def run(self, request: ExecRequest) -> ExecResult:
+        ctx = request.context
+        if "task" in ctx.denied_tools or ctx.depth >= self._max_depth:
+            raise PermissionDeniedError(
+                "a subagent cannot start another subagent here (nesting is limited to "
+                f"{self._max_depth} level{'s' if self._max_depth > 1 else ''}); "
+                "do the work yourself with your tools",
+                tool="task",
+            )
+        arguments = {k: str(v) for k, v in request.arguments.items()}
+        kind = arguments.get("subagent_type", GENERAL.name)
+        subagent = SUBAGENT_TYPES.get(kind)
+        if subagent is None:
+            raise ArgumentsError(
+                f"unknown subagent_type {kind!r}; known types: {', '.join(SUBAGENT_TYPES)}",
+                tool="task",
+            )
+        host = ctx.host
+        if host is None or not host.can_sample:
+            return ExecResult(ok=False, error=NO_SAMPLING_MESSAGE)
+        depth = ctx.depth + 1
+        denied = (
+            ctx.denied_tools
+            | self._denied
+            | (frozenset({"task"}) if depth >= self._max_depth else frozenset())
+        )
+        child = replace(ctx, progress=None, depth=depth, denied_tools=denied)
+        conversation = Conversation(
+            key=_key(arguments, ctx.depth),
+            prompt=arguments["prompt"],
+            system_prompt=subagent.system_prompt,
+            tools=offered_tools(self._list_tools(), denied),
+        )
+        limits = replace(self._limits, max_seconds=min(self._limits.max_seconds, request.timeout_s))
+        run = await run_subagent(host, conversation, self._call_tool, child, limits, ctx.progress)
+        value = _report(run, kind)
+        if run.stopped == "max_turns":
+            return ExecResult(ok=False, value=value, error=_unfinished(run, "turn", limits))
+        if run.stopped == "timeout":
+            return ExecResult(ok=False, value=value, error=_unfinished(run, "time", limits))
+        if not run.text:
+            return ExecResult(
+                ok=False, value=value, error="the subagent finished without writing an answer"
+            )
+        return ExecResult(ok=True, value=value)
+
+
+def _unfinished(run: SubagentRun, limit: str, limits: Limits) -> str:
+    calls = ", ".join(run.tool_calls) or "none"
+    last = f" Its last message: {run.text[:2000]}" if run.text else ""
+    return (
+        f"the subagent reached its {limit} limit ({limits.max_turns} turns, "
+        f"{limits.max_seconds:g} s) after {run.turns} turns without a final answer; "
+        f"tool calls made: {calls}.{last} Give it a narrower task, or split the work."
+    )

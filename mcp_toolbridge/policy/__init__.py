@@ -1,0 +1,58 @@
+"""The permission layer's rules: the policy file and its built-in default, capability
+requirements and the call-time scope check, permission rules and their order, path
+containment, the watchdog hook, and ``shell/`` (the bash sub-policy).
+
+May import: the vocabulary only."""
+
+from mcp_toolbridge.policy.compiled import Decision, Policy, SessionRules, combine
+from mcp_toolbridge.policy.file import PolicyFile
+from mcp_toolbridge.policy.paths import (
+    canonical_root,
+    canonicalize,
+    check_text,
+    glob_regex,
+    has_glob,
+    is_within,
+    split_glob,
+)
+from mcp_toolbridge.policy.requirements import CommandSplitter, Targets, host_of
+from mcp_toolbridge.policy.rules import ACTION_RANK, Action, Subject, resolve
+from mcp_toolbridge.policy.shell.hooks import shell_floor, shell_targets
+from mcp_toolbridge.policy.shell.parse import splitter
+from mcp_toolbridge.policy.watchdog import (
+    Verdict,
+    WatchdogRequest,
+    failure,
+    parse_verdict,
+    watchdog_payload,
+)
+
+__all__ = [
+    "ACTION_RANK",
+    "Action",
+    "CommandSplitter",
+    "Decision",
+    "Policy",
+    "PolicyFile",
+    "SessionRules",
+    "Subject",
+    "Targets",
+    "Verdict",
+    "WatchdogRequest",
+    "canonical_root",
+    "canonicalize",
+    "check_text",
+    "combine",
+    "failure",
+    "glob_regex",
+    "has_glob",
+    "host_of",
+    "is_within",
+    "parse_verdict",
+    "resolve",
+    "shell_floor",
+    "shell_targets",
+    "split_glob",
+    "splitter",
+    "watchdog_payload",
+]

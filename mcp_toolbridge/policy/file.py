@@ -1,0 +1,198 @@
+"""The policy file format: pydantic models for the operator's and the project's TOML files,
+the built-in default policy, and parsing that names the file and the key on every error."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from mcp_toolbridge.errors import ConfigError, ErrorCode
+from mcp_toolbridge.model import RequirementSet, ShellRequirement
+from mcp_toolbridge.policy.rules import Action
+
+DefaultAction = Literal["allow", "deny", "ask", "by-safety"]
+_M = TypeVar("_M", bound=BaseModel)
+PROJECT_POLICY = Path(".toolbridge") / "policy.toml"
+
+DEFAULT_POLICY_TOML = """\
+# The default policy (used when --policy is not given).
+default_action = "by-safety"   # no rule matched: allow, or ask for destructive tools
+grant = "declared"             # tools' own declared requirements extend the scope
+trust_project_allow = false    # <workspace>/.toolbridge/policy.toml may only tighten
+
+[requires]
+fs.read = ["{workspace}"]
+fs.write = ["{workspace}"]
+
+[security]
+confirm_external_actions = true
+
+[[rules]]
+permission = "read"
+action = "allow"
+
+[[rules]]
+permission = "glob"
+action = "allow"
+
+[[rules]]
+permission = "grep"
+action = "allow"
+
+[[rules]]                      # environment files usually hold secrets: ask, even for read
+permission = "fs.read"
+pattern = "**/.env"
+action = "ask"
+
+[[rules]]
+permission = "fs.read"
+pattern = "**/.env.*"
+action = "ask"
+
+[[rules]]
+permission = "write"
+action = "ask"
+
+[[rules]]
+permission = "edit"
+action = "ask"
+
+[[rules]]
+permission = "bash"
+action = "ask"
+"""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PrefixPattern(_Model):
+    prefix: str = Field(min_length=1)
+
+
+class RuleModel(_Model):
+    permission: str = Field(min_length=1)
+    pattern: str | PrefixPattern | None = None
+    action: Action
+
+
+class FsModel(_Model):
+    read: list[str] = []
+    write: list[str] = []
+
+
+class NetModel(_Model):
+    hosts: list[str] = []
+
+
+class RequiresModel(_Model):
+    fs: FsModel = FsModel()
+    net: NetModel = NetModel()
+    shell: list[ShellRequirement] = []
+    capabilities: list[str] = []
+
+    def requirement_set(self) -> RequirementSet:
+        return RequirementSet(
+            fs_read=tuple(self.fs.read),
+            fs_write=tuple(self.fs.write),
+            net_hosts=tuple(self.net.hosts),
+            shell=tuple(self.shell),
+            capabilities=tuple(self.capabilities),
+        )
+
+
+class SecurityModel(_Model):
+    confirm_external_actions: bool = True
+
+
+class WatchdogModel(_Model):
+    command: list[str] = Field(min_length=1)
+    timeout_s: float = Field(default=10.0, gt=0, le=300)
+
+
+class SubagentsModel(_Model):
+    """``[subagents]``: the task tool's loop limits and what subagents may use."""
+
+    max_turns: int = Field(default=8, ge=1, le=100)
+    max_seconds: float = Field(default=300.0, gt=0, le=3600)
+    max_depth: int = Field(default=1, ge=1, le=4)
+    tools: list[Literal["todo", "question", "task"]] = []
+    """Which of todo, question and task subagents may use (none by default)."""
+
+
+class BashModel(_Model):
+    """``[bash]``: the bash tool's environment."""
+
+    env_passthrough: list[Annotated[str, Field(pattern=r"^[A-Z_][A-Z0-9_]*$")]] = Field(
+        default=[], max_length=64
+    )
+    """Variables of the server's environment passed to commands, beside the minimal set."""
+
+
+class WebFetchModel(_Model):
+    """``[web_fetch]``."""
+
+    timeout_s: float = Field(default=30.0, gt=0, le=600)
+    allow_loopback: bool = False
+    """For tests only: lets web_fetch reach 127.0.0.1 and ::1. Never in production."""
+
+
+class PolicyFile(_Model):
+    default_action: DefaultAction = "ask"
+    grant: Literal["declared", "policy"] = "declared"
+    trust_project_allow: bool = False
+    requires: RequiresModel = RequiresModel()
+    security: SecurityModel = SecurityModel()
+    watchdog: WatchdogModel | None = None
+    rules: list[RuleModel] = []
+    web_search: dict[str, Any] = {}
+    """The web_search providers (checked by builtins.search_providers when tools are built)."""
+    subagents: SubagentsModel = SubagentsModel()
+    bash: BashModel = BashModel()
+    web_fetch: WebFetchModel = WebFetchModel()
+
+
+class ProjectFile(_Model):
+    rules: list[RuleModel] = []
+
+
+def read_policy_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise invalid(str(path), f"cannot read the policy file: {exc}") from exc
+
+
+def parse_policy(model: type[_M], text: str, origin: str) -> _M:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise invalid(origin, f"not valid TOML: {exc}") from exc
+    except RecursionError as exc:  # tomllib recurses per nesting level of arrays and tables
+        raise invalid(origin, "not valid TOML: nested too deeply to parse") from exc
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        lines = []
+        for error in exc.errors():
+            key = _key(error["loc"])
+            lines.append(f"{key}: {error['msg']}" if key else error["msg"])
+        raise invalid(origin, "; ".join(lines)) from exc
+
+
+def _key(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part not in ("str", "PrefixPattern", "str-enum"):
+            out += f".{part}" if out else part
+    return out
+
+
+def invalid(origin: str, message: str) -> ConfigError:
+    return ConfigError(f"{origin}: {message}", code=ErrorCode.POLICY_INVALID, origin=origin)

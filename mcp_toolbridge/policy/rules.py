@@ -1,0 +1,300 @@
+"""Permission rules: (permission, pattern, action), compiled once, and the specificity order.
+
+A call is split into subjects (one per path, host or command it targets; one argument-less
+subject when it targets nothing). For each subject the matching rule with the greatest key wins:
+
+    (pattern kind: exact 3 > prefix 2 > glob 1 > any 0,
+     length of the pattern's literal part,
+     permission: tool name or id 2 > capability 1 > "*" 0,
+     action: deny 2 > ask 1 > allow 0)
+
+Then the sticky-deny rule: when the winner is not a deny, the best match within each stricter
+scope (manifest, then project) is looked at, and if that is a deny it wins instead. So a
+manifest deny is never turned into ask or allow by a project or session rule.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from mcp_toolbridge.model import HttpTransport, ToolSpec
+from mcp_toolbridge.policy.paths import canonical_root, glob_regex, has_glob, is_within, split_glob
+from mcp_toolbridge.policy.requirements import KNOWN_CAPABILITIES, Targets, Variables, expand
+
+Action = Literal["allow", "deny", "ask"]
+RuleScope = Literal["manifest", "project", "session"]
+Kind = Literal["any", "glob", "prefix", "exact"]
+
+KIND_RANK: dict[Kind, int] = {"any": 0, "glob": 1, "prefix": 2, "exact": 3}
+ACTION_RANK: dict[Action, int] = {"allow": 0, "ask": 1, "deny": 2}
+SCOPE_RANK: dict[RuleScope, int] = {"session": 0, "project": 1, "manifest": 2}
+_UNIVERSAL = frozenset({"*", "**"})
+
+
+@dataclass(frozen=True, slots=True)
+class Subject:
+    """One thing a call touches, as rules see it."""
+
+    capability: str | None = None
+    text: str | None = None
+    path: Path | None = None
+
+    @classmethod
+    def none(cls) -> Subject:
+        return cls()
+
+    @classmethod
+    def host(cls, host: str) -> Subject:
+        return cls("net.fetch", host.lower())
+
+    @classmethod
+    def command(cls, argv: tuple[str, ...]) -> Subject:
+        return cls("shell.run", shlex.join(argv))
+
+    def pattern_text(self) -> str | None:
+        return str(self.path) if self.path is not None else self.text
+
+
+def subjects(targets: Targets) -> tuple[Subject, ...]:
+    found = [
+        *(Subject("fs.read", path=p) for p in targets.paths_read),
+        *(Subject("fs.write", path=p) for p in targets.paths_write),
+        *(Subject.host(h) for h in targets.hosts),
+        *(Subject.command(c) for c in targets.commands),
+    ]
+    return tuple(found) or (Subject.none(),)
+
+
+def tool_capabilities(spec: ToolSpec) -> frozenset[str]:
+    """Capability names a tool declares, directly or through its requirements."""
+    req = spec.requires
+    names = {("net.fetch" if c.startswith("net:") else c) for c in req.capabilities}
+    names |= {"fs.read"} if req.fs_read else set()
+    names |= {"fs.write"} if req.fs_write else set()
+    names |= {"net.fetch"} if req.net_hosts or isinstance(spec.transport, HttpTransport) else set()
+    names |= {"shell.run"} if req.shell else set()
+    return frozenset(names)
+
+
+@dataclass(frozen=True, slots=True)
+class _Alternative:
+    """One expansion of a rule's pattern, compiled for text and for path subjects."""
+
+    text: str
+    literal: int
+    text_regex: re.Pattern[str] | None
+    host_regex: re.Pattern[str] | None
+    paths: tuple[tuple[Path, re.Pattern[str] | None, int], ...]
+    """(canonical root, glob regex or None, literal length) per workspace rooting."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    permission: str
+    pattern: str | None
+    kind: Kind
+    action: Action
+    scope: RuleScope
+    origin: str
+    alternatives: tuple[_Alternative, ...] = ()
+
+    def applies_to(self, spec: ToolSpec, subject: Subject | None = None) -> bool:
+        perm = self.permission
+        if perm in ("*", spec.name, spec.id):
+            return True
+        if subject is not None and subject.capability is not None:
+            return perm == subject.capability or (
+                perm not in KNOWN_CAPABILITIES and perm in tool_capabilities(spec)
+            )
+        return perm in tool_capabilities(spec)
+
+    def permission_rank(self, spec: ToolSpec) -> int:
+        if self.permission in (spec.name, spec.id):
+            return 2
+        return 0 if self.permission == "*" else 1
+
+    def match(self, subject: Subject) -> int | None:
+        """The literal length of the best matching alternative; None when nothing matches."""
+        if self.kind == "any":
+            return 0
+        best: int | None = None
+        for alt in self.alternatives:
+            length = _match_alternative(self.kind, alt, subject)
+            if length is not None and (best is None or length > best):
+                best = length
+        return best
+
+    def describe(self) -> str:
+        if self.kind == "any":
+            shown = "any argument"
+        elif self.kind == "prefix":
+            shown = f"prefix {self.pattern!r}"
+        else:
+            shown = f"{self.kind} {self.pattern!r}"
+        return f"{self.origin} ({self.permission}, {shown}, {self.action})"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "scope": self.scope,
+            "origin": self.origin,
+            "permission": self.permission,
+            "kind": self.kind,
+            "pattern": self.pattern,
+            "expanded": [a.text for a in self.alternatives],
+            "action": self.action,
+        }
+
+
+def _match_alternative(kind: Kind, alt: _Alternative, subject: Subject) -> int | None:
+    if subject.path is not None:
+        best: int | None = None
+        for root, regex, literal in alt.paths:
+            if kind == "exact":
+                hit = subject.path == root
+            elif kind == "prefix":
+                hit = is_within(subject.path, root)
+            else:
+                hit = regex is not None and regex.match(subject.path.as_posix()) is not None
+            if hit and (best is None or literal > best):
+                best = literal
+        return best
+    if subject.text is None:
+        return None
+    is_host = subject.capability == "net.fetch"
+    text, pattern = subject.text, alt.text.lower() if is_host else alt.text
+    if kind == "exact":
+        hit = text == pattern
+    elif kind == "prefix":
+        boundary = is_host or pattern.endswith(" ")
+        hit = text == pattern or text.startswith(pattern if boundary else pattern + " ")
+    else:
+        regex = alt.host_regex if is_host else alt.text_regex
+        hit = regex is not None and regex.match(text) is not None
+    return alt.literal if hit else None
+
+
+def literal_length(pattern: str) -> int:
+    """Characters of a glob other than ``*``, ``?`` and bracket expressions."""
+    count, i = 0, 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "[":
+            end = pattern.find("]", i + 2)
+            if end != -1:
+                i = end + 1
+                continue
+        if ch not in "*?":
+            count += 1
+        i += 1
+    return count
+
+
+def text_glob(pattern: str, *, ignore_case: bool) -> re.Pattern[str]:
+    """A glob over plain text: ``*`` any run of characters, ``?`` one, ``[...]`` a class."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        end = pattern.find("]", i + 2) if ch == "[" else -1
+        if ch == "*":
+            out.append(".*")
+        elif ch == "?":
+            out.append(".")
+        elif end != -1:
+            body = pattern[i + 1 : end]
+            negate = body.startswith("!")
+            body = "".join("\\" + c if c in "\\^[&~|" else c for c in body.removeprefix("!"))
+            out.append(f"[{'^' if negate else ''}{body}]")
+            i = end
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return re.compile("".join(out) + r"\Z", re.DOTALL | (re.IGNORECASE if ignore_case else 0))
+
+
+def _compile_alternative(text: str, kind: Kind, variables: Variables) -> _Alternative:
+    glob = kind == "glob"
+    rooted: Iterable[str]
+    if text.startswith("/"):
+        rooted = (text,)
+    else:
+        rooted = (f"{r.as_posix().rstrip('/')}/{text}" for r in variables.workspace)
+    paths: list[tuple[Path, re.Pattern[str] | None, int]] = []
+    for absolute in rooted:
+        if glob:
+            literal, rest = split_glob(absolute)
+            root = canonical_root(Path(literal))
+            regex = glob_regex(f"{root.as_posix().rstrip('/')}/{rest}")
+            paths.append((root, regex, literal_length(absolute)))
+        else:
+            paths.append((canonical_root(Path(absolute)), None, len(absolute)))
+    return _Alternative(
+        text=text,
+        literal=literal_length(text) if glob else len(text),
+        text_regex=text_glob(text, ignore_case=False) if glob else None,
+        host_regex=text_glob(text, ignore_case=True) if glob else None,
+        paths=tuple(paths),
+    )
+
+
+def compile_rule(
+    permission: str,
+    pattern: str | None,
+    action: Action,
+    *,
+    scope: RuleScope,
+    origin: str,
+    prefix: bool = False,
+    variables: Variables | None = None,
+) -> Rule:
+    """Compile one rule. Raises ValueError (VariableError) for an undefined variable."""
+    variables = variables or Variables()
+    if pattern is None or (not prefix and pattern in _UNIVERSAL):
+        return Rule(permission, pattern, "any", action, scope, origin)
+    kind: Kind = "prefix" if prefix else ("glob" if has_glob(pattern) else "exact")
+    alternatives = tuple(
+        _compile_alternative(e, kind, variables) for e in expand(pattern, variables)
+    )
+    return Rule(permission, pattern, kind, action, scope, origin, alternatives)
+
+
+def resolve(rules: Iterable[Rule], spec: ToolSpec, subject: Subject) -> Rule | None:
+    """The rule that decides ``subject`` for ``spec``, or None when no rule matches."""
+    best: dict[RuleScope, tuple[tuple[int, ...], Rule]] = {}
+    for rule in rules:
+        if not rule.applies_to(spec, subject):
+            continue
+        literal = rule.match(subject)
+        if literal is None:
+            continue
+        key = (
+            KIND_RANK[rule.kind],
+            literal,
+            rule.permission_rank(spec),
+            ACTION_RANK[rule.action],
+        )
+        current = best.get(rule.scope)
+        if current is None or key > current[0]:
+            best[rule.scope] = (key, rule)
+    if not best:
+        return None
+    _, winner = max(best.values(), key=lambda kr: (kr[0], SCOPE_RANK[kr[1].scope]))
+    if winner.action == "deny":
+        return winner
+    session = best.get("session")
+    if winner.action == "ask" and session is not None and session[1].action == "allow":
+        # "ask" means "ask the person", and session rules are the person's own "always"
+        # answers for this very call: they settle an ask (never a deny, checked below).
+        winner = session[1]
+    for stricter in ("manifest", "project"):
+        if SCOPE_RANK[stricter] <= SCOPE_RANK[winner.scope]:
+            break
+        entry = best.get(stricter)
+        if entry is not None and entry[1].action == "deny":
+            return entry[1]
+    return winner

@@ -1,0 +1,475 @@
+"""Flags that turn a harmless-looking command into one that runs programs or writes files.
+
+:func:`flag_reason` is called by :mod:`mcp_toolbridge.policy.shell.parse` on every simple command
+(after wrappers are unwrapped). A command it flags (``find -exec``, ``sed -i`` or a sed script
+with ``w``/``e``, ``git -c``, ``git config`` that sets anything, ``git difftool``, ``rg --pre``,
+``tar -I``/``--to-command``, ``awk`` with ``system()``, recursive walks that follow symbolic
+links such as ``grep -R``) is uncheckable by prefix or glob rules: it needs an exact allow rule
+of its own.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from mcp_toolbridge.policy.shell.argv import basename
+
+_FIND_ACTIONS = frozenset(
+    {"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"}
+)
+_TAR_LONG = (
+    "--to-command", "--use-compress-program", "--checkpoint-action", "--info-script",
+    "--new-volume-script", "--rsh-command", "--rmt-command",
+)  # fmt: skip
+_GIT_VALUE_GLOBALS = frozenset(
+    {"-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--list-cmds",
+     "--attr-source"}
+)  # fmt: skip
+_GIT_SUB_FLAGS = ("--upload-pack", "--receive-pack", "--exec", "--open-files-in-pager")
+_GIT_RUNS = {
+    "difftool": "git difftool runs an external diff program",
+    "mergetool": "git mergetool runs an external merge program",
+    "filter-branch": "git filter-branch runs shell commands given as filters",
+    "filter-repo": "git filter-repo runs Python callbacks given on its command line",
+    "send-email": "git send-email runs programs (--sendmail-cmd, --to-cmd, ...) and sends mail",
+    "instaweb": "git instaweb starts a web server and a browser",
+    "hook": "git hook runs repository hooks",
+    "shell": "git shell runs commands",
+    "web--browse": "git web--browse starts a browser",
+}
+_GIT_SUB_OPTIONS = {
+    "clone": ("-c", "--config", "--template", "-u", "--upload-pack"),
+    "init": ("--template",),
+    "ls-remote": ("-u", "--upload-pack"),
+    "rebase": ("-x", "--exec"),
+    "help": ("-w", "--web"),
+    "daemon": ("--access-hook",),
+    "grep": ("-O", "--open-files-in-pager"),
+    "submodule": ("foreach",),
+    "bisect": ("run",),
+}
+_GIT_CONFIG_SCOPES = ("--global", "--system", "--file", "-f", "--blob")
+_GIT_CONFIG_READS = frozenset(
+    {"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color", "--get-colorbool",
+     "--list", "-l"}
+)  # fmt: skip
+_GIT_CONFIG_WRITES = frozenset(
+    {"--add", "--unset", "--unset-all", "--replace-all", "--rename-section", "--remove-section",
+     "--edit", "-e"}
+)  # fmt: skip
+_GIT_CONFIG_VALUES = frozenset({"--type", "--default", "--comment", "--value", "--url"})
+GIT_CONFIG_RISK = (
+    "git config can set aliases (alias.x = !cmd), core.pager, core.editor, core.sshCommand, "
+    "core.hooksPath, core.fsmonitor, filters, credential helpers and other options that make "
+    "git run programs"
+)
+_AWK_RISK = re.compile(r"system|getline|\||\bprintf?\b[^;{}\n]*>")
+
+
+def flag_reason(argv: tuple[str, ...]) -> str | None:
+    """Why ``argv`` can run programs or write files through a flag; None when it cannot."""
+    name = basename(argv[0])
+    check = _FLAG_CHECKS.get(name)
+    return check(argv) if check is not None else None
+
+
+def _find(argv: tuple[str, ...]) -> str | None:
+    hit = next((a for a in argv[1:] if a in _FIND_ACTIONS), None)
+    return f"find {hit} runs commands, deletes or writes files" if hit else None
+
+
+def _git(argv: tuple[str, ...]) -> str | None:
+    """Options and subcommands that make git run a program other than itself (the whole
+    class: config that sets aliases, pagers, editors, hooks, ssh commands and filters; hooks;
+    external diff and merge tools; shell filters; upload/receive-pack programs; ext:: and fd::
+    transports)."""
+    args = argv[1:]
+    for arg in args:
+        if arg.startswith(("ext::", "fd::")):
+            return f"the git transport {arg.split('::', 1)[0]}:: runs a program"
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        arg = args[i]
+        if arg.startswith(("-c", "--config-env", "--exec-path")):
+            return f"git {arg.split('=', 1)[0]} can make git run any program"
+        i += 2 if arg in _GIT_VALUE_GLOBALS else 1
+    if i >= len(args):
+        return None
+    sub, rest = args[i], args[i + 1 :]
+    if sub in _GIT_RUNS:
+        return _GIT_RUNS[sub]
+    if sub == "config":
+        return _git_config(rest)
+    for arg in rest:
+        if arg.startswith(_GIT_SUB_FLAGS):
+            return f"git option {arg.split('=', 1)[0]} runs another program"
+    risky = _GIT_SUB_OPTIONS.get(sub, ())
+    for arg in rest:
+        if arg == "--":
+            break
+        name = arg.split("=", 1)[0]
+        short = len(name) > 2 and name[0] == "-" and name[1] != "-" and f"-{name[1]}" in risky
+        if name in risky or short:
+            return f"git {sub} {name if not short else name[:2]} runs another program"
+    return None
+
+
+def _git_config(args: tuple[str, ...]) -> str | None:
+    """Only reads of the repository's own configuration pass: ``--get``, ``--list``,
+    ``get``/``list``, or a single key."""
+    operands: list[str] = []
+    reads = False
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name, eq, _ = arg.partition("=")
+        i += 1
+        if name in _GIT_CONFIG_SCOPES:
+            return f"git config {name} reads or writes configuration outside the repository"
+        if name in _GIT_CONFIG_WRITES:
+            return GIT_CONFIG_RISK
+        if name in _GIT_CONFIG_READS:
+            reads = True
+        elif name in _GIT_CONFIG_VALUES and not eq:
+            i += 1
+        elif not arg.startswith("-"):
+            operands.append(arg)
+    if operands[:1] in (["get"], ["list"]) or reads:
+        return None
+    if len(operands) <= 1 and operands[:1] not in (["set"], ["unset"], ["edit"]):
+        return None
+    return GIT_CONFIG_RISK
+
+
+def _rg(argv: tuple[str, ...]) -> str | None:
+    for arg in argv[1:]:
+        if arg == "--pre" or arg.startswith(("--pre=", "--hostname-bin")):
+            return f"rg {arg.split('=', 1)[0]} runs another program on every file"
+    return _follows(argv, "L", ("--follow",))
+
+
+FOLLOWS = "follows symbolic links inside the directories it walks, which may lead outside"
+
+
+def _follows(argv: tuple[str, ...], letters: str, long: tuple[str, ...]) -> str | None:
+    """``PROG -L`` (or another letter or long option) that makes a recursive walk follow
+    symbolic links: a link inside the workspace can point anywhere."""
+    for arg in argv[1:]:
+        if arg == "--":
+            break
+        if arg.split("=", 1)[0] in long or (
+            arg.startswith("-") and not arg.startswith("--") and set(arg[1:]) & set(letters)
+        ):
+            return f"{basename(argv[0])} {arg} {FOLLOWS}"
+    return None
+
+
+def _grep(argv: tuple[str, ...]) -> str | None:
+    return _follows(argv, "R", ("--dereference-recursive",))
+
+
+def _recursive(argv: tuple[str, ...], letters: str, long: tuple[str, ...]) -> bool:
+    return _follows(argv, letters, long) is not None
+
+
+def _cp(argv: tuple[str, ...]) -> str | None:
+    if _recursive(argv, "rRa", ("--recursive", "--archive")):
+        return _follows(argv, "L", ("--dereference",))
+    return None
+
+
+def _chmod(argv: tuple[str, ...]) -> str | None:
+    if _recursive(argv, "R", ("--recursive",)):
+        return _follows(argv, "L", ())
+    return None
+
+
+def _diff(argv: tuple[str, ...]) -> str | None:
+    if "--no-dereference" in argv:
+        return None
+    found = _follows(argv, "r", ("--recursive",))
+    return None if found is None else found + " (add --no-dereference)"
+
+
+def _find_follows(argv: tuple[str, ...]) -> str | None:
+    if "-L" in argv[1:] or "-follow" in argv[1:]:
+        return f"find -L / -follow {FOLLOWS}"
+    return None
+
+
+def _options(table: dict[str, str]) -> Callable[[tuple[str, ...]], str | None]:
+    """A check that flags any of the options in ``table`` (also as ``--opt=value`` and, for
+    short options, with the value attached)."""
+
+    def check(argv: tuple[str, ...]) -> str | None:
+        for arg in argv[1:]:
+            if arg == "--":
+                break
+            name = arg.split("=", 1)[0]
+            if name in table:
+                return f"{basename(argv[0])} {name} {table[name]}"
+            if len(arg) > 2 and arg[0] == "-" and arg[1] != "-" and arg[:2] in table:
+                return f"{basename(argv[0])} {arg[:2]} {table[arg[:2]]}"
+        return None
+
+    return check
+
+
+_RUNS = "runs another program"
+_SSH_OPTIONS = re.compile(
+    r"(?i)^(?:proxycommand|localcommand|permitlocalcommand|knownhostscommand|match"
+    r"|proxyusefdpass|securitykeyprovider|pkcs11provider)\b"
+)
+
+
+def _ssh(argv: tuple[str, ...]) -> str | None:
+    """ssh, scp, sftp: options that run a local program (``-o ProxyCommand=...``, ``-F``
+    config files that can hold them, scp/sftp ``-S``)."""
+    args = argv[1:]
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        value = args[i + 1] if i + 1 < len(args) else ""
+        if arg.startswith("-o"):
+            option = arg[2:] or value
+            if _SSH_OPTIONS.match(option):
+                return f"{basename(argv[0])} -o {option.split('=')[0].split()[0]} {_RUNS}"
+        if arg.startswith("-F"):
+            return f"{basename(argv[0])} -F reads a config file that can run programs"
+        if basename(argv[0]) in ("scp", "sftp") and arg.startswith(("-S", "-D")):
+            return f"{basename(argv[0])} {arg[:2]} {_RUNS}"
+    return None
+
+
+def _tar(argv: tuple[str, ...]) -> str | None:
+    args = argv[1:]
+    for index, arg in enumerate(args):
+        if arg.startswith(_TAR_LONG):
+            return f"tar {arg.split('=', 1)[0]} runs another program"
+        if arg.split("=", 1)[0] in ("--dereference", "--absolute-names"):
+            return f"tar {arg} reaches outside the directories it is given"
+        short = arg[1:] if arg.startswith("-") and not arg.startswith("--") else ""
+        if index == 0 and not arg.startswith("-"):
+            short = arg  # old-style bundled options: tar xIf ...
+        if "I" in short or "F" in short:
+            return "tar -I / -F runs another program"
+        if "h" in short or "P" in short:
+            return "tar -h / -P follows symbolic links or keeps absolute names"
+    return None
+
+
+def _awk(argv: tuple[str, ...]) -> str | None:
+    args = argv[1:]
+    program: str | None = None
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in ("-f", "--file", "-i", "--include", "-l", "--load", "-E", "--exec"):
+            return f"awk {arg} loads program code from a file"
+        if arg in ("-e", "--source") and i + 1 < len(args):
+            program = (program or "") + "\n" + args[i + 1]
+            i += 2
+        elif arg in ("-v", "-F", "--assign", "--field-separator"):
+            i += 2
+        elif arg == "--":
+            i += 1
+            break
+        elif arg.startswith("-") and len(arg) > 1:
+            i += 1
+        else:
+            break
+    if program is None and i < len(args):
+        program = args[i]
+    if program is not None and _AWK_RISK.search(program):
+        return "the awk program can run commands or write files (system, |, getline, print >)"
+    return None
+
+
+def _sed(argv: tuple[str, ...]) -> str | None:
+    args = argv[1:]
+    scripts: list[str] = []
+    operands: list[str] = []
+    i = 0
+    while i < len(args):  # GNU sed also takes options after operands
+        arg = args[i]
+        following = args[i + 1] if i + 1 < len(args) else ""
+        i += 1
+        if arg == "--":
+            operands.extend(args[i:])
+            break
+        if arg.startswith("--"):
+            name, eq, value = arg.partition("=")
+            if name.startswith("--in-place"):
+                return "sed --in-place edits files"
+            if name == "--file":
+                return "sed --file reads its script from a file"
+            if name == "--expression":
+                scripts.append(value if eq else following)
+                i += 0 if eq else 1
+            elif name == "--line-length" and not eq:
+                i += 1
+            continue
+        if not arg.startswith("-") or len(arg) == 1:
+            operands.append(arg)
+            continue
+        letters = arg[1:]
+        for k, ch in enumerate(letters):
+            if ch == "i":
+                return "sed -i edits files"
+            if ch == "f":
+                return "sed -f reads its script from a file"
+            if ch in "el":
+                rest = letters[k + 1 :]
+                if ch == "e":
+                    scripts.append(rest or following)
+                i += 0 if rest else 1
+                break
+    if not scripts and operands:
+        scripts.append(operands[0])
+    for script in scripts:
+        why = sed_script_risk(script)
+        if why is not None:
+            return why
+    return None
+
+
+def _find_all(argv: tuple[str, ...]) -> str | None:
+    return _find(argv) or _find_follows(argv)
+
+
+_FLAG_CHECKS: dict[str, Callable[[tuple[str, ...]], str | None]] = {
+    "find": _find_all,
+    "grep": _grep,
+    "egrep": _grep,
+    "fgrep": _grep,
+    "cp": _cp,
+    "chmod": _chmod,
+    "chown": _chmod,
+    "chgrp": _chmod,
+    "diff": _diff,
+    "sort": _options({"--compress-program": _RUNS}),
+    "install": _options({"--strip-program": _RUNS}),
+    "split": _options({"--filter": "runs a shell command on every piece"}),
+    "man": _options({"-P": _RUNS, "--pager": _RUNS, "-H": _RUNS, "--html": _RUNS}),
+    "zip": _options({"-TT": _RUNS, "--unzip-command": _RUNS}),
+    "wget": _options(
+        {
+            "-e": "runs wgetrc commands",
+            "--execute": "runs wgetrc commands",
+            "--use-askpass": _RUNS,
+            "--config": "reads a config file",
+        }
+    ),
+    "curl": _options({"-K": "reads options from a file", "--config": "reads options from a file"}),
+    "rsync": _options({"-e": _RUNS, "--rsh": _RUNS, "--rsync-path": _RUNS}),
+    "ssh": _ssh,
+    "scp": _ssh,
+    "sftp": _ssh,
+    "sed": _sed,
+    "gsed": _sed,
+    "git": _git,
+    "rg": _rg,
+    "tar": _tar,
+    "gtar": _tar,
+    "bsdtar": _tar,
+    "awk": _awk,
+    "gawk": _awk,
+    "mawk": _awk,
+    "nawk": _awk,
+}
+
+
+# -- sed scripts -----------------------------------------------------------------------------
+
+_SED_SIMPLE = frozenset("pdDnNgGhHxlLqQ=zFPv{}")
+_SED_TO_EOL = frozenset("aicrR")
+_SED_LABEL = frozenset(":btT")
+
+
+def sed_script_risk(script: str) -> str | None:
+    """Why a sed script can run commands or write files (``e``, ``w``, ``W``, the ``s///w``
+    and ``s///e`` flags), or cannot be read; None when it only edits the stream."""
+    i, n = 0, len(script)
+    while i < n:
+        if script[i] in " \t\n;}":
+            i += 1
+            continue
+        if script[i] == "#":
+            i = _line_end(script, i)
+            continue
+        i = _sed_address(script, i)
+        while i < n and script[i] in " \t!":
+            i += 1
+        if i >= n:
+            return "the sed script ends after an address"
+        cmd = script[i]
+        i += 1
+        if cmd in "ewW":
+            return f"the sed command {cmd!r} runs a command or writes a file"
+        if cmd == "s":
+            end = _sed_delimited(script, i, 2)
+            if end is None:
+                return "the sed s command could not be read"
+            j = end
+            while j < n and script[j] not in ";\n}":
+                if script[j] in "we":
+                    return f"the sed s///{script[j]} flag runs a command or writes a file"
+                j += 1
+            i = j
+        elif cmd == "y":
+            end = _sed_delimited(script, i, 2)
+            if end is None:
+                return "the sed y command could not be read"
+            i = end
+        elif cmd in _SED_TO_EOL:
+            i = _line_end(script, i)
+        elif cmd in _SED_LABEL:
+            while i < n and script[i] not in ";\n":
+                i += 1
+        elif cmd in _SED_SIMPLE:
+            while i < n and script[i].isdigit():
+                i += 1
+        else:
+            return f"the sed script has a command that could not be read ({cmd!r})"
+    return None
+
+
+def _line_end(text: str, i: int) -> int:
+    end = text.find("\n", i)
+    return len(text) if end < 0 else end + 1
+
+
+def _sed_delimited(text: str, i: int, parts: int) -> int | None:
+    """Index after ``parts`` delimited fields that start at ``text[i]`` (the delimiter)."""
+    if i >= len(text) or text[i] in "\n\\":
+        return None
+    delimiter = text[i]
+    i += 1
+    for _ in range(parts):
+        while i < len(text) and text[i] != delimiter:
+            i += 2 if text[i] == "\\" else 1
+        if i >= len(text):
+            return None
+        i += 1
+    return i
+
+
+def _sed_address(text: str, i: int) -> int:
+    for _ in range(2):
+        n = len(text)
+        if i < n and (text[i].isdigit() or text[i] in "$+~"):
+            i += 1
+            while i < n and (text[i].isdigit() or text[i] == "~"):
+                i += 1
+        elif i < n and text[i] in "/\\":
+            start = i + 1 if text[i] == "\\" else i
+            end = _sed_delimited(text, start, 1)
+            i = n if end is None else end
+            while i < n and text[i] in "IM":
+                i += 1
+        if i < n and text[i] == ",":
+            i += 1
+            continue
+        break
+    return i

@@ -1,0 +1,263 @@
+"""The bash sub-policy's two hooks into the gate: the paths a command names, and the floor.
+
+:func:`mcp_toolbridge.policy.shell.parse.splitter` already turns a command argument into one rule
+subject per simple command. Two things a splitter cannot express are added here:
+
+- :func:`shell_targets`: the paths a command names become fs.read / fs.write targets, so the
+  capability check and path rules see them like any path argument. These are the operands of
+  known file commands (``cat x``, ``cp a b``, ``git log --output=f``, ``tar -xf a -C d``: see
+  :mod:`mcp_toolbridge.policy.shell.operands`) and redirect targets (``> out.txt``, ``< in``), each
+  canonicalized with realpath (symlinks and ``..`` resolved) against every directory the
+  command may be in after a ``cd``; globs are expanded as bash would. Operands are also
+  marked in ``Targets.operand_paths``: a path rule that matches one decides it, and one that no
+  rule matches adds nothing (the command's own rule saw it). A redirect target that no rule
+  matches gets ``default_action`` as before.
+- :func:`shell_floor`: a command with parts that cannot be checked (``uncheckable``, or a path
+  reason found here: a glob with too many matches, a write inside ``.git``) is never allowed by
+  a prefix, glob or "any" rule. An allow stands only when an allow rule whose pattern is
+  exactly the command's text (an "always" answer stores such session rules) covers each
+  flagged command and, when the command is opaque or has a path reason, the whole text as
+  ``bash -c <command>``. Otherwise the decision becomes ask, which is deny on a headless host.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import itertools
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.policy.compiled import Decision, Policy, SessionRules
+from mcp_toolbridge.policy.paths import canonical_root, canonicalize, is_within
+from mcp_toolbridge.policy.requirements import Targets
+from mcp_toolbridge.policy.rules import Rule, Subject, resolve
+from mcp_toolbridge.policy.shell.parse import Chain, ParsedCommand, PathRef, parse_command, whole
+
+MAX_GLOB_MATCHES = 1000
+"""Matches of one glob operand that are checked; past this the command asks."""
+MAX_DIRECTORY_STATES = 32
+PROTECTED = (".git", ".toolbridge")
+"""Folders whose files change what later runs (git hooks and config; the project policy):
+a command that writes inside one asks."""
+
+
+def shell_commands(spec: ToolSpec, arguments: Mapping[str, Any]) -> Iterator[ParsedCommand]:
+    """The parsed value of every ``shell.run`` argument of a call."""
+    for name, roles in spec.argument_roles.items():
+        value = arguments.get(name)
+        if "shell.run" in roles and isinstance(value, str) and value.strip():
+            yield parse_command(value)
+
+
+@dataclass(frozen=True, slots=True)
+class ShellPaths:
+    """The canonical paths a command names, and why some of them cannot be checked."""
+
+    reads: tuple[Path, ...] = ()
+    writes: tuple[Path, ...] = ()
+    operands: frozenset[tuple[str, Path]] = frozenset()
+    reasons: tuple[str, ...] = ()
+
+
+def shell_paths(policy: Policy, parsed: ParsedCommand) -> ShellPaths:
+    """Resolve ``parsed.paths`` and ``parsed.directories`` against the workspace. Raises
+    PathRejectedError (ArgumentsError) for an unusable path (control characters, a loop)."""
+    base = canonical_root(policy.workspace or Path("/"))
+    resolver = _Resolver(base)
+    reads: list[Path] = []
+    writes: list[Path] = []
+    operands: set[tuple[str, Path]] = set()
+    resolved: list[tuple[PathRef | None, Path]] = []
+    for chain in parsed.directories:
+        for directory in resolver.directories(chain):
+            reads.append(directory)  # cd reads the directory: it must be in scope
+            operands.add(("fs.read", directory))
+            resolved.append((None, directory))
+    for ref in parsed.paths:
+        capability = "fs.read" if ref.access == "read" else "fs.write"
+        found = reads if ref.access == "read" else writes
+        for chain in sorted(ref.cwds):
+            for directory in resolver.directories(chain):
+                for path in resolver.paths(ref, directory):
+                    found.append(path)
+                    resolved.append((ref, path))
+                    if not ref.redirect:
+                        operands.add((capability, path))
+    reasons = list(resolver.reasons)
+    reasons += _through_new_links(resolved)
+    for path in dict.fromkeys(writes):
+        inside = path.relative_to(base).parts if is_within(path, base) else path.parts
+        folder = next((part for part in inside if part in PROTECTED), None)
+        if folder is not None:
+            reasons.append(
+                f"it writes {str(path)!r} inside {folder}, whose files can make later "
+                "commands run programs (git hooks and config, the project policy)"
+            )
+    return ShellPaths(
+        tuple(dict.fromkeys(reads)),
+        tuple(dict.fromkeys(writes)),
+        frozenset(operands),
+        tuple(dict.fromkeys(reasons)),
+    )
+
+
+def _through_new_links(resolved: list[tuple[PathRef | None, Path]]) -> list[str]:
+    """A path that goes through a place another command of the same line may turn into a
+    symbolic link (``mv dirlink y && cat y/s.txt``, ``tar -xf a.tar && cat link/x``) was
+    checked against what is there now, not what will be: that command asks."""
+    movers = [(ref, path) for ref, path in resolved if ref is not None and ref.links]
+    found: list[str] = []
+    for mover, place in movers:
+        for ref, path in resolved:
+            if ref is not None and (ref.command == mover.command or not ref.follows):
+                continue
+            if is_within(path, place) and (path != place or mover.links == "at"):
+                found.append(
+                    f"{str(path)!r} goes through {str(place)!r}, where a command of the same "
+                    "line may leave a symbolic link; run them as separate calls"
+                )
+    return found
+
+
+class _Resolver:
+    """Canonicalizes paths against the directories a command may be in."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.reasons: list[str] = []
+        self._states: dict[Chain, set[tuple[str, Path]]] = {(): {(str(base), base)}}
+
+    def directories(self, chain: Chain) -> list[Path]:
+        return sorted({physical for _, physical in self._resolve(chain)})
+
+    def _resolve(self, chain: Chain) -> set[tuple[str, Path]]:
+        """(logical, physical) pairs for ``chain``: bash's ``cd`` is logical (``cd link/..``
+        is lexical) and falls back to physical, so both are followed."""
+        known = self._states.get(chain)
+        if known is not None:
+            return known
+        states: set[tuple[str, Path]] = set()
+        step = chain[-1]
+        for logical, physical in self._resolve(chain[:-1]):
+            lexical = os.path.normpath(os.path.join(logical, step))
+            states.add((lexical, canonicalize(lexical, base=self.base)))
+            real = canonicalize(step, base=physical)
+            states.add((str(real), real))
+        if len(states) > MAX_DIRECTORY_STATES:
+            self.reasons.append("it changes directory in too many ways to follow")
+            states = set(itertools.islice(sorted(states), MAX_DIRECTORY_STATES))
+        self._states[chain] = states
+        return states
+
+    def paths(self, ref: PathRef, directory: Path) -> list[Path]:
+        found = [self._canonical(ref.text, directory, remove=ref.access == "remove")]
+        if ref.pattern is None:
+            return found
+        matches = list(
+            itertools.islice(glob.iglob(ref.pattern, root_dir=directory), MAX_GLOB_MATCHES + 1)
+        )
+        if len(matches) > MAX_GLOB_MATCHES:
+            self.reasons.append(
+                f"the pattern {ref.text!r} matches more than {MAX_GLOB_MATCHES} paths"
+            )
+        for match in matches[:MAX_GLOB_MATCHES]:
+            found.append(self._canonical(match, directory, remove=ref.access == "remove"))
+        return found
+
+    @staticmethod
+    def _canonical(text: str, directory: Path, *, remove: bool) -> Path:
+        """The real path; for a removal, the real parent plus the name (``rm link`` removes
+        the link, not what it points to)."""
+        head, tail = os.path.split(text)
+        if not remove or tail in ("", ".", ".."):
+            return canonicalize(text, base=directory)
+        return canonicalize(head or ".", base=directory) / tail
+
+
+def shell_targets(
+    policy: Policy, spec: ToolSpec, arguments: Mapping[str, Any], targets: Targets
+) -> Targets:
+    """``targets`` plus the paths the call's commands name (see :func:`shell_paths`); a
+    command with a path reason also becomes the subject ``bash -c <command>``, which an
+    "always" answer stores and :func:`shell_floor` looks for. Raises PathRejectedError
+    (ArgumentsError) for an unusable path."""
+    reads: list[Path] = []
+    writes: list[Path] = []
+    operands: set[tuple[str, Path]] = set()
+    commands: list[tuple[str, ...]] = []
+    for parsed in shell_commands(spec, arguments):
+        found = shell_paths(policy, parsed)
+        reads += found.reads
+        writes += found.writes
+        operands |= found.operands
+        if found.reasons and whole(parsed.source) not in targets.commands:
+            commands.append(whole(parsed.source))  # as for an opaque command (see splitter)
+    if not reads and not writes and not commands:
+        return targets
+    return dataclasses.replace(
+        targets,
+        paths_read=targets.paths_read + tuple(reads),
+        paths_write=targets.paths_write + tuple(writes),
+        commands=targets.commands + tuple(commands),
+        operand_paths=targets.operand_paths | operands,
+    )
+
+
+def exact_approval_missing(
+    parsed: ParsedCommand,
+    policy: Policy,
+    spec: ToolSpec,
+    session_rules: SessionRules | None,
+    path_reasons: tuple[str, ...] = (),
+) -> str | None:
+    """Why ``parsed`` must be asked about, or None when it is checkable or exactly allowed.
+    ``path_reasons`` come from :func:`shell_paths` and concern the whole text."""
+    if parsed.checkable and not path_reasons:
+        return None
+    rules = policy.rules + (session_rules.rules if session_rules else ())
+    opaque = parsed.opaque or bool(path_reasons)
+    pending = [*parsed.flagged, *((whole(parsed.source),) if opaque else ())]
+    for argv in pending:
+        subject = Subject.command(argv)
+        winner = resolve(rules, spec, subject)
+        if winner is None or winner.action != "allow" or not _names_exactly(winner, subject):
+            return _ask_reason(parsed, path_reasons)
+    return None
+
+
+def _ask_reason(parsed: ParsedCommand, path_reasons: tuple[str, ...]) -> str:
+    if not path_reasons:
+        return parsed.ask_reason() or ""
+    reasons = (*parsed.uncheckable, *path_reasons)
+    shown = "; ".join(reasons[:3])
+    more = f" (and {len(reasons) - 3} more)" if len(reasons) > 3 else ""
+    return f"the command cannot be fully checked against the shell rules: {shown}{more}"
+
+
+def _names_exactly(rule: Rule, subject: Subject) -> bool:
+    """An exact rule, or a rule whose pattern text is the subject's text itself (a command
+    with ``*`` in it, such as ``find . -name '*.o' -delete``, compiles as a glob)."""
+    return rule.kind == "exact" or any(alt.text == subject.text for alt in rule.alternatives)
+
+
+def shell_floor(
+    policy: Policy,
+    spec: ToolSpec,
+    arguments: Mapping[str, Any],
+    decision: Decision,
+    session_rules: SessionRules | None = None,
+) -> Decision:
+    """Turn an allow into ask when a command has parts no exact rule approves."""
+    if decision.action != "allow":
+        return decision
+    for parsed in shell_commands(spec, arguments):
+        reasons = shell_paths(policy, parsed).reasons
+        why = exact_approval_missing(parsed, policy, spec, session_rules, reasons)
+        if why is not None:
+            return Decision("ask", why, "shell")
+    return decision

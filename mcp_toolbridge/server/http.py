@@ -1,0 +1,249 @@
+"""Streamable HTTP (``serve --http HOST:PORT``): the SDK's app for a ToolbridgeServer, run
+by uvicorn, behind an optional bearer token.
+
+- Binds 127.0.0.1 unless told otherwise; any other address needs a token (``--token`` or
+  ``TOOLBRIDGE_TOKEN``), checked with a constant-time comparison; a request without it gets
+  401 before it reaches MCP.
+- Host and Origin headers are checked against an allow-list (the SDK's
+  TransportSecuritySettings) so a web page cannot reach the server through DNS rebinding:
+  loopback names always, the bound address, and every ``--allow-host`` name.
+- Stateful by default (one Mcp-Session-Id per client, SSE responses: progress and 2025-era
+  elicitation work); ``--stateless`` makes every request independent.
+- A request without a session (``--stateless``, or any 2026-era request) ends with its
+  connection: a client that disconnects mid-call cancels it, and the call's process group is
+  killed. In a session a disconnect is not a cancellation (the MCP transport spec): the call
+  runs on until its deadline, the client's ``notifications/cancelled``, the session's DELETE,
+  or the session's idle expiry (``--session-idle-timeout``), whichever comes first.
+- Request bodies are capped at 4 MiB (the SDK's limit: 413 before anything is parsed).
+
+One ToolbridgeServer serves every HTTP session; see server.py for what is kept per session.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hmac
+import ipaddress
+import json
+import math
+import socket
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import anyio
+import uvicorn
+from anyio.abc import TaskStatus
+from mcp.server.transport_security import TransportSecuritySettings
+
+from mcp_toolbridge.errors import ConfigError, ErrorCode
+from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+MCP_PATH = "/mcp"
+SESSION_IDLE_TIMEOUT_S = 30 * 60.0
+"""A stateful session no request has used for this long is closed (the SDK's default)."""
+TOKEN_ENV = "TOOLBRIDGE_TOKEN"
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+WILDCARDS = ("0.0.0.0", "::", "")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+@dataclasses.dataclass(frozen=True)
+class HttpOptions:
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    token: str | None = None
+    stateless: bool = False
+    allowed_hosts: tuple[str, ...] = ()
+    """More Host names clients use to reach this server (a DNS name, a LAN address)."""
+    path: str = MCP_PATH
+    session_idle_timeout_s: float = SESSION_IDLE_TIMEOUT_S
+    """Close a stateful session after this long without a request in flight: its calls are
+    cancelled (their processes killed) and its state dropped."""
+
+    @property
+    def url(self) -> str:
+        return f"http://{_bracketed(self.host or DEFAULT_HOST)}:{self.port}{self.path}"
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """``HOST:PORT``, ``[V6]:PORT``, ``:PORT`` or ``PORT`` (host 127.0.0.1)."""
+    host, port = DEFAULT_HOST, text
+    if text.startswith("["):
+        inner, _, rest = text[1:].partition("]")
+        host, port = inner, rest.removeprefix(":")
+    elif ":" in text:
+        head, _, port = text.rpartition(":")
+        host = head or DEFAULT_HOST
+    try:
+        number = int(port)
+    except ValueError:
+        number = -1
+    if not 0 <= number <= 65535:
+        raise ConfigError(
+            f"--http {text}: expected HOST:PORT with a port from 0 to 65535, e.g. 127.0.0.1:8765",
+            code=ErrorCode.CONFIG_INVALID,
+        )
+    return host, number
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_binding(options: HttpOptions) -> None:
+    """Refuse to listen beyond this machine without a token (and settings that make no
+    sense)."""
+    if not math.isfinite(options.session_idle_timeout_s) or options.session_idle_timeout_s <= 0:
+        raise ConfigError(
+            "--session-idle-timeout must be a positive number of seconds, "
+            f"not {options.session_idle_timeout_s:g}",
+            code=ErrorCode.CONFIG_INVALID,
+        )
+    if options.token is not None and not options.token.strip():
+        raise ConfigError(
+            f"the bearer token is empty; pass a long random value with --token or {TOKEN_ENV}",
+            code=ErrorCode.CONFIG_INVALID,
+        )
+    if not is_loopback(options.host) and not options.token:
+        raise ConfigError(
+            f"refusing to serve on {options.host or 'every address'} without a bearer token: "
+            f"anyone who can reach it could run the tools. Set {TOKEN_ENV} (or --token), or "
+            f"bind {DEFAULT_HOST}",
+            code=ErrorCode.CONFIG_INVALID,
+        )
+
+
+def _bracketed(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def security_settings(options: HttpOptions) -> TransportSecuritySettings:
+    """The Host/Origin allow-list: loopback, the bound address, the --allow-host names."""
+    names = [*LOOPBACK_NAMES, *options.allowed_hosts]
+    if options.host not in WILDCARDS:
+        names.append(options.host)
+    hosts: list[str] = []
+    origins: list[str] = []
+    for name in dict.fromkeys(names):
+        shown = _bracketed(name)
+        hosts += [shown, f"{shown}:*"]
+        origins += [
+            f"http://{shown}",
+            f"http://{shown}:*",
+            f"https://{shown}",
+            f"https://{shown}:*",
+        ]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+
+
+class BearerToken:
+    """ASGI middleware: HTTP requests must carry ``Authorization: Bearer <token>``."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self._app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or self._authorized(scope):
+            await self._app(scope, receive, send)
+            return
+        body = json.dumps(
+            {
+                "error": "missing or wrong bearer token: send 'Authorization: Bearer <token>' "
+                f"with the token the server was started with (--token or {TOKEN_ENV})"
+            }
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", b'Bearer realm="mcp-toolbridge"'),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+    def _authorized(self, scope: Scope) -> bool:
+        given = [v for k, v in scope.get("headers", []) if k.lower() == b"authorization"]
+        return len(given) == 1 and hmac.compare_digest(given[0], self._expected)
+
+
+def build_app(server: ToolbridgeServer, options: HttpOptions) -> ASGIApp:
+    app: ASGIApp = server.server.streamable_http_app(
+        streamable_http_path=options.path,
+        stateless_http=options.stateless,
+        session_idle_timeout=options.session_idle_timeout_s,
+        transport_security=security_settings(options),
+        host=options.host,
+    )
+    return BearerToken(app, options.token) if options.token else app
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family, reuse_port=False)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot listen on {_bracketed(host)}:{port}: {exc.strerror or exc}; pick another "
+            "--http address or port",
+            code=ErrorCode.CONFIG_INVALID,
+        ) from exc
+
+
+class HttpService:
+    """The server on a listening socket; ``serve`` reports the URL once it accepts."""
+
+    def __init__(self, server: ToolbridgeServer, options: HttpOptions) -> None:
+        check_binding(options)
+        self._app = build_app(server, options)
+        self.options = options
+        self._uvicorn: uvicorn.Server | None = None
+        self._stopped = False
+        self._socket: socket.socket | None = None
+
+    def listen(self) -> str:
+        """Bind the socket now (errors are ConfigErrors, before anything runs); the URL."""
+        if self._socket is None:
+            self._socket = _listen(self.options.host or "0.0.0.0", self.options.port)
+            port = self._socket.getsockname()[1]
+            self.options = dataclasses.replace(self.options, port=port)
+        return self.options.url
+
+    async def serve(self, *, task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Serve until :meth:`stop` (or SIGINT/SIGTERM). Started with the URL: the socket is
+        listening by then, so a client may connect at once."""
+        url = self.listen()
+        assert self._socket is not None
+        config = uvicorn.Config(
+            self._app, log_config=None, log_level="warning", timeout_graceful_shutdown=3
+        )
+        self._uvicorn = uvicorn.Server(config)
+        self._uvicorn.should_exit = self._stopped
+        task_status.started(url)
+        try:
+            await self._uvicorn.serve(sockets=[self._socket])
+        finally:
+            self._socket.close()
+
+    def stop(self) -> None:
+        self._stopped = True
+        if self._uvicorn is not None:
+            self._uvicorn.should_exit = True

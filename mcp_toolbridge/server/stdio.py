@@ -1,0 +1,287 @@
+"""The stdio transport: newline-delimited JSON-RPC on the process's stdin and stdout.
+
+It keeps the contract of the SDK's ``mcp.server.stdio.stdio_server`` (mcp 2.3): it yields a
+read stream of ``SessionMessage | Exception`` and a write stream of ``SessionMessage``; a frame
+is decoded as UTF-8 with replacement; a frame that fails validation still reaches the server as
+an ``Exception`` item; while serving, fd 0 reads /dev/null and fd 1 writes to stderr, so
+handlers and child processes can neither steal the client's frames nor corrupt the wire.
+
+What it adds, because JSON-RPC 2.0 asks for an answer where the SDK stays silent:
+
+- A frame that is not JSON gets -32700 (Parse error) with id null.
+- A frame that is JSON but not a valid message gets -32600 (Invalid Request), carrying the
+  frame's id when it has a ``method`` and a string or integer ``id``, else id null. A frame
+  shaped like a response (``result`` or ``error``, no ``method``) is never answered: answering
+  a response could start two peers trading errors.
+- A frame longer than ``MAX_FRAME_BYTES`` is read to its newline and thrown away, never held
+  whole; it gets -32600, with its id if its first 64 KiB show a ``method`` and an ``id``.
+
+Blank lines are skipped without an answer. Frames end at ``\\n`` only (a ``\\r`` before it is
+whitespace).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, suppress
+from typing import BinaryIO, Literal
+
+import anyio
+import mcp_types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.shared.message import SessionMessage
+
+from mcp_toolbridge.server.pipes import ReadLine, WriteAll, line_reader, writer
+
+log = logging.getLogger("mcp_toolbridge")
+
+MAX_FRAME_BYTES = 64 << 20
+"""The longest frame (one line, without its newline) that is parsed: 64 MiB."""
+_CHUNK_BYTES = 1 << 20
+"""How much one blocking read may return; a frame is assembled from such chunks."""
+_HEAD_BYTES = 64 << 10
+"""How much of an oversized frame is kept to look for its id."""
+
+ReadItem = SessionMessage | Exception
+Streams = tuple[MemoryObjectReceiveStream[ReadItem], MemoryObjectSendStream[SessionMessage]]
+
+
+class FrameTooLargeError(ValueError):
+    """The read stream's item for a frame longer than the limit (the SDK's place for a frame
+    that could not be read as a message)."""
+
+
+@asynccontextmanager
+async def stdio_transport(
+    stdin: BinaryIO | None = None,
+    stdout: BinaryIO | None = None,
+    *,
+    max_frame_bytes: int = MAX_FRAME_BYTES,
+) -> AsyncIterator[Streams]:
+    """Serve the process's stdin and stdout (or the given binary streams, which are used as
+    they are) until stdin ends; yields ``(read_stream, write_stream)`` for ``Server.run``."""
+    restores: list[Callable[[], None]] = []
+    try:
+        if stdin is None:
+            stdin = _claim(0, sys.stdin.buffer, "rb", _stdin_diversion, restores)
+        if stdout is None:
+            sys.stdout.flush()
+            stdout = _claim(1, sys.stdout.buffer, "wb", _stdout_diversion, restores)
+        readline = line_reader(stdin, restores)
+        write = writer(stdout, restores)
+        to_server, from_client = anyio.create_memory_object_stream[ReadItem](0)
+        to_client, from_server = anyio.create_memory_object_stream[SessionMessage](0)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_read_frames, readline, to_server, to_client.clone(), max_frame_bytes)
+            tg.start_soon(_write_frames, write, from_server)
+            yield from_client, to_client
+    finally:
+        with suppress(OSError, ValueError):
+            sys.stdout.flush()  # what a handler printed while serving goes to stderr, not the wire
+        for restore in reversed(restores):
+            restore()
+
+
+async def _read_frames(
+    readline: ReadLine,
+    to_server: MemoryObjectSendStream[ReadItem],
+    to_client: MemoryObjectSendStream[SessionMessage],
+    limit: int,
+) -> None:
+    parts: list[bytes] = []
+    size = 0
+    head: bytes | None = None  # the frame's start, once it is known to be too long
+    try:
+        async with to_server, to_client:
+            while True:
+                chunk = await readline(_CHUNK_BYTES)
+                ended = chunk.endswith(b"\n")
+                if head is None:
+                    parts.append(chunk)
+                    size += len(chunk)
+                    if size - int(ended) > limit:
+                        head = parts[0][:_HEAD_BYTES]
+                        parts.clear()
+                if not ended and chunk:
+                    continue
+                if head is not None:
+                    log.warning("dropped a stdin frame longer than %d bytes", limit)
+                    reply = reply_to_oversized(head, limit)
+                    if reply is not None:
+                        await to_client.send(SessionMessage(reply))
+                    await to_server.send(FrameTooLargeError(f"frame longer than {limit} bytes"))
+                elif size:
+                    text = b"".join(parts).decode("utf-8", errors="replace")
+                    parts.clear()
+                    await _pass_on(text, to_server, to_client)
+                parts.clear()
+                size, head = 0, None
+                if not chunk:
+                    return
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        log.debug("the server stopped reading; stdin is no longer read")
+
+
+async def _pass_on(
+    text: str,
+    to_server: MemoryObjectSendStream[ReadItem],
+    to_client: MemoryObjectSendStream[SessionMessage],
+) -> None:
+    """One frame: a message to the server, or an answer to the client and the SDK's
+    ``Exception`` item to the server."""
+    if text.isspace():
+        return
+    try:
+        message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+    except Exception as exc:  # the SDK's transport catches the same
+        reply = reply_to_invalid(text)
+        if reply is not None:
+            await to_client.send(SessionMessage(reply))
+        await to_server.send(exc)
+        return
+    await to_server.send(SessionMessage(message))
+
+
+async def _write_frames(
+    write: WriteAll, from_server: MemoryObjectReceiveStream[SessionMessage]
+) -> None:
+    async with from_server:
+        async for item in from_server:
+            line = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+            await write(line.encode())
+
+
+def reply_to_invalid(text: str) -> types.JSONRPCError | None:
+    """The answer to a frame the SDK could not validate; None for a malformed response."""
+    try:
+        frame = json.loads(text)
+    except (ValueError, RecursionError):
+        return _error(None, types.PARSE_ERROR, "Parse error: the frame is not JSON")
+    if not isinstance(frame, dict):
+        return _error(None, types.INVALID_REQUEST, "Invalid Request: a message is a JSON object")
+    if "method" not in frame and ("result" in frame or "error" in frame):
+        return None
+    request_id = _usable_id(frame.get("id")) if "method" in frame else None
+    return _error(request_id, types.INVALID_REQUEST, f"Invalid Request: {_why_invalid(frame)}")
+
+
+def reply_to_oversized(head: bytes, limit: int) -> types.JSONRPCError | None:
+    """The answer to a frame longer than ``limit``, from what its start shows."""
+    keys, found = _leading_members(head.decode("utf-8", errors="replace"))
+    if "method" not in keys and ("result" in keys or "error" in keys):
+        return None
+    request_id = _usable_id(found) if "method" in keys else None
+    message = f"Invalid Request: the frame is longer than {limit} bytes"
+    return _error(request_id, types.INVALID_REQUEST, message)
+
+
+def _why_invalid(frame: dict[str, object]) -> str:
+    if frame.get("jsonrpc") != "2.0":
+        return 'jsonrpc must be "2.0"'
+    if "method" not in frame:
+        return "neither a request, a notification nor a response"
+    if not isinstance(frame["method"], str):
+        return "method must be a string"
+    if "id" in frame and _usable_id(frame["id"]) is None:
+        return "id must be a string or an integer"
+    params = frame.get("params")
+    if params is not None and not isinstance(params, dict):
+        return "params must be an object"
+    return "not a valid JSON-RPC 2.0 message"
+
+
+def _leading_members(text: str) -> tuple[set[str], object]:
+    """The keys of the top-level object that can be read from the start of a frame, and the
+    value of its ``id`` if that was among them."""
+    decoder = json.JSONDecoder()
+    keys: set[str] = set()
+    found: object = None
+    i = _skip_space(text, 0)
+    if not text.startswith("{", i):
+        return keys, None
+    i += 1
+    with suppress(ValueError, RecursionError):
+        while True:
+            key, i = decoder.raw_decode(text, _skip_space(text, i))
+            if not isinstance(key, str):
+                break
+            keys.add(key)
+            i = _skip_space(text, i)
+            if not text.startswith(":", i):
+                break
+            value, i = decoder.raw_decode(text, _skip_space(text, i + 1))
+            if key == "id":
+                found = value
+            i = _skip_space(text, i)
+            if not text.startswith(",", i):
+                break
+            i += 1
+    return keys, found
+
+
+def _skip_space(text: str, i: int) -> int:
+    while i < len(text) and text[i] in " \t\r\n":
+        i += 1
+    return i
+
+
+def _usable_id(value: object) -> int | str | None:
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    return None
+
+
+def _error(request_id: int | str | None, code: int, message: str) -> types.JSONRPCError:
+    error = types.ErrorData(code=code, message=message)
+    return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
+
+
+def _claim(
+    fd: int,
+    buffer: BinaryIO,
+    mode: Literal["rb", "wb"],
+    diversion: Callable[[], int],
+    restores: list[Callable[[], None]],
+) -> BinaryIO:
+    """Serve fd's wire from a private duplicate while fd itself points at ``diversion()``;
+    adds the undo to ``restores``. Falls back to ``buffer`` in place when it is not backed by
+    fd or a descriptor cannot be moved."""
+    try:
+        if buffer.fileno() != fd:
+            return buffer
+        private = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    except (AttributeError, OSError, ValueError):
+        return buffer
+    try:
+        diverted = diversion()
+        try:
+            os.dup2(diverted, fd)
+        finally:
+            os.close(diverted)
+    except OSError:
+        os.close(private)
+        return buffer
+
+    def restore() -> None:
+        with suppress(OSError):
+            os.dup2(private, fd)
+
+    restores.append(restore)
+    # Never closed: a worker thread may still be blocked reading it after the transport ends.
+    return os.fdopen(private, mode, closefd=False)
+
+
+def _stdin_diversion() -> int:
+    return os.open(os.devnull, os.O_RDONLY)
+
+
+def _stdout_diversion() -> int:
+    try:
+        return os.dup(2)
+    except OSError:
+        return os.open(os.devnull, os.O_WRONLY)

@@ -1,0 +1,350 @@
+"""The MCP adapter: the only module (with server_wire.py) that imports mcp.
+
+It publishes the catalog through the SDK's low-level Server, serves both protocol eras,
+paginates tools/list and caches its serialized pages, keeps the session's visible set for
+deferred loading (tool_search), and maps every tools/call through Bridge.call.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import uuid
+from collections.abc import Mapping
+from typing import Any, Literal, Protocol
+
+import mcp_types as types
+from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult
+from mcp.server.models import InitializationOptions
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from mcp_toolbridge import __version__
+from mcp_toolbridge.bridge import Bridge
+from mcp_toolbridge.catalog import Catalog
+from mcp_toolbridge.errors import UnknownToolError
+from mcp_toolbridge.host import CallContext, InputPending
+from mcp_toolbridge.model import Format
+from mcp_toolbridge.server.host import McpHost
+from mcp_toolbridge.server.stdio import stdio_transport
+from mcp_toolbridge.server.wire import to_result, to_tool
+
+log = logging.getLogger("mcp_toolbridge")
+
+Expose = Literal["auto", "search", "all"]
+SEARCH_THRESHOLD = 64
+"""--expose auto lists everything up to this many manifest tools, and switches to search."""
+PAGE_SIZE = 200
+SEARCH_TOOL = "tool_search"
+PROCESS_SCOPE = ""
+"""The visibility scope of the process's one connection (stdio, in-memory clients)."""
+
+
+class _Server(Server[Any]):
+    """The SDK server, announcing tools.listChanged to legacy clients too."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
+def _encode_cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode()
+
+
+def _decode_cursor(cursor: str) -> int:
+    try:
+        text = base64.urlsafe_b64decode(cursor.encode()).decode()
+        if not text.startswith("o:"):
+            raise ValueError(cursor)
+        offset = int(text[2:])
+    except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
+        raise MCPError(code=types.INVALID_PARAMS, message="Invalid cursor") from exc
+    if offset < 0:
+        raise MCPError(code=types.INVALID_PARAMS, message="Invalid cursor")
+    return offset
+
+
+def _is_modern(ctx: ServerRequestContext[Any]) -> bool:
+    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+def _scope(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """Whose visible set and session state a request uses: PROCESS_SCOPE for the connection of
+    stdio (no HTTP request), the Mcp-Session-Id of a stateful HTTP session, None for a
+    sessionless HTTP request (``--stateless``, and every 2026-era request)."""
+    if ctx.request is None:
+        return PROCESS_SCOPE
+    session_id = getattr(getattr(ctx.session, "_connection", None), "session_id", None)
+    return session_id if isinstance(session_id, str) and session_id else None
+
+
+class SessionEnd(Protocol):
+    """Called when a client session ends, to drop its state (see app.Runtime.end_session).
+    ``keep_files``: a sessionless HTTP call ended; its output files must outlive it."""
+
+    def __call__(self, session_id: str, *, keep_files: bool = False) -> None: ...
+
+
+class _Published:
+    """The wire form of each tool per era, built on first use and kept.
+
+    Built lazily: a search-mode server lists a few dozen tools, and building all 100,000 wire
+    forms of a large catalog up front, twice, would cost seconds of start-up for nothing."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self._catalog = catalog
+        self._built: dict[tuple[bool, str], types.Tool] = {}
+
+    def tool(self, name: str, *, modern: bool) -> types.Tool:
+        key = (modern, name)
+        tool = self._built.get(key)
+        if tool is None:
+            entry = self._catalog.get(name)
+            assert entry is not None, name  # only catalog names are ever listed
+            tool = self._built[key] = to_tool(entry.spec, modern=modern)
+        return tool
+
+
+class ToolbridgeServer:
+    """Holds the bridge, the published tools and each session's visible set."""
+
+    def __init__(
+        self,
+        bridge: Bridge,
+        *,
+        expose: Expose = "auto",
+        on_session_end: SessionEnd | None = None,
+    ) -> None:
+        self.session_id = uuid.uuid4().hex
+        self._requested_expose: Expose = expose
+        self._loaded: dict[str, list[str]] = {}
+        """Tools loaded by tool_search, per visibility scope (see _scope)."""
+        self._http_sessions: dict[str, str] = {}
+        """An opaque session id per Mcp-Session-Id: the header value is never logged."""
+        self._on_session_end = on_session_end
+        self._list_cache: dict[tuple[bool, str | None, str | None], HandlerResult] = {}
+        self._bus = InMemorySubscriptionBus()
+        self._legacy_sessions: dict[int, Any] = {}
+        """A ServerSession per open 2025 connection, by id of the connection."""
+        self._publish(bridge)
+        self.server = _Server(
+            "mcp-toolbridge",
+            version=__version__,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            on_subscriptions_listen=ListenHandler(self._bus),
+            get_tool_input_schema=self._input_schema,
+        )
+        self.server.middleware.append(self._remember_sessions)
+        self.server.middleware.append(self._cache_tools_list)
+        # Seal the requestState of 2026 multi-round-trip calls (confirmation, question):
+        # an answer counts only together with state this server minted for that call.
+        self.server.middleware.append(
+            RequestStateBoundary(
+                RequestStateSecurity.ephemeral(), default_audience="mcp-toolbridge"
+            )
+        )
+
+    def _publish(self, bridge: Bridge) -> None:
+        """Build the wire form of every tool once, and what is always listed."""
+        self.bridge = bridge
+        specs = bridge.catalog.specs()
+        self._published = _Published(bridge.catalog)
+        manifest_tools = [s.name for s in specs if s.source.format is not Format.BUILTIN]
+        builtins = [s.name for s in specs if s.source.format is Format.BUILTIN]
+        expose = self._requested_expose
+        if expose == "auto":
+            searchable = SEARCH_TOOL in bridge.catalog
+            expose = "search" if searchable and len(manifest_tools) > SEARCH_THRESHOLD else "all"
+        if expose == "search" and SEARCH_TOOL not in bridge.catalog:
+            raise ValueError("--expose search needs the tool_search built-in in the catalog")
+        self.expose: Expose = expose
+        self._always = builtins if expose == "search" else [*builtins, *manifest_tools]
+        self._loaded = {
+            scope: [n for n in names if n in bridge.catalog and n not in self._always]
+            for scope, names in self._loaded.items()
+        }
+        self._list_cache.clear()
+
+    async def swap(self, bridge: Bridge) -> None:
+        """Serve a reloaded catalog from now on and tell every client its list changed."""
+        self._publish(bridge)
+        await self.notify_tools_changed()
+
+    async def notify_tools_changed(self, ctx: ServerRequestContext[Any] | None = None) -> None:
+        """list_changed on 2026 listen streams and to every 2025 connection seen so far."""
+        await self._bus.publish(ToolsListChanged())
+        sessions = list(self._legacy_sessions.values())
+        if ctx is not None and not _is_modern(ctx) and ctx.session not in sessions:
+            sessions.append(ctx.session)
+        for session in sessions:
+            try:
+                await session.send_tool_list_changed()
+            except Exception:  # a closed connection must not stop the others being told
+                log.debug("could not notify a closed session", exc_info=True)
+
+    async def _remember_sessions(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        """Keep a session of each 2025 connection, to notify it of changes outside a request.
+
+        The SDK has no public handle for a connection; its ServerSession objects are made per
+        request, so one is kept per connection (the private ``_connection``) and dropped
+        when that connection closes."""
+        connection = getattr(ctx.session, "_connection", None)
+        if not _is_modern(ctx) and connection is not None:
+            key = id(connection)
+            if key not in self._legacy_sessions:
+                connection.exit_stack.callback(self._legacy_sessions.pop, key, None)
+                scope = _scope(ctx)
+                if scope:  # a stateful HTTP session: forget its state when it closes
+                    connection.exit_stack.callback(self._end_http_session, scope)
+            self._legacy_sessions[key] = ctx.session
+        return await call_next(ctx)
+
+    # -- listing -----------------------------------------------------------------------------
+
+    def visible_names(self, scope: str | None = PROCESS_SCOPE) -> list[str]:
+        """What tools/list shows in ``scope``; a sessionless request sees the static list."""
+        loaded = self._loaded.get(scope, []) if scope is not None else []
+        return [*self._always, *loaded]
+
+    def _input_schema(self, name: str) -> Mapping[str, Any] | None:
+        entry = self.bridge.catalog.get(name)
+        return entry.spec.input_schema if entry else None
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        modern = _is_modern(ctx)
+        names = self.visible_names(_scope(ctx))
+        start = _decode_cursor(params.cursor) if params and params.cursor else 0
+        page = names[start : start + PAGE_SIZE]
+        following = start + PAGE_SIZE
+        next_cursor = _encode_cursor(following) if following < len(names) else None
+        tools = [self._published.tool(n, modern=modern) for n in page]
+        return types.ListToolsResult(tools=tools, next_cursor=next_cursor)
+
+    async def _cache_tools_list(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        """Serve repeated tools/list pages from the already serialized result."""
+        if ctx.method != "tools/list":
+            return await call_next(ctx)
+        cursor = (ctx.params or {}).get("cursor")
+        key = (_is_modern(ctx), cursor if isinstance(cursor, str) else None, _scope(ctx))
+        cached = self._list_cache.get(key)
+        if cached is None:
+            cached = await call_next(ctx)
+            self._list_cache[key] = cached
+        return cached
+
+    async def load(self, names: list[str], ctx: ServerRequestContext[Any] | None) -> list[str]:
+        """Add tools to the caller's visible set and announce the change to that caller (in
+        both eras). A sessionless HTTP request has no set to add to: its list stays static and
+        tools/call still takes any catalog tool. Returns the names added."""
+        scope = PROCESS_SCOPE if ctx is None else _scope(ctx)
+        if scope is None:
+            return []
+        shown = set(self.visible_names(scope))
+        new = [n for n in names if n not in shown and n in self.bridge.catalog]
+        if not new:
+            return []
+        self._loaded.setdefault(scope, []).extend(new)
+        self._forget_lists(scope)
+        if scope == PROCESS_SCOPE:
+            await self.notify_tools_changed(ctx)
+        elif ctx is not None:  # only this HTTP session's list changed
+            try:
+                await ctx.session.send_tool_list_changed()
+            except Exception:
+                log.debug("could not notify a closed session", exc_info=True)
+        return new
+
+    def _forget_lists(self, scope: str | None) -> None:
+        for key in [k for k in self._list_cache if k[2] == scope]:
+            del self._list_cache[key]
+
+    def _end_http_session(self, scope: str) -> None:
+        """A stateful HTTP session closed: drop its visible set and its session state."""
+        self._loaded.pop(scope, None)
+        self._forget_lists(scope)
+        opaque = self._http_sessions.pop(scope, None)
+        if opaque is not None and self._on_session_end is not None:
+            self._on_session_end(f"{self.session_id}:{opaque}")
+
+    # -- calling -----------------------------------------------------------------------------
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        modern = _is_modern(ctx)
+        try:
+            entry = self.bridge.entry(params.name)
+        except UnknownToolError as exc:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {exc.tool}") from exc
+
+        async def progress(current: float, total: float | None, message: str | None) -> None:
+            await ctx.session.report_progress(current, total, message)
+
+        host = McpHost(ctx, params)
+        session_id = self._session_id(ctx)
+        call_ctx = CallContext(session_id=session_id, progress=progress, host=host)
+        try:
+            outcome = await self.bridge.call(params.name, params.arguments, call_ctx)
+        except InputPending as pending:
+            return host.input_required(pending)
+        except Exception:  # the top-level handler: nothing may leak a traceback to the client
+            log.exception("internal error while calling %s", params.name)
+            return types.CallToolResult(
+                content=[
+                    types.TextContent(
+                        type="text",
+                        text='{"error": "internal error in mcp-toolbridge; see the server log"}',
+                    )
+                ],
+                is_error=True,
+            )
+        finally:
+            if _scope(ctx) is None and self._on_session_end is not None:
+                self._on_session_end(session_id, keep_files=True)  # a call without a session
+        if outcome.ok and params.name == SEARCH_TOOL and isinstance(outcome.value, dict):
+            found = [t.get("name") for t in outcome.value.get("tools", [])]
+            await self.load([n for n in found if isinstance(n, str)], ctx)
+        return to_result(outcome, entry.spec, modern=modern)
+
+    def _session_id(self, ctx: ServerRequestContext[Any]) -> str:
+        """The session of audit lines and "always" grants: the process's on stdio, one per
+        stateful HTTP session, and a fresh one per sessionless HTTP call (nothing carries over
+        between such calls, so an "always" answer counts once)."""
+        scope = _scope(ctx)
+        if scope == PROCESS_SCOPE:
+            return self.session_id
+        if scope is None:
+            return f"{self.session_id}:call-{uuid.uuid4().hex[:16]}"
+        opaque = self._http_sessions.setdefault(scope, f"http-{uuid.uuid4().hex[:16]}")
+        return f"{self.session_id}:{opaque}"
+
+    async def run_stdio(self) -> None:
+        """Serve this connection over the process's stdin and stdout until EOF. A client gone
+        away (its end of stdout closed: a broken pipe) ends the session the same way."""
+        try:
+            async with stdio_transport() as (read_stream, write_stream):
+                await self.server.run(
+                    read_stream, write_stream, self.server.create_initialization_options()
+                )
+        except* BrokenPipeError:
+            log.info("the client closed its end of stdout; the session is over")

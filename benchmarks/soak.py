@@ -11,7 +11,7 @@ midway. It checks and prints: every call answered as its kind demands (an echo c
 call's own nonce, so an answer matched to the wrong request fails), no process left behind
 (a marker token on every tool's command line, found in /proc), the server's resident memory
 before and after, p50/p99 latency per kind, and that the server still answers afterwards.
-tests/test_soak.py runs a short version of the same driver.
+tests/e2e/test_soak.py runs a short version of the same driver.
 
 The exit status is 0 only when every check passed: every call answered as its kind demands,
 no process left behind (while serving or after the client closed), the server answering

@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_json_script(script: str, *args: str, timeout_s: float = 120) -> Any:

@@ -10,9 +10,10 @@ import pytest
 from mcp_toolbridge.errors import ErrorCode, Severity
 from mcp_toolbridge.loaders import LoadReport, load_file
 from mcp_toolbridge.model import ExecTransport, Format, Safety
+from tests.support.paths import FIXTURES
 
-FIXTURE = Path(__file__).parent / "fixtures" / "manifests" / "agentcli" / "tools.json"
-SHAPES = Path(__file__).parent / "fixtures" / "shapes" / "agentcli"
+FIXTURE = FIXTURES / "manifests" / "agentcli" / "tools.json"
+SHAPES = FIXTURES / "shapes" / "agentcli"
 SHOWN = "manifests/x/tools.json"
 MUST_MATCH = "(must match [A-Z_][A-Z0-9_]*)"
 ESCAPES = "command[0] escapes ./tools/bin after normalization"

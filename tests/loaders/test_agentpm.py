@@ -10,9 +10,10 @@ import pytest
 from mcp_toolbridge.errors import Severity
 from mcp_toolbridge.loaders import LoadReport, load_file
 from mcp_toolbridge.model import ExecTransport, Format
+from tests.support import paths
 
-FIXTURES = Path(__file__).parent / "fixtures" / "manifests" / "agentpm"
-SHAPES = Path(__file__).parent / "fixtures" / "shapes" / "agentpm"
+FIXTURES = paths.FIXTURES / "manifests" / "agentpm"
+SHAPES = paths.FIXTURES / "shapes" / "agentpm"
 SHOWN = "pkg/agent.json"
 
 

@@ -11,8 +11,8 @@ from mcp_toolbridge.cli.main import main
 from mcp_toolbridge.errors import ErrorCode, Severity
 from mcp_toolbridge.policy.compiled import Policy
 from mcp_toolbridge.runtime import Settings, load_catalog
-from tests.policy_fixtures import builtin, exec_tool, http_tool, write_policy
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
+from tests.support.policy_fixtures import builtin, exec_tool, http_tool, write_policy
 
 RULES = """
 [[rules]]

@@ -16,8 +16,8 @@ from mcp_toolbridge.errors import ErrorCode, ExecOutputError, ExecSpawnError, Ex
 from mcp_toolbridge.executors.base import ExecRequest, ExecResult
 from mcp_toolbridge.executors.exec_tool import ExecToolExecutor, secret_env_name
 from mcp_toolbridge.model import EnvSpec, ExecTransport, Format, Source, ToolSpec
+from tests.support.paths import TOOLS
 
-TOOLS = Path(__file__).parent / "tools"
 SCRIPTED = [sys.executable, "-S", str(TOOLS / "scripted.py")]
 SENTINEL = "TOOLBRIDGE_TEST_SENTINEL_SECRET"
 SECRET_ID = "runloop/mail/smtp_api_key"

@@ -18,7 +18,7 @@ from mcp_toolbridge.policy.requirements import (
     shell_matches,
     split_command,
 )
-from tests.policy_fixtures import builtin, http_tool
+from tests.support.policy_fixtures import builtin, http_tool
 
 
 @pytest.fixture

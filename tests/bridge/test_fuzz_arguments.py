@@ -9,7 +9,6 @@ a call either runs or comes back as an outcome with an error code, never an exce
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,8 +20,8 @@ from mcp_toolbridge.errors import ErrorCode
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_bridge
 from mcp_toolbridge.schemas import check_schema, compile_schema
 from tests.support.fuzzing import FUZZ, TEXT, deeply_nested, json_values, mutated
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 SETTINGS = Settings(paths=[ROOT / "manifests"], audit=False, timeout_s=10)
 LOADED = load_catalog(SETTINGS, BUILTIN_SPECS)
 

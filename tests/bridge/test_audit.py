@@ -18,7 +18,7 @@ from mcp_toolbridge.bridge.audit import (
 from mcp_toolbridge.errors import ExecTimeoutError, PermissionDeniedError
 from mcp_toolbridge.executors.base import ExecResult
 from mcp_toolbridge.policy.compiled import Decision
-from tests.policy_fixtures import exec_tool
+from tests.support.policy_fixtures import exec_tool
 
 ALLOW = Decision("allow", "policy.toml rules[0] (git_log, any argument, allow)", "manifest")
 SPEC = exec_tool("git_log", tags=("external", "mail"))

@@ -18,7 +18,7 @@ from mcp_toolbridge.errors import ConfigError, ExecError, ExecTimeoutError
 from mcp_toolbridge.executors.base import CallContext, ExecRequest, ExecResult
 from mcp_toolbridge.schemas import compile_schema
 from mcp_toolbridge.secrets import SecretResolver
-from tests.web_fixture import Reply, Seen, WebServer, serving
+from tests.support.web_fixture import Reply, Seen, WebServer, serving
 
 WAIT_S = 10.0
 BRAVE_KEY = "brave-test-key"

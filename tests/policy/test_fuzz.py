@@ -24,8 +24,8 @@ from mcp_toolbridge.policy.compiled import Policy
 from mcp_toolbridge.policy.file import DEFAULT_POLICY_TOML, PROJECT_POLICY
 from mcp_toolbridge.runtime import Settings, load_catalog
 from tests.support.fuzzing import FUZZ
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 SPECS = [
     *load_paths([ROOT / "manifests"], environ={}).tools,
     bash.SPEC,

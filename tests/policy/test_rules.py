@@ -13,7 +13,7 @@ from mcp_toolbridge.policy.rules import (
     subjects,
     text_glob,
 )
-from tests.policy_fixtures import builtin
+from tests.support.policy_fixtures import builtin
 
 BASH = builtin("bash")
 PATTERNS = [None, "*", "git *", "git status", "git s*", "g?t status", "rm *"]

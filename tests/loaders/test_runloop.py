@@ -11,9 +11,10 @@ from mcp_toolbridge.errors import ErrorCode
 from mcp_toolbridge.loaders import LoadReport, load_file
 from mcp_toolbridge.model import SAFETY_FACTS, Budget, ExecTransport, Format, HttpTransport
 from mcp_toolbridge.schemas import compile_schema
+from tests.support.paths import FIXTURES
 
-BUNDLE = Path(__file__).parent / "fixtures" / "manifests" / "runloop" / "notes_bundle"
-SHAPES = Path(__file__).parent / "fixtures" / "shapes" / "runloop"
+BUNDLE = FIXTURES / "manifests" / "runloop" / "notes_bundle"
+SHAPES = FIXTURES / "shapes" / "runloop"
 SHOWN = "rl/tools.json"
 OBJ = {"type": "object"}
 

@@ -23,7 +23,7 @@ from mcp_toolbridge.errors import ConfigError
 from mcp_toolbridge.runtime import NOT_CHECKED, Settings, load_catalog, open_bridge
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
-from tests.web_fixture import Reply, serving
+from tests.support.web_fixture import Reply, serving
 
 MODES = ["auto", "legacy"]
 

@@ -21,7 +21,7 @@ from mcp_toolbridge.errors import (
 from mcp_toolbridge.executors.base import ExecRequest, ExecResult, Executor
 from mcp_toolbridge.executors.http import HttpExecutor, host_allowed
 from mcp_toolbridge.model import Format, HttpTransport, RequirementSet, Source, ToolSpec
-from tests.http_fixture import FixtureServer, running_server
+from tests.support.http_fixture import FixtureServer, running_server
 
 WAIT_S = 5.0
 SECRET = "tok/en s3cr3t"

@@ -13,8 +13,8 @@ import pytest
 
 from mcp_toolbridge.errors import ErrorCode, ExecSpawnError, ExecTimeoutError
 from mcp_toolbridge.executors.subprocess import ProcessOutcome, ProcessTimeout, run_process
+from tests.support.paths import TOOLS
 
-TOOLS = Path(__file__).parent / "tools"
 PY = [sys.executable, "-S"]
 ENV = {"PATH": os.environ.get("PATH", os.defpath)}
 MIB = 1024 * 1024

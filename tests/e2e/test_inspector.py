@@ -20,10 +20,10 @@ from mcp_toolbridge.cli.main import main
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_runtime
 from mcp_toolbridge.server.http import HttpOptions, HttpService
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parent.parent
 INSPECTOR = ROOT / ".ci" / "node" / "node_modules" / ".bin" / "mcp-inspector"
 TOKEN = "inspector-e2e-token-0123456789"
 

@@ -16,7 +16,7 @@ from mcp_toolbridge.policy.watchdog import (
     parse_verdict,
     watchdog_payload,
 )
-from tests.policy_fixtures import exec_tool
+from tests.support.policy_fixtures import exec_tool
 
 GUARD = """
 import json, sys

@@ -13,7 +13,7 @@ import mcp_types as types
 import pytest
 
 from mcp_toolbridge.bridge.gate import ALLOW_ONCE, HEADLESS_DENIED
-from tests.test_locked_served import _client, _error, _settings
+from tests.builtins.test_served import _client, _error, _settings
 
 DENY_SECRETS = """
 default_action = "by-safety"

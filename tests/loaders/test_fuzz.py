@@ -21,10 +21,11 @@ from mcp_toolbridge.catalog.catalog import Catalog
 from mcp_toolbridge.errors import ErrorCode, Problem
 from mcp_toolbridge.loaders import LoadReport, load_file, load_paths
 from mcp_toolbridge.server.wire import to_tool
+from tests.support import paths
 from tests.support.fuzzing import FUZZ, deeply_nested, json_values, mutated
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = Path(__file__).parent / "fixtures" / "manifests"
+FIXTURES = paths.FIXTURES / "manifests"
 
 
 def _doc(path: Path) -> Any:

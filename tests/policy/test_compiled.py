@@ -11,7 +11,7 @@ from mcp_toolbridge.policy.compiled import Decision, Policy, SessionRules, combi
 from mcp_toolbridge.policy.paths import canonical_root
 from mcp_toolbridge.policy.requirements import ArgumentRoles
 from mcp_toolbridge.policy.watchdog import Verdict
-from tests.policy_fixtures import builtin, exec_tool, http_tool, write_policy
+from tests.support.policy_fixtures import builtin, exec_tool, http_tool, write_policy
 
 READ: ArgumentRoles = {"file_path": "fs.read"}
 WRITE: ArgumentRoles = {"file_path": "fs.write"}

@@ -10,9 +10,10 @@ from blake3 import blake3
 from mcp_toolbridge.errors import ErrorCode, Severity
 from mcp_toolbridge.loaders import detect_format, load_file, load_paths
 from mcp_toolbridge.model import Format
+from tests.support import paths
 
-FIXTURES = Path(__file__).parent / "fixtures" / "manifests"
-SHAPES = Path(__file__).parent / "fixtures" / "shapes"
+FIXTURES = paths.FIXTURES / "manifests"
+SHAPES = paths.FIXTURES / "shapes"
 AGENTCLI = {"tools": [{"name": "t", "command": ["/bin/true"]}]}
 RUNLOOP = {
     "version": 1,

@@ -23,8 +23,8 @@ from mcp_toolbridge.errors import (
 )
 from mcp_toolbridge.executors.base import CallContext, ExecRequest, ExecResult
 from mcp_toolbridge.schemas import compile_schema
-from tests.tls_certs import tls_contexts
-from tests.web_fixture import Reply, Seen, WebServer, serving
+from tests.support.tls_certs import tls_contexts
+from tests.support.web_fixture import Reply, Seen, WebServer, serving
 
 WAIT_S = 10.0
 PUBLIC_UNREACHABLE = "93.184.216.34"

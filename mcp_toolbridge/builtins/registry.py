@@ -168,7 +168,7 @@ def redirect_check(policy: Policy) -> web_fetch.HostCheck:
 
 
 def read_verdict(policy: Policy, spec: ToolSpec) -> ReadVerdict:
-    """glob's or grep's view of reading one result path (see builtins/fs_visibility.py).
+    """glob's or grep's view of reading one result path (see builtins/fs/visibility.py).
 
     Outside the tool's fs.read scope is deny. Otherwise the stricter of: the rules' decision
     for a call of ``spec`` naming that path (what the gate would say; fs.read rules apply), and

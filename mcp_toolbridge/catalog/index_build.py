@@ -10,7 +10,7 @@ descriptions repeat across a catalog. Pass 2 needs every field's average length,
 when pass 1 is over, and adds up each tool's length-normalised term frequencies into one
 posting (doc, weight) per term.
 
-From ``PARALLEL_FROM`` tools on, where forking is safe (``forked.fork_allowed``), a forked
+From ``PARALLEL_FROM`` tools on, where forking is safe (``forking.fork_allowed``), a forked
 child does both passes for the second part of the catalog while this process does the first
 part and ``alongside`` (the index's name tables): the child sends its new terms and field
 totals, gets back the global ids of its terms and the averages, and sends its postings, which

@@ -86,7 +86,7 @@ def serve_arguments(
 ) -> list[str]:
     """``serve`` (or ``verb``), its options and the manifest paths, every path absolute.
 
-    ``options`` are further options, already absolute (see ``cli_ops.serving_options``)."""
+    ``options`` are further options, already absolute (see ``serving_options``)."""
     args = list(verb)
     if policy is not None:
         args += ["--policy", str(policy.resolve())]

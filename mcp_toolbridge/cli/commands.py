@@ -1,5 +1,5 @@
-"""The operating verbs behind cli.py: serving (stdio or HTTP, recording, replay), ``inspect``
-and ``config``. cli.py parses and loads; these run.
+"""The operating verbs behind main.py: serving (stdio or HTTP, recording, replay), ``inspect``
+and ``config``. main.py parses and loads; these run.
 """
 
 from __future__ import annotations

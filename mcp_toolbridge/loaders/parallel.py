@@ -6,7 +6,7 @@ chunks from the end, this process from the front, until they meet: each chunk th
 reaches is withdrawn from the worker first (a chunk the worker has begun cannot be), so both
 stay busy to the end whatever the formats cost, and each of the worker's chunks comes back
 pickled as soon as it is done (taking in a pickled tool costs ≈ 15 µs). The worker is used
-where forking is safe (``forked.fork_allowed``) and for at least ``MIN_BYTES`` of manifests:
+where forking is safe (``forking.fork_allowed``) and for at least ``MIN_BYTES`` of manifests:
 below that its start costs what it saves.
 
 A worker that dies or whose result cannot be sent back changes nothing: its chunks are then

@@ -16,7 +16,8 @@ by uvicorn, behind an optional bearer token.
   or the session's idle expiry (``--session-idle-timeout``), whichever comes first.
 - Request bodies are capped at 4 MiB (the SDK's limit: 413 before anything is parsed).
 
-One ToolbridgeServer serves every HTTP session; see server.py for what is kept per session.
+One ToolbridgeServer serves every HTTP session; see toolbridge_server.py for what is kept per
+session.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The MCP adapter: the only module (with server_wire.py) that imports mcp.
+"""The MCP adapter's server: ToolbridgeServer on the SDK's low-level Server.
 
 It publishes the catalog through the SDK's low-level Server, serves both protocol eras,
 paginates tools/list and caches its serialized pages, keeps the session's visible set for

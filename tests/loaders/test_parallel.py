@@ -1,4 +1,4 @@
-"""Loading a big catalog with a forked worker (loaders/shares.py).
+"""Loading a big catalog with a forked worker (loaders/parallel.py).
 
 The worker is only used in a process with no other thread, which a pytest process may not be,
 so the real fork runs in a child Python started by the test; it prints what it found as JSON.

@@ -1,7 +1,7 @@
 """edit: replace an exact string in an existing file of the workspace.
 
 Literal matching only (see :mod:`edit_text`); the UTF-8 BOM and the file's line endings are
-kept; the file is replaced atomically (see :mod:`fs_atomic`) under a per-path lock, so
+kept; the file is replaced atomically (see :mod:`atomic`) under a per-path lock, so
 concurrent edits of one file apply one after the other and none is lost.
 
 When old_string matches nothing, the diagnostics (closest lines, hints) are worked out after

@@ -5,7 +5,7 @@ order files by modification time, newest first (ties by path). glob lists up to 
 grep up to 200 entries; past that the head is returned and the rest goes to a sidecar file
 (``truncated`` and ``output_path``). Paths are shown relative to the workspace root.
 
-Given the policy's read verdict (:mod:`fs_visibility`), both withhold the paths it refuses and
+Given the policy's read verdict (:mod:`visibility`), both withhold the paths it refuses and
 say how many (``withheld_by_policy``), never which.
 """
 

@@ -1,7 +1,7 @@
 """write: create or overwrite a file in the workspace, atomically.
 
 The content is written exactly as given (UTF-8; no line-ending or BOM conversion). Missing
-parent folders are created; the file is replaced by rename (see :mod:`fs_atomic`), keeping an
+parent folders are created; the file is replaced by rename (see :mod:`atomic`), keeping an
 existing file's permission bits. write and edit share per-path locks.
 """
 

@@ -1,6 +1,6 @@
 """web_search: a query in, ``{results: [{title, url, snippet}]}`` out, from a configured provider.
 
-- The provider is the host's choice (``[web_search]``, see ``search_providers``). With several,
+- The provider is the host's choice (``[web_search]``, see ``providers``). With several,
   each session sticks to one, picked by a hash of its session id, so a flaky provider fails
   consistently for that session instead of the results wandering between backends.
 - Each session may make ``max_calls_per_session`` calls (default 25); every call that reaches

@@ -1,4 +1,4 @@
-"""The policy's read verdict for glob and grep results (locked.read_verdict) and the tools'
+"""The policy's read verdict for glob and grep results (read_verdict in builtins/) and the tools'
 filtering with it, on real files; both grep engines."""
 
 from __future__ import annotations

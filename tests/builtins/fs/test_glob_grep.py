@@ -15,7 +15,7 @@ from mcp_toolbridge.errors import ErrorCode, PermissionDeniedError
 from mcp_toolbridge.executors.base import ExecRequest
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.policy.paths import PathRejectedError
-from tests.support.builtin_fs import SESSION, Layout, call, err, make_layout, sidecar, sidecar_lines
+from tests.support.builtin_fs import SESSION, Layout, call, err, sidecar, sidecar_lines
 
 HAVE_RG = shutil.which("rg") is not None
 ENGINES = [
@@ -27,18 +27,6 @@ ENGINES = [
         ),
     ),
 ]
-
-
-@pytest.fixture
-def layout(tmp_path: Path) -> Layout:
-    return make_layout(tmp_path)
-
-
-@pytest.fixture
-def sessions(tmp_path: Path):
-    state = Sessions(root=tmp_path / "sidecars")
-    yield state
-    state.close_all()
 
 
 @pytest.fixture

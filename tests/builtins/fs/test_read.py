@@ -13,19 +13,7 @@ from mcp_toolbridge.builtins.fs.read import ReadTool
 from mcp_toolbridge.builtins.session import Sessions
 from mcp_toolbridge.errors import ErrorCode, PermissionDeniedError
 from mcp_toolbridge.policy.paths import PathRejectedError
-from tests.support.builtin_fs import SESSION, Layout, call, err, make_layout, sidecar, sidecar_lines
-
-
-@pytest.fixture
-def layout(tmp_path: Path) -> Layout:
-    return make_layout(tmp_path)
-
-
-@pytest.fixture
-def sessions(tmp_path: Path):
-    state = Sessions(root=tmp_path / "sidecars")
-    yield state
-    state.close_all()
+from tests.support.builtin_fs import SESSION, Layout, call, err, sidecar, sidecar_lines
 
 
 @pytest.fixture

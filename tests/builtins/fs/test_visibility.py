@@ -11,10 +11,9 @@ import pytest
 from mcp_toolbridge.builtins.fs.glob_grep import GlobTool, GrepTool
 from mcp_toolbridge.builtins.fs.glob_grep_specs import GLOB_SPEC, GREP_SPEC
 from mcp_toolbridge.builtins.registry import read_verdict
-from mcp_toolbridge.builtins.session import Sessions
 from mcp_toolbridge.policy.compiled import Policy
 from mcp_toolbridge.policy.rules import Action
-from tests.support.builtin_fs import Layout, call, make_layout, sidecar
+from tests.support.builtin_fs import Layout, call, sidecar
 
 ENGINES = ["python", "ripgrep"] if shutil.which("rg") else ["python"]
 
@@ -45,18 +44,6 @@ permission = "grep"
 pattern = "docs/private/**"
 action = "deny"
 """
-
-
-@pytest.fixture
-def layout(tmp_path: Path) -> Layout:
-    return make_layout(tmp_path)
-
-
-@pytest.fixture
-def sessions(tmp_path: Path):
-    state = Sessions(root=tmp_path / "sidecars")
-    yield state
-    state.close_all()
 
 
 def _policy(layout: Layout, text: str = POLICY) -> Policy:

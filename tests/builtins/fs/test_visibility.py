@@ -14,6 +14,7 @@ from mcp_toolbridge.builtins.registry import read_verdict
 from mcp_toolbridge.policy.compiled import Policy
 from mcp_toolbridge.policy.rules import Action
 from tests.support.builtin_fs import Layout, call, sidecar
+from tests.support.policy_fixtures import load_policy_text
 
 ENGINES = ["python", "ripgrep"] if shutil.which("rg") else ["python"]
 
@@ -47,9 +48,7 @@ action = "deny"
 
 
 def _policy(layout: Layout, text: str = POLICY) -> Policy:
-    file = layout.ws.parent / "policy.toml"
-    file.write_text(text, encoding="utf-8")
-    return Policy.load(file, workspace=layout.ws, user_data=None)
+    return load_policy_text(layout.ws.parent / "policy.toml", text, workspace=layout.ws)
 
 
 def test_the_verdict_joins_scope_the_tools_rules_and_the_read_tools_patterned_rules(layout):

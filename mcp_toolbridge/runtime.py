@@ -224,15 +224,15 @@ def _catalog_parts(
     """What depends on the catalog and the policy, rebuilt on every reload."""
     catalog = loaded.catalog
     index = SearchIndex.build(s for s in catalog.specs() if s.source.format is not Format.BUILTIN)
+    search = ToolSearch(index, catalog)
     if loaded.locked is None:
-        builtins = BuiltinExecutor([ToolSearch(index, catalog)])
+        builtins = BuiltinExecutor([search])
     else:
         builtins = BuiltinExecutor(
             loaded.locked.tools(
                 sessions=shared.sessions,
                 locks=shared.locks,
-                index=index,
-                catalog=catalog,
+                search=search,
                 call_tool=shared.call_tool,
                 list_tools=shared.offer,
                 policy=loaded.policy,

@@ -24,12 +24,17 @@ from mcp_toolbridge.builtins.task.subagent import (
     offered_tools,
     run_subagent,
 )
+from mcp_toolbridge.catalog import Catalog
 from mcp_toolbridge.errors import ArgumentsError, PermissionDeniedError
 from mcp_toolbridge.executors import ExecRequest, ExecResult
-from mcp_toolbridge.model import Safety, ToolSpec
+from mcp_toolbridge.model import Format, Safety, ToolSpec
 
 SUBAGENT_ONLY_IF_ALLOWED = frozenset({"todo", "question", "task"})
 """Tools a subagent cannot use unless the server allows them (``subagent_tools``)."""
+
+SUBAGENT_MAX_MANIFEST_TOOLS = 64
+"""A subagent is offered the catalog's manifest tools when there are at most this many (the
+server lists them all too); past it, only the locked tools, tool_search included."""
 
 NO_SAMPLING_MESSAGE = (
     "task is unavailable: this client does not support MCP sampling with tools "
@@ -114,6 +119,14 @@ def build_spec(limits: Limits) -> ToolSpec:
             inferred=frozenset(),
         ),
     )
+
+
+def subagent_offer(catalog: Catalog) -> list[ToolSpec]:
+    """The tools a subagent may be offered from ``catalog`` (see SUBAGENT_MAX_MANIFEST_TOOLS)."""
+    specs = catalog.specs()
+    manifest = [s for s in specs if s.source.format is not Format.BUILTIN]
+    builtins = [s for s in specs if s.source.format is Format.BUILTIN]
+    return builtins + manifest if len(manifest) <= SUBAGENT_MAX_MANIFEST_TOOLS else builtins
 
 
 def _key(arguments: dict[str, str], depth: int) -> str:

@@ -45,7 +45,7 @@ from mcp_toolbridge.executors import (
     parse_target,
 )
 from mcp_toolbridge.model import RequirementSet, Safety
-from mcp_toolbridge.policy import host_of
+from mcp_toolbridge.policy import Policy, Targets, host_of
 
 DEFAULT_MAX_BYTES = 5 * 1024 * 1024
 MAX_MAX_BYTES = 10 * 1024 * 1024
@@ -346,3 +346,20 @@ def _redirect_result(url: str, target: FetchTarget) -> ExecResult:
         },
         url=url,
     )
+
+
+def redirect_check(policy: Policy) -> HostCheck:
+    """web_fetch's check of a redirect to another host: the capability scope and the rules, as
+    for a call naming that host. Only an allow follows it: a redirect cannot ask a person."""
+
+    def check(host: str) -> str | None:
+        targets = Targets(hosts=(host,))
+        denial = policy.check_capabilities(SPEC, targets)
+        if denial is not None:
+            return denial.message
+        decision = policy.decide(SPEC, targets)
+        if decision.action != "allow":
+            return f"{decision.rule} says {decision.action} for {host}; call web_fetch with it"
+        return None
+
+    return check

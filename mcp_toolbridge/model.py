@@ -176,3 +176,9 @@ class ToolSpec(Frozen):
     tags: tuple[str, ...] = ()
     budget: Budget | None = None
     source: Source
+
+    @property
+    def is_locked(self) -> bool:
+        """Whether this is one of the locked tools (declared by the server, not loaded from a
+        manifest)."""
+        return self.source.format is Format.BUILTIN

@@ -47,7 +47,7 @@ from mcp_toolbridge.executors import (
 )
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.loaders import LoadReport, load_paths
-from mcp_toolbridge.model import Format, ToolSpec
+from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.policy import Decision, Policy
 from mcp_toolbridge.secrets import SecretResolver
 
@@ -223,7 +223,7 @@ def _catalog_parts(
 ) -> tuple[PolicyGate, BuiltinExecutor]:
     """What depends on the catalog and the policy, rebuilt on every reload."""
     catalog = loaded.catalog
-    index = SearchIndex.build(s for s in catalog.specs() if s.source.format is not Format.BUILTIN)
+    index = SearchIndex.build(catalog.manifest_specs())
     search = ToolSearch(index, catalog)
     if loaded.locked is None:
         builtins = BuiltinExecutor([search])

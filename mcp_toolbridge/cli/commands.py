@@ -24,7 +24,6 @@ from mcp_toolbridge.cli.inspect import tool_interface
 from mcp_toolbridge.cli.reload import reload_on_change
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.executors import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S, Executor
-from mcp_toolbridge.model import Format
 from mcp_toolbridge.runtime import Loaded, Settings, open_runtime
 
 if TYPE_CHECKING:
@@ -262,14 +261,13 @@ def inspect(args: argparse.Namespace, settings: Settings, loaded: Loaded) -> int
             "id); `mcp-toolbridge list` shows the names, `lint` shows tools left out"
         )
         return EXIT_LOAD
-    manifest_tools = sum(1 for s in loaded.catalog.specs() if s.source.format is not Format.BUILTIN)
-    builtin = entry.spec.source.format is Format.BUILTIN
+    manifest_tools = len(loaded.catalog.manifest_specs())
     record = tool_interface(
         entry.spec,
         loaded.policy,
         default_timeout_s=settings.timeout_s,
         max_output_bytes=settings.max_output_bytes,
-        deferred=not builtin and manifest_tools > SEARCH_THRESHOLD,
+        deferred=not entry.spec.is_locked and manifest_tools > SEARCH_THRESHOLD,
     )
     _out(json.dumps(record, indent=2, ensure_ascii=False))
     return EXIT_OK

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_toolbridge.model import BuiltinTransport, ExecTransport, Format, HttpTransport, ToolSpec
+from mcp_toolbridge.model import BuiltinTransport, ExecTransport, HttpTransport, ToolSpec
 from mcp_toolbridge.policy import Policy
 
 RECORD_VERSION = 1
@@ -102,7 +102,7 @@ def tool_interface(
 ) -> dict[str, Any]:
     """The record for ``spec``; ``deferred`` says whether tools/list defers it to
     tool_search (``--expose``), ``served`` whether the policy exposes it."""
-    builtin = spec.source.format is Format.BUILTIN
+    builtin = spec.is_locked
     safety = spec.safety
     inferred = [f"Safety.{SAFETY_FIELDS[f]}" for f in sorted(safety.inferred) if f in SAFETY_FIELDS]
     inferred += ["Schemas.strict", "Safety.classifier_input"]

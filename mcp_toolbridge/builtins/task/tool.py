@@ -27,7 +27,7 @@ from mcp_toolbridge.builtins.task.subagent import (
 from mcp_toolbridge.catalog import Catalog
 from mcp_toolbridge.errors import ArgumentsError, PermissionDeniedError
 from mcp_toolbridge.executors import ExecRequest, ExecResult
-from mcp_toolbridge.model import Format, Safety, ToolSpec
+from mcp_toolbridge.model import Safety, ToolSpec
 
 SUBAGENT_ONLY_IF_ALLOWED = frozenset({"todo", "question", "task"})
 """Tools a subagent cannot use unless the server allows them (``subagent_tools``)."""
@@ -123,10 +123,9 @@ def build_spec(limits: Limits) -> ToolSpec:
 
 def subagent_offer(catalog: Catalog) -> list[ToolSpec]:
     """The tools a subagent may be offered from ``catalog`` (see SUBAGENT_MAX_MANIFEST_TOOLS)."""
-    specs = catalog.specs()
-    manifest = [s for s in specs if s.source.format is not Format.BUILTIN]
-    builtins = [s for s in specs if s.source.format is Format.BUILTIN]
-    return builtins + manifest if len(manifest) <= SUBAGENT_MAX_MANIFEST_TOOLS else builtins
+    manifest = catalog.manifest_specs()
+    locked = catalog.locked_specs()
+    return locked + manifest if len(manifest) <= SUBAGENT_MAX_MANIFEST_TOOLS else locked
 
 
 def _key(arguments: dict[str, str], depth: int) -> str:

@@ -21,10 +21,14 @@ Two facts of the spec's fail-closed table no manifest format can declare:
 
 from __future__ import annotations
 
+import argparse
+import json
 from typing import Any
 
+from mcp_toolbridge.cli.console import EXIT_LOAD, EXIT_OK, err, out
 from mcp_toolbridge.model import BuiltinTransport, ExecTransport, HttpTransport, ToolSpec
 from mcp_toolbridge.policy import Policy
+from mcp_toolbridge.runtime import Loaded, Settings
 
 RECORD_VERSION = 1
 SAFETY_FIELDS = {
@@ -219,3 +223,26 @@ def tool_interface(
         },
         "inferred": inferred,
     }
+
+
+def print_interface(args: argparse.Namespace, settings: Settings, loaded: Loaded) -> int:
+    """Print the Tool Interface record of one served tool as JSON."""
+    from mcp_toolbridge.server import SEARCH_THRESHOLD
+
+    entry = loaded.catalog.resolve(args.tool)
+    if entry is None:
+        err(
+            f"mcp-toolbridge: no served tool is named {args.tool!r} (by MCP name or manifest "
+            "id); `mcp-toolbridge list` shows the names, `lint` shows tools left out"
+        )
+        return EXIT_LOAD
+    manifest_tools = len(loaded.catalog.manifest_specs())
+    record = tool_interface(
+        entry.spec,
+        loaded.policy,
+        default_timeout_s=settings.timeout_s,
+        max_output_bytes=settings.max_output_bytes,
+        deferred=not entry.spec.is_locked and manifest_tools > SEARCH_THRESHOLD,
+    )
+    out(json.dumps(record, indent=2, ensure_ascii=False))
+    return EXIT_OK

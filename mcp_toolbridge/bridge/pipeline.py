@@ -95,25 +95,35 @@ class Bridge:
         secrets: SecretSource | None = None,
         gate: Gate = _allow_all,
         observers: tuple[Observer, ...] = (),
+        limiter: anyio.CapacityLimiter | None = None,
     ) -> None:
+        """``limiter``: a concurrency limit shared with another bridge (see :meth:`rebuilt`);
+        without it, a limit of ``max_concurrency`` calls (default: twice the cores)."""
         self.catalog = catalog
         self._executors = dict(executors)
         self._default_timeout_s = default_timeout_s
         self._max_output_bytes = max_output_bytes
-        self._limiter = anyio.CapacityLimiter(max_concurrency or _default_concurrency())
+        if limiter is None:
+            limiter = anyio.CapacityLimiter(max_concurrency or _default_concurrency())
+        self._limiter = limiter
         self._secrets = secrets
         self._gate = gate
         self._observers = observers
 
     def rebuilt(self, catalog: Catalog, *, gate: Gate, executors: Mapping[str, Executor]) -> Bridge:
         """A bridge over a new catalog (hot reload) that shares this one's concurrency limit,
-        deadlines, secrets and observers. Calls in flight keep the bridge they started on."""
-        twin = Bridge.__new__(Bridge)
-        twin.__dict__.update(self.__dict__)
-        twin.catalog = catalog
-        twin._gate = gate
-        twin._executors = {**self._executors, **executors}
-        return twin
+        deadlines, secrets and observers; ``executors`` replace those of the same kind. Calls in
+        flight keep the bridge they started on."""
+        return Bridge(
+            catalog,
+            {**self._executors, **executors},
+            default_timeout_s=self._default_timeout_s,
+            max_output_bytes=self._max_output_bytes,
+            secrets=self._secrets,
+            gate=gate,
+            observers=self._observers,
+            limiter=self._limiter,
+        )
 
     def entry(self, name: str) -> CatalogEntry:
         entry = self.catalog.get(name)

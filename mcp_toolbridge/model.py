@@ -166,7 +166,7 @@ class ToolSpec(Frozen):
     output_schema_ref: str | None = None
     transport: Transport
     timeout_s: float | None = None
-    """None: the server default (``--timeout``)."""
+    """None, zero or less: the server default (``--timeout``); see :meth:`effective_timeout_s`."""
     requires: RequirementSet = RequirementSet()
     argument_roles: dict[str, tuple[Role, ...]] = Field(default_factory=dict)
     """Which arguments name what the capability check must see: argument name -> roles
@@ -182,3 +182,11 @@ class ToolSpec(Frozen):
         """Whether this is one of the locked tools (declared by the server, not loaded from a
         manifest)."""
         return self.source.format is Format.BUILTIN
+
+    def effective_timeout_s(self, default_s: float) -> float:
+        """The deadline of a call: ``timeout_s`` when it is positive, else ``default_s`` (the
+        server's ``--timeout``). Zero or less is no deadline of the tool's own, as agentcli
+        reads ``timeoutSec`` (docs/manifests.md); the loaders never set it, but a spec built
+        in code may."""
+        own = self.timeout_s
+        return own if own is not None and own > 0 else default_s

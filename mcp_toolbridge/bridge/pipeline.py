@@ -210,7 +210,7 @@ class Bridge:
         request = ExecRequest(
             spec=spec,
             arguments=args,
-            timeout_s=spec.timeout_s or self._default_timeout_s,
+            timeout_s=spec.effective_timeout_s(self._default_timeout_s),
             secrets=secrets,
             progress=ctx.progress,
             max_output_bytes=self._max_output_bytes,

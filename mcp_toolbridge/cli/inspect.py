@@ -112,9 +112,9 @@ def tool_interface(
     inferred += ["Schemas.strict", "Safety.classifier_input"]
     if not builtin:
         inferred.append("Safety.is_concurrency_safe")
-    if spec.timeout_s is None:
+    timeout_s = spec.effective_timeout_s(default_timeout_s)
+    if timeout_s != spec.timeout_s:  # the tool set none of its own: the server default applies
         inferred.append("Execution.timeout_ms")
-    timeout_s = spec.timeout_s if spec.timeout_s is not None else default_timeout_s
     decision = policy.decide(spec, policy.targets(spec, {}))
     output_checked = "result checked against output_schema" if spec.output_schema else None
     return {

@@ -1,6 +1,7 @@
 """Executors: how a validated, permitted call is carried out (process, HTTP, built-in).
-``subprocess`` is the only module that starts processes; ``http`` and ``http_fetch`` the only
-httpx2 users.
+``subprocess`` is the only module that starts processes; the ``http*`` modules are the only
+httpx2 users, and ``http_errors`` the one place its exceptions are translated (for the Runloop
+http tools and the web built-ins alike).
 
 May import: the vocabulary only."""
 

@@ -119,3 +119,28 @@ def test_brace_alternatives_expand_including_nested_groups():
     assert expand_braces("*.{ts,tsx}") == ["*.ts", "*.tsx"]
     assert sorted(expand_braces("{a,b{c,d}}.py")) == ["a.py", "bc.py", "bd.py"]
     assert expand_braces("{solo}.py") == ["{solo}.py"]
+
+
+def test_a_run_of_double_stars_matches_like_one_as_in_git():
+    rules = gitignore.parse("a/**/**/z\nkeep/**/**\n")
+    assert rules.decide("a/z", False) is True
+    assert rules.decide("a/b/c/z", False) is True
+    assert rules.decide("keep/x/y", False) is True
+    assert rules.decide("keep", True) is None  # a trailing /** is what is inside, not the folder
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_double_star_runs_agree_with_git_check_ignore(tmp_path):
+    (tmp_path / ".gitignore").write_text("a/**/**/z\nkeep/**/**\n", encoding="utf-8")
+    paths = ["a/z", "a/b/c/z", "a/zz", "keep/x/y", "keeper/x"]
+    for rel in paths:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x", encoding="utf-8")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    listed = subprocess.run(
+        ["git", "-C", str(tmp_path), "ls-files", "--others", "--exclude-standard"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    assert walked(tmp_path) == set(listed) - {".gitignore"} == {"a/zz", "keeper/x"}

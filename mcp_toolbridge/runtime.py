@@ -22,6 +22,7 @@ from mcp_toolbridge.bridge import (
     CallOutcome,
     Observer,
     PolicyGate,
+    outcome_of,
     span_observer,
 )
 from mcp_toolbridge.builtins import (
@@ -202,6 +203,7 @@ def audit_observer(log: AuditLog) -> Observer:
             result=outcome.result,
             error=error,
             answer=outcome.answer,
+            outcome=outcome_of(outcome),
         )
         await log.write(record)
 

@@ -21,8 +21,8 @@ import anyio.to_thread
 
 from mcp_toolbridge.builtins.base import builtin_spec
 from mcp_toolbridge.builtins.fs import edit_text
-from mcp_toolbridge.builtins.fs.atomic import SHARED_PATH_LOCKS, PathLocks, atomic_write
-from mcp_toolbridge.builtins.fs.paths import FileProblem, FsRoot
+from mcp_toolbridge.builtins.fs.atomic import WritingTool, atomic_write
+from mcp_toolbridge.builtins.fs.paths import FileProblem
 from mcp_toolbridge.executors import ExecRequest, ExecResult
 from mcp_toolbridge.model import RequirementSet, Safety
 
@@ -81,14 +81,10 @@ SPEC = builtin_spec(
 )
 
 
-class EditTool:
+class EditTool(WritingTool):
     """The edit built-in over one workspace."""
 
     spec = SPEC
-
-    def __init__(self, workspace: Path, locks: PathLocks | None = None) -> None:
-        self._fs = FsRoot(workspace)
-        self._locks = locks if locks is not None else SHARED_PATH_LOCKS
 
     async def run(self, request: ExecRequest) -> ExecResult:
         args = request.arguments

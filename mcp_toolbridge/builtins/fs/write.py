@@ -13,13 +13,8 @@ from typing import Any
 import anyio.to_thread
 
 from mcp_toolbridge.builtins.base import builtin_spec
-from mcp_toolbridge.builtins.fs.atomic import (
-    SHARED_PATH_LOCKS,
-    PathLocks,
-    atomic_write,
-    make_parents,
-)
-from mcp_toolbridge.builtins.fs.paths import FileProblem, FsRoot
+from mcp_toolbridge.builtins.fs.atomic import WritingTool, atomic_write, make_parents
+from mcp_toolbridge.builtins.fs.paths import FileProblem
 from mcp_toolbridge.executors import ExecRequest, ExecResult
 from mcp_toolbridge.model import RequirementSet, Safety
 
@@ -63,14 +58,10 @@ SPEC = builtin_spec(
 )
 
 
-class WriteTool:
+class WriteTool(WritingTool):
     """The write built-in over one workspace."""
 
     spec = SPEC
-
-    def __init__(self, workspace: Path, locks: PathLocks | None = None) -> None:
-        self._fs = FsRoot(workspace)
-        self._locks = locks if locks is not None else SHARED_PATH_LOCKS
 
     async def run(self, request: ExecRequest) -> ExecResult:
         path = self._fs.resolve(str(request.arguments["file_path"]), what="file_path")

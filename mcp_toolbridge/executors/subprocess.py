@@ -203,6 +203,12 @@ class _Sink:
         self.total = 0
         self.dropped = False
 
+    def take(self, chunk: bytes) -> None:
+        """Count a chunk read from the pipe, and keep it if there is still a use for it."""
+        self.total += len(chunk)
+        if self.keep_tail or not self.dropped:
+            self.keep(chunk)
+
     def keep(self, chunk: bytes) -> None:
         room = self.limit - len(self.data)
         if len(chunk) <= room:
@@ -313,9 +319,7 @@ class _Child:
                 if not chunk:
                     break
                 taken += len(chunk)
-                sink.total += len(chunk)
-                if sink.keep_tail or not sink.dropped:
-                    sink.keep(chunk)
+                sink.take(chunk)
 
     def close(self) -> None:
         for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
@@ -345,11 +349,10 @@ async def _communicate(
     assert proc.stdout is not None and proc.stderr is not None
     async with anyio.create_task_group() as tg:
         tg.start_soon(_drain, proc.stdout.fileno(), stdout)
-        if on_stderr_line is None:
-            tg.start_soon(_drain, proc.stderr.fileno(), stderr)
-        else:
+        lines = None
+        if on_stderr_line is not None:
             lines = _LineSplitter(stderr, on_stderr_line, max_output_bytes)
-            tg.start_soon(_drain_lines, proc.stderr.fileno(), lines)
+        tg.start_soon(_drain, proc.stderr.fileno(), stderr, lines)
         if stdin_rest:
             tg.start_soon(child.feed_stdin, stdin_rest)
         await child.wait_exited()
@@ -361,7 +364,8 @@ async def _communicate(
         )
 
 
-async def _drain(fd: int, sink: _Sink) -> None:
+async def _drain(fd: int, sink: _Sink, lines: _LineSplitter | None = None) -> None:
+    """Read ``fd`` to its end into ``sink``, through ``lines`` when stderr lines are watched."""
     while True:
         await anyio.wait_readable(fd)
         try:
@@ -369,24 +373,14 @@ async def _drain(fd: int, sink: _Sink) -> None:
         except BlockingIOError:
             continue
         if not chunk:
-            return
-        sink.total += len(chunk)
-        if sink.keep_tail or not sink.dropped:
-            sink.keep(chunk)
-
-
-async def _drain_lines(fd: int, lines: _LineSplitter) -> None:
-    while True:
-        await anyio.wait_readable(fd)
-        try:
-            chunk = os.read(fd, _READ_SIZE)
-        except BlockingIOError:
-            continue
-        if not chunk:
-            await lines.finish()
-            return
-        lines.sink.total += len(chunk)
-        await lines.feed(chunk)
+            break
+        if lines is None:
+            sink.take(chunk)
+        else:
+            sink.total += len(chunk)
+            await lines.feed(chunk)
+    if lines is not None:
+        await lines.finish()
 
 
 class _LineSplitter:

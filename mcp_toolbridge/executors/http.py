@@ -58,7 +58,7 @@ from mcp_toolbridge.errors import (
 )
 from mcp_toolbridge.executors.base import ExecRequest, ExecResult
 from mcp_toolbridge.executors.http_body import ACCEPT_ENCODING, read_body
-from mcp_toolbridge.executors.http_errors import host_label, translated
+from mcp_toolbridge.executors.http_errors import host_label, too_many_redirects, translated
 from mcp_toolbridge.model import HttpTransport, ToolSpec
 from mcp_toolbridge.secrets import ENV_PREFIX, redact, redact_value, secret_env_name
 
@@ -304,10 +304,8 @@ class HttpExecutor:
                 if response.status_code not in REDIRECT_STATUSES or not location:
                     return await self._result(response, method, target, spec, limit, scrub)
                 if hop == self.max_redirects:
-                    raise ExecTransportError(
-                        f"too many redirects: gave up after {self.max_redirects} (the last from "
-                        f"{scrub.text(str(target))}); the server may be redirecting in a loop",
-                        tool=spec.name,
+                    raise too_many_redirects(
+                        self.max_redirects, str(target), tool=spec.name, scrub=scrub.text
                     )
                 status = response.status_code
                 with translated(host_label(target), tool=spec.name, scrub=scrub.text):

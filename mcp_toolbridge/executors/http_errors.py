@@ -21,6 +21,8 @@ httpx2 raised                            the model sees
 ``UnicodeEncodeError`` (headers)         ``exec.transport``: a header value is not ASCII
 ======================================  =====================================================
 
+A redirect loop is ``exec.transport`` too (:func:`too_many_redirects`), on both paths.
+
 A timeout is a timeout whichever phase it hit: the limit in the message is the one the
 request carried (httpx2 records the client's ``Timeout`` in the request's extensions).
 """
@@ -117,6 +119,19 @@ def http_error(exc: Exception, host: str, *, tool: str = "", scrub: Scrub = as_i
     if isinstance(exc, UnicodeEncodeError):
         return transport(f"request to {host} has a header value that is not ASCII: {exc.reason}")
     return transport(f"request to {host} failed: {detail(exc)}")
+
+
+def too_many_redirects(
+    limit: int, last: str, *, tool: str = "", scrub: Scrub = as_is
+) -> ExecTransportError:
+    """Redirects were followed ``limit`` times; ``last`` (a URL) redirected once more."""
+    return ExecTransportError(
+        scrub(
+            f"too many redirects: gave up after {limit} (the last from {last}); the server may "
+            "be redirecting in a loop"
+        ),
+        tool=tool,
+    )
 
 
 @contextmanager

@@ -34,7 +34,12 @@ import httpx2
 from mcp_toolbridge import __version__
 from mcp_toolbridge.errors import ExecError, ExecTimeoutError, ExecTransportError
 from mcp_toolbridge.executors.http_body import ACCEPT_ENCODING, read_body
-from mcp_toolbridge.executors.http_errors import connect_reason, host_label, translated
+from mcp_toolbridge.executors.http_errors import (
+    connect_reason,
+    host_label,
+    too_many_redirects,
+    translated,
+)
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -143,10 +148,7 @@ async def fetch_pinned(
             finally:
                 await response.aclose()
         if hop == max_redirects:
-            raise ExecTransportError(
-                f"too many redirects: gave up after {max_redirects} (the last from "
-                f"{target.url}); the site may be redirecting in a loop"
-            )
+            raise too_many_redirects(max_redirects, target.url)
         with translated(target.label):
             joined = httpx2.URL(target.url).join(location)
         target = parse_target(joined)

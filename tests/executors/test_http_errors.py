@@ -105,6 +105,7 @@ def peer() -> Iterator[int]:
         "/big": Answer(response(b"[" + b"0," * CAP + b"0]", f"Content-Length: {2 * CAP + 2}")),
         "/bomb": Answer(response(bomb, "Content-Encoding: gzip", f"Content-Length: {len(bomb)}")),
         "/silent": Answer(hold=True),
+        "/loop": Answer(b"HTTP/1.1 302 Found\r\nLocation: /loop\r\nContent-Length: 0\r\n\r\n"),
     }
     with raw_server(answers) as port:
         yield port
@@ -180,6 +181,20 @@ async def test_a_body_that_does_not_decode_is_a_transport_error(
         error,
         ErrorCode.EXEC_TRANSPORT,
         rf"could not decode the response from 127\.0\.0\.1:{peer}: .+",
+    )
+
+
+@pytest.mark.parametrize("path", [runloop_tool, web_fetch_get])  # web_search follows none
+async def test_a_redirect_loop_is_a_transport_error_naming_the_last_url(
+    path: Path, peer: int
+) -> None:
+    error = await fails(path, f"http://127.0.0.1:{peer}/loop")
+
+    assert_error(
+        error,
+        ErrorCode.EXEC_TRANSPORT,
+        rf"too many redirects: gave up after 5 \(the last from http://127\.0\.0\.1:{peer}/loop\); "
+        "the server may be redirecting in a loop",
     )
 
 

@@ -9,7 +9,6 @@ import gzip
 import re
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import anyio
 import httpx2
@@ -18,7 +17,7 @@ import pytest
 from mcp_toolbridge.errors import ErrorCode, ExecError
 from mcp_toolbridge.executors import ExecRequest, HttpExecutor, fetch_pinned, fetch_plain
 from mcp_toolbridge.executors.http_errors import http_error
-from mcp_toolbridge.model import Format, HttpTransport, Source, ToolSpec
+from tests.support.http_fixture import http_spec
 from tests.support.raw_http import Answer, closed_port, raw_server, unanswered_port
 
 WAIT_S = 5.0
@@ -32,18 +31,6 @@ class Got:
     """How many body bytes the path kept."""
     over: bool
     """Whether the path said the body was larger than the cap."""
-
-
-def http_spec(url: str) -> ToolSpec:
-    schema: dict[str, Any] = {"type": "object"}
-    return ToolSpec(
-        name="api_call",
-        id="api.call",
-        input_schema=schema,
-        runtime_input_schema=schema,
-        transport=HttpTransport(method="GET", url=url),
-        source=Source(path="tools.json", index=0, format=Format.RUNLOOP),
-    )
 
 
 async def runloop_tool(url: str) -> Got:

@@ -61,8 +61,12 @@ def as_is(text: str) -> str:
 
 
 def host_label(url: httpx2.URL) -> str:
-    """``host``, or ``host:port`` when the URL names a port that is not its scheme's default."""
-    return url.host if url.port is None else f"{url.host}:{url.port}"
+    """``host``, or ``host:port`` when the URL names a port that is not its scheme's default
+    (an IPv6 address in brackets then: ``[::1]:8080``)."""
+    if url.port is None:
+        return url.host
+    host = f"[{url.host}]" if ":" in url.host else url.host
+    return f"{host}:{url.port}"
 
 
 def detail(exc: BaseException) -> str:

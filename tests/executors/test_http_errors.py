@@ -16,7 +16,7 @@ import pytest
 
 from mcp_toolbridge.errors import ErrorCode, ExecError
 from mcp_toolbridge.executors import ExecRequest, HttpExecutor, fetch_pinned, fetch_plain
-from mcp_toolbridge.executors.http_errors import http_error
+from mcp_toolbridge.executors.http_errors import host_label, http_error
 from tests.support.http_fixture import http_spec
 from tests.support.raw_http import Answer, closed_port, raw_server, unanswered_port
 
@@ -221,3 +221,9 @@ def test_every_timeout_class_maps_to_exec_timeout_and_every_other_failure_to_exe
     assert http_error(read_timeout, "h.test").message == (
         "timed out waiting for h.test: nothing received for 2.5s"
     )
+
+
+def test_the_host_is_named_with_its_port_only_when_the_port_is_not_the_default():
+    assert host_label(httpx2.URL("https://api.example/x")) == "api.example"
+    assert host_label(httpx2.URL("http://api.example:8080/x")) == "api.example:8080"
+    assert host_label(httpx2.URL("http://[::1]:8080/x")) == "[::1]:8080"

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/toolsearch.py [--bench-dir DIR] [--sets NAME ...]
         [--tools tools.jsonl --queries queries.jsonl] [--half 1|2] [--grid full|classic]
         [--stemmer pystemmer|snowballstemmer|suffix|none]
-        [--without clauses|abbreviations|courtesies|siblings|compounds ...]
+        [--without clauses|abbreviations|courtesies|siblings|groups ...]
         [--names exact|identifiers|anywhere] [--columns all]
 
 Every folder of ``--bench-dir`` (default ``../shared/toolsearch-bench`` beside the repository, or
@@ -25,7 +25,8 @@ p50/p99 and build time for the product. A summary table closes the run.
 ``--half 1`` / ``--half 2`` keep every other query (the 1st, 3rd, ... or the 2nd, 4th, ...):
 two halves with the same mix of one-tool and several-tool queries, for tuning on one and
 reporting on the other. ``--without`` switches parts of the search off (ablations; the
-baseline shares the analyzer, so ``abbreviations`` changes it too). ``--names`` picks which
+baseline shares the analyzer, so ``abbreviations`` changes it too; ``groups`` ignores the
+sets' group fields, for product and baseline alike). ``--names`` picks which
 mentions of a tool's name rank it first: ``exact`` (shipped: identifier-shaped, quoted or
 whole-query tokens in any case, plain words only when they are exactly one tool's name),
 ``identifiers`` (the earlier rule: never a plain word inside prose), ``anywhere`` (any token
@@ -63,7 +64,7 @@ BENCH_DIR = next(
 git worktree kept elsewhere)."""
 BENCH = BENCH_DIR / "seal-tools"
 K = 10
-GROUP_FIELDS = ("namespace", "server", "service", "category")
+GROUP_FIELDS = ["namespace", "server", "service", "category"]
 
 
 def read_jsonl(path: Path) -> list[dict[str, object]]:
@@ -209,7 +210,7 @@ def main() -> None:
         "--without",
         nargs="+",
         default=[],
-        choices=["clauses", "abbreviations", "courtesies"],
+        choices=["clauses", "abbreviations", "courtesies", "siblings", "groups"],
         help="ablation: switch these parts off",
     )
     parser.add_argument("--names", default="exact", choices=["exact", "identifiers", "anywhere"])
@@ -220,6 +221,10 @@ def main() -> None:
         text_module.ABBREVIATIONS = {}
     if "courtesies" in args.without:
         search_module.strip_courtesies = lambda query: query  # type: ignore[attr-defined]
+    if "siblings" in args.without:
+        search_module.SIBLING_WEIGHT = 0.0
+    if "groups" in args.without:
+        GROUP_FIELDS[:] = []
 
     if args.tools or args.queries:
         tools = args.tools or BENCH / "tools.jsonl"

@@ -1,5 +1,5 @@
-"""The policy's read verdict for glob and grep results (read_verdict in builtins/) and the tools'
-filtering with it, on real files; both grep engines."""
+"""The policy's read verdict for glob and grep results (read_verdict in
+builtins/fs/visibility.py) and the tools' filtering with it, on real files; both grep engines."""
 
 from __future__ import annotations
 

@@ -47,6 +47,7 @@ class ErrorCode(StrEnum):
     EXEC_TRANSPORT = "exec.transport"
     EXEC_UNSUPPORTED = "exec.unsupported"
     SECRET_UNRESOLVED = "secret.unresolved"
+    INTERNAL = "internal"
 
 
 class Severity(StrEnum):

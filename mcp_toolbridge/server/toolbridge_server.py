@@ -26,7 +26,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from mcp_toolbridge import __version__
 from mcp_toolbridge.bridge import Bridge
 from mcp_toolbridge.catalog import Catalog
-from mcp_toolbridge.errors import UnknownToolError
+from mcp_toolbridge.errors import ErrorCode, UnknownToolError
 from mcp_toolbridge.host import CallContext, InputPending
 from mcp_toolbridge.server.host import McpHost
 from mcp_toolbridge.server.stdio import stdio_transport
@@ -39,6 +39,7 @@ SEARCH_THRESHOLD = 64
 """--expose auto lists everything up to this many manifest tools, and switches to search."""
 PAGE_SIZE = 200
 SEARCH_TOOL = "tool_search"
+INTERNAL_ERROR = "internal error in mcp-toolbridge; see the server log"
 PROCESS_SCOPE = ""
 """The visibility scope of the process's one connection (stdio, in-memory clients)."""
 
@@ -308,13 +309,9 @@ class ToolbridgeServer:
         except Exception:  # the top-level handler: nothing may leak a traceback to the client
             log.exception("internal error while calling %s", params.name)
             return types.CallToolResult(
-                content=[
-                    types.TextContent(
-                        type="text",
-                        text='{"error": "internal error in mcp-toolbridge; see the server log"}',
-                    )
-                ],
+                content=[types.TextContent(type="text", text=INTERNAL_ERROR)],
                 is_error=True,
+                meta={"toolbridge/code": ErrorCode.INTERNAL.value},
             )
         finally:
             if _scope(ctx) is None and self._on_session_end is not None:

@@ -84,12 +84,16 @@ def _envelope_meta(outcome: CallOutcome) -> dict[str, Any]:
 
 
 def to_result(outcome: CallOutcome, spec: ToolSpec, *, modern: bool) -> types.CallToolResult:
+    """Success: the value as JSON text and as structuredContent. Failure: the message as text and no structuredContent at
+    all, whatever the tool's outputSchema (clients on the TypeScript SDK check a failure's
+    structuredContent against it too, and reject the whole result when it does not match);
+    the error code and the tool's own failure value ride in ``_meta``."""
     meta = _envelope_meta(outcome)
     if not outcome.ok:
-        payload = {"error": outcome.error or "tool failed"}
+        if outcome.value is not None:
+            meta[f"{META_PREFIX}details"] = outcome.value
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))],
-            structured_content=payload,
+            content=[types.TextContent(type="text", text=outcome.error or "tool failed")],
             is_error=True,
             meta=meta,
         )

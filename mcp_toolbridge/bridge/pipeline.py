@@ -52,6 +52,8 @@ class CallOutcome:
     tool: str
     ok: bool
     value: Any = None
+    text: str | None = None
+    """The success written for the model, when the tool writes one (see ExecResult.text)."""
     error: str | None = None
     code: ErrorCode | None = None
     duration_ms: int = 0
@@ -249,7 +251,7 @@ class Bridge:
                     code=ErrorCode.OUTPUT_INVALID,
                     **common,
                 )
-        return CallOutcome(ok=True, value=result.value, **common)
+        return CallOutcome(ok=True, value=result.value, text=result.text, **common)
 
 
 def _ms_since(started: float) -> int:

@@ -134,6 +134,7 @@ def frames(
         frame["result"] = {
             "ok": result.ok,
             "value": result.value,
+            "text": result.text,
             "error": result.error,
             "truncated": result.truncated,
             "output_path": result.output_path,
@@ -214,6 +215,7 @@ def _recorded(frame: dict[str, Any]) -> Recorded:
             ExecResult(
                 ok=bool(raw.get("ok")),
                 value=raw.get("value"),
+                text=raw.get("text"),
                 error=raw.get("error"),
                 truncated=bool(raw.get("truncated")),
                 output_path=raw.get("output_path"),

@@ -94,6 +94,22 @@ INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "exit_code": {
+            "type": ["integer", "null"],
+            "description": "null when bash was killed by a signal or timed out.",
+        },
+        "stdout": {"type": "string"},
+        "stderr": {"type": "string"},
+        "timed_out": {"type": "boolean"},
+        "signal": {"type": ["string", "null"], "description": "e.g. SIGTERM; else null."},
+        "note": {"type": "string"},
+    },
+    "required": ["exit_code", "stdout", "stderr", "timed_out", "signal"],
+}
+
 SPEC = builtin_spec(
     "bash",
     title="Run a shell command",
@@ -106,6 +122,7 @@ SPEC = builtin_spec(
         "read, glob, grep, edit and write tools for files."
     ),
     input_schema=INPUT_SCHEMA,
+    output_schema=OUTPUT_SCHEMA,
     timeout_s=DEFAULT_TIMEOUT_MS / 1000,
     requires=RequirementSet(capabilities=("shell.run",)),
     argument_roles={"command": ("shell.run",)},
@@ -248,6 +265,7 @@ class BashTool:
         return ExecResult(
             ok=True,
             value=value,
+            text=_text(value),
             exit_code=outcome.exit_code,
             stdout_bytes=outcome.stdout_bytes,
             stderr_bytes=outcome.stderr_bytes,
@@ -290,6 +308,23 @@ class _Shown:
     note: str | None = None
     truncated: bool = False
     output_path: str | None = None
+
+
+def _text(value: dict[str, Any]) -> str:
+    """What the model reads: stdout as printed, stderr after a marker, then how it ended."""
+    parts: list[str] = []
+    for label, stream in (("", value["stdout"]), ("--- stderr ---\n", value["stderr"])):
+        if stream:
+            parts.append(label + (stream if stream.endswith("\n") else stream + "\n"))
+    if not parts:
+        parts.append("(no output)\n")
+    if value["signal"] is not None:
+        parts.append(f"bash was killed by {value['signal']}")
+    else:
+        parts.append(f"exit code {value['exit_code']}")
+    if value.get("note"):
+        parts.append(f"\n\n({value['note']})")
+    return "".join(parts)
 
 
 def _signal_name(number: int | None) -> str | None:

@@ -39,6 +39,9 @@ class ExecResult:
 
     ok: bool
     value: Any = None
+    text: str | None = None
+    """The result written for the model (numbered lines, matches, command output); None:
+    the value's JSON is the text. The value stays the structured result."""
     error: str | None = None
     exit_code: int | None = None
     http_status: int | None = None

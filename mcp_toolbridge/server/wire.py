@@ -84,7 +84,8 @@ def _envelope_meta(outcome: CallOutcome) -> dict[str, Any]:
 
 
 def to_result(outcome: CallOutcome, spec: ToolSpec, *, modern: bool) -> types.CallToolResult:
-    """Success: the value as JSON text and as structuredContent. Failure: the message as text and no structuredContent at
+    """Success: the text written for the model (the tool's own, else its value as JSON) and
+    the value as structuredContent. Failure: the message as text and no structuredContent at
     all, whatever the tool's outputSchema (clients on the TypeScript SDK check a failure's
     structuredContent against it too, and reject the whole result when it does not match);
     the error code and the tool's own failure value ride in ``_meta``."""
@@ -98,7 +99,7 @@ def to_result(outcome: CallOutcome, spec: ToolSpec, *, modern: bool) -> types.Ca
             meta=meta,
         )
     value = outcome.value
-    text = json.dumps(value, ensure_ascii=False)
+    text = outcome.text if outcome.text is not None else json.dumps(value, ensure_ascii=False)
     structured: Any = value
     if wraps_output(spec, modern) or (not modern and not isinstance(value, dict)):
         structured = {"result": value}

@@ -68,3 +68,38 @@ async def test_the_inspector_validates_a_success_of_the_same_tools(tmp_path: Pat
     )
     assert called.returncode == 0, called
     assert called.result["structuredContent"] == {"message": "hi"}
+
+
+LOCKED_CALLS = [
+    ("read", {"file_path": "notes.txt"}, False),
+    ("read", {"file_path": "missing.txt"}, True),
+    ("bash", {"command": "echo out; echo err >&2; exit 2"}, False),
+]
+
+
+@pytest.mark.parametrize(("tool", "arguments", "fails"), LOCKED_CALLS)
+async def test_the_inspector_takes_the_locked_tools_results_against_their_schemas(
+    tmp_path: Path, tool: str, arguments: dict[str, str], fails: bool
+) -> None:
+    (tmp_path / "notes.txt").write_text('say "hi"\n', encoding="utf-8")
+    called = await run_inspector(
+        tmp_path,
+        *_server(tmp_path),
+        "--method",
+        "tools/call",
+        "--tool-name",
+        tool,
+        "--tool-args-json",
+        json.dumps(arguments),
+    )
+    assert called.returncode == (TOOL_ERROR_EXIT if fails else 0), called
+    result = called.result
+    assert result["isError"] is fails
+    assert ("structuredContent" in result) is not fails
+    text = result["content"][0]["text"]
+    if tool == "read" and fails:
+        assert text.startswith("file not found: missing.txt")
+    elif tool == "read":
+        assert text == '     1\tsay "hi"'
+    else:
+        assert text == "out\n--- stderr ---\nerr\nexit code 2"

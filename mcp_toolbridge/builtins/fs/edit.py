@@ -59,6 +59,24 @@ INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "file_path": {"type": "string"},
+        "replacements": {"type": "integer", "minimum": 1},
+        "lines": {
+            "type": "array",
+            "items": {"type": "integer", "minimum": 1},
+            "description": "The line numbers of the replacements in the new file.",
+        },
+        "diff": {"type": "string", "description": "A unified diff of the changed region."},
+        "line_endings": {"enum": ["crlf", "mixed"]},
+        "bom": {"type": "boolean"},
+        "note": {"type": "string"},
+    },
+    "required": ["file_path", "replacements", "lines", "diff"],
+}
+
 SPEC = builtin_spec(
     "edit",
     title="Edit a file",
@@ -69,6 +87,7 @@ SPEC = builtin_spec(
         "or replace all of its content, use write."
     ),
     input_schema=INPUT_SCHEMA,
+    output_schema=OUTPUT_SCHEMA,
     requires=RequirementSet(fs_read=("{workspace}",), fs_write=("{workspace}",)),
     argument_roles={"file_path": ("fs.read", "fs.write")},
     safety=Safety(
@@ -112,7 +131,7 @@ class EditTool(WritingTool):
             except FileProblem as exc:
                 return ExecResult(ok=False, error=str(exc))
             else:
-                return ExecResult(ok=True, value=value)
+                return ExecResult(ok=True, value=value, text=_text(value))
         return ExecResult(ok=False, error=await _diagnose(not_found, budget))
 
     def _edit(self, path: Path, old: str, new: str, replace_all: bool) -> dict[str, Any]:
@@ -155,6 +174,17 @@ class EditTool(WritingTool):
             value["note"] = "line breaks in old_string/new_string were matched and written as "
             value["note"] += "CRLF, like the file" if decoded.style != "lf" else "LF, like the file"
         return value
+
+
+def _text(value: dict[str, Any]) -> str:
+    """What the model reads: which lines changed, then the diff as a diff (not a JSON string)."""
+    lines = ", ".join(map(str, value["lines"][:20])) + (", …" if len(value["lines"]) > 20 else "")
+    count = value["replacements"]
+    head = f"Edited {value['file_path']}: {count} replacement{'s' if count != 1 else ''}"
+    text = f"{head} (line {lines})." if count == 1 else f"{head} (lines {lines})."
+    if value.get("note"):
+        text += f" Note: {value['note']}."
+    return f"{text}\n{value['diff']}" if value.get("diff") else text
 
 
 async def _diagnose(missing: edit_text.NotFound, budget_s: float) -> str:

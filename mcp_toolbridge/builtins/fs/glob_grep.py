@@ -191,7 +191,12 @@ class GlobTool:
             )
         if notes:
             value["note"] = "; ".join(notes)
-        return ExecResult(ok=True, value=value, truncated=truncated, output_path=output_path)
+        text = "\n".join(value["files"])
+        if notes:
+            text = f"{text}\n\n({value['note']})" if text else f"({value['note']})"
+        return ExecResult(
+            ok=True, value=value, text=text, truncated=truncated, output_path=output_path
+        )
 
 
 def _literal_start(root: Path, pattern: str) -> tuple[Path | None, str]:
@@ -291,11 +296,12 @@ class GrepTool:
             head_limit=int(head_limit) if head_limit is not None else None,
         )
         if formatted.full_text is None:
-            return ExecResult(ok=True, value=formatted.value)
+            return ExecResult(ok=True, value=formatted.value, text=formatted.text)
         kept = state.write_sidecar("grep", formatted.full_text.encode("utf-8", "replace"))
         return ExecResult(
             ok=True,
             value=formatted.value,
+            text=formatted.text,
             truncated=True,
             output_path=str(kept) if kept is not None else None,
         )

@@ -98,6 +98,18 @@ def _input_schema() -> dict[str, Any]:
     }
 
 
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "result": {"type": "string", "description": "The subagent's final answer."},
+        "turns": {"type": "integer", "minimum": 0},
+        "tool_calls": {"type": "array", "items": {"type": "string"}},
+        "subagent_type": {"type": "string"},
+    },
+    "required": ["result", "turns", "tool_calls", "subagent_type"],
+}
+
+
 def build_spec(limits: Limits) -> ToolSpec:
     kinds = "\n".join(f"- {t.name}: {t.description}" for t in SUBAGENT_TYPES.values())
     schema = _input_schema()
@@ -110,6 +122,7 @@ def build_spec(limits: Limits) -> ToolSpec:
         f"has at most {limits.max_turns} turns and {limits.max_seconds:g} s, cannot ask "
         "the user and cannot start further subagents.\n\nSubagent types:\n" + kinds,
         input_schema=schema,
+        output_schema=OUTPUT_SCHEMA,
         timeout_s=limits.max_seconds,
         safety=Safety(
             read_only=False,
@@ -220,7 +233,9 @@ class TaskTool:
             return ExecResult(
                 ok=False, value=value, error="the subagent finished without writing an answer"
             )
-        return ExecResult(ok=True, value=value)
+        calls = ", ".join(value["tool_calls"]) or "none"
+        footer = f"({kind} subagent: {run.turns} turn(s); tool calls: {calls})"
+        return ExecResult(ok=True, value=value, text=f"{run.text}\n\n{footer}")
 
 
 def _unfinished(run: SubagentRun, limit: str, limits: Limits) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 import mcp_types as types
 
 from mcp_toolbridge.bridge import CallOutcome
-from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.model import ToolSpec, tool_kind
 
 META_PREFIX = "toolbridge/"
 
@@ -36,6 +36,7 @@ def tool_meta(spec: ToolSpec) -> dict[str, Any]:
         f"{META_PREFIX}source": spec.source.path,
         f"{META_PREFIX}index": spec.source.index,
         f"{META_PREFIX}format": spec.source.format.value,
+        f"{META_PREFIX}acp_kind": tool_kind(spec),
     }
     if spec.namespace:
         meta[f"{META_PREFIX}namespace"] = spec.namespace

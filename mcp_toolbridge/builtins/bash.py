@@ -16,6 +16,9 @@ successful call (the model reads ``exit_code``). stdout and stderr together are 
 200 KB: past it each stream keeps its head and its tail (errors come last) around a marker,
 and everything captured goes to a session sidecar file named by ``output_path``.
 
+While it runs, a client that asked for progress gets the elapsed time and the output bytes
+so far, twice a second after the first second (:mod:`~mcp_toolbridge.executors.progress`).
+
 A timeout is an error (``timed_out: true``) that still carries what the command printed until
 it was killed, under the same caps and sidecar rules: in ``stdout``/``stderr`` and, because the
 model sees only the error text of a failed call, in the error text too.
@@ -37,6 +40,7 @@ from mcp_toolbridge.errors import ArgumentsError, ExecSpawnError
 from mcp_toolbridge.executors import (
     ExecRequest,
     ExecResult,
+    Heartbeat,
     ProcessOutcome,
     ProcessTimeout,
     run_process,
@@ -193,15 +197,19 @@ class BashTool:
             "cwd": str(self._workspace),
             "env_keys": tuple(sorted(self._env)),
         }
+        beat = Heartbeat(request.progress)
         try:
-            outcome = await run_process(
-                argv,
-                stdin=None,
-                cwd=str(self._workspace),
-                env=self._env,
-                timeout_s=timeout_ms / 1000,
-                max_output_bytes=CAPTURE_STDOUT_BYTES,
-                stderr_tail_bytes=CAPTURE_STDERR_BYTES,
+            outcome = await beat.run(
+                lambda: run_process(
+                    argv,
+                    stdin=None,
+                    cwd=str(self._workspace),
+                    env=self._env,
+                    timeout_s=timeout_ms / 1000,
+                    max_output_bytes=CAPTURE_STDOUT_BYTES,
+                    stderr_tail_bytes=CAPTURE_STDERR_BYTES,
+                    on_output=beat.count,
+                )
             )
         except ProcessTimeout as timeout:
             return self._timed_out(request, timeout.outcome, timeout_ms, common)

@@ -21,6 +21,7 @@ from mcp_toolbridge.executors.http_fetch import (
     fetch_plain,
     parse_target,
 )
+from mcp_toolbridge.executors.progress import Heartbeat
 from mcp_toolbridge.executors.subprocess import ProcessOutcome, ProcessTimeout, run_process
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "Executor",
     "FetchTarget",
     "FetchedBody",
+    "Heartbeat",
     "HttpExecutor",
     "ProcessOutcome",
     "ProcessTimeout",

@@ -24,6 +24,9 @@ declares any. When a redirect leaves the origin, headers that carried a secret p
 max_response_bytes)``; a larger 2xx body gives ``ExecResult(ok=False, truncated=True,
 error="response larger than N bytes ...")``.
 
+Progress: a long exchange reports its elapsed time and the body bytes received so far
+(:mod:`~mcp_toolbridge.executors.progress`).
+
 Results: a 2xx body is parsed as JSON whatever its content type (empty body or HEAD: ``{}``;
 not JSON: :class:`ExecOutputError`). Any other final status gives ``ExecResult(ok=False,
 http_status=..., error="HTTP <status> <reason>: <first 500 characters of the body>")`` with
@@ -59,6 +62,7 @@ from mcp_toolbridge.errors import (
 from mcp_toolbridge.executors.base import ExecRequest, ExecResult
 from mcp_toolbridge.executors.http_body import ACCEPT_ENCODING, read_body
 from mcp_toolbridge.executors.http_errors import host_label, too_many_redirects, translated
+from mcp_toolbridge.executors.progress import Heartbeat
 from mcp_toolbridge.model import HttpTransport, ToolSpec
 from mcp_toolbridge.secrets import ENV_PREFIX, redact, redact_value, secret_env_name
 
@@ -256,9 +260,10 @@ class HttpExecutor:
         call = build_call(spec.transport, request.arguments, request.secrets, spec.name)
         scrub = _Scrubber(request.secrets)
         limit = min(request.max_output_bytes, self.max_response_bytes)
+        beat = Heartbeat(request.progress)
         try:
             with anyio.fail_after(request.timeout_s):
-                return await self._exchange(call, spec, limit, scrub)
+                return await beat.run(lambda: self._exchange(call, spec, limit, scrub, beat))
         except TimeoutError as exc:
             raise ExecTimeoutError(
                 f"tool timed out after {request.timeout_s:g}s", tool=spec.name
@@ -290,7 +295,7 @@ class HttpExecutor:
         return target
 
     async def _exchange(
-        self, call: HttpCall, spec: ToolSpec, limit: int, scrub: _Scrubber
+        self, call: HttpCall, spec: ToolSpec, limit: int, scrub: _Scrubber, beat: Heartbeat
     ) -> ExecResult:
         method, headers, body = call.method, dict(call.headers), call.body
         target = self._target(call.url, spec, scrub, 0)
@@ -302,7 +307,7 @@ class HttpExecutor:
             try:
                 location = response.headers.get("location")
                 if response.status_code not in REDIRECT_STATUSES or not location:
-                    return await self._result(response, method, target, spec, limit, scrub)
+                    return await self._result(response, method, target, spec, limit, scrub, beat)
                 if hop == self.max_redirects:
                     raise too_many_redirects(
                         self.max_redirects, str(target), tool=spec.name, scrub=scrub.text
@@ -331,6 +336,7 @@ class HttpExecutor:
         spec: ToolSpec,
         limit: int,
         scrub: _Scrubber,
+        beat: Heartbeat,
     ) -> ExecResult:
         status = response.status_code
         url = scrub.text(str(target))
@@ -340,10 +346,10 @@ class HttpExecutor:
             if int(declared) > limit:
                 body, over = b"", True  # refused by its declared size, nothing read
             else:
-                body, over = await _read(response, target, spec.name, scrub, limit)
+                body, over = await _read(response, target, spec.name, scrub, limit, beat)
         else:
             read_limit = limit if success else min(limit, ERROR_BODY_READ_BYTES)
-            body, over = await _read(response, target, spec.name, scrub, read_limit)
+            body, over = await _read(response, target, spec.name, scrub, read_limit, beat)
         parsed = _parse_json(body) if body.strip() and not over else _NOT_JSON
         if not success:
             head = f"HTTP {status} {response.reason_phrase}".rstrip()
@@ -385,9 +391,17 @@ _NOT_JSON = object()
 
 
 async def _read(
-    response: httpx2.Response, target: httpx2.URL, tool: str, scrub: _Scrubber, limit: int
+    response: httpx2.Response,
+    target: httpx2.URL,
+    tool: str,
+    scrub: _Scrubber,
+    limit: int,
+    beat: Heartbeat,
 ) -> tuple[bytes, bool]:
-    return await read_body(response, limit, host=host_label(target), tool=tool, scrub=scrub.text)
+    host = host_label(target)
+    return await read_body(
+        response, limit, host=host, tool=tool, scrub=scrub.text, on_chunk=beat.count
+    )
 
 
 def _switches_to_get(status: int, method: str) -> bool:

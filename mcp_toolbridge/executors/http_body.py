@@ -12,6 +12,7 @@ gzip bomb costs at most the cap. Requests announce what can be decoded with
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 
 import httpx2
 
@@ -19,7 +20,6 @@ from mcp_toolbridge.executors.http_errors import Scrub, as_is, translated
 
 ACCEPT_ENCODING = "gzip, deflate"
 """The Content-Encodings :func:`read_body` decodes (identity aside)."""
-READ_CHUNK = 64 * 1024
 
 
 class _Decoder:
@@ -72,10 +72,17 @@ class _Decoder:
 
 
 async def read_body(
-    response: httpx2.Response, max_bytes: int, *, host: str, tool: str = "", scrub: Scrub = as_is
+    response: httpx2.Response,
+    max_bytes: int,
+    *,
+    host: str,
+    tool: str = "",
+    scrub: Scrub = as_is,
+    on_chunk: Callable[[int], None] | None = None,
 ) -> tuple[bytes, bool]:
     """The decoded body, at most ``max_bytes`` of it, and whether there was more (reading
-    stops there). Failures are raised as call errors naming ``host``."""
+    stops there). Failures are raised as call errors naming ``host``. ``on_chunk`` is told
+    the size of each decoded piece as it arrives (progress reports count bytes with it)."""
     if response.is_stream_consumed:
         # Read already by the transport (httpx2's MockTransport reads every response), so
         # httpx2 has decoded it.
@@ -85,10 +92,12 @@ async def read_body(
     size = 0
     with translated(host, tool=tool, scrub=scrub):
         decoder = _Decoder(response.headers.get("content-encoding", ""))
-        async for raw in response.aiter_raw(READ_CHUNK):
+        async for raw in response.aiter_raw():  # as it arrives, not held for a chunk size
             piece = decoder.decode(raw, max_bytes + 1 - size)
             parts.append(piece)
             size += len(piece)
+            if on_chunk is not None:
+                on_chunk(len(piece))
             if size > max_bytes:
                 return b"".join(parts)[:max_bytes], True
     return b"".join(parts), False

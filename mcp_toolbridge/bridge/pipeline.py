@@ -238,7 +238,7 @@ class Bridge:
             return CallOutcome(
                 ok=False,
                 error=result.error or "tool failed",
-                code=ErrorCode.EXEC_FAILED,
+                code=result.code or ErrorCode.EXEC_FAILED,
                 value=result.value,
                 **common,
             )

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from mcp_toolbridge.errors import ErrorCode
 from mcp_toolbridge.host import CallContext, ProgressFn
 from mcp_toolbridge.model import ToolSpec
 
@@ -43,6 +44,9 @@ class ExecResult:
     """The result written for the model (numbered lines, matches, command output); None:
     the value's JSON is the text. The value stays the structured result."""
     error: str | None = None
+    code: ErrorCode | None = None
+    """The code of a failure (``ok`` false) when it is not a plain ``exec.failed``: a tool
+    that stops a command at its own deadline says ``exec.timeout``."""
     exit_code: int | None = None
     http_status: int | None = None
     stdout_bytes: int = 0

@@ -171,6 +171,7 @@ async def test_every_locked_result_matches_its_published_output_schema(
         schemas = {name: listed[name].output_schema for name in LOCKED_IDS}
         assert all(schemas.values()), [name for name, schema in schemas.items() if not schema]
         called: set[tuple[str, str]] = set()
+        codes: dict[str, str] = {}
         for tool, _, arguments in CALLS:
             if tool == "web_fetch":
                 arguments = {"url": web.url(arguments["url"])}
@@ -182,6 +183,7 @@ async def test_every_locked_result_matches_its_published_output_schema(
             if result.is_error:
                 assert result.structured_content is None, (tool, result)
                 assert shown and result.meta and "toolbridge/code" in result.meta
+                codes[tool] = result.meta["toolbridge/code"]
                 called.add((tool, FAILS))
                 continue
             value = result.structured_content
@@ -190,6 +192,7 @@ async def test_every_locked_result_matches_its_published_output_schema(
             assert _undeclared(value, schema) == [], tool
             assert shown != json.dumps(value, ensure_ascii=False), (tool, shown)
             called.add((tool, SUCCEEDS))
+    assert codes["bash"] == "exec.timeout" and codes["grep"] == "exec.failed"
     expected = {(tool, expect) for tool, expect, _ in CALLS}
     # task needs sampling, which the 2026 era does not have: there it is the failure.
     if mode == "auto":

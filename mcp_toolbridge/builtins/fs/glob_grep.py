@@ -35,7 +35,7 @@ from mcp_toolbridge.builtins.fs.paths import FileProblem, FsRoot
 from mcp_toolbridge.builtins.fs.visibility import ReadVerdict, ResultFilter
 from mcp_toolbridge.builtins.fs.walk import IgnoreOracle, PathGlob, WalkReport, walk_files
 from mcp_toolbridge.builtins.session import Sessions
-from mcp_toolbridge.errors import ArgumentsError, ExecTimeoutError
+from mcp_toolbridge.errors import ArgumentsError, ErrorCode, ExecTimeoutError
 from mcp_toolbridge.executors import ExecRequest, ExecResult
 from mcp_toolbridge.policy import check_text, has_glob, is_within, split_glob
 
@@ -286,6 +286,7 @@ class GrepTool:
                 ok=False,
                 error=f"grep timed out after {request.timeout_s * DEADLINE_SHARE:g}s without "
                 "finishing; narrow the search with path or glob, or simplify the pattern",
+                code=ErrorCode.EXEC_TIMEOUT,
             )
         formatted = format_run(
             run,

@@ -16,8 +16,8 @@ Forms: ``json`` is ``json.dumps(value)`` (the text content before; Python's sepa
 ``compact`` is the same without spaces (``JSON.stringify``, what Claude Code shows of a
 successful result with structuredContent), ``text`` is the result's text content now.
 
-No tokenizer is installed here (tiktoken installs but fetches its encodings from the network
-at first use, which this machine cannot), so the figures are proxies: characters, characters
+No tokenizer is used (tiktoken installs, but fetches its encodings from the network at first
+use, which a machine without that access cannot), so the figures are proxies: characters, characters
 / 4, whitespace-separated words, and pre-tokenizer pieces (runs of letters or digits, runs of
 other symbols, runs of whitespace, and each JSON escape such as ``\\n`` or ``\\"`` on its own:
 roughly the first split a BPE tokenizer makes, so a lower bound on its token count).

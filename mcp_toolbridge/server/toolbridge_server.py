@@ -311,7 +311,7 @@ class ToolbridgeServer:
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text=INTERNAL_ERROR)],
                 is_error=True,
-                meta={"toolbridge/code": ErrorCode.INTERNAL.value},
+                meta={"toolbridge/code": ErrorCode.SERVER_INTERNAL.value},
             )
         finally:
             if _scope(ctx) is None and self._on_session_end is not None:

@@ -13,8 +13,10 @@ import anyio
 import pytest
 from mcp import Client
 
+from mcp_toolbridge.bridge import Bridge
+from mcp_toolbridge.executors import ExecRequest, ExecResult
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_bridge
-from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
+from mcp_toolbridge.server.toolbridge_server import INTERNAL_ERROR, ToolbridgeServer
 from tests.support.results import text_of
 from tests.support.schema_tools import FAILURES, Failure, write_catalog, write_policy
 
@@ -69,3 +71,23 @@ async def test_successes_of_the_same_tools_still_carry_structured_content(
     # The 2025 era needs an object root: a oneOf output schema is published wrapped.
     expected = value if mode == "auto" else {"result": value}
     assert slug.is_error is False and slug.structured_content == expected
+
+
+class Exploding:
+    """An executor with a bug: what the server's last line of defence is for."""
+
+    async def run(self, request: ExecRequest) -> ExecResult:
+        raise RuntimeError("secret internals: /private/path")
+
+
+async def test_a_bug_in_the_server_is_a_fixed_message_with_no_traceback(
+    tmp_path: Path, mode: str
+) -> None:
+    folder = write_catalog(tmp_path / "m")
+    loaded = load_catalog(Settings(paths=[folder], audit=False), BUILTIN_SPECS)
+    server = ToolbridgeServer(Bridge(loaded.catalog, {"exec": Exploding()}))
+    async with Client(server.server, mode=mode, raise_exceptions=True) as client:
+        result = await client.call_tool("rl_echo", {"message": "hi"})
+    assert result.is_error is True and result.structured_content is None
+    assert text_of(result) == INTERNAL_ERROR
+    assert result.meta is not None and result.meta["toolbridge/code"] == "server.internal"

@@ -5,6 +5,7 @@ parsed command line loads and serves with.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -117,7 +118,8 @@ def _locked_names(text: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(exc.message) from None
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The top-level parser, and each verb's parser by name."""
     parser = argparse.ArgumentParser(
         prog="mcp-toolbridge",
         description="Serve agentcli, AgentPM and Runloop tool manifests as MCP tools.",
@@ -178,7 +180,7 @@ def _parser() -> argparse.ArgumentParser:
     add_client_option(config)
     _add_load_options(config)
     _add_policy_options(config)
-    return parser
+    return parser, dict(verbs.choices)
 
 
 def _add_serve_options(parser: argparse.ArgumentParser) -> None:
@@ -218,8 +220,18 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """The command line parsed (argparse exits with status 2 on a usage error)."""
-    return _parser().parse_args(argv)
+    """The command line parsed (argparse exits with status 2 on a usage error).
+
+    A verb's options may come before, between or after its positional arguments
+    (``call TOOL DIR --args JSON``), and a usage error shows that verb's usage, not the
+    top-level one: the verb's own parser parses everything after the verb, intermixed."""
+    given = list(sys.argv[1:] if argv is None else argv)
+    parser, verbs = _parser()
+    if not given or given[0] not in verbs:
+        return parser.parse_args(given)  # --version, --help, a missing or unknown verb
+    args = verbs[given[0]].parse_intermixed_args(given[1:])
+    args.verb = given[0]
+    return args
 
 
 def settings_of(args: argparse.Namespace) -> Settings:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,9 +48,10 @@ from mcp_toolbridge.executors import (
 )
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.loaders import LoadReport, load_paths
-from mcp_toolbridge.model import ToolSpec
-from mcp_toolbridge.policy import Decision, Policy
+from mcp_toolbridge.model import HttpTransport, ToolSpec
+from mcp_toolbridge.policy import Decision, Policy, Targets, host_of
 from mcp_toolbridge.secrets import SecretResolver
+from mcp_toolbridge.workspace import UNSET_ROOT, default_workspace
 
 BUILTIN_SPECS: tuple[ToolSpec, ...] = (TOOL_SEARCH_SPEC,)
 """The smallest built-in set (tool_search alone), for catalogs loaded without the locked
@@ -79,7 +80,8 @@ class Settings:
     secrets_file: Path | None = None
     policy_file: Path | None = None
     workspace: Path | None = None
-    """Roots every fs capability; default the working directory."""
+    """Roots every fs capability (``--workspace``); None: the client's MCP roots, else the
+    working directory unless that is / or the home folder (see workspace.py)."""
     audit_path: Path | None = None
     """Where audit lines go; None: the per-user data directory."""
     audit: bool = True
@@ -96,8 +98,53 @@ class Settings:
     def manifest_paths(self) -> list[Path]:
         return list(self.paths) if self.paths else [bundled_manifests()]
 
-    def workspace_root(self) -> Path:
-        return (self.workspace or Path.cwd()).resolve()
+    def workspace_root(self) -> Path | None:
+        """The workspace in force: the one given, else the working directory when it is fit
+        to be one; None means there is none (the file tools refuse)."""
+        if self.workspace is not None:
+            return self.workspace.resolve()
+        return default_workspace()
+
+
+HOST_NOT_GRANTED = (
+    "its host is not in the granted net.hosts; grant it in the policy's [requires] net.hosts, "
+    "or declare it in the tool's requirements"
+)
+REFUSED_WHATEVER = (
+    "the policy refuses it whatever its arguments, or does not grant what it requires"
+)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A tool left out of the catalog because of the policy, and why."""
+
+    spec: ToolSpec
+    reason: str
+    """Why, in words shared by every tool left out for the same reason."""
+    detail: str = ""
+    """What is this tool's own (the host it calls)."""
+
+    @classmethod
+    def of(cls, policy: Policy, spec: ToolSpec) -> Skipped:
+        if isinstance(spec.transport, HttpTransport):
+            try:
+                host = host_of(spec.transport.url)
+            except ValueError:
+                host = ""
+            if host and "{" not in host and policy.check_capabilities(spec, Targets(hosts=(host,))):
+                return cls(spec, HOST_NOT_GRANTED, host)
+        return cls(spec, REFUSED_WHATEVER)
+
+    def notice(self) -> Problem:
+        detail = f" ({self.detail})" if self.detail else ""
+        return Problem(
+            self.spec.source.path,
+            f'tool "{self.spec.name}" is not served{detail}: {self.reason}',
+            self.spec.source.locator(self.spec.id),
+            ErrorCode.PERMISSION_DENIED,
+            Severity.NOTICE,
+        )
 
 
 @dataclass(frozen=True)
@@ -111,8 +158,12 @@ class Loaded:
     policy: Policy
     locked: LockedPlan | None = None
     """The locked tools served, when loaded with ``locked=True``."""
-    hidden: tuple[ToolSpec, ...] = ()
+    skipped: tuple[Skipped, ...] = ()
     """Tools left out because the policy refuses them whatever their arguments."""
+
+    @property
+    def hidden(self) -> tuple[ToolSpec, ...]:
+        return tuple(s.spec for s in self.skipped)
 
     @property
     def errors(self) -> list[Problem]:
@@ -129,23 +180,29 @@ def load_policy(settings: Settings) -> Policy:
 
 
 def load_catalog(
-    settings: Settings, builtins: Sequence[ToolSpec] = (), *, locked: bool = False
+    settings: Settings,
+    builtins: Sequence[ToolSpec] = (),
+    *,
+    locked: bool = False,
+    report: LoadReport | None = None,
 ) -> Loaded:
     """Load the manifests, then keep the tools the policy exposes.
 
     ``locked``: serve the locked tools ``settings.locked`` names (configured by the policy
     file), instead of the ``builtins`` given. A tool whose requirements cannot be compiled (an
     undefined variable) is a load error; a tool the policy refuses whatever its arguments is
-    left out, with a notice.
+    left out, with a notice. ``report``: the manifests as already read, instead of reading
+    them again (the policy changed, the manifests did not).
     """
     policy = load_policy(settings)
     plan = _plan(settings, policy) if locked else None
     if plan is not None:
         builtins = plan.specs
-    report = load_paths(settings.manifest_paths(), environ=settings.environ)
+    if report is None:
+        report = load_paths(settings.manifest_paths(), environ=settings.environ)
     problems: list[Problem] = [*(plan.problems if plan else ()), *report.problems]
     exposed: list[ToolSpec] = []
-    hidden: list[ToolSpec] = []
+    hidden: list[Skipped] = []
     tools = [named_as_written(s) for s in report.tools] if settings.keep_names else report.tools
     for spec in [*builtins, *tools]:
         found = policy.requirement_problems(spec)
@@ -154,17 +211,9 @@ def load_catalog(
         elif policy.exposed(spec):
             exposed.append(spec)
         else:
-            hidden.append(spec)
-            problems.append(
-                Problem(
-                    spec.source.path,
-                    f'tool "{spec.name}" is not served: the policy refuses it whatever its '
-                    "arguments, or does not grant what it requires",
-                    spec.source.locator(spec.id),
-                    ErrorCode.PERMISSION_DENIED,
-                    Severity.NOTICE,
-                )
-            )
+            skipped = Skipped.of(policy, spec)
+            hidden.append(skipped)
+            problems.append(skipped.notice())
     problems.extend(policy.unmatchable_rules([*builtins, *tools]))
     catalog, catalog_problems = Catalog.build(exposed, keep_names=settings.keep_names)
     return Loaded(catalog, report, [*problems, *catalog_problems], policy, plan, tuple(hidden))
@@ -173,7 +222,7 @@ def load_catalog(
 def _plan(settings: Settings, policy: Policy) -> LockedPlan:
     return plan_locked(
         settings.locked,
-        workspace=settings.workspace_root(),
+        workspace=settings.workspace_root() or UNSET_ROOT,
         environ=settings.environ,
         config=policy.file,
         origin=str(settings.policy_file or "default policy"),
@@ -254,6 +303,8 @@ class Runtime:
     gate: PolicyGate
     locked: bool
     """Whether the catalog serves the locked tools (kept across reloads)."""
+    report: LoadReport
+    """The manifests as last read (kept when only the workspace moves)."""
     stand_in: Executor | None = None
     """The executor standing in for every transport (replay), kept across reloads."""
 
@@ -274,24 +325,42 @@ class Runtime:
         paths = self.settings.manifest_paths()
         if self.settings.policy_file is not None:
             paths.append(self.settings.policy_file)
-        paths.append(self.settings.workspace_root() / ".toolbridge" / "policy.toml")
+        workspace = self.settings.workspace_root()
+        if workspace is not None:
+            paths.append(workspace / ".toolbridge" / "policy.toml")
         return paths
 
-    def reload(self, builtins: Sequence[ToolSpec] = BUILTIN_SPECS) -> list[Problem]:
-        """Read everything again. A valid result replaces the bridge (calls in flight finish
-        on the one they started with); with any error the current bridge stays and every
-        problem is returned."""
+    def reload(
+        self, builtins: Sequence[ToolSpec] = BUILTIN_SPECS, *, manifests: bool = True
+    ) -> list[Problem]:
+        """Read everything again (without ``manifests``: everything but the manifests). A
+        valid result replaces the bridge (calls in flight finish on the one they started
+        with); with any error the current bridge stays and every problem is returned."""
+        report = None if manifests else self.report
         try:
-            loaded = load_catalog(self.settings, builtins, locked=self.locked)
+            loaded = load_catalog(self.settings, builtins, locked=self.locked, report=report)
         except ConfigError as exc:
             return [exc.problem(str(self.settings.policy_file or "policy"))]
         if loaded.errors:
             return loaded.errors
+        self.report = loaded.report
         gate, executor = _catalog_parts(self.settings, loaded, self.shared)
         self.gate = gate
         executors: dict[str, Executor] = {} if self.stand_in else {"builtin": executor}
         self.bridge = self.bridge.rebuilt(loaded.catalog, gate=gate, executors=executors)
         return []
+
+    def move_workspace(self, workspace: Path | None) -> list[Problem]:
+        """Serve with another workspace (the client's roots; None: the default one): the
+        policy, the project's rules and the locked tools are rebuilt around it, the manifests
+        already read are kept. With any problem nothing changes and the problems are
+        returned."""
+        previous = self.settings
+        self.settings = replace(previous, workspace=workspace)
+        problems = self.reload(manifests=False)
+        if problems:
+            self.settings = previous
+        return problems
 
 
 @asynccontextmanager
@@ -350,7 +419,9 @@ async def open_runtime(
             gate=gate,
             observers=watching,
         )
-        runtime = Runtime(settings, bridge, shared, gate, loaded.locked is not None, stand_in)
+        runtime = Runtime(
+            settings, bridge, shared, gate, loaded.locked is not None, loaded.report, stand_in
+        )
         current.append(runtime)
         yield runtime
 

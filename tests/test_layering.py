@@ -26,6 +26,7 @@ LEVELS = {
     "secrets.py": 0,
     "host.py": 0,
     "forking.py": 0,
+    "workspace.py": 0,
     # what the core works on
     "loaders/": 1,
     "catalog/": 1,

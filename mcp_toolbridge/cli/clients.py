@@ -8,12 +8,17 @@ start servers from an undefined working directory, so nothing relative would wor
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from mcp_toolbridge.builtins import LOCKED_IDS
+from mcp_toolbridge.executors import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
+from mcp_toolbridge.runtime import Settings
 
 SERVER_NAME = "toolbridge"
 
@@ -116,3 +121,57 @@ def client_config(
     args = serve_arguments(paths, policy=policy, workspace=workspace, options=options)
     entry = server_entry(kind, command or server_command(), args)
     return {kind.top_key: {SERVER_NAME: entry}}
+
+
+def args_for(args: argparse.Namespace, settings: Settings) -> list[str]:
+    """The stdio connect hint's arguments: a client started with them serves what this
+    server serves. The workspace is pinned (clients start servers in an undefined working
+    directory); HTTP options are left out, the hint is for stdio."""
+    verb = ["serve"]
+    if getattr(args, "recording", None) is not None:
+        verb = ["replay", _absolute(args.recording)]
+    return serve_arguments(
+        args.paths,
+        policy=args.policy,
+        workspace=settings.workspace_root(),
+        options=serving_options(args),
+        verb=verb,
+    )
+
+
+def _absolute(path: Path) -> str:
+    return str(path.resolve())
+
+
+def serving_options(args: argparse.Namespace) -> list[str]:
+    """The options of ``args`` that change what is served or how it runs, other than the
+    paths, ``--policy`` and ``--workspace``, with paths absolute; defaults are left out."""
+    out: list[str] = []
+    if getattr(args, "loop", "auto") != "auto":
+        out += ["--loop", args.loop]
+    if getattr(args, "keep_names", False):
+        out.append("--keep-names")
+    for folder in getattr(args, "ad_hoc", ()):
+        out += ["--ad-hoc", _absolute(folder)]
+    locked = tuple(getattr(args, "locked", LOCKED_IDS))
+    if locked != LOCKED_IDS:
+        out += ["--locked", ",".join(locked) or "none"]
+    for folder in getattr(args, "skills", ()):
+        out += ["--skills", _absolute(folder)]
+    if getattr(args, "timeout", DEFAULT_TIMEOUT_S) != DEFAULT_TIMEOUT_S:
+        out += ["--timeout", repr(args.timeout)]
+    if getattr(args, "max_concurrency", None) is not None:
+        out += ["--max-concurrency", str(args.max_concurrency)]
+    if getattr(args, "max_output", DEFAULT_MAX_OUTPUT_BYTES) != DEFAULT_MAX_OUTPUT_BYTES:
+        out += ["--max-output", str(args.max_output)]
+    for flag, attr in (("--secrets", "secrets"), ("--audit", "audit"), ("--record", "record")):
+        if getattr(args, attr, None) is not None:
+            out += [flag, _absolute(getattr(args, attr))]
+    if getattr(args, "no_audit", False):
+        out.append("--no-audit")
+    if getattr(args, "expose", "auto") != "auto":
+        out += ["--expose", args.expose]
+    for flag, attr in (("--skip-invalid", "skip_invalid"), ("--watch", "watch")):
+        if getattr(args, attr, False):
+            out.append(flag)
+    return out

@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from mcp_toolbridge.cli.clients import CLIENTS, client_config
+from mcp_toolbridge.cli.clients import CLIENTS, client_config, serving_options
 from mcp_toolbridge.cli.console import EXIT_OK, err, out
-from mcp_toolbridge.cli.serve import serving_options
 
 
 def add_client_option(parser: argparse.ArgumentParser) -> None:

@@ -190,11 +190,8 @@ def _cmd_policy(args: argparse.Namespace) -> int:
 
 
 def _load_for_serving(args: argparse.Namespace) -> Loaded | int:
-    loaded = _load_or_exit(args, allow_errors=args.skip_invalid, builtins=True)
-    if isinstance(loaded, Loaded) and loaded.errors:
-        _print_problems(loaded)
-        err(f"mcp-toolbridge: skipping {len(loaded.errors)} invalid declaration(s)")
-    return loaded
+    """The catalog to serve (with --skip-invalid, its problems are reported by serve)."""
+    return _load_or_exit(args, allow_errors=args.skip_invalid, builtins=True)
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:

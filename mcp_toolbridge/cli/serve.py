@@ -15,14 +15,14 @@ import anyio
 
 from mcp_toolbridge import __version__
 from mcp_toolbridge.bridge import Observer, Recorder
-from mcp_toolbridge.builtins import LOCKED_IDS
 from mcp_toolbridge.cli.allocator import pin_mmap_threshold
-from mcp_toolbridge.cli.clients import serve_arguments, server_command
+from mcp_toolbridge.cli.clients import args_for, server_command
 from mcp_toolbridge.cli.console import EXIT_OK, err
 from mcp_toolbridge.cli.event_loop import LOOPS, backend_options
 from mcp_toolbridge.cli.reload import reload_on_change
+from mcp_toolbridge.cli.startup import follow_roots, loaded_lines, workspace_line
 from mcp_toolbridge.errors import ConfigError, ErrorCode
-from mcp_toolbridge.executors import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S, Executor
+from mcp_toolbridge.executors import Executor
 from mcp_toolbridge.runtime import Loaded, Settings, open_runtime
 
 if TYPE_CHECKING:
@@ -149,9 +149,14 @@ def run_server(
             runtime = await stack.enter_async_context(
                 open_runtime(settings, loaded, observers=observers, stand_in=stand_in)
             )
+            follows = settings.workspace is None and http is None  # one client: its roots
             server = ToolbridgeServer(
-                runtime.bridge, expose=args.expose, on_session_end=runtime.end_session
+                runtime.bridge,
+                expose=args.expose,
+                on_session_end=runtime.end_session,
+                roots=(lambda roots: moved(roots)) if follows else None,
             )
+            moved = follow_roots(runtime, server, say)
             where = ", ".join(str(p) for p in settings.manifest_paths())
             head = (
                 f"mcp-toolbridge {__version__}: {what} {len(loaded.catalog)} tools from "
@@ -169,6 +174,7 @@ def run_server(
                     hint = [*command[1:], *args_for(args, settings)]
                     entry = {"command": command[0], "args": hint}
                     err(f"{head}, over stdio; connect a client with {json.dumps(entry)}")
+                    report(loaded, settings, follows)
                     await server.run_stdio()
                 else:
                     service = HttpService(server, http)
@@ -176,6 +182,7 @@ def run_server(
                     mode = "stateless" if http.stateless else "stateful"
                     auth = "bearer token required" if http.token else "no token (loopback only)"
                     err(f"{head}, over streamable HTTP at {url} ({mode}, {auth})")
+                    report(loaded, settings, follows)
                     await service.serve()
                 group.cancel_scope.cancel()  # the client is gone: stop watching too
 
@@ -183,55 +190,12 @@ def run_server(
     return EXIT_OK
 
 
-def args_for(args: argparse.Namespace, settings: Settings) -> list[str]:
-    """The stdio connect hint's arguments: a client started with them serves what this
-    server serves. The workspace is pinned (clients start servers in an undefined working
-    directory); HTTP options are left out, the hint is for stdio."""
-    verb = ["serve"]
-    if getattr(args, "recording", None) is not None:
-        verb = ["replay", _absolute(args.recording)]
-    return serve_arguments(
-        args.paths,
-        policy=args.policy,
-        workspace=settings.workspace_root(),
-        options=serving_options(args),
-        verb=verb,
-    )
+def say(line: str) -> None:
+    err(f"mcp-toolbridge: {line}")
 
 
-def _absolute(path: Path) -> str:
-    return str(path.resolve())
-
-
-def serving_options(args: argparse.Namespace) -> list[str]:
-    """The options of ``args`` that change what is served or how it runs, other than the
-    paths, ``--policy`` and ``--workspace``, with paths absolute; defaults are left out."""
-    out: list[str] = []
-    if getattr(args, "loop", "auto") != "auto":
-        out += ["--loop", args.loop]
-    if getattr(args, "keep_names", False):
-        out.append("--keep-names")
-    for folder in getattr(args, "ad_hoc", ()):
-        out += ["--ad-hoc", _absolute(folder)]
-    locked = tuple(getattr(args, "locked", LOCKED_IDS))
-    if locked != LOCKED_IDS:
-        out += ["--locked", ",".join(locked) or "none"]
-    for folder in getattr(args, "skills", ()):
-        out += ["--skills", _absolute(folder)]
-    if getattr(args, "timeout", DEFAULT_TIMEOUT_S) != DEFAULT_TIMEOUT_S:
-        out += ["--timeout", repr(args.timeout)]
-    if getattr(args, "max_concurrency", None) is not None:
-        out += ["--max-concurrency", str(args.max_concurrency)]
-    if getattr(args, "max_output", DEFAULT_MAX_OUTPUT_BYTES) != DEFAULT_MAX_OUTPUT_BYTES:
-        out += ["--max-output", str(args.max_output)]
-    for flag, attr in (("--secrets", "secrets"), ("--audit", "audit"), ("--record", "record")):
-        if getattr(args, attr, None) is not None:
-            out += [flag, _absolute(getattr(args, attr))]
-    if getattr(args, "no_audit", False):
-        out.append("--no-audit")
-    if getattr(args, "expose", "auto") != "auto":
-        out += ["--expose", args.expose]
-    for flag, attr in (("--skip-invalid", "skip_invalid"), ("--watch", "watch")):
-        if getattr(args, attr, False):
-            out.append(flag)
-    return out
+def report(loaded: Loaded, settings: Settings, follows_roots: bool) -> None:
+    """What was loaded and left out, and where the workspace is, after the banner."""
+    for line in loaded_lines(loaded):
+        say(line)
+    say(workspace_line(settings, follows_roots=follows_roots))

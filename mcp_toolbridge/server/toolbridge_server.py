@@ -29,6 +29,7 @@ from mcp_toolbridge.catalog import Catalog
 from mcp_toolbridge.errors import ErrorCode, UnknownToolError
 from mcp_toolbridge.host import CallContext, InputPending
 from mcp_toolbridge.server.host import McpHost
+from mcp_toolbridge.server.roots import RootsChanged, RootsFollower
 from mcp_toolbridge.server.stdio import stdio_transport
 from mcp_toolbridge.server.wire import to_result, to_tool
 
@@ -127,7 +128,10 @@ class ToolbridgeServer:
         *,
         expose: Expose = "auto",
         on_session_end: SessionEnd | None = None,
+        roots: RootsChanged | None = None,
     ) -> None:
+        """``roots``: follow the client's MCP roots (stdio and in-memory connections), calling
+        it with them on every change; None leaves the workspace as it is."""
         self.session_id = uuid.uuid4().hex
         self._requested_expose: Expose = expose
         self._loaded: dict[str, list[str]] = {}
@@ -150,6 +154,9 @@ class ToolbridgeServer:
         )
         self.server.middleware.append(self._remember_sessions)
         self.server.middleware.append(self._cache_tools_list)
+        self._roots = RootsFollower(roots) if roots is not None else None
+        if self._roots is not None:
+            self._roots.install(self.server)
         # Seal the requestState of 2026 multi-round-trip calls (confirmation, question):
         # an answer counts only together with state this server minted for that call.
         self.server.middleware.append(
@@ -295,6 +302,10 @@ class ToolbridgeServer:
             entry = self.bridge.entry(params.name)
         except UnknownToolError as exc:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {exc.tool}") from exc
+        if self._roots is not None and _scope(ctx) == PROCESS_SCOPE:
+            ask = await self._roots.before_call(ctx, params, entry.spec)
+            if ask is not None:
+                return ask
 
         async def progress(current: float, total: float | None, message: str | None) -> None:
             await ctx.session.report_progress(current, total, message)

@@ -14,8 +14,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from mcp_toolbridge.cli.clients import args_for
 from mcp_toolbridge.cli.main import main, parse_args, settings_of
-from mcp_toolbridge.cli.serve import args_for
 from mcp_toolbridge.runtime import Settings
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 

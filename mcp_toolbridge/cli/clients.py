@@ -1,14 +1,21 @@
-"""Client configuration snippets (``mcp-toolbridge config --client NAME``).
+"""Client configuration snippets (``mcp-toolbridge config --client NAME``), and the connect
+hint ``serve`` prints.
 
 Every snippet starts this installation over stdio with absolute paths: the ``mcp-toolbridge``
 executable found beside the running Python (or on PATH), else ``python -m mcp_toolbridge``
-with the absolute interpreter; manifest, policy and workspace paths made absolute. Clients
-start servers from an undefined working directory, so nothing relative would work.
+with the absolute interpreter; run by ``uvx`` (an environment in uv's cache, which uv may
+prune), ``uvx mcp-toolbridge``. Manifest and policy paths are made absolute. Clients start
+servers from an undefined working directory (Claude Desktop: ``/``), so nothing relative
+would work, and every snippet names the workspace: the client's own variable for its open
+folder where it has one (VS Code and Cursor: ``${workspaceFolder}``), an absolute path
+otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import shutil
 import sys
 from collections.abc import Sequence
@@ -17,8 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from mcp_toolbridge.builtins import LOCKED_IDS
+from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.executors import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
 from mcp_toolbridge.runtime import Settings
+from mcp_toolbridge.workspace import default_workspace, unfit_reason
 
 SERVER_NAME = "toolbridge"
 
@@ -32,6 +41,8 @@ class ClientKind:
     top_key: str
     typed: bool
     """Whether entries carry ``"type": "stdio"``."""
+    folder_variable: str | None = None
+    """What the client replaces with the folder it has open, in ``args``."""
 
 
 CLIENTS = {
@@ -58,6 +69,7 @@ CLIENTS = {
             ".vscode/mcp.json in the workspace (or the user profile's mcp.json)",
             "servers",
             True,
+            "${workspaceFolder}",
         ),
         ClientKind(
             "cursor",
@@ -65,13 +77,33 @@ CLIENTS = {
             ".cursor/mcp.json in the project (or ~/.cursor/mcp.json for every project)",
             "mcpServers",
             False,
+            "${workspaceFolder}",
         ),
     )
 }
 
 
-def server_command() -> list[str]:
-    """How to start this installation: its console script, else ``python -m``."""
+_UV_CACHE_BUCKET = re.compile(r"(environments|archive|builds)-v\d+")
+
+
+def in_uv_cache(prefix: Path) -> bool:
+    """Whether ``prefix`` (an environment) is one uv made in its cache for ``uvx``."""
+    cache = os.environ.get("UV_CACHE_DIR")
+    if cache and prefix.is_relative_to(Path(cache).absolute()):
+        return True
+    parts = prefix.parts
+    return any(
+        _UV_CACHE_BUCKET.fullmatch(part) and "uv" in parts[:i] for i, part in enumerate(parts)
+    )
+
+
+def server_command(prefix: Path | None = None) -> list[str]:
+    """How to start this installation (the environment at ``prefix``, default this one): its
+    console script, else ``python -m``; ``uvx mcp-toolbridge`` when uvx runs it."""
+    prefix = Path(sys.prefix) if prefix is None else prefix
+    if in_uv_cache(prefix):
+        uvx = shutil.which("uvx")
+        return [str(Path(uvx).absolute()) if uvx else "uvx", "mcp-toolbridge"]
     beside = Path(sys.executable).parent / "mcp-toolbridge"
     if beside.is_file():
         return [str(beside)]
@@ -85,18 +117,21 @@ def serve_arguments(
     paths: Sequence[Path],
     *,
     policy: Path | None = None,
-    workspace: Path | None = None,
+    workspace: Path | str | None = None,
     options: Sequence[str] = (),
     verb: Sequence[str] = ("serve",),
 ) -> list[str]:
     """``serve`` (or ``verb``), its options and the manifest paths, every path absolute.
 
+    ``workspace``: a path (made absolute), or a client's variable (kept as written).
     ``options`` are further options, already absolute (see ``serving_options``)."""
     args = list(verb)
     if policy is not None:
         args += ["--policy", str(policy.resolve())]
+    if isinstance(workspace, Path):
+        workspace = str(workspace.resolve())
     if workspace is not None:
-        args += ["--workspace", str(workspace.resolve())]
+        args += ["--workspace", workspace]
     return [*args, *options, *(str(p.resolve()) for p in paths)]
 
 
@@ -116,9 +151,20 @@ def client_config(
     options: Sequence[str] = (),
     command: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """The whole config file content for ``client`` with one server, ``toolbridge``."""
+    """The whole config file content for ``client`` with one server, ``toolbridge``.
+
+    The workspace is ``workspace`` when given, else the client's folder variable, else the
+    working directory; ConfigError when that is ``/`` or the home folder."""
     kind = CLIENTS[client]
-    args = serve_arguments(paths, policy=policy, workspace=workspace, options=options)
+    chosen: Path | str | None = workspace or kind.folder_variable or default_workspace()
+    if chosen is None:
+        raise ConfigError(
+            f"{kind.title} starts servers in a folder nobody chose, so the config must name "
+            f"the workspace, and the working directory is {unfit_reason(Path.cwd())}: run "
+            "this in the project folder, or add --workspace DIR",
+            code=ErrorCode.CONFIG_INVALID,
+        )
+    args = serve_arguments(paths, policy=policy, workspace=chosen, options=options)
     entry = server_entry(kind, command or server_command(), args)
     return {kind.top_key: {SERVER_NAME: entry}}
 

@@ -142,7 +142,15 @@ def test_config_carries_the_options_that_shape_the_catalog(
     argv = ["--client", "cursor", str(tmp_path), "--keep-names", "--locked", "read"]
     assert main(["config", *argv]) == 0
     entry = json.loads(capsys.readouterr().out)["mcpServers"]["toolbridge"]
-    assert entry["args"][-5:] == ["serve", "--keep-names", "--locked", "read", str(tmp_path)]
+    assert entry["args"][-7:] == [
+        "serve",
+        "--workspace",
+        "${workspaceFolder}",
+        "--keep-names",
+        "--locked",
+        "read",
+        str(tmp_path),
+    ]
 
 
 @pytest.mark.e2e

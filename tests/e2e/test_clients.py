@@ -29,6 +29,7 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client, MCPDeprecationWarning, StdioServerParameters
+from mcp.client.session import ClientRequestContext
 
 from mcp_toolbridge.cli.main import main
 from mcp_toolbridge.workspace import no_workspace_hint
@@ -181,7 +182,7 @@ async def test_the_clients_roots_move_the_workspace(mode: str, tmp_path: Path, h
     current = [first]
     changed = anyio.Event()
 
-    async def list_roots(_ctx: Any) -> types.ListRootsResult:
+    async def list_roots(context: ClientRequestContext) -> types.ListRootsResult | types.ErrorData:
         return _roots(*current)
 
     async def on_message(message: Any) -> None:

@@ -7,11 +7,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
+from anyio.abc import TaskStatus
 
 from mcp_toolbridge import __version__
 from mcp_toolbridge.bridge import Observer, Recorder
@@ -175,6 +177,7 @@ def run_server(
                     entry = {"command": command[0], "args": hint}
                     err(f"{head}, over stdio; connect a client with {json.dumps(entry)}")
                     report(loaded, settings, follows)
+                    await group.start(_stop_on_sigterm, group.cancel_scope)
                     await server.run_stdio()
                 else:
                     service = HttpService(server, http)
@@ -188,6 +191,19 @@ def run_server(
 
     anyio.run(run, backend_options=loop_options)
     return EXIT_OK
+
+
+async def _stop_on_sigterm(
+    scope: anyio.CancelScope, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+) -> None:
+    """SIGTERM (how clients stop a server that outlives the end of its stdin) cancels the
+    calls still running, so their process groups are killed, and ends serving."""
+    with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+        task_status.started()
+        async for _ in signals:
+            say("SIGTERM: stopping; calls still running are cancelled")
+            scope.cancel()
+            return
 
 
 def say(line: str) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 
+from mcp_toolbridge.cli.ask import TerminalHost
 from mcp_toolbridge.cli.config import print_config
 from mcp_toolbridge.cli.console import (
     EXIT_BROKEN_PIPE,
@@ -28,6 +29,7 @@ from mcp_toolbridge.cli.inspect import print_interface
 from mcp_toolbridge.cli.parsing import parse_args, settings_of
 from mcp_toolbridge.cli.serve import run_server
 from mcp_toolbridge.errors import Severity, ToolbridgeError, UnknownToolError
+from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.runtime import Loaded, bundled_manifests, load_catalog, open_bridge
 
 
@@ -112,9 +114,10 @@ def _cmd_call(args: argparse.Namespace) -> int:
         return loaded
 
     async def run() -> int:
+        ctx = CallContext(host=TerminalHost.attached())  # no terminal: headless, ask = deny
         async with open_bridge(settings_of(args), loaded) as bridge:
             try:
-                outcome = await bridge.call(args.tool, arguments)
+                outcome = await bridge.call(args.tool, arguments, ctx)
             except UnknownToolError as exc:
                 err(f"mcp-toolbridge: {exc}")
                 return EXIT_LOAD

@@ -22,7 +22,12 @@ from mcp_toolbridge.cli.clients import args_for, server_command
 from mcp_toolbridge.cli.console import EXIT_OK, err
 from mcp_toolbridge.cli.event_loop import LOOPS, backend_options
 from mcp_toolbridge.cli.reload import reload_on_change
-from mcp_toolbridge.cli.startup import follow_roots, loaded_lines, workspace_line
+from mcp_toolbridge.cli.startup import (
+    follow_roots,
+    loaded_lines,
+    problem_lines,
+    workspace_line,
+)
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.executors import Executor
 from mcp_toolbridge.runtime import Loaded, Settings, open_runtime
@@ -214,4 +219,6 @@ def report(loaded: Loaded, settings: Settings, follows_roots: bool) -> None:
     """What was loaded and left out, and where the workspace is, after the banner."""
     for line in loaded_lines(loaded):
         say(line)
+    for line in problem_lines(loaded.errors):
+        err(line)
     say(workspace_line(settings, follows_roots=follows_roots))

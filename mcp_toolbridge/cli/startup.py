@@ -42,7 +42,6 @@ def loaded_lines(loaded: Loaded) -> list[str]:
         shown = ", ".join(parts[:MANIFESTS_SHOWN])
         tail = f" and {more} more manifests" if more > 0 else ""
         lines.append(f"tools served per manifest: {shown}{tail}")
-    lines.extend(_problem_lines(loaded.errors))
     by_reason: dict[str, list[str]] = defaultdict(list)
     for skipped in loaded.skipped:
         detail = f" [{skipped.detail}]" if skipped.detail else ""
@@ -56,15 +55,17 @@ def loaded_lines(loaded: Loaded) -> list[str]:
     return lines
 
 
-def _problem_lines(errors: Sequence[Problem]) -> list[str]:
+def problem_lines(errors: Sequence[Problem]) -> list[str]:
+    """The problems --skip-invalid stepped over, like compiler output (the first few), and a
+    count of them."""
     if not errors:
         return []
-    lines = [f"not served: {len(errors)} invalid declaration(s) (--skip-invalid):"]
-    lines += [f"  {p.render()}" for p in errors[:PROBLEMS_SHOWN]]
-    if len(errors) > PROBLEMS_SHOWN:
-        lines.append(
-            f"  and {len(errors) - PROBLEMS_SHOWN} more (mcp-toolbridge lint lists them all)"
-        )
+    lines = [p.render() for p in errors[:PROBLEMS_SHOWN]]
+    unshown = len(errors) - PROBLEMS_SHOWN
+    more = f"; {unshown} more not shown (mcp-toolbridge lint lists them all)" if unshown > 0 else ""
+    lines.append(
+        f"mcp-toolbridge: not served: {len(errors)} invalid declaration(s) (--skip-invalid){more}"
+    )
     return lines
 
 

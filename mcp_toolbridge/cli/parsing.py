@@ -82,7 +82,8 @@ def _add_policy_options(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="DIR",
-        help="the root of every file capability (default: the working directory)",
+        help="the folder the file tools and bash work in (default: the client's MCP roots, "
+        "else the working directory unless it is / or the home folder)",
     )
     parser.add_argument(
         "--ad-hoc",

@@ -9,9 +9,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Protocol
 
-from mcp_toolbridge.bridge import Bridge
+from mcp_toolbridge.cli.reload import Publisher
 from mcp_toolbridge.errors import Problem
 from mcp_toolbridge.runtime import Loaded, Runtime, Settings
 from mcp_toolbridge.workspace import unfit_reason, workspace_from_roots
@@ -84,10 +83,6 @@ def workspace_line(settings: Settings, *, follows_roots: bool) -> str:
         f"default; read, write, edit, glob, grep and bash refuse every call {until}"
         "(start the server with --workspace DIR to choose one)"
     )
-
-
-class Publisher(Protocol):
-    async def swap(self, bridge: Bridge) -> None: ...
 
 
 def follow_roots(

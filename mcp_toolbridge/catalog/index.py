@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from mcp_toolbridge.catalog.index_build import FIELDS, K1, MAX_ENUM_VALUES, build_postings
+from mcp_toolbridge.catalog.scripts import UNSPACED
 from mcp_toolbridge.catalog.text import (
     ABBREVIATIONS,
     STOP_WORDS,
@@ -58,7 +59,7 @@ SIBLING_WEIGHT = 0.15
 siblings (tools of one server), so a tool whose siblings cover the rest of the request rises."""
 SIBLING_POOL = 3
 """Sibling evidence is gathered from the ``SIBLING_POOL × n`` best tools of a clause."""
-RANKING_REVISION = 2
+RANKING_REVISION = 3
 """Raised whenever ranking or analysis code changes in a way the constants below miss."""
 RANKING_CONFIG = hashlib.sha256(
     repr(
@@ -69,14 +70,15 @@ RANKING_CONFIG = hashlib.sha256(
             MAX_ENUM_VALUES,
             sorted(STOP_WORDS),
             sorted(ABBREVIATIONS.items()),
+            UNSPACED,
             SIBLING_WEIGHT,
             SIBLING_POOL,
         )
     ).encode()
 ).hexdigest()[:16]
 """One value naming everything a built index's postings and rankings depend on (field weights,
-saturation, analysis, sibling evidence): a cache of built indexes keys on it, so a change to
-any of them invalidates what was cached."""
+saturation, analysis and the scripts read as bigrams, sibling evidence): a cache of built
+indexes keys on it, so a change to any of them invalidates what was cached."""
 _PRUNE_FROM = 1024
 """Posting lists shorter than this are always walked; pruning only pays on long ones."""
 
@@ -166,11 +168,11 @@ class SearchIndex:
         pinned = [d for d in self._named_in(text) if visible is None or visible(self._names[d])]
         want = k + len(pinned)
         request = strip_courtesies(text)
-        clauses = [t for t in map(self._analyzer.terms, split_clauses(request)) if t]
+        clauses = [t for t in map(self._analyzer.query_terms, split_clauses(request)) if t]
         if len(clauses) > 1:
             ranked = interleave([self._top(c, want, visible) for c in clauses], want)
         else:
-            ranked = self._top(self._analyzer.terms(request), want, visible)
+            ranked = self._top(self._analyzer.query_terms(request), want, visible)
         taken = set(pinned)
         rest = [(score, d) for score, d in ranked if d not in taken]
         top = rest[0][0] if rest else 0.0

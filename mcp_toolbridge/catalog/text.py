@@ -1,8 +1,10 @@
-"""Text analysis for tool search: identifier-aware word splitting, stop words, English stemming
-and splitting a request into clauses. Pure functions; no I/O.
+"""Text analysis for tool search: identifier-aware word splitting, folding and the scripts
+written without spaces (``scripts.py``), stop words, English stemming and splitting a request
+into clauses. Pure functions; no I/O.
 
 The same ``Analyzer`` turns tool texts (at index time) and queries (at search time) into terms,
-so both sides always agree on what a term is.
+so both sides always agree on what a term is; the one difference is that index text also gets
+the single characters of a run of Han, kana, Hangul, Thai..., for one-character queries.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ from collections.abc import Callable, Iterable
 
 import Stemmer
 
-# Runs of letters and digits (any script); everything else separates words.
-_RUN = re.compile(r"[^\W_]+")
+from mcp_toolbridge.catalog.scripts import bigrams, fold, runs
+
 # Inside an ASCII run: acronyms before a capitalised word ("HTTPServer" -> HTTP, Server),
 # capitalised or lowercase words, bare acronyms; a trailing digit run stays with its word
 # ("base64", "utf8", "S3") because those digits are part of the name, not a separate word.
@@ -104,20 +106,28 @@ ABBREVIATIONS: dict[str, str] = {
 }
 
 
-def split_words(text: str) -> list[str]:
+def split_words(text: str, *, unigrams: bool = True) -> list[str]:
     """Lowercase words of ``text``, splitting identifiers as well as prose.
 
     ``getUserName``, ``get_user_name``, ``get-user-name`` and ``get.user.name`` all give
-    ``["get", "user", "name"]``; non-ASCII words are kept whole.
+    ``["get", "user", "name"]``. Text that is not ASCII is folded first (``café`` -> ``cafe``,
+    ``ＡＰＩ`` -> ``API``), and a run of a script written without spaces gives its character
+    bigrams, then (``unigrams``) its characters; a one-character run is itself either way.
+    Other non-ASCII words are kept whole, case-folded.
     """
     if text.isascii():  # the common case: one regex pass over the whole text
         return "\0".join(_CAMEL.findall(text)).lower().split("\0") if text else []
+    text = fold(text)
+    if text.isascii():
+        return "\0".join(_CAMEL.findall(text)).lower().split("\0") if text else []
     out: list[str] = []
-    for run in _RUN.findall(text):
-        if run.islower() or run.isdigit() or not run.isascii():
-            out.append(run.lower())
-        else:
+    for run, unspaced in runs(text):
+        if unspaced:
+            out += bigrams(run, unigrams=unigrams)
+        elif run.isascii() and not run.islower():
             out.extend(part.lower() for part in _CAMEL.findall(run))
+        else:
+            out.append(run.casefold())
     return out
 
 
@@ -149,7 +159,16 @@ class Analyzer:
         self._memo: dict[str, str] = {}
 
     def terms(self, text: str) -> list[str]:
-        words = split_words(text)
+        """The index terms of a tool's text."""
+        return self._terms(split_words(text))
+
+    def query_terms(self, text: str) -> list[str]:
+        """The terms of a query: as :meth:`terms`, but a run of a script written without
+        spaces gives only its bigrams (its characters alone when it is one character), since
+        a query's bigrams already say which characters stand together."""
+        return self._terms(split_words(text, unigrams=False))
+
+    def _terms(self, words: list[str]) -> list[str]:
         memo = self._memo
         try:
             return list(filter(None, map(memo.__getitem__, words)))
@@ -193,13 +212,14 @@ def strip_courtesies(query: str) -> str:
 # and replace" is one intent. Dots inside identifiers ("mail.send") and decimals are not
 # sentence ends because a sentence end must be followed by white space or the end. Ordinals
 # and "next" count only when a comma follows ("Next, ..."), so "next week" stays a phrase.
+# The full stops of Chinese and Japanese (。！？；) end a sentence with no space after them.
 _CONNECTIVE = (
     r"(?:and\s+)?(?:then|also|additionally|afterwards?|after\s+that|finally|furthermore|"
     r"moreover|lastly|plus|as\s+well\s+as|in\s+addition|besides|subsequently|"
     r"(?:first|second|third|next)(?:ly)?(?=\s*,))\b"
 )
 _CLAUSE_BREAK = re.compile(
-    rf"(?:[.!?;]+[\"'’”)\]]*(?:\s+|$)|\n+|^\s*)(?:{_CONNECTIVE})?"
+    rf"(?:[.!?;]+[\"'’”)\]]*(?:\s+|$)|[。！？；]+[」』”）]*\s*|\n+|^\s*)(?:{_CONNECTIVE})?"
     rf"|(?:,|\band\b)\s*{_CONNECTIVE}|\bas\s+well\s+as\b",
     re.IGNORECASE,
 )

@@ -47,6 +47,14 @@ def tool_meta(spec: ToolSpec) -> dict[str, Any]:
     return meta
 
 
+def tool_title(spec: ToolSpec) -> str | None:
+    """The title a client shows: the declared one, else the id as written when its MCP name is
+    a transliteration (``翻译文本`` served as ``FanYiWenBen``), so a person still reads it."""
+    if spec.title or spec.id.isascii() or spec.is_locked:
+        return spec.title
+    return spec.id
+
+
 def to_tool(spec: ToolSpec, *, modern: bool) -> types.Tool:
     output_schema = spec.output_schema
     if output_schema is not None and wraps_output(spec, modern):
@@ -56,8 +64,9 @@ def to_tool(spec: ToolSpec, *, modern: bool) -> types.Tool:
             "required": ["result"],
         }
     safety = spec.safety
+    title = tool_title(spec)
     annotations = types.ToolAnnotations(
-        title=spec.title,
+        title=title,
         read_only_hint=safety.read_only,
         destructive_hint=safety.destructive,
         idempotent_hint=safety.idempotent,
@@ -65,7 +74,7 @@ def to_tool(spec: ToolSpec, *, modern: bool) -> types.Tool:
     )
     return types.Tool(
         name=spec.name,
-        title=spec.title,
+        title=title,
         description=spec.description,
         input_schema=spec.input_schema,
         output_schema=output_schema,

@@ -1,18 +1,18 @@
 """Tool-retrieval quality of SearchIndex on every benchmark set, against the best plain BM25.
 
-    .venv/bin/python benchmarks/toolsearch.py [--bench-dir DIR] [--sets NAME ...]
+    .venv/bin/python benchmarks/toolsearch.py [--bench-dir DIR ...] [--sets NAME ...]
         [--tools tools.jsonl --queries queries.jsonl] [--half 1|2] [--grid full|classic]
         [--stemmer pystemmer|snowballstemmer|suffix|none]
         [--without clauses|abbreviations|courtesies|siblings|groups ...]
         [--names exact|identifiers|anywhere] [--columns all]
 
-Every folder of ``--bench-dir`` (default ``../shared/toolsearch-bench`` beside the repository, or
-beside the nearest folder above it that has ``shared/``)
-that holds ``tools.jsonl`` and ``queries-dev.jsonl`` is a set; ``--sets`` picks some by folder
-name, ``--tools``/``--queries`` run one pair of files instead. A tool row has ``id``, ``name``,
-``description``, ``parameters`` and, where the set groups its tools, the group (the first of
-``namespace``, ``server``, ``service``, ``category``), which becomes the tool's namespace as a
-manifest's folder would.
+Every folder of each ``--bench-dir`` (default: ``../shared/toolsearch-bench`` beside the
+repository, or beside the nearest folder above it that has ``shared/``, and this repository's
+``benchmarks/sets``) that holds ``tools.jsonl`` and ``queries-dev.jsonl`` is a set; ``--sets``
+picks some by folder name, ``--tools``/``--queries`` run one pair of files instead. A tool row
+has ``id``, ``name``, ``description``, ``parameters`` and, where the set groups its tools, the
+group (the first of ``namespace``, ``server``, ``service``, ``category``), which becomes the
+tool's namespace as a manifest's folder would.
 
 Per set, measured in the same process with the same analyzer: SearchIndex, and plain BM25 (one
 field: split name, namespace, description, parameter texts) in the standard variants of
@@ -62,6 +62,8 @@ BENCH_DIR = next(
 )
 """``../shared/toolsearch-bench`` beside the repository (or beside a folder above it, for a
 git worktree kept elsewhere)."""
+OWN_SETS = ROOT / "benchmarks" / "sets"
+"""Sets kept with the code: ``languages`` (Chinese, Japanese, Korean, accented Latin)."""
 BENCH = BENCH_DIR / "seal-tools"
 K = 10
 GROUP_FIELDS = ["namespace", "server", "service", "category"]
@@ -198,7 +200,7 @@ def run_set(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--bench-dir", type=Path, default=BENCH_DIR)
+    parser.add_argument("--bench-dir", type=Path, nargs="+", default=[BENCH_DIR, OWN_SETS])
     parser.add_argument("--sets", nargs="+", help="folder names under --bench-dir (default: all)")
     parser.add_argument("--tools", type=Path, help="one set's tools.jsonl (with --queries)")
     parser.add_argument("--queries", type=Path, help="one set's queries.jsonl (with --tools)")
@@ -231,11 +233,11 @@ def main() -> None:
         queries = args.queries or tools.with_name("queries-dev.jsonl")
         sets = [(tools.parent.name, tools, queries)]
     else:
-        sets = discover(args.bench_dir)
+        sets = [s for folder in args.bench_dir if folder.is_dir() for s in discover(folder)]
         if args.sets:
             sets = [s for s in sets if s[0] in args.sets]
         if not sets:
-            raise SystemExit(f"no benchmark sets under {args.bench_dir}")
+            raise SystemExit(f"no benchmark sets under {', '.join(map(str, args.bench_dir))}")
     results = {name: run_set(name, tools, queries, args) for name, tools, queries in sets}
 
     print("\n## summary: SearchIndex vs the best BM25 variant per metric")

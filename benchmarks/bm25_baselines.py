@@ -60,7 +60,7 @@ class PlainBM25:
     def search(self, query: str, k: int) -> list[str]:
         n = len(self.names)
         scores: dict[int, float] = {}
-        for term, qtf in Counter(self.analyzer.query_terms(query)).items():
+        for term, qtf in Counter(self.analyzer.terms(query)).items():
             posting = self.postings.get(term, [])
             idf = math.log(1 + (n - len(posting) + 0.5) / (len(posting) + 0.5))
             for doc, tf in posting:

@@ -103,7 +103,7 @@ def build_bm25s(specs: list[ToolSpec], clauses: bool) -> Search:
         if len(parts) > 1:
             hits = interleave([ranked(p, k) for p in parts], k)
         else:
-            hits = ranked(analyzer.query_terms(query), k)
+            hits = ranked(analyzer.terms(query), k)
         return [names[d] for _, d in hits]
 
     search.keep = retriever  # type: ignore[attr-defined]
@@ -128,7 +128,7 @@ def build_tantivy(specs: list[ToolSpec]) -> Search:
     names = [s.name for s in specs]
 
     def search(query: str, k: int) -> list[str]:
-        terms = analyzer.query_terms(query)
+        terms = analyzer.terms(query)
         if not terms:
             return []
         should = [

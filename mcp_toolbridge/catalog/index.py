@@ -168,11 +168,11 @@ class SearchIndex:
         pinned = [d for d in self._named_in(text) if visible is None or visible(self._names[d])]
         want = k + len(pinned)
         request = strip_courtesies(text)
-        clauses = [t for t in map(self._analyzer.query_terms, split_clauses(request)) if t]
+        clauses = [t for t in map(self._analyzer.terms, split_clauses(request)) if t]
         if len(clauses) > 1:
             ranked = interleave([self._top(c, want, visible) for c in clauses], want)
         else:
-            ranked = self._top(self._analyzer.query_terms(request), want, visible)
+            ranked = self._top(self._analyzer.terms(request), want, visible)
         taken = set(pinned)
         rest = [(score, d) for score, d in ranked if d not in taken]
         top = rest[0][0] if rest else 0.0

@@ -7,10 +7,13 @@ are spelled out (``ß`` -> ``ss``, ``ø`` -> ``o``). Marks that are part of a le
 scripts stay: kana voicing (``が`` is not ``か``), Thai vowels, Indic vowel signs.
 
 Han, kana, Hangul, Thai, Lao, Khmer, Myanmar and Yi are written without spaces between words,
-so a run of them is cut into overlapping character bigrams (``翻译文本`` -> 翻译, 译文, 文本),
-which a query's bigrams meet wherever its words appear (Kwok 1997; Lucene's CJK analyzer).
-Index text also gets each character alone, for queries of one character. Korean separates
-phrases with spaces but attaches particles to words (``파일을``), so bigrams serve it too.
+so a run of them becomes its overlapping character bigrams and its characters (``翻译文本`` ->
+翻译, 译文, 文本, 翻, 译, 文, 本): a query's bigrams meet the words it shares with a text
+wherever they stand, and its characters the words it shares only in part (下雨 "to rain" and
+降雨 "rainfall"), at a lower weight since characters are common (the n-gram indexing of
+Chinese IR: Kwok 1997, Nie et al. 2000; docs/search.md has the comparison with bigrams alone
+and with a word segmenter). Korean separates phrases with spaces but attaches particles to
+words (``파일을``), so the same cut serves it.
 
 Everything here runs only on text that is not ASCII. Pure functions; no I/O.
 """
@@ -109,14 +112,11 @@ def runs(text: str) -> Iterator[tuple[str, bool]]:
         yield (unspaced, True) if unspaced else (match.group(2), False)
 
 
-def bigrams(run: str, *, unigrams: bool) -> list[str]:
-    """The overlapping character bigrams of a run of an unspaced script, then (``unigrams``)
-    each character alone; a one-character run is itself. A character keeps its marks."""
+def grams(run: str) -> list[str]:
+    """The overlapping character bigrams of a run of an unspaced script, then its characters;
+    a one-character run is itself. A character keeps its marks (Thai vowels)."""
     # Without marks (Han, kana and Hangul have none once composed) a character is a unit.
     units = list(run) if run.isalnum() else _patterns()[1].findall(run)
     if len(units) == 1:
         return units
-    out = [a + b for a, b in pairwise(units)]
-    if unigrams:
-        out += units
-    return out
+    return [a + b for a, b in pairwise(units)] + units

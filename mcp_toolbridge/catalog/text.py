@@ -3,8 +3,7 @@ written without spaces (``scripts.py``), stop words, English stemming and splitt
 into clauses. Pure functions; no I/O.
 
 The same ``Analyzer`` turns tool texts (at index time) and queries (at search time) into terms,
-so both sides always agree on what a term is; the one difference is that index text also gets
-the single characters of a run of Han, kana, Hangul, Thai..., for one-character queries.
+so both sides always agree on what a term is.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from collections.abc import Callable, Iterable
 
 import Stemmer
 
-from mcp_toolbridge.catalog.scripts import bigrams, fold, runs
+from mcp_toolbridge.catalog.scripts import fold, grams, runs
 
 # Inside an ASCII run: acronyms before a capitalised word ("HTTPServer" -> HTTP, Server),
 # capitalised or lowercase words, bare acronyms; a trailing digit run stays with its word
@@ -106,14 +105,13 @@ ABBREVIATIONS: dict[str, str] = {
 }
 
 
-def split_words(text: str, *, unigrams: bool = True) -> list[str]:
+def split_words(text: str) -> list[str]:
     """Lowercase words of ``text``, splitting identifiers as well as prose.
 
     ``getUserName``, ``get_user_name``, ``get-user-name`` and ``get.user.name`` all give
     ``["get", "user", "name"]``. Text that is not ASCII is folded first (``café`` -> ``cafe``,
     ``ＡＰＩ`` -> ``API``), and a run of a script written without spaces gives its character
-    bigrams, then (``unigrams``) its characters; a one-character run is itself either way.
-    Other non-ASCII words are kept whole, case-folded.
+    bigrams, then its characters. Other non-ASCII words are kept whole, case-folded.
     """
     if text.isascii():  # the common case: one regex pass over the whole text
         return "\0".join(_CAMEL.findall(text)).lower().split("\0") if text else []
@@ -123,7 +121,7 @@ def split_words(text: str, *, unigrams: bool = True) -> list[str]:
     out: list[str] = []
     for run, unspaced in runs(text):
         if unspaced:
-            out += bigrams(run, unigrams=unigrams)
+            out += grams(run)
         elif run.isascii() and not run.islower():
             out.extend(part.lower() for part in _CAMEL.findall(run))
         else:
@@ -159,16 +157,7 @@ class Analyzer:
         self._memo: dict[str, str] = {}
 
     def terms(self, text: str) -> list[str]:
-        """The index terms of a tool's text."""
-        return self._terms(split_words(text))
-
-    def query_terms(self, text: str) -> list[str]:
-        """The terms of a query: as :meth:`terms`, but a run of a script written without
-        spaces gives only its bigrams (its characters alone when it is one character), since
-        a query's bigrams already say which characters stand together."""
-        return self._terms(split_words(text, unigrams=False))
-
-    def _terms(self, words: list[str]) -> list[str]:
+        words = split_words(text)
         memo = self._memo
         try:
             return list(filter(None, map(memo.__getitem__, words)))

@@ -105,7 +105,8 @@ def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
 
 def runs(text: str) -> Iterator[tuple[str, bool]]:
     """The runs of letters and digits (with their marks) of ``text``, in order, each with
-    whether it is in a script written without spaces; a change of script ends a run."""
+    whether it is in a script written without spaces; where such a script meets another, one
+    run ends and the next begins."""
     pattern = _patterns()[0]
     for match in pattern.finditer(text):
         unspaced = match.group(1)

@@ -113,11 +113,11 @@ def split_words(text: str) -> list[str]:
     ``ＡＰＩ`` -> ``API``), and a run of a script written without spaces gives its character
     bigrams, then its characters. Other non-ASCII words are kept whole, case-folded.
     """
+    if not text.isascii():
+        text = fold(text)
     if text.isascii():  # the common case: one regex pass over the whole text
-        return "\0".join(_CAMEL.findall(text)).lower().split("\0") if text else []
-    text = fold(text)
-    if text.isascii():
-        return "\0".join(_CAMEL.findall(text)).lower().split("\0") if text else []
+        words = _CAMEL.findall(text)
+        return "\0".join(words).lower().split("\0") if words else []
     out: list[str] = []
     for run, unspaced in runs(text):
         if unspaced:

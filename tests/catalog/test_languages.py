@@ -4,9 +4,12 @@ mixed text, and tools whose ids had to be transliterated."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mcp_toolbridge.catalog.index import SearchIndex
 from mcp_toolbridge.catalog.text import default_analyzer, split_clauses, split_words
+from mcp_toolbridge.names import NAME_PATTERN, sanitize_name
 from tests.catalog.test_index import tool
 
 CATALOG = [
@@ -129,3 +132,19 @@ def test_chinese_and_japanese_full_stops_end_a_clause() -> None:
 def test_a_request_in_two_chinese_sentences_gets_both_tools(index: SearchIndex) -> None:
     hits = [h.name for h in index.search("查询天气预报。发送电子邮件", 2)]
     assert sorted(hits) == ["send_email", "weather_forecast"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40))
+def test_any_text_finds_the_tool_it_describes(text: str) -> None:
+    words = split_words(text)
+    assert all(word and not any(c.isspace() for c in word) for word in words)
+    index = SearchIndex.build([tool("described", text), tool("other", "unrelated words")])
+    if default_analyzer().terms(text) and not text.strip().lower().startswith("select:"):
+        assert "described" in [h.name for h in index.search(text, 2)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(min_size=1, max_size=80))
+def test_any_id_sanitizes_to_a_valid_mcp_name(raw: str) -> None:
+    assert NAME_PATTERN.fullmatch(sanitize_name(raw))

@@ -5,7 +5,7 @@ how its output is read and what counts as failure are all fields here.
 
 The fields carry the Tool Interface partitions (spec/tool-interface-partitions.txt) that the
 three formats can fill: identity (``id``, ``name``, ``namespace``, ``source``), discovery
-(``description``, ``tags``), schemas (model-facing ``input_schema`` vs
+(``description``, ``tags``, ``pinned``), schemas (model-facing ``input_schema`` vs
 ``runtime_input_schema``, ``output_schema``), safety (``safety`` with the record of which
 facts were inferred), execution (``transport``, ``timeout_s``), permission (``requires``),
 rendering (``title``).
@@ -174,6 +174,11 @@ class ToolSpec(Frozen):
     safety: Safety = Safety()
     secrets: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
+    """Keywords the manifest gives (Runloop ``observability.tags``): searched by tool_search,
+    and the tool's search hint (:attr:`search_hint`)."""
+    pinned: bool = False
+    """Always listed, whatever ``--expose`` says (``--pin``, the policy's ``[discovery] pin``);
+    clients that defer tools by themselves are told to load it (``anthropic/alwaysLoad``)."""
     budget: Budget | None = None
     source: Source
 
@@ -182,6 +187,13 @@ class ToolSpec(Frozen):
         """Whether this is one of the locked tools (declared by the server, not loaded from a
         manifest)."""
         return self.source.format is Format.BUILTIN
+
+    @property
+    def search_hint(self) -> str | None:
+        """The Tool Interface's Discovery.search_hint: the manifest's keywords in one line
+        (whitespace collapsed), None when it gives none."""
+        hint = " ".join(" ".join(self.tags).split())
+        return hint or None
 
     def effective_timeout_s(self, default_s: float) -> float:
         """The deadline of a call: ``timeout_s`` when it is positive, else ``default_s`` (the

@@ -35,9 +35,10 @@ from mcp_toolbridge.builtins import (
     Sessions,
     ToolSearch,
     plan_locked,
+    proxy_spec,
     subagent_offer,
 )
-from mcp_toolbridge.catalog import Catalog, SearchIndex, named_as_written
+from mcp_toolbridge.catalog import Catalog, Pin, SearchIndex, named_as_written, pin_tools
 from mcp_toolbridge.errors import CallError, ConfigError, ErrorCode, Problem, Severity
 from mcp_toolbridge.executors import (
     DEFAULT_MAX_OUTPUT_BYTES,
@@ -94,6 +95,8 @@ class Settings:
     """Where the skill tool looks; empty: <workspace>/.toolbridge/skills and the user's."""
     keep_names: bool = False
     """Serve manifest ids as written (SEP-986 names) instead of sanitizing them."""
+    pins: tuple[str, ...] = ()
+    """``--pin``: tools always listed (names, ids or globs), beside the policy's own."""
 
     def manifest_paths(self) -> list[Path]:
         return list(self.paths) if self.paths else [bundled_manifests()]
@@ -215,8 +218,35 @@ def load_catalog(
             hidden.append(skipped)
             problems.append(skipped.notice())
     problems.extend(policy.unmatchable_rules([*builtins, *tools]))
+    exposed, pin_problems = pin_tools(_with_proxy(policy, exposed), _pins(settings, policy))
+    problems.extend(pin_problems)
     catalog, catalog_problems = Catalog.build(exposed, keep_names=settings.keep_names)
     return Loaded(catalog, report, [*problems, *catalog_problems], policy, plan, tuple(hidden))
+
+
+def _with_proxy(policy: Policy, exposed: list[ToolSpec]) -> list[ToolSpec]:
+    """``exposed`` with the proxy (call_tool) right after tool_search when tool_search is
+    served, over the manifest tools served. Only a rule that denies call_tool itself leaves it
+    out: its calls are decided under the real tool's name, so a default action does not."""
+    at = next(
+        (i for i, s in enumerate(exposed) if s.is_locked and s.name == TOOL_SEARCH_SPEC.name),
+        None,
+    )
+    if at is None:
+        return exposed
+    proxy = proxy_spec(s for s in exposed if not s.is_locked)
+    decision = policy.decide(proxy, Targets())
+    if decision.action == "deny" and decision.scope != "default":
+        return exposed
+    return [*exposed[: at + 1], proxy, *exposed[at + 1 :]]
+
+
+def _pins(settings: Settings, policy: Policy) -> list[Pin]:
+    origin = str(settings.policy_file or "policy")
+    return [
+        *(("--pin", p) for p in settings.pins),
+        *((origin, p) for p in policy.file.discovery.pin),
+    ]
 
 
 def _plan(settings: Settings, policy: Policy) -> LockedPlan:
@@ -253,6 +283,7 @@ def audit_observer(log: AuditLog) -> Observer:
             error=error,
             answer=outcome.answer,
             outcome=outcome_of(outcome),
+            via=ctx.via,
         )
         await log.write(record)
 

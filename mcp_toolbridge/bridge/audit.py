@@ -118,6 +118,8 @@ class AuditRecord(BaseModel):
     tool: str
     tool_id: str
     source: str
+    via: str | None = None
+    """The tool the call came through (the proxy, call_tool); None for a direct call."""
     decision: Literal["allow", "deny", "ask"]
     decided_by: str
     decision_scope: str
@@ -153,12 +155,14 @@ class AuditRecord(BaseModel):
         answer: str | None = None,
         secrets: Iterable[str] = (),
         outcome: Outcome | None = None,
+        via: str | None = None,
     ) -> AuditRecord:
         """A record for a call that was decided (and maybe run). ``answer`` is the person's
         reply to an ask (once | always | reject | headless); ``secrets`` are resolved values to
         hide wherever they appear; ``outcome`` is the call's outcome when the caller has it
         (:func:`~mcp_toolbridge.bridge.outcome.outcome_of`), else it is classified from the
-        decision, result, error and answer."""
+        decision, result, error and answer; ``via`` the tool the call came through (the
+        proxy)."""
         values = tuple(secrets)
         if outcome is None:
             outcome = classify(
@@ -173,6 +177,7 @@ class AuditRecord(BaseModel):
             tool=spec.name,
             tool_id=spec.id,
             source=spec.source.path,
+            via=via,
             decision=decision.action,
             decided_by=decision.rule,
             decision_scope=decision.scope,

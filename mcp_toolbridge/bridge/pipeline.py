@@ -3,8 +3,9 @@
 resolve -> validate arguments -> gate (capabilities, rules, watchdog, confirmation)
 -> resolve secrets -> execute under the concurrency limit -> check output -> outcome + audit.
 
-Every path into execution (MCP tools/call, ``mcp-toolbridge call``, the ``task`` tool) goes
-through :meth:`Bridge.call`. No MCP types here: the server adapter maps outcomes to results.
+Every path into execution (MCP tools/call, ``mcp-toolbridge call``, the ``task`` tool, the
+proxy ``call_tool``) goes through :meth:`Bridge.call`. No MCP types here: the server adapter
+maps outcomes to results.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import anyio
@@ -36,6 +37,7 @@ from mcp_toolbridge.executors import (
 )
 from mcp_toolbridge.host import CallContext, InputPending
 from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.names import PROXY_TOOL
 from mcp_toolbridge.policy import Decision
 
 MAX_ERRORS_SHOWN = 3
@@ -136,10 +138,62 @@ class Bridge:
     async def call(
         self, name: str, arguments: Mapping[str, Any] | None, ctx: CallContext | None = None
     ) -> CallOutcome:
-        """Run one call. Raises UnknownToolError only; every other failure is an outcome."""
+        """Run one call. Raises UnknownToolError only; every other failure is an outcome.
+
+        A call of the proxy (call_tool) is a call of the tool it names, made here as a direct
+        call of that tool would be: its validation, gate, deadline and executor, one audit
+        line under its name that records the proxy (``CallContext.via``)."""
         entry = self.entry(name)
         ctx = ctx or CallContext()
         args: Mapping[str, Any] = {} if arguments is None else arguments
+        if is_proxy(entry.spec):
+            started = time.perf_counter()
+            try:
+                entry, args = self._proxied(entry, args, ctx)
+            except CallError as exc:
+                outcome = CallOutcome(
+                    tool=name,
+                    ok=False,
+                    error=exc.message,
+                    code=exc.code,
+                    duration_ms=_ms_since(started),
+                )
+                await self._observe(entry.spec, args, ctx, outcome)
+                return outcome
+            ctx = replace(ctx, via=name)
+        return await self._run(entry, args, ctx)
+
+    def _proxied(
+        self, proxy: CatalogEntry, args: Mapping[str, Any], ctx: CallContext
+    ) -> tuple[CatalogEntry, Mapping[str, Any]]:
+        """The tool a proxy call names and its arguments. CallError when the proxy's own
+        arguments are invalid or the tool is not one it reaches: a manifest tool of the
+        catalog, not denied to the caller."""
+        self._validate(proxy, args)
+        target = str(args["name"])
+        inner = args.get("arguments", {})
+        entry = self.catalog.get(target)
+        if entry is None:
+            raise CallError(
+                f"no tool named {target!r} in the catalog; find it with tool_search and pass "
+                "the exact name it gives",
+                tool=proxy.spec.name,
+                code=ErrorCode.TOOL_UNKNOWN,
+            )
+        if entry.spec.is_locked or target in ctx.denied_tools:
+            what = "itself" if is_proxy(entry.spec) else target
+            raise CallError(
+                f"{proxy.spec.name} cannot call {what}: it runs the tools tool_search finds; "
+                "call the tools in your tool list directly",
+                tool=proxy.spec.name,
+                code=ErrorCode.ARGS_INVALID,
+            )
+        return entry, inner
+
+    async def _run(
+        self, entry: CatalogEntry, args: Mapping[str, Any], ctx: CallContext
+    ) -> CallOutcome:
+        name = entry.spec.name
         started = time.perf_counter()
         clearance: Clearance | None = None
         try:
@@ -252,6 +306,12 @@ class Bridge:
                     **common,
                 )
         return CallOutcome(ok=True, value=result.value, text=result.text, **common)
+
+
+def is_proxy(spec: ToolSpec) -> bool:
+    """Whether ``spec`` is the built-in proxy (call_tool), whose calls are calls of the tool
+    they name."""
+    return spec.is_locked and spec.name == PROXY_TOOL
 
 
 def _ms_since(started: float) -> int:

@@ -141,6 +141,14 @@ class WebFetchModel(_Model):
     """For tests only: lets web_fetch reach 127.0.0.1 and ::1. Never in production."""
 
 
+class DiscoveryModel(_Model):
+    """``[discovery]``: which tools are always listed."""
+
+    pin: list[Annotated[str, Field(min_length=1)]] = Field(default=[], max_length=1000)
+    """Tools listed whatever ``--expose`` says (beside ``serve --pin``): MCP names or
+    manifest ids, globs (``*``, ``?``, ``[...]``) allowed."""
+
+
 class PolicyFile(_Model):
     default_action: DefaultAction = "ask"
     grant: Literal["declared", "policy"] = "declared"
@@ -154,6 +162,7 @@ class PolicyFile(_Model):
     subagents: SubagentsModel = SubagentsModel()
     bash: BashModel = BashModel()
     web_fetch: WebFetchModel = WebFetchModel()
+    discovery: DiscoveryModel = DiscoveryModel()
 
 
 class ProjectFile(_Model):

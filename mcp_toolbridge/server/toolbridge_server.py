@@ -27,7 +27,9 @@ from mcp_toolbridge import __version__
 from mcp_toolbridge.bridge import Bridge
 from mcp_toolbridge.catalog import Catalog
 from mcp_toolbridge.errors import ErrorCode, UnknownToolError
-from mcp_toolbridge.host import CallContext, InputPending
+from mcp_toolbridge.host import CallContext, FoundTools, InputPending
+from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.names import PROXY_TOOL
 from mcp_toolbridge.server.host import McpHost
 from mcp_toolbridge.server.roots import RootsChanged, RootsFollower
 from mcp_toolbridge.server.stdio import stdio_transport
@@ -178,7 +180,11 @@ class ToolbridgeServer:
         if expose == "search" and SEARCH_TOOL not in bridge.catalog:
             raise ValueError("--expose search needs the tool_search built-in in the catalog")
         self.expose: Expose = expose
-        self._always = builtins if expose == "search" else [*builtins, *manifest_tools]
+        if expose == "search":
+            pinned = [s.name for s in bridge.catalog.manifest_specs() if s.pinned]
+            self._always = [*builtins, *pinned]
+        else:  # everything is listed: the proxy is not needed
+            self._always = [n for n in builtins if n != PROXY_TOOL] + manifest_tools
         self._loaded = {
             scope: [n for n in names if n in bridge.catalog and n not in self._always]
             for scope, names in self._loaded.items()
@@ -223,10 +229,15 @@ class ToolbridgeServer:
 
     # -- listing -----------------------------------------------------------------------------
 
-    def visible_names(self, scope: str | None = PROCESS_SCOPE) -> list[str]:
-        """What tools/list shows in ``scope``; a sessionless request sees the static list."""
-        loaded = self._loaded.get(scope, []) if scope is not None else []
-        return [*self._always, *loaded]
+    def visible_names(
+        self, scope: str | None = PROCESS_SCOPE, *, modern: bool = False
+    ) -> list[str]:
+        """What tools/list shows in ``scope``: what is always listed, in catalog order, then
+        (on a 2025-era connection with a scope) what tool_search loaded there. A 2026-07-28
+        request and a sessionless one see the list of the catalog and the options alone."""
+        if modern or scope is None:
+            return list(self._always)
+        return [*self._always, *self._loaded.get(scope, [])]
 
     def _input_schema(self, name: str) -> Mapping[str, Any] | None:
         entry = self.bridge.catalog.get(name)
@@ -236,7 +247,7 @@ class ToolbridgeServer:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         modern = _is_modern(ctx)
-        names = self.visible_names(_scope(ctx))
+        names = self.visible_names(_scope(ctx), modern=modern)
         start = _decode_cursor(params.cursor) if params and params.cursor else 0
         page = names[start : start + PAGE_SIZE]
         following = start + PAGE_SIZE
@@ -251,19 +262,30 @@ class ToolbridgeServer:
         if ctx.method != "tools/list":
             return await call_next(ctx)
         cursor = (ctx.params or {}).get("cursor")
-        key = (_is_modern(ctx), cursor if isinstance(cursor, str) else None, _scope(ctx))
+        modern = _is_modern(ctx)
+        scope = None if modern else _scope(ctx)  # one list for every 2026-07-28 request
+        key = (modern, cursor if isinstance(cursor, str) else None, scope)
         cached = self._list_cache.get(key)
         if cached is None:
             cached = await call_next(ctx)
             self._list_cache[key] = cached
         return cached
 
-    async def load(self, names: list[str], ctx: ServerRequestContext[Any] | None) -> list[str]:
-        """Add tools to the caller's visible set and announce the change to that caller (in
-        both eras). A sessionless HTTP request has no set to add to: its list stays static and
-        tools/call still takes any catalog tool. Returns the names added."""
-        scope = PROCESS_SCOPE if ctx is None else _scope(ctx)
-        if scope is None:
+    def _found_tools(self, ctx: ServerRequestContext[Any]) -> FoundTools:
+        """How this caller calls what tool_search finds: directly when every tool is listed,
+        or on a 2025-era connection whose list the hits join; else through the proxy (a
+        2026-07-28 list never changes as a side effect, and a sessionless one has no set)."""
+        if self.expose == "all" or PROXY_TOOL not in self.bridge.catalog:
+            return "direct"
+        return "direct" if not _is_modern(ctx) and _scope(ctx) is not None else "proxy"
+
+    async def load(self, names: list[str], ctx: ServerRequestContext[Any]) -> list[str]:
+        """Add tools to the visible set of the caller, a 2025-era connection, and tell that
+        connection its list changed. A 2026-07-28 or sessionless request has no set to add
+        to: its list depends on the catalog and the options alone, and its found tools are
+        called through the proxy. Returns the names added."""
+        scope = _scope(ctx)
+        if scope is None or _is_modern(ctx):
             return []
         shown = set(self.visible_names(scope))
         new = [n for n in names if n not in shown and n in self.bridge.catalog]
@@ -271,13 +293,10 @@ class ToolbridgeServer:
             return []
         self._loaded.setdefault(scope, []).extend(new)
         self._forget_lists(scope)
-        if scope == PROCESS_SCOPE:
-            await self.notify_tools_changed(ctx)
-        elif ctx is not None:  # only this HTTP session's list changed
-            try:
-                await ctx.session.send_tool_list_changed()
-            except Exception:
-                log.debug("could not notify a closed session", exc_info=True)
+        try:
+            await ctx.session.send_tool_list_changed()
+        except Exception:  # a closed connection: nobody to tell
+            log.debug("could not notify a closed session", exc_info=True)
         return new
 
     def _forget_lists(self, scope: str | None) -> None:
@@ -303,7 +322,7 @@ class ToolbridgeServer:
         except UnknownToolError as exc:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {exc.tool}") from exc
         if self._roots is not None and _scope(ctx) == PROCESS_SCOPE:
-            ask = await self._roots.before_call(ctx, params, entry.spec)
+            ask = await self._roots.before_call(ctx, params, self._runs(params, entry.spec))
             if ask is not None:
                 return ask
 
@@ -312,7 +331,12 @@ class ToolbridgeServer:
 
         host = McpHost(ctx, params)
         session_id = self._session_id(ctx)
-        call_ctx = CallContext(session_id=session_id, progress=progress, host=host)
+        call_ctx = CallContext(
+            session_id=session_id,
+            progress=progress,
+            host=host,
+            found_tools=self._found_tools(ctx),
+        )
         try:
             outcome = await self.bridge.call(params.name, params.arguments, call_ctx)
         except InputPending as pending:
@@ -331,6 +355,13 @@ class ToolbridgeServer:
             found = [t.get("name") for t in outcome.value.get("tools", [])]
             await self.load([n for n in found if isinstance(n, str)], ctx)
         return to_result(outcome, entry.spec, modern=modern)
+
+    def _runs(self, params: types.CallToolRequestParams, spec: ToolSpec) -> ToolSpec:
+        """The tool a call runs: the one a proxy call names when it is in the catalog (its
+        needs decide what must happen first, such as fetching the roots), else ``spec``."""
+        target = (params.arguments or {}).get("name") if spec.name == PROXY_TOOL else None
+        entry = self.bridge.catalog.get(target) if isinstance(target, str) else None
+        return entry.spec if entry is not None else spec
 
     def _session_id(self, ctx: ServerRequestContext[Any]) -> str:
         """The session of audit lines and "always" grants: the process's on stdio, one per

@@ -163,6 +163,8 @@ class Loaded:
     """The locked tools served, when loaded with ``locked=True``."""
     skipped: tuple[Skipped, ...] = ()
     """Tools left out because the policy refuses them whatever their arguments."""
+    unmatched_pins: tuple[Problem, ...] = ()
+    """Pins that name no served tool (notices, also among ``problems``)."""
 
     @property
     def hidden(self) -> tuple[ToolSpec, ...]:
@@ -221,7 +223,8 @@ def load_catalog(
     exposed, pin_problems = pin_tools(_with_proxy(policy, exposed), _pins(settings, policy))
     problems.extend(pin_problems)
     catalog, catalog_problems = Catalog.build(exposed, keep_names=settings.keep_names)
-    return Loaded(catalog, report, [*problems, *catalog_problems], policy, plan, tuple(hidden))
+    every = [*problems, *catalog_problems]
+    return Loaded(catalog, report, every, policy, plan, tuple(hidden), tuple(pin_problems))
 
 
 def _with_proxy(policy: Policy, exposed: list[ToolSpec]) -> list[ToolSpec]:

@@ -104,9 +104,11 @@ def tool_interface(
     deferred: bool,
     served: bool = True,
 ) -> dict[str, Any]:
-    """The record for ``spec``; ``deferred`` says whether tools/list defers it to
-    tool_search (``--expose``), ``served`` whether the policy exposes it."""
+    """The record for ``spec``; ``deferred`` says whether tools/list defers tools to
+    tool_search (``--expose``), ``served`` whether the policy exposes it. A locked or pinned
+    tool is always listed, never deferred."""
     builtin = spec.is_locked
+    always_load = builtin or spec.pinned
     safety = spec.safety
     inferred = [f"Safety.{SAFETY_FIELDS[f]}" for f in sorted(safety.inferred) if f in SAFETY_FIELDS]
     inferred += ["Schemas.strict", "Safety.classifier_input"]
@@ -136,12 +138,12 @@ def tool_interface(
             "version": spec.version,
         },
         "Discovery": {
-            "search_hint": " ".join(spec.tags) or None,
+            "search_hint": spec.search_hint,
             "description": spec.description,
             "capability_refs": list(spec.requires.capabilities),
             "schema_visibility": {"model": "input_schema", "internal": _internal_fields(spec)},
-            "should_defer": deferred,
-            "always_load": builtin,
+            "should_defer": deferred and not always_load,
+            "always_load": always_load,
         },
         "Schemas": {
             "model_input_schema": spec.input_schema,
@@ -236,13 +238,15 @@ def print_interface(args: argparse.Namespace, settings: Settings, loaded: Loaded
             "id); `mcp-toolbridge list` shows the names, `lint` shows tools left out"
         )
         return EXIT_LOAD
-    manifest_tools = len(loaded.catalog.manifest_specs())
+    expose = getattr(args, "expose", "auto")
+    searchable = "tool_search" in loaded.catalog
+    many = len(loaded.catalog.manifest_specs()) > SEARCH_THRESHOLD
     record = tool_interface(
         entry.spec,
         loaded.policy,
         default_timeout_s=settings.timeout_s,
         max_output_bytes=settings.max_output_bytes,
-        deferred=not entry.spec.is_locked and manifest_tools > SEARCH_THRESHOLD,
+        deferred=searchable and (expose == "search" or (expose == "auto" and many)),
     )
     out(json.dumps(record, indent=2, ensure_ascii=False))
     return EXIT_OK

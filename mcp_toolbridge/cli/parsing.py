@@ -32,6 +32,14 @@ def _add_load_options(parser: argparse.ArgumentParser) -> None:
         help="serve manifest ids as written (SEP-986: [A-Za-z0-9._-]{1,128}, dots allowed) "
         "instead of sanitizing them to [A-Za-z0-9_-]{1,64}; for clients that accept dots",
     )
+    parser.add_argument(
+        "--pin",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="always list this tool, whatever --expose says (an MCP name or manifest id; "
+        "globs such as 'git_*' allowed; repeatable; also the policy's [discovery] pin)",
+    )
 
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -176,11 +184,13 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     _add_load_options(inspect)
     _add_run_options(inspect)
     _add_policy_options(inspect)
+    _add_expose_option(inspect)
 
     config = verbs.add_parser("config", help="print a client's config for this installation")
     add_client_option(config)
     _add_load_options(config)
     _add_policy_options(config)
+    _add_expose_option(config, default=None)  # None: the mode that fits the client
     return parser, dict(verbs.choices)
 
 
@@ -188,18 +198,25 @@ def _add_serve_options(parser: argparse.ArgumentParser) -> None:
     _add_load_options(parser)
     _add_run_options(parser)
     _add_policy_options(parser)
-    parser.add_argument(
-        "--expose",
-        choices=["auto", "search", "all"],
-        default="auto",
-        help="list every tool, or only tool_search and what it loaded (auto: search past 64)",
-    )
+    _add_expose_option(parser)
     parser.add_argument(
         "--skip-invalid",
         action="store_true",
         help="serve the valid tools when some manifests have problems (they are logged)",
     )
     add_serve_options(parser)
+
+
+EXPOSE_HELP = (
+    "list every tool (all), or the locked tools, tool_search, call_tool and the pinned tools "
+    "(search); auto: search past 64 manifest tools"
+)
+
+
+def _add_expose_option(parser: argparse.ArgumentParser, default: str | None = "auto") -> None:
+    parser.add_argument(
+        "--expose", choices=["auto", "search", "all"], default=default, help=EXPOSE_HELP
+    )
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -217,6 +234,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         skills_dirs=tuple(getattr(args, "skills", ())),
         ad_hoc=tuple(getattr(args, "ad_hoc", ())),
         keep_names=getattr(args, "keep_names", False),
+        pins=tuple(getattr(args, "pin", ())),
     )
 
 

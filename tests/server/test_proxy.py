@@ -4,7 +4,6 @@ and nothing can be reached or bypassed through it that a direct call could not."
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -12,60 +11,18 @@ import mcp_types as types
 import pytest
 
 from mcp_toolbridge.runtime import Settings
-from tests.support.manifests import ECHO, SLEEP, agentcli_manifest, echo_tool
+from tests.support.discovery import BLOCKED_NOTE, POLICY, audit_lines, proxied, write_catalog
 from tests.support.results import text_of
 from tests.support.served import error_text, served_client
 
 MODES = ["auto", "legacy"]
 SEARCH = {"expose": "search"}
 
-POLICY = """
-default_action = "allow"
-
-[requires]
-net.hosts = ["*.example.test"]
-
-[[rules]]
-permission = "guarded"
-action = "ask"
-
-[[rules]]
-permission = "forbidden"
-action = "deny"
-
-[[rules]]
-permission = "post_note"
-pattern = "blocked.example.test"
-action = "deny"
-"""
-
 
 def _setup(tmp_path: Path, policy: str = POLICY) -> Settings:
-    tools = [
-        echo_tool("send_email", description="Send an email message"),
-        echo_tool("guarded"),
-        echo_tool("forbidden"),
-        echo_tool("slow", bin="sleep", timeoutSec=1),
-    ]
-    agentcli_manifest(tmp_path / "m", tools, {"echo": ECHO, "sleep": SLEEP})
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    post = {
-        "id": "post_note",
-        "description": "Post a note to a team's note server",
-        "transport": {"kind": "http", "method": "POST", "url": "http://{host}/notes"},
-        "input_schema": {
-            "type": "object",
-            "properties": {"host": {"type": "string"}, "text": {"type": "string"}},
-            "required": ["host", "text"],
-        },
-        "result_schema": {},
-    }
-    (notes / "tools.json").write_text(json.dumps({"version": 1, "tools": [post]}), "utf-8")
-    policy_file = tmp_path / "policy.toml"
-    policy_file.write_text(policy, encoding="utf-8")
+    paths, policy_file = write_catalog(tmp_path, policy)
     return Settings(
-        paths=[tmp_path / "m", notes],
+        paths=paths,
         policy_file=policy_file,
         workspace=tmp_path,
         audit_path=tmp_path / "audit.ndjson",
@@ -74,17 +31,12 @@ def _setup(tmp_path: Path, policy: str = POLICY) -> Settings:
 
 def _audit(settings: Settings) -> list[dict[str, Any]]:
     assert settings.audit_path is not None
-    lines = settings.audit_path.read_text(encoding="utf-8").splitlines()
-    return [json.loads(line) for line in lines]
+    return audit_lines(settings.audit_path)
 
 
 def _code(result: types.CallToolResult) -> str:
     assert result.meta is not None
     return str(result.meta["toolbridge/code"])
-
-
-def _proxied(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -95,7 +47,7 @@ async def test_a_found_tool_runs_through_call_tool_and_its_audit_line_says_so(
     async with served_client(settings, mode, server=SEARCH) as client:
         listed = [t.name for t in (await client.list_tools()).tools]
         assert listed == ["tool_search", "call_tool"]
-        result = await client.call_tool("call_tool", _proxied("send_email", text="hi"))
+        result = await client.call_tool("call_tool", proxied("send_email", text="hi"))
         assert result.is_error is False
         assert result.structured_content == {"echo": {"text": "hi"}}
     line = _audit(settings)[-1]
@@ -111,10 +63,10 @@ async def test_arguments_that_break_the_found_tools_schema_get_its_own_error(
     settings = _setup(tmp_path)
     async with served_client(settings, mode, server=SEARCH) as client:
         direct = await client.call_tool("send_email", {"text": 5})
-        proxied = await client.call_tool("call_tool", _proxied("send_email", text=5))
-        assert error_text(proxied) == error_text(direct)
-        assert "/text" in error_text(proxied) and "string" in error_text(proxied)
-        assert _code(proxied) == _code(direct) == "args.invalid"
+        via = await client.call_tool("call_tool", proxied("send_email", text=5))
+        assert error_text(via) == error_text(direct)
+        assert "/text" in error_text(via) and "string" in error_text(via)
+        assert _code(via) == _code(direct) == "args.invalid"
     direct_line, proxied_line = _audit(settings)[-2:]
     assert proxied_line["tool"] == "send_email" and proxied_line["via"] == "call_tool"
     assert direct_line["via"] is None
@@ -127,14 +79,13 @@ async def test_a_deny_rule_on_the_real_tool_denies_the_proxied_call(
 ) -> None:
     settings = _setup(tmp_path)
     async with served_client(settings, mode, server=SEARCH) as client:
-        arguments = {"host": "blocked.example.test", "text": "x"}
-        direct = await client.call_tool("post_note", arguments)
-        proxied = await client.call_tool("call_tool", {"name": "post_note", "arguments": arguments})
-        assert error_text(proxied) == error_text(direct)
-        assert "Denied by" in error_text(proxied) and "blocked.example.test" in error_text(proxied)
-        assert _code(proxied) == "permission.denied"
+        direct = await client.call_tool("post_note", BLOCKED_NOTE)
+        via = await client.call_tool("call_tool", proxied("post_note", **BLOCKED_NOTE))
+        assert error_text(via) == error_text(direct)
+        assert "Denied by" in error_text(via) and "blocked.example.test" in error_text(via)
+        assert _code(via) == "permission.denied"
         # a tool every call of which is denied is not served at all, so not reachable either
-        hidden = await client.call_tool("call_tool", _proxied("forbidden", text="x"))
+        hidden = await client.call_tool("call_tool", proxied("forbidden", text="x"))
         assert "no tool named 'forbidden'" in error_text(hidden)
         assert _code(hidden) == "tool.unknown"
     line = _audit(settings)[-2]
@@ -161,7 +112,7 @@ async def test_an_ask_rule_asks_for_the_real_tool(tmp_path: Path, mode: str) -> 
     settings = _setup(tmp_path)
     person = Person()
     async with served_client(settings, mode, server=SEARCH, elicitation_callback=person) as client:
-        result = await client.call_tool("call_tool", _proxied("guarded", text="go"))
+        result = await client.call_tool("call_tool", proxied("guarded", text="go"))
         assert result.structured_content == {"echo": {"text": "go"}}
     assert len(person.asked) == 1
     assert "the tool 'guarded'" in person.asked[0] and "call_tool" not in person.asked[0]
@@ -177,13 +128,13 @@ async def test_an_ask_rule_asks_for_the_real_tool(tmp_path: Path, mode: str) -> 
 @pytest.mark.parametrize("mode", MODES)
 async def test_an_ask_rule_refuses_a_headless_proxied_call(tmp_path: Path, mode: str) -> None:
     async with served_client(_setup(tmp_path), mode, server=SEARCH) as client:
-        result = await client.call_tool("call_tool", _proxied("guarded", text="go"))
+        result = await client.call_tool("call_tool", proxied("guarded", text="go"))
         assert "needs a person's confirmation" in error_text(result)
 
 
 async def test_the_found_tools_own_timeout_applies(tmp_path: Path) -> None:
     async with served_client(_setup(tmp_path), "auto", server=SEARCH) as client:
-        result = await client.call_tool("call_tool", _proxied("slow", text="x"))
+        result = await client.call_tool("call_tool", proxied("slow", text="x"))
         assert _code(result) == "exec.timeout"
         assert "timed out after 1s" in error_text(result)
 
@@ -194,12 +145,12 @@ async def test_call_tool_reaches_no_built_in_tool_and_nothing_outside_the_catalo
 ) -> None:
     settings = _setup(tmp_path)
     async with served_client(settings, mode, server=SEARCH) as client:
-        inner = _proxied("send_email", text="x")
+        inner = proxied("send_email", text="x")
         itself = await client.call_tool("call_tool", {"name": "call_tool", "arguments": inner})
         assert "call_tool cannot call itself" in error_text(itself)
-        search = await client.call_tool("call_tool", _proxied("tool_search", query="email"))
+        search = await client.call_tool("call_tool", proxied("tool_search", query="email"))
         assert "call_tool cannot call tool_search" in error_text(search)
-        unknown = await client.call_tool("call_tool", _proxied("no_such_tool"))
+        unknown = await client.call_tool("call_tool", proxied("no_such_tool"))
         assert "no tool named 'no_such_tool' in the catalog" in error_text(unknown)
         missing = await client.call_tool("call_tool", {"arguments": {}})
         assert "invalid arguments" in error_text(missing) and "name" in error_text(missing)
@@ -242,8 +193,8 @@ async def test_a_default_deny_policy_still_serves_call_tool_beside_tool_search(
     settings = _setup(tmp_path, policy)
     async with served_client(settings, "auto", server=SEARCH) as client:
         assert [t.name for t in (await client.list_tools()).tools] == ["tool_search", "call_tool"]
-        sent = await client.call_tool("call_tool", _proxied("send_email", text="hi"))
+        sent = await client.call_tool("call_tool", proxied("send_email", text="hi"))
         assert sent.structured_content == {"echo": {"text": "hi"}}
         # guarded is denied by the default action whatever its arguments: not served
-        refused = await client.call_tool("call_tool", _proxied("guarded", text="hi"))
+        refused = await client.call_tool("call_tool", proxied("guarded", text="hi"))
         assert _code(refused) == "tool.unknown"

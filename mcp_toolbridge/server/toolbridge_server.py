@@ -183,8 +183,11 @@ class ToolbridgeServer:
         if expose == "search":
             pinned = [s.name for s in bridge.catalog.manifest_specs() if s.pinned]
             self._always = [*builtins, *pinned]
-        else:  # everything is listed: the proxy is not needed
-            self._always = [n for n in builtins if n != PROXY_TOOL] + manifest_tools
+        else:  # everything is listed: the proxy is not needed, unless pinned
+            proxy = bridge.catalog.get(PROXY_TOOL)
+            unneeded = proxy is not None and not proxy.spec.pinned
+            self._always = [n for n in builtins if not (unneeded and n == PROXY_TOOL)]
+            self._always += manifest_tools
         self._loaded = {
             scope: [n for n in names if n in bridge.catalog and n not in self._always]
             for scope, names in self._loaded.items()

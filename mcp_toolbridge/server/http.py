@@ -13,7 +13,8 @@ by uvicorn, behind an optional bearer token.
   connection: a client that disconnects mid-call cancels it, and the call's process group is
   killed. In a session a disconnect is not a cancellation (the MCP transport spec): the call
   runs on until its deadline, the client's ``notifications/cancelled``, the session's DELETE,
-  or the session's idle expiry (``--session-idle-timeout``), whichever comes first.
+  or the session's idle expiry (``--session-idle-timeout``), whichever comes first, and a
+  2025-11-25 client resumes its stream with ``Last-Event-ID`` (resume.py).
 - Request bodies are capped at 4 MiB (the SDK's limit: 413 before anything is parsed).
 
 One ToolbridgeServer serves every HTTP session; see toolbridge_server.py for what is kept per
@@ -34,9 +35,13 @@ from typing import Any
 import anyio
 import uvicorn
 from anyio.abc import TaskStatus
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.routing import Route
 
 from mcp_toolbridge.errors import ConfigError, ErrorCode
+from mcp_toolbridge.server.resume import PrimedStreams, ResumableSessions
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 
 DEFAULT_HOST = "127.0.0.1"
@@ -187,13 +192,17 @@ class BearerToken:
 
 
 def build_app(server: ToolbridgeServer, options: HttpOptions) -> ASGIApp:
-    app: ASGIApp = server.server.streamable_http_app(
-        streamable_http_path=options.path,
-        stateless_http=options.stateless,
+    """The SDK's streamable HTTP app (as ``Server.streamable_http_app`` builds it), with a
+    session manager that makes stateful sessions resumable (resume.py)."""
+    sessions = ResumableSessions(
+        server.server,
+        stateless=options.stateless,
+        security_settings=security_settings(options),
         session_idle_timeout=options.session_idle_timeout_s,
-        transport_security=security_settings(options),
-        host=options.host,
     )
+    routes = [Route(options.path, endpoint=StreamableHTTPASGIApp(sessions))]
+    app: ASGIApp = Starlette(routes=routes, lifespan=lambda _app: sessions.run())
+    app = PrimedStreams(app, sessions)
     return BearerToken(app, options.token) if options.token else app
 
 

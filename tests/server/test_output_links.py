@@ -150,6 +150,14 @@ async def test_over_http_a_session_reads_its_links_another_session_does_not_and_
                 await _refused(later, link.uri)
 
 
+async def test_behind_the_bearer_token_a_2026_call_reads_its_own_link(tmp_path: Path) -> None:
+    token = "a-long-random-bearer-token-0123456789"
+    with anyio.fail_after(30):
+        async with _http(tmp_path, token=token) as url, _client(url, "auto", token) as client:
+            link = _link(await client.call_tool("bash", {"command": COMMAND}))
+            assert "\n100000\n" in _whole(await client.read_resource(link.uri), link.uri)
+
+
 class _Users:
     """The SDK's token verifier: two users, each with a token of their own."""
 

@@ -185,6 +185,8 @@ NOT_CHECKED = Decision(
     "deny", "invalid arguments: refused before the permission check", "validation"
 )
 """The audit decision of a call refused at argument validation (the gate never ran)."""
+NOT_DECIDED = Decision("deny", "stopped before the permission check finished", "cancelled")
+"""The audit decision of a call cancelled before the gate decided (it never ran)."""
 
 
 def audit_observer(log: AuditLog) -> Observer:
@@ -194,14 +196,16 @@ def audit_observer(log: AuditLog) -> Observer:
         error = None
         if not outcome.ok:
             error = CallError(outcome.error or "", tool=spec.name, code=outcome.code)
+        undecided = NOT_DECIDED if outcome.code is ErrorCode.EXEC_CANCELLED else NOT_CHECKED
         record = AuditRecord.build(
             spec,
             session=ctx.session_id,
-            decision=outcome.decision or NOT_CHECKED,
+            decision=outcome.decision or undecided,
             ms=outcome.duration_ms,
             result=outcome.result,
             error=error,
             answer=outcome.answer,
+            ended=outcome.ended,
         )
         await log.write(record)
 

@@ -44,7 +44,8 @@ _SECRET_NAME = re.compile(
     re.IGNORECASE,
 )
 
-Outcome = Literal["ok", "error", "denied", "timeout", "cancelled"]
+Outcome = Literal["ok", "error", "denied", "timeout", "cancelled", "shutdown"]
+"""``cancelled``: the client cancelled the call; ``shutdown``: the server stopped during it."""
 
 
 def default_audit_path() -> Path:
@@ -153,12 +154,15 @@ class AuditRecord(BaseModel):
         error: CallError | None = None,
         answer: str | None = None,
         secrets: Iterable[str] = (),
+        ended: Literal["cancelled", "shutdown"] | None = None,
     ) -> AuditRecord:
         """A record for a call that was decided (and maybe run). ``answer`` is the person's
         reply to an ask (once | always | reject | headless); ``secrets`` are resolved values to
-        hide wherever they appear."""
+        hide wherever they appear; ``ended`` says who stopped an ``exec.cancelled`` call."""
         values = tuple(secrets)
         outcome = _outcome(decision, result, error, answer)
+        if outcome == "cancelled" and ended is not None:
+            outcome = ended
         return cls(
             ts=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             session=session,
@@ -189,6 +193,8 @@ class AuditRecord(BaseModel):
 def _outcome(
     decision: Decision, result: ExecResult | None, error: CallError | None, answer: str | None
 ) -> Outcome:
+    if error is not None and error.code == ErrorCode.EXEC_CANCELLED:
+        return "cancelled"  # whatever was decided: the call was stopped, maybe before a decision
     if decision.action == "deny" or answer in ("reject", "headless"):
         return "denied"
     if error is not None:
@@ -196,7 +202,7 @@ def _outcome(
             return "denied"
         if error.code == ErrorCode.EXEC_TIMEOUT:
             return "timeout"
-        return "cancelled" if error.code == ErrorCode.EXEC_CANCELLED else "error"
+        return "error"
     if result is None or not result.ok:
         return "error"
     return "ok"

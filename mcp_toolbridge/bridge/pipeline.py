@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol
 
 import anyio
 
@@ -39,10 +39,20 @@ from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.policy import Decision
 
 MAX_ERRORS_SHOWN = 3
+OBSERVE_LIMIT_S = 5.0
+"""How long the observers (audit, telemetry, recording) may take for one finished call; they
+run shielded, so a cancelled call is still audited, within this bound."""
 
 
 class SecretSource(Protocol):
     def resolve(self, ids: list[str]) -> dict[str, str]: ...
+
+
+Ended = Literal["cancelled", "shutdown"]
+WHY_ENDED: dict[Ended, str] = {
+    "cancelled": "the client cancelled the call",
+    "shutdown": "the server shut down during the call",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +73,16 @@ class CallOutcome:
     answer: str | None = None
     """The person's answer when asked: once | always | reject | headless | pending."""
     meta: dict[str, Any] = field(default_factory=dict)
+    ended: Ended | None = None
+    """How a call that did not run to its end was stopped (code ``exec.cancelled``): by its
+    client, or by the server's shutdown."""
+
+
+@dataclass(slots=True)
+class _Life:
+    """What every bridge rebuilt from one server shares: whether the server is stopping."""
+
+    stopping: bool = False
 
 
 Gate = Callable[[ToolSpec, Mapping[str, Any], CallContext], Awaitable[Clearance]]
@@ -104,6 +124,7 @@ class Bridge:
         self._secrets = secrets
         self._gate = gate
         self._observers = observers
+        self._life = _Life()
 
     def rebuilt(self, catalog: Catalog, *, gate: Gate, executors: Mapping[str, Executor]) -> Bridge:
         """A bridge over a new catalog (hot reload) that shares this one's concurrency limit,
@@ -124,12 +145,18 @@ class Bridge:
     async def call(
         self, name: str, arguments: Mapping[str, Any] | None, ctx: CallContext | None = None
     ) -> CallOutcome:
-        """Run one call. Raises UnknownToolError only; every other failure is an outcome."""
+        """Run one call. Raises UnknownToolError only; every other failure is an outcome.
+
+        Every call that gets this far leaves exactly one outcome with the observers (the
+        audit line), however it ends: a call cancelled by the client or ended by the server's
+        shutdown is observed as ``exec.cancelled`` before the cancellation goes on, and an
+        unexpected exception as ``exec.failed`` before it propagates."""
         entry = self.entry(name)
         ctx = ctx or CallContext()
         args: Mapping[str, Any] = {} if arguments is None else arguments
         started = time.perf_counter()
         clearance: Clearance | None = None
+        cancelled = anyio.get_cancelled_exc_class()
         try:
             self._validate(entry, args)
             clearance = await self._gate(entry.spec, args, ctx)
@@ -149,22 +176,50 @@ class Bridge:
             await self._observe(entry.spec, args, ctx, pending)
             raise
         except CallError as exc:
-            outcome = CallOutcome(
-                tool=name,
-                ok=False,
-                error=exc.message,
-                code=exc.code,
-                duration_ms=_ms_since(started),
-                decision=clearance.decision if clearance else None,
-                answer=clearance.answer if clearance else None,
-            )
+            outcome = self._failed(name, exc.message, exc.code, started, clearance)
+        except cancelled:
+            ended: Ended = "shutdown" if self._life.stopping else "cancelled"
+            why = WHY_ENDED[ended]
+            failed = self._failed(name, why, ErrorCode.EXEC_CANCELLED, started, clearance)
+            await self._observe(entry.spec, args, ctx, replace(failed, ended=ended))
+            raise
+        except Exception as exc:  # a bug below: audited, then the server's handler reports it
+            error = f"internal error: {type(exc).__name__}"
+            failed = self._failed(name, error, ErrorCode.EXEC_FAILED, started, clearance)
+            await self._observe(entry.spec, args, ctx, failed)
+            raise
         await self._observe(entry.spec, args, ctx, outcome)
         return outcome
+
+    def stopping(self) -> None:
+        """The server is shutting down: calls cancelled from now on were ended by the
+        shutdown, not by their client (their audit lines say ``shutdown``). Shared with every
+        bridge :meth:`rebuilt` from this one."""
+        self._life.stopping = True
+
+    def _failed(
+        self,
+        name: str,
+        error: str,
+        code: ErrorCode,
+        started: float,
+        clearance: Clearance | None,
+    ) -> CallOutcome:
+        return CallOutcome(
+            tool=name,
+            ok=False,
+            error=error,
+            code=code,
+            duration_ms=_ms_since(started),
+            decision=clearance.decision if clearance else None,
+            answer=clearance.answer if clearance else None,
+        )
 
     async def _observe(
         self, spec: ToolSpec, args: Mapping[str, Any], ctx: CallContext, outcome: CallOutcome
     ) -> None:
-        with anyio.CancelScope(shield=True):
+        """Tell every observer, shielded from the call's cancellation and bounded in time."""
+        with anyio.move_on_after(OBSERVE_LIMIT_S, shield=True):
             for observe in self._observers:
                 await observe(spec, args, ctx, outcome)
 
@@ -226,7 +281,7 @@ class Bridge:
             return CallOutcome(
                 ok=False,
                 error=result.error or "tool failed",
-                code=ErrorCode.EXEC_FAILED,
+                code=result.code or ErrorCode.EXEC_FAILED,
                 value=result.value,
                 **common,
             )

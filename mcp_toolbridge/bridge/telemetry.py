@@ -27,11 +27,13 @@ TRACER_NAME = "mcp_toolbridge"
 
 
 def outcome_label(outcome: CallOutcome) -> str:
-    """ok | denied | timeout | cancelled | pending | error, as in the audit log."""
+    """ok | denied | timeout | cancelled | shutdown | pending | error, as in the audit log."""
     if outcome.answer == "pending":
         return "pending"
     if outcome.ok:
         return "ok"
+    if outcome.code is ErrorCode.EXEC_CANCELLED:
+        return outcome.ended or "cancelled"
     decided = outcome.decision.action if outcome.decision else None
     if (
         decided == "deny"
@@ -41,8 +43,6 @@ def outcome_label(outcome: CallOutcome) -> str:
         return "denied"
     if outcome.code is ErrorCode.EXEC_TIMEOUT:
         return "timeout"
-    if outcome.code is ErrorCode.EXEC_CANCELLED:
-        return "cancelled"
     return "error"
 
 

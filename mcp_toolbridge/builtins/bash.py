@@ -33,7 +33,7 @@ from typing import Any
 
 from mcp_toolbridge.builtins.base import builtin_spec
 from mcp_toolbridge.builtins.session import Sessions
-from mcp_toolbridge.errors import ArgumentsError, ExecSpawnError
+from mcp_toolbridge.errors import ArgumentsError, ErrorCode, ExecSpawnError
 from mcp_toolbridge.executors import (
     ExecRequest,
     ExecResult,
@@ -225,6 +225,7 @@ class BashTool:
             ok=False,
             value=value,
             error=error,
+            code=ErrorCode.EXEC_TIMEOUT,
             stdout_bytes=outcome.stdout_bytes,
             stderr_bytes=outcome.stderr_bytes,
             truncated=shown.truncated,

@@ -62,9 +62,12 @@ async def stdio_transport(
     stdout: BinaryIO | None = None,
     *,
     max_frame_bytes: int = MAX_FRAME_BYTES,
+    on_eof: Callable[[], None] | None = None,
 ) -> AsyncIterator[Streams]:
     """Serve the process's stdin and stdout (or the given binary streams, which are used as
-    they are) until stdin ends; yields ``(read_stream, write_stream)`` for ``Server.run``."""
+    they are) until stdin ends; yields ``(read_stream, write_stream)`` for ``Server.run``.
+    ``on_eof`` is called when stdin ends, before the server is told (calls still in flight
+    are then ended by the shutdown)."""
     restores: list[Callable[[], None]] = []
     try:
         if stdin is None:
@@ -77,7 +80,9 @@ async def stdio_transport(
         to_server, from_client = anyio.create_memory_object_stream[ReadItem](0)
         to_client, from_server = anyio.create_memory_object_stream[SessionMessage](0)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_read_frames, readline, to_server, to_client.clone(), max_frame_bytes)
+            tg.start_soon(
+                _read_frames, readline, to_server, to_client.clone(), max_frame_bytes, on_eof
+            )
             tg.start_soon(_write_frames, write, from_server)
             yield from_client, to_client
     finally:
@@ -92,6 +97,7 @@ async def _read_frames(
     to_server: MemoryObjectSendStream[ReadItem],
     to_client: MemoryObjectSendStream[SessionMessage],
     limit: int,
+    on_eof: Callable[[], None] | None = None,
 ) -> None:
     parts: list[bytes] = []
     size = 0
@@ -122,6 +128,8 @@ async def _read_frames(
                 parts.clear()
                 size, head = 0, None
                 if not chunk:
+                    if on_eof is not None:
+                        on_eof()
                     return
     except (anyio.ClosedResourceError, anyio.BrokenResourceError):
         log.debug("the server stopped reading; stdin is no longer read")

@@ -37,7 +37,7 @@ from mcp_toolbridge.builtins.fs.walk import IgnoreOracle, PathGlob, WalkReport, 
 from mcp_toolbridge.builtins.session import Sessions
 from mcp_toolbridge.errors import ArgumentsError, ExecTimeoutError
 from mcp_toolbridge.executors import ExecRequest, ExecResult
-from mcp_toolbridge.policy import check_text, has_glob, is_within, split_glob
+from mcp_toolbridge.policy import check_text, glob_literal, is_within, split_glob
 
 MAX_GLOB_ENTRIES = 1000
 MAX_GLOB_COLLECTED = 100_000
@@ -73,6 +73,9 @@ class GlobTool:
         pattern = str(args["pattern"])
         check_text(pattern, what="pattern")
         raw_path = str(args.get("path") or ".")
+        workspace = self._fs.root.as_posix().rstrip("/") + "/"
+        if pattern.startswith(workspace):  # the workspace's own name is never a wildcard
+            raw_path, pattern = self._fs.root.as_posix(), pattern[len(workspace) :]
         if pattern.startswith("/"):
             literal, rest = split_glob(pattern)
             raw_path, pattern = (
@@ -204,9 +207,10 @@ def _literal_start(root: Path, pattern: str) -> tuple[Path | None, str]:
         return root, ""
     lead: list[str] = []
     for part in parts[:-1]:
-        if has_glob(part) or "{" in part or not part or part == ".":
+        text = glob_literal(part)
+        if text is None or "{" in part or not part or part == ".":
             break
-        lead.append(part)
+        lead.append(text)
     if not lead:
         return root, ""
     start = root.joinpath(*lead)

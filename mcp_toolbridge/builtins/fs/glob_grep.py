@@ -21,21 +21,23 @@ import anyio.to_thread
 
 from mcp_toolbridge.builtins.fs import grep_rg
 from mcp_toolbridge.builtins.fs.glob_grep_specs import GLOB_SPEC, GREP_SPEC
+from mcp_toolbridge.builtins.fs.grep_child import MAX_FILE_BYTES
 from mcp_toolbridge.builtins.fs.grep_engine import (
-    MAX_FILE_BYTES,
+    MAX_COLLECTED_LINES,
     GrepQuery,
     GrepRun,
     InvalidPattern,
     Mode,
     SearchTimeout,
-    python_search,
+    backtrack_search,
+    local_search,
 )
 from mcp_toolbridge.builtins.fs.grep_format import format_run
 from mcp_toolbridge.builtins.fs.paths import FileProblem, FsRoot
 from mcp_toolbridge.builtins.fs.visibility import ReadVerdict, ResultFilter
 from mcp_toolbridge.builtins.fs.walk import IgnoreOracle, PathGlob, WalkReport, walk_files
 from mcp_toolbridge.builtins.session import Sessions
-from mcp_toolbridge.errors import ArgumentsError, ExecTimeoutError
+from mcp_toolbridge.errors import ArgumentsError, ErrorCode, ExecTimeoutError
 from mcp_toolbridge.executors import ExecRequest, ExecResult
 from mcp_toolbridge.policy import check_text, glob_literal, is_within, split_glob
 
@@ -97,10 +99,19 @@ class GlobTool:
             matcher = PathGlob([pattern])
             shown = ResultFilter.for_glob(self._readable) if self._readable else None
             found = await anyio.to_thread.run_sync(
-                self._walk, root, pattern, matcher, include_ignored, deadline, shown
+                self._walk,
+                root,
+                pattern,
+                matcher,
+                include_ignored,
+                deadline,
+                shown,
+                abandon_on_cancel=True,  # the walk stops itself at its deadline
             )
         except (FileProblem, ValueError) as exc:
             return ExecResult(ok=False, error=str(exc))
+        except TimeoutError as exc:
+            return ExecResult(ok=False, error=str(exc), code=ErrorCode.EXEC_TIMEOUT)
         withheld = shown.withheld if shown is not None else 0
         return self._result(request, *found, include_ignored=include_ignored, withheld=withheld)
 
@@ -140,7 +151,7 @@ class GlobTool:
             elif len(found) < MAX_GLOB_COLLECTED:
                 found.append((entry.mtime, self._fs.display(entry.path)))
         if report.stopped == "deadline":
-            raise FileProblem(
+            raise TimeoutError(
                 f"glob timed out after {report.entries} entries; narrow the pattern or set path"
             )
         return found, hidden, report, walk_root
@@ -285,6 +296,7 @@ class GrepTool:
                 ok=False,
                 error=f"grep timed out after {request.timeout_s * DEADLINE_SHARE:g}s without "
                 "finishing; narrow the search with path or glob, or simplify the pattern",
+                code=ErrorCode.EXEC_TIMEOUT,
             )
         formatted = format_run(
             run,
@@ -318,7 +330,16 @@ class GrepTool:
             except (grep_rg.PatternUnsupported, grep_rg.OutputOverflow):
                 pass  # a pattern rg cannot parse, or output it cannot bound: Python runs it
         with anyio.fail_after(max(query.deadline - time.monotonic(), 0.0) + 1.0):
-            return await anyio.to_thread.run_sync(python_search, query, abandon_on_cancel=True)
+            run, deferred = await anyio.to_thread.run_sync(
+                local_search, query, abandon_on_cancel=True
+            )
+        if not deferred:
+            return run
+        room = MAX_COLLECTED_LINES - sum(f.match_lines for f in run.files)
+        found = await backtrack_search(query, deferred, max_lines=room)
+        run.files.extend(found.files)
+        run.partial = run.partial or found.partial
+        return run
 
 
 def _withhold(run: GrepRun, shown: ResultFilter) -> None:

@@ -206,6 +206,7 @@ def audit_observer(log: AuditLog) -> Observer:
             error=error,
             answer=outcome.answer,
             ended=outcome.ended,
+            usage=outcome.usage.as_json() if outcome.usage is not None else None,
         )
         await log.write(record)
 
@@ -268,6 +269,7 @@ class Runtime:
         ``keep_files`` (a sessionless HTTP call: files go when the server stops), its
         session state and sidecar files."""
         self.gate.forget(session_id)
+        self.bridge.forget_session(session_id)
         if not keep_files:
             self.sessions.close(session_id)
 

@@ -138,6 +138,9 @@ class AuditRecord(BaseModel):
     outcome: Outcome
     is_error: bool
     error_code: str | None = None
+    usage: dict[str, float] | None = None
+    """What the call used as its result reported it (``{"tokens": n, "usd": x}``), for tool
+    budgets; None when it reported nothing."""
 
     def to_line(self) -> bytes:
         return (self.model_dump_json(by_alias=True) + "\n").encode("utf-8")
@@ -155,6 +158,7 @@ class AuditRecord(BaseModel):
         answer: str | None = None,
         secrets: Iterable[str] = (),
         ended: Literal["cancelled", "shutdown"] | None = None,
+        usage: dict[str, float] | None = None,
     ) -> AuditRecord:
         """A record for a call that was decided (and maybe run). ``answer`` is the person's
         reply to an ask (once | always | reject | headless); ``secrets`` are resolved values to
@@ -187,6 +191,7 @@ class AuditRecord(BaseModel):
             outcome=outcome,
             is_error=outcome != "ok",
             error_code=str(error.code) if error is not None else None,
+            usage=usage,
         )
 
 

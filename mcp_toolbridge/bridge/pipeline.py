@@ -2,6 +2,8 @@
 
 resolve -> validate arguments -> gate (capabilities, rules, watchdog, confirmation)
 -> resolve secrets -> execute under the concurrency limit -> check output -> outcome + audit.
+A tool whose budget is spent in the caller's session is refused before the gate
+(:mod:`budget`); the usage a result reports is summed after it runs.
 
 Every path into execution (MCP tools/call, ``mcp-toolbridge call``, the ``task`` tool) goes
 through :meth:`Bridge.call`. No MCP types here: the server adapter maps outcomes to results.
@@ -17,10 +19,12 @@ from typing import Any, Literal, Protocol
 
 import anyio
 
+from mcp_toolbridge.bridge.budget import BudgetLedger, Usage, reported_usage
 from mcp_toolbridge.bridge.gate import Clearance
 from mcp_toolbridge.catalog import Catalog, CatalogEntry
 from mcp_toolbridge.errors import (
     ArgumentsError,
+    BudgetExceededError,
     CallError,
     ErrorCode,
     ExecError,
@@ -76,6 +80,8 @@ class CallOutcome:
     ended: Ended | None = None
     """How a call that did not run to its end was stopped (code ``exec.cancelled``): by its
     client, or by the server's shutdown."""
+    usage: Usage | None = None
+    """What the call used, as its result reported it (``usage``); None when not reported."""
 
 
 @dataclass(slots=True)
@@ -125,6 +131,7 @@ class Bridge:
         self._gate = gate
         self._observers = observers
         self._life = _Life()
+        self._budgets = BudgetLedger()
 
     def rebuilt(self, catalog: Catalog, *, gate: Gate, executors: Mapping[str, Executor]) -> Bridge:
         """A bridge over a new catalog (hot reload) that shares this one's concurrency limit,
@@ -159,11 +166,18 @@ class Bridge:
         cancelled = anyio.get_cancelled_exc_class()
         try:
             self._validate(entry, args)
+            spent = self._budgets.refusal(entry.spec, ctx.budget_scope)
+            if spent is not None:
+                clearance = Clearance(Decision("deny", spent, "budget"))
+                raise BudgetExceededError(spent, tool=name)
             clearance = await self._gate(entry.spec, args, ctx)
             if not clearance.allowed:
                 raise PermissionDeniedError(clearance.refusal(), tool=name)
             result = await self._execute(entry, args, ctx)
-            outcome = self._finish(entry, result, started, clearance)
+            usage = reported_usage(result.value)
+            if usage is not None:
+                self._budgets.add(ctx.budget_scope, name, usage)
+            outcome = self._finish(entry, result, started, clearance, usage)
         except InputPending:
             pending = CallOutcome(
                 tool=name,
@@ -190,6 +204,10 @@ class Bridge:
             raise
         await self._observe(entry.spec, args, ctx, outcome)
         return outcome
+
+    def forget_session(self, session_id: str) -> None:
+        """A session ended: drop the usage summed for its budgets."""
+        self._budgets.forget(session_id)
 
     def stopping(self) -> None:
         """The server is shutting down: calls cancelled from now on were ended by the
@@ -265,10 +283,16 @@ class Bridge:
             return await executor.run(request)
 
     def _finish(
-        self, entry: CatalogEntry, result: ExecResult, started: float, clearance: Clearance
+        self,
+        entry: CatalogEntry,
+        result: ExecResult,
+        started: float,
+        clearance: Clearance,
+        usage: Usage | None,
     ) -> CallOutcome:
         spec = entry.spec
         common: dict[str, Any] = {
+            "usage": usage,
             "tool": spec.name,
             "duration_ms": _ms_since(started),
             "truncated": result.truncated,

@@ -302,7 +302,13 @@ class ToolbridgeServer:
 
         host = McpHost(ctx, params)
         session_id = self._session_id(ctx)
-        call_ctx = CallContext(session_id=session_id, progress=progress, host=host)
+        sessionless = _scope(ctx) is None  # its budgets are summed for the whole server
+        call_ctx = CallContext(
+            session_id=session_id,
+            progress=progress,
+            host=host,
+            budget_session=self.session_id if sessionless else None,
+        )
         try:
             outcome = await self.bridge.call(params.name, params.arguments, call_ctx)
         except InputPending as pending:

@@ -61,7 +61,7 @@ def _lines(path: Path | None) -> list[dict[str, Any]]:
 def test_usage_is_read_from_a_top_level_usage_object_only_when_well_formed():
     assert reported_usage({"usage": {"tokens": 12, "usd": 0.5}}) == Usage(12, 0.5)
     assert reported_usage({"usage": {"usd": 1}}) == Usage(0, 1.0)
-    for value in (
+    malformed: list[Any] = [
         None,
         [1],
         {"usage": 5},
@@ -71,7 +71,8 @@ def test_usage_is_read_from_a_top_level_usage_object_only_when_well_formed():
         {"usage": {"tokens": True}},
         {"usage": {"usd": float("nan")}},
         {"data": {"usage": {"tokens": 3}}},
-    ):
+    ]
+    for value in malformed:
         assert reported_usage(value) is None, value
 
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import platformdirs
 
 from mcp_toolbridge.bridge import (
@@ -48,7 +50,7 @@ from mcp_toolbridge.executors import (
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.loaders import LoadReport, load_paths
 from mcp_toolbridge.model import Format, ToolSpec
-from mcp_toolbridge.policy import Decision, Policy
+from mcp_toolbridge.policy import Decision, Policy, load_parser
 from mcp_toolbridge.secrets import SecretResolver
 
 BUILTIN_SPECS: tuple[ToolSpec, ...] = (TOOL_SEARCH_SPEC,)
@@ -324,6 +326,9 @@ async def open_runtime(
     shared = _Shared(sessions, PathLocks(), call_tool, offer)
     gate, builtins = _catalog_parts(settings, loaded, shared)
     async with AsyncExitStack() as stack:
+        if "bash" in loaded.catalog:  # its parser, built off the event loop (see load_parser)
+            warm = await stack.enter_async_context(anyio.create_task_group())
+            warm.start_soon(anyio.to_thread.run_sync, load_parser)
         http = await stack.enter_async_context(HttpExecutor.open())
         watching: tuple[Observer, ...] = ()
         if settings.audit:

@@ -20,7 +20,7 @@ from mcp_toolbridge.policy.paths import (
 from mcp_toolbridge.policy.requirements import CommandSplitter, Targets, host_of
 from mcp_toolbridge.policy.rules import ACTION_RANK, Action, Subject, resolve
 from mcp_toolbridge.policy.shell.hooks import shell_floor, shell_targets
-from mcp_toolbridge.policy.shell.parse import splitter
+from mcp_toolbridge.policy.shell.parse import load_parser, parser_loaded, splitter
 from mcp_toolbridge.policy.watchdog import (
     Verdict,
     WatchdogRequest,
@@ -52,7 +52,9 @@ __all__ = [
     "has_glob",
     "host_of",
     "is_within",
+    "load_parser",
     "parse_verdict",
+    "parser_loaded",
     "resolve",
     "shell_floor",
     "shell_targets",

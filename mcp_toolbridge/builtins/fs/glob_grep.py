@@ -11,6 +11,7 @@ say how many (``withheld_by_policy``), never which.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from pathlib import Path
@@ -113,7 +114,12 @@ class GlobTool:
         except TimeoutError as exc:
             return ExecResult(ok=False, error=str(exc), code=ErrorCode.EXEC_TIMEOUT)
         withheld = shown.withheld if shown is not None else 0
-        return self._result(request, *found, include_ignored=include_ignored, withheld=withheld)
+        # Sorting up to 100,000 paths and writing the sidecar: off the event loop.
+        return await anyio.to_thread.run_sync(
+            functools.partial(
+                self._result, request, *found, include_ignored=include_ignored, withheld=withheld
+            )
+        )
 
     def _walk(
         self,
@@ -298,7 +304,8 @@ class GrepTool:
                 "finishing; narrow the search with path or glob, or simplify the pattern",
                 code=ErrorCode.EXEC_TIMEOUT,
             )
-        formatted = format_run(
+        shape = functools.partial(
+            format_run,
             run,
             mode,
             self._fs.display,
@@ -306,9 +313,11 @@ class GrepTool:
             context=context,
             head_limit=int(head_limit) if head_limit is not None else None,
         )
+        formatted = await anyio.to_thread.run_sync(shape)  # up to 20,000 lines: off the loop
         if formatted.full_text is None:
             return ExecResult(ok=True, value=formatted.value)
-        kept = state.write_sidecar("grep", formatted.full_text.encode("utf-8", "replace"))
+        full = formatted.full_text.encode("utf-8", "replace")
+        kept = await anyio.to_thread.run_sync(state.write_sidecar, "grep", full)
         return ExecResult(
             ok=True,
             value=formatted.value,

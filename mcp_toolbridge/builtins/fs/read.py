@@ -84,6 +84,18 @@ SPEC = builtin_spec(
 
 
 @dataclass
+class _Deadline:
+    """When the worker thread must stop: the call's deadline, or the call ending first (a
+    cancelled call abandons its thread, which then stops at its next check)."""
+
+    at: float
+    ended: bool = False
+
+    def passed(self) -> bool:
+        return self.ended or time.monotonic() > self.at
+
+
+@dataclass
 class _Window:
     head: list[str] = field(default_factory=list)
     """Formatted lines within the 200 KB cap."""
@@ -120,7 +132,7 @@ class ReadTool:
         path = self._fs.resolve(str(args["file_path"]), what="file_path", extra=extra)
         offset = int(args.get("offset") or 1)
         limit = int(args.get("limit") or DEFAULT_LIMIT)
-        deadline = time.monotonic() + request.timeout_s
+        deadline = _Deadline(time.monotonic() + request.timeout_s)
         try:
             window = await anyio.to_thread.run_sync(
                 self._read, path, offset, limit, extra, deadline, abandon_on_cancel=True
@@ -135,10 +147,14 @@ class ReadTool:
                 "you need",
                 code=ErrorCode.EXEC_TIMEOUT,
             )
+        finally:
+            deadline.ended = True  # an abandoned thread (the call was cancelled) stops too
+        if window.rest:  # the sidecar: up to 16 MB joined and written, off the event loop
+            return await anyio.to_thread.run_sync(self._result, request, path, window, offset)
         return self._result(request, path, window, offset)
 
     def _read(
-        self, path: Path, offset: int, limit: int, extra: Sequence[Path], deadline: float
+        self, path: Path, offset: int, limit: int, extra: Sequence[Path], deadline: _Deadline
     ) -> _Window:
         fd = self._fs.open_file(path, tool="read", extra=extra)
         with os.fdopen(fd, "rb") as handle:
@@ -235,33 +251,36 @@ class ReadTool:
         )
 
 
-def _skip_lines(handle: IO[bytes], count: int, deadline: float) -> int | None:
+def _skip_lines(handle: IO[bytes], count: int, deadline: _Deadline) -> int | None:
     """Move past ``count`` lines. None when done; the file's line count when it is shorter.
-    Raises TimeoutError past ``deadline`` (checked between chunks)."""
+    Raises TimeoutError past ``deadline`` (checked between chunks). One buffer is read into
+    again and again: a fresh megabyte per chunk would be mapped and unmapped each time."""
     seen = 0
     last = b"\n"
+    buffer = bytearray(_CHUNK)
+    view = memoryview(buffer)
     while seen < count:
-        if time.monotonic() > deadline:
+        if deadline.passed():
             raise TimeoutError
         start = handle.tell()
-        chunk = handle.read(_CHUNK)
-        if not chunk:
+        size = handle.readinto(view)  # type: ignore[attr-defined]
+        if not size:
             return seen + (0 if last == b"\n" else 1)
-        last = chunk[-1:]
-        found = chunk.count(b"\n")
+        last = bytes(buffer[size - 1 : size])
+        found = buffer.count(b"\n", 0, size)
         if seen + found < count:
             seen += found
             continue
         index = -1
         for _ in range(count - seen):
-            index = chunk.index(b"\n", index + 1)
+            index = buffer.index(b"\n", index + 1, size)
         handle.seek(start + index + 1)
         return None
     return None
 
 
 def _take_lines(
-    handle: IO[bytes], window: _Window, offset: int, limit: int, deadline: float
+    handle: IO[bytes], window: _Window, offset: int, limit: int, deadline: _Deadline
 ) -> None:
     number = offset
     while number < offset + limit:
@@ -311,12 +330,14 @@ def _add(window: _Window, line: str) -> None:
         window.rest_bytes += size
 
 
-def _skip_rest_of_line(handle: IO[bytes], deadline: float, at_most: int | None) -> tuple[int, bool]:
+def _skip_rest_of_line(
+    handle: IO[bytes], deadline: _Deadline, at_most: int | None
+) -> tuple[int, bool]:
     """Read past the rest of a line: (bytes skipped, whether its end was reached) — not
     reached when ``at_most`` bytes were skipped first. TimeoutError past ``deadline``."""
     skipped = 0
     while at_most is None or skipped < at_most:
-        if time.monotonic() > deadline:
+        if deadline.passed():
             raise TimeoutError
         part = handle.readline(_CHUNK)
         skipped += len(part)
@@ -329,7 +350,9 @@ def _count_rest(handle: IO[bytes]) -> int:
     """Lines after the current position (a last line without a newline counts)."""
     lines = 0
     last = b"\n"
-    while chunk := handle.read(_CHUNK):
-        lines += chunk.count(b"\n")
-        last = chunk[-1:]
+    buffer = bytearray(_CHUNK)
+    view = memoryview(buffer)
+    while size := handle.readinto(view):  # type: ignore[attr-defined]
+        lines += buffer.count(b"\n", 0, size)
+        last = bytes(buffer[size - 1 : size])
     return lines + (0 if last == b"\n" else 1)

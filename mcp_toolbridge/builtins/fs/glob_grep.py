@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -90,6 +91,7 @@ class GlobTool:
             raise ArgumentsError("the pattern must not contain '..'; set path to another folder")
         include_ignored = bool(args.get("include_ignored", False))
         deadline = time.monotonic() + request.timeout_s * DEADLINE_SHARE
+        stop = threading.Event()
         try:
             root = _folder(self._fs, raw_path)
             if not root.is_dir():
@@ -107,12 +109,15 @@ class GlobTool:
                 include_ignored,
                 deadline,
                 shown,
-                abandon_on_cancel=True,  # the walk stops itself at its deadline
+                stop,
+                abandon_on_cancel=True,  # the walk stops at its deadline, or once stop is set
             )
         except (FileProblem, ValueError) as exc:
             return ExecResult(ok=False, error=str(exc))
         except TimeoutError as exc:
             return ExecResult(ok=False, error=str(exc), code=ErrorCode.EXEC_TIMEOUT)
+        finally:
+            stop.set()
         withheld = shown.withheld if shown is not None else 0
         # Sorting up to 100,000 paths and writing the sidecar: off the event loop.
         return await anyio.to_thread.run_sync(
@@ -129,6 +134,7 @@ class GlobTool:
         include_ignored: bool,
         deadline: float,
         shown: ResultFilter | None,
+        stop: threading.Event,
     ) -> tuple[list[tuple[float, str]], int, WalkReport, Path]:
         walk_root, prefix = _literal_start(root, pattern)
         if walk_root not in (None, root) and not include_ignored:
@@ -146,6 +152,7 @@ class GlobTool:
             report=report,
             deadline=deadline,
             max_entries=MAX_GLOB_WALK,
+            stop=stop,
         ):
             rel = f"{prefix}/{entry.rel}" if prefix else entry.rel
             if not matcher.matches(rel):
@@ -269,6 +276,7 @@ class GrepTool:
         mode: Mode = args.get("output_mode") or "files_with_matches"
         context = int(args.get("context") or 0) if mode == "content" else 0
         head_limit = args.get("head_limit")
+        stop = threading.Event()  # set when the call ends: an abandoned thread stops too
         try:
             root = _folder(self._fs, str(args.get("path") or "."), extra=extra)
             if not root.is_dir():
@@ -283,6 +291,7 @@ class GrepTool:
                 multiline=bool(args.get("multiline", False)),
                 context=context,
                 deadline=time.monotonic() + request.timeout_s * DEADLINE_SHARE,
+                stop=stop,
             )
             run = await self._search(query, request.timeout_s * DEADLINE_SHARE)
             if self._readable is not None and query.ignore_base is not None:
@@ -304,6 +313,8 @@ class GrepTool:
                 "finishing; narrow the search with path or glob, or simplify the pattern",
                 code=ErrorCode.EXEC_TIMEOUT,
             )
+        finally:
+            stop.set()
         shape = functools.partial(
             format_run,
             run,

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -59,6 +60,11 @@ class GrepQuery:
     multiline: bool = False
     context: int = 0
     deadline: float = float("inf")
+    stop: threading.Event | None = field(default=None, compare=False)
+    """Set when the call ends: an abandoned worker thread stops as at its deadline."""
+
+    def over(self) -> bool:
+        return time.monotonic() > self.deadline or (self.stop is not None and self.stop.is_set())
 
 
 @dataclass
@@ -113,7 +119,7 @@ def local_search(query: GrepQuery) -> tuple[GrepRun, list[tuple[Path, float]]]:
     deferred: list[tuple[Path, float]] = []
     collected = searched = 0
     for path, mtime, data in _candidates(query, run):
-        if time.monotonic() > query.deadline:
+        if query.over():
             raise SearchTimeout
         if pattern is None or (pattern.ascii_only and not data.isascii()):
             deferred.append((path, mtime))
@@ -148,12 +154,12 @@ def _re2_hits(
     if query.multiline:
         for span in grep_re2.span_matches(pattern, data, first_only=first_only):
             matched.update(dict.fromkeys(span))
-            if len(matched) % 4096 == 0 and time.monotonic() > query.deadline:
+            if len(matched) % 4096 == 0 and query.over():
                 raise SearchTimeout
     else:
         for count, number in enumerate(grep_re2.line_matches(pattern, data, first_only=first_only)):
             matched[number] = None
-            if count % 4096 == 4095 and time.monotonic() > query.deadline:
+            if count % 4096 == 4095 and query.over():
                 raise SearchTimeout
     if not matched:
         return None
@@ -227,6 +233,7 @@ def _candidates(query: GrepQuery, run: GrepRun) -> Iterator[tuple[Path, float, b
                 ignore_base=query.ignore_base,
                 report=report,
                 deadline=query.deadline,
+                stop=query.stop,
                 max_entries=MAX_WALK_ENTRIES,
             )
             if not e.ignored

@@ -49,6 +49,7 @@ class ErrorCode(StrEnum):
     EXEC_TRANSPORT = "exec.transport"
     EXEC_UNSUPPORTED = "exec.unsupported"
     SECRET_UNRESOLVED = "secret.unresolved"
+    SERVER_INTERNAL = "server.internal"
 
 
 class Severity(StrEnum):

@@ -24,6 +24,7 @@ from mcp_toolbridge.bridge import (
     CallOutcome,
     Observer,
     PolicyGate,
+    outcome_of,
     span_observer,
 )
 from mcp_toolbridge.builtins import (
@@ -49,7 +50,7 @@ from mcp_toolbridge.executors import (
 )
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.loaders import LoadReport, load_paths
-from mcp_toolbridge.model import Format, ToolSpec
+from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.policy import Decision, Policy, load_parser
 from mcp_toolbridge.secrets import SecretResolver
 
@@ -207,7 +208,7 @@ def audit_observer(log: AuditLog) -> Observer:
             result=outcome.result,
             error=error,
             answer=outcome.answer,
-            ended=outcome.ended,
+            outcome=outcome_of(outcome),
             usage=outcome.usage.as_json() if outcome.usage is not None else None,
         )
         await log.write(record)
@@ -230,16 +231,16 @@ def _catalog_parts(
 ) -> tuple[PolicyGate, BuiltinExecutor]:
     """What depends on the catalog and the policy, rebuilt on every reload."""
     catalog = loaded.catalog
-    index = SearchIndex.build(s for s in catalog.specs() if s.source.format is not Format.BUILTIN)
+    index = SearchIndex.build(catalog.manifest_specs())
+    search = ToolSearch(index, catalog)
     if loaded.locked is None:
-        builtins = BuiltinExecutor([ToolSearch(index, catalog)])
+        builtins = BuiltinExecutor([search])
     else:
         builtins = BuiltinExecutor(
             loaded.locked.tools(
                 sessions=shared.sessions,
                 locks=shared.locks,
-                index=index,
-                catalog=catalog,
+                search=search,
                 call_tool=shared.call_tool,
                 list_tools=shared.offer,
                 policy=loaded.policy,

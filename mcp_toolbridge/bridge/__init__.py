@@ -6,6 +6,7 @@ May import: the vocabulary, loaders, catalog, policy, executors. Not builtins, s
 
 from mcp_toolbridge.bridge.audit import AuditLog, AuditRecord
 from mcp_toolbridge.bridge.gate import PolicyGate
+from mcp_toolbridge.bridge.outcome import Outcome, outcome_of
 from mcp_toolbridge.bridge.pipeline import Bridge, CallOutcome, Observer
 from mcp_toolbridge.bridge.recording import Recorder, ReplayExecutor
 from mcp_toolbridge.bridge.telemetry import span_observer
@@ -16,8 +17,10 @@ __all__ = [
     "Bridge",
     "CallOutcome",
     "Observer",
+    "Outcome",
     "PolicyGate",
     "Recorder",
     "ReplayExecutor",
+    "outcome_of",
     "span_observer",
 ]

@@ -29,7 +29,8 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from mcp_toolbridge.errors import CallError, ErrorCode
+from mcp_toolbridge.bridge.outcome import Outcome, classify
+from mcp_toolbridge.errors import CallError
 from mcp_toolbridge.executors import ExecResult
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.policy import Decision
@@ -43,9 +44,6 @@ _SECRET_NAME = re.compile(
     r"signature|sig|session[-_]?id|private[-_]?key)",
     re.IGNORECASE,
 )
-
-Outcome = Literal["ok", "error", "denied", "timeout", "cancelled", "shutdown"]
-"""``cancelled``: the client cancelled the call; ``shutdown``: the server stopped during it."""
 
 
 def default_audit_path() -> Path:
@@ -157,16 +155,23 @@ class AuditRecord(BaseModel):
         error: CallError | None = None,
         answer: str | None = None,
         secrets: Iterable[str] = (),
-        ended: Literal["cancelled", "shutdown"] | None = None,
+        outcome: Outcome | None = None,
         usage: dict[str, float] | None = None,
     ) -> AuditRecord:
         """A record for a call that was decided (and maybe run). ``answer`` is the person's
         reply to an ask (once | always | reject | headless); ``secrets`` are resolved values to
-        hide wherever they appear; ``ended`` says who stopped an ``exec.cancelled`` call."""
+        hide wherever they appear; ``outcome`` is the call's outcome when the caller has it
+        (:func:`~mcp_toolbridge.bridge.outcome.outcome_of`), else it is classified from the
+        decision, result, error and answer; ``usage`` is what the call used, as its result
+        reported it (tool budgets)."""
         values = tuple(secrets)
-        outcome = _outcome(decision, result, error, answer)
-        if outcome == "cancelled" and ended is not None:
-            outcome = ended
+        if outcome is None:
+            outcome = classify(
+                ok=error is None and result is not None and result.ok,
+                code=error.code if error is not None else None,
+                action=decision.action,
+                answer=answer,
+            )
         return cls(
             ts=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             session=session,
@@ -189,28 +194,10 @@ class AuditRecord(BaseModel):
             env_keys=sorted(result.env_keys) if result else [],
             tags=list(spec.tags),
             outcome=outcome,
-            is_error=outcome != "ok",
+            is_error=outcome is not Outcome.OK,
             error_code=str(error.code) if error is not None else None,
             usage=usage,
         )
-
-
-def _outcome(
-    decision: Decision, result: ExecResult | None, error: CallError | None, answer: str | None
-) -> Outcome:
-    if error is not None and error.code == ErrorCode.EXEC_CANCELLED:
-        return "cancelled"  # whatever was decided: the call was stopped, maybe before a decision
-    if decision.action == "deny" or answer in ("reject", "headless"):
-        return "denied"
-    if error is not None:
-        if error.code == ErrorCode.PERMISSION_DENIED:
-            return "denied"
-        if error.code == ErrorCode.EXEC_TIMEOUT:
-            return "timeout"
-        return "error"
-    if result is None or not result.ok:
-        return "error"
-    return "ok"
 
 
 class AuditLog:

@@ -66,6 +66,8 @@ class CallOutcome:
     tool: str
     ok: bool
     value: Any = None
+    text: str | None = None
+    """The success written for the model, when the tool writes one (see ExecResult.text)."""
     error: str | None = None
     code: ErrorCode | None = None
     duration_ms: int = 0
@@ -121,12 +123,17 @@ class Bridge:
         secrets: SecretSource | None = None,
         gate: Gate = _allow_all,
         observers: tuple[Observer, ...] = (),
+        limiter: anyio.CapacityLimiter | None = None,
     ) -> None:
+        """``limiter``: a concurrency limit shared with another bridge (see :meth:`rebuilt`);
+        without it, a limit of ``max_concurrency`` calls (default: twice the cores)."""
         self.catalog = catalog
         self._executors = dict(executors)
         self._default_timeout_s = default_timeout_s
         self._max_output_bytes = max_output_bytes
-        self._limiter = anyio.CapacityLimiter(max_concurrency or _default_concurrency())
+        if limiter is None:
+            limiter = anyio.CapacityLimiter(max_concurrency or _default_concurrency())
+        self._limiter = limiter
         self._secrets = secrets
         self._gate = gate
         self._observers = observers
@@ -135,12 +142,21 @@ class Bridge:
 
     def rebuilt(self, catalog: Catalog, *, gate: Gate, executors: Mapping[str, Executor]) -> Bridge:
         """A bridge over a new catalog (hot reload) that shares this one's concurrency limit,
-        deadlines, secrets and observers. Calls in flight keep the bridge they started on."""
-        twin = Bridge.__new__(Bridge)
-        twin.__dict__.update(self.__dict__)
-        twin.catalog = catalog
-        twin._gate = gate
-        twin._executors = {**self._executors, **executors}
+        deadlines, secrets, observers, budgets and whether the server is stopping;
+        ``executors`` replace those of the same kind. Calls in flight keep the bridge they
+        started on."""
+        twin = Bridge(
+            catalog,
+            {**self._executors, **executors},
+            default_timeout_s=self._default_timeout_s,
+            max_output_bytes=self._max_output_bytes,
+            secrets=self._secrets,
+            gate=gate,
+            observers=self._observers,
+            limiter=self._limiter,
+        )
+        twin._life = self._life
+        twin._budgets = self._budgets
         return twin
 
     def entry(self, name: str) -> CatalogEntry:
@@ -157,7 +173,7 @@ class Bridge:
         Every call that gets this far leaves exactly one outcome with the observers (the
         audit line), however it ends: a call cancelled by the client or ended by the server's
         shutdown is observed as ``exec.cancelled`` before the cancellation goes on, and an
-        unexpected exception as ``exec.failed`` before it propagates."""
+        unexpected exception as ``server.internal`` before it propagates."""
         entry = self.entry(name)
         ctx = ctx or CallContext()
         args: Mapping[str, Any] = {} if arguments is None else arguments
@@ -199,7 +215,7 @@ class Bridge:
             raise
         except Exception as exc:  # a bug below: audited, then the server's handler reports it
             error = f"internal error: {type(exc).__name__}"
-            failed = self._failed(name, error, ErrorCode.EXEC_FAILED, started, clearance)
+            failed = self._failed(name, error, ErrorCode.SERVER_INTERNAL, started, clearance)
             await self._observe(entry.spec, args, ctx, failed)
             raise
         await self._observe(entry.spec, args, ctx, outcome)
@@ -273,7 +289,7 @@ class Bridge:
         request = ExecRequest(
             spec=spec,
             arguments=args,
-            timeout_s=spec.timeout_s or self._default_timeout_s,
+            timeout_s=spec.effective_timeout_s(self._default_timeout_s),
             secrets=secrets,
             progress=ctx.progress,
             max_output_bytes=self._max_output_bytes,
@@ -318,7 +334,7 @@ class Bridge:
                     code=ErrorCode.OUTPUT_INVALID,
                     **common,
                 )
-        return CallOutcome(ok=True, value=result.value, **common)
+        return CallOutcome(ok=True, value=result.value, text=result.text, **common)
 
 
 def _ms_since(started: float) -> int:

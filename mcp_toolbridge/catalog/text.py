@@ -22,8 +22,11 @@ _CAMEL = re.compile(r"[A-Z]+\d*(?=[A-Z][a-z])|[A-Z]?[a-z]+\d*|[A-Z]+\d*|\d+")
 
 # Function words carry no intent. Dropping them keeps queries about what the user wants, keeps
 # the postings walked per query short (a word in every description would otherwise cost a full
-# scan of the catalog) and tells us when a clause has no content of its own. Verbs that name
-# tool actions (get, find, list, search, create, ...) are deliberately NOT here.
+# scan of the catalog) and tells us when a clause has no content of its own. The verbs a person
+# frames a request with ("can you help me", "give me", "tell me", "show me", "suggest",
+# "recommend", "do you know") say that something is asked, not what: they match every
+# description that happens to use them. Verbs that name tool actions (get, find, list, search,
+# create, ...) are deliberately NOT here.
 STOP_WORDS: frozenset[str] = frozenset(
     """
     a about after again against all am an and any are as at be because been before being
@@ -36,6 +39,7 @@ STOP_WORDS: frozenset[str] = frozenset(
     also please want need able e g eg ie etc let us s t may might must shall via per
     additionally afterward afterwards finally firstly furthermore lastly moreover secondly
     subsequently thirdly
+    help provide give tell show suggest recommend know
     """.split()
 )
 

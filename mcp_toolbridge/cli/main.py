@@ -18,15 +18,20 @@ import anyio
 
 from mcp_toolbridge import __version__
 from mcp_toolbridge.builtins import LOCKED_IDS, parse_locked
-from mcp_toolbridge.cli import commands as cli_ops
-from mcp_toolbridge.cli.clients import CLIENTS
+from mcp_toolbridge.cli.config import add_client_option, print_config
+from mcp_toolbridge.cli.console import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERRUPTED,
+    EXIT_LOAD,
+    EXIT_OK,
+    EXIT_PROBLEMS,
+    err,
+)
+from mcp_toolbridge.cli.inspect import print_interface
+from mcp_toolbridge.cli.serve import add_serve_options, run_server
 from mcp_toolbridge.errors import ConfigError, Severity, ToolbridgeError, UnknownToolError
 from mcp_toolbridge.executors import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
 from mcp_toolbridge.runtime import Loaded, Settings, bundled_manifests, load_catalog, open_bridge
-
-EXIT_OK = 0
-EXIT_PROBLEMS = 1
-EXIT_LOAD = 2
 
 
 def _add_load_options(parser: argparse.ArgumentParser) -> None:
@@ -187,7 +192,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_policy_options(inspect)
 
     config = verbs.add_parser("config", help="print a client's config for this installation")
-    config.add_argument("--client", choices=sorted(CLIENTS), required=True)
+    add_client_option(config)
     _add_load_options(config)
     _add_policy_options(config)
     return parser
@@ -208,7 +213,7 @@ def _add_serve_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="serve the valid tools when some manifests have problems (they are logged)",
     )
-    cli_ops.add_serve_options(parser)
+    add_serve_options(parser)
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -229,14 +234,10 @@ def _settings(args: argparse.Namespace) -> Settings:
     )
 
 
-def _err(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-
-
 def _print_problems(loaded: Loaded) -> None:
     for problem in loaded.problems:
         prefix = "notice: " if problem.severity is Severity.NOTICE else ""
-        _err(prefix + problem.render())
+        err(prefix + problem.render())
 
 
 def _load_or_exit(
@@ -245,7 +246,7 @@ def _load_or_exit(
     loaded = load_catalog(_settings(args), locked=builtins)
     if loaded.errors and not allow_errors:
         _print_problems(loaded)
-        _err(f"mcp-toolbridge: {len(loaded.errors)} problem(s) found; nothing served")
+        err(f"mcp-toolbridge: {len(loaded.errors)} problem(s) found; nothing served")
         return EXIT_LOAD
     return loaded
 
@@ -304,10 +305,10 @@ def _cmd_call(args: argparse.Namespace) -> int:
     try:
         arguments = json.loads(args.args)
     except json.JSONDecodeError as exc:
-        _err(f"mcp-toolbridge: --args is not valid JSON: {exc}")
+        err(f"mcp-toolbridge: --args is not valid JSON: {exc}")
         return EXIT_LOAD
     if not isinstance(arguments, dict):
-        _err("mcp-toolbridge: --args must be a JSON object")
+        err("mcp-toolbridge: --args must be a JSON object")
         return EXIT_LOAD
     loaded = _load_or_exit(args, builtins=True)
     if isinstance(loaded, int):
@@ -318,7 +319,7 @@ def _cmd_call(args: argparse.Namespace) -> int:
             try:
                 outcome = await bridge.call(args.tool, arguments)
             except UnknownToolError as exc:
-                _err(f"mcp-toolbridge: {exc}")
+                err(f"mcp-toolbridge: {exc}")
                 return EXIT_LOAD
         if outcome.ok:
             print(json.dumps(outcome.value, indent=2, ensure_ascii=False))
@@ -395,18 +396,18 @@ def _load_for_serving(args: argparse.Namespace) -> Loaded | int:
     loaded = _load_or_exit(args, allow_errors=args.skip_invalid, builtins=True)
     if isinstance(loaded, Loaded) and loaded.errors:
         _print_problems(loaded)
-        _err(f"mcp-toolbridge: skipping {len(loaded.errors)} invalid declaration(s)")
+        err(f"mcp-toolbridge: skipping {len(loaded.errors)} invalid declaration(s)")
     return loaded
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     if args.expose == "search" and "tool_search" not in args.locked:
-        _err("mcp-toolbridge: --expose search needs tool_search; add it to --locked")
+        err("mcp-toolbridge: --expose search needs tool_search; add it to --locked")
         return EXIT_LOAD
     loaded = _load_for_serving(args)
     if isinstance(loaded, int):
         return loaded
-    return cli_ops.serve(args, _settings(args), loaded)
+    return run_server(args, _settings(args), loaded)
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
@@ -417,18 +418,18 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if isinstance(loaded, int):
         return loaded
     what = f"replaying {len(replay)} recorded calls of {args.recording} for"
-    return cli_ops.serve(args, _settings(args), loaded, stand_in=replay, what=what)
+    return run_server(args, _settings(args), loaded, stand_in=replay, what=what)
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
     loaded = _load_or_exit(args, builtins=True)
     if isinstance(loaded, int):
         return loaded
-    return cli_ops.inspect(args, _settings(args), loaded)
+    return print_interface(args, _settings(args), loaded)
 
 
 def _cmd_config(args: argparse.Namespace) -> int:
-    return cli_ops.config(args)
+    return print_config(args)
 
 
 COMMANDS = {
@@ -463,17 +464,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # inside the try: a reader gone away is handled below
         return code
     except ToolbridgeError as exc:
-        _err(f"mcp-toolbridge: {exc}")
+        err(f"mcp-toolbridge: {exc}")
         return EXIT_LOAD
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`... | head`): not an error worth a traceback. Point stdout at
         # /dev/null so the interpreter's final flush does not raise again.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
-        return 141
+        return EXIT_BROKEN_PIPE
 
 
 __all__ = ["bundled_manifests", "main"]

@@ -42,8 +42,13 @@ class ExecResult:
 
     ok: bool
     value: Any = None
+    text: str | None = None
+    """The result written for the model (numbered lines, matches, command output); None:
+    the value's JSON is the text. The value stays the structured result."""
     error: str | None = None
     code: ErrorCode | None = None
+    """The code of a failure (``ok`` false) when it is not a plain ``exec.failed``: a tool
+    that stops a command at its own deadline says ``exec.timeout``."""
     exit_code: int | None = None
     http_status: int | None = None
     stdout_bytes: int = 0

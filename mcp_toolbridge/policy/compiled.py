@@ -65,7 +65,9 @@ class Decision:
     rule: str
     """The rule, default or hook that made the decision, for the model and the audit log."""
     scope: str
-    """manifest | project | session | default | capability | confirmation | watchdog"""
+    """manifest | project | session | default | capability | confirmation | watchdog | shell
+    (and, recorded by the runtime's audit observer for a call refused at argument validation,
+    validation)"""
 
     @classmethod
     def refused(cls, denial: Denial) -> Decision:

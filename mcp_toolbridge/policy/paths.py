@@ -13,7 +13,10 @@ granted scope or a permission pattern:
 
 :func:`is_within` compares path components, so ``/srv/app_evil`` is not inside ``/srv/app``.
 :func:`glob_regex` turns a path glob (``**`` across directories, ``*`` and ``?`` within one)
-into a compiled regular expression over absolute POSIX paths.
+into a compiled regular expression over absolute POSIX paths. It is built on the one glob
+translator of the package: :func:`glob_pattern` (path globs; .gitignore rules are a layer on
+it) over :func:`wildcard_pattern` (``*``, ``?``, ``[...]`` in one piece of text; the rules'
+plain-text globs use it directly).
 """
 
 from __future__ import annotations
@@ -146,40 +149,83 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
     component (dot files included); ``?`` one character other than ``/``; ``[abc]`` and
     ``[!abc]`` a character class. A trailing ``/**`` also matches the directory itself.
     """
+    return re.compile(glob_pattern(pattern) + r"\Z", re.DOTALL)
+
+
+def glob_pattern(
+    pattern: str,
+    *,
+    tail_matches_dir: bool = True,
+    backslash_escapes: bool = False,
+    caret_negates: bool = False,
+) -> str:
+    """The regular expression (text, not anchored) for a path glob, absolute or relative: the
+    one path-glob translator (policy patterns, the glob tool, .gitignore rules).
+
+    ``**`` as a whole component matches zero or more components (a run of them counts as
+    one): leading, ``(?:.*/)?``; inside, ``/(?:.*/)?``; trailing, everything below, and the
+    directory itself when ``tail_matches_dir``. Other components go through
+    :func:`wildcard_pattern` with ``/`` as the separator.
+    """
+    parts: list[str] = []
+    for part in pattern.split("/"):
+        if not (part == "**" and parts[-1:] == ["**"]):
+            parts.append(part)
     out: list[str] = []
-    parts = pattern.split("/")
     for index, part in enumerate(parts):
-        last = index == len(parts) - 1
+        first, last = index == 0, index == len(parts) - 1
         if part == "**":
-            # "a/**/b" matches a/b, a/x/b, a/x/y/b; "a/**" matches a and everything below.
-            out.append("(?:/.*)?" if last else "(?:/[^/]*)*")
+            if first:
+                out.append(".*" if last else "(?:.*/)?")
+            elif last:
+                out.append("(?:/.*)?" if tail_matches_dir else "/.*")
+            else:
+                out.append("/(?:.*/)?")
             continue
-        if index > 0:
+        if not first and parts[index - 1] != "**":
             out.append("/")
-        out.append(_component_regex(part))
-    return re.compile("".join(out) + r"\Z", re.DOTALL)
+        out.append(
+            wildcard_pattern(part, backslash_escapes=backslash_escapes, caret_negates=caret_negates)
+        )
+    return "".join(out)
 
 
-def _component_regex(part: str) -> str:
+def wildcard_pattern(
+    glob: str,
+    *,
+    separator: str = "/",
+    backslash_escapes: bool = False,
+    caret_negates: bool = False,
+) -> str:
+    """The regular expression (text) for ``glob``'s wildcards, every other character literal.
+
+    ``*`` is any run of characters other than ``separator`` (any characters at all when it is
+    empty), ``?`` one such character, ``[abc]`` a class and ``[!abc]`` its negation (never
+    matching ``separator`` either). ``backslash_escapes``: ``\\x`` is a literal ``x``;
+    ``caret_negates``: ``[^abc]`` negates as well (both as in .gitignore).
+    """
+    other = f"[^{re.escape(separator)}]" if separator else "."
     out: list[str] = []
     i = 0
-    while i < len(part):
-        ch = part[i]
+    while i < len(glob):
+        ch = glob[i]
+        if backslash_escapes and ch == "\\" and i + 1 < len(glob):
+            out.append(re.escape(glob[i + 1]))
+            i += 2
+            continue
         if ch == "*":
-            out.append("[^/]*")
+            while i + 1 < len(glob) and glob[i + 1] == "*":
+                i += 1
+            out.append(other + "*")
         elif ch == "?":
-            out.append("[^/]")
-        elif ch == "[":
-            end = part.find("]", i + 2 if part[i + 1 : i + 2] in ("!", "]") else i + 1)
-            if end == -1:
-                out.append(re.escape(ch))
-            else:
-                body = part[i + 1 : end]
-                negate = body.startswith("!")
-                body = body[1:] if negate else body
-                escaped = "".join("\\" + c if c in "\\^[&~|" else c for c in body)
-                out.append(f"[{'^/' if negate else ''}{escaped}]")
-                i = end
+            out.append(other)
+        elif ch == "[" and (end := glob.find("]", i + 2)) != -1:
+            body = glob[i + 1 : end]
+            negate = body[:1] == "!" or (caret_negates and body[:1] == "^")
+            body = body[1:] if negate else body
+            escaped = "".join("\\" + c if c in "\\^[&~|" else c for c in body)
+            out.append(f"[{'^' + separator if negate else ''}{escaped}]")
+            i = end
         else:
             out.append(re.escape(ch))
         i += 1

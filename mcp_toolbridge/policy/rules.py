@@ -30,6 +30,7 @@ from mcp_toolbridge.policy.paths import (
     has_glob,
     is_within,
     split_glob,
+    wildcard_pattern,
 )
 from mcp_toolbridge.policy.requirements import KNOWN_CAPABILITIES, Targets, Variables, expand
 
@@ -205,25 +206,8 @@ def literal_length(pattern: str) -> int:
 
 def text_glob(pattern: str, *, ignore_case: bool) -> re.Pattern[str]:
     """A glob over plain text: ``*`` any run of characters, ``?`` one, ``[...]`` a class."""
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        ch = pattern[i]
-        end = pattern.find("]", i + 2) if ch == "[" else -1
-        if ch == "*":
-            out.append(".*")
-        elif ch == "?":
-            out.append(".")
-        elif end != -1:
-            body = pattern[i + 1 : end]
-            negate = body.startswith("!")
-            body = "".join("\\" + c if c in "\\^[&~|" else c for c in body.removeprefix("!"))
-            out.append(f"[{'^' if negate else ''}{body}]")
-            i = end
-        else:
-            out.append(re.escape(ch))
-        i += 1
-    return re.compile("".join(out) + r"\Z", re.DOTALL | (re.IGNORECASE if ignore_case else 0))
+    flags = re.DOTALL | (re.IGNORECASE if ignore_case else 0)
+    return re.compile(wildcard_pattern(pattern, separator="") + r"\Z", flags)
 
 
 def _compile_alternative(text: str, kind: Kind, variables: Variables) -> _Alternative:

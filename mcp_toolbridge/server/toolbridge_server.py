@@ -26,9 +26,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from mcp_toolbridge import __version__
 from mcp_toolbridge.bridge import Bridge
 from mcp_toolbridge.catalog import Catalog
-from mcp_toolbridge.errors import UnknownToolError
+from mcp_toolbridge.errors import ErrorCode, UnknownToolError
 from mcp_toolbridge.host import CallContext, InputPending
-from mcp_toolbridge.model import Format
 from mcp_toolbridge.server.host import McpHost
 from mcp_toolbridge.server.stdio import stdio_transport
 from mcp_toolbridge.server.wire import to_result, to_tool
@@ -40,6 +39,7 @@ SEARCH_THRESHOLD = 64
 """--expose auto lists everything up to this many manifest tools, and switches to search."""
 PAGE_SIZE = 200
 SEARCH_TOOL = "tool_search"
+INTERNAL_ERROR = "internal error in mcp-toolbridge; see the server log"
 PROCESS_SCOPE = ""
 """The visibility scope of the process's one connection (stdio, in-memory clients)."""
 
@@ -161,10 +161,9 @@ class ToolbridgeServer:
     def _publish(self, bridge: Bridge) -> None:
         """Build the wire form of every tool once, and what is always listed."""
         self.bridge = bridge
-        specs = bridge.catalog.specs()
         self._published = _Published(bridge.catalog)
-        manifest_tools = [s.name for s in specs if s.source.format is not Format.BUILTIN]
-        builtins = [s.name for s in specs if s.source.format is Format.BUILTIN]
+        manifest_tools = [s.name for s in bridge.catalog.manifest_specs()]
+        builtins = [s.name for s in bridge.catalog.locked_specs()]
         expose = self._requested_expose
         if expose == "auto":
             searchable = SEARCH_TOOL in bridge.catalog
@@ -316,13 +315,9 @@ class ToolbridgeServer:
         except Exception:  # the top-level handler: nothing may leak a traceback to the client
             log.exception("internal error while calling %s", params.name)
             return types.CallToolResult(
-                content=[
-                    types.TextContent(
-                        type="text",
-                        text='{"error": "internal error in mcp-toolbridge; see the server log"}',
-                    )
-                ],
+                content=[types.TextContent(type="text", text=INTERNAL_ERROR)],
                 is_error=True,
+                meta={"toolbridge/code": ErrorCode.SERVER_INTERNAL.value},
             )
         finally:
             if _scope(ctx) is None and self._on_session_end is not None:

@@ -14,7 +14,7 @@ from typing import Any
 import mcp_types as types
 
 from mcp_toolbridge.bridge import CallOutcome
-from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.model import ToolSpec, tool_kind
 
 META_PREFIX = "toolbridge/"
 
@@ -36,6 +36,7 @@ def tool_meta(spec: ToolSpec) -> dict[str, Any]:
         f"{META_PREFIX}source": spec.source.path,
         f"{META_PREFIX}index": spec.source.index,
         f"{META_PREFIX}format": spec.source.format.value,
+        f"{META_PREFIX}acp_kind": tool_kind(spec),
     }
     if spec.namespace:
         meta[f"{META_PREFIX}namespace"] = spec.namespace
@@ -84,17 +85,22 @@ def _envelope_meta(outcome: CallOutcome) -> dict[str, Any]:
 
 
 def to_result(outcome: CallOutcome, spec: ToolSpec, *, modern: bool) -> types.CallToolResult:
+    """Success: the text written for the model (the tool's own, else its value as JSON) and
+    the value as structuredContent. Failure: the message as text and no structuredContent at
+    all, whatever the tool's outputSchema (clients on the TypeScript SDK check a failure's
+    structuredContent against it too, and reject the whole result when it does not match);
+    the error code and the tool's own failure value ride in ``_meta``."""
     meta = _envelope_meta(outcome)
     if not outcome.ok:
-        payload = {"error": outcome.error or "tool failed"}
+        if outcome.value is not None:
+            meta[f"{META_PREFIX}details"] = outcome.value
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))],
-            structured_content=payload,
+            content=[types.TextContent(type="text", text=outcome.error or "tool failed")],
             is_error=True,
             meta=meta,
         )
     value = outcome.value
-    text = json.dumps(value, ensure_ascii=False)
+    text = outcome.text if outcome.text is not None else json.dumps(value, ensure_ascii=False)
     structured: Any = value
     if wraps_output(spec, modern) or (not modern and not isinstance(value, dict)):
         structured = {"result": value}

@@ -13,6 +13,7 @@ import pytest
 from mcp_toolbridge.bridge.gate import ALLOW_ALWAYS, ALLOW_ONCE, HEADLESS_DENIED, REJECT
 from mcp_toolbridge.runtime import Settings
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
+from tests.support.results import text_of
 from tests.support.served import served_client
 
 MODES = ["auto", "legacy"]
@@ -109,7 +110,7 @@ async def test_reject_or_decline_denies_without_running(
     async with served_client(settings, mode, elicitation_callback=Person(choice)) as client:
         result = await client.call_tool("guarded", {"text": "no"})
         assert result.is_error is True
-        assert "rejected" in result.structured_content["error"]
+        assert "rejected" in text_of(result)
     final = [line for line in _audit(settings) if line["answer"] != "pending"]
     assert final[-1]["answer"] == "reject" and final[-1]["exitCode"] is None
 
@@ -122,7 +123,7 @@ async def test_client_without_elicitation_is_headless_and_ask_is_a_fixed_denial(
     async with served_client(settings, mode) as client:
         result = await client.call_tool("guarded", {"text": "x"})
         assert result.is_error is True
-        assert result.structured_content["error"].startswith(HEADLESS_DENIED)
+        assert text_of(result).startswith(HEADLESS_DENIED)
         assert (await client.call_tool("free", {"text": "x"})).is_error is False
     records = _audit(settings)
     assert [r["tool"] for r in records] == ["guarded", "free"]

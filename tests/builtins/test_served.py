@@ -12,7 +12,7 @@ import mcp_types as types
 import pytest
 
 from mcp_toolbridge.bridge.gate import ALLOW_ONCE, HEADLESS_DENIED
-from mcp_toolbridge.builtins.registry import LOCKED_IDS, parse_locked
+from mcp_toolbridge.builtins import LOCKED_IDS, parse_locked
 from mcp_toolbridge.builtins.task.tool import NO_SAMPLING_MESSAGE
 from mcp_toolbridge.cli.main import main
 from mcp_toolbridge.errors import ConfigError

@@ -14,8 +14,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from mcp_toolbridge.cli import commands as cli_ops
 from mcp_toolbridge.cli.main import main, parse_args, settings_of
+from mcp_toolbridge.cli.serve import args_for
 from mcp_toolbridge.runtime import Settings
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 
@@ -37,7 +37,7 @@ def _comparable(settings: Settings) -> dict[str, Any]:
 
 def _hint(argv: list[str]) -> list[str]:
     args = parse_args(argv)
-    return cli_ops.args_for(args, settings_of(args))
+    return args_for(args, settings_of(args))
 
 
 def _served(argv: list[str]) -> dict[str, Any]:

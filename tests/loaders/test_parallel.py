@@ -45,6 +45,7 @@ SCRIPT = """
 import json, os, sys, threading
 from pathlib import Path
 from mcp_toolbridge import loaders
+from mcp_toolbridge.loaders import discovery
 from mcp_toolbridge.loaders import parallel as shares
 
 shares.MIN_BYTES = 1  # this small catalog is worth a worker
@@ -69,7 +70,7 @@ def load_in_shares(files, load):
     inner = load  # set before the fork, so the worker has it too
     return original(files, load_one)
 
-loaders.load_in_shares = load_in_shares
+discovery.load_in_shares = load_in_shares  # where load_paths looks it up
 report = loaders.load_paths([Path(sys.argv[1])], environ={"HOME": "/nowhere", "CHAT_TOKEN": "t"})
 if mode == "with-thread":
     gate.set()

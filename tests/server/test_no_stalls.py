@@ -19,7 +19,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from mcp_toolbridge.builtins.registry import LOCKED_IDS
+from mcp_toolbridge.builtins import LOCKED_IDS
 from mcp_toolbridge.runtime import Settings
 from tests.support.loop_lag import loop_lag
 from tests.support.manifests import agentcli_manifest, echo_tool

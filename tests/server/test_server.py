@@ -14,6 +14,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_toolbridge.runtime import Settings
 from mcp_toolbridge.server.toolbridge_server import PAGE_SIZE
 from tests.support.manifests import ECHO, FAIL, SLEEP, agentcli_manifest, echo_tool
+from tests.support.results import text_of
 from tests.support.served import served_client
 
 MODES = ["auto", "legacy"]
@@ -64,14 +65,16 @@ async def test_successful_call_returns_json_text_and_structured_content(client: 
 async def test_bad_arguments_name_the_path_and_the_constraint(client: Client) -> None:
     result = await client.call_tool("echo", {"text": "hi", "n": 0})
     assert result.is_error is True
-    error = result.structured_content["error"]
+    error = text_of(result)
     assert "/n" in error and "minimum of 1" in error
+    assert result.structured_content is None
+    assert result.meta is not None and result.meta["toolbridge/code"] == "args.invalid"
 
 
 async def test_missing_required_argument_is_a_tool_error(client: Client) -> None:
     result = await client.call_tool("echo", {})
     assert result.is_error is True
-    assert "'text' is a required property" in result.structured_content["error"]
+    assert "'text' is a required property" in text_of(result)
 
 
 async def test_unknown_tool_is_a_protocol_error(client: Client) -> None:
@@ -83,7 +86,8 @@ async def test_unknown_tool_is_a_protocol_error(client: Client) -> None:
 async def test_failing_tool_gives_its_stderr_error_to_the_model(client: Client) -> None:
     result = await client.call_tool("fails", {"text": "x"})
     assert result.is_error is True
-    assert result.structured_content == {"error": "the input was rejected"}
+    assert text_of(result) == "the input was rejected"
+    assert result.structured_content is None
     assert result.meta is not None and result.meta["toolbridge/code"] == "exec.failed"
 
 
@@ -91,7 +95,7 @@ async def test_tool_past_its_deadline_times_out(client: Client) -> None:
     with anyio.fail_after(10):
         result = await client.call_tool("slow", {"text": "x"})
     assert result.is_error is True
-    assert "timed out" in result.structured_content["error"]
+    assert "timed out" in text_of(result)
     assert result.meta is not None and result.meta["toolbridge/code"] == "exec.timeout"
 
 

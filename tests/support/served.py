@@ -3,7 +3,6 @@ served locked tools are tested in."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -16,6 +15,7 @@ from mcp import Client
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_bridge
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
+from tests.support.results import text_of
 
 
 @asynccontextmanager
@@ -64,8 +64,8 @@ def locked_settings(tmp_path: Path, policy: str | None = None, **extra: Any) -> 
 
 
 def error_text(result: types.CallToolResult) -> str:
-    """The error a failed call's result carries (asserting it failed)."""
+    """The error a failed call's result carries: its text (asserting it failed, with no
+    structuredContent)."""
     assert result.is_error, result
-    block = result.content[0]
-    assert isinstance(block, types.TextContent)
-    return str(json.loads(block.text)["error"])
+    assert result.structured_content is None, result
+    return text_of(result)

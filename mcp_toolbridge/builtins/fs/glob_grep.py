@@ -218,7 +218,12 @@ class GlobTool:
             )
         if notes:
             value["note"] = "; ".join(notes)
-        return ExecResult(ok=True, value=value, truncated=truncated, output_path=output_path)
+        text = "\n".join(value["files"])
+        if notes:
+            text = f"{text}\n\n({value['note']})" if text else f"({value['note']})"
+        return ExecResult(
+            ok=True, value=value, text=text, truncated=truncated, output_path=output_path
+        )
 
 
 def _literal_start(root: Path, pattern: str) -> tuple[Path | None, str]:
@@ -326,12 +331,13 @@ class GrepTool:
         )
         formatted = await anyio.to_thread.run_sync(shape)  # up to 20,000 lines: off the loop
         if formatted.full_text is None:
-            return ExecResult(ok=True, value=formatted.value)
+            return ExecResult(ok=True, value=formatted.value, text=formatted.text)
         full = formatted.full_text.encode("utf-8", "replace")
         kept = await anyio.to_thread.run_sync(state.write_sidecar, "grep", full)
         return ExecResult(
             ok=True,
             value=formatted.value,
+            text=formatted.text,
             truncated=True,
             output_path=str(kept) if kept is not None else None,
         )

@@ -65,6 +65,25 @@ INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "file_path": {"type": "string", "description": "The file, relative to the workspace."},
+        "content": {
+            "type": "string",
+            "description": "The numbered lines shown, cat -n style, joined by newlines.",
+        },
+        "start_line": {"type": "integer", "minimum": 1},
+        "end_line": {"type": "integer", "minimum": 0},
+        "total_lines": {"type": "integer", "minimum": 0},
+        "next_offset": {"type": "integer", "minimum": 1, "description": "Where to continue."},
+        "line_endings": {"const": "crlf"},
+        "bom": {"type": "boolean"},
+        "note": {"type": "string"},
+    },
+    "required": ["file_path", "content", "total_lines"],
+}
+
 SPEC = builtin_spec(
     "read",
     title="Read a file",
@@ -77,6 +96,7 @@ SPEC = builtin_spec(
         "files). Output files of earlier truncated calls (output_path) can be read too."
     ),
     input_schema=INPUT_SCHEMA,
+    output_schema=OUTPUT_SCHEMA,
     requires=RequirementSet(fs_read=("{workspace}",)),
     argument_roles={"file_path": ("fs.read",)},
     safety=Safety(read_only=True, idempotent=True, open_world=False, inferred=frozenset()),
@@ -188,14 +208,8 @@ class ReadTool:
     def _result(self, request: ExecRequest, path: Path, w: _Window, offset: int) -> ExecResult:
         shown = self._fs.display(path)
         if w.total == 0:
-            return ExecResult(
-                ok=True,
-                value={
-                    "file_path": shown,
-                    "content": "",
-                    "total_lines": 0,
-                    "note": "the file is empty",
-                },
+            return _done(
+                {"file_path": shown, "content": "", "total_lines": 0, "note": "the file is empty"}
             )
         if offset > w.total:
             return ExecResult(
@@ -234,7 +248,7 @@ class ReadTool:
                 notes.append(f"showing lines {w.first}-{end}{of}; continue with offset={end + 1}")
             if notes:
                 value["note"] = "; ".join(notes)
-            return ExecResult(ok=True, value=value)
+            return _done(value)
         sidecar = "\n".join(w.head + w.rest).encode("utf-8", "replace")
         kept = self._sessions.get(request.context.session_id).write_sidecar("read", sidecar)
         notes.append(
@@ -243,12 +257,24 @@ class ReadTool:
             + (", or read the whole requested range from output_path" if kept else "")
         )
         value["note"] = "; ".join(notes)
-        return ExecResult(
-            ok=True,
-            value=value,
-            truncated=True,
-            output_path=str(kept) if kept is not None else None,
-        )
+        return _done(value, truncated=True, output_path=str(kept) if kept is not None else None)
+
+
+def _done(
+    value: dict[str, Any], *, truncated: bool = False, output_path: str | None = None
+) -> ExecResult:
+    """The result: the numbered lines as the model's text (the anchors' form: no JSON
+    escaping of tabs, quotes and newlines), notes after a blank line; the value as is."""
+    text = value["content"]
+    if value.get("note"):
+        text = f"{text}\n\n({value['note']})" if text else f"({value['note']})"
+    return ExecResult(
+        ok=True,
+        value=value,
+        text=text,
+        truncated=truncated,
+        output_path=output_path,
+    )
 
 
 def _skip_lines(handle: IO[bytes], count: int, deadline: _Deadline) -> int | None:

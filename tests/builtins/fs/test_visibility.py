@@ -1,5 +1,5 @@
-"""The policy's read verdict for glob and grep results (read_verdict in builtins/) and the tools'
-filtering with it, on real files; both grep engines."""
+"""The policy's read verdict for glob and grep results (read_verdict in
+builtins/fs/visibility.py) and the tools' filtering with it, on real files; both grep engines."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from mcp_toolbridge.builtins.fs.glob_grep import GlobTool, GrepTool
 from mcp_toolbridge.builtins.fs.glob_grep_specs import GLOB_SPEC, GREP_SPEC
-from mcp_toolbridge.builtins.registry import read_verdict
+from mcp_toolbridge.builtins.fs.visibility import read_verdict
 from mcp_toolbridge.policy.compiled import Policy
 from mcp_toolbridge.policy.rules import Action
 from tests.support.builtin_fs import Layout, call, sidecar

@@ -1,5 +1,5 @@
-"""The operating verbs behind main.py: serving (stdio or HTTP, recording, replay), ``inspect``
-and ``config``. main.py parses and loads; these run.
+"""Serving: ``serve`` and ``replay`` over stdio or streamable HTTP, with recording and reload
+on change, and the connect hint (the command line a client starts to serve the same thing).
 """
 
 from __future__ import annotations
@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,29 +17,16 @@ from mcp_toolbridge import __version__
 from mcp_toolbridge.bridge import Observer, Recorder
 from mcp_toolbridge.builtins import LOCKED_IDS
 from mcp_toolbridge.cli.allocator import pin_mmap_threshold
-from mcp_toolbridge.cli.clients import CLIENTS, client_config, serve_arguments, server_command
+from mcp_toolbridge.cli.clients import serve_arguments, server_command
+from mcp_toolbridge.cli.console import EXIT_OK, err
 from mcp_toolbridge.cli.event_loop import LOOPS, backend_options
-from mcp_toolbridge.cli.inspect import tool_interface
 from mcp_toolbridge.cli.reload import reload_on_change
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.executors import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S, Executor
-from mcp_toolbridge.model import Format
 from mcp_toolbridge.runtime import Loaded, Settings, open_runtime
 
 if TYPE_CHECKING:
     from mcp_toolbridge.server import HttpOptions
-
-EXIT_OK = 0
-EXIT_LOAD = 2
-
-
-def _err(line: str) -> None:
-    sys.stderr.write(line + "\n")
-    sys.stderr.flush()
-
-
-def _out(text: str) -> None:
-    sys.stdout.write(text + "\n")
 
 
 def add_serve_options(parser: argparse.ArgumentParser) -> None:
@@ -138,7 +124,7 @@ def _http_options(args: argparse.Namespace) -> HttpOptions | None:
     return options
 
 
-def serve(
+def run_server(
     args: argparse.Namespace,
     settings: Settings,
     loaded: Loaded,
@@ -182,14 +168,14 @@ def serve(
                     command = server_command()
                     hint = [*command[1:], *args_for(args, settings)]
                     entry = {"command": command[0], "args": hint}
-                    _err(f"{head}, over stdio; connect a client with {json.dumps(entry)}")
+                    err(f"{head}, over stdio; connect a client with {json.dumps(entry)}")
                     await server.run_stdio()
                 else:
                     service = HttpService(server, http)
                     url = service.listen()
                     mode = "stateless" if http.stateless else "stateful"
                     auth = "bearer token required" if http.token else "no token (loopback only)"
-                    _err(f"{head}, over streamable HTTP at {url} ({mode}, {auth})")
+                    err(f"{head}, over streamable HTTP at {url} ({mode}, {auth})")
                     await service.serve()
                 group.cancel_scope.cancel()  # the client is gone: stop watching too
 
@@ -249,42 +235,3 @@ def serving_options(args: argparse.Namespace) -> list[str]:
         if getattr(args, attr, False):
             out.append(flag)
     return out
-
-
-def inspect(args: argparse.Namespace, settings: Settings, loaded: Loaded) -> int:
-    """Print the Tool Interface record of one served tool as JSON."""
-    from mcp_toolbridge.server import SEARCH_THRESHOLD
-
-    entry = loaded.catalog.resolve(args.tool)
-    if entry is None:
-        _err(
-            f"mcp-toolbridge: no served tool is named {args.tool!r} (by MCP name or manifest "
-            "id); `mcp-toolbridge list` shows the names, `lint` shows tools left out"
-        )
-        return EXIT_LOAD
-    manifest_tools = sum(1 for s in loaded.catalog.specs() if s.source.format is not Format.BUILTIN)
-    builtin = entry.spec.source.format is Format.BUILTIN
-    record = tool_interface(
-        entry.spec,
-        loaded.policy,
-        default_timeout_s=settings.timeout_s,
-        max_output_bytes=settings.max_output_bytes,
-        deferred=not builtin and manifest_tools > SEARCH_THRESHOLD,
-    )
-    _out(json.dumps(record, indent=2, ensure_ascii=False))
-    return EXIT_OK
-
-
-def config(args: argparse.Namespace) -> int:
-    """Print the client's config file content for this installation."""
-    kind = CLIENTS[args.client]
-    snippet = client_config(
-        args.client,
-        args.paths,
-        policy=args.policy,
-        workspace=args.workspace,
-        options=serving_options(args),
-    )
-    _out(json.dumps(snippet, indent=2))
-    _err(f"{kind.title}: put this in {kind.files}; merge it with any servers already there")
-    return EXIT_OK

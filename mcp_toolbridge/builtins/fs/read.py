@@ -75,7 +75,12 @@ OUTPUT_SCHEMA: dict[str, Any] = {
         },
         "start_line": {"type": "integer", "minimum": 1},
         "end_line": {"type": "integer", "minimum": 0},
-        "total_lines": {"type": "integer", "minimum": 0},
+        "total_lines": {
+            "type": ["integer", "null"],
+            "minimum": 0,
+            "description": "The file's line count; null when it was not counted (over 8 MB "
+            "follow the lines shown).",
+        },
         "next_offset": {"type": "integer", "minimum": 1, "description": "Where to continue."},
         "line_endings": {"const": "crlf"},
         "bom": {"type": "boolean"},

@@ -218,12 +218,26 @@ def _listen(host: str, port: int) -> socket.socket:
         ) from exc
 
 
+class _Uvicorn(uvicorn.Server):
+    """uvicorn's server, telling ours first when it starts shutting down: the calls its
+    shutdown then cancels are audited as ended by the shutdown."""
+
+    def __init__(self, config: uvicorn.Config, on_stop: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._on_stop = on_stop
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self._on_stop()
+        await super().shutdown(sockets)
+
+
 class HttpService:
     """The server on a listening socket; ``serve`` reports the URL once it accepts."""
 
     def __init__(self, server: ToolbridgeServer, options: HttpOptions) -> None:
         check_binding(options)
         self._app = build_app(server, options)
+        self._server = server
         self.options = options
         self._uvicorn: uvicorn.Server | None = None
         self._stopped = False
@@ -245,7 +259,7 @@ class HttpService:
         config = uvicorn.Config(
             self._app, log_config=None, log_level="warning", timeout_graceful_shutdown=3
         )
-        self._uvicorn = uvicorn.Server(config)
+        self._uvicorn = _Uvicorn(config, self._server.stopping)
         self._uvicorn.should_exit = self._stopped
         task_status.started(url)
         try:

@@ -325,8 +325,13 @@ class ToolbridgeServer:
 
         host = McpHost(ctx, params)
         session_id = self._session_id(ctx)
-        call_ctx = CallContext(session_id=session_id, progress=progress, host=host)
         scope = _scope(ctx)
+        call_ctx = CallContext(
+            session_id=session_id,
+            progress=progress,
+            host=host,
+            budget_session=self.session_id if scope is None else None,  # summed server-wide
+        )
         link = None
         try:
             outcome = await self.bridge.call(params.name, params.arguments, call_ctx)
@@ -389,11 +394,16 @@ class ToolbridgeServer:
         opaque = self._http_sessions.setdefault(scope, f"http-{uuid.uuid4().hex[:16]}")
         return f"{self.session_id}:{opaque}"
 
+    def stopping(self) -> None:
+        """The server is going away: calls cancelled from now on are audited as ended by the
+        shutdown (the bridge of a later reload shares this)."""
+        self.bridge.stopping()
+
     async def run_stdio(self) -> None:
         """Serve this connection over the process's stdin and stdout until EOF. A client gone
         away (its end of stdout closed: a broken pipe) ends the session the same way."""
         try:
-            async with stdio_transport() as (read_stream, write_stream):
+            async with stdio_transport(on_eof=self.stopping) as (read_stream, write_stream):
                 await self.server.run(
                     read_stream, write_stream, self.server.create_initialization_options()
                 )

@@ -15,6 +15,7 @@ from mcp import Client
 
 from mcp_toolbridge.errors import ErrorCode
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_bridge, open_runtime
+from mcp_toolbridge.server.stdio import EOF_GRACE_S
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.manifests import ECHO, FAIL, agentcli_manifest, echo_tool
 from tests.support.rawstdio import raw_server, request
@@ -165,8 +166,8 @@ async def test_a_call_in_flight_when_stdin_closes_is_audited_as_ended_by_shutdow
         call = {"name": "hang", "arguments": {"ready": str(ready)}}
         await server.send_json(request(7, "tools/call", call))
         await _wait_ready(ready)
-        await server.close_stdin()
-        assert await server.wait_exit(10) == 0
+        await server.close_stdin()  # the call outlives the grace for answers (EOF_GRACE_S)
+        assert await server.wait_exit(EOF_GRACE_S + 10) == 0
     [entry] = _lines(audit)
     assert entry["tool"] == "hang" and entry["outcome"] == "shutdown"
     assert entry["errorCode"] == "exec.cancelled" and entry["isError"]

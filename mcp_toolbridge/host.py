@@ -140,6 +140,13 @@ class CallContext:
     via: str | None = None
     """The tool this call came through (the proxy), None for a direct call: recorded by the
     audit log and telemetry beside the real tool."""
+    budget_session: str | None = None
+    """Where tool budgets are summed when not per ``session_id``: a sessionless HTTP call has
+    a session of its own, but its usage counts for the whole server."""
+
+    @property
+    def budget_scope(self) -> str:
+        return self.budget_session if self.budget_session is not None else self.session_id
 
     @property
     def headless(self) -> bool:

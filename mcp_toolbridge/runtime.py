@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import platformdirs
 
 from mcp_toolbridge.bridge import (
@@ -50,7 +52,7 @@ from mcp_toolbridge.executors import (
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.loaders import LoadReport, load_paths
 from mcp_toolbridge.model import HttpTransport, ToolSpec
-from mcp_toolbridge.policy import Decision, Policy, Targets, host_of
+from mcp_toolbridge.policy import Decision, Policy, Targets, host_of, load_parser
 from mcp_toolbridge.secrets import SecretResolver
 from mcp_toolbridge.workspace import UNSET_ROOT, default_workspace
 
@@ -268,6 +270,8 @@ NOT_CHECKED = Decision(
     "deny", "invalid arguments: refused before the permission check", "validation"
 )
 """The audit decision of a call refused at argument validation (the gate never ran)."""
+NOT_DECIDED = Decision("deny", "stopped before the permission check finished", "cancelled")
+"""The audit decision of a call cancelled before the gate decided (it never ran)."""
 
 
 def audit_observer(log: AuditLog) -> Observer:
@@ -277,15 +281,17 @@ def audit_observer(log: AuditLog) -> Observer:
         error = None
         if not outcome.ok:
             error = CallError(outcome.error or "", tool=spec.name, code=outcome.code)
+        undecided = NOT_DECIDED if outcome.code is ErrorCode.EXEC_CANCELLED else NOT_CHECKED
         record = AuditRecord.build(
             spec,
             session=ctx.session_id,
-            decision=outcome.decision or NOT_CHECKED,
+            decision=outcome.decision or undecided,
             ms=outcome.duration_ms,
             result=outcome.result,
             error=error,
             answer=outcome.answer,
             outcome=outcome_of(outcome),
+            usage=outcome.usage.as_json() if outcome.usage is not None else None,
             via=ctx.via,
         )
         await log.write(record)
@@ -351,6 +357,7 @@ class Runtime:
         ``keep_files`` (a sessionless HTTP call: files go when the server stops), its
         session state and sidecar files."""
         self.gate.forget(session_id)
+        self.bridge.forget_session(session_id)
         if not keep_files:
             self.sessions.close(session_id)
 
@@ -423,6 +430,9 @@ async def open_runtime(
     shared = _Shared(sessions, PathLocks(), call_tool, offer)
     gate, builtins = _catalog_parts(settings, loaded, shared)
     async with AsyncExitStack() as stack:
+        if "bash" in loaded.catalog:  # its parser, built off the event loop (see load_parser)
+            warm = await stack.enter_async_context(anyio.create_task_group())
+            warm.start_soon(anyio.to_thread.run_sync, load_parser)
         http = await stack.enter_async_context(HttpExecutor.open())
         watching: tuple[Observer, ...] = ()
         if settings.audit:

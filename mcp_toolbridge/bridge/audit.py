@@ -138,6 +138,9 @@ class AuditRecord(BaseModel):
     outcome: Outcome
     is_error: bool
     error_code: str | None = None
+    usage: dict[str, float] | None = None
+    """What the call used as its result reported it (``{"tokens": n, "usd": x}``), for tool
+    budgets; None when it reported nothing."""
 
     def to_line(self) -> bytes:
         return (self.model_dump_json(by_alias=True) + "\n").encode("utf-8")
@@ -155,14 +158,15 @@ class AuditRecord(BaseModel):
         answer: str | None = None,
         secrets: Iterable[str] = (),
         outcome: Outcome | None = None,
+        usage: dict[str, float] | None = None,
         via: str | None = None,
     ) -> AuditRecord:
         """A record for a call that was decided (and maybe run). ``answer`` is the person's
         reply to an ask (once | always | reject | headless); ``secrets`` are resolved values to
         hide wherever they appear; ``outcome`` is the call's outcome when the caller has it
         (:func:`~mcp_toolbridge.bridge.outcome.outcome_of`), else it is classified from the
-        decision, result, error and answer; ``via`` the tool the call came through (the
-        proxy)."""
+        decision, result, error and answer; ``usage`` is what the call used, as its result
+        reported it (tool budgets); ``via`` the tool the call came through (the proxy)."""
         values = tuple(secrets)
         if outcome is None:
             outcome = classify(
@@ -196,6 +200,7 @@ class AuditRecord(BaseModel):
             outcome=outcome,
             is_error=outcome is not Outcome.OK,
             error_code=str(error.code) if error is not None else None,
+            usage=usage,
         )
 
 

@@ -2,6 +2,8 @@
 
 resolve -> validate arguments -> gate (capabilities, rules, watchdog, confirmation)
 -> resolve secrets -> execute under the concurrency limit -> check output -> outcome + audit.
+A tool whose budget is spent in the caller's session is refused before the gate
+(:mod:`budget`); the usage a result reports is summed after it runs.
 
 Every path into execution (MCP tools/call, ``mcp-toolbridge call``, the ``task`` tool, the
 proxy ``call_tool``) goes through :meth:`Bridge.call`. No MCP types here: the server adapter
@@ -14,14 +16,16 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import anyio
 
+from mcp_toolbridge.bridge.budget import BudgetLedger, Usage, reported_usage
 from mcp_toolbridge.bridge.gate import Clearance
 from mcp_toolbridge.catalog import Catalog, CatalogEntry
 from mcp_toolbridge.errors import (
     ArgumentsError,
+    BudgetExceededError,
     CallError,
     ErrorCode,
     ExecError,
@@ -41,10 +45,20 @@ from mcp_toolbridge.names import PROXY_TOOL
 from mcp_toolbridge.policy import Decision
 
 MAX_ERRORS_SHOWN = 3
+OBSERVE_LIMIT_S = 5.0
+"""How long the observers (audit, telemetry, recording) may take for one finished call; they
+run shielded, so a cancelled call is still audited, within this bound."""
 
 
 class SecretSource(Protocol):
     def resolve(self, ids: list[str]) -> dict[str, str]: ...
+
+
+Ended = Literal["cancelled", "shutdown"]
+WHY_ENDED: dict[Ended, str] = {
+    "cancelled": "the client cancelled the call",
+    "shutdown": "the server shut down during the call",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +81,18 @@ class CallOutcome:
     answer: str | None = None
     """The person's answer when asked: once | always | reject | headless | pending."""
     meta: dict[str, Any] = field(default_factory=dict)
+    ended: Ended | None = None
+    """How a call that did not run to its end was stopped (code ``exec.cancelled``): by its
+    client, or by the server's shutdown."""
+    usage: Usage | None = None
+    """What the call used, as its result reported it (``usage``); None when not reported."""
+
+
+@dataclass(slots=True)
+class _Life:
+    """What every bridge rebuilt from one server shares: whether the server is stopping."""
+
+    stopping: bool = False
 
 
 Gate = Callable[[ToolSpec, Mapping[str, Any], CallContext], Awaitable[Clearance]]
@@ -113,12 +139,15 @@ class Bridge:
         self._secrets = secrets
         self._gate = gate
         self._observers = observers
+        self._life = _Life()
+        self._budgets = BudgetLedger()
 
     def rebuilt(self, catalog: Catalog, *, gate: Gate, executors: Mapping[str, Executor]) -> Bridge:
         """A bridge over a new catalog (hot reload) that shares this one's concurrency limit,
-        deadlines, secrets and observers; ``executors`` replace those of the same kind. Calls in
-        flight keep the bridge they started on."""
-        return Bridge(
+        deadlines, secrets, observers, budgets and whether the server is stopping;
+        ``executors`` replace those of the same kind. Calls in flight keep the bridge they
+        started on."""
+        twin = Bridge(
             catalog,
             {**self._executors, **executors},
             default_timeout_s=self._default_timeout_s,
@@ -128,6 +157,9 @@ class Bridge:
             observers=self._observers,
             limiter=self._limiter,
         )
+        twin._life = self._life
+        twin._budgets = self._budgets
+        return twin
 
     def entry(self, name: str) -> CatalogEntry:
         entry = self.catalog.get(name)
@@ -140,9 +172,14 @@ class Bridge:
     ) -> CallOutcome:
         """Run one call. Raises UnknownToolError only; every other failure is an outcome.
 
+        Every call that gets this far leaves exactly one outcome with the observers (the
+        audit line), however it ends: a call cancelled by the client or ended by the server's
+        shutdown is observed as ``exec.cancelled`` before the cancellation goes on, and an
+        unexpected exception as ``server.internal`` before it propagates.
+
         A call of the proxy (call_tool) is a call of the tool it names, made here as a direct
-        call of that tool would be: its validation, gate, deadline and executor, one audit
-        line under its name that records the proxy (``CallContext.via``)."""
+        call of that tool would be: its validation, budget, gate, deadline and executor, one
+        audit line under its name that records the proxy (``CallContext.via``)."""
         entry = self.entry(name)
         ctx = ctx or CallContext()
         args: Mapping[str, Any] = {} if arguments is None else arguments
@@ -151,13 +188,7 @@ class Bridge:
             try:
                 entry, args = self._proxied(entry, args, ctx)
             except CallError as exc:
-                outcome = CallOutcome(
-                    tool=name,
-                    ok=False,
-                    error=exc.message,
-                    code=exc.code,
-                    duration_ms=_ms_since(started),
-                )
+                outcome = self._failed(name, exc.message, exc.code, started, None)
                 await self._observe(entry.spec, args, ctx, outcome)
                 return outcome
             ctx = replace(ctx, via=name)
@@ -196,13 +227,21 @@ class Bridge:
         name = entry.spec.name
         started = time.perf_counter()
         clearance: Clearance | None = None
+        cancelled = anyio.get_cancelled_exc_class()
         try:
             self._validate(entry, args)
+            spent = self._budgets.refusal(entry.spec, ctx.budget_scope)
+            if spent is not None:
+                clearance = Clearance(Decision("deny", spent, "budget"))
+                raise BudgetExceededError(spent, tool=name)
             clearance = await self._gate(entry.spec, args, ctx)
             if not clearance.allowed:
                 raise PermissionDeniedError(clearance.refusal(), tool=name)
             result = await self._execute(entry, args, ctx)
-            outcome = self._finish(entry, result, started, clearance)
+            usage = reported_usage(result.value)
+            if usage is not None:
+                self._budgets.add(ctx.budget_scope, name, usage)
+            outcome = self._finish(entry, result, started, clearance, usage)
         except InputPending:
             pending = CallOutcome(
                 tool=name,
@@ -215,22 +254,54 @@ class Bridge:
             await self._observe(entry.spec, args, ctx, pending)
             raise
         except CallError as exc:
-            outcome = CallOutcome(
-                tool=name,
-                ok=False,
-                error=exc.message,
-                code=exc.code,
-                duration_ms=_ms_since(started),
-                decision=clearance.decision if clearance else None,
-                answer=clearance.answer if clearance else None,
-            )
+            outcome = self._failed(name, exc.message, exc.code, started, clearance)
+        except cancelled:
+            ended: Ended = "shutdown" if self._life.stopping else "cancelled"
+            why = WHY_ENDED[ended]
+            failed = self._failed(name, why, ErrorCode.EXEC_CANCELLED, started, clearance)
+            await self._observe(entry.spec, args, ctx, replace(failed, ended=ended))
+            raise
+        except Exception as exc:  # a bug below: audited, then the server's handler reports it
+            error = f"internal error: {type(exc).__name__}"
+            failed = self._failed(name, error, ErrorCode.SERVER_INTERNAL, started, clearance)
+            await self._observe(entry.spec, args, ctx, failed)
+            raise
         await self._observe(entry.spec, args, ctx, outcome)
         return outcome
+
+    def forget_session(self, session_id: str) -> None:
+        """A session ended: drop the usage summed for its budgets."""
+        self._budgets.forget(session_id)
+
+    def stopping(self) -> None:
+        """The server is shutting down: calls cancelled from now on were ended by the
+        shutdown, not by their client (their audit lines say ``shutdown``). Shared with every
+        bridge :meth:`rebuilt` from this one."""
+        self._life.stopping = True
+
+    def _failed(
+        self,
+        name: str,
+        error: str,
+        code: ErrorCode,
+        started: float,
+        clearance: Clearance | None,
+    ) -> CallOutcome:
+        return CallOutcome(
+            tool=name,
+            ok=False,
+            error=error,
+            code=code,
+            duration_ms=_ms_since(started),
+            decision=clearance.decision if clearance else None,
+            answer=clearance.answer if clearance else None,
+        )
 
     async def _observe(
         self, spec: ToolSpec, args: Mapping[str, Any], ctx: CallContext, outcome: CallOutcome
     ) -> None:
-        with anyio.CancelScope(shield=True):
+        """Tell every observer, shielded from the call's cancellation and bounded in time."""
+        with anyio.move_on_after(OBSERVE_LIMIT_S, shield=True):
             for observe in self._observers:
                 await observe(spec, args, ctx, outcome)
 
@@ -276,10 +347,16 @@ class Bridge:
             return await executor.run(request)
 
     def _finish(
-        self, entry: CatalogEntry, result: ExecResult, started: float, clearance: Clearance
+        self,
+        entry: CatalogEntry,
+        result: ExecResult,
+        started: float,
+        clearance: Clearance,
+        usage: Usage | None,
     ) -> CallOutcome:
         spec = entry.spec
         common: dict[str, Any] = {
+            "usage": usage,
             "tool": spec.name,
             "duration_ms": _ms_since(started),
             "truncated": result.truncated,

@@ -34,6 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.to_thread
+
 from mcp_toolbridge.builtins.base import builtin_spec
 from mcp_toolbridge.builtins.session import Sessions
 from mcp_toolbridge.errors import ArgumentsError, ErrorCode, ExecSpawnError
@@ -212,8 +215,11 @@ class BashTool:
                 )
             )
         except ProcessTimeout as timeout:
-            return self._timed_out(request, timeout.outcome, timeout_ms, common)
-        return self._result(request, outcome, common)
+            # Clipping up to 9 MB of output and writing the sidecar: off the event loop.
+            return await anyio.to_thread.run_sync(
+                self._timed_out, request, timeout.outcome, timeout_ms, common
+            )
+        return await anyio.to_thread.run_sync(self._result, request, outcome, common)
 
     def _timed_out(
         self,

@@ -162,6 +162,7 @@ def run_server(
                 expose=args.expose,
                 on_session_end=runtime.end_session,
                 roots=(lambda roots: moved(roots)) if follows else None,
+                sidecar_dir=runtime.sessions.sidecar_dir,
             )
             moved = follow_roots(runtime, server, say)
             where = ", ".join(str(p) for p in settings.manifest_paths())

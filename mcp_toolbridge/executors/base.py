@@ -34,8 +34,10 @@ class ExecResult:
     """The outcome of running a tool that could be started.
 
     ``ok`` false means the tool ran and reported failure (non-zero exit, ``{"ok": false}``,
-    HTTP status >= 400); ``error`` is then the text for the model. Failures to start, time-outs
-    and transport errors are raised as :class:`~mcp_toolbridge.errors.ExecError` instead.
+    HTTP status >= 400); ``error`` is then the text for the model, and ``code`` its error code
+    (``exec.failed`` when None). A tool that keeps what it did before its deadline (bash)
+    reports the timeout this way, with ``code`` ``exec.timeout``; otherwise failures to start,
+    time-outs and transport errors are raised as :class:`~mcp_toolbridge.errors.ExecError`.
     """
 
     ok: bool

@@ -34,6 +34,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
+import anyio.to_thread
+
 from mcp_toolbridge.errors import ErrorCode, ExecError, ExecOutputError, ExecSpawnError
 from mcp_toolbridge.executors.base import ExecRequest, ExecResult, ProgressFn
 from mcp_toolbridge.executors.progress import Heartbeat
@@ -47,6 +50,9 @@ BASE_ENV_NAMES = ("PATH", "HOME")
 INTERPRETER_FALLBACKS = {"python": "python3", "nodejs": "node"}
 ERROR_TEXT_CHARS = 1000
 QUOTE_BYTES = 200
+INLINE_PARSE_BYTES = 256 * 1024
+"""Output up to this size is parsed on the event loop (well under a millisecond); more is
+parsed in a worker thread."""
 
 
 def build_env(
@@ -106,7 +112,13 @@ class ExecToolExecutor:
             )
         finally:
             launch.cleanup()
-        ok, value, error = _interpret(outcome, launch.transport, redact)
+        if len(outcome.stdout) + len(outcome.stderr_tail) > INLINE_PARSE_BYTES:
+            # Parsing (and redacting) megabytes of JSON holds the GIL: off the event loop.
+            ok, value, error = await anyio.to_thread.run_sync(
+                _interpret, outcome, launch.transport, redact
+            )
+        else:
+            ok, value, error = _interpret(outcome, launch.transport, redact)
         return ExecResult(
             ok=ok,
             value=value,

@@ -24,11 +24,14 @@ callers put the overall deadline around the call with ``anyio.fail_after``.
 
 from __future__ import annotations
 
+import functools
 import http.cookiejar
 import ssl
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+import anyio
+import anyio.to_thread
 import httpx2
 
 from mcp_toolbridge import __version__
@@ -129,7 +132,7 @@ async def fetch_pinned(
             raise ExecTransportError(f"no address to connect to for {target.label}")
         headers = _headers(accept) | {"Host": _host_header(target)}
         timeout = httpx2.Timeout(connect_timeout_s, read=read_timeout_s)
-        async with _client(timeout, verify) as client:
+        async with _client(timeout, await _tls(verify)) as client:
             response, address = await _send_pinned(client, target, addresses, headers)
             try:
                 location = response.headers.get("location")
@@ -169,7 +172,7 @@ async def fetch_plain(
     """GET ``url`` with ``params`` as it is (system DNS, redirects not followed)."""
     target = parse_target(url)
     timeout = httpx2.Timeout(connect_timeout_s, read=read_timeout_s)
-    async with _client(timeout, verify) as client:
+    async with _client(timeout, await _tls(verify)) as client:
         with translated(target.label):
             request = client.build_request(
                 "GET", target.url, params=dict(params), headers=_headers("*/*") | dict(headers)
@@ -196,6 +199,24 @@ def _headers(accept: str) -> dict[str, str]:
 def _host_header(target: FetchTarget) -> str:
     host = f"[{target.host}]" if ":" in target.host else target.host
     return host if target.port == DEFAULT_PORTS[target.scheme] else f"{host}:{target.port}"
+
+
+_default_tls: list[ssl.SSLContext] = []
+"""The default trust store's context, built once (see :func:`_tls`)."""
+
+
+async def _tls(verify: ssl.SSLContext | None) -> ssl.SSLContext:
+    """``verify``, or the default certificate checks: a context built once, in a worker
+    thread. Loading the CA bundle takes 20-70 ms of CPU holding the GIL, which every call
+    would otherwise spend on the event loop (httpx2 builds one per client)."""
+    if verify is not None:
+        return verify
+    if not _default_tls:
+        context = await anyio.to_thread.run_sync(
+            functools.partial(httpx2.create_ssl_context, trust_env=False)
+        )
+        _default_tls[:] = [context]
+    return _default_tls[0]
 
 
 def _client(timeout: httpx2.Timeout, verify: ssl.SSLContext | None) -> httpx2.AsyncClient:

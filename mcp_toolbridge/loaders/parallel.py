@@ -87,9 +87,11 @@ def load_in_shares(files: Sequence[tuple[Path, str]], load_one: LoadOne) -> list
     try:
         # Submitted last chunk first: the worker works from the end.
         futures = [pool.submit(_load_all, load_one, part) for part in reversed(parts)][::-1]
-    except OSError as exc:  # could not fork: out of processes or memory
+    except (OSError, BrokenProcessPool) as exc:
+        # Could not fork (out of processes or memory), or the worker died before every chunk
+        # was handed over: nothing of it is used.
         pool.shutdown(cancel_futures=True)
-        log.warning("loading the manifests in one process: cannot fork (%s)", exc)
+        log.warning("loading the manifests in one process: no worker (%s)", exc)
         return _load_all(load_one, files)
     done: list[list[LoadReport]] = []
     try:

@@ -86,21 +86,60 @@ def is_within(path: Path, root: Path) -> bool:
     return path.parts[: len(root_parts)] == root_parts
 
 
+def escape_glob(text: str) -> str:
+    """``text`` as a glob that matches it literally: ``*``, ``?`` and ``[`` each wrapped in
+    brackets (``w[1]?`` -> ``w[[]1][?]``). A path substituted into a pattern (``{workspace}``)
+    is escaped so that its own characters are never read as wildcards."""
+    return "".join(f"[{ch}]" if ch in GLOB_CHARS else ch for ch in text)
+
+
+def glob_literal(pattern: str) -> str | None:
+    """The text ``pattern`` matches when it has no wildcard, else None.
+
+    A bracket expression of one character (``[*]``, ``[[]``) is that character, as written by
+    :func:`escape_glob`; an unclosed ``[`` is itself. ``*``, ``?`` and any other bracket
+    expression make the pattern a glob.
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch in "*?":
+            return None
+        if ch == "[":
+            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "]") else i + 1)
+            if end != -1:
+                body = pattern[i + 1 : end]
+                if len(body) != 1 or body == "!":
+                    return None
+                out.append(body)
+                i = end + 1
+                continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
 def has_glob(pattern: str) -> bool:
-    return any(ch in GLOB_CHARS for ch in pattern)
+    """Whether ``pattern`` has a wildcard (an escaped character like ``[*]`` is none)."""
+    return any(ch in GLOB_CHARS for ch in pattern) and glob_literal(pattern) is None
 
 
 def split_glob(pattern: str) -> tuple[str, str]:
     """Split an absolute pattern into its leading literal directory and the glob remainder.
 
     ``/w/src/**/*.py`` -> (``/w/src``, ``**/*.py``); a pattern without glob characters is all
-    literal: (``pattern``, ``""``).
+    literal: (``pattern``, ``""``). Escaped characters in the literal part are unescaped
+    (``/w[[]1]/*`` -> (``/w[1]``, ``*``)).
     """
     parts = pattern.split("/")
+    literal: list[str] = []
     for index, part in enumerate(parts):
-        if has_glob(part):
-            return "/".join(parts[:index]) or "/", "/".join(parts[index:])
-    return pattern, ""
+        text = glob_literal(part)
+        if text is None:
+            return "/".join(literal) or "/", "/".join(parts[index:])
+        literal.append(text)
+    return "/".join(literal), ""
 
 
 def glob_regex(pattern: str) -> re.Pattern[str]:

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from mcp_toolbridge.model import HttpTransport, ToolSpec
 from mcp_toolbridge.policy.paths import (
     canonical_root,
+    escape_glob,
     glob_regex,
     has_glob,
     is_within,
@@ -186,13 +187,15 @@ def _match_alternative(kind: Kind, alt: _Alternative, subject: Subject) -> int |
 
 
 def literal_length(pattern: str) -> int:
-    """Characters of a glob other than ``*``, ``?`` and bracket expressions."""
+    """Characters of a glob other than ``*``, ``?`` and bracket expressions (an escaped
+    character, a one-character bracket expression like ``[*]``, counts as one)."""
     count, i = 0, 0
     while i < len(pattern):
         ch = pattern[i]
         if ch == "[":
             end = pattern.find("]", i + 2)
             if end != -1:
+                count += int(end == i + 2 and pattern[i + 1] != "!")
                 i = end + 1
                 continue
         if ch not in "*?":
@@ -213,13 +216,16 @@ def _compile_alternative(text: str, kind: Kind, variables: Variables) -> _Altern
     if text.startswith("/"):
         rooted = (text,)
     else:
-        rooted = (f"{r.as_posix().rstrip('/')}/{text}" for r in variables.workspace)
+        rooted = (
+            f"{escape_glob(r.as_posix().rstrip('/')) if glob else r.as_posix().rstrip('/')}/{text}"
+            for r in variables.workspace
+        )
     paths: list[tuple[Path, re.Pattern[str] | None, int]] = []
     for absolute in rooted:
         if glob:
             literal, rest = split_glob(absolute)
             root = canonical_root(Path(literal))
-            regex = glob_regex(f"{root.as_posix().rstrip('/')}/{rest}")
+            regex = glob_regex(f"{escape_glob(root.as_posix().rstrip('/'))}/{rest}")
             paths.append((root, regex, literal_length(absolute)))
         else:
             paths.append((canonical_root(Path(absolute)), None, len(absolute)))
@@ -248,7 +254,8 @@ def compile_rule(
         return Rule(permission, pattern, "any", action, scope, origin)
     kind: Kind = "prefix" if prefix else ("glob" if has_glob(pattern) else "exact")
     alternatives = tuple(
-        _compile_alternative(e, kind, variables) for e in expand(pattern, variables)
+        _compile_alternative(e, kind, variables)
+        for e in expand(pattern, variables, glob=kind == "glob")
     )
     return Rule(permission, pattern, kind, action, scope, origin, alternatives)
 

@@ -72,10 +72,13 @@ async def stdio_transport(
     *,
     max_frame_bytes: int = MAX_FRAME_BYTES,
     grace_s: float = EOF_GRACE_S,
+    on_eof: Callable[[], None] | None = None,
 ) -> AsyncIterator[Streams]:
     """Serve the process's stdin and stdout (or the given binary streams, which are used as
     they are) until stdin ends and the requests read are answered (at most ``grace_s``
-    later); yields ``(read_stream, write_stream)`` for ``Server.run``."""
+    later); yields ``(read_stream, write_stream)`` for ``Server.run``. ``on_eof`` is called
+    when stdin ends, before the drain (calls still in flight after it are then ended by the
+    shutdown)."""
     restores: list[Callable[[], None]] = []
     try:
         if stdin is None:
@@ -90,7 +93,13 @@ async def stdio_transport(
         async with anyio.create_task_group() as tg:
             exchange = Exchange(to_server, tg.start_soon, grace_s)
             tg.start_soon(
-                _read_frames, readline, to_server, to_client.clone(), max_frame_bytes, exchange
+                _read_frames,
+                readline,
+                to_server,
+                to_client.clone(),
+                max_frame_bytes,
+                exchange,
+                on_eof,
             )
             tg.start_soon(_write_frames, write, from_server, exchange)
             yield from_client, to_client
@@ -107,6 +116,7 @@ async def _read_frames(
     to_client: MemoryObjectSendStream[SessionMessage],
     limit: int,
     exchange: Exchange,
+    on_eof: Callable[[], None] | None = None,
 ) -> None:
     parts: list[bytes] = []
     size = 0
@@ -137,6 +147,8 @@ async def _read_frames(
                 parts.clear()
                 size, head = 0, None
                 if not chunk:
+                    if on_eof is not None:
+                        on_eof()
                     await exchange.drain()
                     return
     except (anyio.ClosedResourceError, anyio.BrokenResourceError):

@@ -107,18 +107,26 @@ def _envelope_meta(outcome: CallOutcome) -> dict[str, Any]:
     return meta
 
 
-def to_result(outcome: CallOutcome, spec: ToolSpec, *, modern: bool) -> types.CallToolResult:
+def to_result(
+    outcome: CallOutcome,
+    spec: ToolSpec,
+    *,
+    modern: bool,
+    link: types.ResourceLink | None = None,
+) -> types.CallToolResult:
     """Success: the text written for the model (the tool's own, else its value as JSON) and
     the value as structuredContent. Failure: the message as text and no structuredContent at
     all, whatever the tool's outputSchema (clients on the TypeScript SDK check a failure's
     structuredContent against it too, and reject the whole result when it does not match);
-    the error code and the tool's own failure value ride in ``_meta``."""
+    the error code and the tool's own failure value ride in ``_meta``. ``link``: the whole
+    output of a truncated result, after the text (outputs.py)."""
+    extra: list[types.ContentBlock] = [link] if link is not None else []
     meta = _envelope_meta(outcome)
     if not outcome.ok:
         if outcome.value is not None:
             meta[f"{META_PREFIX}details"] = outcome.value
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=outcome.error or "tool failed")],
+            content=[types.TextContent(type="text", text=outcome.error or "tool failed"), *extra],
             is_error=True,
             meta=meta,
         )
@@ -128,7 +136,7 @@ def to_result(outcome: CallOutcome, spec: ToolSpec, *, modern: bool) -> types.Ca
     if wraps_output(spec, modern) or (not modern and not isinstance(value, dict)):
         structured = {"result": value}
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)],
+        content=[types.TextContent(type="text", text=text), *extra],
         structured_content=structured,
         is_error=False,
         meta=meta,

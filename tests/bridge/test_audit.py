@@ -96,7 +96,7 @@ def test_failures_and_timeouts_are_outcomes_with_is_error():
 
 
 def test_an_error_coded_exec_cancelled_is_audited_as_cancelled_not_as_an_error():
-    # The audit's label for exec.cancelled; no call produces the code yet (docs/errors.md).
+    # The audit's label for exec.cancelled (tests/bridge/test_audit_endings.py: real calls).
     error = ExecError("the client cancelled the call", code=ErrorCode.EXEC_CANCELLED)
     cancelled = AuditRecord.build(SPEC, session="s", decision=ALLOW, ms=3, error=error)
     assert cancelled.outcome == "cancelled" and cancelled.is_error

@@ -122,7 +122,7 @@ GREP_OUTPUT_SCHEMA: dict[str, Any] = {
         "mode": {"enum": ["files_with_matches", "content", "count"]},
         "num_files": {**_COUNT, "description": "How many files match."},
         "num_matches": {**_COUNT, "description": "Matching lines (content and count modes)."},
-        "engine": {"enum": ["ripgrep", "python"]},
+        "engine": {"enum": ["ripgrep", "re2", "python", "re2+python"]},
         "files": {
             "type": "array",
             "items": {"type": "string"},

@@ -38,9 +38,11 @@ ENGINES = ["python", "ripgrep"] if shutil.which("rg") else ["python"]
 
 @pytest.fixture(params=ENGINES)
 def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
-    """The served grep's engine: ripgrep when rg is on PATH, else the Python one."""
+    """The served grep's engine: ripgrep when rg is on PATH, else the in-process one (RE2 for
+    the patterns here)."""
     if request.param == "python":
         monkeypatch.setenv("PATH", str(tmp_path / "no-bin"))
+        return "re2"
     return str(request.param)
 
 

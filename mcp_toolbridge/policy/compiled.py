@@ -286,9 +286,16 @@ class Policy:
         default = self.file.default_action
         if default != "by-safety":
             return Decision(default, f"no rule matched; default_action = {default!r}", "default")
+        head = 'no rule matched; default_action = "by-safety"'
+        if spec.safety.destructive and "destructive" in spec.safety.inferred:
+            why = (
+                f'{head}: "{spec.name}" does not declare whether it changes or deletes anything '
+                "(no annotations in its manifest), so it is treated as destructive"
+            )
+            return Decision("ask", why, "default")
         if spec.safety.destructive:
-            return Decision("ask", "default policy: the tool is destructive", "default")
-        return Decision("allow", "default policy: the served tool is allowed", "default")
+            return Decision("ask", f'{head}: "{spec.name}" is declared destructive', "default")
+        return Decision("allow", f'{head}: "{spec.name}" is declared non-destructive', "default")
 
     def exposed(self, spec: ToolSpec) -> bool:
         """False when the tool must be left out of tools/list: denied whatever its arguments,

@@ -85,9 +85,17 @@ def test_default_policy_denies_hosts_nobody_declared(ws):
 
 def test_default_policy_allows_served_manifest_tools_and_asks_for_destructive_ones(ws):
     policy = load(ws)
-    assert call(policy, exec_tool("git_log"), {}).action == "allow"
+    assert call(policy, exec_tool("git_log", destructive=False), {}).action == "allow"
     destructive = call(policy, exec_tool("rm_branch", destructive=True), {})
     assert destructive.action == "ask" and "destructive" in destructive.rule
+
+
+def test_default_policy_asks_before_a_tool_that_declares_nothing(ws):
+    """Fail-closed: an undeclared fact takes the cautious value, so a manifest tool that says
+    nothing about itself (goagent's fs_rm and exec) is treated as destructive."""
+    decision = call(load(ws), exec_tool("fs_rm"), {})
+    assert decision.action == "ask" and decision.scope == "default"
+    assert '"fs_rm" does not declare whether it changes or deletes anything' in decision.rule
 
 
 def test_requires_confirmation_asks_unless_confirm_external_actions_is_off(ws):
@@ -96,6 +104,7 @@ def test_requires_confirmation_asks_unless_confirm_external_actions_is_off(ws):
         "https://api.mail.example/send",
         capabilities=("net:api.mail.example",),
         requires_confirmation=True,
+        destructive=False,
     )
     asked = call(load(ws), spec, {})
     assert asked.action == "ask" and asked.scope == "confirmation"
@@ -426,7 +435,7 @@ def test_tool_requirements_with_an_undefined_variable_are_load_problems_and_hidd
 def test_a_tools_own_requirements_extend_its_scope_but_not_other_tools(ws):
     policy = load(ws)
     data = ws.parent / "data"
-    reader = builtin("skill", requires=RequirementSet(fs_read=("{user-data}",)))
+    reader = builtin("skill", read_only=True, requires=RequirementSet(fs_read=("{user-data}",)))
     assert call(policy, reader, {"file_path": str(data / "s.md")}, READ).action == "allow"
     assert call(policy, builtin("read"), {"file_path": str(data / "s.md")}, READ).action == "deny"
 

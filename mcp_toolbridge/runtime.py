@@ -99,6 +99,8 @@ class Settings:
     """Serve manifest ids as written (SEP-986 names) instead of sanitizing them."""
     pins: tuple[str, ...] = ()
     """``--pin``: tools always listed (names, ids or globs), beside the policy's own."""
+    allow: tuple[str, ...] = ()
+    """``--allow NAME[=PATTERN]``: allow rules over the policy (see policy.layers)."""
 
     def manifest_paths(self) -> list[Path]:
         return list(self.paths) if self.paths else [bundled_manifests()]
@@ -183,6 +185,7 @@ def load_policy(settings: Settings) -> Policy:
         workspace=settings.workspace_root(),
         user_data=user_data_dir(),
         ad_hoc=[p.resolve() for p in settings.ad_hoc],
+        allow=settings.allow,
     )
 
 
@@ -221,6 +224,7 @@ def load_catalog(
             skipped = Skipped.of(policy, spec)
             hidden.append(skipped)
             problems.append(skipped.notice())
+    problems.extend(policy.name_problems([*builtins, *tools], LOCKED_IDS))
     problems.extend(policy.unmatchable_rules([*builtins, *tools]))
     exposed, pin_problems = pin_tools(_with_proxy(policy, exposed), _pins(settings, policy))
     problems.extend(pin_problems)

@@ -131,6 +131,7 @@ def rules_policy(
     ws: Path, *rules: tuple[str, str | None, str], prefix: set[int] | None = None
 ) -> Policy:
     lines = [
+        'extends = "none"',  # these rules alone: not over the default policy's
         'default_action = "ask"',
         "[requires]",
         'fs.read = ["{workspace}"]',
@@ -202,7 +203,7 @@ def test_a_glob_on_commands_does_not_match_shell_syntax_appended_to_them(ws):
 def test_path_prefix_rules_compare_components_not_strings(ws):
     (ws.parent / "ws_evil").mkdir()
     text = (
-        '[requires]\nfs.read = ["{workspace}", "{workspace}_evil"]\n'
+        'extends = "none"\n[requires]\nfs.read = ["{workspace}", "{workspace}_evil"]\n'
         '[[rules]]\npermission = "fs.read"\n'
         'pattern = { prefix = "{workspace}" }\naction = "allow"\n'
     )
@@ -306,7 +307,10 @@ def test_a_project_file_cannot_widen_requirements_or_switch_off_confirmation(ws)
     with pytest.raises(ConfigError) as info:
         load(ws, project='[requires]\nfs.read = ["/"]\n')
     assert info.value.code == ErrorCode.POLICY_INVALID
-    assert ".toolbridge/policy.toml: requires: Extra inputs are not permitted" in str(info.value)
+    assert (
+        '.toolbridge/policy.toml: line 1: requires: unknown key; did you mean "rules"? '
+        "(valid here: allow, ask, deny, rules)"
+    ) in str(info.value)
 
 
 # -- exposure --------------------------------------------------------------------------------
@@ -387,7 +391,7 @@ def test_grant_policy_hides_tools_needing_more_than_the_policy_grants(ws):
         ),
         (
             '[[rules]]\npermision = "read"\naction = "allow"\n',
-            "rules[0].permision: Extra inputs are not permitted",
+            'line 2: rules[0].permision: unknown key; did you mean "permission"?',
         ),
         ("default_action = 'maybe'\n", "default_action: Input should be"),
         ("[watchdog]\ncommand = []\n", "watchdog.command: List should have at least 1 item"),
@@ -411,11 +415,13 @@ def test_a_missing_policy_file_is_a_policy_error(ws):
 
 def test_an_empty_ad_hoc_expansion_fails_read_calls_closed(ws):
     policy = load(
-        ws, '[requires]\nfs.read = ["{ad-hoc}"]\n[[rules]]\npermission = "read"\naction = "allow"\n'
+        ws,
+        'extends = "none"\n[requires]\nfs.read = ["{ad-hoc}"]\n'
+        '[[rules]]\npermission = "read"\naction = "allow"\n',
     )
     decision = call(policy, builtin("read"), {"file_path": "src/a"}, READ)
     assert decision.action == "deny" and "expanded to nothing" in decision.rule
-    some = load(ws, '[requires]\nfs.read = ["{ad-hoc}"]\n', ad_hoc=[ws / "src"])
+    some = load(ws, 'extends = "none"\n[requires]\nfs.read = ["{ad-hoc}"]\n', ad_hoc=[ws / "src"])
     assert call(some, builtin("read"), {"file_path": "src/a"}, READ).action == "ask"
 
 

@@ -252,14 +252,13 @@ class Policy:
 
     # -- rules --------------------------------------------------------------------------------
 
-    def decide(
+    def judge(
         self, spec: ToolSpec, targets: Targets, session_rules: SessionRules | None = None
-    ) -> Decision:
-        """The rules' decision for a call whose targets passed the capability check."""
+    ) -> list[tuple[Subject, Decision]]:
+        """Each subject's own decision (a shell operand no rule matches is left out)."""
         rules = self.rules + (session_rules.rules if session_rules else ())
         path_rules: tuple[Rule, ...] | None = None
-        worst: Decision | None = None
-        all_session = True
+        found: list[tuple[Subject, Decision]] = []
         for subject in subjects(targets):
             operand = (subject.capability, subject.path) in targets.operand_paths
             applicable = rules
@@ -274,16 +273,23 @@ class Policy:
             if winner is None and operand:
                 continue  # a shell operand: the command's own subject decides it
             if winner is None:
-                decision = self._fallback(spec)
-                all_session = False
+                found.append((subject, self._fallback(spec)))
             else:
-                decision = Decision(winner.action, winner.describe(), winner.scope)
-                all_session = all_session and winner.scope == "session"
+                found.append((subject, Decision(winner.action, winner.describe(), winner.scope)))
+        return found
+
+    def decide(
+        self, spec: ToolSpec, targets: Targets, session_rules: SessionRules | None = None
+    ) -> Decision:
+        """The rules' decision for a call whose targets passed the capability check."""
+        judged = self.judge(spec, targets, session_rules)
+        worst: Decision | None = None
+        for _, decision in judged:
             if worst is None or _rank(decision.action) > _rank(worst.action):
                 worst = decision
         if worst is None:  # every subject was a shell operand no rule matched
             worst = self._fallback(spec)
-            all_session = False
+        all_session = bool(judged) and all(d.scope == "session" for _, d in judged)
         if (
             worst.action == "allow"
             and spec.safety.requires_confirmation

@@ -110,6 +110,7 @@ async def test_a_client_that_cannot_ask_is_refused_a_tool_that_declares_nothing(
             error = result.structured_content["error"]
             assert error.startswith(HEADLESS_DENIED)
             assert f'"{name}" does not declare whether it changes or deletes anything' in error
+            assert f"To allow it, start the server with --allow {name}, or add" in error
         ran = await client.call_tool("fs_stat", {"path": "x"})
         assert ran.is_error is False and ran.structured_content == {"ran": {"path": "x"}}
 

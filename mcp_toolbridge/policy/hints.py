@@ -61,15 +61,19 @@ def _trial(policy: Policy, entries: Sequence[str], layer: int) -> Policy:
     return trial
 
 
-def _lets_through(
+def _outcome(
     policy: Policy,
     spec: ToolSpec,
     arguments: Mapping[str, Any],
     targets: Targets,
     session: SessionRules | None,
-) -> bool:
+) -> Decision:
     decision = policy.decide(spec, targets, session)
-    decision = shell_floor(policy, spec, arguments, decision, session)
+    return shell_floor(policy, spec, arguments, decision, session)
+
+
+def _through(decision: Decision) -> bool:
+    """The rules would let it through (the confirmation gate asks after them, on its own)."""
     return decision.action == "allow" or decision.scope == "confirmation"
 
 
@@ -130,20 +134,17 @@ def way_out(
             f"{where}) refused it; no rule can overrule it: change what the watchdog allows."
         )
     if decision.scope == "confirmation":
-        return (
-            "The tool declares requires_confirmation: to run such tools without asking, set "
-            "confirm_external_actions = false under [security] "
-            f"{_where(policy)} (for every tool that declares it)."
-        )
+        return f"The tool declares requires_confirmation: {_unconfirmed(policy)}."
     entries = _needed(policy, spec, targets, session, shell=decision.scope == "shell")
     shown = entries[:MAX_ENTRIES]
     more = f" (and {len(entries) - MAX_ENTRIES} more)" if len(entries) > MAX_ENTRIES else ""
     flags = " ".join(f"--allow {shlex.quote(e)}" for e in shown) + more
     line = "allow = [" + ", ".join(_toml(e) for e in shown) + "]" + more
-    by_flag = _lets_through(
+    flagged = _outcome(
         _trial(policy, entries, LAYER_COMMAND_LINE), spec, arguments, targets, session
     )
-    by_file = _lets_through(_trial(policy, entries, LAYER_FILE), spec, arguments, targets, session)
+    filed = _outcome(_trial(policy, entries, LAYER_FILE), spec, arguments, targets, session)
+    by_flag, by_file = _through(flagged), _through(filed)
     ways: list[str] = []
     if by_flag:
         ways.append(f"start the server with {flags}")
@@ -155,7 +156,17 @@ def way_out(
         )
     if not ways:
         return f"No allow rule can let it through: {_deciding_rule(policy, decision)} decides it."
-    return "To allow it, " + ", or ".join(ways) + _declare(spec, decision) + "."
+    then = ""
+    if "confirmation" in (flagged.scope, filed.scope):
+        then = f"; the tool also declares requires_confirmation: {_unconfirmed(policy)}"
+    return "To allow it, " + ", or ".join(ways) + _declare(spec, decision) + then + "."
+
+
+def _unconfirmed(policy: Policy) -> str:
+    return (
+        "to run such tools without asking, set confirm_external_actions = false under "
+        f"[security] {_where(policy, table=True)} (for every tool that declares it)"
+    )
 
 
 def _folder(path: Path) -> Path:

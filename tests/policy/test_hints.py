@@ -176,11 +176,25 @@ async def test_requires_confirmation_headless_names_the_security_setting(ws: Pat
         requires_confirmation=True,
         destructive=False,
     )
+    confirm = (
+        "to run such tools without asking, set confirm_external_actions = false under "
+        f"[security] in {NEW_FILE} (for every tool that declares it)."
+    )
     message = (await _refusal(_policy(ws), mail, {})).refusal()
-    assert message.endswith(
-        "The tool declares requires_confirmation: to run such tools without asking, set "
-        f"confirm_external_actions = false under [security] to {NEW_FILE} (for every tool "
-        "that declares it)."
+    assert message.endswith(f"The tool declares requires_confirmation: {confirm}")
+    unsaid = http_tool(  # and says nothing about destroying: the rules ask first
+        "mail_send",
+        "https://api.mail.example/send",
+        capabilities=("net:api.mail.example",),
+        requires_confirmation=True,
+    )
+    both = (await _refusal(_policy(ws), unsaid, {})).refusal()
+    assert both.endswith(
+        "To allow it, start the server with --allow mail_send=api.mail.example, or add "
+        f'allow = ["mail_send=api.mail.example"] to {NEW_FILE}, or, if the tool changes '
+        "nothing, declare it in its manifest "
+        '("annotations": {"destructiveHint": false}, or "readOnlyHint": true; see '
+        f"docs/manifests.md); the tool also declares requires_confirmation: {confirm}"
     )
 
 

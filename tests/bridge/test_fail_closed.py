@@ -16,6 +16,7 @@ from mcp_toolbridge.bridge.gate import ALLOW_ONCE, HEADLESS_DENIED
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_bridge
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.manifests import agentcli_manifest
+from tests.support.results import text_of
 
 MODES = ["auto", "legacy"]
 RECORD = "import json, sys\nprint(json.dumps({'ran': json.load(sys.stdin)}))\n"
@@ -107,7 +108,7 @@ async def test_a_client_that_cannot_ask_is_refused_a_tool_that_declares_nothing(
             assert result.is_error is True, name
             assert result.meta is not None
             assert result.meta["toolbridge/code"] == "permission.denied"
-            error = result.structured_content["error"]
+            error = text_of(result)
             assert error.startswith(HEADLESS_DENIED)
             assert f'"{name}" does not declare whether it changes or deletes anything' in error
             assert f"To allow it, start the server with --allow {name}, or add" in error

@@ -15,7 +15,7 @@ from mcp_toolbridge.model import RequirementSet
 from mcp_toolbridge.policy.compiled import Decision, Policy
 from mcp_toolbridge.policy.paths import canonical_root
 from mcp_toolbridge.policy.requirements import ArgumentRoles
-from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog
+from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_runtime
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 from tests.support.policy_fixtures import builtin, exec_tool, write_policy
 
@@ -226,3 +226,17 @@ def test_policy_show_prints_the_merged_policy_and_where_each_rule_came_from(
     assert froms[("edit", None)] == ("policy file", f"{policy} line 4")  # its permission
     assert froms[("write", None)] == ("--allow", "--allow write")
     assert shown["settings_from"]["default_action"] == "default policy"
+
+
+async def test_a_workspace_the_clients_roots_move_keeps_the_allow_rules(tmp_path: Path):
+    first, second = canonical_root(tmp_path) / "first", canonical_root(tmp_path) / "second"
+    first.mkdir()
+    second.mkdir()
+    agentcli_manifest(tmp_path / "m", [echo_tool("echo_json")], {"echo": ECHO})
+    settings = Settings(paths=[tmp_path / "m"], workspace=first, allow=("write",), audit=False)
+    async with open_runtime(settings, load_catalog(settings, BUILTIN_SPECS)) as runtime:
+        assert runtime.move_workspace(second) == []
+        policy = runtime.gate.policy
+    assert policy.workspace == second
+    assert call(policy, builtin("write"), {"file_path": "a.txt"}, WRITE).action == "allow"
+    assert call(policy, builtin("edit"), {"file_path": "a.txt"}, WRITE).action == "ask"

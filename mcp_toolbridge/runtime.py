@@ -29,6 +29,7 @@ from mcp_toolbridge.bridge import (
 )
 from mcp_toolbridge.builtins import (
     LOCKED_IDS,
+    PROXY_TOOL,
     TOOL_SEARCH_SPEC,
     BuiltinExecutor,
     CallTool,
@@ -224,7 +225,7 @@ def load_catalog(
             skipped = Skipped.of(policy, spec)
             hidden.append(skipped)
             problems.append(skipped.notice())
-    problems.extend(policy.name_problems([*builtins, *tools], LOCKED_IDS))
+    problems.extend(policy.name_problems([*builtins, *tools], (*LOCKED_IDS, PROXY_TOOL)))
     problems.extend(policy.unmatchable_rules([*builtins, *tools]))
     exposed, pin_problems = pin_tools(_with_proxy(policy, exposed), _pins(settings, policy))
     problems.extend(pin_problems)

@@ -197,6 +197,20 @@ def test_names_a_served_tool_declares_are_known(tmp_path: Path):
     assert [p for p in loaded.problems if p.severity is Severity.ERROR] == []
 
 
+def test_call_tool_is_a_known_name_and_the_closest_to_a_misspelling(tmp_path: Path):
+    agentcli_manifest(tmp_path / "m", [echo_tool("echo_json")], {"echo": ECHO})
+    policy = tmp_path / "policy.toml"
+    policy.write_text('deny = ["call_tool"]\n', encoding="utf-8")
+    settings = Settings(paths=[tmp_path / "m"], policy_file=policy, workspace=tmp_path)
+    loaded = load_catalog(settings, locked=True)
+    assert loaded.errors == []
+    assert "call_tool" not in loaded.catalog  # the rule that denies it leaves it out
+    policy.write_text('deny = ["call_tol"]\n', encoding="utf-8")
+    [error] = load_catalog(settings, locked=True).errors
+    assert 'unknown permission "call_tol"' in error.message
+    assert 'did you mean "call_tool"?' in error.message
+
+
 # -- the CLI -----------------------------------------------------------------------------------
 
 

@@ -117,9 +117,9 @@ class ExecToolExecutor:
                         on_output=beat.count,
                         pass_fds=(channel.fd,),
                     ),
+                    channel,  # first: it feeds the other two
                     beat,
                     voice,
-                    channel,
                 )
             finally:
                 launch.cleanup()

@@ -59,23 +59,34 @@ class Companion(Protocol):
 
 
 async def run_beside(work: Callable[[], Awaitable[T]], *companions: Companion) -> T:
-    """``work()``, with ``companions`` serving beside it; they are stopped when it ends, and
-    what they still have to send is sent before this returns. An exception of ``work`` is
-    raised as it is (not in an ExceptionGroup), after the companions have finished."""
+    """``work()``, with ``companions`` serving beside it; when it ends they are stopped one
+    after the other, in order (one that feeds the others, like the progress channel, comes
+    first), and what they still have to send is sent before this returns. An exception of
+    ``work`` is raised as it is (not in an ExceptionGroup), after the companions have
+    finished."""
     failure: Exception | None = None
+    finished = [anyio.Event() for _ in companions]
     async with anyio.create_task_group() as tg:
-        for companion in companions:
-            tg.start_soon(companion.serve)
+        for companion, done in zip(companions, finished, strict=True):
+            tg.start_soon(_serve, companion, done)
         try:
             value = await work()
         except Exception as exc:
             failure = exc
         finally:
-            for companion in companions:
+            for companion, done in zip(companions, finished, strict=True):
                 companion.stop()
+                await done.wait()
     if failure is not None:
         raise failure
     return value
+
+
+async def _serve(companion: Companion, done: anyio.Event) -> None:
+    try:
+        await companion.serve()
+    finally:
+        done.set()
 
 
 class Rate:

@@ -27,8 +27,9 @@ log = logging.getLogger("mcp_toolbridge")
 MAX_LINE_CHARS = 2000
 LINES_PER_S = 20.0
 LINE_BURST = 100
-QUEUE_LINES = 64
-"""Lines waiting for a slow client; more are counted as not sent, so the child never waits."""
+QUEUE_LINES = LINE_BURST
+"""Lines waiting for a slow client (cut: at most ~200 KB); more are counted as not sent, so
+the child never waits."""
 CHANNEL_ENV_HINT = "TOOLBRIDGE_PROGRESS_FD"
 
 

@@ -145,11 +145,11 @@ def test_the_not_served_message_lists_the_problems_and_the_hidden_tools(tmp_path
     loaded = load_catalog(settings, BUILTIN_SPECS)
     assert [spec.name for spec in loaded.hidden] == ["second"]
     assert not_served([], []) is None
-    message = not_served([], loaded.hidden)
+    message = not_served([], loaded.skipped)
     assert message == (
         "1 problem(s) leave tools out of what this server serves:\n"
-        f'{folder / "tools.json"}: tool[1] "second": not served: the policy refuses it '
-        "whatever its arguments, or does not grant what it requires"
+        f'{folder / "tools.json"}: tool[1] "second": tool "second" is not served: the policy '
+        "refuses it whatever its arguments, or does not grant what it requires"
     )
 
 

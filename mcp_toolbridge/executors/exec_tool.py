@@ -98,7 +98,7 @@ class ExecToolExecutor:
     async def _run(
         self, request: ExecRequest, transport: ExecTransport, redact: _Redactor
     ) -> ExecResult:
-        beat = Heartbeat(request.progress)
+        beat = Heartbeat(request.progress, beats=not transport.reports_progress)
         voice = ToolLog(request.context.log, request.spec.name, redact.text)
         channel = ProgressChannel(beat, voice, redact.text)
         try:

@@ -10,13 +10,14 @@ HTTP tools and bash use it, each counting its own output (:meth:`Heartbeat.count
 
 A tool that reports progress itself (a manifest exec tool's progress channel, see
 :mod:`~mcp_toolbridge.executors.progress_channel`) takes over: from its first report on, no
-more heartbeats are sent. Both go out through one sender, so the values never go backwards
-(MCP requires each notification's ``progress`` to be larger than the last): a report at or
-below the last value sent or queued is skipped. Reports are sent at a bounded rate
-(``REPORT_BURST`` at once, then ``REPORTS_PER_S`` a second); reports that come too soon wait
-(at most ``REPORT_BURST`` of them; past that a newer one replaces the newest waiting one), so
-the latest is never lost: what is still waiting when the call ends is sent before its
-result.
+more heartbeats are sent, and a tool whose manifest says it reports progress gets none at all
+(``beats=False``), so its own scale never competes with the seconds. Both go out through one
+sender, so the values never go backwards (MCP requires each notification's ``progress`` to be
+larger than the last): a report at or below the last value sent or queued is skipped.
+Reports are sent at a bounded rate (``REPORT_BURST`` at once, then ``REPORTS_PER_S`` a
+second); reports that come too soon wait (at most ``REPORT_BURST`` of them; past that a newer
+one replaces the newest waiting one), so the latest is never lost: what is still waiting when
+the call ends is sent before its result.
 
 :func:`run_beside` runs such companions (the heartbeat, a tool's log lines, the progress
 channel) next to the work of a call.
@@ -30,6 +31,7 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
 import anyio
+import anyio.lowlevel
 
 from mcp_toolbridge.host import ProgressFn
 
@@ -138,8 +140,12 @@ class Heartbeat:
         every_s: float = BEAT_S,
         per_s: float = REPORTS_PER_S,
         burst: int = REPORT_BURST,
+        beats: bool = True,
     ) -> None:
+        """``beats``: send heartbeats until the tool's first report (False: the tool says it
+        reports progress itself)."""
         self._progress = progress
+        self._beats = beats
         self._first_s = first_s
         self._every_s = every_s
         self._started = anyio.current_time()
@@ -190,12 +196,14 @@ class Heartbeat:
                 if not await self._send(progress, self._pending.popleft()):
                     return
                 continue
-            if not self._own and now >= next_beat:
+            beating = self._beats and not self._own
+            if beating and now >= next_beat:
                 if not await self._beat(progress, now):
                     return
                 next_beat = now + self._every_s
+                await anyio.lowlevel.checkpoint()  # a skipped beat sent nothing: yield anyway
                 continue
-            waits = [] if self._own else [next_beat - now]
+            waits = [next_beat - now] if beating else []
             if self._pending:
                 waits.append(self._rate.wait_s())
             with anyio.move_on_after(min(waits) if waits else float("inf")):

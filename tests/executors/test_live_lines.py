@@ -9,12 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from mcp_toolbridge.builtins.bash import BashTool
 from mcp_toolbridge.builtins.session import Sessions
 from mcp_toolbridge.executors.base import ExecRequest, ExecResult
 from mcp_toolbridge.executors.exec_tool import ExecToolExecutor
+from mcp_toolbridge.executors.progress import Heartbeat
 from mcp_toolbridge.executors.tool_log import LINE_BURST, MAX_LINE_CHARS
 from mcp_toolbridge.host import CallContext, LogLevel, at_least
 from mcp_toolbridge.model import ExecTransport, Format, Source, ToolSpec
@@ -145,6 +147,25 @@ async def test_the_progress_channel_carries_reports_and_leveled_lines_and_counts
     assert ("notice", "scripted", "from the channel") in log.lines
     (count,) = [text for level, _, text in log.lines if level == "warning"]
     assert count.startswith("4 line(s) on the progress channel (TOOLBRIDGE_PROGRESS_FD)")
+
+
+@pytest.mark.parametrize("beats", [True, False])
+async def test_a_tool_that_says_it_reports_progress_gets_no_heartbeat(beats: bool) -> None:
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(current: float, total: float | None, message: str | None) -> None:
+        seen.append((current, total, message))
+
+    beat = Heartbeat(progress, first_s=0, every_s=0, beats=beats)
+
+    async def work() -> None:
+        for _ in range(5):  # the heartbeat's turn, were it to beat
+            await anyio.lowlevel.checkpoint()
+        beat.report(1, 2, "half")
+
+    await beat.run(work)
+    assert seen[-1] == (1, 2, "half")
+    assert (len(seen) > 1) is beats  # heartbeats (0.0 s) came first only with beats
 
 
 async def test_an_unobserved_progress_channel_costs_the_tool_nothing(tmp_path: Path) -> None:

@@ -272,7 +272,8 @@ class ToolbridgeServer:
                 if scope:  # a stateful HTTP session: forget its state when it closes
                     connection.exit_stack.callback(self._end_http_session, scope)
             self._legacy_sessions[key] = ctx.session
-            await self._client_log.greet(ctx)
+            if _scope(ctx) is not None:  # a sessionless request is a connection of its own
+                await self._client_log.greet(ctx)
         return await call_next(ctx)
 
     # -- listing -----------------------------------------------------------------------------

@@ -12,12 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import mcp_types as types
 import pytest
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from mcp_toolbridge.cli.reload import not_served, reload_on_change
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_runtime
+from mcp_toolbridge.server.http import HttpOptions, HttpService
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.manifests import ECHO, SLEEP, agentcli_manifest, echo_tool
 
@@ -134,6 +137,33 @@ async def test_start_up_notices_reach_each_2025_client_once_after_it_initialized
         await client.list_tools()
         await client.call_tool("echo", {"text": "hi"})
     assert modern.seen == []
+
+
+async def test_sessionless_requests_get_no_start_up_notices(tmp_path: Path) -> None:
+    folder = tmp_path / "m"
+    agentcli_manifest(folder, [echo_tool("echo")], {"echo": ECHO})
+    settings = Settings(paths=[folder], audit=False, workspace=tmp_path)
+    loaded = load_catalog(settings, BUILTIN_SPECS)
+    messages = Messages()
+    async with open_runtime(settings, loaded) as runtime, anyio.create_task_group() as tg:
+        server = ToolbridgeServer(runtime.bridge, notices=("tools are missing",))
+        service = HttpService(server, HttpOptions(port=0, stateless=True))
+        url = await tg.start(service.serve)
+        try:
+            with anyio.fail_after(20):
+                async with (
+                    httpx2.AsyncClient() as http,
+                    Client(
+                        streamable_http_client(url, http_client=http),
+                        mode="legacy",
+                        logging_callback=messages,
+                    ) as client,
+                ):
+                    await client.list_tools()
+                    await client.list_tools()
+        finally:
+            service.stop()
+    assert messages.seen == []  # each request is a connection of its own: nothing to greet
 
 
 def test_the_not_served_message_lists_the_problems_and_the_hidden_tools(tmp_path: Path) -> None:

@@ -10,14 +10,16 @@ The tool writes JSON lines to it, each one of:
   ``notice``, ``warning`` or ``error``; default ``info``), sent like a stderr line
   (:class:`~.tool_log.ToolLog`).
 
-Anything else (not JSON, not an object, wrong types, a line over ``MAX_LINE_BYTES``) is
-ignored and counted, never an error. Messages get the call's secrets redacted and are cut like
-log lines. A tool that never writes to the descriptor is unaffected; the descriptor is there
-for every call of every exec tool, whether or not the client listens.
+A shell writes ``>"/dev/fd/$TOOLBRIDGE_PROGRESS_FD"``: the number is often above 9, which a
+POSIX ``sh`` cannot name in a ``>&N`` redirection. Anything else (not JSON, not an object,
+wrong types, a line over ``MAX_LINE_BYTES``) is ignored and counted, never an error. Messages
+get the call's secrets redacted and are cut like log lines. A tool that never writes to the
+descriptor is unaffected; the descriptor is there for every call of every exec tool, whether
+or not the client listens.
 
 The pipe is read while the tool runs. Once the process is gone, our copy of the write end is
-closed, so the rest is read to its end (for at most ``FLUSH_LIMIT_S``, should a process that
-left the process group still hold it).
+closed, so the rest is read to its end (for at most ``DRAIN_GRACE_S``, should a process that
+left the process group still hold it: the process runner gives its pipes the same grace).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from collections.abc import Callable
 
 import anyio
 
-from mcp_toolbridge.executors.progress import FLUSH_LIMIT_S, Heartbeat
+from mcp_toolbridge.executors.progress import Heartbeat
 from mcp_toolbridge.executors.tool_log import ToolLog, cut
 from mcp_toolbridge.host import LogLevel
 
@@ -36,6 +38,7 @@ PROGRESS_FD_ENV = "TOOLBRIDGE_PROGRESS_FD"
 MAX_LINE_BYTES = 64 * 1024
 LINE_LEVELS: tuple[LogLevel, ...] = ("debug", "info", "notice", "warning", "error")
 _READ_SIZE = 64 * 1024
+DRAIN_GRACE_S = 0.2
 
 
 def _number(value: object) -> float | None:
@@ -72,7 +75,7 @@ class ProgressChannel:
         self._close_write()
         self._stopped_at = anyio.current_time()
         if self._scope is not None:
-            self._scope.deadline = self._stopped_at + FLUSH_LIMIT_S
+            self._scope.deadline = self._stopped_at + DRAIN_GRACE_S
 
     def close(self) -> None:
         self._close_write()
@@ -88,7 +91,7 @@ class ProgressChannel:
     async def serve(self) -> None:
         with anyio.CancelScope() as self._scope:
             if self._stopped_at is not None:
-                self._scope.deadline = self._stopped_at + FLUSH_LIMIT_S
+                self._scope.deadline = self._stopped_at + DRAIN_GRACE_S
             while True:
                 await anyio.wait_readable(self._read)
                 try:

@@ -3,7 +3,7 @@
 It publishes the catalog through the SDK's low-level Server, serves both protocol eras,
 paginates tools/list and caches its serialized pages, keeps the session's visible set for
 deferred loading (tool_search), and maps every tools/call through Bridge.call. MCP logging
-(levels, messages of calls and of the server) is in client_log.py.
+(levels, messages of calls and of the server) is in host.py.
 """
 
 from __future__ import annotations
@@ -31,8 +31,7 @@ from mcp_toolbridge.errors import ErrorCode, UnknownToolError
 from mcp_toolbridge.host import CallContext, FoundTools, InputPending, LogLevel
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.names import PROXY_TOOL
-from mcp_toolbridge.server.client_log import ClientLog
-from mcp_toolbridge.server.host import McpHost
+from mcp_toolbridge.server.host import ClientLog, McpHost
 from mcp_toolbridge.server.outputs import (
     Outputs,
     SidecarDir,

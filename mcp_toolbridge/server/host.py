@@ -46,7 +46,7 @@ from typing import Any
 import mcp_types as types
 from mcp.server import ServerRequestContext
 from mcp.server.session import ServerSession
-from mcp.shared.exceptions import MCPError, NoBackChannelError
+from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
@@ -90,15 +90,13 @@ def _answers_in_state(request_state: str | None) -> dict[str, dict[str, Any]]:
 
 
 def _why_not_asked(error: MCPError) -> str:
-    """Why ``elicitation/create`` failed, for the model: the client's own words clipped."""
-    if isinstance(error, NoBackChannelError):
-        return "this request has no channel to send the client a question on"
-    if error.code == types.CONNECTION_CLOSED:
-        return "the connection to the client closed before it answered"
+    """Why ``elicitation/create`` failed, for the model: the error's code and words, clipped.
+    The code alone does not tell a closed connection from the client's own error (-32000 is
+    both), so the words say which."""
     text = " ".join(error.message.split())
     if len(text) > MAX_CLIENT_TEXT:
         text = text[:MAX_CLIENT_TEXT] + " …"
-    return f"the client answered the question with error {error.code}: {text or 'no message'}"
+    return f"the question ended with error {error.code}: {text or 'no message'}"
 
 
 class McpHost:

@@ -52,6 +52,10 @@ ONLY_IN = {
     "multiprocessing": ("loaders/parallel.py", "forking.py"),
     "concurrent": ("loaders/parallel.py",),
     "asyncio": (),
+    "numpy": ("catalog/embedding.py",),
+    "safetensors": ("catalog/embedding.py",),
+    "tokenizers": ("catalog/embedding.py",),
+    "wordllama": ("catalog/embedding.py",),
 }
 MAX_LINES = 500
 MAX_PROJECT_IMPORTS = 12

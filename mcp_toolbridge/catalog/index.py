@@ -11,7 +11,11 @@ How a query is answered (docs/performance.md has the measurements behind each ch
    normalisation, after identifier splitting, stop-word removal, abbreviation expansion and
    English stemming; a tool's score is then mixed with its namespace's (sibling evidence:
    the request terms the tools of its server cover together).
-4. A request that asks for several things ("find X, then Y; also Z") is split into clauses;
+4. Each clause of the request is also embedded (``embedding.py``: WordLlama static token
+   vectors, averaged) and compared with every tool's text by cosine; the lexical and the
+   semantic candidates are fused by z-normalised scores (``SEMANTIC_WEIGHT``), so a tool
+   that shares no word with the request can still rank.
+5. A request that asks for several things ("find X, then Y; also Z") is split into clauses;
    each clause is ranked on its own and the lists are interleaved rank by rank, so every
    clause's best tool comes before any clause's second best.
 
@@ -30,7 +34,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from mcp_toolbridge.catalog.index_build import FIELDS, K1, MAX_ENUM_VALUES, build_postings
+from mcp_toolbridge.catalog.index_build import (
+    FIELDS,
+    K1,
+    MAX_ENUM_VALUES,
+    build_postings,
+    semantic_text,
+)
 from mcp_toolbridge.catalog.scripts import UNSPACED
 from mcp_toolbridge.catalog.text import (
     ABBREVIATIONS,
@@ -40,6 +50,7 @@ from mcp_toolbridge.catalog.text import (
     split_clauses,
     strip_courtesies,
 )
+from mcp_toolbridge.catalog.vectors import CatalogVectors
 from mcp_toolbridge.model import ToolSpec
 
 Visible = Callable[[str], bool]
@@ -59,7 +70,15 @@ SIBLING_WEIGHT = 0.15
 siblings (tools of one server), so a tool whose siblings cover the rest of the request rises."""
 SIBLING_POOL = 3
 """Sibling evidence is gathered from the ``SIBLING_POOL × n`` best tools of a clause."""
-RANKING_REVISION = 3
+SEMANTIC_MODEL = "wordllama l2_supercat_256, mean of token vectors"
+"""The semantic leg's model ("" switches the leg off); see ``embedding.py``."""
+SEMANTIC_WEIGHT = 0.5
+"""The semantic leg's share of a fused score (both legs z-normalised over their candidates):
+the largest of 0.4 / 0.5 / 0.6 / 0.7 that keeps every first-half benchmark set at or above
+the lexical ranking (docs/search.md)."""
+SEMANTIC_POOL = 100
+"""Each leg offers its ``SEMANTIC_POOL`` best tools (or ``k`` if more) to the fusion."""
+RANKING_REVISION = 4
 """Raised whenever ranking or analysis code changes in a way the constants below miss."""
 RANKING_CONFIG = hashlib.sha256(
     repr(
@@ -73,11 +92,15 @@ RANKING_CONFIG = hashlib.sha256(
             UNSPACED,
             SIBLING_WEIGHT,
             SIBLING_POOL,
+            SEMANTIC_MODEL,
+            SEMANTIC_WEIGHT,
+            SEMANTIC_POOL,
         )
     ).encode()
 ).hexdigest()[:16]
 """One value naming everything a built index's postings and rankings depend on (field weights,
-saturation, analysis and the scripts read as bigrams, sibling evidence): a cache of built
+saturation, analysis and the scripts read as bigrams, sibling evidence, the semantic leg): a
+cache of built
 indexes keys on it, so a change to any of them invalidates what was cached."""
 _PRUNE_FROM = 1024
 """Posting lists shorter than this are always walked; pruning only pays on long ones."""
@@ -109,11 +132,16 @@ class SearchIndex:
         self._docs: list[array[int]] = []
         self._weights: list[array[float]] = []
         self._idf: list[float] = []
+        self._vectors: CatalogVectors | None = None
 
     @classmethod
-    def build(cls, tools: Iterable[ToolSpec], *, analyzer: Analyzer | None = None) -> SearchIndex:
+    def build(
+        cls, tools: Iterable[ToolSpec], *, analyzer: Analyzer | None = None, semantic: bool = True
+    ) -> SearchIndex:
+        """The index of ``tools``; ``semantic`` False leaves the semantic leg out (lexical
+        ranking only)."""
         index = cls(analyzer or default_analyzer())
-        index._fill(sorted(tools, key=lambda spec: spec.name))
+        index._fill(sorted(tools, key=lambda spec: spec.name), semantic and bool(SEMANTIC_MODEL))
         return index
 
     def __len__(self) -> int:
@@ -121,7 +149,7 @@ class SearchIndex:
 
     # -- building -------------------------------------------------------------------------
 
-    def _fill(self, specs: list[ToolSpec]) -> None:
+    def _fill(self, specs: list[ToolSpec], semantic: bool) -> None:
         def register_all() -> None:
             for doc, spec in enumerate(specs):
                 self._register_names(doc, spec)
@@ -129,6 +157,19 @@ class SearchIndex:
         postings = build_postings(specs, self._analyzer.terms, alongside=register_all)
         self._term_ids = postings.term_ids
         self._docs, self._weights, self._idf = postings.docs, postings.weights, postings.idf
+        if semantic and specs:  # vectors and model on first use (vectors.py)
+            self._vectors = CatalogVectors(lambda: [semantic_text(spec) for spec in specs])
+
+    @property
+    def warm(self) -> bool:
+        """Whether a search runs without first making the catalog's vectors (see ``warm_up``)."""
+        return self._vectors is None or self._vectors.ready
+
+    def warm_up(self) -> None:
+        """Make the catalog's vectors now (reads the model on first use in the process): a
+        second or more for a big catalog, so an async caller runs it in a worker thread."""
+        if self._vectors is not None:
+            self._vectors.matrix()
 
     def _register_names(self, doc: int, spec: ToolSpec) -> None:
         self._names.append(spec.name)
@@ -168,11 +209,10 @@ class SearchIndex:
         pinned = [d for d in self._named_in(text) if visible is None or visible(self._names[d])]
         want = k + len(pinned)
         request = strip_courtesies(text)
-        clauses = [t for t in map(self._analyzer.terms, split_clauses(request)) if t]
-        if len(clauses) > 1:
-            ranked = interleave([self._top(c, want, visible) for c in clauses], want)
-        else:
-            ranked = self._top(self._analyzer.terms(request), want, visible)
+        parts = [(p, t) for p in split_clauses(request) if (t := self._analyzer.terms(p))]
+        if len(parts) <= 1:
+            parts = [(request, self._analyzer.terms(request))]
+        ranked = interleave(self._ranked(parts, want, visible), want)
         taken = set(pinned)
         rest = [(score, d) for score, d in ranked if d not in taken]
         top = rest[0][0] if rest else 0.0
@@ -246,6 +286,27 @@ class SearchIndex:
                 at = form.find(sep, at + 1)
         yield qualified
         yield self._suffix.get(form, ())
+
+    def _ranked(
+        self, parts: list[tuple[str, list[str]]], n: int, visible: Visible | None
+    ) -> list[list[tuple[float, int]]]:
+        """Per clause (its text and terms), its ``n`` best tools: lexical, fused with the
+        semantic leg when the index has one."""
+        if self._vectors is None:
+            return [self._top(terms, n, visible) for _, terms in parts]
+        from mcp_toolbridge.catalog.embedding import best, fuse
+
+        pool = max(n, SEMANTIC_POOL)
+        cosines = self._vectors.cosines([text for text, _ in parts])
+        out = []
+        for column, (_, terms) in enumerate(parts):
+            near = best(cosines[:, column], pool if visible is None else pool_size(pool))
+            if visible is not None:
+                near = [d for d in near if visible(self._names[d])][:pool]
+            if terms:  # a clause of stop words alone asks for nothing
+                lexical = self._top(terms, pool, visible)
+                out.append(fuse(lexical, cosines[:, column], near, SEMANTIC_WEIGHT, n))
+        return out
 
     def _top(self, terms: list[str], n: int, visible: Visible | None) -> list[tuple[float, int]]:
         """The ``n`` best visible docs for ``terms``, best first (sibling evidence included)."""

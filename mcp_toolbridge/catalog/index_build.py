@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_toolbridge.catalog.scripts import fold
+from mcp_toolbridge.catalog.text import split_words
 from mcp_toolbridge.forking import ChildGone, Connection, Forked, fork_allowed
 from mcp_toolbridge.model import ToolSpec
 
@@ -243,6 +244,13 @@ def _bare(name: str) -> str:
 def field_texts(spec: ToolSpec) -> tuple[str, ...]:
     """The texts of the six ``FIELDS``, in their order."""
     return tuple(" ".join(parts) for parts in field_parts(spec))
+
+
+def semantic_text(spec: ToolSpec) -> str:
+    """What the semantic leg reads of a tool: its name as words, title, description and
+    parameter texts."""
+    parts = [" ".join(split_words(spec.id)), spec.title, spec.description]
+    return ". ".join(p for p in [*parts, *schema_texts(spec.input_schema, 2)] if p)
 
 
 def schema_texts(schema: Any, depth: int) -> list[str]:

@@ -342,8 +342,10 @@ MUSIC = [
 
 def test_tools_of_the_server_that_covers_the_whole_request_come_first() -> None:
     # Each word alone is matched as well by another server's tool; only spotify's tools
-    # cover "queue" and "album" together, so both of its tools rise above the others.
-    hits = names(SearchIndex.build(MUSIC).search("queue the album", 4))
+    # cover "queue" and "album" together, so both of its tools rise above the others. Sibling
+    # evidence belongs to the lexical leg; in a six-tool catalog the semantic leg's own
+    # preference (a song queue for "queue") would decide instead, so it is left out here.
+    hits = names(SearchIndex.build(MUSIC, semantic=False).search("queue the album", 4))
     assert hits[:2] == ["spotify_play_album", "spotify_queue_track"]
 
 
@@ -369,7 +371,8 @@ def test_equal_scores_are_ordered_by_name_whatever_the_input_order() -> None:
     shuffled = CATALOG + twins
     random.Random(5).shuffle(shuffled)
     for catalog in (CATALOG + twins, shuffled):
-        hits = SearchIndex.build(catalog).search("ping host latency", 3)
+        # lexical ties (the semantic leg reads the names, so they differ there)
+        hits = SearchIndex.build(catalog, semantic=False).search("ping host latency", 3)
         assert names(hits) == ["alpha", "mid", "zeta"]
         assert len({h.score for h in hits}) == 1
 
@@ -381,7 +384,7 @@ def test_pruned_scoring_returns_exactly_the_ranking_of_a_full_walk() -> None:
         tool(f"t{i:04d}", " ".join(["record", *rng.sample(words, 5), "entry" * (i % 2)]))
         for i in range(1500)
     ]
-    index = SearchIndex.build(tools)
+    index = SearchIndex.build(tools, semantic=False)  # the lexical leg's exact scores
     analyzer = default_analyzer()
     hidden = {f"t{i:04d}" for i in range(1500) if i % 3}  # k=20 outruns the pool
 

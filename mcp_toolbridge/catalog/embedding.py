@@ -1,0 +1,126 @@
+"""The semantic leg of tool search: WordLlama static token embeddings, averaged per text.
+
+A text's vector is the mean of its tokens' vectors (the Llama 2 tokenizer; the 256-dimension
+``l2_supercat`` table that the ``wordllama`` wheel ships, 32,000 tokens, MIT), scaled to unit
+length, so a tool and a request that say the same thing in other words ("tenant rights" and
+"relevant laws") still score by cosine. No network and no model download: the weights and the
+tokenizer are files inside the installed wheel, read with ``safetensors`` and ``tokenizers``;
+the ``wordllama`` package itself is never imported (its import configures the root logger and
+imports ``requests``), only located.
+
+The model (16 MB) is read once per process, on first use (``embedder``); a catalog's vectors
+are made when its index first needs them (``vectors.py``), so a server that never searches
+never imports numpy nor reads the model. This is the only module that touches numpy,
+safetensors, tokenizers or wordllama.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+from safetensors.numpy import load_file
+from tokenizers import Tokenizer
+
+MODEL = "l2_supercat_256"
+"""The weights file of the ``wordllama`` wheel (``weights/<MODEL>.safetensors``)."""
+_TOKENIZER = "l2_supercat_tokenizer_config.json"
+_BATCH = 512
+
+Matrix = npt.NDArray[np.float32]
+
+
+class Embedder:
+    """Texts -> unit vectors (float32, one row per text; a text with no tokens gives zeros)."""
+
+    def __init__(self, weights: Path, tokenizer: Path) -> None:
+        self._table = load_file(str(weights))["embedding.weight"]  # float16, 32000 x 256
+        self._tokenizer = Tokenizer.from_file(str(tokenizer))
+        self._tokenizer.no_padding()
+        self._tokenizer.no_truncation()
+        self.dims = int(self._table.shape[1])
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        out = np.zeros((len(texts), self.dims), dtype=np.float32)
+        last = self._table.shape[0] - 1
+        for start in range(0, len(texts), _BATCH):
+            chunk = list(texts[start : start + _BATCH])
+            encoded = [e.ids for e in self._tokenizer.encode_batch(chunk, add_special_tokens=False)]
+            sizes = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+            ids = np.fromiter((i for e in encoded for i in e), dtype=np.int64, count=sizes.sum())
+            if not ids.size:
+                continue
+            rows = self._table[np.minimum(ids, last)].astype(np.float32)
+            filled = np.flatnonzero(sizes)
+            starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))[filled]
+            out[start + filled] = np.add.reduceat(rows, starts, axis=0) / sizes[filled, None]
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        np.divide(out, norms, out=out, where=norms > 0)
+        return out
+
+
+_lock = threading.Lock()
+_model: list[Embedder] = []
+
+
+def embedder() -> Embedder:
+    """The process's one Embedder, read from the installed ``wordllama`` wheel on first use."""
+    with _lock:
+        if not _model:
+            spec = importlib.util.find_spec("wordllama")
+            if spec is None or spec.origin is None:
+                raise RuntimeError("the wordllama package is not installed")
+            root = Path(spec.origin).parent
+            _model.append(
+                Embedder(
+                    root / "weights" / f"{MODEL}.safetensors", root / "tokenizers" / _TOKENIZER
+                )
+            )
+        return _model[0]
+
+
+def fuse(
+    lexical: list[tuple[float, int]],
+    cosines: Matrix,
+    semantic: list[int],
+    weight: float,
+    n: int,
+) -> list[tuple[float, int]]:
+    """The ``n`` best of the lexical and the semantic candidates, best first: each leg's
+    scores z-normalised over the union of both candidate lists (a lexical score of a doc the
+    lexical leg did not list counts 0), then ``(1 - weight) × lexical + weight × semantic``.
+    Ties break by doc id (name order)."""
+    docs = list(dict.fromkeys([d for _, d in lexical] + semantic))
+    if not docs:
+        return []
+    own = {d: s for s, d in lexical}
+    lex = np.fromiter((own.get(d, 0.0) for d in docs), dtype=np.float64, count=len(docs))
+    sem = cosines[docs].astype(np.float64)
+    mixed = (1.0 - weight) * _z(lex) + weight * _z(sem)
+    ranked = sorted(
+        (-score, doc)
+        for score, doc, matched in zip(mixed.tolist(), docs, lex > 0, strict=True)
+        if matched or score > 0.0
+    )
+    return [(-negative, doc) for negative, doc in ranked[:n]]
+
+
+def _z(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    spread = float(values.std())
+    centred: npt.NDArray[np.float64] = values - values.mean()
+    return centred / (spread or 1.0)
+
+
+def best(cosines: Matrix, n: int) -> list[int]:
+    """The docs of the ``n`` highest cosines, best first (ties by doc id)."""
+    if n <= 0:
+        return []
+    if n < len(cosines):
+        picked = np.argpartition(-cosines, n - 1)[:n]
+    else:
+        picked = np.arange(len(cosines))
+    return sorted(picked.tolist(), key=lambda d: (-float(cosines[d]), d))

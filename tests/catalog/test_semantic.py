@@ -1,0 +1,81 @@
+"""The semantic leg of tool search: a request that shares no word with its tool still finds
+it; the exact-name and ``select:`` paths are unchanged; the model is read on first use only."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from mcp_toolbridge.catalog.index import SearchIndex
+from tests.catalog.test_index import tool
+
+CATALOG = [
+    tool("law_lookup", "Look up statutes, regulations and court decisions"),
+    tool("weather_now", "Current temperature and forecast for a city"),
+    tool("recipe_finder", "Find cooking recipes by ingredient"),
+    tool("flight_search", "Search airline flights between airports"),
+    tool("stock_quote", "Latest share price of a listed company"),
+    tool("translate_text", "Translate text into another language"),
+    tool("music_play", "Play songs and albums"),
+    tool("tenant_help", "Landlord disputes: rent, deposits and evictions"),
+]
+
+NO_SHARED_WORD = [
+    ("is it going to rain tomorrow in Paris", "weather_now"),
+    ("what is Apple trading at", "stock_quote"),
+    ("what dinner can I make with chickens and rice", "recipe_finder"),
+    ("which legislation covers copyright", "law_lookup"),
+]
+
+
+@pytest.fixture(scope="module")
+def index() -> SearchIndex:
+    return SearchIndex.build(CATALOG)
+
+
+@pytest.mark.parametrize(("query", "expected"), NO_SHARED_WORD)
+def test_a_request_sharing_no_word_with_its_tool_finds_it(
+    index: SearchIndex, query: str, expected: str
+) -> None:
+    assert SearchIndex.build(CATALOG, semantic=False).search(query, 3) == []  # no word shared
+    assert index.search(query, 3)[0].name == expected
+
+
+def test_a_clause_of_stop_words_alone_still_finds_nothing(index: SearchIndex) -> None:
+    assert index.search("what can you do for me") == []
+
+
+def test_names_and_select_come_before_the_semantic_leg(index: SearchIndex) -> None:
+    assert index.search("music_play is it going to rain", 2)[0].name == "music_play"
+    hits = index.search("select:tenant_help,law_lookup", 5)
+    assert [h.name for h in hits] == ["tenant_help", "law_lookup"]
+
+
+def test_hidden_tools_stay_hidden_from_the_semantic_leg(index: SearchIndex) -> None:
+    hits = index.search("is it going to rain tomorrow", 8, visible=lambda n: n != "weather_now")
+    assert "weather_now" not in [h.name for h in hits]
+
+
+def test_warm_up_makes_the_vectors_once() -> None:
+    index = SearchIndex.build(CATALOG)
+    assert not index.warm
+    index.warm_up()
+    assert index.warm
+    assert index.search("what is Apple trading at", 1)[0].name == "stock_quote"
+
+
+def test_building_an_index_reads_no_model_and_imports_no_numpy() -> None:
+    code = (
+        "import sys\n"
+        "from mcp_toolbridge.catalog import SearchIndex\n"
+        "from tests.catalog.test_index import tool\n"
+        "index = SearchIndex.build([tool('a', 'Send a mail'), tool('b', 'Read a file')])\n"
+        "assert index.search('select:a') and not index.warm\n"
+        "print(sorted(m for m in ('numpy', 'tokenizers', 'safetensors') if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip() == "[]"

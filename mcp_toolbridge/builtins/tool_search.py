@@ -8,6 +8,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import anyio.to_thread
+
 from mcp_toolbridge.builtins.base import builtin_spec
 from mcp_toolbridge.catalog import Catalog, SearchIndex
 from mcp_toolbridge.executors import ExecRequest, ExecResult
@@ -103,6 +105,8 @@ class ToolSearch:
     async def run(self, request: ExecRequest) -> ExecResult:
         query = str(request.arguments["query"])
         limit = int(request.arguments.get("max_results", DEFAULT_RESULTS))
+        if not self._index.warm:  # the first search reads the model and embeds the catalog
+            await anyio.to_thread.run_sync(self._index.warm_up)
         hits = self._index.search(query, limit, visible=self._visible)
         tools = []
         for hit in hits:

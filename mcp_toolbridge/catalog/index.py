@@ -304,19 +304,27 @@ class SearchIndex:
             if visible is not None:
                 near = [d for d in near if visible(self._names[d])][:pool]
             if terms:  # a clause of stop words alone asks for nothing
-                lexical = self._top(terms, pool, visible)
+                lexical = self._top(terms, n, visible, depth=pool)
                 out.append(fuse(lexical, cosines[:, column], near, SEMANTIC_WEIGHT, n))
         return out
 
-    def _top(self, terms: list[str], n: int, visible: Visible | None) -> list[tuple[float, int]]:
-        """The ``n`` best visible docs for ``terms``, best first (sibling evidence included)."""
+    def _top(
+        self, terms: list[str], n: int, visible: Visible | None, depth: int = 0
+    ) -> list[tuple[float, int]]:
+        """The ``n`` best visible docs for ``terms``, best first (sibling evidence included),
+        then the plain ranking of the others down to ``depth`` docs in all."""
         pool = n * SIBLING_POOL if SIBLING_WEIGHT else n
-        scores, complete = self._scores(terms, pool_size(pool))
-        ranked = top_visible(scores, pool, self._names, visible, complete)
+        wide = max(pool, depth)
+        scores, complete = self._scores(terms, pool_size(wide))
+        ranked = top_visible(scores, wide, self._names, visible, complete)
         if ranked is None:  # hidden tools ate the pool: score everything
-            ranked = top_visible(self._scores(terms, None)[0], pool, self._names, visible)
+            ranked = top_visible(self._scores(terms, None)[0], wide, self._names, visible)
         assert ranked is not None
-        return self._with_siblings(terms, ranked)[:n] if SIBLING_WEIGHT else ranked
+        head = self._with_siblings(terms, ranked[:pool])[:n] if SIBLING_WEIGHT else ranked[:n]
+        if depth <= n:
+            return head
+        taken = {doc for _, doc in head}
+        return head + [hit for hit in ranked if hit[1] not in taken][: depth - len(head)]
 
     def _with_siblings(
         self, terms: list[str], ranked: list[tuple[float, int]]

@@ -36,8 +36,6 @@ class CatalogVectors:
 
     def cosines(self, texts: Sequence[str]) -> Matrix:
         """One column per text: its cosine with every tool."""
-        from mcp_toolbridge.catalog.embedding import embedder
+        from mcp_toolbridge.catalog.embedding import cosines, embedder
 
-        matrix = self.matrix()
-        queries: Matrix = embedder().embed(texts).T
-        return matrix @ queries
+        return cosines(self.matrix(), embedder().embed(texts))

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/toolsearch.py [--bench-dir DIR ...] [--sets NAME ...]
         [--tools tools.jsonl --queries queries.jsonl] [--half 1|2] [--grid full|classic]
         [--stemmer pystemmer|snowballstemmer|suffix|none]
-        [--without clauses|abbreviations|courtesies|siblings|groups ...]
+        [--without clauses|abbreviations|courtesies|siblings|groups|semantic ...]
         [--names exact|identifiers|anywhere] [--columns all]
 
 Every folder of each ``--bench-dir`` (default: ``../shared/toolsearch-bench`` beside the
@@ -26,7 +26,8 @@ p50/p99 and build time for the product. A summary table closes the run.
 two halves with the same mix of one-tool and several-tool queries, for tuning on one and
 reporting on the other. ``--without`` switches parts of the search off (ablations; the
 baseline shares the analyzer, so ``abbreviations`` changes it too; ``groups`` ignores the
-sets' group fields, for product and baseline alike). ``--names`` picks which
+sets' group fields, for product and baseline alike; ``semantic`` leaves the semantic leg
+out, so the product ranks lexically alone). ``--names`` picks which
 mentions of a tool's name rank it first: ``exact`` (shipped: identifier-shaped, quoted or
 whole-query tokens in any case, plain words only when they are exactly one tool's name),
 ``identifiers`` (the earlier rule: never a plain word inside prose), ``anywhere`` (any token
@@ -212,7 +213,7 @@ def main() -> None:
         "--without",
         nargs="+",
         default=[],
-        choices=["clauses", "abbreviations", "courtesies", "siblings", "groups"],
+        choices=["clauses", "abbreviations", "courtesies", "siblings", "groups", "semantic"],
         help="ablation: switch these parts off",
     )
     parser.add_argument("--names", default="exact", choices=["exact", "identifiers", "anywhere"])
@@ -225,6 +226,8 @@ def main() -> None:
         search_module.strip_courtesies = lambda query: query  # type: ignore[attr-defined]
     if "siblings" in args.without:
         search_module.SIBLING_WEIGHT = 0.0
+    if "semantic" in args.without:
+        search_module.SEMANTIC_MODEL = ""
     if "groups" in args.without:
         GROUP_FIELDS[:] = []
 

@@ -158,7 +158,7 @@ class SearchIndex:
         self._term_ids = postings.term_ids
         self._docs, self._weights, self._idf = postings.docs, postings.weights, postings.idf
         if semantic and specs:  # vectors and model on first use (vectors.py)
-            self._vectors = CatalogVectors(lambda: [semantic_text(spec) for spec in specs])
+            self._vectors = CatalogVectors(lambda: map(semantic_text, specs), len(specs))
 
     @property
     def warm(self) -> bool:
@@ -300,12 +300,12 @@ class SearchIndex:
         cosines = self._vectors.cosines([text for text, _ in parts])
         out = []
         for column, (_, terms) in enumerate(parts):
-            near = best(cosines[:, column], pool if visible is None else pool_size(pool))
+            near = best(cosines[column], pool if visible is None else pool_size(pool))
             if visible is not None:
                 near = [d for d in near if visible(self._names[d])][:pool]
             if terms:  # a clause of stop words alone asks for nothing
                 lexical = self._top(terms, n, visible, depth=pool)
-                out.append(fuse(lexical, cosines[:, column], near, SEMANTIC_WEIGHT, n))
+                out.append(fuse(lexical, cosines[column], near, SEMANTIC_WEIGHT, n))
         return out
 
     def _top(

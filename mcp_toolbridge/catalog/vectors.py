@@ -4,7 +4,7 @@ numpy are imported then, not before: building an index costs nothing more)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -15,8 +15,10 @@ class CatalogVectors:
     """The unit vectors of a catalog's tool texts (rows in doc order), made once, by the
     first thread that needs them; the texts are dropped then."""
 
-    def __init__(self, texts: Callable[[], Sequence[str]]) -> None:
-        self._texts: Callable[[], Sequence[str]] | None = texts
+    def __init__(self, texts: Callable[[], Iterable[str]], count: int) -> None:
+        """``texts()`` gives the ``count`` tool texts in doc order, one at a time."""
+        self._texts: Callable[[], Iterable[str]] | None = texts
+        self._count = count
         self._matrix: Matrix | None = None
         self._lock = threading.Lock()
 
@@ -30,12 +32,12 @@ class CatalogVectors:
                 from mcp_toolbridge.catalog.embedding import embedder
 
                 assert self._texts is not None
-                self._matrix = embedder().embed(self._texts())
+                self._matrix = embedder().embed(self._texts(), self._count)
                 self._texts = None
             return self._matrix
 
     def cosines(self, texts: Sequence[str]) -> Matrix:
-        """One column per text: its cosine with every tool."""
+        """One row per text: its cosine with every tool."""
         from mcp_toolbridge.catalog.embedding import cosines, embedder
 
         return cosines(self.matrix(), embedder().embed(texts))

@@ -30,8 +30,9 @@ from tokenizers import Tokenizer
 MODEL = "l2_supercat_256"
 """The weights file of the ``wordllama`` wheel (``weights/<MODEL>.safetensors``)."""
 _TOKENIZER = "l2_supercat_tokenizer_config.json"
-_BATCH = 256
-"""Texts per tokenizer call: the token vectors of one batch are held at once (about 10 MB)."""
+_BATCH = 64
+"""Texts per tokenizer call: the token vectors of one batch are held at once (64 texts of
+200 tokens: 13 MB)."""
 
 Matrix = npt.NDArray[np.float32]
 
@@ -66,7 +67,7 @@ class Embedder:
             filled = np.flatnonzero(sizes)
             starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))[filled]
             out[start + filled] = np.add.reduceat(rows, starts, axis=0) / sizes[filled, None]
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        norms = np.sqrt(np.einsum("ij,ij->i", out, out))[:, None]  # no temporary copy of out
         np.divide(out, norms, out=out, where=norms > 0)
         return out
 

@@ -4,13 +4,18 @@ with clear errors, and the normalization of declared schemas into MCP input sche
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from blake3 import blake3
+
 from mcp_toolbridge.errors import ErrorCode, Problem, Severity
 from mcp_toolbridge.model import ToolSpec
-from mcp_toolbridge.schemas import check_schema, model_facing
 
 __all__ = [
     "LoadReport",
@@ -19,7 +24,9 @@ __all__ = [
     "input_schemas",
     "json_quote",
     "parse_json",
+    "probe_file",
     "read_bytes",
+    "recording_reads",
 ]
 
 
@@ -76,7 +83,45 @@ def json_quote(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
+Read = tuple[str, str, bytes | bool | None]
+"""A file a load looked at: ("read", absolute path, BLAKE3 of its bytes or None when it could
+not be read) or ("probe", absolute path, whether it is a file)."""
+
+_reads: ContextVar[list[Read] | None] = ContextVar("reads", default=None)
+
+
+@contextmanager
+def recording_reads() -> Iterator[list[Read]]:
+    """Record every file the loaders read or probe inside this block (the inputs a cached
+    load must find unchanged to be reused)."""
+    reads: list[Read] = []
+    token = _reads.set(reads)
+    try:
+        yield reads
+    finally:
+        _reads.reset(token)
+
+
+def probe_file(path: Path) -> bool:
+    """``path.is_file()``, recorded (see :func:`recording_reads`)."""
+    found = path.is_file()
+    reads = _reads.get()
+    if reads is not None:
+        reads.append(("probe", os.path.abspath(path), found))
+    return found
+
+
 def read_bytes(path: Path, log: ProblemLog) -> bytes | None:
+    data = _read(path, log)
+    reads = _reads.get()
+    if reads is not None:
+        reads.append(
+            ("read", os.path.abspath(path), None if data is None else blake3(data).digest())
+        )
+    return data
+
+
+def _read(path: Path, log: ProblemLog) -> bytes | None:
     try:
         return path.read_bytes()
     except FileNotFoundError:
@@ -113,6 +158,8 @@ def checked_schema(
         kind = "null" if value is None else type(value).__name__
         log.error(f"{name}: must be a JSON Schema object, got {kind}", locator)
         return None
+    from mcp_toolbridge.schemas import check_schema  # jsonschema: not for a cached start
+
     problems = check_schema(value)
     for problem in problems:
         log.error(f"{name}: {problem}", locator)
@@ -134,6 +181,8 @@ def input_schemas(
     (``anyOf``, ``allOf``, ``not``, ``enum``) is valid JSON Schema and is kept, with a notice:
     some clients reject such a tool.
     """
+    from mcp_toolbridge.schemas import model_facing  # jsonschema: not for a cached start
+
     if declared is None or not declared:
         return {"type": "object"}, {"type": "object"}
     root_type = declared.get("type")

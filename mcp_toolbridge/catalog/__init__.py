@@ -1,9 +1,27 @@
 """The catalog of a server: unique MCP names over every loaded tool, lookup, lazily compiled
-validators, and the search index behind tool_search (its builder and its text analysis).
+validators, and the search index behind tool_search (its builder, its text analysis, and its
+cache keyed on the ranking configuration).
 
 May import: the vocabulary only."""
 
 from mcp_toolbridge.catalog.catalog import Catalog, CatalogEntry, named_as_written
 from mcp_toolbridge.catalog.index import SearchIndex
+from mcp_toolbridge.catalog.index_cache import (
+    RANKING_VERSION,
+    index_key,
+    load_index,
+    ranking,
+    store_index,
+)
 
-__all__ = ["Catalog", "CatalogEntry", "SearchIndex", "named_as_written"]
+__all__ = [
+    "RANKING_VERSION",
+    "Catalog",
+    "CatalogEntry",
+    "SearchIndex",
+    "index_key",
+    "load_index",
+    "named_as_written",
+    "ranking",
+    "store_index",
+]

@@ -4,27 +4,68 @@ Validators are compiled lazily: a tool's argument and output validators are buil
 time a call needs them and kept. Building a catalog is then a pass over names, which keeps
 start-up with 100,000 tools fast (compiling every validator up front took about 40 µs a
 tool for validators most tools never use in a session).
+
+A catalog restored from the start-up cache goes one step further: its entries know their name
+and whether they are built in, and fetch their spec on first use (:meth:`Catalog.deferred`),
+so a start serves 100,000 cached tools without rebuilding the records a session never reads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from mcp_toolbridge.errors import ErrorCode, Problem
 from mcp_toolbridge.model import Format, ToolSpec
 from mcp_toolbridge.names import KEPT_NAME_PATTERN, LOCKED_TOOL_IDS, NAME_PATTERN
-from mcp_toolbridge.schemas import CompiledSchema, compile_schema
+
+if TYPE_CHECKING:
+    from mcp_toolbridge.schemas import CompiledSchema
+
+
+def _compile(schema: dict[str, Any]) -> CompiledSchema:
+    # jsonschema is imported by the first call that validates: a cached start never loads a
+    # manifest, and importing it would cost a start ≈ 30 ms.
+    from mcp_toolbridge.schemas import compile_schema
+
+    return compile_schema(schema)
 
 
 class CatalogEntry:
-    """One catalog tool: its spec and, compiled on first use, its validators."""
+    """One catalog tool: its spec (maybe fetched on first use) and, compiled on first use, its
+    validators."""
 
-    __slots__ = ("_arguments", "_output", "spec")
+    __slots__ = ("_arguments", "_fetch", "_output", "_spec", "builtin", "name")
 
     def __init__(self, spec: ToolSpec) -> None:
-        self.spec = spec
+        self._spec: ToolSpec | None = spec
+        self._fetch: Callable[[], ToolSpec] | None = None
+        self.name = spec.name
+        self.builtin = spec.source.format is Format.BUILTIN
         self._arguments: CompiledSchema | None = None
         self._output: CompiledSchema | None = None
+
+    @classmethod
+    def deferred(cls, name: str, fetch: Callable[[], ToolSpec]) -> CatalogEntry:
+        """A manifest tool whose spec ``fetch()`` gives when first needed."""
+        entry = cls.__new__(cls)
+        entry._spec = None
+        entry._fetch = fetch
+        entry.name = name
+        entry.builtin = False
+        entry._arguments = entry._output = None
+        return entry
+
+    @property
+    def spec(self) -> ToolSpec:
+        spec = self._spec
+        if spec is None:
+            # Two threads racing here fetch equal specs; either may be kept.
+            fetch = self._fetch
+            assert fetch is not None
+            spec = self._spec = fetch()
+        return spec
 
     @property
     def arguments(self) -> CompiledSchema:
@@ -32,7 +73,7 @@ class CatalogEntry:
         compiled = self._arguments
         if compiled is None:
             # Two threads racing here compile equal validators; either may be kept.
-            compiled = self._arguments = compile_schema(self.spec.input_schema)
+            compiled = self._arguments = _compile(self.spec.input_schema)
         return compiled
 
     @property
@@ -44,11 +85,11 @@ class CatalogEntry:
             return None
         compiled = self._output
         if compiled is None:
-            compiled = self._output = compile_schema(schema)
+            compiled = self._output = _compile(schema)
         return compiled
 
     def __repr__(self) -> str:
-        return f"CatalogEntry({self.spec.name!r})"
+        return f"CatalogEntry({self.name!r})"
 
 
 def _where(spec: ToolSpec) -> str:
@@ -84,9 +125,36 @@ def _name_problem(spec: ToolSpec, keep_names: bool) -> str | None:
 class Catalog:
     """Unique names over every loaded tool. Built once; immutable afterwards."""
 
-    def __init__(self, entries: dict[str, CatalogEntry]) -> None:
+    def __init__(
+        self, entries: dict[str, CatalogEntry], by_id: Mapping[str, str] | None = None
+    ) -> None:
         self._entries = entries
-        self._by_id = {entry.spec.id: name for name, entry in entries.items()}
+        if by_id is None:
+            by_id = {entry.spec.id: name for name, entry in entries.items()}
+        self._by_id = by_id
+        self._pending: Mapping[str, object] = {}
+        """Deferred manifest tools without an entry yet: name -> where its spec is."""
+        self._fetch: Callable[[str, object], ToolSpec] | None = None
+        self._builtins: list[str] | None = None
+
+    @classmethod
+    def deferred(
+        cls,
+        builtins: Sequence[CatalogEntry],
+        pending: Mapping[str, object],
+        fetch: Callable[[str, object], ToolSpec],
+        by_id: Mapping[str, str],
+    ) -> Catalog:
+        """A catalog :meth:`build` made before (its names checked, its problems reported),
+        restored without reading a manifest tool's spec: ``pending`` maps each manifest
+        tool's name, in catalog order after the built-in tools, to where ``fetch(name,
+        where)`` finds its spec; ``by_id`` maps every id to its name. An entry is made when
+        a tool is first looked up."""
+        catalog = cls({entry.name: entry for entry in builtins}, by_id)
+        catalog._pending = pending
+        catalog._fetch = fetch
+        catalog._builtins = [entry.name for entry in builtins]
+        return catalog
 
     @classmethod
     def build(
@@ -136,27 +204,56 @@ class Catalog:
         return cls(entries), problems
 
     def get(self, name: str) -> CatalogEntry | None:
-        return self._entries.get(name)
+        entry = self._entries.get(name)
+        if entry is None and name in self._pending:
+            fetch = self._fetch
+            assert fetch is not None
+            made = CatalogEntry.deferred(name, partial(fetch, name, self._pending[name]))
+            # Two threads racing here make equal entries; the first one stored is kept.
+            entry = self._entries.setdefault(name, made)
+        return entry
 
     def resolve(self, name_or_id: str) -> CatalogEntry | None:
         """Look a tool up by MCP name, or by the id written in its manifest."""
-        entry = self._entries.get(name_or_id)
+        entry = self.get(name_or_id)
         if entry is None and name_or_id in self._by_id:
-            entry = self._entries[self._by_id[name_or_id]]
+            entry = self.get(self._by_id[name_or_id])
         return entry
 
     def __contains__(self, name: object) -> bool:
-        return name in self._entries
+        return name in self._entries or name in self._pending
 
     def __len__(self) -> int:
-        return len(self._entries)
+        if self._builtins is None:
+            return len(self._entries)
+        return len(self._builtins) + len(self._pending)
 
     def __iter__(self) -> Iterator[CatalogEntry]:
-        return iter(self._entries.values())
+        for name in self.names:
+            entry = self.get(name)
+            assert entry is not None
+            yield entry
 
     @property
     def names(self) -> Sequence[str]:
-        return list(self._entries)
+        if self._builtins is None:
+            return list(self._entries)
+        return [*self._builtins, *self._pending]
+
+    def builtin_names(self) -> list[str]:
+        if self._builtins is not None:
+            return list(self._builtins)
+        return [name for name, entry in self._entries.items() if entry.builtin]
+
+    def manifest_names(self) -> list[str]:
+        """The names of the tools that come from manifests, in catalog order."""
+        if self._builtins is not None:
+            return list(self._pending)
+        return [name for name, entry in self._entries.items() if not entry.builtin]
+
+    def ids(self) -> dict[str, str]:
+        """Manifest id (or built-in id) -> MCP name, for every tool."""
+        return dict(self._by_id)
 
     def specs(self) -> list[ToolSpec]:
-        return [entry.spec for entry in self._entries.values()]
+        return [entry.spec for entry in self]

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from mcp_toolbridge.catalog.index_build import K1, build_postings
 from mcp_toolbridge.catalog.text import Analyzer, default_analyzer, split_clauses, strip_courtesies
 from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.progress import Meter
 
 Visible = Callable[[str], bool]
 
@@ -76,9 +77,15 @@ class SearchIndex:
         self._idf: list[float] = []
 
     @classmethod
-    def build(cls, tools: Iterable[ToolSpec], *, analyzer: Analyzer | None = None) -> SearchIndex:
+    def build(
+        cls,
+        tools: Iterable[ToolSpec],
+        *,
+        analyzer: Analyzer | None = None,
+        meter: Meter | None = None,
+    ) -> SearchIndex:
         index = cls(analyzer or default_analyzer())
-        index._fill(sorted(tools, key=lambda spec: spec.name))
+        index._fill(sorted(tools, key=lambda spec: spec.name), meter)
         return index
 
     def __len__(self) -> int:
@@ -86,12 +93,12 @@ class SearchIndex:
 
     # -- building -------------------------------------------------------------------------
 
-    def _fill(self, specs: list[ToolSpec]) -> None:
+    def _fill(self, specs: list[ToolSpec], meter: Meter | None = None) -> None:
         def register_all() -> None:
             for doc, spec in enumerate(specs):
                 self._register_names(doc, spec)
 
-        postings = build_postings(specs, self._analyzer.terms, alongside=register_all)
+        postings = build_postings(specs, self._analyzer.terms, alongside=register_all, meter=meter)
         self._term_ids = postings.term_ids
         self._docs, self._weights, self._idf = postings.docs, postings.weights, postings.idf
 

@@ -7,9 +7,11 @@ way MCP ``tools/call`` does.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +38,8 @@ from mcp_toolbridge.builtins import (
     plan_locked,
     subagent_offer,
 )
-from mcp_toolbridge.catalog import Catalog, SearchIndex, named_as_written
+from mcp_toolbridge.cachefile import CacheFolder
+from mcp_toolbridge.catalog import Catalog, SearchIndex, load_index, store_index
 from mcp_toolbridge.errors import CallError, ConfigError, ErrorCode, Problem, Severity
 from mcp_toolbridge.executors import (
     DEFAULT_MAX_OUTPUT_BYTES,
@@ -45,10 +48,13 @@ from mcp_toolbridge.executors import (
     Executor,
     HttpExecutor,
 )
+from mcp_toolbridge.forking import write_behind
 from mcp_toolbridge.host import CallContext
-from mcp_toolbridge.loaders import LoadReport, load_paths
-from mcp_toolbridge.model import Format, ToolSpec
+from mcp_toolbridge.loaders import LoadReport, Manifests, load_manifests
+from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.policy import Decision, Policy
+from mcp_toolbridge.progress import Meter, stderr_line
+from mcp_toolbridge.runtime_cache import Composed, compose
 from mcp_toolbridge.secrets import SecretResolver
 
 BUILTIN_SPECS: tuple[ToolSpec, ...] = (TOOL_SEARCH_SPEC,)
@@ -91,6 +97,11 @@ class Settings:
     """Where the skill tool looks; empty: <workspace>/.toolbridge/skills and the user's."""
     keep_names: bool = False
     """Serve manifest ids as written (SEP-986 names) instead of sanitizing them."""
+    cache: bool = False
+    """Keep loaded manifests, the composed catalog and the search index in the user's cache
+    folder (the command line turns it on; ``--no-index-cache`` off)."""
+    progress: bool = False
+    """Show the progress of long loads and index builds on stderr."""
 
     def manifest_paths(self) -> list[Path]:
         return list(self.paths) if self.paths else [bundled_manifests()]
@@ -104,14 +115,26 @@ class Loaded:
     """A catalog, the policy it was filtered by, and everything found while building it."""
 
     catalog: Catalog
-    report: LoadReport
+    manifests: Manifests
     problems: list[Problem]
     """Load, policy and catalog problems, notices included."""
     policy: Policy
     locked: LockedPlan | None = None
     """The locked tools served, when loaded with ``locked=True``."""
-    hidden: tuple[ToolSpec, ...] = ()
-    """Tools left out because the policy refuses them whatever their arguments."""
+    hiding: Callable[[], tuple[ToolSpec, ...]] = tuple
+    """Gives the tools left out because the policy refuses them whatever their arguments."""
+    key: bytes | None = None
+    """Identifies the catalog's content, for the index cache (None: not cacheable)."""
+
+    @cached_property
+    def hidden(self) -> tuple[ToolSpec, ...]:
+        """Tools left out because the policy refuses them whatever their arguments."""
+        return self.hiding()
+
+    @cached_property
+    def report(self) -> LoadReport:
+        """Every loaded tool and load problem (reads every cached tool record)."""
+        return self.manifests.report()
 
     @property
     def errors(self) -> list[Problem]:
@@ -135,38 +158,71 @@ def load_catalog(
     ``locked``: serve the locked tools ``settings.locked`` names (configured by the policy
     file), instead of the ``builtins`` given. A tool whose requirements cannot be compiled (an
     undefined variable) is a load error; a tool the policy refuses whatever its arguments is
-    left out, with a notice.
+    left out, with a notice. With ``settings.cache``, unchanged manifests and an unchanged
+    composition come from the cache folder (runtime_cache.py), which is brought up to date
+    afterwards, by a forked writer for a big catalog.
     """
+    began = time.monotonic()
     policy = load_policy(settings)
     plan = _plan(settings, policy) if locked else None
     if plan is not None:
         builtins = plan.specs
-    report = load_paths(settings.manifest_paths(), environ=settings.environ)
-    problems: list[Problem] = [*(plan.problems if plan else ()), *report.problems]
-    exposed: list[ToolSpec] = []
-    hidden: list[ToolSpec] = []
-    tools = [named_as_written(s) for s in report.tools] if settings.keep_names else report.tools
-    for spec in [*builtins, *tools]:
-        found = policy.requirement_problems(spec)
-        if found:
-            problems.extend(found)
-        elif policy.exposed(spec):
-            exposed.append(spec)
-        else:
-            hidden.append(spec)
-            problems.append(
-                Problem(
-                    spec.source.path,
-                    f'tool "{spec.name}" is not served: the policy refuses it whatever its '
-                    "arguments, or does not grant what it requires",
-                    spec.source.locator(spec.id),
-                    ErrorCode.PERMISSION_DENIED,
-                    Severity.NOTICE,
-                )
-            )
-    problems.extend(policy.unmatchable_rules([*builtins, *tools]))
-    catalog, catalog_problems = Catalog.build(exposed, keep_names=settings.keep_names)
-    return Loaded(catalog, report, [*problems, *catalog_problems], policy, plan, tuple(hidden))
+    cache = CacheFolder() if settings.cache else None
+    manifests = load_manifests(
+        settings.manifest_paths(),
+        environ=settings.environ,
+        cache=cache,
+        meter=partial(_meter, settings, "loading manifests", unit="files"),
+    )
+    composed, store = compose(
+        manifests,
+        builtins,
+        policy,
+        keep_names=settings.keep_names,
+        cache=cache,
+        meter=partial(_meter, settings) if settings.progress else None,
+    )
+    if store is not None and not (
+        manifests.tool_count >= WRITE_BEHIND_FROM and write_behind(store)
+    ):
+        store()
+    if settings.progress:
+        _summary(manifests, composed, time.monotonic() - began)
+    return Loaded(
+        composed.catalog,
+        manifests,
+        [*(plan.problems if plan else ()), *composed.problems],
+        policy,
+        plan,
+        composed.hidden,
+        composed.key,
+    )
+
+
+WRITE_BEHIND_FROM = 4_000
+"""Catalogs from this many tools write their cache in a forked child (pickling costs
+≈ 20 µs a tool); smaller ones write it in process."""
+
+
+def _meter(settings: Settings, what: str, total: int, unit: str = "tools") -> Meter | None:
+    return Meter(what, total, unit) if settings.progress else None
+
+
+def _summary(manifests: Manifests, composed: Composed, elapsed: float) -> None:
+    """One line about the load, when it was big or slow enough to be worth one."""
+    tools, files = manifests.tool_count, len(manifests.files())
+    if tools < 1_000 and elapsed < 1.0:
+        return
+    if composed.restored:
+        how = "all from the cache"
+    elif manifests.reused:
+        how = f"{files - manifests.reused:,} manifests loaded, {manifests.reused:,} from the cache"
+    else:
+        how = "none from the cache"
+    stderr_line(
+        f"{tools:,} tools from {files:,} manifests ({how}); serving {len(composed.catalog):,} "
+        f"in {elapsed:.1f} s"
+    )
 
 
 def _plan(settings: Settings, policy: Policy) -> LockedPlan:
@@ -223,7 +279,7 @@ def _catalog_parts(
 ) -> tuple[PolicyGate, BuiltinExecutor]:
     """What depends on the catalog and the policy, rebuilt on every reload."""
     catalog = loaded.catalog
-    index = SearchIndex.build(s for s in catalog.specs() if s.source.format is not Format.BUILTIN)
+    index = search_index(settings, loaded)
     if loaded.locked is None:
         builtins = BuiltinExecutor([ToolSearch(index, catalog)])
     else:
@@ -240,6 +296,30 @@ def _catalog_parts(
         )
     gate = PolicyGate(loaded.policy, environ=settings.environ, sidecars=shared.sessions.sidecar_dir)
     return gate, builtins
+
+
+def search_index(settings: Settings, loaded: Loaded) -> SearchIndex:
+    """The search index of the catalog's manifest tools: from the cache when it holds the
+    index of this very catalog under the current ranking, else built (and cached)."""
+    folder = CacheFolder() if settings.cache and loaded.key is not None else None
+    if folder is not None and loaded.key is not None:
+        index = load_index(folder, loaded.key)
+        if index is not None:
+            return index
+    names = loaded.catalog.manifest_names()
+    meter = _meter(settings, "indexing", len(names))
+    index = SearchIndex.build(
+        (entry.spec for name in names if (entry := loaded.catalog.get(name)) is not None),
+        meter=meter,
+    )
+    if meter is not None:
+        meter.finish(f"indexed {len(names):,} tools")
+    if folder is not None and loaded.key is not None:
+        key = loaded.key
+        work = partial(store_index, folder, key, index)
+        if not (len(names) >= WRITE_BEHIND_FROM and write_behind(work)):
+            work()
+    return index
 
 
 @dataclass

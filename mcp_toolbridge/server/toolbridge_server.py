@@ -28,7 +28,6 @@ from mcp_toolbridge.bridge import Bridge
 from mcp_toolbridge.catalog import Catalog
 from mcp_toolbridge.errors import UnknownToolError
 from mcp_toolbridge.host import CallContext, InputPending
-from mcp_toolbridge.model import Format
 from mcp_toolbridge.server.host import McpHost
 from mcp_toolbridge.server.stdio import stdio_transport
 from mcp_toolbridge.server.wire import to_result, to_tool
@@ -161,10 +160,9 @@ class ToolbridgeServer:
     def _publish(self, bridge: Bridge) -> None:
         """Build the wire form of every tool once, and what is always listed."""
         self.bridge = bridge
-        specs = bridge.catalog.specs()
         self._published = _Published(bridge.catalog)
-        manifest_tools = [s.name for s in specs if s.source.format is not Format.BUILTIN]
-        builtins = [s.name for s in specs if s.source.format is Format.BUILTIN]
+        manifest_tools = bridge.catalog.manifest_names()
+        builtins = bridge.catalog.builtin_names()
         expose = self._requested_expose
         if expose == "auto":
             searchable = SEARCH_TOOL in bridge.catalog

@@ -1,0 +1,220 @@
+"""The catalog a start composes from the manifests, the built-in tools and the policy; and
+the same, kept between runs so that a start over an unchanged catalog reads no tool record.
+
+Composing checks every tool against the policy (exposed, hidden, or a load error), then
+builds the catalog (unique names). Over 100,000 tools that is seconds of work on records
+unpickled from the manifest cache, so its outcome is cached too: which tools are served
+under which names, which are hidden, and every problem found. The outcome is keyed on all
+it is a function of:
+
+- the manifests: each file's fingerprint (its bytes, every file it read, the environment it
+  read; see ``loaders.cache``);
+- the policy, compiled (``Policy.fingerprint``: its files, variables, rules and scope, with
+  paths as canonicalized on this run), and every distinct requirement set the tools declare,
+  compiled again on this run and compared (path patterns resolve through the file system);
+- the built-in tools served (their specs) and ``--keep-names``;
+- this package's version (in every cache file's header).
+
+A restored catalog fetches a tool's record (unpickling its manifest's tools) the first time
+something reads it: a search hit, a call, a listing of all tools.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+
+from mcp_toolbridge.cachefile import CacheFolder, digest, fingerprint
+from mcp_toolbridge.catalog import Catalog, CatalogEntry, named_as_written
+from mcp_toolbridge.errors import ErrorCode, Problem, Severity
+from mcp_toolbridge.loaders import FileLoad, Manifests
+from mcp_toolbridge.model import RequirementSet, ToolSpec
+from mcp_toolbridge.policy import Policy
+from mcp_toolbridge.progress import Meter
+
+__all__ = ["Composed", "compose"]
+
+KIND = "served-catalog/1"
+Ref = tuple[int, int]
+"""Where a tool comes from: (index of its manifest in ``Manifests.items``, its position
+there), or (-1, position among the built-in tools)."""
+MeterOf = Callable[[str, int, str], Meter | None]
+
+
+@dataclass(frozen=True)
+class Composed:
+    """What a start serves: the catalog, the tools the policy hides, every problem found."""
+
+    catalog: Catalog
+    problems: list[Problem]
+    hidden: Callable[[], tuple[ToolSpec, ...]]
+    """The tools the policy hides (read on demand: ``policy --show`` only)."""
+    key: bytes | None
+    """Identifies this catalog's content (the key of its search index in the cache); None
+    when it cannot be cached."""
+    restored: bool
+    """Whether it came from the cache."""
+
+
+@dataclass
+class _Snapshot:
+    """A composed catalog as stored: references instead of tool records."""
+
+    builtins: list[int]
+    """The position of each built-in tool served among the built-in tools, in order."""
+    pending: dict[str, Ref]
+    """Each manifest tool served: its MCP name -> where it comes from, in catalog order."""
+    ids: dict[str, str]
+    hidden: list[Ref]
+    problems: list[Problem]
+    requirements: list[tuple[RequirementSet, bytes]]
+    """Every distinct requirement set of the tools, and its compiled fingerprint."""
+
+
+def _spec(manifests: Manifests, builtins: Sequence[ToolSpec], ref: Ref) -> ToolSpec:
+    item, pos = ref
+    if item < 0:
+        return builtins[pos]
+    load = manifests.items[item]
+    assert isinstance(load, FileLoad)
+    return load.tools()[pos]
+
+
+def _fetch(manifests: Manifests, name: str, ref: object) -> ToolSpec:
+    assert isinstance(ref, tuple)
+    spec = _spec(manifests, (), ref)
+    return spec if spec.name == name else spec.model_copy(update={"name": name})
+
+
+def _key(
+    manifests: Manifests, policy: Policy, builtins: Sequence[ToolSpec], keep_names: bool
+) -> bytes | None:
+    tools = manifests.fingerprint()
+    if tools is None:
+        return None
+    return digest(
+        tools, policy.fingerprint(), fingerprint(list(builtins)), "keep" if keep_names else ""
+    )
+
+
+def _snapshot_name(key: bytes) -> str:
+    return "served-" + key.hex()[:32] + ".bin"
+
+
+def compose(
+    manifests: Manifests,
+    builtins: Sequence[ToolSpec],
+    policy: Policy,
+    *,
+    keep_names: bool,
+    cache: CacheFolder | None,
+    meter: MeterOf | None = None,
+) -> tuple[Composed, Callable[[], None] | None]:
+    """The catalog, restored from ``cache`` when it holds it for exactly these inputs, else
+    composed; and the work that brings the cache up to date (None: nothing to write), for
+    the caller to run now or in a forked writer."""
+    key = _key(manifests, policy, builtins, keep_names) if cache is not None else None
+    if cache is not None and key is not None:
+        stored = cache.read(_snapshot_name(key), KIND)
+        if isinstance(stored, _Snapshot) and all(
+            policy.requirements_fingerprint(req) == fp for req, fp in stored.requirements
+        ):
+            composed = _restore(stored, manifests, builtins, key, keep_names)
+            return composed, (partial(manifests.store, cache) if manifests.dirty else None)
+    composed, snapshot = _compose(manifests, builtins, policy, keep_names, key, meter)
+    if cache is None:
+        return composed, None
+
+    def store() -> None:
+        manifests.store(cache)
+        if key is not None:
+            name = _snapshot_name(key)
+            cache.write(name, KIND, snapshot)
+            cache.prune("served-", keep=[name], most=8)
+
+    return composed, store
+
+
+def _restore(
+    stored: _Snapshot,
+    manifests: Manifests,
+    builtins: Sequence[ToolSpec],
+    key: bytes,
+    keep_names: bool,
+) -> Composed:
+    served = [CatalogEntry(builtins[pos]) for pos in stored.builtins]
+    hidden = partial(_hidden, manifests, builtins, stored.hidden, keep_names)
+    catalog = Catalog.deferred(served, stored.pending, partial(_fetch, manifests), stored.ids)
+    return Composed(catalog, list(stored.problems), hidden, key, restored=True)
+
+
+def _hidden(
+    manifests: Manifests, builtins: Sequence[ToolSpec], refs: list[Ref], keep_names: bool
+) -> tuple[ToolSpec, ...]:
+    specs = (_spec(manifests, builtins, ref) for ref in refs)
+    return tuple(named_as_written(s) for s in specs) if keep_names else tuple(specs)
+
+
+def _compose(
+    manifests: Manifests,
+    builtins: Sequence[ToolSpec],
+    policy: Policy,
+    keep_names: bool,
+    key: bytes | None,
+    meter: MeterOf | None,
+) -> tuple[Composed, _Snapshot]:
+    """Check every tool against the policy, then build the catalog (and its snapshot)."""
+    problems: list[Problem] = list(manifests.problems)
+    refs: list[Ref] = [(-1, i) for i in range(len(builtins))]
+    tools: list[ToolSpec] = []
+    for item_no, item in enumerate(manifests.items):
+        found = item.tools() if isinstance(item, FileLoad) else item.tools
+        refs += [(item_no, pos) for pos in range(len(found))]
+        tools += found
+    if keep_names:
+        tools = [named_as_written(s) for s in tools]
+    every = [*builtins, *tools]
+    progress = meter("checking tools against the policy", len(every), "tools") if meter else None
+    exposed: list[ToolSpec] = []
+    where: dict[int, Ref] = {}
+    hidden: list[Ref] = []
+    requirements: dict[RequirementSet, None] = {}
+    for n, (spec, ref) in enumerate(zip(every, refs, strict=True)):
+        requirements[spec.requires] = None
+        found_problems = policy.requirement_problems(spec)
+        if found_problems:
+            problems.extend(found_problems)
+        elif policy.exposed(spec):
+            exposed.append(spec)
+            where[id(spec)] = ref
+        else:
+            hidden.append(ref)
+            problems.append(_not_served(spec))
+        if progress is not None and n % 1024 == 0 and progress.due():
+            progress.update(n)
+    problems.extend(policy.unmatchable_rules(every))
+    catalog, catalog_problems = Catalog.build(exposed, keep_names=keep_names)
+    problems += catalog_problems
+    refs_served = [(entry.name, where[id(entry.spec)]) for entry in catalog]
+    snapshot = _Snapshot(
+        builtins=[ref[1] for _, ref in refs_served if ref[0] < 0],
+        pending={name: ref for name, ref in refs_served if ref[0] >= 0},
+        ids=catalog.ids(),
+        hidden=hidden,
+        problems=problems,
+        requirements=[(req, policy.requirements_fingerprint(req)) for req in requirements],
+    )
+    hidden_specs = partial(_hidden, manifests, builtins, hidden, keep_names)
+    return Composed(catalog, problems, hidden_specs, key, restored=False), snapshot
+
+
+def _not_served(spec: ToolSpec) -> Problem:
+    return Problem(
+        spec.source.path,
+        f'tool "{spec.name}" is not served: the policy refuses it whatever its '
+        "arguments, or does not grant what it requires",
+        spec.source.locator(spec.id),
+        ErrorCode.PERMISSION_DENIED,
+        Severity.NOTICE,
+    )

@@ -225,6 +225,8 @@ def serving_options(args: argparse.Namespace) -> list[str]:
         out += ["--loop", args.loop]
     if getattr(args, "keep_names", False):
         out.append("--keep-names")
+    if getattr(args, "no_index_cache", False):
+        out.append("--no-index-cache")
     for folder in getattr(args, "ad_hoc", ()):
         out += ["--ad-hoc", _absolute(folder)]
     locked = tuple(getattr(args, "locked", LOCKED_IDS))

@@ -43,6 +43,12 @@ def _add_load_options(parser: argparse.ArgumentParser) -> None:
         help="serve manifest ids as written (SEP-986: [A-Za-z0-9._-]{1,128}, dots allowed) "
         "instead of sanitizing them to [A-Za-z0-9_-]{1,64}; for clients that accept dots",
     )
+    parser.add_argument(
+        "--no-index-cache",
+        action="store_true",
+        help="load every manifest and build the search index afresh, and cache nothing "
+        "(default: unchanged manifests and the index come from the user cache folder)",
+    )
 
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -226,6 +232,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         skills_dirs=tuple(getattr(args, "skills", ())),
         ad_hoc=tuple(getattr(args, "ad_hoc", ())),
         keep_names=getattr(args, "keep_names", False),
+        cache=not getattr(args, "no_index_cache", False),
+        progress=True,
     )
 
 
@@ -356,12 +364,12 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
-    from mcp_toolbridge.catalog import SearchIndex
+    from mcp_toolbridge.runtime import search_index
 
     loaded = _load_or_exit(args)
     if isinstance(loaded, int):
         return loaded
-    index = SearchIndex.build(loaded.catalog.specs())
+    index = search_index(_settings(args), loaded)
     hits = index.search(args.query, max(1, args.k))
     if args.json:
         rows = []

@@ -37,7 +37,8 @@ import secrets
 import stat
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from pathlib import Path, PurePath
 from typing import Any
 
@@ -156,10 +157,13 @@ class Blobs:
     """The blob area of a cache file, mapped in memory. The mapping keeps the file read as
     it was even after a newer one replaces it."""
 
-    def __init__(self, data: mmap.mmap | bytes, base: int, key: bytes) -> None:
+    def __init__(
+        self, data: mmap.mmap | bytes, base: int, key: bytes, warn: Callable[[], None]
+    ) -> None:
         self._data = data
         self._base = base
         self._key = key
+        self._warn = warn
 
     def get(self, place: BlobPlace) -> bytes | None:
         """The blob at ``place``, or None when it is not what was written there."""
@@ -169,7 +173,7 @@ class Blobs:
         if len(blob) != length or not secrets.compare_digest(
             blake3(blob, key=self._key).digest(), mac
         ):
-            log.warning("cache: a stored tool record fails its integrity check; reloading it")
+            self._warn()
             return None
         return blob
 
@@ -281,7 +285,8 @@ class CacheFolder:
         path = self.folder / name
         try:
             with open(path, "rb") as fh:
-                size = os.fstat(fh.fileno()).st_size
+                info = os.fstat(fh.fileno())
+                size = info.st_size
                 data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
         except FileNotFoundError:
             return None
@@ -316,7 +321,7 @@ class CacheFolder:
         finally:
             meta.release()
             view.release()
-        return value, Blobs(data, start + length, key)
+        return value, Blobs(data, start + length, key, partial(self._damaged, path, info))
 
     def write(
         self, name: str, kind: str, value: Any, blobs: Sequence[bytes | memoryview] = ()
@@ -383,6 +388,17 @@ class CacheFolder:
         found.sort(reverse=True)
         for _, path in found[max(most - len(kept), 0) :]:
             path.unlink(missing_ok=True)
+
+    def _damaged(self, path: Path, mapped: os.stat_result) -> None:
+        """A blob of ``path`` failed its check: warn once, and remove the file (unless a
+        newer one replaced it since) so that the next start writes it anew."""
+        self._warn(path.name, f"{path}: a stored blob fails its integrity check; ignored")
+        try:
+            now = path.stat()
+            if (now.st_ino, now.st_dev) == (mapped.st_ino, mapped.st_dev):
+                path.unlink()
+        except OSError:
+            pass
 
     # -- warnings ------------------------------------------------------------------------------
 

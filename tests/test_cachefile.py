@@ -210,6 +210,17 @@ def test_prune_keeps_the_newest_files_of_a_kind(folder: CacheFolder) -> None:
     assert left == ["index-0.bin", "index-3.bin", "index-4.bin", "specs-0.bin"]
 
 
+def test_files_written_by_other_code_are_foreign(
+    folder: CacheFolder, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same version number with edited source (a development checkout, a patched
+    install) must not read what the other code cached."""
+    folder.write("thing.bin", "test/1", 1)
+    monkeypatch.setattr(cachefile, "code_fingerprint", lambda: "edited")
+    assert CacheFolder(folder.folder).read("thing.bin", "test/1") is None
+    assert any("another version" in m for m in _warnings(caplog))
+
+
 def test_fingerprints_are_the_same_in_every_process() -> None:
     script = (
         "import re\nfrom pathlib import Path\nfrom mcp_toolbridge.cachefile import fingerprint\n"

@@ -6,7 +6,10 @@ A file's inputs are what loading it looked at, recorded while it loads
 tools.json, schema files), whether each file probed for exists, and the environment
 variables read (AgentPM checks that required variables are set). An entry is reused only
 when all of them are as recorded, checked by hashing the files again (BLAKE3), so a changed,
-added or removed manifest or schema file is always loaded afresh, and alone. The entry holds
+added or removed manifest or schema file is always loaded afresh, and alone. A file that had
+settled when it was read (unchanged for 2 s) is not hashed again while its inode, size,
+modification and change times are the same (a write always moves the change time, which
+cannot be set back); git decides "unchanged" the same way. The entry holds
 the file's problems and manifests as objects, and its tools pickled: a big catalog whose
 serving state is cached too (runtime) never unpickles the tools it does not use.
 
@@ -27,7 +30,13 @@ from blake3 import blake3
 
 from mcp_toolbridge.cachefile import BlobPlace, Blobs, CacheFolder, digest
 from mcp_toolbridge.errors import Problem
-from mcp_toolbridge.loaders.report import LoadReport, Read, recording_reads
+from mcp_toolbridge.loaders.report import (
+    LoadReport,
+    Read,
+    Signature,
+    recording_reads,
+    signature,
+)
 from mcp_toolbridge.model import ToolSpec
 
 __all__ = ["FileLoad", "Manifests", "Probed", "load_recorded", "read_pack", "unchanged"]
@@ -97,7 +106,7 @@ class FileLoad:
     def __post_init__(self) -> None:
         if not self.fingerprint:
             parts: list[bytes | str] = [*self.key]
-            for kind, path, value in self.reads:
+            for kind, path, value, _ in self.reads:
                 parts += [kind, path, repr(value)]
             for name, env_value in self.env:
                 parts += [name, repr(env_value)]
@@ -184,7 +193,7 @@ def load_recorded(
         report = load(path, display=shown, environ=probed)
     # Only a file that was read can be cached: its digest is what says it is unchanged.
     cacheable = not probed.listed and any(
-        kind == "read" and where == main and value is not None for kind, where, value in reads
+        kind == "read" and where == main and value is not None for kind, where, value, _ in reads
     )
     return FileLoad(
         key=(main, shown),
@@ -198,12 +207,17 @@ def load_recorded(
     )
 
 
-def _file_digest(path: str) -> bytes | None:
+def _unchanged_file(path: str, digest: object, settled: Signature | None) -> bool:
+    """Whether ``path`` still holds the bytes whose BLAKE3 is ``digest`` (None: it could not
+    be read). A settled file whose signature is the one recorded is not read again (see
+    ``report.SETTLED_NS``); any other is hashed."""
     try:
+        if settled is not None and signature(os.stat(path)) == settled:
+            return True
         with open(path, "rb") as fh:
-            return blake3(fh.read()).digest()
+            return blake3(fh.read()).digest() == digest
     except OSError:
-        return None
+        return digest is None
 
 
 def unchanged(entry: FileLoad, environ: Mapping[str, str]) -> bool:
@@ -211,9 +225,11 @@ def unchanged(entry: FileLoad, environ: Mapping[str, str]) -> bool:
     for name, set_to in entry.env:
         if environ.get(name) != set_to:
             return False
-    for kind, path, value in entry.reads:
-        now = _file_digest(path) if kind == "read" else os.path.isfile(path)
-        if now != value:
+    for kind, path, value, settled in entry.reads:
+        if kind == "read":
+            if not _unchanged_file(path, value, settled):
+                return False
+        elif os.path.isfile(path) != value:
             return False
     return True
 

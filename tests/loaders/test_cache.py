@@ -202,3 +202,30 @@ def test_the_same_files_named_differently_are_kept_apart(
     relative = load_manifests([Path("catalog")], environ=ENV, cache=CacheFolder(cache.folder))
     assert relative.reused == 0
     assert relative.report().problems == load_paths([Path("catalog")], environ=ENV).problems
+
+
+def test_settled_files_are_checked_by_signature_and_a_write_still_shows(
+    catalog: Path, cache: CacheFolder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_toolbridge.loaders import cache as cache_module
+    from mcp_toolbridge.loaders import report
+
+    monkeypatch.setattr(report, "SETTLED_NS", -1)  # every file counts as settled
+    _load(catalog, cache)
+    hashed: list[str] = []
+    real_open = open
+
+    def counting_open(path: str, *args: object, **kwargs: object) -> object:
+        hashed.append(str(path))
+        return real_open(path, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(cache_module, "open", counting_open, raising=False)
+    second = _load(catalog, CacheFolder(cache.folder))
+    assert second.reused == 4 and hashed == []  # nothing read again
+    path = catalog / "a" / "tools.json"
+    before = path.stat()
+    path.write_text(path.read_text(encoding="utf-8").replace("alpha", "ALPHA"), encoding="utf-8")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # same size, same mtime
+    third = _load(catalog, CacheFolder(cache.folder))
+    assert third.reused == 3 and hashed == [str(path)]  # the change time gave it away
+    assert [t.id for t in third.report().tools[:2]] == ["ALPHA", "beta"]

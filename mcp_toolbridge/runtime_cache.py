@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from mcp_toolbridge.cachefile import CacheFolder, digest, fingerprint
+from mcp_toolbridge.cachefile import CacheFolder, digest
 from mcp_toolbridge.catalog import Catalog, CatalogEntry, named_as_written
 from mcp_toolbridge.errors import ErrorCode, Problem, Severity
 from mcp_toolbridge.loaders import FileLoad, Manifests
@@ -93,9 +93,8 @@ def _key(
     tools = manifests.fingerprint()
     if tools is None:
         return None
-    return digest(
-        tools, policy.fingerprint(), fingerprint(list(builtins)), "keep" if keep_names else ""
-    )
+    served = digest(*(spec.model_dump_json() for spec in builtins))  # JSON dumps sort sets
+    return digest(tools, policy.fingerprint(), served, "keep" if keep_names else "")
 
 
 def _snapshot_name(key: bytes) -> str:

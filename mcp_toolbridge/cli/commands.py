@@ -22,6 +22,7 @@ from mcp_toolbridge.cli.clients import CLIENTS, client_config, serve_arguments, 
 from mcp_toolbridge.cli.event_loop import LOOPS, backend_options
 from mcp_toolbridge.cli.inspect import tool_interface
 from mcp_toolbridge.cli.reload import reload_on_change
+from mcp_toolbridge.cli.startup import started
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.executors import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S, Executor
 from mcp_toolbridge.model import Format
@@ -175,6 +176,7 @@ def serve(
                 head += f", recording to {recorder.path}"
             if args.watch:
                 head += ", watching for changes"
+            started()
             async with anyio.create_task_group() as group:
                 if args.watch:
                     await group.start(reload_on_change, runtime, server)

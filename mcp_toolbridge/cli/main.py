@@ -20,6 +20,7 @@ from mcp_toolbridge import __version__
 from mcp_toolbridge.builtins import LOCKED_IDS, parse_locked
 from mcp_toolbridge.cli import commands as cli_ops
 from mcp_toolbridge.cli.clients import CLIENTS
+from mcp_toolbridge.cli.startup import started
 from mcp_toolbridge.errors import ConfigError, Severity, ToolbridgeError, UnknownToolError
 from mcp_toolbridge.executors import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
 from mcp_toolbridge.runtime import Loaded, Settings, bundled_manifests, load_catalog, open_bridge
@@ -482,6 +483,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
         return 141
+    finally:
+        started()  # a verb that never served: its start is over too
 
 
 __all__ = ["bundled_manifests", "main"]

@@ -11,211 +11,21 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import anyio
 
-from mcp_toolbridge import __version__
-from mcp_toolbridge.builtins import LOCKED_IDS, parse_locked
+from mcp_toolbridge.builtins import LOCKED_IDS
 from mcp_toolbridge.cli import commands as cli_ops
-from mcp_toolbridge.cli.clients import CLIENTS
+from mcp_toolbridge.cli.arguments import parse_args
 from mcp_toolbridge.cli.startup import started
-from mcp_toolbridge.errors import ConfigError, Severity, ToolbridgeError, UnknownToolError
+from mcp_toolbridge.errors import Severity, ToolbridgeError, UnknownToolError
 from mcp_toolbridge.executors import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
 from mcp_toolbridge.runtime import Loaded, Settings, bundled_manifests, load_catalog, open_bridge
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
 EXIT_LOAD = 2
-
-
-def _add_load_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "paths",
-        nargs="*",
-        type=Path,
-        metavar="PATH",
-        help="manifest files or folders to search (default: the bundled examples)",
-    )
-    parser.add_argument(
-        "--keep-names",
-        action="store_true",
-        help="serve manifest ids as written (SEP-986: [A-Za-z0-9._-]{1,128}, dots allowed) "
-        "instead of sanitizing them to [A-Za-z0-9_-]{1,64}; for clients that accept dots",
-    )
-    parser.add_argument(
-        "--no-index-cache",
-        action="store_true",
-        help="load every manifest and build the search index afresh, and cache nothing "
-        "(default: unchanged manifests and the index come from the user cache folder)",
-    )
-
-
-def _add_run_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT_S,
-        metavar="SECONDS",
-        help="default per-call deadline when a manifest sets none (default 60)",
-    )
-    parser.add_argument(
-        "--max-concurrency",
-        type=int,
-        default=None,
-        metavar="N",
-        help="calls executing at once (default 2 x cores)",
-    )
-    parser.add_argument(
-        "--max-output",
-        type=int,
-        default=DEFAULT_MAX_OUTPUT_BYTES,
-        metavar="BYTES",
-        help="cap on a tool's stdout and on an HTTP response (default 10 MiB)",
-    )
-    parser.add_argument(
-        "--secrets", type=Path, default=None, metavar="FILE", help="TOML file of secret values"
-    )
-    parser.add_argument(
-        "--audit",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="append one NDJSON line per call here (default: the user data directory)",
-    )
-    parser.add_argument("--no-audit", action="store_true", help="write no audit log")
-
-
-def _add_policy_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--policy",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="the operator's policy (TOML); default: the built-in default policy",
-    )
-    parser.add_argument(
-        "--workspace",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="the root of every file capability (default: the working directory)",
-    )
-    parser.add_argument(
-        "--ad-hoc",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="a folder the {ad-hoc} policy variable expands to (repeatable; default none)",
-    )
-    parser.add_argument(
-        "--locked",
-        type=_locked_names,
-        default=LOCKED_IDS,
-        metavar="LIST",
-        help="which locked tools to serve: all (default), none, or a comma-separated list "
-        "such as read,glob,grep,tool_search",
-    )
-    parser.add_argument(
-        "--skills",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="a folder of skills (SKILL.md folders) for the skill tool; repeatable "
-        "(default: <workspace>/.toolbridge/skills and the user data directory's skills)",
-    )
-
-
-def _locked_names(text: str) -> tuple[str, ...]:
-    try:
-        return parse_locked(text)
-    except ConfigError as exc:
-        raise argparse.ArgumentTypeError(exc.message) from None
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="mcp-toolbridge",
-        description="Serve agentcli, AgentPM and Runloop tool manifests as MCP tools.",
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
-
-    serve = verbs.add_parser("serve", help="serve the tools over MCP (stdio, or HTTP)")
-    _add_serve_options(serve)
-
-    replay = verbs.add_parser(
-        "replay", help="serve recorded results (serve --record DIR) instead of running tools"
-    )
-    replay.add_argument("recording", type=Path, metavar="DIR", help="the --record folder")
-    _add_serve_options(replay)
-
-    lint = verbs.add_parser("lint", help="check manifests; exit 1 when there are problems")
-    _add_load_options(lint)
-    _add_policy_options(lint)
-    lint.add_argument("--format", choices=["text", "json"], default="text")
-
-    listing = verbs.add_parser("list", help="list the tools the manifests declare")
-    _add_load_options(listing)
-    _add_policy_options(listing)
-    listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
-
-    call = verbs.add_parser("call", help="call one tool through the same pipeline as MCP")
-    call.add_argument("tool", metavar="TOOL")
-    call.add_argument("--args", default="{}", metavar="JSON", help="the arguments object")
-    _add_load_options(call)
-    _add_run_options(call)
-    _add_policy_options(call)
-
-    search = verbs.add_parser("search", help="search the tools as tool_search does")
-    search.add_argument("query", metavar="QUERY")
-    _add_load_options(search)
-    _add_policy_options(search)
-    search.add_argument("-k", type=int, default=5, metavar="N", help="how many results (5)")
-    search.add_argument("--json", action="store_true", help="print JSON")
-
-    policy = verbs.add_parser("policy", help="show the effective policy")
-    policy.add_argument("--show", action="store_true", required=True)
-    _add_load_options(policy)
-    _add_policy_options(policy)
-
-    export = verbs.add_parser("export", help="print the tools as OpenAI functions or MCP tools")
-    export.add_argument("--format", choices=["openai", "mcp"], required=True)
-    _add_load_options(export)
-    _add_policy_options(export)
-
-    inspect = verbs.add_parser("inspect", help="print a tool's full Tool Interface record (JSON)")
-    inspect.add_argument("tool", metavar="TOOL", help="the MCP name or the manifest id")
-    _add_load_options(inspect)
-    _add_run_options(inspect)
-    _add_policy_options(inspect)
-
-    config = verbs.add_parser("config", help="print a client's config for this installation")
-    config.add_argument("--client", choices=sorted(CLIENTS), required=True)
-    _add_load_options(config)
-    _add_policy_options(config)
-    return parser
-
-
-def _add_serve_options(parser: argparse.ArgumentParser) -> None:
-    _add_load_options(parser)
-    _add_run_options(parser)
-    _add_policy_options(parser)
-    parser.add_argument(
-        "--expose",
-        choices=["auto", "search", "all"],
-        default="auto",
-        help="list every tool, or only tool_search and what it loaded (auto: search past 64)",
-    )
-    parser.add_argument(
-        "--skip-invalid",
-        action="store_true",
-        help="serve the valid tools when some manifests have problems (they are logged)",
-    )
-    cli_ops.add_serve_options(parser)
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -454,11 +264,6 @@ COMMANDS = {
 }
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """The command line parsed (argparse exits with status 2 on a usage error)."""
-    return _parser().parse_args(argv)
-
-
 def settings_of(args: argparse.Namespace) -> Settings:
     """The Settings a parsed command line loads and serves with."""
     return _settings(args)
@@ -487,4 +292,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         started()  # a verb that never served: its start is over too
 
 
-__all__ = ["bundled_manifests", "main"]
+__all__ = ["bundled_manifests", "main", "parse_args", "settings_of"]

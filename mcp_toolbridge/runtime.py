@@ -116,15 +116,22 @@ class Loaded:
 
     catalog: Catalog
     manifests: Manifests
-    problems: list[Problem]
-    """Load, policy and catalog problems, notices included."""
     policy: Policy
     locked: LockedPlan | None = None
     """The locked tools served, when loaded with ``locked=True``."""
+    finding: Callable[[], list[Problem]] = list
+    """Gives every load, policy and catalog problem, notices included."""
+    error_list: tuple[Problem, ...] = ()
+    """The problems that are errors, in order (known without reading every notice)."""
     hiding: Callable[[], tuple[ToolSpec, ...]] = tuple
     """Gives the tools left out because the policy refuses them whatever their arguments."""
     key: bytes | None = None
     """Identifies the catalog's content, for the index cache (None: not cacheable)."""
+
+    @cached_property
+    def problems(self) -> list[Problem]:
+        """Load, policy and catalog problems, notices included."""
+        return self.finding()
 
     @cached_property
     def hidden(self) -> tuple[ToolSpec, ...]:
@@ -138,7 +145,7 @@ class Loaded:
 
     @property
     def errors(self) -> list[Problem]:
-        return [p for p in self.problems if p.severity is Severity.ERROR]
+        return list(self.error_list)
 
 
 def load_policy(settings: Settings) -> Policy:
@@ -188,14 +195,16 @@ def load_catalog(
         store()
     if settings.progress:
         _summary(manifests, composed, time.monotonic() - began)
+    first = list(plan.problems) if plan else []
     return Loaded(
         composed.catalog,
         manifests,
-        [*(plan.problems if plan else ()), *composed.problems],
         policy,
         plan,
-        composed.hidden,
-        composed.key,
+        finding=lambda: [*first, *composed.problems()],
+        error_list=(*(p for p in first if p.severity is Severity.ERROR), *composed.errors),
+        hiding=composed.hidden,
+        key=composed.key,
     )
 
 

@@ -237,3 +237,27 @@ def test_fingerprints_are_the_same_in_every_process() -> None:
     assert len(seen) == 1
     assert fingerprint([1, "1"]) != fingerprint(["1", 1])
     assert fingerprint({"a": 1}) != fingerprint({"a": 2})
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        ["a", "", "b c", "é"],
+        {"x", "y"},
+        frozenset({"x"}),
+        {"a": 1, "b": -(2**40)},
+        {"a": "b", "c": ""},
+        {"get_time": (0,), "send": (1, 5, 9), "": ()},
+        [1, "mixed"],
+        {"a\x00b": 1},
+        [],
+        {},
+    ],
+)
+def test_compacted_tables_expand_to_what_they_were(value: object) -> None:
+    from mcp_toolbridge.cachefile import compact, expand
+
+    back = expand(pickle.loads(pickle.dumps(compact(value))))
+    assert back == value and type(back) is type(value)
+    if isinstance(value, dict):
+        assert list(back) == list(value)  # in order

@@ -8,9 +8,10 @@ change there, deliberate or not, invalidates every cached index without anyone r
 bump a number. ``RANKING_VERSION`` is there for a change the source digest cannot see (a new
 dependency's behaviour, say).
 
-What is stored is the index's own state (name tables, term ids, posting arrays), pickled
-without the analyzer, which a restored index gets fresh; see ``cachefile`` for how the file
-is authenticated.
+What is stored is the index's own state (name tables, term ids, posting arrays), without the
+analyzer, which a restored index gets fresh; its big tables of names are stored compacted
+(``cachefile.compact``: 100,000 names as one text, not 100,000 pickled strings); see
+``cachefile`` for how the file is authenticated.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 
 import Stemmer
 
-from mcp_toolbridge.cachefile import CacheFolder, digest
+from mcp_toolbridge.cachefile import CacheFolder, Compact, compact, digest, expand
 from mcp_toolbridge.catalog.index import SearchIndex
 from mcp_toolbridge.catalog.index_build import FIELDS, K1, MAX_ENUM_VALUES
 from mcp_toolbridge.catalog.text import ABBREVIATIONS, STOP_WORDS, Analyzer, default_analyzer
@@ -31,7 +32,7 @@ __all__ = ["RANKING_VERSION", "index_key", "load_index", "ranking", "store_index
 RANKING_VERSION = 1
 """Bump for a ranking change that the digests below cannot see."""
 _RANKING_SOURCES = ("index.py", "index_build.py", "text.py")
-KIND = "search-index/1"
+KIND = "search-index/2"
 
 
 @cache
@@ -64,21 +65,25 @@ def _state(index: SearchIndex) -> dict[str, Any]:
     return {k: v for k, v in vars(index).items() if k != "_analyzer"}
 
 
+def _stored(state: dict[str, Any]) -> dict[str, Compact]:
+    return {name: compact(value) for name, value in state.items()}
+
+
 def load_index(
     folder: CacheFolder, catalog_key: bytes, analyzer: Analyzer | None = None
 ) -> SearchIndex | None:
     """The index stored for ``catalog_key`` under the current ranking, or None."""
-    state = folder.read(index_key(catalog_key), KIND)
-    if not isinstance(state, dict):
+    stored = folder.read(index_key(catalog_key), KIND)
+    if not isinstance(stored, dict):
         return None
     index = SearchIndex(analyzer or default_analyzer())
-    if set(state) != set(_state(index)):  # a layout this code does not know: never guess
+    if set(stored) != set(_state(index)):  # a layout this code does not know: never guess
         return None
-    vars(index).update(state)
+    vars(index).update({name: expand(value) for name, value in stored.items()})
     return index
 
 
 def store_index(folder: CacheFolder, catalog_key: bytes, index: SearchIndex) -> None:
     name = index_key(catalog_key)
-    folder.write(name, KIND, _state(index))
+    folder.write(name, KIND, _stored(_state(index)))
     folder.prune("index-", keep=[name], most=8)

@@ -39,7 +39,14 @@ from mcp_toolbridge.builtins import (
     subagent_offer,
 )
 from mcp_toolbridge.cachefile import CacheFolder
-from mcp_toolbridge.catalog import Catalog, SearchIndex, load_index, store_index
+from mcp_toolbridge.catalog import (
+    Catalog,
+    DeferredIndex,
+    SearchIndex,
+    is_stored,
+    load_index,
+    store_index,
+)
 from mcp_toolbridge.errors import CallError, ConfigError, ErrorCode, Problem, Severity
 from mcp_toolbridge.executors import (
     DEFAULT_MAX_OUTPUT_BYTES,
@@ -288,7 +295,7 @@ def _catalog_parts(
 ) -> tuple[PolicyGate, BuiltinExecutor]:
     """What depends on the catalog and the policy, rebuilt on every reload."""
     catalog = loaded.catalog
-    index = search_index(settings, loaded)
+    index = serving_index(settings, loaded)
     if loaded.locked is None:
         builtins = BuiltinExecutor([ToolSearch(index, catalog)])
     else:
@@ -307,6 +314,10 @@ def _catalog_parts(
     return gate, builtins
 
 
+DEFER_FROM = 1_000
+"""A cached index of this many tools is read back in a background thread when serving."""
+
+
 def search_index(settings: Settings, loaded: Loaded) -> SearchIndex:
     """The search index of the catalog's manifest tools: from the cache when it holds the
     index of this very catalog under the current ranking, else built (and cached)."""
@@ -315,6 +326,24 @@ def search_index(settings: Settings, loaded: Loaded) -> SearchIndex:
         index = load_index(folder, loaded.key)
         if index is not None:
             return index
+    return _build_index(settings, loaded, folder)
+
+
+def serving_index(settings: Settings, loaded: Loaded) -> SearchIndex | DeferredIndex:
+    """:func:`search_index` for a server: a big index the cache holds is read back in the
+    background (the server answers meanwhile; a tool_search waits for it). One that must be
+    built is built now, on two cores, which a thread would prevent (see forking.py)."""
+    if (
+        settings.cache
+        and loaded.key is not None
+        and len(loaded.catalog) >= DEFER_FROM
+        and is_stored(CacheFolder(), loaded.key)
+    ):
+        return DeferredIndex(partial(search_index, settings, loaded))
+    return search_index(settings, loaded)
+
+
+def _build_index(settings: Settings, loaded: Loaded, folder: CacheFolder | None) -> SearchIndex:
     names = loaded.catalog.manifest_names()
     meter = _meter(settings, "indexing", len(names))
     index = SearchIndex.build(

@@ -259,3 +259,37 @@ def test_requirements_are_compiled_again_on_every_start(tmp_path: Path) -> None:
     (workspace / "link").symlink_to(workspace / "b")
     after = load_policy(Settings(workspace=workspace)).requirements_fingerprint(requires)
     assert before == same != after
+
+
+async def test_a_server_reads_a_big_cached_index_in_the_background(
+    catalog: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_toolbridge import runtime
+    from mcp_toolbridge.catalog import DeferredIndex
+
+    monkeypatch.setattr(runtime, "DEFER_FROM", 1)
+    settings = _settings(catalog)
+    first = load_catalog(settings, locked=True)
+    assert isinstance(runtime.serving_index(settings, first), SearchIndex)  # built and stored
+    second = load_catalog(settings, locked=True)
+    deferred = runtime.serving_index(settings, second)
+    assert isinstance(deferred, DeferredIndex)
+    assert _hits(await deferred.ready()) == _hits(search_index(settings, first))
+    async with runtime.open_runtime(settings, second) as served:
+        outcome = await served.bridge.call("tool_search", {"query": "send a message"})
+    assert outcome.ok and isinstance(outcome.value, dict)
+    found = [tool["name"] for tool in outcome.value["tools"]]
+    fresh = _fresh(catalog)
+    built = SearchIndex.build(fresh.catalog.specs()[len(fresh.catalog.builtin_names()) :])
+    assert found == [h.name for h in built.search("send a message", len(found))]
+
+
+async def test_a_failed_background_index_fails_the_search_not_the_server() -> None:
+    from mcp_toolbridge.catalog import DeferredIndex
+
+    def broken() -> SearchIndex:
+        raise OSError("disk gone")
+
+    index = DeferredIndex(broken)
+    with pytest.raises(OSError, match="disk gone"):
+        await index.ready()

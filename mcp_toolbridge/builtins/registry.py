@@ -39,7 +39,7 @@ from mcp_toolbridge.builtins.web.providers import (
     load_web_search_config,
     providers_from_config,
 )
-from mcp_toolbridge.catalog import Catalog, SearchIndex
+from mcp_toolbridge.catalog import Catalog, DeferredIndex, SearchIndex
 from mcp_toolbridge.errors import ConfigError, ErrorCode, Problem
 from mcp_toolbridge.model import Format, ToolSpec
 from mcp_toolbridge.names import LOCKED_IDS as LOCKED_IDS
@@ -99,7 +99,7 @@ class LockedPlan:
         *,
         sessions: Sessions,
         locks: PathLocks,
-        index: SearchIndex,
+        index: SearchIndex | DeferredIndex,
         catalog: Catalog,
         call_tool: CallTool,
         list_tools: Callable[[], Sequence[ToolSpec]],

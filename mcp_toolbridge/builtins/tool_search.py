@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp_toolbridge.builtins.base import builtin_spec
-from mcp_toolbridge.catalog import Catalog, SearchIndex
+from mcp_toolbridge.catalog import Catalog, DeferredIndex, SearchIndex
 from mcp_toolbridge.executors import ExecRequest, ExecResult
 from mcp_toolbridge.model import Safety
 
@@ -55,7 +55,7 @@ class ToolSearch:
 
     def __init__(
         self,
-        index: SearchIndex,
+        index: SearchIndex | DeferredIndex,
         catalog: Catalog,
         visible: Callable[[str], bool] | None = None,
     ) -> None:
@@ -66,7 +66,10 @@ class ToolSearch:
     async def run(self, request: ExecRequest) -> ExecResult:
         query = str(request.arguments["query"])
         limit = int(request.arguments.get("max_results", DEFAULT_RESULTS))
-        hits = self._index.search(query, limit, visible=self._visible)
+        index = self._index
+        if isinstance(index, DeferredIndex):  # still being read back from the cache
+            index = await index.ready()
+        hits = index.search(query, limit, visible=self._visible)
         tools = []
         for hit in hits:
             entry = self._catalog.get(hit.name)

@@ -8,7 +8,9 @@ from mcp_toolbridge.catalog.catalog import Catalog, CatalogEntry, named_as_writt
 from mcp_toolbridge.catalog.index import SearchIndex
 from mcp_toolbridge.catalog.index_cache import (
     RANKING_VERSION,
+    DeferredIndex,
     index_key,
+    is_stored,
     load_index,
     ranking,
     store_index,
@@ -18,8 +20,10 @@ __all__ = [
     "RANKING_VERSION",
     "Catalog",
     "CatalogEntry",
+    "DeferredIndex",
     "SearchIndex",
     "index_key",
+    "is_stored",
     "load_index",
     "named_as_written",
     "ranking",

@@ -16,10 +16,13 @@ analyzer, which a restored index gets fresh; its big tables of names are stored 
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+import anyio
 import Stemmer
 
 from mcp_toolbridge.cachefile import CacheFolder, Compact, compact, digest, expand
@@ -27,7 +30,15 @@ from mcp_toolbridge.catalog.index import SearchIndex
 from mcp_toolbridge.catalog.index_build import FIELDS, K1, MAX_ENUM_VALUES
 from mcp_toolbridge.catalog.text import ABBREVIATIONS, STOP_WORDS, Analyzer, default_analyzer
 
-__all__ = ["RANKING_VERSION", "index_key", "load_index", "ranking", "store_index"]
+__all__ = [
+    "RANKING_VERSION",
+    "DeferredIndex",
+    "index_key",
+    "is_stored",
+    "load_index",
+    "ranking",
+    "store_index",
+]
 
 RANKING_VERSION = 1
 """Bump for a ranking change that the digests below cannot see."""
@@ -81,6 +92,46 @@ def load_index(
         return None
     vars(index).update({name: expand(value) for name, value in stored.items()})
     return index
+
+
+def is_stored(folder: CacheFolder, catalog_key: bytes) -> bool:
+    """Whether the cache has a file for this index (whether it is authentic is checked when
+    it is read)."""
+    return (folder.folder / index_key(catalog_key)).is_file()
+
+
+class DeferredIndex:
+    """A search index made by ``make()`` in a background thread, so that a server answers
+    its first requests while a big index is read back from the cache (0.2 s of CPU at
+    100,000 tools): only a tool_search waits for it (:meth:`ready`)."""
+
+    def __init__(self, make: Callable[[], SearchIndex]) -> None:
+        self._done = threading.Event()
+        self._index: SearchIndex | None = None
+        self._error: BaseException | None = None
+        threading.Thread(target=self._run, args=(make,), name="search-index", daemon=True).start()
+
+    def _run(self, make: Callable[[], SearchIndex]) -> None:
+        try:
+            self._index = make()
+        except BaseException as exc:  # handed to whoever asks for the index
+            self._error = exc
+        finally:
+            self._done.set()
+
+    async def ready(self) -> SearchIndex:
+        """The index, once made (waiting in a worker thread, never on the event loop)."""
+        if not self._done.is_set():
+            await anyio.to_thread.run_sync(self._done.wait, abandon_on_cancel=True)
+        return self.result()
+
+    def result(self) -> SearchIndex:
+        """The index, waiting for it here."""
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._index is not None
+        return self._index
 
 
 def store_index(folder: CacheFolder, catalog_key: bytes, index: SearchIndex) -> None:

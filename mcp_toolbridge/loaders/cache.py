@@ -166,6 +166,15 @@ class FileLoad:
 LoadOne = Callable[[Path, str], LoadReport]
 
 
+def absolute(path: str | Path) -> str:
+    """``os.path.abspath``, skipped for a path that is already absolute and normal (as the
+    folder walk gives them): the key of a file's entry."""
+    text = os.fspath(path)
+    if os.sep == "/" and text.startswith("/") and "/." not in text and "//" not in text:
+        return text
+    return os.path.abspath(text)
+
+
 def load_recorded(
     path: Path,
     shown: str,
@@ -175,7 +184,7 @@ def load_recorded(
 ) -> FileLoad:
     """``load(path, display=shown, environ=...)`` with its inputs recorded (unless not
     ``record``: the result is then not cacheable)."""
-    main = os.path.abspath(path)
+    main = absolute(path)
     if not record:
         report = load(path, display=shown, environ=environ)
         return FileLoad(

@@ -27,7 +27,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from mcp_toolbridge.cachefile import CacheFolder, Compact, compact, digest, expand
+from mcp_toolbridge.cachefile import CacheFolder, digest
+from mcp_toolbridge.cacheform import Compact, compact, expand
 from mcp_toolbridge.catalog import Catalog, CatalogEntry, named_as_written
 from mcp_toolbridge.errors import ErrorCode, Problem, Severity
 from mcp_toolbridge.loaders import FileLoad, Manifests

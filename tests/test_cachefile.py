@@ -255,7 +255,7 @@ def test_fingerprints_are_the_same_in_every_process() -> None:
     ],
 )
 def test_compacted_tables_expand_to_what_they_were(value: object) -> None:
-    from mcp_toolbridge.cachefile import compact, expand
+    from mcp_toolbridge.cacheform import compact, expand
 
     back: object = expand(pickle.loads(pickle.dumps(compact(value))))
     assert back == value and type(back) is type(value)

@@ -27,6 +27,7 @@ LEVELS = {
     "host.py": 0,
     "forking.py": 0,
     "cachefile.py": 0,
+    "cacheform.py": 0,
     "progress.py": 0,
     # what the core works on
     "loaders/": 1,

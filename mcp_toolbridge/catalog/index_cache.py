@@ -25,7 +25,8 @@ from typing import Any
 import anyio
 import Stemmer
 
-from mcp_toolbridge.cachefile import CacheFolder, Compact, compact, digest, expand
+from mcp_toolbridge.cachefile import CacheFolder, digest
+from mcp_toolbridge.cacheform import Compact, compact, expand
 from mcp_toolbridge.catalog.index import SearchIndex
 from mcp_toolbridge.catalog.index_build import FIELDS, K1, MAX_ENUM_VALUES
 from mcp_toolbridge.catalog.text import ABBREVIATIONS, STOP_WORDS, Analyzer, default_analyzer

@@ -170,7 +170,7 @@ def serve(
             where = ", ".join(str(p) for p in settings.manifest_paths())
             head = (
                 f"mcp-toolbridge {__version__}: {what} {len(loaded.catalog)} tools from "
-                f"{len(loaded.report.manifests)} manifests ({where}), expose={server.expose}"
+                f"{len(loaded.manifests.manifests)} manifests ({where}), expose={server.expose}"
             )
             if recorder is not None:
                 head += f", recording to {recorder.path}"

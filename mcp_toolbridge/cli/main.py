@@ -87,7 +87,7 @@ def _cmd_lint(args: argparse.Namespace) -> int:
         for problem in loaded.problems:
             prefix = "notice: " if problem.severity is Severity.NOTICE else ""
             print(prefix + problem.render())
-        manifests = len(loaded.report.manifests)
+        manifests = len(loaded.manifests.manifests)
         print(
             f"{len(loaded.catalog)} tools in {manifests} manifests, {len(loaded.errors)} problem(s)"
         )

@@ -41,7 +41,7 @@ from mcp_toolbridge.builtins.web.providers import (
 )
 from mcp_toolbridge.catalog import Catalog, DeferredIndex, SearchIndex
 from mcp_toolbridge.errors import ConfigError, ErrorCode, Problem
-from mcp_toolbridge.model import Format, ToolSpec
+from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.names import LOCKED_IDS as LOCKED_IDS
 from mcp_toolbridge.policy import (
     ACTION_RANK,
@@ -290,8 +290,17 @@ def plan_locked(
 
 
 def subagent_offer(catalog: Catalog) -> list[ToolSpec]:
-    """The tools a subagent may be offered from ``catalog`` (see SUBAGENT_MAX_MANIFEST_TOOLS)."""
-    specs = catalog.specs()
-    manifest = [s for s in specs if s.source.format is not Format.BUILTIN]
-    builtins = [s for s in specs if s.source.format is Format.BUILTIN]
-    return builtins + manifest if len(manifest) <= SUBAGENT_MAX_MANIFEST_TOOLS else builtins
+    """The tools a subagent may be offered from ``catalog`` (see SUBAGENT_MAX_MANIFEST_TOOLS).
+    Names are counted first: a big catalog restored from the start-up cache is not read
+    record by record to offer none of it."""
+    builtins = [_spec_of(catalog, name) for name in catalog.builtin_names()]
+    manifest = catalog.manifest_names()
+    if len(manifest) > SUBAGENT_MAX_MANIFEST_TOOLS:
+        return builtins
+    return builtins + [_spec_of(catalog, name) for name in manifest]
+
+
+def _spec_of(catalog: Catalog, name: str) -> ToolSpec:
+    entry = catalog.get(name)
+    assert entry is not None, name
+    return entry.spec

@@ -266,7 +266,7 @@ def inspect(args: argparse.Namespace, settings: Settings, loaded: Loaded) -> int
             "id); `mcp-toolbridge list` shows the names, `lint` shows tools left out"
         )
         return EXIT_LOAD
-    manifest_tools = sum(1 for s in loaded.catalog.specs() if s.source.format is not Format.BUILTIN)
+    manifest_tools = len(loaded.catalog.manifest_names())
     builtin = entry.spec.source.format is Format.BUILTIN
     record = tool_interface(
         entry.spec,

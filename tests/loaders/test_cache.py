@@ -14,6 +14,7 @@ from blake3 import blake3
 from mcp_toolbridge.cachefile import CacheFolder
 from mcp_toolbridge.loaders import Manifests, load_manifests, load_paths
 from tests.support import paths
+from tests.support.fresh_python import run_json_script
 
 SHAPES = paths.FIXTURES / "shapes"
 ENV = {"HOME": "/nowhere", "CHAT_TOKEN": "t"}
@@ -229,3 +230,44 @@ def test_settled_files_are_checked_by_signature_and_a_write_still_shows(
     third = _load(catalog, CacheFolder(cache.folder))
     assert third.reused == 3 and hashed == [str(path)]  # the change time gave it away
     assert [t.id for t in third.report().tools[:2]] == ["ALPHA", "beta"]
+
+
+PARALLEL = """
+import json, os, sys
+from pathlib import Path
+from mcp_toolbridge.cachefile import CacheFolder
+from mcp_toolbridge.loaders import load_manifests, load_paths
+from mcp_toolbridge.loaders import parallel as shares
+
+shares.MIN_BYTES = 1  # this small catalog is worth a worker
+root, env = Path(sys.argv[1]), {"HOME": "/nowhere", "CHAT_TOKEN": "t"}
+cache = CacheFolder(Path(sys.argv[2]))
+first = load_manifests([root], environ=env, cache=cache)
+first.store(cache)
+second = load_manifests([root], environ=env, cache=CacheFolder(cache.folder))
+fresh = load_paths([root], environ=env)
+print(json.dumps({
+    "cacheable": first.fingerprint() is not None,
+    "same_key": first.fingerprint() == second.fingerprint(),
+    "reused": second.reused,
+    "files": len(second.files()),
+    "equal": second.report().tools == fresh.tools and first.report().tools == fresh.tools,
+    "problems": second.report().problems == fresh.problems,
+}))
+"""
+
+
+def test_files_a_forked_worker_loaded_are_cached_like_the_others(
+    catalog: Path, tmp_path: Path
+) -> None:
+    for n in range(12):  # enough files for the worker to take some
+        _agentcli(catalog / f"more-{n:02d}", *(f"tool_{n}_{t}" for t in range(5)))
+    found = run_json_script(PARALLEL, str(catalog), str(tmp_path / "cache"))
+    assert found == {
+        "cacheable": True,
+        "same_key": True,
+        "reused": 16,
+        "files": 16,
+        "equal": True,
+        "problems": True,
+    }

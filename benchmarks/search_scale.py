@@ -24,13 +24,13 @@ size (so sizes do not share memory or caches; interpreter start-up is not timed)
   so the server's list cache is included), and the uncached server-side time (the list cache
   emptied before each call, so the handler runs and its result is serialized every time).
 
-Then, per size, a start cold and warm, side by side (``--starts N`` of each, medians; 0 skips
-it): a fresh child process that imports the app, loads the catalog as ``serve`` does
-(``load_catalog`` with the locked tools) and gets its search index (``search_index``), with
-the start-up cache off (cold: everything loaded and built) and from a filled cache (warm). The
-cache is a private temporary folder, filled by one untimed start whose forked writers are
-waited for. "process s" is the child's whole life, interpreter start-up included; the other
-columns are timed inside it.
+Then, per size, starts side by side (``--starts N`` of each, medians; 0 skips them): a fresh
+child process that imports the app, loads the catalog as ``serve`` does (``load_catalog`` with
+the locked tools) and gets its search index (``search_index``): cold (the start-up cache off:
+everything loaded and built), first (an empty cache, filled by this start: what a first start
+costs with the cache on) and warm (from a filled cache). The caches are private temporary
+folders; a start's forked cache writers are waited for before the next start. "process s" is
+the child's whole life, interpreter start-up included; the other columns are timed inside it.
 """
 
 from __future__ import annotations
@@ -248,21 +248,28 @@ def _settled(cache: Path) -> None:
 
 
 def starts(folder: Path, reps: int) -> dict[str, dict[str, float]]:
-    """Median cold and warm starts over ``folder`` (see the module docstring)."""
-    out: dict[str, dict[str, float]] = {}
+    """Median starts over ``folder`` (see the module docstring): cold (no cache), first (an
+    empty cache, which this start fills) and warm (a filled cache), interleaved so that all
+    three see the machine alike; the forked cache writers of a first start are waited for
+    before the next start."""
+    runs: dict[str, list[dict[str, float]]] = {"cold": [], "first": [], "warm": []}
     with tempfile.TemporaryDirectory(prefix="tb-scale-cache-") as cache:
-        env = {**os.environ, "TOOLBRIDGE_CACHE_DIR": cache}
-        _start(folder, "cache", env)  # fill it
+        warm_env = {**os.environ, "TOOLBRIDGE_CACHE_DIR": cache}
+        _start(folder, "cache", warm_env)  # fill it
         _settled(Path(cache))
-        runs: dict[str, list[dict[str, float]]] = {"cold": [], "warm": []}
-        for _ in range(reps):  # interleaved, so both see the machine alike
-            runs["cold"].append(_start(folder, "none", env))
-            runs["warm"].append(_start(folder, "cache", env))
-        for mode, found in runs.items():
-            keys = ("process_s", "import_s", "load_s", "index_s")
-            out[mode] = {k: statistics.median(r[k] for r in found) for k in keys}
-            out[mode]["reused"] = found[-1]["reused"]
-            out[mode]["files"] = found[-1]["files"]
+        for _ in range(reps):
+            runs["cold"].append(_start(folder, "none", warm_env))
+            with tempfile.TemporaryDirectory(prefix="tb-scale-first-") as empty:
+                env = {**os.environ, "TOOLBRIDGE_CACHE_DIR": empty}
+                runs["first"].append(_start(folder, "cache", env))
+                _settled(Path(empty))
+            runs["warm"].append(_start(folder, "cache", warm_env))
+    out: dict[str, dict[str, float]] = {}
+    for mode, found in runs.items():
+        keys = ("process_s", "import_s", "load_s", "index_s")
+        out[mode] = {k: statistics.median(r[k] for r in found) for k in keys}
+        out[mode]["reused"] = found[-1]["reused"]
+        out[mode]["files"] = found[-1]["files"]
     return out
 
 
@@ -322,18 +329,20 @@ def scale(args: argparse.Namespace) -> None:
 
 def print_starts(args: argparse.Namespace) -> None:
     print(
-        f"\nstart (median of {args.starts}) | tools | cold process s | warm process s "
-        "| cold load s | warm load s | cold index s | warm index s | warm/cold | files reused"
+        f"\nstart (median of {args.starts}) | process s | import s | load_catalog s "
+        "| index s | vs cold | manifests from the cache"
     )
     for n in args.sizes:
         found = starts(args.dir / f"catalog-{n}", args.starts)
-        cold, warm = found["cold"], found["warm"]
-        print(
-            f"catalog-{n} | {n:,} | {cold['process_s']:.2f} | {warm['process_s']:.2f} "
-            f"| {cold['load_s']:.2f} | {warm['load_s']:.2f} | {cold['index_s']:.2f} "
-            f"| {warm['index_s']:.2f} | {warm['process_s'] / cold['process_s']:.2f} "
-            f"| {warm['reused']:.0f} of {warm['files']:.0f}"
-        )
+        for mode in ("cold", "first", "warm"):
+            m = found[mode]
+            label = {"cold": "cold (no cache)", "first": "first (fills it)", "warm": "warm"}
+            print(
+                f"{n:,} {label[mode]} | {m['process_s']:.2f} | {m['import_s']:.2f} "
+                f"| {m['load_s']:.2f} | {m['index_s']:.2f} "
+                f"| {m['process_s'] / found['cold']['process_s']:.2f} "
+                f"| {m['reused']:.0f} of {m['files']:.0f}"
+            )
 
 
 if __name__ == "__main__":

@@ -201,9 +201,9 @@ def _compose(
     exposed: list[ToolSpec] = []
     where: dict[int, Ref] = {}
     hidden: list[Ref] = []
-    requirements: dict[RequirementSet, None] = {}
+    declared: dict[int, RequirementSet] = {}  # by identity: loaders share these objects
     for n, (spec, ref) in enumerate(zip(every, refs, strict=True)):
-        requirements[spec.requires] = None
+        declared[id(spec.requires)] = spec.requires
         found_problems = policy.requirement_problems(spec)
         if found_problems:
             problems.extend(found_problems)
@@ -231,7 +231,9 @@ def _compose(
         hidden=_columns(hidden),
         errors=errors,
         problems=pickle.dumps(problems, protocol=pickle.HIGHEST_PROTOCOL),
-        requirements=[(req, policy.requirements_fingerprint(req)) for req in requirements],
+        requirements=[
+            (req, policy.requirements_fingerprint(req)) for req in dict.fromkeys(declared.values())
+        ],
     )
     hidden_specs = partial(_hidden, manifests, builtins, hidden, keep_names)
     every_problem: Callable[[], list[Problem]] = partial(list, problems)

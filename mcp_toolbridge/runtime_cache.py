@@ -96,9 +96,11 @@ def _spec(manifests: Manifests, builtins: Sequence[ToolSpec], ref: Ref) -> ToolS
     return load.tools()[pos]
 
 
-def _fetch(manifests: Manifests, name: str, ref: object) -> ToolSpec:
-    assert isinstance(ref, tuple)
-    spec = _spec(manifests, (), ref)
+def _fetch(
+    manifests: Manifests, items: array[int], positions: array[int], name: str, at: object
+) -> ToolSpec:
+    assert isinstance(at, int)
+    spec = _spec(manifests, (), (items[at], positions[at]))
     return spec if spec.name == name else spec.model_copy(update={"name": name})
 
 
@@ -158,17 +160,27 @@ def _restore(
     keep_names: bool,
 ) -> Composed:
     served = [CatalogEntry(builtins[pos]) for pos in stored.builtins]
-    refs = zip(stored.items.tolist(), stored.positions.tolist(), strict=True)
-    pending = dict(zip(expand(stored.names), refs, strict=True))
-    hidden_refs = list(zip(stored.hidden[0].tolist(), stored.hidden[1].tolist(), strict=True))
-    hidden = partial(_hidden, manifests, builtins, hidden_refs, keep_names)
-    catalog = Catalog.deferred(served, pending, partial(_fetch, manifests), expand(stored.ids))
+    names: list[str] = expand(stored.names)
+    pending = dict(zip(names, range(len(names)), strict=True))
+    fetch = partial(_fetch, manifests, stored.items, stored.positions)
+    hidden = partial(_hidden_stored, manifests, builtins, stored.hidden, keep_names)
+    catalog = Catalog.deferred(served, pending, fetch, partial(expand, stored.ids))
     problems = partial(pickle.loads, stored.problems)
     return Composed(catalog, list(stored.errors), problems, hidden, key, restored=True)
 
 
+def _hidden_stored(
+    manifests: Manifests,
+    builtins: Sequence[ToolSpec],
+    columns: tuple[array[int], array[int]],
+    keep_names: bool,
+) -> tuple[ToolSpec, ...]:
+    refs = list(zip(columns[0], columns[1], strict=True))
+    return _hidden(manifests, builtins, refs, keep_names)
+
+
 def _hidden(
-    manifests: Manifests, builtins: Sequence[ToolSpec], refs: list[Ref], keep_names: bool
+    manifests: Manifests, builtins: Sequence[ToolSpec], refs: Sequence[Ref], keep_names: bool
 ) -> tuple[ToolSpec, ...]:
     specs = (_spec(manifests, builtins, ref) for ref in refs)
     return tuple(named_as_written(s) for s in specs) if keep_names else tuple(specs)

@@ -86,6 +86,9 @@ def test_a_restored_catalog_reads_no_tool_record_until_one_is_used(catalog: Path
     entry = second.catalog.get(name)
     assert entry is not None and entry.spec.name == name
     assert sum(f._tools is not None for f in second.manifests.files()) == 1
+    by_id = second.catalog.resolve(entry.spec.id)  # a lookup by manifest id works too
+    assert by_id is not None and by_id.name == name
+    assert second.catalog.resolve("no-such-tool") is None
 
 
 def _edit(path: Path, change: Any) -> None:

@@ -131,7 +131,8 @@ class Catalog:
         self._entries = entries
         if by_id is None:
             by_id = {entry.spec.id: name for name, entry in entries.items()}
-        self._by_id = by_id
+        self._by_id: Mapping[str, str] | None = by_id
+        self._ids_later: Callable[[], Mapping[str, str]] | None = None
         self._pending: Mapping[str, object] = {}
         """Deferred manifest tools without an entry yet: name -> where its spec is."""
         self._fetch: Callable[[str, object], ToolSpec] | None = None
@@ -143,14 +144,16 @@ class Catalog:
         builtins: Sequence[CatalogEntry],
         pending: Mapping[str, object],
         fetch: Callable[[str, object], ToolSpec],
-        by_id: Mapping[str, str],
+        by_id: Callable[[], Mapping[str, str]],
     ) -> Catalog:
         """A catalog :meth:`build` made before (its names checked, its problems reported),
         restored without reading a manifest tool's spec: ``pending`` maps each manifest
         tool's name, in catalog order after the built-in tools, to where ``fetch(name,
-        where)`` finds its spec; ``by_id`` maps every id to its name. An entry is made when
-        a tool is first looked up."""
-        catalog = cls({entry.name: entry for entry in builtins}, by_id)
+        where)`` finds its spec; ``by_id()`` maps every id to its name (asked for when a
+        lookup by id needs it). An entry is made when a tool is first looked up."""
+        catalog = cls({entry.name: entry for entry in builtins}, {})
+        catalog._by_id = None
+        catalog._ids_later = by_id
         catalog._pending = pending
         catalog._fetch = fetch
         catalog._builtins = [entry.name for entry in builtins]
@@ -216,9 +219,17 @@ class Catalog:
     def resolve(self, name_or_id: str) -> CatalogEntry | None:
         """Look a tool up by MCP name, or by the id written in its manifest."""
         entry = self.get(name_or_id)
-        if entry is None and name_or_id in self._by_id:
-            entry = self.get(self._by_id[name_or_id])
+        if entry is None:
+            name = self._ids().get(name_or_id)
+            entry = self.get(name) if name is not None else None
         return entry
+
+    def _ids(self) -> Mapping[str, str]:
+        by_id = self._by_id
+        if by_id is None:
+            assert self._ids_later is not None
+            by_id = self._by_id = self._ids_later()
+        return by_id
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries or name in self._pending
@@ -253,7 +264,7 @@ class Catalog:
 
     def ids(self) -> dict[str, str]:
         """Manifest id (or built-in id) -> MCP name, for every tool."""
-        return dict(self._by_id)
+        return dict(self._ids())
 
     def specs(self) -> list[ToolSpec]:
         return [entry.spec for entry in self]

@@ -199,7 +199,27 @@ _UNPINNED = (
 )
 
 
-def _through_bundle(path: str, shown: str) -> tuple[str, str, LoadReport | None]:
+TargetOf = Callable[[str], str | None]
+"""The real path of the tools.json a bundle's manifest.toml pins (None if none or broken)."""
+
+
+def _targets() -> TargetOf:
+    """:func:`bundle_tools_path`, resolved, once per bundle (a walk asks for each bundle
+    twice: from its tools.json and from the manifest.toml itself)."""
+    found: dict[str, str | None] = {}
+
+    def target_of(bundle: str) -> str | None:
+        if bundle not in found:
+            target = bundle_tools_path(Path(bundle))
+            found[bundle] = os.path.realpath(target) if target is not None else None
+        return found[bundle]
+
+    return target_of
+
+
+def _through_bundle(
+    path: str, shown: str, target_of: TargetOf
+) -> tuple[str, str, LoadReport | None]:
     """A tools.json beside a bundle's manifest.toml is loaded through that bundle, so its
     digest is checked even when the tools.json itself was named. A Runloop tools.json that the
     manifest.toml beside it does not pin is refused: Runloop reads tools only through the pin.
@@ -209,8 +229,8 @@ def _through_bundle(path: str, shown: str) -> tuple[str, str, LoadReport | None]
     bundle = os.path.join(os.path.dirname(path), "manifest.toml")
     if not os.path.isfile(bundle):
         return path, shown, None
-    target = bundle_tools_path(Path(bundle))
-    if target is not None and target.resolve() == Path(path).resolve():
+    target = target_of(bundle)
+    if target is not None and target == os.path.realpath(path):
         return bundle, os.path.join(os.path.dirname(shown), "manifest.toml"), None
     if detect_format(Path(path)) is not Format.RUNLOOP:
         return path, shown, None
@@ -276,9 +296,10 @@ def _manifest_files(paths: Sequence[Path]) -> list[tuple[str, str] | LoadReport]
     # In the order given: a file to load (path, display, real path) or a problem already found.
     items: list[tuple[str, str, str] | LoadReport] = []
     seen: set[str] = set()
+    target_of = _targets()
 
     def add(given: str, given_shown: str, real: str | None = None) -> None:
-        path, shown, problem = _through_bundle(given, given_shown)
+        path, shown, problem = _through_bundle(given, given_shown, target_of)
         if problem is not None:
             items.append(problem)
             return
@@ -302,12 +323,12 @@ def _manifest_files(paths: Sequence[Path]) -> list[tuple[str, str] | LoadReport]
         else:
             add(str(path), str(path))
     claimed = {
-        str(target.resolve())
+        target
         for item in items
         if isinstance(item, tuple)
         and os.path.basename(item[0]) == "manifest.toml"
         and os.path.isfile(item[0])
-        and (target := bundle_tools_path(Path(item[0]))) is not None
+        and (target := target_of(item[0])) is not None
     }
     return [
         item if isinstance(item, LoadReport) else (item[0], item[1])

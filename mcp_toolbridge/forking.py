@@ -18,6 +18,7 @@ Callers always have a way to do the same work in process when a child fails.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import pickle
@@ -131,8 +132,9 @@ def write_behind(work: Callable[[], None]) -> bool:
     """Run ``work`` (writing caches) in a forked child, so this process goes on at once;
     False when forking is not safe or failed (the caller then does the work itself).
 
-    The child has its own copy of everything, works on the second core, and may outlive this
-    process: nothing waits for it. Its stdin, stdout and stderr go to /dev/null (stdout may
+    The child has its own copy of everything, runs at the lowest priority (``nice 19``: the
+    start it was forked from, which may still be building an index on both cores, goes
+    first), and may outlive this process: nothing waits for it. Its stdin, stdout and stderr go to /dev/null (stdout may
     carry MCP frames, and a reader of this process's pipes waits for every holder to close
     them); it ends with ``os._exit`` so no exit handler of this process runs twice."""
     _reap()
@@ -147,6 +149,8 @@ def write_behind(work: Callable[[], None]) -> bool:
         code = 0
         try:
             in_child()
+            with contextlib.suppress(OSError, AttributeError):
+                os.nice(19)
             devnull = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(devnull, fd)

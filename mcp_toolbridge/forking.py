@@ -134,9 +134,10 @@ def write_behind(work: Callable[[], None]) -> bool:
 
     The child has its own copy of everything, runs at the lowest priority (``nice 19``: the
     start it was forked from, which may still be building an index on both cores, goes
-    first), and may outlive this process: nothing waits for it. Its stdin, stdout and stderr go to /dev/null (stdout may
-    carry MCP frames, and a reader of this process's pipes waits for every holder to close
-    them); it ends with ``os._exit`` so no exit handler of this process runs twice."""
+    first), and may outlive this process: nothing waits for it. Its stdin, stdout and stderr
+    go to /dev/null (stdout may carry MCP frames, and a reader of this process's pipes waits
+    for every holder to close them); it ends with ``os._exit`` so no exit handler of this
+    process runs twice."""
     _reap()
     if not fork_allowed():
         return False

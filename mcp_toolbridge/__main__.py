@@ -7,7 +7,7 @@ def run() -> None:
     # Start-up allocates hundreds of thousands of long-lived objects (the SDK's and our
     # pydantic models, a catalog) and no garbage worth collecting: the cyclic collector ran
     # ~200 times during the imports alone, ~15 % of a start's CPU time. It stays off until the
-    # start is done (cli.startup.started), and what the start made is frozen then.
+    # start is done (cli.allocator.started), and what the start made is frozen then.
     gc.disable()
     from mcp_toolbridge.cli import main
 

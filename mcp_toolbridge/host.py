@@ -11,6 +11,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias
 
+FoundTools = Literal["direct", "proxy"]
+"""How a caller calls what tool_search found: by name, or through the proxy tool."""
+
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 """progress(current, total, message): forwarded to the client when it asked for progress."""
 
@@ -129,6 +132,21 @@ class CallContext:
     denied_tools: frozenset[str] = frozenset()
     """Tools this caller may not use whatever the policy says (a subagent: todo, question,
     task unless allowed). Inherited and only ever widened by nested subagents."""
+    found_tools: FoundTools = "direct"
+    """How this caller reaches the tools tool_search finds: ``direct`` (they join its tool
+    list, or every tool is listed: a 2025-era connection, a subagent, the command line) or
+    ``proxy`` (its list never changes as a side effect: the 2026-07-28 revision; it calls
+    them through the proxy tool)."""
+    via: str | None = None
+    """The tool this call came through (the proxy), None for a direct call: recorded by the
+    audit log and telemetry beside the real tool."""
+    budget_session: str | None = None
+    """Where tool budgets are summed when not per ``session_id``: a sessionless HTTP call has
+    a session of its own, but its usage counts for the whole server."""
+
+    @property
+    def budget_scope(self) -> str:
+        return self.budget_session if self.budget_session is not None else self.session_id
 
     @property
     def headless(self) -> bool:

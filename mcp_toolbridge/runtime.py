@@ -10,11 +10,13 @@ import os
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import platformdirs
 
 from mcp_toolbridge.bridge import (
@@ -24,6 +26,7 @@ from mcp_toolbridge.bridge import (
     CallOutcome,
     Observer,
     PolicyGate,
+    outcome_of,
     span_observer,
 )
 from mcp_toolbridge.builtins import (
@@ -38,15 +41,7 @@ from mcp_toolbridge.builtins import (
     plan_locked,
     subagent_offer,
 )
-from mcp_toolbridge.cachefile import CacheFolder
-from mcp_toolbridge.catalog import (
-    Catalog,
-    DeferredIndex,
-    SearchIndex,
-    is_stored,
-    load_index,
-    store_index,
-)
+from mcp_toolbridge.catalog import Catalog, DeferredIndex, Pin, SearchIndex
 from mcp_toolbridge.errors import CallError, ConfigError, ErrorCode, Problem, Severity
 from mcp_toolbridge.executors import (
     DEFAULT_MAX_OUTPUT_BYTES,
@@ -55,14 +50,24 @@ from mcp_toolbridge.executors import (
     Executor,
     HttpExecutor,
 )
-from mcp_toolbridge.forking import write_behind
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.loaders import LoadReport, Manifests, load_manifests
 from mcp_toolbridge.model import ToolSpec
-from mcp_toolbridge.policy import Decision, Policy
-from mcp_toolbridge.progress import Meter, stderr_line
-from mcp_toolbridge.runtime_cache import Composed, compose
+from mcp_toolbridge.policy import Decision, Policy, load_parser
+from mcp_toolbridge.runtime_cache import (
+    LeftOut,
+    Meter,
+    Skipped,
+    cache_folder,
+    compose,
+    index_for,
+    meter,
+    serving_index_for,
+    summary,
+    write,
+)
 from mcp_toolbridge.secrets import SecretResolver
+from mcp_toolbridge.workspace import UNSET_ROOT, default_workspace
 
 BUILTIN_SPECS: tuple[ToolSpec, ...] = (TOOL_SEARCH_SPEC,)
 """The smallest built-in set (tool_search alone), for catalogs loaded without the locked
@@ -91,7 +96,8 @@ class Settings:
     secrets_file: Path | None = None
     policy_file: Path | None = None
     workspace: Path | None = None
-    """Roots every fs capability; default the working directory."""
+    """Roots every fs capability (``--workspace``); None: the client's MCP roots, else the
+    working directory unless that is / or the home folder (see workspace.py)."""
     audit_path: Path | None = None
     """Where audit lines go; None: the per-user data directory."""
     audit: bool = True
@@ -104,6 +110,8 @@ class Settings:
     """Where the skill tool looks; empty: <workspace>/.toolbridge/skills and the user's."""
     keep_names: bool = False
     """Serve manifest ids as written (SEP-986 names) instead of sanitizing them."""
+    pins: tuple[str, ...] = ()
+    """``--pin``: tools always listed (names, ids or globs), beside the policy's own."""
     cache: bool = False
     """Keep loaded manifests, the composed catalog and the search index in the user's cache
     folder (the command line turns it on; ``--no-index-cache`` off)."""
@@ -113,25 +121,35 @@ class Settings:
     def manifest_paths(self) -> list[Path]:
         return list(self.paths) if self.paths else [bundled_manifests()]
 
-    def workspace_root(self) -> Path:
-        return (self.workspace or Path.cwd()).resolve()
+    def workspace_root(self) -> Path | None:
+        """The workspace in force: the one given, else the working directory when it is fit
+        to be one; None means there is none (the file tools refuse)."""
+        if self.workspace is not None:
+            return self.workspace.resolve()
+        return default_workspace()
 
 
 @dataclass(frozen=True)
 class Loaded:
-    """A catalog, the policy it was filtered by, and everything found while building it."""
+    """A catalog, the policy it was filtered by, and everything found while building it.
+    What a start needs (errors, what was left out and why, counts per manifest) is here
+    without reading the records of a catalog restored from the start-up cache; ``problems``,
+    ``report`` and ``skipped`` read them when asked for."""
 
     catalog: Catalog
     manifests: Manifests
     policy: Policy
     locked: LockedPlan | None = None
     """The locked tools served, when loaded with ``locked=True``."""
-    finding: Callable[[], list[Problem]] = list
-    """Gives every load, policy and catalog problem, notices included."""
-    error_list: tuple[Problem, ...] = ()
-    """The problems that are errors, in order (known without reading every notice)."""
-    hiding: Callable[[], tuple[ToolSpec, ...]] = tuple
-    """Gives the tools left out because the policy refuses them whatever their arguments."""
+    finding: Callable[[], list[Problem]] = list  # gives ``problems``
+    error_list: tuple[Problem, ...] = ()  # the errors among them, known without reading them
+    skipping: Callable[[], tuple[Skipped, ...]] = tuple  # gives ``skipped``
+    left_out: tuple[LeftOut, ...] = ()
+    """What was left out, per reason: (reason, how many, the first few)."""
+    unmatched_pins: tuple[Problem, ...] = ()
+    """Pins that name no served tool (notices, also among ``problems``)."""
+    served_sources: Mapping[str, int] = field(default_factory=dict)
+    """How many manifest tools each source file (as tools name it) has in the catalog."""
     key: bytes | None = None
     """Identifies the catalog's content, for the index cache (None: not cacheable)."""
 
@@ -141,19 +159,23 @@ class Loaded:
         return self.finding()
 
     @cached_property
-    def hidden(self) -> tuple[ToolSpec, ...]:
+    def skipped(self) -> tuple[Skipped, ...]:
         """Tools left out because the policy refuses them whatever their arguments."""
-        return self.hiding()
+        return self.skipping()
 
-    @cached_property
-    def report(self) -> LoadReport:
-        """Every loaded tool and load problem. It reads every cached tool record (seconds at
-        100,000 tools): a start that only needs counts or names asks ``manifests``."""
-        return self.manifests.report()
+    @property
+    def hidden(self) -> tuple[ToolSpec, ...]:
+        return tuple(s.spec for s in self.skipped)
 
     @property
     def errors(self) -> list[Problem]:
         return list(self.error_list)
+
+    @cached_property
+    def report(self) -> LoadReport:
+        """Every loaded tool and load problem: reads every cached tool record (seconds at
+        100k tools; a start that needs only counts or names asks ``manifests``)."""
+        return self.manifests.report()
 
 
 def load_policy(settings: Settings) -> Policy:
@@ -166,43 +188,47 @@ def load_policy(settings: Settings) -> Policy:
 
 
 def load_catalog(
-    settings: Settings, builtins: Sequence[ToolSpec] = (), *, locked: bool = False
+    settings: Settings,
+    builtins: Sequence[ToolSpec] = (),
+    *,
+    locked: bool = False,
+    manifests: Manifests | None = None,
 ) -> Loaded:
     """Load the manifests, then keep the tools the policy exposes.
 
     ``locked``: serve the locked tools ``settings.locked`` names (configured by the policy
     file), instead of the ``builtins`` given. A tool whose requirements cannot be compiled (an
     undefined variable) is a load error; a tool the policy refuses whatever its arguments is
-    left out, with a notice. With ``settings.cache``, unchanged manifests and an unchanged
-    composition come from the cache folder (runtime_cache.py), which is brought up to date
-    afterwards, by a forked writer for a big catalog.
+    left out, with a notice. ``manifests``: the manifests as already read, instead of reading
+    them again (the policy changed, the manifests did not). With ``settings.cache``, unchanged
+    manifests and an unchanged composition come from the cache folder (runtime_cache.py),
+    which is brought up to date afterwards, by a forked writer for a big catalog.
     """
     began = time.monotonic()
     policy = load_policy(settings)
     plan = _plan(settings, policy) if locked else None
     if plan is not None:
         builtins = plan.specs
-    cache = CacheFolder() if settings.cache else None
-    manifests = load_manifests(
-        settings.manifest_paths(),
-        environ=settings.environ,
-        cache=cache,
-        meter=partial(_meter, settings, "loading manifests", unit="files"),
-    )
+    cache = cache_folder(settings.cache)
+    if manifests is None:
+        manifests = load_manifests(
+            settings.manifest_paths(),
+            environ=settings.environ,
+            cache=cache,
+            meter=partial(_meter, settings, "loading manifests", unit="files"),
+        )
     composed, store = compose(
         manifests,
         builtins,
         policy,
         keep_names=settings.keep_names,
+        pins=_pins(settings, policy),
         cache=cache,
         meter=partial(_meter, settings) if settings.progress else None,
     )
-    if store is not None and not (
-        manifests.tool_count >= WRITE_BEHIND_FROM and write_behind(store)
-    ):
-        store()
+    write(store, manifests.tool_count)
     if settings.progress:
-        _summary(manifests, composed, time.monotonic() - began)
+        summary(manifests, composed, time.monotonic() - began)
     first = list(plan.problems) if plan else []
     return Loaded(
         composed.catalog,
@@ -211,41 +237,30 @@ def load_catalog(
         plan,
         finding=lambda: [*first, *composed.problems()],
         error_list=(*(p for p in first if p.severity is Severity.ERROR), *composed.errors),
-        hiding=composed.hidden,
+        skipping=composed.skipped,
+        left_out=composed.left_out,
+        unmatched_pins=composed.unmatched_pins,
+        served_sources=composed.served_sources,
         key=composed.key,
     )
 
 
-WRITE_BEHIND_FROM = 4_000
-"""Catalogs from this many tools write their cache in a forked child (pickling costs
-≈ 20 µs a tool); smaller ones write it in process."""
-
-
 def _meter(settings: Settings, what: str, total: int, unit: str = "tools") -> Meter | None:
-    return Meter(what, total, unit) if settings.progress else None
+    return meter(settings.progress, what, total, unit)
 
 
-def _summary(manifests: Manifests, composed: Composed, elapsed: float) -> None:
-    """One line about the load, when it was big or slow enough to be worth one."""
-    tools, files = manifests.tool_count, len(manifests.files())
-    if tools < 1_000 and elapsed < 1.0:
-        return
-    if composed.restored:
-        how = "all from the cache"
-    elif manifests.reused:
-        how = f"{files - manifests.reused:,} manifests loaded, {manifests.reused:,} from the cache"
-    else:
-        how = "none from the cache"
-    stderr_line(
-        f"{tools:,} tools from {files:,} manifests ({how}); serving {len(composed.catalog):,} "
-        f"in {elapsed:.1f} s"
-    )
+def _pins(settings: Settings, policy: Policy) -> list[Pin]:
+    origin = str(settings.policy_file or "policy")
+    return [
+        *(("--pin", p) for p in settings.pins),
+        *((origin, p) for p in policy.file.discovery.pin),
+    ]
 
 
 def _plan(settings: Settings, policy: Policy) -> LockedPlan:
     return plan_locked(
         settings.locked,
-        workspace=settings.workspace_root(),
+        workspace=settings.workspace_root() or UNSET_ROOT,
         environ=settings.environ,
         config=policy.file,
         origin=str(settings.policy_file or "default policy"),
@@ -258,6 +273,8 @@ NOT_CHECKED = Decision(
     "deny", "invalid arguments: refused before the permission check", "validation"
 )
 """The audit decision of a call refused at argument validation (the gate never ran)."""
+NOT_DECIDED = Decision("deny", "stopped before the permission check finished", "cancelled")
+"""The audit decision of a call cancelled before the gate decided (it never ran)."""
 
 
 def audit_observer(log: AuditLog) -> Observer:
@@ -267,14 +284,18 @@ def audit_observer(log: AuditLog) -> Observer:
         error = None
         if not outcome.ok:
             error = CallError(outcome.error or "", tool=spec.name, code=outcome.code)
+        undecided = NOT_DECIDED if outcome.code is ErrorCode.EXEC_CANCELLED else NOT_CHECKED
         record = AuditRecord.build(
             spec,
             session=ctx.session_id,
-            decision=outcome.decision or NOT_CHECKED,
+            decision=outcome.decision or undecided,
             ms=outcome.duration_ms,
             result=outcome.result,
             error=error,
             answer=outcome.answer,
+            outcome=outcome_of(outcome),
+            usage=outcome.usage.as_json() if outcome.usage is not None else None,
+            via=ctx.via,
         )
         await log.write(record)
 
@@ -296,16 +317,15 @@ def _catalog_parts(
 ) -> tuple[PolicyGate, BuiltinExecutor]:
     """What depends on the catalog and the policy, rebuilt on every reload."""
     catalog = loaded.catalog
-    index = serving_index(settings, loaded)
+    search = ToolSearch(serving_index(settings, loaded), catalog)
     if loaded.locked is None:
-        builtins = BuiltinExecutor([ToolSearch(index, catalog)])
+        builtins = BuiltinExecutor([search])
     else:
         builtins = BuiltinExecutor(
             loaded.locked.tools(
                 sessions=shared.sessions,
                 locks=shared.locks,
-                index=index,
-                catalog=catalog,
+                search=search,
                 call_tool=shared.call_tool,
                 list_tools=shared.offer,
                 policy=loaded.policy,
@@ -315,50 +335,17 @@ def _catalog_parts(
     return gate, builtins
 
 
-DEFER_FROM = 1_000
-"""A cached index of this many tools is read back in a background thread when serving."""
-
-
 def search_index(settings: Settings, loaded: Loaded) -> SearchIndex:
-    """The search index of the catalog's manifest tools: from the cache when it holds the
-    index of this very catalog under the current ranking, else built (and cached)."""
-    folder = CacheFolder() if settings.cache and loaded.key is not None else None
-    if folder is not None and loaded.key is not None:
-        index = load_index(folder, loaded.key)
-        if index is not None:
-            return index
-    return _build_index(settings, loaded, folder)
+    """The search index of the catalog's manifest tools, from the cache or built (and cached):
+    see runtime_cache.index_for."""
+    meter = partial(_meter, settings, "indexing")
+    return index_for(loaded.catalog, loaded.key, cache=settings.cache, meter=meter)
 
 
 def serving_index(settings: Settings, loaded: Loaded) -> SearchIndex | DeferredIndex:
-    """:func:`search_index` for a server: a big index the cache holds is read back in the
-    background (the server answers meanwhile; a tool_search waits for it). One that must be
-    built is built now, on two cores, which a thread would prevent (see forking.py)."""
-    if (
-        settings.cache
-        and loaded.key is not None
-        and len(loaded.catalog) >= DEFER_FROM
-        and is_stored(CacheFolder(), loaded.key)
-    ):
-        return DeferredIndex(partial(search_index, settings, loaded))
-    return search_index(settings, loaded)
-
-
-def _build_index(settings: Settings, loaded: Loaded, folder: CacheFolder | None) -> SearchIndex:
-    names = loaded.catalog.manifest_names()
-    meter = _meter(settings, "indexing", len(names))
-    index = SearchIndex.build(
-        (entry.spec for name in names if (entry := loaded.catalog.get(name)) is not None),
-        meter=meter,
-    )
-    if meter is not None:
-        meter.finish(f"indexed {len(names):,} tools")
-    if folder is not None and loaded.key is not None:
-        key = loaded.key
-        work = partial(store_index, folder, key, index)
-        if not (len(names) >= WRITE_BEHIND_FROM and write_behind(work)):
-            work()
-    return index
+    """:func:`search_index` for a server: see runtime_cache.serving_index_for."""
+    meter = partial(_meter, settings, "indexing")
+    return serving_index_for(loaded.catalog, loaded.key, cache=settings.cache, meter=meter)
 
 
 @dataclass
@@ -371,6 +358,8 @@ class Runtime:
     gate: PolicyGate
     locked: bool
     """Whether the catalog serves the locked tools (kept across reloads)."""
+    manifests: Manifests
+    """The manifests as last read (kept when only the workspace moves)."""
     stand_in: Executor | None = None
     """The executor standing in for every transport (replay), kept across reloads."""
 
@@ -383,6 +372,7 @@ class Runtime:
         ``keep_files`` (a sessionless HTTP call: files go when the server stops), its
         session state and sidecar files."""
         self.gate.forget(session_id)
+        self.bridge.forget_session(session_id)
         if not keep_files:
             self.sessions.close(session_id)
 
@@ -391,24 +381,42 @@ class Runtime:
         paths = self.settings.manifest_paths()
         if self.settings.policy_file is not None:
             paths.append(self.settings.policy_file)
-        paths.append(self.settings.workspace_root() / ".toolbridge" / "policy.toml")
+        workspace = self.settings.workspace_root()
+        if workspace is not None:
+            paths.append(workspace / ".toolbridge" / "policy.toml")
         return paths
 
-    def reload(self, builtins: Sequence[ToolSpec] = BUILTIN_SPECS) -> list[Problem]:
-        """Read everything again. A valid result replaces the bridge (calls in flight finish
-        on the one they started with); with any error the current bridge stays and every
-        problem is returned."""
+    def reload(
+        self, builtins: Sequence[ToolSpec] = BUILTIN_SPECS, *, manifests: bool = True
+    ) -> list[Problem]:
+        """Read everything again (without ``manifests``: everything but the manifests). A
+        valid result replaces the bridge (calls in flight finish on the one they started
+        with); with any error the current bridge stays and every problem is returned."""
+        kept = None if manifests else self.manifests
         try:
-            loaded = load_catalog(self.settings, builtins, locked=self.locked)
+            loaded = load_catalog(self.settings, builtins, locked=self.locked, manifests=kept)
         except ConfigError as exc:
             return [exc.problem(str(self.settings.policy_file or "policy"))]
         if loaded.errors:
             return loaded.errors
+        self.manifests = loaded.manifests
         gate, executor = _catalog_parts(self.settings, loaded, self.shared)
         self.gate = gate
         executors: dict[str, Executor] = {} if self.stand_in else {"builtin": executor}
         self.bridge = self.bridge.rebuilt(loaded.catalog, gate=gate, executors=executors)
         return []
+
+    def move_workspace(self, workspace: Path | None) -> list[Problem]:
+        """Serve with another workspace (the client's roots; None: the default one): the
+        policy, the project's rules and the locked tools are rebuilt around it, the manifests
+        already read are kept. With any problem nothing changes and the problems are
+        returned."""
+        previous = self.settings
+        self.settings = replace(previous, workspace=workspace)
+        problems = self.reload(manifests=False)
+        if problems:
+            self.settings = previous
+        return problems
 
 
 @asynccontextmanager
@@ -437,6 +445,9 @@ async def open_runtime(
     shared = _Shared(sessions, PathLocks(), call_tool, offer)
     gate, builtins = _catalog_parts(settings, loaded, shared)
     async with AsyncExitStack() as stack:
+        if "bash" in loaded.catalog:  # its parser, built off the event loop (see load_parser)
+            warm = await stack.enter_async_context(anyio.create_task_group())
+            warm.start_soon(anyio.to_thread.run_sync, load_parser)
         http = await stack.enter_async_context(HttpExecutor.open())
         watching: tuple[Observer, ...] = ()
         if settings.audit:
@@ -467,7 +478,9 @@ async def open_runtime(
             gate=gate,
             observers=watching,
         )
-        runtime = Runtime(settings, bridge, shared, gate, loaded.locked is not None, stand_in)
+        runtime = Runtime(
+            settings, bridge, shared, gate, loaded.locked is not None, loaded.manifests, stand_in
+        )
         current.append(runtime)
         yield runtime
 

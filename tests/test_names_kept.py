@@ -51,7 +51,7 @@ async def test_keep_names_serves_both_ids_as_written_through_a_real_client(
     settings = Settings(paths=list(dotted_and_underscored), keep_names=True)
     loaded = load_catalog(settings, BUILTIN_SPECS)
     assert not loaded.problems, [p.render() for p in loaded.problems]
-    assert sorted(loaded.catalog.names) == ["mail.send", "mail_send", "tool_search"]
+    assert sorted(loaded.catalog.names) == ["call_tool", "mail.send", "mail_send", "tool_search"]
     with anyio.fail_after(30):
         async with open_bridge(settings, loaded) as bridge:
             server = ToolbridgeServer(bridge)
@@ -104,3 +104,15 @@ def test_keep_names_is_a_cli_option_of_list(
     assert main(["list", *paths, "--keep-names"]) == 0
     names = {line.split()[0] for line in capsys.readouterr().out.splitlines()}
     assert names == {"mail.send", "mail_send"}
+
+
+def test_ids_that_transliterate_alike_collide_naming_both_sources(tmp_path: Path) -> None:
+    first = agentcli_manifest(tmp_path / "a", [echo_tool("café_menu")], {"echo": ECHO})
+    second = agentcli_manifest(tmp_path / "b", [echo_tool("cafe_menu")], {"echo": ECHO})
+    loaded = load_catalog(Settings(paths=[first, second]))
+    assert loaded.catalog.names == ["cafe_menu"]
+    assert loaded.catalog.resolve("café_menu") is loaded.catalog.get("cafe_menu")
+    [problem] = loaded.errors
+    assert problem.code is ErrorCode.MANIFEST_DUPLICATE
+    assert f'already used by {first}: tool[0] "café_menu"' in problem.message
+    assert "after sanitizing" in problem.message

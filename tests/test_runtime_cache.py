@@ -51,6 +51,12 @@ def _state(loaded: Loaded) -> dict[str, Any]:
         "ids": loaded.catalog.ids(),
         "problems": [(p.render(), p.code, p.severity) for p in loaded.problems],
         "hidden": [s.name for s in loaded.hidden],
+        "skipped": [(s.name, s.reason, s.detail, s.spec.name) for s in loaded.skipped],
+        "left_out": loaded.left_out,
+        "pinned": loaded.catalog.pinned_names(),
+        "unmatched_pins": loaded.unmatched_pins,
+        "served_sources": dict(loaded.served_sources),
+        "declared_sources": dict(loaded.manifests.declared_sources()),
         "report": [t.name for t in loaded.report.tools],
         "manifests": loaded.report.manifests,
     }
@@ -154,8 +160,24 @@ def test_keep_names_and_the_locked_set_are_part_of_the_key(catalog: Path) -> Non
     assert _state(kept) == _state(_fresh(catalog, keep_names=True))
     assert _state(load_catalog(_settings(catalog, keep_names=True), locked=True)) == _state(kept)
     few = load_catalog(_settings(catalog, locked=("read", "tool_search")), locked=True)
-    assert few.catalog.builtin_names() == ["read", "tool_search"]
+    assert few.catalog.builtin_names() == ["read", "tool_search", "call_tool"]
     assert _state(few) == _state(_fresh(catalog, locked=("read", "tool_search")))
+
+
+def test_pins_are_part_of_the_key_and_restored(catalog: Path) -> None:
+    plain = load_catalog(_settings(catalog), locked=True)
+    victim = plain.catalog.manifest_names()[3]
+    pinned = _settings(catalog, pins=(victim, "no_such_tool_*"))
+    first = load_catalog(pinned, locked=True)
+    assert first.key != plain.key
+    second = load_catalog(pinned, locked=True)
+    assert second.catalog.pinned_names() == [victim]
+    entry = second.catalog.get(victim)
+    assert entry is not None and entry.pinned and entry.spec.pinned
+    assert [p.message for p in second.unmatched_pins] == [
+        p.message for p in _fresh(catalog, pins=(victim, "no_such_tool_*")).unmatched_pins
+    ]
+    assert _state(second) == _state(_fresh(catalog, pins=(victim, "no_such_tool_*")))
 
 
 def test_a_ranking_change_rebuilds_the_index(
@@ -164,7 +186,7 @@ def test_a_ranking_change_rebuilds_the_index(
     loaded = load_catalog(_settings(catalog))
     search_index(_settings(catalog), loaded)
     stored = index_cache.index_key(loaded.key or b"")
-    monkeypatch.setattr(index_cache, "RANKING_VERSION", index_cache.RANKING_VERSION + 1)
+    monkeypatch.setattr(index_cache, "RANKING_CONFIG", "another ranking")
     index_cache.ranking.cache_clear()
     try:
         assert index_cache.index_key(loaded.key or b"") != stored
@@ -197,7 +219,8 @@ import json, os, sys, time
 from pathlib import Path
 from mcp_toolbridge import runtime
 
-runtime.WRITE_BEHIND_FROM = 1  # this small catalog writes behind too
+from mcp_toolbridge import runtime_cache
+runtime_cache.WRITE_BEHIND_FROM = 1  # this small catalog writes behind too
 settings = runtime.Settings(paths=[Path(sys.argv[1])], audit=False, cache=True)
 began = time.monotonic()
 loaded = runtime.load_catalog(settings, locked=True)
@@ -267,10 +290,10 @@ def test_requirements_are_compiled_again_on_every_start(tmp_path: Path) -> None:
 async def test_a_server_reads_a_big_cached_index_in_the_background(
     catalog: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mcp_toolbridge import runtime
+    from mcp_toolbridge import runtime, runtime_cache
     from mcp_toolbridge.catalog import DeferredIndex
 
-    monkeypatch.setattr(runtime, "DEFER_FROM", 1)
+    monkeypatch.setattr(runtime_cache, "DEFER_FROM", 1)
     settings = _settings(catalog)
     first = load_catalog(settings, locked=True)
     assert isinstance(runtime.serving_index(settings, first), SearchIndex)  # built and stored

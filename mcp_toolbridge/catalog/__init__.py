@@ -1,13 +1,12 @@
 """The catalog of a server: unique MCP names over every loaded tool, lookup, lazily compiled
-validators, and the search index behind tool_search (its builder, its text analysis, and its
-cache keyed on the ranking configuration).
+validators, pinned tools, and the search index behind tool_search (its builder, its text
+analysis, and its cache keyed on the ranking configuration).
 
 May import: the vocabulary only."""
 
 from mcp_toolbridge.catalog.catalog import Catalog, CatalogEntry, named_as_written
-from mcp_toolbridge.catalog.index import SearchIndex
+from mcp_toolbridge.catalog.index import RANKING_CONFIG, SearchIndex
 from mcp_toolbridge.catalog.index_cache import (
-    RANKING_VERSION,
     DeferredIndex,
     index_key,
     is_stored,
@@ -15,17 +14,20 @@ from mcp_toolbridge.catalog.index_cache import (
     ranking,
     store_index,
 )
+from mcp_toolbridge.catalog.pins import Pin, pin_tools
 
 __all__ = [
-    "RANKING_VERSION",
+    "RANKING_CONFIG",
     "Catalog",
     "CatalogEntry",
     "DeferredIndex",
+    "Pin",
     "SearchIndex",
     "index_key",
     "is_stored",
     "load_index",
     "named_as_written",
+    "pin_tools",
     "ranking",
     "store_index",
 ]

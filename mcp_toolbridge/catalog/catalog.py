@@ -17,8 +17,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from mcp_toolbridge.errors import ErrorCode, Problem
-from mcp_toolbridge.model import Format, ToolSpec
-from mcp_toolbridge.names import KEPT_NAME_PATTERN, LOCKED_TOOL_IDS, NAME_PATTERN
+from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.names import KEPT_NAME_PATTERN, NAME_PATTERN, PROXY_TOOL, RESERVED_NAMES
 
 if TYPE_CHECKING:
     from mcp_toolbridge.schemas import CompiledSchema
@@ -36,24 +36,28 @@ class CatalogEntry:
     """One catalog tool: its spec (maybe fetched on first use) and, compiled on first use, its
     validators."""
 
-    __slots__ = ("_arguments", "_fetch", "_output", "_spec", "builtin", "name")
+    __slots__ = ("_arguments", "_fetch", "_output", "_spec", "builtin", "name", "pinned")
 
     def __init__(self, spec: ToolSpec) -> None:
         self._spec: ToolSpec | None = spec
         self._fetch: Callable[[], ToolSpec] | None = None
         self.name = spec.name
-        self.builtin = spec.source.format is Format.BUILTIN
+        self.builtin = spec.is_locked
+        self.pinned = spec.pinned
         self._arguments: CompiledSchema | None = None
         self._output: CompiledSchema | None = None
 
     @classmethod
-    def deferred(cls, name: str, fetch: Callable[[], ToolSpec]) -> CatalogEntry:
+    def deferred(
+        cls, name: str, fetch: Callable[[], ToolSpec], *, pinned: bool = False
+    ) -> CatalogEntry:
         """A manifest tool whose spec ``fetch()`` gives when first needed."""
         entry = cls.__new__(cls)
         entry._spec = None
         entry._fetch = fetch
         entry.name = name
         entry.builtin = False
+        entry.pinned = pinned
         entry._arguments = entry._output = None
         return entry
 
@@ -99,13 +103,13 @@ def _where(spec: ToolSpec) -> str:
 def named_as_written(spec: ToolSpec) -> ToolSpec:
     """``--keep-names``: a manifest tool's MCP name is its manifest id, unsanitized (checked
     against SEP-986 by :meth:`Catalog.build`). Built-in tools keep their names."""
-    if spec.source.format is Format.BUILTIN or spec.name == spec.id:
+    if spec.is_locked or spec.name == spec.id:
         return spec
     return spec.model_copy(update={"name": spec.id})
 
 
 def _sanitized(spec: ToolSpec) -> bool:
-    return spec.source.format is not Format.BUILTIN and spec.name != spec.id
+    return not spec.is_locked and spec.name != spec.id
 
 
 def _name_problem(spec: ToolSpec, keep_names: bool) -> str | None:
@@ -137,6 +141,7 @@ class Catalog:
         """Deferred manifest tools without an entry yet: name -> where its spec is."""
         self._fetch: Callable[[str, object], ToolSpec] | None = None
         self._builtins: list[str] | None = None
+        self._pinned: frozenset[str] = frozenset()
 
     @classmethod
     def deferred(
@@ -145,18 +150,21 @@ class Catalog:
         pending: Mapping[str, object],
         fetch: Callable[[str, object], ToolSpec],
         by_id: Callable[[], Mapping[str, str]],
+        pinned: Sequence[str] = (),
     ) -> Catalog:
         """A catalog :meth:`build` made before (its names checked, its problems reported),
         restored without reading a manifest tool's spec: ``pending`` maps each manifest
         tool's name, in catalog order after the built-in tools, to where ``fetch(name,
         where)`` finds its spec; ``by_id()`` maps every id to its name (asked for when a
-        lookup by id needs it). An entry is made when a tool is first looked up."""
+        lookup by id needs it); ``pinned`` names the manifest tools that are pinned. An
+        entry is made when a tool is first looked up."""
         catalog = cls({entry.name: entry for entry in builtins}, {})
         catalog._by_id = None
         catalog._ids_later = by_id
         catalog._pending = pending
         catalog._fetch = fetch
         catalog._builtins = [entry.name for entry in builtins]
+        catalog._pinned = frozenset(pinned)
         return catalog
 
     @classmethod
@@ -169,22 +177,23 @@ class Catalog:
         written, see :func:`named_as_written`) SEP-986's ``[A-Za-z0-9._-]{1,128}``. Collisions
         are found on the final names, so two ids that sanitize alike collide. A tool that
         collides keeps the first declaration; the problem names both sources. The locked ids
-        are reserved for built-in tools: a manifest cannot redefine them.
+        and the proxy's name (``call_tool``) are reserved for built-in tools: a manifest
+        cannot redefine them.
         """
         entries: dict[str, CatalogEntry] = {}
         problems: list[Problem] = []
         for spec in tools:
             locator = spec.source.locator(spec.id)
-            builtin = spec.source.format is Format.BUILTIN
             malformed = _name_problem(spec, keep_names)
             if malformed is not None:
                 problems.append(Problem(spec.source.path, malformed, locator))
                 continue
-            if spec.name in LOCKED_TOOL_IDS and not builtin:
+            if spec.name in RESERVED_NAMES and not spec.is_locked:
+                which = "proxy" if spec.name == PROXY_TOOL else "locked"
                 problems.append(
                     Problem(
                         spec.source.path,
-                        f'tool name "{spec.name}" is reserved for the locked built-in tool; '
+                        f'tool name "{spec.name}" is reserved for the {which} built-in tool; '
                         "rename the tool",
                         locator,
                         ErrorCode.MANIFEST_DUPLICATE,
@@ -211,7 +220,9 @@ class Catalog:
         if entry is None and name in self._pending:
             fetch = self._fetch
             assert fetch is not None
-            made = CatalogEntry.deferred(name, partial(fetch, name, self._pending[name]))
+            made = CatalogEntry.deferred(
+                name, partial(fetch, name, self._pending[name]), pinned=name in self._pinned
+            )
             # Two threads racing here make equal entries; the first one stored is kept.
             entry = self._entries.setdefault(name, made)
         return entry
@@ -262,9 +273,31 @@ class Catalog:
             return list(self._pending)
         return [name for name, entry in self._entries.items() if not entry.builtin]
 
+    def pinned_names(self) -> list[str]:
+        """The pinned tools, in catalog order (without reading a restored catalog's
+        records)."""
+        if self._builtins is None:
+            return [name for name, entry in self._entries.items() if entry.pinned]
+        pinned = [name for name in self._builtins if self._entries[name].pinned]
+        return pinned + [name for name in self._pending if name in self._pinned]
+
     def ids(self) -> dict[str, str]:
         """Manifest id (or built-in id) -> MCP name, for every tool."""
         return dict(self._ids())
 
     def specs(self) -> list[ToolSpec]:
         return [entry.spec for entry in self]
+
+    def manifest_specs(self) -> list[ToolSpec]:
+        """The tools loaded from manifests, in catalog order (reads every record of a
+        restored catalog: ask :meth:`manifest_names` when names will do)."""
+        return [self._spec(name) for name in self.manifest_names()]
+
+    def locked_specs(self) -> list[ToolSpec]:
+        """The locked tools, in catalog order."""
+        return [self._spec(name) for name in self.builtin_names()]
+
+    def _spec(self, name: str) -> ToolSpec:
+        entry = self.get(name)
+        assert entry is not None, name
+        return entry.spec

@@ -1,12 +1,11 @@
-"""The search index kept between runs, and the ranking configuration it is keyed on.
+"""The search index kept between runs, keyed on the ranking configuration.
 
-A cached index is only right for the ranking that built it. :data:`RANKING` names everything
-an index's content depends on besides the tools: the BM25F fields and constants, the text
-analysis (stop words, abbreviations, the stemmer and its version), and the source of the
-modules that build and query it (``index.py``, ``index_build.py``, ``text.py``), so any
-change there, deliberate or not, invalidates every cached index without anyone remembering to
-bump a number. ``RANKING_VERSION`` is there for a change the source digest cannot see (a new
-dependency's behaviour, say).
+A cached index is only right for the ranking that built it. :func:`ranking` is the key:
+``index.RANKING_CONFIG`` (the one value naming the fields, constants, analysis and
+``RANKING_REVISION`` of the ranking), the stemmer's version, and the source of the modules
+that build and query an index (``index.py``, ``index_build.py``, ``text.py``,
+``scripts.py``), so a change there invalidates every cached index even when nobody thought
+to raise ``RANKING_REVISION``.
 
 What is stored is the index's own state (name tables, term ids, posting arrays), without the
 analyzer, which a restored index gets fresh; its big tables of names are stored compacted
@@ -27,12 +26,10 @@ import Stemmer
 
 from mcp_toolbridge.cachefile import CacheFolder, digest
 from mcp_toolbridge.cacheform import Compact, compact, expand
-from mcp_toolbridge.catalog.index import SearchIndex
-from mcp_toolbridge.catalog.index_build import FIELDS, K1, MAX_ENUM_VALUES
-from mcp_toolbridge.catalog.text import ABBREVIATIONS, STOP_WORDS, Analyzer, default_analyzer
+from mcp_toolbridge.catalog.index import RANKING_CONFIG, SearchIndex
+from mcp_toolbridge.catalog.text import Analyzer, default_analyzer
 
 __all__ = [
-    "RANKING_VERSION",
     "DeferredIndex",
     "index_key",
     "is_stored",
@@ -41,9 +38,7 @@ __all__ = [
     "store_index",
 ]
 
-RANKING_VERSION = 1
-"""Bump for a ranking change that the digests below cannot see."""
-_RANKING_SOURCES = ("index.py", "index_build.py", "text.py")
+_RANKING_SOURCES = ("index.py", "index_build.py", "text.py", "scripts.py")
 KIND = "search-index/2"
 
 
@@ -57,15 +52,7 @@ def ranking() -> bytes:
             sources.append((here / name).read_bytes())
         except OSError:  # installed without sources: the version and constants still count
             sources.append(b"")
-    return digest(
-        str(RANKING_VERSION),
-        repr(sorted((name, f.weight, f.b) for name, f in FIELDS.items())),
-        repr((K1, MAX_ENUM_VALUES)),
-        repr(sorted(STOP_WORDS)),
-        repr(sorted(ABBREVIATIONS.items())),
-        f"PyStemmer {Stemmer.version()}",
-        *sources,
-    )
+    return digest(RANKING_CONFIG, f"PyStemmer {Stemmer.version()}", *sources)
 
 
 def index_key(catalog_key: bytes) -> str:

@@ -21,10 +21,14 @@ Two facts of the spec's fail-closed table no manifest format can declare:
 
 from __future__ import annotations
 
+import argparse
+import json
 from typing import Any
 
-from mcp_toolbridge.model import BuiltinTransport, ExecTransport, Format, HttpTransport, ToolSpec
+from mcp_toolbridge.cli.console import EXIT_LOAD, EXIT_OK, err, out
+from mcp_toolbridge.model import BuiltinTransport, ExecTransport, HttpTransport, ToolSpec
 from mcp_toolbridge.policy import Policy
+from mcp_toolbridge.runtime import Loaded, Settings
 
 RECORD_VERSION = 1
 SAFETY_FIELDS = {
@@ -100,17 +104,19 @@ def tool_interface(
     deferred: bool,
     served: bool = True,
 ) -> dict[str, Any]:
-    """The record for ``spec``; ``deferred`` says whether tools/list defers it to
-    tool_search (``--expose``), ``served`` whether the policy exposes it."""
-    builtin = spec.source.format is Format.BUILTIN
+    """The record for ``spec``; ``deferred`` says whether tools/list defers tools to
+    tool_search (``--expose``), ``served`` whether the policy exposes it. A locked or pinned
+    tool is always listed, never deferred."""
+    builtin = spec.is_locked
+    always_load = builtin or spec.pinned
     safety = spec.safety
     inferred = [f"Safety.{SAFETY_FIELDS[f]}" for f in sorted(safety.inferred) if f in SAFETY_FIELDS]
     inferred += ["Schemas.strict", "Safety.classifier_input"]
     if not builtin:
         inferred.append("Safety.is_concurrency_safe")
-    if spec.timeout_s is None:
+    timeout_s = spec.effective_timeout_s(default_timeout_s)
+    if timeout_s != spec.timeout_s:  # the tool set none of its own: the server default applies
         inferred.append("Execution.timeout_ms")
-    timeout_s = spec.timeout_s if spec.timeout_s is not None else default_timeout_s
     decision = policy.decide(spec, policy.targets(spec, {}))
     output_checked = "result checked against output_schema" if spec.output_schema else None
     return {
@@ -132,12 +138,12 @@ def tool_interface(
             "version": spec.version,
         },
         "Discovery": {
-            "search_hint": " ".join(spec.tags) or None,
+            "search_hint": spec.search_hint,
             "description": spec.description,
             "capability_refs": list(spec.requires.capabilities),
             "schema_visibility": {"model": "input_schema", "internal": _internal_fields(spec)},
-            "should_defer": deferred,
-            "always_load": builtin,
+            "should_defer": deferred and not always_load,
+            "always_load": always_load,
         },
         "Schemas": {
             "model_input_schema": spec.input_schema,
@@ -219,3 +225,28 @@ def tool_interface(
         },
         "inferred": inferred,
     }
+
+
+def print_interface(args: argparse.Namespace, settings: Settings, loaded: Loaded) -> int:
+    """Print the Tool Interface record of one served tool as JSON."""
+    from mcp_toolbridge.server import SEARCH_THRESHOLD
+
+    entry = loaded.catalog.resolve(args.tool)
+    if entry is None:
+        err(
+            f"mcp-toolbridge: no served tool is named {args.tool!r} (by MCP name or manifest "
+            "id); `mcp-toolbridge list` shows the names, `lint` shows tools left out"
+        )
+        return EXIT_LOAD
+    expose = getattr(args, "expose", "auto")
+    searchable = "tool_search" in loaded.catalog
+    many = len(loaded.catalog.manifest_names()) > SEARCH_THRESHOLD
+    record = tool_interface(
+        entry.spec,
+        loaded.policy,
+        default_timeout_s=settings.timeout_s,
+        max_output_bytes=settings.max_output_bytes,
+        deferred=searchable and (expose == "search" or (expose == "auto" and many)),
+    )
+    out(json.dumps(record, indent=2, ensure_ascii=False))
+    return EXIT_OK

@@ -15,62 +15,44 @@ from typing import Any
 
 import anyio
 
-from mcp_toolbridge.builtins import LOCKED_IDS
-from mcp_toolbridge.cli import commands as cli_ops
-from mcp_toolbridge.cli.arguments import parse_args
-from mcp_toolbridge.cli.startup import started
+from mcp_toolbridge.cli.allocator import started
+from mcp_toolbridge.cli.ask import TerminalHost
+from mcp_toolbridge.cli.config import print_config
+from mcp_toolbridge.cli.console import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERRUPTED,
+    EXIT_LOAD,
+    EXIT_OK,
+    EXIT_PROBLEMS,
+    err,
+)
+from mcp_toolbridge.cli.inspect import print_interface
+from mcp_toolbridge.cli.parsing import parse_args, settings_of
+from mcp_toolbridge.cli.serve import run_server
 from mcp_toolbridge.errors import Severity, ToolbridgeError, UnknownToolError
-from mcp_toolbridge.executors import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
-from mcp_toolbridge.runtime import Loaded, Settings, bundled_manifests, load_catalog, open_bridge
-
-EXIT_OK = 0
-EXIT_PROBLEMS = 1
-EXIT_LOAD = 2
-
-
-def _settings(args: argparse.Namespace) -> Settings:
-    return Settings(
-        paths=args.paths,
-        timeout_s=getattr(args, "timeout", DEFAULT_TIMEOUT_S),
-        max_output_bytes=getattr(args, "max_output", DEFAULT_MAX_OUTPUT_BYTES),
-        max_concurrency=getattr(args, "max_concurrency", None),
-        secrets_file=getattr(args, "secrets", None),
-        policy_file=getattr(args, "policy", None),
-        workspace=getattr(args, "workspace", None),
-        audit_path=getattr(args, "audit", None),
-        audit=not getattr(args, "no_audit", False),
-        locked=getattr(args, "locked", LOCKED_IDS),
-        skills_dirs=tuple(getattr(args, "skills", ())),
-        ad_hoc=tuple(getattr(args, "ad_hoc", ())),
-        keep_names=getattr(args, "keep_names", False),
-        cache=not getattr(args, "no_index_cache", False),
-        progress=True,
-    )
-
-
-def _err(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+from mcp_toolbridge.host import CallContext
+from mcp_toolbridge.runtime import Loaded, bundled_manifests, load_catalog, open_bridge
 
 
 def _print_problems(loaded: Loaded) -> None:
     for problem in loaded.problems:
         prefix = "notice: " if problem.severity is Severity.NOTICE else ""
-        _err(prefix + problem.render())
+        err(prefix + problem.render())
 
 
 def _load_or_exit(
     args: argparse.Namespace, *, allow_errors: bool = False, builtins: bool = False
 ) -> Loaded | int:
-    loaded = load_catalog(_settings(args), locked=builtins)
+    loaded = load_catalog(settings_of(args), locked=builtins)
     if loaded.errors and not allow_errors:
         _print_problems(loaded)
-        _err(f"mcp-toolbridge: {len(loaded.errors)} problem(s) found; nothing served")
+        err(f"mcp-toolbridge: {len(loaded.errors)} problem(s) found; nothing served")
         return EXIT_LOAD
     return loaded
 
 
 def _cmd_lint(args: argparse.Namespace) -> int:
-    loaded = load_catalog(_settings(args))
+    loaded = load_catalog(settings_of(args))
     if args.format == "json":
         rows = [
             {
@@ -123,21 +105,22 @@ def _cmd_call(args: argparse.Namespace) -> int:
     try:
         arguments = json.loads(args.args)
     except json.JSONDecodeError as exc:
-        _err(f"mcp-toolbridge: --args is not valid JSON: {exc}")
+        err(f"mcp-toolbridge: --args is not valid JSON: {exc}")
         return EXIT_LOAD
     if not isinstance(arguments, dict):
-        _err("mcp-toolbridge: --args must be a JSON object")
+        err("mcp-toolbridge: --args must be a JSON object")
         return EXIT_LOAD
     loaded = _load_or_exit(args, builtins=True)
     if isinstance(loaded, int):
         return loaded
 
     async def run() -> int:
-        async with open_bridge(_settings(args), loaded) as bridge:
+        ctx = CallContext(host=TerminalHost.attached())  # no terminal: headless, ask = deny
+        async with open_bridge(settings_of(args), loaded) as bridge:
             try:
-                outcome = await bridge.call(args.tool, arguments)
+                outcome = await bridge.call(args.tool, arguments, ctx)
             except UnknownToolError as exc:
-                _err(f"mcp-toolbridge: {exc}")
+                err(f"mcp-toolbridge: {exc}")
                 return EXIT_LOAD
         if outcome.ok:
             print(json.dumps(outcome.value, indent=2, ensure_ascii=False))
@@ -180,7 +163,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
     loaded = _load_or_exit(args)
     if isinstance(loaded, int):
         return loaded
-    index = search_index(_settings(args), loaded)
+    index = search_index(settings_of(args), loaded)
     hits = index.search(args.query, max(1, args.k))
     if args.json:
         rows = []
@@ -205,27 +188,24 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 
 def _cmd_policy(args: argparse.Namespace) -> int:
-    loaded = load_catalog(_settings(args), locked=True)
+    loaded = load_catalog(settings_of(args), locked=True)
     print(loaded.policy.render([*loaded.catalog.specs(), *loaded.hidden]))
     return EXIT_OK
 
 
 def _load_for_serving(args: argparse.Namespace) -> Loaded | int:
-    loaded = _load_or_exit(args, allow_errors=args.skip_invalid, builtins=True)
-    if isinstance(loaded, Loaded) and loaded.errors:
-        _print_problems(loaded)
-        _err(f"mcp-toolbridge: skipping {len(loaded.errors)} invalid declaration(s)")
-    return loaded
+    """The catalog to serve (with --skip-invalid, its problems are reported by serve)."""
+    return _load_or_exit(args, allow_errors=args.skip_invalid, builtins=True)
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     if args.expose == "search" and "tool_search" not in args.locked:
-        _err("mcp-toolbridge: --expose search needs tool_search; add it to --locked")
+        err("mcp-toolbridge: --expose search needs tool_search; add it to --locked")
         return EXIT_LOAD
     loaded = _load_for_serving(args)
     if isinstance(loaded, int):
         return loaded
-    return cli_ops.serve(args, _settings(args), loaded)
+    return run_server(args, settings_of(args), loaded)
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
@@ -236,18 +216,18 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if isinstance(loaded, int):
         return loaded
     what = f"replaying {len(replay)} recorded calls of {args.recording} for"
-    return cli_ops.serve(args, _settings(args), loaded, stand_in=replay, what=what)
+    return run_server(args, settings_of(args), loaded, stand_in=replay, what=what)
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
     loaded = _load_or_exit(args, builtins=True)
     if isinstance(loaded, int):
         return loaded
-    return cli_ops.inspect(args, _settings(args), loaded)
+    return print_interface(args, settings_of(args), loaded)
 
 
 def _cmd_config(args: argparse.Namespace) -> int:
-    return cli_ops.config(args)
+    return print_config(args)
 
 
 COMMANDS = {
@@ -264,11 +244,6 @@ COMMANDS = {
 }
 
 
-def settings_of(args: argparse.Namespace) -> Settings:
-    """The Settings a parsed command line loads and serves with."""
-    return _settings(args)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(name)s: %(message)s")
@@ -277,17 +252,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # inside the try: a reader gone away is handled below
         return code
     except ToolbridgeError as exc:
-        _err(f"mcp-toolbridge: {exc}")
+        err(f"mcp-toolbridge: {exc}")
         return EXIT_LOAD
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`... | head`): not an error worth a traceback. Point stdout at
         # /dev/null so the interpreter's final flush does not raise again.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
-        return 141
+        return EXIT_BROKEN_PIPE
     finally:
         started()  # a verb that never served: its start is over too
 

@@ -56,6 +56,9 @@ LEFTOVER_BYTES = 1024 * 1024
 """After a timeout, at most this much is read from each pipe once the group is gone."""
 _READ_SIZE = 256 * 1024
 
+OutputFn = Callable[[int], None]
+"""Told the size of each chunk of output read (stdout or stderr)."""
+
 StderrLineFn = Callable[[bytes], Awaitable[bool]]
 """Called with each complete stderr line (newline stripped); True means the line was consumed
 and is kept out of ``stderr_tail``."""
@@ -98,20 +101,22 @@ async def run_process(
     on_stderr_line: StderrLineFn | None = None,
     kill_grace_s: float = 2.0,
     stderr_tail_bytes: int = STDERR_TAIL_BYTES,
+    on_output: OutputFn | None = None,
 ) -> ProcessOutcome:
     """Run ``argv`` to completion within ``timeout_s`` seconds.
 
     Raises :class:`ExecSpawnError` when the program cannot be started and
     :class:`ProcessTimeout` (an :class:`ExecTimeoutError` with the partial outcome) when the
     deadline passes (the group is killed first).
-    Cancellation kills the group, then propagates.
+    Cancellation kills the group, then propagates. ``on_output`` is told the size of each
+    chunk read from stdout or stderr (progress reports count output with it).
     """
     await anyio.lowlevel.checkpoint_if_cancelled()  # never spawn for an already-cancelled call
     started = time.perf_counter()
     proc = _spawn(argv, stdin is not None, cwd, env)
     child = _Child(proc)
-    stdout = _Sink(max_output_bytes, keep_tail=False)
-    stderr = _Sink(stderr_tail_bytes, keep_tail=True)
+    stdout = _Sink(max_output_bytes, keep_tail=False, on_output=on_output)
+    stderr = _Sink(stderr_tail_bytes, keep_tail=True, on_output=on_output)
     timed_out = False
     try:
         rest = child.write_stdin_now(stdin) if stdin is not None else b""
@@ -194,14 +199,26 @@ def _spawn_message(program: str, cwd: str | None, exc: OSError) -> str:
 class _Sink:
     """Counts everything, keeps the head (stdout) or the tail (stderr) up to ``limit``."""
 
-    __slots__ = ("data", "dropped", "keep_tail", "limit", "total")
+    __slots__ = ("data", "dropped", "keep_tail", "limit", "on_output", "total")
 
-    def __init__(self, limit: int, *, keep_tail: bool) -> None:
+    def __init__(self, limit: int, *, keep_tail: bool, on_output: OutputFn | None = None) -> None:
         self.data = bytearray()
         self.limit = limit
         self.keep_tail = keep_tail
         self.total = 0
         self.dropped = False
+        self.on_output = on_output
+
+    def counted(self, size: int) -> None:
+        self.total += size
+        if self.on_output is not None:
+            self.on_output(size)
+
+    def take(self, chunk: bytes) -> None:
+        """Count a chunk read from the pipe, and keep it if there is still a use for it."""
+        self.counted(len(chunk))
+        if self.keep_tail or not self.dropped:
+            self.keep(chunk)
 
     def keep(self, chunk: bytes) -> None:
         room = self.limit - len(self.data)
@@ -313,9 +330,7 @@ class _Child:
                 if not chunk:
                     break
                 taken += len(chunk)
-                sink.total += len(chunk)
-                if sink.keep_tail or not sink.dropped:
-                    sink.keep(chunk)
+                sink.take(chunk)
 
     def close(self) -> None:
         for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
@@ -345,11 +360,10 @@ async def _communicate(
     assert proc.stdout is not None and proc.stderr is not None
     async with anyio.create_task_group() as tg:
         tg.start_soon(_drain, proc.stdout.fileno(), stdout)
-        if on_stderr_line is None:
-            tg.start_soon(_drain, proc.stderr.fileno(), stderr)
-        else:
+        lines = None
+        if on_stderr_line is not None:
             lines = _LineSplitter(stderr, on_stderr_line, max_output_bytes)
-            tg.start_soon(_drain_lines, proc.stderr.fileno(), lines)
+        tg.start_soon(_drain, proc.stderr.fileno(), stderr, lines)
         if stdin_rest:
             tg.start_soon(child.feed_stdin, stdin_rest)
         await child.wait_exited()
@@ -361,7 +375,8 @@ async def _communicate(
         )
 
 
-async def _drain(fd: int, sink: _Sink) -> None:
+async def _drain(fd: int, sink: _Sink, lines: _LineSplitter | None = None) -> None:
+    """Read ``fd`` to its end into ``sink``, through ``lines`` when stderr lines are watched."""
     while True:
         await anyio.wait_readable(fd)
         try:
@@ -369,24 +384,14 @@ async def _drain(fd: int, sink: _Sink) -> None:
         except BlockingIOError:
             continue
         if not chunk:
-            return
-        sink.total += len(chunk)
-        if sink.keep_tail or not sink.dropped:
-            sink.keep(chunk)
-
-
-async def _drain_lines(fd: int, lines: _LineSplitter) -> None:
-    while True:
-        await anyio.wait_readable(fd)
-        try:
-            chunk = os.read(fd, _READ_SIZE)
-        except BlockingIOError:
-            continue
-        if not chunk:
-            await lines.finish()
-            return
-        lines.sink.total += len(chunk)
-        await lines.feed(chunk)
+            break
+        if lines is None:
+            sink.take(chunk)
+        else:
+            sink.counted(len(chunk))
+            await lines.feed(chunk)
+    if lines is not None:
+        await lines.finish()
 
 
 class _LineSplitter:

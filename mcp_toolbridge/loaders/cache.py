@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import pickle
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,6 +103,8 @@ class FileLoad:
     _blobs: Blobs | None = field(default=None, repr=False)
     _reload: Callable[[], list[ToolSpec]] | None = field(default=None, repr=False)
     """Loads the file again, should its stored tools fail their integrity check."""
+    sources: tuple[tuple[str, int], ...] = ()
+    """How many of its tools each source file (as its tools name it) gave."""
 
     def __post_init__(self) -> None:
         if not self.fingerprint:
@@ -152,6 +155,7 @@ class FileLoad:
             self.cacheable,
             fingerprint=self.fingerprint,
             place=place,
+            sources=self.sources,
         )
 
     def __getstate__(self) -> dict[str, Any]:
@@ -196,6 +200,7 @@ def load_recorded(
             len(report.tools),
             False,
             _tools=report.tools,
+            sources=_sources(report.tools),
         )
     probed = Probed(os.environ if environ is None else environ)
     with recording_reads() as reads:
@@ -213,7 +218,12 @@ def load_recorded(
         count=len(report.tools),
         cacheable=cacheable,
         _tools=report.tools,
+        sources=_sources(report.tools),
     )
+
+
+def _sources(tools: Sequence[ToolSpec]) -> tuple[tuple[str, int], ...]:
+    return tuple(Counter(spec.source.path for spec in tools).items())
 
 
 def _unchanged_file(path: str, digest: object, settled: Signature | None) -> bool:
@@ -288,6 +298,16 @@ class Manifests:
     @property
     def manifests(self) -> list[str]:
         return [m for item in self.items for m in item.manifests]
+
+    def declared_sources(self) -> Counter[str]:
+        """How many tools each source file (as tools name it) gave, without reading them."""
+        found: Counter[str] = Counter()
+        for item in self.items:
+            if isinstance(item, FileLoad):
+                found.update(dict(item.sources))
+            else:
+                found.update(spec.source.path for spec in item.tools)
+        return found
 
     @property
     def tool_count(self) -> int:

@@ -141,6 +141,14 @@ class WebFetchModel(_Model):
     """For tests only: lets web_fetch reach 127.0.0.1 and ::1. Never in production."""
 
 
+class DiscoveryModel(_Model):
+    """``[discovery]``: which tools are always listed."""
+
+    pin: list[Annotated[str, Field(min_length=1)]] = Field(default=[], max_length=1000)
+    """Tools listed whatever ``--expose`` says (beside ``serve --pin``): MCP names or
+    manifest ids, globs (``*``, ``?``, ``[...]``) allowed."""
+
+
 class PolicyFile(_Model):
     default_action: DefaultAction = "ask"
     grant: Literal["declared", "policy"] = "declared"
@@ -150,10 +158,11 @@ class PolicyFile(_Model):
     watchdog: WatchdogModel | None = None
     rules: list[RuleModel] = []
     web_search: dict[str, Any] = {}
-    """The web_search providers (checked by builtins.search_providers when tools are built)."""
+    """The web_search providers (checked by builtins/web/providers.py when tools are built)."""
     subagents: SubagentsModel = SubagentsModel()
     bash: BashModel = BashModel()
     web_fetch: WebFetchModel = WebFetchModel()
+    discovery: DiscoveryModel = DiscoveryModel()
 
 
 class ProjectFile(_Model):

@@ -1,4 +1,4 @@
-"""The MCP adapter: the only module (with server_wire.py) that imports mcp.
+"""The MCP adapter's server: ToolbridgeServer on the SDK's low-level Server.
 
 It publishes the catalog through the SDK's low-level Server, serves both protocol eras,
 paginates tools/list and caches its serialized pages, keeps the session's visible set for
@@ -26,9 +26,18 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from mcp_toolbridge import __version__
 from mcp_toolbridge.bridge import Bridge
 from mcp_toolbridge.catalog import Catalog
-from mcp_toolbridge.errors import UnknownToolError
-from mcp_toolbridge.host import CallContext, InputPending
+from mcp_toolbridge.errors import ErrorCode, UnknownToolError
+from mcp_toolbridge.host import CallContext, FoundTools, InputPending
+from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.names import PROXY_TOOL
 from mcp_toolbridge.server.host import McpHost
+from mcp_toolbridge.server.outputs import (
+    Outputs,
+    SidecarDir,
+    credential_owner,
+    session_owner,
+)
+from mcp_toolbridge.server.roots import RootsChanged, RootsFollower
 from mcp_toolbridge.server.stdio import stdio_transport
 from mcp_toolbridge.server.wire import to_result, to_tool
 
@@ -39,6 +48,7 @@ SEARCH_THRESHOLD = 64
 """--expose auto lists everything up to this many manifest tools, and switches to search."""
 PAGE_SIZE = 200
 SEARCH_TOOL = "tool_search"
+INTERNAL_ERROR = "internal error in mcp-toolbridge; see the server log"
 PROCESS_SCOPE = ""
 """The visibility scope of the process's one connection (stdio, in-memory clients)."""
 
@@ -126,7 +136,13 @@ class ToolbridgeServer:
         *,
         expose: Expose = "auto",
         on_session_end: SessionEnd | None = None,
+        roots: RootsChanged | None = None,
+        sidecar_dir: SidecarDir | None = None,
     ) -> None:
+        """``roots``: follow the client's MCP roots (stdio and in-memory connections), calling
+        it with them on every change; None leaves the workspace as it is.
+        ``sidecar_dir(session_id)``: the session's sidecar folder (Sessions.sidecar_dir);
+        without it truncated results carry no resource link."""
         self.session_id = uuid.uuid4().hex
         self._requested_expose: Expose = expose
         self._loaded: dict[str, list[str]] = {}
@@ -138,6 +154,7 @@ class ToolbridgeServer:
         self._bus = InMemorySubscriptionBus()
         self._legacy_sessions: dict[int, Any] = {}
         """A ServerSession per open 2025 connection, by id of the connection."""
+        self._outputs = Outputs(sidecar_dir, expired=self._output_expired)
         self._publish(bridge)
         self.server = _Server(
             "mcp-toolbridge",
@@ -145,10 +162,15 @@ class ToolbridgeServer:
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_subscriptions_listen=ListenHandler(self._bus),
+            on_list_resources=self._list_resources,
+            on_read_resource=self._read_resource,
             get_tool_input_schema=self._input_schema,
         )
         self.server.middleware.append(self._remember_sessions)
         self.server.middleware.append(self._cache_tools_list)
+        self._roots = RootsFollower(roots) if roots is not None else None
+        if self._roots is not None:
+            self._roots.install(self.server)
         # Seal the requestState of 2026 multi-round-trip calls (confirmation, question):
         # an answer counts only together with state this server minted for that call.
         self.server.middleware.append(
@@ -161,7 +183,7 @@ class ToolbridgeServer:
         """Build the wire form of every tool once, and what is always listed."""
         self.bridge = bridge
         self._published = _Published(bridge.catalog)
-        manifest_tools = bridge.catalog.manifest_names()
+        manifest_tools = bridge.catalog.manifest_names()  # names only: no record is read
         builtins = bridge.catalog.builtin_names()
         expose = self._requested_expose
         if expose == "auto":
@@ -170,7 +192,14 @@ class ToolbridgeServer:
         if expose == "search" and SEARCH_TOOL not in bridge.catalog:
             raise ValueError("--expose search needs the tool_search built-in in the catalog")
         self.expose: Expose = expose
-        self._always = builtins if expose == "search" else [*builtins, *manifest_tools]
+        if expose == "search":
+            pinned = [s.name for s in bridge.catalog.manifest_specs() if s.pinned]
+            self._always = [*builtins, *pinned]
+        else:  # everything is listed: the proxy is not needed, unless pinned
+            proxy = bridge.catalog.get(PROXY_TOOL)
+            unneeded = proxy is not None and not proxy.spec.pinned
+            self._always = [n for n in builtins if not (unneeded and n == PROXY_TOOL)]
+            self._always += manifest_tools
         self._loaded = {
             scope: [n for n in names if n in bridge.catalog and n not in self._always]
             for scope, names in self._loaded.items()
@@ -215,10 +244,15 @@ class ToolbridgeServer:
 
     # -- listing -----------------------------------------------------------------------------
 
-    def visible_names(self, scope: str | None = PROCESS_SCOPE) -> list[str]:
-        """What tools/list shows in ``scope``; a sessionless request sees the static list."""
-        loaded = self._loaded.get(scope, []) if scope is not None else []
-        return [*self._always, *loaded]
+    def visible_names(
+        self, scope: str | None = PROCESS_SCOPE, *, modern: bool = False
+    ) -> list[str]:
+        """What tools/list shows in ``scope``: what is always listed, in catalog order, then
+        (on a 2025-era connection with a scope) what tool_search loaded there. A 2026-07-28
+        request and a sessionless one see the list of the catalog and the options alone."""
+        if modern or scope is None:
+            return list(self._always)
+        return [*self._always, *self._loaded.get(scope, [])]
 
     def _input_schema(self, name: str) -> Mapping[str, Any] | None:
         entry = self.bridge.catalog.get(name)
@@ -228,7 +262,7 @@ class ToolbridgeServer:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         modern = _is_modern(ctx)
-        names = self.visible_names(_scope(ctx))
+        names = self.visible_names(_scope(ctx), modern=modern)
         start = _decode_cursor(params.cursor) if params and params.cursor else 0
         page = names[start : start + PAGE_SIZE]
         following = start + PAGE_SIZE
@@ -243,19 +277,30 @@ class ToolbridgeServer:
         if ctx.method != "tools/list":
             return await call_next(ctx)
         cursor = (ctx.params or {}).get("cursor")
-        key = (_is_modern(ctx), cursor if isinstance(cursor, str) else None, _scope(ctx))
+        modern = _is_modern(ctx)
+        scope = None if modern else _scope(ctx)  # one list for every 2026-07-28 request
+        key = (modern, cursor if isinstance(cursor, str) else None, scope)
         cached = self._list_cache.get(key)
         if cached is None:
             cached = await call_next(ctx)
             self._list_cache[key] = cached
         return cached
 
-    async def load(self, names: list[str], ctx: ServerRequestContext[Any] | None) -> list[str]:
-        """Add tools to the caller's visible set and announce the change to that caller (in
-        both eras). A sessionless HTTP request has no set to add to: its list stays static and
-        tools/call still takes any catalog tool. Returns the names added."""
-        scope = PROCESS_SCOPE if ctx is None else _scope(ctx)
-        if scope is None:
+    def _found_tools(self, ctx: ServerRequestContext[Any]) -> FoundTools:
+        """How this caller calls what tool_search finds: directly when every tool is listed,
+        or on a 2025-era connection whose list the hits join; else through the proxy (a
+        2026-07-28 list never changes as a side effect, and a sessionless one has no set)."""
+        if self.expose == "all" or PROXY_TOOL not in self.bridge.catalog:
+            return "direct"
+        return "direct" if not _is_modern(ctx) and _scope(ctx) is not None else "proxy"
+
+    async def load(self, names: list[str], ctx: ServerRequestContext[Any]) -> list[str]:
+        """Add tools to the visible set of the caller, a 2025-era connection, and tell that
+        connection its list changed. A 2026-07-28 or sessionless request has no set to add
+        to: its list depends on the catalog and the options alone, and its found tools are
+        called through the proxy. Returns the names added."""
+        scope = _scope(ctx)
+        if scope is None or _is_modern(ctx):
             return []
         shown = set(self.visible_names(scope))
         new = [n for n in names if n not in shown and n in self.bridge.catalog]
@@ -263,13 +308,10 @@ class ToolbridgeServer:
             return []
         self._loaded.setdefault(scope, []).extend(new)
         self._forget_lists(scope)
-        if scope == PROCESS_SCOPE:
-            await self.notify_tools_changed(ctx)
-        elif ctx is not None:  # only this HTTP session's list changed
-            try:
-                await ctx.session.send_tool_list_changed()
-            except Exception:
-                log.debug("could not notify a closed session", exc_info=True)
+        try:
+            await ctx.session.send_tool_list_changed()
+        except Exception:  # a closed connection: nobody to tell
+            log.debug("could not notify a closed session", exc_info=True)
         return new
 
     def _forget_lists(self, scope: str | None) -> None:
@@ -280,6 +322,7 @@ class ToolbridgeServer:
         """A stateful HTTP session closed: drop its visible set and its session state."""
         self._loaded.pop(scope, None)
         self._forget_lists(scope)
+        self._outputs.end_session(scope)
         opaque = self._http_sessions.pop(scope, None)
         if opaque is not None and self._on_session_end is not None:
             self._on_session_end(f"{self.session_id}:{opaque}")
@@ -294,35 +337,80 @@ class ToolbridgeServer:
             entry = self.bridge.entry(params.name)
         except UnknownToolError as exc:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {exc.tool}") from exc
+        if self._roots is not None and _scope(ctx) == PROCESS_SCOPE:
+            ask = await self._roots.before_call(ctx, params, self._runs(params, entry.spec))
+            if ask is not None:
+                return ask
 
         async def progress(current: float, total: float | None, message: str | None) -> None:
             await ctx.session.report_progress(current, total, message)
 
         host = McpHost(ctx, params)
         session_id = self._session_id(ctx)
-        call_ctx = CallContext(session_id=session_id, progress=progress, host=host)
+        scope = _scope(ctx)
+        call_ctx = CallContext(
+            session_id=session_id,
+            progress=progress,
+            host=host,
+            found_tools=self._found_tools(ctx),
+            budget_session=self.session_id if scope is None else None,  # summed server-wide
+        )
+        link = None
         try:
             outcome = await self.bridge.call(params.name, params.arguments, call_ctx)
+            link = await self._outputs.link(
+                outcome.output_path,
+                tool=params.name,
+                session_id=session_id,
+                owner=session_owner(scope) if scope is not None else credential_owner(ctx),
+                sessionless=scope is None,
+                protocol_version=ctx.protocol_version,
+            )
         except InputPending as pending:
             return host.input_required(pending)
         except Exception:  # the top-level handler: nothing may leak a traceback to the client
             log.exception("internal error while calling %s", params.name)
             return types.CallToolResult(
-                content=[
-                    types.TextContent(
-                        type="text",
-                        text='{"error": "internal error in mcp-toolbridge; see the server log"}',
-                    )
-                ],
+                content=[types.TextContent(type="text", text=INTERNAL_ERROR)],
                 is_error=True,
+                meta={"toolbridge/code": ErrorCode.SERVER_INTERNAL.value},
             )
         finally:
-            if _scope(ctx) is None and self._on_session_end is not None:
-                self._on_session_end(session_id, keep_files=True)  # a call without a session
+            if scope is None and self._on_session_end is not None:  # a call without a session
+                self._on_session_end(session_id, keep_files=link is not None)
         if outcome.ok and params.name == SEARCH_TOOL and isinstance(outcome.value, dict):
             found = [t.get("name") for t in outcome.value.get("tools", [])]
             await self.load([n for n in found if isinstance(n, str)], ctx)
-        return to_result(outcome, entry.spec, modern=modern)
+        return to_result(outcome, entry.spec, modern=modern, link=link)
+
+    def _output_expired(self, session_id: str) -> None:
+        """The link of a call without a session expired: its files go now."""
+        if self._on_session_end is not None:
+            self._on_session_end(session_id)
+
+    # -- resources: the whole output of truncated results (outputs.py) ---------------------
+
+    def _callers(self, ctx: ServerRequestContext[Any, Any]) -> tuple[str, ...]:
+        scope = _scope(ctx)
+        credential = credential_owner(ctx)
+        return (credential,) if scope is None else (session_owner(scope), credential)
+
+    async def _list_resources(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return self._outputs.listed(self._callers(ctx))
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        return await self._outputs.read(params.uri, self._callers(ctx))
+
+    def _runs(self, params: types.CallToolRequestParams, spec: ToolSpec) -> ToolSpec:
+        """The tool a call runs: the one a proxy call names when it is in the catalog (its
+        needs decide what must happen first, such as fetching the roots), else ``spec``."""
+        target = (params.arguments or {}).get("name") if spec.name == PROXY_TOOL else None
+        entry = self.bridge.catalog.get(target) if isinstance(target, str) else None
+        return entry.spec if entry is not None else spec
 
     def _session_id(self, ctx: ServerRequestContext[Any]) -> str:
         """The session of audit lines and "always" grants: the process's on stdio, one per
@@ -336,11 +424,16 @@ class ToolbridgeServer:
         opaque = self._http_sessions.setdefault(scope, f"http-{uuid.uuid4().hex[:16]}")
         return f"{self.session_id}:{opaque}"
 
+    def stopping(self) -> None:
+        """The server is going away: calls cancelled from now on are audited as ended by the
+        shutdown (the bridge of a later reload shares this)."""
+        self.bridge.stopping()
+
     async def run_stdio(self) -> None:
         """Serve this connection over the process's stdin and stdout until EOF. A client gone
         away (its end of stdout closed: a broken pipe) ends the session the same way."""
         try:
-            async with stdio_transport() as (read_stream, write_stream):
+            async with stdio_transport(on_eof=self.stopping) as (read_stream, write_stream):
                 await self.server.run(
                     read_stream, write_stream, self.server.create_initialization_options()
                 )

@@ -6,10 +6,18 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
+from mcp_toolbridge.bridge import Bridge
+from mcp_toolbridge.catalog import Catalog
+from mcp_toolbridge.cli.inspect import tool_interface
 from mcp_toolbridge.cli.main import main
-from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
+from mcp_toolbridge.errors import ErrorCode
+from mcp_toolbridge.executors import ExecToolExecutor
+from mcp_toolbridge.runtime import Settings, load_catalog
+from tests.support.discovery import write_catalog as write_discovery_catalog
+from tests.support.manifests import ECHO, SLEEP, agentcli_manifest, echo_tool
 
 PARTITIONS = {
     "Identity": {"tool_id", "name", "aliases", "namespace", "native_ids", "user_facing_name"},
@@ -142,3 +150,55 @@ def test_interrupt_behavior_is_the_known_cancel_of_every_executor(
         assert execution["interrupt_behavior"] == "cancel", tool
         assert "Execution.interrupt_behavior" not in record["inferred"], tool
         assert "never serializes" in execution["scheduling"]
+
+
+@pytest.mark.parametrize("own_s", [None, 0.0, -1.0, 0.4])
+async def test_inspect_and_a_real_call_agree_on_the_deadline(
+    tmp_path: Path, own_s: float | None
+) -> None:
+    """Zero or less is no deadline of the tool's own: the server default applies, in a call as
+    in the record (a spec built in code can hold it; the loaders read it as unset)."""
+    agentcli_manifest(tmp_path / "t", [echo_tool("sleepy", bin="sleepy")], {"sleepy": SLEEP})
+    settings = Settings(paths=[tmp_path / "t"], timeout_s=0.3, audit=False, workspace=tmp_path)
+    loaded = load_catalog(settings)
+    entry = loaded.catalog.get("sleepy")
+    assert entry is not None
+    spec = entry.spec.model_copy(update={"timeout_s": own_s})
+    record = tool_interface(
+        spec, loaded.policy, default_timeout_s=0.3, max_output_bytes=1024, deferred=False
+    )
+    catalog, problems = Catalog.build([spec])
+    assert problems == []
+    bridge = Bridge(catalog, {"exec": ExecToolExecutor(environ={})}, default_timeout_s=0.3)
+    with anyio.fail_after(10):
+        outcome = await bridge.call("sleepy", {"text": "zzz"})
+    expected_s = own_s if own_s is not None and own_s > 0 else 0.3
+    assert record["Execution"]["timeout_ms"] == round(expected_s * 1000)
+    assert outcome.code is ErrorCode.EXEC_TIMEOUT
+    assert f"timed out after {expected_s:g}s" in (outcome.error or "")
+    assert ("Execution.timeout_ms" in record["inferred"]) is (expected_s == 0.3)
+
+
+def test_a_pinned_tool_is_always_loaded_and_never_deferred(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tools = [echo_tool(f"tool_{i}") for i in range(3)]
+    agentcli_manifest(tmp_path / "t", tools, {"echo": ECHO})
+    where = str(tmp_path / "t")
+    pinned = _inspect(capsys, "tool_1", where, "--expose", "search", "--pin", "tool_1")
+    assert pinned["Discovery"]["always_load"] is True
+    assert pinned["Discovery"]["should_defer"] is False
+    other = _inspect(capsys, "tool_2", where, "--expose", "search", "--pin", "tool_1")
+    assert other["Discovery"]["always_load"] is False
+    assert other["Discovery"]["should_defer"] is True
+    listed = _inspect(capsys, "tool_2", where, "--expose", "all")
+    assert listed["Discovery"]["should_defer"] is False
+
+
+def test_the_search_hint_is_the_manifests_keywords(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths, _ = write_discovery_catalog(tmp_path)
+    record = _inspect(capsys, "post_note", *map(str, paths))
+    assert record["Discovery"]["search_hint"] == "notes team"
+    assert _inspect(capsys, "send_email", *map(str, paths))["Discovery"]["search_hint"] is None

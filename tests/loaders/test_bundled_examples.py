@@ -24,6 +24,7 @@ EXAMPLE_CALLS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     ),
     "debug_echo": ({"message": "hi", "count": 2}, {"message": "hi", "count": 2}),
     "tool_search": ({"query": "count the words in this text"}, {}),
+    "call_tool": ({"name": "word_count", "arguments": {"text": "a b"}}, {"words": 2}),
 }
 
 

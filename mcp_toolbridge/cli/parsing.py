@@ -1,7 +1,5 @@
-"""The command line's arguments: the options each verb takes, and the parser.
-
-A command line that names its verb first is parsed by a parser with that verb alone:
-building all ten costs a start ≈ 5 ms.
+"""The command line as typed: the top-level parser, each verb's options, and the Settings a
+parsed command line loads and serves with.
 """
 
 from __future__ import annotations
@@ -13,12 +11,11 @@ from pathlib import Path
 
 from mcp_toolbridge import __version__
 from mcp_toolbridge.builtins import LOCKED_IDS, parse_locked
-from mcp_toolbridge.cli import commands as cli_ops
-from mcp_toolbridge.cli.clients import CLIENTS
+from mcp_toolbridge.cli.config import add_client_option
+from mcp_toolbridge.cli.serve import add_serve_options
 from mcp_toolbridge.errors import ConfigError
 from mcp_toolbridge.executors import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
-
-__all__ = ["VERBS", "parse_args"]
+from mcp_toolbridge.runtime import Settings
 
 
 def _add_load_options(parser: argparse.ArgumentParser) -> None:
@@ -34,6 +31,14 @@ def _add_load_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="serve manifest ids as written (SEP-986: [A-Za-z0-9._-]{1,128}, dots allowed) "
         "instead of sanitizing them to [A-Za-z0-9_-]{1,64}; for clients that accept dots",
+    )
+    parser.add_argument(
+        "--pin",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="always list this tool, whatever --expose says (an MCP name or manifest id; "
+        "globs such as 'git_*' allowed; repeatable; also the policy's [discovery] pin)",
     )
     parser.add_argument(
         "--no-index-cache",
@@ -91,7 +96,8 @@ def _add_policy_options(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="DIR",
-        help="the root of every file capability (default: the working directory)",
+        help="the folder the file tools and bash work in (default: the client's MCP roots, "
+        "else the working directory unless it is / or the home folder)",
     )
     parser.add_argument(
         "--ad-hoc",
@@ -181,12 +187,14 @@ def _inspect(parser: argparse.ArgumentParser) -> None:
     _add_load_options(parser)
     _add_run_options(parser)
     _add_policy_options(parser)
+    _add_expose_option(parser)
 
 
 def _config(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--client", choices=sorted(CLIENTS), required=True)
+    add_client_option(parser)
     _add_load_options(parser)
     _add_policy_options(parser)
+    _add_expose_option(parser, default=None)  # None: the mode that fits the client
 
 
 VERBS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
@@ -203,8 +211,12 @@ VERBS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
 }
 
 
-def _parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The command line's parser; with ``only``, with that verb alone."""
+def _parser(
+    only: str | None = None,
+) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The top-level parser, and each verb's parser by name; with ``only``, that verb's
+    alone (building all ten costs a start ≈ 3 ms of CPU; a command line that names its verb
+    first needs only that one)."""
     parser = argparse.ArgumentParser(
         prog="mcp-toolbridge",
         description="Serve agentcli, AgentPM and Runloop tool manifests as MCP tools.",
@@ -214,28 +226,70 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     for name, (summary, build) in VERBS.items():
         if only is None or name == only:
             build(verbs.add_parser(name, help=summary))
-    return parser
+    return parser, dict(verbs.choices)
 
 
 def _add_serve_options(parser: argparse.ArgumentParser) -> None:
     _add_load_options(parser)
     _add_run_options(parser)
     _add_policy_options(parser)
-    parser.add_argument(
-        "--expose",
-        choices=["auto", "search", "all"],
-        default="auto",
-        help="list every tool, or only tool_search and what it loaded (auto: search past 64)",
-    )
+    _add_expose_option(parser)
     parser.add_argument(
         "--skip-invalid",
         action="store_true",
         help="serve the valid tools when some manifests have problems (they are logged)",
     )
-    cli_ops.add_serve_options(parser)
+    add_serve_options(parser)
+
+
+EXPOSE_HELP = (
+    "list every tool (all), or the locked tools, tool_search, call_tool and the pinned tools "
+    "(search); auto: search past 64 manifest tools"
+)
+
+
+def _add_expose_option(parser: argparse.ArgumentParser, default: str | None = "auto") -> None:
+    parser.add_argument(
+        "--expose", choices=["auto", "search", "all"], default=default, help=EXPOSE_HELP
+    )
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return Settings(
+        paths=args.paths,
+        timeout_s=getattr(args, "timeout", DEFAULT_TIMEOUT_S),
+        max_output_bytes=getattr(args, "max_output", DEFAULT_MAX_OUTPUT_BYTES),
+        max_concurrency=getattr(args, "max_concurrency", None),
+        secrets_file=getattr(args, "secrets", None),
+        policy_file=getattr(args, "policy", None),
+        workspace=getattr(args, "workspace", None),
+        audit_path=getattr(args, "audit", None),
+        audit=not getattr(args, "no_audit", False),
+        locked=getattr(args, "locked", LOCKED_IDS),
+        skills_dirs=tuple(getattr(args, "skills", ())),
+        ad_hoc=tuple(getattr(args, "ad_hoc", ())),
+        keep_names=getattr(args, "keep_names", False),
+        pins=tuple(getattr(args, "pin", ())),
+        cache=not getattr(args, "no_index_cache", False),
+        progress=True,
+    )
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """The command line parsed (argparse exits with status 2 on a usage error)."""
-    given = sys.argv[1:] if argv is None else list(argv)
-    return _parser(given[0] if given and given[0] in VERBS else None).parse_args(given)
+    """The command line parsed (argparse exits with status 2 on a usage error).
+
+    A verb's options may come before, between or after its positional arguments
+    (``call TOOL DIR --args JSON``), and a usage error shows that verb's usage, not the
+    top-level one: the verb's own parser parses everything after the verb, intermixed."""
+    given = list(sys.argv[1:] if argv is None else argv)
+    parser, verbs = _parser(given[0] if given and given[0] in VERBS else None)
+    if not given or given[0] not in verbs:
+        return parser.parse_args(given)  # --version, --help, a missing or unknown verb
+    args = verbs[given[0]].parse_intermixed_args(given[1:])
+    args.verb = given[0]
+    return args
+
+
+def settings_of(args: argparse.Namespace) -> Settings:
+    """The Settings a parsed command line loads and serves with."""
+    return _settings(args)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_validator
 
 
 class Frozen(BaseModel):
@@ -125,15 +125,35 @@ SAFETY_FACTS = ("read_only", "destructive", "idempotent", "open_world", "require
 
 
 class Safety(Frozen):
-    """Safety facts with the spec's fail-closed defaults; ``inferred`` names the facts that were
-    not declared by the manifest and so took the default."""
+    """Safety facts with fail-closed defaults; ``inferred`` names the facts that were not
+    declared by the manifest and so took the cautious value: destructive, not read-only, not
+    idempotent, open world (MCP's own defaults for an unannotated tool), and no confirmation
+    beyond what the policy asks for.
+
+    A read-only tool does not change its environment, so ``read_only=True`` without an explicit
+    ``destructive`` means not destructive, and both true is refused (MCP: destructiveHint is
+    meaningful only when readOnlyHint is false).
+    """
 
     read_only: bool = False
-    destructive: bool = False
+    destructive: bool = True
     idempotent: bool = False
     open_world: bool = True
     requires_confirmation: bool = False
     inferred: frozenset[str] = frozenset(SAFETY_FACTS)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_only_is_not_destructive(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("read_only") is True and "destructive" not in data:
+            return {**data, "destructive": False}
+        return data
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Safety:
+        if self.read_only and self.destructive:
+            raise ValueError("a read-only tool cannot be destructive")
+        return self
 
     @field_serializer("inferred", when_used="json")
     def _sorted(self, inferred: frozenset[str]) -> list[str]:

@@ -112,6 +112,8 @@ class Settings:
     """Serve manifest ids as written (SEP-986 names) instead of sanitizing them."""
     pins: tuple[str, ...] = ()
     """``--pin``: tools always listed (names, ids or globs), beside the policy's own."""
+    allow: tuple[str, ...] = ()
+    """``--allow NAME[=PATTERN]``: allow rules over the policy (see policy.layers)."""
     cache: bool = False
     """Keep loaded manifests, the composed catalog and the search index in the user's cache
     folder (the command line turns it on; ``--no-index-cache`` off)."""
@@ -184,6 +186,7 @@ def load_policy(settings: Settings) -> Policy:
         workspace=settings.workspace_root(),
         user_data=user_data_dir(),
         ad_hoc=[p.resolve() for p in settings.ad_hoc],
+        allow=settings.allow,
     )
 
 

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
-from mcp_toolbridge.builtins import TOOL_SEARCH_SPEC, proxy_spec
+from mcp_toolbridge.builtins import LOCKED_IDS, PROXY_TOOL, TOOL_SEARCH_SPEC, proxy_spec
 from mcp_toolbridge.cachefile import CacheFolder, digest
 from mcp_toolbridge.cacheform import Compact, compact, expand
 from mcp_toolbridge.catalog import (
@@ -342,6 +342,7 @@ def _compose(
             problems.append(left.notice())
         if progress is not None and n % 1024 == 0 and progress.due():
             progress.update(n)
+    problems.extend(policy.name_problems(every, (*LOCKED_IDS, PROXY_TOOL)))
     problems.extend(policy.unmatchable_rules(every))
     proxied = _with_proxy(policy, exposed)
     pinned_specs, pin_problems = pin_tools(proxied, pins)

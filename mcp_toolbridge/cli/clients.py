@@ -218,6 +218,8 @@ def serving_options(args: argparse.Namespace, *, expose: bool = True) -> list[st
     out: list[str] = []
     for pattern in getattr(args, "pin", ()):
         out += ["--pin", pattern]
+    for entry in getattr(args, "allow", ()):
+        out += ["--allow", entry]
     if getattr(args, "loop", "auto") != "auto":
         out += ["--loop", args.loop]
     if getattr(args, "keep_names", False):

@@ -8,6 +8,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from mcp_toolbridge import __version__
 from mcp_toolbridge.builtins import LOCKED_IDS, parse_locked
@@ -16,6 +17,9 @@ from mcp_toolbridge.cli.serve import add_serve_options
 from mcp_toolbridge.errors import ConfigError
 from mcp_toolbridge.executors import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
 from mcp_toolbridge.runtime import Settings
+
+POLICY_SHOW = "policy show"
+"""The key of ``policy show``'s parser among the verbs' parsers."""
 
 
 def _add_load_options(parser: argparse.ArgumentParser) -> None:
@@ -92,6 +96,14 @@ def _add_policy_options(parser: argparse.ArgumentParser) -> None:
         help="the operator's policy (TOML); default: the built-in default policy",
     )
     parser.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        metavar="NAME[=PATTERN]",
+        help="allow a tool or capability (NAME=PATTERN: one path, host or command) without "
+        "asking, over the policy; repeatable, e.g. --allow fs_rm --allow 'bash=git status'",
+    )
+    parser.add_argument(
         "--workspace",
         type=Path,
         default=None,
@@ -133,81 +145,99 @@ def _locked_names(text: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(exc.message) from None
 
 
-def _serve(parser: argparse.ArgumentParser) -> None:
-    _add_serve_options(parser)
+def _serve(verbs: Subparsers) -> None:
+    serve = verbs.add_parser("serve", help="serve the tools over MCP (stdio, or HTTP)")
+    _add_serve_options(serve)
 
 
-def _replay(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("recording", type=Path, metavar="DIR", help="the --record folder")
-    _add_serve_options(parser)
+def _replay(verbs: Subparsers) -> None:
+    replay = verbs.add_parser(
+        "replay", help="serve recorded results (serve --record DIR) instead of running tools"
+    )
+    replay.add_argument("recording", type=Path, metavar="DIR", help="the --record folder")
+    _add_serve_options(replay)
 
 
-def _lint(parser: argparse.ArgumentParser) -> None:
-    _add_load_options(parser)
-    _add_policy_options(parser)
-    parser.add_argument("--format", choices=["text", "json"], default="text")
+def _lint(verbs: Subparsers) -> None:
+    lint = verbs.add_parser("lint", help="check manifests; exit 1 when there are problems")
+    _add_load_options(lint)
+    _add_policy_options(lint)
+    lint.add_argument("--format", choices=["text", "json"], default="text")
 
 
-def _list(parser: argparse.ArgumentParser) -> None:
-    _add_load_options(parser)
-    _add_policy_options(parser)
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+def _list(verbs: Subparsers) -> None:
+    listing = verbs.add_parser("list", help="list the tools the manifests declare")
+    _add_load_options(listing)
+    _add_policy_options(listing)
+    listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
-def _call(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("tool", metavar="TOOL")
-    parser.add_argument("--args", default="{}", metavar="JSON", help="the arguments object")
-    _add_load_options(parser)
-    _add_run_options(parser)
-    _add_policy_options(parser)
+def _call(verbs: Subparsers) -> None:
+    call = verbs.add_parser("call", help="call one tool through the same pipeline as MCP")
+    call.add_argument("tool", metavar="TOOL")
+    call.add_argument("--args", default="{}", metavar="JSON", help="the arguments object")
+    _add_load_options(call)
+    _add_run_options(call)
+    _add_policy_options(call)
 
 
-def _search(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("query", metavar="QUERY")
-    _add_load_options(parser)
-    _add_policy_options(parser)
-    parser.add_argument("-k", type=int, default=5, metavar="N", help="how many results (5)")
-    parser.add_argument("--json", action="store_true", help="print JSON")
+def _search(verbs: Subparsers) -> None:
+    search = verbs.add_parser("search", help="search the tools as tool_search does")
+    search.add_argument("query", metavar="QUERY")
+    _add_load_options(search)
+    _add_policy_options(search)
+    search.add_argument("-k", type=int, default=5, metavar="N", help="how many results (5)")
+    search.add_argument("--json", action="store_true", help="print JSON")
 
 
-def _policy(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--show", action="store_true", required=True)
-    _add_load_options(parser)
-    _add_policy_options(parser)
+def _policy(verbs: Subparsers) -> argparse.ArgumentParser:
+    policy = verbs.add_parser("policy", help="show the effective policy (policy show)")
+    policy_verbs = policy.add_subparsers(dest="policy_verb", metavar="VERB")
+    show: argparse.ArgumentParser = policy_verbs.add_parser(
+        "show", help="the merged policy as JSON, rule by rule"
+    )
+    _add_load_options(show)
+    _add_policy_options(show)
+    policy.set_defaults(policy_help=policy.format_help())
+    return show
 
 
-def _export(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", choices=["openai", "mcp"], required=True)
-    _add_load_options(parser)
-    _add_policy_options(parser)
+def _export(verbs: Subparsers) -> None:
+    export = verbs.add_parser("export", help="print the tools as OpenAI functions or MCP tools")
+    export.add_argument("--format", choices=["openai", "mcp"], required=True)
+    _add_load_options(export)
+    _add_policy_options(export)
 
 
-def _inspect(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("tool", metavar="TOOL", help="the MCP name or the manifest id")
-    _add_load_options(parser)
-    _add_run_options(parser)
-    _add_policy_options(parser)
-    _add_expose_option(parser)
+def _inspect(verbs: Subparsers) -> None:
+    inspect = verbs.add_parser("inspect", help="print a tool's full Tool Interface record (JSON)")
+    inspect.add_argument("tool", metavar="TOOL", help="the MCP name or the manifest id")
+    _add_load_options(inspect)
+    _add_run_options(inspect)
+    _add_policy_options(inspect)
+    _add_expose_option(inspect)
 
 
-def _config(parser: argparse.ArgumentParser) -> None:
-    add_client_option(parser)
-    _add_load_options(parser)
-    _add_policy_options(parser)
-    _add_expose_option(parser, default=None)  # None: the mode that fits the client
+def _config(verbs: Subparsers) -> None:
+    config = verbs.add_parser("config", help="print a client's config for this installation")
+    add_client_option(config)
+    _add_load_options(config)
+    _add_policy_options(config)
+    _add_expose_option(config, default=None)  # None: the mode that fits the client
 
 
-VERBS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
-    "serve": ("serve the tools over MCP (stdio, or HTTP)", _serve),
-    "replay": ("serve recorded results (serve --record DIR) instead of running tools", _replay),
-    "lint": ("check manifests; exit 1 when there are problems", _lint),
-    "list": ("list the tools the manifests declare", _list),
-    "call": ("call one tool through the same pipeline as MCP", _call),
-    "search": ("search the tools as tool_search does", _search),
-    "policy": ("show the effective policy", _policy),
-    "export": ("print the tools as OpenAI functions or MCP tools", _export),
-    "inspect": ("print a tool's full Tool Interface record (JSON)", _inspect),
-    "config": ("print a client's config for this installation", _config),
+Subparsers = Any  # argparse's _SubParsersAction (private)
+VERBS: dict[str, Callable[[Subparsers], object]] = {
+    "serve": _serve,
+    "replay": _replay,
+    "lint": _lint,
+    "list": _list,
+    "call": _call,
+    "search": _search,
+    "policy": _policy,
+    "export": _export,
+    "inspect": _inspect,
+    "config": _config,
 }
 
 
@@ -223,10 +253,13 @@ def _parser(
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
-    for name, (summary, build) in VERBS.items():
+    found: dict[str, argparse.ArgumentParser] = {}
+    for name, build in VERBS.items():
         if only is None or name == only:
-            build(verbs.add_parser(name, help=summary))
-    return parser, dict(verbs.choices)
+            made = build(verbs)
+            if isinstance(made, argparse.ArgumentParser):  # policy's own verb: show
+                found[POLICY_SHOW] = made
+    return parser, {**verbs.choices, **found}
 
 
 def _add_serve_options(parser: argparse.ArgumentParser) -> None:
@@ -270,6 +303,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         ad_hoc=tuple(getattr(args, "ad_hoc", ())),
         keep_names=getattr(args, "keep_names", False),
         pins=tuple(getattr(args, "pin", ())),
+        allow=tuple(getattr(args, "allow", ())),
         cache=not getattr(args, "no_index_cache", False),
         progress=True,
     )
@@ -280,11 +314,25 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
     A verb's options may come before, between or after its positional arguments
     (``call TOOL DIR --args JSON``), and a usage error shows that verb's usage, not the
-    top-level one: the verb's own parser parses everything after the verb, intermixed."""
+    top-level one: the verb's own parser parses everything after the verb, intermixed.
+    ``policy`` has a verb of its own (argparse mixes no subparsers with intermixed parsing):
+    ``policy show`` (or ``policy --show``), options anywhere, is parsed by show's parser;
+    ``policy`` without it by policy's, which prints its help."""
     given = list(sys.argv[1:] if argv is None else argv)
     parser, verbs = _parser(given[0] if given and given[0] in VERBS else None)
-    if not given or given[0] not in verbs:
+    if not given or given[0] not in verbs or given[0] == POLICY_SHOW:
         return parser.parse_args(given)  # --version, --help, a missing or unknown verb
+    if given[0] == "policy":
+        rest = given[1:]
+        if "--show" in rest:  # the earlier spelling of `policy show`
+            rest = [a for a in rest if a != "--show"]
+        elif "show" in rest:
+            rest.remove("show")
+        else:
+            return parser.parse_args(given)  # policy's help, or its usage error
+        args = verbs[POLICY_SHOW].parse_intermixed_args(rest)
+        args.verb, args.policy_verb = "policy", "show"
+        return args
     args = verbs[given[0]].parse_intermixed_args(given[1:])
     args.verb = given[0]
     return args

@@ -1,5 +1,6 @@
 """agentcli ``tools.json``: ``{"tools": [{name, description?, schema?, command, timeoutSec?,
-envPassthrough?}]}``.
+envPassthrough?}]}``, plus the optional ``annotations`` object (safety facts; see
+:mod:`mcp_toolbridge.loaders.safety`), which agentcli itself ignores.
 
 Rules and error texts follow agentcli's own loader (spec/agentcli-tools-json.txt), checked in
 its order per tool: name, duplicate, command, envPassthrough, command[0] path; but every
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_toolbridge.loaders.report import ProblemLog, checked_schema, input_schemas, json_quote
+from mcp_toolbridge.loaders.safety import declared_safety
 from mcp_toolbridge.model import EnvSpec, ExecTransport, Format, Source, ToolSpec
 from mcp_toolbridge.names import sanitize_name
 
@@ -171,12 +173,15 @@ def _tool(entry: dict[str, Any], i: int, seen: set[str], file: _File) -> ToolSpe
         schemas = input_schemas(None, "schema", log, locator)
     elif (declared := checked_schema(entry["schema"], "schema", log, locator)) is not None:
         schemas = input_schemas(declared, "schema", log, locator)
+    facts = declared_safety(entry.get("annotations"), log, locator)
     if log.error_count() > before or name is None or program is None or schemas is None:
         return None
+    assert facts is not None
     return ToolSpec(
         name=sanitize_name(name),
         id=name,
         namespace=namespace,
+        title=facts.title,
         description=str(description),
         input_schema=schemas[0],
         runtime_input_schema=schemas[1],
@@ -188,6 +193,7 @@ def _tool(entry: dict[str, Any], i: int, seen: set[str], file: _File) -> ToolSpe
             env=file.env(passthrough),
         ),
         timeout_s=timeout_s,
+        safety=facts.safety,
         source=source,
     )
 

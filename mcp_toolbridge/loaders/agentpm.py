@@ -2,7 +2,9 @@
 
 Follows the documented object shape (spec/agentpm-agent-json.txt) and the SDK's runtime
 rules and texts (interpreter allow-list, runtime match, required environment variables); the
-stale JSON Schema in the AgentPM CLI repository is not used.
+stale JSON Schema in the AgentPM CLI repository is not used. The optional top-level
+``annotations`` object (safety facts; see :mod:`mcp_toolbridge.loaders.safety`) is read too;
+the SDK ignores it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_toolbridge.loaders.report import ProblemLog, checked_schema, input_schemas, json_quote
+from mcp_toolbridge.loaders.safety import declared_safety
 from mcp_toolbridge.model import EnvSpec, ExecTransport, Format, Source, ToolSpec
 from mcp_toolbridge.names import sanitize_name
 
@@ -235,8 +238,10 @@ def load_agentpm(
     if (inputs := checked_schema(doc.get("inputs"), "inputs", log)) is not None:
         schemas = input_schemas(inputs, "inputs", log)
     outputs = checked_schema(doc.get("outputs"), "outputs", log)
+    declared = declared_safety(doc.get("annotations"), log)
     if log.error_count() or name is None or entry is None or schemas is None:
         return []
+    assert declared is not None
     transport, timeout_s, _ = entry
     values = {**env.values, **transport.env.values}
     transport = transport.model_copy(
@@ -247,6 +252,7 @@ def load_agentpm(
             name=sanitize_name(name),
             id=name,
             namespace=name,
+            title=declared.title,
             description=description,
             version=version,
             input_schema=schemas[0],
@@ -254,6 +260,7 @@ def load_agentpm(
             output_schema=outputs or None,
             transport=transport,
             timeout_s=timeout_s,
+            safety=declared.safety,
             source=Source(path=log.path, index=0, format=Format.AGENTPM),
         )
     ]

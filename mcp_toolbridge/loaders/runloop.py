@@ -9,7 +9,6 @@ bundle, and resolves ``{"$ref": "schema:ID"}`` schemas from the entry's ``schema
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import re
@@ -32,14 +31,13 @@ from mcp_toolbridge.loaders.report import (
     probe_file,
     read_bytes,
 )
+from mcp_toolbridge.loaders.safety import declared_safety, http_method_facts
 from mcp_toolbridge.model import (
-    SAFETY_FACTS,
     Budget,
     ExecTransport,
     Format,
     HttpTransport,
     RequirementSet,
-    Safety,
     Source,
     ToolSpec,
     Transport,
@@ -187,19 +185,23 @@ def _transport(value: object, log: ProblemLog, locator: str) -> Transport | None
 _NO_REQUIREMENTS = RequirementSet()
 
 
-@functools.lru_cache(maxsize=8)
-def _safety(confirm: bool | None, open_world: bool) -> Safety:
-    """The few distinct Safety records, shared: one frozen model instead of one per tool
-    (fewer objects for the garbage collector to scan in a 100,000-tool catalog)."""
-    safety: dict[str, Any] = {}
-    declared = set()
+def _derived_safety(
+    transport: Transport, capabilities: tuple[str, ...], confirm: bool | None
+) -> dict[str, bool]:
+    """The safety facts a Runloop entry's own fields declare (docs/manifests.md, "Safety
+    facts"): the http method, network and write capability families, requires_confirmation."""
+    facts: dict[str, bool] = {}
+    if isinstance(transport, HttpTransport):
+        facts.update(http_method_facts(transport.method))
+        facts["open_world"] = True
+    families = {cap.partition(":")[0] for cap in capabilities if ":" in cap}
+    if "net" in families:
+        facts["open_world"] = True
+    if "fs.write" in families:
+        facts["read_only"] = False
     if confirm is not None:
-        safety["requires_confirmation"] = confirm
-        declared.add("requires_confirmation")
-    if open_world:
-        safety["open_world"] = True
-        declared.add("open_world")
-    return Safety(**safety, inferred=frozenset(SAFETY_FACTS) - declared)
+        facts["requires_confirmation"] = confirm
+    return facts
 
 
 def _requires(capabilities: tuple[str, ...]) -> RequirementSet:
@@ -289,15 +291,16 @@ def _tool(
     capabilities = _str_list(entry, "capabilities", log, locator)
     secrets = _str_list(entry, "secrets", log, locator)
     extras = _extras(entry, log, locator)
-    if log.error_count() > before or transport is None or facing is None:
+    confirm = extras["confirm"] if isinstance(extras["confirm"], bool) else None
+    derived = _derived_safety(transport, capabilities, confirm) if transport else None
+    declared = declared_safety(entry.get("annotations"), log, locator, derived)
+    if log.error_count() > before or transport is None or facing is None or declared is None:
         return None
-    confirm = extras["confirm"]
-    http = isinstance(transport, HttpTransport)
-    safety = _safety(confirm if isinstance(confirm, bool) else None, http)
     return ToolSpec(
         name=sanitize_name(tool_id),
         id=tool_id,
         namespace=namespace,
+        title=declared.title,
         description=str(description).strip(),
         input_schema=facing[0],
         runtime_input_schema=facing[1],
@@ -306,7 +309,7 @@ def _tool(
         output_schema_ref=out_ref,
         transport=transport,
         requires=_requires(capabilities),
-        safety=safety,
+        safety=declared.safety,
         secrets=secrets,
         tags=extras["tags"],
         budget=extras.get("budget"),

@@ -319,3 +319,28 @@ async def test_a_failed_background_index_fails_the_search_not_the_server() -> No
     index = DeferredIndex(broken)
     with pytest.raises(OSError, match="disk gone"):
         await index.ready()
+
+
+async def test_serving_a_restored_catalog_reads_no_tool_record(catalog: Path) -> None:
+    """What a server does before its first tools/list in search mode (the runtime, the
+    server, the start-up report) must not read the records of a restored catalog: at 100,000
+    tools that is seconds (it was, twice: the banner, and the pinned tools' lookup)."""
+    from mcp import Client
+
+    from mcp_toolbridge.cli.startup import loaded_lines
+    from mcp_toolbridge.runtime import open_runtime
+    from mcp_toolbridge.server import ToolbridgeServer
+
+    settings = _settings(catalog)
+    search_index(settings, load_catalog(settings, locked=True))  # a first start: all cached
+    loaded = load_catalog(settings, locked=True)
+    assert all(f._tools is None for f in loaded.manifests.files())
+    lines = loaded_lines(loaded)
+    async with open_runtime(settings, loaded) as served:
+        server = ToolbridgeServer(served.bridge, expose="auto")
+        assert server.expose == "search"
+        async with Client(server.server) as client:
+            listed = [t.name for t in (await client.list_tools()).tools]
+    assert all(f._tools is None for f in loaded.manifests.files())
+    assert "tool_search" in listed
+    assert lines == loaded_lines(_fresh(catalog))

@@ -193,7 +193,8 @@ class ToolbridgeServer:
             raise ValueError("--expose search needs the tool_search built-in in the catalog")
         self.expose: Expose = expose
         if expose == "search":
-            pinned = [s.name for s in bridge.catalog.manifest_specs() if s.pinned]
+            locked = set(builtins)  # names only: a restored catalog's records stay unread
+            pinned = [n for n in bridge.catalog.pinned_names() if n not in locked]
             self._always = [*builtins, *pinned]
         else:  # everything is listed: the proxy is not needed, unless pinned
             proxy = bridge.catalog.get(PROXY_TOOL)

@@ -302,11 +302,11 @@ class Manifests:
     def declared_sources(self) -> Counter[str]:
         """How many tools each source file (as tools name it) gave, without reading them."""
         found: Counter[str] = Counter()
+        get = found.get
         for item in self.items:
-            if isinstance(item, FileLoad):
-                found.update(dict(item.sources))
-            else:
-                found.update(spec.source.path for spec in item.tools)
+            pairs = item.sources if isinstance(item, FileLoad) else _sources(item.tools)
+            for path, count in pairs:
+                found[path] = get(path, 0) + count
         return found
 
     @property

@@ -2,20 +2,51 @@
 
 No MCP types here. The server adapter implements :class:`Host` over MCP elicitation (and,
 later, sampling); the CLI and headless transports pass no host, which makes every question
-a refusal, never an invented answer.
+a refusal, never an invented answer. A host that tries to ask and cannot (the client answers
+the question with an error, or the connection closes first) raises :class:`CouldNotAsk`,
+which is a refusal too. It implements :class:`CallLog` over MCP logging
+(``notifications/message``); the CLI passes none, and nothing is sent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias, get_args
 
 FoundTools = Literal["direct", "proxy"]
 """How a caller calls what tool_search found: by name, or through the proxy tool."""
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 """progress(current, total, message): forwarded to the client when it asked for progress."""
+
+LogLevel: TypeAlias = Literal[
+    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
+]
+"""The syslog severities MCP logging uses, from the least to the most severe."""
+LOG_LEVELS: tuple[LogLevel, ...] = get_args(LogLevel)
+SERVER_LOGGER = "mcp-toolbridge"
+"""The logger name of the server's own messages (a tool's lines carry the tool's name)."""
+
+
+def at_least(level: LogLevel, threshold: LogLevel) -> bool:
+    """Whether ``level`` is as severe as ``threshold`` or more."""
+    return LOG_LEVELS.index(level) >= LOG_LEVELS.index(threshold)
+
+
+class CallLog(Protocol):
+    """Log messages for the client of one call (MCP ``notifications/message``): a running
+    tool's own lines and the server's events about the call. They ride the call's own stream
+    and are sent only at the levels the client asked for."""
+
+    def wants(self, level: LogLevel) -> bool:
+        """Whether a message at ``level`` would reach the client now."""
+        ...
+
+    async def send(self, level: LogLevel, text: str, *, logger: str) -> None:
+        """Send one message (dropped below the client's level). Never raises: a client gone
+        away must not fail the call."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +127,8 @@ class Host(Protocol):
 
     async def elicit(self, key: str, message: str, schema: dict[str, Any]) -> Answer:
         """Ask the person through a form. ``key`` names the question stably across MCP
-        multi-round-trip retries of the same call."""
+        multi-round-trip retries of the same call. Raises :class:`CouldNotAsk` when the
+        question could not be put to the person or no answer can come back."""
         ...
 
     @property
@@ -121,10 +153,24 @@ class InputPending(Exception):
         self.schema = schema
 
 
+class CouldNotAsk(Exception):
+    """Raised by :meth:`Host.elicit` when the person could not be asked: the client answered
+    the question with an error (it does not handle it after all), its reply was not an
+    answer, or the connection to it closed before an answer came. ``reason`` says which, in
+    words a model can read. Never an answer and never consent: whoever asked treats it as a
+    refusal, the way a headless session's question is refused."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 @dataclass(frozen=True, slots=True)
 class CallContext:
     session_id: str = "local"
     progress: ProgressFn | None = None
+    log: CallLog | None = None
+    """None: nobody listens (the CLI); nothing is sent."""
     host: Host | None = None
     """None: headless (no person to ask)."""
     depth: int = 0

@@ -66,6 +66,9 @@ class ExecTransport(Frozen):
     ok_flag: bool = False
     """When true, a result object with ``"ok": false`` reports a failure."""
     env: EnvSpec = EnvSpec()
+    reports_progress: bool = False
+    """The manifest says the tool reports progress on its progress channel
+    (``TOOLBRIDGE_PROGRESS_FD``). Informative: every exec tool gets the channel."""
 
 
 class HttpTransport(Frozen):

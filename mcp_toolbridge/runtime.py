@@ -365,6 +365,8 @@ class Runtime:
     """The manifests as last read (kept when only the workspace moves)."""
     stand_in: Executor | None = None
     """The executor standing in for every transport (replay), kept across reloads."""
+    skipped: tuple[Skipped, ...] = ()
+    """Tools of the current catalog's manifests that the policy leaves out, and why."""
 
     @property
     def sessions(self) -> Sessions:
@@ -407,6 +409,7 @@ class Runtime:
         self.gate = gate
         executors: dict[str, Executor] = {} if self.stand_in else {"builtin": executor}
         self.bridge = self.bridge.rebuilt(loaded.catalog, gate=gate, executors=executors)
+        self.skipped = loaded.skipped
         return []
 
     def move_workspace(self, workspace: Path | None) -> list[Problem]:
@@ -482,7 +485,14 @@ async def open_runtime(
             observers=watching,
         )
         runtime = Runtime(
-            settings, bridge, shared, gate, loaded.locked is not None, loaded.manifests, stand_in
+            settings,
+            bridge,
+            shared,
+            gate,
+            loaded.locked is not None,
+            loaded.manifests,
+            stand_in,
+            loaded.skipped,
         )
         current.append(runtime)
         yield runtime

@@ -5,6 +5,10 @@ resolve -> validate arguments -> gate (capabilities, rules, watchdog, confirmati
 A tool whose budget is spent in the caller's session is refused before the gate
 (:mod:`budget`); the usage a result reports is summed after it runs.
 
+A call refused by the watchdog or stopped at its deadline is also told to the client that
+listens to log messages (a ``warning`` from the ``mcp-toolbridge`` logger, through
+``CallContext.log``), since a person watching the client should see it, not only the model.
+
 Every path into execution (MCP tools/call, ``mcp-toolbridge call``, the ``task`` tool, the
 proxy ``call_tool``) goes through :meth:`Bridge.call`. No MCP types here: the server adapter
 maps outcomes to results.
@@ -39,7 +43,7 @@ from mcp_toolbridge.executors import (
     ExecResult,
     Executor,
 )
-from mcp_toolbridge.host import CallContext, InputPending
+from mcp_toolbridge.host import SERVER_LOGGER, CallContext, InputPending
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.names import PROXY_TOOL
 from mcp_toolbridge.policy import Decision
@@ -48,6 +52,7 @@ MAX_ERRORS_SHOWN = 3
 OBSERVE_LIMIT_S = 5.0
 """How long the observers (audit, telemetry, recording) may take for one finished call; they
 run shielded, so a cancelled call is still audited, within this bound."""
+MAX_EVENT_CHARS = 400
 
 
 class SecretSource(Protocol):
@@ -79,7 +84,8 @@ class CallOutcome:
     decision: Decision | None = None
     """What the gate decided; None when the call failed before it (bad arguments)."""
     answer: str | None = None
-    """The person's answer when asked: once | always | reject | headless | pending."""
+    """The person's answer when asked: once | always | reject | headless | unreachable |
+    pending."""
     meta: dict[str, Any] = field(default_factory=dict)
     ended: Ended | None = None
     """How a call that did not run to its end was stopped (code ``exec.cancelled``): by its
@@ -266,6 +272,7 @@ class Bridge:
             failed = self._failed(name, error, ErrorCode.SERVER_INTERNAL, started, clearance)
             await self._observe(entry.spec, args, ctx, failed)
             raise
+        await _tell(ctx, outcome)
         await self._observe(entry.spec, args, ctx, outcome)
         return outcome
 
@@ -389,6 +396,25 @@ def is_proxy(spec: ToolSpec) -> bool:
     """Whether ``spec`` is the built-in proxy (call_tool), whose calls are calls of the tool
     they name."""
     return spec.is_locked and spec.name == PROXY_TOOL
+
+
+def event_text(outcome: CallOutcome) -> str | None:
+    """What a person watching the client should hear about this call, if anything: a watchdog
+    refusal, or a tool killed at its deadline."""
+    decision = outcome.decision
+    if decision is not None and decision.scope == "watchdog" and decision.action == "deny":
+        return f"the watchdog refused a call of {outcome.tool}: {decision.rule}"[:MAX_EVENT_CHARS]
+    if outcome.code is ErrorCode.EXEC_TIMEOUT:
+        first = (outcome.error or "").strip().splitlines()[:1]
+        why = f": {first[0]}" if first else ""
+        return f"{outcome.tool} was killed at its deadline{why}"[:MAX_EVENT_CHARS]
+    return None
+
+
+async def _tell(ctx: CallContext, outcome: CallOutcome) -> None:
+    text = event_text(outcome)
+    if text is not None and ctx.log is not None and ctx.log.wants("warning"):
+        await ctx.log.send("warning", text, logger=SERVER_LOGGER)
 
 
 def _ms_since(started: float) -> int:

@@ -26,6 +26,7 @@ import json
 from typing import Any
 
 from mcp_toolbridge.cli.console import EXIT_LOAD, EXIT_OK, err, out
+from mcp_toolbridge.executors import PROGRESS_FD_ENV
 from mcp_toolbridge.model import BuiltinTransport, ExecTransport, HttpTransport, ToolSpec
 from mcp_toolbridge.policy import Policy
 from mcp_toolbridge.runtime import Loaded, Settings
@@ -198,11 +199,7 @@ def tool_interface(
             "abort_semantics": ABORT[spec.transport.kind],
             "interrupt_behavior": INTERRUPT_BEHAVIOR,
             "scheduling": SCHEDULING,
-            "progress_schema": (
-                {"stderr_line": {"progress": "number", "total": "number?", "message": "string?"}}
-                if isinstance(spec.transport, ExecTransport)
-                else None
-            ),
+            "progress_schema": _progress_schema(spec),
             "context_modifier_policy": "none: a call never changes later calls' context",
         },
         "Result": {
@@ -224,6 +221,17 @@ def tool_interface(
             "transcript_search_text": " ".join([spec.name, spec.description, *spec.tags]).strip(),
         },
         "inferred": inferred,
+    }
+
+
+def _progress_schema(spec: ToolSpec) -> dict[str, Any] | None:
+    """How the tool reports progress, when its manifest says it does (exec tools only)."""
+    if not (isinstance(spec.transport, ExecTransport) and spec.transport.reports_progress):
+        return None
+    return {
+        "channel": f"JSON lines on the file descriptor named by ${PROGRESS_FD_ENV}",
+        "progress_line": {"progress": "number", "total": "number?", "message": "string?"},
+        "log_line": {"log": "string", "level": "debug|info|notice|warning|error?"},
     }
 
 

@@ -21,12 +21,15 @@ from mcp_toolbridge.executors.http_fetch import (
     fetch_plain,
     parse_target,
 )
-from mcp_toolbridge.executors.progress import Heartbeat
+from mcp_toolbridge.executors.progress import Heartbeat, run_beside
+from mcp_toolbridge.executors.progress_channel import PROGRESS_FD_ENV
 from mcp_toolbridge.executors.subprocess import ProcessOutcome, ProcessTimeout, run_process
+from mcp_toolbridge.executors.tool_log import ToolLog
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_BYTES",
     "DEFAULT_TIMEOUT_S",
+    "PROGRESS_FD_ENV",
     "ExecRequest",
     "ExecResult",
     "ExecToolExecutor",
@@ -37,8 +40,10 @@ __all__ = [
     "HttpExecutor",
     "ProcessOutcome",
     "ProcessTimeout",
+    "ToolLog",
     "fetch_pinned",
     "fetch_plain",
     "parse_target",
+    "run_beside",
     "run_process",
 ]

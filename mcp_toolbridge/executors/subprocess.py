@@ -102,6 +102,7 @@ async def run_process(
     kill_grace_s: float = 2.0,
     stderr_tail_bytes: int = STDERR_TAIL_BYTES,
     on_output: OutputFn | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> ProcessOutcome:
     """Run ``argv`` to completion within ``timeout_s`` seconds.
 
@@ -109,11 +110,13 @@ async def run_process(
     :class:`ProcessTimeout` (an :class:`ExecTimeoutError` with the partial outcome) when the
     deadline passes (the group is killed first).
     Cancellation kills the group, then propagates. ``on_output`` is told the size of each
-    chunk read from stdout or stderr (progress reports count output with it).
+    chunk read from stdout or stderr (progress reports count output with it). ``pass_fds``
+    are inherited by the child under the same numbers (a progress channel); the caller keeps
+    and closes them.
     """
     await anyio.lowlevel.checkpoint_if_cancelled()  # never spawn for an already-cancelled call
     started = time.perf_counter()
-    proc = _spawn(argv, stdin is not None, cwd, env)
+    proc = _spawn(argv, stdin is not None, cwd, env, pass_fds)
     child = _Child(proc)
     stdout = _Sink(max_output_bytes, keep_tail=False, on_output=on_output)
     stderr = _Sink(stderr_tail_bytes, keep_tail=True, on_output=on_output)
@@ -160,7 +163,11 @@ def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
 
 
 def _spawn(
-    argv: Sequence[str], with_stdin: bool, cwd: str | None, env: Mapping[str, str]
+    argv: Sequence[str],
+    with_stdin: bool,
+    cwd: str | None,
+    env: Mapping[str, str],
+    pass_fds: Sequence[int] = (),
 ) -> subprocess.Popen[bytes]:
     if not argv:
         raise ExecSpawnError("cannot start a tool with an empty command")
@@ -174,6 +181,7 @@ def _spawn(
             cwd=cwd,
             env=dict(env),
             close_fds=True,
+            pass_fds=tuple(pass_fds),
             start_new_session=True,
             bufsize=0,
         )
@@ -377,21 +385,26 @@ async def _communicate(
 
 async def _drain(fd: int, sink: _Sink, lines: _LineSplitter | None = None) -> None:
     """Read ``fd`` to its end into ``sink``, through ``lines`` when stderr lines are watched."""
-    while True:
-        await anyio.wait_readable(fd)
-        try:
-            chunk = os.read(fd, _READ_SIZE)
-        except BlockingIOError:
-            continue
-        if not chunk:
-            break
-        if lines is None:
-            sink.take(chunk)
-        else:
-            sink.counted(len(chunk))
-            await lines.feed(chunk)
-    if lines is not None:
-        await lines.finish()
+    try:
+        while True:
+            await anyio.wait_readable(fd)
+            try:
+                chunk = os.read(fd, _READ_SIZE)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                break
+            if lines is None:
+                sink.take(chunk)
+            else:
+                sink.counted(len(chunk))
+                await lines.feed(chunk)
+        if lines is not None:
+            await lines.finish()
+    finally:
+        if lines is not None and lines.pending:  # stopped mid-line (the deadline): keep it
+            sink.keep(lines.pending)
+            lines.pending = b""
 
 
 class _LineSplitter:

@@ -1,10 +1,11 @@
 """agentcli ``tools.json``: ``{"tools": [{name, description?, schema?, command, timeoutSec?,
-envPassthrough?}]}``, plus the optional ``annotations`` object (safety facts; see
+envPassthrough?, progress?}]}``, plus the optional ``annotations`` object (safety facts; see
 :mod:`mcp_toolbridge.loaders.safety`), which agentcli itself ignores.
 
 Rules and error texts follow agentcli's own loader (spec/agentcli-tools-json.txt), checked in
 its order per tool: name, duplicate, command, envPassthrough, command[0] path; but every
-problem of every tool is reported, not only the first.
+problem of every tool is reported, not only the first. ``progress`` (true: the tool reports
+progress on ``TOOLBRIDGE_PROGRESS_FD``) is ours; agentcli ignores fields it does not know.
 """
 
 from __future__ import annotations
@@ -165,6 +166,9 @@ def _tool(entry: dict[str, Any], i: int, seen: set[str], file: _File) -> ToolSpe
     if command and isinstance(command[0], str):
         program = _program(command, file.folder, log, locator)
     timeout_s = _timeout(entry.get("timeoutSec"), log, locator)
+    progress = entry.get("progress")
+    if progress is not None and not isinstance(progress, bool):
+        log.error("progress must be true or false (the tool reports progress)", locator)
     description = entry.get("description", "")
     if not isinstance(description, str):
         log.error("description must be a string", locator)
@@ -191,6 +195,7 @@ def _tool(entry: dict[str, Any], i: int, seen: set[str], file: _File) -> ToolSpe
             stdout="json",
             ok_flag=False,
             env=file.env(passthrough),
+            reports_progress=progress is True,
         ),
         timeout_s=timeout_s,
         safety=facts.safety,

@@ -4,7 +4,8 @@ Follows the documented object shape (spec/agentpm-agent-json.txt) and the SDK's 
 rules and texts (interpreter allow-list, runtime match, required environment variables); the
 stale JSON Schema in the AgentPM CLI repository is not used. The optional top-level
 ``annotations`` object (safety facts; see :mod:`mcp_toolbridge.loaders.safety`) is read too;
-the SDK ignores it.
+the SDK ignores it. ``entrypoint.progress`` (true: the tool reports progress on
+``TOOLBRIDGE_PROGRESS_FD``) is ours.
 """
 
 from __future__ import annotations
@@ -90,6 +91,9 @@ def _entrypoint(
     env = value.get("env", {})
     if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
         log.error("entrypoint.env must be an object of string values")
+    progress = value.get("progress")
+    if progress is not None and not isinstance(progress, bool):
+        log.error("entrypoint.progress must be true or false (the tool reports progress)")
     if log.error_count() > before or command is None:
         return None
     transport = ExecTransport(
@@ -99,6 +103,7 @@ def _entrypoint(
         stdout="first_json_object",
         ok_flag=True,
         env=EnvSpec(values=dict(env)),
+        reports_progress=progress is True,
     )
     return transport, (timeout_ms / 1000 if timeout_ms else None), command
 

@@ -4,7 +4,8 @@ Error texts follow Runloop's loader and bundle audit (spec/runloop-tools-json-v1
 Runloop, this loader also requires what the spec says is required (the schemas), an absolute
 exec command and an absolute http(s) URL, a pin of 64 hex digits for a tools.json inside the
 bundle, and resolves ``{"$ref": "schema:ID"}`` schemas from the entry's ``schema_refs`` or
-``schemas/<ID>.json`` beside the tools.json.
+``schemas/<ID>.json`` beside the tools.json. An exec transport's ``progress`` (true: the
+tool reports progress on ``TOOLBRIDGE_PROGRESS_FD``) is ours.
 """
 
 from __future__ import annotations
@@ -143,6 +144,10 @@ def _transport(value: object, log: ProblemLog, locator: str) -> Transport | None
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
             log.error("exec transport args must be a list of strings", locator)
             args = None
+        progress = value.get("progress")
+        if progress is not None and not isinstance(progress, bool):
+            log.error("exec transport progress must be true or false", locator)
+            args = None
         if not isinstance(command, str) or not command.strip():
             log.error("exec transport requires a command", locator)
         elif not os.path.isabs(command):
@@ -152,7 +157,11 @@ def _transport(value: object, log: ProblemLog, locator: str) -> Transport | None
             )
         elif args is not None:
             return ExecTransport(
-                argv=(command, *args), args_via="file", stdout="json", ok_flag=False
+                argv=(command, *args),
+                args_via="file",
+                stdout="json",
+                ok_flag=False,
+                reports_progress=progress is True,
             )
         return None
     if kind == "http":

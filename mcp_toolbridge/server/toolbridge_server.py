@@ -2,7 +2,8 @@
 
 It publishes the catalog through the SDK's low-level Server, serves both protocol eras,
 paginates tools/list and caches its serialized pages, keeps the session's visible set for
-deferred loading (tool_search), and maps every tools/call through Bridge.call.
+deferred loading (tool_search), and maps every tools/call through Bridge.call. MCP logging
+(levels, messages of calls and of the server) is in host.py.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import base64
 import binascii
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 import mcp_types as types
@@ -27,10 +28,10 @@ from mcp_toolbridge import __version__
 from mcp_toolbridge.bridge import Bridge
 from mcp_toolbridge.catalog import Catalog
 from mcp_toolbridge.errors import ErrorCode, UnknownToolError
-from mcp_toolbridge.host import CallContext, FoundTools, InputPending
+from mcp_toolbridge.host import CallContext, FoundTools, InputPending, LogLevel
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.names import PROXY_TOOL
-from mcp_toolbridge.server.host import McpHost
+from mcp_toolbridge.server.host import ClientLog, McpHost
 from mcp_toolbridge.server.outputs import (
     Outputs,
     SidecarDir,
@@ -54,7 +55,26 @@ PROCESS_SCOPE = ""
 
 
 class _Server(Server[Any]):
-    """The SDK server, announcing tools.listChanged to legacy clients too."""
+    """The SDK server, announcing tools.listChanged to legacy clients too, and the logging
+    capability to them only (2026-07-28 has no logging/setLevel: a request opts in)."""
+
+    def get_capabilities(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+        *,
+        protocol_version: str | None = None,
+    ) -> types.ServerCapabilities:
+        found = super().get_capabilities(
+            notification_options,
+            experimental_capabilities,
+            extensions,
+            protocol_version=protocol_version,
+        )
+        if protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return found.model_copy(update={"logging": None})
+        return found
 
     def create_initialization_options(
         self,
@@ -138,11 +158,13 @@ class ToolbridgeServer:
         on_session_end: SessionEnd | None = None,
         roots: RootsChanged | None = None,
         sidecar_dir: SidecarDir | None = None,
+        notices: Sequence[str] = (),
     ) -> None:
         """``roots``: follow the client's MCP roots (stdio and in-memory connections), calling
         it with them on every change; None leaves the workspace as it is.
         ``sidecar_dir(session_id)``: the session's sidecar folder (Sessions.sidecar_dir);
-        without it truncated results carry no resource link."""
+        without it truncated results carry no resource link. ``notices``: warnings each
+        2025-era client gets once after it connects (tools that are not served)."""
         self.session_id = uuid.uuid4().hex
         self._requested_expose: Expose = expose
         self._loaded: dict[str, list[str]] = {}
@@ -155,6 +177,7 @@ class ToolbridgeServer:
         self._legacy_sessions: dict[int, Any] = {}
         """A ServerSession per open 2025 connection, by id of the connection."""
         self._outputs = Outputs(sidecar_dir, expired=self._output_expired)
+        self._client_log = ClientLog(notices)
         self._publish(bridge)
         self.server = _Server(
             "mcp-toolbridge",
@@ -165,6 +188,9 @@ class ToolbridgeServer:
             on_list_resources=self._list_resources,
             on_read_resource=self._read_resource,
             get_tool_input_schema=self._input_schema,
+        )
+        self.server.add_request_handler(
+            "logging/setLevel", types.SetLevelRequestParams, self._client_log.set_level
         )
         self.server.middleware.append(self._remember_sessions)
         self.server.middleware.append(self._cache_tools_list)
@@ -224,6 +250,11 @@ class ToolbridgeServer:
             except Exception:  # a closed connection must not stop the others being told
                 log.debug("could not notify a closed session", exc_info=True)
 
+    async def announce(self, level: LogLevel, text: str) -> None:
+        """One of the server's own events (a reload) to every 2025 connection seen so far, at
+        the level its client set; 2026 clients get no log outside their own requests."""
+        await self._client_log.tell(list(self._legacy_sessions.values()), level, text)
+
     async def _remember_sessions(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
@@ -241,6 +272,8 @@ class ToolbridgeServer:
                 if scope:  # a stateful HTTP session: forget its state when it closes
                     connection.exit_stack.callback(self._end_http_session, scope)
             self._legacy_sessions[key] = ctx.session
+            if _scope(ctx) is not None:  # a sessionless request is a connection of its own
+                await self._client_log.greet(ctx)
         return await call_next(ctx)
 
     # -- listing -----------------------------------------------------------------------------
@@ -355,6 +388,7 @@ class ToolbridgeServer:
             host=host,
             found_tools=self._found_tools(ctx),
             budget_session=self.session_id if scope is None else None,  # summed server-wide
+            log=self._client_log.for_call(ctx),
         )
         link = None
         try:

@@ -385,6 +385,7 @@ class Policy:
                 "capabilities": sorted(scope.capabilities),
                 "expanded_to_nothing": list(scope.empty),
             },
+            "sandbox": self.file.sandbox.model_dump(mode="json"),
             "hidden_tools": [t.name for t in tools if not self.exposed(t)],
             "rules": [r.as_json() for r in self.rules],
             "ignored_rules": [

@@ -14,6 +14,7 @@ from mcp_toolbridge.model import RequirementSet, ShellRequirement
 from mcp_toolbridge.policy.rules import Action
 
 DefaultAction = Literal["allow", "deny", "ask", "by-safety"]
+SandboxMode = Literal["auto", "required", "off"]
 _M = TypeVar("_M", bound=BaseModel)
 PROJECT_POLICY = Path(".toolbridge") / "policy.toml"
 
@@ -141,6 +142,16 @@ class WebFetchModel(_Model):
     """For tests only: lets web_fetch reach 127.0.0.1 and ::1. Never in production."""
 
 
+class SandboxModel(_Model):
+    """``[sandbox]``: the OS sandbox around every process a call starts (docs/security.md)."""
+
+    mode: SandboxMode = "auto"
+    """auto: sandbox where the platform can, warn where it cannot; required: refuse to run a
+    process without it; off. ``--sandbox`` overrides it."""
+    mask: list[str] = Field(default=[], max_length=256)
+    """More secret paths to hide in every sandbox (absolute, or relative to the home folder)."""
+
+
 class PolicyFile(_Model):
     default_action: DefaultAction = "ask"
     grant: Literal["declared", "policy"] = "declared"
@@ -154,6 +165,7 @@ class PolicyFile(_Model):
     subagents: SubagentsModel = SubagentsModel()
     bash: BashModel = BashModel()
     web_fetch: WebFetchModel = WebFetchModel()
+    sandbox: SandboxModel = SandboxModel()
 
 
 class ProjectFile(_Model):

@@ -283,7 +283,12 @@ class Bench:
 
         async def spawn_product() -> None:
             outcome = await run_process(
-                argv, stdin=self.data, cwd=str(self.folder), env=self.env, timeout_s=60
+                argv,
+                stdin=self.data,
+                cwd=str(self.folder),
+                env=self.env,
+                timeout_s=60,
+                sandbox=None,
             )
             if outcome.exit_code != 0:
                 raise RuntimeError(outcome.stderr_tail)

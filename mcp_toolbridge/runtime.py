@@ -44,11 +44,13 @@ from mcp_toolbridge.executors import (
     ExecToolExecutor,
     Executor,
     HttpExecutor,
+    probe_sandbox,
 )
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.loaders import LoadReport, load_paths
 from mcp_toolbridge.model import Format, ToolSpec
-from mcp_toolbridge.policy import Decision, Policy
+from mcp_toolbridge.policy import Decision, Policy, SandboxMode
+from mcp_toolbridge.sandbox import Sandbox
 from mcp_toolbridge.secrets import SecretResolver
 
 BUILTIN_SPECS: tuple[ToolSpec, ...] = (TOOL_SEARCH_SPEC,)
@@ -91,6 +93,8 @@ class Settings:
     """Where the skill tool looks; empty: <workspace>/.toolbridge/skills and the user's."""
     keep_names: bool = False
     """Serve manifest ids as written (SEP-986 names) instead of sanitizing them."""
+    sandbox: SandboxMode | None = None
+    """``--sandbox``: the OS sandbox mode; None: the policy's ``[sandbox] mode`` (auto)."""
 
     def manifest_paths(self) -> list[Path]:
         return list(self.paths) if self.paths else [bundled_manifests()]
@@ -169,6 +173,22 @@ def load_catalog(
     return Loaded(catalog, report, [*problems, *catalog_problems], policy, plan, tuple(hidden))
 
 
+def build_sandbox(settings: Settings, policy: Policy) -> Sandbox:
+    """The OS sandbox every process of a call runs in: the mode from ``--sandbox`` or the
+    policy, the home folder (for the secret paths) from the server's environment."""
+    config = policy.file.sandbox
+    return Sandbox.from_environ(settings.sandbox or config.mode, settings.environ, config.mask)
+
+
+def sandbox_profile(settings: Settings, policy: Policy, spec: ToolSpec) -> dict[str, Any]:
+    """The sandbox a call of ``spec`` runs in, as ``inspect`` shows it."""
+    sandbox = build_sandbox(settings, policy)
+    gate = PolicyGate(policy, environ=settings.environ, sandbox=sandbox)
+    confinement = gate.confinement(spec)
+    assert confinement is not None
+    return sandbox.describe(confinement.profile)
+
+
 def _plan(settings: Settings, policy: Policy) -> LockedPlan:
     return plan_locked(
         settings.locked,
@@ -238,7 +258,12 @@ def _catalog_parts(
                 policy=loaded.policy,
             )
         )
-    gate = PolicyGate(loaded.policy, environ=settings.environ, sidecars=shared.sessions.sidecar_dir)
+    gate = PolicyGate(
+        loaded.policy,
+        environ=settings.environ,
+        sidecars=shared.sessions.sidecar_dir,
+        sandbox=build_sandbox(settings, loaded.policy),
+    )
     return gate, builtins
 
 
@@ -317,6 +342,8 @@ async def open_runtime(
 
     shared = _Shared(sessions, PathLocks(), call_tool, offer)
     gate, builtins = _catalog_parts(settings, loaded, shared)
+    if gate.sandbox is not None:  # once per process: say now, not at the first call, if it fails
+        await probe_sandbox(gate.sandbox)
     async with AsyncExitStack() as stack:
         http = await stack.enter_async_context(HttpExecutor.open())
         watching: tuple[Observer, ...] = ()

@@ -133,6 +133,8 @@ class AuditRecord(BaseModel):
     stderr_bytes: int = 0
     truncated: bool = False
     env_keys: list[str] = []
+    sandboxed: bool | None = None
+    """Whether the call's process ran inside the OS sandbox; null: it started none."""
     tags: list[str] = []
     outcome: Outcome
     is_error: bool
@@ -179,6 +181,7 @@ class AuditRecord(BaseModel):
             stderr_bytes=result.stderr_bytes if result else 0,
             truncated=result.truncated if result else False,
             env_keys=sorted(result.env_keys) if result else [],
+            sandboxed=result.sandboxed if result else None,
             tags=list(spec.tags),
             outcome=outcome,
             is_error=outcome != "ok",

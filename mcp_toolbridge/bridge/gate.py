@@ -10,6 +10,11 @@
    A client that cannot ask is headless, and ask is a deny with a fixed message that never
    reads as consent. "Always" adds a session rule.
 
+An allowed call's clearance carries the OS sandbox its processes will run in (the third
+layer), built from the same policy: the tool's effective scope (``Policy.tool_scope``) and its
+manifest folder. The watchdog itself runs sandboxed too: the policy's own read roots, nothing
+writable, no network.
+
 The gate runs before anything executes and has no side effects other than the question and
 session rules, so a multi-round-trip retry may run it again safely.
 """
@@ -26,11 +31,12 @@ from typing import Any
 from mcp_toolbridge.errors import ExecError
 from mcp_toolbridge.executors import run_process
 from mcp_toolbridge.host import CallContext
-from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.model import Format, ToolSpec
 from mcp_toolbridge.policy import (
     CommandSplitter,
     Decision,
     Policy,
+    Scope,
     SessionRules,
     Targets,
     Verdict,
@@ -45,6 +51,7 @@ from mcp_toolbridge.policy import (
     watchdog_payload,
 )
 from mcp_toolbridge.policy import splitter as shell_splitter
+from mcp_toolbridge.sandbox import Confinement, Sandbox
 
 HEADLESS_DENIED = (
     "Denied, nothing was run: this call needs a person's confirmation and this client cannot "
@@ -63,6 +70,8 @@ class Clearance:
 
     decision: Decision
     answer: str | None = None
+    sandbox: Confinement | None = None
+    """Where an allowed call's processes run (None: no sandbox configured)."""
 
     @property
     def allowed(self) -> bool:
@@ -105,8 +114,10 @@ class PolicyGate:
         environ: Mapping[str, str] | None = None,
         splitter: CommandSplitter = shell_splitter,
         sidecars: Callable[[str], Path | None] | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.policy = policy
+        self.sandbox = sandbox
         self._sidecars = sidecars
         self._environ = dict(os.environ if environ is None else environ)
         self._splitter = splitter
@@ -119,6 +130,25 @@ class PolicyGate:
         self._sessions.pop(session_id, None)
 
     async def __call__(
+        self, spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext
+    ) -> Clearance:
+        clearance = await self._clear(spec, arguments, ctx)
+        if not clearance.allowed or self.sandbox is None:
+            return clearance
+        return replace(clearance, sandbox=self.confinement(spec))
+
+    def confinement(self, spec: ToolSpec) -> Confinement | None:
+        """The sandbox of ``spec``'s processes: its effective scope, its manifest folder."""
+        if self.sandbox is None:
+            return None
+        try:
+            scope = self.policy.tool_scope(spec)
+        except ValueError:  # refused by the capability check before it gets here
+            scope = Scope()
+        own = () if spec.source.format is Format.BUILTIN else (Path(spec.source.path).parent,)
+        return self.sandbox.confine(self.sandbox.profile(scope, tool=spec.name, extra_read=own))
+
+    async def _clear(
         self, spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext
     ) -> Clearance:
         policy = self.policy
@@ -160,6 +190,12 @@ class PolicyGate:
             WatchdogRequest.for_call(spec, arguments, session=ctx.session_id)
         )
         env: dict[str, str] = {k: self._environ[k] for k in ("PATH", "HOME") if k in self._environ}
+        sandbox = None
+        if self.sandbox is not None:  # the policy's read roots; nothing writable, no network
+            profile = self.sandbox.profile(
+                Scope(fs_read=self.policy.scope.fs_read), tool="watchdog"
+            )
+            sandbox = self.sandbox.confine(profile)
         try:
             outcome = await run_process(
                 config.argv,
@@ -167,6 +203,7 @@ class PolicyGate:
                 cwd=None,
                 env=env,
                 timeout_s=config.timeout_s,
+                sandbox=sandbox,
                 max_output_bytes=64 * 1024,
             )
         except ExecError as exc:

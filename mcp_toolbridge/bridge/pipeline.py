@@ -37,6 +37,7 @@ from mcp_toolbridge.executors import (
 from mcp_toolbridge.host import CallContext, InputPending
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.policy import Decision
+from mcp_toolbridge.sandbox import Confinement
 
 MAX_ERRORS_SHOWN = 3
 
@@ -135,7 +136,7 @@ class Bridge:
             clearance = await self._gate(entry.spec, args, ctx)
             if not clearance.allowed:
                 raise PermissionDeniedError(clearance.refusal(), tool=name)
-            result = await self._execute(entry, args, ctx)
+            result = await self._execute(entry, args, ctx, clearance.sandbox)
             outcome = self._finish(entry, result, started, clearance)
         except InputPending:
             pending = CallOutcome(
@@ -178,7 +179,11 @@ class Bridge:
             raise ArgumentsError(f"invalid arguments: {shown}{more}", tool=entry.spec.name)
 
     async def _execute(
-        self, entry: CatalogEntry, args: Mapping[str, Any], ctx: CallContext
+        self,
+        entry: CatalogEntry,
+        args: Mapping[str, Any],
+        ctx: CallContext,
+        sandbox: Confinement | None,
     ) -> ExecResult:
         spec = entry.spec
         executor = self._executors.get(spec.transport.kind)
@@ -205,6 +210,7 @@ class Bridge:
             progress=ctx.progress,
             max_output_bytes=self._max_output_bytes,
             context=ctx,
+            sandbox=sandbox,
         )
         async with self._limiter:
             return await executor.run(request)

@@ -183,6 +183,7 @@ class BashTool:
                 cwd=str(self._workspace),
                 env=self._env,
                 timeout_s=timeout_ms / 1000,
+                sandbox=request.sandbox,
                 max_output_bytes=CAPTURE_STDOUT_BYTES,
                 stderr_tail_bytes=CAPTURE_STDERR_BYTES,
             )
@@ -229,6 +230,7 @@ class BashTool:
             stderr_bytes=outcome.stderr_bytes,
             truncated=shown.truncated,
             output_path=shown.output_path,
+            sandboxed=outcome.sandboxed,
             **common,
         )
 
@@ -253,6 +255,7 @@ class BashTool:
             stderr_bytes=outcome.stderr_bytes,
             truncated=shown.truncated,
             output_path=shown.output_path,
+            sandboxed=outcome.sandboxed,
             **common,
         )
 

@@ -25,7 +25,7 @@ from mcp_toolbridge.cli.reload import reload_on_change
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.executors import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S, Executor
 from mcp_toolbridge.model import Format
-from mcp_toolbridge.runtime import Loaded, Settings, open_runtime
+from mcp_toolbridge.runtime import Loaded, Settings, open_runtime, sandbox_profile
 
 if TYPE_CHECKING:
     from mcp_toolbridge.server import HttpOptions
@@ -225,6 +225,8 @@ def serving_options(args: argparse.Namespace) -> list[str]:
         out += ["--loop", args.loop]
     if getattr(args, "keep_names", False):
         out.append("--keep-names")
+    if getattr(args, "sandbox", None) is not None:
+        out += ["--sandbox", args.sandbox]
     for folder in getattr(args, "ad_hoc", ()):
         out += ["--ad-hoc", _absolute(folder)]
     locked = tuple(getattr(args, "locked", LOCKED_IDS))
@@ -270,6 +272,7 @@ def inspect(args: argparse.Namespace, settings: Settings, loaded: Loaded) -> int
         default_timeout_s=settings.timeout_s,
         max_output_bytes=settings.max_output_bytes,
         deferred=not builtin and manifest_tools > SEARCH_THRESHOLD,
+        sandbox_profile=sandbox_profile(settings, loaded.policy, entry.spec),
     )
     _out(json.dumps(record, indent=2, ensure_ascii=False))
     return EXIT_OK

@@ -99,6 +99,7 @@ def tool_interface(
     max_output_bytes: int,
     deferred: bool,
     served: bool = True,
+    sandbox_profile: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The record for ``spec``; ``deferred`` says whether tools/list defers it to
     tool_search (``--expose``), ``served`` whether the policy exposes it."""
@@ -170,7 +171,7 @@ def tool_interface(
             "is_idempotent": safety.idempotent,
             "requires_user_interaction": safety.requires_confirmation,
             "is_concurrency_safe": builtin and safety.read_only,
-            "sandbox_profile": None,
+            "sandbox_profile": sandbox_profile,
             "classifier_input": "",
         },
         "Permission": {

@@ -1,8 +1,8 @@
 """Executors: how a validated, permitted call is carried out (process, HTTP, built-in).
-``subprocess`` is the only module that starts processes; ``http`` and ``http_fetch`` the only
-httpx2 users.
+``subprocess`` is the only module that starts processes, each inside the OS sandbox its caller
+passes (``sandbox`` builds it); ``http`` and ``http_fetch`` the only httpx2 users.
 
-May import: the vocabulary only."""
+May import: the vocabulary, ``policy`` and ``sandbox``."""
 
 from mcp_toolbridge.executors.base import (
     DEFAULT_MAX_OUTPUT_BYTES,
@@ -20,7 +20,12 @@ from mcp_toolbridge.executors.http_fetch import (
     fetch_plain,
     parse_target,
 )
-from mcp_toolbridge.executors.subprocess import ProcessOutcome, ProcessTimeout, run_process
+from mcp_toolbridge.executors.subprocess import (
+    ProcessOutcome,
+    ProcessTimeout,
+    probe_sandbox,
+    run_process,
+)
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_BYTES",
@@ -37,5 +42,6 @@ __all__ = [
     "fetch_pinned",
     "fetch_plain",
     "parse_target",
+    "probe_sandbox",
     "run_process",
 ]

@@ -87,6 +87,9 @@ class ExecToolExecutor:
         self, request: ExecRequest, transport: ExecTransport, redact: _Redactor
     ) -> ExecResult:
         launch = _prepare(request, transport, self._environ)
+        sandbox = request.sandbox
+        if sandbox is not None:  # the arguments file and the working directory, read-only
+            sandbox = sandbox.with_read(launch.tmpdir, launch.cwd)
         try:
             outcome = await run_process(
                 launch.argv,
@@ -94,6 +97,7 @@ class ExecToolExecutor:
                 cwd=launch.cwd,
                 env=launch.env,
                 timeout_s=request.timeout_s,
+                sandbox=sandbox,
                 max_output_bytes=request.max_output_bytes,
                 on_stderr_line=_ProgressLines(request, redact),
                 kill_grace_s=self._kill_grace_s,
@@ -112,6 +116,7 @@ class ExecToolExecutor:
             argv=tuple(redact.text(arg) for arg in launch.argv),
             cwd=launch.cwd,
             env_keys=tuple(sorted(launch.env)),
+            sandboxed=outcome.sandboxed,
         )
 
 

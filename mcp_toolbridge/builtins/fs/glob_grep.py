@@ -38,6 +38,7 @@ from mcp_toolbridge.builtins.session import Sessions
 from mcp_toolbridge.errors import ArgumentsError, ExecTimeoutError
 from mcp_toolbridge.executors import ExecRequest, ExecResult
 from mcp_toolbridge.policy import check_text, has_glob, is_within, split_glob
+from mcp_toolbridge.sandbox import Confinement
 
 MAX_GLOB_ENTRIES = 1000
 MAX_GLOB_COLLECTED = 100_000
@@ -263,7 +264,8 @@ class GrepTool:
                 context=context,
                 deadline=time.monotonic() + request.timeout_s * DEADLINE_SHARE,
             )
-            run = await self._search(query, request.timeout_s * DEADLINE_SHARE)
+            sandbox = request.sandbox.with_read(root) if request.sandbox is not None else None
+            run = await self._search(query, request.timeout_s * DEADLINE_SHARE, sandbox)
             if self._readable is not None and query.ignore_base is not None:
                 await anyio.to_thread.run_sync(
                     _withhold, run, ResultFilter.for_grep(self._readable, root)
@@ -291,16 +293,19 @@ class GrepTool:
             head_limit=int(head_limit) if head_limit is not None else None,
         )
         if formatted.full_text is None:
-            return ExecResult(ok=True, value=formatted.value)
+            return ExecResult(ok=True, value=formatted.value, sandboxed=run.sandboxed)
         kept = state.write_sidecar("grep", formatted.full_text.encode("utf-8", "replace"))
         return ExecResult(
             ok=True,
             value=formatted.value,
             truncated=True,
             output_path=str(kept) if kept is not None else None,
+            sandboxed=run.sandboxed,
         )
 
-    async def _search(self, query: GrepQuery, timeout_s: float) -> GrepRun:
+    async def _search(
+        self, query: GrepQuery, timeout_s: float, sandbox: Confinement | None
+    ) -> GrepRun:
         if query.root.is_file():
             skipped = _skip_reason(query.root)
             if skipped:
@@ -310,7 +315,7 @@ class GrepTool:
         rg = grep_rg.find_rg() if self._engine != "python" else None
         if rg is not None:
             try:
-                return await grep_rg.rg_search(rg, query, timeout_s)
+                return await grep_rg.rg_search(rg, query, timeout_s, sandbox)
             except (grep_rg.PatternUnsupported, grep_rg.OutputOverflow):
                 pass  # a pattern rg cannot parse, or output it cannot bound: Python runs it
         with anyio.fail_after(max(query.deadline - time.monotonic(), 0.0) + 1.0):

@@ -81,6 +81,8 @@ class GrepRun:
     engine: str = "python"
     withheld: int = 0
     """Matching files left out because the permission policy refuses reading them."""
+    sandboxed: bool | None = None
+    """Whether rg ran inside the OS sandbox (None: no process ran)."""
 
 
 def compile_pattern(query: GrepQuery) -> re.Pattern[str]:

@@ -1,0 +1,108 @@
+"""Draining a child's pipes without blocking it: bounded sinks and stderr line splitting."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+
+import anyio
+
+MAX_STDERR_LINE_BYTES = 64 * 1024
+"""Longer stderr lines are not offered to ``on_stderr_line``; they stay plain stderr text."""
+READ_SIZE = 256 * 1024
+
+StderrLineFn = Callable[[bytes], Awaitable[bool]]
+"""Called with each complete stderr line (newline stripped); True means the line was consumed
+and is kept out of ``stderr_tail``."""
+
+
+class Sink:
+    """Counts everything, keeps the head (stdout) or the tail (stderr) up to ``limit``."""
+
+    __slots__ = ("data", "dropped", "keep_tail", "limit", "total")
+
+    def __init__(self, limit: int, *, keep_tail: bool) -> None:
+        self.data = bytearray()
+        self.limit = limit
+        self.keep_tail = keep_tail
+        self.total = 0
+        self.dropped = False
+
+    def keep(self, chunk: bytes) -> None:
+        room = self.limit - len(self.data)
+        if len(chunk) <= room:
+            self.data += chunk
+        elif self.keep_tail:
+            self.data += chunk[-self.limit :]
+            del self.data[: len(self.data) - self.limit]
+            self.dropped = True
+        else:
+            self.data += chunk[: max(room, 0)]
+            self.dropped = True
+
+
+async def drain(fd: int, sink: Sink) -> None:
+    while True:
+        await anyio.wait_readable(fd)
+        try:
+            chunk = os.read(fd, READ_SIZE)
+        except BlockingIOError:
+            continue
+        if not chunk:
+            return
+        sink.total += len(chunk)
+        if sink.keep_tail or not sink.dropped:
+            sink.keep(chunk)
+
+
+async def drain_lines(fd: int, lines: LineSplitter) -> None:
+    while True:
+        await anyio.wait_readable(fd)
+        try:
+            chunk = os.read(fd, READ_SIZE)
+        except BlockingIOError:
+            continue
+        if not chunk:
+            await lines.finish()
+            return
+        lines.sink.total += len(chunk)
+        await lines.feed(chunk)
+
+
+class LineSplitter:
+    """Feeds complete stderr lines to the callback; unconsumed bytes go to the tail."""
+
+    def __init__(self, sink: Sink, on_line: StderrLineFn, max_output_bytes: int) -> None:
+        self.sink = sink
+        self.on_line = on_line
+        self.max_output_bytes = max_output_bytes
+        self.pending = b""
+        self.overlong = False
+
+    async def feed(self, chunk: bytes) -> None:
+        if self.sink.total > self.max_output_bytes:  # a flood: stop parsing, keep the tail
+            self.sink.keep(self.pending + chunk)
+            self.pending = b""
+            return
+        buf = self.pending + chunk if self.pending else chunk
+        start = 0
+        while (end := buf.find(b"\n", start)) >= 0:
+            await self._line(buf[start : end + 1])
+            start = end + 1
+        self.pending = buf[start:]
+        if len(self.pending) > MAX_STDERR_LINE_BYTES:
+            self.sink.keep(self.pending)
+            self.pending = b""
+            self.overlong = True
+
+    async def finish(self) -> None:
+        if self.pending:
+            await self._line(self.pending)
+            self.pending = b""
+
+    async def _line(self, line: bytes) -> None:
+        if self.overlong:
+            self.overlong = False
+        elif len(line) <= MAX_STDERR_LINE_BYTES and await self.on_line(line.rstrip(b"\r\n")):
+            return
+        self.sink.keep(line)

@@ -24,6 +24,7 @@ out (it would change nothing), which keeps the command short.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import shutil
 import sys
@@ -65,6 +66,8 @@ class HostView:
     python_exe: str
     resolver: tuple[Path, ...]
     """What name resolution needs beyond /etc (for profiles with the full network)."""
+    mask_names: frozenset[str] = frozenset()
+    """``masks`` as strings, for lookups."""
 
     @classmethod
     def detect(cls, bwrap: str, *, home: Path | None, masks: Sequence[Path]) -> HostView:
@@ -81,10 +84,12 @@ class HostView:
         resolv = Path(os.path.realpath("/etc/resolv.conf")).parent
         resolver = () if _within(str(resolv), "/etc") else (resolv,)
         real_home = Path(os.path.realpath(home)) if home is not None else None
+        real_masks = tuple(dict.fromkeys(Path(os.path.realpath(m)) for m in masks))
         return cls(
             bwrap=bwrap,
             home=real_home,
-            masks=tuple(dict.fromkeys(Path(os.path.realpath(m)) for m in masks)),
+            masks=real_masks,
+            mask_names=frozenset(map(str, real_masks)),
             system=tuple(system),
             python=python,
             python_exe=sys.executable or "python3",
@@ -119,11 +124,13 @@ def bwrap_command(
         raise FileNotFoundError(errno.ENOENT, "No such directory", cwd)
     program, needs = _program(argv[0], workdir, env)
     path_dirs = [d for d in env.get("PATH", "").split(os.pathsep) if d.startswith("/")]
-    implicit = [*needs, *_with_prefixes(view, path_dirs), workdir, *map(str, view.python)]
+    implicit = [*needs, workdir, *map(str, view.python)]
     implicit.append(str(RELAY) if proxy_dir is not None else "")
     if profile.network == "full":
         implicit += map(str, view.resolver)
-    mounts = _mounts(view, profile, [p for p in implicit if p and _implicit_ok(view, p)])
+    implicit = [p for p in implicit if p and _implicit_ok(view, p)]
+    implicit += _path_folders(view, tuple(path_dirs))
+    mounts = _mounts(view, profile, implicit)
     command = [view.bwrap, "--unshare-all", "--unshare-user", "--disable-userns"]
     if profile.network == "full":
         command.append("--share-net")
@@ -168,7 +175,10 @@ def _mounts(view: HostView, profile: SandboxProfile, implicit: list[str]) -> lis
     home = str(view.home) if view.home is not None else None
     if home is not None and home != "/" and os.path.isdir(home):
         wanted.append(_Mount(home, _PRIVATE, ("--size", str(HOME_BYTES), "--tmpfs", home)))
+    roots = {m.path for m in wanted if m.kind in (_RO, _RW)}
     for mask in map(str, view.masks):
+        if roots.isdisjoint(_ancestors(mask)):
+            continue  # under no visible root: nothing to hide
         if any(_within(g, mask) for g in granted):
             continue  # granted: a root inside it (or the path itself) was asked for
         if os.path.isdir(mask):
@@ -179,10 +189,12 @@ def _mounts(view: HostView, profile: SandboxProfile, implicit: list[str]) -> lis
     wanted.append(_Mount("/dev", _FIXED, ("--dev", "/dev")))
     wanted.sort(key=lambda m: (m.path.count("/") - (m.path == "/"), m.kind))
     placed: list[_Mount] = []
+    latest: dict[str, _Mount] = {}
     for mount in wanted:
-        parent = next((p for p in reversed(placed) if _within(mount.path, p.path)), None)
+        parent = next((latest[a] for a in _ancestors(mount.path) if a in latest), None)
         if _keep(mount, parent, home):
             placed.append(mount)
+            latest[mount.path] = mount
     return placed
 
 
@@ -207,10 +219,24 @@ def _implicit_ok(view: HostView, path: str) -> bool:
     nor anything inside a secret path."""
     if path == "/":
         return False
-    home = str(view.home) if view.home is not None else None
-    if home is not None and _within(home, path):
+    if view.home is not None and _within(str(view.home), path):
         return False
-    return not any(_within(path, str(mask)) for mask in view.masks)
+    return view.mask_names.isdisjoint(_ancestors(path))
+
+
+def _ancestors(path: str) -> list[str]:
+    """``/a/b`` -> ``/a/b``, ``/a``, ``/``."""
+    out = [path]
+    while path != "/":
+        path = path.rsplit("/", 1)[0] or "/"
+        out.append(path)
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _path_folders(view: HostView, folders: tuple[str, ...]) -> tuple[str, ...]:
+    """The ``PATH`` folders a launch shows (looked up once per ``PATH``)."""
+    return tuple(p for p in dict.fromkeys(_with_prefixes(view, folders)) if _implicit_ok(view, p))
 
 
 def _with_prefixes(view: HostView, folders: Sequence[str]) -> list[str]:

@@ -82,6 +82,15 @@ class InfoPipe:
             self.read = -1
 
 
+def _password_home() -> str:
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_dir
+    except (ImportError, KeyError):
+        return ""
+
+
 @dataclass(frozen=True, slots=True)
 class Launch:
     """What ``run_process`` starts: the command, its environment, whether it is sandboxed,
@@ -116,8 +125,12 @@ class Sandbox:
     def from_environ(
         cls, mode: SandboxMode, environ: Mapping[str, str], mask: Sequence[str] = ()
     ) -> Sandbox:
+        """The home folder is the environment's ``HOME``, else the user's from the password
+        database (the secret paths under it are masked either way)."""
         home = environ.get("HOME")
-        return cls(mode, home=Path(home) if home and home.startswith("/") else None, mask=mask)
+        if not home or not home.startswith("/"):
+            home = _password_home()
+        return cls(mode, home=Path(home) if home.startswith("/") else None, mask=mask)
 
     def unsupported(self) -> Support | None:
         """A reason the sandbox cannot work here that needs no probe; None: probe it."""
@@ -181,6 +194,8 @@ class Sandbox:
             "masked": [str(p) for p in self.masks],
             "private": ["/tmp", str(self.home) if self.home else "no home folder"],
             "processes": "own PID namespace: nothing outlives the call",
+            "applies_to": "every process a call of this tool starts (in-process built-ins "
+            "start none)",
         }
 
     def _view(self) -> HostView:

@@ -377,8 +377,10 @@ def report(rows: dict[tuple[str, int], list[Cell]], args: argparse.Namespace, be
     print()
     print("| driver | in flight | p50 ms | p99 ms | calls/s | others % |")
     print("|---|---|---|---|---|---|")
-    for inflight in CONCURRENCY:
-        for driver in DRIVERS:
+    drivers = [d for d in DRIVERS if any(key[0] == d for key in rows)]
+    levels = [n for n in CONCURRENCY if any(key[1] == n for key in rows)]
+    for inflight in levels:
+        for driver in drivers:
             cells = rows[(driver, inflight)]
             print(
                 f"| {driver} | {inflight} | {span([c.p50 for c in cells], '.2f')} | "
@@ -391,7 +393,9 @@ def report(rows: dict[tuple[str, int], list[Cell]], args: argparse.Namespace, be
     print("| against | in flight | p50 overhead ms | p50 ratio | p99 overhead ms | calls/s ratio |")
     print("|---|---|---|---|---|---|")
     for base in SPAWNS:
-        for inflight in CONCURRENCY:
+        for inflight in levels:
+            if ("toolbridge", inflight) not in rows or (base, inflight) not in rows:
+                continue
             pairs = list(zip(rows[("toolbridge", inflight)], rows[(base, inflight)], strict=True))
             p50 = [t.p50 - s.p50 for t, s in pairs]
             ratio = [t.p50 / s.p50 for t, s in pairs]
@@ -407,7 +411,9 @@ def report(rows: dict[tuple[str, int], list[Cell]], args: argparse.Namespace, be
     print("| sandboxed | against | in flight | p50 overhead ms | p99 overhead ms | calls/s ratio |")
     print("|---|---|---|---|---|---|")
     for sandboxed, plain in SANDBOX_PAIRS:
-        for inflight in CONCURRENCY:
+        for inflight in levels:
+            if (sandboxed, inflight) not in rows or (plain, inflight) not in rows:
+                continue
             pairs = list(zip(rows[(sandboxed, inflight)], rows[(plain, inflight)], strict=True))
             print(
                 f"| {sandboxed} | {plain} | {inflight} | "
@@ -420,6 +426,8 @@ def report(rows: dict[tuple[str, int], list[Cell]], args: argparse.Namespace, be
     print()
     print("| part | ms |")
     print("|---|---|")
+    if set(DRIVERS) - set(drivers) or 1 not in levels:
+        return  # the breakdown needs every driver at 1 in flight
     at1 = {driver: statistics.median(c.p50 for c in rows[(driver, 1)]) for driver in DRIVERS}
     parts: tuple[tuple[str, list[str], list[str]], ...] = (
         ("spawn/product - spawn/anyio: the product's spawn", ["spawn/product"], ["spawn/anyio"]),
@@ -451,6 +459,18 @@ async def main() -> None:
         "--patience", type=float, default=20.0, help="seconds to wait for a quiet machine"
     )
     parser.add_argument("--attempts", type=int, default=3, help="runs of a disturbed cell")
+    parser.add_argument(
+        "--drivers",
+        type=lambda text: tuple(d for d in DRIVERS if d in text.split(",")),
+        default=DRIVERS,
+        help="a comma-separated subset of the drivers (default: all)",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=lambda text: tuple(int(n) for n in text.split(",")),
+        default=CONCURRENCY,
+        help="calls in flight per cell, comma-separated (default 1,8,32)",
+    )
     args = parser.parse_args()
     quiet = Quiet(args.quiet, args.patience, max(1, args.attempts))
     rows: dict[tuple[str, int], list[Cell]] = {}
@@ -459,9 +479,9 @@ async def main() -> None:
         folder = Path(tmp)
         bench = Bench(folder, make_catalog(folder), args.calls, args.max_concurrency)
         for rep in range(args.reps):
-            turn = rep % len(DRIVERS)
-            order = DRIVERS[turn:] + DRIVERS[:turn]
-            for inflight in CONCURRENCY:
+            turn = rep % len(args.drivers)
+            order = args.drivers[turn:] + args.drivers[:turn]
+            for inflight in args.concurrency:
                 for driver in order:
                     cell = await bench.run(driver, inflight, quiet)
                     rows.setdefault((driver, inflight), []).append(cell)

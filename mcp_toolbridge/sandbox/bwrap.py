@@ -13,7 +13,7 @@ The sandbox's root is an empty tmpfs; into it go, in order of depth (parents fir
 - a fresh ``/proc`` (of the sandbox's own PID namespace), a minimal ``/dev``, a private
   size-capped ``/tmp`` and, when the home folder is not granted, an empty private one;
 - the masks: each secret path that exists under a visible root becomes empty and read-only,
-  unless a granted root lies inside it.
+  unless it is granted by name; a granted root inside it is mounted over the mask.
 
 Namespaces: user, mount, PID, IPC, UTS, cgroup and (unless the profile has the full network)
 network; no capabilities, ``no_new_privs`` (bubblewrap always sets it), no further user
@@ -139,6 +139,9 @@ def bwrap_command(
         command += ["--info-fd", str(info_fd)]
     for mount in mounts:
         command += mount.args
+    for mount in mounts:  # last, so that granted roots inside a masked folder could be mounted
+        if mount.kind == _MASK and mount.args[0] == "--tmpfs":
+            command += ["--remount-ro", mount.path]
     child_env = dict(env)
     if "TMPDIR" in child_env:
         child_env["TMPDIR"] = "/tmp"
@@ -179,10 +182,10 @@ def _mounts(view: HostView, profile: SandboxProfile, implicit: list[str]) -> lis
     for mask in map(str, view.masks):
         if roots.isdisjoint(_ancestors(mask)):
             continue  # under no visible root: nothing to hide
-        if any(_within(g, mask) for g in granted):
-            continue  # granted: a root inside it (or the path itself) was asked for
+        if mask in granted:
+            continue  # granted by name; a root inside it is mounted over the mask instead
         if os.path.isdir(mask):
-            wanted.append(_Mount(mask, _MASK, ("--tmpfs", mask, "--remount-ro", mask)))
+            wanted.append(_Mount(mask, _MASK, ("--tmpfs", mask)))
         elif os.path.lexists(mask):
             wanted.append(_Mount(mask, _MASK, ("--ro-bind", "/dev/null", mask)))
     wanted.append(_Mount("/proc", _FIXED, ("--proc", "/proc")))

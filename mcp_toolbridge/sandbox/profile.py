@@ -62,8 +62,8 @@ SECRET_PATHS: tuple[str, ...] = (
     ".python_history",
 )
 """The user's secret files and folders, relative to the home folder: masked in every sandbox
-(empty, read-only) unless a granted root lies inside one of them. docs/security.md lists them;
-the policy's ``[sandbox] mask`` adds more."""
+(empty, read-only) unless granted by name; a granted root inside one is shown over the mask.
+docs/security.md lists them; the policy's ``[sandbox] mask`` adds more."""
 
 
 @dataclass(frozen=True, slots=True)

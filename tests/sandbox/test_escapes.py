@@ -85,6 +85,21 @@ async def test_a_granted_secret_path_is_not_masked(box: Box) -> None:
     assert report(await box.python(script, requires=requires)) == {"ok": True, "value": PRIVATE_KEY}
 
 
+async def test_a_root_granted_inside_a_masked_folder_shows_only_itself(box: Box) -> None:
+    ssh = box.home / ".ssh"
+    (ssh / "known_hosts").write_text("github.com ssh-ed25519 AAAA\n", encoding="utf-8")
+    requires = {"read": [str(box.root), str(ssh / "known_hosts")]}
+    script = TRY + (
+        f"print(json.dumps([attempt(lambda: open({str(ssh / 'known_hosts')!r}).read()),"
+        f" attempt(lambda: open({str(ssh / 'id_ed25519')!r}).read()),"
+        f" attempt(lambda: open({str(ssh / 'new')!r}, 'w').write('x'))]))"
+    )
+    shown, key, write = report(await box.python(script, requires=requires))
+    assert shown == {"ok": True, "value": "github.com ssh-ed25519 AAAA\n"}
+    assert key["ok"] is False and write["ok"] is False
+    assert not (ssh / "new").exists()
+
+
 async def _loopback_listener(tg: anyio.abc.TaskGroup) -> tuple[int, list[bytes]]:
     received: list[bytes] = []
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1")

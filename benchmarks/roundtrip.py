@@ -49,7 +49,9 @@ cell starts with 20 warm-up calls. Cells show the median over repetitions with [
 machine, each cell first waits (up to --patience seconds) for a second in which others use less
 than --quiet percent, and a cell during which they used more is run again (up to --attempts
 times in all; the least disturbed attempt is kept). Figures from cells above about 10 % are
-disturbed: the p50 of a spawn doubles when another process keeps a core busy.
+disturbed: the p50 of a spawn doubles when another process keeps a core busy. A sandboxed
+cell's own figure is higher than that: the sandbox's init is reaped by the system (not this
+process) and its namespaces are torn down by kernel workers, so their CPU counts as others'.
 """
 
 from __future__ import annotations

@@ -45,6 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.catalog_gen import SYSTEMS, VERBS, generate  # noqa: E402
+from mcp_toolbridge.catalog import index as search_module  # noqa: E402
 from mcp_toolbridge.catalog.index import SearchIndex  # noqa: E402
 
 try:
@@ -159,12 +160,21 @@ def measure(folder: Path, n_queries: int) -> dict[str, float]:
     queries = make_queries([s.name for s in specs], n_queries, random.Random(3))
     for q in queries[:20]:
         index.search(q, 10)
-    times = []
+    # Each query twice, in turn: as shipped, then with sibling evidence off (the baseline in
+    # the same process, so a busy machine slows both alike).
+    times, plain = [], []
+    weight = search_module.SIBLING_WEIGHT
     for q in queries:
         start = time.perf_counter()
         index.search(q, 10)
         times.append(time.perf_counter() - start)
+        search_module.SIBLING_WEIGHT = 0.0
+        start = time.perf_counter()
+        index.search(q, 10)
+        plain.append(time.perf_counter() - start)
+        search_module.SIBLING_WEIGHT = weight
     times.sort()
+    plain.sort()
 
     del index
     gc.collect()
@@ -189,6 +199,8 @@ def measure(folder: Path, n_queries: int) -> dict[str, float]:
         "p50_ms": 1000 * statistics.median(times),
         "p99_ms": 1000 * times[int(0.99 * (len(times) - 1))],
         "max_ms": 1000 * times[-1],
+        "plain_p50_ms": 1000 * statistics.median(plain),
+        "plain_p99_ms": 1000 * plain[int(0.99 * (len(plain) - 1))],
         "index_mb": (held - base) / 2**20,
         "build_peak_mb": (peak - base) / 2**20,
         "rss_growth_mb": rss_growth,
@@ -223,6 +235,16 @@ def main() -> None:
             f"{m['tools']:,} | {m['load_s']:.2f} | {m['catalog_s']:.2f} | {m['index_s']:.2f} | "
             f"{m['total_s']:.2f} | {m['p50_ms']:.2f} | {m['p99_ms']:.2f} | {m['max_ms']:.1f} | "
             f"{m['index_mb']:.0f} | {m['build_peak_mb']:.0f} | {m['rss_growth_mb']:.0f}"
+        )
+    print(
+        "\ntools | query p50 ms | p99 ms | without sibling evidence: p50 ms | p99 ms "
+        "| ratio p50 | ratio p99"
+    )
+    for m in listing:
+        print(
+            f"{m['tools']:,} | {m['p50_ms']:.2f} | {m['p99_ms']:.2f} | {m['plain_p50_ms']:.2f} "
+            f"| {m['plain_p99_ms']:.2f} | {m['p50_ms'] / m['plain_p50_ms']:.2f} "
+            f"| {m['p99_ms'] / m['plain_p99_ms']:.2f}"
         )
     print(
         "\ntools | app load_catalog s | open_bridge s | ToolbridgeServer s | tools listed "

@@ -1,18 +1,32 @@
-"""Tool-retrieval quality of SearchIndex on a JSONL benchmark (Seal-Tools shape).
+"""Tool-retrieval quality of SearchIndex on every benchmark set, against the best plain BM25.
 
-    .venv/bin/python benchmarks/toolsearch.py [--tools tools.jsonl] [--queries queries.jsonl]
-        [--stemmer pystemmer|snowballstemmer|suffix|none] [--half 1|2]
-        [--without clauses|abbreviations|courtesies ...] [--names exact|identifiers|anywhere]
+    .venv/bin/python benchmarks/toolsearch.py [--bench-dir DIR ...] [--sets NAME ...]
+        [--tools tools.jsonl --queries queries.jsonl] [--half 1|2] [--grid full|classic]
+        [--stemmer pystemmer|snowballstemmer|suffix|none]
+        [--without clauses|abbreviations|courtesies|siblings|groups ...]
+        [--names exact|identifiers|anywhere] [--columns all]
 
-Prints, for a plain BM25 baseline (same analyzer, one field: split name + description +
-parameter texts; k1 1.5, b 0.75) and for SearchIndex, measured in the same process:
-Recall@1/5/10, Hit@1 (all and single-tool queries), MRR, binary nDCG@10, Complete@10 (every
-gold tool in the top 10), query latency p50/p99 and index build time; then the deltas.
+Every folder of each ``--bench-dir`` (default: ``../shared/toolsearch-bench`` beside the
+repository, or beside the nearest folder above it that has ``shared/``, and this repository's
+``benchmarks/sets``) that holds ``tools.jsonl`` and ``queries-dev.jsonl`` is a set; ``--sets``
+picks some by folder name, ``--tools``/``--queries`` run one pair of files instead. A tool row
+has ``id``, ``name``, ``description``, ``parameters`` and, where the set groups its tools, the
+group (the first of ``namespace``, ``server``, ``service``, ``category``), which becomes the
+tool's namespace as a manifest's folder would.
+
+Per set, measured in the same process with the same analyzer: SearchIndex, and plain BM25 (one
+field: split name, namespace, description, parameter texts) in the standard variants of
+``bm25_baselines.BM25_VARIANTS`` (the name once or twice, a k1/b grid; ``--grid classic``: only
+k1 1.5, b 0.75). The baseline is the best variant per metric, so the margin is against the
+strongest BM25 on each metric. Metrics in %, k = 10: Recall@1/5/10, Hit@1 (all and one-tool
+queries), MRR, binary nDCG@10, Complete@10 (every gold tool in the top 10); query latency
+p50/p99 and build time for the product. A summary table closes the run.
 
 ``--half 1`` / ``--half 2`` keep every other query (the 1st, 3rd, ... or the 2nd, 4th, ...):
 two halves with the same mix of one-tool and several-tool queries, for tuning on one and
 reporting on the other. ``--without`` switches parts of the search off (ablations; the
-baseline shares the analyzer, so ``abbreviations`` changes it too). ``--names`` picks which
+baseline shares the analyzer, so ``abbreviations`` changes it too; ``groups`` ignores the
+sets' group fields, for product and baseline alike). ``--names`` picks which
 mentions of a tool's name rank it first: ``exact`` (shipped: identifier-shaped, quoted or
 whole-query tokens in any case, plain words only when they are exactly one tool's name),
 ``identifiers`` (the earlier rule: never a plain word inside prose), ``anywhere`` (any token
@@ -27,23 +41,32 @@ import math
 import statistics
 import sys
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
-from benchmarks.stemmers import analyzer_for
-from mcp_toolbridge.catalog import index as search_module
-from mcp_toolbridge.catalog import text as text_module
-from mcp_toolbridge.catalog.index import SearchIndex
-from mcp_toolbridge.catalog.index_build import field_texts
-from mcp_toolbridge.catalog.text import Analyzer
-from mcp_toolbridge.model import BuiltinTransport, Format, Source, ToolSpec
-from mcp_toolbridge.names import sanitize_name
+from benchmarks.bm25_baselines import BM25_VARIANTS, PlainBM25  # noqa: E402
+from benchmarks.stemmers import analyzer_for  # noqa: E402
+from mcp_toolbridge.catalog import index as search_module  # noqa: E402
+from mcp_toolbridge.catalog import text as text_module  # noqa: E402
+from mcp_toolbridge.catalog.index import SearchIndex  # noqa: E402
+from mcp_toolbridge.model import BuiltinTransport, Format, Source, ToolSpec  # noqa: E402
+from mcp_toolbridge.names import sanitize_name  # noqa: E402
 
-BENCH = Path("/work/shared/toolsearch-bench/seal-tools")
+BENCH_DIR = next(
+    (d / "shared" / "toolsearch-bench" for d in ROOT.parents if (d / "shared").is_dir()),
+    ROOT.parent / "shared" / "toolsearch-bench",
+)
+"""``../shared/toolsearch-bench`` beside the repository (or beside a folder above it, for a
+git worktree kept elsewhere)."""
+OWN_SETS = ROOT / "benchmarks" / "sets"
+"""Sets kept with the code: ``languages`` (Chinese, Japanese, Korean, accented Latin)."""
+BENCH = BENCH_DIR / "seal-tools"
 K = 10
+GROUP_FIELDS = ["namespace", "server", "service", "category"]
 
 
 def read_jsonl(path: Path) -> list[dict[str, object]]:
@@ -52,16 +75,18 @@ def read_jsonl(path: Path) -> list[dict[str, object]]:
 
 
 def tool_specs(path: Path) -> list[ToolSpec]:
-    """ToolSpecs straight from a tools.jsonl (id, name, description, parameters)."""
+    """ToolSpecs straight from a tools.jsonl (id, name, description, parameters, group)."""
     specs = []
     for i, row in enumerate(read_jsonl(path)):
         tool_id = str(row["id"])
         schema = row.get("parameters") or {"type": "object"}
         assert isinstance(schema, dict)
+        group = next((str(row[f]) for f in GROUP_FIELDS if row.get(f)), "")
         specs.append(
             ToolSpec(
                 name=sanitize_name(tool_id),
                 id=tool_id,
+                namespace=group,
                 description=str(row.get("description") or ""),
                 input_schema=schema,
                 runtime_input_schema=schema,
@@ -72,33 +97,14 @@ def tool_specs(path: Path) -> list[ToolSpec]:
     return specs
 
 
-class PlainBM25:
-    """Reference: Okapi BM25 over one field, scored exhaustively per query term."""
-
-    def __init__(self, specs: list[ToolSpec], analyzer: Analyzer, k1: float = 1.5, b: float = 0.75):
-        self.analyzer, self.k1, self.b = analyzer, k1, b
-        self.names = [s.name for s in specs]
-        self.postings: dict[str, list[tuple[int, int]]] = {}
-        self.lengths: list[int] = []
-        for doc, spec in enumerate(specs):
-            name, _, _, description, params, _ = field_texts(spec)
-            terms = analyzer.terms(f"{name}\n{description}\n{params}")
-            self.lengths.append(len(terms))
-            for term, tf in Counter(terms).items():
-                self.postings.setdefault(term, []).append((doc, tf))
-        self.avg = sum(self.lengths) / max(len(self.lengths), 1)
-
-    def search(self, query: str, k: int) -> list[str]:
-        n = len(self.names)
-        scores: dict[int, float] = {}
-        for term, qtf in Counter(self.analyzer.terms(query)).items():
-            posting = self.postings.get(term, [])
-            idf = math.log(1 + (n - len(posting) + 0.5) / (len(posting) + 0.5))
-            for doc, tf in posting:
-                norm = self.k1 * (1 - self.b + self.b * self.lengths[doc] / self.avg)
-                scores[doc] = scores.get(doc, 0.0) + qtf * idf * tf * (self.k1 + 1) / (tf + norm)
-        best = sorted(scores.items(), key=lambda ds: (-ds[1], ds[0]))[:k]
-        return [self.names[d] for d, _ in best]
+def discover(bench_dir: Path) -> list[tuple[str, Path, Path]]:
+    """(name, tools, queries) of every set folder under ``bench_dir``, by name."""
+    found = []
+    for folder in sorted(p for p in bench_dir.iterdir() if p.is_dir()):
+        tools, queries = folder / "tools.jsonl", folder / "queries-dev.jsonl"
+        if tools.is_file() and queries.is_file():
+            found.append((folder.name, tools, queries))
+    return found
 
 
 def evaluate(
@@ -152,19 +158,61 @@ def set_name_rule(index: SearchIndex, rule: str) -> None:
 
 
 COLUMNS = ["R@1", "R@5", "R@10", "Hit@1", "Hit@1 single", "MRR", "nDCG@10", "Complete@10"]
+SUMMARY = ["nDCG@10", "Complete@10", "R@5"]
+Metrics = dict[str, float]
+
+
+def run_set(
+    name: str, tools: Path, queries_path: Path, args: argparse.Namespace
+) -> tuple[Metrics, Metrics]:
+    """Measure one set, print its table; the product's metrics and the best BM25 per metric."""
+    specs = tool_specs(tools)
+    queries = read_jsonl(queries_path)
+    if args.half:
+        queries = queries[args.half - 1 :: 2]
+    start = time.perf_counter()
+    index = SearchIndex.build(specs, analyzer=analyzer_for(args.stemmer))
+    build = time.perf_counter() - start
+    set_name_rule(index, args.names)
+    ours = evaluate(lambda q: [h.name for h in index.search(q, K)], queries)
+
+    variants = [v for v in BM25_VARIANTS if args.grid == "full" or v[1:] == (1.5, 0.75)]
+    rows: dict[str, Metrics] = {}
+    for names in sorted({v[0] for v in variants}):
+        plain = PlainBM25(specs, analyzer_for(args.stemmer), names=names)
+        for _, k1, b in (v for v in variants if v[0] == names):
+            rows[f"BM25 name×{names} k1 {k1} b {b}"] = evaluate(
+                plain.with_params(k1, b).searcher(K), queries
+            )
+    best = {c: max(m[c] for m in rows.values()) for c in COLUMNS}
+    top_label = max(rows, key=lambda label: (rows[label]["nDCG@10"], rows[label]["Complete@10"]))
+
+    print(f"\n## {name}: {len(specs)} tools, {len(queries)} queries, stemmer {args.stemmer}")
+    cols = COLUMNS if args.columns == "all" else SUMMARY
+    print(" | ".join([f"{'':32}", *cols, "p50 ms", "p99 ms", "build s"]))
+    latency = [f"{ours['p50 ms']:.2f}", f"{ours['p99 ms']:.2f}", f"{build:.2f}"]
+    print(" | ".join([f"{'SearchIndex':32}", *(f"{ours[c]:.1f}" for c in cols), *latency]))
+    print(" | ".join([f"{top_label:32}", *(f"{rows[top_label][c]:.1f}" for c in cols)]))
+    print(" | ".join([f"{'best BM25 per metric':32}", *(f"{best[c]:.1f}" for c in cols)]))
+    print(" | ".join([f"{'margin':32}", *(f"{ours[c] - best[c]:+.1f}" for c in cols)]))
+    return ours, best
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tools", type=Path, default=BENCH / "tools.jsonl")
-    parser.add_argument("--queries", type=Path, default=BENCH / "queries-dev.jsonl")
+    parser.add_argument("--bench-dir", type=Path, nargs="+", default=[BENCH_DIR, OWN_SETS])
+    parser.add_argument("--sets", nargs="+", help="folder names under --bench-dir (default: all)")
+    parser.add_argument("--tools", type=Path, help="one set's tools.jsonl (with --queries)")
+    parser.add_argument("--queries", type=Path, help="one set's queries.jsonl (with --tools)")
     parser.add_argument("--stemmer", default="pystemmer")
     parser.add_argument("--half", type=int, choices=[1, 2], help="every other query only")
+    parser.add_argument("--grid", default="full", choices=["full", "classic"])
+    parser.add_argument("--columns", default="summary", choices=["summary", "all"])
     parser.add_argument(
         "--without",
         nargs="+",
         default=[],
-        choices=["clauses", "abbreviations", "courtesies"],
+        choices=["clauses", "abbreviations", "courtesies", "siblings", "groups"],
         help="ablation: switch these parts off",
     )
     parser.add_argument("--names", default="exact", choices=["exact", "identifiers", "anywhere"])
@@ -175,31 +223,29 @@ def main() -> None:
         text_module.ABBREVIATIONS = {}
     if "courtesies" in args.without:
         search_module.strip_courtesies = lambda query: query  # type: ignore[attr-defined]
-    specs = tool_specs(args.tools)
-    queries = read_jsonl(args.queries)
-    if args.half:
-        queries = queries[args.half - 1 :: 2]
+    if "siblings" in args.without:
+        search_module.SIBLING_WEIGHT = 0.0
+    if "groups" in args.without:
+        GROUP_FIELDS[:] = []
 
-    start = time.perf_counter()
-    baseline = PlainBM25(specs, analyzer_for(args.stemmer))
-    base_build = time.perf_counter() - start
-    start = time.perf_counter()
-    index = SearchIndex.build(specs, analyzer=analyzer_for(args.stemmer))
-    build = time.perf_counter() - start
-    set_name_rule(index, args.names)
+    if args.tools or args.queries:
+        tools = args.tools or BENCH / "tools.jsonl"
+        queries = args.queries or tools.with_name("queries-dev.jsonl")
+        sets = [(tools.parent.name, tools, queries)]
+    else:
+        sets = [s for folder in args.bench_dir if folder.is_dir() for s in discover(folder)]
+        if args.sets:
+            sets = [s for s in sets if s[0] in args.sets]
+        if not sets:
+            raise SystemExit(f"no benchmark sets under {', '.join(map(str, args.bench_dir))}")
+    results = {name: run_set(name, tools, queries, args) for name, tools, queries in sets}
 
-    rows = {
-        "plain BM25": (evaluate(lambda q: baseline.search(q, K), queries), base_build),
-        "SearchIndex": (evaluate(lambda q: [h.name for h in index.search(q, K)], queries), build),
-    }
-    print(f"{len(specs)} tools, {len(queries)} queries, stemmer {args.stemmer}")
-    head = " | ".join([f"{'':12}", *COLUMNS, "p50 ms", "p99 ms", "build s"])
-    print(head)
-    for label, (m, secs) in rows.items():
-        cells = [f"{m[c]:.1f}" for c in COLUMNS] + [f"{m['p50 ms']:.2f}", f"{m['p99 ms']:.2f}"]
-        print(" | ".join([f"{label:12}", *cells, f"{secs:.2f}"]))
-    base, ours = rows["plain BM25"][0], rows["SearchIndex"][0]
-    print(" | ".join([f"{'delta':12}", *(f"{ours[c] - base[c]:+.1f}" for c in COLUMNS)]))
+    print("\n## summary: SearchIndex vs the best BM25 variant per metric")
+    head = ["set"] + [f"{c} ours / BM25 / margin" for c in SUMMARY]
+    print(" | ".join(head))
+    for name, (ours, best) in results.items():
+        cells = [f"{ours[c]:.1f} / {best[c]:.1f} / {ours[c] - best[c]:+.1f}" for c in SUMMARY]
+        print(" | ".join([name, *cells]))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@
         ├── UnknownToolError         tool.unknown      -> protocol error -32602
         ├── ArgumentsError           args.invalid      -> isError result
         ├── PermissionDeniedError    permission.denied -> isError result
+        ├── BudgetExceededError      budget.exceeded   -> isError result
         └── ExecError                exec.*            -> isError result
             ├── ExecTimeoutError     exec.timeout
             ├── ExecSpawnError       exec.spawn
@@ -39,6 +40,7 @@ class ErrorCode(StrEnum):
     ARGS_INVALID = "args.invalid"
     OUTPUT_INVALID = "output.invalid"
     PERMISSION_DENIED = "permission.denied"
+    BUDGET_EXCEEDED = "budget.exceeded"
     EXEC_FAILED = "exec.failed"
     EXEC_TIMEOUT = "exec.timeout"
     EXEC_CANCELLED = "exec.cancelled"
@@ -47,6 +49,7 @@ class ErrorCode(StrEnum):
     EXEC_TRANSPORT = "exec.transport"
     EXEC_UNSUPPORTED = "exec.unsupported"
     SECRET_UNRESOLVED = "secret.unresolved"
+    SERVER_INTERNAL = "server.internal"
 
 
 class Severity(StrEnum):
@@ -132,6 +135,13 @@ class ArgumentsError(CallError):
 
 class PermissionDeniedError(CallError):
     code = ErrorCode.PERMISSION_DENIED
+
+
+class BudgetExceededError(CallError):
+    """The tool's budget (Runloop ``budget.tokens`` / ``budget.usd``) is spent in this
+    session: the message says which, how much was used and how to raise it."""
+
+    code = ErrorCode.BUDGET_EXCEEDED
 
 
 class ExecError(CallError):

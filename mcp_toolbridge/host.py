@@ -129,6 +129,13 @@ class CallContext:
     denied_tools: frozenset[str] = frozenset()
     """Tools this caller may not use whatever the policy says (a subagent: todo, question,
     task unless allowed). Inherited and only ever widened by nested subagents."""
+    budget_session: str | None = None
+    """Where tool budgets are summed when not per ``session_id``: a sessionless HTTP call has
+    a session of its own, but its usage counts for the whole server."""
+
+    @property
+    def budget_scope(self) -> str:
+        return self.budget_session if self.budget_session is not None else self.session_id
 
     @property
     def headless(self) -> bool:

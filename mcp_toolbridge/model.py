@@ -166,7 +166,7 @@ class ToolSpec(Frozen):
     output_schema_ref: str | None = None
     transport: Transport
     timeout_s: float | None = None
-    """None: the server default (``--timeout``)."""
+    """None, zero or less: the server default (``--timeout``); see :meth:`effective_timeout_s`."""
     requires: RequirementSet = RequirementSet()
     argument_roles: dict[str, tuple[Role, ...]] = Field(default_factory=dict)
     """Which arguments name what the capability check must see: argument name -> roles
@@ -176,3 +176,58 @@ class ToolSpec(Frozen):
     tags: tuple[str, ...] = ()
     budget: Budget | None = None
     source: Source
+
+    @property
+    def is_locked(self) -> bool:
+        """Whether this is one of the locked tools (declared by the server, not loaded from a
+        manifest)."""
+        return self.source.format is Format.BUILTIN
+
+    def effective_timeout_s(self, default_s: float) -> float:
+        """The deadline of a call: ``timeout_s`` when it is positive, else ``default_s`` (the
+        server's ``--timeout``). Zero or less is no deadline of the tool's own, as agentcli
+        reads ``timeoutSec`` (docs/manifests.md); the loaders never set it, but a spec built
+        in code may."""
+        own = self.timeout_s
+        return own if own is not None and own > 0 else default_s
+
+
+ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
+"""The Agent Client Protocol's tool kinds: what a client shows a call as (icon, diff view,
+terminal pane)."""
+
+LOCKED_KINDS: dict[str, ToolKind] = {
+    "read": "read",
+    "write": "edit",
+    "edit": "edit",
+    "glob": "search",
+    "grep": "search",
+    "bash": "execute",
+    "todo": "think",
+    "task": "think",
+    "question": "other",
+    "web_search": "fetch",
+    "web_fetch": "fetch",
+    "skill": "read",
+    "tool_search": "search",
+}
+"""The locked tools' ACP kinds (the spec's tool kind mapping; where it is silent, as the
+Claude Code and opencode ACP adapters map their own tools)."""
+
+
+def tool_kind(spec: ToolSpec) -> ToolKind:
+    """A tool's ACP kind: a locked tool's from :data:`LOCKED_KINDS`; a manifest tool's from
+    its *declared* safety facts, an undeclared fact counting as its cautious value:
+
+    - declared read-only: ``fetch`` when it reaches the outside world (an HTTP tool, or one
+      that declares ``open_world: true``), else ``read``;
+    - otherwise (writes, or may write): ``execute`` for a process, ``other`` for an HTTP call.
+    """
+    if spec.is_locked:
+        return LOCKED_KINDS.get(spec.id, "other")
+    safety = spec.safety
+    http = isinstance(spec.transport, HttpTransport)
+    if safety.read_only and "read_only" not in safety.inferred:
+        declared_open = safety.open_world and "open_world" not in safety.inferred
+        return "fetch" if http or declared_open else "read"
+    return "other" if http else "execute"

@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 import re
 
+from anyascii import anyascii
+
 MAX_NAME = 64
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
@@ -38,11 +40,14 @@ LOCKED_TOOL_IDS: frozenset[str] = frozenset(LOCKED_IDS)
 def sanitize_name(raw: str) -> str:
     """Map a manifest id to ``[A-Za-z0-9_-]{1,64}``.
 
-    Runs of other characters (dots, slashes, ``@``, spaces) become one ``_``; leading and
-    trailing ``_`` are dropped. A name longer than 64 keeps its head and gets a short digest of
-    the whole id, so two long ids that share a prefix stay distinct.
+    An id that is not ASCII is transliterated first (anyascii): accents are dropped
+    (``café_menu`` -> ``cafe_menu``), other scripts are romanized (``翻译`` -> ``FanYi``,
+    ``ファイル`` -> ``fuairu``). Then runs of other characters (dots, slashes, ``@``, spaces)
+    become one ``_``; leading and trailing ``_`` are dropped, and an id with nothing left is
+    ``tool``. A name longer than 64 keeps its head and gets a short digest of the whole id, so
+    two long ids that share a prefix stay distinct.
     """
-    name = _UNSAFE.sub("_", raw).strip("_") or "tool"
+    name = _UNSAFE.sub("_", raw if raw.isascii() else anyascii(raw)).strip("_") or "tool"
     if len(name) > MAX_NAME:
         digest = hashlib.blake2s(raw.encode("utf-8"), digest_size=4).hexdigest()
         name = f"{name[: MAX_NAME - len(digest) - 1]}_{digest}"

@@ -9,10 +9,12 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import platformdirs
 
 from mcp_toolbridge.bridge import (
@@ -22,6 +24,7 @@ from mcp_toolbridge.bridge import (
     CallOutcome,
     Observer,
     PolicyGate,
+    outcome_of,
     span_observer,
 )
 from mcp_toolbridge.builtins import (
@@ -48,10 +51,11 @@ from mcp_toolbridge.executors import (
 )
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.loaders import LoadReport, load_paths
-from mcp_toolbridge.model import Format, ToolSpec
-from mcp_toolbridge.policy import Decision, Policy, SandboxMode
+from mcp_toolbridge.model import HttpTransport, ToolSpec
+from mcp_toolbridge.policy import Decision, Policy, SandboxMode, Targets, host_of, load_parser
 from mcp_toolbridge.sandbox import Sandbox
 from mcp_toolbridge.secrets import SecretResolver
+from mcp_toolbridge.workspace import UNSET_ROOT, default_workspace
 
 BUILTIN_SPECS: tuple[ToolSpec, ...] = (TOOL_SEARCH_SPEC,)
 """The smallest built-in set (tool_search alone), for catalogs loaded without the locked
@@ -80,7 +84,8 @@ class Settings:
     secrets_file: Path | None = None
     policy_file: Path | None = None
     workspace: Path | None = None
-    """Roots every fs capability; default the working directory."""
+    """Roots every fs capability (``--workspace``); None: the client's MCP roots, else the
+    working directory unless that is / or the home folder (see workspace.py)."""
     audit_path: Path | None = None
     """Where audit lines go; None: the per-user data directory."""
     audit: bool = True
@@ -99,8 +104,53 @@ class Settings:
     def manifest_paths(self) -> list[Path]:
         return list(self.paths) if self.paths else [bundled_manifests()]
 
-    def workspace_root(self) -> Path:
-        return (self.workspace or Path.cwd()).resolve()
+    def workspace_root(self) -> Path | None:
+        """The workspace in force: the one given, else the working directory when it is fit
+        to be one; None means there is none (the file tools refuse)."""
+        if self.workspace is not None:
+            return self.workspace.resolve()
+        return default_workspace()
+
+
+HOST_NOT_GRANTED = (
+    "its host is not in the granted net.hosts; grant it in the policy's [requires] net.hosts, "
+    "or declare it in the tool's requirements"
+)
+REFUSED_WHATEVER = (
+    "the policy refuses it whatever its arguments, or does not grant what it requires"
+)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A tool left out of the catalog because of the policy, and why."""
+
+    spec: ToolSpec
+    reason: str
+    """Why, in words shared by every tool left out for the same reason."""
+    detail: str = ""
+    """What is this tool's own (the host it calls)."""
+
+    @classmethod
+    def of(cls, policy: Policy, spec: ToolSpec) -> Skipped:
+        if isinstance(spec.transport, HttpTransport):
+            try:
+                host = host_of(spec.transport.url)
+            except ValueError:
+                host = ""
+            if host and "{" not in host and policy.check_capabilities(spec, Targets(hosts=(host,))):
+                return cls(spec, HOST_NOT_GRANTED, host)
+        return cls(spec, REFUSED_WHATEVER)
+
+    def notice(self) -> Problem:
+        detail = f" ({self.detail})" if self.detail else ""
+        return Problem(
+            self.spec.source.path,
+            f'tool "{self.spec.name}" is not served{detail}: {self.reason}',
+            self.spec.source.locator(self.spec.id),
+            ErrorCode.PERMISSION_DENIED,
+            Severity.NOTICE,
+        )
 
 
 @dataclass(frozen=True)
@@ -114,8 +164,12 @@ class Loaded:
     policy: Policy
     locked: LockedPlan | None = None
     """The locked tools served, when loaded with ``locked=True``."""
-    hidden: tuple[ToolSpec, ...] = ()
+    skipped: tuple[Skipped, ...] = ()
     """Tools left out because the policy refuses them whatever their arguments."""
+
+    @property
+    def hidden(self) -> tuple[ToolSpec, ...]:
+        return tuple(s.spec for s in self.skipped)
 
     @property
     def errors(self) -> list[Problem]:
@@ -132,23 +186,29 @@ def load_policy(settings: Settings) -> Policy:
 
 
 def load_catalog(
-    settings: Settings, builtins: Sequence[ToolSpec] = (), *, locked: bool = False
+    settings: Settings,
+    builtins: Sequence[ToolSpec] = (),
+    *,
+    locked: bool = False,
+    report: LoadReport | None = None,
 ) -> Loaded:
     """Load the manifests, then keep the tools the policy exposes.
 
     ``locked``: serve the locked tools ``settings.locked`` names (configured by the policy
     file), instead of the ``builtins`` given. A tool whose requirements cannot be compiled (an
     undefined variable) is a load error; a tool the policy refuses whatever its arguments is
-    left out, with a notice.
+    left out, with a notice. ``report``: the manifests as already read, instead of reading
+    them again (the policy changed, the manifests did not).
     """
     policy = load_policy(settings)
     plan = _plan(settings, policy) if locked else None
     if plan is not None:
         builtins = plan.specs
-    report = load_paths(settings.manifest_paths(), environ=settings.environ)
+    if report is None:
+        report = load_paths(settings.manifest_paths(), environ=settings.environ)
     problems: list[Problem] = [*(plan.problems if plan else ()), *report.problems]
     exposed: list[ToolSpec] = []
-    hidden: list[ToolSpec] = []
+    hidden: list[Skipped] = []
     tools = [named_as_written(s) for s in report.tools] if settings.keep_names else report.tools
     for spec in [*builtins, *tools]:
         found = policy.requirement_problems(spec)
@@ -157,17 +217,9 @@ def load_catalog(
         elif policy.exposed(spec):
             exposed.append(spec)
         else:
-            hidden.append(spec)
-            problems.append(
-                Problem(
-                    spec.source.path,
-                    f'tool "{spec.name}" is not served: the policy refuses it whatever its '
-                    "arguments, or does not grant what it requires",
-                    spec.source.locator(spec.id),
-                    ErrorCode.PERMISSION_DENIED,
-                    Severity.NOTICE,
-                )
-            )
+            skipped = Skipped.of(policy, spec)
+            hidden.append(skipped)
+            problems.append(skipped.notice())
     problems.extend(policy.unmatchable_rules([*builtins, *tools]))
     catalog, catalog_problems = Catalog.build(exposed, keep_names=settings.keep_names)
     return Loaded(catalog, report, [*problems, *catalog_problems], policy, plan, tuple(hidden))
@@ -192,7 +244,7 @@ def sandbox_profile(settings: Settings, policy: Policy, spec: ToolSpec) -> dict[
 def _plan(settings: Settings, policy: Policy) -> LockedPlan:
     return plan_locked(
         settings.locked,
-        workspace=settings.workspace_root(),
+        workspace=settings.workspace_root() or UNSET_ROOT,
         environ=settings.environ,
         config=policy.file,
         origin=str(settings.policy_file or "default policy"),
@@ -205,6 +257,8 @@ NOT_CHECKED = Decision(
     "deny", "invalid arguments: refused before the permission check", "validation"
 )
 """The audit decision of a call refused at argument validation (the gate never ran)."""
+NOT_DECIDED = Decision("deny", "stopped before the permission check finished", "cancelled")
+"""The audit decision of a call cancelled before the gate decided (it never ran)."""
 
 
 def audit_observer(log: AuditLog) -> Observer:
@@ -214,14 +268,17 @@ def audit_observer(log: AuditLog) -> Observer:
         error = None
         if not outcome.ok:
             error = CallError(outcome.error or "", tool=spec.name, code=outcome.code)
+        undecided = NOT_DECIDED if outcome.code is ErrorCode.EXEC_CANCELLED else NOT_CHECKED
         record = AuditRecord.build(
             spec,
             session=ctx.session_id,
-            decision=outcome.decision or NOT_CHECKED,
+            decision=outcome.decision or undecided,
             ms=outcome.duration_ms,
             result=outcome.result,
             error=error,
             answer=outcome.answer,
+            outcome=outcome_of(outcome),
+            usage=outcome.usage.as_json() if outcome.usage is not None else None,
         )
         await log.write(record)
 
@@ -243,16 +300,16 @@ def _catalog_parts(
 ) -> tuple[PolicyGate, BuiltinExecutor]:
     """What depends on the catalog and the policy, rebuilt on every reload."""
     catalog = loaded.catalog
-    index = SearchIndex.build(s for s in catalog.specs() if s.source.format is not Format.BUILTIN)
+    index = SearchIndex.build(catalog.manifest_specs())
+    search = ToolSearch(index, catalog)
     if loaded.locked is None:
-        builtins = BuiltinExecutor([ToolSearch(index, catalog)])
+        builtins = BuiltinExecutor([search])
     else:
         builtins = BuiltinExecutor(
             loaded.locked.tools(
                 sessions=shared.sessions,
                 locks=shared.locks,
-                index=index,
-                catalog=catalog,
+                search=search,
                 call_tool=shared.call_tool,
                 list_tools=shared.offer,
                 policy=loaded.policy,
@@ -277,6 +334,8 @@ class Runtime:
     gate: PolicyGate
     locked: bool
     """Whether the catalog serves the locked tools (kept across reloads)."""
+    report: LoadReport
+    """The manifests as last read (kept when only the workspace moves)."""
     stand_in: Executor | None = None
     """The executor standing in for every transport (replay), kept across reloads."""
 
@@ -289,6 +348,7 @@ class Runtime:
         ``keep_files`` (a sessionless HTTP call: files go when the server stops), its
         session state and sidecar files."""
         self.gate.forget(session_id)
+        self.bridge.forget_session(session_id)
         if not keep_files:
             self.sessions.close(session_id)
 
@@ -297,24 +357,42 @@ class Runtime:
         paths = self.settings.manifest_paths()
         if self.settings.policy_file is not None:
             paths.append(self.settings.policy_file)
-        paths.append(self.settings.workspace_root() / ".toolbridge" / "policy.toml")
+        workspace = self.settings.workspace_root()
+        if workspace is not None:
+            paths.append(workspace / ".toolbridge" / "policy.toml")
         return paths
 
-    def reload(self, builtins: Sequence[ToolSpec] = BUILTIN_SPECS) -> list[Problem]:
-        """Read everything again. A valid result replaces the bridge (calls in flight finish
-        on the one they started with); with any error the current bridge stays and every
-        problem is returned."""
+    def reload(
+        self, builtins: Sequence[ToolSpec] = BUILTIN_SPECS, *, manifests: bool = True
+    ) -> list[Problem]:
+        """Read everything again (without ``manifests``: everything but the manifests). A
+        valid result replaces the bridge (calls in flight finish on the one they started
+        with); with any error the current bridge stays and every problem is returned."""
+        report = None if manifests else self.report
         try:
-            loaded = load_catalog(self.settings, builtins, locked=self.locked)
+            loaded = load_catalog(self.settings, builtins, locked=self.locked, report=report)
         except ConfigError as exc:
             return [exc.problem(str(self.settings.policy_file or "policy"))]
         if loaded.errors:
             return loaded.errors
+        self.report = loaded.report
         gate, executor = _catalog_parts(self.settings, loaded, self.shared)
         self.gate = gate
         executors: dict[str, Executor] = {} if self.stand_in else {"builtin": executor}
         self.bridge = self.bridge.rebuilt(loaded.catalog, gate=gate, executors=executors)
         return []
+
+    def move_workspace(self, workspace: Path | None) -> list[Problem]:
+        """Serve with another workspace (the client's roots; None: the default one): the
+        policy, the project's rules and the locked tools are rebuilt around it, the manifests
+        already read are kept. With any problem nothing changes and the problems are
+        returned."""
+        previous = self.settings
+        self.settings = replace(previous, workspace=workspace)
+        problems = self.reload(manifests=False)
+        if problems:
+            self.settings = previous
+        return problems
 
 
 @asynccontextmanager
@@ -345,6 +423,9 @@ async def open_runtime(
     if gate.sandbox is not None:  # once per process: say now, not at the first call, if it fails
         await probe_sandbox(gate.sandbox)
     async with AsyncExitStack() as stack:
+        if "bash" in loaded.catalog:  # its parser, built off the event loop (see load_parser)
+            warm = await stack.enter_async_context(anyio.create_task_group())
+            warm.start_soon(anyio.to_thread.run_sync, load_parser)
         http = await stack.enter_async_context(HttpExecutor.open())
         watching: tuple[Observer, ...] = ()
         if settings.audit:
@@ -375,7 +456,9 @@ async def open_runtime(
             gate=gate,
             observers=watching,
         )
-        runtime = Runtime(settings, bridge, shared, gate, loaded.locked is not None, stand_in)
+        runtime = Runtime(
+            settings, bridge, shared, gate, loaded.locked is not None, loaded.report, stand_in
+        )
         current.append(runtime)
         yield runtime
 

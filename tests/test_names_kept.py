@@ -104,3 +104,15 @@ def test_keep_names_is_a_cli_option_of_list(
     assert main(["list", *paths, "--keep-names"]) == 0
     names = {line.split()[0] for line in capsys.readouterr().out.splitlines()}
     assert names == {"mail.send", "mail_send"}
+
+
+def test_ids_that_transliterate_alike_collide_naming_both_sources(tmp_path: Path) -> None:
+    first = agentcli_manifest(tmp_path / "a", [echo_tool("café_menu")], {"echo": ECHO})
+    second = agentcli_manifest(tmp_path / "b", [echo_tool("cafe_menu")], {"echo": ECHO})
+    loaded = load_catalog(Settings(paths=[first, second]))
+    assert loaded.catalog.names == ["cafe_menu"]
+    assert loaded.catalog.resolve("café_menu") is loaded.catalog.get("cafe_menu")
+    [problem] = loaded.errors
+    assert problem.code is ErrorCode.MANIFEST_DUPLICATE
+    assert f'already used by {first}: tool[0] "café_menu"' in problem.message
+    assert "after sanitizing" in problem.message

@@ -5,19 +5,32 @@ recording) see each outcome.
 May import: the vocabulary, loaders, catalog, policy, executors. Not builtins, server, cli."""
 
 from mcp_toolbridge.bridge.audit import AuditLog, AuditRecord
-from mcp_toolbridge.bridge.gate import PolicyGate
+from mcp_toolbridge.bridge.gate import (
+    ALLOW_ALWAYS,
+    ALLOW_ONCE,
+    REJECT,
+    PolicyGate,
+    confirmation_form,
+)
+from mcp_toolbridge.bridge.outcome import Outcome, outcome_of
 from mcp_toolbridge.bridge.pipeline import Bridge, CallOutcome, Observer
 from mcp_toolbridge.bridge.recording import Recorder, ReplayExecutor
 from mcp_toolbridge.bridge.telemetry import span_observer
 
 __all__ = [
+    "ALLOW_ALWAYS",
+    "ALLOW_ONCE",
+    "REJECT",
     "AuditLog",
     "AuditRecord",
     "Bridge",
     "CallOutcome",
     "Observer",
+    "Outcome",
     "PolicyGate",
     "Recorder",
     "ReplayExecutor",
+    "confirmation_form",
+    "outcome_of",
     "span_observer",
 ]

@@ -29,7 +29,8 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from mcp_toolbridge.errors import CallError, ErrorCode
+from mcp_toolbridge.bridge.outcome import Outcome, classify
+from mcp_toolbridge.errors import CallError
 from mcp_toolbridge.executors import ExecResult
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.policy import Decision
@@ -43,8 +44,6 @@ _SECRET_NAME = re.compile(
     r"signature|sig|session[-_]?id|private[-_]?key)",
     re.IGNORECASE,
 )
-
-Outcome = Literal["ok", "error", "denied", "timeout", "cancelled"]
 
 
 def default_audit_path() -> Path:
@@ -139,6 +138,9 @@ class AuditRecord(BaseModel):
     outcome: Outcome
     is_error: bool
     error_code: str | None = None
+    usage: dict[str, float] | None = None
+    """What the call used as its result reported it (``{"tokens": n, "usd": x}``), for tool
+    budgets; None when it reported nothing."""
 
     def to_line(self) -> bytes:
         return (self.model_dump_json(by_alias=True) + "\n").encode("utf-8")
@@ -155,12 +157,23 @@ class AuditRecord(BaseModel):
         error: CallError | None = None,
         answer: str | None = None,
         secrets: Iterable[str] = (),
+        outcome: Outcome | None = None,
+        usage: dict[str, float] | None = None,
     ) -> AuditRecord:
         """A record for a call that was decided (and maybe run). ``answer`` is the person's
         reply to an ask (once | always | reject | headless); ``secrets`` are resolved values to
-        hide wherever they appear."""
+        hide wherever they appear; ``outcome`` is the call's outcome when the caller has it
+        (:func:`~mcp_toolbridge.bridge.outcome.outcome_of`), else it is classified from the
+        decision, result, error and answer; ``usage`` is what the call used, as its result
+        reported it (tool budgets)."""
         values = tuple(secrets)
-        outcome = _outcome(decision, result, error, answer)
+        if outcome is None:
+            outcome = classify(
+                ok=error is None and result is not None and result.ok,
+                code=error.code if error is not None else None,
+                action=decision.action,
+                answer=answer,
+            )
         return cls(
             ts=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             session=session,
@@ -184,25 +197,10 @@ class AuditRecord(BaseModel):
             sandboxed=result.sandboxed if result else None,
             tags=list(spec.tags),
             outcome=outcome,
-            is_error=outcome != "ok",
+            is_error=outcome is not Outcome.OK,
             error_code=str(error.code) if error is not None else None,
+            usage=usage,
         )
-
-
-def _outcome(
-    decision: Decision, result: ExecResult | None, error: CallError | None, answer: str | None
-) -> Outcome:
-    if decision.action == "deny" or answer in ("reject", "headless"):
-        return "denied"
-    if error is not None:
-        if error.code == ErrorCode.PERMISSION_DENIED:
-            return "denied"
-        if error.code == ErrorCode.EXEC_TIMEOUT:
-            return "timeout"
-        return "cancelled" if error.code == ErrorCode.EXEC_CANCELLED else "error"
-    if result is None or not result.ok:
-        return "error"
-    return "ok"
 
 
 class AuditLog:

@@ -28,6 +28,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.to_thread
+
 from mcp_toolbridge.errors import ExecError
 from mcp_toolbridge.executors import run_process
 from mcp_toolbridge.host import CallContext
@@ -45,7 +48,9 @@ from mcp_toolbridge.policy import (
     combine,
     failure,
     is_within,
+    load_parser,
     parse_verdict,
+    parser_loaded,
     shell_floor,
     shell_targets,
     watchdog_payload,
@@ -152,6 +157,8 @@ class PolicyGate:
         self, spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext
     ) -> Clearance:
         policy = self.policy
+        if not parser_loaded() and any("shell.run" in r for r in spec.argument_roles.values()):
+            await anyio.to_thread.run_sync(load_parser)  # not on the event loop: 0.1-0.3 s
         targets = policy.targets(
             spec, arguments, roles=spec.argument_roles or None, splitter=self._splitter
         )

@@ -2,6 +2,8 @@
 
 resolve -> validate arguments -> gate (capabilities, rules, watchdog, confirmation)
 -> resolve secrets -> execute under the concurrency limit -> check output -> outcome + audit.
+A tool whose budget is spent in the caller's session is refused before the gate
+(:mod:`budget`); the usage a result reports is summed after it runs.
 
 Every path into execution (MCP tools/call, ``mcp-toolbridge call``, the ``task`` tool) goes
 through :meth:`Bridge.call`. No MCP types here: the server adapter maps outcomes to results.
@@ -12,15 +14,17 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol
 
 import anyio
 
+from mcp_toolbridge.bridge.budget import BudgetLedger, Usage, reported_usage
 from mcp_toolbridge.bridge.gate import Clearance
 from mcp_toolbridge.catalog import Catalog, CatalogEntry
 from mcp_toolbridge.errors import (
     ArgumentsError,
+    BudgetExceededError,
     CallError,
     ErrorCode,
     ExecError,
@@ -40,10 +44,20 @@ from mcp_toolbridge.policy import Decision
 from mcp_toolbridge.sandbox import Confinement
 
 MAX_ERRORS_SHOWN = 3
+OBSERVE_LIMIT_S = 5.0
+"""How long the observers (audit, telemetry, recording) may take for one finished call; they
+run shielded, so a cancelled call is still audited, within this bound."""
 
 
 class SecretSource(Protocol):
     def resolve(self, ids: list[str]) -> dict[str, str]: ...
+
+
+Ended = Literal["cancelled", "shutdown"]
+WHY_ENDED: dict[Ended, str] = {
+    "cancelled": "the client cancelled the call",
+    "shutdown": "the server shut down during the call",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +67,8 @@ class CallOutcome:
     tool: str
     ok: bool
     value: Any = None
+    text: str | None = None
+    """The success written for the model, when the tool writes one (see ExecResult.text)."""
     error: str | None = None
     code: ErrorCode | None = None
     duration_ms: int = 0
@@ -64,6 +80,18 @@ class CallOutcome:
     answer: str | None = None
     """The person's answer when asked: once | always | reject | headless | pending."""
     meta: dict[str, Any] = field(default_factory=dict)
+    ended: Ended | None = None
+    """How a call that did not run to its end was stopped (code ``exec.cancelled``): by its
+    client, or by the server's shutdown."""
+    usage: Usage | None = None
+    """What the call used, as its result reported it (``usage``); None when not reported."""
+
+
+@dataclass(slots=True)
+class _Life:
+    """What every bridge rebuilt from one server shares: whether the server is stopping."""
+
+    stopping: bool = False
 
 
 Gate = Callable[[ToolSpec, Mapping[str, Any], CallContext], Awaitable[Clearance]]
@@ -96,24 +124,40 @@ class Bridge:
         secrets: SecretSource | None = None,
         gate: Gate = _allow_all,
         observers: tuple[Observer, ...] = (),
+        limiter: anyio.CapacityLimiter | None = None,
     ) -> None:
+        """``limiter``: a concurrency limit shared with another bridge (see :meth:`rebuilt`);
+        without it, a limit of ``max_concurrency`` calls (default: twice the cores)."""
         self.catalog = catalog
         self._executors = dict(executors)
         self._default_timeout_s = default_timeout_s
         self._max_output_bytes = max_output_bytes
-        self._limiter = anyio.CapacityLimiter(max_concurrency or _default_concurrency())
+        if limiter is None:
+            limiter = anyio.CapacityLimiter(max_concurrency or _default_concurrency())
+        self._limiter = limiter
         self._secrets = secrets
         self._gate = gate
         self._observers = observers
+        self._life = _Life()
+        self._budgets = BudgetLedger()
 
     def rebuilt(self, catalog: Catalog, *, gate: Gate, executors: Mapping[str, Executor]) -> Bridge:
         """A bridge over a new catalog (hot reload) that shares this one's concurrency limit,
-        deadlines, secrets and observers. Calls in flight keep the bridge they started on."""
-        twin = Bridge.__new__(Bridge)
-        twin.__dict__.update(self.__dict__)
-        twin.catalog = catalog
-        twin._gate = gate
-        twin._executors = {**self._executors, **executors}
+        deadlines, secrets, observers, budgets and whether the server is stopping;
+        ``executors`` replace those of the same kind. Calls in flight keep the bridge they
+        started on."""
+        twin = Bridge(
+            catalog,
+            {**self._executors, **executors},
+            default_timeout_s=self._default_timeout_s,
+            max_output_bytes=self._max_output_bytes,
+            secrets=self._secrets,
+            gate=gate,
+            observers=self._observers,
+            limiter=self._limiter,
+        )
+        twin._life = self._life
+        twin._budgets = self._budgets
         return twin
 
     def entry(self, name: str) -> CatalogEntry:
@@ -125,19 +169,32 @@ class Bridge:
     async def call(
         self, name: str, arguments: Mapping[str, Any] | None, ctx: CallContext | None = None
     ) -> CallOutcome:
-        """Run one call. Raises UnknownToolError only; every other failure is an outcome."""
+        """Run one call. Raises UnknownToolError only; every other failure is an outcome.
+
+        Every call that gets this far leaves exactly one outcome with the observers (the
+        audit line), however it ends: a call cancelled by the client or ended by the server's
+        shutdown is observed as ``exec.cancelled`` before the cancellation goes on, and an
+        unexpected exception as ``server.internal`` before it propagates."""
         entry = self.entry(name)
         ctx = ctx or CallContext()
         args: Mapping[str, Any] = {} if arguments is None else arguments
         started = time.perf_counter()
         clearance: Clearance | None = None
+        cancelled = anyio.get_cancelled_exc_class()
         try:
             self._validate(entry, args)
+            spent = self._budgets.refusal(entry.spec, ctx.budget_scope)
+            if spent is not None:
+                clearance = Clearance(Decision("deny", spent, "budget"))
+                raise BudgetExceededError(spent, tool=name)
             clearance = await self._gate(entry.spec, args, ctx)
             if not clearance.allowed:
                 raise PermissionDeniedError(clearance.refusal(), tool=name)
             result = await self._execute(entry, args, ctx, clearance.sandbox)
-            outcome = self._finish(entry, result, started, clearance)
+            usage = reported_usage(result.value)
+            if usage is not None:
+                self._budgets.add(ctx.budget_scope, name, usage)
+            outcome = self._finish(entry, result, started, clearance, usage)
         except InputPending:
             pending = CallOutcome(
                 tool=name,
@@ -150,22 +207,54 @@ class Bridge:
             await self._observe(entry.spec, args, ctx, pending)
             raise
         except CallError as exc:
-            outcome = CallOutcome(
-                tool=name,
-                ok=False,
-                error=exc.message,
-                code=exc.code,
-                duration_ms=_ms_since(started),
-                decision=clearance.decision if clearance else None,
-                answer=clearance.answer if clearance else None,
-            )
+            outcome = self._failed(name, exc.message, exc.code, started, clearance)
+        except cancelled:
+            ended: Ended = "shutdown" if self._life.stopping else "cancelled"
+            why = WHY_ENDED[ended]
+            failed = self._failed(name, why, ErrorCode.EXEC_CANCELLED, started, clearance)
+            await self._observe(entry.spec, args, ctx, replace(failed, ended=ended))
+            raise
+        except Exception as exc:  # a bug below: audited, then the server's handler reports it
+            error = f"internal error: {type(exc).__name__}"
+            failed = self._failed(name, error, ErrorCode.SERVER_INTERNAL, started, clearance)
+            await self._observe(entry.spec, args, ctx, failed)
+            raise
         await self._observe(entry.spec, args, ctx, outcome)
         return outcome
+
+    def forget_session(self, session_id: str) -> None:
+        """A session ended: drop the usage summed for its budgets."""
+        self._budgets.forget(session_id)
+
+    def stopping(self) -> None:
+        """The server is shutting down: calls cancelled from now on were ended by the
+        shutdown, not by their client (their audit lines say ``shutdown``). Shared with every
+        bridge :meth:`rebuilt` from this one."""
+        self._life.stopping = True
+
+    def _failed(
+        self,
+        name: str,
+        error: str,
+        code: ErrorCode,
+        started: float,
+        clearance: Clearance | None,
+    ) -> CallOutcome:
+        return CallOutcome(
+            tool=name,
+            ok=False,
+            error=error,
+            code=code,
+            duration_ms=_ms_since(started),
+            decision=clearance.decision if clearance else None,
+            answer=clearance.answer if clearance else None,
+        )
 
     async def _observe(
         self, spec: ToolSpec, args: Mapping[str, Any], ctx: CallContext, outcome: CallOutcome
     ) -> None:
-        with anyio.CancelScope(shield=True):
+        """Tell every observer, shielded from the call's cancellation and bounded in time."""
+        with anyio.move_on_after(OBSERVE_LIMIT_S, shield=True):
             for observe in self._observers:
                 await observe(spec, args, ctx, outcome)
 
@@ -205,7 +294,7 @@ class Bridge:
         request = ExecRequest(
             spec=spec,
             arguments=args,
-            timeout_s=spec.timeout_s or self._default_timeout_s,
+            timeout_s=spec.effective_timeout_s(self._default_timeout_s),
             secrets=secrets,
             progress=ctx.progress,
             max_output_bytes=self._max_output_bytes,
@@ -216,10 +305,16 @@ class Bridge:
             return await executor.run(request)
 
     def _finish(
-        self, entry: CatalogEntry, result: ExecResult, started: float, clearance: Clearance
+        self,
+        entry: CatalogEntry,
+        result: ExecResult,
+        started: float,
+        clearance: Clearance,
+        usage: Usage | None,
     ) -> CallOutcome:
         spec = entry.spec
         common: dict[str, Any] = {
+            "usage": usage,
             "tool": spec.name,
             "duration_ms": _ms_since(started),
             "truncated": result.truncated,
@@ -232,7 +327,7 @@ class Bridge:
             return CallOutcome(
                 ok=False,
                 error=result.error or "tool failed",
-                code=ErrorCode.EXEC_FAILED,
+                code=result.code or ErrorCode.EXEC_FAILED,
                 value=result.value,
                 **common,
             )
@@ -245,7 +340,7 @@ class Bridge:
                     code=ErrorCode.OUTPUT_INVALID,
                     **common,
                 )
-        return CallOutcome(ok=True, value=result.value, **common)
+        return CallOutcome(ok=True, value=result.value, text=result.text, **common)
 
 
 def _ms_since(started: float) -> int:

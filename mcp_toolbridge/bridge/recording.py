@@ -36,8 +36,8 @@ import anyio
 import anyio.to_thread
 
 from mcp_toolbridge.bridge.audit import redact_argv, redact_url
+from mcp_toolbridge.bridge.outcome import outcome_of
 from mcp_toolbridge.bridge.pipeline import CallOutcome
-from mcp_toolbridge.bridge.telemetry import outcome_label
 from mcp_toolbridge.errors import ConfigError, ErrorCode, ExecError
 from mcp_toolbridge.executors import ExecRequest, ExecResult
 from mcp_toolbridge.host import CallContext
@@ -125,7 +125,7 @@ def frames(
             else None
         ),
         "answer": outcome.answer,
-        "outcome": outcome_label(outcome),
+        "outcome": outcome_of(outcome).value,
         "executed": _executed(outcome),
         "result": None,
         "error": None,
@@ -134,6 +134,7 @@ def frames(
         frame["result"] = {
             "ok": result.ok,
             "value": result.value,
+            "text": result.text,
             "error": result.error,
             "truncated": result.truncated,
             "output_path": result.output_path,
@@ -214,6 +215,7 @@ def _recorded(frame: dict[str, Any]) -> Recorded:
             ExecResult(
                 ok=bool(raw.get("ok")),
                 value=raw.get("value"),
+                text=raw.get("text"),
                 error=raw.get("error"),
                 truncated=bool(raw.get("truncated")),
                 output_path=raw.get("output_path"),

@@ -18,32 +18,12 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 
 from mcp_toolbridge import __version__
+from mcp_toolbridge.bridge.outcome import Outcome, outcome_of
 from mcp_toolbridge.bridge.pipeline import CallOutcome, Observer
-from mcp_toolbridge.errors import ErrorCode
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.model import ToolSpec
 
 TRACER_NAME = "mcp_toolbridge"
-
-
-def outcome_label(outcome: CallOutcome) -> str:
-    """ok | denied | timeout | cancelled | pending | error, as in the audit log."""
-    if outcome.answer == "pending":
-        return "pending"
-    if outcome.ok:
-        return "ok"
-    decided = outcome.decision.action if outcome.decision else None
-    if (
-        decided == "deny"
-        or outcome.answer in ("reject", "headless")
-        or outcome.code is ErrorCode.PERMISSION_DENIED
-    ):
-        return "denied"
-    if outcome.code is ErrorCode.EXEC_TIMEOUT:
-        return "timeout"
-    if outcome.code is ErrorCode.EXEC_CANCELLED:
-        return "cancelled"
-    return "error"
 
 
 def span_attributes(spec: ToolSpec, ctx: CallContext, outcome: CallOutcome) -> dict[str, Any]:
@@ -57,7 +37,7 @@ def span_attributes(spec: ToolSpec, ctx: CallContext, outcome: CallOutcome) -> d
         "toolbridge.session": ctx.session_id,
         "toolbridge.decision": decision.action if decision else "none",
         "toolbridge.decision.scope": decision.scope if decision else "none",
-        "toolbridge.outcome": outcome_label(outcome),
+        "toolbridge.outcome": outcome_of(outcome).value,
         "toolbridge.duration_ms": outcome.duration_ms,
     }
     if outcome.answer is not None:
@@ -84,7 +64,7 @@ def span_observer(tracer: Tracer | None = None) -> Observer:
             attributes=span_attributes(spec, ctx, outcome),
             start_time=end - outcome.duration_ms * 1_000_000,
         )
-        if outcome_label(outcome) not in ("ok", "pending"):
+        if outcome_of(outcome) is not Outcome.OK:
             span.set_status(Status(StatusCode.ERROR, outcome.error or "tool failed"))
         span.end(end_time=end)
 

@@ -1,23 +1,20 @@
 """The locked tools (read, write, edit, glob, grep, bash, todo, task, question, web_search,
 web_fetch, skill, tool_search), served through the same Bridge.call as manifest tools:
-``registry`` decides which are served and binds them to a runtime; ``fs/``, ``web/``,
-``skill/`` and ``task/`` hold the tools of one kind each.
+``plan`` decides which are served and how they are configured, ``registry`` declares them and
+binds them to a runtime; ``fs/``, ``web/``, ``skill/`` and ``task/`` hold the tools of one
+kind each.
 
 May import: the vocabulary, catalog, policy, executors. Not bridge, server, cli."""
 
 from mcp_toolbridge.builtins.base import BuiltinExecutor
-from mcp_toolbridge.builtins.fs.atomic import PathLocks
-from mcp_toolbridge.builtins.registry import (
-    LOCKED_IDS,
-    LockedPlan,
-    parse_locked,
-    plan_locked,
-    subagent_offer,
-)
+from mcp_toolbridge.builtins.fs import PathLocks
+from mcp_toolbridge.builtins.plan import parse_locked, plan_locked
+from mcp_toolbridge.builtins.registry import LockedPlan
 from mcp_toolbridge.builtins.session import Sessions
-from mcp_toolbridge.builtins.task.subagent import CallTool
+from mcp_toolbridge.builtins.task import CallTool, subagent_offer
 from mcp_toolbridge.builtins.tool_search import SPEC as TOOL_SEARCH_SPEC
 from mcp_toolbridge.builtins.tool_search import ToolSearch
+from mcp_toolbridge.names import LOCKED_IDS
 
 __all__ = [
     "LOCKED_IDS",

@@ -16,6 +16,9 @@ successful call (the model reads ``exit_code``). stdout and stderr together are 
 200 KB: past it each stream keeps its head and its tail (errors come last) around a marker,
 and everything captured goes to a session sidecar file named by ``output_path``.
 
+While it runs, a client that asked for progress gets the elapsed time and the output bytes
+so far, twice a second after the first second (:mod:`~mcp_toolbridge.executors.progress`).
+
 A timeout is an error (``timed_out: true``) that still carries what the command printed until
 it was killed, under the same caps and sidecar rules: in ``stdout``/``stderr`` and, because the
 model sees only the error text of a failed call, in the error text too.
@@ -31,12 +34,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.to_thread
+
 from mcp_toolbridge.builtins.base import builtin_spec
 from mcp_toolbridge.builtins.session import Sessions
-from mcp_toolbridge.errors import ArgumentsError, ExecSpawnError
+from mcp_toolbridge.errors import ArgumentsError, ErrorCode, ExecSpawnError
 from mcp_toolbridge.executors import (
     ExecRequest,
     ExecResult,
+    Heartbeat,
     ProcessOutcome,
     ProcessTimeout,
     run_process,
@@ -94,6 +101,22 @@ INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "exit_code": {
+            "type": ["integer", "null"],
+            "description": "null when bash was killed by a signal or timed out.",
+        },
+        "stdout": {"type": "string"},
+        "stderr": {"type": "string"},
+        "timed_out": {"type": "boolean"},
+        "signal": {"type": ["string", "null"], "description": "e.g. SIGTERM; else null."},
+        "note": {"type": "string"},
+    },
+    "required": ["exit_code", "stdout", "stderr", "timed_out", "signal"],
+}
+
 SPEC = builtin_spec(
     "bash",
     title="Run a shell command",
@@ -106,6 +129,7 @@ SPEC = builtin_spec(
         "read, glob, grep, edit and write tools for files."
     ),
     input_schema=INPUT_SCHEMA,
+    output_schema=OUTPUT_SCHEMA,
     timeout_s=DEFAULT_TIMEOUT_MS / 1000,
     requires=RequirementSet(capabilities=("shell.run",)),
     argument_roles={"command": ("shell.run",)},
@@ -176,20 +200,27 @@ class BashTool:
             "cwd": str(self._workspace),
             "env_keys": tuple(sorted(self._env)),
         }
+        beat = Heartbeat(request.progress)
         try:
-            outcome = await run_process(
-                argv,
-                stdin=None,
-                cwd=str(self._workspace),
-                env=self._env,
-                timeout_s=timeout_ms / 1000,
-                sandbox=request.sandbox,
-                max_output_bytes=CAPTURE_STDOUT_BYTES,
-                stderr_tail_bytes=CAPTURE_STDERR_BYTES,
+            outcome = await beat.run(
+                lambda: run_process(
+                    argv,
+                    stdin=None,
+                    cwd=str(self._workspace),
+                    env=self._env,
+                    timeout_s=timeout_ms / 1000,
+                    sandbox=request.sandbox,
+                    max_output_bytes=CAPTURE_STDOUT_BYTES,
+                    stderr_tail_bytes=CAPTURE_STDERR_BYTES,
+                    on_output=beat.count,
+                )
             )
         except ProcessTimeout as timeout:
-            return self._timed_out(request, timeout.outcome, timeout_ms, common)
-        return self._result(request, outcome, common)
+            # Clipping up to 9 MB of output and writing the sidecar: off the event loop.
+            return await anyio.to_thread.run_sync(
+                self._timed_out, request, timeout.outcome, timeout_ms, common
+            )
+        return await anyio.to_thread.run_sync(self._result, request, outcome, common)
 
     def _timed_out(
         self,
@@ -226,6 +257,7 @@ class BashTool:
             ok=False,
             value=value,
             error=error,
+            code=ErrorCode.EXEC_TIMEOUT,
             stdout_bytes=outcome.stdout_bytes,
             stderr_bytes=outcome.stderr_bytes,
             truncated=shown.truncated,
@@ -250,6 +282,7 @@ class BashTool:
         return ExecResult(
             ok=True,
             value=value,
+            text=_text(value),
             exit_code=outcome.exit_code,
             stdout_bytes=outcome.stdout_bytes,
             stderr_bytes=outcome.stderr_bytes,
@@ -293,6 +326,23 @@ class _Shown:
     note: str | None = None
     truncated: bool = False
     output_path: str | None = None
+
+
+def _text(value: dict[str, Any]) -> str:
+    """What the model reads: stdout as printed, stderr after a marker, then how it ended."""
+    parts: list[str] = []
+    for label, stream in (("", value["stdout"]), ("--- stderr ---\n", value["stderr"])):
+        if stream:
+            parts.append(label + (stream if stream.endswith("\n") else stream + "\n"))
+    if not parts:
+        parts.append("(no output)\n")
+    if value["signal"] is not None:
+        parts.append(f"bash was killed by {value['signal']}")
+    else:
+        parts.append(f"exit code {value['exit_code']}")
+    if value.get("note"):
+        parts.append(f"\n\n({value['note']})")
+    return "".join(parts)
 
 
 def _signal_name(number: int | None) -> str | None:

@@ -99,6 +99,18 @@ INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "answers": {
+            "type": "array",
+            "items": {"type": "array", "items": {"type": "string"}},
+            "description": "One array per question, in order: the chosen labels or the text.",
+        }
+    },
+    "required": ["answers"],
+}
+
 SPEC = builtin_spec(
     "question",
     title="Ask the user",
@@ -110,6 +122,7 @@ SPEC = builtin_spec(
         "continue with your best judgement."
     ),
     input_schema=INPUT_SCHEMA,
+    output_schema=OUTPUT_SCHEMA,
     safety=Safety(
         read_only=True, destructive=False, idempotent=False, open_world=False, inferred=frozenset()
     ),
@@ -208,4 +221,8 @@ class QuestionTool:
             return ExecResult(ok=False, error=DECLINED_MESSAGE)
         content = answer.content or {}
         answers = [_as_answer(content.get(_field(i))) for i in range(len(questions))]
-        return ExecResult(ok=True, value={"answers": answers})
+        text = "The user answered:\n" + "\n".join(
+            f"- {q['question']} → {', '.join(a) if a else '(no answer)'}"
+            for q, a in zip(questions, answers, strict=True)
+        )
+        return ExecResult(ok=True, value={"answers": answers}, text=text)

@@ -68,6 +68,20 @@ INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "todos": {"type": "array", "items": ITEM_SCHEMA, "description": "The stored list."},
+        "counts": {
+            "type": "object",
+            "properties": {status: {"type": "integer", "minimum": 0} for status in STATUSES},
+            "required": list(STATUSES),
+        },
+        "warning": {"type": "string"},
+    },
+    "required": ["todos", "counts"],
+}
+
 SPEC = builtin_spec(
     "todo",
     title="Todo list",
@@ -78,6 +92,7 @@ SPEC = builtin_spec(
         "list belongs to this session only."
     ),
     input_schema=INPUT_SCHEMA,
+    output_schema=OUTPUT_SCHEMA,
     safety=Safety(
         read_only=False, destructive=False, idempotent=True, open_world=False, inferred=frozenset()
     ),
@@ -134,4 +149,24 @@ class TodoTool:
                 f"{counts['in_progress']} items are in_progress; keep exactly one in_progress "
                 "and mark the others pending or completed"
             )
-        return ExecResult(ok=True, value=value)
+        return ExecResult(ok=True, value=value, text=_text(value))
+
+
+_BOXES = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]"}
+
+
+def _text(value: dict[str, Any]) -> str:
+    """The list as a checklist: [ ] pending, [~] in progress, [x] completed."""
+    if not value["todos"]:
+        return "The todo list is empty."
+    counts = value["counts"]
+    lines = [
+        f"Todo list: {counts['completed']} completed, {counts['in_progress']} in progress, "
+        f"{counts['pending']} pending."
+    ]
+    for item in value["todos"]:
+        extra = f" ({item['priority']} priority)" if "priority" in item else ""
+        lines.append(f"{_BOXES[item['status']]} {item['content']}{extra}")
+    if value.get("warning"):
+        lines.append(f"Warning: {value['warning']}.")
+    return "\n".join(lines)

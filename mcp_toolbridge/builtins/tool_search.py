@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -35,6 +36,26 @@ INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string"},
+        "tools": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "description": {"type": "string"},
+                    "input_schema": {"type": "object"},
+                },
+                "required": ["name", "description", "input_schema"],
+            },
+        },
+    },
+    "required": ["query", "tools"],
+}
+
 SPEC = builtin_spec(
     "tool_search",
     title="Search tools",
@@ -44,6 +65,7 @@ SPEC = builtin_spec(
         "tool you do not see in your tool list."
     ),
     input_schema=INPUT_SCHEMA,
+    output_schema=OUTPUT_SCHEMA,
     safety=Safety(read_only=True, idempotent=True, open_world=False, inferred=frozenset()),
 )
 
@@ -80,4 +102,16 @@ class ToolSearch:
                     "input_schema": spec.input_schema,
                 }
             )
-        return ExecResult(ok=True, value={"query": query, "tools": tools})
+        return ExecResult(ok=True, value={"query": query, "tools": tools}, text=_text(tools))
+
+
+def _text(tools: list[dict[str, Any]]) -> str:
+    """Each tool's name, description and input schema (compact JSON: the model writes the
+    arguments as JSON, so JSON is the readable form of a schema)."""
+    if not tools:
+        return "No tools match; try other words, or a tool name."
+    parts = [f"Found {len(tools)} tool(s); they can be called now."]
+    for tool in tools:
+        schema = json.dumps(tool["input_schema"], ensure_ascii=False, separators=(",", ":"))
+        parts.append(f"\n## {tool['name']}\n{tool['description']}\nInput schema: {schema}")
+    return "\n".join(parts)

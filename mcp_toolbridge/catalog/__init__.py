@@ -4,6 +4,6 @@ validators, and the search index behind tool_search (its builder and its text an
 May import: the vocabulary only."""
 
 from mcp_toolbridge.catalog.catalog import Catalog, CatalogEntry, named_as_written
-from mcp_toolbridge.catalog.index import SearchIndex
+from mcp_toolbridge.catalog.index import RANKING_CONFIG, SearchIndex
 
-__all__ = ["Catalog", "CatalogEntry", "SearchIndex", "named_as_written"]
+__all__ = ["RANKING_CONFIG", "Catalog", "CatalogEntry", "SearchIndex", "named_as_written"]

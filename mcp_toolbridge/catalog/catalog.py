@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 
 from mcp_toolbridge.errors import ErrorCode, Problem
-from mcp_toolbridge.model import Format, ToolSpec
+from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.names import KEPT_NAME_PATTERN, LOCKED_TOOL_IDS, NAME_PATTERN
 from mcp_toolbridge.schemas import CompiledSchema, compile_schema
 
@@ -58,13 +58,13 @@ def _where(spec: ToolSpec) -> str:
 def named_as_written(spec: ToolSpec) -> ToolSpec:
     """``--keep-names``: a manifest tool's MCP name is its manifest id, unsanitized (checked
     against SEP-986 by :meth:`Catalog.build`). Built-in tools keep their names."""
-    if spec.source.format is Format.BUILTIN or spec.name == spec.id:
+    if spec.is_locked or spec.name == spec.id:
         return spec
     return spec.model_copy(update={"name": spec.id})
 
 
 def _sanitized(spec: ToolSpec) -> bool:
-    return spec.source.format is not Format.BUILTIN and spec.name != spec.id
+    return not spec.is_locked and spec.name != spec.id
 
 
 def _name_problem(spec: ToolSpec, keep_names: bool) -> str | None:
@@ -104,12 +104,11 @@ class Catalog:
         problems: list[Problem] = []
         for spec in tools:
             locator = spec.source.locator(spec.id)
-            builtin = spec.source.format is Format.BUILTIN
             malformed = _name_problem(spec, keep_names)
             if malformed is not None:
                 problems.append(Problem(spec.source.path, malformed, locator))
                 continue
-            if spec.name in LOCKED_TOOL_IDS and not builtin:
+            if spec.name in LOCKED_TOOL_IDS and not spec.is_locked:
                 problems.append(
                     Problem(
                         spec.source.path,
@@ -160,3 +159,11 @@ class Catalog:
 
     def specs(self) -> list[ToolSpec]:
         return [entry.spec for entry in self._entries.values()]
+
+    def manifest_specs(self) -> list[ToolSpec]:
+        """The tools loaded from manifests, in catalog order."""
+        return [entry.spec for entry in self._entries.values() if not entry.spec.is_locked]
+
+    def locked_specs(self) -> list[ToolSpec]:
+        """The locked tools, in catalog order."""
+        return [entry.spec for entry in self._entries.values() if entry.spec.is_locked]

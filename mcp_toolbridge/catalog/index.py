@@ -9,7 +9,8 @@ How a query is answered (docs/performance.md has the measurements behind each ch
 3. The rest is ranked by BM25F over six fields of each tool (the name split into words, title,
    namespace, description, parameters, tags), each with its own weight and length
    normalisation, after identifier splitting, stop-word removal, abbreviation expansion and
-   English stemming.
+   English stemming; a tool's score is then mixed with its namespace's (sibling evidence:
+   the request terms the tools of its server cover together).
 4. A request that asks for several things ("find X, then Y; also Z") is split into clauses;
    each clause is ranked on its own and the lists are interleaved rank by rank, so every
    clause's best tool comes before any clause's second best.
@@ -20,6 +21,7 @@ hides a tool from every path, ``select:`` included.
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import re
 from array import array
@@ -28,8 +30,16 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from mcp_toolbridge.catalog.index_build import K1, build_postings
-from mcp_toolbridge.catalog.text import Analyzer, default_analyzer, split_clauses, strip_courtesies
+from mcp_toolbridge.catalog.index_build import FIELDS, K1, MAX_ENUM_VALUES, build_postings
+from mcp_toolbridge.catalog.scripts import UNSPACED
+from mcp_toolbridge.catalog.text import (
+    ABBREVIATIONS,
+    STOP_WORDS,
+    Analyzer,
+    default_analyzer,
+    split_clauses,
+    strip_courtesies,
+)
 from mcp_toolbridge.model import ToolSpec
 
 Visible = Callable[[str], bool]
@@ -44,6 +54,31 @@ class SearchHit:
 _BOUND = (K1 + 1.0) * 1.000001
 """No stored weight exceeds this (saturation keeps tf·(k1+1)/(k1+tf) under k1+1; the margin
 covers float32 rounding), so ``idf × _BOUND`` bounds what one query term adds to any score."""
+SIBLING_WEIGHT = 0.15
+"""How much a tool's score leans on its namespace's: gold tools of one request are often
+siblings (tools of one server), so a tool whose siblings cover the rest of the request rises."""
+SIBLING_POOL = 3
+"""Sibling evidence is gathered from the ``SIBLING_POOL × n`` best tools of a clause."""
+RANKING_REVISION = 3
+"""Raised whenever ranking or analysis code changes in a way the constants below miss."""
+RANKING_CONFIG = hashlib.sha256(
+    repr(
+        (
+            RANKING_REVISION,
+            [(name, field.weight, field.b) for name, field in FIELDS.items()],
+            K1,
+            MAX_ENUM_VALUES,
+            sorted(STOP_WORDS),
+            sorted(ABBREVIATIONS.items()),
+            UNSPACED,
+            SIBLING_WEIGHT,
+            SIBLING_POOL,
+        )
+    ).encode()
+).hexdigest()[:16]
+"""One value naming everything a built index's postings and rankings depend on (field weights,
+saturation, analysis and the scripts read as bigrams, sibling evidence): a cache of built
+indexes keys on it, so a change to any of them invalidates what was cached."""
 _PRUNE_FROM = 1024
 """Posting lists shorter than this are always walked; pruning only pays on long ones."""
 
@@ -213,13 +248,51 @@ class SearchIndex:
         yield self._suffix.get(form, ())
 
     def _top(self, terms: list[str], n: int, visible: Visible | None) -> list[tuple[float, int]]:
-        """The ``n`` best visible docs for ``terms``, best first."""
-        scores, complete = self._scores(terms, pool_size(n))
-        ranked = top_visible(scores, n, self._names, visible, complete)
+        """The ``n`` best visible docs for ``terms``, best first (sibling evidence included)."""
+        pool = n * SIBLING_POOL if SIBLING_WEIGHT else n
+        scores, complete = self._scores(terms, pool_size(pool))
+        ranked = top_visible(scores, pool, self._names, visible, complete)
         if ranked is None:  # hidden tools ate the pool: score everything
-            ranked = top_visible(self._scores(terms, None)[0], n, self._names, visible)
+            ranked = top_visible(self._scores(terms, None)[0], pool, self._names, visible)
         assert ranked is not None
-        return ranked
+        return self._with_siblings(terms, ranked)[:n] if SIBLING_WEIGHT else ranked
+
+    def _with_siblings(
+        self, terms: list[str], ranked: list[tuple[float, int]]
+    ) -> list[tuple[float, int]]:
+        """``ranked`` reordered by each tool's own score mixed with its group's: the query
+        terms its namespace covers, each counted once at the best weight any of its tools in
+        ``ranked`` has (cluster-based smoothing). A tool without a namespace is its own group,
+        so its evidence is its own score; a catalog with one namespace keeps its order. The
+        scores down the list stay those of the plain ranking, so clause interleaving compares
+        the same units."""
+        if len(ranked) < 2:
+            return ranked
+        found = []
+        for term, count in Counter(terms).items():
+            tid = self._term_ids.get(term)
+            if tid is not None:
+                found.append((self._idf[tid] * count, tid))
+        best: dict[object, list[float]] = {}
+        groups: list[object] = []
+        for _, doc in ranked:
+            group: object = self._namespaces[doc] or doc
+            groups.append(group)
+            row = best.setdefault(group, [0.0] * len(found))
+            for i, (factor, tid) in enumerate(found):
+                docs = self._docs[tid]
+                at = bisect_left(docs, doc)
+                if at < len(docs) and docs[at] == doc:
+                    row[i] = max(row[i], factor * self._weights[tid][at])
+        cover = {group: sum(row) for group, row in best.items()}
+        mixed = sorted(
+            (
+                ((1.0 - SIBLING_WEIGHT) * score + SIBLING_WEIGHT * cover[group], -doc)
+                for (score, doc), group in zip(ranked, groups, strict=True)
+            ),
+            reverse=True,
+        )
+        return [(score, -neg) for (score, _), (_, neg) in zip(ranked, mixed, strict=True)]
 
     def _scores(self, terms: list[str], keep: int | None) -> tuple[dict[int, float], bool]:
         """BM25F score of every doc matching at least one of ``terms``; with ``keep``, only of

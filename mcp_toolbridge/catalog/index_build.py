@@ -10,7 +10,7 @@ descriptions repeat across a catalog. Pass 2 needs every field's average length,
 when pass 1 is over, and adds up each tool's length-normalised term frequencies into one
 posting (doc, weight) per term.
 
-From ``PARALLEL_FROM`` tools on, where forking is safe (``forked.fork_allowed``), a forked
+From ``PARALLEL_FROM`` tools on, where forking is safe (``forking.fork_allowed``), a forked
 child does both passes for the second part of the catalog while this process does the first
 part and ``alongside`` (the index's name tables): the child sends its new terms and field
 totals, gets back the global ids of its terms and the averages, and sends its postings, which
@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mcp_toolbridge.catalog.scripts import fold
 from mcp_toolbridge.forking import ChildGone, Connection, Forked, fork_allowed
 from mcp_toolbridge.model import ToolSpec
 
@@ -222,7 +223,7 @@ def _finish(
 def field_parts(spec: ToolSpec) -> tuple[tuple[str, ...], ...]:
     """The texts of the six ``FIELDS``, in their order, each as the pieces it is made of
     (words never run across two pieces)."""
-    same = _NON_ALNUM.sub("", spec.id.lower()) == _NON_ALNUM.sub("", spec.name.lower())
+    same = _bare(spec.id) == _bare(spec.name)
     return (
         (spec.id,) if same else (spec.id, spec.name),
         (spec.title,) if spec.title else (),
@@ -231,6 +232,12 @@ def field_parts(spec: ToolSpec) -> tuple[tuple[str, ...], ...]:
         tuple(schema_texts(spec.input_schema, 2)),
         spec.tags,
     )
+
+
+def _bare(name: str) -> str:
+    """A name's letters and digits, lowercase and folded: equal for an id and the MCP name
+    sanitizing made of it (``mail.send``, ``mail_send``; ``café_menu``, ``cafe_menu``)."""
+    return _NON_ALNUM.sub("", (name if name.isascii() else fold(name)).lower())
 
 
 def field_texts(spec: ToolSpec) -> tuple[str, ...]:

@@ -1,5 +1,6 @@
-"""Text analysis for tool search: identifier-aware word splitting, stop words, English stemming
-and splitting a request into clauses. Pure functions; no I/O.
+"""Text analysis for tool search: identifier-aware word splitting, folding and the scripts
+written without spaces (``scripts.py``), stop words, English stemming and splitting a request
+into clauses. Pure functions; no I/O.
 
 The same ``Analyzer`` turns tool texts (at index time) and queries (at search time) into terms,
 so both sides always agree on what a term is.
@@ -13,8 +14,8 @@ from collections.abc import Callable, Iterable
 
 import Stemmer
 
-# Runs of letters and digits (any script); everything else separates words.
-_RUN = re.compile(r"[^\W_]+")
+from mcp_toolbridge.catalog.scripts import fold, grams, runs
+
 # Inside an ASCII run: acronyms before a capitalised word ("HTTPServer" -> HTTP, Server),
 # capitalised or lowercase words, bare acronyms; a trailing digit run stays with its word
 # ("base64", "utf8", "S3") because those digits are part of the name, not a separate word.
@@ -22,8 +23,11 @@ _CAMEL = re.compile(r"[A-Z]+\d*(?=[A-Z][a-z])|[A-Z]?[a-z]+\d*|[A-Z]+\d*|\d+")
 
 # Function words carry no intent. Dropping them keeps queries about what the user wants, keeps
 # the postings walked per query short (a word in every description would otherwise cost a full
-# scan of the catalog) and tells us when a clause has no content of its own. Verbs that name
-# tool actions (get, find, list, search, create, ...) are deliberately NOT here.
+# scan of the catalog) and tells us when a clause has no content of its own. The verbs a person
+# frames a request with ("can you help me", "give me", "tell me", "show me", "suggest",
+# "recommend", "do you know") say that something is asked, not what: they match every
+# description that happens to use them. Verbs that name tool actions (get, find, list, search,
+# create, ...) are deliberately NOT here.
 STOP_WORDS: frozenset[str] = frozenset(
     """
     a about after again against all am an and any are as at be because been before being
@@ -36,6 +40,7 @@ STOP_WORDS: frozenset[str] = frozenset(
     also please want need able e g eg ie etc let us s t may might must shall via per
     additionally afterward afterwards finally firstly furthermore lastly moreover secondly
     subsequently thirdly
+    help provide give tell show suggest recommend know
     """.split()
 )
 
@@ -104,16 +109,23 @@ def split_words(text: str) -> list[str]:
     """Lowercase words of ``text``, splitting identifiers as well as prose.
 
     ``getUserName``, ``get_user_name``, ``get-user-name`` and ``get.user.name`` all give
-    ``["get", "user", "name"]``; non-ASCII words are kept whole.
+    ``["get", "user", "name"]``. Text that is not ASCII is folded first (``café`` -> ``cafe``,
+    ``ＡＰＩ`` -> ``API``), and a run of a script written without spaces gives its character
+    bigrams, then its characters. Other non-ASCII words are kept whole, case-folded.
     """
+    if not text.isascii():
+        text = fold(text)
     if text.isascii():  # the common case: one regex pass over the whole text
-        return "\0".join(_CAMEL.findall(text)).lower().split("\0") if text else []
+        words = _CAMEL.findall(text)
+        return "\0".join(words).lower().split("\0") if words else []
     out: list[str] = []
-    for run in _RUN.findall(text):
-        if run.islower() or run.isdigit() or not run.isascii():
-            out.append(run.lower())
-        else:
+    for run, unspaced in runs(text):
+        if unspaced:
+            out += grams(run)
+        elif run.isascii() and not run.islower():
             out.extend(part.lower() for part in _CAMEL.findall(run))
+        else:
+            out.append(run.casefold())
     return out
 
 
@@ -189,13 +201,14 @@ def strip_courtesies(query: str) -> str:
 # and replace" is one intent. Dots inside identifiers ("mail.send") and decimals are not
 # sentence ends because a sentence end must be followed by white space or the end. Ordinals
 # and "next" count only when a comma follows ("Next, ..."), so "next week" stays a phrase.
+# The full stops of Chinese and Japanese (。！？；) end a sentence with no space after them.
 _CONNECTIVE = (
     r"(?:and\s+)?(?:then|also|additionally|afterwards?|after\s+that|finally|furthermore|"
     r"moreover|lastly|plus|as\s+well\s+as|in\s+addition|besides|subsequently|"
     r"(?:first|second|third|next)(?:ly)?(?=\s*,))\b"
 )
 _CLAUSE_BREAK = re.compile(
-    rf"(?:[.!?;]+[\"'’”)\]]*(?:\s+|$)|\n+|^\s*)(?:{_CONNECTIVE})?"
+    rf"(?:[.!?;]+[\"'’”)\]]*(?:\s+|$)|[。！？；]+[」』”）]*\s*|\n+|^\s*)(?:{_CONNECTIVE})?"
     rf"|(?:,|\band\b)\s*{_CONNECTIVE}|\bas\s+well\s+as\b",
     re.IGNORECASE,
 )

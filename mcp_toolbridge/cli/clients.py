@@ -1,19 +1,33 @@
-"""Client configuration snippets (``mcp-toolbridge config --client NAME``).
+"""Client configuration snippets (``mcp-toolbridge config --client NAME``), and the connect
+hint ``serve`` prints.
 
 Every snippet starts this installation over stdio with absolute paths: the ``mcp-toolbridge``
 executable found beside the running Python (or on PATH), else ``python -m mcp_toolbridge``
-with the absolute interpreter; manifest, policy and workspace paths made absolute. Clients
-start servers from an undefined working directory, so nothing relative would work.
+with the absolute interpreter; run by ``uvx`` (an environment in uv's cache, which uv may
+prune), ``uvx mcp-toolbridge``. Manifest and policy paths are made absolute. Clients start
+servers from an undefined working directory (Claude Desktop: ``/``), so nothing relative
+would work, and every snippet names the workspace: the client's own variable for its open
+folder where it has one (VS Code and Cursor: ``${workspaceFolder}``), an absolute path
+otherwise.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
+import re
 import shutil
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from mcp_toolbridge.builtins import LOCKED_IDS
+from mcp_toolbridge.errors import ConfigError, ErrorCode
+from mcp_toolbridge.executors import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
+from mcp_toolbridge.runtime import Settings
+from mcp_toolbridge.workspace import default_workspace, unfit_reason
 
 SERVER_NAME = "toolbridge"
 
@@ -27,6 +41,8 @@ class ClientKind:
     top_key: str
     typed: bool
     """Whether entries carry ``"type": "stdio"``."""
+    folder_variable: str | None = None
+    """What the client replaces with the folder it has open, in ``args``."""
 
 
 CLIENTS = {
@@ -53,6 +69,7 @@ CLIENTS = {
             ".vscode/mcp.json in the workspace (or the user profile's mcp.json)",
             "servers",
             True,
+            "${workspaceFolder}",
         ),
         ClientKind(
             "cursor",
@@ -60,13 +77,33 @@ CLIENTS = {
             ".cursor/mcp.json in the project (or ~/.cursor/mcp.json for every project)",
             "mcpServers",
             False,
+            "${workspaceFolder}",
         ),
     )
 }
 
 
-def server_command() -> list[str]:
-    """How to start this installation: its console script, else ``python -m``."""
+_UV_CACHE_BUCKET = re.compile(r"(environments|archive|builds)-v\d+")
+
+
+def in_uv_cache(prefix: Path) -> bool:
+    """Whether ``prefix`` (an environment) is one uv made in its cache for ``uvx``."""
+    cache = os.environ.get("UV_CACHE_DIR")
+    if cache and prefix.is_relative_to(Path(cache).absolute()):
+        return True
+    parts = prefix.parts
+    return any(
+        _UV_CACHE_BUCKET.fullmatch(part) and "uv" in parts[:i] for i, part in enumerate(parts)
+    )
+
+
+def server_command(prefix: Path | None = None) -> list[str]:
+    """How to start this installation (the environment at ``prefix``, default this one): its
+    console script, else ``python -m``; ``uvx mcp-toolbridge`` when uvx runs it."""
+    prefix = Path(sys.prefix) if prefix is None else prefix
+    if in_uv_cache(prefix):
+        uvx = shutil.which("uvx")
+        return [str(Path(uvx).absolute()) if uvx else "uvx", "mcp-toolbridge"]
     beside = Path(sys.executable).parent / "mcp-toolbridge"
     if beside.is_file():
         return [str(beside)]
@@ -80,18 +117,21 @@ def serve_arguments(
     paths: Sequence[Path],
     *,
     policy: Path | None = None,
-    workspace: Path | None = None,
+    workspace: Path | str | None = None,
     options: Sequence[str] = (),
     verb: Sequence[str] = ("serve",),
 ) -> list[str]:
     """``serve`` (or ``verb``), its options and the manifest paths, every path absolute.
 
-    ``options`` are further options, already absolute (see ``cli_ops.serving_options``)."""
+    ``workspace``: a path (made absolute), or a client's variable (kept as written).
+    ``options`` are further options, already absolute (see ``serving_options``)."""
     args = list(verb)
     if policy is not None:
         args += ["--policy", str(policy.resolve())]
+    if isinstance(workspace, Path):
+        workspace = str(workspace.resolve())
     if workspace is not None:
-        args += ["--workspace", str(workspace.resolve())]
+        args += ["--workspace", workspace]
     return [*args, *options, *(str(p.resolve()) for p in paths)]
 
 
@@ -111,8 +151,75 @@ def client_config(
     options: Sequence[str] = (),
     command: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """The whole config file content for ``client`` with one server, ``toolbridge``."""
+    """The whole config file content for ``client`` with one server, ``toolbridge``.
+
+    The workspace is ``workspace`` when given, else the client's folder variable, else the
+    working directory; ConfigError when that is ``/`` or the home folder."""
     kind = CLIENTS[client]
-    args = serve_arguments(paths, policy=policy, workspace=workspace, options=options)
+    chosen: Path | str | None = workspace or kind.folder_variable or default_workspace()
+    if chosen is None:
+        raise ConfigError(
+            f"{kind.title} starts servers in a folder nobody chose, so the config must name "
+            f"the workspace, and the working directory is {unfit_reason(Path.cwd())}: run "
+            "this in the project folder, or add --workspace DIR",
+            code=ErrorCode.CONFIG_INVALID,
+        )
+    args = serve_arguments(paths, policy=policy, workspace=chosen, options=options)
     entry = server_entry(kind, command or server_command(), args)
     return {kind.top_key: {SERVER_NAME: entry}}
+
+
+def args_for(args: argparse.Namespace, settings: Settings) -> list[str]:
+    """The stdio connect hint's arguments: a client started with them serves what this
+    server serves. The workspace is pinned (clients start servers in an undefined working
+    directory); HTTP options are left out, the hint is for stdio."""
+    verb = ["serve"]
+    if getattr(args, "recording", None) is not None:
+        verb = ["replay", _absolute(args.recording)]
+    return serve_arguments(
+        args.paths,
+        policy=args.policy,
+        workspace=settings.workspace_root(),
+        options=serving_options(args),
+        verb=verb,
+    )
+
+
+def _absolute(path: Path) -> str:
+    return str(path.resolve())
+
+
+def serving_options(args: argparse.Namespace) -> list[str]:
+    """The options of ``args`` that change what is served or how it runs, other than the
+    paths, ``--policy`` and ``--workspace``, with paths absolute; defaults are left out."""
+    out: list[str] = []
+    if getattr(args, "loop", "auto") != "auto":
+        out += ["--loop", args.loop]
+    if getattr(args, "keep_names", False):
+        out.append("--keep-names")
+    if getattr(args, "sandbox", None) is not None:
+        out += ["--sandbox", args.sandbox]
+    for folder in getattr(args, "ad_hoc", ()):
+        out += ["--ad-hoc", _absolute(folder)]
+    locked = tuple(getattr(args, "locked", LOCKED_IDS))
+    if locked != LOCKED_IDS:
+        out += ["--locked", ",".join(locked) or "none"]
+    for folder in getattr(args, "skills", ()):
+        out += ["--skills", _absolute(folder)]
+    if getattr(args, "timeout", DEFAULT_TIMEOUT_S) != DEFAULT_TIMEOUT_S:
+        out += ["--timeout", repr(args.timeout)]
+    if getattr(args, "max_concurrency", None) is not None:
+        out += ["--max-concurrency", str(args.max_concurrency)]
+    if getattr(args, "max_output", DEFAULT_MAX_OUTPUT_BYTES) != DEFAULT_MAX_OUTPUT_BYTES:
+        out += ["--max-output", str(args.max_output)]
+    for flag, attr in (("--secrets", "secrets"), ("--audit", "audit"), ("--record", "record")):
+        if getattr(args, attr, None) is not None:
+            out += [flag, _absolute(getattr(args, attr))]
+    if getattr(args, "no_audit", False):
+        out.append("--no-audit")
+    if getattr(args, "expose", "auto") != "auto":
+        out += ["--expose", args.expose]
+    for flag, attr in (("--skip-invalid", "skip_invalid"), ("--watch", "watch")):
+        if getattr(args, attr, False):
+            out.append(flag)
+    return out

@@ -21,10 +21,14 @@ Two facts of the spec's fail-closed table no manifest format can declare:
 
 from __future__ import annotations
 
+import argparse
+import json
 from typing import Any
 
-from mcp_toolbridge.model import BuiltinTransport, ExecTransport, Format, HttpTransport, ToolSpec
+from mcp_toolbridge.cli.console import EXIT_LOAD, EXIT_OK, err, out
+from mcp_toolbridge.model import BuiltinTransport, ExecTransport, HttpTransport, ToolSpec
 from mcp_toolbridge.policy import Policy
+from mcp_toolbridge.runtime import Loaded, Settings, sandbox_profile
 
 RECORD_VERSION = 1
 SAFETY_FIELDS = {
@@ -103,15 +107,15 @@ def tool_interface(
 ) -> dict[str, Any]:
     """The record for ``spec``; ``deferred`` says whether tools/list defers it to
     tool_search (``--expose``), ``served`` whether the policy exposes it."""
-    builtin = spec.source.format is Format.BUILTIN
+    builtin = spec.is_locked
     safety = spec.safety
     inferred = [f"Safety.{SAFETY_FIELDS[f]}" for f in sorted(safety.inferred) if f in SAFETY_FIELDS]
     inferred += ["Schemas.strict", "Safety.classifier_input"]
     if not builtin:
         inferred.append("Safety.is_concurrency_safe")
-    if spec.timeout_s is None:
+    timeout_s = spec.effective_timeout_s(default_timeout_s)
+    if timeout_s != spec.timeout_s:  # the tool set none of its own: the server default applies
         inferred.append("Execution.timeout_ms")
-    timeout_s = spec.timeout_s if spec.timeout_s is not None else default_timeout_s
     decision = policy.decide(spec, policy.targets(spec, {}))
     output_checked = "result checked against output_schema" if spec.output_schema else None
     return {
@@ -220,3 +224,27 @@ def tool_interface(
         },
         "inferred": inferred,
     }
+
+
+def print_interface(args: argparse.Namespace, settings: Settings, loaded: Loaded) -> int:
+    """Print the Tool Interface record of one served tool as JSON."""
+    from mcp_toolbridge.server import SEARCH_THRESHOLD
+
+    entry = loaded.catalog.resolve(args.tool)
+    if entry is None:
+        err(
+            f"mcp-toolbridge: no served tool is named {args.tool!r} (by MCP name or manifest "
+            "id); `mcp-toolbridge list` shows the names, `lint` shows tools left out"
+        )
+        return EXIT_LOAD
+    manifest_tools = len(loaded.catalog.manifest_specs())
+    record = tool_interface(
+        entry.spec,
+        loaded.policy,
+        default_timeout_s=settings.timeout_s,
+        max_output_bytes=settings.max_output_bytes,
+        deferred=not entry.spec.is_locked and manifest_tools > SEARCH_THRESHOLD,
+        sandbox_profile=sandbox_profile(settings, loaded.policy, entry.spec),
+    )
+    out(json.dumps(record, indent=2, ensure_ascii=False))
+    return EXIT_OK

@@ -1,6 +1,8 @@
 """Executors: how a validated, permitted call is carried out (process, HTTP, built-in).
 ``subprocess`` is the only module that starts processes, each inside the OS sandbox its caller
-passes (``sandbox`` builds it); ``http`` and ``http_fetch`` the only httpx2 users.
+passes (``sandbox`` builds it); the ``http*`` modules are the only httpx2 users, and
+``http_errors`` the one place its exceptions are translated (for the Runloop http tools and the
+web built-ins alike).
 
 May import: the vocabulary, ``policy`` and ``sandbox``."""
 
@@ -20,6 +22,7 @@ from mcp_toolbridge.executors.http_fetch import (
     fetch_plain,
     parse_target,
 )
+from mcp_toolbridge.executors.progress import Heartbeat
 from mcp_toolbridge.executors.subprocess import (
     ProcessOutcome,
     ProcessTimeout,
@@ -36,6 +39,7 @@ __all__ = [
     "Executor",
     "FetchTarget",
     "FetchedBody",
+    "Heartbeat",
     "HttpExecutor",
     "ProcessOutcome",
     "ProcessTimeout",

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from mcp_toolbridge.errors import ErrorCode
 from mcp_toolbridge.host import CallContext, ProgressFn
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.sandbox import Confinement
@@ -37,13 +38,21 @@ class ExecResult:
     """The outcome of running a tool that could be started.
 
     ``ok`` false means the tool ran and reported failure (non-zero exit, ``{"ok": false}``,
-    HTTP status >= 400); ``error`` is then the text for the model. Failures to start, time-outs
-    and transport errors are raised as :class:`~mcp_toolbridge.errors.ExecError` instead.
+    HTTP status >= 400); ``error`` is then the text for the model, and ``code`` its error code
+    (``exec.failed`` when None). A tool that keeps what it did before its deadline (bash)
+    reports the timeout this way, with ``code`` ``exec.timeout``; otherwise failures to start,
+    time-outs and transport errors are raised as :class:`~mcp_toolbridge.errors.ExecError`.
     """
 
     ok: bool
     value: Any = None
+    text: str | None = None
+    """The result written for the model (numbered lines, matches, command output); None:
+    the value's JSON is the text. The value stays the structured result."""
     error: str | None = None
+    code: ErrorCode | None = None
+    """The code of a failure (``ok`` false) when it is not a plain ``exec.failed``: a tool
+    that stops a command at its own deadline says ``exec.timeout``."""
     exit_code: int | None = None
     http_status: int | None = None
     stdout_bytes: int = 0

@@ -11,7 +11,8 @@ Nothing else of the server's environment reaches a tool.
 
 Progress: a stderr line that is a JSON object with a numeric ``progress`` key
 (``{"progress": 3, "total": 10, "message": "..."}``) is forwarded to the request's progress
-callback and never counts as error text.
+callback and never counts as error text. Until a tool reports its own, a long call reports
+its elapsed time and output bytes (:mod:`~mcp_toolbridge.executors.progress`).
 
 Failure: a non-zero exit gives ``ExecResult(ok=False)`` whose error is the ``error`` field of
 a JSON line last on stderr, else the stderr tail, else ``tool exited with code N`` /
@@ -33,8 +34,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
+import anyio.to_thread
+
 from mcp_toolbridge.errors import ErrorCode, ExecError, ExecOutputError, ExecSpawnError
-from mcp_toolbridge.executors.base import ExecRequest, ExecResult
+from mcp_toolbridge.executors.base import ExecRequest, ExecResult, ProgressFn
+from mcp_toolbridge.executors.progress import Heartbeat
 from mcp_toolbridge.executors.subprocess import ProcessOutcome, run_process
 from mcp_toolbridge.model import EnvSpec, ExecTransport
 from mcp_toolbridge.secrets import redact, redact_value, secret_env_name
@@ -45,6 +50,9 @@ BASE_ENV_NAMES = ("PATH", "HOME")
 INTERPRETER_FALLBACKS = {"python": "python3", "nodejs": "node"}
 ERROR_TEXT_CHARS = 1000
 QUOTE_BYTES = 200
+INLINE_PARSE_BYTES = 256 * 1024
+"""Output up to this size is parsed on the event loop (well under a millisecond); more is
+parsed in a worker thread."""
 
 
 def build_env(
@@ -90,21 +98,31 @@ class ExecToolExecutor:
         sandbox = request.sandbox
         if sandbox is not None:  # the arguments file and the working directory, read-only
             sandbox = sandbox.with_read(launch.tmpdir, launch.cwd)
+        beat = Heartbeat(request.progress)
         try:
-            outcome = await run_process(
-                launch.argv,
-                stdin=launch.stdin,
-                cwd=launch.cwd,
-                env=launch.env,
-                timeout_s=request.timeout_s,
-                sandbox=sandbox,
-                max_output_bytes=request.max_output_bytes,
-                on_stderr_line=_ProgressLines(request, redact),
-                kill_grace_s=self._kill_grace_s,
+            outcome = await beat.run(
+                lambda: run_process(
+                    launch.argv,
+                    stdin=launch.stdin,
+                    cwd=launch.cwd,
+                    env=launch.env,
+                    timeout_s=request.timeout_s,
+                    sandbox=sandbox,
+                    max_output_bytes=request.max_output_bytes,
+                    on_stderr_line=_ProgressLines(beat.own, redact),
+                    kill_grace_s=self._kill_grace_s,
+                    on_output=beat.count,
+                )
             )
         finally:
             launch.cleanup()
-        ok, value, error = _interpret(outcome, launch.transport, redact)
+        if len(outcome.stdout) + len(outcome.stderr_tail) > INLINE_PARSE_BYTES:
+            # Parsing (and redacting) megabytes of JSON holds the GIL: off the event loop.
+            ok, value, error = await anyio.to_thread.run_sync(
+                _interpret, outcome, launch.transport, redact
+            )
+        else:
+            ok, value, error = _interpret(outcome, launch.transport, redact)
         return ExecResult(
             ok=ok,
             value=value,
@@ -177,8 +195,8 @@ def _write_payload(payload: bytes) -> tuple[str, str]:
 class _ProgressLines:
     """The stderr line callback: forwards progress objects, consumes them either way."""
 
-    def __init__(self, request: ExecRequest, redact: _Redactor) -> None:
-        self._progress = request.progress
+    def __init__(self, progress: ProgressFn | None, redact: _Redactor) -> None:
+        self._progress = progress
         self._redact = redact
 
     async def __call__(self, line: bytes) -> bool:

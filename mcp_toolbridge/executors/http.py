@@ -1,6 +1,6 @@
 """The HTTP executor: runs tools whose transport is :class:`~mcp_toolbridge.model.HttpTransport`.
 
-The only module that imports httpx2, and the one place its exceptions are translated.
+httpx2's exceptions are translated by :mod:`.http_errors` (shared with the web built-ins).
 
 Request building:
 
@@ -12,15 +12,20 @@ Request building:
 - The arguments the URL does not use go in the query string for GET, HEAD, DELETE and OPTIONS
   (strings as is, numbers and booleans as JSON text, lists as repeated keys, objects as JSON
   text, nulls left out) and otherwise in a JSON object body (``{}`` when none are left).
-- Headers: ``User-Agent: mcp-toolbridge/<version>`` and ``Accept: application/json``, overridden
-  by the manifest's headers (case-insensitively).
+- Headers: ``User-Agent: mcp-toolbridge/<version>``, ``Accept: application/json`` and
+  ``Accept-Encoding: gzip, deflate`` (what :mod:`.http_body` decodes), overridden by the
+  manifest's headers (case-insensitively).
 
 Exchange: one deadline (``timeout_s``) over the whole exchange, redirects followed by hand (at
 most ``max_redirects``), each hop's host checked against ``requires.net_hosts`` when the tool
 declares any. When a redirect leaves the origin, headers that carried a secret placeholder and
-``Authorization``/``Cookie`` are dropped. The body is read in chunks up to
-``min(request.max_output_bytes, max_response_bytes)``; a larger 2xx body gives
-``ExecResult(ok=False, truncated=True, error="response larger than N bytes ...")``.
+``Authorization``/``Cookie`` are dropped. The body is read by :func:`.http_body.read_body`
+(decoded, with a cap on the decoded size) up to ``min(request.max_output_bytes,
+max_response_bytes)``; a larger 2xx body gives ``ExecResult(ok=False, truncated=True,
+error="response larger than N bytes ...")``.
+
+Progress: a long exchange reports its elapsed time and the body bytes received so far
+(:mod:`~mcp_toolbridge.executors.progress`).
 
 Results: a 2xx body is parsed as JSON whatever its content type (empty body or HEAD: ``{}``;
 not JSON: :class:`ExecOutputError`). Any other final status gives ``ExecResult(ok=False,
@@ -34,8 +39,8 @@ from __future__ import annotations
 import http.cookiejar
 import json
 import re
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -55,6 +60,9 @@ from mcp_toolbridge.errors import (
     SecretError,
 )
 from mcp_toolbridge.executors.base import ExecRequest, ExecResult
+from mcp_toolbridge.executors.http_body import ACCEPT_ENCODING, read_body
+from mcp_toolbridge.executors.http_errors import host_label, too_many_redirects, translated
+from mcp_toolbridge.executors.progress import Heartbeat
 from mcp_toolbridge.model import HttpTransport, ToolSpec
 from mcp_toolbridge.secrets import ENV_PREFIX, redact, redact_value, secret_env_name
 
@@ -137,7 +145,11 @@ def build_call(
     else:
         body = json.dumps(rest, ensure_ascii=False, separators=(",", ":")).encode()
 
-    headers = {"User-Agent": f"mcp-toolbridge/{__version__}", "Accept": "application/json"}
+    headers = {
+        "User-Agent": f"mcp-toolbridge/{__version__}",
+        "Accept": "application/json",
+        "Accept-Encoding": ACCEPT_ENCODING,
+    }
     if body is not None:
         headers["Content-Type"] = "application/json"
     secret_headers: set[str] = set()
@@ -248,9 +260,10 @@ class HttpExecutor:
         call = build_call(spec.transport, request.arguments, request.secrets, spec.name)
         scrub = _Scrubber(request.secrets)
         limit = min(request.max_output_bytes, self.max_response_bytes)
+        beat = Heartbeat(request.progress)
         try:
             with anyio.fail_after(request.timeout_s):
-                return await self._exchange(call, spec, limit, scrub)
+                return await beat.run(lambda: self._exchange(call, spec, limit, scrub, beat))
         except TimeoutError as exc:
             raise ExecTimeoutError(
                 f"tool timed out after {request.timeout_s:g}s", tool=spec.name
@@ -273,37 +286,34 @@ class HttpExecutor:
             )
         patterns = spec.requires.net_hosts
         if patterns and not host_allowed(target.host, target.origin.port, patterns):
-            shown = target.host if target.port is None else f"{target.host}:{target.port}"
             action = "redirect to" if hop else "request to"
             raise PermissionDeniedError(
-                f"{action} {shown} is not allowed: the tool declares net hosts "
+                f"{action} {host_label(target)} is not allowed: the tool declares net hosts "
                 f"{', '.join(patterns)}",
                 tool=spec.name,
             )
         return target
 
     async def _exchange(
-        self, call: HttpCall, spec: ToolSpec, limit: int, scrub: _Scrubber
+        self, call: HttpCall, spec: ToolSpec, limit: int, scrub: _Scrubber, beat: Heartbeat
     ) -> ExecResult:
         method, headers, body = call.method, dict(call.headers), call.body
         target = self._target(call.url, spec, scrub, 0)
         for hop in range(self.max_redirects + 1):
-            with _translated(target, spec.name, scrub):
+            with translated(host_label(target), tool=spec.name, scrub=scrub.text):
                 outgoing = httpx2.Request(method, target, headers=headers, content=body)
-            with _translated(target, spec.name, scrub):
+            with translated(host_label(target), tool=spec.name, scrub=scrub.text):
                 response = await self.client.send(outgoing, stream=True, follow_redirects=False)
             try:
                 location = response.headers.get("location")
                 if response.status_code not in REDIRECT_STATUSES or not location:
-                    return await self._result(response, method, target, spec, limit, scrub)
+                    return await self._result(response, method, target, spec, limit, scrub, beat)
                 if hop == self.max_redirects:
-                    raise ExecTransportError(
-                        f"too many redirects: gave up after {self.max_redirects} (the last from "
-                        f"{scrub.text(str(target))}); the server may be redirecting in a loop",
-                        tool=spec.name,
+                    raise too_many_redirects(
+                        self.max_redirects, str(target), tool=spec.name, scrub=scrub.text
                     )
                 status = response.status_code
-                with _translated(target, spec.name, scrub):
+                with translated(host_label(target), tool=spec.name, scrub=scrub.text):
                     joined = target.join(location)
                 following = self._target(joined, spec, scrub, hop + 1)
                 if _switches_to_get(status, method):
@@ -318,19 +328,6 @@ class HttpExecutor:
                     await response.aclose()
         raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
 
-    async def _read(
-        self, response: httpx2.Response, target: httpx2.URL, tool: str, scrub: _Scrubber, limit: int
-    ) -> tuple[bytes, bool]:
-        chunks: list[bytes] = []
-        size = 0
-        with _translated(target, tool, scrub):
-            async for chunk in response.aiter_bytes():
-                chunks.append(chunk)
-                size += len(chunk)
-                if size > limit:
-                    return b"".join(chunks)[:limit], True
-        return b"".join(chunks), False
-
     async def _result(
         self,
         response: httpx2.Response,
@@ -339,6 +336,7 @@ class HttpExecutor:
         spec: ToolSpec,
         limit: int,
         scrub: _Scrubber,
+        beat: Heartbeat,
     ) -> ExecResult:
         status = response.status_code
         url = scrub.text(str(target))
@@ -348,10 +346,10 @@ class HttpExecutor:
             if int(declared) > limit:
                 body, over = b"", True  # refused by its declared size, nothing read
             else:
-                body, over = await self._read(response, target, spec.name, scrub, limit)
+                body, over = await _read(response, target, spec.name, scrub, limit, beat)
         else:
             read_limit = limit if success else min(limit, ERROR_BODY_READ_BYTES)
-            body, over = await self._read(response, target, spec.name, scrub, read_limit)
+            body, over = await _read(response, target, spec.name, scrub, read_limit, beat)
         parsed = _parse_json(body) if body.strip() and not over else _NOT_JSON
         if not success:
             head = f"HTTP {status} {response.reason_phrase}".rstrip()
@@ -392,6 +390,20 @@ class HttpExecutor:
 _NOT_JSON = object()
 
 
+async def _read(
+    response: httpx2.Response,
+    target: httpx2.URL,
+    tool: str,
+    scrub: _Scrubber,
+    limit: int,
+    beat: Heartbeat,
+) -> tuple[bytes, bool]:
+    host = host_label(target)
+    return await read_body(
+        response, limit, host=host, tool=tool, scrub=scrub.text, on_chunk=beat.count
+    )
+
+
 def _switches_to_get(status: int, method: str) -> bool:
     """303 turns any method but HEAD into GET; 301 and 302 turn POST into GET (RFC 9110 15.4)."""
     return (status == 303 and method != "HEAD") or (status in (301, 302) and method == "POST")
@@ -402,35 +414,3 @@ def _parse_json(body: bytes) -> object:
         return json.loads(body)
     except (ValueError, UnicodeDecodeError):
         return _NOT_JSON
-
-
-@contextmanager
-def _translated(target: httpx2.URL, tool: str, scrub: _Scrubber) -> Iterator[None]:
-    """Translate httpx2's exceptions (and header encoding failures) into ExecTransportError."""
-    host = target.host if target.port is None else f"{target.host}:{target.port}"
-
-    def make(text: str) -> ExecTransportError:
-        return ExecTransportError(scrub.text(text), tool=tool)
-
-    try:
-        yield
-    except (httpx2.ConnectError, httpx2.ConnectTimeout) as exc:
-        raise make(f"could not connect to {host}: {_detail(exc)}") from exc
-    except httpx2.TimeoutException as exc:
-        raise make(f"timed out talking to {host}: {_detail(exc)}") from exc
-    except httpx2.RemoteProtocolError as exc:
-        raise make(f"{host} sent an invalid HTTP response: {_detail(exc)}") from exc
-    except httpx2.ReadError as exc:
-        raise make(
-            f"connection to {host} failed while reading the response: {_detail(exc)}"
-        ) from exc
-    except httpx2.DecodingError as exc:
-        raise make(f"could not decode the response from {host}: {_detail(exc)}") from exc
-    except (httpx2.TransportError, httpx2.InvalidURL) as exc:
-        raise make(f"request to {host} failed: {_detail(exc)}") from exc
-    except UnicodeEncodeError as exc:
-        raise make(f"request to {host} has a header value that is not ASCII: {exc.reason}") from exc
-
-
-def _detail(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__

@@ -11,36 +11,42 @@
   extension). A new client per hop, so no connection is ever reused for another host name.
 - No proxies or certificate settings from the environment, no cookies, no credentials;
   ``verify`` (an ``ssl.SSLContext``) replaces the system trust store when given.
-- The body is read raw and decompressed here (gzip, deflate, identity) with the output of every
-  step bounded, so at most ``max_bytes + 1`` decoded bytes are ever produced: a gzip bomb
-  costs at most the cap.
+- The body is read by :func:`.http_body.read_body`: decoded (gzip, deflate, identity) with a
+  cap on the decoded size, so a gzip bomb costs at most the cap.
 
 :func:`fetch_plain` is a GET to an operator-configured endpoint (search providers): system
 DNS, no redirects followed, the same bounded decoding.
 
-httpx2's exceptions become :class:`ExecTransportError` (and read time-outs
-:class:`ExecTimeoutError`) with the host in the message; callers put the overall deadline
-around the call with ``anyio.fail_after``.
+httpx2's exceptions become call errors through :mod:`.http_errors` (the map the Runloop http
+tools use too): :class:`ExecTransportError`, or :class:`ExecTimeoutError` naming the limit;
+callers put the overall deadline around the call with ``anyio.fail_after``.
 """
 
 from __future__ import annotations
 
+import functools
 import http.cookiejar
 import ssl
-import zlib
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+import anyio
+import anyio.to_thread
 import httpx2
 
 from mcp_toolbridge import __version__
-from mcp_toolbridge.errors import ExecTimeoutError, ExecTransportError
+from mcp_toolbridge.errors import ExecError, ExecTimeoutError, ExecTransportError
+from mcp_toolbridge.executors.http_body import ACCEPT_ENCODING, read_body
+from mcp_toolbridge.executors.http_errors import (
+    connect_reason,
+    host_label,
+    too_many_redirects,
+    translated,
+)
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 DEFAULT_PORTS = {"http": 80, "https": 443}
 USER_AGENT = f"mcp-toolbridge/{__version__}"
-_READ_CHUNK = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +61,8 @@ class FetchTarget:
     port: int
     """The effective port (the scheme's default when the URL has none)."""
     has_userinfo: bool
+    label: str
+    """``host``, or ``host:port`` when the port is not the scheme's default (for messages)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +107,7 @@ def parse_target(url: str | httpx2.URL) -> FetchTarget:
         host=host,
         port=parsed.port or DEFAULT_PORTS[parsed.scheme],
         has_userinfo=bool(parsed.userinfo),
+        label=host_label(parsed),
     )
 
 
@@ -120,15 +129,15 @@ async def fetch_pinned(
     for hop in range(max_redirects + 1):
         addresses = list(await pin(target, hop))
         if not addresses:
-            raise ExecTransportError(f"no address to connect to for {target.host}")
+            raise ExecTransportError(f"no address to connect to for {target.label}")
         headers = _headers(accept) | {"Host": _host_header(target)}
         timeout = httpx2.Timeout(connect_timeout_s, read=read_timeout_s)
-        async with _client(timeout, verify) as client:
+        async with _client(timeout, await _tls(verify)) as client:
             response, address = await _send_pinned(client, target, addresses, headers)
             try:
                 location = response.headers.get("location")
                 if response.status_code not in REDIRECT_STATUSES or not location:
-                    body, over = await _read_body(response, target.host, max_bytes)
+                    body, over = await read_body(response, max_bytes, host=target.label)
                     return FetchedBody(
                         url=target.url,
                         status=response.status_code,
@@ -142,11 +151,8 @@ async def fetch_pinned(
             finally:
                 await response.aclose()
         if hop == max_redirects:
-            raise ExecTransportError(
-                f"too many redirects: gave up after {max_redirects} (the last from "
-                f"{target.url}); the site may be redirecting in a loop"
-            )
-        with _translated(target.host):
+            raise too_many_redirects(max_redirects, target.url)
+        with translated(target.label):
             joined = httpx2.URL(target.url).join(location)
         target = parse_target(joined)
         redirects.append(target.url)
@@ -166,14 +172,14 @@ async def fetch_plain(
     """GET ``url`` with ``params`` as it is (system DNS, redirects not followed)."""
     target = parse_target(url)
     timeout = httpx2.Timeout(connect_timeout_s, read=read_timeout_s)
-    async with _client(timeout, verify) as client:
-        with _translated(target.host):
+    async with _client(timeout, await _tls(verify)) as client:
+        with translated(target.label):
             request = client.build_request(
                 "GET", target.url, params=dict(params), headers=_headers("*/*") | dict(headers)
             )
             response = await client.send(request, stream=True)
         try:
-            body, over = await _read_body(response, target.host, max_bytes)
+            body, over = await read_body(response, max_bytes, host=target.label)
         finally:
             await response.aclose()
     return FetchedBody(
@@ -187,12 +193,30 @@ async def fetch_plain(
 
 
 def _headers(accept: str) -> dict[str, str]:
-    return {"User-Agent": USER_AGENT, "Accept": accept, "Accept-Encoding": "gzip, deflate"}
+    return {"User-Agent": USER_AGENT, "Accept": accept, "Accept-Encoding": ACCEPT_ENCODING}
 
 
 def _host_header(target: FetchTarget) -> str:
     host = f"[{target.host}]" if ":" in target.host else target.host
     return host if target.port == DEFAULT_PORTS[target.scheme] else f"{host}:{target.port}"
+
+
+_default_tls: list[ssl.SSLContext] = []
+"""The default trust store's context, built once (see :func:`_tls`)."""
+
+
+async def _tls(verify: ssl.SSLContext | None) -> ssl.SSLContext:
+    """``verify``, or the default certificate checks: a context built once, in a worker
+    thread. Loading the CA bundle takes 20-70 ms of CPU holding the GIL, which every call
+    would otherwise spend on the event loop (httpx2 builds one per client)."""
+    if verify is not None:
+        return verify
+    if not _default_tls:
+        context = await anyio.to_thread.run_sync(
+            functools.partial(httpx2.create_ssl_context, trust_env=False)
+        )
+        _default_tls[:] = [context]
+    return _default_tls[0]
 
 
 def _client(timeout: httpx2.Timeout, verify: ssl.SSLContext | None) -> httpx2.AsyncClient:
@@ -214,105 +238,24 @@ async def _send_pinned(
     addresses: Sequence[str],
     headers: Mapping[str, str],
 ) -> tuple[httpx2.Response, str]:
-    """Send to the first address that accepts a connection."""
+    """Send to the first address that accepts a connection. When none does, the error is a
+    timeout if every address timed out, else a transport error; it lists each address."""
     failures: list[str] = []
+    timeouts = 0
     for address in addresses:
-        with _translated(target.host):
+        with translated(target.label):
             pinned = httpx2.URL(target.url).copy_with(host=address)
             request = client.build_request(
                 "GET", pinned, headers=dict(headers), extensions={"sni_hostname": target.host}
             )
         try:
-            with _translated(target.host):
+            with translated(target.label):
                 return await client.send(request, stream=True), address
-        except ExecTransportError as exc:
-            if not isinstance(exc.__cause__, httpx2.ConnectError | httpx2.ConnectTimeout):
+        except ExecError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, httpx2.ConnectError | httpx2.ConnectTimeout):
                 raise
-            failures.append(f"{address}: {_detail(exc.__cause__)}")
-    raise ExecTransportError(f"could not connect to {target.host}: " + "; ".join(failures))
-
-
-class _Decoder:
-    """Content-Encoding decoding with every step's output bounded (gzip bombs stop at the cap)."""
-
-    def __init__(self, encoding: str, host: str) -> None:
-        self.name = encoding.strip().lower()
-        self.host = host
-        if self.name in ("", "identity"):
-            self.wbits: int | None = None
-        elif self.name in ("gzip", "x-gzip"):
-            self.wbits = 31
-        elif self.name == "deflate":
-            self.wbits = 15
-        else:
-            raise ExecTransportError(
-                f"{host} sent the body with Content-Encoding {encoding!r}, which cannot be "
-                "decoded (supported: gzip, deflate, identity)"
-            )
-        self._z = zlib.decompressobj(self.wbits) if self.wbits is not None else None
-        self._started = False
-
-    def decode(self, data: bytes, budget: int) -> bytes:
-        """At most ``budget`` decoded bytes of ``data`` (what is past the budget is dropped:
-        the caller stops reading once the budget is spent)."""
-        if self._z is None or self.wbits is None:
-            return data[:budget]
-        if self._z.eof:
-            return b""  # bytes after the end of the compressed stream are ignored
-        out = bytearray()
-        pending = data
-        while pending and len(out) < budget:
-            try:
-                out += self._z.decompress(pending, budget - len(out))
-            except zlib.error as exc:
-                if self.wbits == 15 and not self._started:
-                    self.wbits = -15  # "deflate" sent as a raw deflate stream
-                    self._z = zlib.decompressobj(self.wbits)
-                    continue
-                raise ExecTransportError(
-                    f"could not decode the {self.name} response from {self.host}: {exc}"
-                ) from exc
-            self._started = True
-            if self._z.eof:
-                pending = self._z.unused_data
-                if self.wbits != 31 or not pending.startswith(b"\x1f\x8b"):
-                    break  # the stream ended; trailing bytes that are not a gzip member
-                self._z = zlib.decompressobj(self.wbits)  # another gzip member follows
-            else:
-                pending = self._z.unconsumed_tail
-        return bytes(out)
-
-
-async def _read_body(response: httpx2.Response, host: str, max_bytes: int) -> tuple[bytes, bool]:
-    decoder = _Decoder(response.headers.get("content-encoding", ""), host)
-    parts: list[bytes] = []
-    size = 0
-    with _translated(host):
-        async for raw in response.aiter_raw(_READ_CHUNK):
-            piece = decoder.decode(raw, max_bytes + 1 - size)
-            parts.append(piece)
-            size += len(piece)
-            if size > max_bytes:
-                return b"".join(parts)[:max_bytes], True
-    return b"".join(parts), False
-
-
-@contextmanager
-def _translated(host: str) -> Iterator[None]:
-    """httpx2's exceptions (and header encoding failures) as ExecTransportError."""
-    try:
-        yield
-    except (httpx2.ConnectError, httpx2.ConnectTimeout) as exc:
-        raise ExecTransportError(f"could not connect to {host}: {_detail(exc)}") from exc
-    except httpx2.TimeoutException as exc:
-        raise ExecTimeoutError(f"timed out waiting for {host}: {_detail(exc)}") from exc
-    except httpx2.RemoteProtocolError as exc:
-        raise ExecTransportError(f"{host} sent an invalid HTTP response: {_detail(exc)}") from exc
-    except (httpx2.TransportError, httpx2.InvalidURL, httpx2.DecodingError) as exc:
-        raise ExecTransportError(f"request to {host} failed: {_detail(exc)}") from exc
-    except UnicodeEncodeError as exc:
-        raise ExecTransportError(f"request to {host} has a value that is not ASCII") from exc
-
-
-def _detail(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__
+            failures.append(f"{address}: {connect_reason(cause)}")
+            timeouts += isinstance(cause, httpx2.ConnectTimeout)
+    error = ExecTimeoutError if timeouts == len(failures) else ExecTransportError
+    raise error(f"could not connect to {target.label}: " + "; ".join(failures))

@@ -11,6 +11,9 @@ MAX_STDERR_LINE_BYTES = 64 * 1024
 """Longer stderr lines are not offered to ``on_stderr_line``; they stay plain stderr text."""
 READ_SIZE = 256 * 1024
 
+OutputFn = Callable[[int], None]
+"""Told the size of each chunk of output read (stdout or stderr)."""
+
 StderrLineFn = Callable[[bytes], Awaitable[bool]]
 """Called with each complete stderr line (newline stripped); True means the line was consumed
 and is kept out of ``stderr_tail``."""
@@ -19,14 +22,26 @@ and is kept out of ``stderr_tail``."""
 class Sink:
     """Counts everything, keeps the head (stdout) or the tail (stderr) up to ``limit``."""
 
-    __slots__ = ("data", "dropped", "keep_tail", "limit", "total")
+    __slots__ = ("data", "dropped", "keep_tail", "limit", "on_output", "total")
 
-    def __init__(self, limit: int, *, keep_tail: bool) -> None:
+    def __init__(self, limit: int, *, keep_tail: bool, on_output: OutputFn | None = None) -> None:
         self.data = bytearray()
         self.limit = limit
         self.keep_tail = keep_tail
         self.total = 0
         self.dropped = False
+        self.on_output = on_output
+
+    def counted(self, size: int) -> None:
+        self.total += size
+        if self.on_output is not None:
+            self.on_output(size)
+
+    def take(self, chunk: bytes) -> None:
+        """Count a chunk read from the pipe, and keep it if there is still a use for it."""
+        self.counted(len(chunk))
+        if self.keep_tail or not self.dropped:
+            self.keep(chunk)
 
     def keep(self, chunk: bytes) -> None:
         room = self.limit - len(self.data)
@@ -41,7 +56,8 @@ class Sink:
             self.dropped = True
 
 
-async def drain(fd: int, sink: Sink) -> None:
+async def drain(fd: int, sink: Sink, lines: LineSplitter | None = None) -> None:
+    """Read ``fd`` to its end into ``sink``, through ``lines`` when stderr lines are watched."""
     while True:
         await anyio.wait_readable(fd)
         try:
@@ -49,24 +65,14 @@ async def drain(fd: int, sink: Sink) -> None:
         except BlockingIOError:
             continue
         if not chunk:
-            return
-        sink.total += len(chunk)
-        if sink.keep_tail or not sink.dropped:
-            sink.keep(chunk)
-
-
-async def drain_lines(fd: int, lines: LineSplitter) -> None:
-    while True:
-        await anyio.wait_readable(fd)
-        try:
-            chunk = os.read(fd, READ_SIZE)
-        except BlockingIOError:
-            continue
-        if not chunk:
-            await lines.finish()
-            return
-        lines.sink.total += len(chunk)
-        await lines.feed(chunk)
+            break
+        if lines is None:
+            sink.take(chunk)
+        else:
+            sink.counted(len(chunk))
+            await lines.feed(chunk)
+    if lines is not None:
+        await lines.finish()
 
 
 class LineSplitter:

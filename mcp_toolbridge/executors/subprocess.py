@@ -57,10 +57,10 @@ from mcp_toolbridge.executors.reaper import follow_sandbox, wait_ended
 from mcp_toolbridge.executors.streams import (
     READ_SIZE,
     LineSplitter,
+    OutputFn,
     Sink,
     StderrLineFn,
     drain,
-    drain_lines,
 )
 from mcp_toolbridge.sandbox import Confinement, Launch, Sandbox, Support
 
@@ -116,13 +116,15 @@ async def run_process(
     on_stderr_line: StderrLineFn | None = None,
     kill_grace_s: float = 2.0,
     stderr_tail_bytes: int = STDERR_TAIL_BYTES,
+    on_output: OutputFn | None = None,
 ) -> ProcessOutcome:
     """Run ``argv`` to completion within ``timeout_s`` seconds, inside ``sandbox``.
 
     Raises :class:`ExecSpawnError` when the program cannot be started (or the sandbox is
     required and unavailable) and :class:`ProcessTimeout` (an :class:`ExecTimeoutError` with
     the partial outcome) when the deadline passes (the group is killed first).
-    Cancellation kills the group, then propagates.
+    Cancellation kills the group, then propagates. ``on_output`` is told the size of each
+    chunk read from stdout or stderr (progress reports count output with it).
     """
     await anyio.lowlevel.checkpoint_if_cancelled()  # never spawn for an already-cancelled call
     if sandbox is not None and sandbox.sandbox.support is None and sandbox.sandbox.mode != "off":
@@ -142,6 +144,7 @@ async def run_process(
             on_stderr_line,
             kill_grace_s,
             stderr_tail_bytes,
+            on_output,
         )
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -207,6 +210,7 @@ async def _run(
     on_stderr_line: StderrLineFn | None,
     kill_grace_s: float,
     stderr_tail_bytes: int,
+    on_output: OutputFn | None,
 ) -> ProcessOutcome:
     started = time.perf_counter()
     info = launch.info
@@ -215,8 +219,8 @@ async def _run(
     if info is not None:
         info.close_write()
     child = _Child(proc)
-    stdout = Sink(max_output_bytes, keep_tail=False)
-    stderr = Sink(stderr_tail_bytes, keep_tail=True)
+    stdout = Sink(max_output_bytes, keep_tail=False, on_output=on_output)
+    stderr = Sink(stderr_tail_bytes, keep_tail=True, on_output=on_output)
     timed_out = False
     try:
         rest = child.write_stdin_now(stdin) if stdin is not None else b""
@@ -410,9 +414,7 @@ class _Child:
                 if not chunk:
                     break
                 taken += len(chunk)
-                sink.total += len(chunk)
-                if sink.keep_tail or not sink.dropped:
-                    sink.keep(chunk)
+                sink.take(chunk)
 
     def close(self) -> None:
         for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
@@ -447,11 +449,10 @@ async def _communicate(
         if serve is not None:
             tg.start_soon(_serve, proxy, serve)
         tg.start_soon(drain, proc.stdout.fileno(), stdout)
-        if on_stderr_line is None:
-            tg.start_soon(drain, proc.stderr.fileno(), stderr)
-        else:
+        lines = None
+        if on_stderr_line is not None:
             lines = LineSplitter(stderr, on_stderr_line, max_output_bytes)
-            tg.start_soon(drain_lines, proc.stderr.fileno(), lines)
+        tg.start_soon(drain, proc.stderr.fileno(), stderr, lines)
         if stdin_rest:
             tg.start_soon(child.feed_stdin, stdin_rest)
         await child.wait_exited()

@@ -6,7 +6,7 @@ chunks from the end, this process from the front, until they meet: each chunk th
 reaches is withdrawn from the worker first (a chunk the worker has begun cannot be), so both
 stay busy to the end whatever the formats cost, and each of the worker's chunks comes back
 pickled as soon as it is done (taking in a pickled tool costs ≈ 15 µs). The worker is used
-where forking is safe (``forked.fork_allowed``) and for at least ``MIN_BYTES`` of manifests:
+where forking is safe (``forking.fork_allowed``) and for at least ``MIN_BYTES`` of manifests:
 below that its start costs what it saves.
 
 A worker that dies or whose result cannot be sent back changes nothing: its chunks are then
@@ -87,9 +87,11 @@ def load_in_shares(files: Sequence[tuple[Path, str]], load_one: LoadOne) -> list
     try:
         # Submitted last chunk first: the worker works from the end.
         futures = [pool.submit(_load_all, load_one, part) for part in reversed(parts)][::-1]
-    except OSError as exc:  # could not fork: out of processes or memory
+    except (OSError, BrokenProcessPool) as exc:
+        # Could not fork (out of processes or memory), or the worker died before every chunk
+        # was handed over: nothing of it is used.
         pool.shutdown(cancel_futures=True)
-        log.warning("loading the manifests in one process: cannot fork (%s)", exc)
+        log.warning("loading the manifests in one process: no worker (%s)", exc)
         return _load_all(load_one, files)
     done: list[list[LoadReport]] = []
     try:

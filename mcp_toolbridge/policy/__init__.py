@@ -10,6 +10,9 @@ from mcp_toolbridge.policy.paths import (
     canonical_root,
     canonicalize,
     check_text,
+    escape_glob,
+    glob_literal,
+    glob_pattern,
     glob_regex,
     has_glob,
     is_within,
@@ -25,7 +28,7 @@ from mcp_toolbridge.policy.requirements import (
 )
 from mcp_toolbridge.policy.rules import ACTION_RANK, Action, Subject, resolve
 from mcp_toolbridge.policy.shell.hooks import shell_floor, shell_targets
-from mcp_toolbridge.policy.shell.parse import splitter
+from mcp_toolbridge.policy.shell.parse import load_parser, parser_loaded, splitter
 from mcp_toolbridge.policy.watchdog import (
     Verdict,
     WatchdogRequest,
@@ -53,13 +56,18 @@ __all__ = [
     "canonicalize",
     "check_text",
     "combine",
+    "escape_glob",
     "failure",
+    "glob_literal",
+    "glob_pattern",
     "glob_regex",
     "has_glob",
     "host_of",
     "is_within",
+    "load_parser",
     "normalize_host",
     "parse_verdict",
+    "parser_loaded",
     "resolve",
     "shell_floor",
     "shell_targets",

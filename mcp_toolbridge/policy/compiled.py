@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +57,7 @@ from mcp_toolbridge.policy.rules import (
     subjects,
 )
 from mcp_toolbridge.policy.watchdog import Verdict, WatchdogConfig
+from mcp_toolbridge.workspace import needs_workspace, no_workspace_hint
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +66,9 @@ class Decision:
     rule: str
     """The rule, default or hook that made the decision, for the model and the audit log."""
     scope: str
-    """manifest | project | session | default | capability | confirmation | watchdog"""
+    """manifest | project | session | default | capability | confirmation | watchdog | shell
+    (and, recorded by the runtime's audit observer for a call refused at argument validation,
+    validation)"""
 
     @classmethod
     def refused(cls, denial: Denial) -> Decision:
@@ -229,12 +232,18 @@ class Policy:
         return argument_targets(spec, arguments, base=base, roles=roles, splitter=splitter)
 
     def check_capabilities(self, spec: ToolSpec, targets: Targets) -> Denial | None:
-        """The first layer: every path, host and command must be inside the granted scope."""
+        """The first layer: every path, host and command must be inside the granted scope.
+        Without a workspace, a tool that works in it is refused whatever its arguments."""
+        if self.workspace is None and needs_workspace(spec):
+            return Denial("workspace", spec.name, no_workspace_hint())
         try:
             scope = self.tool_scope(spec)
         except ValueError as exc:
             return Denial("requires", spec.name, f"the tool's requirements are invalid: {exc}")
-        return check_scope(scope, targets)
+        denial = check_scope(scope, targets)
+        if denial is not None and self.workspace is None and denial.capability.startswith("fs."):
+            return replace(denial, message=f"{denial.message}; {no_workspace_hint()}")
+        return denial
 
     # -- rules --------------------------------------------------------------------------------
 

@@ -161,7 +161,7 @@ class PolicyFile(_Model):
     watchdog: WatchdogModel | None = None
     rules: list[RuleModel] = []
     web_search: dict[str, Any] = {}
-    """The web_search providers (checked by builtins.search_providers when tools are built)."""
+    """The web_search providers (checked by builtins/web/providers.py when tools are built)."""
     subagents: SubagentsModel = SubagentsModel()
     bash: BashModel = BashModel()
     web_fetch: WebFetchModel = WebFetchModel()

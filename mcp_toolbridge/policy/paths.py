@@ -13,7 +13,10 @@ granted scope or a permission pattern:
 
 :func:`is_within` compares path components, so ``/srv/app_evil`` is not inside ``/srv/app``.
 :func:`glob_regex` turns a path glob (``**`` across directories, ``*`` and ``?`` within one)
-into a compiled regular expression over absolute POSIX paths.
+into a compiled regular expression over absolute POSIX paths. It is built on the one glob
+translator of the package: :func:`glob_pattern` (path globs; .gitignore rules are a layer on
+it) over :func:`wildcard_pattern` (``*``, ``?``, ``[...]`` in one piece of text; the rules'
+plain-text globs use it directly).
 """
 
 from __future__ import annotations
@@ -83,21 +86,60 @@ def is_within(path: Path, root: Path) -> bool:
     return path.parts[: len(root_parts)] == root_parts
 
 
+def escape_glob(text: str) -> str:
+    """``text`` as a glob that matches it literally: ``*``, ``?`` and ``[`` each wrapped in
+    brackets (``w[1]?`` -> ``w[[]1][?]``). A path substituted into a pattern (``{workspace}``)
+    is escaped so that its own characters are never read as wildcards."""
+    return "".join(f"[{ch}]" if ch in GLOB_CHARS else ch for ch in text)
+
+
+def glob_literal(pattern: str) -> str | None:
+    """The text ``pattern`` matches when it has no wildcard, else None.
+
+    A bracket expression of one character (``[*]``, ``[[]``) is that character, as written by
+    :func:`escape_glob`; an unclosed ``[`` is itself. ``*``, ``?`` and any other bracket
+    expression make the pattern a glob.
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch in "*?":
+            return None
+        if ch == "[":
+            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "]") else i + 1)
+            if end != -1:
+                body = pattern[i + 1 : end]
+                if len(body) != 1 or body == "!":
+                    return None
+                out.append(body)
+                i = end + 1
+                continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
 def has_glob(pattern: str) -> bool:
-    return any(ch in GLOB_CHARS for ch in pattern)
+    """Whether ``pattern`` has a wildcard (an escaped character like ``[*]`` is none)."""
+    return any(ch in GLOB_CHARS for ch in pattern) and glob_literal(pattern) is None
 
 
 def split_glob(pattern: str) -> tuple[str, str]:
     """Split an absolute pattern into its leading literal directory and the glob remainder.
 
     ``/w/src/**/*.py`` -> (``/w/src``, ``**/*.py``); a pattern without glob characters is all
-    literal: (``pattern``, ``""``).
+    literal: (``pattern``, ``""``). Escaped characters in the literal part are unescaped
+    (``/w[[]1]/*`` -> (``/w[1]``, ``*``)).
     """
     parts = pattern.split("/")
+    literal: list[str] = []
     for index, part in enumerate(parts):
-        if has_glob(part):
-            return "/".join(parts[:index]) or "/", "/".join(parts[index:])
-    return pattern, ""
+        text = glob_literal(part)
+        if text is None:
+            return "/".join(literal) or "/", "/".join(parts[index:])
+        literal.append(text)
+    return "/".join(literal), ""
 
 
 def glob_regex(pattern: str) -> re.Pattern[str]:
@@ -107,40 +149,83 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
     component (dot files included); ``?`` one character other than ``/``; ``[abc]`` and
     ``[!abc]`` a character class. A trailing ``/**`` also matches the directory itself.
     """
+    return re.compile(glob_pattern(pattern) + r"\Z", re.DOTALL)
+
+
+def glob_pattern(
+    pattern: str,
+    *,
+    tail_matches_dir: bool = True,
+    backslash_escapes: bool = False,
+    caret_negates: bool = False,
+) -> str:
+    """The regular expression (text, not anchored) for a path glob, absolute or relative: the
+    one path-glob translator (policy patterns, the glob tool, .gitignore rules).
+
+    ``**`` as a whole component matches zero or more components (a run of them counts as
+    one): leading, ``(?:.*/)?``; inside, ``/(?:.*/)?``; trailing, everything below, and the
+    directory itself when ``tail_matches_dir``. Other components go through
+    :func:`wildcard_pattern` with ``/`` as the separator.
+    """
+    parts: list[str] = []
+    for part in pattern.split("/"):
+        if not (part == "**" and parts[-1:] == ["**"]):
+            parts.append(part)
     out: list[str] = []
-    parts = pattern.split("/")
     for index, part in enumerate(parts):
-        last = index == len(parts) - 1
+        first, last = index == 0, index == len(parts) - 1
         if part == "**":
-            # "a/**/b" matches a/b, a/x/b, a/x/y/b; "a/**" matches a and everything below.
-            out.append("(?:/.*)?" if last else "(?:/[^/]*)*")
+            if first:
+                out.append(".*" if last else "(?:.*/)?")
+            elif last:
+                out.append("(?:/.*)?" if tail_matches_dir else "/.*")
+            else:
+                out.append("/(?:.*/)?")
             continue
-        if index > 0:
+        if not first and parts[index - 1] != "**":
             out.append("/")
-        out.append(_component_regex(part))
-    return re.compile("".join(out) + r"\Z", re.DOTALL)
+        out.append(
+            wildcard_pattern(part, backslash_escapes=backslash_escapes, caret_negates=caret_negates)
+        )
+    return "".join(out)
 
 
-def _component_regex(part: str) -> str:
+def wildcard_pattern(
+    glob: str,
+    *,
+    separator: str = "/",
+    backslash_escapes: bool = False,
+    caret_negates: bool = False,
+) -> str:
+    """The regular expression (text) for ``glob``'s wildcards, every other character literal.
+
+    ``*`` is any run of characters other than ``separator`` (any characters at all when it is
+    empty), ``?`` one such character, ``[abc]`` a class and ``[!abc]`` its negation (never
+    matching ``separator`` either). ``backslash_escapes``: ``\\x`` is a literal ``x``;
+    ``caret_negates``: ``[^abc]`` negates as well (both as in .gitignore).
+    """
+    other = f"[^{re.escape(separator)}]" if separator else "."
     out: list[str] = []
     i = 0
-    while i < len(part):
-        ch = part[i]
+    while i < len(glob):
+        ch = glob[i]
+        if backslash_escapes and ch == "\\" and i + 1 < len(glob):
+            out.append(re.escape(glob[i + 1]))
+            i += 2
+            continue
         if ch == "*":
-            out.append("[^/]*")
+            while i + 1 < len(glob) and glob[i + 1] == "*":
+                i += 1
+            out.append(other + "*")
         elif ch == "?":
-            out.append("[^/]")
-        elif ch == "[":
-            end = part.find("]", i + 2 if part[i + 1 : i + 2] in ("!", "]") else i + 1)
-            if end == -1:
-                out.append(re.escape(ch))
-            else:
-                body = part[i + 1 : end]
-                negate = body.startswith("!")
-                body = body[1:] if negate else body
-                escaped = "".join("\\" + c if c in "\\^[&~|" else c for c in body)
-                out.append(f"[{'^/' if negate else ''}{escaped}]")
-                i = end
+            out.append(other)
+        elif ch == "[" and (end := glob.find("]", i + 2)) != -1:
+            body = glob[i + 1 : end]
+            negate = body[:1] == "!" or (caret_negates and body[:1] == "^")
+            body = body[1:] if negate else body
+            escaped = "".join("\\" + c if c in "\\^[&~|" else c for c in body)
+            out.append(f"[{'^' + separator if negate else ''}{escaped}]")
+            i = end
         else:
             out.append(re.escape(ch))
         i += 1

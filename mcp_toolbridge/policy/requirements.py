@@ -31,6 +31,7 @@ from mcp_toolbridge.policy.paths import (
     canonical_root,
     canonicalize,
     check_text,
+    escape_glob,
     glob_regex,
     is_within,
     split_glob,
@@ -78,11 +79,13 @@ class Variables:
         return table[name]
 
 
-def expand(pattern: str, variables: Variables) -> tuple[str, ...]:
+def expand(pattern: str, variables: Variables, *, glob: bool = False) -> tuple[str, ...]:
     """Every expansion of ``pattern`` (one per combination of variable values).
 
     ``{{`` and ``}}`` stand for literal braces. An empty tuple means a variable expanded to
-    nothing; an unknown variable raises :class:`VariableError`.
+    nothing; an unknown variable raises :class:`VariableError`. With ``glob`` the pattern is a
+    path glob and each value is substituted escaped (:func:`escape_glob`): a workspace named
+    ``w[1]?`` is that folder, never a pattern.
     """
     pieces: list[tuple[str, ...]] = []
     last = 0
@@ -92,7 +95,8 @@ def expand(pattern: str, variables: Variables) -> tuple[str, ...]:
         if token in ("{{", "}}"):
             pieces.append((token[0],))
         else:
-            pieces.append(tuple(str(p) for p in variables.values(match.group(1))))
+            values = (str(p) for p in variables.values(match.group(1)))
+            pieces.append(tuple(escape_glob(v) if glob else v for v in values))
         last = match.end()
     pieces.append((pattern[last:],))
     return tuple("".join(combo) for combo in itertools.product(*pieces))
@@ -113,13 +117,14 @@ class PathPattern:
 
 
 def compile_path(expanded: str, variables: Variables) -> tuple[PathPattern, ...]:
-    """Compile one expanded pattern; a relative one is rooted at each workspace root."""
+    """Compile one expanded pattern (variables substituted escaped: see :func:`expand`); a
+    relative one is rooted at each workspace root."""
     check_text(expanded, what=f"path pattern {expanded!r}")
     if expanded.startswith("/"):
         absolute: tuple[str, ...] = (expanded,)
     else:
         absolute = tuple(
-            f"{root.as_posix().rstrip('/')}/{expanded}" for root in variables.workspace
+            f"{escape_glob(root.as_posix().rstrip('/'))}/{expanded}" for root in variables.workspace
         )
     out: list[PathPattern] = []
     for pattern in absolute:
@@ -128,7 +133,7 @@ def compile_path(expanded: str, variables: Variables) -> tuple[PathPattern, ...]
         if not rest:
             out.append(PathPattern(pattern, root))
             continue
-        glob = f"{root.as_posix().rstrip('/')}/{rest}"
+        glob = f"{escape_glob(root.as_posix().rstrip('/'))}/{rest}"
         out.append(PathPattern(pattern, root, glob_regex(glob)))
     return tuple(out)
 
@@ -215,7 +220,7 @@ def compile_requirements(requires: RequirementSet, variables: Variables) -> Scop
     for key, patterns in (("fs.read", requires.fs_read), ("fs.write", requires.fs_write)):
         for index, raw in enumerate(patterns):
             try:
-                expansions = expand(raw, variables)
+                expansions = expand(raw, variables, glob=True)
                 compiled = [p for e in expansions for p in compile_path(e, variables)]
             except (ValueError, PathRejectedError) as exc:
                 raise ValueError(f"{key}[{index}]: {exc}") from exc

@@ -23,7 +23,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mcp_toolbridge.model import HttpTransport, ToolSpec
-from mcp_toolbridge.policy.paths import canonical_root, glob_regex, has_glob, is_within, split_glob
+from mcp_toolbridge.policy.paths import (
+    canonical_root,
+    escape_glob,
+    glob_regex,
+    has_glob,
+    is_within,
+    split_glob,
+    wildcard_pattern,
+)
 from mcp_toolbridge.policy.requirements import KNOWN_CAPABILITIES, Targets, Variables, expand
 
 Action = Literal["allow", "deny", "ask"]
@@ -179,13 +187,15 @@ def _match_alternative(kind: Kind, alt: _Alternative, subject: Subject) -> int |
 
 
 def literal_length(pattern: str) -> int:
-    """Characters of a glob other than ``*``, ``?`` and bracket expressions."""
+    """Characters of a glob other than ``*``, ``?`` and bracket expressions (an escaped
+    character, a one-character bracket expression like ``[*]``, counts as one)."""
     count, i = 0, 0
     while i < len(pattern):
         ch = pattern[i]
         if ch == "[":
             end = pattern.find("]", i + 2)
             if end != -1:
+                count += int(end == i + 2 and pattern[i + 1] != "!")
                 i = end + 1
                 continue
         if ch not in "*?":
@@ -196,25 +206,8 @@ def literal_length(pattern: str) -> int:
 
 def text_glob(pattern: str, *, ignore_case: bool) -> re.Pattern[str]:
     """A glob over plain text: ``*`` any run of characters, ``?`` one, ``[...]`` a class."""
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        ch = pattern[i]
-        end = pattern.find("]", i + 2) if ch == "[" else -1
-        if ch == "*":
-            out.append(".*")
-        elif ch == "?":
-            out.append(".")
-        elif end != -1:
-            body = pattern[i + 1 : end]
-            negate = body.startswith("!")
-            body = "".join("\\" + c if c in "\\^[&~|" else c for c in body.removeprefix("!"))
-            out.append(f"[{'^' if negate else ''}{body}]")
-            i = end
-        else:
-            out.append(re.escape(ch))
-        i += 1
-    return re.compile("".join(out) + r"\Z", re.DOTALL | (re.IGNORECASE if ignore_case else 0))
+    flags = re.DOTALL | (re.IGNORECASE if ignore_case else 0)
+    return re.compile(wildcard_pattern(pattern, separator="") + r"\Z", flags)
 
 
 def _compile_alternative(text: str, kind: Kind, variables: Variables) -> _Alternative:
@@ -223,13 +216,16 @@ def _compile_alternative(text: str, kind: Kind, variables: Variables) -> _Altern
     if text.startswith("/"):
         rooted = (text,)
     else:
-        rooted = (f"{r.as_posix().rstrip('/')}/{text}" for r in variables.workspace)
+        rooted = (
+            f"{escape_glob(r.as_posix().rstrip('/')) if glob else r.as_posix().rstrip('/')}/{text}"
+            for r in variables.workspace
+        )
     paths: list[tuple[Path, re.Pattern[str] | None, int]] = []
     for absolute in rooted:
         if glob:
             literal, rest = split_glob(absolute)
             root = canonical_root(Path(literal))
-            regex = glob_regex(f"{root.as_posix().rstrip('/')}/{rest}")
+            regex = glob_regex(f"{escape_glob(root.as_posix().rstrip('/'))}/{rest}")
             paths.append((root, regex, literal_length(absolute)))
         else:
             paths.append((canonical_root(Path(absolute)), None, len(absolute)))
@@ -258,7 +254,8 @@ def compile_rule(
         return Rule(permission, pattern, "any", action, scope, origin)
     kind: Kind = "prefix" if prefix else ("glob" if has_glob(pattern) else "exact")
     alternatives = tuple(
-        _compile_alternative(e, kind, variables) for e in expand(pattern, variables)
+        _compile_alternative(e, kind, variables)
+        for e in expand(pattern, variables, glob=kind == "glob")
     )
     return Rule(permission, pattern, kind, action, scope, origin, alternatives)
 

@@ -13,10 +13,12 @@ by uvicorn, behind an optional bearer token.
   connection: a client that disconnects mid-call cancels it, and the call's process group is
   killed. In a session a disconnect is not a cancellation (the MCP transport spec): the call
   runs on until its deadline, the client's ``notifications/cancelled``, the session's DELETE,
-  or the session's idle expiry (``--session-idle-timeout``), whichever comes first.
+  or the session's idle expiry (``--session-idle-timeout``), whichever comes first, and a
+  2025-11-25 client resumes its stream with ``Last-Event-ID`` (resume.py).
 - Request bodies are capped at 4 MiB (the SDK's limit: 413 before anything is parsed).
 
-One ToolbridgeServer serves every HTTP session; see server.py for what is kept per session.
+One ToolbridgeServer serves every HTTP session; see toolbridge_server.py for what is kept per
+session.
 """
 
 from __future__ import annotations
@@ -33,9 +35,13 @@ from typing import Any
 import anyio
 import uvicorn
 from anyio.abc import TaskStatus
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.routing import Route
 
 from mcp_toolbridge.errors import ConfigError, ErrorCode
+from mcp_toolbridge.server.resume import PrimedStreams, ResumableSessions
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 
 DEFAULT_HOST = "127.0.0.1"
@@ -186,13 +192,17 @@ class BearerToken:
 
 
 def build_app(server: ToolbridgeServer, options: HttpOptions) -> ASGIApp:
-    app: ASGIApp = server.server.streamable_http_app(
-        streamable_http_path=options.path,
-        stateless_http=options.stateless,
+    """The SDK's streamable HTTP app (as ``Server.streamable_http_app`` builds it), with a
+    session manager that makes stateful sessions resumable (resume.py)."""
+    sessions = ResumableSessions(
+        server.server,
+        stateless=options.stateless,
+        security_settings=security_settings(options),
         session_idle_timeout=options.session_idle_timeout_s,
-        transport_security=security_settings(options),
-        host=options.host,
     )
+    routes = [Route(options.path, endpoint=StreamableHTTPASGIApp(sessions))]
+    app: ASGIApp = Starlette(routes=routes, lifespan=lambda _app: sessions.run())
+    app = PrimedStreams(app, sessions)
     return BearerToken(app, options.token) if options.token else app
 
 
@@ -208,12 +218,26 @@ def _listen(host: str, port: int) -> socket.socket:
         ) from exc
 
 
+class _Uvicorn(uvicorn.Server):
+    """uvicorn's server, telling ours first when it starts shutting down: the calls its
+    shutdown then cancels are audited as ended by the shutdown."""
+
+    def __init__(self, config: uvicorn.Config, on_stop: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._on_stop = on_stop
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self._on_stop()
+        await super().shutdown(sockets)
+
+
 class HttpService:
     """The server on a listening socket; ``serve`` reports the URL once it accepts."""
 
     def __init__(self, server: ToolbridgeServer, options: HttpOptions) -> None:
         check_binding(options)
         self._app = build_app(server, options)
+        self._server = server
         self.options = options
         self._uvicorn: uvicorn.Server | None = None
         self._stopped = False
@@ -235,7 +259,7 @@ class HttpService:
         config = uvicorn.Config(
             self._app, log_config=None, log_level="warning", timeout_graceful_shutdown=3
         )
-        self._uvicorn = uvicorn.Server(config)
+        self._uvicorn = _Uvicorn(config, self._server.stopping)
         self._uvicorn.should_exit = self._stopped
         task_status.started(url)
         try:

@@ -18,6 +18,12 @@ What it adds, because JSON-RPC 2.0 asks for an answer where the SDK stays silent
 
 Blank lines are skipped without an answer. Frames end at ``\\n`` only (a ``\\r`` before it is
 whitespace).
+
+When stdin ends, the server is not told at once: every request already read still gets its
+real answer, for up to ``EOF_GRACE_S`` seconds (a client that writes a burst and closes its
+end is owed those answers). Meanwhile a request the server sends the client (a confirmation,
+the roots) is answered at once with "Connection closed", since nothing can answer it any
+more. Then the read stream ends, and calls still running are cancelled.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
+from mcp_toolbridge.server.exchange import Exchange
 from mcp_toolbridge.server.pipes import ReadLine, WriteAll, line_reader, writer
 
 log = logging.getLogger("mcp_toolbridge")
@@ -46,6 +53,8 @@ _CHUNK_BYTES = 1 << 20
 """How much one blocking read may return; a frame is assembled from such chunks."""
 _HEAD_BYTES = 64 << 10
 """How much of an oversized frame is kept to look for its id."""
+EOF_GRACE_S = 10.0
+"""After stdin ends, how long requests already read may run to send their answers."""
 
 ReadItem = SessionMessage | Exception
 Streams = tuple[MemoryObjectReceiveStream[ReadItem], MemoryObjectSendStream[SessionMessage]]
@@ -62,9 +71,14 @@ async def stdio_transport(
     stdout: BinaryIO | None = None,
     *,
     max_frame_bytes: int = MAX_FRAME_BYTES,
+    grace_s: float = EOF_GRACE_S,
+    on_eof: Callable[[], None] | None = None,
 ) -> AsyncIterator[Streams]:
     """Serve the process's stdin and stdout (or the given binary streams, which are used as
-    they are) until stdin ends; yields ``(read_stream, write_stream)`` for ``Server.run``."""
+    they are) until stdin ends and the requests read are answered (at most ``grace_s``
+    later); yields ``(read_stream, write_stream)`` for ``Server.run``. ``on_eof`` is called
+    when stdin ends, before the drain (calls still in flight after it are then ended by the
+    shutdown)."""
     restores: list[Callable[[], None]] = []
     try:
         if stdin is None:
@@ -77,8 +91,17 @@ async def stdio_transport(
         to_server, from_client = anyio.create_memory_object_stream[ReadItem](0)
         to_client, from_server = anyio.create_memory_object_stream[SessionMessage](0)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_read_frames, readline, to_server, to_client.clone(), max_frame_bytes)
-            tg.start_soon(_write_frames, write, from_server)
+            exchange = Exchange(to_server, tg.start_soon, grace_s)
+            tg.start_soon(
+                _read_frames,
+                readline,
+                to_server,
+                to_client.clone(),
+                max_frame_bytes,
+                exchange,
+                on_eof,
+            )
+            tg.start_soon(_write_frames, write, from_server, exchange)
             yield from_client, to_client
     finally:
         with suppress(OSError, ValueError):
@@ -92,6 +115,8 @@ async def _read_frames(
     to_server: MemoryObjectSendStream[ReadItem],
     to_client: MemoryObjectSendStream[SessionMessage],
     limit: int,
+    exchange: Exchange,
+    on_eof: Callable[[], None] | None = None,
 ) -> None:
     parts: list[bytes] = []
     size = 0
@@ -118,10 +143,13 @@ async def _read_frames(
                 elif size:
                     text = b"".join(parts).decode("utf-8", errors="replace")
                     parts.clear()
-                    await _pass_on(text, to_server, to_client)
+                    await _pass_on(text, to_server, to_client, exchange)
                 parts.clear()
                 size, head = 0, None
                 if not chunk:
+                    if on_eof is not None:
+                        on_eof()
+                    await exchange.drain()
                     return
     except (anyio.ClosedResourceError, anyio.BrokenResourceError):
         log.debug("the server stopped reading; stdin is no longer read")
@@ -131,6 +159,7 @@ async def _pass_on(
     text: str,
     to_server: MemoryObjectSendStream[ReadItem],
     to_client: MemoryObjectSendStream[SessionMessage],
+    exchange: Exchange,
 ) -> None:
     """One frame: a message to the server, or an answer to the client and the SDK's
     ``Exception`` item to the server."""
@@ -144,16 +173,18 @@ async def _pass_on(
             await to_client.send(SessionMessage(reply))
         await to_server.send(exc)
         return
+    exchange.read(message)
     await to_server.send(SessionMessage(message))
 
 
 async def _write_frames(
-    write: WriteAll, from_server: MemoryObjectReceiveStream[SessionMessage]
+    write: WriteAll, from_server: MemoryObjectReceiveStream[SessionMessage], exchange: Exchange
 ) -> None:
     async with from_server:
         async for item in from_server:
             line = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
             await write(line.encode())
+            exchange.written(item.message)
 
 
 def reply_to_invalid(text: str) -> types.JSONRPCError | None:

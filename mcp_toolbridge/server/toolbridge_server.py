@@ -1,4 +1,4 @@
-"""The MCP adapter: the only module (with server_wire.py) that imports mcp.
+"""The MCP adapter's server: ToolbridgeServer on the SDK's low-level Server.
 
 It publishes the catalog through the SDK's low-level Server, serves both protocol eras,
 paginates tools/list and caches its serialized pages, keeps the session's visible set for
@@ -26,10 +26,16 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from mcp_toolbridge import __version__
 from mcp_toolbridge.bridge import Bridge
 from mcp_toolbridge.catalog import Catalog
-from mcp_toolbridge.errors import UnknownToolError
+from mcp_toolbridge.errors import ErrorCode, UnknownToolError
 from mcp_toolbridge.host import CallContext, InputPending
-from mcp_toolbridge.model import Format
 from mcp_toolbridge.server.host import McpHost
+from mcp_toolbridge.server.outputs import (
+    Outputs,
+    SidecarDir,
+    credential_owner,
+    session_owner,
+)
+from mcp_toolbridge.server.roots import RootsChanged, RootsFollower
 from mcp_toolbridge.server.stdio import stdio_transport
 from mcp_toolbridge.server.wire import to_result, to_tool
 
@@ -40,6 +46,7 @@ SEARCH_THRESHOLD = 64
 """--expose auto lists everything up to this many manifest tools, and switches to search."""
 PAGE_SIZE = 200
 SEARCH_TOOL = "tool_search"
+INTERNAL_ERROR = "internal error in mcp-toolbridge; see the server log"
 PROCESS_SCOPE = ""
 """The visibility scope of the process's one connection (stdio, in-memory clients)."""
 
@@ -127,7 +134,13 @@ class ToolbridgeServer:
         *,
         expose: Expose = "auto",
         on_session_end: SessionEnd | None = None,
+        roots: RootsChanged | None = None,
+        sidecar_dir: SidecarDir | None = None,
     ) -> None:
+        """``roots``: follow the client's MCP roots (stdio and in-memory connections), calling
+        it with them on every change; None leaves the workspace as it is.
+        ``sidecar_dir(session_id)``: the session's sidecar folder (Sessions.sidecar_dir);
+        without it truncated results carry no resource link."""
         self.session_id = uuid.uuid4().hex
         self._requested_expose: Expose = expose
         self._loaded: dict[str, list[str]] = {}
@@ -139,6 +152,7 @@ class ToolbridgeServer:
         self._bus = InMemorySubscriptionBus()
         self._legacy_sessions: dict[int, Any] = {}
         """A ServerSession per open 2025 connection, by id of the connection."""
+        self._outputs = Outputs(sidecar_dir, expired=self._output_expired)
         self._publish(bridge)
         self.server = _Server(
             "mcp-toolbridge",
@@ -146,10 +160,15 @@ class ToolbridgeServer:
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_subscriptions_listen=ListenHandler(self._bus),
+            on_list_resources=self._list_resources,
+            on_read_resource=self._read_resource,
             get_tool_input_schema=self._input_schema,
         )
         self.server.middleware.append(self._remember_sessions)
         self.server.middleware.append(self._cache_tools_list)
+        self._roots = RootsFollower(roots) if roots is not None else None
+        if self._roots is not None:
+            self._roots.install(self.server)
         # Seal the requestState of 2026 multi-round-trip calls (confirmation, question):
         # an answer counts only together with state this server minted for that call.
         self.server.middleware.append(
@@ -161,10 +180,9 @@ class ToolbridgeServer:
     def _publish(self, bridge: Bridge) -> None:
         """Build the wire form of every tool once, and what is always listed."""
         self.bridge = bridge
-        specs = bridge.catalog.specs()
         self._published = _Published(bridge.catalog)
-        manifest_tools = [s.name for s in specs if s.source.format is not Format.BUILTIN]
-        builtins = [s.name for s in specs if s.source.format is Format.BUILTIN]
+        manifest_tools = [s.name for s in bridge.catalog.manifest_specs()]
+        builtins = [s.name for s in bridge.catalog.locked_specs()]
         expose = self._requested_expose
         if expose == "auto":
             searchable = SEARCH_TOOL in bridge.catalog
@@ -282,6 +300,7 @@ class ToolbridgeServer:
         """A stateful HTTP session closed: drop its visible set and its session state."""
         self._loaded.pop(scope, None)
         self._forget_lists(scope)
+        self._outputs.end_session(scope)
         opaque = self._http_sessions.pop(scope, None)
         if opaque is not None and self._on_session_end is not None:
             self._on_session_end(f"{self.session_id}:{opaque}")
@@ -296,35 +315,72 @@ class ToolbridgeServer:
             entry = self.bridge.entry(params.name)
         except UnknownToolError as exc:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {exc.tool}") from exc
+        if self._roots is not None and _scope(ctx) == PROCESS_SCOPE:
+            ask = await self._roots.before_call(ctx, params, entry.spec)
+            if ask is not None:
+                return ask
 
         async def progress(current: float, total: float | None, message: str | None) -> None:
             await ctx.session.report_progress(current, total, message)
 
         host = McpHost(ctx, params)
         session_id = self._session_id(ctx)
-        call_ctx = CallContext(session_id=session_id, progress=progress, host=host)
+        scope = _scope(ctx)
+        call_ctx = CallContext(
+            session_id=session_id,
+            progress=progress,
+            host=host,
+            budget_session=self.session_id if scope is None else None,  # summed server-wide
+        )
+        link = None
         try:
             outcome = await self.bridge.call(params.name, params.arguments, call_ctx)
+            link = await self._outputs.link(
+                outcome.output_path,
+                tool=params.name,
+                session_id=session_id,
+                owner=session_owner(scope) if scope is not None else credential_owner(ctx),
+                sessionless=scope is None,
+                protocol_version=ctx.protocol_version,
+            )
         except InputPending as pending:
             return host.input_required(pending)
         except Exception:  # the top-level handler: nothing may leak a traceback to the client
             log.exception("internal error while calling %s", params.name)
             return types.CallToolResult(
-                content=[
-                    types.TextContent(
-                        type="text",
-                        text='{"error": "internal error in mcp-toolbridge; see the server log"}',
-                    )
-                ],
+                content=[types.TextContent(type="text", text=INTERNAL_ERROR)],
                 is_error=True,
+                meta={"toolbridge/code": ErrorCode.SERVER_INTERNAL.value},
             )
         finally:
-            if _scope(ctx) is None and self._on_session_end is not None:
-                self._on_session_end(session_id, keep_files=True)  # a call without a session
+            if scope is None and self._on_session_end is not None:  # a call without a session
+                self._on_session_end(session_id, keep_files=link is not None)
         if outcome.ok and params.name == SEARCH_TOOL and isinstance(outcome.value, dict):
             found = [t.get("name") for t in outcome.value.get("tools", [])]
             await self.load([n for n in found if isinstance(n, str)], ctx)
-        return to_result(outcome, entry.spec, modern=modern)
+        return to_result(outcome, entry.spec, modern=modern, link=link)
+
+    def _output_expired(self, session_id: str) -> None:
+        """The link of a call without a session expired: its files go now."""
+        if self._on_session_end is not None:
+            self._on_session_end(session_id)
+
+    # -- resources: the whole output of truncated results (outputs.py) ---------------------
+
+    def _callers(self, ctx: ServerRequestContext[Any, Any]) -> tuple[str, ...]:
+        scope = _scope(ctx)
+        credential = credential_owner(ctx)
+        return (credential,) if scope is None else (session_owner(scope), credential)
+
+    async def _list_resources(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return self._outputs.listed(self._callers(ctx))
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        return await self._outputs.read(params.uri, self._callers(ctx))
 
     def _session_id(self, ctx: ServerRequestContext[Any]) -> str:
         """The session of audit lines and "always" grants: the process's on stdio, one per
@@ -338,11 +394,16 @@ class ToolbridgeServer:
         opaque = self._http_sessions.setdefault(scope, f"http-{uuid.uuid4().hex[:16]}")
         return f"{self.session_id}:{opaque}"
 
+    def stopping(self) -> None:
+        """The server is going away: calls cancelled from now on are audited as ended by the
+        shutdown (the bridge of a later reload shares this)."""
+        self.bridge.stopping()
+
     async def run_stdio(self) -> None:
         """Serve this connection over the process's stdin and stdout until EOF. A client gone
         away (its end of stdout closed: a broken pipe) ends the session the same way."""
         try:
-            async with stdio_transport() as (read_stream, write_stream):
+            async with stdio_transport(on_eof=self.stopping) as (read_stream, write_stream):
                 await self.server.run(
                     read_stream, write_stream, self.server.create_initialization_options()
                 )

@@ -14,7 +14,7 @@ from typing import Any
 import mcp_types as types
 
 from mcp_toolbridge.bridge import CallOutcome
-from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.model import ToolSpec, tool_kind
 
 META_PREFIX = "toolbridge/"
 
@@ -36,6 +36,7 @@ def tool_meta(spec: ToolSpec) -> dict[str, Any]:
         f"{META_PREFIX}source": spec.source.path,
         f"{META_PREFIX}index": spec.source.index,
         f"{META_PREFIX}format": spec.source.format.value,
+        f"{META_PREFIX}acp_kind": tool_kind(spec),
     }
     if spec.namespace:
         meta[f"{META_PREFIX}namespace"] = spec.namespace
@@ -44,6 +45,14 @@ def tool_meta(spec: ToolSpec) -> dict[str, Any]:
     if spec.budget is not None:
         meta[f"{META_PREFIX}budget"] = spec.budget.model_dump(exclude_none=True)
     return meta
+
+
+def tool_title(spec: ToolSpec) -> str | None:
+    """The title a client shows: the declared one, else the id as written when its MCP name is
+    a transliteration (``翻译文本`` served as ``FanYiWenBen``), so a person still reads it."""
+    if spec.title or spec.id.isascii() or spec.is_locked:
+        return spec.title
+    return spec.id
 
 
 def to_tool(spec: ToolSpec, *, modern: bool) -> types.Tool:
@@ -55,8 +64,9 @@ def to_tool(spec: ToolSpec, *, modern: bool) -> types.Tool:
             "required": ["result"],
         }
     safety = spec.safety
+    title = tool_title(spec)
     annotations = types.ToolAnnotations(
-        title=spec.title,
+        title=title,
         read_only_hint=safety.read_only,
         destructive_hint=safety.destructive,
         idempotent_hint=safety.idempotent,
@@ -64,7 +74,7 @@ def to_tool(spec: ToolSpec, *, modern: bool) -> types.Tool:
     )
     return types.Tool(
         name=spec.name,
-        title=spec.title,
+        title=title,
         description=spec.description,
         input_schema=spec.input_schema,
         output_schema=output_schema,
@@ -83,23 +93,36 @@ def _envelope_meta(outcome: CallOutcome) -> dict[str, Any]:
     return meta
 
 
-def to_result(outcome: CallOutcome, spec: ToolSpec, *, modern: bool) -> types.CallToolResult:
+def to_result(
+    outcome: CallOutcome,
+    spec: ToolSpec,
+    *,
+    modern: bool,
+    link: types.ResourceLink | None = None,
+) -> types.CallToolResult:
+    """Success: the text written for the model (the tool's own, else its value as JSON) and
+    the value as structuredContent. Failure: the message as text and no structuredContent at
+    all, whatever the tool's outputSchema (clients on the TypeScript SDK check a failure's
+    structuredContent against it too, and reject the whole result when it does not match);
+    the error code and the tool's own failure value ride in ``_meta``. ``link``: the whole
+    output of a truncated result, after the text (outputs.py)."""
+    extra: list[types.ContentBlock] = [link] if link is not None else []
     meta = _envelope_meta(outcome)
     if not outcome.ok:
-        payload = {"error": outcome.error or "tool failed"}
+        if outcome.value is not None:
+            meta[f"{META_PREFIX}details"] = outcome.value
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))],
-            structured_content=payload,
+            content=[types.TextContent(type="text", text=outcome.error or "tool failed"), *extra],
             is_error=True,
             meta=meta,
         )
     value = outcome.value
-    text = json.dumps(value, ensure_ascii=False)
+    text = outcome.text if outcome.text is not None else json.dumps(value, ensure_ascii=False)
     structured: Any = value
     if wraps_output(spec, modern) or (not modern and not isinstance(value, dict)):
         structured = {"result": value}
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)],
+        content=[types.TextContent(type="text", text=text), *extra],
         structured_content=structured,
         is_error=False,
         meta=meta,

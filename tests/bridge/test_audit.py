@@ -15,7 +15,7 @@ from mcp_toolbridge.bridge.audit import (
     redact_argv,
     redact_url,
 )
-from mcp_toolbridge.errors import ExecTimeoutError, PermissionDeniedError
+from mcp_toolbridge.errors import ErrorCode, ExecError, ExecTimeoutError, PermissionDeniedError
 from mcp_toolbridge.executors.base import ExecResult
 from mcp_toolbridge.policy.compiled import Decision
 from tests.support.policy_fixtures import exec_tool
@@ -93,6 +93,14 @@ def test_failures_and_timeouts_are_outcomes_with_is_error():
         SPEC, session="s", decision=ALLOW, ms=1, result=ExecResult(ok=False, http_status=503)
     )
     assert failed.outcome == "error" and failed.http_status == 503
+
+
+def test_an_error_coded_exec_cancelled_is_audited_as_cancelled_not_as_an_error():
+    # The audit's label for exec.cancelled (tests/bridge/test_audit_endings.py: real calls).
+    error = ExecError("the client cancelled the call", code=ErrorCode.EXEC_CANCELLED)
+    cancelled = AuditRecord.build(SPEC, session="s", decision=ALLOW, ms=3, error=error)
+    assert cancelled.outcome == "cancelled" and cancelled.is_error
+    assert cancelled.error_code == "exec.cancelled"
 
 
 def test_secrets_are_redacted_from_argv_and_urls():

@@ -4,18 +4,17 @@ unsolicited answers, denied tools hidden, and every call audited."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import mcp_types as types
 import pytest
-from mcp import Client
 
 from mcp_toolbridge.bridge.gate import ALLOW_ALWAYS, ALLOW_ONCE, HEADLESS_DENIED, REJECT
-from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_bridge
-from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
+from mcp_toolbridge.runtime import Settings
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
+from tests.support.results import text_of
+from tests.support.served import served_client
 
 MODES = ["auto", "legacy"]
 
@@ -66,17 +65,6 @@ class Person:
         return types.ElicitResult(action="accept", content={"decision": choice})
 
 
-async def _client(settings: Settings, mode: str, person: Person | None) -> AsyncIterator[Client]:
-    loaded = load_catalog(settings, BUILTIN_SPECS)
-    assert not loaded.errors
-    async with open_bridge(settings, loaded) as bridge:
-        server = ToolbridgeServer(bridge)
-        async with Client(
-            server.server, mode=mode, elicitation_callback=person, raise_exceptions=True
-        ) as client:
-            yield client
-
-
 def _audit(settings: Settings) -> list[dict[str, Any]]:
     assert settings.audit_path is not None
     lines = settings.audit_path.read_text(encoding="utf-8").splitlines()
@@ -85,7 +73,7 @@ def _audit(settings: Settings) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_denied_tool_is_not_listed(tmp_path: Path, mode: str) -> None:
-    async for client in _client(_setup(tmp_path), mode, None):
+    async with served_client(_setup(tmp_path), mode) as client:
         names = {t.name for t in (await client.list_tools()).tools}
         assert "forbidden" not in names and {"guarded", "free"} <= names
 
@@ -94,7 +82,7 @@ async def test_denied_tool_is_not_listed(tmp_path: Path, mode: str) -> None:
 async def test_ask_runs_the_tool_after_the_person_allows_once(tmp_path: Path, mode: str) -> None:
     person = Person(ALLOW_ONCE, ALLOW_ONCE)
     settings = _setup(tmp_path)
-    async for client in _client(settings, mode, person):
+    async with served_client(settings, mode, elicitation_callback=person) as client:
         result = await client.call_tool("guarded", {"text": "go"})
         assert result.is_error is False and result.structured_content == {"echo": {"text": "go"}}
         assert "guarded" in person.asked[0]
@@ -107,7 +95,7 @@ async def test_ask_runs_the_tool_after_the_person_allows_once(tmp_path: Path, mo
 @pytest.mark.parametrize("mode", MODES)
 async def test_allow_always_is_remembered_for_the_session(tmp_path: Path, mode: str) -> None:
     person = Person(ALLOW_ALWAYS)
-    async for client in _client(_setup(tmp_path), mode, person):
+    async with served_client(_setup(tmp_path), mode, elicitation_callback=person) as client:
         assert (await client.call_tool("guarded", {"text": "1"})).is_error is False
         assert (await client.call_tool("guarded", {"text": "1"})).is_error is False
         assert len(person.asked) == 1
@@ -119,10 +107,10 @@ async def test_reject_or_decline_denies_without_running(
     tmp_path: Path, mode: str, choice: str | None
 ) -> None:
     settings = _setup(tmp_path)
-    async for client in _client(settings, mode, Person(choice)):
+    async with served_client(settings, mode, elicitation_callback=Person(choice)) as client:
         result = await client.call_tool("guarded", {"text": "no"})
         assert result.is_error is True
-        assert "rejected" in result.structured_content["error"]
+        assert "rejected" in text_of(result)
     final = [line for line in _audit(settings) if line["answer"] != "pending"]
     assert final[-1]["answer"] == "reject" and final[-1]["exitCode"] is None
 
@@ -132,10 +120,10 @@ async def test_client_without_elicitation_is_headless_and_ask_is_a_fixed_denial(
     tmp_path: Path, mode: str
 ) -> None:
     settings = _setup(tmp_path)
-    async for client in _client(settings, mode, None):
+    async with served_client(settings, mode) as client:
         result = await client.call_tool("guarded", {"text": "x"})
         assert result.is_error is True
-        assert result.structured_content["error"].startswith(HEADLESS_DENIED)
+        assert text_of(result).startswith(HEADLESS_DENIED)
         assert (await client.call_tool("free", {"text": "x"})).is_error is False
     records = _audit(settings)
     assert [r["tool"] for r in records] == ["guarded", "free"]
@@ -144,7 +132,9 @@ async def test_client_without_elicitation_is_headless_and_ask_is_a_fixed_denial(
 
 async def test_unsolicited_answer_without_sealed_state_never_runs_the_tool(tmp_path: Path) -> None:
     """2026 era: inputResponses sent with no requestState are ignored; the server asks."""
-    async for client in _client(_setup(tmp_path), "auto", Person(ALLOW_ONCE)):
+    async with served_client(
+        _setup(tmp_path), "auto", elicitation_callback=Person(ALLOW_ONCE)
+    ) as client:
         forged = types.ElicitResult(action="accept", content={"decision": ALLOW_ONCE})
         result = await client.session.call_tool(
             "guarded",
@@ -157,7 +147,9 @@ async def test_unsolicited_answer_without_sealed_state_never_runs_the_tool(tmp_p
 
 
 async def test_forged_request_state_is_rejected(tmp_path: Path) -> None:
-    async for client in _client(_setup(tmp_path), "auto", Person(ALLOW_ONCE)):
+    async with served_client(
+        _setup(tmp_path), "auto", elicitation_callback=Person(ALLOW_ONCE)
+    ) as client:
         forged = types.ElicitResult(action="accept", content={"decision": ALLOW_ONCE})
         state = json.dumps({"v": 1, "answers": {"confirm:guarded": {"action": "accept"}}})
         with pytest.raises(Exception, match="requestState"):

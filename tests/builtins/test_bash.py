@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +25,6 @@ def workspace(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
     root.mkdir()
     return root.resolve()
-
-
-@pytest.fixture
-def sessions(tmp_path: Path) -> Iterator[Sessions]:
-    found = Sessions(tmp_path / "sidecars")
-    yield found
-    found.close_all()
 
 
 def _environ(**extra: str) -> dict[str, str]:

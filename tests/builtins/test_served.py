@@ -5,72 +5,28 @@ task and elicitation for question, and the choice of tools with --locked."""
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import mcp_types as types
 import pytest
-from mcp import Client
 
 from mcp_toolbridge.bridge.gate import ALLOW_ONCE, HEADLESS_DENIED
-from mcp_toolbridge.builtins.registry import LOCKED_IDS, parse_locked
+from mcp_toolbridge.builtins import LOCKED_IDS, parse_locked
 from mcp_toolbridge.builtins.task.tool import NO_SAMPLING_MESSAGE
 from mcp_toolbridge.cli.main import main
 from mcp_toolbridge.errors import ConfigError
-from mcp_toolbridge.runtime import NOT_CHECKED, Settings, load_catalog, open_bridge
-from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
+from mcp_toolbridge.runtime import NOT_CHECKED, load_catalog
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
+from tests.support.served import error_text, locked_settings, served_client
 from tests.support.web_fixture import Reply, serving
 
 MODES = ["auto", "legacy"]
 
 
-def _settings(tmp_path: Path, policy: str | None = None, **extra: Any) -> Settings:
-    base = Path(os.path.realpath(tmp_path))
-    workspace = base / "ws"
-    workspace.mkdir(exist_ok=True)
-    (base / "ws_evil").mkdir(exist_ok=True)
-    (base / "ws_evil" / "secret.txt").write_text("top secret\n", encoding="utf-8")
-    agentcli_manifest(base / "m", [echo_tool("echo")], {"echo": ECHO})
-    policy_file = None
-    if policy is not None:
-        policy_file = base / "policy.toml"
-        policy_file.write_text(policy, encoding="utf-8")
-    return Settings(
-        paths=[base / "m"],
-        workspace=workspace,
-        policy_file=policy_file,
-        audit_path=base / "audit.ndjson",
-        skills_dirs=(base / "skills",),
-        **extra,
-    )
-
-
-@asynccontextmanager
-async def _client(
-    settings: Settings, mode: str = "auto", **callbacks: Any
-) -> AsyncIterator[Client]:
-    loaded = load_catalog(settings, locked=True)
-    assert not loaded.errors, loaded.errors
-    async with open_bridge(settings, loaded) as bridge:
-        server = ToolbridgeServer(bridge)
-        async with Client(server.server, mode=mode, raise_exceptions=True, **callbacks) as client:
-            yield client
-
-
-def _error(result: types.CallToolResult) -> str:
-    assert result.is_error, result
-    block = result.content[0]
-    assert isinstance(block, types.TextContent)
-    return str(json.loads(block.text)["error"])
-
-
 @pytest.mark.parametrize("mode", MODES)
 async def test_every_locked_tool_is_listed_beside_the_manifest_tools(tmp_path, mode):
-    async with _client(_settings(tmp_path), mode) as client:
+    async with served_client(locked_settings(tmp_path), mode, locked=True) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
     assert set(tools) == {*LOCKED_IDS, "echo"}
     assert tools["read"].annotations is not None and tools["read"].annotations.read_only_hint
@@ -80,19 +36,19 @@ async def test_every_locked_tool_is_listed_beside_the_manifest_tools(tmp_path, m
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_read_works_inside_the_workspace_and_is_refused_in_a_prefix_twin(tmp_path, mode):
-    settings = _settings(tmp_path)
+    settings = locked_settings(tmp_path)
     assert settings.workspace is not None
     (settings.workspace / "notes.txt").write_text("alpha\nbeta\n", encoding="utf-8")
-    async with _client(settings, mode) as client:
+    async with served_client(settings, mode, locked=True) as client:
         ok = await client.call_tool("read", {"file_path": "notes.txt"})
         assert not ok.is_error
         assert ok.structured_content is not None
         assert "     1\talpha" in ok.structured_content["content"]
         twin = str(settings.workspace) + "_evil/secret.txt"
         refused = await client.call_tool("read", {"file_path": twin})
-        assert "outside" in _error(refused) or "denied" in _error(refused).lower()
+        assert "outside" in error_text(refused) or "denied" in error_text(refused).lower()
         invalid = await client.call_tool("read", {"file_path": 7})
-        assert "invalid arguments" in _error(invalid)
+        assert "invalid arguments" in error_text(invalid)
     lines = [json.loads(x) for x in settings.audit_path.read_text().splitlines()]  # type: ignore[union-attr]
     assert [line["tool"] for line in lines] == ["read", "read", "read"]
     assert [line["decision"] for line in lines] == ["allow", "deny", "deny"]
@@ -101,16 +57,16 @@ async def test_read_works_inside_the_workspace_and_is_refused_in_a_prefix_twin(t
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_write_asks_and_a_headless_client_gets_the_fixed_refusal(tmp_path, mode):
-    settings = _settings(tmp_path)
+    settings = locked_settings(tmp_path)
     assert settings.workspace is not None
-    async with _client(settings, mode) as client:
+    async with served_client(settings, mode, locked=True) as client:
         result = await client.call_tool("write", {"file_path": "out.txt", "content": "x"})
-    assert HEADLESS_DENIED in _error(result)
+    assert HEADLESS_DENIED in error_text(result)
     assert not (settings.workspace / "out.txt").exists()
 
 
 async def test_write_runs_once_the_person_allows_it(tmp_path):
-    settings = _settings(tmp_path)
+    settings = locked_settings(tmp_path)
     assert settings.workspace is not None
     asked: list[str] = []
 
@@ -118,7 +74,9 @@ async def test_write_runs_once_the_person_allows_it(tmp_path):
         asked.append(params.message)
         return types.ElicitResult(action="accept", content={"decision": ALLOW_ONCE})
 
-    async with _client(settings, "legacy", elicitation_callback=person) as client:
+    async with served_client(
+        settings, "legacy", locked=True, elicitation_callback=person
+    ) as client:
         result = await client.call_tool("write", {"file_path": "out.txt", "content": "hello"})
     assert not result.is_error, result
     assert (settings.workspace / "out.txt").read_text() == "hello"
@@ -138,16 +96,16 @@ action = "allow"
 
 
 async def test_bash_runs_an_allowed_command_and_asks_for_what_follows_it(tmp_path):
-    settings = _settings(tmp_path, BASH_GIT_ALLOWED)
-    async with _client(settings) as client:
+    settings = locked_settings(tmp_path, BASH_GIT_ALLOWED)
+    async with served_client(settings, locked=True) as client:
         ok = await client.call_tool("bash", {"command": "echo hello"})
         assert not ok.is_error, ok
         assert ok.structured_content is not None
         assert "hello" in json.dumps(ok.structured_content)
         chained = await client.call_tool("bash", {"command": "echo hi; rm -rf ~/nothing-here"})
-        assert HEADLESS_DENIED in _error(chained)
+        assert HEADLESS_DENIED in error_text(chained)
         wrapped = await client.call_tool("bash", {"command": "echo $(rm -rf ~/nothing-here)"})
-        assert HEADLESS_DENIED in _error(wrapped)
+        assert HEADLESS_DENIED in error_text(wrapped)
 
 
 BASH_AUDIT = """
@@ -173,7 +131,7 @@ action = "deny"
 async def test_bash_refuses_the_audited_bypasses_behind_prefix_allows(tmp_path):
     """Issue 4's audit: under `git ` and `cat ` prefix allows, nothing here reaches a file
     outside the workspace, runs a program through git, or reads a denied path."""
-    settings = _settings(tmp_path, BASH_AUDIT)
+    settings = locked_settings(tmp_path, BASH_AUDIT)
     workspace = settings.workspace
     assert workspace is not None
     base = workspace.parent
@@ -194,10 +152,10 @@ async def test_bash_refuses_the_audited_bypasses_behind_prefix_allows(tmp_path):
         "cat secrets/key.env",
         "cat notes.txt; cat ../ws_evil/secret.txt",
     ]
-    async with _client(settings) as client:
+    async with served_client(settings, locked=True) as client:
         for command in refused:
             result = await client.call_tool("bash", {"command": command})
-            error = _error(result)
+            error = error_text(result)
             assert "top secret" not in error and "hunter2" not in error, command
         ok = await client.call_tool("bash", {"command": "cat notes.txt"})
         assert not ok.is_error, ok
@@ -215,7 +173,9 @@ async def test_question_asks_the_person_through_elicitation(tmp_path):
         field = next(iter(params.requested_schema["properties"]))
         return types.ElicitResult(action="accept", content={field: "blue"})
 
-    async with _client(_settings(tmp_path), "legacy", elicitation_callback=person) as client:
+    async with served_client(
+        locked_settings(tmp_path), "legacy", locked=True, elicitation_callback=person
+    ) as client:
         result = await client.call_tool(
             "question",
             {"questions": [{"question": "Which colour?", "options": [{"label": "blue"}]}]},
@@ -257,13 +217,14 @@ class Model:
 
 
 async def test_task_runs_a_subagent_on_the_clients_model_through_sampling(tmp_path):
-    settings = _settings(tmp_path)
+    settings = locked_settings(tmp_path)
     assert settings.workspace is not None
     (settings.workspace / "notes.txt").write_text("alpha\n", encoding="utf-8")
     model = Model()
-    async with _client(
+    async with served_client(
         settings,
         "legacy",
+        locked=True,
         sampling_callback=model,
         sampling_capabilities=types.SamplingCapability(tools=types.SamplingToolsCapability()),
     ) as client:
@@ -280,16 +241,16 @@ async def test_task_runs_a_subagent_on_the_clients_model_through_sampling(tmp_pa
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_task_without_sampling_is_a_clear_error(tmp_path, mode):
-    async with _client(_settings(tmp_path), mode) as client:
+async def test_task_without_sampling_is_a_clearerror_text(tmp_path, mode):
+    async with served_client(locked_settings(tmp_path), mode, locked=True) as client:
         result = await client.call_tool("task", {"description": "x", "prompt": "do it"})
-    assert _error(result) == NO_SAMPLING_MESSAGE
+    assert error_text(result) == NO_SAMPLING_MESSAGE
 
 
 async def test_todo_is_per_session_and_replaced_on_each_call(tmp_path):
-    settings = _settings(tmp_path)
+    settings = locked_settings(tmp_path)
     item = {"content": "write tests", "status": "in_progress"}
-    async with _client(settings) as client:
+    async with served_client(settings, locked=True) as client:
         first = await client.call_tool("todo", {"todos": [item]})
         assert first.structured_content is not None
         assert first.structured_content["todos"] == [item]
@@ -304,13 +265,13 @@ def test_locked_chooses_which_tools_are_served(tmp_path):
     assert parse_locked("grep, read") == ("read", "grep")
     with pytest.raises(ConfigError, match="unknown tool 'reed'"):
         parse_locked("read,reed")
-    settings = _settings(tmp_path, locked=("read", "tool_search"))
+    settings = locked_settings(tmp_path, locked=("read", "tool_search"))
     loaded = load_catalog(settings, locked=True)
     assert [s.name for s in loaded.catalog.specs()] == ["read", "tool_search", "echo"]
 
 
 def test_a_bad_web_search_table_stops_loading_naming_the_policy_file(tmp_path):
-    settings = _settings(tmp_path, '[web_search]\nproviders = [{ kind = "bing" }]\n')
+    settings = locked_settings(tmp_path, '[web_search]\nproviders = [{ kind = "bing" }]\n')
     with pytest.raises(ConfigError) as caught:
         load_catalog(settings, locked=True)
     assert str(settings.policy_file) in caught.value.message
@@ -319,14 +280,14 @@ def test_a_bad_web_search_table_stops_loading_naming_the_policy_file(tmp_path):
 
 def test_web_search_declares_the_configured_providers_host(tmp_path):
     table = '[[web_search.providers]]\nkind = "searxng"\nurl = "https://searx.example.org"\n'
-    loaded = load_catalog(_settings(tmp_path, table), locked=True)
+    loaded = load_catalog(locked_settings(tmp_path, table), locked=True)
     spec = loaded.catalog.get("web_search")
     assert spec is not None
     assert spec.spec.requires.net_hosts == ("searx.example.org",)
 
 
 def test_the_cli_calls_a_locked_tool_through_the_same_pipeline(tmp_path, capsys):
-    settings = _settings(tmp_path)
+    settings = locked_settings(tmp_path)
     assert settings.workspace is not None
     (settings.workspace / "a.txt").write_text("one\n", encoding="utf-8")
     argv = ["call", "glob", str(settings.paths[0]), "--args", '{"pattern": "*.txt"}']
@@ -355,14 +316,14 @@ async def test_web_fetch_follows_the_policy_for_hosts_and_redirects(tmp_path):
             "/away": Reply(status=302, headers={"Location": web.url("/page", host="localhost")}),
         }
         with serving(routes) as hops:
-            async with _client(_settings(tmp_path, WEB_POLICY)) as client:
+            async with served_client(locked_settings(tmp_path, WEB_POLICY), locked=True) as client:
                 fetched = await client.call_tool("web_fetch", {"url": hops.url("/same")})
                 assert not fetched.is_error, fetched
                 assert "Hello there." in json.dumps(fetched.structured_content)
                 away = await client.call_tool("web_fetch", {"url": hops.url("/away")})
-                assert "redirect 1" in _error(away) and "refused" in _error(away)
+                assert "redirect 1" in error_text(away) and "refused" in error_text(away)
                 denied = await client.call_tool("web_fetch", {"url": "http://example.org/"})
-                assert "example.org" in _error(denied)
+                assert "example.org" in error_text(denied)
 
 
 def test_expose_search_without_tool_search_is_refused_at_start(capsys):
@@ -393,13 +354,14 @@ class Searcher:
 
 
 async def test_a_subagent_in_a_large_catalog_can_call_what_its_tool_search_found(tmp_path):
-    settings = _settings(tmp_path)
+    settings = locked_settings(tmp_path)
     tools = [echo_tool(f"big_{i:02d}") for i in range(70)]
     agentcli_manifest(settings.paths[0], tools, {"echo": ECHO})
     model = Searcher()
-    async with _client(
+    async with served_client(
         settings,
         "legacy",
+        locked=True,
         sampling_callback=model,
         sampling_capabilities=types.SamplingCapability(tools=types.SamplingToolsCapability()),
     ) as client:
@@ -417,11 +379,11 @@ async def test_a_subagent_in_a_large_catalog_can_call_what_its_tool_search_found
 async def test_a_truncated_reads_sidecar_file_is_readable_and_greppable_in_the_same_session(
     tmp_path,
 ):
-    settings = _settings(tmp_path)
+    settings = locked_settings(tmp_path)
     assert settings.workspace is not None
     lines = "".join(f"line {i} {'x' * 200}\n" for i in range(3000))
     (settings.workspace / "big.txt").write_text(lines, encoding="utf-8")
-    async with _client(settings) as client:
+    async with served_client(settings, locked=True) as client:
         big = await client.call_tool("read", {"file_path": "big.txt", "limit": 3000})
         assert not big.is_error, big
         assert big.meta is not None
@@ -442,11 +404,11 @@ async def test_a_truncated_reads_sidecar_file_is_readable_and_greppable_in_the_s
             elsewhere = await client.call_tool("read", {"file_path": str(beside)})
         finally:
             beside.unlink()
-        assert "outside the granted fs.read scope" in _error(elsewhere)
+        assert "outside the granted fs.read scope" in error_text(elsewhere)
 
 
 def test_a_malformed_skill_is_a_notice_and_the_server_still_loads(tmp_path):
-    settings = _settings(tmp_path)
+    settings = locked_settings(tmp_path)
     bad = settings.skills_dirs[0] / "bad"
     bad.mkdir(parents=True)
     (bad / "SKILL.md").write_text("no front matter here\n", encoding="utf-8")
@@ -458,13 +420,13 @@ def test_a_malformed_skill_is_a_notice_and_the_server_still_loads(tmp_path):
 
 
 async def test_the_default_policy_asks_before_reading_environment_files(tmp_path):
-    settings = _settings(tmp_path)
+    settings = locked_settings(tmp_path)
     assert settings.workspace is not None
     (settings.workspace / ".env").write_text("TOKEN=secret\n", encoding="utf-8")
     (settings.workspace / "app").mkdir()
     (settings.workspace / "app" / ".env.local").write_text("TOKEN=secret\n", encoding="utf-8")
-    async with _client(settings) as client:
+    async with served_client(settings, locked=True) as client:
         for path in (".env", "app/.env.local"):
             refused = await client.call_tool("read", {"file_path": path})
-            assert HEADLESS_DENIED in _error(refused)
+            assert HEADLESS_DENIED in error_text(refused)
             assert "secret" not in json.dumps(refused.model_dump())

@@ -96,3 +96,12 @@ def test_a_broken_schema_fails_at_validation_time_not_at_build_time() -> None:
     assert problems == [] and entry is not None
     errors = entry.arguments.validate({"a": 1})
     assert len(errors) == 1 and errors[0].startswith("at /: the schema's $ref")
+
+
+def test_the_catalog_splits_manifest_and_locked_tools_keeping_its_order() -> None:
+    tools = [spec("a"), spec("read", builtin=True), spec("b", index=1), spec("grep", builtin=True)]
+    catalog, problems = Catalog.build(tools)
+    assert problems == []
+    assert [s.name for s in catalog.manifest_specs()] == ["a", "b"]
+    assert [s.name for s in catalog.locked_specs()] == ["read", "grep"]
+    assert [s.is_locked for s in catalog.specs()] == [False, True, False, True]

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from mcp_toolbridge.catalog import index as search_module
 from mcp_toolbridge.catalog.index import SearchHit, SearchIndex
 from mcp_toolbridge.catalog.text import (
     Analyzer,
@@ -151,6 +152,13 @@ def test_stemming_matches_word_forms_and_stop_words_are_dropped() -> None:
     assert analyzer.terms("the running processes") == analyzer.terms("run process")
     assert analyzer.terms("Forecasts") == analyzer.terms("forecast")
     assert analyzer.terms("what is it") == []
+
+
+def test_the_verbs_a_request_is_framed_with_are_not_its_content() -> None:
+    analyzer = default_analyzer()
+    framed = "Can you help me find a hotel? Please give me, tell me or show me some; suggest one"
+    assert analyzer.terms(framed) == analyzer.terms("find hotel; one")
+    assert analyzer.terms("recommend something, do you know any") == analyzer.terms("something")
 
 
 def test_identifier_abbreviations_meet_their_full_words() -> None:
@@ -315,6 +323,39 @@ def test_a_clause_restating_an_earlier_one_costs_no_slot() -> None:
         "also what time is it in Helsinki?"
     )
     assert set(names(INDEX.search(query, 2))) == {"translate-text", "get_time"}
+
+
+MUSIC = [
+    tool(
+        "spotify.play_album",
+        "Start playback of an album on the active device",
+        {"album_id": "Album"},
+        namespace="spotify",
+    ),
+    tool("spotify.queue_track", "Add a song to the playback queue", namespace="spotify"),
+    tool("spotify.set_volume", "Set the player volume", namespace="spotify"),
+    tool("radio.queue_status", "Show the request queue of a radio station", namespace="radio"),
+    tool("radio.station_search", "Find radio stations by genre", namespace="radio"),
+    tool("photos.album_create", "Create a photo album", {"title": "Title"}, namespace="photos"),
+]
+
+
+def test_tools_of_the_server_that_covers_the_whole_request_come_first() -> None:
+    # Each word alone is matched as well by another server's tool; only spotify's tools
+    # cover "queue" and "album" together, so both of its tools rise above the others.
+    hits = names(SearchIndex.build(MUSIC).search("queue the album", 4))
+    assert hits[:2] == ["spotify_play_album", "spotify_queue_track"]
+
+
+def test_sibling_evidence_keeps_the_order_of_a_catalog_with_one_namespace(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    one_server = [spec.model_copy(update={"namespace": "music"}) for spec in MUSIC]
+    queries = ["queue the album", "play an album, then set the volume", "radio genre"]
+    index = SearchIndex.build(one_server)
+    mixed = [index.search(query, 6) for query in queries]
+    monkeypatch.setattr(search_module, "SIBLING_WEIGHT", 0.0)
+    assert [index.search(query, 6) for query in queries] == mixed
 
 
 def test_scores_never_increase_down_the_list() -> None:

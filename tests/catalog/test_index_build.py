@@ -1,4 +1,4 @@
-"""The search index's postings built with a forked child (search_build.py) are the very same
+"""The search index's postings built with a forked child (catalog/index_build.py) are the very same
 as those built in one process; a child that dies changes nothing.
 
 The child is only forked in a process with no other thread, which a pytest process may not be,

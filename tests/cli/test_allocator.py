@@ -1,4 +1,4 @@
-"""Pinning glibc's mmap threshold at serve time (see mcp_toolbridge/allocator.py)."""
+"""Pinning glibc's mmap threshold at serve time (see mcp_toolbridge/cli/allocator.py)."""
 
 from __future__ import annotations
 

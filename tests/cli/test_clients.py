@@ -1,18 +1,17 @@
-"""mcp-toolbridge config --client NAME: a working snippet with absolute paths."""
+"""mcp-toolbridge config --client NAME: each client's file shape, absolute paths, the workspace
+(the client's folder variable or a path) and uvx. tests/e2e/test_clients.py starts each config
+the way its client does."""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
-from mcp import Client, StdioServerParameters
 
+from mcp_toolbridge.cli.clients import server_command
 from mcp_toolbridge.cli.main import main
-from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 
 EXPECTED = {
     "claude-desktop": ("mcpServers", False),
@@ -28,8 +27,11 @@ def _config(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[Any, str]:
     return json.loads(captured.out), captured.err
 
 
+FOLDER_VARIABLE = {"vscode": "${workspaceFolder}", "cursor": "${workspaceFolder}"}
+
+
 @pytest.mark.parametrize("client", sorted(EXPECTED))
-def test_each_client_gets_its_own_file_shape_with_absolute_paths(
+def test_each_client_gets_its_own_file_shape_with_absolute_paths_and_the_workspace(
     client: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
@@ -47,19 +49,71 @@ def test_each_client_gets_its_own_file_shape_with_absolute_paths(
         assert entry["type"] == "stdio"
     assert Path(entry["command"]).is_absolute() and Path(entry["command"]).exists()
     policy, manifests = (tmp_path / "p.toml").resolve(), (tmp_path / "m").resolve()
-    assert entry["args"][-4:] == ["serve", "--policy", str(policy), str(manifests)]
+    workspace = FOLDER_VARIABLE.get(client, str(tmp_path.resolve()))
+    assert entry["args"][-6:] == [
+        "serve",
+        "--policy",
+        str(policy),
+        "--workspace",
+        workspace,
+        str(manifests),
+    ]
     assert "put this in" in hint
 
 
-async def test_the_printed_command_starts_a_working_server(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("client", sorted(EXPECTED))
+def test_a_workspace_given_to_config_is_the_one_every_client_gets(
+    client: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    agentcli_manifest(tmp_path / "mine", [echo_tool("echo")], {"echo": ECHO})
-    config, _ = _config(capsys, "--client", "cursor", str(tmp_path / "mine"))
-    entry = config["mcpServers"]["toolbridge"]
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
-    params = StdioServerParameters(command=entry["command"], args=entry["args"], env=env)
-    with anyio.fail_after(30):
-        async with Client(params) as client:
-            result = await client.call_tool("echo", {"text": "from the snippet"})
-    assert result.structured_content == {"echo": {"text": "from the snippet"}}
+    config, _ = _config(capsys, "--client", client, "--workspace", str(tmp_path))
+    key, _typed = EXPECTED[client]
+    args = config[key]["toolbridge"]["args"]
+    assert args[args.index("--workspace") + 1] == str(tmp_path.resolve())
+
+
+@pytest.mark.parametrize("client", ["claude-desktop", "claude-code"])
+def test_config_in_the_home_folder_without_a_workspace_says_to_name_one(
+    client: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    assert main(["config", "--client", client]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "the working directory is the home folder" in captured.err
+    assert "--workspace DIR" in captured.err
+
+
+def test_clients_with_a_folder_variable_need_no_workspace_from_the_home_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    config, _ = _config(capsys, "--client", "vscode")
+    args = config["servers"]["toolbridge"]["args"]
+    assert args[args.index("--workspace") + 1] == "${workspaceFolder}"
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        ".cache/uv/environments-v2/mcp-toolbridge-0f3a9c",
+        ".cache/uv/archive-v0/Xk2p9/",
+        "AppData/Local/uv/cache/environments-v2/mcp-toolbridge-0f3a9c",
+    ],
+)
+def test_under_uvx_the_command_names_the_package_not_a_path_in_uvs_cache(
+    prefix: str, tmp_path: Path
+) -> None:
+    command = server_command(tmp_path / prefix)
+    assert Path(command[0]).name == "uvx"
+    assert command[1:] == ["mcp-toolbridge"]
+
+
+def test_a_persistent_environment_keeps_its_own_executable(tmp_path: Path) -> None:
+    command = server_command(tmp_path / ".local/share/uv/tools/mcp-toolbridge")
+    assert command == server_command()
+    assert Path(command[0]).name != "uvx"

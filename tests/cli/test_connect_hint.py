@@ -14,7 +14,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from mcp_toolbridge.cli import commands as cli_ops
+from mcp_toolbridge.cli.clients import args_for
 from mcp_toolbridge.cli.main import main, parse_args, settings_of
 from mcp_toolbridge.runtime import Settings
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
@@ -37,7 +37,7 @@ def _comparable(settings: Settings) -> dict[str, Any]:
 
 def _hint(argv: list[str]) -> list[str]:
     args = parse_args(argv)
-    return cli_ops.args_for(args, settings_of(args))
+    return args_for(args, settings_of(args))
 
 
 def _served(argv: list[str]) -> dict[str, Any]:
@@ -142,7 +142,15 @@ def test_config_carries_the_options_that_shape_the_catalog(
     argv = ["--client", "cursor", str(tmp_path), "--keep-names", "--locked", "read"]
     assert main(["config", *argv]) == 0
     entry = json.loads(capsys.readouterr().out)["mcpServers"]["toolbridge"]
-    assert entry["args"][-5:] == ["serve", "--keep-names", "--locked", "read", str(tmp_path)]
+    assert entry["args"][-7:] == [
+        "serve",
+        "--workspace",
+        "${workspaceFolder}",
+        "--keep-names",
+        "--locked",
+        "read",
+        str(tmp_path),
+    ]
 
 
 @pytest.mark.e2e

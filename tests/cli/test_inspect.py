@@ -6,10 +6,17 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
+from mcp_toolbridge.bridge import Bridge
+from mcp_toolbridge.catalog import Catalog
+from mcp_toolbridge.cli.inspect import tool_interface
 from mcp_toolbridge.cli.main import main
-from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
+from mcp_toolbridge.errors import ErrorCode
+from mcp_toolbridge.executors import ExecToolExecutor
+from mcp_toolbridge.runtime import Settings, load_catalog
+from tests.support.manifests import ECHO, SLEEP, agentcli_manifest, echo_tool
 
 PARTITIONS = {
     "Identity": {"tool_id", "name", "aliases", "namespace", "native_ids", "user_facing_name"},
@@ -142,3 +149,30 @@ def test_interrupt_behavior_is_the_known_cancel_of_every_executor(
         assert execution["interrupt_behavior"] == "cancel", tool
         assert "Execution.interrupt_behavior" not in record["inferred"], tool
         assert "never serializes" in execution["scheduling"]
+
+
+@pytest.mark.parametrize("own_s", [None, 0.0, -1.0, 0.4])
+async def test_inspect_and_a_real_call_agree_on_the_deadline(
+    tmp_path: Path, own_s: float | None
+) -> None:
+    """Zero or less is no deadline of the tool's own: the server default applies, in a call as
+    in the record (a spec built in code can hold it; the loaders read it as unset)."""
+    agentcli_manifest(tmp_path / "t", [echo_tool("sleepy", bin="sleepy")], {"sleepy": SLEEP})
+    settings = Settings(paths=[tmp_path / "t"], timeout_s=0.3, audit=False, workspace=tmp_path)
+    loaded = load_catalog(settings)
+    entry = loaded.catalog.get("sleepy")
+    assert entry is not None
+    spec = entry.spec.model_copy(update={"timeout_s": own_s})
+    record = tool_interface(
+        spec, loaded.policy, default_timeout_s=0.3, max_output_bytes=1024, deferred=False
+    )
+    catalog, problems = Catalog.build([spec])
+    assert problems == []
+    bridge = Bridge(catalog, {"exec": ExecToolExecutor(environ={})}, default_timeout_s=0.3)
+    with anyio.fail_after(10):
+        outcome = await bridge.call("sleepy", {"text": "zzz"})
+    expected_s = own_s if own_s is not None and own_s > 0 else 0.3
+    assert record["Execution"]["timeout_ms"] == round(expected_s * 1000)
+    assert outcome.code is ErrorCode.EXEC_TIMEOUT
+    assert f"timed out after {expected_s:g}s" in (outcome.error or "")
+    assert ("Execution.timeout_ms" in record["inferred"]) is (expected_s == 0.3)

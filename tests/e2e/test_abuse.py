@@ -1,8 +1,10 @@
 """Abusive clients over raw stdio: floods, oversized frames, disconnects mid-call.
 
 "Stays up" for stdio means: while the client's pipes are open the server answers every
-request it can read; when the client goes away (EOF on stdin, or stdout closed under it) the
-server ends promptly, with exit status 0, no traceback, and no tool process left behind.
+request it can read; when the client goes away (stdout closed under it, or SIGTERM after it
+closed stdin) the server ends promptly, with exit status 0, no traceback, and no tool
+process left behind. (EOF on stdin alone lets the calls already read finish first, within the
+grace period: tests/e2e/test_stdin_closed.py.)
 """
 
 from __future__ import annotations
@@ -133,7 +135,7 @@ async def test_a_2026_request_after_garbage_is_answered(tmp_path: Path) -> None:
         assert answer["result"]["structuredContent"] == {"echo": {"nonce": "m"}}
 
 
-@pytest.mark.parametrize("how", ["eof", "client-gone"])
+@pytest.mark.parametrize("how", ["eof-then-sigterm", "client-gone"])
 async def test_a_client_leaving_mid_call_ends_the_server_cleanly_and_frees_the_tool(
     tmp_path: Path, how: str
 ) -> None:
@@ -148,6 +150,8 @@ async def test_a_client_leaving_mid_call_ends_the_server_cleanly_and_frees_the_t
                 await server.stdout.aclose()
                 await server.send_json(request("unreadable", "ping"))  # its answer hits EPIPE
             await server.close_stdin()
+            if how == "eof-then-sigterm":  # the SDK client's shutdown: stdin, then SIGTERM
+                server.process.terminate()
             status = await server.wait_exit(5)
             await wait_gone(marker, 2.0)
         assert status == 0, server.stderr()

@@ -8,8 +8,6 @@ the server; the HTTP run talks to uvicorn in this process with a bearer token.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -20,37 +18,19 @@ from mcp_toolbridge.cli.main import main
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_runtime
 from mcp_toolbridge.server.http import HttpOptions, HttpService
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
-from tests.support.paths import ROOT
+from tests.support.inspector import require_inspector, run_inspector
 
 pytestmark = pytest.mark.e2e
 
-INSPECTOR = ROOT / ".ci" / "node" / "node_modules" / ".bin" / "mcp-inspector"
 TOKEN = "inspector-e2e-token-0123456789"
 
-if shutil.which("node") is None:
-    pytest.skip(
-        "node is not installed: the MCP Inspector e2e test needs it", allow_module_level=True
-    )
-if not INSPECTOR.exists():
-    pytest.skip(
-        "the MCP Inspector is not installed: run scripts/install-inspector (npm) first",
-        allow_module_level=True,
-    )
+require_inspector()
 
 
 async def _inspect(home: Path, *argv: str) -> Any:
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": str(home),
-        "MCP_STORAGE_DIR": str(home / "storage"),
-        "XDG_DATA_HOME": str(home / "data"),
-    }
-    with anyio.fail_after(60):
-        done = await anyio.run_process(
-            [str(INSPECTOR), "--cli", *argv, "--format", "json"], env=env, check=False
-        )
-    assert done.returncode == 0, done.stderr.decode()
-    return json.loads(done.stdout)["result"]
+    done = await run_inspector(home, *argv)
+    assert done.returncode == 0, done.error
+    return done.result
 
 
 async def test_the_inspector_lists_and_calls_over_stdio_from_the_printed_config(

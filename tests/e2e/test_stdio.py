@@ -12,7 +12,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from mcp_toolbridge.builtins.registry import LOCKED_IDS
+from mcp_toolbridge.builtins import LOCKED_IDS
 from mcp_toolbridge.cli.event_loop import uvloop_installed
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 

@@ -20,29 +20,11 @@ from mcp_toolbridge.errors import (
 )
 from mcp_toolbridge.executors.base import ExecRequest, ExecResult, Executor
 from mcp_toolbridge.executors.http import HttpExecutor, host_allowed
-from mcp_toolbridge.model import Format, HttpTransport, RequirementSet, Source, ToolSpec
-from tests.support.http_fixture import FixtureServer, running_server
+from mcp_toolbridge.model import ToolSpec
+from tests.support.http_fixture import FixtureServer, http_spec, running_server
 
 WAIT_S = 5.0
 SECRET = "tok/en s3cr3t"
-
-
-def http_spec(
-    url: str,
-    method: str = "GET",
-    headers: Mapping[str, str] | None = None,
-    net_hosts: tuple[str, ...] = (),
-) -> ToolSpec:
-    schema: dict[str, Any] = {"type": "object"}
-    return ToolSpec(
-        name="api_call",
-        id="api.call",
-        input_schema=schema,
-        runtime_input_schema=schema,
-        transport=HttpTransport(method=method, url=url, headers=dict(headers or {})),
-        requires=RequirementSet(net_hosts=net_hosts),
-        source=Source(path="tools.json", index=0, format=Format.RUNLOOP),
-    )
 
 
 def call(

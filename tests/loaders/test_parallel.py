@@ -1,4 +1,4 @@
-"""Loading a big catalog with a forked worker (loaders/shares.py).
+"""Loading a big catalog with a forked worker (loaders/parallel.py).
 
 The worker is only used in a process with no other thread, which a pytest process may not be,
 so the real fork runs in a child Python started by the test; it prints what it found as JSON.
@@ -45,6 +45,7 @@ SCRIPT = """
 import json, os, sys, threading
 from pathlib import Path
 from mcp_toolbridge import loaders
+from mcp_toolbridge.loaders import discovery
 from mcp_toolbridge.loaders import parallel as shares
 
 shares.MIN_BYTES = 1  # this small catalog is worth a worker
@@ -69,7 +70,7 @@ def load_in_shares(files, load):
     inner = load  # set before the fork, so the worker has it too
     return original(files, load_one)
 
-loaders.load_in_shares = load_in_shares
+discovery.load_in_shares = load_in_shares  # where load_paths looks it up
 report = loaders.load_paths([Path(sys.argv[1])], environ={"HOME": "/nowhere", "CHAT_TOKEN": "t"})
 if mode == "with-thread":
     gate.set()

@@ -136,6 +136,8 @@ def test_glob_double_star_spans_directories_and_single_star_does_not():
     tail = glob_regex("/w/**")
     assert tail.match("/w") and tail.match("/w/a/b")
     assert not tail.match("/w_evil/a")
+    run = glob_regex("/w/**/**/x")
+    assert run.match("/w/x") and run.match("/w/a/b/x")
 
 
 def test_glob_classes_and_question_marks_stay_inside_one_component():

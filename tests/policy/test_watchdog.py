@@ -8,7 +8,7 @@ import pytest
 
 from mcp_toolbridge.bridge.gate import PolicyGate
 from mcp_toolbridge.host import CallContext
-from mcp_toolbridge.policy.compiled import Decision, Policy, combine
+from mcp_toolbridge.policy.compiled import Decision, combine
 from mcp_toolbridge.policy.watchdog import (
     Verdict,
     WatchdogRequest,
@@ -16,7 +16,7 @@ from mcp_toolbridge.policy.watchdog import (
     parse_verdict,
     watchdog_payload,
 )
-from tests.support.policy_fixtures import exec_tool
+from tests.support.policy_fixtures import exec_tool, load_policy_text
 
 GUARD = """
 import json, sys
@@ -150,13 +150,12 @@ async def test_the_gate_runs_the_watchdog_and_any_failure_is_a_deny(tmp_path, sc
     """Through PolicyGate with a real watchdog process: only a clean allow lets a call run."""
     guard = tmp_path / "guard.py"
     guard.write_text(script, encoding="utf-8")
-    policy_file = tmp_path / "policy.toml"
-    policy_file.write_text(
+    policy = load_policy_text(
+        tmp_path / "policy.toml",
         'default_action = "allow"\n'
         f"[watchdog]\ncommand = {json.dumps([sys.executable, str(guard)])}\ntimeout_s = 2\n",
-        encoding="utf-8",
+        workspace=tmp_path,
     )
-    policy = Policy.load(policy_file, workspace=tmp_path, user_data=None)
     gate = PolicyGate(policy)
     with anyio.fail_after(20):
         clearance = await gate(exec_tool("deploy_app"), {"command": "ls"}, CallContext())

@@ -79,3 +79,38 @@ async def test_auto_exposure_switches_to_search_past_the_threshold(tmp_path: Pat
     async with open_bridge(settings, loaded) as bridge:
         assert ToolbridgeServer(bridge).expose == "search"
         assert ToolbridgeServer(bridge, expose="all").expose == "all"
+
+
+async def test_tool_search_finds_a_chinese_described_tool_by_two_characters(
+    tmp_path: Path,
+) -> None:
+    tools = [echo_tool(f"tool_{i:02d}") for i in range(10)]
+    tools.append({**echo_tool("翻译文本"), "description": "翻译文本到中文"})
+    tools.append({**echo_tool("café_menu"), "description": "Show the menu of the day"})
+    agentcli_manifest(tmp_path / "intl", tools, {"echo": ECHO})
+    settings = Settings(paths=[tmp_path])
+    loaded = load_catalog(settings, BUILTIN_SPECS)
+    assert not loaded.problems, [p.render() for p in loaded.problems]
+    async with open_bridge(settings, loaded) as bridge:
+        server = ToolbridgeServer(bridge, expose="search")
+        async with Client(server.server, mode="auto") as client:
+
+            async def first_hit(query: str) -> str:
+                found = await client.call_tool("tool_search", {"query": query})
+                assert found.is_error is False
+                return str(found.structured_content["tools"][0]["name"])
+
+            # The transliterated MCP name is what a client calls; the id as written is still
+            # its title and _meta, and still finds it.
+            assert await first_hit("中文") == "FanYiWenBen"
+            assert await first_hit("翻译") == "FanYiWenBen"
+            assert await first_hit("翻译文本") == "FanYiWenBen"
+            assert await first_hit("cafe") == "cafe_menu"
+            assert await first_hit("café_menu") == "cafe_menu"
+            listed = {t.name: t for t in (await client.list_tools()).tools}
+            assert listed["FanYiWenBen"].title == "翻译文本"
+            assert listed["FanYiWenBen"].meta is not None
+            assert listed["FanYiWenBen"].meta["toolbridge/id"] == "翻译文本"
+            assert listed["cafe_menu"].title == "café_menu"
+            result = await client.call_tool("FanYiWenBen", {"text": "你好"})
+            assert result.structured_content == {"echo": {"text": "你好"}}

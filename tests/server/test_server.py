@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import anyio
 import mcp_types as types
@@ -12,9 +11,11 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_bridge
-from mcp_toolbridge.server.toolbridge_server import PAGE_SIZE, ToolbridgeServer
+from mcp_toolbridge.runtime import Settings
+from mcp_toolbridge.server.toolbridge_server import PAGE_SIZE
 from tests.support.manifests import ECHO, FAIL, SLEEP, agentcli_manifest, echo_tool
+from tests.support.results import text_of
+from tests.support.served import served_client
 
 MODES = ["auto", "legacy"]
 
@@ -33,20 +34,10 @@ def catalog_dir(tmp_path: Path) -> Path:
     return tmp_path
 
 
-async def _client(paths: list[Path], mode: str, **server_kw: Any) -> AsyncIterator[Client]:
-    settings = Settings(paths=paths)
-    loaded = load_catalog(settings, BUILTIN_SPECS)
-    assert not loaded.errors, [p.render() for p in loaded.errors]
-    async with open_bridge(settings, loaded) as bridge:
-        server = ToolbridgeServer(bridge, **server_kw)
-        async with Client(server.server, mode=mode, raise_exceptions=True) as client:
-            yield client
-
-
 @pytest.fixture(params=MODES)
 async def client(request: pytest.FixtureRequest, catalog_dir: Path) -> AsyncIterator[Client]:
-    async for c in _client([catalog_dir], request.param):
-        yield c
+    async with served_client(Settings(paths=[catalog_dir]), request.param) as served:
+        yield served
 
 
 async def test_list_publishes_schema_annotations_and_source(client: Client) -> None:
@@ -74,14 +65,16 @@ async def test_successful_call_returns_json_text_and_structured_content(client: 
 async def test_bad_arguments_name_the_path_and_the_constraint(client: Client) -> None:
     result = await client.call_tool("echo", {"text": "hi", "n": 0})
     assert result.is_error is True
-    error = result.structured_content["error"]
+    error = text_of(result)
     assert "/n" in error and "minimum of 1" in error
+    assert result.structured_content is None
+    assert result.meta is not None and result.meta["toolbridge/code"] == "args.invalid"
 
 
 async def test_missing_required_argument_is_a_tool_error(client: Client) -> None:
     result = await client.call_tool("echo", {})
     assert result.is_error is True
-    assert "'text' is a required property" in result.structured_content["error"]
+    assert "'text' is a required property" in text_of(result)
 
 
 async def test_unknown_tool_is_a_protocol_error(client: Client) -> None:
@@ -93,7 +86,8 @@ async def test_unknown_tool_is_a_protocol_error(client: Client) -> None:
 async def test_failing_tool_gives_its_stderr_error_to_the_model(client: Client) -> None:
     result = await client.call_tool("fails", {"text": "x"})
     assert result.is_error is True
-    assert result.structured_content == {"error": "the input was rejected"}
+    assert text_of(result) == "the input was rejected"
+    assert result.structured_content is None
     assert result.meta is not None and result.meta["toolbridge/code"] == "exec.failed"
 
 
@@ -101,7 +95,7 @@ async def test_tool_past_its_deadline_times_out(client: Client) -> None:
     with anyio.fail_after(10):
         result = await client.call_tool("slow", {"text": "x"})
     assert result.is_error is True
-    assert "timed out" in result.structured_content["error"]
+    assert "timed out" in text_of(result)
     assert result.meta is not None and result.meta["toolbridge/code"] == "exec.timeout"
 
 
@@ -111,7 +105,7 @@ async def test_large_catalog_is_paginated_with_opaque_cursors(tmp_path: Path, mo
     agentcli_manifest(
         tmp_path / "many", [echo_tool(f"tool_{i:03d}") for i in range(count)], {"echo": ECHO}
     )
-    async for client in _client([tmp_path], mode, expose="all"):
+    async with served_client(Settings(paths=[tmp_path]), mode, server={"expose": "all"}) as client:
         first = await client.list_tools()
         assert len(first.tools) == PAGE_SIZE and first.next_cursor
         second = await client.list_tools(cursor=first.next_cursor)

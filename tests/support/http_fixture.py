@@ -11,19 +11,41 @@ Routes:
     /redirect?to=U&code=C C (default 302) to U
     /chain/<n>            302 to /chain/<n-1>; /chain/0 echoes
     /slow                 waits for ``release`` (set at shutdown), then answers
+
+:func:`http_spec` is a Runloop http tool's spec for a URL (the executor's input).
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from mcp_toolbridge.model import Format, HttpTransport, RequirementSet, Source, ToolSpec
+
 SLOW_RELEASE_TIMEOUT_S = 10.0
+
+
+def http_spec(
+    url: str,
+    method: str = "GET",
+    headers: Mapping[str, str] | None = None,
+    net_hosts: tuple[str, ...] = (),
+) -> ToolSpec:
+    schema: dict[str, Any] = {"type": "object"}
+    return ToolSpec(
+        name="api_call",
+        id="api.call",
+        input_schema=schema,
+        runtime_input_schema=schema,
+        transport=HttpTransport(method=method, url=url, headers=dict(headers or {})),
+        requires=RequirementSet(net_hosts=net_hosts),
+        source=Source(path="tools.json", index=0, format=Format.RUNLOOP),
+    )
 
 
 class _Server(ThreadingHTTPServer):

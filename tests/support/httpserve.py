@@ -58,12 +58,17 @@ async def _drain(stream: BufferedByteReceiveStream, lines: list[str]) -> None:
 
 @asynccontextmanager
 async def http_server(
-    workdir: Path, *serve_args: str, env: Mapping[str, str] | None = None
+    workdir: Path,
+    *serve_args: str,
+    env: Mapping[str, str] | None = None,
+    audit: Path | None = None,
 ) -> AsyncIterator[HttpServer]:
-    """Start ``serve --no-audit --http 127.0.0.1:0 *serve_args``; yield once it listens; kill
-    it on the way out if the test has not ended it."""
+    """Start ``serve --no-audit --http 127.0.0.1:0 *serve_args`` (``--audit AUDIT`` instead of
+    ``--no-audit`` when given); yield once it listens; kill it on the way out if the test has
+    not ended it."""
     environ = {"PATH": os.environ.get("PATH", ""), "HOME": str(workdir), **(env or {})}
-    argv = [sys.executable, "-m", "mcp_toolbridge", "serve", "--no-audit"]
+    auditing = ["--audit", str(audit)] if audit is not None else ["--no-audit"]
+    argv = [sys.executable, "-m", "mcp_toolbridge", "serve", *auditing]
     argv += ["--http", "127.0.0.1:0", *serve_args]
     process = await anyio.open_process(
         argv, env=environ, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, cwd=REPO

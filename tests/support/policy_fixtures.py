@@ -1,4 +1,4 @@
-"""Small ToolSpec builders for the policy, requirements and audit tests."""
+"""Small ToolSpec builders for the policy, requirements and audit tests, and policy files."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from mcp_toolbridge.model import (
     Source,
     ToolSpec,
 )
+from mcp_toolbridge.policy import Policy
 
 SCHEMA: dict[str, Any] = {"type": "object"}
 
@@ -67,3 +68,9 @@ def write_policy(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def load_policy_text(file: Path, text: str, *, workspace: Path) -> Policy:
+    """``text`` written to ``file`` and loaded as the operator's policy for ``workspace``,
+    without a user data folder."""
+    return Policy.load(write_policy(file, text), workspace=workspace, user_data=None)

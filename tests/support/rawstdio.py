@@ -131,16 +131,19 @@ class RawServer:
 
 
 @asynccontextmanager
-async def raw_server(workdir: Path, *serve_args: str) -> AsyncIterator[RawServer]:
-    """Start ``serve *serve_args`` (stderr to a file in ``workdir``); kill it on the way out
-    if the test has not ended it."""
+async def raw_server(
+    workdir: Path, *serve_args: str, audit: Path | None = None
+) -> AsyncIterator[RawServer]:
+    """Start ``serve *serve_args`` (stderr to a file in ``workdir``; audit lines to ``audit``,
+    else none); kill it on the way out if the test has not ended it."""
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(workdir)}
     stderr_path = workdir / f"server-stderr-{next(_started)}.txt"
     read_fd, write_fd = os.pipe()
+    auditing = ["--audit", str(audit)] if audit is not None else ["--no-audit"]
     try:
         with stderr_path.open("wb") as stderr:
             process = await anyio.open_process(
-                [sys.executable, "-m", "mcp_toolbridge", "serve", "--no-audit", *serve_args],
+                [sys.executable, "-m", "mcp_toolbridge", "serve", *auditing, *serve_args],
                 env=env,
                 stdout=write_fd,
                 stderr=stderr,

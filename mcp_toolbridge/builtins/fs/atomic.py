@@ -122,3 +122,13 @@ class PathLocks:
 
 SHARED_PATH_LOCKS = PathLocks()
 """The default lock table shared by write and edit, so they also serialize with each other."""
+
+
+class WritingTool:
+    """What write and edit share: paths resolved in one workspace (``_fs``) and the per-path
+    locks their writes hold (``_locks``: :data:`SHARED_PATH_LOCKS` unless given, so the two
+    tools serialize with each other)."""
+
+    def __init__(self, workspace: Path, locks: PathLocks | None = None) -> None:
+        self._fs = FsRoot(workspace)
+        self._locks = locks if locks is not None else SHARED_PATH_LOCKS

@@ -1,7 +1,7 @@
 """edit: replace an exact string in an existing file of the workspace.
 
 Literal matching only (see :mod:`edit_text`); the UTF-8 BOM and the file's line endings are
-kept; the file is replaced atomically (see :mod:`fs_atomic`) under a per-path lock, so
+kept; the file is replaced atomically (see :mod:`atomic`) under a per-path lock, so
 concurrent edits of one file apply one after the other and none is lost.
 
 When old_string matches nothing, the diagnostics (closest lines, hints) are worked out after
@@ -21,8 +21,8 @@ import anyio.to_thread
 
 from mcp_toolbridge.builtins.base import builtin_spec
 from mcp_toolbridge.builtins.fs import edit_text
-from mcp_toolbridge.builtins.fs.atomic import SHARED_PATH_LOCKS, PathLocks, atomic_write
-from mcp_toolbridge.builtins.fs.paths import FileProblem, FsRoot
+from mcp_toolbridge.builtins.fs.atomic import WritingTool, atomic_write
+from mcp_toolbridge.builtins.fs.paths import FileProblem
 from mcp_toolbridge.executors import ExecRequest, ExecResult
 from mcp_toolbridge.model import RequirementSet, Safety
 
@@ -59,6 +59,24 @@ INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "file_path": {"type": "string"},
+        "replacements": {"type": "integer", "minimum": 1},
+        "lines": {
+            "type": "array",
+            "items": {"type": "integer", "minimum": 1},
+            "description": "The line numbers of the replacements in the new file.",
+        },
+        "diff": {"type": "string", "description": "A unified diff of the changed region."},
+        "line_endings": {"enum": ["crlf", "mixed"]},
+        "bom": {"type": "boolean"},
+        "note": {"type": "string"},
+    },
+    "required": ["file_path", "replacements", "lines", "diff"],
+}
+
 SPEC = builtin_spec(
     "edit",
     title="Edit a file",
@@ -69,6 +87,7 @@ SPEC = builtin_spec(
         "or replace all of its content, use write."
     ),
     input_schema=INPUT_SCHEMA,
+    output_schema=OUTPUT_SCHEMA,
     requires=RequirementSet(fs_read=("{workspace}",), fs_write=("{workspace}",)),
     argument_roles={"file_path": ("fs.read", "fs.write")},
     safety=Safety(
@@ -81,14 +100,10 @@ SPEC = builtin_spec(
 )
 
 
-class EditTool:
+class EditTool(WritingTool):
     """The edit built-in over one workspace."""
 
     spec = SPEC
-
-    def __init__(self, workspace: Path, locks: PathLocks | None = None) -> None:
-        self._fs = FsRoot(workspace)
-        self._locks = locks if locks is not None else SHARED_PATH_LOCKS
 
     async def run(self, request: ExecRequest) -> ExecResult:
         args = request.arguments
@@ -116,7 +131,7 @@ class EditTool:
             except FileProblem as exc:
                 return ExecResult(ok=False, error=str(exc))
             else:
-                return ExecResult(ok=True, value=value)
+                return ExecResult(ok=True, value=value, text=_text(value))
         return ExecResult(ok=False, error=await _diagnose(not_found, budget))
 
     def _edit(self, path: Path, old: str, new: str, replace_all: bool) -> dict[str, Any]:
@@ -159,6 +174,17 @@ class EditTool:
             value["note"] = "line breaks in old_string/new_string were matched and written as "
             value["note"] += "CRLF, like the file" if decoded.style != "lf" else "LF, like the file"
         return value
+
+
+def _text(value: dict[str, Any]) -> str:
+    """What the model reads: which lines changed, then the diff as a diff (not a JSON string)."""
+    lines = ", ".join(map(str, value["lines"][:20])) + (", …" if len(value["lines"]) > 20 else "")
+    count = value["replacements"]
+    head = f"Edited {value['file_path']}: {count} replacement{'s' if count != 1 else ''}"
+    text = f"{head} (line {lines})." if count == 1 else f"{head} (lines {lines})."
+    if value.get("note"):
+        text += f" Note: {value['note']}."
+    return f"{text}\n{value['diff']}" if value.get("diff") else text
 
 
 async def _diagnose(missing: edit_text.NotFound, budget_s: float) -> str:

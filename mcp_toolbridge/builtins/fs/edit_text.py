@@ -100,6 +100,22 @@ def to_lf(value: str) -> str:
     return value.replace("\r\n", "\n")
 
 
+def lf_lines(text: str, chunk: int = 1 << 18) -> list[str]:
+    """``to_lf(text).split("\n")``, done a few hundred KB at a time: one split of a 16 MB text
+    holds the GIL (and so the event loop) for tens of milliseconds."""
+    lines: list[str] = []
+    start = 0
+    while True:
+        end = text.find("\n", start + chunk)
+        if end < 0:
+            lines.extend(to_lf(text[start:]).split("\n"))
+            return lines
+        part = to_lf(text[start:end]).split("\n")
+        part[-1] = part[-1].removesuffix("\r")  # its CR LF straddles the cut
+        lines.extend(part)
+        start = end + 1
+
+
 def replace(decoded: Decoded, old: str, new: str, *, replace_all: bool, shown: str) -> Replaced:
     """Replace ``old`` by ``new`` in the file's text; FileProblem explains any failure."""
     text = decoded.text
@@ -200,6 +216,28 @@ def not_found_message(decoded: Decoded, old: str, shown: str, *, deadline: float
     return "\n".join(parts)
 
 
+def _contains_ignoring_whitespace(text: str, needle: str, chunk: int = 1 << 18) -> bool:
+    """Whether ``needle`` (whitespace runs collapsed to one space) occurs in ``text`` with its
+    whitespace runs collapsed too. Done in chunks of whole lines: one ``split`` of a 15 MB text
+    holds the GIL for tens of milliseconds, and the event loop waits for it meanwhile."""
+    if not needle:
+        return False
+    tail = ""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start + chunk)
+        end = len(text) if end < 0 else end + 1
+        part = " ".join(text[start:end].split())
+        start = end
+        if not part:
+            continue
+        joined = f"{tail} {part}" if tail else part
+        if needle in joined:
+            return True
+        tail = joined[-len(needle) :]
+    return False
+
+
 def _hints(decoded: Decoded, old: str) -> list[str]:
     text = decoded.text
     hints: list[str] = []
@@ -209,7 +247,7 @@ def _hints(decoded: Decoded, old: str) -> list[str]:
             "old_string seems to contain line-number prefixes copied from read output "
             "('     12<TAB>'); remove them."
         )
-    if " ".join(old.split()) and " ".join(old.split()) in " ".join(text.split()):
+    if _contains_ignoring_whitespace(text, " ".join(old.split())):
         hints.append(
             "The text exists if whitespace is ignored: compare indentation, tabs versus spaces "
             "and trailing spaces with the lines below."
@@ -218,11 +256,12 @@ def _hints(decoded: Decoded, old: str) -> list[str]:
         hints.append("old_string contains tabs but the file has none (it indents with spaces).")
     elif (
         "\t" not in old
-        and re.search(r"^\t", text, re.MULTILINE)
+        and (text.startswith("\t") or "\n\t" in text)
         and re.search(r"^ {2,}\S", to_lf(old), re.MULTILINE)
     ):
         hints.append("The file indents with tabs (→ below) but old_string uses spaces.")
-    if old.translate(_QUOTES) != old or text.translate(_QUOTES) != text:
+    # `in` first: translating a 15 MB text holds the GIL (and the event loop) for long
+    if any(q in old or q in text for q in "‘’“”"):
         if old.translate(_QUOTES) in text.translate(_QUOTES):
             hints.append("Quotes differ: the file and old_string mix curly and straight quotes.")
     if decoded.style in ("crlf", "mixed"):
@@ -250,7 +289,7 @@ def closest_lines(text: str, old: str, *, deadline: float = math.inf) -> Closest
     stripped = [line.strip() for line in old_lines]
     anchor_index = max(range(len(stripped)), key=lambda i: len(stripped[i]))
     anchor = stripped[anchor_index][:MAX_COMPARED_CHARS]
-    file_lines = to_lf(text).split("\n")
+    file_lines = lf_lines(text)
     if not anchor:
         return Closest([], 0, len(file_lines), True)
     limit = min(len(file_lines), MAX_SCANNED_LINES)

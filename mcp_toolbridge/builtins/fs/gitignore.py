@@ -1,4 +1,5 @@
-"""A focused .gitignore matcher: what glob and grep need, written from the gitignore(5) rules.
+"""A focused .gitignore matcher: what glob and grep need, written from the gitignore(5) rules,
+as a layer over the policy's path-glob translator (:func:`~mcp_toolbridge.policy.glob_pattern`).
 
 Supported: blank lines and ``#`` comments, ``\\#`` / ``\\!`` / ``\\ `` escapes, trailing spaces
 trimmed, ``!`` negation (the last matching line of a file wins), a trailing ``/`` for
@@ -17,6 +18,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from mcp_toolbridge.policy import glob_pattern
 
 MAX_IGNORE_FILE_BYTES = 1024 * 1024
 
@@ -87,11 +90,12 @@ def _parse_line(raw: str) -> IgnoreRule | None:
     line = line.rstrip("/")
     if not line:
         return None
-    anchored = "/" in line
-    line = line.lstrip("/")
-    body = _translate(line)
-    prefix = "" if anchored or line.startswith("**/") else "(?:.*/)?"
-    return IgnoreRule(re.compile(prefix + body + r"\Z", re.DOTALL), negate, dir_only)
+    if "/" not in line:
+        line = "**/" + line  # a name matches at any depth
+    body = glob_pattern(
+        line.lstrip("/"), tail_matches_dir=False, backslash_escapes=True, caret_negates=True
+    )
+    return IgnoreRule(re.compile(body + r"\Z", re.DOTALL), negate, dir_only)
 
 
 def _trim_trailing_spaces(line: str) -> str:
@@ -99,57 +103,6 @@ def _trim_trailing_spaces(line: str) -> str:
     while end > 0 and line[end - 1] == " " and not (end > 1 and line[end - 2] == "\\"):
         end -= 1
     return line[:end]
-
-
-def _translate(pattern: str) -> str:
-    parts = pattern.split("/")
-    out: list[str] = []
-    for index, part in enumerate(parts):
-        first, last = index == 0, index == len(parts) - 1
-        if part == "**":
-            if last:
-                out.append(".*" if first else "/.*")
-            elif first:
-                out.append("(?:.*/)?")
-            else:
-                out.append("/(?:.*/)?")
-            continue
-        if not first and not (index > 0 and parts[index - 1] == "**"):
-            out.append("/")
-        out.append(_component(part))
-    return "".join(out)
-
-
-def _component(part: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(part):
-        ch = part[i]
-        if ch == "\\" and i + 1 < len(part):
-            out.append(re.escape(part[i + 1]))
-            i += 2
-            continue
-        if ch == "*":
-            while i + 1 < len(part) and part[i + 1] == "*":
-                i += 1
-            out.append("[^/]*")
-        elif ch == "?":
-            out.append("[^/]")
-        elif ch == "[":
-            end = part.find("]", i + 2 if part[i + 1 : i + 2] in ("!", "^", "]") else i + 1)
-            if end == -1:
-                out.append(re.escape(ch))
-            else:
-                body = part[i + 1 : end]
-                negate = body[:1] in ("!", "^")
-                body = body[1:] if negate else body
-                escaped = "".join("\\" + c if c in "\\[&~|^" else c for c in body)
-                out.append(f"[{'^/' if negate else ''}{escaped}]")
-                i = end
-        else:
-            out.append(re.escape(ch))
-        i += 1
-    return "".join(out)
 
 
 class IgnoreStack:

@@ -5,13 +5,15 @@ order files by modification time, newest first (ties by path). glob lists up to 
 grep up to 200 entries; past that the head is returned and the rest goes to a sidecar file
 (``truncated`` and ``output_path``). Paths are shown relative to the workspace root.
 
-Given the policy's read verdict (:mod:`fs_visibility`), both withhold the paths it refuses and
+Given the policy's read verdict (:mod:`visibility`), both withhold the paths it refuses and
 say how many (``withheld_by_policy``), never which.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -21,24 +23,25 @@ import anyio.to_thread
 
 from mcp_toolbridge.builtins.fs import grep_rg
 from mcp_toolbridge.builtins.fs.glob_grep_specs import GLOB_SPEC, GREP_SPEC
+from mcp_toolbridge.builtins.fs.grep_child import MAX_FILE_BYTES
 from mcp_toolbridge.builtins.fs.grep_engine import (
-    MAX_FILE_BYTES,
+    MAX_COLLECTED_LINES,
     GrepQuery,
     GrepRun,
     InvalidPattern,
     Mode,
     SearchTimeout,
-    python_search,
+    backtrack_search,
+    local_search,
 )
 from mcp_toolbridge.builtins.fs.grep_format import format_run
 from mcp_toolbridge.builtins.fs.paths import FileProblem, FsRoot
 from mcp_toolbridge.builtins.fs.visibility import ReadVerdict, ResultFilter
 from mcp_toolbridge.builtins.fs.walk import IgnoreOracle, PathGlob, WalkReport, walk_files
 from mcp_toolbridge.builtins.session import Sessions
-from mcp_toolbridge.errors import ArgumentsError, ExecTimeoutError
+from mcp_toolbridge.errors import ArgumentsError, ErrorCode, ExecTimeoutError
 from mcp_toolbridge.executors import ExecRequest, ExecResult
-from mcp_toolbridge.policy import check_text, has_glob, is_within, split_glob
-from mcp_toolbridge.sandbox import Confinement
+from mcp_toolbridge.policy import check_text, glob_literal, is_within, split_glob
 
 MAX_GLOB_ENTRIES = 1000
 MAX_GLOB_COLLECTED = 100_000
@@ -74,6 +77,9 @@ class GlobTool:
         pattern = str(args["pattern"])
         check_text(pattern, what="pattern")
         raw_path = str(args.get("path") or ".")
+        workspace = self._fs.root.as_posix().rstrip("/") + "/"
+        if pattern.startswith(workspace):  # the workspace's own name is never a wildcard
+            raw_path, pattern = self._fs.root.as_posix(), pattern[len(workspace) :]
         if pattern.startswith("/"):
             literal, rest = split_glob(pattern)
             raw_path, pattern = (
@@ -85,6 +91,7 @@ class GlobTool:
             raise ArgumentsError("the pattern must not contain '..'; set path to another folder")
         include_ignored = bool(args.get("include_ignored", False))
         deadline = time.monotonic() + request.timeout_s * DEADLINE_SHARE
+        stop = threading.Event()
         try:
             root = _folder(self._fs, raw_path)
             if not root.is_dir():
@@ -95,12 +102,29 @@ class GlobTool:
             matcher = PathGlob([pattern])
             shown = ResultFilter.for_glob(self._readable) if self._readable else None
             found = await anyio.to_thread.run_sync(
-                self._walk, root, pattern, matcher, include_ignored, deadline, shown
+                self._walk,
+                root,
+                pattern,
+                matcher,
+                include_ignored,
+                deadline,
+                shown,
+                stop,
+                abandon_on_cancel=True,  # the walk stops at its deadline, or once stop is set
             )
         except (FileProblem, ValueError) as exc:
             return ExecResult(ok=False, error=str(exc))
+        except TimeoutError as exc:
+            return ExecResult(ok=False, error=str(exc), code=ErrorCode.EXEC_TIMEOUT)
+        finally:
+            stop.set()
         withheld = shown.withheld if shown is not None else 0
-        return self._result(request, *found, include_ignored=include_ignored, withheld=withheld)
+        # Sorting up to 100,000 paths and writing the sidecar: off the event loop.
+        return await anyio.to_thread.run_sync(
+            functools.partial(
+                self._result, request, *found, include_ignored=include_ignored, withheld=withheld
+            )
+        )
 
     def _walk(
         self,
@@ -110,6 +134,7 @@ class GlobTool:
         include_ignored: bool,
         deadline: float,
         shown: ResultFilter | None,
+        stop: threading.Event,
     ) -> tuple[list[tuple[float, str]], int, WalkReport, Path]:
         walk_root, prefix = _literal_start(root, pattern)
         if walk_root not in (None, root) and not include_ignored:
@@ -127,6 +152,7 @@ class GlobTool:
             report=report,
             deadline=deadline,
             max_entries=MAX_GLOB_WALK,
+            stop=stop,
         ):
             rel = f"{prefix}/{entry.rel}" if prefix else entry.rel
             if not matcher.matches(rel):
@@ -138,7 +164,7 @@ class GlobTool:
             elif len(found) < MAX_GLOB_COLLECTED:
                 found.append((entry.mtime, self._fs.display(entry.path)))
         if report.stopped == "deadline":
-            raise FileProblem(
+            raise TimeoutError(
                 f"glob timed out after {report.entries} entries; narrow the pattern or set path"
             )
         return found, hidden, report, walk_root
@@ -192,7 +218,12 @@ class GlobTool:
             )
         if notes:
             value["note"] = "; ".join(notes)
-        return ExecResult(ok=True, value=value, truncated=truncated, output_path=output_path)
+        text = "\n".join(value["files"])
+        if notes:
+            text = f"{text}\n\n({value['note']})" if text else f"({value['note']})"
+        return ExecResult(
+            ok=True, value=value, text=text, truncated=truncated, output_path=output_path
+        )
 
 
 def _literal_start(root: Path, pattern: str) -> tuple[Path | None, str]:
@@ -205,9 +236,10 @@ def _literal_start(root: Path, pattern: str) -> tuple[Path | None, str]:
         return root, ""
     lead: list[str] = []
     for part in parts[:-1]:
-        if has_glob(part) or "{" in part or not part or part == ".":
+        text = glob_literal(part)
+        if text is None or "{" in part or not part or part == ".":
             break
-        lead.append(part)
+        lead.append(text)
     if not lead:
         return root, ""
     start = root.joinpath(*lead)
@@ -249,6 +281,7 @@ class GrepTool:
         mode: Mode = args.get("output_mode") or "files_with_matches"
         context = int(args.get("context") or 0) if mode == "content" else 0
         head_limit = args.get("head_limit")
+        stop = threading.Event()  # set when the call ends: an abandoned thread stops too
         try:
             root = _folder(self._fs, str(args.get("path") or "."), extra=extra)
             if not root.is_dir():
@@ -263,9 +296,9 @@ class GrepTool:
                 multiline=bool(args.get("multiline", False)),
                 context=context,
                 deadline=time.monotonic() + request.timeout_s * DEADLINE_SHARE,
+                stop=stop,
             )
-            sandbox = request.sandbox.with_read(root) if request.sandbox is not None else None
-            run = await self._search(query, request.timeout_s * DEADLINE_SHARE, sandbox)
+            run = await self._search(query, request)
             if self._readable is not None and query.ignore_base is not None:
                 await anyio.to_thread.run_sync(
                     _withhold, run, ResultFilter.for_grep(self._readable, root)
@@ -283,8 +316,12 @@ class GrepTool:
                 ok=False,
                 error=f"grep timed out after {request.timeout_s * DEADLINE_SHARE:g}s without "
                 "finishing; narrow the search with path or glob, or simplify the pattern",
+                code=ErrorCode.EXEC_TIMEOUT,
             )
-        formatted = format_run(
+        finally:
+            stop.set()
+        shape = functools.partial(
+            format_run,
             run,
             mode,
             self._fs.display,
@@ -292,20 +329,27 @@ class GrepTool:
             context=context,
             head_limit=int(head_limit) if head_limit is not None else None,
         )
+        formatted = await anyio.to_thread.run_sync(shape)  # up to 20,000 lines: off the loop
         if formatted.full_text is None:
-            return ExecResult(ok=True, value=formatted.value, sandboxed=run.sandboxed)
-        kept = state.write_sidecar("grep", formatted.full_text.encode("utf-8", "replace"))
+            return ExecResult(
+                ok=True, value=formatted.value, text=formatted.text, sandboxed=run.sandboxed
+            )
+        full = formatted.full_text.encode("utf-8", "replace")
+        kept = await anyio.to_thread.run_sync(state.write_sidecar, "grep", full)
         return ExecResult(
             ok=True,
             value=formatted.value,
+            text=formatted.text,
             truncated=True,
             output_path=str(kept) if kept is not None else None,
             sandboxed=run.sandboxed,
         )
 
-    async def _search(
-        self, query: GrepQuery, timeout_s: float, sandbox: Confinement | None
-    ) -> GrepRun:
+    async def _search(self, query: GrepQuery, request: ExecRequest) -> GrepRun:
+        """Search with rg, else RE2, else Python ``re`` in a child; the processes run in the
+        call's OS sandbox, which also shows them the searched folder."""
+        timeout_s = request.timeout_s * DEADLINE_SHARE
+        sandbox = request.sandbox.with_read(query.root) if request.sandbox is not None else None
         if query.root.is_file():
             skipped = _skip_reason(query.root)
             if skipped:
@@ -319,7 +363,17 @@ class GrepTool:
             except (grep_rg.PatternUnsupported, grep_rg.OutputOverflow):
                 pass  # a pattern rg cannot parse, or output it cannot bound: Python runs it
         with anyio.fail_after(max(query.deadline - time.monotonic(), 0.0) + 1.0):
-            return await anyio.to_thread.run_sync(python_search, query, abandon_on_cancel=True)
+            run, deferred = await anyio.to_thread.run_sync(
+                local_search, query, abandon_on_cancel=True
+            )
+        if not deferred:
+            return run
+        room = MAX_COLLECTED_LINES - sum(f.match_lines for f in run.files)
+        found = await backtrack_search(query, deferred, max_lines=room, sandbox=sandbox)
+        run.files.extend(found.files)
+        run.sandboxed = found.sandboxed
+        run.partial = run.partial or found.partial
+        return run
 
 
 def _withhold(run: GrepRun, shown: ResultFilter) -> None:

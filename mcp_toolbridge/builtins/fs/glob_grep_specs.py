@@ -1,4 +1,5 @@
-"""The declarations (ToolSpec) of glob and grep: input schemas, requirements, safety facts."""
+"""The declarations (ToolSpec) of glob and grep: input and output schemas, requirements,
+safety facts."""
 
 from __future__ import annotations
 
@@ -96,6 +97,57 @@ GREP_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+_COUNT = {"type": "integer", "minimum": 0}
+
+GLOB_OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "files": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Matching paths, newest first (at most 1000).",
+        },
+        "num_files": {**_COUNT, "description": "How many files match in all."},
+        "hidden_by_gitignore": _COUNT,
+        "ignored_dirs": {"type": "array", "items": {"type": "string"}},
+        "withheld_by_policy": _COUNT,
+        "note": {"type": "string"},
+    },
+    "required": ["files", "num_files"],
+}
+
+GREP_OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "mode": {"enum": ["files_with_matches", "content", "count"]},
+        "num_files": {**_COUNT, "description": "How many files match."},
+        "num_matches": {**_COUNT, "description": "Matching lines (content and count modes)."},
+        "engine": {"enum": ["ripgrep", "re2", "python", "re2+python"]},
+        "files": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "files_with_matches: the matching files, newest first.",
+        },
+        "content": {
+            "type": "string",
+            "description": "content: lines as path:12:text (match) and path-13-text (context), "
+            "-- between groups, joined by newlines.",
+        },
+        "counts": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"file": {"type": "string"}, "count": _COUNT},
+                "required": ["file", "count"],
+            },
+            "description": "count: matching lines per file.",
+        },
+        "withheld_by_policy": _COUNT,
+        "note": {"type": "string"},
+    },
+    "required": ["mode", "num_files", "engine"],
+}
+
 _READ_ONLY = Safety(read_only=True, idempotent=True, open_world=False, inferred=frozenset())
 
 GLOB_SPEC = builtin_spec(
@@ -108,6 +160,7 @@ GLOB_SPEC = builtin_spec(
         "At most 1000 paths are returned, the rest go to output_path."
     ),
     input_schema=GLOB_SCHEMA,
+    output_schema=GLOB_OUTPUT_SCHEMA,
     requires=RequirementSet(fs_read=("{workspace}",)),
     argument_roles={"path": ("fs.read",)},
     safety=_READ_ONLY,
@@ -123,6 +176,7 @@ GREP_SPEC = builtin_spec(
         "head_limit for fewer); the rest go to output_path."
     ),
     input_schema=GREP_SCHEMA,
+    output_schema=GREP_OUTPUT_SCHEMA,
     requires=RequirementSet(fs_read=("{workspace}",)),
     argument_roles={"path": ("fs.read",)},
     safety=_READ_ONLY,

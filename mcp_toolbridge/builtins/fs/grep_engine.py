@@ -1,37 +1,43 @@
-"""grep's search engines share these records; this module also holds the pure-Python engine.
+"""grep's search engines share these records; this module also runs the in-process search.
 
-Both engines (ripgrep in :mod:`grep_rg`, Python ``re`` here) return a :class:`GrepRun`: per file
-its matching lines and, with ``context``, the lines around them. The tool formats it, so the
+Both ripgrep (:mod:`grep_rg`) and the search here return a :class:`GrepRun`: per file its
+matching lines and, with ``context``, the lines around them. The tool formats it, so the
 output is the same whichever engine ran.
 
-The Python engine runs in a worker thread. It checks a deadline between files and between
-lines, skips binary files (a NUL byte) and files over 10 MB, never follows symlinks, applies
-.gitignore like the walk for glob, and stops after ``MAX_WALK_ENTRIES`` entries. Only one
-pathological regular expression on one file can outlive the deadline (``re`` cannot be
-interrupted); the call itself still returns at the deadline.
+Without ripgrep, the files are found here (in a worker thread: the walk checks a deadline,
+skips binary files (a NUL byte) and files over 10 MB, never follows symlinks, applies
+.gitignore like the walk for glob, and stops after ``MAX_WALK_ENTRIES`` entries) and searched
+by RE2 (:mod:`grep_re2`: linear time, the GIL released while it matches). A pattern RE2 cannot
+express, or a ``\\b`` pattern on a file that is not ASCII, is searched by Python's ``re`` in a
+child process killed at the deadline (:mod:`grep_child`, :func:`backtrack_search`). Nothing
+that can backtrack runs in the server, so no pattern can hold the event loop.
 """
 
 from __future__ import annotations
 
-import bisect
+import json
 import os
 import re
-import stat
+import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from mcp_toolbridge.builtins.fs import grep_child, grep_re2
+from mcp_toolbridge.builtins.fs.grep_child import MAX_FILE_BYTES, read_regular
 from mcp_toolbridge.builtins.fs.walk import PathGlob, WalkReport, walk_files
+from mcp_toolbridge.executors import run_process
+from mcp_toolbridge.sandbox import Confinement
 
 Mode = Literal["files_with_matches", "content", "count"]
-MAX_FILE_BYTES = 10 * 1024 * 1024
 MAX_WALK_ENTRIES = 200_000
 MAX_COLLECTED_LINES = 20_000
 """Matching lines kept in all (head + sidecar); past it the search stops and says so."""
-_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
-_CROSS_LINE = re.compile(r"\(\?|\\[AZz]")
+MAX_CHILD_OUTPUT_BYTES = 64 * 1024 * 1024
+_CHILD = Path(grep_child.__file__)
 
 
 class InvalidPattern(Exception):
@@ -55,6 +61,11 @@ class GrepQuery:
     multiline: bool = False
     context: int = 0
     deadline: float = float("inf")
+    stop: threading.Event | None = field(default=None, compare=False)
+    """Set when the call ends: an abandoned worker thread stops as at its deadline."""
+
+    def over(self) -> bool:
+        return time.monotonic() > self.deadline or (self.stop is not None and self.stop.is_set())
 
 
 @dataclass
@@ -86,37 +97,138 @@ class GrepRun:
 
 
 def compile_pattern(query: GrepQuery) -> re.Pattern[str]:
-    flags = re.IGNORECASE if query.case_insensitive else 0
-    if query.multiline:
-        flags |= re.MULTILINE | re.DOTALL
     try:
-        return re.compile(query.pattern, flags)
+        return re.compile(query.pattern, regex_flags(query))
     except re.error as exc:
         raise InvalidPattern(f"invalid regular expression {query.pattern!r}: {exc}") from None
 
 
-def python_search(query: GrepQuery) -> GrepRun:
-    """Search with Python ``re`` (call it in a worker thread)."""
-    regex = compile_pattern(query)
-    prefilter = None
-    if not query.multiline and _CROSS_LINE.search(query.pattern) is None:
-        prefilter = re.compile(regex.pattern, regex.flags | re.MULTILINE)
-    run = GrepRun(engine="python")
-    collected = 0
+def regex_flags(query: GrepQuery) -> int:
+    flags = re.IGNORECASE if query.case_insensitive else 0
+    return flags | (re.MULTILINE | re.DOTALL if query.multiline else 0)
+
+
+def local_search(query: GrepQuery) -> tuple[GrepRun, list[tuple[Path, float]]]:
+    """Walk and search with RE2 (call it in a worker thread). Returns the run and the files
+    RE2 cannot search with the pattern's meaning, for :func:`backtrack_search`."""
+    compile_pattern(query)  # Python's syntax decides what is valid
+    try:
+        pattern: grep_re2.Re2Pattern | None = grep_re2.translate(
+            query.pattern, ignore_case=query.case_insensitive, multiline=query.multiline
+        )
+    except grep_re2.Unexpressible:
+        pattern = None
+    run = GrepRun(engine="re2")
+    deferred: list[tuple[Path, float]] = []
+    collected = searched = 0
     for path, mtime, data in _candidates(query, run):
-        if time.monotonic() > query.deadline:
+        if query.over():
             raise SearchTimeout
-        text = data.decode("utf-8", "replace")
-        if prefilter is not None and prefilter.search(text) is None:
+        if pattern is None or (pattern.ascii_only and not data.isascii()):
+            deferred.append((path, mtime))
             continue
-        hits = _search_text(query, regex, path, mtime, text)
+        searched += 1
+        hits = _re2_hits(query, pattern, path, mtime, data)
         if hits is None:
             continue
         run.files.append(hits)
         collected += hits.match_lines
         if collected >= MAX_COLLECTED_LINES:
             run.partial = f"the search stopped after {collected} matching lines"
+            deferred.clear()
             break
+    if deferred:  # which engines the results come from
+        run.engine = "re2+python" if searched else "python"
+    return run, deferred
+
+
+def _re2_hits(
+    query: GrepQuery, pattern: grep_re2.Re2Pattern, path: Path, mtime: float, data: bytes
+) -> FileHits | None:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:  # as re sees it: each bad byte is U+FFFD
+        text = data.decode("utf-8", "replace")
+        data = text.encode("utf-8")
+    if not data:
+        return None  # an empty file has no line to match
+    first_only = query.mode == "files_with_matches"
+    matched: dict[int, None] = {}
+    if query.multiline:
+        for span in grep_re2.span_matches(pattern, data, first_only=first_only):
+            matched.update(dict.fromkeys(span))
+            if len(matched) % 4096 == 0 and query.over():
+                raise SearchTimeout
+    else:
+        for count, number in enumerate(grep_re2.line_matches(pattern, data, first_only=first_only)):
+            matched[number] = None
+            if count % 4096 == 4095 and query.over():
+                raise SearchTimeout
+    if not matched:
+        return None
+    hits = FileHits(path, mtime)
+    if query.mode == "files_with_matches":
+        return hits
+    if query.mode == "count":
+        for number in matched:
+            hits.add(number + 1, "", True)
+        return hits
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()
+    for index in matched:
+        for near in range(
+            max(0, index - query.context), min(len(lines), index + query.context + 1)
+        ):
+            hits.add(near + 1, lines[near].removesuffix("\r"), near == index)
+    return hits
+
+
+async def backtrack_search(
+    query: GrepQuery,
+    files: list[tuple[Path, float]],
+    *,
+    max_lines: int,
+    sandbox: Confinement | None,
+) -> GrepRun:
+    """Search ``files`` with Python ``re`` in a child process (:mod:`grep_child`), killed at
+    the query's deadline: raises ProcessTimeout (an ExecTimeoutError) then. The child runs in
+    the grep call's OS sandbox, which also shows it the searched folder and its own script."""
+    if sandbox is not None:
+        sandbox = sandbox.with_read(query.root, _CHILD)
+    job = {
+        "pattern": query.pattern,
+        "flags": regex_flags(query),
+        "multiline": query.multiline,
+        "mode": query.mode,
+        "context": query.context,
+        "max_lines": max_lines,
+        "files": [[os.fsdecode(path), mtime] for path, mtime in files],
+    }
+    outcome = await run_process(
+        [sys.executable, "-I", "-S", str(_CHILD)],
+        stdin=json.dumps(job).encode("utf-8"),
+        cwd=None,
+        env={},
+        timeout_s=max(query.deadline - time.monotonic(), 0.0),
+        sandbox=sandbox,
+        max_output_bytes=MAX_CHILD_OUTPUT_BYTES,
+    )
+    run = GrepRun(engine="python", sandboxed=outcome.sandboxed)
+    ended = False
+    for raw in outcome.stdout.splitlines():
+        record = json.loads(raw)
+        if "partial" in record:
+            run.partial, ended = record["partial"], True
+            continue
+        hits = FileHits(Path(record["path"]), float(record["mtime"]))
+        for number, text, is_match in record["lines"]:
+            hits.add(int(number), str(text), bool(is_match))
+        run.files.append(hits)
+    if not ended:
+        stderr = outcome.stderr_tail.decode("utf-8", "replace").strip().splitlines()
+        why = stderr[-1] if stderr else f"exit {outcome.exit_code}, signal {outcome.signal}"
+        run.partial = f"the backtracking search ended early ({why})"
     return run
 
 
@@ -132,6 +244,7 @@ def _candidates(query: GrepQuery, run: GrepRun) -> Iterator[tuple[Path, float, b
                 ignore_base=query.ignore_base,
                 report=report,
                 deadline=query.deadline,
+                stop=query.stop,
                 max_entries=MAX_WALK_ENTRIES,
             )
             if not e.ignored
@@ -142,7 +255,7 @@ def _candidates(query: GrepQuery, run: GrepRun) -> Iterator[tuple[Path, float, b
         entries = [(query.root, query.root.stat().st_mtime)]
     for path, mtime in entries:
         try:
-            data = _read_regular(path)
+            data = read_regular(os.fspath(path))
         except OSError:
             report.unreadable += 1
             continue
@@ -162,52 +275,6 @@ def is_binary(path: Path) -> bool:
     ripgrep alone would stop at the NUL but keep the matches before it; the ripgrep engine
     checks each file it reports with this, so a NUL anywhere makes a file binary for both."""
     try:
-        return b"\0" in _read_regular(path)
+        return b"\0" in read_regular(os.fspath(path))
     except OSError:
         return False
-
-
-def _read_regular(path: Path) -> bytes:
-    """The first bytes of a regular file, never through a symlink, never blocking on a FIFO."""
-    fd = os.open(path, _OPEN_FLAGS)
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return b""
-        return handle.read(MAX_FILE_BYTES + 1)
-
-
-def _search_text(
-    query: GrepQuery, regex: re.Pattern[str], path: Path, mtime: float, text: str
-) -> FileHits | None:
-    lines = text.split("\n") if text else []  # an empty file has no line, not one empty line
-    if text.endswith("\n"):
-        lines.pop()
-    matched: list[int] = []
-    if query.multiline:
-        starts = [0]
-        for line in lines[:-1]:
-            starts.append(starts[-1] + len(line) + 1)
-        for match in regex.finditer(text):
-            first = bisect.bisect_right(starts, match.start()) - 1
-            end = max(match.start(), match.end() - 1)
-            last = bisect.bisect_right(starts, end) - 1
-            matched.extend(range(first, min(last, len(lines) - 1) + 1))
-            if query.mode == "files_with_matches":
-                break
-    else:
-        for index, line in enumerate(lines):
-            if regex.search(line) is not None:
-                matched.append(index)
-                if query.mode == "files_with_matches":
-                    break
-            if index % 4096 == 0 and time.monotonic() > query.deadline:
-                raise SearchTimeout
-    if not matched:
-        return None
-    hits = FileHits(path, mtime)
-    for index in matched:
-        for near in range(
-            max(0, index - query.context), min(len(lines), index + query.context + 1)
-        ):
-            hits.add(near + 1, lines[near].removesuffix("\r"), near == index)
-    return hits

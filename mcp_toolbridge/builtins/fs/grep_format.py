@@ -24,6 +24,9 @@ MAX_LINE_CHARS = 2000
 @dataclass(frozen=True, slots=True)
 class Formatted:
     value: dict[str, Any]
+    text: str
+    """What the model reads: the paths, the lines or the counts as ripgrep prints them, one
+    per line, with the notes after a blank line."""
     full_text: str | None
     """The whole output when the head was cut at the cap (for the sidecar); else None."""
 
@@ -86,7 +89,27 @@ def format_run(
         )
     if notes:
         value["note"] = "; ".join(notes)
-    return Formatted(value, "\n".join(full) + "\n" if cut and head_limit is None else None)
+    return Formatted(
+        value, _text(value), "\n".join(full) + "\n" if cut and head_limit is None else None
+    )
+
+
+def _text(value: dict[str, Any]) -> str:
+    if value["mode"] == "files_with_matches":
+        body = "\n".join(value["files"])
+        head = f"Found {value['num_files']} file(s)"
+    elif value["mode"] == "count":
+        body = "\n".join(f"{c['file']}:{c['count']}" for c in value["counts"])
+        head = f"Found {value['num_matches']} matching line(s) in {value['num_files']} file(s)"
+    else:
+        body = value["content"]
+        head = ""
+    if value["num_files"] == 0:
+        return f"({value['note']})" if value.get("note") else "No matches found"
+    parts = [part for part in (head, body) if part]
+    if value.get("note"):
+        parts.append(f"\n({value['note']})")
+    return "\n".join(parts)
 
 
 def _content_lines(

@@ -3,11 +3,17 @@
 Lines come ``cat -n`` style (the number right-aligned in six columns, a tab, the line). The file
 is streamed: lines before ``offset`` are skipped by counting newlines in 1 MB chunks, a line is
 never read whole past what is shown, so a 1 GB file or a 1 GB single line costs bounded memory.
+
+A window costs what the window costs: the lines after it are counted (``total_lines``) only
+when at most ``COUNT_LIMIT_BYTES`` follow it; past that ``total_lines`` is null and the note
+says the count was not taken, so lines 1-2 of a 2 GiB file read a few KB, not 2 GiB. Skipping
+to a far ``offset`` reads up to it, checking the call's deadline between chunks.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +24,7 @@ import anyio.to_thread
 from mcp_toolbridge.builtins.base import builtin_spec
 from mcp_toolbridge.builtins.fs.paths import FileProblem, FsRoot
 from mcp_toolbridge.builtins.session import Sessions
+from mcp_toolbridge.errors import ErrorCode
 from mcp_toolbridge.executors import ExecRequest, ExecResult
 from mcp_toolbridge.model import RequirementSet, Safety
 
@@ -28,6 +35,8 @@ MAX_OUTPUT_BYTES = 200 * 1024
 MAX_SIDECAR_BYTES = 16 * 1024 * 1024
 BINARY_PROBE_BYTES = 4096
 _HEAD_BYTES = 4 * MAX_LINE_CHARS + 8
+COUNT_LIMIT_BYTES = 8 * 1024 * 1024
+"""The most that is read past the window just to count the file's remaining lines."""
 _CHUNK = 1024 * 1024
 _BOM = b"\xef\xbb\xbf"
 
@@ -56,6 +65,30 @@ INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "file_path": {"type": "string", "description": "The file, relative to the workspace."},
+        "content": {
+            "type": "string",
+            "description": "The numbered lines shown, cat -n style, joined by newlines.",
+        },
+        "start_line": {"type": "integer", "minimum": 1},
+        "end_line": {"type": "integer", "minimum": 0},
+        "total_lines": {
+            "type": ["integer", "null"],
+            "minimum": 0,
+            "description": "The file's line count; null when it was not counted (over 8 MB "
+            "follow the lines shown).",
+        },
+        "next_offset": {"type": "integer", "minimum": 1, "description": "Where to continue."},
+        "line_endings": {"const": "crlf"},
+        "bom": {"type": "boolean"},
+        "note": {"type": "string"},
+    },
+    "required": ["file_path", "content", "total_lines"],
+}
+
 SPEC = builtin_spec(
     "read",
     title="Read a file",
@@ -68,10 +101,23 @@ SPEC = builtin_spec(
         "files). Output files of earlier truncated calls (output_path) can be read too."
     ),
     input_schema=INPUT_SCHEMA,
+    output_schema=OUTPUT_SCHEMA,
     requires=RequirementSet(fs_read=("{workspace}",)),
     argument_roles={"file_path": ("fs.read",)},
     safety=Safety(read_only=True, idempotent=True, open_world=False, inferred=frozenset()),
 )
+
+
+@dataclass
+class _Deadline:
+    """When the worker thread must stop: the call's deadline, or the call ending first (a
+    cancelled call abandons its thread, which then stops at its next check)."""
+
+    at: float
+    ended: bool = False
+
+    def passed(self) -> bool:
+        return self.ended or time.monotonic() > self.at
 
 
 @dataclass
@@ -85,6 +131,10 @@ class _Window:
     first: int = 1
     last: int = 0
     total: int = 0
+    counted: bool = True
+    """False when the lines after the window were not counted (over COUNT_LIMIT_BYTES):
+    ``total`` is then only the last line shown, and ``more`` says whether any follow."""
+    more: bool = False
     crlf: bool = False
     bom: bool = False
     invalid_utf8: bool = False
@@ -107,13 +157,30 @@ class ReadTool:
         path = self._fs.resolve(str(args["file_path"]), what="file_path", extra=extra)
         offset = int(args.get("offset") or 1)
         limit = int(args.get("limit") or DEFAULT_LIMIT)
+        deadline = _Deadline(time.monotonic() + request.timeout_s)
         try:
-            window = await anyio.to_thread.run_sync(self._read, path, offset, limit, extra)
+            window = await anyio.to_thread.run_sync(
+                self._read, path, offset, limit, extra, deadline, abandon_on_cancel=True
+            )
         except FileProblem as exc:
             return ExecResult(ok=False, error=str(exc))
+        except TimeoutError:
+            return ExecResult(
+                ok=False,
+                error=f"read timed out after {request.timeout_s:g}s skipping to line {offset} "
+                f"of {self._fs.display(path)}; use a smaller offset, or grep for the lines "
+                "you need",
+                code=ErrorCode.EXEC_TIMEOUT,
+            )
+        finally:
+            deadline.ended = True  # an abandoned thread (the call was cancelled) stops too
+        if window.rest:  # the sidecar: up to 16 MB joined and written, off the event loop
+            return await anyio.to_thread.run_sync(self._result, request, path, window, offset)
         return self._result(request, path, window, offset)
 
-    def _read(self, path: Path, offset: int, limit: int, extra: Sequence[Path]) -> _Window:
+    def _read(
+        self, path: Path, offset: int, limit: int, extra: Sequence[Path], deadline: _Deadline
+    ) -> _Window:
         fd = self._fs.open_file(path, tool="read", extra=extra)
         with os.fdopen(fd, "rb") as handle:
             probe = handle.read(BINARY_PROBE_BYTES)
@@ -126,26 +193,28 @@ class ReadTool:
             if not probe:
                 return window
             handle.seek(0)
-            total_if_short = _skip_lines(handle, offset - 1)
+            total_if_short = _skip_lines(handle, offset - 1, deadline)
             if total_if_short is not None:
                 window.total = total_if_short
                 return window
             window.last = offset - 1
-            _take_lines(handle, window, offset, limit)
-            window.total = window.last + _count_rest(handle)
+            _take_lines(handle, window, offset, limit, deadline)
+            left = os.fstat(handle.fileno()).st_size - handle.tell()
+            if not window.counted:
+                window.total = window.last
+            elif left <= COUNT_LIMIT_BYTES:
+                window.total = window.last + _count_rest(handle)
+            else:
+                window.counted = False
+                window.total = window.last
+                window.more = bool(handle.read(1))
         return window
 
     def _result(self, request: ExecRequest, path: Path, w: _Window, offset: int) -> ExecResult:
         shown = self._fs.display(path)
         if w.total == 0:
-            return ExecResult(
-                ok=True,
-                value={
-                    "file_path": shown,
-                    "content": "",
-                    "total_lines": 0,
-                    "note": "the file is empty",
-                },
+            return _done(
+                {"file_path": shown, "content": "", "total_lines": 0, "note": "the file is empty"}
             )
         if offset > w.total:
             return ExecResult(
@@ -154,15 +223,16 @@ class ReadTool:
                 f"lines; use an offset from 1 to {w.total}",
             )
         end = w.first + len(w.head) - 1
+        more = end < w.total or w.more
         value: dict[str, Any] = {
             "file_path": shown,
             "content": "\n".join(w.head),
             "start_line": w.first,
             "end_line": end,
-            "total_lines": w.total,
+            "total_lines": w.total if w.counted else None,
         }
         notes: list[str] = []
-        if end < w.total:
+        if more:
             value["next_offset"] = end + 1
         if w.crlf:
             value["line_endings"] = "crlf"
@@ -172,14 +242,18 @@ class ReadTool:
             notes.append("the file is not valid UTF-8; undecodable bytes are shown as U+FFFD")
         if w.cut_lines:
             notes.append(f"{w.cut_lines} line(s) longer than {MAX_LINE_CHARS} characters were cut")
+        if not w.counted:
+            notes.append(
+                f"total_lines is unknown: over {COUNT_LIMIT_BYTES // (1024 * 1024)} MB follow "
+                "the lines shown, and they were not read just to count them"
+            )
         if not w.rest:
-            if end < w.total:
-                notes.append(
-                    f"showing lines {w.first}-{end} of {w.total}; continue with offset={end + 1}"
-                )
+            if more:
+                of = f" of {w.total}" if w.counted else ""
+                notes.append(f"showing lines {w.first}-{end}{of}; continue with offset={end + 1}")
             if notes:
                 value["note"] = "; ".join(notes)
-            return ExecResult(ok=True, value=value)
+            return _done(value)
         sidecar = "\n".join(w.head + w.rest).encode("utf-8", "replace")
         kept = self._sessions.get(request.context.session_id).write_sidecar("read", sidecar)
         notes.append(
@@ -188,45 +262,71 @@ class ReadTool:
             + (", or read the whole requested range from output_path" if kept else "")
         )
         value["note"] = "; ".join(notes)
-        return ExecResult(
-            ok=True,
-            value=value,
-            truncated=True,
-            output_path=str(kept) if kept is not None else None,
-        )
+        return _done(value, truncated=True, output_path=str(kept) if kept is not None else None)
 
 
-def _skip_lines(handle: IO[bytes], count: int) -> int | None:
-    """Move past ``count`` lines. None when done; the file's line count when it is shorter."""
+def _done(
+    value: dict[str, Any], *, truncated: bool = False, output_path: str | None = None
+) -> ExecResult:
+    """The result: the numbered lines as the model's text (the anchors' form: no JSON
+    escaping of tabs, quotes and newlines), notes after a blank line; the value as is."""
+    text = value["content"]
+    if value.get("note"):
+        text = f"{text}\n\n({value['note']})" if text else f"({value['note']})"
+    return ExecResult(
+        ok=True,
+        value=value,
+        text=text,
+        truncated=truncated,
+        output_path=output_path,
+    )
+
+
+def _skip_lines(handle: IO[bytes], count: int, deadline: _Deadline) -> int | None:
+    """Move past ``count`` lines. None when done; the file's line count when it is shorter.
+    Raises TimeoutError past ``deadline`` (checked between chunks). One buffer is read into
+    again and again: a fresh megabyte per chunk would be mapped and unmapped each time."""
     seen = 0
     last = b"\n"
+    buffer = bytearray(_CHUNK)
+    view = memoryview(buffer)
     while seen < count:
+        if deadline.passed():
+            raise TimeoutError
         start = handle.tell()
-        chunk = handle.read(_CHUNK)
-        if not chunk:
+        size = handle.readinto(view)  # type: ignore[attr-defined]
+        if not size:
             return seen + (0 if last == b"\n" else 1)
-        last = chunk[-1:]
-        found = chunk.count(b"\n")
+        last = bytes(buffer[size - 1 : size])
+        found = buffer.count(b"\n", 0, size)
         if seen + found < count:
             seen += found
             continue
         index = -1
         for _ in range(count - seen):
-            index = chunk.index(b"\n", index + 1)
+            index = buffer.index(b"\n", index + 1, size)
         handle.seek(start + index + 1)
         return None
     return None
 
 
-def _take_lines(handle: IO[bytes], window: _Window, offset: int, limit: int) -> None:
+def _take_lines(
+    handle: IO[bytes], window: _Window, offset: int, limit: int, deadline: _Deadline
+) -> None:
     number = offset
     while number < offset + limit:
         head = handle.readline(_HEAD_BYTES)
         if not head:
             return
         total_bytes = len(head)
+        whole = ""
         if not head.endswith(b"\n"):
-            total_bytes += _skip_rest_of_line(handle)
+            # A line is skipped only as far as the count would be taken: past that its size is
+            # a lower bound, the window ends with it, and what follows it is not known.
+            skipped, ended = _skip_rest_of_line(handle, deadline, COUNT_LIMIT_BYTES)
+            total_bytes += skipped
+            if not ended:
+                window.counted, window.more, whole = False, True, "over "
         if number == 1 and head.startswith(_BOM):
             head = head[len(_BOM) :]
         body = head.rstrip(b"\n")
@@ -242,11 +342,13 @@ def _take_lines(handle: IO[bytes], window: _Window, offset: int, limit: int) -> 
             window.cut_lines += 1
             text = (
                 f"{text[:MAX_LINE_CHARS]}… [line cut at {MAX_LINE_CHARS} characters; "
-                f"the whole line is {total_bytes} bytes]"
+                f"the whole line is {whole}{total_bytes} bytes]"
             )
         _add(window, f"{number:>6}\t{text}")
         window.last = number
         number += 1
+        if not window.counted:
+            return
 
 
 def _add(window: _Window, line: str) -> None:
@@ -259,20 +361,29 @@ def _add(window: _Window, line: str) -> None:
         window.rest_bytes += size
 
 
-def _skip_rest_of_line(handle: IO[bytes]) -> int:
+def _skip_rest_of_line(
+    handle: IO[bytes], deadline: _Deadline, at_most: int | None
+) -> tuple[int, bool]:
+    """Read past the rest of a line: (bytes skipped, whether its end was reached) — not
+    reached when ``at_most`` bytes were skipped first. TimeoutError past ``deadline``."""
     skipped = 0
-    while True:
+    while at_most is None or skipped < at_most:
+        if deadline.passed():
+            raise TimeoutError
         part = handle.readline(_CHUNK)
         skipped += len(part)
         if not part or part.endswith(b"\n"):
-            return skipped
+            return skipped, True
+    return skipped, False
 
 
 def _count_rest(handle: IO[bytes]) -> int:
     """Lines after the current position (a last line without a newline counts)."""
     lines = 0
     last = b"\n"
-    while chunk := handle.read(_CHUNK):
-        lines += chunk.count(b"\n")
-        last = chunk[-1:]
+    buffer = bytearray(_CHUNK)
+    view = memoryview(buffer)
+    while size := handle.readinto(view):  # type: ignore[attr-defined]
+        lines += buffer.count(b"\n", 0, size)
+        last = bytes(buffer[size - 1 : size])
     return lines + (0 if last == b"\n" else 1)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -56,11 +57,14 @@ def walk_files(
     report: WalkReport,
     deadline: float,
     max_entries: int,
+    stop: threading.Event | None = None,
 ) -> Iterator[FileEntry]:
     """Regular files below canonical folder ``root``, names sorted, depth first.
 
     ``ignore_base`` (the workspace) turns .gitignore processing on: the ignore files from it
     down to ``root`` apply, with paths matched relative to it. None: nothing is ignored.
+    The walk ends as at its deadline once ``stop`` is set (the call ended: its worker thread
+    was abandoned).
     """
     stack_files = _initial_ignores(root, ignore_base) if ignore_base is not None else None
     prefix = root.relative_to(ignore_base).as_posix() if ignore_base is not None else ""
@@ -83,7 +87,9 @@ def walk_files(
             if report.entries > max_entries:
                 report.stopped = "limit"
                 return
-            if report.entries % 256 == 0 and time.monotonic() > deadline:
+            if report.entries % 256 == 0 and (
+                time.monotonic() > deadline or (stop is not None and stop.is_set())
+            ):
                 report.stopped = "deadline"
                 return
             if entry.name == ".git":

@@ -1,7 +1,7 @@
 """write: create or overwrite a file in the workspace, atomically.
 
 The content is written exactly as given (UTF-8; no line-ending or BOM conversion). Missing
-parent folders are created; the file is replaced by rename (see :mod:`fs_atomic`), keeping an
+parent folders are created; the file is replaced by rename (see :mod:`atomic`), keeping an
 existing file's permission bits. write and edit share per-path locks.
 """
 
@@ -13,13 +13,8 @@ from typing import Any
 import anyio.to_thread
 
 from mcp_toolbridge.builtins.base import builtin_spec
-from mcp_toolbridge.builtins.fs.atomic import (
-    SHARED_PATH_LOCKS,
-    PathLocks,
-    atomic_write,
-    make_parents,
-)
-from mcp_toolbridge.builtins.fs.paths import FileProblem, FsRoot
+from mcp_toolbridge.builtins.fs.atomic import WritingTool, atomic_write, make_parents
+from mcp_toolbridge.builtins.fs.paths import FileProblem
 from mcp_toolbridge.executors import ExecRequest, ExecResult
 from mcp_toolbridge.model import RequirementSet, Safety
 
@@ -42,6 +37,17 @@ INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "file_path": {"type": "string"},
+        "bytes_written": {"type": "integer", "minimum": 0},
+        "lines": {"type": "integer", "minimum": 0},
+        "created": {"type": "boolean", "description": "True: the file did not exist before."},
+    },
+    "required": ["file_path", "bytes_written", "lines", "created"],
+}
+
 SPEC = builtin_spec(
     "write",
     title="Write a file",
@@ -51,6 +57,7 @@ SPEC = builtin_spec(
         "Prefer edit for changing part of an existing file."
     ),
     input_schema=INPUT_SCHEMA,
+    output_schema=OUTPUT_SCHEMA,
     requires=RequirementSet(fs_write=("{workspace}",)),
     argument_roles={"file_path": ("fs.write",)},
     safety=Safety(
@@ -63,14 +70,10 @@ SPEC = builtin_spec(
 )
 
 
-class WriteTool:
+class WriteTool(WritingTool):
     """The write built-in over one workspace."""
 
     spec = SPEC
-
-    def __init__(self, workspace: Path, locks: PathLocks | None = None) -> None:
-        self._fs = FsRoot(workspace)
-        self._locks = locks if locks is not None else SHARED_PATH_LOCKS
 
     async def run(self, request: ExecRequest) -> ExecResult:
         path = self._fs.resolve(str(request.arguments["file_path"]), what="file_path")
@@ -88,14 +91,17 @@ class WriteTool:
             except FileProblem as exc:
                 return ExecResult(ok=False, error=str(exc))
         lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+        shown = self._fs.display(path)
+        verb = "Created" if created else "Overwrote"
         return ExecResult(
             ok=True,
             value={
-                "file_path": self._fs.display(path),
+                "file_path": shown,
                 "bytes_written": len(data),
                 "lines": lines,
                 "created": created,
             },
+            text=f"{verb} {shown}: {lines} line(s), {len(data)} bytes.",
         )
 
     def _write(self, path: Path, data: bytes) -> bool:

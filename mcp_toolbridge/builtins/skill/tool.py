@@ -37,6 +37,20 @@ INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "description": {"type": "string"},
+        "folder": {"type": "string", "description": "The skill's folder (absolute)."},
+        "body": {"type": "string", "description": "SKILL.md without its front matter."},
+        "files": {"type": "array", "items": {"type": "string"}},
+        "files_truncated": {"type": "boolean"},
+        "note": {"type": "string"},
+    },
+    "required": ["name", "description", "folder", "body", "files"],
+}
+
 HEAD = (
     "Load a skill: instructions and files for a specialised task. When the task matches a "
     "skill below, call this with its name before starting, then follow the instructions it "
@@ -62,6 +76,7 @@ def build_spec(skills: Sequence[Skill]) -> ToolSpec:
         title="Load a skill",
         description=describe(skills),
         input_schema=INPUT_SCHEMA,
+        output_schema=OUTPUT_SCHEMA,
         safety=Safety(read_only=True, idempotent=True, open_world=False, inferred=frozenset()),
     )
 
@@ -117,4 +132,14 @@ class SkillTool:
         if more:
             value["files_truncated"] = True
             value["note"] = f"only the first {MAX_FILES} files are listed; use glob for the rest"
-        return ExecResult(ok=True, value=value)
+        return ExecResult(ok=True, value=value, text=_text(value))
+
+
+def _text(value: dict[str, Any]) -> str:
+    """The body as Markdown under a header naming the skill and its folder, then its files."""
+    parts = [f"# Skill: {value['name']}", f"Folder: {value['folder']}", "", value["body"]]
+    if value["files"]:
+        parts += ["", "Files in the skill's folder:", *(f"- {f}" for f in value["files"])]
+    if value.get("note"):
+        parts.append(f"({value['note']})")
+    return "\n".join(parts)

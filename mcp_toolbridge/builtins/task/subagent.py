@@ -41,6 +41,11 @@ class ToolOutcome(Protocol):
     def value(self) -> Any: ...
 
     @property
+    def text(self) -> str | None:
+        """The success written for the model, when the tool writes one."""
+        ...
+
+    @property
     def error(self) -> str | None: ...
 
 
@@ -83,6 +88,8 @@ class Conversation:
 def render(outcome: ToolOutcome) -> str:
     if not outcome.ok:
         return outcome.error or "the tool failed without a message"
+    if outcome.text is not None:
+        return outcome.text
     if isinstance(outcome.value, str):
         return outcome.value
     return json.dumps(outcome.value, ensure_ascii=False, default=str)

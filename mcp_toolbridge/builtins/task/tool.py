@@ -24,12 +24,17 @@ from mcp_toolbridge.builtins.task.subagent import (
     offered_tools,
     run_subagent,
 )
+from mcp_toolbridge.catalog import Catalog
 from mcp_toolbridge.errors import ArgumentsError, PermissionDeniedError
 from mcp_toolbridge.executors import ExecRequest, ExecResult
 from mcp_toolbridge.model import Safety, ToolSpec
 
 SUBAGENT_ONLY_IF_ALLOWED = frozenset({"todo", "question", "task"})
 """Tools a subagent cannot use unless the server allows them (``subagent_tools``)."""
+
+SUBAGENT_MAX_MANIFEST_TOOLS = 64
+"""A subagent is offered the catalog's manifest tools when there are at most this many (the
+server lists them all too); past it, only the locked tools, tool_search included."""
 
 NO_SAMPLING_MESSAGE = (
     "task is unavailable: this client does not support MCP sampling with tools "
@@ -93,6 +98,18 @@ def _input_schema() -> dict[str, Any]:
     }
 
 
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "result": {"type": "string", "description": "The subagent's final answer."},
+        "turns": {"type": "integer", "minimum": 0},
+        "tool_calls": {"type": "array", "items": {"type": "string"}},
+        "subagent_type": {"type": "string"},
+    },
+    "required": ["result", "turns", "tool_calls", "subagent_type"],
+}
+
+
 def build_spec(limits: Limits) -> ToolSpec:
     kinds = "\n".join(f"- {t.name}: {t.description}" for t in SUBAGENT_TYPES.values())
     schema = _input_schema()
@@ -105,6 +122,7 @@ def build_spec(limits: Limits) -> ToolSpec:
         f"has at most {limits.max_turns} turns and {limits.max_seconds:g} s, cannot ask "
         "the user and cannot start further subagents.\n\nSubagent types:\n" + kinds,
         input_schema=schema,
+        output_schema=OUTPUT_SCHEMA,
         timeout_s=limits.max_seconds,
         safety=Safety(
             read_only=False,
@@ -114,6 +132,13 @@ def build_spec(limits: Limits) -> ToolSpec:
             inferred=frozenset(),
         ),
     )
+
+
+def subagent_offer(catalog: Catalog) -> list[ToolSpec]:
+    """The tools a subagent may be offered from ``catalog`` (see SUBAGENT_MAX_MANIFEST_TOOLS)."""
+    manifest = catalog.manifest_specs()
+    locked = catalog.locked_specs()
+    return locked + manifest if len(manifest) <= SUBAGENT_MAX_MANIFEST_TOOLS else locked
 
 
 def _key(arguments: dict[str, str], depth: int) -> str:
@@ -208,7 +233,9 @@ class TaskTool:
             return ExecResult(
                 ok=False, value=value, error="the subagent finished without writing an answer"
             )
-        return ExecResult(ok=True, value=value)
+        calls = ", ".join(value["tool_calls"]) or "none"
+        footer = f"({kind} subagent: {run.turns} turn(s); tool calls: {calls})"
+        return ExecResult(ok=True, value=value, text=f"{run.text}\n\n{footer}")
 
 
 def _unfinished(run: SubagentRun, limit: str, limits: Limits) -> str:

@@ -243,4 +243,4 @@ for _alias, _same in (("egrep", "grep"), ("fgrep", "grep"), ("gsed", "sed"), ("g
     _HANDLERS[_alias] = _HANDLERS[_same]
 
 KNOWN_PROGRAMS = frozenset(_HANDLERS)
-"""Programs whose path operands are checked (plus cd and pushd, in shell_parse)."""
+"""Programs whose path operands are checked (plus cd and pushd, followed by parse.py)."""

@@ -83,6 +83,24 @@ class ParsedCommand:
         return f"the command cannot be fully checked against the shell rules: {shown}{more}"
 
 
+_parser_loaded = False
+
+
+def load_parser() -> None:
+    """Import bashlex now. Its import builds its parser tables (0.1 to 0.3 s of CPU), so it is
+    done in a worker thread: at start-up when bash is served, and by the gate before a call
+    that needs it (see :func:`parser_loaded`), never on the event loop."""
+    global _parser_loaded
+    import bashlex  # noqa: F401
+
+    _parser_loaded = True
+
+
+def parser_loaded() -> bool:
+    """Whether :func:`load_parser` has finished (parsing no longer imports anything)."""
+    return _parser_loaded
+
+
 @functools.lru_cache(maxsize=256)
 def parse_command(command: str) -> ParsedCommand:
     """Parse ``command`` into the simple commands it runs; never raises. Cached: the gate

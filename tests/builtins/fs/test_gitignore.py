@@ -73,6 +73,18 @@ def walked(root: Path) -> set[str]:
     return {e.rel for e in entries if not e.ignored} - {".gitignore", "pkg/.gitignore"}
 
 
+def git_unignored(root: Path) -> set[str]:
+    """The files below ``root`` that git itself does not ignore (``root`` becomes a repo)."""
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    listed = subprocess.run(
+        ["git", "-C", str(root), "ls-files", "--others", "--exclude-standard"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    return set(listed)
+
+
 def test_the_walk_applies_root_and_nested_rules(tmp_path):
     make_tree(tmp_path)
     assert walked(tmp_path) == {
@@ -90,14 +102,7 @@ def test_the_walk_applies_root_and_nested_rules(tmp_path):
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_the_walk_agrees_with_git_check_ignore(tmp_path):
     make_tree(tmp_path)
-    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    listed = subprocess.run(
-        ["git", "-C", str(tmp_path), "ls-files", "--others", "--exclude-standard"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.split()
-    assert walked(tmp_path) == set(listed) - {".gitignore", "pkg/.gitignore"}
+    assert walked(tmp_path) == git_unignored(tmp_path) - {".gitignore", "pkg/.gitignore"}
 
 
 def test_the_oracle_agrees_with_the_walk(tmp_path):
@@ -119,3 +124,21 @@ def test_brace_alternatives_expand_including_nested_groups():
     assert expand_braces("*.{ts,tsx}") == ["*.ts", "*.tsx"]
     assert sorted(expand_braces("{a,b{c,d}}.py")) == ["a.py", "bc.py", "bd.py"]
     assert expand_braces("{solo}.py") == ["{solo}.py"]
+
+
+def test_a_run_of_double_stars_matches_like_one_as_in_git():
+    rules = gitignore.parse("a/**/**/z\nkeep/**/**\n")
+    assert rules.decide("a/z", False) is True
+    assert rules.decide("a/b/c/z", False) is True
+    assert rules.decide("keep/x/y", False) is True
+    assert rules.decide("keep", True) is None  # a trailing /** is what is inside, not the folder
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_double_star_runs_agree_with_git_check_ignore(tmp_path):
+    (tmp_path / ".gitignore").write_text("a/**/**/z\nkeep/**/**\n", encoding="utf-8")
+    paths = ["a/z", "a/b/c/z", "a/zz", "keep/x/y", "keeper/x"]
+    for rel in paths:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x", encoding="utf-8")
+    assert walked(tmp_path) == git_unignored(tmp_path) - {".gitignore"} == {"a/zz", "keeper/x"}

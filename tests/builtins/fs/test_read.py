@@ -9,23 +9,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_toolbridge.builtins.fs.read import ReadTool
+from mcp_toolbridge.builtins.fs.read import OUTPUT_SCHEMA, ReadTool
 from mcp_toolbridge.builtins.session import Sessions
 from mcp_toolbridge.errors import ErrorCode, PermissionDeniedError
 from mcp_toolbridge.policy.paths import PathRejectedError
-from tests.support.builtin_fs import SESSION, Layout, call, err, make_layout, sidecar, sidecar_lines
-
-
-@pytest.fixture
-def layout(tmp_path: Path) -> Layout:
-    return make_layout(tmp_path)
-
-
-@pytest.fixture
-def sessions(tmp_path: Path):
-    state = Sessions(root=tmp_path / "sidecars")
-    yield state
-    state.close_all()
+from mcp_toolbridge.schemas import compile_schema
+from tests.support.builtin_fs import SESSION, Layout, call, err, sidecar, sidecar_lines
 
 
 @pytest.fixture
@@ -252,3 +241,41 @@ async def test_nul_and_control_characters_in_the_path_are_refused(tool, layout):
         with pytest.raises(PathRejectedError) as caught:
             await call(tool, file_path=bad)
         assert caught.value.code is ErrorCode.ARGS_INVALID
+
+
+def _bytes_read() -> int:
+    """What this process has read so far through read(2) and friends (/proc/self/io rchar)."""
+    with open("/proc/self/io", encoding="ascii") as io:
+        return next(int(line.split()[1]) for line in io if line.startswith("rchar:"))
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/io"), reason="needs Linux /proc/self/io")
+async def test_a_window_of_a_huge_file_reads_the_window_not_the_file(tool, layout):
+    """2 GiB, sparse: 10,000 lines of text, then NUL bytes to the end (one huge last line)."""
+    path = layout.ws / "huge.log"
+    write_lines(path, 10_000)
+    os.truncate(path, 2 * 1024**3)
+    before = _bytes_read()
+    head = await call(tool, file_path="huge.log", offset=1, limit=2)
+    used = _bytes_read() - before
+    assert head.value["content"] == "     1\tline 1\n     2\tline 2"
+    assert head.value["total_lines"] is None and head.value["next_offset"] == 3
+    assert "total_lines is unknown" in head.value["note"]
+    assert used < 32 * 1024 * 1024, used
+    assert compile_schema(OUTPUT_SCHEMA).validate(head.value) == []
+    before = _bytes_read()
+    tail = await call(tool, file_path="huge.log", offset=9_999, limit=5)
+    used = _bytes_read() - before
+    lines = tail.value["content"].split("\n")
+    assert lines[:2] == ["  9999\tline 9999", " 10000\tline 10000"]
+    assert lines[2].startswith(" 10001\t") and "the whole line is over" in lines[2]
+    assert tail.value["end_line"] == 10_001 and tail.value["next_offset"] == 10_002
+    assert tail.value["total_lines"] is None
+    assert used < 32 * 1024 * 1024, used
+
+
+async def test_a_file_whose_rest_fits_the_count_limit_is_counted(tool, layout):
+    path = layout.ws / "mid.txt"
+    write_lines(path, 300_000)  # about 3.6 MB: under COUNT_LIMIT_BYTES
+    result = await call(tool, file_path="mid.txt", limit=2)
+    assert result.value["total_lines"] == 300_000 and result.value["next_offset"] == 3

@@ -13,7 +13,7 @@ import mcp_types as types
 import pytest
 
 from mcp_toolbridge.bridge.gate import ALLOW_ONCE, HEADLESS_DENIED
-from tests.builtins.test_served import _client, _error, _settings
+from tests.support.served import error_text, locked_settings, served_client
 
 DENY_SECRETS = """
 default_action = "by-safety"
@@ -38,9 +38,11 @@ ENGINES = ["python", "ripgrep"] if shutil.which("rg") else ["python"]
 
 @pytest.fixture(params=ENGINES)
 def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
-    """The served grep's engine: ripgrep when rg is on PATH, else the Python one."""
+    """The served grep's engine: ripgrep when rg is on PATH, else the in-process one (RE2 for
+    the patterns here)."""
     if request.param == "python":
         monkeypatch.setenv("PATH", str(tmp_path / "no-bin"))
+        return "re2"
     return str(request.param)
 
 
@@ -62,12 +64,12 @@ def _value(result: types.CallToolResult) -> dict[str, Any]:
 
 
 async def test_grep_withholds_files_the_policy_denies_reading_in_every_mode(tmp_path, engine):
-    settings = _settings(tmp_path, DENY_SECRETS)
+    settings = locked_settings(tmp_path, DENY_SECRETS)
     assert settings.workspace is not None
     _project(settings.workspace)
-    async with _client(settings) as client:
+    async with served_client(settings, locked=True) as client:
         for path in ("secrets/key.txt", "app/prod.env", "app/cert.pem"):
-            assert "deny" in _error(await client.call_tool("read", {"file_path": path})).lower()
+            assert "deny" in error_text(await client.call_tool("read", {"file_path": path})).lower()
         results = [
             await client.call_tool("grep", {"pattern": "API_KEY", "output_mode": mode})
             for mode in ("content", "files_with_matches", "count")
@@ -87,10 +89,10 @@ async def test_grep_withholds_files_the_policy_denies_reading_in_every_mode(tmp_
 
 
 async def test_glob_withholds_denied_paths_and_counts_them(tmp_path):
-    settings = _settings(tmp_path, DENY_SECRETS)
+    settings = locked_settings(tmp_path, DENY_SECRETS)
     assert settings.workspace is not None
     _project(settings.workspace)
-    async with _client(settings) as client:
+    async with served_client(settings, locked=True) as client:
         envs = _value(await client.call_tool("glob", {"pattern": "**/*.env"}))
         everything = _value(await client.call_tool("glob", {"pattern": "**"}))
         inside = await client.call_tool("glob", {"pattern": "*", "path": "secrets"})
@@ -99,13 +101,13 @@ async def test_glob_withholds_denied_paths_and_counts_them(tmp_path):
     assert everything["files"] == ["app/config.py"]
     assert everything["withheld_by_policy"] == 3
     assert "prod.env" not in json.dumps(everything)
-    assert "deny" in _error(inside).lower()  # the gate refuses naming the folder itself
+    assert "deny" in error_text(inside).lower()  # the gate refuses naming the folder itself
 
 
 async def test_grep_withholds_env_files_under_the_default_policy_until_named(tmp_path, engine):
     """The default policy asks before reading .env files: grep cannot ask per file, so it
     leaves them out; naming one in path asks the person, and then it is searched."""
-    settings = _settings(tmp_path)
+    settings = locked_settings(tmp_path)
     assert settings.workspace is not None
     (settings.workspace / ".env").write_text("TOKEN=secret\n", encoding="utf-8")
     (settings.workspace / "main.py").write_text("TOKEN = load()\n", encoding="utf-8")
@@ -115,7 +117,7 @@ async def test_grep_withholds_env_files_under_the_default_policy_until_named(tmp
         asked.append(params.message)
         return types.ElicitResult(action="accept", content={"decision": ALLOW_ONCE})
 
-    async with _client(settings) as headless:
+    async with served_client(settings, locked=True) as headless:
         found = _value(
             await headless.call_tool("grep", {"pattern": "TOKEN", "output_mode": "content"})
         )
@@ -123,9 +125,11 @@ async def test_grep_withholds_env_files_under_the_default_policy_until_named(tmp
         listed = _value(await headless.call_tool("glob", {"pattern": ".env*"}))
     assert found["content"] == "main.py:1:TOKEN = load()"
     assert found["withheld_by_policy"] == 1 and "secret" not in json.dumps(found)
-    assert HEADLESS_DENIED in _error(named)
+    assert HEADLESS_DENIED in error_text(named)
     assert listed["files"] == [".env"]  # a name is not content: glob lists what asks
-    async with _client(settings, "legacy", elicitation_callback=person) as client:
+    async with served_client(
+        settings, "legacy", locked=True, elicitation_callback=person
+    ) as client:
         allowed = _value(
             await client.call_tool(
                 "grep", {"pattern": "TOKEN", "path": ".env", "output_mode": "content"}

@@ -1,5 +1,5 @@
-"""The policy's read verdict for glob and grep results (locked.read_verdict) and the tools'
-filtering with it, on real files; both grep engines."""
+"""The policy's read verdict for glob and grep results (read_verdict in
+builtins/fs/visibility.py) and the tools' filtering with it, on real files; both grep engines."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import pytest
 
 from mcp_toolbridge.builtins.fs.glob_grep import GlobTool, GrepTool
 from mcp_toolbridge.builtins.fs.glob_grep_specs import GLOB_SPEC, GREP_SPEC
-from mcp_toolbridge.builtins.registry import read_verdict
-from mcp_toolbridge.builtins.session import Sessions
+from mcp_toolbridge.builtins.fs.visibility import read_verdict
 from mcp_toolbridge.policy.compiled import Policy
 from mcp_toolbridge.policy.rules import Action
-from tests.support.builtin_fs import Layout, call, make_layout, sidecar
+from tests.support.builtin_fs import Layout, call, sidecar
+from tests.support.policy_fixtures import load_policy_text
 
 ENGINES = ["python", "ripgrep"] if shutil.which("rg") else ["python"]
 
@@ -47,22 +47,8 @@ action = "deny"
 """
 
 
-@pytest.fixture
-def layout(tmp_path: Path) -> Layout:
-    return make_layout(tmp_path)
-
-
-@pytest.fixture
-def sessions(tmp_path: Path):
-    state = Sessions(root=tmp_path / "sidecars")
-    yield state
-    state.close_all()
-
-
 def _policy(layout: Layout, text: str = POLICY) -> Policy:
-    file = layout.ws.parent / "policy.toml"
-    file.write_text(text, encoding="utf-8")
-    return Policy.load(file, workspace=layout.ws, user_data=None)
+    return load_policy_text(layout.ws.parent / "policy.toml", text, workspace=layout.ws)
 
 
 def test_the_verdict_joins_scope_the_tools_rules_and_the_read_tools_patterned_rules(layout):

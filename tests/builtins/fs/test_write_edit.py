@@ -17,12 +17,7 @@ from mcp_toolbridge.errors import ErrorCode, PermissionDeniedError
 from mcp_toolbridge.executors.base import ExecRequest
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.policy.paths import PathRejectedError
-from tests.support.builtin_fs import Layout, call, err, make_layout
-
-
-@pytest.fixture
-def layout(tmp_path: Path) -> Layout:
-    return make_layout(tmp_path)
+from tests.support.builtin_fs import Layout, call, err
 
 
 @pytest.fixture

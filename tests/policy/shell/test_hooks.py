@@ -13,6 +13,7 @@ from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.policy.compiled import Decision, Policy, SessionRules
 from mcp_toolbridge.policy.shell.hooks import shell_floor, shell_targets
 from mcp_toolbridge.policy.shell.parse import splitter
+from tests.support.policy_fixtures import load_policy_text
 
 RULES = """
 default_action = "ask"
@@ -44,9 +45,7 @@ action = "allow"
 def _policy(tmp_path: Path, text: str = RULES) -> Policy:
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
-    policy_file = tmp_path / "policy.toml"
-    policy_file.write_text(text)
-    return Policy.load(policy_file, workspace=workspace, user_data=None)
+    return load_policy_text(tmp_path / "policy.toml", text, workspace=workspace)
 
 
 def _gate(policy: Policy, command: str, session: SessionRules | None = None) -> Decision:

@@ -133,7 +133,7 @@ def test_options_that_read_file_names_from_a_file_are_uncheckable(command: str, 
 
 def test_the_table_covers_the_commands_opencode_checks_and_more():
     opencode = {"cd", "rm", "cp", "mv", "mkdir", "touch", "chmod", "chown", "cat"}
-    assert opencode - {"cd"} <= KNOWN_PROGRAMS  # cd is followed by shell_parse itself
+    assert opencode - {"cd"} <= KNOWN_PROGRAMS  # cd is followed by the parser itself
     more = {"head", "tail", "grep", "rg", "sed", "awk", "find", "tar", "dd", "git", "tee", "ln",
             "diff", "stat", "file", "ls", "less", "wc", "rmdir"}  # fmt: skip
     assert more <= KNOWN_PROGRAMS

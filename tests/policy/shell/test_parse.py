@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from mcp_toolbridge.builtins.bash import SPEC as BASH
 from mcp_toolbridge.errors import ArgumentsError
 from mcp_toolbridge.model import ShellRequirement
-from mcp_toolbridge.policy.compiled import Policy
 from mcp_toolbridge.policy.requirements import Scope, argument_targets, check_scope
 from mcp_toolbridge.policy.shell.argv import XARGS_INPUT, risky_variable
 from mcp_toolbridge.policy.shell.flags import sed_script_risk
@@ -23,6 +22,7 @@ from mcp_toolbridge.policy.shell.parse import (
     splitter,
     whole,
 )
+from tests.support.policy_fixtures import load_policy_text
 
 
 def _commands(command: str) -> tuple[tuple[str, ...], ...]:
@@ -483,13 +483,13 @@ def test_with_shell_entries_the_capability_check_sees_every_part(tmp_path: Path)
 def test_rules_see_each_command_so_an_allowed_prefix_does_not_carry_a_second_command(
     tmp_path: Path,
 ):
-    policy_file = tmp_path / "policy.toml"
-    policy_file.write_text(
+    policy = load_policy_text(
+        tmp_path / "policy.toml",
         'default_action = "ask"\n[requires]\ncapabilities = ["shell.run"]\n'
         '[[rules]]\npermission = "bash"\npattern = "git *"\naction = "allow"\n'
-        '[[rules]]\npermission = "bash"\npattern = "rm *"\naction = "deny"\n'
+        '[[rules]]\npermission = "bash"\npattern = "rm *"\naction = "deny"\n',
+        workspace=tmp_path,
     )
-    policy = Policy.load(policy_file, workspace=tmp_path, user_data=None)
 
     def action(command: str) -> str:
         targets = policy.targets(

@@ -1,5 +1,5 @@
-"""The operating verbs behind cli.py: serving (stdio or HTTP, recording, replay), ``inspect``
-and ``config``. cli.py parses and loads; these run.
+"""Serving: ``serve`` and ``replay`` over stdio or streamable HTTP, with recording and reload
+on change, and the connect hint (the command line a client starts to serve the same thing).
 """
 
 from __future__ import annotations
@@ -7,40 +7,33 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
+import signal
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
+from anyio.abc import TaskStatus
 
 from mcp_toolbridge import __version__
 from mcp_toolbridge.bridge import Observer, Recorder
-from mcp_toolbridge.builtins import LOCKED_IDS
 from mcp_toolbridge.cli.allocator import pin_mmap_threshold
-from mcp_toolbridge.cli.clients import CLIENTS, client_config, serve_arguments, server_command
+from mcp_toolbridge.cli.clients import args_for, server_command
+from mcp_toolbridge.cli.console import EXIT_OK, err
 from mcp_toolbridge.cli.event_loop import LOOPS, backend_options
-from mcp_toolbridge.cli.inspect import tool_interface
 from mcp_toolbridge.cli.reload import reload_on_change
+from mcp_toolbridge.cli.startup import (
+    follow_roots,
+    loaded_lines,
+    problem_lines,
+    workspace_line,
+)
 from mcp_toolbridge.errors import ConfigError, ErrorCode
-from mcp_toolbridge.executors import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S, Executor
-from mcp_toolbridge.model import Format
-from mcp_toolbridge.runtime import Loaded, Settings, open_runtime, sandbox_profile
+from mcp_toolbridge.executors import Executor
+from mcp_toolbridge.runtime import Loaded, Settings, open_runtime
 
 if TYPE_CHECKING:
     from mcp_toolbridge.server import HttpOptions
-
-EXIT_OK = 0
-EXIT_LOAD = 2
-
-
-def _err(line: str) -> None:
-    sys.stderr.write(line + "\n")
-    sys.stderr.flush()
-
-
-def _out(text: str) -> None:
-    sys.stdout.write(text + "\n")
 
 
 def add_serve_options(parser: argparse.ArgumentParser) -> None:
@@ -138,7 +131,7 @@ def _http_options(args: argparse.Namespace) -> HttpOptions | None:
     return options
 
 
-def serve(
+def run_server(
     args: argparse.Namespace,
     settings: Settings,
     loaded: Loaded,
@@ -163,9 +156,15 @@ def serve(
             runtime = await stack.enter_async_context(
                 open_runtime(settings, loaded, observers=observers, stand_in=stand_in)
             )
+            follows = settings.workspace is None and http is None  # one client: its roots
             server = ToolbridgeServer(
-                runtime.bridge, expose=args.expose, on_session_end=runtime.end_session
+                runtime.bridge,
+                expose=args.expose,
+                on_session_end=runtime.end_session,
+                roots=(lambda roots: moved(roots)) if follows else None,
+                sidecar_dir=runtime.sessions.sidecar_dir,
             )
+            moved = follow_roots(runtime, server, say)
             where = ", ".join(str(p) for p in settings.manifest_paths())
             head = (
                 f"mcp-toolbridge {__version__}: {what} {len(loaded.catalog)} tools from "
@@ -182,14 +181,17 @@ def serve(
                     command = server_command()
                     hint = [*command[1:], *args_for(args, settings)]
                     entry = {"command": command[0], "args": hint}
-                    _err(f"{head}, over stdio; connect a client with {json.dumps(entry)}")
+                    err(f"{head}, over stdio; connect a client with {json.dumps(entry)}")
+                    report(loaded, settings, follows)
+                    await group.start(_stop_on_sigterm, group.cancel_scope)
                     await server.run_stdio()
                 else:
                     service = HttpService(server, http)
                     url = service.listen()
                     mode = "stateless" if http.stateless else "stateful"
                     auth = "bearer token required" if http.token else "no token (loopback only)"
-                    _err(f"{head}, over streamable HTTP at {url} ({mode}, {auth})")
+                    err(f"{head}, over streamable HTTP at {url} ({mode}, {auth})")
+                    report(loaded, settings, follows)
                     await service.serve()
                 group.cancel_scope.cancel()  # the client is gone: stop watching too
 
@@ -197,97 +199,27 @@ def serve(
     return EXIT_OK
 
 
-def args_for(args: argparse.Namespace, settings: Settings) -> list[str]:
-    """The stdio connect hint's arguments: a client started with them serves what this
-    server serves. The workspace is pinned (clients start servers in an undefined working
-    directory); HTTP options are left out, the hint is for stdio."""
-    verb = ["serve"]
-    if getattr(args, "recording", None) is not None:
-        verb = ["replay", _absolute(args.recording)]
-    return serve_arguments(
-        args.paths,
-        policy=args.policy,
-        workspace=settings.workspace_root(),
-        options=serving_options(args),
-        verb=verb,
-    )
+async def _stop_on_sigterm(
+    scope: anyio.CancelScope, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+) -> None:
+    """SIGTERM (how clients stop a server that outlives the end of its stdin) cancels the
+    calls still running, so their process groups are killed, and ends serving."""
+    with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+        task_status.started()
+        async for _ in signals:
+            say("SIGTERM: stopping; calls still running are cancelled")
+            scope.cancel()
+            return
 
 
-def _absolute(path: Path) -> str:
-    return str(path.resolve())
+def say(line: str) -> None:
+    err(f"mcp-toolbridge: {line}")
 
 
-def serving_options(args: argparse.Namespace) -> list[str]:
-    """The options of ``args`` that change what is served or how it runs, other than the
-    paths, ``--policy`` and ``--workspace``, with paths absolute; defaults are left out."""
-    out: list[str] = []
-    if getattr(args, "loop", "auto") != "auto":
-        out += ["--loop", args.loop]
-    if getattr(args, "keep_names", False):
-        out.append("--keep-names")
-    if getattr(args, "sandbox", None) is not None:
-        out += ["--sandbox", args.sandbox]
-    for folder in getattr(args, "ad_hoc", ()):
-        out += ["--ad-hoc", _absolute(folder)]
-    locked = tuple(getattr(args, "locked", LOCKED_IDS))
-    if locked != LOCKED_IDS:
-        out += ["--locked", ",".join(locked) or "none"]
-    for folder in getattr(args, "skills", ()):
-        out += ["--skills", _absolute(folder)]
-    if getattr(args, "timeout", DEFAULT_TIMEOUT_S) != DEFAULT_TIMEOUT_S:
-        out += ["--timeout", repr(args.timeout)]
-    if getattr(args, "max_concurrency", None) is not None:
-        out += ["--max-concurrency", str(args.max_concurrency)]
-    if getattr(args, "max_output", DEFAULT_MAX_OUTPUT_BYTES) != DEFAULT_MAX_OUTPUT_BYTES:
-        out += ["--max-output", str(args.max_output)]
-    for flag, attr in (("--secrets", "secrets"), ("--audit", "audit"), ("--record", "record")):
-        if getattr(args, attr, None) is not None:
-            out += [flag, _absolute(getattr(args, attr))]
-    if getattr(args, "no_audit", False):
-        out.append("--no-audit")
-    if getattr(args, "expose", "auto") != "auto":
-        out += ["--expose", args.expose]
-    for flag, attr in (("--skip-invalid", "skip_invalid"), ("--watch", "watch")):
-        if getattr(args, attr, False):
-            out.append(flag)
-    return out
-
-
-def inspect(args: argparse.Namespace, settings: Settings, loaded: Loaded) -> int:
-    """Print the Tool Interface record of one served tool as JSON."""
-    from mcp_toolbridge.server import SEARCH_THRESHOLD
-
-    entry = loaded.catalog.resolve(args.tool)
-    if entry is None:
-        _err(
-            f"mcp-toolbridge: no served tool is named {args.tool!r} (by MCP name or manifest "
-            "id); `mcp-toolbridge list` shows the names, `lint` shows tools left out"
-        )
-        return EXIT_LOAD
-    manifest_tools = sum(1 for s in loaded.catalog.specs() if s.source.format is not Format.BUILTIN)
-    builtin = entry.spec.source.format is Format.BUILTIN
-    record = tool_interface(
-        entry.spec,
-        loaded.policy,
-        default_timeout_s=settings.timeout_s,
-        max_output_bytes=settings.max_output_bytes,
-        deferred=not builtin and manifest_tools > SEARCH_THRESHOLD,
-        sandbox_profile=sandbox_profile(settings, loaded.policy, entry.spec),
-    )
-    _out(json.dumps(record, indent=2, ensure_ascii=False))
-    return EXIT_OK
-
-
-def config(args: argparse.Namespace) -> int:
-    """Print the client's config file content for this installation."""
-    kind = CLIENTS[args.client]
-    snippet = client_config(
-        args.client,
-        args.paths,
-        policy=args.policy,
-        workspace=args.workspace,
-        options=serving_options(args),
-    )
-    _out(json.dumps(snippet, indent=2))
-    _err(f"{kind.title}: put this in {kind.files}; merge it with any servers already there")
-    return EXIT_OK
+def report(loaded: Loaded, settings: Settings, follows_roots: bool) -> None:
+    """What was loaded and left out, and where the workspace is, after the banner."""
+    for line in loaded_lines(loaded):
+        say(line)
+    for line in problem_lines(loaded.errors):
+        err(line)
+    say(workspace_line(settings, follows_roots=follows_roots))

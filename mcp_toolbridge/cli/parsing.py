@@ -1,0 +1,249 @@
+"""The command line as typed: the top-level parser, each verb's options, and the Settings a
+parsed command line loads and serves with.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from mcp_toolbridge import __version__
+from mcp_toolbridge.builtins import LOCKED_IDS, parse_locked
+from mcp_toolbridge.cli.config import add_client_option
+from mcp_toolbridge.cli.serve import add_serve_options
+from mcp_toolbridge.errors import ConfigError
+from mcp_toolbridge.executors import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
+from mcp_toolbridge.runtime import Settings
+
+
+def _add_load_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        type=Path,
+        metavar="PATH",
+        help="manifest files or folders to search (default: the bundled examples)",
+    )
+    parser.add_argument(
+        "--keep-names",
+        action="store_true",
+        help="serve manifest ids as written (SEP-986: [A-Za-z0-9._-]{1,128}, dots allowed) "
+        "instead of sanitizing them to [A-Za-z0-9_-]{1,64}; for clients that accept dots",
+    )
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help="default per-call deadline when a manifest sets none (default 60)",
+    )
+    parser.add_argument(
+        "--max-concurrency",
+        type=int,
+        default=None,
+        metavar="N",
+        help="calls executing at once (default 2 x cores)",
+    )
+    parser.add_argument(
+        "--max-output",
+        type=int,
+        default=DEFAULT_MAX_OUTPUT_BYTES,
+        metavar="BYTES",
+        help="cap on a tool's stdout and on an HTTP response (default 10 MiB)",
+    )
+    parser.add_argument(
+        "--secrets", type=Path, default=None, metavar="FILE", help="TOML file of secret values"
+    )
+    parser.add_argument(
+        "--audit",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="append one NDJSON line per call here (default: the user data directory)",
+    )
+    parser.add_argument("--no-audit", action="store_true", help="write no audit log")
+
+
+def _add_policy_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--policy",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the operator's policy (TOML); default: the built-in default policy",
+    )
+    parser.add_argument(
+        "--workspace",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the folder the file tools and bash work in (default: the client's MCP roots, "
+        "else the working directory unless it is / or the home folder)",
+    )
+    parser.add_argument(
+        "--ad-hoc",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder the {ad-hoc} policy variable expands to (repeatable; default none)",
+    )
+    parser.add_argument(
+        "--sandbox",
+        choices=["auto", "required", "off"],
+        default=None,
+        help="run every process a call starts in an OS sandbox built from the tool's "
+        "capabilities: auto (default: where the platform can), required (refuse without it), "
+        "off; default: the policy's [sandbox] mode",
+    )
+    parser.add_argument(
+        "--locked",
+        type=_locked_names,
+        default=LOCKED_IDS,
+        metavar="LIST",
+        help="which locked tools to serve: all (default), none, or a comma-separated list "
+        "such as read,glob,grep,tool_search",
+    )
+    parser.add_argument(
+        "--skills",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder of skills (SKILL.md folders) for the skill tool; repeatable "
+        "(default: <workspace>/.toolbridge/skills and the user data directory's skills)",
+    )
+
+
+def _locked_names(text: str) -> tuple[str, ...]:
+    try:
+        return parse_locked(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The top-level parser, and each verb's parser by name."""
+    parser = argparse.ArgumentParser(
+        prog="mcp-toolbridge",
+        description="Serve agentcli, AgentPM and Runloop tool manifests as MCP tools.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    serve = verbs.add_parser("serve", help="serve the tools over MCP (stdio, or HTTP)")
+    _add_serve_options(serve)
+
+    replay = verbs.add_parser(
+        "replay", help="serve recorded results (serve --record DIR) instead of running tools"
+    )
+    replay.add_argument("recording", type=Path, metavar="DIR", help="the --record folder")
+    _add_serve_options(replay)
+
+    lint = verbs.add_parser("lint", help="check manifests; exit 1 when there are problems")
+    _add_load_options(lint)
+    _add_policy_options(lint)
+    lint.add_argument("--format", choices=["text", "json"], default="text")
+
+    listing = verbs.add_parser("list", help="list the tools the manifests declare")
+    _add_load_options(listing)
+    _add_policy_options(listing)
+    listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    call = verbs.add_parser("call", help="call one tool through the same pipeline as MCP")
+    call.add_argument("tool", metavar="TOOL")
+    call.add_argument("--args", default="{}", metavar="JSON", help="the arguments object")
+    _add_load_options(call)
+    _add_run_options(call)
+    _add_policy_options(call)
+
+    search = verbs.add_parser("search", help="search the tools as tool_search does")
+    search.add_argument("query", metavar="QUERY")
+    _add_load_options(search)
+    _add_policy_options(search)
+    search.add_argument("-k", type=int, default=5, metavar="N", help="how many results (5)")
+    search.add_argument("--json", action="store_true", help="print JSON")
+
+    policy = verbs.add_parser("policy", help="show the effective policy")
+    policy.add_argument("--show", action="store_true", required=True)
+    _add_load_options(policy)
+    _add_policy_options(policy)
+
+    export = verbs.add_parser("export", help="print the tools as OpenAI functions or MCP tools")
+    export.add_argument("--format", choices=["openai", "mcp"], required=True)
+    _add_load_options(export)
+    _add_policy_options(export)
+
+    inspect = verbs.add_parser("inspect", help="print a tool's full Tool Interface record (JSON)")
+    inspect.add_argument("tool", metavar="TOOL", help="the MCP name or the manifest id")
+    _add_load_options(inspect)
+    _add_run_options(inspect)
+    _add_policy_options(inspect)
+
+    config = verbs.add_parser("config", help="print a client's config for this installation")
+    add_client_option(config)
+    _add_load_options(config)
+    _add_policy_options(config)
+    return parser, dict(verbs.choices)
+
+
+def _add_serve_options(parser: argparse.ArgumentParser) -> None:
+    _add_load_options(parser)
+    _add_run_options(parser)
+    _add_policy_options(parser)
+    parser.add_argument(
+        "--expose",
+        choices=["auto", "search", "all"],
+        default="auto",
+        help="list every tool, or only tool_search and what it loaded (auto: search past 64)",
+    )
+    parser.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="serve the valid tools when some manifests have problems (they are logged)",
+    )
+    add_serve_options(parser)
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return Settings(
+        paths=args.paths,
+        timeout_s=getattr(args, "timeout", DEFAULT_TIMEOUT_S),
+        max_output_bytes=getattr(args, "max_output", DEFAULT_MAX_OUTPUT_BYTES),
+        max_concurrency=getattr(args, "max_concurrency", None),
+        secrets_file=getattr(args, "secrets", None),
+        policy_file=getattr(args, "policy", None),
+        workspace=getattr(args, "workspace", None),
+        audit_path=getattr(args, "audit", None),
+        audit=not getattr(args, "no_audit", False),
+        locked=getattr(args, "locked", LOCKED_IDS),
+        skills_dirs=tuple(getattr(args, "skills", ())),
+        ad_hoc=tuple(getattr(args, "ad_hoc", ())),
+        keep_names=getattr(args, "keep_names", False),
+        sandbox=getattr(args, "sandbox", None),
+    )
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line parsed (argparse exits with status 2 on a usage error).
+
+    A verb's options may come before, between or after its positional arguments
+    (``call TOOL DIR --args JSON``), and a usage error shows that verb's usage, not the
+    top-level one: the verb's own parser parses everything after the verb, intermixed."""
+    given = list(sys.argv[1:] if argv is None else argv)
+    parser, verbs = _parser()
+    if not given or given[0] not in verbs:
+        return parser.parse_args(given)  # --version, --help, a missing or unknown verb
+    args = verbs[given[0]].parse_intermixed_args(given[1:])
+    args.verb = given[0]
+    return args
+
+
+def settings_of(args: argparse.Namespace) -> Settings:
+    """The Settings a parsed command line loads and serves with."""
+    return _settings(args)

@@ -1,0 +1,111 @@
+"""What ``serve`` says on stderr as it starts, besides its banner: the tools each manifest
+gave, every tool left out and why (one line per reason, a few examples each, so a catalog of
+thousands stays readable), and where the workspace is; and the workspace following the
+client's MCP roots while serving.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+
+from mcp_toolbridge.cli.reload import Publisher
+from mcp_toolbridge.errors import Problem
+from mcp_toolbridge.runtime import Loaded, Runtime, Settings
+from mcp_toolbridge.workspace import unfit_reason, workspace_from_roots
+
+MANIFESTS_SHOWN = 8
+"""Manifests named one by one on the "loaded" line; the rest are counted."""
+EXAMPLES = 3
+"""Tools named per reason on a "not served" line; the rest are counted."""
+PROBLEMS_SHOWN = 10
+"""Problems of --skip-invalid printed in full; the rest are counted (lint lists them all)."""
+
+
+def _tools(count: int) -> str:
+    return f"{count} tool" if count == 1 else f"{count} tools"
+
+
+def loaded_lines(loaded: Loaded) -> list[str]:
+    """The tools served per manifest, then what was left out, grouped by reason."""
+    served = Counter(s.source.path for s in loaded.catalog.manifest_specs())
+    declared = Counter(s.source.path for s in loaded.report.tools)
+    parts = []
+    for path, whole in declared.items():
+        count = served[path]
+        parts.append(f"{path} ({count if count == whole else f'{count} of {whole}'})")
+    lines = []
+    if parts:
+        more = len(parts) - MANIFESTS_SHOWN
+        shown = ", ".join(parts[:MANIFESTS_SHOWN])
+        tail = f" and {more} more manifests" if more > 0 else ""
+        lines.append(f"tools served per manifest: {shown}{tail}")
+    by_reason: dict[str, list[str]] = defaultdict(list)
+    for skipped in loaded.skipped:
+        detail = f" [{skipped.detail}]" if skipped.detail else ""
+        by_reason[skipped.reason].append(f"{skipped.spec.name}{detail}")
+    for reason, names in by_reason.items():
+        more = len(names) - EXAMPLES
+        tail = f" and {more} more" if more > 0 else ""
+        lines.append(
+            f"not served: {_tools(len(names))} ({', '.join(names[:EXAMPLES])}{tail}): {reason}"
+        )
+    return lines
+
+
+def problem_lines(errors: Sequence[Problem]) -> list[str]:
+    """The problems --skip-invalid stepped over, like compiler output (the first few), and a
+    count of them."""
+    if not errors:
+        return []
+    lines = [p.render() for p in errors[:PROBLEMS_SHOWN]]
+    unshown = len(errors) - PROBLEMS_SHOWN
+    more = f"; {unshown} more not shown (mcp-toolbridge lint lists them all)" if unshown > 0 else ""
+    lines.append(
+        f"mcp-toolbridge: not served: {len(errors)} invalid declaration(s) (--skip-invalid){more}"
+    )
+    return lines
+
+
+def workspace_line(settings: Settings, *, follows_roots: bool) -> str:
+    """Where the file tools work, and where that came from."""
+    workspace = settings.workspace_root()
+    roots = "; the client's MCP roots move it" if follows_roots else ""
+    if settings.workspace is not None:
+        return f"workspace {workspace} (--workspace)"
+    if workspace is not None:
+        return f"workspace {workspace} (the working directory{roots})"
+    why = unfit_reason(Path.cwd()) or "a folder that cannot be a workspace"
+    until = "until the client sends MCP roots " if follows_roots else ""
+    return (
+        f"no workspace: started in {why} without --workspace, which is never a workspace by "
+        f"default; read, write, edit, glob, grep and bash refuse every call {until}"
+        "(start the server with --workspace DIR to choose one)"
+    )
+
+
+def follow_roots(
+    runtime: Runtime, server: Publisher, say: Callable[[str], None]
+) -> Callable[[Sequence[Path]], Awaitable[None]]:
+    """The server's roots callback: move the workspace to the first fit root (the default
+    one when there is none), serve the rebuilt catalog, and say so with ``say``."""
+
+    async def moved(roots: Sequence[Path]) -> None:
+        chosen, passed_over = workspace_from_roots(roots)
+        for note in passed_over:
+            say(f"MCP roots: {note}")
+        problems = runtime.move_workspace(chosen)
+        if problems:
+            for problem in problems:
+                say(f"MCP roots: {problem.render()}")
+            say(f"MCP roots: the workspace stays {runtime.settings.workspace_root()}")
+            return
+        await server.swap(runtime.bridge)
+        now = runtime.settings.workspace_root()
+        if chosen is not None:
+            say(f"workspace {now} (the client's MCP roots)")
+        else:
+            say(workspace_line(runtime.settings, follows_roots=True))
+
+    return moved

@@ -1,0 +1,338 @@
+"""Resumable SSE streams for stateful streamable HTTP sessions (2025-11-25 clients).
+
+In a session a dropped connection is not a cancellation: the call runs on, and what it sends
+(its progress, a question, its result) is kept in the session's event store. A client that
+lost the response stream of a call reconnects with ``GET`` and ``Last-Event-ID`` and gets
+everything after that event, then the rest of the call as it happens, up to its result: the
+tool is not run again. The 2026-07-28 era and ``--stateless`` keep no store: there a closed
+stream is the cancellation.
+
+- One store per session (:class:`SessionEvents`): the SDK names a stream by its request id,
+  which is only unique within a session, so a store shared by sessions would mix them up.
+  The store is made when the session is admitted and dropped (its waiters woken) when the
+  session ends: DELETE, idle expiry or shutdown.
+- Bounded by count and bytes (:data:`MAX_EVENTS`, :data:`MAX_BYTES`): past either, the oldest
+  events go first. A resumed call whose result went that way is answered with error
+  :data:`RESULT_LOST` instead of being left waiting.
+- Every SSE stream to a 2025-11-25 client starts with a priming event (an event id, empty data
+  and ``retry``): the SDK primes each POST's stream; :class:`PrimedStreams` primes the GET
+  streams (the standalone one, and each resumed one with the id it resumes from).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections import deque
+from collections.abc import MutableMapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
+from mcp.server.streamable_http import (
+    GET_STREAM_KEY,
+    EventCallback,
+    EventMessage,
+    EventStore,
+    StreamableHTTPServerTransport,
+)
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types import (
+    ErrorData,
+    JSONRPCError,
+    JSONRPCMessage,
+    JSONRPCResponse,
+    jsonrpc_message_adapter,
+)
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, is_version_at_least
+
+MAX_EVENTS = 1000
+"""Events kept per session (progress notifications, questions, results, priming events)."""
+MAX_BYTES = 4 << 20
+"""Bytes of serialized messages kept per session. A single message larger than this (a tool
+result of more than 4 MiB) is sent but not kept: that call cannot be resumed."""
+RETRY_MS = 1000
+"""The reconnection delay suggested to clients (the SSE ``retry`` field)."""
+FOLLOW_IDLE_S = 300.0
+"""A resumed stream waiting for the rest of a call closes after this long without an event;
+the client reconnects with the last event id it saw (SSE polling)."""
+RESULT_LOST = -32000
+"""The error answering a resumed request whose result is no longer kept."""
+RESUMABLE_SINCE = "2025-11-25"
+
+Scope = MutableMapping[str, Any]
+
+
+@dataclass(eq=False, slots=True)
+class _Event:
+    seq: int
+    stream_id: str
+    data: bytes | None
+    """The serialized JSON-RPC message; None for a priming event."""
+    final: bool
+    """The response (or error) that ends a request's stream."""
+
+    @property
+    def size(self) -> int:
+        return len(self.data) if self.data is not None else 0
+
+
+@dataclass(slots=True)
+class _Stream:
+    start: int
+    """The seq of this stream's first event (a request id used again starts a new one)."""
+    events: deque[_Event] = field(default_factory=deque)
+    finished: bool = False
+    """Its final message was stored (whether or not it is still kept)."""
+
+
+def _token(stream_id: str) -> str:
+    return base64.urlsafe_b64encode(stream_id.encode()).decode().rstrip("=")
+
+
+def parse_event_id(event_id: str) -> tuple[int, str] | None:
+    """``<seq>-<base64url stream id>`` -> (seq, stream id); None for anything else."""
+    seq, sep, token = event_id.partition("-")
+    if not sep or not seq.isdigit() or not token or len(event_id) > 512:
+        return None
+    try:
+        raw = base64.b64decode(token + "=" * (-len(token) % 4), altchars=b"-_", validate=True)
+        stream_id = raw.decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None
+    return (int(seq), stream_id) if _token(stream_id) == token else None
+
+
+def _lost(stream_id: str) -> EventMessage:
+    error = ErrorData(
+        code=RESULT_LOST,
+        message=(
+            "the result of this request is no longer kept (a session keeps its last "
+            f"{MAX_EVENTS} events, {MAX_BYTES >> 20} MiB); it cannot be resumed"
+        ),
+    )
+    request_id: str | int = int(stream_id) if stream_id.lstrip("-").isdigit() else stream_id
+    return EventMessage(JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+
+
+class SessionEvents(EventStore):
+    """The event store of one session: every message sent on its streams, oldest dropped
+    first past :data:`MAX_EVENTS` or :data:`MAX_BYTES`."""
+
+    def __init__(self, *, max_events: int = MAX_EVENTS, max_bytes: int = MAX_BYTES) -> None:
+        self._max_events = max_events
+        self._max_bytes = max_bytes
+        self._seq = 0
+        self._events: deque[_Event] = deque()
+        self._bytes = 0
+        self._streams: dict[str, _Stream] = {}
+        self._changed = anyio.Event()
+        self._closed = False
+
+    @property
+    def kept(self) -> tuple[int, int]:
+        """(events, bytes) kept now."""
+        return len(self._events), self._bytes
+
+    def close(self) -> None:
+        """The session ended: drop everything and end every resumed stream."""
+        self._closed = True
+        self._events.clear()
+        self._streams.clear()
+        self._bytes = 0
+        self._changed.set()
+
+    async def store_event(self, stream_id: str, message: JSONRPCMessage | None) -> str:
+        self._seq += 1
+        if self._closed:
+            return f"{self._seq}-{_token(stream_id)}"
+        data = (
+            None
+            if message is None
+            else message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+        )
+        final = isinstance(message, JSONRPCResponse | JSONRPCError)
+        event = _Event(self._seq, stream_id, data, final)
+        stream = self._streams.get(stream_id)
+        if stream is None or (stream.finished and message is None):
+            stream = self._streams[stream_id] = _Stream(start=event.seq)
+        stream.finished = stream.finished or final
+        if event.size <= self._max_bytes:
+            stream.events.append(event)
+            self._events.append(event)
+            self._bytes += event.size
+            self._evict()
+        elif stream.finished and not stream.events:
+            del self._streams[stream_id]
+        self._changed.set()
+        self._changed = anyio.Event()
+        return f"{event.seq}-{_token(stream_id)}"
+
+    def _evict(self) -> None:
+        while self._events and (
+            len(self._events) > self._max_events or self._bytes > self._max_bytes
+        ):
+            oldest = self._events.popleft()
+            self._bytes -= oldest.size
+            stream = self._streams.get(oldest.stream_id)
+            if stream is None:
+                continue
+            if stream.events and stream.events[0] is oldest:
+                stream.events.popleft()
+            if stream.finished and not stream.events:
+                del self._streams[oldest.stream_id]
+
+    async def replay_events_after(
+        self, last_event_id: str, send_callback: EventCallback
+    ) -> str | None:
+        """Send what followed ``last_event_id`` on its stream. For the standalone GET stream
+        that is all, and the SDK follows it from there. A request's stream is followed here,
+        event by event, until its final message: a result stored between this replay and the
+        SDK's own follow-up could otherwise be missed."""
+        parsed = parse_event_id(last_event_id)
+        if parsed is None:
+            return None
+        seq, stream_id = parsed
+        stream = self._streams.get(stream_id)
+        if stream is None or seq < stream.start:
+            if stream_id != GET_STREAM_KEY and not self._closed:
+                await send_callback(_lost(stream_id))
+            return None
+        if stream_id == GET_STREAM_KEY:
+            for event in _after(stream, seq):
+                await send_callback(_message(event))
+            return stream_id
+        await self._follow(stream_id, stream, seq, send_callback)
+        return None
+
+    async def _follow(self, stream_id: str, stream: _Stream, seq: int, send: EventCallback) -> None:
+        sent = seq
+        while not self._closed:
+            changed = self._changed
+            for event in _after(stream, sent):
+                await send(_message(event))
+                sent = event.seq
+                if event.final:
+                    return
+            if stream.finished:  # its final message is no longer kept
+                await send(_lost(stream_id))
+                return
+            with anyio.move_on_after(FOLLOW_IDLE_S) as idle:
+                await changed.wait()
+            if idle.cancelled_caught:
+                return
+
+
+def _after(stream: _Stream, seq: int) -> list[_Event]:
+    """The stream's kept messages after ``seq`` (priming events carry none)."""
+    return [e for e in stream.events if e.seq > seq and e.data is not None]
+
+
+def _message(event: _Event) -> EventMessage:
+    assert event.data is not None
+    message = jsonrpc_message_adapter.validate_json(event.data, by_name=False)
+    return EventMessage(message, f"{event.seq}-{_token(event.stream_id)}")
+
+
+class ResumableSessions(StreamableHTTPSessionManager):
+    """The SDK's session manager, giving each stateful session its own event store.
+
+    The SDK hands one event store to every session; its streams are named by request ids,
+    which clients number from 1 in each session, so one shared store would replay another
+    session's messages. ``_admit_session`` (where the SDK makes a session's transport) and
+    ``_discard_session`` (where it forgets one, however it ended) are the only hooks; should
+    a later SDK rename them, sessions simply stop being resumable (the resume tests fail)."""
+
+    def __init__(
+        self,
+        app: Any,
+        *,
+        stateless: bool,
+        security_settings: TransportSecuritySettings,
+        session_idle_timeout: float,
+    ) -> None:
+        super().__init__(
+            app,
+            stateless=stateless,
+            security_settings=security_settings,
+            retry_interval=RETRY_MS,
+            session_idle_timeout=session_idle_timeout,
+        )
+        self._stores: dict[str, SessionEvents] = {}
+
+    def events_of(self, session_id: str) -> SessionEvents | None:
+        return self._stores.get(session_id)
+
+    def _admit_session(
+        self, requestor: AuthorizationContext | None
+    ) -> StreamableHTTPServerTransport | None:
+        transport = super()._admit_session(requestor)
+        if transport is not None and transport.mcp_session_id is not None:
+            store = SessionEvents()
+            transport._event_store = store
+            self._stores[transport.mcp_session_id] = store
+        return transport
+
+    async def _discard_session(
+        self, session_id: str, transport: StreamableHTTPServerTransport
+    ) -> None:
+        store = self._stores.pop(session_id, None)
+        if store is not None:
+            store.close()
+        await super()._discard_session(session_id, transport)
+
+
+def _priming(event_id: str) -> bytes:
+    return f"id: {event_id}\r\nretry: {RETRY_MS}\r\ndata: \r\n\r\n".encode()
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            text: str = value.decode("latin-1")
+            return text
+    return None
+
+
+class PrimedStreams:
+    """ASGI middleware: a GET stream of a resumable session starts with a priming event, as
+    each POST's stream does. A new standalone stream gets a new event id; a resumed one
+    repeats the id it resumes from (what follows it comes next)."""
+
+    def __init__(self, app: Any, sessions: ResumableSessions) -> None:
+        self._app = app
+        self._sessions = sessions
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope.get("method") != "GET":
+            await self._app(scope, receive, send)
+            return
+        version = _header(scope, b"mcp-protocol-version") or ""
+        store = self._sessions.events_of(_header(scope, b"mcp-session-id") or "")
+        resumable = version in HANDSHAKE_PROTOCOL_VERSIONS and is_version_at_least(
+            version, RESUMABLE_SINCE
+        )
+        if store is None or not resumable:
+            await self._app(scope, receive, send)
+            return
+        last = _header(scope, b"last-event-id")
+
+        async def primed(message: Any) -> None:
+            await send(message)
+            if message["type"] != "http.response.start" or message.get("status") != 200:
+                return
+            headers = dict(message.get("headers") or ())
+            if not headers.get(b"content-type", b"").startswith(b"text/event-stream"):
+                return
+            if last is None:
+                event_id = await store.store_event(GET_STREAM_KEY, None)
+            elif parse_event_id(last) is not None:
+                event_id = last
+            else:
+                return
+            body = _priming(event_id)
+            await send({"type": "http.response.body", "body": body, "more_body": True})
+
+        await self._app(scope, receive, primed)

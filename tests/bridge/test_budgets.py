@@ -1,0 +1,118 @@
+"""Runloop budgets are enforced: the usage a tool's results report is summed per session and
+tool, and once a budget is spent the tool's next call in that session is refused with
+budget.exceeded; the audit line records each call's usage."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from mcp_toolbridge.bridge.budget import Usage, reported_usage
+from mcp_toolbridge.errors import ErrorCode
+from mcp_toolbridge.host import CallContext
+from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_bridge
+from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "message": {"type": "string"},
+        "usage": {"type": "object"},
+    },
+    "required": ["message"],
+}
+
+
+def _tool(tool_id: str, **extra: Any) -> dict[str, Any]:
+    """A tool that prints its payload: its result reports the usage its arguments carry."""
+    return {
+        "id": tool_id,
+        "description": f"Echo the payload ({tool_id})",
+        "transport": {"kind": "exec", "command": "/bin/cat", "args": []},
+        "input_schema": SCHEMA,
+        "result_schema": SCHEMA,
+        **extra,
+    }
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    path = tmp_path / "budgeted" / "tools.json"
+    path.parent.mkdir()
+    tools = [
+        _tool("summarize.long", budget={"tokens": 4000, "usd": 1.0}),
+        _tool("paid.call", budget={"usd": 0.25}),
+        _tool("plain.echo"),
+    ]
+    path.write_text(json.dumps({"version": 1, "tools": tools}), encoding="utf-8")
+    return Settings(paths=[path], audit_path=tmp_path / "audit.ndjson")
+
+
+def _lines(path: Path | None) -> list[dict[str, Any]]:
+    assert path is not None
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_usage_is_read_from_a_top_level_usage_object_only_when_well_formed():
+    assert reported_usage({"usage": {"tokens": 12, "usd": 0.5}}) == Usage(12, 0.5)
+    assert reported_usage({"usage": {"usd": 1}}) == Usage(0, 1.0)
+    malformed: list[Any] = [
+        None,
+        [1],
+        {"usage": 5},
+        {"usage": {}},
+        {"usage": {"tokens": -1}},
+        {"usage": {"tokens": 1.5}},
+        {"usage": {"tokens": True}},
+        {"usage": {"usd": float("nan")}},
+        {"data": {"usage": {"tokens": 3}}},
+    ]
+    for value in malformed:
+        assert reported_usage(value) is None, value
+
+
+async def test_a_spent_token_budget_refuses_the_next_call_in_that_session(settings):
+    loaded = load_catalog(settings, BUILTIN_SPECS)
+    assert not loaded.errors, [p.render() for p in loaded.errors]
+    one = CallContext(session_id="one")
+    other = CallContext(session_id="other")
+    spend = {"message": "m", "usage": {"tokens": 1500, "usd": 0.01}}
+    with anyio.fail_after(30):
+        async with open_bridge(settings, loaded) as bridge:
+            for _ in range(3):  # 1500, 3000, 4500: the third still starts under 4000
+                assert (await bridge.call("summarize_long", spend, one)).ok
+            refused = await bridge.call("summarize_long", spend, one)
+            assert (await bridge.call("summarize_long", spend, other)).ok
+            assert (await bridge.call("plain_echo", spend, one)).ok  # no budget: not refused
+    assert refused.code == ErrorCode.BUDGET_EXCEEDED
+    assert refused.error is not None
+    assert "token budget of summarize_long is spent" in refused.error
+    assert "4500 tokens" in refused.error and "budget.tokens is 4000" in refused.error
+    assert "raises budget.tokens" in refused.error and "tools.json" in refused.error
+    entries = _lines(settings.audit_path)
+    assert [e["outcome"] for e in entries] == ["ok", "ok", "ok", "denied", "ok", "ok"]
+    assert entries[0]["usage"] == {"tokens": 1500, "usd": 0.01}
+    assert entries[3]["errorCode"] == "budget.exceeded"
+    assert entries[3]["decisionScope"] == "budget" and entries[3]["usage"] is None
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_spent_usd_budget_reaches_the_client_as_a_tool_error(settings, mode):
+    loaded = load_catalog(settings, BUILTIN_SPECS)
+    with anyio.fail_after(30):
+        async with open_bridge(settings, loaded) as bridge:
+            server = ToolbridgeServer(bridge)
+            async with Client(server.server, mode=mode) as client:
+                paid = {"message": "m", "usage": {"usd": 0.2}}
+                assert not (await client.call_tool("paid_call", paid)).is_error
+                assert not (await client.call_tool("paid_call", paid)).is_error
+                refused = await client.call_tool("paid_call", paid)
+    assert refused.is_error
+    assert (refused.meta or {}).get("toolbridge/code") == "budget.exceeded"
+    text = json.dumps([block.model_dump() for block in refused.content])
+    assert "USD budget of paid_call is spent" in text and "$0.4000" in text

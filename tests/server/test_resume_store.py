@@ -1,0 +1,122 @@
+"""A session's event store on its own: its bounds, what a resumed stream gets when the bounds
+dropped its result, and the end of the session ending every resumed stream."""
+
+from __future__ import annotations
+
+import anyio
+from mcp.server.streamable_http import GET_STREAM_KEY, EventMessage
+from mcp_types import JSONRPCError, JSONRPCNotification, JSONRPCResponse
+
+from mcp_toolbridge.server.resume import RESULT_LOST, SessionEvents, parse_event_id
+
+
+def _note(n: int, pad: str = "") -> JSONRPCNotification:
+    params = {"progressToken": "t", "progress": n, "message": pad}
+    return JSONRPCNotification(jsonrpc="2.0", method="notifications/progress", params=params)
+
+
+def _result(request_id: int, value: str = "done") -> JSONRPCResponse:
+    return JSONRPCResponse(jsonrpc="2.0", id=request_id, result={"value": value})
+
+
+class Collected:
+    def __init__(self) -> None:
+        self.events: list[EventMessage] = []
+
+    async def __call__(self, event: EventMessage) -> None:
+        self.events.append(event)
+
+    @property
+    def messages(self) -> list[object]:
+        return [e.message for e in self.events]
+
+
+async def test_the_store_keeps_at_most_its_count_and_bytes_dropping_the_oldest() -> None:
+    by_count = SessionEvents(max_events=5, max_bytes=1 << 20)
+    for n in range(20):
+        await by_count.store_event("1", _note(n))
+    assert by_count.kept[0] == 5
+    by_bytes = SessionEvents(max_events=1000, max_bytes=2000)
+    for n in range(20):
+        await by_bytes.store_event("1", _note(n, "x" * 300))
+    count, size = by_bytes.kept
+    assert size <= 2000 and 0 < count < 20
+
+
+async def test_a_resumed_stream_gets_what_followed_and_its_result_without_priming_events() -> None:
+    store = SessionEvents()
+    priming = await store.store_event("7", None)
+    await store.store_event("7", _note(1))
+    await store.store_event("8", _note(99))  # another request's stream
+    await store.store_event("7", _result(7))
+    got = Collected()
+    assert await store.replay_events_after(priming, got) is None
+    assert got.messages == [_note(1), _result(7)]
+    assert all(e.event_id and parse_event_id(e.event_id) for e in got.events)
+
+
+async def test_a_resumed_call_whose_result_was_dropped_is_answered_with_an_error() -> None:
+    store = SessionEvents(max_events=3, max_bytes=1 << 20)
+    priming = await store.store_event("3", None)
+    await store.store_event("3", _result(3))
+    for n in range(5):  # the result goes
+        await store.store_event(GET_STREAM_KEY, _note(n))
+    got = Collected()
+    await store.replay_events_after(priming, got)
+    [lost] = got.messages
+    assert isinstance(lost, JSONRPCError) and lost.id == 3 and lost.error.code == RESULT_LOST
+
+
+async def test_a_result_larger_than_the_store_is_sent_but_not_kept() -> None:
+    store = SessionEvents(max_events=100, max_bytes=1000)
+    priming = await store.store_event("4", None)
+    await store.store_event("4", _result(4, "y" * 5000))
+    assert store.kept == (1, 0)
+    got = Collected()
+    await store.replay_events_after(priming, got)
+    [lost] = got.messages
+    assert isinstance(lost, JSONRPCError) and lost.error.code == RESULT_LOST
+
+
+async def test_a_resumed_stream_follows_the_call_until_its_result() -> None:
+    store = SessionEvents()
+    priming = await store.store_event("5", None)
+    got = Collected()
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(store.replay_events_after, priming, got)
+            await anyio.wait_all_tasks_blocked()
+            await store.store_event("5", _note(1))
+            await store.store_event("5", _result(5))
+    assert got.messages == [_note(1), _result(5)]
+
+
+async def test_the_end_of_the_session_ends_a_stream_waiting_for_a_result() -> None:
+    store = SessionEvents()
+    priming = await store.store_event("6", None)
+    got = Collected()
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(store.replay_events_after, priming, got)
+            await anyio.wait_all_tasks_blocked()
+            store.close()
+    assert got.messages == []
+    assert store.kept == (0, 0)
+
+
+async def test_the_standalone_stream_is_replayed_and_left_to_the_sdk_to_follow() -> None:
+    store = SessionEvents()
+    priming = await store.store_event(GET_STREAM_KEY, None)
+    await store.store_event(GET_STREAM_KEY, _note(1))
+    got = Collected()
+    assert await store.replay_events_after(priming, got) == GET_STREAM_KEY
+    assert got.messages == [_note(1)]
+
+
+async def test_an_event_id_that_is_not_ours_replays_nothing() -> None:
+    store = SessionEvents()
+    await store.store_event("1", _result(1))
+    got = Collected()
+    for foreign in ("", "abc", "12", "x-MQ", "1-%%%"):
+        assert await store.replay_events_after(foreign, got) is None
+    assert got.messages == []

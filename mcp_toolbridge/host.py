@@ -2,17 +2,49 @@
 
 No MCP types here. The server adapter implements :class:`Host` over MCP elicitation (and,
 later, sampling); the CLI and headless transports pass no host, which makes every question
-a refusal, never an invented answer.
+a refusal, never an invented answer. It implements :class:`CallLog` over MCP logging
+(``notifications/message``); the CLI passes none, and nothing is sent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias, get_args
+
+FoundTools = Literal["direct", "proxy"]
+"""How a caller calls what tool_search found: by name, or through the proxy tool."""
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 """progress(current, total, message): forwarded to the client when it asked for progress."""
+
+LogLevel: TypeAlias = Literal[
+    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
+]
+"""The syslog severities MCP logging uses, from the least to the most severe."""
+LOG_LEVELS: tuple[LogLevel, ...] = get_args(LogLevel)
+SERVER_LOGGER = "mcp-toolbridge"
+"""The logger name of the server's own messages (a tool's lines carry the tool's name)."""
+
+
+def at_least(level: LogLevel, threshold: LogLevel) -> bool:
+    """Whether ``level`` is as severe as ``threshold`` or more."""
+    return LOG_LEVELS.index(level) >= LOG_LEVELS.index(threshold)
+
+
+class CallLog(Protocol):
+    """Log messages for the client of one call (MCP ``notifications/message``): a running
+    tool's own lines and the server's events about the call. They ride the call's own stream
+    and are sent only at the levels the client asked for."""
+
+    def wants(self, level: LogLevel) -> bool:
+        """Whether a message at ``level`` would reach the client now."""
+        ...
+
+    async def send(self, level: LogLevel, text: str, *, logger: str) -> None:
+        """Send one message (dropped below the client's level). Never raises: a client gone
+        away must not fail the call."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +154,8 @@ class InputPending(Exception):
 class CallContext:
     session_id: str = "local"
     progress: ProgressFn | None = None
+    log: CallLog | None = None
+    """None: nobody listens (the CLI); nothing is sent."""
     host: Host | None = None
     """None: headless (no person to ask)."""
     depth: int = 0
@@ -129,6 +163,14 @@ class CallContext:
     denied_tools: frozenset[str] = frozenset()
     """Tools this caller may not use whatever the policy says (a subagent: todo, question,
     task unless allowed). Inherited and only ever widened by nested subagents."""
+    found_tools: FoundTools = "direct"
+    """How this caller reaches the tools tool_search finds: ``direct`` (they join its tool
+    list, or every tool is listed: a 2025-era connection, a subagent, the command line) or
+    ``proxy`` (its list never changes as a side effect: the 2026-07-28 revision; it calls
+    them through the proxy tool)."""
+    via: str | None = None
+    """The tool this call came through (the proxy), None for a direct call: recorded by the
+    audit log and telemetry beside the real tool."""
     budget_session: str | None = None
     """Where tool budgets are summed when not per ``session_id``: a sessionless HTTP call has
     a session of its own, but its usage counts for the whole server."""

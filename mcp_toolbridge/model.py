@@ -5,7 +5,7 @@ how its output is read and what counts as failure are all fields here.
 
 The fields carry the Tool Interface partitions (spec/tool-interface-partitions.txt) that the
 three formats can fill: identity (``id``, ``name``, ``namespace``, ``source``), discovery
-(``description``, ``tags``), schemas (model-facing ``input_schema`` vs
+(``description``, ``tags``, ``pinned``), schemas (model-facing ``input_schema`` vs
 ``runtime_input_schema``, ``output_schema``), safety (``safety`` with the record of which
 facts were inferred), execution (``transport``, ``timeout_s``), permission (``requires``),
 rendering (``title``).
@@ -16,7 +16,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_validator
 
 
 class Frozen(BaseModel):
@@ -66,6 +66,9 @@ class ExecTransport(Frozen):
     ok_flag: bool = False
     """When true, a result object with ``"ok": false`` reports a failure."""
     env: EnvSpec = EnvSpec()
+    reports_progress: bool = False
+    """The manifest says the tool reports progress on its progress channel
+    (``TOOLBRIDGE_PROGRESS_FD``). Informative: every exec tool gets the channel."""
 
 
 class HttpTransport(Frozen):
@@ -125,15 +128,35 @@ SAFETY_FACTS = ("read_only", "destructive", "idempotent", "open_world", "require
 
 
 class Safety(Frozen):
-    """Safety facts with the spec's fail-closed defaults; ``inferred`` names the facts that were
-    not declared by the manifest and so took the default."""
+    """Safety facts with fail-closed defaults; ``inferred`` names the facts that were not
+    declared by the manifest and so took the cautious value: destructive, not read-only, not
+    idempotent, open world (MCP's own defaults for an unannotated tool), and no confirmation
+    beyond what the policy asks for.
+
+    A read-only tool does not change its environment, so ``read_only=True`` without an explicit
+    ``destructive`` means not destructive, and both true is refused (MCP: destructiveHint is
+    meaningful only when readOnlyHint is false).
+    """
 
     read_only: bool = False
-    destructive: bool = False
+    destructive: bool = True
     idempotent: bool = False
     open_world: bool = True
     requires_confirmation: bool = False
     inferred: frozenset[str] = frozenset(SAFETY_FACTS)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_only_is_not_destructive(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("read_only") is True and "destructive" not in data:
+            return {**data, "destructive": False}
+        return data
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Safety:
+        if self.read_only and self.destructive:
+            raise ValueError("a read-only tool cannot be destructive")
+        return self
 
     @field_serializer("inferred", when_used="json")
     def _sorted(self, inferred: frozenset[str]) -> list[str]:
@@ -174,6 +197,11 @@ class ToolSpec(Frozen):
     safety: Safety = Safety()
     secrets: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
+    """Keywords the manifest gives (Runloop ``observability.tags``): searched by tool_search,
+    and the tool's search hint (:attr:`search_hint`)."""
+    pinned: bool = False
+    """Always listed, whatever ``--expose`` says (``--pin``, the policy's ``[discovery] pin``);
+    clients that defer tools by themselves are told to load it (``anthropic/alwaysLoad``)."""
     budget: Budget | None = None
     source: Source
 
@@ -182,6 +210,13 @@ class ToolSpec(Frozen):
         """Whether this is one of the locked tools (declared by the server, not loaded from a
         manifest)."""
         return self.source.format is Format.BUILTIN
+
+    @property
+    def search_hint(self) -> str | None:
+        """The Tool Interface's Discovery.search_hint: the manifest's keywords in one line
+        (whitespace collapsed), None when it gives none."""
+        hint = " ".join(" ".join(self.tags).split())
+        return hint or None
 
     def effective_timeout_s(self, default_s: float) -> float:
         """The deadline of a call: ``timeout_s`` when it is positive, else ``default_s`` (the

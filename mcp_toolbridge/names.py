@@ -1,5 +1,5 @@
 """MCP tool names: sanitizing manifest ids, the SEP-986 rule for ids kept as written
-(``--keep-names``), and the reserved locked ids."""
+(``--keep-names``), and the reserved names (the locked ids and the proxy's)."""
 
 from __future__ import annotations
 
@@ -35,6 +35,13 @@ LOCKED_IDS: tuple[str, ...] = (
 """The spec's locked fundamental tools, in its order: reserved in every catalog."""
 
 LOCKED_TOOL_IDS: frozenset[str] = frozenset(LOCKED_IDS)
+
+PROXY_TOOL = "call_tool"
+"""The built-in proxy served beside tool_search: it runs a catalog tool named in its arguments
+under that tool's own identity (see bridge/pipeline.py). Not a locked id, but reserved too."""
+
+RESERVED_NAMES: frozenset[str] = LOCKED_TOOL_IDS | {PROXY_TOOL}
+"""Names no manifest tool may take: the locked ids and the proxy's."""
 
 
 def sanitize_name(raw: str) -> str:

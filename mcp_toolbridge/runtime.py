@@ -29,6 +29,7 @@ from mcp_toolbridge.bridge import (
 )
 from mcp_toolbridge.builtins import (
     LOCKED_IDS,
+    PROXY_TOOL,
     TOOL_SEARCH_SPEC,
     BuiltinExecutor,
     CallTool,
@@ -37,9 +38,10 @@ from mcp_toolbridge.builtins import (
     Sessions,
     ToolSearch,
     plan_locked,
+    proxy_spec,
     subagent_offer,
 )
-from mcp_toolbridge.catalog import Catalog, SearchIndex, named_as_written
+from mcp_toolbridge.catalog import Catalog, Pin, SearchIndex, named_as_written, pin_tools
 from mcp_toolbridge.errors import CallError, ConfigError, ErrorCode, Problem, Severity
 from mcp_toolbridge.executors import (
     DEFAULT_MAX_OUTPUT_BYTES,
@@ -100,6 +102,10 @@ class Settings:
     """Serve manifest ids as written (SEP-986 names) instead of sanitizing them."""
     sandbox: SandboxMode | None = None
     """``--sandbox``: the OS sandbox mode; None: the policy's ``[sandbox] mode`` (auto)."""
+    pins: tuple[str, ...] = ()
+    """``--pin``: tools always listed (names, ids or globs), beside the policy's own."""
+    allow: tuple[str, ...] = ()
+    """``--allow NAME[=PATTERN]``: allow rules over the policy (see policy.layers)."""
 
     def manifest_paths(self) -> list[Path]:
         return list(self.paths) if self.paths else [bundled_manifests()]
@@ -166,6 +172,8 @@ class Loaded:
     """The locked tools served, when loaded with ``locked=True``."""
     skipped: tuple[Skipped, ...] = ()
     """Tools left out because the policy refuses them whatever their arguments."""
+    unmatched_pins: tuple[Problem, ...] = ()
+    """Pins that name no served tool (notices, also among ``problems``)."""
 
     @property
     def hidden(self) -> tuple[ToolSpec, ...]:
@@ -182,6 +190,7 @@ def load_policy(settings: Settings) -> Policy:
         workspace=settings.workspace_root(),
         user_data=user_data_dir(),
         ad_hoc=[p.resolve() for p in settings.ad_hoc],
+        allow=settings.allow,
     )
 
 
@@ -220,9 +229,38 @@ def load_catalog(
             skipped = Skipped.of(policy, spec)
             hidden.append(skipped)
             problems.append(skipped.notice())
+    problems.extend(policy.name_problems([*builtins, *tools], (*LOCKED_IDS, PROXY_TOOL)))
     problems.extend(policy.unmatchable_rules([*builtins, *tools]))
+    exposed, pin_problems = pin_tools(_with_proxy(policy, exposed), _pins(settings, policy))
+    problems.extend(pin_problems)
     catalog, catalog_problems = Catalog.build(exposed, keep_names=settings.keep_names)
-    return Loaded(catalog, report, [*problems, *catalog_problems], policy, plan, tuple(hidden))
+    every = [*problems, *catalog_problems]
+    return Loaded(catalog, report, every, policy, plan, tuple(hidden), tuple(pin_problems))
+
+
+def _with_proxy(policy: Policy, exposed: list[ToolSpec]) -> list[ToolSpec]:
+    """``exposed`` with the proxy (call_tool) right after tool_search when tool_search is
+    served, over the manifest tools served. Only a rule that denies call_tool itself leaves it
+    out: its calls are decided under the real tool's name, so a default action does not."""
+    at = next(
+        (i for i, s in enumerate(exposed) if s.is_locked and s.name == TOOL_SEARCH_SPEC.name),
+        None,
+    )
+    if at is None:
+        return exposed
+    proxy = proxy_spec(s for s in exposed if not s.is_locked)
+    decision = policy.decide(proxy, Targets())
+    if decision.action == "deny" and decision.scope != "default":
+        return exposed
+    return [*exposed[: at + 1], proxy, *exposed[at + 1 :]]
+
+
+def _pins(settings: Settings, policy: Policy) -> list[Pin]:
+    origin = str(settings.policy_file or "policy")
+    return [
+        *(("--pin", p) for p in settings.pins),
+        *((origin, p) for p in policy.file.discovery.pin),
+    ]
 
 
 def build_sandbox(settings: Settings, policy: Policy) -> Sandbox:
@@ -279,6 +317,7 @@ def audit_observer(log: AuditLog) -> Observer:
             answer=outcome.answer,
             outcome=outcome_of(outcome),
             usage=outcome.usage.as_json() if outcome.usage is not None else None,
+            via=ctx.via,
         )
         await log.write(record)
 
@@ -338,6 +377,8 @@ class Runtime:
     """The manifests as last read (kept when only the workspace moves)."""
     stand_in: Executor | None = None
     """The executor standing in for every transport (replay), kept across reloads."""
+    skipped: tuple[Skipped, ...] = ()
+    """Tools of the current catalog's manifests that the policy leaves out, and why."""
 
     @property
     def sessions(self) -> Sessions:
@@ -380,6 +421,7 @@ class Runtime:
         self.gate = gate
         executors: dict[str, Executor] = {} if self.stand_in else {"builtin": executor}
         self.bridge = self.bridge.rebuilt(loaded.catalog, gate=gate, executors=executors)
+        self.skipped = loaded.skipped
         return []
 
     def move_workspace(self, workspace: Path | None) -> list[Problem]:
@@ -457,7 +499,14 @@ async def open_runtime(
             observers=watching,
         )
         runtime = Runtime(
-            settings, bridge, shared, gate, loaded.locked is not None, loaded.report, stand_in
+            settings,
+            bridge,
+            shared,
+            gate,
+            loaded.locked is not None,
+            loaded.report,
+            stand_in,
+            loaded.skipped,
         )
         current.append(runtime)
         yield runtime

@@ -51,7 +51,7 @@ async def test_keep_names_serves_both_ids_as_written_through_a_real_client(
     settings = Settings(paths=list(dotted_and_underscored), keep_names=True)
     loaded = load_catalog(settings, BUILTIN_SPECS)
     assert not loaded.problems, [p.render() for p in loaded.problems]
-    assert sorted(loaded.catalog.names) == ["mail.send", "mail_send", "tool_search"]
+    assert sorted(loaded.catalog.names) == ["call_tool", "mail.send", "mail_send", "tool_search"]
     with anyio.fail_after(30):
         async with open_bridge(settings, loaded) as bridge:
             server = ToolbridgeServer(bridge)

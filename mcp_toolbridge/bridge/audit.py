@@ -118,6 +118,8 @@ class AuditRecord(BaseModel):
     tool: str
     tool_id: str
     source: str
+    via: str | None = None
+    """The tool the call came through (the proxy, call_tool); None for a direct call."""
     decision: Literal["allow", "deny", "ask"]
     decided_by: str
     decision_scope: str
@@ -159,13 +161,14 @@ class AuditRecord(BaseModel):
         secrets: Iterable[str] = (),
         outcome: Outcome | None = None,
         usage: dict[str, float] | None = None,
+        via: str | None = None,
     ) -> AuditRecord:
         """A record for a call that was decided (and maybe run). ``answer`` is the person's
         reply to an ask (once | always | reject | headless); ``secrets`` are resolved values to
         hide wherever they appear; ``outcome`` is the call's outcome when the caller has it
         (:func:`~mcp_toolbridge.bridge.outcome.outcome_of`), else it is classified from the
         decision, result, error and answer; ``usage`` is what the call used, as its result
-        reported it (tool budgets)."""
+        reported it (tool budgets); ``via`` the tool the call came through (the proxy)."""
         values = tuple(secrets)
         if outcome is None:
             outcome = classify(
@@ -180,6 +183,7 @@ class AuditRecord(BaseModel):
             tool=spec.name,
             tool_id=spec.id,
             source=spec.source.path,
+            via=via,
             decision=decision.action,
             decided_by=decision.rule,
             decision_scope=decision.scope,

@@ -15,6 +15,9 @@ layer), built from the same policy: the tool's effective scope (``Policy.tool_sc
 manifest folder. The watchdog itself runs sandboxed too: the policy's own read roots, nothing
 writable, no network.
 
+Every refusal but the person's own "reject" ends with how to allow the call (the --allow flag,
+the policy line and its file, the --workspace or [requires] entry; see policy.hints).
+
 The gate runs before anything executes and has no side effects other than the question and
 session rules, so a multi-round-trip retry may run it again safely.
 """
@@ -45,6 +48,7 @@ from mcp_toolbridge.policy import (
     Verdict,
     WatchdogRequest,
     canonical_root,
+    capability_way_out,
     combine,
     failure,
     is_within,
@@ -54,6 +58,7 @@ from mcp_toolbridge.policy import (
     shell_floor,
     shell_targets,
     watchdog_payload,
+    way_out,
 )
 from mcp_toolbridge.policy import splitter as shell_splitter
 from mcp_toolbridge.sandbox import Confinement, Sandbox
@@ -75,6 +80,8 @@ class Clearance:
 
     decision: Decision
     answer: str | None = None
+    hint: str = ""
+    """How to allow the call (empty for the person's own rejection)."""
     sandbox: Confinement | None = None
     """Where an allowed call's processes run (None: no sandbox configured)."""
 
@@ -83,11 +90,13 @@ class Clearance:
         return self.decision.action == "allow"
 
     def refusal(self) -> str:
-        if self.answer == "headless":
-            return f"{HEADLESS_DENIED} (asked by {self.decision.rule})"
         if self.answer == "reject":
             return REJECTED
-        return f"Denied by {self.decision.rule}."
+        if self.answer == "headless":
+            text = f"{HEADLESS_DENIED} (asked by {self.decision.rule})"
+        else:
+            text = f"Denied by {self.decision.rule}."
+        return f"{text} {self.hint}" if self.hint else text
 
 
 def _summary(arguments: Mapping[str, Any]) -> str:
@@ -166,11 +175,14 @@ class PolicyGate:
         targets = self._own_sidecars_readable(spec, targets, ctx.session_id)
         denial = policy.check_capabilities(spec, targets)
         if denial is not None:
-            return Clearance(Decision.refused(denial))
+            return Clearance(Decision.refused(denial), hint=capability_way_out(policy, denial))
         rules = self.session_rules(ctx.session_id)
         decision = shell_floor(policy, spec, arguments, policy.decide(spec, targets, rules), rules)
         if policy.watchdog is not None and decision.action != "deny":
             decision = combine(decision, await self._watchdog(spec, arguments, ctx))
+        if decision.action == "deny":
+            hint = way_out(policy, spec, arguments, targets, decision, rules)
+            return Clearance(decision, hint=hint)
         if decision.action != "ask":
             return Clearance(decision)
         return await self._confirm(spec, arguments, targets, decision, ctx, rules)
@@ -228,7 +240,8 @@ class PolicyGate:
     ) -> Clearance:
         host = ctx.host
         if host is None or not host.can_elicit:
-            return Clearance(Decision("deny", decision.rule, decision.scope), "headless")
+            hint = way_out(self.policy, spec, arguments, targets, decision, rules)
+            return Clearance(Decision("deny", decision.rule, decision.scope), "headless", hint)
         message = (
             f"The assistant wants to run the tool {spec.name!r}"
             f"{f' ({spec.title})' if spec.title else ''}.\n"

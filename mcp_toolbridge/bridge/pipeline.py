@@ -5,8 +5,13 @@ resolve -> validate arguments -> gate (capabilities, rules, watchdog, confirmati
 A tool whose budget is spent in the caller's session is refused before the gate
 (:mod:`budget`); the usage a result reports is summed after it runs.
 
-Every path into execution (MCP tools/call, ``mcp-toolbridge call``, the ``task`` tool) goes
-through :meth:`Bridge.call`. No MCP types here: the server adapter maps outcomes to results.
+A call refused by the watchdog or stopped at its deadline is also told to the client that
+listens to log messages (a ``warning`` from the ``mcp-toolbridge`` logger, through
+``CallContext.log``), since a person watching the client should see it, not only the model.
+
+Every path into execution (MCP tools/call, ``mcp-toolbridge call``, the ``task`` tool, the
+proxy ``call_tool``) goes through :meth:`Bridge.call`. No MCP types here: the server adapter
+maps outcomes to results.
 """
 
 from __future__ import annotations
@@ -38,8 +43,9 @@ from mcp_toolbridge.executors import (
     ExecResult,
     Executor,
 )
-from mcp_toolbridge.host import CallContext, InputPending
+from mcp_toolbridge.host import SERVER_LOGGER, CallContext, InputPending
 from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.names import PROXY_TOOL
 from mcp_toolbridge.policy import Decision
 from mcp_toolbridge.sandbox import Confinement
 
@@ -47,6 +53,7 @@ MAX_ERRORS_SHOWN = 3
 OBSERVE_LIMIT_S = 5.0
 """How long the observers (audit, telemetry, recording) may take for one finished call; they
 run shielded, so a cancelled call is still audited, within this bound."""
+MAX_EVENT_CHARS = 400
 
 
 class SecretSource(Protocol):
@@ -174,10 +181,56 @@ class Bridge:
         Every call that gets this far leaves exactly one outcome with the observers (the
         audit line), however it ends: a call cancelled by the client or ended by the server's
         shutdown is observed as ``exec.cancelled`` before the cancellation goes on, and an
-        unexpected exception as ``server.internal`` before it propagates."""
+        unexpected exception as ``server.internal`` before it propagates.
+
+        A call of the proxy (call_tool) is a call of the tool it names, made here as a direct
+        call of that tool would be: its validation, budget, gate, deadline and executor, one
+        audit line under its name that records the proxy (``CallContext.via``)."""
         entry = self.entry(name)
         ctx = ctx or CallContext()
         args: Mapping[str, Any] = {} if arguments is None else arguments
+        if is_proxy(entry.spec):
+            started = time.perf_counter()
+            try:
+                entry, args = self._proxied(entry, args, ctx)
+            except CallError as exc:
+                outcome = self._failed(name, exc.message, exc.code, started, None)
+                await self._observe(entry.spec, args, ctx, outcome)
+                return outcome
+            ctx = replace(ctx, via=name)
+        return await self._run(entry, args, ctx)
+
+    def _proxied(
+        self, proxy: CatalogEntry, args: Mapping[str, Any], ctx: CallContext
+    ) -> tuple[CatalogEntry, Mapping[str, Any]]:
+        """The tool a proxy call names and its arguments. CallError when the proxy's own
+        arguments are invalid or the tool is not one it reaches: a manifest tool of the
+        catalog, not denied to the caller."""
+        self._validate(proxy, args)
+        target = str(args["name"])
+        inner = args.get("arguments", {})
+        entry = self.catalog.get(target)
+        if entry is None:
+            raise CallError(
+                f"no tool named {target!r} in the catalog; find it with tool_search and pass "
+                "the exact name it gives",
+                tool=proxy.spec.name,
+                code=ErrorCode.TOOL_UNKNOWN,
+            )
+        if entry.spec.is_locked or target in ctx.denied_tools:
+            what = "itself" if is_proxy(entry.spec) else target
+            raise CallError(
+                f"{proxy.spec.name} cannot call {what}: it runs the tools tool_search finds; "
+                "call the tools in your tool list directly",
+                tool=proxy.spec.name,
+                code=ErrorCode.ARGS_INVALID,
+            )
+        return entry, inner
+
+    async def _run(
+        self, entry: CatalogEntry, args: Mapping[str, Any], ctx: CallContext
+    ) -> CallOutcome:
+        name = entry.spec.name
         started = time.perf_counter()
         clearance: Clearance | None = None
         cancelled = anyio.get_cancelled_exc_class()
@@ -219,6 +272,7 @@ class Bridge:
             failed = self._failed(name, error, ErrorCode.SERVER_INTERNAL, started, clearance)
             await self._observe(entry.spec, args, ctx, failed)
             raise
+        await _tell(ctx, outcome)
         await self._observe(entry.spec, args, ctx, outcome)
         return outcome
 
@@ -341,6 +395,31 @@ class Bridge:
                     **common,
                 )
         return CallOutcome(ok=True, value=result.value, text=result.text, **common)
+
+
+def is_proxy(spec: ToolSpec) -> bool:
+    """Whether ``spec`` is the built-in proxy (call_tool), whose calls are calls of the tool
+    they name."""
+    return spec.is_locked and spec.name == PROXY_TOOL
+
+
+def event_text(outcome: CallOutcome) -> str | None:
+    """What a person watching the client should hear about this call, if anything: a watchdog
+    refusal, or a tool killed at its deadline."""
+    decision = outcome.decision
+    if decision is not None and decision.scope == "watchdog" and decision.action == "deny":
+        return f"the watchdog refused a call of {outcome.tool}: {decision.rule}"[:MAX_EVENT_CHARS]
+    if outcome.code is ErrorCode.EXEC_TIMEOUT:
+        first = (outcome.error or "").strip().splitlines()[:1]
+        why = f": {first[0]}" if first else ""
+        return f"{outcome.tool} was killed at its deadline{why}"[:MAX_EVENT_CHARS]
+    return None
+
+
+async def _tell(ctx: CallContext, outcome: CallOutcome) -> None:
+    text = event_text(outcome)
+    if text is not None and ctx.log is not None and ctx.log.wants("warning"):
+        await ctx.log.send("warning", text, logger=SERVER_LOGGER)
 
 
 def _ms_since(started: float) -> int:

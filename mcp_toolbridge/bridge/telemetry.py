@@ -42,6 +42,8 @@ def span_attributes(spec: ToolSpec, ctx: CallContext, outcome: CallOutcome) -> d
     }
     if outcome.answer is not None:
         attributes["toolbridge.answer"] = outcome.answer
+    if ctx.via is not None:
+        attributes["toolbridge.via"] = ctx.via
     if outcome.code is not None:
         attributes["error.type"] = outcome.code.value
     return attributes

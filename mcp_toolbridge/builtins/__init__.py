@@ -1,5 +1,6 @@
 """The locked tools (read, write, edit, glob, grep, bash, todo, task, question, web_search,
-web_fetch, skill, tool_search), served through the same Bridge.call as manifest tools:
+web_fetch, skill, tool_search) and the proxy beside tool_search (call_tool), served through
+the same Bridge.call as manifest tools:
 ``plan`` decides which are served and how they are configured, ``registry`` declares them and
 binds them to a runtime; ``fs/``, ``web/``, ``skill/`` and ``task/`` hold the tools of one
 kind each.
@@ -7,6 +8,7 @@ kind each.
 May import: the vocabulary, catalog, policy, executors. Not bridge, server, cli."""
 
 from mcp_toolbridge.builtins.base import BuiltinExecutor
+from mcp_toolbridge.builtins.call_tool import proxy_spec
 from mcp_toolbridge.builtins.fs import PathLocks
 from mcp_toolbridge.builtins.plan import parse_locked, plan_locked
 from mcp_toolbridge.builtins.registry import LockedPlan
@@ -14,10 +16,11 @@ from mcp_toolbridge.builtins.session import Sessions
 from mcp_toolbridge.builtins.task import CallTool, subagent_offer
 from mcp_toolbridge.builtins.tool_search import SPEC as TOOL_SEARCH_SPEC
 from mcp_toolbridge.builtins.tool_search import ToolSearch
-from mcp_toolbridge.names import LOCKED_IDS
+from mcp_toolbridge.names import LOCKED_IDS, PROXY_TOOL
 
 __all__ = [
     "LOCKED_IDS",
+    "PROXY_TOOL",
     "TOOL_SEARCH_SPEC",
     "BuiltinExecutor",
     "CallTool",
@@ -27,5 +30,6 @@ __all__ = [
     "ToolSearch",
     "parse_locked",
     "plan_locked",
+    "proxy_spec",
     "subagent_offer",
 ]

@@ -17,7 +17,9 @@ successful call (the model reads ``exit_code``). stdout and stderr together are 
 and everything captured goes to a session sidecar file named by ``output_path``.
 
 While it runs, a client that asked for progress gets the elapsed time and the output bytes
-so far, twice a second after the first second (:mod:`~mcp_toolbridge.executors.progress`).
+so far, twice a second after the first second (:mod:`~mcp_toolbridge.executors.progress`),
+and a client that listens to log messages at ``info`` gets each stderr line as it is written
+(:class:`~mcp_toolbridge.executors.ToolLog`); the result keeps stderr as well.
 
 A timeout is an error (``timed_out: true``) that still carries what the command printed until
 it was killed, under the same caps and sidecar rules: in ``stdout``/``stderr`` and, because the
@@ -46,6 +48,8 @@ from mcp_toolbridge.executors import (
     Heartbeat,
     ProcessOutcome,
     ProcessTimeout,
+    ToolLog,
+    run_beside,
     run_process,
 )
 from mcp_toolbridge.model import RequirementSet, Safety
@@ -201,8 +205,9 @@ class BashTool:
             "env_keys": tuple(sorted(self._env)),
         }
         beat = Heartbeat(request.progress)
+        voice = ToolLog(request.context.log, SPEC.name)
         try:
-            outcome = await beat.run(
+            outcome = await run_beside(
                 lambda: run_process(
                     argv,
                     stdin=None,
@@ -211,9 +216,12 @@ class BashTool:
                     timeout_s=timeout_ms / 1000,
                     sandbox=request.sandbox,
                     max_output_bytes=CAPTURE_STDOUT_BYTES,
+                    on_stderr_line=voice.stderr_line if voice.wants("info") else None,
                     stderr_tail_bytes=CAPTURE_STDERR_BYTES,
                     on_output=beat.count,
-                )
+                ),
+                beat,
+                voice,
             )
         except ProcessTimeout as timeout:
             # Clipping up to 9 MB of output and writing the sidecar: off the event loop.

@@ -1,4 +1,6 @@
-"""tool_search: find catalog tools by query; the server loads the hits into the session."""
+"""tool_search: find catalog tools by query. On a connection whose list may grow (2025 era)
+the server loads the hits into it; elsewhere they are called through the proxy (call_tool).
+Each hit carries what a model needs to call it in one step, and the result says how."""
 
 from __future__ import annotations
 
@@ -9,7 +11,9 @@ from typing import Any
 from mcp_toolbridge.builtins.base import builtin_spec
 from mcp_toolbridge.catalog import Catalog, SearchIndex
 from mcp_toolbridge.executors import ExecRequest, ExecResult
+from mcp_toolbridge.host import FoundTools
 from mcp_toolbridge.model import Safety
+from mcp_toolbridge.names import PROXY_TOOL
 
 DEFAULT_RESULTS = 5
 MAX_RESULTS = 20
@@ -52,17 +56,28 @@ OUTPUT_SCHEMA: dict[str, Any] = {
                 "required": ["name", "description", "input_schema"],
             },
         },
+        "how_to_call": {"type": "string"},
     },
-    "required": ["query", "tools"],
+    "required": ["query", "tools", "how_to_call"],
 }
+
+HOW_TO_CALL: dict[FoundTools, str] = {
+    "direct": "These tools are in your tool list now: call each one directly by its name.",
+    "proxy": (
+        f"These tools are not in your tool list: call one through {PROXY_TOOL} with "
+        '{"name": "<its name>", "arguments": {...}}, the arguments valid against its '
+        "input_schema."
+    ),
+}
+"""What the result says about calling the hits, by how the caller reaches them."""
 
 SPEC = builtin_spec(
     "tool_search",
     title="Search tools",
     description=(
-        "Search the catalog of available tools and load the matches so they can be called. "
-        "Returns each match's name, description and input schema. Use it before calling a "
-        "tool you do not see in your tool list."
+        "Search the catalog of available tools. Returns each match's name, description and "
+        "input schema, and how to call the matches. Use it before calling a tool you do not "
+        "see in your tool list."
     ),
     input_schema=INPUT_SCHEMA,
     output_schema=OUTPUT_SCHEMA,
@@ -102,15 +117,18 @@ class ToolSearch:
                     "input_schema": spec.input_schema,
                 }
             )
-        return ExecResult(ok=True, value={"query": query, "tools": tools}, text=_text(tools))
+        how = HOW_TO_CALL[request.context.found_tools]
+        value = {"query": query, "tools": tools, "how_to_call": how}
+        return ExecResult(ok=True, value=value, text=_text(tools, how))
 
 
-def _text(tools: list[dict[str, Any]]) -> str:
-    """Each tool's name, description and input schema (compact JSON: the model writes the
-    arguments as JSON, so JSON is the readable form of a schema)."""
+def _text(tools: list[dict[str, Any]], how: str) -> str:
+    """How to call the hits, then each tool's name, description and input schema (compact
+    JSON: the model writes the arguments as JSON, so JSON is the readable form of a
+    schema)."""
     if not tools:
         return "No tools match; try other words, or a tool name."
-    parts = [f"Found {len(tools)} tool(s); they can be called now."]
+    parts = [f"Found {len(tools)} tool(s). {how}"]
     for tool in tools:
         schema = json.dumps(tool["input_schema"], ensure_ascii=False, separators=(",", ":"))
         parts.append(f"\n## {tool['name']}\n{tool['description']}\nInput schema: {schema}")

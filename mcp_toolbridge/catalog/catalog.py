@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from mcp_toolbridge.errors import ErrorCode, Problem
 from mcp_toolbridge.model import ToolSpec
-from mcp_toolbridge.names import KEPT_NAME_PATTERN, LOCKED_TOOL_IDS, NAME_PATTERN
+from mcp_toolbridge.names import KEPT_NAME_PATTERN, NAME_PATTERN, PROXY_TOOL, RESERVED_NAMES
 from mcp_toolbridge.schemas import CompiledSchema, compile_schema
 
 
@@ -98,7 +98,8 @@ class Catalog:
         written, see :func:`named_as_written`) SEP-986's ``[A-Za-z0-9._-]{1,128}``. Collisions
         are found on the final names, so two ids that sanitize alike collide. A tool that
         collides keeps the first declaration; the problem names both sources. The locked ids
-        are reserved for built-in tools: a manifest cannot redefine them.
+        and the proxy's name (``call_tool``) are reserved for built-in tools: a manifest
+        cannot redefine them.
         """
         entries: dict[str, CatalogEntry] = {}
         problems: list[Problem] = []
@@ -108,11 +109,12 @@ class Catalog:
             if malformed is not None:
                 problems.append(Problem(spec.source.path, malformed, locator))
                 continue
-            if spec.name in LOCKED_TOOL_IDS and not spec.is_locked:
+            if spec.name in RESERVED_NAMES and not spec.is_locked:
+                which = "proxy" if spec.name == PROXY_TOOL else "locked"
                 problems.append(
                     Problem(
                         spec.source.path,
-                        f'tool name "{spec.name}" is reserved for the locked built-in tool; '
+                        f'tool name "{spec.name}" is reserved for the {which} built-in tool; '
                         "rename the tool",
                         locator,
                         ErrorCode.MANIFEST_DUPLICATE,

@@ -43,6 +43,9 @@ class ClientKind:
     """Whether entries carry ``"type": "stdio"``."""
     folder_variable: str | None = None
     """What the client replaces with the folder it has open, in ``args``."""
+    expose: str = "auto"
+    """The ``--expose`` mode that fits the client (docs/clients.md says why)."""
+    expose_why: str = ""
 
 
 CLIENTS = {
@@ -62,6 +65,9 @@ CLIENTS = {
             ".mcp.json in the project (or ~/.claude.json for every project)",
             "mcpServers",
             True,
+            expose="all",
+            expose_why="it defers MCP tools behind its own tool search, so the server lists "
+            "every tool (a second search of the server's own would cost a turn)",
         ),
         ClientKind(
             "vscode",
@@ -78,6 +84,9 @@ CLIENTS = {
             "mcpServers",
             False,
             "${workspaceFolder}",
+            expose="search",
+            expose_why="its agent does best with a few dozen tools in all, and the locked "
+            "tools are 13 already: the rest are found with tool_search and run with call_tool",
         ),
     )
 }
@@ -135,6 +144,14 @@ def serve_arguments(
     return [*args, *options, *(str(p.resolve()) for p in paths)]
 
 
+def fitting_expose(kind: ClientKind, locked: Sequence[str]) -> str:
+    """The ``--expose`` mode for ``kind``, given the locked tools served: search needs
+    tool_search, so without it the default (auto, which then lists everything) is kept."""
+    if kind.expose == "search" and "tool_search" not in locked:
+        return "auto"
+    return kind.expose
+
+
 def server_entry(kind: ClientKind, command: Sequence[str], args: Sequence[str]) -> dict[str, Any]:
     entry: dict[str, Any] = {"type": "stdio"} if kind.typed else {}
     entry["command"] = command[0]
@@ -150,12 +167,17 @@ def client_config(
     workspace: Path | None = None,
     options: Sequence[str] = (),
     command: Sequence[str] | None = None,
+    expose: str | None = None,
 ) -> dict[str, Any]:
     """The whole config file content for ``client`` with one server, ``toolbridge``.
 
     The workspace is ``workspace`` when given, else the client's folder variable, else the
-    working directory; ConfigError when that is ``/`` or the home folder."""
+    working directory; ConfigError when that is ``/`` or the home folder. ``expose`` is the
+    ``--expose`` mode, by default the one that fits the client (``ClientKind.expose``)."""
     kind = CLIENTS[client]
+    chosen_expose = expose or kind.expose
+    if chosen_expose != "auto":
+        options = [*options, "--expose", chosen_expose]
     chosen: Path | str | None = workspace or kind.folder_variable or default_workspace()
     if chosen is None:
         raise ConfigError(
@@ -189,10 +211,15 @@ def _absolute(path: Path) -> str:
     return str(path.resolve())
 
 
-def serving_options(args: argparse.Namespace) -> list[str]:
+def serving_options(args: argparse.Namespace, *, expose: bool = True) -> list[str]:
     """The options of ``args`` that change what is served or how it runs, other than the
-    paths, ``--policy`` and ``--workspace``, with paths absolute; defaults are left out."""
+    paths, ``--policy`` and ``--workspace`` (and ``--expose`` without ``expose``), with paths
+    absolute; defaults are left out."""
     out: list[str] = []
+    for pattern in getattr(args, "pin", ()):
+        out += ["--pin", pattern]
+    for entry in getattr(args, "allow", ()):
+        out += ["--allow", entry]
     if getattr(args, "loop", "auto") != "auto":
         out += ["--loop", args.loop]
     if getattr(args, "keep_names", False):
@@ -217,7 +244,7 @@ def serving_options(args: argparse.Namespace) -> list[str]:
             out += [flag, _absolute(getattr(args, attr))]
     if getattr(args, "no_audit", False):
         out.append("--no-audit")
-    if getattr(args, "expose", "auto") != "auto":
+    if expose and getattr(args, "expose", None) not in (None, "auto"):
         out += ["--expose", args.expose]
     for flag, attr in (("--skip-invalid", "skip_invalid"), ("--watch", "watch")):
         if getattr(args, attr, False):

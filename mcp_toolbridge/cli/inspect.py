@@ -26,6 +26,7 @@ import json
 from typing import Any
 
 from mcp_toolbridge.cli.console import EXIT_LOAD, EXIT_OK, err, out
+from mcp_toolbridge.executors import PROGRESS_FD_ENV
 from mcp_toolbridge.model import BuiltinTransport, ExecTransport, HttpTransport, ToolSpec
 from mcp_toolbridge.policy import Policy
 from mcp_toolbridge.runtime import Loaded, Settings, sandbox_profile
@@ -105,9 +106,11 @@ def tool_interface(
     served: bool = True,
     sandbox_profile: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The record for ``spec``; ``deferred`` says whether tools/list defers it to
-    tool_search (``--expose``), ``served`` whether the policy exposes it."""
+    """The record for ``spec``; ``deferred`` says whether tools/list defers tools to
+    tool_search (``--expose``), ``served`` whether the policy exposes it. A locked or pinned
+    tool is always listed, never deferred."""
     builtin = spec.is_locked
+    always_load = builtin or spec.pinned
     safety = spec.safety
     inferred = [f"Safety.{SAFETY_FIELDS[f]}" for f in sorted(safety.inferred) if f in SAFETY_FIELDS]
     inferred += ["Schemas.strict", "Safety.classifier_input"]
@@ -137,12 +140,12 @@ def tool_interface(
             "version": spec.version,
         },
         "Discovery": {
-            "search_hint": " ".join(spec.tags) or None,
+            "search_hint": spec.search_hint,
             "description": spec.description,
             "capability_refs": list(spec.requires.capabilities),
             "schema_visibility": {"model": "input_schema", "internal": _internal_fields(spec)},
-            "should_defer": deferred,
-            "always_load": builtin,
+            "should_defer": deferred and not always_load,
+            "always_load": always_load,
         },
         "Schemas": {
             "model_input_schema": spec.input_schema,
@@ -197,11 +200,7 @@ def tool_interface(
             "abort_semantics": ABORT[spec.transport.kind],
             "interrupt_behavior": INTERRUPT_BEHAVIOR,
             "scheduling": SCHEDULING,
-            "progress_schema": (
-                {"stderr_line": {"progress": "number", "total": "number?", "message": "string?"}}
-                if isinstance(spec.transport, ExecTransport)
-                else None
-            ),
+            "progress_schema": _progress_schema(spec),
             "context_modifier_policy": "none: a call never changes later calls' context",
         },
         "Result": {
@@ -226,6 +225,17 @@ def tool_interface(
     }
 
 
+def _progress_schema(spec: ToolSpec) -> dict[str, Any] | None:
+    """How the tool reports progress, when its manifest says it does (exec tools only)."""
+    if not (isinstance(spec.transport, ExecTransport) and spec.transport.reports_progress):
+        return None
+    return {
+        "channel": f"JSON lines on the file descriptor named by ${PROGRESS_FD_ENV}",
+        "progress_line": {"progress": "number", "total": "number?", "message": "string?"},
+        "log_line": {"log": "string", "level": "debug|info|notice|warning|error?"},
+    }
+
+
 def print_interface(args: argparse.Namespace, settings: Settings, loaded: Loaded) -> int:
     """Print the Tool Interface record of one served tool as JSON."""
     from mcp_toolbridge.server import SEARCH_THRESHOLD
@@ -237,13 +247,15 @@ def print_interface(args: argparse.Namespace, settings: Settings, loaded: Loaded
             "id); `mcp-toolbridge list` shows the names, `lint` shows tools left out"
         )
         return EXIT_LOAD
-    manifest_tools = len(loaded.catalog.manifest_specs())
+    expose = getattr(args, "expose", "auto")
+    searchable = "tool_search" in loaded.catalog
+    many = len(loaded.catalog.manifest_specs()) > SEARCH_THRESHOLD
     record = tool_interface(
         entry.spec,
         loaded.policy,
         default_timeout_s=settings.timeout_s,
         max_output_bytes=settings.max_output_bytes,
-        deferred=not entry.spec.is_locked and manifest_tools > SEARCH_THRESHOLD,
+        deferred=searchable and (expose == "search" or (expose == "auto" and many)),
         sandbox_profile=sandbox_profile(settings, loaded.policy, entry.spec),
     )
     out(json.dumps(record, indent=2, ensure_ascii=False))

@@ -187,9 +187,14 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 
 def _cmd_policy(args: argparse.Namespace) -> int:
+    if args.policy_verb is None:
+        print(args.policy_help, end="")
+        return EXIT_OK
     loaded = load_catalog(settings_of(args), locked=True)
+    if loaded.errors:
+        _print_problems(loaded)
     print(loaded.policy.render([*loaded.catalog.specs(), *loaded.hidden]))
-    return EXIT_OK
+    return EXIT_PROBLEMS if loaded.errors else EXIT_OK
 
 
 def _load_for_serving(args: argparse.Namespace) -> Loaded | int:

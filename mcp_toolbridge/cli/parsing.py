@@ -17,6 +17,9 @@ from mcp_toolbridge.errors import ConfigError
 from mcp_toolbridge.executors import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
 from mcp_toolbridge.runtime import Settings
 
+POLICY_SHOW = "policy show"
+"""The key of ``policy show``'s parser among the verbs' parsers."""
+
 
 def _add_load_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -31,6 +34,14 @@ def _add_load_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="serve manifest ids as written (SEP-986: [A-Za-z0-9._-]{1,128}, dots allowed) "
         "instead of sanitizing them to [A-Za-z0-9_-]{1,64}; for clients that accept dots",
+    )
+    parser.add_argument(
+        "--pin",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="always list this tool, whatever --expose says (an MCP name or manifest id; "
+        "globs such as 'git_*' allowed; repeatable; also the policy's [discovery] pin)",
     )
 
 
@@ -76,6 +87,14 @@ def _add_policy_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="FILE",
         help="the operator's policy (TOML); default: the built-in default policy",
+    )
+    parser.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        metavar="NAME[=PATTERN]",
+        help="allow a tool or capability (NAME=PATTERN: one path, host or command) without "
+        "asking, over the policy; repeatable, e.g. --allow fs_rm --allow 'bash=git status'",
     )
     parser.add_argument(
         "--workspace",
@@ -169,10 +188,12 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     search.add_argument("-k", type=int, default=5, metavar="N", help="how many results (5)")
     search.add_argument("--json", action="store_true", help="print JSON")
 
-    policy = verbs.add_parser("policy", help="show the effective policy")
-    policy.add_argument("--show", action="store_true", required=True)
-    _add_load_options(policy)
-    _add_policy_options(policy)
+    policy = verbs.add_parser("policy", help="show the effective policy (policy show)")
+    policy_verbs = policy.add_subparsers(dest="policy_verb", metavar="VERB")
+    show = policy_verbs.add_parser("show", help="the merged policy as JSON, rule by rule")
+    _add_load_options(show)
+    _add_policy_options(show)
+    policy.set_defaults(policy_help=policy.format_help())
 
     export = verbs.add_parser("export", help="print the tools as OpenAI functions or MCP tools")
     export.add_argument("--format", choices=["openai", "mcp"], required=True)
@@ -184,30 +205,39 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     _add_load_options(inspect)
     _add_run_options(inspect)
     _add_policy_options(inspect)
+    _add_expose_option(inspect)
 
     config = verbs.add_parser("config", help="print a client's config for this installation")
     add_client_option(config)
     _add_load_options(config)
     _add_policy_options(config)
-    return parser, dict(verbs.choices)
+    _add_expose_option(config, default=None)  # None: the mode that fits the client
+    return parser, {**verbs.choices, POLICY_SHOW: show}
 
 
 def _add_serve_options(parser: argparse.ArgumentParser) -> None:
     _add_load_options(parser)
     _add_run_options(parser)
     _add_policy_options(parser)
-    parser.add_argument(
-        "--expose",
-        choices=["auto", "search", "all"],
-        default="auto",
-        help="list every tool, or only tool_search and what it loaded (auto: search past 64)",
-    )
+    _add_expose_option(parser)
     parser.add_argument(
         "--skip-invalid",
         action="store_true",
         help="serve the valid tools when some manifests have problems (they are logged)",
     )
     add_serve_options(parser)
+
+
+EXPOSE_HELP = (
+    "list every tool (all), or the locked tools, tool_search, call_tool and the pinned tools "
+    "(search); auto: search past 64 manifest tools"
+)
+
+
+def _add_expose_option(parser: argparse.ArgumentParser, default: str | None = "auto") -> None:
+    parser.add_argument(
+        "--expose", choices=["auto", "search", "all"], default=default, help=EXPOSE_HELP
+    )
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -226,6 +256,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         ad_hoc=tuple(getattr(args, "ad_hoc", ())),
         keep_names=getattr(args, "keep_names", False),
         sandbox=getattr(args, "sandbox", None),
+        pins=tuple(getattr(args, "pin", ())),
+        allow=tuple(getattr(args, "allow", ())),
     )
 
 
@@ -234,11 +266,25 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
     A verb's options may come before, between or after its positional arguments
     (``call TOOL DIR --args JSON``), and a usage error shows that verb's usage, not the
-    top-level one: the verb's own parser parses everything after the verb, intermixed."""
+    top-level one: the verb's own parser parses everything after the verb, intermixed.
+    ``policy`` has a verb of its own (argparse mixes no subparsers with intermixed parsing):
+    ``policy show`` (or ``policy --show``), options anywhere, is parsed by show's parser;
+    ``policy`` without it by policy's, which prints its help."""
     given = list(sys.argv[1:] if argv is None else argv)
     parser, verbs = _parser()
-    if not given or given[0] not in verbs:
+    if not given or given[0] not in verbs or given[0] == POLICY_SHOW:
         return parser.parse_args(given)  # --version, --help, a missing or unknown verb
+    if given[0] == "policy":
+        rest = given[1:]
+        if "--show" in rest:  # the earlier spelling of `policy show`
+            rest = [a for a in rest if a != "--show"]
+        elif "show" in rest:
+            rest.remove("show")
+        else:
+            return parser.parse_args(given)  # policy's help, or its usage error
+        args = verbs[POLICY_SHOW].parse_intermixed_args(rest)
+        args.verb, args.policy_verb = "policy", "show"
+        return args
     args = verbs[given[0]].parse_intermixed_args(given[1:])
     args.verb = given[0]
     return args

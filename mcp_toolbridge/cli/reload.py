@@ -4,6 +4,11 @@ Polling file metadata (mtime, size, inode) once a second: no extra dependency, t
 every platform, and cheap for the catalogs this serves (a few thousand files at most). A
 change is reported only once the files have been stable for one more interval, so an editor
 writing a file in several steps causes one reload, not several.
+
+What a reload did is also told to the clients that listen to log messages (MCP logging, the
+``mcp-toolbridge`` logger): a reload applied (``notice``), refused with its problems
+(``error``), and the tools it leaves out (``warning``), like the tools left out at start-up
+(:func:`not_served`).
 """
 
 from __future__ import annotations
@@ -19,9 +24,13 @@ from anyio.abc import TaskStatus
 
 from mcp_toolbridge.bridge import Bridge
 from mcp_toolbridge.errors import Problem
+from mcp_toolbridge.host import LogLevel
+from mcp_toolbridge.runtime import Skipped
 
 log = logging.getLogger("mcp_toolbridge")
 
+MAX_LINES_TOLD = 20
+"""Problems or tools listed in one message to clients; the rest are counted."""
 SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "__pycache__", ".mypy_cache"})
 MAX_FILES = 50_000
 
@@ -83,9 +92,30 @@ class Reloadable(Protocol):
     @property
     def bridge(self) -> Bridge: ...
 
+    @property
+    def skipped(self) -> tuple[Skipped, ...]: ...
+
 
 class Publisher(Protocol):
     async def swap(self, bridge: Bridge) -> None: ...
+
+    async def announce(self, level: LogLevel, text: str) -> None: ...
+
+
+def _listed(head: str, lines: Sequence[str]) -> str:
+    shown = list(lines[:MAX_LINES_TOLD])
+    if len(lines) > MAX_LINES_TOLD:
+        shown.append(f"... and {len(lines) - MAX_LINES_TOLD} more (mcp-toolbridge lint shows all)")
+    return "\n".join([head, *shown])
+
+
+def not_served(errors: Sequence[Problem], skipped: Sequence[Skipped]) -> str | None:
+    """The message telling clients which tools are not served: the tools left out by their
+    errors (``--skip-invalid``) and those the policy refuses whatever their arguments."""
+    lines = [problem.render() for problem in [*errors, *(s.notice() for s in skipped)]]
+    if not lines:
+        return None
+    return _listed(f"{len(lines)} problem(s) leave tools out of what this server serves:", lines)
 
 
 async def reload_on_change(
@@ -107,6 +137,12 @@ async def reload_on_change(
             for problem in problems:
                 log.error("reload: %s", problem.render())
             log.error("reload: %d problem(s); still serving the previous catalog", len(problems))
+            head = f"reload refused: {len(problems)} problem(s); still serving the previous catalog"
+            await server.announce("error", _listed(head, [p.render() for p in problems]))
             continue
         await server.swap(runtime.bridge)
         log.warning("reload: serving %d tools", len(runtime.bridge.catalog))
+        await server.announce("notice", f"reload: serving {len(runtime.bridge.catalog)} tools")
+        left_out = not_served((), runtime.skipped)
+        if left_out is not None:
+            await server.announce("warning", left_out)

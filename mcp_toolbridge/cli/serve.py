@@ -21,7 +21,7 @@ from mcp_toolbridge.cli.allocator import pin_mmap_threshold
 from mcp_toolbridge.cli.clients import args_for, server_command
 from mcp_toolbridge.cli.console import EXIT_OK, err
 from mcp_toolbridge.cli.event_loop import LOOPS, backend_options
-from mcp_toolbridge.cli.reload import reload_on_change
+from mcp_toolbridge.cli.reload import not_served, reload_on_change
 from mcp_toolbridge.cli.startup import (
     follow_roots,
     loaded_lines,
@@ -157,12 +157,14 @@ def run_server(
                 open_runtime(settings, loaded, observers=observers, stand_in=stand_in)
             )
             follows = settings.workspace is None and http is None  # one client: its roots
+            left_out = not_served(loaded.errors, loaded.skipped)
             server = ToolbridgeServer(
                 runtime.bridge,
                 expose=args.expose,
                 on_session_end=runtime.end_session,
                 roots=(lambda roots: moved(roots)) if follows else None,
                 sidecar_dir=runtime.sessions.sidecar_dir,
+                notices=[left_out] if left_out else [],
             )
             moved = follow_roots(runtime, server, say)
             where = ", ".join(str(p) for p in settings.manifest_paths())

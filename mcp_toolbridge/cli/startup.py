@@ -1,7 +1,7 @@
 """What ``serve`` says on stderr as it starts, besides its banner: the tools each manifest
 gave, every tool left out and why (one line per reason, a few examples each, so a catalog of
-thousands stays readable), and where the workspace is; and the workspace following the
-client's MCP roots while serving.
+thousands stays readable), the pinned tools and the pins that name none, and where the
+workspace is; and the workspace following the client's MCP roots while serving.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ def _tools(count: int) -> str:
 
 
 def loaded_lines(loaded: Loaded) -> list[str]:
-    """The tools served per manifest, then what was left out, grouped by reason."""
+    """The tools served per manifest, then what was left out, grouped by reason, then the
+    pinned tools and the pins that name no tool."""
     served = Counter(s.source.path for s in loaded.catalog.manifest_specs())
     declared = Counter(s.source.path for s in loaded.report.tools)
     parts = []
@@ -51,6 +52,12 @@ def loaded_lines(loaded: Loaded) -> list[str]:
         lines.append(
             f"not served: {_tools(len(names))} ({', '.join(names[:EXAMPLES])}{tail}): {reason}"
         )
+    pinned = [s.name for s in loaded.catalog.specs() if s.pinned]
+    if pinned:
+        more = len(pinned) - EXAMPLES
+        tail = f" and {more} more" if more > 0 else ""
+        lines.append(f"pinned (always listed): {', '.join(pinned[:EXAMPLES])}{tail}")
+    lines += [problem.render() for problem in loaded.unmatched_pins]
     return lines
 
 

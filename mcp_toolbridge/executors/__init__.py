@@ -22,17 +22,20 @@ from mcp_toolbridge.executors.http_fetch import (
     fetch_plain,
     parse_target,
 )
-from mcp_toolbridge.executors.progress import Heartbeat
+from mcp_toolbridge.executors.progress import Heartbeat, run_beside
+from mcp_toolbridge.executors.progress_channel import PROGRESS_FD_ENV
 from mcp_toolbridge.executors.subprocess import (
     ProcessOutcome,
     ProcessTimeout,
     probe_sandbox,
     run_process,
 )
+from mcp_toolbridge.executors.tool_log import ToolLog
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_BYTES",
     "DEFAULT_TIMEOUT_S",
+    "PROGRESS_FD_ENV",
     "ExecRequest",
     "ExecResult",
     "ExecToolExecutor",
@@ -43,9 +46,11 @@ __all__ = [
     "HttpExecutor",
     "ProcessOutcome",
     "ProcessTimeout",
+    "ToolLog",
     "fetch_pinned",
     "fetch_plain",
     "parse_target",
     "probe_sandbox",
+    "run_beside",
     "run_process",
 ]

@@ -6,13 +6,15 @@ how the arguments travel (``args_via``), how stdout is read (``stdout``), whethe
 
 Environment rule: a child gets PATH and HOME from the server's environment, then
 ``env.values``, then the ``env.passthrough`` names that are set in the server's environment
-(they win over values), then each resolved secret as a variable named by :func:`secret_env_name`.
-Nothing else of the server's environment reaches a tool.
+(they win over values), then each resolved secret as a variable named by :func:`secret_env_name`,
+then ``TOOLBRIDGE_PROGRESS_FD``. Nothing else of the server's environment reaches a tool.
 
-Progress: a stderr line that is a JSON object with a numeric ``progress`` key
-(``{"progress": 3, "total": 10, "message": "..."}``) is forwarded to the request's progress
-callback and never counts as error text. Until a tool reports its own, a long call reports
-its elapsed time and output bytes (:mod:`~mcp_toolbridge.executors.progress`).
+While it runs: each stderr line goes to the client as a log line when it listens
+(:mod:`~mcp_toolbridge.executors.tool_log`; stderr stays in the result as before), and the
+progress channel, a descriptor named by ``TOOLBRIDGE_PROGRESS_FD``, carries the tool's own
+progress reports and leveled log lines (:mod:`~mcp_toolbridge.executors.progress_channel`).
+Until a tool reports its own, a long call reports its elapsed time and output bytes
+(:mod:`~mcp_toolbridge.executors.progress`).
 
 Failure: a non-zero exit gives ``ExecResult(ok=False)`` whose error is the ``error`` field of
 a JSON line last on stderr, else the stderr tail, else ``tool exited with code N`` /
@@ -38,9 +40,11 @@ import anyio
 import anyio.to_thread
 
 from mcp_toolbridge.errors import ErrorCode, ExecError, ExecOutputError, ExecSpawnError
-from mcp_toolbridge.executors.base import ExecRequest, ExecResult, ProgressFn
-from mcp_toolbridge.executors.progress import Heartbeat
+from mcp_toolbridge.executors.base import ExecRequest, ExecResult
+from mcp_toolbridge.executors.progress import Heartbeat, run_beside
+from mcp_toolbridge.executors.progress_channel import ProgressChannel
 from mcp_toolbridge.executors.subprocess import ProcessOutcome, run_process
+from mcp_toolbridge.executors.tool_log import ToolLog
 from mcp_toolbridge.model import EnvSpec, ExecTransport
 from mcp_toolbridge.secrets import redact, redact_value, secret_env_name
 
@@ -94,28 +98,37 @@ class ExecToolExecutor:
     async def _run(
         self, request: ExecRequest, transport: ExecTransport, redact: _Redactor
     ) -> ExecResult:
-        launch = _prepare(request, transport, self._environ)
-        sandbox = request.sandbox
-        if sandbox is not None:  # the arguments file and the working directory, read-only
-            sandbox = sandbox.with_read(launch.tmpdir, launch.cwd)
-        beat = Heartbeat(request.progress)
+        beat = Heartbeat(request.progress, beats=not transport.reports_progress)
+        voice = ToolLog(request.context.log, request.spec.name, redact.text)
+        channel = ProgressChannel(beat, voice, redact.text)
         try:
-            outcome = await beat.run(
-                lambda: run_process(
-                    launch.argv,
-                    stdin=launch.stdin,
-                    cwd=launch.cwd,
-                    env=launch.env,
-                    timeout_s=request.timeout_s,
-                    sandbox=sandbox,
-                    max_output_bytes=request.max_output_bytes,
-                    on_stderr_line=_ProgressLines(beat.own, redact),
-                    kill_grace_s=self._kill_grace_s,
-                    on_output=beat.count,
+            launch = _prepare(request, transport, self._environ, channel.env)
+            sandbox = request.sandbox
+            if sandbox is not None:  # the arguments file and the working directory, read-only
+                sandbox = sandbox.with_read(launch.tmpdir, launch.cwd)
+            try:
+                outcome = await run_beside(
+                    lambda: run_process(
+                        launch.argv,
+                        stdin=launch.stdin,
+                        cwd=launch.cwd,
+                        env=launch.env,
+                        timeout_s=request.timeout_s,
+                        sandbox=sandbox,
+                        max_output_bytes=request.max_output_bytes,
+                        on_stderr_line=voice.stderr_line if voice.wants("info") else None,
+                        kill_grace_s=self._kill_grace_s,
+                        on_output=beat.count,
+                        pass_fds=(channel.fd,),
+                    ),
+                    channel,  # first: it feeds the other two
+                    beat,
+                    voice,
                 )
-            )
+            finally:
+                launch.cleanup()
         finally:
-            launch.cleanup()
+            channel.close()
         if len(outcome.stdout) + len(outcome.stderr_tail) > INLINE_PARSE_BYTES:
             # Parsing (and redacting) megabytes of JSON holds the GIL: off the event loop.
             ok, value, error = await anyio.to_thread.run_sync(
@@ -152,9 +165,15 @@ class _Launch:
             shutil.rmtree(self.tmpdir, ignore_errors=True)
 
 
-def _prepare(request: ExecRequest, transport: ExecTransport, environ: Mapping[str, str]) -> _Launch:
+def _prepare(
+    request: ExecRequest,
+    transport: ExecTransport,
+    environ: Mapping[str, str],
+    channel_env: Mapping[str, str],
+) -> _Launch:
     """argv, stdin, cwd and environment for one call (a few cheap syscalls, done inline)."""
     env = build_env(transport.env, environ, request.secrets)
+    env.update(channel_env)
     cwd = transport.cwd or os.path.dirname(os.path.abspath(request.spec.source.path))
     if not os.path.isdir(cwd):
         raise ExecSpawnError(
@@ -190,42 +209,6 @@ def _write_payload(payload: bytes) -> tuple[str, str]:
         shutil.rmtree(tmpdir, ignore_errors=True)
         raise ExecSpawnError(f"cannot write the arguments file {path}: {exc.strerror}") from exc
     return tmpdir, path
-
-
-class _ProgressLines:
-    """The stderr line callback: forwards progress objects, consumes them either way."""
-
-    def __init__(self, progress: ProgressFn | None, redact: _Redactor) -> None:
-        self._progress = progress
-        self._redact = redact
-
-    async def __call__(self, line: bytes) -> bool:
-        line = line.strip()
-        if not (line.startswith(b"{") and line.endswith(b"}") and b'"progress"' in line):
-            return False
-        try:
-            event = json.loads(line)
-        except ValueError:
-            return False
-        if not isinstance(event, dict):
-            return False
-        progress = _number(event.get("progress"))
-        if progress is None:
-            return False
-        if self._progress is not None:
-            message = event.get("message")
-            await self._progress(
-                progress,
-                _number(event.get("total")),
-                self._redact.text(str(message)) if message is not None else None,
-            )
-        return True
-
-
-def _number(value: object) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    return None
 
 
 def _interpret(

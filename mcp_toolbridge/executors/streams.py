@@ -58,21 +58,26 @@ class Sink:
 
 async def drain(fd: int, sink: Sink, lines: LineSplitter | None = None) -> None:
     """Read ``fd`` to its end into ``sink``, through ``lines`` when stderr lines are watched."""
-    while True:
-        await anyio.wait_readable(fd)
-        try:
-            chunk = os.read(fd, READ_SIZE)
-        except BlockingIOError:
-            continue
-        if not chunk:
-            break
-        if lines is None:
-            sink.take(chunk)
-        else:
-            sink.counted(len(chunk))
-            await lines.feed(chunk)
-    if lines is not None:
-        await lines.finish()
+    try:
+        while True:
+            await anyio.wait_readable(fd)
+            try:
+                chunk = os.read(fd, READ_SIZE)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                break
+            if lines is None:
+                sink.take(chunk)
+            else:
+                sink.counted(len(chunk))
+                await lines.feed(chunk)
+        if lines is not None:
+            await lines.finish()
+    finally:
+        if lines is not None and lines.pending:  # stopped mid-line (the deadline): keep it
+            sink.keep(lines.pending)
+            lines.pending = b""
 
 
 class LineSplitter:

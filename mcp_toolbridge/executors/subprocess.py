@@ -117,6 +117,7 @@ async def run_process(
     kill_grace_s: float = 2.0,
     stderr_tail_bytes: int = STDERR_TAIL_BYTES,
     on_output: OutputFn | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> ProcessOutcome:
     """Run ``argv`` to completion within ``timeout_s`` seconds, inside ``sandbox``.
 
@@ -124,7 +125,9 @@ async def run_process(
     required and unavailable) and :class:`ProcessTimeout` (an :class:`ExecTimeoutError` with
     the partial outcome) when the deadline passes (the group is killed first).
     Cancellation kills the group, then propagates. ``on_output`` is told the size of each
-    chunk read from stdout or stderr (progress reports count output with it).
+    chunk read from stdout or stderr (progress reports count output with it). ``pass_fds``
+    are inherited by the child under the same numbers (a progress channel); the caller keeps
+    and closes them.
     """
     await anyio.lowlevel.checkpoint_if_cancelled()  # never spawn for an already-cancelled call
     if sandbox is not None and sandbox.sandbox.support is None and sandbox.sandbox.mode != "off":
@@ -145,6 +148,7 @@ async def run_process(
             kill_grace_s,
             stderr_tail_bytes,
             on_output,
+            pass_fds,
         )
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -211,10 +215,11 @@ async def _run(
     kill_grace_s: float,
     stderr_tail_bytes: int,
     on_output: OutputFn | None,
+    pass_fds: Sequence[int],
 ) -> ProcessOutcome:
     started = time.perf_counter()
     info = launch.info
-    passed = (info.write,) if info is not None else ()
+    passed = (*pass_fds, info.write) if info is not None else tuple(pass_fds)
     proc = _spawn(launch.argv, stdin is not None, cwd, launch.env, program=argv[0], fds=passed)
     if info is not None:
         info.close_write()

@@ -1,9 +1,11 @@
 """agentcli ``tools.json``: ``{"tools": [{name, description?, schema?, command, timeoutSec?,
-envPassthrough?}]}``.
+envPassthrough?, progress?}]}``, plus the optional ``annotations`` object (safety facts; see
+:mod:`mcp_toolbridge.loaders.safety`), which agentcli itself ignores.
 
 Rules and error texts follow agentcli's own loader (spec/agentcli-tools-json.txt), checked in
 its order per tool: name, duplicate, command, envPassthrough, command[0] path; but every
-problem of every tool is reported, not only the first.
+problem of every tool is reported, not only the first. ``progress`` (true: the tool reports
+progress on ``TOOLBRIDGE_PROGRESS_FD``) is ours; agentcli ignores fields it does not know.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_toolbridge.loaders.report import ProblemLog, checked_schema, input_schemas, json_quote
+from mcp_toolbridge.loaders.safety import declared_safety
 from mcp_toolbridge.model import EnvSpec, ExecTransport, Format, Source, ToolSpec
 from mcp_toolbridge.names import sanitize_name
 
@@ -163,6 +166,9 @@ def _tool(entry: dict[str, Any], i: int, seen: set[str], file: _File) -> ToolSpe
     if command and isinstance(command[0], str):
         program = _program(command, file.folder, log, locator)
     timeout_s = _timeout(entry.get("timeoutSec"), log, locator)
+    progress = entry.get("progress")
+    if progress is not None and not isinstance(progress, bool):
+        log.error("progress must be true or false (the tool reports progress)", locator)
     description = entry.get("description", "")
     if not isinstance(description, str):
         log.error("description must be a string", locator)
@@ -171,12 +177,15 @@ def _tool(entry: dict[str, Any], i: int, seen: set[str], file: _File) -> ToolSpe
         schemas = input_schemas(None, "schema", log, locator)
     elif (declared := checked_schema(entry["schema"], "schema", log, locator)) is not None:
         schemas = input_schemas(declared, "schema", log, locator)
+    facts = declared_safety(entry.get("annotations"), log, locator)
     if log.error_count() > before or name is None or program is None or schemas is None:
         return None
+    assert facts is not None
     return ToolSpec(
         name=sanitize_name(name),
         id=name,
         namespace=namespace,
+        title=facts.title,
         description=str(description),
         input_schema=schemas[0],
         runtime_input_schema=schemas[1],
@@ -186,8 +195,10 @@ def _tool(entry: dict[str, Any], i: int, seen: set[str], file: _File) -> ToolSpe
             stdout="json",
             ok_flag=False,
             env=file.env(passthrough),
+            reports_progress=progress is True,
         ),
         timeout_s=timeout_s,
+        safety=facts.safety,
         source=source,
     )
 

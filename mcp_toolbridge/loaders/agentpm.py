@@ -2,7 +2,10 @@
 
 Follows the documented object shape (spec/agentpm-agent-json.txt) and the SDK's runtime
 rules and texts (interpreter allow-list, runtime match, required environment variables); the
-stale JSON Schema in the AgentPM CLI repository is not used.
+stale JSON Schema in the AgentPM CLI repository is not used. The optional top-level
+``annotations`` object (safety facts; see :mod:`mcp_toolbridge.loaders.safety`) is read too;
+the SDK ignores it. ``entrypoint.progress`` (true: the tool reports progress on
+``TOOLBRIDGE_PROGRESS_FD``) is ours.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_toolbridge.loaders.report import ProblemLog, checked_schema, input_schemas, json_quote
+from mcp_toolbridge.loaders.safety import declared_safety
 from mcp_toolbridge.model import EnvSpec, ExecTransport, Format, Source, ToolSpec
 from mcp_toolbridge.names import sanitize_name
 
@@ -87,6 +91,9 @@ def _entrypoint(
     env = value.get("env", {})
     if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
         log.error("entrypoint.env must be an object of string values")
+    progress = value.get("progress")
+    if progress is not None and not isinstance(progress, bool):
+        log.error("entrypoint.progress must be true or false (the tool reports progress)")
     if log.error_count() > before or command is None:
         return None
     transport = ExecTransport(
@@ -96,6 +103,7 @@ def _entrypoint(
         stdout="first_json_object",
         ok_flag=True,
         env=EnvSpec(values=dict(env)),
+        reports_progress=progress is True,
     )
     return transport, (timeout_ms / 1000 if timeout_ms else None), command
 
@@ -235,8 +243,10 @@ def load_agentpm(
     if (inputs := checked_schema(doc.get("inputs"), "inputs", log)) is not None:
         schemas = input_schemas(inputs, "inputs", log)
     outputs = checked_schema(doc.get("outputs"), "outputs", log)
+    declared = declared_safety(doc.get("annotations"), log)
     if log.error_count() or name is None or entry is None or schemas is None:
         return []
+    assert declared is not None
     transport, timeout_s, _ = entry
     values = {**env.values, **transport.env.values}
     transport = transport.model_copy(
@@ -247,6 +257,7 @@ def load_agentpm(
             name=sanitize_name(name),
             id=name,
             namespace=name,
+            title=declared.title,
             description=description,
             version=version,
             input_schema=schemas[0],
@@ -254,6 +265,7 @@ def load_agentpm(
             output_schema=outputs or None,
             transport=transport,
             timeout_s=timeout_s,
+            safety=declared.safety,
             source=Source(path=log.path, index=0, format=Format.AGENTPM),
         )
     ]

@@ -4,12 +4,12 @@ Error texts follow Runloop's loader and bundle audit (spec/runloop-tools-json-v1
 Runloop, this loader also requires what the spec says is required (the schemas), an absolute
 exec command and an absolute http(s) URL, a pin of 64 hex digits for a tools.json inside the
 bundle, and resolves ``{"$ref": "schema:ID"}`` schemas from the entry's ``schema_refs`` or
-``schemas/<ID>.json`` beside the tools.json.
+``schemas/<ID>.json`` beside the tools.json. An exec transport's ``progress`` (true: the
+tool reports progress on ``TOOLBRIDGE_PROGRESS_FD``) is ours.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import re
@@ -31,14 +31,13 @@ from mcp_toolbridge.loaders.report import (
     parse_json,
     read_bytes,
 )
+from mcp_toolbridge.loaders.safety import declared_safety, http_method_facts
 from mcp_toolbridge.model import (
-    SAFETY_FACTS,
     Budget,
     ExecTransport,
     Format,
     HttpTransport,
     RequirementSet,
-    Safety,
     Source,
     ToolSpec,
     Transport,
@@ -141,6 +140,10 @@ def _transport(value: object, log: ProblemLog, locator: str) -> Transport | None
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
             log.error("exec transport args must be a list of strings", locator)
             args = None
+        progress = value.get("progress")
+        if progress is not None and not isinstance(progress, bool):
+            log.error("exec transport progress must be true or false", locator)
+            args = None
         if not isinstance(command, str) or not command.strip():
             log.error("exec transport requires a command", locator)
         elif not os.path.isabs(command):
@@ -150,7 +153,11 @@ def _transport(value: object, log: ProblemLog, locator: str) -> Transport | None
             )
         elif args is not None:
             return ExecTransport(
-                argv=(command, *args), args_via="file", stdout="json", ok_flag=False
+                argv=(command, *args),
+                args_via="file",
+                stdout="json",
+                ok_flag=False,
+                reports_progress=progress is True,
             )
         return None
     if kind == "http":
@@ -183,19 +190,23 @@ def _transport(value: object, log: ProblemLog, locator: str) -> Transport | None
 _NO_REQUIREMENTS = RequirementSet()
 
 
-@functools.lru_cache(maxsize=8)
-def _safety(confirm: bool | None, open_world: bool) -> Safety:
-    """The few distinct Safety records, shared: one frozen model instead of one per tool
-    (fewer objects for the garbage collector to scan in a 100,000-tool catalog)."""
-    safety: dict[str, Any] = {}
-    declared = set()
+def _derived_safety(
+    transport: Transport, capabilities: tuple[str, ...], confirm: bool | None
+) -> dict[str, bool]:
+    """The safety facts a Runloop entry's own fields declare (docs/manifests.md, "Safety
+    facts"): the http method, network and write capability families, requires_confirmation."""
+    facts: dict[str, bool] = {}
+    if isinstance(transport, HttpTransport):
+        facts.update(http_method_facts(transport.method))
+        facts["open_world"] = True
+    families = {cap.partition(":")[0] for cap in capabilities if ":" in cap}
+    if "net" in families:
+        facts["open_world"] = True
+    if "fs.write" in families:
+        facts["read_only"] = False
     if confirm is not None:
-        safety["requires_confirmation"] = confirm
-        declared.add("requires_confirmation")
-    if open_world:
-        safety["open_world"] = True
-        declared.add("open_world")
-    return Safety(**safety, inferred=frozenset(SAFETY_FACTS) - declared)
+        facts["requires_confirmation"] = confirm
+    return facts
 
 
 def _requires(capabilities: tuple[str, ...]) -> RequirementSet:
@@ -285,15 +296,16 @@ def _tool(
     capabilities = _str_list(entry, "capabilities", log, locator)
     secrets = _str_list(entry, "secrets", log, locator)
     extras = _extras(entry, log, locator)
-    if log.error_count() > before or transport is None or facing is None:
+    confirm = extras["confirm"] if isinstance(extras["confirm"], bool) else None
+    derived = _derived_safety(transport, capabilities, confirm) if transport else None
+    declared = declared_safety(entry.get("annotations"), log, locator, derived)
+    if log.error_count() > before or transport is None or facing is None or declared is None:
         return None
-    confirm = extras["confirm"]
-    http = isinstance(transport, HttpTransport)
-    safety = _safety(confirm if isinstance(confirm, bool) else None, http)
     return ToolSpec(
         name=sanitize_name(tool_id),
         id=tool_id,
         namespace=namespace,
+        title=declared.title,
         description=str(description).strip(),
         input_schema=facing[0],
         runtime_input_schema=facing[1],
@@ -302,7 +314,7 @@ def _tool(
         output_schema_ref=out_ref,
         transport=transport,
         requires=_requires(capabilities),
-        safety=safety,
+        safety=declared.safety,
         secrets=secrets,
         tags=extras["tags"],
         budget=extras.get("budget"),

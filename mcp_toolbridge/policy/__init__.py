@@ -6,6 +6,7 @@ May import: the vocabulary only."""
 
 from mcp_toolbridge.policy.compiled import Decision, Policy, SessionRules, combine
 from mcp_toolbridge.policy.file import PolicyFile, SandboxMode
+from mcp_toolbridge.policy.hints import capability_way_out, way_out
 from mcp_toolbridge.policy.paths import (
     canonical_root,
     canonicalize,
@@ -54,6 +55,7 @@ __all__ = [
     "WatchdogRequest",
     "canonical_root",
     "canonicalize",
+    "capability_way_out",
     "check_text",
     "combine",
     "escape_glob",
@@ -74,4 +76,5 @@ __all__ = [
     "split_glob",
     "splitter",
     "watchdog_payload",
+    "way_out",
 ]

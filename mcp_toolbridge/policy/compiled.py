@@ -14,24 +14,22 @@ order and worked examples are in docs/permissions.md.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from mcp_toolbridge.errors import ErrorCode, Problem, Severity
+from mcp_toolbridge.errors import ErrorCode, Problem
 from mcp_toolbridge.model import HttpTransport, RequirementSet, ToolSpec
-from mcp_toolbridge.policy.file import (
-    DEFAULT_POLICY_TOML,
-    PROJECT_POLICY,
-    PolicyFile,
-    PrefixPattern,
-    ProjectFile,
-    RuleModel,
-    invalid,
-    parse_policy,
-    read_policy_text,
+from mcp_toolbridge.policy.checks import name_problems, unmatchable_rules
+from mcp_toolbridge.policy.file import PROJECT_POLICY
+from mcp_toolbridge.policy.layers import (
+    DEFAULT_ORIGIN,
+    Layers,
+    compile_grant,
+    compile_sources,
+    load_layers,
+    load_project,
 )
 from mcp_toolbridge.policy.requirements import (
     KNOWN_CAPABILITIES,
@@ -50,12 +48,12 @@ from mcp_toolbridge.policy.requirements import (
 from mcp_toolbridge.policy.rules import (
     Action,
     Rule,
-    RuleScope,
     Subject,
     compile_rule,
     resolve,
     subjects,
 )
+from mcp_toolbridge.policy.show import render_policy
 from mcp_toolbridge.policy.watchdog import Verdict, WatchdogConfig
 from mcp_toolbridge.workspace import needs_workspace, no_workspace_hint
 
@@ -121,20 +119,24 @@ class Policy:
 
     def __init__(
         self,
-        file: PolicyFile,
+        layers: Layers,
         *,
         variables: Variables,
         rules: tuple[Rule, ...],
         ignored: tuple[Rule, ...],
         scope: Scope,
         sources: tuple[str, ...],
+        project_file: str | None = None,
     ) -> None:
+        file = layers.file
+        self.layers = layers
         self.file = file
         self.variables = variables
         self.rules = rules
         self.ignored = ignored
         self.scope = scope
         self.sources = sources
+        self.project_file = project_file
         self.confirm_external_actions = file.security.confirm_external_actions
         self.watchdog: WatchdogConfig | None = (
             WatchdogConfig(tuple(file.watchdog.command), file.watchdog.timeout_s)
@@ -147,6 +149,11 @@ class Policy:
     def workspace(self) -> Path | None:
         return self.variables.workspace[0] if self.variables.workspace else None
 
+    @property
+    def user_file(self) -> str | None:
+        """The ``--policy`` file, when one was given."""
+        return self.layers.user_file
+
     @classmethod
     def load(
         cls,
@@ -155,40 +162,38 @@ class Policy:
         workspace: Path | None,
         user_data: Path | None,
         ad_hoc: Sequence[Path] = (),
+        allow: Sequence[str] = (),
     ) -> Policy:
-        """Read the operator's policy (or the default) and the project's rules; compile both.
+        """The built-in default, the operator's ``--policy`` file over it and ``--allow`` over
+        both (see :mod:`.layers`), then the project's rules; all compiled.
 
-        Raises ConfigError (code policy.invalid) naming the file and the key.
+        Raises ConfigError (code policy.invalid) naming the file, the line and the key.
         """
         variables = Variables.of(workspace=workspace, user_data=user_data, ad_hoc=ad_hoc)
-        if policy_file is None:
-            origin, text = "default policy", DEFAULT_POLICY_TOML
-        else:
-            origin, text = str(policy_file), read_policy_text(policy_file)
-        file = parse_policy(PolicyFile, text, origin)
-        try:
-            scope = compile_requirements(file.requires.requirement_set(), variables)
-        except ValueError as exc:
-            raise invalid(origin, f"requires.{exc}") from exc
-        rules = _compile_rules(file.rules, "manifest", origin, variables)
-        sources = [origin]
+        layers = load_layers(policy_file, allow)
+        scope = compile_grant(layers, variables)
+        rules = compile_sources(layers.rules, "manifest", variables)
+        sources = [DEFAULT_ORIGIN] if layers.file.extends == "default" else []
+        sources += [layers.user_file] if layers.user_file else []
+        sources += ["--allow"] if allow else []
         ignored: list[Rule] = []
         project_path = workspace / PROJECT_POLICY if workspace is not None else None
+        project_file = None
         if project_path is not None and project_path.is_file():
-            project_origin = str(project_path)
-            project = parse_policy(ProjectFile, read_policy_text(project_path), project_origin)
-            compiled = _compile_rules(project.rules, "project", project_origin, variables)
-            for rule in compiled:
-                untrusted = rule.action == "allow" and not file.trust_project_allow
+            project_file = str(project_path)
+            written, _ = load_project(project_path)
+            for rule in compile_sources(written, "project", variables):
+                untrusted = rule.action == "allow" and not layers.file.trust_project_allow
                 (ignored if untrusted else rules).append(rule)
-            sources.append(project_origin)
+            sources.append(project_file)
         return cls(
-            file,
+            layers,
             variables=variables,
             rules=tuple(rules),
             ignored=tuple(ignored),
             scope=scope,
             sources=tuple(sources),
+            project_file=project_file,
         )
 
     # -- capability layer -------------------------------------------------------------------
@@ -247,28 +252,44 @@ class Policy:
 
     # -- rules --------------------------------------------------------------------------------
 
+    def judge(
+        self, spec: ToolSpec, targets: Targets, session_rules: SessionRules | None = None
+    ) -> list[tuple[Subject, Decision]]:
+        """Each subject's own decision (a shell operand no rule matches is left out)."""
+        rules = self.rules + (session_rules.rules if session_rules else ())
+        path_rules: tuple[Rule, ...] | None = None
+        found: list[tuple[Subject, Decision]] = []
+        for subject in subjects(targets):
+            operand = (subject.capability, subject.path) in targets.operand_paths
+            applicable = rules
+            if operand:
+                # Part of the text the command's own rule matched: only rules about paths
+                # decide it (a path pattern, or an fs capability), not the tool's blanket
+                # rule, which the command subject already met.
+                if path_rules is None:
+                    path_rules = _about_paths(rules, spec)
+                applicable = path_rules
+            winner = resolve(applicable, spec, subject)
+            if winner is None and operand:
+                continue  # a shell operand: the command's own subject decides it
+            if winner is None:
+                found.append((subject, self._fallback(spec)))
+            else:
+                found.append((subject, Decision(winner.action, winner.describe(), winner.scope)))
+        return found
+
     def decide(
         self, spec: ToolSpec, targets: Targets, session_rules: SessionRules | None = None
     ) -> Decision:
         """The rules' decision for a call whose targets passed the capability check."""
-        rules = self.rules + (session_rules.rules if session_rules else ())
+        judged = self.judge(spec, targets, session_rules)
         worst: Decision | None = None
-        all_session = True
-        for subject in subjects(targets):
-            winner = resolve(rules, spec, subject)
-            if winner is None and (subject.capability, subject.path) in targets.operand_paths:
-                continue  # a shell operand: the command's own subject decides it
-            if winner is None:
-                decision = self._fallback(spec)
-                all_session = False
-            else:
-                decision = Decision(winner.action, winner.describe(), winner.scope)
-                all_session = all_session and winner.scope == "session"
+        for _, decision in judged:
             if worst is None or _rank(decision.action) > _rank(worst.action):
                 worst = decision
         if worst is None:  # every subject was a shell operand no rule matched
             worst = self._fallback(spec)
-            all_session = False
+        all_session = bool(judged) and all(d.scope == "session" for _, d in judged)
         if (
             worst.action == "allow"
             and spec.safety.requires_confirmation
@@ -286,9 +307,16 @@ class Policy:
         default = self.file.default_action
         if default != "by-safety":
             return Decision(default, f"no rule matched; default_action = {default!r}", "default")
+        head = 'no rule matched; default_action = "by-safety"'
+        if spec.safety.destructive and "destructive" in spec.safety.inferred:
+            why = (
+                f'{head}: "{spec.name}" does not declare whether it changes or deletes anything '
+                "(no annotations in its manifest), so it is treated as destructive"
+            )
+            return Decision("ask", why, "default")
         if spec.safety.destructive:
-            return Decision("ask", "default policy: the tool is destructive", "default")
-        return Decision("allow", "default policy: the served tool is allowed", "default")
+            return Decision("ask", f'{head}: "{spec.name}" is declared destructive', "default")
+        return Decision("allow", f'{head}: "{spec.name}" is declared non-destructive', "default")
 
     def exposed(self, spec: ToolSpec) -> bool:
         """False when the tool must be left out of tools/list: denied whatever its arguments,
@@ -335,26 +363,12 @@ class Policy:
         return True
 
     def unmatchable_rules(self, tools: Iterable[ToolSpec]) -> list[Problem]:
-        """Notices for rules that name a tool and carry a pattern the tool can never give.
+        """Notices for rules with a pattern a tool can never give (see :mod:`.checks`)."""
+        return unmatchable_rules(self.rules, tools)
 
-        A tool without argument roles (every manifest tool; see docs/permissions.md) that is
-        not an http tool names no path, host or command, so its calls have only the
-        "no argument" subject, which only rules without a pattern match.
-        """
-        patterned: dict[str, list[Rule]] = {}
-        for rule in self.rules:
-            if rule.kind != "any" and rule.scope != "session":
-                patterned.setdefault(rule.permission, []).append(rule)
-        if not patterned:
-            return []
-        notices: list[Problem] = []
-        for spec in tools:
-            if spec.argument_roles or isinstance(spec.transport, HttpTransport):
-                continue
-            for name in dict.fromkeys((spec.name, spec.id)):
-                for rule in patterned.get(name, ()):
-                    notices.append(_unmatchable(rule, spec))
-        return notices
+    def name_problems(self, tools: Sequence[ToolSpec], locked: Iterable[str]) -> list[Problem]:
+        """Errors for rule and capability names that name nothing (see :mod:`.checks`)."""
+        return name_problems((*self.rules, *self.ignored), self.layers, tools, locked)
 
     # -- display ------------------------------------------------------------------------------
 
@@ -368,47 +382,14 @@ class Policy:
         return scope
 
     def render(self, tools: Sequence[ToolSpec] = ()) -> str:
-        """The effective policy as JSON (``mcp-toolbridge policy --show``). With ``tools``,
-        ``requires`` is the effective set over those of them that are exposed, and the tools
-        left out of tools/list are named."""
-        scope = self.effective_scope(tools)
-        document: dict[str, Any] = {
-            "sources": list(self.sources),
-            "default_action": self.file.default_action,
-            "grant": self.file.grant,
-            "trust_project_allow": self.file.trust_project_allow,
-            "security": {"confirm_external_actions": self.confirm_external_actions},
-            "watchdog": None
-            if self.watchdog is None
-            else {"command": list(self.watchdog.argv), "timeout_s": self.watchdog.timeout_s},
-            "variables": {
-                "workspace": [str(p) for p in self.variables.workspace],
-                "ad-hoc": [str(p) for p in self.variables.ad_hoc],
-                "user-data": [str(p) for p in self.variables.user_data],
-            },
-            "requires": {
-                "fs.read": [p.source for p in scope.fs_read],
-                "fs.write": [p.source for p in scope.fs_write],
-                "net.hosts": [p.source for p in scope.hosts],
-                "shell": [s.model_dump(mode="json") for s in scope.shell],
-                "capabilities": sorted(scope.capabilities),
-                "expanded_to_nothing": list(scope.empty),
-            },
-            "sandbox": self.file.sandbox.model_dump(mode="json"),
-            "hidden_tools": [t.name for t in tools if not self.exposed(t)],
-            "rules": [r.as_json() for r in self.rules],
-            "ignored_rules": [
-                {**r.as_json(), "why": "project allow rules need trust_project_allow = true"}
-                for r in self.ignored
-            ],
-            "precedence": (
-                "most specific matching rule wins: exact > prefix > glob > any pattern; then the "
-                "longer literal part; then tool > capability > '*'; then deny > ask > allow. "
-                "A manifest deny cannot be overridden by project or session rules, nor a project "
-                "deny by session rules. No match: default_action."
-            ),
-        }
-        return json.dumps(document, indent=2)
+        """The effective policy as JSON (``mcp-toolbridge policy show``); see :mod:`.show`."""
+        return render_policy(self, tools)
+
+
+def _about_paths(rules: tuple[Rule, ...], spec: ToolSpec) -> tuple[Rule, ...]:
+    """The rules that say something about paths: all but a tool's (or ``*``'s) "any" rules."""
+    blanket = ("*", spec.name, spec.id)
+    return tuple(r for r in rules if not (r.kind == "any" and r.permission in blanket))
 
 
 def _rank(action: Action) -> int:
@@ -440,46 +421,3 @@ def _uncovered(policy: Scope, tool: Scope, requires: RequirementSet) -> bool:
         if name not in policy.capabilities and "*" not in policy.capabilities:
             return True
     return False
-
-
-def _unmatchable(rule: Rule, spec: ToolSpec) -> Problem:
-    path, _, where = rule.origin.rpartition(" ")
-    shown = json.dumps(rule.pattern)
-    if rule.kind == "prefix":
-        shown = f"{{ prefix = {shown} }}"
-    tool = f"{spec.source.path}: {spec.source.locator(spec.id)}"
-    return Problem(
-        path or rule.origin,
-        f'the pattern {shown} of this rule for "{rule.permission}" can never match: tool '
-        f'"{spec.name}" ({tool}) has no argument roles, so its calls name no path, host or '
-        "command for a pattern to match, and the rule never applies. Drop the pattern to have "
-        f"the rule {rule.action} every call of the tool, or decide by the arguments in a "
-        "watchdog (it sees them)",
-        where if path else "",
-        ErrorCode.POLICY_INVALID,
-        Severity.NOTICE,
-    )
-
-
-def _compile_rules(
-    models: list[RuleModel], scope: RuleScope, origin: str, variables: Variables
-) -> list[Rule]:
-    out: list[Rule] = []
-    for index, model in enumerate(models):
-        pattern = model.pattern
-        text = pattern.prefix if isinstance(pattern, PrefixPattern) else pattern
-        try:
-            out.append(
-                compile_rule(
-                    model.permission,
-                    text,
-                    model.action,
-                    scope=scope,
-                    origin=f"{origin} rules[{index}]",
-                    prefix=isinstance(pattern, PrefixPattern),
-                    variables=variables,
-                )
-            )
-        except ValueError as exc:
-            raise invalid(origin, f"rules[{index}].pattern: {exc}") from exc
-    return out

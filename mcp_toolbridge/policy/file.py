@@ -1,5 +1,7 @@
 """The policy file format: pydantic models for the operator's and the project's TOML files,
-the built-in default policy, and parsing that names the file and the key on every error."""
+the built-in default policy, and parsing that names the file, the line and the key on every
+error (with the closest valid name for a misspelt one). How a file layers over the default is
+in :mod:`.layers`."""
 
 from __future__ import annotations
 
@@ -7,10 +9,11 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.model import RequirementSet, ShellRequirement
+from mcp_toolbridge.policy.diagnose import describe
 from mcp_toolbridge.policy.rules import Action
 
 DefaultAction = Literal["allow", "deny", "ask", "by-safety"]
@@ -79,6 +82,27 @@ class RuleModel(_Model):
     permission: str = Field(min_length=1)
     pattern: str | PrefixPattern | None = None
     action: Action
+
+
+def split_shorthand(entry: str) -> tuple[str, str | None]:
+    """``"bash=git status"`` -> ``("bash", "git status")``; ``"read"`` -> ``("read", None)``.
+    The same text as ``--allow``. Raises ValueError for an empty name or pattern."""
+    permission, equals, pattern = entry.partition("=")
+    permission = permission.strip()
+    if not permission:
+        raise ValueError('write NAME or NAME=PATTERN, such as "read" or "bash=git status"')
+    if equals and not pattern:
+        raise ValueError(f'the pattern after "{permission}=" is empty; leave out "=" for any')
+    return permission, (pattern if equals else None)
+
+
+def _shorthand(entry: str) -> str:
+    split_shorthand(entry)
+    return entry
+
+
+Shorthand = Annotated[str, AfterValidator(_shorthand)]
+"""One rule in a line: ``allow = ["read", "bash=git status"]`` (an exact or glob pattern)."""
 
 
 class FsModel(_Model):
@@ -152,7 +176,20 @@ class SandboxModel(_Model):
     """More secret paths to hide in every sandbox (absolute, or relative to the home folder)."""
 
 
+class DiscoveryModel(_Model):
+    """``[discovery]``: which tools are always listed."""
+
+    pin: list[Annotated[str, Field(min_length=1)]] = Field(default=[], max_length=1000)
+    """Tools listed whatever ``--expose`` says (beside ``serve --pin``): MCP names or
+    manifest ids, globs (``*``, ``?``, ``[...]``) allowed."""
+
+
 class PolicyFile(_Model):
+    extends: Literal["default", "none"] = "default"
+    """default: this file adds to the built-in default policy; none: it replaces it."""
+    allow: list[Shorthand] = []
+    ask: list[Shorthand] = []
+    deny: list[Shorthand] = []
     default_action: DefaultAction = "ask"
     grant: Literal["declared", "policy"] = "declared"
     trust_project_allow: bool = False
@@ -165,10 +202,14 @@ class PolicyFile(_Model):
     subagents: SubagentsModel = SubagentsModel()
     bash: BashModel = BashModel()
     web_fetch: WebFetchModel = WebFetchModel()
+    discovery: DiscoveryModel = DiscoveryModel()
     sandbox: SandboxModel = SandboxModel()
 
 
 class ProjectFile(_Model):
+    allow: list[Shorthand] = []
+    ask: list[Shorthand] = []
+    deny: list[Shorthand] = []
     rules: list[RuleModel] = []
 
 
@@ -179,31 +220,25 @@ def read_policy_text(path: Path) -> str:
         raise invalid(str(path), f"cannot read the policy file: {exc}") from exc
 
 
-def parse_policy(model: type[_M], text: str, origin: str) -> _M:
+def load_toml(text: str, origin: str) -> dict[str, Any]:
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise invalid(origin, f"not valid TOML: {exc}") from exc
     except RecursionError as exc:  # tomllib recurses per nesting level of arrays and tables
         raise invalid(origin, "not valid TOML: nested too deeply to parse") from exc
+
+
+def validate_policy(model: type[_M], data: dict[str, Any], text: str, origin: str) -> _M:
+    """``data`` (parsed from ``text``) as ``model``; every error names its line and key."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        lines = []
-        for error in exc.errors():
-            key = _key(error["loc"])
-            lines.append(f"{key}: {error['msg']}" if key else error["msg"])
-        raise invalid(origin, "; ".join(lines)) from exc
+        raise invalid(origin, describe(exc, model, text)) from exc
 
 
-def _key(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif part not in ("str", "PrefixPattern", "str-enum"):
-            out += f".{part}" if out else part
-    return out
+def parse_policy(model: type[_M], text: str, origin: str) -> _M:
+    return validate_policy(model, load_toml(text, origin), text, origin)
 
 
 def invalid(origin: str, message: str) -> ConfigError:

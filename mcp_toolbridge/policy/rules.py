@@ -8,6 +8,11 @@ subject when it targets nothing). For each subject the matching rule with the gr
      permission: tool name or id 2 > capability 1 > "*" 0,
      action: deny 2 > ask 1 > allow 0)
 
+Within one scope, the operator's rules also carry a layer (the built-in default 0, the
+``--policy`` file 1, ``--allow`` 2): it is compared just before the action, so at equal
+specificity a later layer's rule wins whatever the actions, and a file can allow what the
+default asks about. Across scopes the layer plays no part.
+
 Then the sticky-deny rule: when the winner is not a deny, the best match within each stricter
 scope (manifest, then project) is looked at, and if that is a deny it wins instead. So a
 manifest deny is never turned into ask or allow by a project or session rule.
@@ -110,6 +115,12 @@ class Rule:
     scope: RuleScope
     origin: str
     alternatives: tuple[_Alternative, ...] = ()
+    layer: int = 0
+    """Operator rules: 0 the built-in default, 1 the --policy file, 2 --allow."""
+    line: int | None = None
+    """The line of the file it is written on, when known."""
+    file: str | None = None
+    """The file it is written in (None: the built-in default, --allow, a session answer)."""
 
     def applies_to(self, spec: ToolSpec, subject: Subject | None = None) -> bool:
         perm = self.permission
@@ -150,6 +161,7 @@ class Rule:
         return {
             "scope": self.scope,
             "origin": self.origin,
+            "line": self.line,
             "permission": self.permission,
             "kind": self.kind,
             "pattern": self.pattern,
@@ -247,17 +259,20 @@ def compile_rule(
     origin: str,
     prefix: bool = False,
     variables: Variables | None = None,
+    layer: int = 0,
+    line: int | None = None,
+    file: str | None = None,
 ) -> Rule:
     """Compile one rule. Raises ValueError (VariableError) for an undefined variable."""
     variables = variables or Variables()
     if pattern is None or (not prefix and pattern in _UNIVERSAL):
-        return Rule(permission, pattern, "any", action, scope, origin)
+        return Rule(permission, pattern, "any", action, scope, origin, (), layer, line, file)
     kind: Kind = "prefix" if prefix else ("glob" if has_glob(pattern) else "exact")
     alternatives = tuple(
         _compile_alternative(e, kind, variables)
         for e in expand(pattern, variables, glob=kind == "glob")
     )
-    return Rule(permission, pattern, kind, action, scope, origin, alternatives)
+    return Rule(permission, pattern, kind, action, scope, origin, alternatives, layer, line, file)
 
 
 def resolve(rules: Iterable[Rule], spec: ToolSpec, subject: Subject) -> Rule | None:
@@ -273,6 +288,7 @@ def resolve(rules: Iterable[Rule], spec: ToolSpec, subject: Subject) -> Rule | N
             KIND_RANK[rule.kind],
             literal,
             rule.permission_rank(spec),
+            rule.layer,
             ACTION_RANK[rule.action],
         )
         current = best.get(rule.scope)
@@ -280,7 +296,12 @@ def resolve(rules: Iterable[Rule], spec: ToolSpec, subject: Subject) -> Rule | N
             best[rule.scope] = (key, rule)
     if not best:
         return None
-    _, winner = max(best.values(), key=lambda kr: (kr[0], SCOPE_RANK[kr[1].scope]))
+
+    def across(entry: tuple[tuple[int, ...], Rule]) -> tuple[int, ...]:
+        key, rule = entry  # the layer only orders rules within a scope
+        return (*key[:3], key[4], SCOPE_RANK[rule.scope])
+
+    _, winner = max(best.values(), key=across)
     if winner.action == "deny":
         return winner
     session = best.get("session")

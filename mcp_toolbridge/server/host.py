@@ -1,7 +1,8 @@
-"""Host over MCP: asking the person through elicitation, in both protocol eras.
+"""The ports of ``mcp_toolbridge.host`` over MCP: asking the person (elicitation, sampling),
+and the log messages of a call and of the server (MCP logging).
 
-2025 era: a server-initiated ``elicitation/create`` request on the connection (needs the
-client's elicitation capability and a back channel).
+**Asking**, in both protocol eras. 2025 era: a server-initiated ``elicitation/create`` request
+on the connection (needs the client's elicitation capability and a back channel).
 
 2026-07-28 era: no server-initiated requests. The call returns ``InputRequiredResult`` and the
 client retries it with ``inputResponses`` and the echoed ``requestState``. The state is sealed
@@ -9,18 +10,49 @@ by the SDK's RequestStateBoundary (encrypted, bound to the tool, the arguments a
 an answer counts only when it arrives together with that sealed state: an unsolicited
 ``inputResponses`` never runs a tool. The sealed state also carries the answers of earlier
 rounds, since every round re-runs the call from the start.
+
+**Logging** (:class:`ClientLog`, :class:`RequestLog`).
+
+2025 handshake era: the server declares the ``logging`` capability, and ``logging/setLevel``
+sets the level of the connection (a stdio process, one HTTP session); until the client sets
+one it is ``warning``. Nothing below it is sent. A call's messages (a running tool's lines,
+the server's events about the call) ride that call's own stream, related to its request; the
+server's events outside a call (a reload) go to each connection's own stream, and the start-up
+notices (tools not served) once to each connection, with its first request after
+``initialize``. A sessionless HTTP request (``--stateless``) is a connection of its own: a
+level it sets does not outlive it.
+
+2026-07-28: ``logging/setLevel`` is gone and the capability is not declared. A request opts in
+with ``io.modelcontextprotocol/logLevel`` in its ``_meta`` and gets the messages of its call at
+that level or above, on its own stream; a request that did not opt in gets none, and nothing
+is sent outside a request.
+
+The messages are plain text (``data`` is a string); the SDK's deprecated logging helpers are
+not used (they warn on every call), the notification is sent as any other.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Sequence
 from typing import Any
 
 import mcp_types as types
 from mcp.server import ServerRequestContext
+from mcp.server.session import ServerSession
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from mcp_toolbridge.host import Answer, InputPending, SamplingRequest, SamplingResult
+from mcp_toolbridge.host import (
+    LOG_LEVELS,
+    SERVER_LOGGER,
+    Answer,
+    InputPending,
+    LogLevel,
+    SamplingRequest,
+    SamplingResult,
+    at_least,
+)
 from mcp_toolbridge.server import sampling as server_sampling
 
 STATE_VERSION = 1
@@ -109,3 +141,115 @@ class McpHost:
             input_requests={pending.key: request},
             request_state=json.dumps({"v": STATE_VERSION, "answers": answers}),
         )
+
+
+log = logging.getLogger("mcp_toolbridge")
+
+DEFAULT_LEVEL: LogLevel = "warning"
+
+
+def _connection(session: ServerSession) -> Any:
+    """The SDK's connection behind a request's session (no public handle exists)."""
+    return getattr(session, "_connection", None)
+
+
+def _requested(meta: types.RequestParamsMeta | None) -> LogLevel | None:
+    given = (meta or {}).get(types.LOG_LEVEL_META_KEY)
+    return next((level for level in LOG_LEVELS if level == given), None)
+
+
+async def _notify(
+    session: ServerSession,
+    level: LogLevel,
+    text: str,
+    logger: str,
+    related: types.RequestId | None,
+) -> None:
+    message = types.LoggingMessageNotification(
+        params=types.LoggingMessageNotificationParams(level=level, data=text, logger=logger)
+    )
+    try:
+        await session.send_notification(message, related_request_id=related)
+    except Exception:  # a client gone away must not fail a call or a reload
+        log.debug("could not send a log message to a client", exc_info=True)
+
+
+class ClientLog:
+    """The level of each 2025 connection, and the messages sent to clients."""
+
+    def __init__(self, notices: Sequence[str] = ()) -> None:
+        self._levels: dict[int, LogLevel] = {}
+        self._notices = tuple(notices)
+        self._greeted: set[int] = set()
+        self._known: set[int] = set()
+
+    def _key(self, session: ServerSession) -> int | None:
+        """The key of the session's connection; what is kept for it goes when it closes."""
+        connection = _connection(session)
+        if connection is None:
+            return None
+        key = id(connection)
+        if key not in self._known:
+            self._known.add(key)
+            connection.exit_stack.callback(self._forget, key)
+        return key
+
+    def _forget(self, key: int) -> None:
+        self._known.discard(key)
+        self._levels.pop(key, None)
+        self._greeted.discard(key)
+
+    async def set_level(
+        self, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
+    ) -> types.EmptyResult:
+        """The ``logging/setLevel`` handler (2025 era only: the 2026 method table has none)."""
+        key = self._key(ctx.session)
+        if key is not None:
+            self._levels[key] = params.level
+        return types.EmptyResult()
+
+    def level(self, session: ServerSession) -> LogLevel:
+        return self._levels.get(id(_connection(session)), DEFAULT_LEVEL)
+
+    def for_call(self, ctx: ServerRequestContext[Any]) -> RequestLog:
+        return RequestLog(ctx, self)
+
+    async def greet(self, ctx: ServerRequestContext[Any]) -> None:
+        """The start-up notices, once per 2025 connection, on its first request after
+        ``initialize`` (related to it, so they ride its stream over HTTP)."""
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        if not self._notices or modern or ctx.method == "initialize":
+            return
+        key = self._key(ctx.session)
+        if key is None or key in self._greeted:
+            return
+        self._greeted.add(key)
+        for text in self._notices:
+            if at_least("warning", self.level(ctx.session)):
+                await _notify(ctx.session, "warning", text, SERVER_LOGGER, ctx.request_id)
+
+    async def tell(self, sessions: Sequence[ServerSession], level: LogLevel, text: str) -> None:
+        """One of the server's events outside any call, to each 2025 connection whose level
+        lets it through (on the connection's own stream)."""
+        for session in sessions:
+            if at_least(level, self.level(session)):
+                await _notify(session, level, text, SERVER_LOGGER, None)
+
+
+class RequestLog:
+    """The :class:`~mcp_toolbridge.host.CallLog` of one ``tools/call`` request."""
+
+    def __init__(self, ctx: ServerRequestContext[Any], levels: ClientLog) -> None:
+        self._ctx = ctx
+        self._levels = levels
+        self._modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        self._requested = _requested(ctx.meta) if self._modern else None
+
+    def wants(self, level: LogLevel) -> bool:
+        if self._modern:
+            return self._requested is not None and at_least(level, self._requested)
+        return at_least(level, self._levels.level(self._ctx.session))
+
+    async def send(self, level: LogLevel, text: str, *, logger: str) -> None:
+        if self.wants(level):
+            await _notify(self._ctx.session, level, text, logger, self._ctx.request_id)

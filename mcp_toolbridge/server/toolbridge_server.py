@@ -2,7 +2,8 @@
 
 It publishes the catalog through the SDK's low-level Server, serves both protocol eras,
 paginates tools/list and caches its serialized pages, keeps the session's visible set for
-deferred loading (tool_search), and maps every tools/call through Bridge.call.
+deferred loading (tool_search), and maps every tools/call through Bridge.call. MCP logging
+(levels, messages of calls and of the server) is in host.py.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import base64
 import binascii
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 import mcp_types as types
@@ -27,8 +28,10 @@ from mcp_toolbridge import __version__
 from mcp_toolbridge.bridge import Bridge
 from mcp_toolbridge.catalog import Catalog
 from mcp_toolbridge.errors import ErrorCode, UnknownToolError
-from mcp_toolbridge.host import CallContext, InputPending
-from mcp_toolbridge.server.host import McpHost
+from mcp_toolbridge.host import CallContext, FoundTools, InputPending, LogLevel
+from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.names import PROXY_TOOL
+from mcp_toolbridge.server.host import ClientLog, McpHost
 from mcp_toolbridge.server.outputs import (
     Outputs,
     SidecarDir,
@@ -52,7 +55,26 @@ PROCESS_SCOPE = ""
 
 
 class _Server(Server[Any]):
-    """The SDK server, announcing tools.listChanged to legacy clients too."""
+    """The SDK server, announcing tools.listChanged to legacy clients too, and the logging
+    capability to them only (2026-07-28 has no logging/setLevel: a request opts in)."""
+
+    def get_capabilities(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+        *,
+        protocol_version: str | None = None,
+    ) -> types.ServerCapabilities:
+        found = super().get_capabilities(
+            notification_options,
+            experimental_capabilities,
+            extensions,
+            protocol_version=protocol_version,
+        )
+        if protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return found.model_copy(update={"logging": None})
+        return found
 
     def create_initialization_options(
         self,
@@ -136,11 +158,13 @@ class ToolbridgeServer:
         on_session_end: SessionEnd | None = None,
         roots: RootsChanged | None = None,
         sidecar_dir: SidecarDir | None = None,
+        notices: Sequence[str] = (),
     ) -> None:
         """``roots``: follow the client's MCP roots (stdio and in-memory connections), calling
         it with them on every change; None leaves the workspace as it is.
         ``sidecar_dir(session_id)``: the session's sidecar folder (Sessions.sidecar_dir);
-        without it truncated results carry no resource link."""
+        without it truncated results carry no resource link. ``notices``: warnings each
+        2025-era client gets once after it connects (tools that are not served)."""
         self.session_id = uuid.uuid4().hex
         self._requested_expose: Expose = expose
         self._loaded: dict[str, list[str]] = {}
@@ -153,6 +177,7 @@ class ToolbridgeServer:
         self._legacy_sessions: dict[int, Any] = {}
         """A ServerSession per open 2025 connection, by id of the connection."""
         self._outputs = Outputs(sidecar_dir, expired=self._output_expired)
+        self._client_log = ClientLog(notices)
         self._publish(bridge)
         self.server = _Server(
             "mcp-toolbridge",
@@ -163,6 +188,9 @@ class ToolbridgeServer:
             on_list_resources=self._list_resources,
             on_read_resource=self._read_resource,
             get_tool_input_schema=self._input_schema,
+        )
+        self.server.add_request_handler(
+            "logging/setLevel", types.SetLevelRequestParams, self._client_log.set_level
         )
         self.server.middleware.append(self._remember_sessions)
         self.server.middleware.append(self._cache_tools_list)
@@ -190,7 +218,14 @@ class ToolbridgeServer:
         if expose == "search" and SEARCH_TOOL not in bridge.catalog:
             raise ValueError("--expose search needs the tool_search built-in in the catalog")
         self.expose: Expose = expose
-        self._always = builtins if expose == "search" else [*builtins, *manifest_tools]
+        if expose == "search":
+            pinned = [s.name for s in bridge.catalog.manifest_specs() if s.pinned]
+            self._always = [*builtins, *pinned]
+        else:  # everything is listed: the proxy is not needed, unless pinned
+            proxy = bridge.catalog.get(PROXY_TOOL)
+            unneeded = proxy is not None and not proxy.spec.pinned
+            self._always = [n for n in builtins if not (unneeded and n == PROXY_TOOL)]
+            self._always += manifest_tools
         self._loaded = {
             scope: [n for n in names if n in bridge.catalog and n not in self._always]
             for scope, names in self._loaded.items()
@@ -214,6 +249,11 @@ class ToolbridgeServer:
             except Exception:  # a closed connection must not stop the others being told
                 log.debug("could not notify a closed session", exc_info=True)
 
+    async def announce(self, level: LogLevel, text: str) -> None:
+        """One of the server's own events (a reload) to every 2025 connection seen so far, at
+        the level its client set; 2026 clients get no log outside their own requests."""
+        await self._client_log.tell(list(self._legacy_sessions.values()), level, text)
+
     async def _remember_sessions(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
@@ -231,14 +271,21 @@ class ToolbridgeServer:
                 if scope:  # a stateful HTTP session: forget its state when it closes
                     connection.exit_stack.callback(self._end_http_session, scope)
             self._legacy_sessions[key] = ctx.session
+            if _scope(ctx) is not None:  # a sessionless request is a connection of its own
+                await self._client_log.greet(ctx)
         return await call_next(ctx)
 
     # -- listing -----------------------------------------------------------------------------
 
-    def visible_names(self, scope: str | None = PROCESS_SCOPE) -> list[str]:
-        """What tools/list shows in ``scope``; a sessionless request sees the static list."""
-        loaded = self._loaded.get(scope, []) if scope is not None else []
-        return [*self._always, *loaded]
+    def visible_names(
+        self, scope: str | None = PROCESS_SCOPE, *, modern: bool = False
+    ) -> list[str]:
+        """What tools/list shows in ``scope``: what is always listed, in catalog order, then
+        (on a 2025-era connection with a scope) what tool_search loaded there. A 2026-07-28
+        request and a sessionless one see the list of the catalog and the options alone."""
+        if modern or scope is None:
+            return list(self._always)
+        return [*self._always, *self._loaded.get(scope, [])]
 
     def _input_schema(self, name: str) -> Mapping[str, Any] | None:
         entry = self.bridge.catalog.get(name)
@@ -248,7 +295,7 @@ class ToolbridgeServer:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         modern = _is_modern(ctx)
-        names = self.visible_names(_scope(ctx))
+        names = self.visible_names(_scope(ctx), modern=modern)
         start = _decode_cursor(params.cursor) if params and params.cursor else 0
         page = names[start : start + PAGE_SIZE]
         following = start + PAGE_SIZE
@@ -263,19 +310,30 @@ class ToolbridgeServer:
         if ctx.method != "tools/list":
             return await call_next(ctx)
         cursor = (ctx.params or {}).get("cursor")
-        key = (_is_modern(ctx), cursor if isinstance(cursor, str) else None, _scope(ctx))
+        modern = _is_modern(ctx)
+        scope = None if modern else _scope(ctx)  # one list for every 2026-07-28 request
+        key = (modern, cursor if isinstance(cursor, str) else None, scope)
         cached = self._list_cache.get(key)
         if cached is None:
             cached = await call_next(ctx)
             self._list_cache[key] = cached
         return cached
 
-    async def load(self, names: list[str], ctx: ServerRequestContext[Any] | None) -> list[str]:
-        """Add tools to the caller's visible set and announce the change to that caller (in
-        both eras). A sessionless HTTP request has no set to add to: its list stays static and
-        tools/call still takes any catalog tool. Returns the names added."""
-        scope = PROCESS_SCOPE if ctx is None else _scope(ctx)
-        if scope is None:
+    def _found_tools(self, ctx: ServerRequestContext[Any]) -> FoundTools:
+        """How this caller calls what tool_search finds: directly when every tool is listed,
+        or on a 2025-era connection whose list the hits join; else through the proxy (a
+        2026-07-28 list never changes as a side effect, and a sessionless one has no set)."""
+        if self.expose == "all" or PROXY_TOOL not in self.bridge.catalog:
+            return "direct"
+        return "direct" if not _is_modern(ctx) and _scope(ctx) is not None else "proxy"
+
+    async def load(self, names: list[str], ctx: ServerRequestContext[Any]) -> list[str]:
+        """Add tools to the visible set of the caller, a 2025-era connection, and tell that
+        connection its list changed. A 2026-07-28 or sessionless request has no set to add
+        to: its list depends on the catalog and the options alone, and its found tools are
+        called through the proxy. Returns the names added."""
+        scope = _scope(ctx)
+        if scope is None or _is_modern(ctx):
             return []
         shown = set(self.visible_names(scope))
         new = [n for n in names if n not in shown and n in self.bridge.catalog]
@@ -283,13 +341,10 @@ class ToolbridgeServer:
             return []
         self._loaded.setdefault(scope, []).extend(new)
         self._forget_lists(scope)
-        if scope == PROCESS_SCOPE:
-            await self.notify_tools_changed(ctx)
-        elif ctx is not None:  # only this HTTP session's list changed
-            try:
-                await ctx.session.send_tool_list_changed()
-            except Exception:
-                log.debug("could not notify a closed session", exc_info=True)
+        try:
+            await ctx.session.send_tool_list_changed()
+        except Exception:  # a closed connection: nobody to tell
+            log.debug("could not notify a closed session", exc_info=True)
         return new
 
     def _forget_lists(self, scope: str | None) -> None:
@@ -316,7 +371,7 @@ class ToolbridgeServer:
         except UnknownToolError as exc:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {exc.tool}") from exc
         if self._roots is not None and _scope(ctx) == PROCESS_SCOPE:
-            ask = await self._roots.before_call(ctx, params, entry.spec)
+            ask = await self._roots.before_call(ctx, params, self._runs(params, entry.spec))
             if ask is not None:
                 return ask
 
@@ -330,7 +385,9 @@ class ToolbridgeServer:
             session_id=session_id,
             progress=progress,
             host=host,
+            found_tools=self._found_tools(ctx),
             budget_session=self.session_id if scope is None else None,  # summed server-wide
+            log=self._client_log.for_call(ctx),
         )
         link = None
         try:
@@ -381,6 +438,13 @@ class ToolbridgeServer:
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         return await self._outputs.read(params.uri, self._callers(ctx))
+
+    def _runs(self, params: types.CallToolRequestParams, spec: ToolSpec) -> ToolSpec:
+        """The tool a call runs: the one a proxy call names when it is in the catalog (its
+        needs decide what must happen first, such as fetching the roots), else ``spec``."""
+        target = (params.arguments or {}).get("name") if spec.name == PROXY_TOOL else None
+        entry = self.bridge.catalog.get(target) if isinstance(target, str) else None
+        return entry.spec if entry is not None else spec
 
     def _session_id(self, ctx: ServerRequestContext[Any]) -> str:
         """The session of audit lines and "always" grants: the process's on stdio, one per

@@ -4,6 +4,10 @@ The 2025 era requires an object root for ``outputSchema`` and ``structuredConten
 whose output is anything else is published there with its schema wrapped as
 ``{"result": <schema>}`` and its results as ``{"result": <value>}``. The 2026 era takes any
 JSON Schema and any JSON value, so nothing is wrapped.
+
+A tool's ``_meta`` carries its source and kind (``toolbridge/...``) and the discovery facts the
+clients that defer tools by themselves read: ``anthropic/alwaysLoad`` on a pinned tool,
+``anthropic/searchHint`` on a tool whose manifest gives keywords.
 """
 
 from __future__ import annotations
@@ -17,6 +21,11 @@ from mcp_toolbridge.bridge import CallOutcome
 from mcp_toolbridge.model import ToolSpec, tool_kind
 
 META_PREFIX = "toolbridge/"
+ALWAYS_LOAD = "anthropic/alwaysLoad"
+"""A pinned tool: clients that defer tools by themselves (Claude Code) load it at once."""
+SEARCH_HINT = "anthropic/searchHint"
+"""The tool's search hint (its manifest's keywords), which such clients search beside its
+name and description."""
 
 
 def _is_object_schema(schema: dict[str, Any]) -> bool:
@@ -44,6 +53,11 @@ def tool_meta(spec: ToolSpec) -> dict[str, Any]:
         meta[f"{META_PREFIX}tags"] = list(spec.tags)
     if spec.budget is not None:
         meta[f"{META_PREFIX}budget"] = spec.budget.model_dump(exclude_none=True)
+    if spec.pinned:
+        meta[ALWAYS_LOAD] = True
+    hint = spec.search_hint
+    if hint is not None:
+        meta[SEARCH_HINT] = hint
     return meta
 
 

@@ -169,8 +169,7 @@ async def test_a_call_in_flight_when_stdin_closes_is_audited_as_ended_by_shutdow
         call = {"name": "hang", "arguments": {"ready": str(ready)}}
         await server.send_json(request(7, "tools/call", call))
         await _wait_ready(ready)
-        await server.close_stdin()
-        # The server answers what it read for EOF_GRACE_S (10 s), then cancels the call.
+        await server.close_stdin()  # the call outlives the grace for answers (EOF_GRACE_S)
         assert await server.wait_exit(EOF_GRACE_S + 10) == 0
     [entry] = _lines(audit)
     assert entry["tool"] == "hang" and entry["outcome"] == "shutdown"

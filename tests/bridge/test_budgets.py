@@ -17,6 +17,7 @@ from mcp_toolbridge.errors import ErrorCode
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_bridge
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
+from tests.support.manifests import NOT_DESTRUCTIVE
 
 SCHEMA = {
     "type": "object",
@@ -36,6 +37,7 @@ def _tool(tool_id: str, **extra: Any) -> dict[str, Any]:
         "transport": {"kind": "exec", "command": "/bin/cat", "args": []},
         "input_schema": SCHEMA,
         "result_schema": SCHEMA,
+        "annotations": NOT_DESTRUCTIVE,  # it prints what it is given: the default runs it
         **extra,
     }
 

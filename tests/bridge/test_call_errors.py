@@ -14,7 +14,7 @@ from mcp_toolbridge.bridge import Bridge
 from mcp_toolbridge.errors import ErrorCode, UnknownToolError
 from mcp_toolbridge.executors import ExecToolExecutor
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Loaded, Settings, load_catalog, open_bridge
-from tests.support.manifests import write_script
+from tests.support.manifests import NOT_DESTRUCTIVE, write_script
 
 WORDS = "import json\nprint(json.dumps({'count': 'three'}))\n"
 """Prints a count the result schema refuses: a string, not an integer."""
@@ -42,6 +42,7 @@ def settings(tmp_path: Path) -> Settings:
                 "properties": {"count": {"type": "integer"}},
                 "required": ["count"],
             },
+            "annotations": NOT_DESTRUCTIVE,  # it only counts: the default policy runs it
         },
         {
             "id": "wiki.get",

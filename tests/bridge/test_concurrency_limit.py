@@ -23,7 +23,7 @@ from anyio.abc import SocketAttribute, SocketStream
 from mcp_toolbridge.bridge.pipeline import CallOutcome
 from mcp_toolbridge.policy.file import DEFAULT_POLICY_TOML
 from mcp_toolbridge.runtime import Settings, load_catalog, open_bridge
-from tests.support.manifests import agentcli_manifest
+from tests.support.manifests import NOT_DESTRUCTIVE, agentcli_manifest
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
@@ -45,6 +45,7 @@ TOOL = {
         "required": ["port", "call"],
     },
     "command": ["./tools/bin/gated"],
+    "annotations": NOT_DESTRUCTIVE,
 }
 
 LIMIT = 2

@@ -139,7 +139,13 @@ async def test_frames_carry_ids_schema_refs_and_timing_but_no_secret_values(
     assert call["arguments"] == {"text": "a", "api_key": "***"}
     assert result["executed"] is True and result["outcome"] == "ok"
     assert result["result"]["value"] == {"count": 1, "text": "a"}
-    assert result["result"]["env_keys"] == ["API_TOKEN", "COUNTER_FILE", "HOME", "PATH"]
+    assert result["result"]["env_keys"] == [
+        "API_TOKEN",
+        "COUNTER_FILE",
+        "HOME",
+        "PATH",
+        "TOOLBRIDGE_PROGRESS_FD",
+    ]
     assert isinstance(result["duration_ms"], int)
     assert refused["executed"] is False and refused["result"] is None
     assert path.stat().st_mode & 0o777 == 0o600

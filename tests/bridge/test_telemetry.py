@@ -110,6 +110,21 @@ async def test_every_call_becomes_a_span_with_tool_decision_outcome_and_duration
     assert invalid.attributes["error.type"] == "args.invalid"
 
 
+async def test_a_call_through_call_tool_is_the_real_tools_span_marked_with_the_proxy(
+    tmp_path: Path,
+) -> None:
+    tracer = KeepingTracer()
+    settings = _settings(tmp_path)
+    loaded = load_catalog(settings, BUILTIN_SPECS)
+    async with open_bridge(settings, loaded, observers=(span_observer(tracer),)) as bridge:
+        await bridge.call("call_tool", {"name": "echo", "arguments": {"text": "hi"}})
+        await bridge.call("echo", {"text": "hi"})
+    proxied, direct = tracer.spans
+    assert proxied.name == direct.name == "execute_tool echo"
+    assert proxied.attributes["toolbridge.via"] == "call_tool"
+    assert "toolbridge.via" not in direct.attributes
+
+
 @pytest.mark.skipif(not HAVE_SDK, reason="opentelemetry-sdk is not installed (not a dependency)")
 async def test_spans_reach_an_in_memory_exporter_when_the_sdk_is_installed(tmp_path: Path) -> None:
     sdk: Any = importlib.import_module("opentelemetry.sdk.trace")

@@ -32,6 +32,7 @@ MODES = ["auto", "legacy"]
 CODE = "".join(f'def f{n}(x):\n    return "value {n}: " + str(x)\n\n' for n in range(5))
 
 POLICY = """
+extends = "none"  # all of the policy: not over the default's write, edit, bash ask
 default_action = "allow"
 [requires]
 fs.read = ["{{workspace}}"]

@@ -1,5 +1,5 @@
 """The command line as people type it: options anywhere among the positional arguments, and a
-usage error that shows the verb's own usage."""
+usage error that shows the verb's own usage (``policy show`` included)."""
 
 from __future__ import annotations
 
@@ -72,3 +72,36 @@ def test_an_unknown_verb_still_shows_the_top_level_usage(
     err = capsys.readouterr().err
     assert err.startswith("usage: mcp-toolbridge [-h] [--version] VERB")
     assert "invalid choice: 'frobnicate'" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["policy", "show", "PATH", "--allow", "write", "--locked", "none"],
+        ["policy", "--allow", "write", "show", "PATH", "--locked", "none"],
+        ["policy", "--locked", "none", "PATH", "--show", "--allow", "write"],
+    ],
+)
+def test_policy_show_takes_its_options_anywhere(
+    argv: list[str], manifests: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    typed = [str(manifests) if word == "PATH" else word for word in argv]
+    assert main([*typed, "--workspace", str(tmp_path)]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert [layer["layer"] for layer in shown["layers"]] == ["default", "--allow"]
+    assert shown["layers"][1]["allow"] == ["write"]
+
+
+def test_an_unknown_option_of_policy_show_shows_its_usage_and_exits_2(manifests: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcp_toolbridge", "policy", "show", str(manifests), "--bogus"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("usage: mcp-toolbridge policy show ")
+    assert "--allow NAME[=PATTERN]" in proc.stderr
+    assert "mcp-toolbridge policy show: error: unrecognized arguments: --bogus" in proc.stderr

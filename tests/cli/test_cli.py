@@ -220,7 +220,9 @@ def test_export_mcp_gives_tool_json_with_schemas_annotations_and_meta(
     assert set(tools) == BUNDLED_NAMES
     word_count = tools["word_count"]
     assert word_count["inputSchema"] == _manifest_tools()["word_count"]["schema"]
-    assert word_count["annotations"]["openWorldHint"] is True
+    assert word_count["annotations"]["openWorldHint"] is False  # declared in its manifest
+    assert word_count["annotations"]["readOnlyHint"] is True
+    assert word_count["annotations"]["destructiveHint"] is False
     assert word_count["_meta"]["toolbridge/format"] == "agentcli"
     echo = tools["debug_echo"]
     assert echo["_meta"]["toolbridge/id"] == "debug.echo"

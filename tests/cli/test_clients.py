@@ -28,6 +28,8 @@ def _config(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[Any, str]:
 
 
 FOLDER_VARIABLE = {"vscode": "${workspaceFolder}", "cursor": "${workspaceFolder}"}
+EXPOSE = {"claude-code": "all", "cursor": "search"}
+"""The --expose mode config writes per client (docs/clients.md); the others keep auto."""
 
 
 @pytest.mark.parametrize("client", sorted(EXPECTED))
@@ -50,15 +52,18 @@ def test_each_client_gets_its_own_file_shape_with_absolute_paths_and_the_workspa
     assert Path(entry["command"]).is_absolute() and Path(entry["command"]).exists()
     policy, manifests = (tmp_path / "p.toml").resolve(), (tmp_path / "m").resolve()
     workspace = FOLDER_VARIABLE.get(client, str(tmp_path.resolve()))
-    assert entry["args"][-6:] == [
+    expose = EXPOSE.get(client)
+    assert entry["args"][-8 if expose else -6 :] == [
         "serve",
         "--policy",
         str(policy),
         "--workspace",
         workspace,
+        *(["--expose", expose] if expose else []),
         str(manifests),
     ]
     assert "put this in" in hint
+    assert (f"--expose {expose}:" in hint) is bool(expose)
 
 
 @pytest.mark.parametrize("client", sorted(EXPECTED))
@@ -117,3 +122,24 @@ def test_a_persistent_environment_keeps_its_own_executable(tmp_path: Path) -> No
     command = server_command(tmp_path / ".local/share/uv/tools/mcp-toolbridge")
     assert command == server_command()
     assert Path(command[0]).name != "uvx"
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--client", "claude-code"], ["--expose", "all"]),
+        (["--client", "claude-code", "--expose", "auto"], []),
+        (["--client", "claude-desktop", "--expose", "search"], ["--expose", "search"]),
+        (["--client", "cursor", "--locked", "read,grep"], []),
+        (["--client", "vscode", "--pin", "git_*"], ["--pin", "git_*"]),
+    ],
+)
+def test_config_writes_the_expose_mode_that_fits_the_client_unless_told(
+    argv: list[str], expected: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config, _ = _config(capsys, *argv, "--workspace", str(tmp_path), str(tmp_path))
+    args = next(iter(config.values()))["toolbridge"]["args"]
+    tail = args[args.index(str(tmp_path.resolve())) + 1 : -1]
+    if "--locked" in tail:
+        tail = tail[tail.index("--locked") + 2 :]
+    assert tail == expected

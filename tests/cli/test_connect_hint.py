@@ -94,6 +94,8 @@ def test_every_serving_option_is_in_the_hint_with_absolute_paths(
         "--keep-names",
         "--ad-hoc",
         "notes",
+        "--allow",
+        "bash=git status",
         "--policy",
         "policy.toml",
         "--workspace",

@@ -16,6 +16,7 @@ from mcp_toolbridge.cli.main import main
 from mcp_toolbridge.errors import ErrorCode
 from mcp_toolbridge.executors import ExecToolExecutor
 from mcp_toolbridge.runtime import Settings, load_catalog
+from tests.support.discovery import write_catalog as write_discovery_catalog
 from tests.support.manifests import ECHO, SLEEP, agentcli_manifest, echo_tool
 
 PARTITIONS = {
@@ -176,3 +177,28 @@ async def test_inspect_and_a_real_call_agree_on_the_deadline(
     assert outcome.code is ErrorCode.EXEC_TIMEOUT
     assert f"timed out after {expected_s:g}s" in (outcome.error or "")
     assert ("Execution.timeout_ms" in record["inferred"]) is (expected_s == 0.3)
+
+
+def test_a_pinned_tool_is_always_loaded_and_never_deferred(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tools = [echo_tool(f"tool_{i}") for i in range(3)]
+    agentcli_manifest(tmp_path / "t", tools, {"echo": ECHO})
+    where = str(tmp_path / "t")
+    pinned = _inspect(capsys, "tool_1", where, "--expose", "search", "--pin", "tool_1")
+    assert pinned["Discovery"]["always_load"] is True
+    assert pinned["Discovery"]["should_defer"] is False
+    other = _inspect(capsys, "tool_2", where, "--expose", "search", "--pin", "tool_1")
+    assert other["Discovery"]["always_load"] is False
+    assert other["Discovery"]["should_defer"] is True
+    listed = _inspect(capsys, "tool_2", where, "--expose", "all")
+    assert listed["Discovery"]["should_defer"] is False
+
+
+def test_the_search_hint_is_the_manifests_keywords(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths, _ = write_discovery_catalog(tmp_path)
+    record = _inspect(capsys, "post_note", *map(str, paths))
+    assert record["Discovery"]["search_hint"] == "notes team"
+    assert _inspect(capsys, "send_email", *map(str, paths))["Discovery"]["search_hint"] is None

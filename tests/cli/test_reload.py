@@ -250,9 +250,9 @@ async def test_an_invalid_policy_keeps_the_old_catalog_and_logs_the_problem(
         prefix = ALLOW_ALL if broken == operator else ""
         broken.write_text(prefix + INVALID_RULE, encoding="utf-8")
         await _logged(caplog, "still serving the previous catalog")
-        assert f"{broken}: rules[0].action: Input should be 'allow', 'deny' or 'ask'" in (
-            caplog.text
-        )
+        line = 4 if broken == operator else 3  # the error names the line of the bad value
+        wrong = f"{broken}: line {line}: rules[0].action: Input should be 'allow', 'deny' or 'ask'"
+        assert wrong in caplog.text
         assert not changed.is_set()
         assert await _names(client) == before
         kept = await client.call_tool("second", {"text": "kept"})
@@ -282,7 +282,8 @@ async def test_an_invalid_project_policy_is_logged_under_its_own_path_once(
         await _logged(caplog, "still serving the previous catalog")
     problem = next(r.getMessage() for r in caplog.records if "rules[0]" in r.getMessage())
     assert (
-        problem == f"reload: {project}: rules[0].action: Input should be 'allow', 'deny' or 'ask'"
+        problem
+        == f"reload: {project}: line 3: rules[0].action: Input should be 'allow', 'deny' or 'ask'"
     )
 
 

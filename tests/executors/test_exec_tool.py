@@ -129,11 +129,20 @@ async def test_environment_is_scrubbed_to_path_home_declared_values_passthrough_
     env_spec = EnvSpec(passthrough=("TZ", "NOT_SET_ANYWHERE"), values={"TZ": "UTC", "MODE": "x"})
     result = await call(tmp_path, {}, environ=environ, secrets={SECRET_ID: SECRET}, env=env_spec)
     env = result.value["env"]
-    assert set(env) == {"PATH", "HOME", "TZ", "MODE", "RUNLOOP_MAIL_SMTP_API_KEY"}
+    channel = "TOOLBRIDGE_PROGRESS_FD"
+    assert set(env) == {"PATH", "HOME", "TZ", "MODE", "RUNLOOP_MAIL_SMTP_API_KEY", channel}
     assert env["TZ"] == "Europe/Helsinki"  # passthrough wins over a declared value
     assert env["HOME"] == str(tmp_path) and env["MODE"] == "x"
     assert env["RUNLOOP_MAIL_SMTP_API_KEY"] == f"[redacted:{SECRET_ID}]"
-    assert result.env_keys == ("HOME", "MODE", "PATH", "RUNLOOP_MAIL_SMTP_API_KEY", "TZ")
+    assert env[channel].isdigit()
+    assert result.env_keys == (
+        "HOME",
+        "MODE",
+        "PATH",
+        "RUNLOOP_MAIL_SMTP_API_KEY",
+        channel,
+        "TZ",
+    )
     assert SENTINEL not in repr(result)
 
 

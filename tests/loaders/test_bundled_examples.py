@@ -24,6 +24,7 @@ EXAMPLE_CALLS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     ),
     "debug_echo": ({"message": "hi", "count": 2}, {"message": "hi", "count": 2}),
     "tool_search": ({"query": "count the words in this text"}, {}),
+    "call_tool": ({"name": "word_count", "arguments": {"text": "a b"}}, {"words": 2}),
 }
 
 
@@ -53,3 +54,14 @@ async def test_tool_search_finds_the_bundled_word_counter_first() -> None:
         outcome = await bridge.call("tool_search", {"query": "count the words in this text"})
     assert outcome.ok
     assert outcome.value["tools"][0]["name"] == "word_count"
+
+
+def test_the_bundled_tools_declare_their_facts_so_the_default_policy_runs_them() -> None:
+    """They change nothing and reach nothing outside: said in their manifests, so a client
+    that cannot ask (`mcp-toolbridge call`, the Inspector's CLI mode) can still run them."""
+    loaded = load_catalog(Settings(), BUILTIN_SPECS)
+    for spec in loaded.catalog.specs():
+        assert spec.safety.read_only and not spec.safety.destructive, spec.name
+        assert not spec.safety.open_world, spec.name
+        if spec.name != "tool_search":
+            assert {"read_only", "destructive", "open_world"}.isdisjoint(spec.safety.inferred)

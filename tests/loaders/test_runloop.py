@@ -67,7 +67,8 @@ def test_fixture_bundle_normalizes_exec_and_http_tools():
     assert append.requires.fs_write == ("/var/notes",)
     assert append.requires.capabilities == ("kb_write",)
     assert append.budget == Budget(tokens=2000)
-    assert append.safety.inferred == frozenset(SAFETY_FACTS)
+    assert append.safety.read_only is False  # it declares an fs.write capability
+    assert append.safety.inferred == frozenset(SAFETY_FACTS) - {"read_only"}
     assert publish.transport == HttpTransport(
         method="POST",
         url="https://wiki.example/api/pages/{page}",
@@ -79,9 +80,11 @@ def test_fixture_bundle_normalizes_exec_and_http_tools():
     assert publish.budget == Budget(usd=0.5)
     assert publish.safety.requires_confirmation is True
     assert publish.safety.open_world is True
+    assert publish.safety.read_only is False  # POST changes state (RFC 9110)
     assert publish.safety.inferred == frozenset(SAFETY_FACTS) - {
         "requires_confirmation",
         "open_world",
+        "read_only",
     }
     assert publish.output_schema_ref == "schema:notes.publish.result.v1"
     assert publish.output_schema == {"type": "object", "properties": {"url": {"type": "string"}}}

@@ -85,9 +85,17 @@ def test_default_policy_denies_hosts_nobody_declared(ws):
 
 def test_default_policy_allows_served_manifest_tools_and_asks_for_destructive_ones(ws):
     policy = load(ws)
-    assert call(policy, exec_tool("git_log"), {}).action == "allow"
+    assert call(policy, exec_tool("git_log", destructive=False), {}).action == "allow"
     destructive = call(policy, exec_tool("rm_branch", destructive=True), {})
     assert destructive.action == "ask" and "destructive" in destructive.rule
+
+
+def test_default_policy_asks_before_a_tool_that_declares_nothing(ws):
+    """Fail-closed: an undeclared fact takes the cautious value, so a manifest tool that says
+    nothing about itself (goagent's fs_rm and exec) is treated as destructive."""
+    decision = call(load(ws), exec_tool("fs_rm"), {})
+    assert decision.action == "ask" and decision.scope == "default"
+    assert '"fs_rm" does not declare whether it changes or deletes anything' in decision.rule
 
 
 def test_requires_confirmation_asks_unless_confirm_external_actions_is_off(ws):
@@ -96,6 +104,7 @@ def test_requires_confirmation_asks_unless_confirm_external_actions_is_off(ws):
         "https://api.mail.example/send",
         capabilities=("net:api.mail.example",),
         requires_confirmation=True,
+        destructive=False,
     )
     asked = call(load(ws), spec, {})
     assert asked.action == "ask" and asked.scope == "confirmation"
@@ -122,6 +131,7 @@ def rules_policy(
     ws: Path, *rules: tuple[str, str | None, str], prefix: set[int] | None = None
 ) -> Policy:
     lines = [
+        'extends = "none"',  # these rules alone: not over the default policy's
         'default_action = "ask"',
         "[requires]",
         'fs.read = ["{workspace}"]',
@@ -193,7 +203,7 @@ def test_a_glob_on_commands_does_not_match_shell_syntax_appended_to_them(ws):
 def test_path_prefix_rules_compare_components_not_strings(ws):
     (ws.parent / "ws_evil").mkdir()
     text = (
-        '[requires]\nfs.read = ["{workspace}", "{workspace}_evil"]\n'
+        'extends = "none"\n[requires]\nfs.read = ["{workspace}", "{workspace}_evil"]\n'
         '[[rules]]\npermission = "fs.read"\n'
         'pattern = { prefix = "{workspace}" }\naction = "allow"\n'
     )
@@ -297,7 +307,10 @@ def test_a_project_file_cannot_widen_requirements_or_switch_off_confirmation(ws)
     with pytest.raises(ConfigError) as info:
         load(ws, project='[requires]\nfs.read = ["/"]\n')
     assert info.value.code == ErrorCode.POLICY_INVALID
-    assert ".toolbridge/policy.toml: requires: Extra inputs are not permitted" in str(info.value)
+    assert (
+        '.toolbridge/policy.toml: line 1: requires: unknown key; did you mean "rules"? '
+        "(valid here: allow, ask, deny, rules)"
+    ) in str(info.value)
 
 
 # -- exposure --------------------------------------------------------------------------------
@@ -378,7 +391,7 @@ def test_grant_policy_hides_tools_needing_more_than_the_policy_grants(ws):
         ),
         (
             '[[rules]]\npermision = "read"\naction = "allow"\n',
-            "rules[0].permision: Extra inputs are not permitted",
+            'line 2: rules[0].permision: unknown key; did you mean "permission"?',
         ),
         ("default_action = 'maybe'\n", "default_action: Input should be"),
         ("[watchdog]\ncommand = []\n", "watchdog.command: List should have at least 1 item"),
@@ -402,11 +415,13 @@ def test_a_missing_policy_file_is_a_policy_error(ws):
 
 def test_an_empty_ad_hoc_expansion_fails_read_calls_closed(ws):
     policy = load(
-        ws, '[requires]\nfs.read = ["{ad-hoc}"]\n[[rules]]\npermission = "read"\naction = "allow"\n'
+        ws,
+        'extends = "none"\n[requires]\nfs.read = ["{ad-hoc}"]\n'
+        '[[rules]]\npermission = "read"\naction = "allow"\n',
     )
     decision = call(policy, builtin("read"), {"file_path": "src/a"}, READ)
     assert decision.action == "deny" and "expanded to nothing" in decision.rule
-    some = load(ws, '[requires]\nfs.read = ["{ad-hoc}"]\n', ad_hoc=[ws / "src"])
+    some = load(ws, 'extends = "none"\n[requires]\nfs.read = ["{ad-hoc}"]\n', ad_hoc=[ws / "src"])
     assert call(some, builtin("read"), {"file_path": "src/a"}, READ).action == "ask"
 
 
@@ -426,7 +441,7 @@ def test_tool_requirements_with_an_undefined_variable_are_load_problems_and_hidd
 def test_a_tools_own_requirements_extend_its_scope_but_not_other_tools(ws):
     policy = load(ws)
     data = ws.parent / "data"
-    reader = builtin("skill", requires=RequirementSet(fs_read=("{user-data}",)))
+    reader = builtin("skill", read_only=True, requires=RequirementSet(fs_read=("{user-data}",)))
     assert call(policy, reader, {"file_path": str(data / "s.md")}, READ).action == "allow"
     assert call(policy, builtin("read"), {"file_path": str(data / "s.md")}, READ).action == "deny"
 

@@ -25,10 +25,11 @@ time.sleep(60)
 """
 
 PROGRESS = """
-import json, sys
-for step in (1, 2, 3):
-    print(json.dumps({"progress": step, "total": 3, "message": f"step {step}"}), file=sys.stderr,
-          flush=True)
+import json, os, sys
+with open(int(os.environ["TOOLBRIDGE_PROGRESS_FD"]), "w") as channel:
+    for step in (1, 2, 3):
+        print(json.dumps({"progress": step, "total": 3, "message": f"step {step}"}), file=channel,
+              flush=True)
 print(json.dumps({"done": True}))
 """
 

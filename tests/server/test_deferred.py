@@ -1,4 +1,6 @@
-"""Deferred loading: --expose search lists tool_search, a search loads its hits."""
+"""Deferred loading: --expose search lists the locked tools, tool_search and call_tool; a search
+loads its hits into a 2025-era connection's list, while a 2026-07-28 list never changes as a
+side effect of a request (its hits are called through call_tool)."""
 
 from __future__ import annotations
 
@@ -10,9 +12,16 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_bridge
+from mcp_toolbridge.runtime import (
+    BUILTIN_SPECS,
+    Settings,
+    load_catalog,
+    open_bridge,
+    open_runtime,
+)
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
+from tests.support.results import text_of
 
 
 def _catalog(tmp_path: Path) -> Path:
@@ -28,7 +37,13 @@ async def _server(tmp_path: Path) -> Any:
     return settings, loaded
 
 
-async def test_search_mode_lists_only_builtins_then_loads_hits_legacy(tmp_path: Path) -> None:
+def _listing(result: types.ListToolsResult) -> list[dict[str, Any]]:
+    return [t.model_dump(mode="json", by_alias=True) for t in result.tools]
+
+
+async def test_a_2025_connection_sees_its_list_grow_with_the_hits_and_is_told(
+    tmp_path: Path,
+) -> None:
     settings, loaded = await _server(tmp_path)
     changed = anyio.Event()
 
@@ -40,26 +55,57 @@ async def test_search_mode_lists_only_builtins_then_loads_hits_legacy(tmp_path: 
         server = ToolbridgeServer(bridge, expose="search")
         async with Client(server.server, mode="legacy", message_handler=on_message) as client:
             before = [t.name for t in (await client.list_tools()).tools]
-            assert before == ["tool_search"]
+            assert before == ["tool_search", "call_tool"]
             found = await client.call_tool("tool_search", {"query": "send an email"})
             assert found.structured_content["tools"][0]["name"] == "send_email"
+            assert "in your tool list now" in found.structured_content["how_to_call"]
+            assert "call each one directly" in text_of(found)
             with anyio.fail_after(5):
                 await changed.wait()
             after = [t.name for t in (await client.list_tools()).tools]
-            assert "send_email" in after
+            assert after[:2] == before and "send_email" in after
 
 
-async def test_search_mode_announces_loads_on_the_modern_listen_stream(tmp_path: Path) -> None:
+async def test_a_2026_list_is_the_same_before_and_after_a_search(tmp_path: Path) -> None:
     settings, loaded = await _server(tmp_path)
     async with open_bridge(settings, loaded) as bridge:
         server = ToolbridgeServer(bridge, expose="search")
         async with Client(server.server, mode="auto") as client:
+            assert client.protocol_version == "2026-07-28"
+            before = _listing(await client.list_tools())
+            assert [t["name"] for t in before] == ["tool_search", "call_tool"]
+            found = await client.call_tool("tool_search", {"query": "send an email"})
+            hit = found.structured_content["tools"][0]
+            assert hit["name"] == "send_email"
+            assert hit["input_schema"]["required"] == ["text"]
+            assert "call one through call_tool" in found.structured_content["how_to_call"]
+            assert "call_tool" in text_of(found).splitlines()[0]
+            assert _listing(await client.list_tools()) == before
+            result = await client.call_tool(
+                "call_tool", {"name": "send_email", "arguments": {"text": "hi"}}
+            )
+            assert result.structured_content == {"echo": {"text": "hi"}}
+            assert _listing(await client.list_tools()) == before
+
+
+async def test_a_reload_is_what_changes_a_2026_list_announced_on_the_listen_stream(
+    tmp_path: Path,
+) -> None:
+    settings, loaded = await _server(tmp_path)
+    async with open_runtime(settings, loaded) as runtime:
+        server = ToolbridgeServer(runtime.bridge, expose="all")
+        async with Client(server.server, mode="auto") as client:
+            before = [t.name for t in (await client.list_tools()).tools]
+            assert "send_email" in before and "call_tool" not in before
+            agentcli_manifest(tmp_path / "more", [echo_tool("later")], {"echo": ECHO})
+            assert runtime.reload() == []
             async with client.listen(tools_list_changed=True) as sub:
-                await client.call_tool("tool_search", {"query": "send_email"})
+                await server.swap(runtime.bridge)
                 with anyio.fail_after(5):
                     async for _event in sub:
                         break
-            assert "send_email" in [t.name for t in (await client.list_tools()).tools]
+            after = [t.name for t in (await client.list_tools()).tools]
+            assert after == [*before, "later"]
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
@@ -93,7 +139,7 @@ async def test_tool_search_finds_a_chinese_described_tool_by_two_characters(
     assert not loaded.problems, [p.render() for p in loaded.problems]
     async with open_bridge(settings, loaded) as bridge:
         server = ToolbridgeServer(bridge, expose="search")
-        async with Client(server.server, mode="auto") as client:
+        async with Client(server.server, mode="legacy") as client:
 
             async def first_hit(query: str) -> str:
                 found = await client.call_tool("tool_search", {"query": query})

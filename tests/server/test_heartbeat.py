@@ -37,6 +37,7 @@ sys.stdout.write('"}}')
 """
 
 POLICY = """
+extends = "none"  # all of the policy: not over the default's write, edit, bash ask
 default_action = "allow"
 [requires]
 fs.read = ["{workspace}"]

@@ -124,11 +124,12 @@ async def test_each_http_session_has_its_own_visible_set_and_session_id(tmp_path
     with anyio.fail_after(30):
         async with _serving(tmp_path, expose="search") as (url, audit):
             async with _client(url, "legacy") as first, _client(url, "legacy") as second:
-                assert [t.name for t in (await first.list_tools()).tools] == ["tool_search"]
+                listed = ["tool_search", "call_tool"]
+                assert [t.name for t in (await first.list_tools()).tools] == listed
                 found = await first.call_tool("tool_search", {"query": "send an email"})
                 assert found.structured_content["tools"][0]["name"] == "send_email"
                 assert "send_email" in [t.name for t in (await first.list_tools()).tools]
-                assert [t.name for t in (await second.list_tools()).tools] == ["tool_search"]
+                assert [t.name for t in (await second.list_tools()).tools] == listed
                 await second.call_tool("tool_00", {"text": "b"})
                 await first.call_tool("tool_00", {"text": "a"})
     sessions = {
@@ -141,8 +142,10 @@ async def test_stateless_http_keeps_the_list_static_and_calls_any_tool(tmp_path:
     with anyio.fail_after(30):
         async with _serving(tmp_path, expose="search", stateless=True) as (url, audit):
             async with _client(url, "legacy") as client:
-                await client.call_tool("tool_search", {"query": "send an email"})
-                assert [t.name for t in (await client.list_tools()).tools] == ["tool_search"]
+                found = await client.call_tool("tool_search", {"query": "send an email"})
+                assert "through call_tool" in found.structured_content["how_to_call"]
+                listed = [t.name for t in (await client.list_tools()).tools]
+                assert listed == ["tool_search", "call_tool"]
                 result = await client.call_tool("send_email", {"text": "hi"})
                 assert result.structured_content == {"echo": {"text": "hi"}}
     sessions = [json.loads(line)["session"] for line in audit.read_text().splitlines()]

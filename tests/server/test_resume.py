@@ -37,11 +37,11 @@ from tests.support.httpserve import (
 
 ONCE = (
     # Counts its runs, says it started, waits for the test to release it (a FIFO), says so,
-    # and answers. Progress lines on stderr become notifications/progress.
+    # and answers. Progress lines on its progress channel become notifications/progress.
     'echo run >> "$0.runs"\n'
-    'echo \'{"progress": 1, "message": "started"}\' >&2\n'
+    'echo \'{"progress": 1, "message": "started"}\' >"/dev/fd/$TOOLBRIDGE_PROGRESS_FD"\n'
     'read line < "$0.fifo"\n'
-    'echo \'{"progress": 2, "message": "released"}\' >&2\n'
+    'echo \'{"progress": 2, "message": "released"}\' >"/dev/fd/$TOOLBRIDGE_PROGRESS_FD"\n'
     'printf \'{"released": "%s"}\\n\' "$line"\n'
 )
 

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.manifests import write_script
+from tests.support.manifests import NOT_DESTRUCTIVE, write_script
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,7 @@ def write_catalog(folder: Path, catalog: tuple[Fault, ...]) -> Path:
             "description": f"A misbehaving test tool: {fault.name}",
             "schema": {"type": "object"},
             "command": [f"./tools/bin/{fault.name}", *fault.args],
+            "annotations": NOT_DESTRUCTIVE,  # misbehaving, but destroying nothing
         }
         if fault.timeout_s is not None:
             tool["timeoutSec"] = fault.timeout_s

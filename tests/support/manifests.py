@@ -36,6 +36,10 @@ FAIL = (
     "sys.exit(3)\n"
 )
 SLEEP = "import time\ntime.sleep(30)\n"
+NOT_DESTRUCTIVE = {"destructiveHint": False}
+"""The one fact a harmless test tool (it prints, fails or sleeps) declares so that the default
+policy runs it without asking: a manifest tool that declares nothing is treated as destructive
+and asks first (fail-closed). Its other facts stay inferred."""
 
 
 def echo_tool(name: str = "echo", **extra: Any) -> dict[str, Any]:
@@ -49,5 +53,6 @@ def echo_tool(name: str = "echo", **extra: Any) -> dict[str, Any]:
             "additionalProperties": False,
         },
         "command": [f"./tools/bin/{extra.pop('bin', 'echo')}"],
+        "annotations": NOT_DESTRUCTIVE,
         **extra,
     }

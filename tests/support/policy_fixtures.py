@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_toolbridge.model import (
+    SAFETY_FACTS,
     BuiltinTransport,
     ExecTransport,
     Format,
@@ -20,6 +21,11 @@ from mcp_toolbridge.policy import Policy
 SCHEMA: dict[str, Any] = {"type": "object"}
 
 
+def _safety(facts: dict[str, bool]) -> Safety:
+    """The facts given are declared; the others take the fail-closed defaults (inferred)."""
+    return Safety(**facts, inferred=frozenset(SAFETY_FACTS) - facts.keys())
+
+
 def builtin(name: str, *, requires: RequirementSet | None = None, **safety: bool) -> ToolSpec:
     return ToolSpec(
         name=name,
@@ -28,7 +34,7 @@ def builtin(name: str, *, requires: RequirementSet | None = None, **safety: bool
         runtime_input_schema=SCHEMA,
         transport=BuiltinTransport(name=name),
         requires=requires or RequirementSet(),
-        safety=Safety(**safety),
+        safety=_safety(safety),
         source=Source(path="<builtin>", index=0, format=Format.BUILTIN),
     )
 
@@ -43,7 +49,7 @@ def exec_tool(
         runtime_input_schema=SCHEMA,
         transport=ExecTransport(argv=("/bin/true",)),
         requires=requires or RequirementSet(),
-        safety=Safety(**safety),
+        safety=_safety(safety),
         tags=tags,
         source=Source(path="/manifests/tools.json", index=2, format=Format.AGENTCLI),
     )
@@ -59,7 +65,7 @@ def http_tool(
         runtime_input_schema=SCHEMA,
         transport=HttpTransport(method="POST", url=url),
         requires=RequirementSet(capabilities=capabilities),
-        safety=Safety(**safety),
+        safety=_safety(safety),
         source=Source(path="/bundle/tools.json", index=0, format=Format.RUNLOOP),
     )
 

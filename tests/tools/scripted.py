@@ -1,9 +1,10 @@
 """Do what the JSON arguments say; by default report what the process received.
 
 Arguments come on stdin, or (when stdin is empty) from the file named by argv[1].
-Keys: ``progress`` (list of [n, total, message] written as JSON lines on stderr),
-``stderr`` (text for stderr), ``stdout`` (raw text for stdout instead of the report),
-``exit`` (exit status), ``kill_self`` (end by SIGKILL).
+Keys: ``progress`` (list of [n, total, message] written as JSON lines on the progress
+channel, the descriptor named by TOOLBRIDGE_PROGRESS_FD), ``channel`` (raw text written to
+that descriptor), ``stderr`` (text for stderr), ``stdout`` (raw text for stdout instead of
+the report), ``exit`` (exit status), ``kill_self`` (end by SIGKILL).
 The report: ``{"args", "argv", "cwd", "env", "stdin", "payload_file"}``; ``env`` is the
 environment exactly as received at exec (read from /proc/self/environ), ``payload_file``
 describes argv[1] when it was the arguments file: its path and modes.
@@ -29,10 +30,12 @@ else:
         "dir_mode": stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode),
     }
 
-for n, total, message in args.get("progress", []):
-    line = {"progress": n, "total": total, "message": message}
-    sys.stderr.write(json.dumps(line) + "\n")
-    sys.stderr.flush()
+if "progress" in args or "channel" in args:
+    with os.fdopen(int(os.environ["TOOLBRIDGE_PROGRESS_FD"]), "w", encoding="utf-8") as channel:
+        for n, total, message in args.get("progress", []):
+            line = {"progress": n, "total": total, "message": message}
+            channel.write(json.dumps(line) + "\n")
+        channel.write(args.get("channel", ""))
 if "stderr" in args:
     sys.stderr.write(args["stderr"])
     sys.stderr.flush()

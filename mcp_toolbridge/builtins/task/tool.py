@@ -28,6 +28,7 @@ from mcp_toolbridge.catalog import Catalog
 from mcp_toolbridge.errors import ArgumentsError, PermissionDeniedError
 from mcp_toolbridge.executors import ExecRequest, ExecResult
 from mcp_toolbridge.model import Safety, ToolSpec
+from mcp_toolbridge.names import PROXY_TOOL
 
 SUBAGENT_ONLY_IF_ALLOWED = frozenset({"todo", "question", "task"})
 """Tools a subagent cannot use unless the server allows them (``subagent_tools``)."""
@@ -137,7 +138,7 @@ def build_spec(limits: Limits) -> ToolSpec:
 def subagent_offer(catalog: Catalog) -> list[ToolSpec]:
     """The tools a subagent may be offered from ``catalog`` (see SUBAGENT_MAX_MANIFEST_TOOLS)."""
     manifest = catalog.manifest_specs()
-    locked = catalog.locked_specs()
+    locked = [s for s in catalog.locked_specs() if s.name != PROXY_TOOL]  # hits are offered
     return locked + manifest if len(manifest) <= SUBAGENT_MAX_MANIFEST_TOOLS else locked
 
 
@@ -215,7 +216,10 @@ class TaskTool:
             | self._denied
             | (frozenset({"task"}) if depth >= self._max_depth else frozenset())
         )
-        child = replace(ctx, progress=None, depth=depth, denied_tools=denied)
+        # what the subagent's own tool_search finds is offered to it by name from its next turn
+        child = replace(
+            ctx, progress=None, depth=depth, denied_tools=denied, found_tools="direct", via=None
+        )
         conversation = Conversation(
             key=_key(arguments, ctx.depth),
             prompt=arguments["prompt"],

@@ -19,6 +19,7 @@ from tests.support.policy_fixtures import load_policy_text
 ENGINES = ["python", "ripgrep"] if shutil.which("rg") else ["python"]
 
 POLICY = """
+extends = "none"
 default_action = "deny"
 grant = "policy"
 [requires]

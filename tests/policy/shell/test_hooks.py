@@ -16,6 +16,7 @@ from mcp_toolbridge.policy.shell.parse import splitter
 from tests.support.policy_fixtures import load_policy_text
 
 RULES = """
+extends = "none"  # all of the policy: the default's bash ask would decide redirect targets
 default_action = "ask"
 [requires]
 capabilities = ["shell.run"]
@@ -432,3 +433,15 @@ def test_links_are_checked_where_they_resolve_and_git_pathspecs_do_not_follow(au
     assert _action(relative, "ln -s notes.txt sub/l").action == "allow"
     assert _action(policy, "git checkout -b f && git add . && git commit -m x").action == "allow"
     assert _action(policy, "git stash && git pull && git stash pop").action == "allow"
+
+
+def test_a_command_allowed_over_the_default_is_not_asked_again_for_its_operands(tmp_path: Path):
+    """Layered over the default policy, the default's bash ask is the tool's blanket rule: the
+    command's own subject met it already, so the files a command names are decided by the
+    rules about paths alone (the default's .env ask among them)."""
+    policy = _policy(tmp_path, 'allow = ["bash=git *"]\n')
+    (tmp_path / "ws" / "src").mkdir()
+    assert _gate(policy, "git add src/a.py").action == "allow"
+    assert _gate(policy, "git log -- src").action == "allow"
+    assert _gate(policy, "git add .env").action == "ask"
+    assert _gate(policy, "ls src").action == "ask"

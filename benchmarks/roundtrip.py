@@ -79,8 +79,8 @@ import mcp_toolbridge
 from mcp_toolbridge.bridge import PolicyGate
 from mcp_toolbridge.executors import probe_sandbox, run_process
 from mcp_toolbridge.host import CallContext
-from mcp_toolbridge.runtime import Settings, build_sandbox, load_catalog, open_bridge
-from mcp_toolbridge.sandbox import Confinement
+from mcp_toolbridge.runtime import Settings, load_catalog, open_bridge
+from mcp_toolbridge.sandbox import Confinement, Sandbox
 
 PAYLOAD = {"text": "hello from the benchmark"}
 CONCURRENCY = (1, 8, 32)
@@ -326,7 +326,7 @@ class Bench:
         """The sandbox `serve` gives the tool (the default policy, this folder as workspace)."""
         settings = self._settings()
         loaded = load_catalog(settings)
-        sandbox = build_sandbox(settings, loaded.policy)
+        sandbox = Sandbox.configured(loaded.policy.file, settings.sandbox, settings.environ)
         if not (await probe_sandbox(sandbox)).ok:
             raise RuntimeError(f"no sandbox here: {sandbox.support}")
         entry = loaded.catalog.resolve("echo_json")

@@ -19,12 +19,11 @@ import platformdirs
 
 from mcp_toolbridge.bridge import (
     AuditLog,
-    AuditRecord,
     Bridge,
     CallOutcome,
     Observer,
     PolicyGate,
-    outcome_of,
+    audit_observer,
     span_observer,
 )
 from mcp_toolbridge.builtins import (
@@ -42,7 +41,7 @@ from mcp_toolbridge.builtins import (
     subagent_offer,
 )
 from mcp_toolbridge.catalog import Catalog, Pin, SearchIndex, named_as_written, pin_tools
-from mcp_toolbridge.errors import CallError, ConfigError, ErrorCode, Problem, Severity
+from mcp_toolbridge.errors import ConfigError, ErrorCode, Problem, Severity
 from mcp_toolbridge.executors import (
     DEFAULT_MAX_OUTPUT_BYTES,
     DEFAULT_TIMEOUT_S,
@@ -54,7 +53,7 @@ from mcp_toolbridge.executors import (
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.loaders import LoadReport, load_paths
 from mcp_toolbridge.model import HttpTransport, ToolSpec
-from mcp_toolbridge.policy import Decision, Policy, SandboxMode, Targets, host_of, load_parser
+from mcp_toolbridge.policy import Policy, SandboxMode, Targets, host_of, load_parser
 from mcp_toolbridge.sandbox import Sandbox
 from mcp_toolbridge.secrets import SecretResolver
 from mcp_toolbridge.workspace import UNSET_ROOT, default_workspace
@@ -263,22 +262,6 @@ def _pins(settings: Settings, policy: Policy) -> list[Pin]:
     ]
 
 
-def build_sandbox(settings: Settings, policy: Policy) -> Sandbox:
-    """The OS sandbox every process of a call runs in: the mode from ``--sandbox`` or the
-    policy, the home folder (for the secret paths) from the server's environment."""
-    config = policy.file.sandbox
-    return Sandbox.from_environ(settings.sandbox or config.mode, settings.environ, config.mask)
-
-
-def sandbox_profile(settings: Settings, policy: Policy, spec: ToolSpec) -> dict[str, Any]:
-    """The sandbox a call of ``spec`` runs in, as ``inspect`` shows it."""
-    sandbox = build_sandbox(settings, policy)
-    gate = PolicyGate(policy, environ=settings.environ, sandbox=sandbox)
-    confinement = gate.confinement(spec)
-    assert confinement is not None
-    return sandbox.describe(confinement.profile)
-
-
 def _plan(settings: Settings, policy: Policy) -> LockedPlan:
     return plan_locked(
         settings.locked,
@@ -289,39 +272,6 @@ def _plan(settings: Settings, policy: Policy) -> LockedPlan:
         secrets=SecretResolver.from_sources(settings.environ, settings.secrets_file),
         skill_dirs=settings.skills_dirs,
     )
-
-
-NOT_CHECKED = Decision(
-    "deny", "invalid arguments: refused before the permission check", "validation"
-)
-"""The audit decision of a call refused at argument validation (the gate never ran)."""
-NOT_DECIDED = Decision("deny", "stopped before the permission check finished", "cancelled")
-"""The audit decision of a call cancelled before the gate decided (it never ran)."""
-
-
-def audit_observer(log: AuditLog) -> Observer:
-    async def observe(
-        spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext, outcome: CallOutcome
-    ) -> None:
-        error = None
-        if not outcome.ok:
-            error = CallError(outcome.error or "", tool=spec.name, code=outcome.code)
-        undecided = NOT_DECIDED if outcome.code is ErrorCode.EXEC_CANCELLED else NOT_CHECKED
-        record = AuditRecord.build(
-            spec,
-            session=ctx.session_id,
-            decision=outcome.decision or undecided,
-            ms=outcome.duration_ms,
-            result=outcome.result,
-            error=error,
-            answer=outcome.answer,
-            outcome=outcome_of(outcome),
-            usage=outcome.usage.as_json() if outcome.usage is not None else None,
-            via=ctx.via,
-        )
-        await log.write(record)
-
-    return observe
 
 
 @dataclass(frozen=True)
@@ -354,12 +304,9 @@ def _catalog_parts(
                 policy=loaded.policy,
             )
         )
-    gate = PolicyGate(
-        loaded.policy,
-        environ=settings.environ,
-        sidecars=shared.sessions.sidecar_dir,
-        sandbox=build_sandbox(settings, loaded.policy),
-    )
+    sandbox = Sandbox.configured(loaded.policy.file, settings.sandbox, settings.environ)
+    sidecars = shared.sessions.sidecar_dir
+    gate = PolicyGate(loaded.policy, environ=settings.environ, sidecars=sidecars, sandbox=sandbox)
     return gate, builtins
 
 

@@ -2,7 +2,9 @@
 
 No MCP types here. The server adapter implements :class:`Host` over MCP elicitation (and,
 later, sampling); the CLI and headless transports pass no host, which makes every question
-a refusal, never an invented answer. It implements :class:`CallLog` over MCP logging
+a refusal, never an invented answer. A host that tries to ask and cannot (the client answers
+the question with an error, or the connection closes first) raises :class:`CouldNotAsk`,
+which is a refusal too. It implements :class:`CallLog` over MCP logging
 (``notifications/message``); the CLI passes none, and nothing is sent.
 """
 
@@ -125,7 +127,8 @@ class Host(Protocol):
 
     async def elicit(self, key: str, message: str, schema: dict[str, Any]) -> Answer:
         """Ask the person through a form. ``key`` names the question stably across MCP
-        multi-round-trip retries of the same call."""
+        multi-round-trip retries of the same call. Raises :class:`CouldNotAsk` when the
+        question could not be put to the person or no answer can come back."""
         ...
 
     @property
@@ -148,6 +151,18 @@ class InputPending(Exception):
         self.key = key
         self.message = message
         self.schema = schema
+
+
+class CouldNotAsk(Exception):
+    """Raised by :meth:`Host.elicit` when the person could not be asked: the client answered
+    the question with an error (it does not handle it after all), its reply was not an
+    answer, or the connection to it closed before an answer came. ``reason`` says which, in
+    words a model can read. Never an answer and never consent: whoever asked treats it as a
+    refusal, the way a headless session's question is refused."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)

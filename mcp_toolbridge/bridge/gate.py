@@ -8,7 +8,9 @@
 3. The watchdog, when the policy names one: it can only tighten the decision.
 4. ``ask``: the person is asked through the client (allow once / allow always / reject).
    A client that cannot ask is headless, and ask is a deny with a fixed message that never
-   reads as consent. "Always" adds a session rule.
+   reads as consent. A client that was asked and could not put the question to the person
+   (:class:`~mcp_toolbridge.host.CouldNotAsk`: it answered with an error, the connection
+   closed) gets the same deny, with the reason. "Always" adds a session rule.
 
 An allowed call's clearance carries the OS sandbox its processes will run in (the third
 layer), built from the same policy: the tool's effective scope (``Policy.tool_scope``) and its
@@ -36,7 +38,7 @@ import anyio.to_thread
 
 from mcp_toolbridge.errors import ExecError
 from mcp_toolbridge.executors import run_process
-from mcp_toolbridge.host import CallContext
+from mcp_toolbridge.host import CallContext, CouldNotAsk
 from mcp_toolbridge.model import Format, ToolSpec
 from mcp_toolbridge.policy import (
     CommandSplitter,
@@ -67,6 +69,12 @@ HEADLESS_DENIED = (
     "Denied, nothing was run: this call needs a person's confirmation and this client cannot "
     "ask one (it does not support elicitation). This is a refusal, not an approval."
 )
+NOT_ASKED = (
+    "Denied, nothing was run: this call needs a person's confirmation and the client could not "
+    "ask for it"
+)
+"""The start of the refusal when asking failed; the reason follows in parentheses."""
+NOT_CONSENT = "This is a refusal, not an approval."
 REJECTED = "Denied, nothing was run: the person you are working with rejected this call."
 ALLOW_ONCE = "Allow once"
 ALLOW_ALWAYS = "Allow always (this session)"
@@ -82,6 +90,8 @@ class Clearance:
     answer: str | None = None
     hint: str = ""
     """How to allow the call (empty for the person's own rejection)."""
+    reason: str = ""
+    """Why the person could not be asked (the answer ``unreachable``)."""
     sandbox: Confinement | None = None
     """Where an allowed call's processes run (None: no sandbox configured)."""
 
@@ -94,6 +104,8 @@ class Clearance:
             return REJECTED
         if self.answer == "headless":
             text = f"{HEADLESS_DENIED} (asked by {self.decision.rule})"
+        elif self.answer == "unreachable":
+            text = f"{NOT_ASKED} ({self.reason}). {NOT_CONSENT} (asked by {self.decision.rule})"
         else:
             text = f"Denied by {self.decision.rule}."
         return f"{text} {self.hint}" if self.hint else text
@@ -239,20 +251,25 @@ class PolicyGate:
         rules: SessionRules,
     ) -> Clearance:
         host = ctx.host
+        refused = Decision("deny", decision.rule, decision.scope)
         if host is None or not host.can_elicit:
             hint = way_out(self.policy, spec, arguments, targets, decision, rules)
-            return Clearance(Decision("deny", decision.rule, decision.scope), "headless", hint)
+            return Clearance(refused, "headless", hint)
         message = (
             f"The assistant wants to run the tool {spec.name!r}"
             f"{f' ({spec.title})' if spec.title else ''}.\n"
             f"Arguments: {_summary(arguments)}\n"
             f"Why you are asked: {decision.rule}"
         )
-        answer = await host.elicit(f"confirm:{spec.name}", message, confirmation_form())
+        try:
+            answer = await host.elicit(f"confirm:{spec.name}", message, confirmation_form())
+        except CouldNotAsk as exc:  # never an answer: refused as a headless client's call is
+            hint = way_out(self.policy, spec, arguments, targets, decision, rules)
+            return Clearance(refused, "unreachable", hint, exc.reason)
         choice = (answer.content or {}).get("decision") if answer.action == "accept" else None
         if choice == ALLOW_ONCE:
             return Clearance(Decision("allow", decision.rule, decision.scope), "once")
         if choice == ALLOW_ALWAYS:
             rules.add_always(spec, targets)
             return Clearance(Decision("allow", decision.rule, decision.scope), "always")
-        return Clearance(Decision("deny", decision.rule, decision.scope), "reject")
+        return Clearance(refused, "reject")

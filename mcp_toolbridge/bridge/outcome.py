@@ -21,7 +21,7 @@ from enum import StrEnum
 from mcp_toolbridge.bridge.pipeline import CallOutcome
 from mcp_toolbridge.errors import ErrorCode
 
-REFUSING_ANSWERS = frozenset({"reject", "headless"})
+REFUSING_ANSWERS = frozenset({"reject", "headless", "unreachable"})
 """Answers to an ask that deny the call."""
 
 

@@ -85,7 +85,8 @@ class CallOutcome:
     decision: Decision | None = None
     """What the gate decided; None when the call failed before it (bad arguments)."""
     answer: str | None = None
-    """The person's answer when asked: once | always | reject | headless | pending."""
+    """The person's answer when asked: once | always | reject | headless | unreachable |
+    pending."""
     meta: dict[str, Any] = field(default_factory=dict)
     ended: Ended | None = None
     """How a call that did not run to its end was stopped (code ``exec.cancelled``): by its

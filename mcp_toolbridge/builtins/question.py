@@ -6,8 +6,10 @@ with options is a single-select string (``oneOf`` of ``const``/``title``) or, wi
 forms allow (2025-11-25 and 2026-07-28). A question without options is a free string.
 
 A client that cannot ask (headless, or no elicitation capability) gets :data:`HEADLESS_MESSAGE`
-at once, word for word the same every time; a decline or cancel gets :data:`DECLINED_MESSAGE`.
-Neither is ever an answer or consent.
+at once, word for word the same every time; one that tries and cannot (it answers the form
+with an error, the connection closes: :class:`~mcp_toolbridge.host.CouldNotAsk`) gets
+:data:`NOT_ASKED_MESSAGE` with the reason; a decline or cancel gets :data:`DECLINED_MESSAGE`.
+None of them is ever an answer or consent.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from mcp_toolbridge.builtins.base import builtin_spec
 from mcp_toolbridge.errors import ArgumentsError, PermissionDeniedError
 from mcp_toolbridge.executors import ExecRequest, ExecResult
+from mcp_toolbridge.host import CouldNotAsk
 from mcp_toolbridge.model import Safety
 
 MAX_QUESTIONS = 8
@@ -30,6 +33,11 @@ HEADLESS_MESSAGE = (
     "support MCP elicitation, or it runs headless). No answer was given. Continue with your "
     "best judgement and state the assumptions you make."
 )
+NOT_ASKED_MESSAGE = (
+    "question is unavailable: the client could not ask the person ({reason}). No answer was "
+    "given. Continue with your best judgement and state the assumptions you make."
+)
+"""The error when asking failed; ``{reason}`` is the host's reason."""
 DECLINED_MESSAGE = (
     "The user declined to answer the questions. No answer was given. Continue with your "
     "best judgement, or ask differently if an answer is essential."
@@ -214,9 +222,12 @@ class QuestionTool:
             return ExecResult(ok=False, error=HEADLESS_MESSAGE)
         questions: list[Mapping[str, Any]] = list(request.arguments["questions"])
         _check(questions)
-        answer = await ctx.host.elicit(
-            form_key(questions), form_message(questions), form_schema(questions)
-        )
+        try:
+            answer = await ctx.host.elicit(
+                form_key(questions), form_message(questions), form_schema(questions)
+            )
+        except CouldNotAsk as exc:  # never an answer: a tool error, as when headless
+            return ExecResult(ok=False, error=NOT_ASKED_MESSAGE.format(reason=exc.reason))
         if answer.action != "accept":
             return ExecResult(ok=False, error=DECLINED_MESSAGE)
         content = answer.content or {}

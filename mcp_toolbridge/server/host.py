@@ -2,7 +2,12 @@
 and the log messages of a call and of the server (MCP logging).
 
 **Asking**, in both protocol eras. 2025 era: a server-initiated ``elicitation/create`` request
-on the connection (needs the client's elicitation capability and a back channel).
+on the connection (needs the client's elicitation capability and a back channel). A client
+that declared the capability may still answer the request with a JSON-RPC error (-32601, its
+own failure), or with something that is not an elicitation result, and the connection may
+close while the question waits (stdin ended: the stdio transport refuses the request with
+"Connection closed"). Each raises :class:`~mcp_toolbridge.host.CouldNotAsk` with the reason,
+never an answer.
 
 2026-07-28 era: no server-initiated requests. The call returns ``InputRequiredResult`` and the
 client retries it with ``inputResponses`` and the echoed ``requestState``. The state is sealed
@@ -41,12 +46,15 @@ from typing import Any
 import mcp_types as types
 from mcp.server import ServerRequestContext
 from mcp.server.session import ServerSession
+from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 from mcp_toolbridge.host import (
     LOG_LEVELS,
     SERVER_LOGGER,
     Answer,
+    CouldNotAsk,
     InputPending,
     LogLevel,
     SamplingRequest,
@@ -56,6 +64,8 @@ from mcp_toolbridge.host import (
 from mcp_toolbridge.server import sampling as server_sampling
 
 STATE_VERSION = 1
+MAX_CLIENT_TEXT = 200
+"""How much of a client's error message a reason quotes."""
 
 
 def _answer_from(result: Any) -> Answer | None:
@@ -77,6 +87,16 @@ def _answers_in_state(request_state: str | None) -> dict[str, dict[str, Any]]:
         return {}
     answers = state.get("answers")
     return answers if isinstance(answers, dict) else {}
+
+
+def _why_not_asked(error: MCPError) -> str:
+    """Why ``elicitation/create`` failed, for the model: the error's code and words, clipped.
+    The code alone does not tell a closed connection from the client's own error (-32000 is
+    both), so the words say which."""
+    text = " ".join(error.message.split())
+    if len(text) > MAX_CLIENT_TEXT:
+        text = text[:MAX_CLIENT_TEXT] + " …"
+    return f"the question ended with error {error.code}: {text or 'no message'}"
 
 
 class McpHost:
@@ -111,9 +131,15 @@ class McpHost:
 
     async def elicit(self, key: str, message: str, schema: dict[str, Any]) -> Answer:
         if not self._modern:
-            result = await self._ctx.session.elicit_form(
-                message, schema, related_request_id=self._ctx.request_id
-            )
+            try:
+                result = await self._ctx.session.elicit_form(
+                    message, schema, related_request_id=self._ctx.request_id
+                )
+            except MCPError as exc:
+                raise CouldNotAsk(_why_not_asked(exc)) from exc
+            except ValidationError as exc:
+                reason = "the client's reply to the question is not an elicitation result"
+                raise CouldNotAsk(reason) from exc
             return Answer(result.action, dict(result.content) if result.content else None)
         known = self._known.get(key)
         if known is not None:

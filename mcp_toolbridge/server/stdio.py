@@ -23,7 +23,8 @@ When stdin ends, the server is not told at once: every request already read stil
 real answer, for up to ``EOF_GRACE_S`` seconds (a client that writes a burst and closes its
 end is owed those answers). Meanwhile a request the server sends the client (a confirmation,
 the roots) is answered at once with "Connection closed", since nothing can answer it any
-more. Then the read stream ends, and calls still running are cancelled.
+more (a confirmation so cut off denies its call: the client could not ask). Then the read
+stream ends, and calls still running are cancelled.
 """
 
 from __future__ import annotations

@@ -10,7 +10,14 @@ from typing import Any
 import mcp_types as types
 import pytest
 
-from mcp_toolbridge.bridge.gate import ALLOW_ALWAYS, ALLOW_ONCE, HEADLESS_DENIED, REJECT
+from mcp_toolbridge.bridge.gate import (
+    ALLOW_ALWAYS,
+    ALLOW_ONCE,
+    HEADLESS_DENIED,
+    NOT_ASKED,
+    NOT_CONSENT,
+    REJECT,
+)
 from mcp_toolbridge.runtime import Settings
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 from tests.support.results import text_of
@@ -160,3 +167,43 @@ async def test_forged_request_state_is_rejected(tmp_path: Path) -> None:
                 request_state=state,
                 allow_input_required=True,
             )
+
+
+def _refusing_client(code: int, message: str) -> Any:
+    """A client that declares elicitation and answers every question with a JSON-RPC error."""
+
+    async def refuse(context: Any, params: types.ElicitRequestParams) -> types.ErrorData:
+        return types.ErrorData(code=code, message=message)
+
+    return refuse
+
+
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [(types.METHOD_NOT_FOUND, "Method not found"), (-32000, "the form could not be shown")],
+)
+async def test_a_client_that_answers_the_question_with_an_error_is_refused_like_a_headless_one(
+    tmp_path: Path, code: int, message: str
+) -> None:
+    """2025 era: the client declared elicitation, then answered elicitation/create with an
+    error. The call is a refusal naming why and how to allow it, never an approval and never
+    an internal error; the audit line says the person could not be reached."""
+    settings = _setup(tmp_path)
+    async with served_client(settings, "legacy") as headless:
+        expected_hint = text_of(await headless.call_tool("guarded", {"text": "x"}))
+    expected_hint = expected_hint.split(") ", 1)[1]  # after "(asked by RULE)"
+    refuse = _refusing_client(code, message)
+    async with served_client(settings, "legacy", elicitation_callback=refuse) as client:
+        result = await client.call_tool("guarded", {"text": "x"})
+        assert (await client.call_tool("free", {"text": "x"})).is_error is False
+    text = text_of(result)
+    assert result.is_error is True and result.structured_content is None
+    assert (result.meta or {}).get("toolbridge/code") == "permission.denied"
+    reason = f"the question ended with error {code}: {message}"
+    assert text.startswith(f"{NOT_ASKED} ({reason}). {NOT_CONSENT} (asked by ")
+    assert text.endswith(expected_hint) and "--allow guarded" in expected_hint
+    records = _audit(settings)[1:]  # the first is the headless client's
+    assert [r["tool"] for r in records] == ["guarded", "free"]
+    assert records[0]["answer"] == "unreachable" and records[0]["decision"] == "deny"
+    assert records[0]["outcome"] == "denied" and records[0]["exitCode"] is None
+    assert records[0]["errorCode"] == "permission.denied"

@@ -44,6 +44,7 @@ CASES = {
     "refused while running": (failed(ErrorCode.PERMISSION_DENIED), "denied"),
     "rejected": (failed(ErrorCode.PERMISSION_DENIED, ASK, answer="reject"), "denied"),
     "headless": (failed(ErrorCode.PERMISSION_DENIED, ASK, answer="headless"), "denied"),
+    "could not ask": (failed(ErrorCode.PERMISSION_DENIED, ASK, answer="unreachable"), "denied"),
     "timeout": (failed(ErrorCode.EXEC_TIMEOUT), "timeout"),
     "cancelled": (failed(ErrorCode.EXEC_CANCELLED), "cancelled"),
     "invalid arguments": (failed(ErrorCode.ARGS_INVALID, None), "error"),

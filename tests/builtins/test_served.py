@@ -14,6 +14,7 @@ import pytest
 from mcp_toolbridge.bridge import NOT_CHECKED
 from mcp_toolbridge.bridge.gate import ALLOW_ONCE, HEADLESS_DENIED
 from mcp_toolbridge.builtins import LOCKED_IDS, parse_locked
+from mcp_toolbridge.builtins.question import HEADLESS_MESSAGE, NOT_ASKED_MESSAGE
 from mcp_toolbridge.builtins.task.tool import NO_SAMPLING_MESSAGE
 from mcp_toolbridge.cli.main import main
 from mcp_toolbridge.errors import ConfigError
@@ -183,6 +184,29 @@ async def test_question_asks_the_person_through_elicitation(tmp_path):
         )
     assert not result.is_error, result
     assert result.structured_content == {"answers": [["blue"]]}
+
+
+async def test_question_the_client_could_not_ask_is_a_headless_style_tool_error(tmp_path):
+    """2025 era: the client declared elicitation and answers the form with -32601. The model
+    gets the question tool's refusal with the reason (the same code as a headless session's),
+    never an answer and never an internal error."""
+
+    async def refuse(context: Any, params: types.ElicitRequestParams) -> types.ErrorData:
+        return types.ErrorData(code=types.METHOD_NOT_FOUND, message="Method not found")
+
+    settings = locked_settings(tmp_path)
+    ask = {"questions": [{"question": "Which colour?", "options": [{"label": "blue"}]}]}
+    async with served_client(settings, "legacy", locked=True) as headless:
+        nobody = await headless.call_tool("question", ask)
+    async with served_client(
+        settings, "legacy", locked=True, elicitation_callback=refuse
+    ) as client:
+        result = await client.call_tool("question", ask)
+    reason = f"the question ended with error {types.METHOD_NOT_FOUND}: Method not found"
+    assert error_text(result) == NOT_ASKED_MESSAGE.format(reason=reason)
+    assert error_text(nobody) == HEADLESS_MESSAGE
+    assert (result.meta or {})["toolbridge/code"] == (nobody.meta or {})["toolbridge/code"]
+    assert (result.meta or {})["toolbridge/code"] != "server.internal"
 
 
 class Model:

@@ -24,11 +24,12 @@ pytestmark = pytest.mark.e2e
 require_inspector()
 
 
-def _server(tmp_path: Path) -> list[str]:
+def _server(tmp_path: Path, *allow: str) -> list[str]:
     folder = write_catalog(tmp_path / "m", agentpm_timeout_ms=500)
     policy = write_policy(tmp_path / "policy.toml")
     serve = [sys.executable, "-m", "mcp_toolbridge", "serve", str(folder), "--no-audit"]
-    return [*serve, "--policy", str(policy), "--workspace", str(tmp_path), "--"]
+    allowed = [option for rule in allow for option in ("--allow", rule)]
+    return [*serve, "--policy", str(policy), "--workspace", str(tmp_path), *allowed, "--"]
 
 
 @pytest.mark.parametrize("failure", FAILURES, ids=lambda f: f"{f.tool}-{f.code}")
@@ -70,6 +71,9 @@ async def test_the_inspector_validates_a_success_of_the_same_tools(tmp_path: Pat
     assert called.result["structuredContent"] == {"message": "hi"}
 
 
+# bash asks by default (fail-closed); the command's parts are allowed the way the refusal says.
+BASH_ALLOWED = ("bash=echo out", "bash=echo err", "bash=exit 2")
+
 LOCKED_CALLS = [
     ("read", {"file_path": "notes.txt"}, False),
     ("read", {"file_path": "missing.txt"}, True),
@@ -84,7 +88,7 @@ async def test_the_inspector_takes_the_locked_tools_results_against_their_schema
     (tmp_path / "notes.txt").write_text('say "hi"\n', encoding="utf-8")
     called = await run_inspector(
         tmp_path,
-        *_server(tmp_path),
+        *_server(tmp_path, *BASH_ALLOWED),
         "--method",
         "tools/call",
         "--tool-name",

@@ -1,7 +1,8 @@
 """The end of stdin, on the stdio transport over real pipes: the grace period is bounded (a
 call still running when it ends is cancelled, its processes killed, and it gets the SDK's
 "Connection closed" error), and a request the
-server sends after stdin ended is refused at once instead of waiting out the grace period."""
+server sends after stdin ended is refused at once instead of waiting out the grace period (a
+confirmation so refused denies its call: the client could not ask)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import anyio
 import mcp_types as types
 import pytest
 
+from mcp_toolbridge.bridge.gate import NOT_ASKED
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_bridge
 from mcp_toolbridge.server.stdio import stdio_transport
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
@@ -113,3 +115,5 @@ async def test_a_confirmation_asked_after_stdin_ended_is_refused_at_once(
     assert answered["id"] == "call"
     assert answered["result"]["isError"] is True
     assert "echo" not in json.dumps(answered["result"].get("structuredContent"))
+    assert answered["result"]["_meta"]["toolbridge/code"] == "permission.denied"  # not internal
+    assert answered["result"]["content"][0]["text"].startswith(NOT_ASKED)

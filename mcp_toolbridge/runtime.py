@@ -21,12 +21,11 @@ import platformdirs
 
 from mcp_toolbridge.bridge import (
     AuditLog,
-    AuditRecord,
     Bridge,
     CallOutcome,
     Observer,
     PolicyGate,
-    outcome_of,
+    audit_observer,
     span_observer,
 )
 from mcp_toolbridge.builtins import (
@@ -42,18 +41,19 @@ from mcp_toolbridge.builtins import (
     subagent_offer,
 )
 from mcp_toolbridge.catalog import Catalog, DeferredIndex, Pin, SearchIndex
-from mcp_toolbridge.errors import CallError, ConfigError, ErrorCode, Problem, Severity
+from mcp_toolbridge.errors import ConfigError, ErrorCode, Problem, Severity
 from mcp_toolbridge.executors import (
     DEFAULT_MAX_OUTPUT_BYTES,
     DEFAULT_TIMEOUT_S,
     ExecToolExecutor,
     Executor,
     HttpExecutor,
+    probe_sandbox,
 )
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.loaders import LoadReport, Manifests, load_manifests
 from mcp_toolbridge.model import ToolSpec
-from mcp_toolbridge.policy import Decision, Policy, load_parser
+from mcp_toolbridge.policy import Policy, SandboxMode, load_parser
 from mcp_toolbridge.runtime_cache import (
     LeftOut,
     Meter,
@@ -66,6 +66,7 @@ from mcp_toolbridge.runtime_cache import (
     summary,
     write,
 )
+from mcp_toolbridge.sandbox import Sandbox
 from mcp_toolbridge.secrets import SecretResolver
 from mcp_toolbridge.workspace import UNSET_ROOT, default_workspace
 
@@ -110,6 +111,8 @@ class Settings:
     """Where the skill tool looks; empty: <workspace>/.toolbridge/skills and the user's."""
     keep_names: bool = False
     """Serve manifest ids as written (SEP-986 names) instead of sanitizing them."""
+    sandbox: SandboxMode | None = None
+    """``--sandbox``: the OS sandbox mode; None: the policy's ``[sandbox] mode`` (auto)."""
     pins: tuple[str, ...] = ()
     """``--pin``: tools always listed (names, ids or globs), beside the policy's own."""
     allow: tuple[str, ...] = ()
@@ -272,39 +275,6 @@ def _plan(settings: Settings, policy: Policy) -> LockedPlan:
     )
 
 
-NOT_CHECKED = Decision(
-    "deny", "invalid arguments: refused before the permission check", "validation"
-)
-"""The audit decision of a call refused at argument validation (the gate never ran)."""
-NOT_DECIDED = Decision("deny", "stopped before the permission check finished", "cancelled")
-"""The audit decision of a call cancelled before the gate decided (it never ran)."""
-
-
-def audit_observer(log: AuditLog) -> Observer:
-    async def observe(
-        spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext, outcome: CallOutcome
-    ) -> None:
-        error = None
-        if not outcome.ok:
-            error = CallError(outcome.error or "", tool=spec.name, code=outcome.code)
-        undecided = NOT_DECIDED if outcome.code is ErrorCode.EXEC_CANCELLED else NOT_CHECKED
-        record = AuditRecord.build(
-            spec,
-            session=ctx.session_id,
-            decision=outcome.decision or undecided,
-            ms=outcome.duration_ms,
-            result=outcome.result,
-            error=error,
-            answer=outcome.answer,
-            outcome=outcome_of(outcome),
-            usage=outcome.usage.as_json() if outcome.usage is not None else None,
-            via=ctx.via,
-        )
-        await log.write(record)
-
-    return observe
-
-
 @dataclass(frozen=True)
 class _Shared:
     """What the built-in tools share across reloads: session state, file locks, the bridge."""
@@ -334,7 +304,9 @@ def _catalog_parts(
                 policy=loaded.policy,
             )
         )
-    gate = PolicyGate(loaded.policy, environ=settings.environ, sidecars=shared.sessions.sidecar_dir)
+    sandbox = Sandbox.configured(loaded.policy.file, settings.sandbox, settings.environ)
+    sidecars = shared.sessions.sidecar_dir
+    gate = PolicyGate(loaded.policy, environ=settings.environ, sidecars=sidecars, sandbox=sandbox)
     return gate, builtins
 
 
@@ -450,6 +422,8 @@ async def open_runtime(
 
     shared = _Shared(sessions, PathLocks(), call_tool, offer)
     gate, builtins = _catalog_parts(settings, loaded, shared)
+    if gate.sandbox is not None:  # once per process: say now, not at the first call, if it fails
+        await probe_sandbox(gate.sandbox)
     async with AsyncExitStack() as stack:
         if "bash" in loaded.catalog:  # its parser, built off the event loop (see load_parser)
             warm = await stack.enter_async_context(anyio.create_task_group())

@@ -34,6 +34,7 @@ LEVELS = {
     "loaders/": 1,
     "catalog/": 1,
     "policy/": 1,
+    "sandbox/": 1,
     # what runs a call
     "executors/": 2,
     "builtins/": 2,

@@ -120,6 +120,14 @@ def _add_policy_options(parser: argparse.ArgumentParser) -> None:
         help="a folder the {ad-hoc} policy variable expands to (repeatable; default none)",
     )
     parser.add_argument(
+        "--sandbox",
+        choices=["auto", "required", "off"],
+        default=None,
+        help="run every process a call starts in an OS sandbox built from the tool's "
+        "capabilities: auto (default: where the platform can), required (refuse without it), "
+        "off; default: the policy's [sandbox] mode",
+    )
+    parser.add_argument(
         "--locked",
         type=_locked_names,
         default=LOCKED_IDS,
@@ -302,6 +310,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         skills_dirs=tuple(getattr(args, "skills", ())),
         ad_hoc=tuple(getattr(args, "ad_hoc", ())),
         keep_names=getattr(args, "keep_names", False),
+        sandbox=getattr(args, "sandbox", None),
         pins=tuple(getattr(args, "pin", ())),
         allow=tuple(getattr(args, "allow", ())),
         cache=not getattr(args, "no_index_cache", False),

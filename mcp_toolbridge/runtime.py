@@ -66,7 +66,6 @@ from mcp_toolbridge.runtime_cache import (
     summary,
     write,
 )
-from mcp_toolbridge.sandbox import Sandbox
 from mcp_toolbridge.secrets import SecretResolver
 from mcp_toolbridge.workspace import UNSET_ROOT, default_workspace
 
@@ -304,9 +303,12 @@ def _catalog_parts(
                 policy=loaded.policy,
             )
         )
-    sandbox = Sandbox.configured(loaded.policy.file, settings.sandbox, settings.environ)
-    sidecars = shared.sessions.sidecar_dir
-    gate = PolicyGate(loaded.policy, environ=settings.environ, sidecars=sidecars, sandbox=sandbox)
+    gate = PolicyGate.configured(
+        loaded.policy,
+        settings.sandbox,
+        environ=settings.environ,
+        sidecars=shared.sessions.sidecar_dir,
+    )
     return gate, builtins
 
 
@@ -337,8 +339,8 @@ class Runtime:
     """The manifests as last read (kept when only the workspace moves)."""
     stand_in: Executor | None = None
     """The executor standing in for every transport (replay), kept across reloads."""
-    skipped: tuple[Skipped, ...] = ()
-    """Tools of the current catalog's manifests that the policy leaves out, and why."""
+    left_out: tuple[LeftOut, ...] = ()
+    """Tools of the current catalog's manifests that the policy leaves out, per reason."""
 
     @property
     def sessions(self) -> Sessions:
@@ -381,7 +383,7 @@ class Runtime:
         self.gate = gate
         executors: dict[str, Executor] = {} if self.stand_in else {"builtin": executor}
         self.bridge = self.bridge.rebuilt(loaded.catalog, gate=gate, executors=executors)
-        self.skipped = loaded.skipped
+        self.left_out = loaded.left_out
         return []
 
     def move_workspace(self, workspace: Path | None) -> list[Problem]:
@@ -466,7 +468,7 @@ async def open_runtime(
             loaded.locked is not None,
             loaded.manifests,
             stand_in,
-            loaded.skipped,
+            loaded.left_out,
         )
         current.append(runtime)
         yield runtime

@@ -44,6 +44,7 @@ from mcp_toolbridge.policy import (
     CommandSplitter,
     Decision,
     Policy,
+    SandboxMode,
     Scope,
     SessionRules,
     Targets,
@@ -148,6 +149,20 @@ class PolicyGate:
         self._environ = dict(os.environ if environ is None else environ)
         self._splitter = splitter
         self._sessions: dict[str, SessionRules] = {}
+
+    @classmethod
+    def configured(
+        cls,
+        policy: Policy,
+        mode: SandboxMode | None,
+        *,
+        environ: Mapping[str, str],
+        sidecars: Callable[[str], Path | None] | None = None,
+    ) -> PolicyGate:
+        """The server's gate: its OS sandbox in ``mode`` (``--sandbox``), else as the
+        policy's ``[sandbox]`` table says."""
+        sandbox = Sandbox.configured(policy.file, mode, environ)
+        return cls(policy, environ=environ, sidecars=sidecars, sandbox=sandbox)
 
     def session_rules(self, session_id: str) -> SessionRules:
         return self._sessions.setdefault(session_id, SessionRules())

@@ -31,7 +31,6 @@ from mcp_toolbridge.executors import PROGRESS_FD_ENV
 from mcp_toolbridge.model import BuiltinTransport, ExecTransport, HttpTransport, ToolSpec
 from mcp_toolbridge.policy import Policy
 from mcp_toolbridge.runtime import Loaded, Settings
-from mcp_toolbridge.sandbox import Sandbox
 
 RECORD_VERSION = 1
 SAFETY_FIELDS = {
@@ -266,8 +265,7 @@ def print_interface(args: argparse.Namespace, settings: Settings, loaded: Loaded
 
 def _sandbox_of(settings: Settings, policy: Policy, spec: ToolSpec) -> dict[str, Any]:
     """The sandbox a call of ``spec`` runs in, as ``serve`` would build it."""
-    sandbox = Sandbox.configured(policy.file, settings.sandbox, settings.environ)
-    gate = PolicyGate(policy, environ=settings.environ, sandbox=sandbox)
+    gate = PolicyGate.configured(policy, settings.sandbox, environ=settings.environ)
     confinement = gate.confinement(spec)
-    assert confinement is not None
-    return sandbox.describe(confinement.profile)
+    assert gate.sandbox is not None and confinement is not None
+    return gate.sandbox.describe(confinement.profile)

@@ -157,7 +157,7 @@ def run_server(
                 open_runtime(settings, loaded, observers=observers, stand_in=stand_in)
             )
             follows = settings.workspace is None and http is None  # one client: its roots
-            left_out = not_served(loaded.errors, loaded.skipped)
+            left_out = not_served(loaded.errors, loaded.left_out)
             server = ToolbridgeServer(
                 runtime.bridge,
                 expose=args.expose,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
-from mcp_toolbridge.cli.reload import Publisher
+from mcp_toolbridge.cli.reload import Publisher, left_out_lines
 from mcp_toolbridge.errors import Problem
 from mcp_toolbridge.runtime import Loaded, Runtime, Settings
 from mcp_toolbridge.workspace import unfit_reason, workspace_from_roots
@@ -20,10 +20,6 @@ EXAMPLES = 3
 """Tools named per reason on a "not served" line; the rest are counted."""
 PROBLEMS_SHOWN = 10
 """Problems of --skip-invalid printed in full; the rest are counted (lint lists them all)."""
-
-
-def _tools(count: int) -> str:
-    return f"{count} tool" if count == 1 else f"{count} tools"
 
 
 def loaded_lines(loaded: Loaded) -> list[str]:
@@ -42,10 +38,7 @@ def loaded_lines(loaded: Loaded) -> list[str]:
         shown = ", ".join(parts[:MANIFESTS_SHOWN])
         tail = f" and {more} more manifests" if more > 0 else ""
         lines.append(f"tools served per manifest: {shown}{tail}")
-    for reason, count, names in loaded.left_out:
-        more = count - len(names)
-        tail = f" and {more} more" if more > 0 else ""
-        lines.append(f"not served: {_tools(count)} ({', '.join(names)}{tail}): {reason}")
+    lines += left_out_lines(loaded.left_out)
     pinned = loaded.catalog.pinned_names()
     if pinned:
         more = len(pinned) - EXAMPLES

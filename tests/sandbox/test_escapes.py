@@ -23,6 +23,9 @@ from tests.sandbox.conftest import PRIVATE_KEY, Box, report
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sandbox")
 
+INTERPRETER = (Path(sys.prefix), Path(sys.executable), Path(sys.executable).resolve())
+"""Where the interpreter the tests run comes from (its venv, as named and as resolved)."""
+
 TRY = """
 import json, sys
 def attempt(action):
@@ -234,10 +237,20 @@ async def test_the_environment_is_passed_and_tmp_is_private(box: Box) -> None:
         "print(json.dumps({'tmp': tempfile.gettempdir(), 'listed': os.listdir('/tmp'),"
         " 'home': os.listdir(os.environ['HOME'])}))\n"
     )
-    result = report(await box.python(script, env={"TMPDIR": str(box.outside)}))
-    top = box.ws.parts[2] if box.ws.parts[1] == "tmp" else None  # the workspace's mount point
+    marker = Path("/tmp") / f"toolbridge-host-tmp-{os.getpid()}-{box.root.name}"
+    marker.touch()
+    try:
+        result = report(await box.python(script, env={"TMPDIR": str(box.outside)}))
+    finally:
+        marker.unlink()
+    # What the sandbox shows under /tmp besides its own files: the mount points of what the
+    # call is given when that lives under the host's /tmp (the workspace; the interpreter and
+    # its virtual environment when the checkout is there).
+    given = (box.ws, *INTERPRETER)
+    tops = {p.parts[2] for p in given if len(p.parts) > 2 and p.parts[1] == "tmp"}
     assert result["tmp"] == "/tmp" and result["home"] == []
-    assert set(result["listed"]) - {top} == {"scratch"}
+    assert "scratch" in result["listed"] and marker.name not in result["listed"]
+    assert set(result["listed"]) - tops == {"scratch"}
     assert not (box.outside / "scratch").exists()
 
 

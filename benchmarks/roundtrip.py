@@ -119,6 +119,8 @@ def make_catalog(folder: Path) -> Path:
                 "description": "Echo the JSON arguments",
                 "schema": {"type": "object", "properties": {"text": {"type": "string"}}},
                 "command": ["./tools/bin/echo_json"],
+                # It changes nothing, and says so: the fail-closed default would ask otherwise.
+                "annotations": {"readOnlyHint": True},
             }
         ]
     }

@@ -4,7 +4,7 @@ the same tool directly from Python in the same run.
     .venv/bin/python benchmarks/roundtrip.py [--calls 500] [--reps 3] [--max-concurrency N]
 
 The tool is `#!/bin/sh` + `exec cat` (it echoes the JSON arguments), declared in an agentcli
-tools.json. Eight drivers, each timed per call from issue to result, at 1, 8 and 32 calls in
+tools.json. Ten drivers, each timed per call from issue to result, at 1, 8 and 32 calls in
 flight (that many tasks calling back to back):
 
 - spawn/anyio: `anyio.run_process(tool, input=...)` in this process. What an async server pays
@@ -13,6 +13,9 @@ flight (that many tasks calling back to back):
 - spawn/product: `mcp_toolbridge.executors.subprocess.run_process` called directly: the spawn
   the server does for each call (own session, pidfd exit watch, bounded drains), without MCP,
   validation, policy or audit.
+- spawn/sandboxed: the same `run_process` inside the OS sandbox the tool gets from the default
+  policy (bubblewrap: user, mount, PID, network, IPC and UTS namespaces; waiting for the
+  sandbox's PID namespace to end): what the sandbox adds to one spawn.
 - bridge: `Bridge.call` in this process, built as `serve` builds it (locked tools, the default
   policy, the audit log in a temporary file, the telemetry span): the whole pipeline of a call
   without MCP.
@@ -25,7 +28,10 @@ flight (that many tasks calling back to back):
   the JSON-RPC framing, validation, the default policy, the audit log (written to a temporary
   file instead of the user data directory) and the telemetry span. Tools are listed once first.
   A fresh server per cell; its start-up is not timed. `serve` runs on uvloop (its default
-  where installed).
+  where installed). The tool runs in its OS sandbox (`--sandbox auto`, the default), as it does
+  in bridge.
+- toolbridge/unsandboxed: the same with `serve --sandbox off`: the sandbox's cost through the
+  whole product is toolbridge - toolbridge/unsandboxed.
 - toolbridge/asyncio: the same with `serve --loop asyncio` (asyncio's own event loop).
 
 At 1 in flight the overhead over spawn/anyio splits into four parts (computed from the median
@@ -43,7 +49,9 @@ cell starts with 20 warm-up calls. Cells show the median over repetitions with [
 machine, each cell first waits (up to --patience seconds) for a second in which others use less
 than --quiet percent, and a cell during which they used more is run again (up to --attempts
 times in all; the least disturbed attempt is kept). Figures from cells above about 10 % are
-disturbed: the p50 of a spawn doubles when another process keeps a core busy.
+disturbed: the p50 of a spawn doubles when another process keeps a core busy. A sandboxed
+cell's own figure is higher than that: the sandbox's init is reaped by the system (not this
+process) and its namespaces are torn down by kernel workers, so their CPU counts as others'.
 """
 
 from __future__ import annotations
@@ -68,9 +76,11 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 import mcp_toolbridge
-from mcp_toolbridge.executors.subprocess import run_process
+from mcp_toolbridge.bridge import PolicyGate
+from mcp_toolbridge.executors import probe_sandbox, run_process
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.runtime import Settings, load_catalog, open_bridge
+from mcp_toolbridge.sandbox import Confinement, Sandbox
 
 PAYLOAD = {"text": "hello from the benchmark"}
 CONCURRENCY = (1, 8, 32)
@@ -79,11 +89,17 @@ DRIVERS = (
     "spawn/anyio",
     "spawn/subprocess",
     "spawn/product",
+    "spawn/sandboxed",
     "bridge",
     "sdk/no-spawn",
     "sdk/spawn",
     "toolbridge",
+    "toolbridge/unsandboxed",
     "toolbridge/asyncio",
+)
+SANDBOX_PAIRS = (
+    ("spawn/sandboxed", "spawn/product"),
+    ("toolbridge", "toolbridge/unsandboxed"),
 )
 SPAWNS = ("spawn/anyio", "spawn/subprocess", "spawn/product")
 SDK_SERVER = Path(__file__).with_name("sdk_server.py")
@@ -103,6 +119,8 @@ def make_catalog(folder: Path) -> Path:
                 "description": "Echo the JSON arguments",
                 "schema": {"type": "object", "properties": {"text": {"type": "string"}}},
                 "command": ["./tools/bin/echo_json"],
+                # It changes nothing, and says so: the fail-closed default would ask otherwise.
+                "annotations": {"readOnlyHint": True},
             }
         ]
     }
@@ -224,6 +242,12 @@ class Bench:
         elif driver == "toolbridge/asyncio":
             args = [*self._serve_args(), "--loop", "asyncio"]
             latencies, rate = await self._over_stdio(args, inflight)
+        elif driver == "toolbridge/unsandboxed":
+            args = [*self._serve_args(), "--sandbox", "off"]
+            latencies, rate = await self._over_stdio(args, inflight)
+        elif driver == "spawn/sandboxed":
+            sandbox = await self._confinement()
+            latencies, rate = await measure(self._product(sandbox), self.calls, inflight)
         elif driver == "sdk/no-spawn":
             latencies, rate = await self._over_stdio([str(SDK_SERVER)], inflight)
         elif driver == "sdk/spawn":
@@ -281,14 +305,37 @@ class Bench:
 
             return spawn_thread
 
+        return self._product(None)
+
+    def _product(self, sandbox: Confinement | None) -> Call:
+        argv = [str(self.tool)]
+
         async def spawn_product() -> None:
             outcome = await run_process(
-                argv, stdin=self.data, cwd=str(self.folder), env=self.env, timeout_s=60
+                argv,
+                stdin=self.data,
+                cwd=str(self.folder),
+                env=self.env,
+                timeout_s=60,
+                sandbox=sandbox,
             )
-            if outcome.exit_code != 0:
+            if outcome.exit_code != 0 or outcome.sandboxed is not (sandbox is not None):
                 raise RuntimeError(outcome.stderr_tail)
 
         return spawn_product
+
+    async def _confinement(self) -> Confinement:
+        """The sandbox `serve` gives the tool (the default policy, this folder as workspace)."""
+        settings = self._settings()
+        loaded = load_catalog(settings)
+        sandbox = Sandbox.configured(loaded.policy.file, settings.sandbox, settings.environ)
+        if not (await probe_sandbox(sandbox)).ok:
+            raise RuntimeError(f"no sandbox here: {sandbox.support}")
+        entry = loaded.catalog.resolve("echo_json")
+        assert entry is not None
+        confinement = PolicyGate(loaded.policy, sandbox=sandbox).confinement(entry.spec)
+        assert confinement is not None
+        return confinement
 
     async def _over_stdio(self, args: list[str], inflight: int) -> tuple[list[float], float]:
         params = StdioServerParameters(
@@ -334,8 +381,10 @@ def report(rows: dict[tuple[str, int], list[Cell]], args: argparse.Namespace, be
     print()
     print("| driver | in flight | p50 ms | p99 ms | calls/s | others % |")
     print("|---|---|---|---|---|---|")
-    for inflight in CONCURRENCY:
-        for driver in DRIVERS:
+    drivers = [d for d in DRIVERS if any(key[0] == d for key in rows)]
+    levels = [n for n in CONCURRENCY if any(key[1] == n for key in rows)]
+    for inflight in levels:
+        for driver in drivers:
             cells = rows[(driver, inflight)]
             print(
                 f"| {driver} | {inflight} | {span([c.p50 for c in cells], '.2f')} | "
@@ -348,7 +397,9 @@ def report(rows: dict[tuple[str, int], list[Cell]], args: argparse.Namespace, be
     print("| against | in flight | p50 overhead ms | p50 ratio | p99 overhead ms | calls/s ratio |")
     print("|---|---|---|---|---|---|")
     for base in SPAWNS:
-        for inflight in CONCURRENCY:
+        for inflight in levels:
+            if ("toolbridge", inflight) not in rows or (base, inflight) not in rows:
+                continue
             pairs = list(zip(rows[("toolbridge", inflight)], rows[(base, inflight)], strict=True))
             p50 = [t.p50 - s.p50 for t, s in pairs]
             ratio = [t.p50 / s.p50 for t, s in pairs]
@@ -359,10 +410,28 @@ def report(rows: dict[tuple[str, int], list[Cell]], args: argparse.Namespace, be
                 f"{signed_span(p99)} | {span(rate, '.2f')} |"
             )
     print()
+    print("what the OS sandbox adds, paired per repetition (median [min to max]):")
+    print()
+    print("| sandboxed | against | in flight | p50 overhead ms | p99 overhead ms | calls/s ratio |")
+    print("|---|---|---|---|---|---|")
+    for sandboxed, plain in SANDBOX_PAIRS:
+        for inflight in levels:
+            if (sandboxed, inflight) not in rows or (plain, inflight) not in rows:
+                continue
+            pairs = list(zip(rows[(sandboxed, inflight)], rows[(plain, inflight)], strict=True))
+            print(
+                f"| {sandboxed} | {plain} | {inflight} | "
+                f"{signed_span([s.p50 - p.p50 for s, p in pairs])} | "
+                f"{signed_span([s.p99 - p.p99 for s, p in pairs])} | "
+                f"{span([s.rate / p.rate for s, p in pairs], '.2f')} |"
+            )
+    print()
     print("where the p50 at 1 in flight goes, from the median p50s of the first table:")
     print()
     print("| part | ms |")
     print("|---|---|")
+    if set(DRIVERS) - set(drivers) or 1 not in levels:
+        return  # the breakdown needs every driver at 1 in flight
     at1 = {driver: statistics.median(c.p50 for c in rows[(driver, 1)]) for driver in DRIVERS}
     parts: tuple[tuple[str, list[str], list[str]], ...] = (
         ("spawn/product - spawn/anyio: the product's spawn", ["spawn/product"], ["spawn/anyio"]),
@@ -394,6 +463,18 @@ async def main() -> None:
         "--patience", type=float, default=20.0, help="seconds to wait for a quiet machine"
     )
     parser.add_argument("--attempts", type=int, default=3, help="runs of a disturbed cell")
+    parser.add_argument(
+        "--drivers",
+        type=lambda text: tuple(d for d in DRIVERS if d in text.split(",")),
+        default=DRIVERS,
+        help="a comma-separated subset of the drivers (default: all)",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=lambda text: tuple(int(n) for n in text.split(",")),
+        default=CONCURRENCY,
+        help="calls in flight per cell, comma-separated (default 1,8,32)",
+    )
     args = parser.parse_args()
     quiet = Quiet(args.quiet, args.patience, max(1, args.attempts))
     rows: dict[tuple[str, int], list[Cell]] = {}
@@ -402,9 +483,9 @@ async def main() -> None:
         folder = Path(tmp)
         bench = Bench(folder, make_catalog(folder), args.calls, args.max_concurrency)
         for rep in range(args.reps):
-            turn = rep % len(DRIVERS)
-            order = DRIVERS[turn:] + DRIVERS[:turn]
-            for inflight in CONCURRENCY:
+            turn = rep % len(args.drivers)
+            order = args.drivers[turn:] + args.drivers[:turn]
+            for inflight in args.concurrency:
                 for driver in order:
                     cell = await bench.run(driver, inflight, quiet)
                     rows.setdefault((driver, inflight), []).append(cell)

@@ -46,7 +46,7 @@ def make_server(tool: str | None) -> Server[Any]:
             text = payload
         else:
             outcome = await run_process(
-                [tool], stdin=payload.encode(), cwd=None, env=env, timeout_s=60
+                [tool], stdin=payload.encode(), cwd=None, env=env, timeout_s=60, sandbox=None
             )
             text = outcome.stdout.decode()
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)])

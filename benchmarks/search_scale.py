@@ -1,7 +1,7 @@
 """Scale figures for loading and searching big catalogs (issue targets in brackets).
 
     .venv/bin/python benchmarks/search_scale.py [--sizes 10000 100000] [--dir /tmp/tb-scale]
-        [--queries 400]
+        [--queries 400] [--starts 3]
 
 For each size N it generates a catalog with benchmarks/catalog_gen.py (45% agentcli, 45%
 Runloop, 10% AgentPM; reused if the folder already exists) and, in a fresh child process per
@@ -29,6 +29,14 @@ size (so sizes do not share memory or caches; interpreter start-up is not timed)
   trip (client-side parse included), the server-side time (a timing middleware outermost,
   so the server's list cache is included), and the uncached server-side time (the list cache
   emptied before each call, so the handler runs and its result is serialized every time).
+
+Then, per size, starts side by side (``--starts N`` of each, medians; 0 skips them): a fresh
+child process that imports the app, loads the catalog as ``serve`` does (``load_catalog`` with
+the locked tools) and gets its search index (``search_index``): cold (the start-up cache off:
+everything loaded and built), first (an empty cache, filled by this start: what a first start
+costs with the cache on) and warm (from a filled cache). The caches are private temporary
+folders; a start's forked cache writers are waited for before the next start. "process s" is
+the child's whole life, interpreter start-up included; the other columns are timed inside it.
 """
 
 from __future__ import annotations
@@ -36,10 +44,12 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import random
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -222,16 +232,100 @@ def measure(folder: Path, n_queries: int) -> dict[str, float]:
     }
 
 
+START = """
+import json, sys, time
+began = time.perf_counter()
+from pathlib import Path
+from mcp_toolbridge.runtime import Settings, load_catalog, search_index
+imported = time.perf_counter()
+settings = Settings(paths=[Path(sys.argv[1])], audit=False, cache=sys.argv[2] == "cache")
+loaded = load_catalog(settings, locked=True)
+done = time.perf_counter()
+index = search_index(settings, loaded)
+indexed = time.perf_counter()
+print(json.dumps({
+    "import_s": imported - began, "load_s": done - imported, "index_s": indexed - done,
+    "tools": len(loaded.catalog), "reused": loaded.manifests.reused,
+    "files": len(loaded.manifests.files()), "hit": len(index) > 0,
+}))
+"""
+
+
+def _start(folder: Path, mode: str, env: dict[str, str]) -> dict[str, float]:
+    began = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", START, str(folder), mode],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    result["process_s"] = time.perf_counter() - began
+    return result
+
+
+def _settled(cache: Path) -> None:
+    """Wait for the cache writers a start forked (no temporary file for 2 s)."""
+    quiet_since = time.monotonic()
+    while time.monotonic() - quiet_since < 2:
+        if list(cache.glob("*.tmp")):
+            quiet_since = time.monotonic()
+        time.sleep(0.2)
+
+
+def starts(folder: Path, reps: int) -> dict[str, dict[str, float]]:
+    """Median starts over ``folder`` (see the module docstring): cold (no cache), first (an
+    empty cache, which this start fills) and warm (a filled cache), interleaved so that all
+    three see the machine alike; the forked cache writers of a first start are waited for
+    before the next start."""
+    runs: dict[str, list[dict[str, float]]] = {"cold": [], "first": [], "warm": []}
+    with tempfile.TemporaryDirectory(prefix="tb-scale-cache-") as cache:
+        warm_env = {**os.environ, "TOOLBRIDGE_CACHE_DIR": cache}
+        _start(folder, "cache", warm_env)  # fill it
+        _settled(Path(cache))
+        for _ in range(reps):
+            runs["cold"].append(_start(folder, "none", warm_env))
+            with tempfile.TemporaryDirectory(prefix="tb-scale-first-") as empty:
+                env = {**os.environ, "TOOLBRIDGE_CACHE_DIR": empty}
+                runs["first"].append(_start(folder, "cache", env))
+                _settled(Path(empty))
+            runs["warm"].append(_start(folder, "cache", warm_env))
+    out: dict[str, dict[str, float]] = {}
+    for mode, found in runs.items():
+        keys = ("process_s", "import_s", "load_s", "index_s")
+        out[mode] = {k: statistics.median(r[k] for r in found) for k in keys}
+        out[mode]["reused"] = found[-1]["reused"]
+        out[mode]["files"] = found[-1]["files"]
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--dir", type=Path, default=Path("/tmp/tb-scale"))
     parser.add_argument("--queries", type=int, default=400)
+    parser.add_argument("--starts", type=int, default=3, help="cold and warm starts per size")
+    parser.add_argument(
+        "--only-starts", action="store_true", help="measure the cold and warm starts only"
+    )
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(measure(args.child, args.queries)))
         return
+    for n in args.sizes:
+        folder = args.dir / f"catalog-{n}"
+        if not folder.exists():
+            counts = generate(n, folder)
+            print(f"# generated {folder}: {counts}", file=sys.stderr)
+    if not args.only_starts:
+        scale(args)
+    if args.starts > 0:
+        print_starts(args)
+
+
+def scale(args: argparse.Namespace) -> None:
     print(
         "tools | load s | catalog s | index s | total s | model s | vectors s | query p50 ms "
         "| p99 ms | max ms | index MB (tracemalloc) | build peak MB | RSS growth MB"
@@ -239,9 +333,6 @@ def main() -> None:
     listing = []
     for n in args.sizes:
         folder = args.dir / f"catalog-{n}"
-        if not folder.exists():
-            counts = generate(n, folder)
-            print(f"# generated {folder}: {counts}", file=sys.stderr)
         child = [sys.executable, __file__, "--child", str(folder), "--queries", str(args.queries)]
         out = subprocess.run(child, check=True, capture_output=True, text=True).stdout
         m = json.loads(out.strip().splitlines()[-1])
@@ -272,6 +363,24 @@ def main() -> None:
             f"| {m['listed']} | {m['list_client_ms']:.2f} | {m['list_server_ms']:.3f} "
             f"| {m['list_uncached_ms']:.3f}"
         )
+
+
+def print_starts(args: argparse.Namespace) -> None:
+    print(
+        f"\nstart (median of {args.starts}) | process s | import s | load_catalog s "
+        "| index s | vs cold | manifests from the cache"
+    )
+    for n in args.sizes:
+        found = starts(args.dir / f"catalog-{n}", args.starts)
+        for mode in ("cold", "first", "warm"):
+            m = found[mode]
+            label = {"cold": "cold (no cache)", "first": "first (fills it)", "warm": "warm"}
+            print(
+                f"{n:,} {label[mode]} | {m['process_s']:.2f} | {m['import_s']:.2f} "
+                f"| {m['load_s']:.2f} | {m['index_s']:.2f} "
+                f"| {m['process_s'] / found['cold']['process_s']:.2f} "
+                f"| {m['reused']:.0f} of {m['files']:.0f}"
+            )
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ import anyio
 from mcp import Client, StdioServerParameters
 
 from tests.support.faulty_tools import Fault, faults, write_catalog
-from tests.support.procs import alive_with, is_running, memory_kib
+from tests.support.procs import alive_with, is_running, memory_kib, parent_of
 
 CANCEL = "cancel"
 """A call to the ``slow`` tool that the client cancels midway."""
@@ -226,8 +226,10 @@ async def run_soak(config: SoakConfig, workdir: Path) -> SoakReport:
     plan = rng.choices(list(MIX), weights=list(MIX.values()), k=config.calls)
     delays = [rng.uniform(0.02, 0.3) for _ in plan]
     async with Client(params, mode="legacy") as client:
-        pid = (await client.call_tool("whoami", {})).structured_content
-        report.server_pid = int((pid or {})["server_pid"])
+        await client.call_tool("whoami", {})
+        # Our own child serving the marked catalog: a sandboxed tool runs in a PID namespace
+        # of its own, where its parent's pid is not the server's.
+        report.server_pid = next(p for p in alive_with(marker) if parent_of(p) == os.getpid())
         for _ in range(config.inflight):  # warm up before the first memory reading
             await client.call_tool("ok", {"nonce": "warm-up"})
         report.memory_before = memory_kib(report.server_pid)

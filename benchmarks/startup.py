@@ -7,11 +7,14 @@ client's own start is in every row alike):
 
 - sdk-server: benchmarks/sdk_server.py, a hand-written SDK low-level server with one tool: the
   baseline, what importing the SDK and starting its server costs;
-- toolbridge (bundled): `python -m mcp_toolbridge serve --no-audit` with the bundled manifests;
+- toolbridge (bundled): `python -m mcp_toolbridge serve --no-audit` with the bundled manifests,
+  warm (its start-up cache filled by an untimed start first) and cold (`--no-index-cache`);
 - toolbridge PATH: the same serving each PATH given (e.g. a catalog made by catalog_gen.py),
-  which adds loading, validating and indexing it.
+  cold (loading, validating and indexing it) and warm (from the start-up cache).
 
-Cells show the median over repetitions with [min-max]; repetitions rotate the row order.
+The servers' cache folder is a temporary one (``TOOLBRIDGE_CACHE_DIR``), filled before the
+first repetition; the user's own cache is never touched. Cells show the median over
+repetitions with [min-max]; repetitions rotate the row order.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import argparse
 import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import TextIO
@@ -33,7 +37,7 @@ SDK_SERVER = Path(__file__).with_name("sdk_server.py")
 
 
 async def start_once(args: list[str], quiet: TextIO) -> tuple[float, float, int]:
-    env = {k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "TOOLBRIDGE_CACHE_DIR") if k in os.environ}
     env["PYTHONPATH"] = str(ROOT)
     params = StdioServerParameters(command=sys.executable, args=args, env=env)
     begun = time.perf_counter()
@@ -44,17 +48,37 @@ async def start_once(args: list[str], quiet: TextIO) -> tuple[float, float, int]
     return ready, first_list, listed
 
 
+async def settled(cache: Path) -> None:
+    """Wait for the cache writers a start forked to finish (no temporary file for 2 s)."""
+    quiet_since = time.monotonic()
+    deadline = quiet_since + 300
+    while time.monotonic() < deadline:
+        if any(await anyio.to_thread.run_sync(lambda: list(cache.glob("*.tmp")))):
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since > 2:
+            return
+        await anyio.sleep(0.2)
+
+
 def span(values: list[float]) -> str:
     return f"{statistics.median(values):.2f} [{min(values):.2f}-{max(values):.2f}]"
 
 
 async def measure(options: argparse.Namespace, quiet: TextIO) -> None:
     serve = ["-m", "mcp_toolbridge", "serve", "--no-audit"]
+    cold = [*serve, "--no-index-cache"]
     rows: dict[str, list[str]] = {
         "sdk-server": [str(SDK_SERVER)],
-        "toolbridge (bundled)": serve,
-        **{f"toolbridge {p}": [*serve, str(p.resolve())] for p in options.paths},
+        "toolbridge (bundled), warm": serve,
+        "toolbridge (bundled), cold": cold,
     }
+    for p in options.paths:
+        rows[f"toolbridge {p}, cold"] = [*cold, str(p.resolve())]
+        rows[f"toolbridge {p}, warm"] = [*serve, str(p.resolve())]
+    for name, args in rows.items():  # fill the cache (and the page cache): not timed
+        if name.endswith("warm"):
+            await start_once(args, quiet)
+            await settled(Path(os.environ["TOOLBRIDGE_CACHE_DIR"]))
     times: dict[str, list[tuple[float, float, int]]] = {name: [] for name in rows}
     names = list(rows)
     for rep in range(options.reps):
@@ -75,7 +99,11 @@ def main() -> None:
     parser.add_argument("paths", nargs="*", type=Path, help="manifest files or folders to serve")
     parser.add_argument("--reps", type=int, default=5, help="repetitions of every row")
     options = parser.parse_args()
-    with open(os.devnull, "w", encoding="utf-8") as quiet:  # the servers' stderr
+    with (
+        open(os.devnull, "w", encoding="utf-8") as quiet,  # the servers' stderr
+        tempfile.TemporaryDirectory(prefix="tb-startup-cache-") as cache,
+    ):
+        os.environ["TOOLBRIDGE_CACHE_DIR"] = cache
         anyio.run(measure, options, quiet)
 
 

@@ -18,6 +18,7 @@ Callers always have a way to do the same work in process when a child fails.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import pickle
@@ -28,7 +29,15 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
-__all__ = ["ChildGone", "Connection", "Forked", "before_fork", "fork_allowed", "in_child"]
+__all__ = [
+    "ChildGone",
+    "Connection",
+    "Forked",
+    "before_fork",
+    "fork_allowed",
+    "in_child",
+    "write_behind",
+]
 
 
 class ChildGone(RuntimeError):
@@ -104,3 +113,52 @@ class Forked:
         if self._process.is_alive():
             self._process.kill()
             self._process.join()
+
+
+_writers: list[int] = []
+
+
+def _reap() -> None:
+    for pid in list(_writers):
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:
+            _writers.remove(pid)
+
+
+def write_behind(work: Callable[[], None]) -> bool:
+    """Run ``work`` (writing caches) in a forked child, so this process goes on at once;
+    False when forking is not safe or failed (the caller then does the work itself).
+
+    The child has its own copy of everything, runs at the lowest priority (``nice 19``: the
+    start it was forked from, which may still be building an index on both cores, goes
+    first), and may outlive this process: nothing waits for it. Its stdin, stdout and stderr
+    go to /dev/null (stdout may carry MCP frames, and a reader of this process's pipes waits
+    for every holder to close them); it ends with ``os._exit`` so no exit handler of this
+    process runs twice."""
+    _reap()
+    if not fork_allowed():
+        return False
+    before_fork()
+    try:
+        pid = os.fork()
+    except OSError:
+        return False
+    if pid == 0:  # pragma: no cover - runs in the child, reported by its effects
+        code = 0
+        try:
+            in_child()
+            with contextlib.suppress(OSError, AttributeError):
+                os.nice(19)
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            work()
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    _writers.append(pid)
+    return True

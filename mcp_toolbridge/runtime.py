@@ -7,9 +7,11 @@ way MCP ``tools/call`` does.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field, replace
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
@@ -19,17 +21,15 @@ import platformdirs
 
 from mcp_toolbridge.bridge import (
     AuditLog,
-    AuditRecord,
     Bridge,
     CallOutcome,
     Observer,
     PolicyGate,
-    outcome_of,
+    audit_observer,
     span_observer,
 )
 from mcp_toolbridge.builtins import (
     LOCKED_IDS,
-    PROXY_TOOL,
     TOOL_SEARCH_SPEC,
     BuiltinExecutor,
     CallTool,
@@ -38,22 +38,34 @@ from mcp_toolbridge.builtins import (
     Sessions,
     ToolSearch,
     plan_locked,
-    proxy_spec,
     subagent_offer,
 )
-from mcp_toolbridge.catalog import Catalog, Pin, SearchIndex, named_as_written, pin_tools
-from mcp_toolbridge.errors import CallError, ConfigError, ErrorCode, Problem, Severity
+from mcp_toolbridge.catalog import Catalog, DeferredIndex, Pin, SearchIndex
+from mcp_toolbridge.errors import ConfigError, ErrorCode, Problem, Severity
 from mcp_toolbridge.executors import (
     DEFAULT_MAX_OUTPUT_BYTES,
     DEFAULT_TIMEOUT_S,
     ExecToolExecutor,
     Executor,
     HttpExecutor,
+    probe_sandbox,
 )
 from mcp_toolbridge.host import CallContext
-from mcp_toolbridge.loaders import LoadReport, load_paths
-from mcp_toolbridge.model import HttpTransport, ToolSpec
-from mcp_toolbridge.policy import Decision, Policy, Targets, host_of, load_parser
+from mcp_toolbridge.loaders import LoadReport, Manifests, load_manifests
+from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.policy import Policy, SandboxMode, load_parser
+from mcp_toolbridge.runtime_cache import (
+    LeftOut,
+    Meter,
+    Skipped,
+    cache_folder,
+    compose,
+    index_for,
+    meter,
+    serving_index_for,
+    summary,
+    write,
+)
 from mcp_toolbridge.secrets import SecretResolver
 from mcp_toolbridge.workspace import UNSET_ROOT, default_workspace
 
@@ -98,10 +110,17 @@ class Settings:
     """Where the skill tool looks; empty: <workspace>/.toolbridge/skills and the user's."""
     keep_names: bool = False
     """Serve manifest ids as written (SEP-986 names) instead of sanitizing them."""
+    sandbox: SandboxMode | None = None
+    """``--sandbox``: the OS sandbox mode; None: the policy's ``[sandbox] mode`` (auto)."""
     pins: tuple[str, ...] = ()
     """``--pin``: tools always listed (names, ids or globs), beside the policy's own."""
     allow: tuple[str, ...] = ()
     """``--allow NAME[=PATTERN]``: allow rules over the policy (see policy.layers)."""
+    cache: bool = False
+    """Keep loaded manifests, the composed catalog and the search index in the user's cache
+    folder (the command line turns it on; ``--no-index-cache`` off)."""
+    progress: bool = False
+    """Show the progress of long loads and index builds on stderr."""
 
     def manifest_paths(self) -> list[Path]:
         return list(self.paths) if self.paths else [bundled_manifests()]
@@ -114,62 +133,39 @@ class Settings:
         return default_workspace()
 
 
-HOST_NOT_GRANTED = (
-    "its host is not in the granted net.hosts; grant it in the policy's [requires] net.hosts, "
-    "or declare it in the tool's requirements"
-)
-REFUSED_WHATEVER = (
-    "the policy refuses it whatever its arguments, or does not grant what it requires"
-)
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """A tool left out of the catalog because of the policy, and why."""
-
-    spec: ToolSpec
-    reason: str
-    """Why, in words shared by every tool left out for the same reason."""
-    detail: str = ""
-    """What is this tool's own (the host it calls)."""
-
-    @classmethod
-    def of(cls, policy: Policy, spec: ToolSpec) -> Skipped:
-        if isinstance(spec.transport, HttpTransport):
-            try:
-                host = host_of(spec.transport.url)
-            except ValueError:
-                host = ""
-            if host and "{" not in host and policy.check_capabilities(spec, Targets(hosts=(host,))):
-                return cls(spec, HOST_NOT_GRANTED, host)
-        return cls(spec, REFUSED_WHATEVER)
-
-    def notice(self) -> Problem:
-        detail = f" ({self.detail})" if self.detail else ""
-        return Problem(
-            self.spec.source.path,
-            f'tool "{self.spec.name}" is not served{detail}: {self.reason}',
-            self.spec.source.locator(self.spec.id),
-            ErrorCode.PERMISSION_DENIED,
-            Severity.NOTICE,
-        )
-
-
 @dataclass(frozen=True)
 class Loaded:
-    """A catalog, the policy it was filtered by, and everything found while building it."""
+    """A catalog, the policy it was filtered by, and everything found while building it.
+    What a start needs (errors, what was left out and why, counts per manifest) is here
+    without reading the records of a catalog restored from the start-up cache; ``problems``,
+    ``report`` and ``skipped`` read them when asked for."""
 
     catalog: Catalog
-    report: LoadReport
-    problems: list[Problem]
-    """Load, policy and catalog problems, notices included."""
+    manifests: Manifests
     policy: Policy
     locked: LockedPlan | None = None
     """The locked tools served, when loaded with ``locked=True``."""
-    skipped: tuple[Skipped, ...] = ()
-    """Tools left out because the policy refuses them whatever their arguments."""
+    finding: Callable[[], list[Problem]] = list  # gives ``problems``
+    error_list: tuple[Problem, ...] = ()  # the errors among them, known without reading them
+    skipping: Callable[[], tuple[Skipped, ...]] = tuple  # gives ``skipped``
+    left_out: tuple[LeftOut, ...] = ()
+    """What was left out, per reason: (reason, how many, the first few)."""
     unmatched_pins: tuple[Problem, ...] = ()
     """Pins that name no served tool (notices, also among ``problems``)."""
+    served_sources: Mapping[str, int] = field(default_factory=dict)
+    """How many manifest tools each source file (as tools name it) has in the catalog."""
+    key: bytes | None = None
+    """Identifies the catalog's content, for the index cache (None: not cacheable)."""
+
+    @cached_property
+    def problems(self) -> list[Problem]:
+        """Load, policy and catalog problems, notices included."""
+        return self.finding()
+
+    @cached_property
+    def skipped(self) -> tuple[Skipped, ...]:
+        """Tools left out because the policy refuses them whatever their arguments."""
+        return self.skipping()
 
     @property
     def hidden(self) -> tuple[ToolSpec, ...]:
@@ -177,7 +173,13 @@ class Loaded:
 
     @property
     def errors(self) -> list[Problem]:
-        return [p for p in self.problems if p.severity is Severity.ERROR]
+        return list(self.error_list)
+
+    @cached_property
+    def report(self) -> LoadReport:
+        """Every loaded tool and load problem: reads every cached tool record (seconds at
+        100k tools; a start that needs only counts or names asks ``manifests``)."""
+        return self.manifests.report()
 
 
 def load_policy(settings: Settings) -> Policy:
@@ -195,60 +197,61 @@ def load_catalog(
     builtins: Sequence[ToolSpec] = (),
     *,
     locked: bool = False,
-    report: LoadReport | None = None,
+    manifests: Manifests | None = None,
 ) -> Loaded:
     """Load the manifests, then keep the tools the policy exposes.
 
     ``locked``: serve the locked tools ``settings.locked`` names (configured by the policy
     file), instead of the ``builtins`` given. A tool whose requirements cannot be compiled (an
     undefined variable) is a load error; a tool the policy refuses whatever its arguments is
-    left out, with a notice. ``report``: the manifests as already read, instead of reading
-    them again (the policy changed, the manifests did not).
+    left out, with a notice. ``manifests``: the manifests as already read, instead of reading
+    them again (the policy changed, the manifests did not). With ``settings.cache``, unchanged
+    manifests and an unchanged composition come from the cache folder (runtime_cache.py),
+    which is brought up to date afterwards, by a forked writer for a big catalog.
     """
+    began = time.monotonic()
     policy = load_policy(settings)
     plan = _plan(settings, policy) if locked else None
     if plan is not None:
         builtins = plan.specs
-    if report is None:
-        report = load_paths(settings.manifest_paths(), environ=settings.environ)
-    problems: list[Problem] = [*(plan.problems if plan else ()), *report.problems]
-    exposed: list[ToolSpec] = []
-    hidden: list[Skipped] = []
-    tools = [named_as_written(s) for s in report.tools] if settings.keep_names else report.tools
-    for spec in [*builtins, *tools]:
-        found = policy.requirement_problems(spec)
-        if found:
-            problems.extend(found)
-        elif policy.exposed(spec):
-            exposed.append(spec)
-        else:
-            skipped = Skipped.of(policy, spec)
-            hidden.append(skipped)
-            problems.append(skipped.notice())
-    problems.extend(policy.name_problems([*builtins, *tools], (*LOCKED_IDS, PROXY_TOOL)))
-    problems.extend(policy.unmatchable_rules([*builtins, *tools]))
-    exposed, pin_problems = pin_tools(_with_proxy(policy, exposed), _pins(settings, policy))
-    problems.extend(pin_problems)
-    catalog, catalog_problems = Catalog.build(exposed, keep_names=settings.keep_names)
-    every = [*problems, *catalog_problems]
-    return Loaded(catalog, report, every, policy, plan, tuple(hidden), tuple(pin_problems))
-
-
-def _with_proxy(policy: Policy, exposed: list[ToolSpec]) -> list[ToolSpec]:
-    """``exposed`` with the proxy (call_tool) right after tool_search when tool_search is
-    served, over the manifest tools served. Only a rule that denies call_tool itself leaves it
-    out: its calls are decided under the real tool's name, so a default action does not."""
-    at = next(
-        (i for i, s in enumerate(exposed) if s.is_locked and s.name == TOOL_SEARCH_SPEC.name),
-        None,
+    cache = cache_folder(settings.cache)
+    if manifests is None:
+        manifests = load_manifests(
+            settings.manifest_paths(),
+            environ=settings.environ,
+            cache=cache,
+            meter=partial(_meter, settings, "loading manifests", unit="files"),
+        )
+    composed, store = compose(
+        manifests,
+        builtins,
+        policy,
+        keep_names=settings.keep_names,
+        pins=_pins(settings, policy),
+        cache=cache,
+        meter=partial(_meter, settings) if settings.progress else None,
     )
-    if at is None:
-        return exposed
-    proxy = proxy_spec(s for s in exposed if not s.is_locked)
-    decision = policy.decide(proxy, Targets())
-    if decision.action == "deny" and decision.scope != "default":
-        return exposed
-    return [*exposed[: at + 1], proxy, *exposed[at + 1 :]]
+    write(store, manifests.tool_count)
+    if settings.progress:
+        summary(manifests, composed, time.monotonic() - began)
+    first = list(plan.problems) if plan else []
+    return Loaded(
+        composed.catalog,
+        manifests,
+        policy,
+        plan,
+        finding=lambda: [*first, *composed.problems()],
+        error_list=(*(p for p in first if p.severity is Severity.ERROR), *composed.errors),
+        skipping=composed.skipped,
+        left_out=composed.left_out,
+        unmatched_pins=composed.unmatched_pins,
+        served_sources=composed.served_sources,
+        key=composed.key,
+    )
+
+
+def _meter(settings: Settings, what: str, total: int, unit: str = "tools") -> Meter | None:
+    return meter(settings.progress, what, total, unit)
 
 
 def _pins(settings: Settings, policy: Policy) -> list[Pin]:
@@ -271,39 +274,6 @@ def _plan(settings: Settings, policy: Policy) -> LockedPlan:
     )
 
 
-NOT_CHECKED = Decision(
-    "deny", "invalid arguments: refused before the permission check", "validation"
-)
-"""The audit decision of a call refused at argument validation (the gate never ran)."""
-NOT_DECIDED = Decision("deny", "stopped before the permission check finished", "cancelled")
-"""The audit decision of a call cancelled before the gate decided (it never ran)."""
-
-
-def audit_observer(log: AuditLog) -> Observer:
-    async def observe(
-        spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext, outcome: CallOutcome
-    ) -> None:
-        error = None
-        if not outcome.ok:
-            error = CallError(outcome.error or "", tool=spec.name, code=outcome.code)
-        undecided = NOT_DECIDED if outcome.code is ErrorCode.EXEC_CANCELLED else NOT_CHECKED
-        record = AuditRecord.build(
-            spec,
-            session=ctx.session_id,
-            decision=outcome.decision or undecided,
-            ms=outcome.duration_ms,
-            result=outcome.result,
-            error=error,
-            answer=outcome.answer,
-            outcome=outcome_of(outcome),
-            usage=outcome.usage.as_json() if outcome.usage is not None else None,
-            via=ctx.via,
-        )
-        await log.write(record)
-
-    return observe
-
-
 @dataclass(frozen=True)
 class _Shared:
     """What the built-in tools share across reloads: session state, file locks, the bridge."""
@@ -319,8 +289,7 @@ def _catalog_parts(
 ) -> tuple[PolicyGate, BuiltinExecutor]:
     """What depends on the catalog and the policy, rebuilt on every reload."""
     catalog = loaded.catalog
-    index = SearchIndex.build(catalog.manifest_specs())
-    search = ToolSearch(index, catalog)
+    search = ToolSearch(serving_index(settings, loaded), catalog)
     if loaded.locked is None:
         builtins = BuiltinExecutor([search])
     else:
@@ -334,8 +303,26 @@ def _catalog_parts(
                 policy=loaded.policy,
             )
         )
-    gate = PolicyGate(loaded.policy, environ=settings.environ, sidecars=shared.sessions.sidecar_dir)
+    gate = PolicyGate.configured(
+        loaded.policy,
+        settings.sandbox,
+        environ=settings.environ,
+        sidecars=shared.sessions.sidecar_dir,
+    )
     return gate, builtins
+
+
+def search_index(settings: Settings, loaded: Loaded) -> SearchIndex:
+    """The search index of the catalog's manifest tools, from the cache or built (and cached):
+    see runtime_cache.index_for."""
+    meter = partial(_meter, settings, "indexing")
+    return index_for(loaded.catalog, loaded.key, cache=settings.cache, meter=meter)
+
+
+def serving_index(settings: Settings, loaded: Loaded) -> SearchIndex | DeferredIndex:
+    """:func:`search_index` for a server: see runtime_cache.serving_index_for."""
+    meter = partial(_meter, settings, "indexing")
+    return serving_index_for(loaded.catalog, loaded.key, cache=settings.cache, meter=meter)
 
 
 @dataclass
@@ -348,12 +335,12 @@ class Runtime:
     gate: PolicyGate
     locked: bool
     """Whether the catalog serves the locked tools (kept across reloads)."""
-    report: LoadReport
+    manifests: Manifests
     """The manifests as last read (kept when only the workspace moves)."""
     stand_in: Executor | None = None
     """The executor standing in for every transport (replay), kept across reloads."""
-    skipped: tuple[Skipped, ...] = ()
-    """Tools of the current catalog's manifests that the policy leaves out, and why."""
+    left_out: tuple[LeftOut, ...] = ()
+    """Tools of the current catalog's manifests that the policy leaves out, per reason."""
 
     @property
     def sessions(self) -> Sessions:
@@ -384,19 +371,19 @@ class Runtime:
         """Read everything again (without ``manifests``: everything but the manifests). A
         valid result replaces the bridge (calls in flight finish on the one they started
         with); with any error the current bridge stays and every problem is returned."""
-        report = None if manifests else self.report
+        kept = None if manifests else self.manifests
         try:
-            loaded = load_catalog(self.settings, builtins, locked=self.locked, report=report)
+            loaded = load_catalog(self.settings, builtins, locked=self.locked, manifests=kept)
         except ConfigError as exc:
             return [exc.problem(str(self.settings.policy_file or "policy"))]
         if loaded.errors:
             return loaded.errors
-        self.report = loaded.report
+        self.manifests = loaded.manifests
         gate, executor = _catalog_parts(self.settings, loaded, self.shared)
         self.gate = gate
         executors: dict[str, Executor] = {} if self.stand_in else {"builtin": executor}
         self.bridge = self.bridge.rebuilt(loaded.catalog, gate=gate, executors=executors)
-        self.skipped = loaded.skipped
+        self.left_out = loaded.left_out
         return []
 
     def move_workspace(self, workspace: Path | None) -> list[Problem]:
@@ -437,6 +424,8 @@ async def open_runtime(
 
     shared = _Shared(sessions, PathLocks(), call_tool, offer)
     gate, builtins = _catalog_parts(settings, loaded, shared)
+    if gate.sandbox is not None:  # once per process: say now, not at the first call, if it fails
+        await probe_sandbox(gate.sandbox)
     async with AsyncExitStack() as stack:
         if "bash" in loaded.catalog:  # its parser, built off the event loop (see load_parser)
             warm = await stack.enter_async_context(anyio.create_task_group())
@@ -477,9 +466,9 @@ async def open_runtime(
             shared,
             gate,
             loaded.locked is not None,
-            loaded.report,
+            loaded.manifests,
             stand_in,
-            loaded.skipped,
+            loaded.left_out,
         )
         current.append(runtime)
         yield runtime

@@ -12,5 +12,8 @@ def anyio_backend() -> str:
 def _private_user_data(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Audit logs and user-data lookups go to a temporary folder, never the real home."""
+    """Audit logs, user-data lookups and start-up caches go to temporary folders, never the
+    real home's (servers a test spawns inherit the variables or are given them)."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+    monkeypatch.delenv("TOOLBRIDGE_CACHE_DIR", raising=False)

@@ -26,11 +26,15 @@ LEVELS = {
     "secrets.py": 0,
     "host.py": 0,
     "forking.py": 0,
+    "cachefile.py": 0,
+    "cacheform.py": 0,
+    "progress.py": 0,
     "workspace.py": 0,
     # what the core works on
     "loaders/": 1,
     "catalog/": 1,
     "policy/": 1,
+    "sandbox/": 1,
     # what runs a call
     "executors/": 2,
     "builtins/": 2,
@@ -39,6 +43,7 @@ LEVELS = {
     # the edges
     "server/": 4,
     "runtime.py": 4,
+    "runtime_cache.py": 4,
     "cli/": 5,
     "__main__.py": 5,
 }

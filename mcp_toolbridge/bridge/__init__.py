@@ -4,7 +4,13 @@ recording) see each outcome.
 
 May import: the vocabulary, loaders, catalog, policy, executors. Not builtins, server, cli."""
 
-from mcp_toolbridge.bridge.audit import AuditLog, AuditRecord
+from mcp_toolbridge.bridge.audit import (
+    NOT_CHECKED,
+    NOT_DECIDED,
+    AuditLog,
+    AuditRecord,
+    audit_observer,
+)
 from mcp_toolbridge.bridge.gate import (
     ALLOW_ALWAYS,
     ALLOW_ONCE,
@@ -20,6 +26,8 @@ from mcp_toolbridge.bridge.telemetry import span_observer
 __all__ = [
     "ALLOW_ALWAYS",
     "ALLOW_ONCE",
+    "NOT_CHECKED",
+    "NOT_DECIDED",
     "REJECT",
     "AuditLog",
     "AuditRecord",
@@ -30,6 +38,7 @@ __all__ = [
     "PolicyGate",
     "Recorder",
     "ReplayExecutor",
+    "audit_observer",
     "confirmation_form",
     "outcome_of",
     "span_observer",

@@ -18,20 +18,22 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Literal, Self
+from typing import Any, Literal, Self
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from mcp_toolbridge.bridge.outcome import Outcome, classify
-from mcp_toolbridge.errors import CallError
+from mcp_toolbridge.bridge.outcome import Outcome, classify, outcome_of
+from mcp_toolbridge.bridge.pipeline import CallOutcome, Observer
+from mcp_toolbridge.errors import CallError, ErrorCode
 from mcp_toolbridge.executors import ExecResult
+from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.policy import Decision
 
@@ -134,6 +136,8 @@ class AuditRecord(BaseModel):
     stderr_bytes: int = 0
     truncated: bool = False
     env_keys: list[str] = []
+    sandboxed: bool | None = None
+    """Whether the call's process ran inside the OS sandbox; null: it started none."""
     tags: list[str] = []
     outcome: Outcome
     is_error: bool
@@ -197,6 +201,7 @@ class AuditRecord(BaseModel):
             stderr_bytes=result.stderr_bytes if result else 0,
             truncated=result.truncated if result else False,
             env_keys=sorted(result.env_keys) if result else [],
+            sandboxed=result.sandboxed if result else None,
             tags=list(spec.tags),
             outcome=outcome,
             is_error=outcome is not Outcome.OK,
@@ -245,3 +250,38 @@ class AuditLog:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+NOT_CHECKED = Decision(
+    "deny", "invalid arguments: refused before the permission check", "validation"
+)
+"""The audit decision of a call refused at argument validation (the gate never ran)."""
+NOT_DECIDED = Decision("deny", "stopped before the permission check finished", "cancelled")
+"""The audit decision of a call cancelled before the gate decided (it never ran)."""
+
+
+def audit_observer(log: AuditLog) -> Observer:
+    """The observer that writes each finished call's line to ``log``."""
+
+    async def observe(
+        spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext, outcome: CallOutcome
+    ) -> None:
+        error = None
+        if not outcome.ok:
+            error = CallError(outcome.error or "", tool=spec.name, code=outcome.code)
+        undecided = NOT_DECIDED if outcome.code is ErrorCode.EXEC_CANCELLED else NOT_CHECKED
+        record = AuditRecord.build(
+            spec,
+            session=ctx.session_id,
+            decision=outcome.decision or undecided,
+            ms=outcome.duration_ms,
+            result=outcome.result,
+            error=error,
+            answer=outcome.answer,
+            outcome=outcome_of(outcome),
+            usage=outcome.usage.as_json() if outcome.usage is not None else None,
+            via=ctx.via,
+        )
+        await log.write(record)
+
+    return observe

@@ -12,6 +12,11 @@
    (:class:`~mcp_toolbridge.host.CouldNotAsk`: it answered with an error, the connection
    closed) gets the same deny, with the reason. "Always" adds a session rule.
 
+An allowed call's clearance carries the OS sandbox its processes will run in (the third
+layer), built from the same policy: the tool's effective scope (``Policy.tool_scope``) and its
+manifest folder. The watchdog itself runs sandboxed too: the policy's own read roots, nothing
+writable, no network.
+
 Every refusal but the person's own "reject" ends with how to allow the call (the --allow flag,
 the policy line and its file, the --workspace or [requires] entry; see policy.hints).
 
@@ -34,11 +39,13 @@ import anyio.to_thread
 from mcp_toolbridge.errors import ExecError
 from mcp_toolbridge.executors import run_process
 from mcp_toolbridge.host import CallContext, CouldNotAsk
-from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.model import Format, ToolSpec
 from mcp_toolbridge.policy import (
     CommandSplitter,
     Decision,
     Policy,
+    SandboxMode,
+    Scope,
     SessionRules,
     Targets,
     Verdict,
@@ -57,6 +64,7 @@ from mcp_toolbridge.policy import (
     way_out,
 )
 from mcp_toolbridge.policy import splitter as shell_splitter
+from mcp_toolbridge.sandbox import Confinement, Sandbox
 
 HEADLESS_DENIED = (
     "Denied, nothing was run: this call needs a person's confirmation and this client cannot "
@@ -85,6 +93,8 @@ class Clearance:
     """How to allow the call (empty for the person's own rejection)."""
     reason: str = ""
     """Why the person could not be asked (the answer ``unreachable``)."""
+    sandbox: Confinement | None = None
+    """Where an allowed call's processes run (None: no sandbox configured)."""
 
     @property
     def allowed(self) -> bool:
@@ -131,12 +141,28 @@ class PolicyGate:
         environ: Mapping[str, str] | None = None,
         splitter: CommandSplitter = shell_splitter,
         sidecars: Callable[[str], Path | None] | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.policy = policy
+        self.sandbox = sandbox
         self._sidecars = sidecars
         self._environ = dict(os.environ if environ is None else environ)
         self._splitter = splitter
         self._sessions: dict[str, SessionRules] = {}
+
+    @classmethod
+    def configured(
+        cls,
+        policy: Policy,
+        mode: SandboxMode | None,
+        *,
+        environ: Mapping[str, str],
+        sidecars: Callable[[str], Path | None] | None = None,
+    ) -> PolicyGate:
+        """The server's gate: its OS sandbox in ``mode`` (``--sandbox``), else as the
+        policy's ``[sandbox]`` table says."""
+        sandbox = Sandbox.configured(policy.file, mode, environ)
+        return cls(policy, environ=environ, sidecars=sidecars, sandbox=sandbox)
 
     def session_rules(self, session_id: str) -> SessionRules:
         return self._sessions.setdefault(session_id, SessionRules())
@@ -145,6 +171,25 @@ class PolicyGate:
         self._sessions.pop(session_id, None)
 
     async def __call__(
+        self, spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext
+    ) -> Clearance:
+        clearance = await self._clear(spec, arguments, ctx)
+        if not clearance.allowed or self.sandbox is None:
+            return clearance
+        return replace(clearance, sandbox=self.confinement(spec))
+
+    def confinement(self, spec: ToolSpec) -> Confinement | None:
+        """The sandbox of ``spec``'s processes: its effective scope, its manifest folder."""
+        if self.sandbox is None:
+            return None
+        try:
+            scope = self.policy.tool_scope(spec)
+        except ValueError:  # refused by the capability check before it gets here
+            scope = Scope()
+        own = () if spec.source.format is Format.BUILTIN else (Path(spec.source.path).parent,)
+        return self.sandbox.confine(self.sandbox.profile(scope, tool=spec.name, extra_read=own))
+
+    async def _clear(
         self, spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext
     ) -> Clearance:
         policy = self.policy
@@ -191,6 +236,12 @@ class PolicyGate:
             WatchdogRequest.for_call(spec, arguments, session=ctx.session_id)
         )
         env: dict[str, str] = {k: self._environ[k] for k in ("PATH", "HOME") if k in self._environ}
+        sandbox = None
+        if self.sandbox is not None:  # the policy's read roots; nothing writable, no network
+            profile = self.sandbox.profile(
+                Scope(fs_read=self.policy.scope.fs_read), tool="watchdog"
+            )
+            sandbox = self.sandbox.confine(profile)
         try:
             outcome = await run_process(
                 config.argv,
@@ -198,6 +249,7 @@ class PolicyGate:
                 cwd=None,
                 env=env,
                 timeout_s=config.timeout_s,
+                sandbox=sandbox,
                 max_output_bytes=64 * 1024,
             )
         except ExecError as exc:

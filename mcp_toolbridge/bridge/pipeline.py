@@ -47,6 +47,7 @@ from mcp_toolbridge.host import SERVER_LOGGER, CallContext, InputPending
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.names import PROXY_TOOL
 from mcp_toolbridge.policy import Decision
+from mcp_toolbridge.sandbox import Confinement
 
 MAX_ERRORS_SHOWN = 3
 OBSERVE_LIMIT_S = 5.0
@@ -243,7 +244,7 @@ class Bridge:
             clearance = await self._gate(entry.spec, args, ctx)
             if not clearance.allowed:
                 raise PermissionDeniedError(clearance.refusal(), tool=name)
-            result = await self._execute(entry, args, ctx)
+            result = await self._execute(entry, args, ctx, clearance.sandbox)
             usage = reported_usage(result.value)
             if usage is not None:
                 self._budgets.add(ctx.budget_scope, name, usage)
@@ -322,7 +323,11 @@ class Bridge:
             raise ArgumentsError(f"invalid arguments: {shown}{more}", tool=entry.spec.name)
 
     async def _execute(
-        self, entry: CatalogEntry, args: Mapping[str, Any], ctx: CallContext
+        self,
+        entry: CatalogEntry,
+        args: Mapping[str, Any],
+        ctx: CallContext,
+        sandbox: Confinement | None,
     ) -> ExecResult:
         spec = entry.spec
         executor = self._executors.get(spec.transport.kind)
@@ -349,6 +354,7 @@ class Bridge:
             progress=ctx.progress,
             max_output_bytes=self._max_output_bytes,
             context=ctx,
+            sandbox=sandbox,
         )
         async with self._limiter:
             return await executor.run(request)

@@ -214,6 +214,7 @@ class BashTool:
                     cwd=str(self._workspace),
                     env=self._env,
                     timeout_s=timeout_ms / 1000,
+                    sandbox=request.sandbox,
                     max_output_bytes=CAPTURE_STDOUT_BYTES,
                     on_stderr_line=voice.stderr_line if voice.wants("info") else None,
                     stderr_tail_bytes=CAPTURE_STDERR_BYTES,
@@ -269,6 +270,7 @@ class BashTool:
             stderr_bytes=outcome.stderr_bytes,
             truncated=shown.truncated,
             output_path=shown.output_path,
+            sandboxed=outcome.sandboxed,
             **common,
         )
 
@@ -294,6 +296,7 @@ class BashTool:
             stderr_bytes=outcome.stderr_bytes,
             truncated=shown.truncated,
             output_path=shown.output_path,
+            sandboxed=outcome.sandboxed,
             **common,
         )
 

@@ -11,7 +11,7 @@ from typing import Any
 import anyio.to_thread
 
 from mcp_toolbridge.builtins.base import builtin_spec
-from mcp_toolbridge.catalog import Catalog, SearchIndex
+from mcp_toolbridge.catalog import Catalog, DeferredIndex, SearchIndex
 from mcp_toolbridge.executors import ExecRequest, ExecResult
 from mcp_toolbridge.host import FoundTools
 from mcp_toolbridge.model import Safety
@@ -94,7 +94,7 @@ class ToolSearch:
 
     def __init__(
         self,
-        index: SearchIndex,
+        index: SearchIndex | DeferredIndex,
         catalog: Catalog,
         visible: Callable[[str], bool] | None = None,
     ) -> None:
@@ -105,9 +105,12 @@ class ToolSearch:
     async def run(self, request: ExecRequest) -> ExecResult:
         query = str(request.arguments["query"])
         limit = int(request.arguments.get("max_results", DEFAULT_RESULTS))
-        if not self._index.warm:  # the first search reads the model and embeds the catalog
-            await anyio.to_thread.run_sync(self._index.warm_up)
-        hits = self._index.search(query, limit, visible=self._visible)
+        index = self._index
+        if isinstance(index, DeferredIndex):  # still being read back from the cache
+            index = await index.ready()
+        if not index.warm:  # the first search reads the model and embeds the catalog
+            await anyio.to_thread.run_sync(index.warm_up)
+        hits = index.search(query, limit, visible=self._visible)
         tools = []
         for hit in hits:
             entry = self._catalog.get(hit.name)

@@ -1,19 +1,34 @@
 """The catalog of a server: unique MCP names over every loaded tool, lookup, lazily compiled
-validators, pinned tools, and the search index behind tool_search (its builder and its text
-analysis).
+validators, pinned tools, and the search index behind tool_search (its builder, its text
+analysis, and its cache keyed on the ranking configuration).
 
 May import: the vocabulary only."""
 
 from mcp_toolbridge.catalog.catalog import Catalog, CatalogEntry, named_as_written
-from mcp_toolbridge.catalog.index import RANKING_CONFIG, SearchIndex
+from mcp_toolbridge.catalog.index import SearchIndex
+from mcp_toolbridge.catalog.index_cache import (
+    DeferredIndex,
+    index_key,
+    is_stored,
+    load_index,
+    ranking,
+    store_index,
+)
 from mcp_toolbridge.catalog.pins import Pin, pin_tools
+from mcp_toolbridge.catalog.ranking_config import RANKING_CONFIG
 
 __all__ = [
     "RANKING_CONFIG",
     "Catalog",
     "CatalogEntry",
+    "DeferredIndex",
     "Pin",
     "SearchIndex",
+    "index_key",
+    "is_stored",
+    "load_index",
     "named_as_written",
     "pin_tools",
+    "ranking",
+    "store_index",
 ]

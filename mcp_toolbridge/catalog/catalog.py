@@ -4,27 +4,72 @@ Validators are compiled lazily: a tool's argument and output validators are buil
 time a call needs them and kept. Building a catalog is then a pass over names, which keeps
 start-up with 100,000 tools fast (compiling every validator up front took about 40 µs a
 tool for validators most tools never use in a session).
+
+A catalog restored from the start-up cache goes one step further: its entries know their name
+and whether they are built in, and fetch their spec on first use (:meth:`Catalog.deferred`),
+so a start serves 100,000 cached tools without rebuilding the records a session never reads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from mcp_toolbridge.errors import ErrorCode, Problem
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.names import KEPT_NAME_PATTERN, NAME_PATTERN, PROXY_TOOL, RESERVED_NAMES
-from mcp_toolbridge.schemas import CompiledSchema, compile_schema
+
+if TYPE_CHECKING:
+    from mcp_toolbridge.schemas import CompiledSchema
+
+
+def _compile(schema: dict[str, Any]) -> CompiledSchema:
+    # jsonschema is imported by the first call that validates: a cached start never loads a
+    # manifest, and importing it would cost a start ≈ 30 ms.
+    from mcp_toolbridge.schemas import compile_schema
+
+    return compile_schema(schema)
 
 
 class CatalogEntry:
-    """One catalog tool: its spec and, compiled on first use, its validators."""
+    """One catalog tool: its spec (maybe fetched on first use) and, compiled on first use, its
+    validators."""
 
-    __slots__ = ("_arguments", "_output", "spec")
+    __slots__ = ("_arguments", "_fetch", "_output", "_spec", "builtin", "name", "pinned")
 
     def __init__(self, spec: ToolSpec) -> None:
-        self.spec = spec
+        self._spec: ToolSpec | None = spec
+        self._fetch: Callable[[], ToolSpec] | None = None
+        self.name = spec.name
+        self.builtin = spec.is_locked
+        self.pinned = spec.pinned
         self._arguments: CompiledSchema | None = None
         self._output: CompiledSchema | None = None
+
+    @classmethod
+    def deferred(
+        cls, name: str, fetch: Callable[[], ToolSpec], *, pinned: bool = False
+    ) -> CatalogEntry:
+        """A manifest tool whose spec ``fetch()`` gives when first needed."""
+        entry = cls.__new__(cls)
+        entry._spec = None
+        entry._fetch = fetch
+        entry.name = name
+        entry.builtin = False
+        entry.pinned = pinned
+        entry._arguments = entry._output = None
+        return entry
+
+    @property
+    def spec(self) -> ToolSpec:
+        spec = self._spec
+        if spec is None:
+            # Two threads racing here fetch equal specs; either may be kept.
+            fetch = self._fetch
+            assert fetch is not None
+            spec = self._spec = fetch()
+        return spec
 
     @property
     def arguments(self) -> CompiledSchema:
@@ -32,7 +77,7 @@ class CatalogEntry:
         compiled = self._arguments
         if compiled is None:
             # Two threads racing here compile equal validators; either may be kept.
-            compiled = self._arguments = compile_schema(self.spec.input_schema)
+            compiled = self._arguments = _compile(self.spec.input_schema)
         return compiled
 
     @property
@@ -44,11 +89,11 @@ class CatalogEntry:
             return None
         compiled = self._output
         if compiled is None:
-            compiled = self._output = compile_schema(schema)
+            compiled = self._output = _compile(schema)
         return compiled
 
     def __repr__(self) -> str:
-        return f"CatalogEntry({self.spec.name!r})"
+        return f"CatalogEntry({self.name!r})"
 
 
 def _where(spec: ToolSpec) -> str:
@@ -84,9 +129,43 @@ def _name_problem(spec: ToolSpec, keep_names: bool) -> str | None:
 class Catalog:
     """Unique names over every loaded tool. Built once; immutable afterwards."""
 
-    def __init__(self, entries: dict[str, CatalogEntry]) -> None:
+    def __init__(
+        self, entries: dict[str, CatalogEntry], by_id: Mapping[str, str] | None = None
+    ) -> None:
         self._entries = entries
-        self._by_id = {entry.spec.id: name for name, entry in entries.items()}
+        if by_id is None:
+            by_id = {entry.spec.id: name for name, entry in entries.items()}
+        self._by_id: Mapping[str, str] | None = by_id
+        self._ids_later: Callable[[], Mapping[str, str]] | None = None
+        self._pending: Mapping[str, object] = {}
+        """Deferred manifest tools without an entry yet: name -> where its spec is."""
+        self._fetch: Callable[[str, object], ToolSpec] | None = None
+        self._builtins: list[str] | None = None
+        self._pinned: frozenset[str] = frozenset()
+
+    @classmethod
+    def deferred(
+        cls,
+        builtins: Sequence[CatalogEntry],
+        pending: Mapping[str, object],
+        fetch: Callable[[str, object], ToolSpec],
+        by_id: Callable[[], Mapping[str, str]],
+        pinned: Sequence[str] = (),
+    ) -> Catalog:
+        """A catalog :meth:`build` made before (its names checked, its problems reported),
+        restored without reading a manifest tool's spec: ``pending`` maps each manifest
+        tool's name, in catalog order after the built-in tools, to where ``fetch(name,
+        where)`` finds its spec; ``by_id()`` maps every id to its name (asked for when a
+        lookup by id needs it); ``pinned`` names the manifest tools that are pinned. An
+        entry is made when a tool is first looked up."""
+        catalog = cls({entry.name: entry for entry in builtins}, {})
+        catalog._by_id = None
+        catalog._ids_later = by_id
+        catalog._pending = pending
+        catalog._fetch = fetch
+        catalog._builtins = [entry.name for entry in builtins]
+        catalog._pinned = frozenset(pinned)
+        return catalog
 
     @classmethod
     def build(
@@ -137,35 +216,88 @@ class Catalog:
         return cls(entries), problems
 
     def get(self, name: str) -> CatalogEntry | None:
-        return self._entries.get(name)
+        entry = self._entries.get(name)
+        if entry is None and name in self._pending:
+            fetch = self._fetch
+            assert fetch is not None
+            made = CatalogEntry.deferred(
+                name, partial(fetch, name, self._pending[name]), pinned=name in self._pinned
+            )
+            # Two threads racing here make equal entries; the first one stored is kept.
+            entry = self._entries.setdefault(name, made)
+        return entry
 
     def resolve(self, name_or_id: str) -> CatalogEntry | None:
         """Look a tool up by MCP name, or by the id written in its manifest."""
-        entry = self._entries.get(name_or_id)
-        if entry is None and name_or_id in self._by_id:
-            entry = self._entries[self._by_id[name_or_id]]
+        entry = self.get(name_or_id)
+        if entry is None:
+            name = self._ids().get(name_or_id)
+            entry = self.get(name) if name is not None else None
         return entry
 
+    def _ids(self) -> Mapping[str, str]:
+        by_id = self._by_id
+        if by_id is None:
+            assert self._ids_later is not None
+            by_id = self._by_id = self._ids_later()
+        return by_id
+
     def __contains__(self, name: object) -> bool:
-        return name in self._entries
+        return name in self._entries or name in self._pending
 
     def __len__(self) -> int:
-        return len(self._entries)
+        if self._builtins is None:
+            return len(self._entries)
+        return len(self._builtins) + len(self._pending)
 
     def __iter__(self) -> Iterator[CatalogEntry]:
-        return iter(self._entries.values())
+        for name in self.names:
+            entry = self.get(name)
+            assert entry is not None
+            yield entry
 
     @property
     def names(self) -> Sequence[str]:
-        return list(self._entries)
+        if self._builtins is None:
+            return list(self._entries)
+        return [*self._builtins, *self._pending]
+
+    def builtin_names(self) -> list[str]:
+        if self._builtins is not None:
+            return list(self._builtins)
+        return [name for name, entry in self._entries.items() if entry.builtin]
+
+    def manifest_names(self) -> list[str]:
+        """The names of the tools that come from manifests, in catalog order."""
+        if self._builtins is not None:
+            return list(self._pending)
+        return [name for name, entry in self._entries.items() if not entry.builtin]
+
+    def pinned_names(self) -> list[str]:
+        """The pinned tools, in catalog order (without reading a restored catalog's
+        records)."""
+        if self._builtins is None:
+            return [name for name, entry in self._entries.items() if entry.pinned]
+        pinned = [name for name in self._builtins if self._entries[name].pinned]
+        return pinned + [name for name in self._pending if name in self._pinned]
+
+    def ids(self) -> dict[str, str]:
+        """Manifest id (or built-in id) -> MCP name, for every tool."""
+        return dict(self._ids())
 
     def specs(self) -> list[ToolSpec]:
-        return [entry.spec for entry in self._entries.values()]
+        return [entry.spec for entry in self]
 
     def manifest_specs(self) -> list[ToolSpec]:
-        """The tools loaded from manifests, in catalog order."""
-        return [entry.spec for entry in self._entries.values() if not entry.spec.is_locked]
+        """The tools loaded from manifests, in catalog order (reads every record of a
+        restored catalog: ask :meth:`manifest_names` when names will do)."""
+        return [self._spec(name) for name in self.manifest_names()]
 
     def locked_specs(self) -> list[ToolSpec]:
         """The locked tools, in catalog order."""
-        return [entry.spec for entry in self._entries.values() if entry.spec.is_locked]
+        return [self._spec(name) for name in self.builtin_names()]
+
+    def _spec(self, name: str) -> ToolSpec:
+        entry = self.get(name)
+        assert entry is not None, name
+        return entry.spec

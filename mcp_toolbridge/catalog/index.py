@@ -25,7 +25,6 @@ hides a tool from every path, ``select:`` included.
 
 from __future__ import annotations
 
-import hashlib
 import heapq
 import re
 from array import array
@@ -34,24 +33,14 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from mcp_toolbridge.catalog.index_build import (
-    FIELDS,
-    K1,
-    MAX_ENUM_VALUES,
-    build_postings,
-    semantic_text,
-)
-from mcp_toolbridge.catalog.scripts import UNSPACED
-from mcp_toolbridge.catalog.text import (
-    ABBREVIATIONS,
-    STOP_WORDS,
-    Analyzer,
-    default_analyzer,
-    split_clauses,
-    strip_courtesies,
-)
+from mcp_toolbridge.catalog.index_build import K1, build_postings, semantic_text
+from mcp_toolbridge.catalog.ranking_config import SEMANTIC_MODEL as SEMANTIC_MODEL
+from mcp_toolbridge.catalog.ranking_config import SEMANTIC_POOL, SEMANTIC_WEIGHT, SIBLING_POOL
+from mcp_toolbridge.catalog.ranking_config import SIBLING_WEIGHT as SIBLING_WEIGHT
+from mcp_toolbridge.catalog.text import Analyzer, default_analyzer, split_clauses, strip_courtesies
 from mcp_toolbridge.catalog.vectors import CatalogVectors
 from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.progress import Meter
 
 Visible = Callable[[str], bool]
 
@@ -65,43 +54,6 @@ class SearchHit:
 _BOUND = (K1 + 1.0) * 1.000001
 """No stored weight exceeds this (saturation keeps tf·(k1+1)/(k1+tf) under k1+1; the margin
 covers float32 rounding), so ``idf × _BOUND`` bounds what one query term adds to any score."""
-SIBLING_WEIGHT = 0.15
-"""How much a tool's score leans on its namespace's: gold tools of one request are often
-siblings (tools of one server), so a tool whose siblings cover the rest of the request rises."""
-SIBLING_POOL = 3
-"""Sibling evidence is gathered from the ``SIBLING_POOL × n`` best tools of a clause."""
-SEMANTIC_MODEL = "wordllama l2_supercat_256, mean of token vectors"
-"""The semantic leg's model ("" switches the leg off); see ``embedding.py``."""
-SEMANTIC_WEIGHT = 0.5
-"""The semantic leg's share of a fused score (both legs z-normalised over their candidates):
-the largest of 0.4 / 0.5 / 0.6 / 0.7 that keeps every first-half benchmark set at or above
-the lexical ranking (docs/search.md)."""
-SEMANTIC_POOL = 100
-"""Each leg offers its ``SEMANTIC_POOL`` best tools (or ``k`` if more) to the fusion."""
-RANKING_REVISION = 4
-"""Raised whenever ranking or analysis code changes in a way the constants below miss."""
-RANKING_CONFIG = hashlib.sha256(
-    repr(
-        (
-            RANKING_REVISION,
-            [(name, field.weight, field.b) for name, field in FIELDS.items()],
-            K1,
-            MAX_ENUM_VALUES,
-            sorted(STOP_WORDS),
-            sorted(ABBREVIATIONS.items()),
-            UNSPACED,
-            SIBLING_WEIGHT,
-            SIBLING_POOL,
-            SEMANTIC_MODEL,
-            SEMANTIC_WEIGHT,
-            SEMANTIC_POOL,
-        )
-    ).encode()
-).hexdigest()[:16]
-"""One value naming everything a built index's postings and rankings depend on (field weights,
-saturation, analysis and the scripts read as bigrams, sibling evidence, the semantic leg): a
-cache of built
-indexes keys on it, so a change to any of them invalidates what was cached."""
 _PRUNE_FROM = 1024
 """Posting lists shorter than this are always walked; pruning only pays on long ones."""
 
@@ -136,12 +88,18 @@ class SearchIndex:
 
     @classmethod
     def build(
-        cls, tools: Iterable[ToolSpec], *, analyzer: Analyzer | None = None, semantic: bool = True
+        cls,
+        tools: Iterable[ToolSpec],
+        *,
+        analyzer: Analyzer | None = None,
+        meter: Meter | None = None,
+        semantic: bool = True,
     ) -> SearchIndex:
         """The index of ``tools``; ``semantic`` False leaves the semantic leg out (lexical
         ranking only)."""
         index = cls(analyzer or default_analyzer())
-        index._fill(sorted(tools, key=lambda spec: spec.name), semantic and bool(SEMANTIC_MODEL))
+        specs = sorted(tools, key=lambda spec: spec.name)
+        index._fill(specs, semantic and bool(SEMANTIC_MODEL), meter)
         return index
 
     def __len__(self) -> int:
@@ -149,16 +107,29 @@ class SearchIndex:
 
     # -- building -------------------------------------------------------------------------
 
-    def _fill(self, specs: list[ToolSpec], semantic: bool) -> None:
+    def _fill(self, specs: list[ToolSpec], semantic: bool, meter: Meter | None = None) -> None:
         def register_all() -> None:
             for doc, spec in enumerate(specs):
                 self._register_names(doc, spec)
 
-        postings = build_postings(specs, self._analyzer.terms, alongside=register_all)
+        postings = build_postings(specs, self._analyzer.terms, alongside=register_all, meter=meter)
         self._term_ids = postings.term_ids
         self._docs, self._weights, self._idf = postings.docs, postings.weights, postings.idf
         if semantic and specs:  # vectors and model on first use (vectors.py)
             self._vectors = CatalogVectors(lambda: map(semantic_text, specs), len(specs))
+
+    def embed_from(self, spec_of: Callable[[str], ToolSpec | None]) -> None:
+        """Give an index read back from the cache (which keeps no vectors) its semantic leg:
+        its tools' texts are found by name when the vectors are first needed."""
+        if SEMANTIC_MODEL and self._names:
+            names = self._names
+
+            def texts() -> Iterator[str]:
+                for name in names:
+                    spec = spec_of(name)
+                    yield semantic_text(spec) if spec is not None else name
+
+            self._vectors = CatalogVectors(texts, len(names))
 
     @property
     def warm(self) -> bool:

@@ -27,18 +27,23 @@ import re
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from mcp_toolbridge.catalog.scripts import fold
 from mcp_toolbridge.catalog.text import split_words
 from mcp_toolbridge.forking import ChildGone, Connection, Forked, fork_allowed
 from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.progress import Meter
 
 log = logging.getLogger("mcp_toolbridge")
 
 TermsOf = Callable[[str], list[str]]
 Shape = tuple[float, float, float]
 """A field's (weight, b, average length) in pass 2."""
+Tick = Callable[[int], None]
+"""Progress inside a pass: called with the docs done so far, every ``_TICK`` docs."""
+_TICK = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +93,26 @@ class Postings:
     idf: list[float]
 
 
+def _ticks(meter: Meter | None, total: int, mine: int) -> tuple[Tick | None, Tick | None]:
+    """Progress of the two passes over the ``mine`` docs done in this process, shown as an
+    estimate of all ``total`` docs done (a child, if any, keeps about the same pace)."""
+    if meter is None or not mine:
+        return None, None
+
+    def tick(second: int, done: int) -> None:
+        if meter.due():
+            fraction = (second + done / mine) / 2
+            meter.update(int(fraction * total), fraction * meter.total_work)
+
+    return partial(tick, 0), partial(tick, 1)
+
+
 def build_postings(
-    specs: Sequence[ToolSpec], terms_of: TermsOf, *, alongside: Callable[[], None]
+    specs: Sequence[ToolSpec],
+    terms_of: TermsOf,
+    *,
+    alongside: Callable[[], None],
+    meter: Meter | None = None,
 ) -> Postings:
     """The postings of ``specs`` (docs numbered in their order); ``alongside()`` is run once,
     in this process, while a child (if there is one) works."""
@@ -102,15 +125,17 @@ def build_postings(
     else:
         try:
             alongside()
-            return _build_with_child(child, specs, split, terms_of)
+            ticks = _ticks(meter, len(specs), split)
+            return _build_with_child(child, specs, split, terms_of, ticks)
         except ChildGone as exc:
             log.warning("building the search index in one process: %s", exc)
         finally:
             child.close()
+    first, second = _ticks(meter, len(specs), len(specs))
     term_ids: dict[str, int] = {}
-    tokens, lengths, totals = _tokenize(specs, 0, len(specs), terms_of, term_ids)
+    tokens, lengths, totals = _tokenize(specs, 0, len(specs), terms_of, term_ids, first)
     shapes = _shapes(totals, len(specs))
-    docs, weights = _weigh(tokens, lengths, shapes, 0, len(term_ids))
+    docs, weights = _weigh(tokens, lengths, shapes, 0, len(term_ids), second)
     return _finish(term_ids, docs, weights, len(specs))
 
 
@@ -135,10 +160,14 @@ def _start_child(specs: Sequence[ToolSpec], split: int, terms_of: TermsOf) -> Fo
 
 
 def _build_with_child(
-    child: Forked, specs: Sequence[ToolSpec], split: int, terms_of: TermsOf
+    child: Forked,
+    specs: Sequence[ToolSpec],
+    split: int,
+    terms_of: TermsOf,
+    ticks: tuple[Tick | None, Tick | None] = (None, None),
 ) -> Postings:
     term_ids: dict[str, int] = {}
-    tokens, lengths, totals = _tokenize(specs, 0, split, terms_of, term_ids)
+    tokens, lengths, totals = _tokenize(specs, 0, split, terms_of, term_ids, ticks[0])
     their_terms, their_totals = child.recv()
     # Their terms not seen here get the next ids, in the order they first appear there: the
     # ids a one-process build gives.
@@ -146,7 +175,7 @@ def _build_with_child(
     totals = [a + b for a, b in zip(totals, their_totals, strict=True)]
     shapes = _shapes(totals, len(specs))
     child.send((remap, shapes, len(term_ids)))
-    docs, weights = _weigh(tokens, lengths, shapes, 0, len(term_ids))
+    docs, weights = _weigh(tokens, lengths, shapes, 0, len(term_ids), ticks[1])
     for tid, their_docs, their_weights in child.recv():
         docs[tid] += their_docs
         weights[tid] += their_weights
@@ -154,7 +183,12 @@ def _build_with_child(
 
 
 def _tokenize(
-    specs: Sequence[ToolSpec], lo: int, hi: int, terms_of: TermsOf, term_ids: dict[str, int]
+    specs: Sequence[ToolSpec],
+    lo: int,
+    hi: int,
+    terms_of: TermsOf,
+    term_ids: dict[str, int],
+    tick: Tick | None = None,
 ) -> tuple[array[int], array[int], list[int]]:
     """Pass 1 over ``specs[lo:hi]``: every field's term ids in one array, each field's length
     in another, and the total length per field. New terms get the next ids of ``term_ids``."""
@@ -162,7 +196,9 @@ def _tokenize(
     lengths = array("I")
     totals = [0] * len(FIELDS)
     analysed: dict[str, array[int]] = {}
-    for spec in specs[lo:hi]:
+    for n, spec in enumerate(specs[lo:hi]):
+        if tick is not None and not n % _TICK:
+            tick(n)
         for f, parts in enumerate(field_parts(spec)):
             size = 0
             for part in parts:
@@ -187,7 +223,12 @@ def _shapes(totals: list[int], count: int) -> list[Shape]:
 
 
 def _weigh(
-    tokens: array[int], lengths: array[int], shapes: list[Shape], first_doc: int, nterms: int
+    tokens: array[int],
+    lengths: array[int],
+    shapes: list[Shape],
+    first_doc: int,
+    nterms: int,
+    tick: Tick | None = None,
 ) -> tuple[list[array[int]], list[array[float]]]:
     """Pass 2: the postings of the docs whose pass-1 arrays are given, numbered from
     ``first_doc``; one (maybe empty) list per term id below ``nterms``."""
@@ -197,6 +238,8 @@ def _weigh(
     at = 0
     saturate = K1 + 1.0
     for i in range(len(lengths) // nfields):
+        if tick is not None and not i % _TICK:
+            tick(i)
         doc = first_doc + i
         pseudo_tf: dict[int, float] = {}
         get = pseudo_tf.get

@@ -224,6 +224,10 @@ def serving_options(args: argparse.Namespace, *, expose: bool = True) -> list[st
         out += ["--loop", args.loop]
     if getattr(args, "keep_names", False):
         out.append("--keep-names")
+    if getattr(args, "no_index_cache", False):
+        out.append("--no-index-cache")
+    if getattr(args, "sandbox", None) is not None:
+        out += ["--sandbox", args.sandbox]
     for folder in getattr(args, "ad_hoc", ()):
         out += ["--ad-hoc", _absolute(folder)]
     locked = tuple(getattr(args, "locked", LOCKED_IDS))

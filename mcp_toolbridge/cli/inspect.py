@@ -25,6 +25,7 @@ import argparse
 import json
 from typing import Any
 
+from mcp_toolbridge.bridge import PolicyGate
 from mcp_toolbridge.cli.console import EXIT_LOAD, EXIT_OK, err, out
 from mcp_toolbridge.executors import PROGRESS_FD_ENV
 from mcp_toolbridge.model import BuiltinTransport, ExecTransport, HttpTransport, ToolSpec
@@ -104,6 +105,7 @@ def tool_interface(
     max_output_bytes: int,
     deferred: bool,
     served: bool = True,
+    sandbox_profile: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The record for ``spec``; ``deferred`` says whether tools/list defers tools to
     tool_search (``--expose``), ``served`` whether the policy exposes it. A locked or pinned
@@ -177,7 +179,7 @@ def tool_interface(
             "is_idempotent": safety.idempotent,
             "requires_user_interaction": safety.requires_confirmation,
             "is_concurrency_safe": builtin and safety.read_only,
-            "sandbox_profile": None,
+            "sandbox_profile": sandbox_profile,
             "classifier_input": "",
         },
         "Permission": {
@@ -248,13 +250,22 @@ def print_interface(args: argparse.Namespace, settings: Settings, loaded: Loaded
         return EXIT_LOAD
     expose = getattr(args, "expose", "auto")
     searchable = "tool_search" in loaded.catalog
-    many = len(loaded.catalog.manifest_specs()) > SEARCH_THRESHOLD
+    many = len(loaded.catalog.manifest_names()) > SEARCH_THRESHOLD
     record = tool_interface(
         entry.spec,
         loaded.policy,
         default_timeout_s=settings.timeout_s,
         max_output_bytes=settings.max_output_bytes,
         deferred=searchable and (expose == "search" or (expose == "auto" and many)),
+        sandbox_profile=_sandbox_of(settings, loaded.policy, entry.spec),
     )
     out(json.dumps(record, indent=2, ensure_ascii=False))
     return EXIT_OK
+
+
+def _sandbox_of(settings: Settings, policy: Policy, spec: ToolSpec) -> dict[str, Any]:
+    """The sandbox a call of ``spec`` runs in, as ``serve`` would build it."""
+    gate = PolicyGate.configured(policy, settings.sandbox, environ=settings.environ)
+    confinement = gate.confinement(spec)
+    assert gate.sandbox is not None and confinement is not None
+    return gate.sandbox.describe(confinement.profile)

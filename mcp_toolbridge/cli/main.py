@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 
+from mcp_toolbridge.cli.allocator import started
 from mcp_toolbridge.cli.ask import TerminalHost
 from mcp_toolbridge.cli.config import print_config
 from mcp_toolbridge.cli.console import (
@@ -68,7 +69,7 @@ def _cmd_lint(args: argparse.Namespace) -> int:
         for problem in loaded.problems:
             prefix = "notice: " if problem.severity is Severity.NOTICE else ""
             print(prefix + problem.render())
-        manifests = len(loaded.report.manifests)
+        manifests = len(loaded.manifests.manifests)
         print(
             f"{len(loaded.catalog)} tools in {manifests} manifests, {len(loaded.errors)} problem(s)"
         )
@@ -157,12 +158,12 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
-    from mcp_toolbridge.catalog import SearchIndex
+    from mcp_toolbridge.runtime import search_index
 
     loaded = _load_or_exit(args)
     if isinstance(loaded, int):
         return loaded
-    index = SearchIndex.build(loaded.catalog.specs())
+    index = search_index(settings_of(args), loaded)
     hits = index.search(args.query, max(1, args.k))
     if args.json:
         rows = []
@@ -267,6 +268,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
         return EXIT_BROKEN_PIPE
+    finally:
+        started()  # a verb that never served: its start is over too
 
 
 __all__ = ["bundled_manifests", "main", "parse_args", "settings_of"]

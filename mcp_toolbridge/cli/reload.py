@@ -25,7 +25,7 @@ from anyio.abc import TaskStatus
 from mcp_toolbridge.bridge import Bridge
 from mcp_toolbridge.errors import Problem
 from mcp_toolbridge.host import LogLevel
-from mcp_toolbridge.runtime import Skipped
+from mcp_toolbridge.runtime_cache import LeftOut
 
 log = logging.getLogger("mcp_toolbridge")
 
@@ -93,7 +93,7 @@ class Reloadable(Protocol):
     def bridge(self) -> Bridge: ...
 
     @property
-    def skipped(self) -> tuple[Skipped, ...]: ...
+    def left_out(self) -> tuple[LeftOut, ...]: ...
 
 
 class Publisher(Protocol):
@@ -109,13 +109,26 @@ def _listed(head: str, lines: Sequence[str]) -> str:
     return "\n".join([head, *shown])
 
 
-def not_served(errors: Sequence[Problem], skipped: Sequence[Skipped]) -> str | None:
+def left_out_lines(left_out: Sequence[LeftOut]) -> list[str]:
+    """One line per reason the policy leaves tools out: how many, a few names, the reason."""
+    lines = []
+    for reason, count, names in left_out:
+        more = count - len(names)
+        tail = f" and {more} more" if more > 0 else ""
+        tools = f"{count} tool" if count == 1 else f"{count} tools"
+        lines.append(f"not served: {tools} ({', '.join(names)}{tail}): {reason}")
+    return lines
+
+
+def not_served(errors: Sequence[Problem], left_out: Sequence[LeftOut]) -> str | None:
     """The message telling clients which tools are not served: the tools left out by their
-    errors (``--skip-invalid``) and those the policy refuses whatever their arguments."""
-    lines = [problem.render() for problem in [*errors, *(s.notice() for s in skipped)]]
+    errors (``--skip-invalid``), then those the policy refuses whatever their arguments, one
+    line per reason (a catalog restored from the start-up cache reads no record for this)."""
+    lines = [problem.render() for problem in errors] + left_out_lines(left_out)
     if not lines:
         return None
-    return _listed(f"{len(lines)} problem(s) leave tools out of what this server serves:", lines)
+    hidden = len(errors) + sum(count for _, count, _ in left_out)
+    return _listed(f"{hidden} problem(s) leave tools out of what this server serves:", lines)
 
 
 async def reload_on_change(
@@ -143,6 +156,6 @@ async def reload_on_change(
         await server.swap(runtime.bridge)
         log.warning("reload: serving %d tools", len(runtime.bridge.catalog))
         await server.announce("notice", f"reload: serving {len(runtime.bridge.catalog)} tools")
-        left_out = not_served((), runtime.skipped)
+        left_out = not_served((), runtime.left_out)
         if left_out is not None:
             await server.announce("warning", left_out)

@@ -17,7 +17,7 @@ from anyio.abc import TaskStatus
 
 from mcp_toolbridge import __version__
 from mcp_toolbridge.bridge import Observer, Recorder
-from mcp_toolbridge.cli.allocator import pin_mmap_threshold
+from mcp_toolbridge.cli.allocator import pin_mmap_threshold, started
 from mcp_toolbridge.cli.clients import args_for, server_command
 from mcp_toolbridge.cli.console import EXIT_OK, err
 from mcp_toolbridge.cli.event_loop import LOOPS, backend_options
@@ -157,7 +157,7 @@ def run_server(
                 open_runtime(settings, loaded, observers=observers, stand_in=stand_in)
             )
             follows = settings.workspace is None and http is None  # one client: its roots
-            left_out = not_served(loaded.errors, loaded.skipped)
+            left_out = not_served(loaded.errors, loaded.left_out)
             server = ToolbridgeServer(
                 runtime.bridge,
                 expose=args.expose,
@@ -170,12 +170,13 @@ def run_server(
             where = ", ".join(str(p) for p in settings.manifest_paths())
             head = (
                 f"mcp-toolbridge {__version__}: {what} {len(loaded.catalog)} tools from "
-                f"{len(loaded.report.manifests)} manifests ({where}), expose={server.expose}"
+                f"{len(loaded.manifests.manifests)} manifests ({where}), expose={server.expose}"
             )
             if recorder is not None:
                 head += f", recording to {recorder.path}"
             if args.watch:
                 head += ", watching for changes"
+            started()
             async with anyio.create_task_group() as group:
                 if args.watch:
                     await group.start(reload_on_change, runtime, server)

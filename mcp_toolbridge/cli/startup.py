@@ -6,11 +6,10 @@ workspace is; and the workspace following the client's MCP roots while serving.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
-from mcp_toolbridge.cli.reload import Publisher
+from mcp_toolbridge.cli.reload import Publisher, left_out_lines
 from mcp_toolbridge.errors import Problem
 from mcp_toolbridge.runtime import Loaded, Runtime, Settings
 from mcp_toolbridge.workspace import unfit_reason, workspace_from_roots
@@ -23,18 +22,15 @@ PROBLEMS_SHOWN = 10
 """Problems of --skip-invalid printed in full; the rest are counted (lint lists them all)."""
 
 
-def _tools(count: int) -> str:
-    return f"{count} tool" if count == 1 else f"{count} tools"
-
-
 def loaded_lines(loaded: Loaded) -> list[str]:
     """The tools served per manifest, then what was left out, grouped by reason, then the
-    pinned tools and the pins that name no tool."""
-    served = Counter(s.source.path for s in loaded.catalog.manifest_specs())
-    declared = Counter(s.source.path for s in loaded.report.tools)
+    pinned tools and the pins that name no tool. Counts and names only: a catalog restored
+    from the start-up cache reads no tool record for this."""
+    served = loaded.served_sources
+    declared = loaded.manifests.declared_sources()
     parts = []
     for path, whole in declared.items():
-        count = served[path]
+        count = served.get(path, 0)
         parts.append(f"{path} ({count if count == whole else f'{count} of {whole}'})")
     lines = []
     if parts:
@@ -42,17 +38,8 @@ def loaded_lines(loaded: Loaded) -> list[str]:
         shown = ", ".join(parts[:MANIFESTS_SHOWN])
         tail = f" and {more} more manifests" if more > 0 else ""
         lines.append(f"tools served per manifest: {shown}{tail}")
-    by_reason: dict[str, list[str]] = defaultdict(list)
-    for skipped in loaded.skipped:
-        detail = f" [{skipped.detail}]" if skipped.detail else ""
-        by_reason[skipped.reason].append(f"{skipped.spec.name}{detail}")
-    for reason, names in by_reason.items():
-        more = len(names) - EXAMPLES
-        tail = f" and {more} more" if more > 0 else ""
-        lines.append(
-            f"not served: {_tools(len(names))} ({', '.join(names[:EXAMPLES])}{tail}): {reason}"
-        )
-    pinned = [s.name for s in loaded.catalog.specs() if s.pinned]
+    lines += left_out_lines(loaded.left_out)
+    pinned = loaded.catalog.pinned_names()
     if pinned:
         more = len(pinned) - EXAMPLES
         tail = f" and {more} more" if more > 0 else ""

@@ -1,9 +1,10 @@
 """Executors: how a validated, permitted call is carried out (process, HTTP, built-in).
-``subprocess`` is the only module that starts processes; the ``http*`` modules are the only
-httpx2 users, and ``http_errors`` the one place its exceptions are translated (for the Runloop
-http tools and the web built-ins alike).
+``subprocess`` is the only module that starts processes, each inside the OS sandbox its caller
+passes (``sandbox`` builds it); the ``http*`` modules are the only httpx2 users, and
+``http_errors`` the one place its exceptions are translated (for the Runloop http tools and the
+web built-ins alike).
 
-May import: the vocabulary only."""
+May import: the vocabulary, ``policy`` and ``sandbox``."""
 
 from mcp_toolbridge.executors.base import (
     DEFAULT_MAX_OUTPUT_BYTES,
@@ -23,7 +24,12 @@ from mcp_toolbridge.executors.http_fetch import (
 )
 from mcp_toolbridge.executors.progress import Heartbeat, run_beside
 from mcp_toolbridge.executors.progress_channel import PROGRESS_FD_ENV
-from mcp_toolbridge.executors.subprocess import ProcessOutcome, ProcessTimeout, run_process
+from mcp_toolbridge.executors.subprocess import (
+    ProcessOutcome,
+    ProcessTimeout,
+    probe_sandbox,
+    run_process,
+)
 from mcp_toolbridge.executors.tool_log import ToolLog
 
 __all__ = [
@@ -44,6 +50,7 @@ __all__ = [
     "fetch_pinned",
     "fetch_plain",
     "parse_target",
+    "probe_sandbox",
     "run_beside",
     "run_process",
 ]

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from mcp_toolbridge.errors import ErrorCode
 from mcp_toolbridge.host import CallContext, ProgressFn
 from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.sandbox import Confinement
 
 __all__ = ["CallContext", "ExecRequest", "ExecResult", "Executor", "ProgressFn"]
 
@@ -27,6 +28,9 @@ class ExecRequest:
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
     context: CallContext = field(default_factory=CallContext)
     """The caller: session id and what its client can do (built-in tools use it)."""
+    sandbox: Confinement | None = None
+    """The OS sandbox every process of this call runs in (built from the tool's effective
+    capabilities by the gate); None: no sandbox was configured (a bare Bridge in tests)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +63,8 @@ class ExecResult:
     url: str | None = None
     cwd: str | None = None
     env_keys: tuple[str, ...] = ()
+    sandboxed: bool | None = None
+    """Whether the call's process ran inside the OS sandbox; None: it started none."""
 
 
 class Executor(Protocol):

@@ -103,6 +103,9 @@ class ExecToolExecutor:
         channel = ProgressChannel(beat, voice, redact.text)
         try:
             launch = _prepare(request, transport, self._environ, channel.env)
+            sandbox = request.sandbox
+            if sandbox is not None:  # the arguments file and the working directory, read-only
+                sandbox = sandbox.with_read(launch.tmpdir, launch.cwd)
             try:
                 outcome = await run_beside(
                     lambda: run_process(
@@ -111,6 +114,7 @@ class ExecToolExecutor:
                         cwd=launch.cwd,
                         env=launch.env,
                         timeout_s=request.timeout_s,
+                        sandbox=sandbox,
                         max_output_bytes=request.max_output_bytes,
                         on_stderr_line=voice.stderr_line if voice.wants("info") else None,
                         kill_grace_s=self._kill_grace_s,
@@ -143,6 +147,7 @@ class ExecToolExecutor:
             argv=tuple(redact.text(arg) for arg in launch.argv),
             cwd=launch.cwd,
             env_keys=tuple(sorted(launch.env)),
+            sandboxed=outcome.sandboxed,
         )
 
 

@@ -212,6 +212,13 @@ class _Scrubber:
         return redact_value(redact_value(value, self.secrets), self.quoted)
 
 
+def _default_client() -> httpx2.AsyncClient:
+    no_cookies = http.cookiejar.CookieJar(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
+    return httpx2.AsyncClient(
+        timeout=httpx2.Timeout(None), cookies=no_cookies, follow_redirects=False
+    )
+
+
 def _excerpt(body: bytes, limit: int) -> str:
     text = body.decode("utf-8", errors="replace").strip()
     return text if len(text) <= limit else text[:limit] + "…"
@@ -222,14 +229,16 @@ class HttpExecutor:
 
     def __init__(
         self,
-        client: httpx2.AsyncClient,
+        client: httpx2.AsyncClient | None,
         *,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         max_redirects: int = DEFAULT_MAX_REDIRECTS,
     ) -> None:
         self.client = client
+        """None until the first call makes the default client (see :meth:`open`)."""
         self.max_response_bytes = max_response_bytes
         self.max_redirects = max_redirects
+        self._making = anyio.Lock()
 
     @classmethod
     @asynccontextmanager
@@ -240,14 +249,23 @@ class HttpExecutor:
         max_redirects: int = DEFAULT_MAX_REDIRECTS,
     ) -> AsyncIterator[HttpExecutor]:
         """An executor on a default client (no cookie jar, no client-side timeouts: the
-        per-call deadline governs), closed on exit."""
-        no_cookies = http.cookiejar.CookieJar(
-            http.cookiejar.DefaultCookiePolicy(allowed_domains=[])
-        )
-        async with httpx2.AsyncClient(
-            timeout=httpx2.Timeout(None), cookies=no_cookies, follow_redirects=False
-        ) as client:
-            yield cls(client, max_response_bytes=max_response_bytes, max_redirects=max_redirects)
+        per-call deadline governs), closed on exit. The client is made by the first call, in
+        a worker thread: its TLS context costs ≈ 50 ms, which a server that never calls an
+        HTTP tool should not pay before answering its first request."""
+        executor = cls(None, max_response_bytes=max_response_bytes, max_redirects=max_redirects)
+        try:
+            yield executor
+        finally:
+            if executor.client is not None:
+                with anyio.CancelScope(shield=True):
+                    await executor.client.aclose()
+
+    async def _client(self) -> httpx2.AsyncClient:
+        if self.client is None:
+            async with self._making:
+                if self.client is None:
+                    self.client = await anyio.to_thread.run_sync(_default_client)
+        return self.client
 
     async def run(self, request: ExecRequest) -> ExecResult:
         spec = request.spec
@@ -303,7 +321,8 @@ class HttpExecutor:
             with translated(host_label(target), tool=spec.name, scrub=scrub.text):
                 outgoing = httpx2.Request(method, target, headers=headers, content=body)
             with translated(host_label(target), tool=spec.name, scrub=scrub.text):
-                response = await self.client.send(outgoing, stream=True, follow_redirects=False)
+                client = await self._client()
+                response = await client.send(outgoing, stream=True, follow_redirects=False)
             try:
                 location = response.headers.get("location")
                 if response.status_code not in REDIRECT_STATUSES or not location:

@@ -23,6 +23,14 @@ process may hold the pipes open; the call then still finishes ``DRAIN_GRACE_S`` 
 direct child's exit, our pipe ends are closed, and the escapee gets EPIPE/SIGPIPE on its next
 write. It is otherwise left running.
 
+With a :class:`~mcp_toolbridge.sandbox.Confinement` (every caller passes one, or ``None`` to
+say it runs a process unconfined on purpose) the command runs inside the OS sandbox built from
+the tool's profile, and a profile granting specific hosts gets its allowlisting proxy served
+for as long as the child runs. Inside a sandbox the direct child is ``bwrap``: a command killed
+by signal N comes back as exit status 128 + N, which is reported as that signal (as a shell
+does); and the sandbox's own PID namespace ends with the command, so ``setsid`` escapees do not
+survive the call there.
+
 Linux path: exit is watched with a pidfd, so the group is signalled while the direct child is
 still an unreaped zombie (its id cannot be reused under us). Elsewhere a worker thread waits
 with ``waitid(WNOWAIT)`` instead. Windows is not supported.
@@ -36,32 +44,36 @@ import signal as signals
 import subprocess
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, nullcontext
 from dataclasses import dataclass
 
 import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-from mcp_toolbridge.errors import ExecSpawnError, ExecTimeoutError
+from mcp_toolbridge.errors import ExecError, ExecSpawnError, ExecTimeoutError
 from mcp_toolbridge.executors.base import DEFAULT_MAX_OUTPUT_BYTES
+from mcp_toolbridge.executors.reaper import follow_sandbox, wait_ended
+from mcp_toolbridge.executors.streams import (
+    READ_SIZE,
+    LineSplitter,
+    OutputFn,
+    Sink,
+    StderrLineFn,
+    drain,
+)
+from mcp_toolbridge.sandbox import Confinement, Launch, Sandbox, Support
 
 STDERR_TAIL_BYTES = 64 * 1024
-MAX_STDERR_LINE_BYTES = 64 * 1024
-"""Longer stderr lines are not offered to ``on_stderr_line``; they stay plain stderr text."""
 DRAIN_GRACE_S = 0.2
 """How long pipes are still read after the group is gone (only an escaped process holds them)."""
 REAP_LIMIT_S = 5.0
 """Upper bound on waiting for a SIGKILLed child to be reaped (a child stuck in the kernel)."""
 LEFTOVER_BYTES = 1024 * 1024
 """After a timeout, at most this much is read from each pipe once the group is gone."""
-_READ_SIZE = 256 * 1024
-
-OutputFn = Callable[[int], None]
-"""Told the size of each chunk of output read (stdout or stderr)."""
-
-StderrLineFn = Callable[[bytes], Awaitable[bool]]
-"""Called with each complete stderr line (newline stripped); True means the line was consumed
-and is kept out of ``stderr_tail``."""
+_MAX_SIGNAL = 64
+PROBE_TIMEOUT_S = 10.0
+_probed: dict[str, Support] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +90,8 @@ class ProcessOutcome:
     stdout_truncated: bool
     stderr_truncated: bool
     duration_ms: float
+    sandboxed: bool = False
+    """Whether the child ran inside the OS sandbox."""
 
 
 class ProcessTimeout(ExecTimeoutError):
@@ -97,6 +111,7 @@ async def run_process(
     cwd: str | None,
     env: Mapping[str, str],
     timeout_s: float,
+    sandbox: Confinement | None,
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
     on_stderr_line: StderrLineFn | None = None,
     kill_grace_s: float = 2.0,
@@ -104,27 +119,122 @@ async def run_process(
     on_output: OutputFn | None = None,
     pass_fds: Sequence[int] = (),
 ) -> ProcessOutcome:
-    """Run ``argv`` to completion within ``timeout_s`` seconds.
+    """Run ``argv`` to completion within ``timeout_s`` seconds, inside ``sandbox``.
 
-    Raises :class:`ExecSpawnError` when the program cannot be started and
-    :class:`ProcessTimeout` (an :class:`ExecTimeoutError` with the partial outcome) when the
-    deadline passes (the group is killed first).
+    Raises :class:`ExecSpawnError` when the program cannot be started (or the sandbox is
+    required and unavailable) and :class:`ProcessTimeout` (an :class:`ExecTimeoutError` with
+    the partial outcome) when the deadline passes (the group is killed first).
     Cancellation kills the group, then propagates. ``on_output`` is told the size of each
     chunk read from stdout or stderr (progress reports count output with it). ``pass_fds``
     are inherited by the child under the same numbers (a progress channel); the caller keeps
     and closes them.
     """
     await anyio.lowlevel.checkpoint_if_cancelled()  # never spawn for an already-cancelled call
+    if sandbox is not None and sandbox.sandbox.support is None and sandbox.sandbox.mode != "off":
+        await probe_sandbox(sandbox.sandbox)
+    async with AsyncExitStack() as stack:
+        try:
+            launch = await stack.enter_async_context(_launch(argv, cwd, env, sandbox))
+        except OSError as exc:  # the program or cwd, checked before the sandbox is built
+            raise ExecSpawnError(_spawn_message(argv[0] if argv else "", cwd, exc)) from exc
+        return await _run(
+            launch,
+            argv,
+            stdin,
+            cwd,
+            timeout_s,
+            max_output_bytes,
+            on_stderr_line,
+            kill_grace_s,
+            stderr_tail_bytes,
+            on_output,
+            pass_fds,
+        )
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def probe_sandbox(sandbox: Sandbox) -> Support:
+    """Find out whether ``sandbox`` can run here and record it on the sandbox, which says so,
+    loudly, in ``auto`` mode when it cannot. One real bubblewrap run per bwrap binary and
+    process (about 10 ms): the flags every launch uses, around ``sh -c 'echo ok'``."""
+    if sandbox.support is not None:
+        return sandbox.support
+    support = sandbox.unsupported()
+    if support is None:
+        assert sandbox.bwrap is not None
+        support = _probed.get(sandbox.bwrap)
+        if support is None:
+            support = await _probe(sandbox.probe_argv())
+            _probed[sandbox.bwrap] = support
+    sandbox.record(support)
+    return support
+
+
+async def _probe(argv: list[str]) -> Support:
+    try:
+        outcome = await run_process(
+            argv,
+            stdin=None,
+            cwd=None,
+            env={"PATH": "/usr/bin:/bin"},
+            timeout_s=PROBE_TIMEOUT_S,
+            sandbox=None,  # this is the check of whether there can be one
+            max_output_bytes=4096,
+        )
+    except ExecError as exc:
+        return Support(False, f"bwrap could not be run: {exc.message}")
+    if outcome.exit_code == 0 and outcome.stdout.strip() == b"ok":
+        return Support(True)
+    lines = outcome.stderr_tail.decode("utf-8", "replace").strip().splitlines()
+    detail = lines[-1] if lines else f"exit status {outcome.exit_code}"
+    return Support(
+        False,
+        f"bubblewrap cannot create a sandbox here ({detail}); unprivileged user namespaces "
+        "may be disabled on this machine",
+    )
+
+
+def _launch(
+    argv: Sequence[str], cwd: str | None, env: Mapping[str, str], sandbox: Confinement | None
+) -> AbstractAsyncContextManager[Launch]:
+    if not argv:
+        raise ExecSpawnError("cannot start a tool with an empty command")
+    if sandbox is None:
+        return nullcontext(Launch(list(argv), dict(env), sandboxed=False))
+    return sandbox.launch(argv, cwd=cwd, env=env)
+
+
+async def _run(
+    launch: Launch,
+    argv: Sequence[str],
+    stdin: bytes | None,
+    cwd: str | None,
+    timeout_s: float,
+    max_output_bytes: int,
+    on_stderr_line: StderrLineFn | None,
+    kill_grace_s: float,
+    stderr_tail_bytes: int,
+    on_output: OutputFn | None,
+    pass_fds: Sequence[int],
+) -> ProcessOutcome:
     started = time.perf_counter()
-    proc = _spawn(argv, stdin is not None, cwd, env, pass_fds)
+    info = launch.info
+    passed = (*pass_fds, info.write) if info is not None else tuple(pass_fds)
+    proc = _spawn(launch.argv, stdin is not None, cwd, launch.env, program=argv[0], fds=passed)
+    if info is not None:
+        info.close_write()
     child = _Child(proc)
-    stdout = _Sink(max_output_bytes, keep_tail=False, on_output=on_output)
-    stderr = _Sink(stderr_tail_bytes, keep_tail=True, on_output=on_output)
+    stdout = Sink(max_output_bytes, keep_tail=False, on_output=on_output)
+    stderr = Sink(stderr_tail_bytes, keep_tail=True, on_output=on_output)
     timed_out = False
     try:
         rest = child.write_stdin_now(stdin) if stdin is not None else b""
         with anyio.move_on_after(timeout_s):
-            await _communicate(child, rest, stdout, stderr, max_output_bytes, on_stderr_line)
+            if info is not None:
+                child.sandbox_init = await follow_sandbox(info.read)
+            await _communicate(
+                child, rest, stdout, stderr, max_output_bytes, on_stderr_line, launch.serve
+            )
         timed_out = not child.reaped
     except BaseExceptionGroup as group:  # a failing on_stderr_line: surface the one error
         raise _first_leaf(group) from None
@@ -132,18 +242,25 @@ async def run_process(
         if not child.reaped:
             with anyio.CancelScope(shield=True):
                 await child.terminate_group(kill_grace_s)
+        if child.sandbox_init is not None:  # nothing of the sandbox outlives the call
+            with anyio.CancelScope(shield=True):
+                await wait_ended(child.sandbox_init, REAP_LIMIT_S)
         if timed_out:
             child.read_leftovers(stdout, stderr)
         child.close()
+    outcome = _outcome(proc.returncode, stdout, stderr, started, launch.sandboxed)
     if timed_out:
-        partial = _outcome(proc.returncode, stdout, stderr, started)
-        raise ProcessTimeout(f"tool timed out after {timeout_s:g}s", outcome=partial)
-    return _outcome(proc.returncode, stdout, stderr, started)
+        raise ProcessTimeout(f"tool timed out after {timeout_s:g}s", outcome=outcome)
+    return outcome
 
 
-def _outcome(code: int | None, stdout: _Sink, stderr: _Sink, started: float) -> ProcessOutcome:
-    """``code``: the child's return code (negative: killed by that signal); None when it was
-    not reaped (only after a timeout)."""
+def _outcome(
+    code: int | None, stdout: Sink, stderr: Sink, started: float, sandboxed: bool
+) -> ProcessOutcome:
+    """``code``: the child's return code (negative: killed by that signal; sandboxed, 128 + N
+    is read as signal N); None when it was not reaped (only after a timeout)."""
+    if sandboxed and code is not None and 128 < code <= 128 + _MAX_SIGNAL:
+        code = 128 - code
     return ProcessOutcome(
         exit_code=code if code is not None and code >= 0 else None,
         signal=-code if code is not None and code < 0 else None,
@@ -154,6 +271,7 @@ def _outcome(code: int | None, stdout: _Sink, stderr: _Sink, started: float) -> 
         stdout_truncated=stdout.dropped,
         stderr_truncated=stderr.dropped,
         duration_ms=(time.perf_counter() - started) * 1000.0,
+        sandboxed=sandboxed,
     )
 
 
@@ -167,11 +285,9 @@ def _spawn(
     with_stdin: bool,
     cwd: str | None,
     env: Mapping[str, str],
-    pass_fds: Sequence[int] = (),
+    program: str,
+    fds: tuple[int, ...],
 ) -> subprocess.Popen[bytes]:
-    if not argv:
-        raise ExecSpawnError("cannot start a tool with an empty command")
-    program = argv[0]
     try:
         return subprocess.Popen(
             list(argv),
@@ -181,7 +297,7 @@ def _spawn(
             cwd=cwd,
             env=dict(env),
             close_fds=True,
-            pass_fds=tuple(pass_fds),
+            pass_fds=fds,
             start_new_session=True,
             bufsize=0,
         )
@@ -204,43 +320,6 @@ def _spawn_message(program: str, cwd: str | None, exc: OSError) -> str:
     return f'cannot start "{program}": {exc.strerror or exc}'
 
 
-class _Sink:
-    """Counts everything, keeps the head (stdout) or the tail (stderr) up to ``limit``."""
-
-    __slots__ = ("data", "dropped", "keep_tail", "limit", "on_output", "total")
-
-    def __init__(self, limit: int, *, keep_tail: bool, on_output: OutputFn | None = None) -> None:
-        self.data = bytearray()
-        self.limit = limit
-        self.keep_tail = keep_tail
-        self.total = 0
-        self.dropped = False
-        self.on_output = on_output
-
-    def counted(self, size: int) -> None:
-        self.total += size
-        if self.on_output is not None:
-            self.on_output(size)
-
-    def take(self, chunk: bytes) -> None:
-        """Count a chunk read from the pipe, and keep it if there is still a use for it."""
-        self.counted(len(chunk))
-        if self.keep_tail or not self.dropped:
-            self.keep(chunk)
-
-    def keep(self, chunk: bytes) -> None:
-        room = self.limit - len(self.data)
-        if len(chunk) <= room:
-            self.data += chunk
-        elif self.keep_tail:
-            self.data += chunk[-self.limit :]
-            del self.data[: len(self.data) - self.limit]
-            self.dropped = True
-        else:
-            self.data += chunk[: max(room, 0)]
-            self.dropped = True
-
-
 class _Child:
     """The spawned process, its pipes and how its exit is watched."""
 
@@ -249,6 +328,8 @@ class _Child:
         self.exited = False
         self.reaped = False
         self.pidfd: int | None = None
+        self.sandbox_init: int | None = None
+        """A pidfd on the sandbox's init (PID 1 of its namespace), when sandboxed."""
         if hasattr(os, "pidfd_open"):
             try:
                 self.pidfd = os.pidfd_open(proc.pid)
@@ -323,7 +404,7 @@ class _Child:
         if self.exited:
             self.reap()
 
-    def read_leftovers(self, stdout: _Sink, stderr: _Sink) -> None:
+    def read_leftovers(self, stdout: Sink, stderr: Sink) -> None:
         """What the killed group left in the pipes (without waiting; at most
         ``LEFTOVER_BYTES`` each, in case an escaped process still writes)."""
         for pipe, sink in ((self.proc.stdout, stdout), (self.proc.stderr, stderr)):
@@ -332,7 +413,7 @@ class _Child:
             taken = 0
             while taken < LEFTOVER_BYTES:
                 try:
-                    chunk = os.read(pipe.fileno(), _READ_SIZE)
+                    chunk = os.read(pipe.fileno(), READ_SIZE)
                 except (BlockingIOError, OSError):
                     break
                 if not chunk:
@@ -344,9 +425,10 @@ class _Child:
         for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if pipe is not None:
                 pipe.close()
-        if self.pidfd is not None:
-            os.close(self.pidfd)
-            self.pidfd = None
+        for fd in (self.pidfd, self.sandbox_init):
+            if fd is not None:
+                os.close(fd)
+        self.pidfd = self.sandbox_init = None
 
 
 def _block_until_exited(pid: int) -> None:
@@ -359,22 +441,27 @@ def _block_until_exited(pid: int) -> None:
 async def _communicate(
     child: _Child,
     stdin_rest: bytes,
-    stdout: _Sink,
-    stderr: _Sink,
+    stdout: Sink,
+    stderr: Sink,
     max_output_bytes: int,
     on_stderr_line: StderrLineFn | None,
+    serve: Callable[[], Awaitable[None]] | None,
 ) -> None:
     proc = child.proc
     assert proc.stdout is not None and proc.stderr is not None
+    proxy = anyio.CancelScope()
     async with anyio.create_task_group() as tg:
-        tg.start_soon(_drain, proc.stdout.fileno(), stdout)
+        if serve is not None:
+            tg.start_soon(_serve, proxy, serve)
+        tg.start_soon(drain, proc.stdout.fileno(), stdout)
         lines = None
         if on_stderr_line is not None:
-            lines = _LineSplitter(stderr, on_stderr_line, max_output_bytes)
-        tg.start_soon(_drain, proc.stderr.fileno(), stderr, lines)
+            lines = LineSplitter(stderr, on_stderr_line, max_output_bytes)
+        tg.start_soon(drain, proc.stderr.fileno(), stderr, lines)
         if stdin_rest:
             tg.start_soon(child.feed_stdin, stdin_rest)
         await child.wait_exited()
+        proxy.cancel()  # the sandbox is gone: nobody is left to use its proxy
         # The direct child is a zombie: its id is still reserved, so the group id is safe.
         child.signal_group(signals.SIGKILL)
         child.reap()
@@ -383,64 +470,6 @@ async def _communicate(
         )
 
 
-async def _drain(fd: int, sink: _Sink, lines: _LineSplitter | None = None) -> None:
-    """Read ``fd`` to its end into ``sink``, through ``lines`` when stderr lines are watched."""
-    try:
-        while True:
-            await anyio.wait_readable(fd)
-            try:
-                chunk = os.read(fd, _READ_SIZE)
-            except BlockingIOError:
-                continue
-            if not chunk:
-                break
-            if lines is None:
-                sink.take(chunk)
-            else:
-                sink.counted(len(chunk))
-                await lines.feed(chunk)
-        if lines is not None:
-            await lines.finish()
-    finally:
-        if lines is not None and lines.pending:  # stopped mid-line (the deadline): keep it
-            sink.keep(lines.pending)
-            lines.pending = b""
-
-
-class _LineSplitter:
-    """Feeds complete stderr lines to the callback; unconsumed bytes go to the tail."""
-
-    def __init__(self, sink: _Sink, on_line: StderrLineFn, max_output_bytes: int) -> None:
-        self.sink = sink
-        self.on_line = on_line
-        self.max_output_bytes = max_output_bytes
-        self.pending = b""
-        self.overlong = False
-
-    async def feed(self, chunk: bytes) -> None:
-        if self.sink.total > self.max_output_bytes:  # a flood: stop parsing, keep the tail
-            self.sink.keep(self.pending + chunk)
-            self.pending = b""
-            return
-        buf = self.pending + chunk if self.pending else chunk
-        start = 0
-        while (end := buf.find(b"\n", start)) >= 0:
-            await self._line(buf[start : end + 1])
-            start = end + 1
-        self.pending = buf[start:]
-        if len(self.pending) > MAX_STDERR_LINE_BYTES:
-            self.sink.keep(self.pending)
-            self.pending = b""
-            self.overlong = True
-
-    async def finish(self) -> None:
-        if self.pending:
-            await self._line(self.pending)
-            self.pending = b""
-
-    async def _line(self, line: bytes) -> None:
-        if self.overlong:
-            self.overlong = False
-        elif len(line) <= MAX_STDERR_LINE_BYTES and await self.on_line(line.rstrip(b"\r\n")):
-            return
-        self.sink.keep(line)
+async def _serve(scope: anyio.CancelScope, serve: Callable[[], Awaitable[None]]) -> None:
+    with scope:
+        await serve()

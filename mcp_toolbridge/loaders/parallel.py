@@ -22,14 +22,17 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
+from typing import TypeVar
 
 from mcp_toolbridge.forking import before_fork, fork_allowed, in_child
-from mcp_toolbridge.loaders.report import LoadReport
+from mcp_toolbridge.progress import Meter
 
 log = logging.getLogger("mcp_toolbridge")
 
-LoadOne = Callable[[Path, str], LoadReport]
-"""Load one manifest file (its path, and how problems name it)."""
+T = TypeVar("T")
+LoadOne = Callable[[Path, str], T]
+"""Load one manifest file (its path, and how problems name it): a LoadReport, or what a
+caller keeps beside it (a cached load)."""
 
 MIN_BYTES = 1_000_000
 """Manifests smaller than this in all (about 1,300 typical tools) load in process."""
@@ -70,16 +73,56 @@ def chunk(costs: Sequence[int]) -> list[range]:
     return [r for r in out if r]
 
 
-def _load_all(load_one: LoadOne, files: Sequence[tuple[Path, str]]) -> list[LoadReport]:
-    return [load_one(path, shown) for path, shown in files]
+Tick = Callable[[int], None]
+"""Called with the index (in ``files``) of each file this process finished."""
 
 
-def load_in_shares(files: Sequence[tuple[Path, str]], load_one: LoadOne) -> list[LoadReport]:
+def _load_all(
+    load_one: LoadOne[T],
+    files: Sequence[tuple[Path, str]],
+    first: int = 0,
+    tick: Tick | None = None,
+) -> list[T]:
+    if tick is None:
+        return [load_one(path, shown) for path, shown in files]
+    out = []
+    for i, (path, shown) in enumerate(files, first):
+        out.append(load_one(path, shown))
+        tick(i)
+    return out
+
+
+def _ticker(
+    meter: Meter | None, costs: Sequence[int] | None, elsewhere: Callable[[], tuple[int, int]]
+) -> Tick | None:
+    """Progress per file done here; ``elsewhere()`` adds what the worker finished (asked only
+    when a line is due)."""
+    if meter is None:
+        return None
+    done = [0, 0]
+
+    def tick(i: int) -> None:
+        done[0] += 1
+        done[1] += costs[i] if costs is not None else 1
+        if meter.due():
+            files, work = elsewhere()
+            meter.update(done[0] + files, done[1] + work)
+
+    return tick
+
+
+def load_in_shares(
+    files: Sequence[tuple[Path, str]], load_one: LoadOne[T], meter: Meter | None = None
+) -> list[T]:
     """``load_one`` over ``files``, results in the order of ``files``; part of them in a
-    forked worker when that is allowed and pays."""
-    chunks = chunk([_cost(path) for path, _ in files]) if fork_allowed() else []
+    forked worker when that is allowed and pays. ``meter`` shows the progress (files, and the
+    work by bytes when the files were measured)."""
+    costs = [_cost(path) for path, _ in files] if fork_allowed() else None
+    if meter is not None and costs is not None:
+        meter.total_work = float(sum(costs))
+    chunks = chunk(costs) if costs is not None else []
     if len(chunks) < 2:
-        return _load_all(load_one, files)
+        return _load_all(load_one, files, 0, _ticker(meter, costs, lambda: (0, 0)))
     parts = [files[r.start : r.stop] for r in chunks]
     before_fork()
     fork = multiprocessing.get_context("fork")
@@ -92,13 +135,22 @@ def load_in_shares(files: Sequence[tuple[Path, str]], load_one: LoadOne) -> list
         # was handed over: nothing of it is used.
         pool.shutdown(cancel_futures=True)
         log.warning("loading the manifests in one process: no worker (%s)", exc)
-        return _load_all(load_one, files)
-    done: list[list[LoadReport]] = []
+        return _load_all(load_one, files, 0, _ticker(meter, costs, lambda: (0, 0)))
+    done: list[list[T]] = []
+
+    def in_worker() -> tuple[int, int]:
+        assert costs is not None
+        finished = [
+            r for r, f in zip(chunks, futures, strict=True) if f.done() and not f.cancelled()
+        ]
+        return sum(map(len, finished)), sum(sum(costs[i] for i in r) for r in finished)
+
+    tick = _ticker(meter, costs, in_worker)
     try:
-        for part, future in zip(parts, futures, strict=True):
+        for r, part, future in zip(chunks, parts, futures, strict=True):
             if not future.cancel():
                 break  # the worker has this chunk and every one after it
-            done.append(_load_all(load_one, part))
+            done.append(_load_all(load_one, part, r.start, tick))
         for part, future in zip(parts[len(done) :], futures[len(done) :], strict=True):
             try:
                 done.append(future.result())

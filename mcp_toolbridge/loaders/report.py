@@ -4,13 +4,19 @@ with clear errors, and the normalization of declared schemas into MCP input sche
 from __future__ import annotations
 
 import json
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from blake3 import blake3
+
 from mcp_toolbridge.errors import ErrorCode, Problem, Severity
 from mcp_toolbridge.model import ToolSpec
-from mcp_toolbridge.schemas import check_schema, model_facing
 
 __all__ = [
     "LoadReport",
@@ -19,7 +25,10 @@ __all__ = [
     "input_schemas",
     "json_quote",
     "parse_json",
+    "probe_file",
     "read_bytes",
+    "recording_reads",
+    "signature",
 ]
 
 
@@ -76,7 +85,71 @@ def json_quote(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
+Signature = tuple[int, int, int, int, int]
+"""A file's device, inode, size, modification and change times (ns)."""
+Read = tuple[str, str, bytes | bool | None, Signature | None]
+"""A file a load looked at: ("read", absolute path, BLAKE3 of its bytes or None when it could
+not be read, its signature when settled) or ("probe", absolute path, whether it is a file,
+None)."""
+
+SETTLED_NS = 2_000_000_000
+"""A file last changed longer ago than this when it was read keeps its signature: a later
+write changes its change time (ctime, which no user can set back), so an equal signature
+means equal bytes. A file changed more recently could change again within the same clock
+tick, keeping its signature; it is hashed again every time (git's "racily clean" rule)."""
+
+
+def signature(info: os.stat_result) -> Signature:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+_reads: ContextVar[list[Read] | None] = ContextVar("reads", default=None)
+
+
+@contextmanager
+def recording_reads() -> Iterator[list[Read]]:
+    """Record every file the loaders read or probe inside this block (the inputs a cached
+    load must find unchanged to be reused)."""
+    reads: list[Read] = []
+    token = _reads.set(reads)
+    try:
+        yield reads
+    finally:
+        _reads.reset(token)
+
+
+def probe_file(path: Path) -> bool:
+    """``path.is_file()``, recorded (see :func:`recording_reads`)."""
+    found = path.is_file()
+    reads = _reads.get()
+    if reads is not None:
+        reads.append(("probe", os.path.abspath(path), found, None))
+    return found
+
+
 def read_bytes(path: Path, log: ProblemLog) -> bytes | None:
+    reads = _reads.get()
+    if reads is None:
+        return _read(path, log)
+    try:
+        before: Signature | None = signature(os.stat(path))
+    except OSError:
+        before = None
+    data = _read(path, log)
+    settled = None
+    if data is not None and before is not None:
+        try:
+            after = signature(os.stat(path))
+        except OSError:
+            after = None
+        if after == before and time.time_ns() - max(before[3], before[4]) > SETTLED_NS:
+            settled = before
+    digest = None if data is None else blake3(data).digest()
+    reads.append(("read", os.path.abspath(path), digest, settled))
+    return data
+
+
+def _read(path: Path, log: ProblemLog) -> bytes | None:
     try:
         return path.read_bytes()
     except FileNotFoundError:
@@ -113,6 +186,8 @@ def checked_schema(
         kind = "null" if value is None else type(value).__name__
         log.error(f"{name}: must be a JSON Schema object, got {kind}", locator)
         return None
+    from mcp_toolbridge.schemas import check_schema  # jsonschema: not for a cached start
+
     problems = check_schema(value)
     for problem in problems:
         log.error(f"{name}: {problem}", locator)
@@ -134,6 +209,8 @@ def input_schemas(
     (``anyOf``, ``allOf``, ``not``, ``enum``) is valid JSON Schema and is kept, with a notice:
     some clients reject such a tool.
     """
+    from mcp_toolbridge.schemas import model_facing  # jsonschema: not for a cached start
+
     if declared is None or not declared:
         return {"type": "object"}, {"type": "object"}
     root_type = declared.get("type")

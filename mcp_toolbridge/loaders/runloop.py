@@ -29,6 +29,7 @@ from mcp_toolbridge.loaders.report import (
     input_schemas,
     json_quote,
     parse_json,
+    probe_file,
     read_bytes,
 )
 from mcp_toolbridge.loaders.safety import declared_safety, http_method_facts
@@ -43,7 +44,6 @@ from mcp_toolbridge.model import (
     Transport,
 )
 from mcp_toolbridge.names import sanitize_name
-from mcp_toolbridge.schemas import SCHEMA_REF_PREFIX, bundle_refs
 
 __all__ = ["bundle_tools_path", "load_bundle", "load_runloop"]
 
@@ -80,6 +80,8 @@ class _SchemaSource:
 
     def lookup(self, refs: dict[str, Any], locator: str) -> Lookup:
         def find(ref: str) -> dict[str, Any] | None:
+            from mcp_toolbridge.schemas import SCHEMA_REF_PREFIX  # called from bundle_refs
+
             ident = ref.removeprefix(SCHEMA_REF_PREFIX)
             for key in (ref, ident):
                 value = refs.get(key)
@@ -91,7 +93,7 @@ class _SchemaSource:
                     )
             base = Path(os.path.normpath(self.folder / "schemas"))
             candidate = Path(os.path.normpath(base / f"{ident}.json"))
-            if candidate.parent == base and candidate.is_file():
+            if candidate.parent == base and probe_file(candidate):
                 shown = _display_join(self.display, f"schemas/{ident}.json")
                 return self._file(candidate, shown, locator)
             return None
@@ -108,6 +110,8 @@ def _schema(
         return None, None
     if not isinstance(value, dict):
         return checked_schema(value, key, log, locator), None
+    from mcp_toolbridge.schemas import bundle_refs  # jsonschema: not for a cached start
+
     bundled, root_ref, unresolved = bundle_refs(value, find)
     for ref in unresolved:
         log.error(f"{key}: unresolved schema ref {ref} (looked in {where})", locator)
@@ -437,7 +441,7 @@ def load_bundle(path: Path, display: str) -> LoadReport:
         return log.report([])
     tools_path = folder / rel
     tools_display = _display_join(display, rel)
-    if not tools_path.is_file():
+    if not probe_file(tools_path):
         log.error(f"missing tools.json at {tools_display}", code=ErrorCode.MANIFEST_UNREADABLE)
         return log.report([])
     data = read_bytes(tools_path, log)

@@ -5,7 +5,7 @@ containment, the watchdog hook, and ``shell/`` (the bash sub-policy).
 May import: the vocabulary only."""
 
 from mcp_toolbridge.policy.compiled import Decision, Policy, SessionRules, combine
-from mcp_toolbridge.policy.file import PolicyFile
+from mcp_toolbridge.policy.file import PolicyFile, SandboxMode
 from mcp_toolbridge.policy.hints import capability_way_out, way_out
 from mcp_toolbridge.policy.paths import (
     canonical_root,
@@ -19,7 +19,14 @@ from mcp_toolbridge.policy.paths import (
     is_within,
     split_glob,
 )
-from mcp_toolbridge.policy.requirements import CommandSplitter, Targets, host_of
+from mcp_toolbridge.policy.requirements import (
+    CommandSplitter,
+    HostPattern,
+    Scope,
+    Targets,
+    host_of,
+    normalize_host,
+)
 from mcp_toolbridge.policy.rules import ACTION_RANK, Action, Subject, resolve
 from mcp_toolbridge.policy.shell.hooks import shell_floor, shell_targets
 from mcp_toolbridge.policy.shell.parse import load_parser, parser_loaded, splitter
@@ -36,8 +43,11 @@ __all__ = [
     "Action",
     "CommandSplitter",
     "Decision",
+    "HostPattern",
     "Policy",
     "PolicyFile",
+    "SandboxMode",
+    "Scope",
     "SessionRules",
     "Subject",
     "Targets",
@@ -57,6 +67,7 @@ __all__ = [
     "host_of",
     "is_within",
     "load_parser",
+    "normalize_host",
     "parse_verdict",
     "parser_loaded",
     "resolve",

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from mcp_toolbridge.cachefile import fingerprint
 from mcp_toolbridge.errors import ErrorCode, Problem
 from mcp_toolbridge.model import HttpTransport, RequirementSet, ToolSpec
 from mcp_toolbridge.policy.checks import name_problems, unmatchable_rules
@@ -208,6 +209,20 @@ class Policy:
             cached = self.scope.union(compile_requirements(spec.requires, self.variables))
             self._tool_scopes[spec.requires] = cached
         return cached
+
+    def fingerprint(self) -> bytes:
+        """A digest of everything the compiled policy decides by: equal ones decide alike."""
+        state = (self.layers, self.variables, self.rules, self.ignored, self.scope, self.sources)
+        return fingerprint((state, self.project_file))
+
+    def requirements_fingerprint(self, requires: RequirementSet) -> bytes:
+        """A digest of ``requires`` compiled under this policy's variables (or of why it does
+        not compile): path patterns are canonicalized against the file system, so the same
+        declaration can compile differently from one run to the next."""
+        try:
+            return fingerprint(compile_requirements(requires, self.variables))
+        except ValueError as exc:
+            return fingerprint(f"invalid: {exc}")
 
     def requirement_problems(self, spec: ToolSpec) -> list[Problem]:
         """Load problems in a tool's requirements (an undefined variable is one)."""

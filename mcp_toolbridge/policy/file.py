@@ -17,6 +17,7 @@ from mcp_toolbridge.policy.diagnose import describe
 from mcp_toolbridge.policy.rules import Action
 
 DefaultAction = Literal["allow", "deny", "ask", "by-safety"]
+SandboxMode = Literal["auto", "required", "off"]
 _M = TypeVar("_M", bound=BaseModel)
 PROJECT_POLICY = Path(".toolbridge") / "policy.toml"
 
@@ -165,6 +166,16 @@ class WebFetchModel(_Model):
     """For tests only: lets web_fetch reach 127.0.0.1 and ::1. Never in production."""
 
 
+class SandboxModel(_Model):
+    """``[sandbox]``: the OS sandbox around every process a call starts (docs/security.md)."""
+
+    mode: SandboxMode = "auto"
+    """auto: sandbox where the platform can, warn where it cannot; required: refuse to run a
+    process without it; off. ``--sandbox`` overrides it."""
+    mask: list[str] = Field(default=[], max_length=256)
+    """More secret paths to hide in every sandbox (absolute, or relative to the home folder)."""
+
+
 class DiscoveryModel(_Model):
     """``[discovery]``: which tools are always listed."""
 
@@ -192,6 +203,7 @@ class PolicyFile(_Model):
     bash: BashModel = BashModel()
     web_fetch: WebFetchModel = WebFetchModel()
     discovery: DiscoveryModel = DiscoveryModel()
+    sandbox: SandboxModel = SandboxModel()
 
 
 class ProjectFile(_Model):

@@ -93,6 +93,7 @@ def render_policy(policy: Shown, tools: Sequence[ToolSpec] = ()) -> str:
             "capabilities": sorted(scope.capabilities),
             "expanded_to_nothing": list(scope.empty),
         },
+        "sandbox": file.sandbox.model_dump(mode="json"),
         "hidden_tools": [t.name for t in tools if not policy.exposed(t)],
         "rules": [_rule(r) for r in policy.rules],
         "ignored_rules": [

@@ -209,8 +209,8 @@ class ToolbridgeServer:
         """Build the wire form of every tool once, and what is always listed."""
         self.bridge = bridge
         self._published = _Published(bridge.catalog)
-        manifest_tools = [s.name for s in bridge.catalog.manifest_specs()]
-        builtins = [s.name for s in bridge.catalog.locked_specs()]
+        manifest_tools = bridge.catalog.manifest_names()  # names only: no record is read
+        builtins = bridge.catalog.builtin_names()
         expose = self._requested_expose
         if expose == "auto":
             searchable = SEARCH_TOOL in bridge.catalog
@@ -219,7 +219,8 @@ class ToolbridgeServer:
             raise ValueError("--expose search needs the tool_search built-in in the catalog")
         self.expose: Expose = expose
         if expose == "search":
-            pinned = [s.name for s in bridge.catalog.manifest_specs() if s.pinned]
+            locked = set(builtins)  # names only: a restored catalog's records stay unread
+            pinned = [n for n in bridge.catalog.pinned_names() if n not in locked]
             self._always = [*builtins, *pinned]
         else:  # everything is listed: the proxy is not needed, unless pinned
             proxy = bridge.catalog.get(PROXY_TOOL)

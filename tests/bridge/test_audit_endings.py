@@ -95,7 +95,9 @@ def _fifo(tmp_path: Path, name: str = "ready") -> Path:
 
 
 async def test_each_ending_leaves_one_line_with_its_outcome(tmp_path: Path) -> None:
-    settings = locked_settings(tmp_path, POLICY, locked=("bash", "read"))
+    # The tools work in the workspace (the hang tool writes its FIFO there).
+    grant = '[requires]\nfs.read = ["{workspace}"]\nfs.write = ["{workspace}"]\n'
+    settings = locked_settings(tmp_path, grant + POLICY, locked=("bash", "read"))
     settings = Settings(**{**settings.__dict__, "paths": [_catalog(tmp_path / "tools")]})
     root = settings.workspace_root()
     assert root is not None
@@ -103,7 +105,7 @@ async def test_each_ending_leaves_one_line_with_its_outcome(tmp_path: Path) -> N
     audit = tmp_path / "audit.ndjson"
     loaded = load_catalog(settings, locked=True)
     assert not loaded.errors, [p.render() for p in loaded.errors]
-    ready = _fifo(tmp_path)
+    ready = _fifo(root)  # in the workspace: the tool's sandbox shows it nothing else
     with anyio.fail_after(30):
         async with open_runtime(settings, loaded) as runtime:
             bridge = runtime.bridge
@@ -136,7 +138,7 @@ async def test_each_ending_leaves_one_line_with_its_outcome(tmp_path: Path) -> N
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_a_call_the_client_cancels_is_audited_as_cancelled(tmp_path: Path, mode: str) -> None:
     audit = tmp_path / "audit.ndjson"
-    settings = Settings(paths=[_catalog(tmp_path / "tools")], audit_path=audit)
+    settings = Settings(paths=[_catalog(tmp_path / "tools")], audit_path=audit, workspace=tmp_path)
     loaded = load_catalog(settings, BUILTIN_SPECS)
     ready = _fifo(tmp_path)
     with anyio.fail_after(30):
@@ -161,7 +163,8 @@ async def test_a_call_in_flight_when_stdin_closes_is_audited_as_ended_by_shutdow
     audit = tmp_path / "audit.ndjson"
     folder = _catalog(tmp_path / "tools")
     ready = _fifo(tmp_path)
-    async with raw_server(tmp_path, str(folder), audit=audit) as server:
+    serving = ("--workspace", str(tmp_path), str(folder))  # the FIFO is in the workspace
+    async with raw_server(tmp_path, *serving, audit=audit) as server:
         await server.initialize()
         call = {"name": "hang", "arguments": {"ready": str(ready)}}
         await server.send_json(request(7, "tools/call", call))

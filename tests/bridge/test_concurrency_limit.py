@@ -5,6 +5,10 @@ then blocks until the test releases it: a connection is the event "this call is 
 the test opens the gates one at a time. Once every task is blocked, each call either runs its
 child (spawning is synchronous) or waits for the limiter, so counting the live children then
 shows what the limiter let through.
+
+The tool reaches the test's listener, so the policy grants it the network (its sandbox then
+shares the host's network); a sandboxed call also runs bwrap and bwrap's init beside the tool,
+which are not counted.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import pytest
 from anyio.abc import SocketAttribute, SocketStream
 
 from mcp_toolbridge.bridge.pipeline import CallOutcome
+from mcp_toolbridge.policy.file import DEFAULT_POLICY_TOML
 from mcp_toolbridge.runtime import Settings, load_catalog, open_bridge
 from tests.support.manifests import NOT_DESTRUCTIVE, agentcli_manifest
 
@@ -47,8 +52,14 @@ LIMIT = 2
 CALLS = 5
 
 
+POLICY = DEFAULT_POLICY_TOML.replace(
+    'fs.write = ["{workspace}"]', 'fs.write = ["{workspace}"]\nnet.hosts = ["*"]'
+)
+
+
 def _live_children(marker: str) -> int:
-    """Processes (zombies excluded) whose command line names ``marker``."""
+    """Processes (zombies and the sandbox's bwrap excluded) whose command line names
+    ``marker``."""
     count = 0
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -58,7 +69,8 @@ def _live_children(marker: str) -> int:
             state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
         except (OSError, IndexError):
             continue  # gone meanwhile
-        if marker.encode() in cmdline and state != "Z":
+        wrapper = cmdline.split(b"\0", 1)[0].endswith(b"bwrap")
+        if marker.encode() in cmdline and state != "Z" and not wrapper:
             count += 1
     return count
 
@@ -66,7 +78,9 @@ def _live_children(marker: str) -> int:
 async def test_at_most_max_concurrency_tool_processes_run_at_once(tmp_path: Path) -> None:
     manifest = agentcli_manifest(tmp_path / "m", [TOOL], {"gated": GATED})
     marker = str(tmp_path / "m" / "tools" / "bin" / "gated")
-    settings = Settings(paths=[manifest], max_concurrency=LIMIT, audit=False)
+    policy = tmp_path / "policy.toml"
+    policy.write_text(POLICY, encoding="utf-8")
+    settings = Settings(paths=[manifest], max_concurrency=LIMIT, audit=False, policy_file=policy)
     loaded = load_catalog(settings)
     assert not loaded.errors, [p.render() for p in loaded.errors]
     send, arrivals = anyio.create_memory_object_stream[SocketStream](CALLS)

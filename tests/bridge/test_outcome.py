@@ -8,14 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from mcp_toolbridge.bridge import AuditLog, CallOutcome, Outcome
+from mcp_toolbridge.bridge import AuditLog, CallOutcome, Outcome, audit_observer
 from mcp_toolbridge.bridge.recording import frames
 from mcp_toolbridge.bridge.telemetry import span_attributes
 from mcp_toolbridge.errors import ErrorCode
 from mcp_toolbridge.executors import ExecResult
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.policy import Decision
-from mcp_toolbridge.runtime import audit_observer
 from tests.support.policy_fixtures import exec_tool
 
 SPEC = exec_tool("git_log")

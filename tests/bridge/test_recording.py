@@ -51,6 +51,7 @@ def _catalog(tmp_path: Path) -> Path:
 
 
 def _server(tmp_path: Path, *args: str) -> StdioServerParameters:
+    """The server over ``tmp_path``, its workspace (where the counter tool writes)."""
     env = {
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(tmp_path),
@@ -93,7 +94,11 @@ async def test_a_recorded_session_replays_byte_for_byte_without_running_the_tool
     record = tmp_path / "rec"
     with anyio.fail_after(60):
         recorded = await _session(
-            _server(tmp_path, "serve", "--no-audit", "--record", str(record), catalog)
+            _server(
+                tmp_path,
+                *("serve", "--no-audit", "--workspace", str(tmp_path)),
+                *("--record", str(record), catalog),
+            )
         )
         assert [r["structuredContent"].get("count") for r in recorded[:3]] == [1, 2, 3]
         assert recorded[3]["isError"] is True and recorded[4]["isError"] is True

@@ -11,13 +11,14 @@ from typing import Any
 import mcp_types as types
 import pytest
 
+from mcp_toolbridge.bridge import NOT_CHECKED
 from mcp_toolbridge.bridge.gate import ALLOW_ONCE, HEADLESS_DENIED
 from mcp_toolbridge.builtins import LOCKED_IDS, parse_locked
 from mcp_toolbridge.builtins.question import HEADLESS_MESSAGE, NOT_ASKED_MESSAGE
 from mcp_toolbridge.builtins.task.tool import NO_SAMPLING_MESSAGE
 from mcp_toolbridge.cli.main import main
 from mcp_toolbridge.errors import ConfigError
-from mcp_toolbridge.runtime import NOT_CHECKED, load_catalog
+from mcp_toolbridge.runtime import load_catalog
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 from tests.support.served import error_text, locked_settings, served_client
 from tests.support.web_fixture import Reply, serving

@@ -131,6 +131,7 @@ async def test_call_in_flight_finishes_on_the_tool_it_started_with(tmp_path: Pat
 
 def _server_params(*args: str) -> StdioServerParameters:
     env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/")}
+    env["XDG_CACHE_HOME"] = os.environ["XDG_CACHE_HOME"]  # the test's, never the user's
     return StdioServerParameters(
         command=sys.executable, args=["-m", "mcp_toolbridge", "serve", *args], env=env
     )

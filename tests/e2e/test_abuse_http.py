@@ -40,7 +40,7 @@ from tests.support.httpserve import (
     open_session,
     request,
 )
-from tests.support.procs import group_members, memory_kib, wait_gone
+from tests.support.procs import alive_with, group_members, memory_kib, process_group, wait_gone
 
 pytestmark = pytest.mark.e2e
 
@@ -48,9 +48,10 @@ MAX_BODY = 4 << 20
 """The SDK's cap on a request body."""
 DEADLINE_S = 2.0
 FAMILY = (
-    # Writes its pid (its process group: tools start in a new session), starts a child that
-    # would outlive it, and runs until killed.
-    'echo $$ > "$0.pid"\n/bin/sh -c \'sleep 60; :\' "$0-child" &\nsleep 60\n'
+    # Starts a child that would outlive it, named by the catalog's marker and the tool (the
+    # test finds the call's process group through it: a sandboxed tool cannot know its pid
+    # outside its PID namespace), and runs until killed.
+    "/bin/sh -c 'sleep 60; :' \"@MARKER@-${0##*/}-child\" &\nsleep 60\n"
 )
 Era = str
 """How a client talks: "stateless" (a 2025-era client of a --stateless server),
@@ -59,10 +60,11 @@ Era = str
 
 def _catalog(tmp_path: Path) -> tuple[Path, str]:
     marker = f"abuse-http-{uuid.uuid4().hex}"
+    family = FAMILY.replace("@MARKER@", marker)
     tools = (
         *faults(bomb_bytes=1 << 20),
-        Fault("family", FAMILY, None, timeout_s=30),
-        Fault("deadline", FAMILY, None, timeout_s=DEADLINE_S),
+        Fault("family", family, None, timeout_s=30),
+        Fault("deadline", family, None, timeout_s=DEADLINE_S),
     )
     return write_catalog(tmp_path / marker, tools), marker
 
@@ -114,20 +116,22 @@ async def _client(http: httpx2.AsyncClient, url: str, era: Era) -> Client:
     return await Client(http, url, era).open()
 
 
-def _running_group(pid_file: Path) -> int | None:
-    """The group whose leader wrote ``pid_file``, once the leader, its child and its
-    ``sleep`` all run."""
-    text = pid_file.read_text() if pid_file.exists() else ""
-    if text.endswith("\n") and len(group_members(int(text))) >= 3:
-        return int(text)
+def _running_group(child: str) -> int | None:
+    """The process group of the call whose tool started the process named ``child``, once
+    the tool, that child and the tool's ``sleep`` all run (tools start in a new session; a
+    sandboxed tool shares the group of its bwrap)."""
+    for pid in alive_with(child):
+        group = process_group(pid)
+        if group is not None and len(group_members(group)) >= 3:
+            return group
     return None
 
 
-async def _group_of(pid_file: Path) -> int:
-    """The process group of the tool that writes ``pid_file``, once it runs."""
+async def _group_of(marker: str, tool: str) -> int:
+    """The process group of the running call of ``tool`` (of the catalog ``marker``)."""
     with anyio.fail_after(10):
         # Polled: nothing announces that a process started.
-        while (pgid := _running_group(pid_file)) is None:  # noqa: ASYNC110
+        while (pgid := _running_group(f"{marker}-{tool}-child")) is None:  # noqa: ASYNC110
             await anyio.sleep(0.01)
         return pgid
 
@@ -141,7 +145,7 @@ async def _gone(pgid: int, within_s: float) -> float:
     return time.monotonic() - start
 
 
-async def _call_then_drop(client: Client, tool: str, pid_file: Path) -> tuple[int, float]:
+async def _call_then_drop(client: Client, tool: str, marker: str) -> tuple[int, float]:
     """Start a call of ``tool`` on a connection of its own and drop that connection once the
     tool's process group runs; the group and when the call started."""
     body, headers = client.prepared(call(tool, {}))
@@ -156,7 +160,7 @@ async def _call_then_drop(client: Client, tool: str, pid_file: Path) -> tuple[in
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(post)
-            pgid = await _group_of(pid_file)
+            pgid = await _group_of(marker, tool)
             tg.cancel_scope.cancel()  # the response stream and its connection are closed
     return pgid, started
 
@@ -168,11 +172,9 @@ async def _call_then_drop(client: Client, tool: str, pid_file: Path) -> tuple[in
 async def test_a_sessionless_call_whose_client_disconnects_is_cancelled_and_its_group_killed(
     tmp_path: Path, era: Era
 ) -> None:
-    async with _serving(tmp_path, era) as (server, folder, _), httpx2.AsyncClient() as http:
+    async with _serving(tmp_path, era) as (server, _, marker), httpx2.AsyncClient() as http:
         client = await _client(http, server.url, era)
-        pgid, _started = await _call_then_drop(
-            client, "family", folder / "tools" / "bin" / "family.pid"
-        )
+        pgid, _started = await _call_then_drop(client, "family", marker)
         took = await _gone(pgid, 3.0)  # the tool's own deadline is 30 s
         await client.echo("after the disconnect")
         assert server.process.returncode is None
@@ -182,11 +184,9 @@ async def test_a_sessionless_call_whose_client_disconnects_is_cancelled_and_its_
 async def test_a_session_call_whose_client_disconnects_runs_to_its_deadline_and_no_further(
     tmp_path: Path,
 ) -> None:
-    async with _serving(tmp_path, "stateful") as (server, folder, _), httpx2.AsyncClient() as http:
+    async with _serving(tmp_path, "stateful") as (server, _, marker), httpx2.AsyncClient() as http:
         client = await _client(http, server.url, "stateful")
-        pgid, started = await _call_then_drop(
-            client, "deadline", folder / "tools" / "bin" / "deadline.pid"
-        )
+        pgid, started = await _call_then_drop(client, "deadline", marker)
         await _gone(pgid, DEADLINE_S + 5)
         lived = time.monotonic() - started
         assert lived >= DEADLINE_S, "a disconnect is not a cancellation in a session"
@@ -195,12 +195,10 @@ async def test_a_session_call_whose_client_disconnects_runs_to_its_deadline_and_
 
 
 async def test_deleting_the_session_of_a_dropped_call_kills_its_group(tmp_path: Path) -> None:
-    async with _serving(tmp_path, "stateful") as (server, folder, _), httpx2.AsyncClient() as http:
+    async with _serving(tmp_path, "stateful") as (server, _, marker), httpx2.AsyncClient() as http:
         client = await _client(http, server.url, "stateful")
         assert client.session is not None
-        pgid, _started = await _call_then_drop(
-            client, "family", folder / "tools" / "bin" / "family.pid"
-        )
+        pgid, _started = await _call_then_drop(client, "family", marker)
         assert await client.session.delete() == 200
         took = await _gone(pgid, 3.0)
         gone = await client.session.post(request("ping"))
@@ -214,16 +212,14 @@ async def test_an_expired_session_of_a_dropped_call_kills_its_group(tmp_path: Pa
     async with (
         _serving(tmp_path, "stateful", "--session-idle-timeout", str(idle_s)) as (
             server,
-            folder,
             _,
+            marker,
         ),
         httpx2.AsyncClient() as http,
     ):
         client = await _client(http, server.url, "stateful")
         assert client.session is not None
-        pgid, _started = await _call_then_drop(
-            client, "family", folder / "tools" / "bin" / "family.pid"
-        )
+        pgid, _started = await _call_then_drop(client, "family", marker)
         dropped = time.monotonic()
         await _gone(pgid, idle_s + 4)
         took = time.monotonic() - dropped
@@ -233,7 +229,7 @@ async def test_an_expired_session_of_a_dropped_call_kills_its_group(tmp_path: Pa
 
 
 async def _cancel_mid_call(
-    client: Client, tool: str, pid_file: Path
+    client: Client, tool: str, marker: str
 ) -> tuple[dict[str, Any], float, float]:
     """Call ``tool``, send ``notifications/cancelled`` for it once its group runs; the
     call's answer, how long the group lived after the cancel, and after the call started."""
@@ -247,7 +243,7 @@ async def _cancel_mid_call(
     started = time.monotonic()
     async with anyio.create_task_group() as tg:
         tg.start_soon(post)
-        pgid = await _group_of(pid_file)
+        pgid = await _group_of(marker, tool)
         cancel = {"requestId": message["id"], "reason": "the user pressed stop"}
         note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel}
         cancelled = time.monotonic()
@@ -260,10 +256,9 @@ async def _cancel_mid_call(
 async def test_a_session_call_the_client_cancels_is_killed_and_answered_cancelled(
     tmp_path: Path,
 ) -> None:
-    async with _serving(tmp_path, "stateful") as (server, folder, _), httpx2.AsyncClient() as http:
+    async with _serving(tmp_path, "stateful") as (server, _, marker), httpx2.AsyncClient() as http:
         client = await _client(http, server.url, "stateful")
-        pid_file = folder / "tools" / "bin" / "family.pid"
-        answer, took, _lived = await _cancel_mid_call(client, "family", pid_file)
+        answer, took, _lived = await _cancel_mid_call(client, "family", marker)
         assert took < 3.0
         assert answer["error"]["code"] == -32800  # the 2025 wire's "request cancelled"
         await client.echo("after the cancel")
@@ -276,10 +271,9 @@ async def test_a_cancel_notification_cannot_reach_a_stateless_call_which_ends_at
     """Without a session the notification arrives on a connection of its own and cannot be
     matched to the call (request ids are only unique per client); a 2025-era client of a
     --stateless server cancels by closing the response stream instead."""
-    async with _serving(tmp_path, "stateless") as (server, folder, _), httpx2.AsyncClient() as http:
+    async with _serving(tmp_path, "stateless") as (server, _, marker), httpx2.AsyncClient() as http:
         client = await _client(http, server.url, "stateless")
-        pid_file = folder / "tools" / "bin" / "deadline.pid"
-        answer, _took, lived = await _cancel_mid_call(client, "deadline", pid_file)
+        answer, _took, lived = await _cancel_mid_call(client, "deadline", marker)
         assert lived >= DEADLINE_S
         assert answer["result"]["_meta"]["toolbridge/code"] == "exec.timeout"
 

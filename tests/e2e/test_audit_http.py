@@ -70,7 +70,8 @@ async def test_a_dropped_stream_and_a_terminated_server_each_leave_one_audit_lin
     first, second = tmp_path / "first", tmp_path / "second"
     os.mkfifo(first)
     os.mkfifo(second)
-    async with http_server(tmp_path, str(folder), "--stateless", audit=audit) as server:
+    serving = ("--workspace", str(tmp_path), str(folder), "--stateless")  # the FIFOs: in it
+    async with http_server(tmp_path, *serving, audit=audit) as server:
         async with httpx2.AsyncClient() as http:
             await open_session(http, server.url, stateless=True)
             async with anyio.create_task_group() as group:

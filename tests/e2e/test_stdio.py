@@ -21,6 +21,7 @@ pytestmark = pytest.mark.e2e
 
 def _server(*args: str) -> StdioServerParameters:
     env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/")}
+    env["XDG_CACHE_HOME"] = os.environ["XDG_CACHE_HOME"]  # the test's, never the user's
     return StdioServerParameters(
         command=sys.executable, args=["-m", "mcp_toolbridge", "serve", *args], env=env
     )

@@ -71,7 +71,13 @@ class PgidCatcher:
 
 
 async def run(argv: list[str], **kw: object) -> ProcessOutcome:
-    options: dict[str, object] = {"stdin": None, "cwd": None, "env": ENV, "timeout_s": 10}
+    options: dict[str, object] = {
+        "stdin": None,
+        "cwd": None,
+        "env": ENV,
+        "timeout_s": 10,
+        "sandbox": None,
+    }
     options.update(kw)
     with anyio.fail_after(10):
         return await run_process(argv, **options)  # type: ignore[arg-type]

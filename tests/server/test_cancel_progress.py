@@ -90,7 +90,7 @@ async def _wait_ready(path: Path) -> None:
 async def test_cancelled_call_kills_the_tool_and_its_children_within_a_second(
     tmp_path: Path, mode: str
 ) -> None:
-    settings = Settings(paths=[_catalog(tmp_path)], audit=False)
+    settings = Settings(paths=[_catalog(tmp_path)], audit=False, workspace=tmp_path)
     loaded = load_catalog(settings, BUILTIN_SPECS)
     marker = f"marker-{uuid.uuid4().hex}"
     ready = _ready_pipe(tmp_path)
@@ -115,7 +115,10 @@ async def test_cancel_over_stdio_frees_the_process_group_and_the_server_keeps_se
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "mcp_toolbridge", "serve", str(folder), "--no-audit"],
+        args=[
+            *("-m", "mcp_toolbridge", "serve", str(folder), "--no-audit"),
+            *("--workspace", str(tmp_path)),
+        ],
         env=env,
     )
     with anyio.fail_after(30):

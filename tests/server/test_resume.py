@@ -102,7 +102,8 @@ async def _serving(tmp_path: Path, *, stateless: bool = False) -> AsyncIterator[
     folder = write_catalog(tmp_path / "catalog", (Fault("once", ONCE, None, timeout_s=30),))
     tool = Tool(folder / "tools" / "bin" / "once")
     os.mkfifo(tool.bin.with_name("once.fifo"))
-    settings = Settings(paths=[folder], audit=False)
+    # The workspace covers the catalog: the tool counts its runs in a file beside itself.
+    settings = Settings(paths=[folder], audit=False, workspace=tmp_path)
     loaded = load_catalog(settings, BUILTIN_SPECS)
     async with open_runtime(settings, loaded) as runtime:
         server = ToolbridgeServer(runtime.bridge, on_session_end=runtime.end_session)

@@ -175,11 +175,17 @@ def test_the_not_served_message_lists_the_problems_and_the_hidden_tools(tmp_path
     loaded = load_catalog(settings, BUILTIN_SPECS)
     assert [spec.name for spec in loaded.hidden] == ["second"]
     assert not_served([], []) is None
-    message = not_served([], loaded.skipped)
+    message = not_served([], loaded.left_out)
     assert message == (
         "1 problem(s) leave tools out of what this server serves:\n"
-        f'{folder / "tools.json"}: tool[1] "second": tool "second" is not served: the policy '
-        "refuses it whatever its arguments, or does not grant what it requires"
+        "not served: 1 tool (second): the policy refuses it whatever its arguments, or does "
+        "not grant what it requires"
+    )
+    many = [("a reason", 40, ("t1", "t2", "t3")), ("another", 1, ("u",))]
+    assert not_served([], many) == (
+        "41 problem(s) leave tools out of what this server serves:\n"
+        "not served: 40 tools (t1, t2, t3 and 37 more): a reason\n"
+        "not served: 1 tool (u): another"
     )
 
 

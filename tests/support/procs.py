@@ -61,6 +61,24 @@ def memory_kib(pid: int) -> dict[str, int]:
     return found
 
 
+def parent_of(pid: int) -> int | None:
+    """The parent of ``pid`` (as seen from here), None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            return int(handle.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def process_group(pid: int) -> int | None:
+    """The process group of ``pid`` (as seen from here), None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            return int(handle.read().rsplit(")", 1)[1].split()[2])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def group_members(pgid: int) -> list[int]:
     """Live processes (zombies skipped) in process group ``pgid``."""
     found = []

@@ -298,7 +298,7 @@ class GrepTool:
                 deadline=time.monotonic() + request.timeout_s * DEADLINE_SHARE,
                 stop=stop,
             )
-            run = await self._search(query, request.timeout_s * DEADLINE_SHARE)
+            run = await self._search(query, request)
             if self._readable is not None and query.ignore_base is not None:
                 await anyio.to_thread.run_sync(
                     _withhold, run, ResultFilter.for_grep(self._readable, root)
@@ -331,7 +331,9 @@ class GrepTool:
         )
         formatted = await anyio.to_thread.run_sync(shape)  # up to 20,000 lines: off the loop
         if formatted.full_text is None:
-            return ExecResult(ok=True, value=formatted.value, text=formatted.text)
+            return ExecResult(
+                ok=True, value=formatted.value, text=formatted.text, sandboxed=run.sandboxed
+            )
         full = formatted.full_text.encode("utf-8", "replace")
         kept = await anyio.to_thread.run_sync(state.write_sidecar, "grep", full)
         return ExecResult(
@@ -340,9 +342,14 @@ class GrepTool:
             text=formatted.text,
             truncated=True,
             output_path=str(kept) if kept is not None else None,
+            sandboxed=run.sandboxed,
         )
 
-    async def _search(self, query: GrepQuery, timeout_s: float) -> GrepRun:
+    async def _search(self, query: GrepQuery, request: ExecRequest) -> GrepRun:
+        """Search with rg, else RE2, else Python ``re`` in a child; the processes run in the
+        call's OS sandbox, which also shows them the searched folder."""
+        timeout_s = request.timeout_s * DEADLINE_SHARE
+        sandbox = request.sandbox.with_read(query.root) if request.sandbox is not None else None
         if query.root.is_file():
             skipped = _skip_reason(query.root)
             if skipped:
@@ -352,7 +359,7 @@ class GrepTool:
         rg = grep_rg.find_rg() if self._engine != "python" else None
         if rg is not None:
             try:
-                return await grep_rg.rg_search(rg, query, timeout_s)
+                return await grep_rg.rg_search(rg, query, timeout_s, sandbox)
             except (grep_rg.PatternUnsupported, grep_rg.OutputOverflow):
                 pass  # a pattern rg cannot parse, or output it cannot bound: Python runs it
         with anyio.fail_after(max(query.deadline - time.monotonic(), 0.0) + 1.0):
@@ -362,8 +369,9 @@ class GrepTool:
         if not deferred:
             return run
         room = MAX_COLLECTED_LINES - sum(f.match_lines for f in run.files)
-        found = await backtrack_search(query, deferred, max_lines=room)
+        found = await backtrack_search(query, deferred, max_lines=room, sandbox=sandbox)
         run.files.extend(found.files)
+        run.sandboxed = found.sandboxed
         run.partial = run.partial or found.partial
         return run
 

@@ -30,6 +30,7 @@ from mcp_toolbridge.builtins.fs import grep_child, grep_re2
 from mcp_toolbridge.builtins.fs.grep_child import MAX_FILE_BYTES, read_regular
 from mcp_toolbridge.builtins.fs.walk import PathGlob, WalkReport, walk_files
 from mcp_toolbridge.executors import run_process
+from mcp_toolbridge.sandbox import Confinement
 
 Mode = Literal["files_with_matches", "content", "count"]
 MAX_WALK_ENTRIES = 200_000
@@ -91,6 +92,8 @@ class GrepRun:
     engine: str = "python"
     withheld: int = 0
     """Matching files left out because the permission policy refuses reading them."""
+    sandboxed: bool | None = None
+    """Whether rg ran inside the OS sandbox (None: no process ran)."""
 
 
 def compile_pattern(query: GrepQuery) -> re.Pattern[str]:
@@ -182,10 +185,17 @@ def _re2_hits(
 
 
 async def backtrack_search(
-    query: GrepQuery, files: list[tuple[Path, float]], *, max_lines: int
+    query: GrepQuery,
+    files: list[tuple[Path, float]],
+    *,
+    max_lines: int,
+    sandbox: Confinement | None,
 ) -> GrepRun:
     """Search ``files`` with Python ``re`` in a child process (:mod:`grep_child`), killed at
-    the query's deadline: raises ProcessTimeout (an ExecTimeoutError) then."""
+    the query's deadline: raises ProcessTimeout (an ExecTimeoutError) then. The child runs in
+    the grep call's OS sandbox, which also shows it the searched folder and its own script."""
+    if sandbox is not None:
+        sandbox = sandbox.with_read(query.root, _CHILD)
     job = {
         "pattern": query.pattern,
         "flags": regex_flags(query),
@@ -201,9 +211,10 @@ async def backtrack_search(
         cwd=None,
         env={},
         timeout_s=max(query.deadline - time.monotonic(), 0.0),
+        sandbox=sandbox,
         max_output_bytes=MAX_CHILD_OUTPUT_BYTES,
     )
-    run = GrepRun(engine="python")
+    run = GrepRun(engine="python", sandboxed=outcome.sandboxed)
     ended = False
     for raw in outcome.stdout.splitlines():
         record = json.loads(raw)

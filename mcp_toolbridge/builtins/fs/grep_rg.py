@@ -1,11 +1,11 @@
 """grep's ripgrep engine: the same :class:`GrepRun` as the Python engine, from ``rg``.
 
 rg runs through :func:`mcp_toolbridge.executors.subprocess.run_process` (its own process group,
-bounded output, killed at the deadline) with a fixed argv: ``--no-config`` (no
-``RIPGREP_CONFIG_PATH``), ``-e PATTERN`` and ``--glob=VALUE`` as single items, ``--`` before
-the path, never ``--pre`` or ``--follow``. Its ignore handling is made to match the Python
-engine: hidden files searched, ``.git`` skipped, .gitignore applied without requiring a git
-repository, no global or ``.ignore`` files, files over 10 MB skipped.
+bounded output, killed at the deadline, inside the grep call's OS sandbox) with a fixed argv:
+``--no-config`` (no ``RIPGREP_CONFIG_PATH``), ``-e PATTERN`` and ``--glob=VALUE`` as single
+items, ``--`` before the path, never ``--pre`` or ``--follow``. Its ignore handling is made
+to match the Python engine: hidden files searched, ``.git`` skipped, .gitignore applied
+without requiring a git repository, no global or ``.ignore`` files, files over 10 MB skipped.
 
 The pattern follows Python's ``re`` syntax whichever engine runs: it is compiled with ``re``
 first (an invalid one is the same error on both engines), and one that ``re`` accepts but rg
@@ -49,6 +49,7 @@ from mcp_toolbridge.builtins.fs.walk import IgnoreOracle, PathGlob
 from mcp_toolbridge.errors import ExecError
 from mcp_toolbridge.executors import run_process
 from mcp_toolbridge.policy import is_within
+from mcp_toolbridge.sandbox import Confinement
 
 MAX_RG_OUTPUT_BYTES = 32 * 1024 * 1024
 _FIXED = (
@@ -98,7 +99,9 @@ def rg_argv(rg: str, query: GrepQuery) -> list[str]:
     return argv
 
 
-async def rg_search(rg: str, query: GrepQuery, timeout_s: float) -> GrepRun:
+async def rg_search(
+    rg: str, query: GrepQuery, timeout_s: float, sandbox: Confinement | None
+) -> GrepRun:
     compile_pattern(query)  # Python's syntax decides what is valid, for both engines
     cwd = query.root if query.root.is_dir() else query.root.parent
     outcome = await run_process(
@@ -107,6 +110,7 @@ async def rg_search(rg: str, query: GrepQuery, timeout_s: float) -> GrepRun:
         cwd=str(cwd),
         env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
         timeout_s=timeout_s,
+        sandbox=sandbox,
         max_output_bytes=MAX_RG_OUTPUT_BYTES,
     )
     stderr = outcome.stderr_tail.decode("utf-8", "replace").strip()
@@ -119,7 +123,7 @@ async def rg_search(rg: str, query: GrepQuery, timeout_s: float) -> GrepRun:
         if any(marker in stderr for marker in _PARSE_ERRORS):
             raise PatternUnsupported(stderr)
         raise ExecError(f"ripgrep could not search {query.root}: {stderr or 'no message'}")
-    run = GrepRun(engine="ripgrep")
+    run = GrepRun(engine="ripgrep", sandboxed=outcome.sandboxed)
     if outcome.stdout_truncated and query.mode != "files_with_matches":
         raise OutputOverflow(f"ripgrep printed over {MAX_RG_OUTPUT_BYTES} bytes")
     if outcome.stdout_truncated:

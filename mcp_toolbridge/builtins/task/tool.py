@@ -136,10 +136,13 @@ def build_spec(limits: Limits) -> ToolSpec:
 
 
 def subagent_offer(catalog: Catalog) -> list[ToolSpec]:
-    """The tools a subagent may be offered from ``catalog`` (see SUBAGENT_MAX_MANIFEST_TOOLS)."""
-    manifest = catalog.manifest_specs()
+    """The tools a subagent may be offered from ``catalog`` (see SUBAGENT_MAX_MANIFEST_TOOLS).
+    Manifest tools are counted by name first: a big catalog restored from the start-up cache
+    is not read record by record to offer none of it."""
     locked = [s for s in catalog.locked_specs() if s.name != PROXY_TOOL]  # hits are offered
-    return locked + manifest if len(manifest) <= SUBAGENT_MAX_MANIFEST_TOOLS else locked
+    if len(catalog.manifest_names()) > SUBAGENT_MAX_MANIFEST_TOOLS:
+        return locked
+    return locked + catalog.manifest_specs()
 
 
 def _key(arguments: dict[str, str], depth: int) -> str:

@@ -1,0 +1,48 @@
+"""The ranking configuration of ``tool_search``: the constants a ranking depends on beyond
+the fields (``index_build.FIELDS``) and the analysis (``text.py``), and ``RANKING_CONFIG``,
+the one value that names all of them (the index cache keys on it)."""
+
+from __future__ import annotations
+
+import hashlib
+
+from mcp_toolbridge.catalog.index_build import FIELDS, K1, MAX_ENUM_VALUES
+from mcp_toolbridge.catalog.scripts import UNSPACED
+from mcp_toolbridge.catalog.text import ABBREVIATIONS, STOP_WORDS
+
+SIBLING_WEIGHT = 0.15
+"""How much a tool's score leans on its namespace's: gold tools of one request are often
+siblings (tools of one server), so a tool whose siblings cover the rest of the request rises."""
+SIBLING_POOL = 3
+"""Sibling evidence is gathered from the ``SIBLING_POOL × n`` best tools of a clause."""
+SEMANTIC_MODEL = "wordllama l2_supercat_256, mean of token vectors"
+"""The semantic leg's model ("" switches the leg off); see ``embedding.py``."""
+SEMANTIC_WEIGHT = 0.5
+"""The semantic leg's share of a fused score (both legs z-normalised over their candidates):
+the largest of 0.4 / 0.5 / 0.6 / 0.7 that keeps every first-half benchmark set at or above
+the lexical ranking (docs/search.md)."""
+SEMANTIC_POOL = 100
+"""Each leg offers its ``SEMANTIC_POOL`` best tools (or ``k`` if more) to the fusion."""
+RANKING_REVISION = 4
+"""Raised whenever ranking or analysis code changes in a way the constants below miss."""
+RANKING_CONFIG = hashlib.sha256(
+    repr(
+        (
+            RANKING_REVISION,
+            [(name, field.weight, field.b) for name, field in FIELDS.items()],
+            K1,
+            MAX_ENUM_VALUES,
+            sorted(STOP_WORDS),
+            sorted(ABBREVIATIONS.items()),
+            UNSPACED,
+            SIBLING_WEIGHT,
+            SIBLING_POOL,
+            SEMANTIC_MODEL,
+            SEMANTIC_WEIGHT,
+            SEMANTIC_POOL,
+        )
+    ).encode()
+).hexdigest()[:16]
+"""One value naming everything a built index's postings and rankings depend on (field weights,
+saturation, analysis and the scripts read as bigrams, sibling evidence, the semantic leg): a
+cache of built indexes keys on it, so a change to any of them invalidates what was cached."""

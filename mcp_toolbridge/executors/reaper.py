@@ -1,0 +1,52 @@
+"""Waiting for a sandbox to end: its PID namespace, followed from outside.
+
+``bwrap`` is the direct child, but the command runs as PID 2 of the sandbox's own PID
+namespace under bwrap's init (PID 1 there). When the command exits, bwrap exits at once and
+its init is killed (``--die-with-parent``); the kernel then kills every process left in the
+namespace (``setsid`` and double-forked ones included) and only reports the init as exited once
+they are all gone. So the call waits for the init: bwrap writes its PID to ``--info-fd`` when
+the sandbox starts, a pidfd is opened on it right away (the init cannot be reaped and its PID
+reused before bwrap exits), and the call ends when that pidfd says the init has exited.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import anyio
+
+INFO_LIMIT = 64 * 1024
+
+
+async def follow_sandbox(info_fd: int) -> int | None:
+    """A pidfd on the sandbox's init, from bwrap's ``--info-fd`` (read to its end: bwrap
+    closes it once the sandbox is set up, or exits); None when there is nothing to follow."""
+    os.set_blocking(info_fd, False)
+    data = b""
+    while len(data) < INFO_LIMIT:
+        await anyio.wait_readable(info_fd)
+        try:
+            chunk = os.read(info_fd, 4096)
+        except BlockingIOError:
+            continue
+        if not chunk:
+            break
+        data += chunk
+    try:
+        pid = json.loads(data)["child-pid"]
+    except (ValueError, KeyError, TypeError):
+        return None  # bwrap failed before the sandbox started: its exit status says why
+    if not isinstance(pid, int) or not hasattr(os, "pidfd_open"):
+        return None
+    try:
+        return os.pidfd_open(pid)
+    except OSError:  # already gone
+        return None
+
+
+async def wait_ended(pidfd: int, limit_s: float) -> None:
+    """Return once the sandbox's init has exited (every process of the sandbox is gone), or
+    after ``limit_s`` seconds (a process stuck in the kernel)."""
+    with anyio.move_on_after(limit_s):
+        await anyio.wait_readable(pidfd)

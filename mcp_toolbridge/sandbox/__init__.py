@@ -1,0 +1,28 @@
+"""The environment sandbox, the third layer of defense: every process a call starts runs in an
+OS sandbox (bubblewrap: Linux user, mount, PID and network namespaces) built from that tool's
+effective capabilities, with an allowlisting proxy as the only network of a tool granted
+specific hosts. ``relay.py`` runs inside sandboxes only. See docs/security.md.
+
+May import: the vocabulary and ``policy`` (its scope types)."""
+
+from mcp_toolbridge.policy import SandboxMode
+from mcp_toolbridge.sandbox.confine import Confinement, Launch, Sandbox, Support, find_bwrap
+from mcp_toolbridge.sandbox.profile import (
+    SANDBOX_MODES,
+    SECRET_PATHS,
+    SandboxProfile,
+    profile_for,
+)
+
+__all__ = [
+    "SANDBOX_MODES",
+    "SECRET_PATHS",
+    "Confinement",
+    "Launch",
+    "Sandbox",
+    "SandboxMode",
+    "SandboxProfile",
+    "Support",
+    "find_bwrap",
+    "profile_for",
+]

@@ -1,0 +1,312 @@
+"""The bubblewrap command line for one launch: a profile, the host's facts and the command.
+
+The sandbox's root is an empty tmpfs; into it go, in order of depth (parents first):
+
+- the system view, read-only: ``/usr``, ``/etc`` and the ``/bin``, ``/sbin``, ``/lib*`` links
+  or folders; the server's interpreter (``sys.prefix``, ``sys.base_prefix``);
+- what the launch itself needs, read-only: the command (and the folder it was found in, and
+  that folder's prefix when it is a ``bin``, ``sbin`` or ``shims`` folder: ``~/.nvm/.../bin/node``
+  brings its ``lib``), the interpreter named by a script's ``#!`` line, each ``PATH`` folder
+  (and prefix) and the working directory. None of these may be ``/``, the home folder or a
+  folder above it, or lie inside a secret path: those are only visible when granted;
+- the profile's ``fs.read`` roots read-only, its ``fs.write`` roots writable;
+- a fresh ``/proc`` (of the sandbox's own PID namespace), a minimal ``/dev``, a private
+  size-capped ``/tmp`` and, when the home folder is not granted, an empty private one;
+- the masks: each secret path that exists under a visible root becomes empty and read-only,
+  unless it is granted by name; a granted root inside it is mounted over the mask.
+
+Namespaces: user, mount, PID, IPC, UTS, cgroup and (unless the profile has the full network)
+network; no capabilities, ``no_new_privs`` (bubblewrap always sets it), no further user
+namespaces inside, SIGKILL when the server dies. A mount nested in one of the same kind is left
+out (it would change nothing), which keeps the command short.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcp_toolbridge.sandbox.profile import SandboxProfile
+
+SYSTEM_PATHS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+TMP_BYTES = 1024 * 1024 * 1024
+"""The private /tmp's size limit (tmpfs: memory is only used as files are written)."""
+HOME_BYTES = 256 * 1024 * 1024
+PROXY_DIR = "/run/mcp-toolbridge"
+"""Where the proxy's socket folder is mounted inside the sandbox."""
+PROXY_SOCKET = "proxy.sock"
+PROXY_PORT = 3128
+"""The port the relay listens on inside the sandbox's own network namespace."""
+RELAY = Path(__file__).with_name("relay.py")
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
+_PREFIX_FOLDERS = frozenset({"bin", "sbin", "shims"})
+_SHEBANG_BYTES = 256
+
+# Kinds of mount, in the order they are applied to one path (writable first: a read-only
+# mount of the same path then adds nothing).
+_RW, _RO, _PRIVATE, _MASK, _FIXED = range(5)
+
+
+@dataclass(frozen=True, slots=True)
+class HostView:
+    """The facts about the host every launch uses (looked up once)."""
+
+    bwrap: str
+    home: Path | None
+    masks: tuple[Path, ...]
+    system: tuple[tuple[str, ...], ...]
+    """``("--ro-bind", p, p)`` or ``("--symlink", target, p)`` for each system path."""
+    python: tuple[Path, ...]
+    python_exe: str
+    resolver: tuple[Path, ...]
+    """What name resolution needs beyond /etc (for profiles with the full network)."""
+    mask_names: frozenset[str] = frozenset()
+    """``masks`` as strings, for lookups."""
+
+    @classmethod
+    def detect(cls, bwrap: str, *, home: Path | None, masks: Sequence[Path]) -> HostView:
+        system: list[tuple[str, ...]] = []
+        for path in SYSTEM_PATHS:
+            if os.path.islink(path):
+                system.append(("--symlink", os.readlink(path), path))
+            elif os.path.isdir(path):
+                system.append(("--ro-bind", path, path))
+        prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+        python = tuple(
+            sorted({Path(os.path.realpath(p)) for p in prefixes} | set(map(Path, prefixes)))
+        )
+        resolv = Path(os.path.realpath("/etc/resolv.conf")).parent
+        resolver = () if _within(str(resolv), "/etc") else (resolv,)
+        real_home = Path(os.path.realpath(home)) if home is not None else None
+        real_masks = tuple(dict.fromkeys(Path(os.path.realpath(m)) for m in masks))
+        return cls(
+            bwrap=bwrap,
+            home=real_home,
+            masks=real_masks,
+            mask_names=frozenset(map(str, real_masks)),
+            system=tuple(system),
+            python=python,
+            python_exe=sys.executable or "python3",
+            resolver=resolver,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Mount:
+    path: str
+    kind: int
+    args: tuple[str, ...]
+
+
+def bwrap_command(
+    view: HostView,
+    profile: SandboxProfile,
+    argv: Sequence[str],
+    *,
+    cwd: str | None,
+    env: Mapping[str, str],
+    info_fd: int | None = None,
+    proxy_dir: str | None = None,
+) -> tuple[list[str], dict[str, str]]:
+    """The bubblewrap argv and the environment that run ``argv`` inside ``profile``.
+
+    Raises OSError (as ``execve`` would, with the file name) when the program or the working
+    directory cannot be used, so spawn errors read the same with and without the sandbox.
+    """
+    workdir = os.path.realpath(cwd if cwd is not None else os.getcwd())
+    if cwd is not None and not os.path.isdir(workdir):
+        raise FileNotFoundError(errno.ENOENT, "No such directory", cwd)
+    program, needs = _program(argv[0], workdir, env)
+    path_dirs = [d for d in env.get("PATH", "").split(os.pathsep) if d.startswith("/")]
+    implicit = [*needs, workdir, *map(str, view.python)]
+    implicit.append(str(RELAY) if proxy_dir is not None else "")
+    if profile.network == "full":
+        implicit += map(str, view.resolver)
+    implicit = [p for p in implicit if p and _implicit_ok(view, p)]
+    implicit += _path_folders(view, tuple(path_dirs))
+    mounts = _mounts(view, profile, implicit)
+    command = [view.bwrap, "--unshare-all", "--unshare-user", "--disable-userns"]
+    if profile.network == "full":
+        command.append("--share-net")
+    command += ["--die-with-parent", "--cap-drop", "ALL"]
+    if info_fd is not None:
+        command += ["--info-fd", str(info_fd)]
+    for mount in mounts:
+        command += mount.args
+    for mount in mounts:  # last, so that granted roots inside a masked folder could be mounted
+        if mount.kind == _MASK and mount.args[0] == "--tmpfs":
+            command += ["--remount-ro", mount.path]
+    child_env = dict(env)
+    if "TMPDIR" in child_env:
+        child_env["TMPDIR"] = "/tmp"
+    if proxy_dir is None:
+        run = [program, *argv[1:]]
+        if program != argv[0]:
+            command += ["--argv0", argv[0]]
+    else:
+        command += ["--ro-bind", proxy_dir, PROXY_DIR]
+        proxy = f"http://127.0.0.1:{PROXY_PORT}"
+        child_env.update(dict.fromkeys(PROXY_VARIABLES, proxy))
+        child_env.pop("NO_PROXY", None)
+        child_env.pop("no_proxy", None)
+        socket = f"{PROXY_DIR}/{PROXY_SOCKET}"
+        relay = [view.python_exe, "-I", "-S", str(RELAY), socket, str(PROXY_PORT)]
+        run = [*relay, program, *argv]
+    command += ["--chdir", workdir, "--", *run]
+    return command, child_env
+
+
+def _mounts(view: HostView, profile: SandboxProfile, implicit: list[str]) -> list[_Mount]:
+    """Every mount, parents first, leaving out those nested in one of the same kind."""
+    granted = [os.path.realpath(p) for p in (*profile.read, *profile.write)]
+    wanted: list[_Mount] = [_Mount(args[2], _RO, args) for args in view.system]
+    for path in dict.fromkeys(implicit):
+        wanted.append(_Mount(path, _RO, ("--ro-bind-try", path, path)))
+    for root in profile.read:
+        path = os.path.realpath(root)
+        wanted.append(_Mount(path, _RO, ("--ro-bind-try", path, path)))
+    for root in profile.write:
+        path = os.path.realpath(root)
+        wanted.append(_Mount(path, _RW, ("--bind-try", path, path)))
+    wanted.append(_Mount("/tmp", _PRIVATE, ("--size", str(TMP_BYTES), "--tmpfs", "/tmp")))
+    home = str(view.home) if view.home is not None else None
+    if home is not None and home != "/" and os.path.isdir(home):
+        wanted.append(_Mount(home, _PRIVATE, ("--size", str(HOME_BYTES), "--tmpfs", home)))
+    roots = {m.path for m in wanted if m.kind in (_RO, _RW)}
+    for mask in map(str, view.masks):
+        if roots.isdisjoint(_ancestors(mask)):
+            continue  # under no visible root: nothing to hide
+        if mask in granted:
+            continue  # granted by name; a root inside it is mounted over the mask instead
+        if os.path.isdir(mask):
+            wanted.append(_Mount(mask, _MASK, ("--tmpfs", mask)))
+        elif os.path.lexists(mask):
+            wanted.append(_Mount(mask, _MASK, ("--ro-bind", "/dev/null", mask)))
+    wanted.append(_Mount("/proc", _FIXED, ("--proc", "/proc")))
+    wanted.append(_Mount("/dev", _FIXED, ("--dev", "/dev")))
+    wanted.sort(key=lambda m: (m.path.count("/") - (m.path == "/"), m.kind))
+    placed: list[_Mount] = []
+    latest: dict[str, _Mount] = {}
+    for mount in wanted:
+        parent = next((latest[a] for a in _ancestors(mount.path) if a in latest), None)
+        if _keep(mount, parent, home):
+            placed.append(mount)
+            latest[mount.path] = mount
+    return placed
+
+
+def _keep(mount: _Mount, parent: _Mount | None, home: str | None) -> bool:
+    kind = mount.kind
+    if kind == _FIXED:
+        return True
+    if kind == _MASK:  # only what is visible needs hiding
+        return parent is not None and parent.kind in (_RO, _RW)
+    if kind == _PRIVATE and mount.path == home:  # home granted: it stays as granted
+        return parent is None or parent.kind == _PRIVATE
+    if kind == _PRIVATE:
+        return parent is None or parent.kind not in (_RW, _PRIVATE)
+    if parent is None or parent.kind in (_PRIVATE, _MASK, _FIXED):
+        return True
+    # Writing implies reading: a read-only root inside a writable one would take writes away.
+    return not (kind == _RO or (kind == _RW and parent.kind == _RW))
+
+
+def _implicit_ok(view: HostView, path: str) -> bool:
+    """What a launch adds by itself never exposes /, the home folder or what is above it,
+    nor anything inside a secret path."""
+    if path == "/":
+        return False
+    if view.home is not None and _within(str(view.home), path):
+        return False
+    return view.mask_names.isdisjoint(_ancestors(path))
+
+
+def _ancestors(path: str) -> list[str]:
+    """``/a/b`` -> ``/a/b``, ``/a``, ``/``."""
+    out = [path]
+    while path != "/":
+        path = path.rsplit("/", 1)[0] or "/"
+        out.append(path)
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _path_folders(view: HostView, folders: tuple[str, ...]) -> tuple[str, ...]:
+    """The ``PATH`` folders a launch shows (looked up once per ``PATH``)."""
+    return tuple(p for p in dict.fromkeys(_with_prefixes(view, folders)) if _implicit_ok(view, p))
+
+
+def _with_prefixes(view: HostView, folders: Sequence[str]) -> list[str]:
+    """Each folder and, for ``.../bin``, ``.../sbin`` or ``.../shims``, its prefix (for
+    ``~/.local/bin``: ``~/.local/lib`` only)."""
+    out: list[str] = []
+    for folder in folders:
+        for path in dict.fromkeys((folder, os.path.realpath(folder))):
+            out.append(path)
+            head, name = os.path.split(path.rstrip("/"))
+            if name not in _PREFIX_FOLDERS or not head:
+                continue
+            if view.home is not None and head == str(view.home / ".local"):
+                out.append(os.path.join(head, "lib"))
+            else:
+                out.append(head)
+    return out
+
+
+def _program(command: str, workdir: str, env: Mapping[str, str]) -> tuple[str, list[str]]:
+    """The program's absolute path (found on PATH, or relative to the working directory) and
+    what it needs to be visible; raises OSError the way execve would."""
+    if "/" in command:
+        found = os.path.join(workdir, command)
+    else:
+        located = shutil.which(command, path=env.get("PATH", os.defpath))
+        if located is None:
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory", command)
+        found = os.path.abspath(located)
+    if not os.path.exists(found):
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", command)
+    if os.path.isdir(found) or not os.access(found, os.X_OK):
+        raise PermissionError(errno.EACCES, "Permission denied", command)
+    folders = [os.path.dirname(found)]
+    interpreter = _shebang(found)
+    if interpreter is not None:
+        folders.append(os.path.dirname(interpreter))
+    return found, [*_prefixes_of(folders), os.path.realpath(found), found]
+
+
+def _prefixes_of(folders: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    for folder in folders:
+        for path in dict.fromkeys((folder, os.path.realpath(folder))):
+            out.append(path)
+            head, name = os.path.split(path)
+            if name in _PREFIX_FOLDERS and head:
+                out.append(head)
+    return out
+
+
+def _shebang(path: str) -> str | None:
+    """The interpreter of a ``#!`` script; raises ENOEXEC for a file that is neither a
+    script nor an ELF binary (what execve says)."""
+    try:
+        with open(path, "rb") as file:
+            head = file.read(_SHEBANG_BYTES)
+    except OSError:
+        return None  # executable but unreadable: let the kernel decide
+    if head.startswith(b"#!"):
+        line = head[2:].split(b"\n", 1)[0].strip()
+        word = line.split(maxsplit=1)[0] if line else b""
+        return os.fsdecode(word) if word.startswith(b"/") else None
+    if head.startswith(b"\x7fELF"):
+        return None
+    raise OSError(errno.ENOEXEC, "Exec format error", path)
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or root == "/" or path.startswith(root.rstrip("/") + "/")

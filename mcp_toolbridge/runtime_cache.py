@@ -5,8 +5,8 @@ Composing checks every tool against the policy (exposed, left out with a reason,
 error), adds the proxy (call_tool) over the manifest tools served, marks the pinned tools, and
 builds the catalog (unique names). Over 100,000 tools that is seconds of work on records
 unpickled from the manifest cache, so its outcome is cached too: which tools are served under
-which names, which are pinned, which are left out and why, and every problem found. The
-outcome is keyed on all it is a function of:
+which names, which are pinned, which are left out and why, and every problem found. The outcome
+is keyed on all it is a function of:
 
 - the manifests: each file's fingerprint (its bytes, every file it read, the environment it
   read; see ``loaders.cache``);
@@ -43,6 +43,7 @@ from mcp_toolbridge.catalog import (
     named_as_written,
     pin_tools,
     store_index,
+    vector_store,
 )
 from mcp_toolbridge.errors import ErrorCode, Problem, Severity
 from mcp_toolbridge.forking import write_behind
@@ -466,26 +467,25 @@ IndexMeter = Callable[[int], Meter | None]
 def index_for(
     catalog: Catalog, key: bytes | None, *, cache: bool, meter: IndexMeter
 ) -> SearchIndex:
-    """The search index of ``catalog``'s manifest tools: from the cache when it holds the
-    index of this very catalog (``key``) under the current ranking (its vectors are made
-    from the tools), else built (and cached, by a forked writer for a big catalog)."""
-    folder = CacheFolder() if cache and key is not None else None
-    if folder is not None and key is not None:
-        if (index := load_index(folder, key)) is not None:
-            index.embed_from(lambda name: entry.spec if (entry := catalog.get(name)) else None)
-            return index
-    names = catalog.manifest_names()
-    progress = meter(len(names))
-    index = SearchIndex.build(
-        (entry.spec for name in names if (entry := catalog.get(name)) is not None),
-        meter=progress,
-    )
-    if progress is not None:
-        progress.finish(f"indexed {len(names):,} tools")
-    if folder is not None and key is not None:
-        work = partial(store_index, folder, key, index)
-        if not (len(names) >= WRITE_BEHIND_FROM and write_behind(work)):
-            work()
+    """``catalog``'s search index: the one cached for this catalog (``key``) and ranking, else
+    built and cached (see ``write``); its semantic vectors are cached too, once made."""
+    place = (CacheFolder(), key) if cache and key is not None else None
+    index = load_index(*place) if place is not None else None
+    if index is not None:
+        index.embed_from(lambda name: entry.spec if (entry := catalog.get(name)) else None)
+    else:
+        names = catalog.manifest_names()
+        progress = meter(len(names))
+        index = SearchIndex.build(
+            (entry.spec for name in names if (entry := catalog.get(name)) is not None),
+            meter=progress,
+        )
+        if progress is not None:
+            progress.finish(f"indexed {len(names):,} tools")
+        if place is not None:
+            write(partial(store_index, *place, index), len(names))
+    if place is not None:
+        index.keep_vectors(vector_store(*place))
     return index
 
 

@@ -4,6 +4,7 @@ start restores what a fresh start builds, and any change to what it depends on i
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 
 from benchmarks.catalog_gen import generate
 from mcp_toolbridge.catalog import SearchIndex, index_cache
+from mcp_toolbridge.catalog.embedding import Embedder
 from mcp_toolbridge.runtime import Loaded, Settings, load_catalog, search_index
 from tests.support.fresh_python import run_json_script
 
@@ -206,11 +208,40 @@ def test_a_ranking_change_rebuilds_the_index(
         index_cache.ranking.cache_clear()
 
 
+def test_the_semantic_vectors_are_made_once_and_then_read_from_the_cache(
+    catalog: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedded: list[int | None] = []  # how many texts each embedding was of (None: a query's)
+    real_embed = Embedder.embed
+
+    def counting(self: Embedder, texts: Any, count: int | None = None) -> Any:
+        embedded.append(count)
+        return real_embed(self, texts, count)
+
+    monkeypatch.setattr(Embedder, "embed", counting)
+    first = load_catalog(_settings(catalog), locked=True)
+    built = search_index(_settings(catalog), first)
+    expected = _hits(built)
+    tools = len(built)
+    assert embedded.count(tools) == 1
+    cache_home = Path(os.environ["XDG_CACHE_HOME"]) / "mcp-toolbridge"
+    assert len(list(cache_home.glob("vectors-*"))) == 1
+    second = load_catalog(_settings(catalog), locked=True)
+    restored = search_index(_settings(catalog), second)
+    assert _hits(restored) == expected
+    assert embedded.count(tools) == 1  # the restart read them: nothing embedded again
+    stored = next(cache_home.glob("vectors-*"))
+    stored.write_bytes(stored.read_bytes()[:-8])  # damaged: ignored, made again, never trusted
+    third = search_index(_settings(catalog), load_catalog(_settings(catalog), locked=True))
+    assert _hits(third) == expected
+    assert embedded.count(tools) == 2
+
+
 def test_without_the_cache_nothing_is_written(catalog: Path, tmp_path: Path) -> None:
     loaded = load_catalog(_settings(catalog, cache=False), locked=True)
     search_index(_settings(catalog, cache=False), loaded)
     assert loaded.key is None
-    cache_home = Path(__import__("os").environ["XDG_CACHE_HOME"])
+    cache_home = Path(os.environ["XDG_CACHE_HOME"])
     assert not (cache_home / "mcp-toolbridge").exists()
 
 

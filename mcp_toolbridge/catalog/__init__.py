@@ -13,6 +13,7 @@ from mcp_toolbridge.catalog.index_cache import (
     load_index,
     ranking,
     store_index,
+    vector_store,
 )
 from mcp_toolbridge.catalog.pins import Pin, pin_tools
 from mcp_toolbridge.catalog.ranking_config import RANKING_CONFIG
@@ -31,4 +32,5 @@ __all__ = [
     "pin_tools",
     "ranking",
     "store_index",
+    "vector_store",
 ]

@@ -92,6 +92,20 @@ def embedder() -> Embedder:
         return _model[0]
 
 
+def to_bytes(matrix: Matrix) -> bytes:
+    """A catalog's vectors as stored in the cache (float32, rows in order: exact)."""
+    return np.ascontiguousarray(matrix, dtype=np.float32).tobytes()
+
+
+def from_bytes(data: bytes, rows: int) -> Matrix | None:
+    """Vectors stored by :func:`to_bytes`, or None when ``data`` is not ``rows`` of this
+    model's vectors."""
+    dims = embedder().dims
+    if len(data) != rows * dims * 4:
+        return None
+    return np.frombuffer(data, dtype=np.float32).reshape(rows, dims)  # read-only, no copy
+
+
 def cosines(tools: Matrix, queries: Matrix) -> Matrix:
     """``queries @ tools.T`` (unit rows, so cosines; one row per query) by numpy's own
     vectorised loop, on this thread: a matrix product would go to the BLAS, whose worker

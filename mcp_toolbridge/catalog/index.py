@@ -38,7 +38,7 @@ from mcp_toolbridge.catalog.ranking_config import SEMANTIC_MODEL as SEMANTIC_MOD
 from mcp_toolbridge.catalog.ranking_config import SEMANTIC_POOL, SEMANTIC_WEIGHT, SIBLING_POOL
 from mcp_toolbridge.catalog.ranking_config import SIBLING_WEIGHT as SIBLING_WEIGHT
 from mcp_toolbridge.catalog.text import Analyzer, default_analyzer, split_clauses, strip_courtesies
-from mcp_toolbridge.catalog.vectors import CatalogVectors
+from mcp_toolbridge.catalog.vectors import CatalogVectors, VectorStore
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.progress import Meter
 
@@ -130,6 +130,12 @@ class SearchIndex:
                     yield semantic_text(spec) if spec is not None else name
 
             self._vectors = CatalogVectors(texts, len(names))
+
+    def keep_vectors(self, store: VectorStore) -> None:
+        """Read the catalog's vectors from ``store`` when they are first needed, and store
+        them there once made (the start-up cache: a restart does not embed again)."""
+        if self._vectors is not None:
+            self._vectors.store = store
 
     @property
     def warm(self) -> bool:

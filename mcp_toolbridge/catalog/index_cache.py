@@ -29,6 +29,7 @@ from mcp_toolbridge.cacheform import Compact, compact, expand
 from mcp_toolbridge.catalog.index import SearchIndex
 from mcp_toolbridge.catalog.ranking_config import RANKING_CONFIG
 from mcp_toolbridge.catalog.text import Analyzer, default_analyzer
+from mcp_toolbridge.catalog.vectors import VectorStore
 
 __all__ = [
     "DeferredIndex",
@@ -37,6 +38,7 @@ __all__ = [
     "load_index",
     "ranking",
     "store_index",
+    "vector_store",
 ]
 
 _RANKING_SOURCES = ("index.py", "index_build.py", "ranking_config.py", "text.py", "scripts.py")
@@ -86,6 +88,25 @@ def load_index(
         return None
     vars(index).update({name: expand(value) for name, value in stored.items()})
     return index
+
+
+VECTORS_KIND = "search-vectors/1"
+
+
+def vector_store(folder: CacheFolder, catalog_key: bytes) -> VectorStore:
+    """Where the semantic leg's vectors of this catalog's index are kept: beside the index,
+    under the same key, written once they are made (the first search)."""
+    name = "vectors-" + index_key(catalog_key).removeprefix("index-")
+
+    def read() -> bytes | None:
+        stored = folder.read(name, VECTORS_KIND)
+        return stored if isinstance(stored, bytes) else None
+
+    def write(data: bytes) -> None:
+        if folder.write(name, VECTORS_KIND, data):
+            folder.prune("vectors-", keep=[name], most=8)
+
+    return VectorStore(read, write)
 
 
 def is_stored(folder: CacheFolder, catalog_key: bytes) -> bool:

@@ -5,10 +5,20 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from mcp_toolbridge.catalog.embedding import Matrix
+
+
+@dataclass(frozen=True)
+class VectorStore:
+    """Where a catalog's vectors are kept between runs (the start-up cache): ``read()``
+    gives what was stored (or None), ``write(data)`` stores vectors just made."""
+
+    read: Callable[[], bytes | None]
+    write: Callable[[bytes], None]
 
 
 class CatalogVectors:
@@ -21,6 +31,8 @@ class CatalogVectors:
         self._count = count
         self._matrix: Matrix | None = None
         self._lock = threading.Lock()
+        self.store: VectorStore | None = None
+        """Read before embedding, written after."""
 
     @property
     def ready(self) -> bool:
@@ -29,10 +41,16 @@ class CatalogVectors:
     def matrix(self) -> Matrix:
         with self._lock:
             if self._matrix is None:
-                from mcp_toolbridge.catalog.embedding import embedder
+                from mcp_toolbridge.catalog.embedding import embedder, from_bytes, to_bytes
 
-                assert self._texts is not None
-                self._matrix = embedder().embed(self._texts(), self._count)
+                stored = self.store.read() if self.store is not None else None
+                if stored is not None:
+                    self._matrix = from_bytes(stored, self._count)
+                if self._matrix is None:
+                    assert self._texts is not None
+                    self._matrix = embedder().embed(self._texts(), self._count)
+                    if self.store is not None:  # on this (worker) thread: 0.1 s at 100k
+                        self.store.write(to_bytes(self._matrix))
                 self._texts = None
             return self._matrix
 

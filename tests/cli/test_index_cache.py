@@ -58,7 +58,7 @@ def _cache_files(home: Path) -> list[str]:
 def test_a_second_run_answers_the_same_from_the_cache(tmp_path: Path, catalog: Path) -> None:
     first = _search(tmp_path, catalog, "post a message to the channel")
     assert first.returncode == 0, first.stderr
-    assert _cache_files(tmp_path) == ["index", "key", "served", "specs"]
+    assert _cache_files(tmp_path) == ["index", "key", "served", "specs", "vectors"]
     second = _search(tmp_path, catalog, "post a message to the channel")
     assert second.returncode == 0, second.stderr
     assert second.stdout == first.stdout
@@ -88,7 +88,7 @@ def test_a_corrupt_cache_file_is_ignored_with_one_warning(tmp_path: Path, catalo
     assert damaged.returncode == 0
     assert damaged.stdout == clean.stdout
     warnings = damaged.stderr.splitlines()
-    assert len(warnings) == len(files) == 3  # one per damaged file
+    assert len(warnings) == len(files) == 4  # one per damaged file
     assert all("cache:" in w and "ignored" in w for w in warnings)
     again = _search(tmp_path, catalog, "create an issue")  # rewritten: quiet again
     assert (again.stdout, again.stderr) == (clean.stdout, "")

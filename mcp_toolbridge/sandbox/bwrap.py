@@ -29,7 +29,7 @@ import os
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcp_toolbridge.sandbox.profile import SandboxProfile
@@ -66,8 +66,19 @@ class HostView:
     python_exe: str
     resolver: tuple[Path, ...]
     """What name resolution needs beyond /etc (for profiles with the full network)."""
-    mask_names: frozenset[str] = frozenset()
+    mask_names: frozenset[str] = field(init=False)
     """``masks`` as strings, for lookups."""
+    system_roots: frozenset[str] = field(init=False)
+    """The paths ``system`` puts in place."""
+    mask_index: tuple[tuple[str, frozenset[str]], ...] = field(init=False)
+    """Each mask and its ancestors (itself included): a mask is only needed under a visible
+    root, and checking that is one set lookup per launch."""
+
+    def __post_init__(self) -> None:
+        names = tuple(map(str, self.masks))
+        object.__setattr__(self, "mask_names", frozenset(names))
+        object.__setattr__(self, "system_roots", frozenset(args[-1] for args in self.system))
+        object.__setattr__(self, "mask_index", tuple((m, frozenset(_ancestors(m))) for m in names))
 
     @classmethod
     def detect(cls, bwrap: str, *, home: Path | None, masks: Sequence[Path]) -> HostView:
@@ -89,7 +100,6 @@ class HostView:
             bwrap=bwrap,
             home=real_home,
             masks=real_masks,
-            mask_names=frozenset(map(str, real_masks)),
             system=tuple(system),
             python=python,
             python_exe=sys.executable or "python3",
@@ -162,32 +172,56 @@ def bwrap_command(
     return command, child_env
 
 
-def _mounts(view: HostView, profile: SandboxProfile, implicit: list[str]) -> list[_Mount]:
-    """Every mount, parents first, leaving out those nested in one of the same kind."""
-    granted = [os.path.realpath(p) for p in (*profile.read, *profile.write)]
-    wanted: list[_Mount] = [_Mount(args[2], _RO, args) for args in view.system]
-    for path in dict.fromkeys(implicit):
-        wanted.append(_Mount(path, _RO, ("--ro-bind-try", path, path)))
-    for root in profile.read:
-        path = os.path.realpath(root)
-        wanted.append(_Mount(path, _RO, ("--ro-bind-try", path, path)))
-    for root in profile.write:
-        path = os.path.realpath(root)
-        wanted.append(_Mount(path, _RW, ("--bind-try", path, path)))
-    wanted.append(_Mount("/tmp", _PRIVATE, ("--size", str(TMP_BYTES), "--tmpfs", "/tmp")))
-    home = str(view.home) if view.home is not None else None
-    if home is not None and home != "/" and os.path.isdir(home):
-        wanted.append(_Mount(home, _PRIVATE, ("--size", str(HOME_BYTES), "--tmpfs", home)))
-    roots = {m.path for m in wanted if m.kind in (_RO, _RW)}
-    for mask in map(str, view.masks):
-        if roots.isdisjoint(_ancestors(mask)):
+def _mounts(view: HostView, profile: SandboxProfile, implicit: list[str]) -> tuple[_Mount, ...]:
+    """Every mount, parents first, leaving out those nested in one of the same kind.
+
+    What can change between launches is looked up every time (where each root leads, which
+    secret paths exist and whether they are folders, whether the home folder exists); placing
+    the mounts from those facts is done once per distinct set of facts."""
+    read = tuple(os.path.realpath(p) for p in profile.read)
+    write = tuple(os.path.realpath(p) for p in profile.write)
+    shown = tuple(dict.fromkeys(implicit))
+    roots = {*view.system_roots, *shown, *read, *write}
+    granted = {*read, *write}
+    masks: list[tuple[str, bool]] = []
+    for mask, above in view.mask_index:
+        if roots.isdisjoint(above):
             continue  # under no visible root: nothing to hide
         if mask in granted:
             continue  # granted by name; a root inside it is mounted over the mask instead
         if os.path.isdir(mask):
-            wanted.append(_Mount(mask, _MASK, ("--tmpfs", mask)))
+            masks.append((mask, True))
         elif os.path.lexists(mask):
-            wanted.append(_Mount(mask, _MASK, ("--ro-bind", "/dev/null", mask)))
+            masks.append((mask, False))
+    home = str(view.home) if view.home is not None else None
+    private_home = home is not None and home != "/" and os.path.isdir(home)
+    return _place(view, shown, read, write, tuple(masks), private_home)
+
+
+@functools.lru_cache(maxsize=256)
+def _place(
+    view: HostView,
+    shown: tuple[str, ...],
+    read: tuple[str, ...],
+    write: tuple[str, ...],
+    masks: tuple[tuple[str, bool], ...],
+    private_home: bool,
+) -> tuple[_Mount, ...]:
+    """The mounts for these facts (``masks``: each secret path to hide, True for a folder)."""
+    wanted: list[_Mount] = [_Mount(args[2], _RO, args) for args in view.system]
+    for path in shown:
+        wanted.append(_Mount(path, _RO, ("--ro-bind-try", path, path)))
+    for path in read:
+        wanted.append(_Mount(path, _RO, ("--ro-bind-try", path, path)))
+    for path in write:
+        wanted.append(_Mount(path, _RW, ("--bind-try", path, path)))
+    wanted.append(_Mount("/tmp", _PRIVATE, ("--size", str(TMP_BYTES), "--tmpfs", "/tmp")))
+    home = str(view.home) if view.home is not None else None
+    if home is not None and private_home:
+        wanted.append(_Mount(home, _PRIVATE, ("--size", str(HOME_BYTES), "--tmpfs", home)))
+    for mask, folder in masks:
+        args = ("--tmpfs", mask) if folder else ("--ro-bind", "/dev/null", mask)
+        wanted.append(_Mount(mask, _MASK, args))
     wanted.append(_Mount("/proc", _FIXED, ("--proc", "/proc")))
     wanted.append(_Mount("/dev", _FIXED, ("--dev", "/dev")))
     wanted.sort(key=lambda m: (m.path.count("/") - (m.path == "/"), m.kind))
@@ -198,7 +232,7 @@ def _mounts(view: HostView, profile: SandboxProfile, implicit: list[str]) -> lis
         if _keep(mount, parent, home):
             placed.append(mount)
             latest[mount.path] = mount
-    return placed
+    return tuple(placed)
 
 
 def _keep(mount: _Mount, parent: _Mount | None, home: str | None) -> bool:

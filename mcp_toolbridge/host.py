@@ -138,7 +138,8 @@ class Host(Protocol):
 
     async def sample(self, key: str, request: SamplingRequest) -> SamplingResult:
         """Ask the client's model for one message. ``key`` names the request stably across
-        multi-round-trip retries of the same call, like :meth:`elicit`."""
+        multi-round-trip retries of the same call, like :meth:`elicit`. Raises
+        :class:`CouldNotSample` when the client could not run its model for it."""
         ...
 
 
@@ -159,6 +160,16 @@ class CouldNotAsk(Exception):
     answer, or the connection to it closed before an answer came. ``reason`` says which, in
     words a model can read. Never an answer and never consent: whoever asked treats it as a
     refusal, the way a headless session's question is refused."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class CouldNotSample(Exception):
+    """Raised by :meth:`Host.sample` when the client's model could not be asked: the client
+    answered the request with an error, its reply was not a sampling result, or the
+    connection closed first. ``reason`` says which, in words a model can read."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)

@@ -7,7 +7,8 @@ that declared the capability may still answer the request with a JSON-RPC error 
 own failure), or with something that is not an elicitation result, and the connection may
 close while the question waits (stdin ended: the stdio transport refuses the request with
 "Connection closed"). Each raises :class:`~mcp_toolbridge.host.CouldNotAsk` with the reason,
-never an answer.
+never an answer; a sampling request that fails the same ways raises
+:class:`~mcp_toolbridge.host.CouldNotSample`.
 
 2026-07-28 era: no server-initiated requests. The call returns ``InputRequiredResult`` and the
 client retries it with ``inputResponses`` and the echoed ``requestState``. The state is sealed
@@ -55,6 +56,7 @@ from mcp_toolbridge.host import (
     SERVER_LOGGER,
     Answer,
     CouldNotAsk,
+    CouldNotSample,
     InputPending,
     LogLevel,
     SamplingRequest,
@@ -89,14 +91,14 @@ def _answers_in_state(request_state: str | None) -> dict[str, dict[str, Any]]:
     return answers if isinstance(answers, dict) else {}
 
 
-def _why_not_asked(error: MCPError) -> str:
+def _why_not_asked(error: MCPError, what: str = "the question") -> str:
     """Why ``elicitation/create`` failed, for the model: the error's code and words, clipped.
     The code alone does not tell a closed connection from the client's own error (-32000 is
     both), so the words say which."""
     text = " ".join(error.message.split())
     if len(text) > MAX_CLIENT_TEXT:
         text = text[:MAX_CLIENT_TEXT] + " …"
-    return f"the question ended with error {error.code}: {text or 'no message'}"
+    return f"{what} ended with error {error.code}: {text or 'no message'}"
 
 
 class McpHost:
@@ -151,7 +153,12 @@ class McpHost:
         return server_sampling.can_sample(self._ctx)
 
     async def sample(self, key: str, request: SamplingRequest) -> SamplingResult:
-        return await server_sampling.sample(self._ctx, request)
+        try:
+            return await server_sampling.sample(self._ctx, request)
+        except MCPError as exc:  # the client's own error, or the connection closed
+            raise CouldNotSample(_why_not_asked(exc, "the request for a message")) from exc
+        except ValidationError as exc:
+            raise CouldNotSample("the client's reply is not a sampling result") from exc
 
     def input_required(self, pending: InputPending) -> types.InputRequiredResult:
         """The result that asks the client for ``pending`` and carries earlier answers."""

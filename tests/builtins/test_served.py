@@ -265,6 +265,41 @@ async def test_task_runs_a_subagent_on_the_clients_model_through_sampling(tmp_pa
     assert not {"todo", "question", "task"} & offered
 
 
+async def test_a_sampling_request_the_client_fails_ends_the_task_with_the_reason(tmp_path):
+    """The client declared sampling, ran the first turn, then answered the second request
+    with an error: the task is a tool error that says why and what was done, never an
+    internal error."""
+    settings = locked_settings(tmp_path)
+    assert settings.workspace is not None
+    (settings.workspace / "notes.txt").write_text("alpha\n", encoding="utf-8")
+    model = Model()
+
+    async def failing_second(
+        context: Any, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResultWithTools | types.ErrorData:
+        if model.requests:
+            return types.ErrorData(code=types.INTERNAL_ERROR, message="model overloaded")
+        return await model(context, params)
+
+    async with served_client(
+        settings,
+        "legacy",
+        locked=True,
+        sampling_callback=failing_second,
+        sampling_capabilities=types.SamplingCapability(tools=types.SamplingToolsCapability()),
+    ) as client:
+        result = await client.call_tool(
+            "task", {"description": "read notes", "prompt": "What does notes.txt say?"}
+        )
+    assert result.is_error
+    assert error_text(result) == (
+        "the subagent stopped at turn 2: the client could not run its model (the request "
+        f"for a message ended with error {types.INTERNAL_ERROR}: model overloaded); tool "
+        "calls made: read. Nothing more was done: do the work yourself with your tools."
+    )
+    assert (result.meta or {})["toolbridge/code"] == "exec.failed"
+
+
 @pytest.mark.parametrize("mode", MODES)
 async def test_task_without_sampling_is_a_clearerror_text(tmp_path, mode):
     async with served_client(locked_settings(tmp_path), mode, locked=True) as client:

@@ -19,6 +19,7 @@ import anyio
 from mcp_toolbridge.errors import CallError
 from mcp_toolbridge.host import (
     CallContext,
+    CouldNotSample,
     Host,
     ProgressFn,
     SamplingMessage,
@@ -71,7 +72,9 @@ class SubagentRun:
     tool_calls: list[str] = field(default_factory=list)
     text: str = ""
     """The final answer, or the last text the model wrote when it did not finish."""
-    stopped: Literal["answer", "max_turns", "timeout"] = "answer"
+    stopped: Literal["answer", "max_turns", "timeout", "unreachable"] = "answer"
+    reason: str = ""
+    """Why the client's model could not be asked (``unreachable``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +172,11 @@ async def run_subagent(
                 system_prompt=conversation.system_prompt,
                 max_tokens=limits.max_tokens,
             )
-            reply = await host.sample(f"{conversation.key}:{turn}", request)
+            try:
+                reply = await host.sample(f"{conversation.key}:{turn}", request)
+            except CouldNotSample as exc:
+                run.stopped, run.reason = "unreachable", exc.reason
+                return run
             text = "\n".join(b.text for b in reply.content if isinstance(b, TextBlock)).strip()
             run.text = text or run.text
             uses = [b for b in reply.content if isinstance(b, ToolUseBlock)]

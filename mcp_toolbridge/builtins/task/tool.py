@@ -234,6 +234,8 @@ class TaskTool:
         value = _report(run, kind)
         if run.stopped == "max_turns":
             return ExecResult(ok=False, value=value, error=_unfinished(run, "turn", limits))
+        if run.stopped == "unreachable":
+            return ExecResult(ok=False, value=value, error=_unreachable(run))
         if run.stopped == "timeout":
             return ExecResult(ok=False, value=value, error=_unfinished(run, "time", limits))
         if not run.text:
@@ -243,6 +245,15 @@ class TaskTool:
         calls = ", ".join(value["tool_calls"]) or "none"
         footer = f"({kind} subagent: {run.turns} turn(s); tool calls: {calls})"
         return ExecResult(ok=True, value=value, text=f"{run.text}\n\n{footer}")
+
+
+def _unreachable(run: SubagentRun) -> str:
+    calls = ", ".join(run.tool_calls) or "none"
+    return (
+        f"the subagent stopped at turn {run.turns}: the client could not run its model "
+        f"({run.reason}); tool calls made: {calls}. Nothing more was done: do the work "
+        "yourself with your tools."
+    )
 
 
 def _unfinished(run: SubagentRun, limit: str, limits: Limits) -> str:

@@ -30,8 +30,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from mcp_toolbridge.builtins import LOCKED_IDS, PROXY_TOOL, TOOL_SEARCH_SPEC, proxy_spec
-from mcp_toolbridge.cachefile import CacheFolder, digest
-from mcp_toolbridge.cacheform import Compact, compact, expand
+from mcp_toolbridge.cache import CacheFolder, Compact, compact, digest, expand
 from mcp_toolbridge.catalog import (
     Catalog,
     CatalogEntry,
@@ -168,7 +167,7 @@ class Composed:
 @dataclass
 class _Snapshot:
     """A composed catalog as stored: the locked tools as they are (a dozen), references
-    instead of manifest tool records, and big tables in columns (``cacheform``), which read
+    instead of manifest tool records, and big tables in columns (``cache/columns.py``), which read
     back several times faster than 100,000 pickled tuples."""
 
     locked: list[ToolSpec]

@@ -26,8 +26,7 @@ LEVELS = {
     "secrets.py": 0,
     "host.py": 0,
     "forking.py": 0,
-    "cachefile.py": 0,
-    "cacheform.py": 0,
+    "cache/": 0,
     "progress.py": 0,
     "workspace.py": 0,
     # what the core works on

@@ -9,8 +9,8 @@ to raise ``RANKING_REVISION``.
 
 What is stored is the index's own state (name tables, term ids, posting arrays), without the
 analyzer, which a restored index gets fresh; its big tables of names are stored compacted
-(``cachefile.compact``: 100,000 names as one text, not 100,000 pickled strings); see
-``cachefile`` for how the file is authenticated.
+(``cache.compact``: 100,000 names as one text, not 100,000 pickled strings); see
+``cache/folder.py`` for how the file is authenticated.
 """
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ from typing import Any
 import anyio
 import Stemmer
 
-from mcp_toolbridge.cachefile import CacheFolder, digest
-from mcp_toolbridge.cacheform import Compact, compact, expand
+from mcp_toolbridge.cache import CacheFolder, Compact, compact, digest, expand
 from mcp_toolbridge.catalog.index import SearchIndex
 from mcp_toolbridge.catalog.ranking_config import RANKING_CONFIG
 from mcp_toolbridge.catalog.text import Analyzer, default_analyzer

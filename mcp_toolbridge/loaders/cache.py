@@ -14,7 +14,7 @@ the file's problems and manifests as objects, and its tools pickled: a big catal
 serving state is cached too (runtime) never unpickles the tools it does not use.
 
 The entries of one set of paths given to the loader live in one file of the cache folder
-(``specs-<digest of the paths>.bin``); see ``cachefile`` for how it is authenticated.
+(``specs-<digest of the paths>.bin``); see ``cache/folder.py`` for how it is authenticated.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 
 from blake3 import blake3
 
-from mcp_toolbridge.cachefile import BlobPlace, Blobs, CacheFolder, digest
+from mcp_toolbridge.cache import BlobPlace, Blobs, CacheFolder, digest
 from mcp_toolbridge.errors import Problem
 from mcp_toolbridge.loaders.report import (
     LoadReport,

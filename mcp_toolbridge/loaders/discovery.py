@@ -13,7 +13,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from mcp_toolbridge.cachefile import CacheFolder
+from mcp_toolbridge.cache import CacheFolder
 from mcp_toolbridge.errors import ErrorCode
 from mcp_toolbridge.loaders.agentcli import load_agentcli
 from mcp_toolbridge.loaders.agentpm import load_agentpm

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from mcp_toolbridge.cachefile import fingerprint
+from mcp_toolbridge.cache import fingerprint
 from mcp_toolbridge.errors import ErrorCode, Problem
 from mcp_toolbridge.model import HttpTransport, RequirementSet, ToolSpec
 from mcp_toolbridge.policy.checks import name_problems, unmatchable_rules

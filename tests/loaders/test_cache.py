@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from blake3 import blake3
 
-from mcp_toolbridge.cachefile import CacheFolder
+from mcp_toolbridge.cache import CacheFolder
 from mcp_toolbridge.loaders import Manifests, load_manifests, load_paths
 from tests.support import paths
 from tests.support.fresh_python import run_json_script
@@ -235,7 +235,7 @@ def test_settled_files_are_checked_by_signature_and_a_write_still_shows(
 PARALLEL = """
 import json, os, sys
 from pathlib import Path
-from mcp_toolbridge.cachefile import CacheFolder
+from mcp_toolbridge.cache import CacheFolder
 from mcp_toolbridge.loaders import load_manifests, load_paths
 from mcp_toolbridge.loaders import parallel as shares
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_toolbridge import cachefile
-from mcp_toolbridge.cachefile import CacheFolder, default_cache_dir, fingerprint
+from mcp_toolbridge.cache import CacheFolder, default_cache_dir, fingerprint
+from mcp_toolbridge.cache import folder as cachefile
 from tests.support.fresh_python import ROOT
 
 
@@ -160,7 +160,7 @@ def test_the_default_folder_follows_the_environment(
 WRITER = """
 import os, sys, time
 from pathlib import Path
-from mcp_toolbridge import cachefile
+from mcp_toolbridge.cache import folder as cachefile
 
 folder = cachefile.CacheFolder(Path(sys.argv[1]))
 folder.write("thing.bin", "test/1", "the old value")
@@ -223,7 +223,7 @@ def test_files_written_by_other_code_are_foreign(
 
 def test_fingerprints_are_the_same_in_every_process() -> None:
     script = (
-        "import re\nfrom pathlib import Path\nfrom mcp_toolbridge.cachefile import fingerprint\n"
+        "import re\nfrom pathlib import Path\nfrom mcp_toolbridge.cache import fingerprint\n"
         "print(fingerprint([{'b', 'a', 'c'}, frozenset({'x', 'y'}), Path('/p'), "
         "re.compile('a+', re.I)]).hex())"
     )
@@ -255,7 +255,7 @@ def test_fingerprints_are_the_same_in_every_process() -> None:
     ],
 )
 def test_compacted_tables_expand_to_what_they_were(value: object) -> None:
-    from mcp_toolbridge.cacheform import compact, expand
+    from mcp_toolbridge.cache import compact, expand
 
     back: object = expand(pickle.loads(pickle.dumps(compact(value))))
     assert back == value and type(back) is type(value)

@@ -148,7 +148,7 @@ def code_fingerprint() -> str:
     its inputs, and a changed loader must not be served what an older one made, version
     number or not. Stat calls only (≈ 1 ms a start); any edit, checkout or reinstall
     changes a size or a time."""
-    root = Path(__file__).parent
+    root = Path(__file__).parent.parent  # the package, not this folder
     found: list[tuple[str, int, int]] = []
     stack = [str(root)]
     while stack:

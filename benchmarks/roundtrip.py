@@ -80,7 +80,7 @@ from mcp_toolbridge.bridge import PolicyGate
 from mcp_toolbridge.executors import probe_sandbox, run_process
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.runtime import Settings, load_catalog, open_bridge
-from mcp_toolbridge.sandbox import Confinement, Sandbox
+from mcp_toolbridge.sandbox import Confinement
 
 PAYLOAD = {"text": "hello from the benchmark"}
 CONCURRENCY = (1, 8, 32)
@@ -328,12 +328,13 @@ class Bench:
         """The sandbox `serve` gives the tool (the default policy, this folder as workspace)."""
         settings = self._settings()
         loaded = load_catalog(settings)
-        sandbox = Sandbox.configured(loaded.policy.file, settings.sandbox, settings.environ)
-        if not (await probe_sandbox(sandbox)).ok:
-            raise RuntimeError(f"no sandbox here: {sandbox.support}")
+        gate = PolicyGate.configured(loaded.policy, settings.sandbox, environ=settings.environ)
+        assert gate.sandbox is not None
+        if not (await probe_sandbox(gate.sandbox)).ok:
+            raise RuntimeError(f"no sandbox here: {gate.sandbox.support}")
         entry = loaded.catalog.resolve("echo_json")
         assert entry is not None
-        confinement = PolicyGate(loaded.policy, sandbox=sandbox).confinement(entry.spec)
+        confinement = gate.confinement(entry.spec)
         assert confinement is not None
         return confinement
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import anyio
 
 from mcp_toolbridge.errors import ExecSpawnError
-from mcp_toolbridge.policy import PolicyFile, SandboxMode, Scope
+from mcp_toolbridge.policy import SandboxMode, Scope
 from mcp_toolbridge.sandbox.bwrap import PROXY_SOCKET, HostView, bwrap_command
 from mcp_toolbridge.sandbox.profile import (
     SandboxProfile,
@@ -131,15 +131,6 @@ class Sandbox:
         if not home or not home.startswith("/"):
             home = _password_home()
         return cls(mode, home=Path(home) if home.startswith("/") else None, mask=mask)
-
-    @classmethod
-    def configured(
-        cls, policy: PolicyFile, mode: SandboxMode | None, environ: Mapping[str, str]
-    ) -> Sandbox:
-        """The server's sandbox: ``mode`` (``--sandbox``), else the policy's ``[sandbox]
-        mode``, with its masks; the home folder (for the secret paths) from ``environ``."""
-        config = policy.sandbox
-        return cls.from_environ(mode or config.mode, environ, config.mask)
 
     def unsupported(self) -> Support | None:
         """A reason the sandbox cannot work here that needs no probe; None: probe it."""

@@ -241,11 +241,12 @@ class Model:
         )
 
 
-async def test_task_runs_a_subagent_on_the_clients_model_through_sampling(tmp_path):
+async def _task_on_notes(tmp_path: Path, model: Any) -> types.CallToolResult:
+    """A task asked about notes.txt (it says "alpha") by a 2025 client whose model is
+    ``model`` (a sampling callback)."""
     settings = locked_settings(tmp_path)
     assert settings.workspace is not None
     (settings.workspace / "notes.txt").write_text("alpha\n", encoding="utf-8")
-    model = Model()
     async with served_client(
         settings,
         "legacy",
@@ -253,9 +254,14 @@ async def test_task_runs_a_subagent_on_the_clients_model_through_sampling(tmp_pa
         sampling_callback=model,
         sampling_capabilities=types.SamplingCapability(tools=types.SamplingToolsCapability()),
     ) as client:
-        result = await client.call_tool(
+        return await client.call_tool(
             "task", {"description": "read notes", "prompt": "What does notes.txt say?"}
         )
+
+
+async def test_task_runs_a_subagent_on_the_clients_model_through_sampling(tmp_path):
+    model = Model()
+    result = await _task_on_notes(tmp_path, model)
     assert not result.is_error, result
     assert result.structured_content is not None
     assert result.structured_content["result"] == "the file says alpha: True"
@@ -269,9 +275,6 @@ async def test_a_sampling_request_the_client_fails_ends_the_task_with_the_reason
     """The client declared sampling, ran the first turn, then answered the second request
     with an error: the task is a tool error that says why and what was done, never an
     internal error."""
-    settings = locked_settings(tmp_path)
-    assert settings.workspace is not None
-    (settings.workspace / "notes.txt").write_text("alpha\n", encoding="utf-8")
     model = Model()
 
     async def failing_second(
@@ -281,16 +284,7 @@ async def test_a_sampling_request_the_client_fails_ends_the_task_with_the_reason
             return types.ErrorData(code=types.INTERNAL_ERROR, message="model overloaded")
         return await model(context, params)
 
-    async with served_client(
-        settings,
-        "legacy",
-        locked=True,
-        sampling_callback=failing_second,
-        sampling_capabilities=types.SamplingCapability(tools=types.SamplingToolsCapability()),
-    ) as client:
-        result = await client.call_tool(
-            "task", {"description": "read notes", "prompt": "What does notes.txt say?"}
-        )
+    result = await _task_on_notes(tmp_path, failing_second)
     assert result.is_error
     assert error_text(result) == (
         "the subagent stopped at turn 2: the client could not run its model (the request "

@@ -14,8 +14,11 @@ flight (that many tasks calling back to back):
   the server does for each call (own session, pidfd exit watch, bounded drains), without MCP,
   validation, policy or audit.
 - spawn/sandboxed: the same `run_process` inside the OS sandbox the tool gets from the default
-  policy (bubblewrap: user, mount, PID, network, IPC and UTS namespaces; waiting for the
-  sandbox's PID namespace to end): what the sandbox adds to one spawn.
+  policy (bubblewrap: user, mount, PID, network, IPC and UTS namespaces): what the sandbox adds
+  to one spawn. The tool is called again and again, so from its third call on it runs in a
+  warm sandbox (set up before the call; the warm-up calls see to that).
+- spawn/sandboxed-fresh: the same with warm sandboxes off (`[sandbox] warm = false`): a sandbox
+  made for each call, waiting for its PID namespace to end.
 - bridge: `Bridge.call` in this process, built as `serve` builds it (locked tools, the default
   policy, the audit log in a temporary file, the telemetry span): the whole pipeline of a call
   without MCP.
@@ -32,6 +35,8 @@ flight (that many tasks calling back to back):
   in bridge.
 - toolbridge/unsandboxed: the same with `serve --sandbox off`: the sandbox's cost through the
   whole product is toolbridge - toolbridge/unsandboxed.
+- toolbridge/fresh-sandbox: the same with a policy that turns warm sandboxes off
+  (`[sandbox] warm = false`): a sandbox made for each call, through the whole product.
 - toolbridge/asyncio: the same with `serve --loop asyncio` (asyncio's own event loop).
 
 At 1 in flight the overhead over spawn/anyio splits into four parts (computed from the median
@@ -90,16 +95,20 @@ DRIVERS = (
     "spawn/subprocess",
     "spawn/product",
     "spawn/sandboxed",
+    "spawn/sandboxed-fresh",
     "bridge",
     "sdk/no-spawn",
     "sdk/spawn",
     "toolbridge",
     "toolbridge/unsandboxed",
+    "toolbridge/fresh-sandbox",
     "toolbridge/asyncio",
 )
 SANDBOX_PAIRS = (
     ("spawn/sandboxed", "spawn/product"),
+    ("spawn/sandboxed-fresh", "spawn/product"),
     ("toolbridge", "toolbridge/unsandboxed"),
+    ("toolbridge/fresh-sandbox", "toolbridge/unsandboxed"),
 )
 SPAWNS = ("spawn/anyio", "spawn/subprocess", "spawn/product")
 SDK_SERVER = Path(__file__).with_name("sdk_server.py")
@@ -245,9 +254,17 @@ class Bench:
         elif driver == "toolbridge/unsandboxed":
             args = [*self._serve_args(), "--sandbox", "off"]
             latencies, rate = await self._over_stdio(args, inflight)
-        elif driver == "spawn/sandboxed":
-            sandbox = await self._confinement()
-            latencies, rate = await measure(self._product(sandbox), self.calls, inflight)
+        elif driver == "toolbridge/fresh-sandbox":
+            policy = self.folder / "fresh-sandbox.toml"
+            policy.write_text("[sandbox]\nwarm = false\n", encoding="utf-8")
+            args = [*self._serve_args(), "--policy", str(policy)]
+            latencies, rate = await self._over_stdio(args, inflight)
+        elif driver in ("spawn/sandboxed", "spawn/sandboxed-fresh"):
+            sandbox = await self._confinement(warm=driver == "spawn/sandboxed")
+            try:
+                latencies, rate = await measure(self._product(sandbox), self.calls, inflight)
+            finally:
+                sandbox.sandbox.close()
         elif driver == "sdk/no-spawn":
             latencies, rate = await self._over_stdio([str(SDK_SERVER)], inflight)
         elif driver == "sdk/spawn":
@@ -324,12 +341,13 @@ class Bench:
 
         return spawn_product
 
-    async def _confinement(self) -> Confinement:
+    async def _confinement(self, *, warm: bool) -> Confinement:
         """The sandbox `serve` gives the tool (the default policy, this folder as workspace)."""
         settings = self._settings()
         loaded = load_catalog(settings)
         gate = PolicyGate.configured(loaded.policy, settings.sandbox, environ=settings.environ)
         assert gate.sandbox is not None
+        gate.sandbox.warm.enabled = warm
         if not (await probe_sandbox(gate.sandbox)).ok:
             raise RuntimeError(f"no sandbox here: {gate.sandbox.support}")
         entry = loaded.catalog.resolve("echo_json")

@@ -284,8 +284,8 @@ async def run_soak(config: SoakConfig, workdir: Path) -> SoakReport:
             final = await client.call_tool("ok", {"nonce": "after"})
             report.still_answering = final.structured_content == {"echo": {"nonce": "after"}}
     report.server_exited = await _wait_until(lambda: not is_running(report.server_pid), 10.0)
-    await _wait_until(lambda: not alive_with(marker), 5.0)
-    report.left_after_exit = alive_with(marker)
+    await _wait_until(lambda: not alive_with(marker, warm=True), 5.0)
+    report.left_after_exit = alive_with(marker, warm=True)
     return report
 
 

@@ -355,6 +355,11 @@ class Runtime:
         if not keep_files:
             self.sessions.close(session_id)
 
+    def close_sandbox(self) -> None:
+        """End the warm sandboxes (the server stops)."""
+        if self.gate.sandbox is not None:
+            self.gate.sandbox.close()
+
     def watched_paths(self) -> list[Path]:
         """The files whose change means a reload: manifests, the policy, the project rules."""
         paths = self.settings.manifest_paths()
@@ -380,6 +385,8 @@ class Runtime:
             return loaded.errors
         self.manifests = loaded.manifests
         gate, executor = _catalog_parts(self.settings, loaded, self.shared)
+        if self.gate.sandbox is not None:  # its warm sandboxes end (those in use after use)
+            self.gate.sandbox.close()
         self.gate = gate
         executors: dict[str, Executor] = {} if self.stand_in else {"builtin": executor}
         self.bridge = self.bridge.rebuilt(loaded.catalog, gate=gate, executors=executors)
@@ -471,6 +478,7 @@ async def open_runtime(
             loaded.left_out,
         )
         current.append(runtime)
+        stack.callback(runtime.close_sandbox)
         yield runtime
 
 

@@ -160,10 +160,11 @@ class PolicyGate:
         sidecars: Callable[[str], Path | None] | None = None,
     ) -> PolicyGate:
         """The server's gate: its OS sandbox in ``mode`` (``--sandbox``), else as the
-        policy's ``[sandbox]`` table says, with the table's masks; the home folder (for the
-        secret paths) from ``environ``."""
+        policy's ``[sandbox]`` table says, with the table's masks and ``warm``; the home
+        folder (for the secret paths) from ``environ``."""
         config = policy.file.sandbox
         sandbox = Sandbox.from_environ(mode or config.mode, environ, config.mask)
+        sandbox.warm.enabled = config.warm
         return cls(policy, environ=environ, sidecars=sidecars, sandbox=sandbox)
 
     def session_rules(self, session_id: str) -> SessionRules:

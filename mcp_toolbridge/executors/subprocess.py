@@ -29,7 +29,10 @@ the tool's profile, and a profile granting specific hosts gets its allowlisting 
 for as long as the child runs. Inside a sandbox the direct child is ``bwrap``: a command killed
 by signal N comes back as exit status 128 + N, which is reported as that signal (as a shell
 does); and the sandbox's own PID namespace ends with the command, so ``setsid`` escapees do not
-survive the call there.
+survive the call there. When the launch comes with a warm sandbox (set up before the call,
+``sandbox/warm.py``) the command is started there instead (:class:`~.child.WarmChild`), with
+the same pipes, status and guarantees; and this module spawns the warm sandboxes too
+(:func:`spawn_warm`, given to the pool once the sandbox is probed).
 
 Linux path: exit is watched with a pidfd, so the group is signalled while the direct child is
 still an unreaped zombie (its id cannot be reused under us). Elsewhere a worker thread waits
@@ -53,24 +56,20 @@ import anyio.to_thread
 
 from mcp_toolbridge.errors import ExecError, ExecSpawnError, ExecTimeoutError
 from mcp_toolbridge.executors.base import DEFAULT_MAX_OUTPUT_BYTES
+from mcp_toolbridge.executors.child import REAP_LIMIT_S, Child, WarmChild
 from mcp_toolbridge.executors.reaper import follow_sandbox, wait_ended
 from mcp_toolbridge.executors.streams import (
-    READ_SIZE,
     LineSplitter,
     OutputFn,
     Sink,
     StderrLineFn,
     drain,
 )
-from mcp_toolbridge.sandbox import Confinement, Launch, Sandbox, Support
+from mcp_toolbridge.sandbox import Confinement, Launch, Sandbox, Support, WarmLost
 
 STDERR_TAIL_BYTES = 64 * 1024
 DRAIN_GRACE_S = 0.2
 """How long pipes are still read after the group is gone (only an escaped process holds them)."""
-REAP_LIMIT_S = 5.0
-"""Upper bound on waiting for a SIGKILLed child to be reaped (a child stuck in the kernel)."""
-LEFTOVER_BYTES = 1024 * 1024
-"""After a timeout, at most this much is read from each pipe once the group is gone."""
 _MAX_SIGNAL = 64
 PROBE_TIMEOUT_S = 10.0
 _probed: dict[str, Support] = {}
@@ -167,6 +166,8 @@ async def probe_sandbox(sandbox: Sandbox) -> Support:
             support = await _probe(sandbox.probe_argv())
             _probed[sandbox.bwrap] = support
     sandbox.record(support)
+    if support.ok:
+        sandbox.warm.spawn = spawn_warm
     return support
 
 
@@ -218,20 +219,15 @@ async def _run(
     pass_fds: Sequence[int],
 ) -> ProcessOutcome:
     started = time.perf_counter()
-    info = launch.info
-    passed = (*pass_fds, info.write) if info is not None else tuple(pass_fds)
-    proc = _spawn(launch.argv, stdin is not None, cwd, launch.env, program=argv[0], fds=passed)
-    if info is not None:
-        info.close_write()
-    child = _Child(proc)
+    child = await _start(launch, argv[0], stdin is not None, cwd, pass_fds)
     stdout = Sink(max_output_bytes, keep_tail=False, on_output=on_output)
     stderr = Sink(stderr_tail_bytes, keep_tail=True, on_output=on_output)
     timed_out = False
     try:
         rest = child.write_stdin_now(stdin) if stdin is not None else b""
         with anyio.move_on_after(timeout_s):
-            if info is not None:
-                child.sandbox_init = await follow_sandbox(info.read)
+            if launch.info is not None and isinstance(child, PopenChild):
+                child.sandbox_init = await follow_sandbox(launch.info.read)
             await _communicate(
                 child, rest, stdout, stderr, max_output_bytes, on_stderr_line, launch.serve
             )
@@ -248,7 +244,7 @@ async def _run(
         if timed_out:
             child.read_leftovers(stdout, stderr)
         child.close()
-    outcome = _outcome(proc.returncode, stdout, stderr, started, launch.sandboxed)
+    outcome = _outcome(child.returncode, stdout, stderr, started, launch.sandboxed)
     if timed_out:
         raise ProcessTimeout(f"tool timed out after {timeout_s:g}s", outcome=outcome)
     return outcome
@@ -273,6 +269,29 @@ def _outcome(
         duration_ms=(time.perf_counter() - started) * 1000.0,
         sandboxed=sandboxed,
     )
+
+
+async def _start(
+    launch: Launch, program: str, with_stdin: bool, cwd: str | None, pass_fds: Sequence[int]
+) -> Child:
+    """The command started: in the launch's warm sandbox when it has one that still works,
+    else spawned (in a fresh sandbox when sandboxed)."""
+    if launch.warm is not None and launch.plan is not None:
+        try:
+            return await WarmChild.start(launch.warm, launch.plan, with_stdin, pass_fds)
+        except WarmLost as exc:
+            launch.warm.end()
+            if exc.sent:  # it may have started: never run a call twice
+                raise ExecSpawnError(f'cannot start "{program}": {exc}') from exc
+            # nothing was sent: the call goes on in a fresh sandbox
+        except OSError as exc:
+            raise ExecSpawnError(_spawn_message(program, cwd, exc)) from exc
+    info = launch.info
+    passed = (*pass_fds, info.write) if info is not None else tuple(pass_fds)
+    proc = _spawn(launch.argv, with_stdin, cwd, launch.env, program=program, fds=passed)
+    if info is not None:
+        info.close_write()
+    return PopenChild(proc)
 
 
 def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
@@ -320,55 +339,20 @@ def _spawn_message(program: str, cwd: str | None, exc: OSError) -> str:
     return f'cannot start "{program}": {exc.strerror or exc}'
 
 
-class _Child:
-    """The spawned process, its pipes and how its exit is watched."""
+class PopenChild(Child):
+    """A process this server spawned. Linux: its exit is watched with a pidfd, so the group is
+    signalled while the child is still an unreaped zombie (its id cannot be reused under us);
+    elsewhere a worker thread waits with ``waitid(WNOWAIT)``."""
 
     def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        super().__init__(proc.stdin, proc.stdout, proc.stderr)  # type: ignore[arg-type]
         self.proc = proc
-        self.exited = False
-        self.reaped = False
         self.pidfd: int | None = None
-        self.sandbox_init: int | None = None
-        """A pidfd on the sandbox's init (PID 1 of its namespace), when sandboxed."""
         if hasattr(os, "pidfd_open"):
             try:
                 self.pidfd = os.pidfd_open(proc.pid)
             except OSError:  # kernel without pidfd (< 5.3): use the thread fallback
                 self.pidfd = None
-        for pipe in (proc.stdin, proc.stdout, proc.stderr):
-            if pipe is not None:
-                os.set_blocking(pipe.fileno(), False)
-
-    def write_stdin_now(self, data: bytes) -> bytes:
-        """Write what fits without blocking; close stdin when all is written; return the rest."""
-        pipe = self.proc.stdin
-        assert pipe is not None
-        try:
-            written = os.write(pipe.fileno(), data) if data else 0
-        except BlockingIOError:
-            written = 0
-        except BrokenPipeError:
-            written = len(data)
-        if written == len(data):
-            pipe.close()
-            return b""
-        return data[written:]
-
-    async def feed_stdin(self, data: bytes) -> None:
-        pipe = self.proc.stdin
-        assert pipe is not None
-        view = memoryview(data)
-        try:
-            while view:
-                await anyio.wait_writable(pipe.fileno())
-                try:
-                    view = view[os.write(pipe.fileno(), view) :]
-                except BlockingIOError:
-                    continue
-        except BrokenPipeError:
-            pass  # the child stopped reading stdin; that is its business
-        finally:
-            pipe.close()
 
     async def wait_exited(self) -> None:
         """Return once the child has exited, without reaping it."""
@@ -389,46 +373,14 @@ class _Child:
             pass  # nobody left in the group
 
     def reap(self) -> None:
-        self.proc.wait()
+        self.returncode = self.proc.wait()
         self.reaped = True
 
-    async def terminate_group(self, grace_s: float) -> None:
-        """SIGTERM the group, give the child ``grace_s``, SIGKILL the group, reap."""
-        if not self.exited:
-            self.signal_group(signals.SIGTERM)
-            with anyio.move_on_after(grace_s):
-                await self.wait_exited()
-        self.signal_group(signals.SIGKILL)
-        with anyio.move_on_after(REAP_LIMIT_S):
-            await self.wait_exited()
-        if self.exited:
-            self.reap()
-
-    def read_leftovers(self, stdout: Sink, stderr: Sink) -> None:
-        """What the killed group left in the pipes (without waiting; at most
-        ``LEFTOVER_BYTES`` each, in case an escaped process still writes)."""
-        for pipe, sink in ((self.proc.stdout, stdout), (self.proc.stderr, stderr)):
-            if pipe is None or pipe.closed:
-                continue
-            taken = 0
-            while taken < LEFTOVER_BYTES:
-                try:
-                    chunk = os.read(pipe.fileno(), READ_SIZE)
-                except (BlockingIOError, OSError):
-                    break
-                if not chunk:
-                    break
-                taken += len(chunk)
-                sink.take(chunk)
-
     def close(self) -> None:
-        for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            if pipe is not None:
-                pipe.close()
-        for fd in (self.pidfd, self.sandbox_init):
-            if fd is not None:
-                os.close(fd)
-        self.pidfd = self.sandbox_init = None
+        super().close()
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
 
 
 def _block_until_exited(pid: int) -> None:
@@ -438,8 +390,23 @@ def _block_until_exited(pid: int) -> None:
         pass
 
 
+def spawn_warm(command: Sequence[str], fd: int) -> subprocess.Popen[bytes]:
+    """A warm sandbox (``sandbox/warm.py``): ``command`` with ``fd`` inherited, in a session
+    of its own, nothing else open; it lives until the pool ends it (or the server exits)."""
+    return subprocess.Popen(
+        list(command),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={},
+        close_fds=True,
+        pass_fds=(fd,),
+        start_new_session=True,
+    )
+
+
 async def _communicate(
-    child: _Child,
+    child: Child,
     stdin_rest: bytes,
     stdout: Sink,
     stderr: Sink,
@@ -447,17 +414,16 @@ async def _communicate(
     on_stderr_line: StderrLineFn | None,
     serve: Callable[[], Awaitable[None]] | None,
 ) -> None:
-    proc = child.proc
-    assert proc.stdout is not None and proc.stderr is not None
+    assert child.stdout is not None and child.stderr is not None
     proxy = anyio.CancelScope()
     async with anyio.create_task_group() as tg:
         if serve is not None:
             tg.start_soon(_serve, proxy, serve)
-        tg.start_soon(drain, proc.stdout.fileno(), stdout)
+        tg.start_soon(drain, child.stdout.fileno(), stdout)
         lines = None
         if on_stderr_line is not None:
             lines = LineSplitter(stderr, on_stderr_line, max_output_bytes)
-        tg.start_soon(drain, proc.stderr.fileno(), stderr, lines)
+        tg.start_soon(drain, child.stderr.fileno(), stderr, lines)
         if stdin_rest:
             tg.start_soon(child.feed_stdin, stdin_rest)
         await child.wait_exited()

@@ -174,6 +174,9 @@ class SandboxModel(_Model):
     process without it; off. ``--sandbox`` overrides it."""
     mask: list[str] = Field(default=[], max_length=256)
     """More secret paths to hide in every sandbox (absolute, or relative to the home folder)."""
+    warm: bool = True
+    """Set sandboxes up before the calls of tools called again (each reused only when its
+    call left nothing behind); false: a fresh sandbox for every call."""
 
 
 class DiscoveryModel(_Model):

@@ -6,6 +6,7 @@ specific hosts. ``relay.py`` runs inside sandboxes only. See docs/security.md.
 May import: the vocabulary and ``policy`` (its scope types)."""
 
 from mcp_toolbridge.policy import SandboxMode
+from mcp_toolbridge.sandbox.bwrap import Plan
 from mcp_toolbridge.sandbox.confine import Confinement, Launch, Sandbox, Support, find_bwrap
 from mcp_toolbridge.sandbox.profile import (
     SANDBOX_MODES,
@@ -13,16 +14,20 @@ from mcp_toolbridge.sandbox.profile import (
     SandboxProfile,
     profile_for,
 )
+from mcp_toolbridge.sandbox.warm import WarmLost, WarmSandbox
 
 __all__ = [
     "SANDBOX_MODES",
     "SECRET_PATHS",
     "Confinement",
     "Launch",
+    "Plan",
     "Sandbox",
     "SandboxMode",
     "SandboxProfile",
     "Support",
+    "WarmLost",
+    "WarmSandbox",
     "find_bwrap",
     "profile_for",
 ]

@@ -114,6 +114,35 @@ class _Mount:
     args: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """One launch in its sandbox: what bubblewrap sets up (``options``: everything but the
+    working directory and the command, so launches with equal options can share a sandbox set
+    up before them, see ``warm.py``) and what then runs."""
+
+    bwrap: str
+    options: tuple[str, ...]
+    workdir: str
+    program: str
+    argv: tuple[str, ...]
+    """The command as given (``argv[0]`` is what the program sees as its name)."""
+    env: dict[str, str]
+    private: tuple[str, ...]
+    """The sandbox's own writable places, which are not the host's: its root, ``/dev``,
+    ``/tmp`` and (when not granted) the home folder."""
+    run: tuple[str, ...]
+    """What bubblewrap runs: the program, or the relay around it (a proxy profile)."""
+
+    def command(self, info_fd: int | None = None) -> list[str]:
+        """The bubblewrap argv that runs the command."""
+        command = [self.bwrap, *self.options]
+        if info_fd is not None:
+            command[1:1] = ["--info-fd", str(info_fd)]
+        if self.run[0] == self.program and self.program != self.argv[0]:
+            command += ["--argv0", self.argv[0]]
+        return [*command, "--chdir", self.workdir, "--", *self.run]
+
+
 def bwrap_command(
     view: HostView,
     profile: SandboxProfile,
@@ -124,7 +153,21 @@ def bwrap_command(
     info_fd: int | None = None,
     proxy_dir: str | None = None,
 ) -> tuple[list[str], dict[str, str]]:
-    """The bubblewrap argv and the environment that run ``argv`` inside ``profile``.
+    """The bubblewrap argv and the environment that run ``argv`` inside ``profile``."""
+    plan = plan_launch(view, profile, argv, cwd=cwd, env=env, proxy_dir=proxy_dir)
+    return plan.command(info_fd), plan.env
+
+
+def plan_launch(
+    view: HostView,
+    profile: SandboxProfile,
+    argv: Sequence[str],
+    *,
+    cwd: str | None,
+    env: Mapping[str, str],
+    proxy_dir: str | None = None,
+) -> Plan:
+    """How ``argv`` runs inside ``profile``.
 
     Raises OSError (as ``execve`` would, with the file name) when the program or the working
     directory cannot be used, so spawn errors read the same with and without the sandbox.
@@ -141,35 +184,39 @@ def bwrap_command(
     implicit = [p for p in implicit if p and _implicit_ok(view, p)]
     implicit += _path_folders(view, tuple(path_dirs))
     mounts = _mounts(view, profile, implicit)
-    command = [view.bwrap, "--unshare-all", "--unshare-user", "--disable-userns"]
+    options = ["--unshare-all", "--unshare-user", "--disable-userns"]
     if profile.network == "full":
-        command.append("--share-net")
-    command += ["--die-with-parent", "--cap-drop", "ALL"]
-    if info_fd is not None:
-        command += ["--info-fd", str(info_fd)]
+        options.append("--share-net")
+    options += ["--die-with-parent", "--cap-drop", "ALL"]
     for mount in mounts:
-        command += mount.args
+        options += mount.args
     for mount in mounts:  # last, so that granted roots inside a masked folder could be mounted
         if mount.kind == _MASK and mount.args[0] == "--tmpfs":
-            command += ["--remount-ro", mount.path]
+            options += ["--remount-ro", mount.path]
+    private = ("/", "/dev", *(m.path for m in mounts if m.kind == _PRIVATE))
     child_env = dict(env)
     if "TMPDIR" in child_env:
         child_env["TMPDIR"] = "/tmp"
-    if proxy_dir is None:
-        run = [program, *argv[1:]]
-        if program != argv[0]:
-            command += ["--argv0", argv[0]]
-    else:
-        command += ["--ro-bind", proxy_dir, PROXY_DIR]
+    run: tuple[str, ...] = (program, *argv[1:])
+    if proxy_dir is not None:
+        options += ["--ro-bind", proxy_dir, PROXY_DIR]
         proxy = f"http://127.0.0.1:{PROXY_PORT}"
         child_env.update(dict.fromkeys(PROXY_VARIABLES, proxy))
         child_env.pop("NO_PROXY", None)
         child_env.pop("no_proxy", None)
         socket = f"{PROXY_DIR}/{PROXY_SOCKET}"
-        relay = [view.python_exe, "-I", "-S", str(RELAY), socket, str(PROXY_PORT)]
-        run = [*relay, program, *argv]
-    command += ["--chdir", workdir, "--", *run]
-    return command, child_env
+        relay = (view.python_exe, "-I", "-S", str(RELAY), socket, str(PROXY_PORT))
+        run = (*relay, program, *argv)
+    return Plan(
+        bwrap=view.bwrap,
+        options=tuple(options),
+        workdir=workdir,
+        program=program,
+        argv=tuple(argv),
+        env=child_env,
+        private=private,
+        run=run,
+    )
 
 
 def _mounts(view: HostView, profile: SandboxProfile, implicit: list[str]) -> tuple[_Mount, ...]:

@@ -30,13 +30,14 @@ import anyio
 
 from mcp_toolbridge.errors import ExecSpawnError
 from mcp_toolbridge.policy import SandboxMode, Scope
-from mcp_toolbridge.sandbox.bwrap import PROXY_SOCKET, HostView, bwrap_command
+from mcp_toolbridge.sandbox.bwrap import PROXY_SOCKET, HostView, Plan, bwrap_command, plan_launch
 from mcp_toolbridge.sandbox.profile import (
     SandboxProfile,
     profile_for,
     secret_paths,
 )
 from mcp_toolbridge.sandbox.proxy import AllowlistProxy
+from mcp_toolbridge.sandbox.warm import WarmPool, WarmSandbox
 
 log = logging.getLogger("mcp_toolbridge.sandbox")
 
@@ -94,13 +95,16 @@ def _password_home() -> str:
 @dataclass(frozen=True, slots=True)
 class Launch:
     """What ``run_process`` starts: the command, its environment, whether it is sandboxed,
-    the proxy to serve for as long as the command runs and the pipe bwrap reports on."""
+    the proxy to serve for as long as the command runs and the pipe bwrap reports on; and a
+    warm sandbox ready to run the plan (``argv`` is then the fallback, should it be gone)."""
 
     argv: list[str]
     env: dict[str, str]
     sandboxed: bool
     serve: Callable[[], Awaitable[None]] | None = None
     info: InfoPipe | None = None
+    warm: WarmSandbox | None = None
+    plan: Plan | None = None
 
 
 class Sandbox:
@@ -120,6 +124,12 @@ class Sandbox:
         self.bwrap = bwrap if bwrap is not None else find_bwrap()
         self.support: Support | None = None
         """None until probed (``executors.probe_sandbox``)."""
+        self.warm = WarmPool(sys.executable or "python3")
+        """Sandboxes set up ahead for the launches that recur (``warm.py``)."""
+
+    def close(self) -> None:
+        """End the warm sandboxes (the server is stopping); later launches run fresh."""
+        self.warm.close()
 
     @classmethod
     def from_environ(
@@ -194,6 +204,14 @@ class Sandbox:
             "masked": [str(p) for p in self.masks],
             "private": ["/tmp", str(self.home) if self.home else "no home folder"],
             "processes": "own PID namespace: nothing outlives the call",
+            "reuse": (
+                "none for this tool: its proxy is per call"
+                if profile.network == "proxy"
+                else "a fresh sandbox for every call ([sandbox] warm = false)"
+                if not self.warm.enabled
+                else "called again, it runs in a sandbox set up before the call, reused only "
+                "while its calls leave nothing behind"
+            ),
             "applies_to": "every process a call of this tool starts (in-process built-ins "
             "start none)",
         }
@@ -253,10 +271,16 @@ class Confinement:
         folder: str | None = None
         try:
             if profile.network != "proxy":
-                command, child_env = bwrap_command(
-                    view, profile, argv, cwd=cwd, env=env, info_fd=info.write
-                )
-                yield Launch(command, child_env, sandboxed=True, info=info)
+                plan = plan_launch(view, profile, argv, cwd=cwd, env=env)
+                warm = sandbox.warm.take(plan, plan.env)
+                command = plan.command(info.write)
+                try:
+                    yield Launch(command, plan.env, True, info=info, warm=warm, plan=plan)
+                finally:
+                    if warm is not None and not warm.gone:
+                        sandbox.warm.give_back(warm)
+                    else:
+                        sandbox.warm.missed(plan)
                 return
             folder = tempfile.mkdtemp(prefix="mcp-toolbridge-proxy-")
             listener = await anyio.create_unix_listener(os.path.join(folder, PROXY_SOCKET))

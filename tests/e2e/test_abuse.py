@@ -153,6 +153,6 @@ async def test_a_client_leaving_mid_call_ends_the_server_cleanly_and_frees_the_t
             if how == "eof-then-sigterm":  # the SDK client's shutdown: stdin, then SIGTERM
                 server.process.terminate()
             status = await server.wait_exit(5)
-            await wait_gone(marker, 2.0)
+            await wait_gone(marker, 2.0, warm=True)
         assert status == 0, server.stderr()
         assert "Traceback" not in server.stderr()

@@ -5,10 +5,11 @@ namespaces, as on the project's machines and CI); elsewhere they are skipped, sa
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,11 +35,14 @@ def sandbox_support() -> None:
 @dataclass
 class Box:
     """Folders of one test: ``ws`` the workspace, ``home`` a fake home with ~/.ssh/id_ed25519,
-    ``outside`` a folder no capability grants."""
+    ``outside`` a folder no capability grants. ``warm``: every sandboxed run goes to a warm
+    sandbox (sandbox/warm.py), made ready for it first, and the test fails if it does not."""
 
     root: Path
+    warm: bool = False
 
     def __post_init__(self) -> None:
+        self.sandboxes: dict[SandboxMode, Sandbox] = {}
         self.ws = self.root / "ws"
         self.home = self.root / "home"
         self.outside = self.root / "outside"
@@ -67,7 +71,8 @@ class Box:
     def confine(
         self, mode: SandboxMode = "required", requires: Grants | None = None
     ) -> Confinement:
-        sandbox = Sandbox(mode, home=self.home)
+        sandbox = self.sandboxes.get(mode) or Sandbox(mode, home=self.home)
+        self.sandboxes[mode] = sandbox
         scope = self.policy(requires).scope
         return sandbox.confine(sandbox.profile(scope, tool="probe"))
 
@@ -81,15 +86,37 @@ class Box:
         cwd: Path | None = None,
     ) -> ProcessOutcome:
         """Run ``python3 -c script`` in the sandbox; the capability check never sees inside."""
+        confinement = self.confine(mode, requires)
+        run = functools.partial(
+            run_process,
+            stdin=None,
+            cwd=str(cwd or self.ws),
+            env={**self.env, **(env or {})},
+            timeout_s=20,
+            sandbox=confinement,
+        )
         with anyio.fail_after(30):
-            return await run_process(
-                [sys.executable, "-I", "-c", script],
-                stdin=None,
-                cwd=str(cwd or self.ws),
-                env={**self.env, **(env or {})},
-                timeout_s=20,
-                sandbox=self.confine(mode, requires),
-            )
+            if not self.warm or mode == "off":
+                return await run([sys.executable, "-I", "-c", script])
+            pool = confinement.sandbox.warm
+            before = pool.served
+            for _ in range(2):  # the second launch of a sandbox's options makes a warm one
+                known = set(pool.sandboxes)
+                await run([sys.executable, "-I", "-c", "pass"])
+                if pool.served > before:
+                    break  # there is one already
+                made = [s for s in pool.sandboxes if s not in known]
+                if made:
+                    await anyio.wait_readable(made[0].control)  # its zygote says it is ready
+                    break
+            served = pool.served
+            outcome = await run([sys.executable, "-I", "-c", script])
+            assert pool.served == served + 1, "the run did not go to the warm sandbox"
+            return outcome
+
+    def close(self) -> None:
+        for sandbox in self.sandboxes.values():
+            sandbox.close()
 
 
 def report(outcome: ProcessOutcome) -> Any:
@@ -99,5 +126,7 @@ def report(outcome: ProcessOutcome) -> Any:
 
 
 @pytest.fixture
-def box(tmp_path: Path, sandbox_support: None) -> Box:
-    return Box(tmp_path)
+def box(tmp_path: Path, sandbox_support: None) -> Iterator[Box]:
+    box = Box(tmp_path)
+    yield box
+    box.close()

@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -22,6 +23,16 @@ from anyio.abc import SocketAttribute, SocketStream
 from tests.sandbox.conftest import PRIVATE_KEY, Box, report
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sandbox")
+
+
+@pytest.fixture(params=["fresh", "warm"])
+def box(request: pytest.FixtureRequest, tmp_path: Path, sandbox_support: None) -> Iterator[Box]:
+    """Each escape is tried in a sandbox made for the call and in a warm one (set up before
+    the call, as a tool called again gets: sandbox/warm.py)."""
+    box = Box(tmp_path, warm=request.param == "warm")
+    yield box
+    box.close()
+
 
 INTERPRETER = (Path(sys.prefix), Path(sys.executable), Path(sys.executable).resolve())
 """Where the interpreter the tests run comes from (its venv, as named and as resolved)."""

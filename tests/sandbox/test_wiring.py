@@ -227,3 +227,4 @@ def test_inspect_shows_the_sandbox_profile_of_a_tool(
     assert profile["write"] == [str(workspace.resolve())]
     assert profile["network"] == "none" and profile["hosts"] == []
     assert any(path.endswith("/.ssh") for path in profile["masked"])
+    assert profile["reuse"].startswith("called again, it runs in a sandbox set up before")

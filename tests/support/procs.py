@@ -8,6 +8,8 @@ from collections.abc import Iterable
 
 import anyio
 
+from mcp_toolbridge.sandbox.warm import ZYGOTE_INSIDE
+
 
 def _state(pid: str) -> str | None:
     try:
@@ -17,11 +19,14 @@ def _state(pid: str) -> str | None:
         return None
 
 
-def alive_with(marker: str, *, exclude: Iterable[int] = ()) -> list[int]:
+def alive_with(marker: str, *, exclude: Iterable[int] = (), warm: bool = False) -> list[int]:
     """Live processes (zombies skipped: PID 1 here never reaps) whose command line holds
-    ``marker``, other than ``exclude``."""
+    ``marker``, other than ``exclude``. A server's warm sandboxes (bubblewrap around the
+    zygote, waiting for the next call: sandbox/warm.py) are its own, not a call's leftovers:
+    they count only with ``warm`` (after the server has exited, they must be gone too)."""
     skip = {str(pid) for pid in exclude} | {str(os.getpid())}
     needle = marker.encode()
+    pool = ZYGOTE_INSIDE.encode()
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or entry in skip:
@@ -31,17 +36,22 @@ def alive_with(marker: str, *, exclude: Iterable[int] = ()) -> list[int]:
                 cmdline = handle.read()
         except OSError:
             continue
+        if pool in cmdline and not warm:
+            continue
         if needle in cmdline and _state(entry) not in (None, "Z", "X"):
             found.append(int(entry))
     return found
 
 
-async def wait_gone(marker: str, within_s: float, *, exclude: Iterable[int] = ()) -> None:
-    """Return once no live process carries ``marker``; fail after ``within_s`` seconds."""
+async def wait_gone(
+    marker: str, within_s: float, *, exclude: Iterable[int] = (), warm: bool = False
+) -> None:
+    """Return once no live process carries ``marker`` (warm sandboxes: as ``alive_with``
+    says); fail after ``within_s`` seconds."""
     excluded = tuple(exclude)
     with anyio.fail_after(within_s):
         # Polling /proc: no event tells one process that an unrelated one has exited.
-        while alive_with(marker, exclude=excluded):  # noqa: ASYNC110
+        while alive_with(marker, exclude=excluded, warm=warm):  # noqa: ASYNC110
             await anyio.sleep(0.02)
 
 

@@ -1,0 +1,193 @@
+"""One started command as ``run_process`` follows it: its pipes, its exit and its signals.
+
+:class:`Child` holds what every kind shares; ``subprocess.PopenChild`` is a process this
+server spawned (directly, or ``bwrap`` around a fresh sandbox); :class:`WarmChild` is a
+command started by the zygote of a warm sandbox (``sandbox/warm.py``), followed through that
+sandbox's socket. Both answer the same calls, so ``run_process`` treats them alike.
+"""
+
+from __future__ import annotations
+
+import os
+import signal as signals
+from collections.abc import Sequence
+from typing import BinaryIO
+
+import anyio
+import anyio.to_thread
+
+from mcp_toolbridge.executors.streams import READ_SIZE, Sink
+from mcp_toolbridge.sandbox import Plan, WarmLost, WarmSandbox
+
+REAP_LIMIT_S = 5.0
+"""Upper bound on waiting for a SIGKILLed child to be reaped (a child stuck in the kernel)."""
+LEFTOVER_BYTES = 1024 * 1024
+"""After a timeout, at most this much is read from each pipe once the group is gone."""
+_KILLED = 128 + signals.SIGKILL
+
+
+class Child:
+    """The pipes and the state every kind of child shares."""
+
+    def __init__(
+        self, stdin: BinaryIO | None, stdout: BinaryIO | None, stderr: BinaryIO | None
+    ) -> None:
+        self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
+        self.exited = False
+        self.reaped = False
+        self.returncode: int | None = None
+        self.sandbox_init: int | None = None
+        """A pidfd on a fresh sandbox's init (PID 1 of its namespace)."""
+        for pipe in (stdin, stdout, stderr):
+            if pipe is not None:
+                os.set_blocking(pipe.fileno(), False)
+
+    async def wait_exited(self) -> None:
+        raise NotImplementedError
+
+    def signal_group(self, signum: int) -> None:
+        raise NotImplementedError
+
+    def reap(self) -> None:
+        raise NotImplementedError
+
+    async def terminate_group(self, grace_s: float) -> None:
+        """SIGTERM the group, give the child ``grace_s``, SIGKILL the group, reap."""
+        if not self.exited:
+            self.signal_group(signals.SIGTERM)
+            with anyio.move_on_after(grace_s):
+                await self.wait_exited()
+        self.signal_group(signals.SIGKILL)
+        with anyio.move_on_after(REAP_LIMIT_S):
+            await self.wait_exited()
+        if self.exited:
+            self.reap()
+
+    def write_stdin_now(self, data: bytes) -> bytes:
+        """Write what fits without blocking; close stdin when all is written; return the rest."""
+        pipe = self.stdin
+        assert pipe is not None
+        try:
+            written = os.write(pipe.fileno(), data) if data else 0
+        except BlockingIOError:
+            written = 0
+        except BrokenPipeError:
+            written = len(data)
+        if written == len(data):
+            pipe.close()
+            return b""
+        return data[written:]
+
+    async def feed_stdin(self, data: bytes) -> None:
+        pipe = self.stdin
+        assert pipe is not None
+        view = memoryview(data)
+        try:
+            while view:
+                await anyio.wait_writable(pipe.fileno())
+                try:
+                    view = view[os.write(pipe.fileno(), view) :]
+                except BlockingIOError:
+                    continue
+        except BrokenPipeError:
+            pass  # the child stopped reading stdin; that is its business
+        finally:
+            pipe.close()
+
+    def read_leftovers(self, stdout: Sink, stderr: Sink) -> None:
+        """What the killed group left in the pipes (without waiting; at most
+        ``LEFTOVER_BYTES`` each, in case an escaped process still writes)."""
+        for pipe, sink in ((self.stdout, stdout), (self.stderr, stderr)):
+            if pipe is None or pipe.closed:
+                continue
+            taken = 0
+            while taken < LEFTOVER_BYTES:
+                try:
+                    chunk = os.read(pipe.fileno(), READ_SIZE)
+                except (BlockingIOError, OSError):
+                    break
+                if not chunk:
+                    break
+                taken += len(chunk)
+                sink.take(chunk)
+
+    def close(self) -> None:
+        for pipe in (self.stdin, self.stdout, self.stderr):
+            if pipe is not None:
+                pipe.close()
+        if self.sandbox_init is not None:
+            os.close(self.sandbox_init)
+            self.sandbox_init = None
+
+
+class WarmChild(Child):
+    """A command started in a warm sandbox. Its status arrives once it and everything it left
+    are gone (the zygote waits for them); it is reported as a fresh sandbox reports it."""
+
+    def __init__(self, warm: WarmSandbox, stdin: int | None, stdout: int, stderr: int) -> None:
+        super().__init__(
+            os.fdopen(stdin, "wb", buffering=0) if stdin is not None else None,
+            os.fdopen(stdout, "rb", buffering=0),
+            os.fdopen(stderr, "rb", buffering=0),
+        )
+        self.warm = warm
+
+    @classmethod
+    async def start(
+        cls, warm: WarmSandbox, plan: Plan, with_stdin: bool, fds: Sequence[int]
+    ) -> WarmChild:
+        """Start ``plan``'s command in ``warm`` with new pipes (and ``fds`` at their numbers).
+        Raises OSError as ``execve`` would, WarmLost when the sandbox is gone first."""
+        ours: list[int] = []
+        theirs: list[int] = []
+        try:
+            if with_stdin:
+                read, write = os.pipe()
+                theirs.append(read)
+                ours.append(write)
+            else:
+                theirs.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
+            for _ in range(2):
+                read, write = os.pipe()
+                ours.append(read)
+                theirs.append(write)
+            passed = [(theirs[0], 0), (theirs[1], 1), (theirs[2], 2), *((fd, fd) for fd in fds)]
+            await warm.start(plan, plan.env, passed)
+        except BaseException:
+            for fd in ours:
+                os.close(fd)
+            raise
+        finally:
+            for fd in theirs:
+                os.close(fd)
+        if with_stdin:
+            return cls(warm, ours[0], ours[1], ours[2])
+        return cls(warm, None, ours[0], ours[1])
+
+    async def wait_exited(self) -> None:
+        if self.exited:
+            return
+        try:
+            code, _ = await self.warm.wait_exit()
+        except WarmLost:
+            self.warm.end()  # its processes were killed with it
+            code = _KILLED
+        self.returncode = code
+        self.exited = True
+
+    def signal_group(self, signum: int) -> None:
+        if self.exited:
+            return
+        if signum == signals.SIGKILL:
+            self.warm.kill_all()
+        else:
+            self.warm.signal_group(signum)
+
+    def reap(self) -> None:
+        self.reaped = self.exited
+
+    async def terminate_group(self, grace_s: float) -> None:
+        await super().terminate_group(grace_s)
+        if not self.exited:  # the zygote does not answer: end the sandbox, and all in it
+            self.warm.end()
+            self.exited = self.reaped = True

@@ -1,0 +1,321 @@
+"""Warm sandboxes: set up before their calls come, one call at a time each.
+
+Setting a sandbox up (bubblewrap's namespaces and mount tree) costs about 4 ms of mostly kernel
+CPU, and a network namespace's teardown more after the call. A tool called again and again gets
+the same sandbox every time (the same :attr:`~.bwrap.Plan.options`), so the server keeps one
+ready: bubblewrap runs ``zygote.py`` in it, which starts each call's command when the server
+sends it (its descriptors passed over a unix socket), ends every process the call left once its
+command exits, and reports whether the call left anything in the sandbox's private places. A
+sandbox is reused only when nothing was left (otherwise it ends, and the next call gets a fresh
+one), so a call in a warm sandbox sees what a call in a fresh sandbox sees.
+
+The pool: a sandbox is made for a set of options the second time a call needs it (a one-off
+never costs one) and after a call that found none ready (up to :data:`PER_KEY` a set, for calls
+in flight together, and :data:`TOTAL` in all); an idle one ends after :data:`IDLE_S`. A call
+never waits for one: it runs in a fresh sandbox when none is ready. Launches with a proxy (a
+profile granting specific hosts) are never warm: their proxy is per call.
+"""
+
+from __future__ import annotations
+
+import array
+import json
+import os
+import select
+import signal
+import socket
+import time
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import anyio
+
+from mcp_toolbridge.sandbox.bwrap import Plan
+
+ZYGOTE = Path(__file__).with_name("zygote.py")
+ZYGOTE_INSIDE = "/run/mcp-toolbridge/zygote.py"
+PER_KEY = 4
+TOTAL = 12
+IDLE_S = 60.0
+REQUEST_BYTES = 128 * 1024
+"""A call whose command and environment need more than this runs in a fresh sandbox (one
+datagram carries them, and a socket's send buffer bounds a datagram)."""
+REAP_S = 1.0
+_SEEN = 256
+
+
+class WarmLost(Exception):
+    """The warm sandbox ended under its call (its processes were killed or it failed);
+    ``sent``: after the call was handed to it (its command may have started)."""
+
+    def __init__(self, message: str, *, sent: bool = True) -> None:
+        super().__init__(message)
+        self.sent = sent
+
+
+class Process(Protocol):
+    """What the pool needs of a spawned sandbox (a ``subprocess.Popen``)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    def poll(self) -> int | None: ...
+
+
+Spawn = Callable[[Sequence[str], int], Process]
+"""Starts a command with one descriptor inherited (the executors do: they start processes)."""
+
+
+class WarmSandbox:
+    """One sandbox set up ahead, the zygote in it, and the server's end of its socket."""
+
+    def __init__(self, key: tuple[str, ...], proc: Process, control: socket.socket) -> None:
+        self.key = key
+        self.proc = proc
+        self.control = control
+        self.ready = False
+        self.busy = False
+        self.gone = False
+        self.reusable = False
+        """Set by the end of a call that left the sandbox as it found it."""
+        self.idle_since = time.monotonic()
+
+    @classmethod
+    def spawn(cls, plan: Plan, python: str, spawn: Spawn) -> WarmSandbox:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        zygote = ("--ro-bind", str(ZYGOTE), ZYGOTE_INSIDE, "--chdir", "/", "--")
+        run = (python, "-I", "-S", ZYGOTE_INSIDE, str(theirs.fileno()), *plan.private)
+        try:
+            proc = spawn([plan.bwrap, *plan.options, *zygote, *run], theirs.fileno())
+        except OSError:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        ours.setblocking(False)
+        return cls(plan.options, proc, ours)
+
+    def poll_ready(self) -> bool:
+        """Whether it can take a call now (without waiting)."""
+        if self.gone or self.busy:
+            return False
+        if self.proc.poll() is not None:
+            self.end()
+            return False
+        if not self.ready:
+            try:
+                self.ready = bool(_decode(self.control.recv(4096)).get("ready"))
+            except (BlockingIOError, InterruptedError):
+                return False
+            except (OSError, ValueError):
+                self.end()
+                return False
+        return self.ready
+
+    async def start(self, plan: Plan, env: dict[str, str], fds: Sequence[tuple[int, int]]) -> None:
+        """Start the call's command: ``fds`` are (descriptor here, its number there). Raises
+        OSError as ``execve`` would, WarmLost when the sandbox is gone."""
+        request = {
+            "program": plan.program,
+            "argv": list(plan.argv),
+            "env": env,
+            "cwd": plan.workdir,
+            "fds": [target for _, target in fds],
+        }
+        self.reusable = False
+        rights = array.array("i", [fd for fd, _ in fds])
+        ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, rights.tobytes())]
+        try:
+            self.control.sendmsg([json.dumps(request).encode()], ancillary)
+        except OSError as exc:
+            raise WarmLost(f"the warm sandbox did not take the call ({exc})", sent=False) from exc
+        reply = await self._receive()
+        if "error" in reply:
+            number, text, name = reply["error"]
+            raise OSError(number, text, name)
+
+    async def wait_exit(self) -> tuple[int, bool]:
+        """The command's status (128 + N when killed by signal N) once it and every process it
+        left are gone, and whether the sandbox is as it was before the call."""
+        reply = await self._receive()
+        self.reusable = reply.get("clean") is True
+        return int(reply["exit"]), self.reusable
+
+    def signal_group(self, signum: int) -> None:
+        self._tell({"signal": int(signum)})
+
+    def kill_all(self) -> None:
+        self._tell({"kill": True})
+
+    def end(self) -> None:
+        """Kill the sandbox (its init, and with it every process in it) and reap bubblewrap,
+        which exits at once (waited for at most :data:`REAP_S`)."""
+        if not self.gone:
+            self.gone = True
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.control.close()
+        if self.proc.poll() is None:
+            try:
+                pidfd = os.pidfd_open(self.proc.pid)
+            except OSError:
+                return
+            try:
+                select.select([pidfd], [], [], REAP_S)
+            finally:
+                os.close(pidfd)
+            self.proc.poll()
+
+    @property
+    def ended(self) -> bool:
+        """Ended and reaped (bubblewrap exits at once when killed)."""
+        return self.gone and self.proc.poll() is not None
+
+    def _tell(self, message: dict[str, Any]) -> None:
+        try:
+            self.control.send(json.dumps(message).encode())
+        except OSError:
+            pass  # gone: the call's wait says so
+
+    async def _receive(self) -> dict[str, Any]:
+        while True:
+            try:
+                await anyio.wait_readable(self.control)
+                data = self.control.recv(4096)
+            except (BlockingIOError, InterruptedError):
+                continue
+            except (OSError, anyio.ClosedResourceError) as exc:
+                raise WarmLost(f"the warm sandbox ended ({exc})") from exc
+            if not data:
+                raise WarmLost("the warm sandbox ended during the call")
+            try:
+                return _decode(data)
+            except ValueError as exc:
+                raise WarmLost(f"the warm sandbox answered {data[:80]!r}") from exc
+
+
+def _decode(data: bytes) -> dict[str, Any]:
+    message = json.loads(data)
+    if not isinstance(message, dict):
+        raise ValueError("not an object")
+    return message
+
+
+class WarmPool:
+    """The warm sandboxes of one server, by their options."""
+
+    def __init__(self, python: str, *, per_key: int = PER_KEY, total: int = TOTAL) -> None:
+        self.python = python
+        self.enabled = True
+        """False: no warm sandboxes (``[sandbox] warm = false``)."""
+        self.spawn: Spawn | None = None
+        """Set by the executors once the sandbox works (they start processes); None: no warm
+        sandboxes."""
+        self.per_key = per_key
+        self.total = total
+        self.sandboxes: list[WarmSandbox] = []
+        self.seen: OrderedDict[tuple[str, ...], _Track] = OrderedDict()
+        """Launches per set of options lately (bounded); a set seen before gets warmed."""
+        self.closed = False
+        self.served = 0
+        """Launches that ran in a warm sandbox."""
+        weakref.finalize(self, _end_all, self.sandboxes)  # a pool dropped without close()
+
+    def take(self, plan: Plan, env: dict[str, str]) -> WarmSandbox | None:
+        """A ready sandbox for ``plan``, marked busy; None: run it in a fresh one."""
+        self._tidy()
+        key = plan.options
+        for sandbox in self._of(key):
+            if sandbox.poll_ready():
+                if _request_bytes(plan, env) > REQUEST_BYTES:
+                    return None
+                sandbox.busy = True
+                self.served += 1
+                return sandbox
+        return None
+
+    def missed(self, plan: Plan) -> None:
+        """A launch of ``plan`` ran in a fresh sandbox: warm one for the next, when it is
+        likely to come and there is room."""
+        if self.closed or self.spawn is None or not self.enabled:
+            return
+        track = self._track(plan.options)
+        track.launches += 1
+        if track.skip > 0:
+            track.skip -= 1
+            return
+        if track.launches < 2 or len(self.sandboxes) >= self.total:
+            return
+        key = plan.options
+        if sum(1 for _ in self._of(key)) >= self.per_key:
+            return
+        try:
+            self.sandboxes.append(WarmSandbox.spawn(plan, self.python, self.spawn))
+        except OSError:
+            return  # the next launch says why, in a fresh sandbox
+
+    def give_back(self, sandbox: WarmSandbox) -> None:
+        """After its call: idle again when the call left it as it was, else ended. A set of
+        options whose calls leave things behind is warmed less and less often (after 2, 4,
+        ... 64 launches in fresh sandboxes), as each warm one would serve one call only."""
+        sandbox.busy = False
+        if sandbox.reusable and not self.closed and not sandbox.gone:
+            sandbox.idle_since = time.monotonic()
+            return
+        sandbox.end()
+        track = self._track(sandbox.key)
+        track.strikes = min(track.strikes + 1, 6)
+        track.skip = 2**track.strikes
+        self._tidy()
+
+    def close(self) -> None:
+        """End the warm sandboxes (the server is stopping, or reloaded): the idle ones now,
+        those running a call once it ends; none is made any more."""
+        self.closed = True
+        for sandbox in self.sandboxes:
+            if not sandbox.busy:
+                sandbox.end()
+        self._tidy()
+
+    def _track(self, key: tuple[str, ...]) -> _Track:
+        track = self.seen.pop(key, None) or _Track()
+        self.seen[key] = track
+        while len(self.seen) > _SEEN:
+            self.seen.popitem(last=False)
+        return track
+
+    def _of(self, key: tuple[str, ...]) -> Iterator[WarmSandbox]:
+        return (s for s in self.sandboxes if s.key == key and not s.gone)
+
+    def _tidy(self) -> None:
+        """Forget ended sandboxes; end idle ones past :data:`IDLE_S`."""
+        now = time.monotonic()
+        for sandbox in self.sandboxes:
+            if not sandbox.busy and not sandbox.gone and now - sandbox.idle_since > IDLE_S:
+                sandbox.end()
+        self.sandboxes[:] = [s for s in self.sandboxes if not s.ended]
+
+
+@dataclass(slots=True)
+class _Track:
+    launches: int = 0
+    strikes: int = 0
+    """Warm sandboxes of these options that a call left unclean."""
+    skip: int = 0
+    """Launches still to run fresh before warming again."""
+
+
+def _end_all(sandboxes: list[WarmSandbox]) -> None:
+    for sandbox in sandboxes:
+        sandbox.end()
+
+
+def _request_bytes(plan: Plan, env: dict[str, str]) -> int:
+    size = sum(len(a) + 8 for a in plan.argv) + len(plan.program) + len(plan.workdir)
+    return size + sum(len(k) + len(v) + 8 for k, v in env.items()) + 256

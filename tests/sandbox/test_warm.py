@@ -1,0 +1,145 @@
+"""Warm sandboxes (sandbox/warm.py): what one call leaves never reaches the next, the zygote
+cannot be read or used by the calls it starts, and a call runs there exactly as in a fresh
+sandbox. Every test runs real calls in real sandboxes."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from mcp_toolbridge.errors import ExecTimeoutError
+from mcp_toolbridge.executors import run_process
+from tests.sandbox.conftest import Box, report
+from tests.sandbox.test_escapes import _lock_is_free
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sandbox")
+
+
+@pytest.fixture
+def box(tmp_path: Path, sandbox_support: None) -> Iterator[Box]:
+    box = Box(tmp_path, warm=True)
+    yield box
+    box.close()
+
+
+LEFTOVERS = {
+    "tmp": "open('/tmp/planted', 'w').write('x')",
+    "dev-shm": "open('/dev/shm/planted', 'w').write('x')",
+    "root": "open('/planted', 'w').write('x')",
+    "home": "open(os.path.join(os.environ['HOME'], 'planted'), 'w').write('x')",
+    "dev-link": "os.unlink('/dev/stdout'); os.symlink('/tmp', '/dev/stdout')",
+    "tmp-removed-and-made-again": "os.makedirs('/tmp/d'); os.rmdir('/tmp/d')",
+    "sysv-shm": (
+        "import ctypes; libc = ctypes.CDLL(None); assert libc.shmget(0, 4096, 0o1600) >= 0"
+    ),
+}
+LOOK = (
+    "import json, os\n"
+    "print(json.dumps({'tmp': os.listdir('/tmp'), 'shm': os.listdir('/dev/shm'),"
+    " 'root': 'planted' in os.listdir('/'), 'home': os.listdir(os.environ['HOME']),"
+    " 'stdout': os.readlink('/dev/stdout'), 'ipc': open('/proc/sysvipc/shm').read().count('\\n')}))"
+)
+
+
+@pytest.mark.parametrize("leave", sorted(LEFTOVERS))
+async def test_what_a_call_leaves_never_reaches_the_next(box: Box, leave: str) -> None:
+    pool = box.confine().sandbox.warm
+    before = report(await box.python(LOOK))
+    planted = await box.python("import os\n" + LEFTOVERS[leave] + "\nprint('[]')")
+    assert planted.exit_code == 0, planted.stderr_tail.decode()
+    assert not [s for s in pool.sandboxes if not s.gone], "the sandbox it dirtied was kept"
+    box.warm = False  # the next call may run fresh or warm: either way it sees nothing
+    assert report(await box.python(LOOK)) == before
+
+
+async def test_the_zygote_cannot_be_read_by_the_calls_it_starts(box: Box) -> None:
+    script = (
+        "import json, os\n"
+        "def attempt(path):\n"
+        "    try:\n"
+        "        return open(path, 'rb').read(64).decode('latin-1')\n"
+        "    except OSError as exc:\n"
+        "        return type(exc).__name__\n"
+        "me = os.getpid()\n"
+        "others = [p for p in filter(str.isdigit, os.listdir('/proc')) if int(p) not in (1, me)]\n"
+        "print(json.dumps({p: [open(f'/proc/{p}/cmdline', 'rb').read().decode().split(chr(0)),"
+        " attempt(f'/proc/{p}/environ'), attempt(f'/proc/{p}/mem')] for p in others}))\n"
+    )
+    seen = report(await box.python(script))
+    assert len(seen) == 1, seen  # the zygote and nothing else
+    ((cmdline, environ, mem),) = seen.values()
+    assert any("zygote" in part for part in cmdline)
+    assert environ == "PermissionError" and mem == "PermissionError"
+
+
+async def test_a_call_that_kills_the_zygote_ends_only_itself(box: Box) -> None:
+    outcome = await box.python("import os, signal; os.kill(-1, signal.SIGKILL)")
+    assert (outcome.exit_code, outcome.signal) == (None, 9)
+    box.warm = False
+    assert report(await box.python("print('[1]')")) == [1]
+
+
+async def test_a_timed_out_call_in_a_warm_sandbox_leaves_nothing(box: Box) -> None:
+    lock = box.ws / "held.lock"
+    script = (
+        "import fcntl, os, time\n"
+        f"handle = open({str(lock)!r}, 'w')\n"
+        "fcntl.flock(handle, fcntl.LOCK_EX)\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    time.sleep(60)\n"
+        "time.sleep(60)\n"
+    )
+    await box.python("pass")  # made ready by the box; this run is served warm
+    confinement = box.confine()
+    served = confinement.sandbox.warm.served
+    with pytest.raises(ExecTimeoutError):
+        await run_process(
+            [sys.executable, "-I", "-c", script],
+            stdin=None,
+            cwd=str(box.ws),
+            env=box.env,
+            timeout_s=1.0,
+            kill_grace_s=0.2,
+            sandbox=confinement,
+        )
+    assert confinement.sandbox.warm.served == served + 1
+    assert _lock_is_free(lock)  # both holders are gone
+
+
+async def test_stdin_argv0_cwd_environment_and_passed_descriptors_arrive(box: Box) -> None:
+    await box.python("pass")  # a warm sandbox for these options is ready now
+    confinement = box.confine()
+    served = confinement.sandbox.warm.served
+    read, write = os.pipe()
+    script = (
+        "import json, os, sys\n"
+        f"os.write({write}, b'progress')\n"
+        "print(json.dumps([sys.stdin.read(), os.getcwd(), os.environ['MARK'],"
+        " sorted(os.listdir('/proc/self/fd'))]))\n"
+    )
+    try:
+        with anyio.fail_after(30):
+            outcome = await run_process(
+                [sys.executable, "-I", "-c", script],
+                stdin=b"the input",
+                cwd=str(box.ws),
+                env={**box.env, "MARK": "here"},
+                timeout_s=20,
+                sandbox=confinement,
+                pass_fds=(write,),
+            )
+        assert confinement.sandbox.warm.served == served + 1
+        assert os.read(read, 64) == b"progress"
+    finally:
+        os.close(read)
+        os.close(write)
+    stdin, cwd, mark, fds = json.loads(outcome.stdout)
+    assert (stdin, cwd, mark) == ("the input", str(box.ws), "here")
+    assert set(fds) - {"3"} == {"0", "1", "2", str(write)}  # 3: the listing itself

@@ -39,6 +39,7 @@ from typing import Any
 
 MESSAGE_BYTES = 1024 * 1024
 MAX_FDS = 16
+MAX_ENTRIES = 10_000
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 IPC_TABLES = ("/proc/sysvipc/shm", "/proc/sysvipc/msg", "/proc/sysvipc/sem")
@@ -67,40 +68,38 @@ def answer(control: socket.socket, message: dict[str, Any]) -> None:
     control.send(json.dumps(message).encode())
 
 
-def fingerprint(roots: list[str]) -> list[tuple[object, ...]]:
+def fingerprint(roots: list[str]) -> list[tuple[object, ...]] | None:
     """Every entry of the private places (not crossing into mounts), with what changes when
-    anything is created, removed, renamed or written there; and the IPC objects."""
+    anything is created, removed, renamed, written or made unreadable there; and the IPC
+    objects. None past MAX_ENTRIES: never the same as before a call."""
     seen: list[tuple[object, ...]] = []
     for root in roots:
         try:
             device = os.lstat(root).st_dev
         except OSError:
+            seen.append((root, "missing"))
             continue
         stack = [root]
         while stack:
             folder = stack.pop()
+            seen.append(_entry(folder))
             try:
                 entries = list(os.scandir(folder))
-            except OSError:
+            except OSError as exc:
+                seen.append((folder, "unreadable", exc.errno))
                 continue
             for entry in entries:
-                info = entry.stat(follow_symlinks=False)
-                if info.st_dev != device:
+                try:
+                    mounted = entry.stat(follow_symlinks=False).st_dev != device
+                except OSError:
+                    mounted = False
+                if mounted:
                     continue  # a mount (of the host, or /proc): not the sandbox's own
-                seen.append(
-                    (
-                        entry.path,
-                        info.st_ino,
-                        info.st_mode,
-                        info.st_size,
-                        info.st_mtime_ns,
-                        info.st_ctime_ns,
-                    )
-                )
+                seen.append(_entry(entry.path))
+                if len(seen) > MAX_ENTRIES:
+                    return None
                 if entry.is_dir(follow_symlinks=False):
                     stack.append(entry.path)
-            state = os.lstat(folder)
-            seen.append((folder, state.st_mtime_ns, state.st_ctime_ns))
     for table in IPC_TABLES:
         try:
             with open(table) as file:
@@ -108,6 +107,14 @@ def fingerprint(roots: list[str]) -> list[tuple[object, ...]]:
         except OSError:
             pass
     return sorted(seen, key=repr)
+
+
+def _entry(path: str) -> tuple[object, ...]:
+    try:
+        info = os.lstat(path)
+    except OSError as exc:
+        return (path, "gone", exc.errno)
+    return (path, info.st_ino, info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def start(request: dict[str, Any], fds: list[int]) -> int:
@@ -209,7 +216,7 @@ def main() -> None:
         sweep()
         if status is None:
             continue
-        now_clean = fingerprint(roots) == clean
+        now_clean = clean is not None and fingerprint(roots) == clean
         answer(control, {"exit": status, "clean": now_clean})
         if not now_clean:
             return

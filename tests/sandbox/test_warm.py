@@ -35,6 +35,8 @@ LEFTOVERS = {
     "home": "open(os.path.join(os.environ['HOME'], 'planted'), 'w').write('x')",
     "dev-link": "os.unlink('/dev/stdout'); os.symlink('/tmp', '/dev/stdout')",
     "tmp-removed-and-made-again": "os.makedirs('/tmp/d'); os.rmdir('/tmp/d')",
+    "tmp-unreadable": "os.chmod('/tmp', 0)",
+    "too-many-to-list": "[open(f'/dev/shm/{i}', 'w').close() for i in range(10_001)]",
     "sysv-shm": (
         "import ctypes; libc = ctypes.CDLL(None); assert libc.shmget(0, 4096, 0o1600) >= 0"
     ),

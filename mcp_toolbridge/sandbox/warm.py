@@ -11,9 +11,10 @@ one), so a call in a warm sandbox sees what a call in a fresh sandbox sees.
 
 The pool: a sandbox is made for a set of options the second time a call needs it (a one-off
 never costs one) and after a call that found none ready (up to :data:`PER_KEY` a set, for calls
-in flight together, and :data:`TOTAL` in all); an idle one ends after :data:`IDLE_S`. A call
-never waits for one: it runs in a fresh sandbox when none is ready. Launches with a proxy (a
-profile granting specific hosts) are never warm: their proxy is per call.
+in flight together, and :data:`TOTAL` in all); an idle one ends by itself after
+:data:`IDLE_S`. A call never waits for one: it runs in a fresh sandbox when none is ready.
+Launches with a proxy (a profile granting specific hosts) are never warm: their proxy is per
+call.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ import os
 import select
 import signal
 import socket
-import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
@@ -82,13 +82,13 @@ class WarmSandbox:
         self.gone = False
         self.reusable = False
         """Set by the end of a call that left the sandbox as it found it."""
-        self.idle_since = time.monotonic()
 
     @classmethod
     def spawn(cls, plan: Plan, python: str, spawn: Spawn) -> WarmSandbox:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         zygote = ("--ro-bind", str(ZYGOTE), ZYGOTE_INSIDE, "--chdir", "/", "--")
-        run = (python, "-I", "-S", ZYGOTE_INSIDE, str(theirs.fileno()), *plan.private)
+        run = [python, "-I", "-S", ZYGOTE_INSIDE, str(theirs.fileno()), str(IDLE_S)]
+        run += plan.private
         try:
             proc = spawn([plan.bwrap, *plan.options, *zygote, *run], theirs.fileno())
         except OSError:
@@ -266,7 +266,6 @@ class WarmPool:
         ... 64 launches in fresh sandboxes), as each warm one would serve one call only."""
         sandbox.busy = False
         if sandbox.reusable and not self.closed and not sandbox.gone:
-            sandbox.idle_since = time.monotonic()
             return
         sandbox.end()
         track = self._track(sandbox.key)
@@ -294,10 +293,9 @@ class WarmPool:
         return (s for s in self.sandboxes if s.key == key and not s.gone)
 
     def _tidy(self) -> None:
-        """Forget ended sandboxes; end idle ones past :data:`IDLE_S`."""
-        now = time.monotonic()
+        """Forget ended sandboxes (those idle for :data:`IDLE_S` end by themselves)."""
         for sandbox in self.sandboxes:
-            if not sandbox.busy and not sandbox.gone and now - sandbox.idle_since > IDLE_S:
+            if not sandbox.busy and not sandbox.gone and sandbox.proc.poll() is not None:
                 sandbox.end()
         self.sandboxes[:] = [s for s in self.sandboxes if not s.ended]
 

@@ -1,6 +1,6 @@
 """Runs inside a warm sandbox, never in the server: starts one call's command at a time.
 
-usage: python -I -S zygote.py CONTROL_FD PRIVATE_ROOT [PRIVATE_ROOT...]
+usage: python -I -S zygote.py CONTROL_FD IDLE_S PRIVATE_ROOT [PRIVATE_ROOT...]
 
 A warm sandbox is set up before its calls come (``warm.py``): bubblewrap builds the namespaces
 and the mount tree once, and this script waits inside on CONTROL_FD (a ``SOCK_SEQPACKET``
@@ -16,7 +16,7 @@ N, as a shell reports it, and as a sandbox made for one call reports it too) wit
 ``"clean": false`` when the call left anything behind in the sandbox's private places (the
 PRIVATE_ROOTs: its own ``/``, ``/tmp``, ``/dev`` and home folder, which are not bind mounts
 of the host; or a System V IPC object). The server does not reuse a sandbox that is not
-clean: the next call starts in a fresh one.
+clean: the next call starts in a fresh one. Nor one left idle for IDLE_S seconds: it ends.
 
 Processes started here cannot trace or read this one (it is not dumpable). They can signal it,
 being the same user: that ends the warm sandbox, and with it their own call, nothing else.
@@ -51,10 +51,12 @@ def prctl(option: int, value: int) -> None:
         raise OSError(ctypes.get_errno(), f"prctl({option})")
 
 
-def receive(control: socket.socket) -> tuple[dict[str, Any], list[int]]:
+def receive(control: socket.socket, flags: int = 0) -> tuple[dict[str, Any], list[int]]:
     fds = array.array("i")
     data, ancillary, _, _ = control.recvmsg(
-        MESSAGE_BYTES, socket.CMSG_SPACE(MAX_FDS * fds.itemsize), socket.MSG_CMSG_CLOEXEC
+        MESSAGE_BYTES,
+        socket.CMSG_SPACE(MAX_FDS * fds.itemsize),
+        socket.MSG_CMSG_CLOEXEC | flags,
     )
     for level, kind, payload in ancillary:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
@@ -194,10 +196,26 @@ def run(control: socket.socket, request: dict[str, Any], fds: list[int]) -> int 
     return 128 - code if code < 0 else code
 
 
+def next_request(control: socket.socket, idle_s: float) -> tuple[dict[str, Any], list[int], bool]:
+    """The next call, and whether it is the last: after ``idle_s`` without one, reading is shut
+    down (the server's next send fails, so it runs that call in a fresh sandbox) and a call
+    sent just before that is the last one served. Raises EOFError when there is none."""
+    if select.select([control], [], [], idle_s)[0]:
+        request, fds = receive(control)
+        return request, fds, False
+    control.shutdown(socket.SHUT_RD)
+    try:
+        request, fds = receive(control, socket.MSG_DONTWAIT)
+    except BlockingIOError:
+        raise EOFError from None
+    return request, fds, True
+
+
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
     control.set_inheritable(False)
-    roots = sys.argv[2:]
+    idle_s = float(sys.argv[2])
+    roots = sys.argv[3:]
     prctl(PR_SET_DUMPABLE, 0)
     prctl(PR_SET_CHILD_SUBREAPER, 1)
     os.chdir("/")
@@ -205,18 +223,22 @@ def main() -> None:
     answer(control, {"ready": True})
     while True:
         try:
-            request, fds = receive(control)
+            request, fds, last = next_request(control, idle_s)
         except (EOFError, OSError):
             return
         if "program" not in request:  # a signal for a call that has ended: nothing to do
             for fd in fds:
                 os.close(fd)
+            if last:
+                return
             continue
         status = run(control, request, fds)
         sweep()
         if status is None:
+            if last:
+                return
             continue
-        now_clean = clean is not None and fingerprint(roots) == clean
+        now_clean = not last and clean is not None and fingerprint(roots) == clean
         answer(control, {"exit": status, "clean": now_clean})
         if not now_clean:
             return

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 
 from mcp_toolbridge.errors import ExecTimeoutError
 from mcp_toolbridge.executors import run_process
+from mcp_toolbridge.sandbox import warm
 from tests.sandbox.conftest import Box, report
 from tests.sandbox.test_escapes import _lock_is_free
 
@@ -145,3 +147,35 @@ async def test_stdin_argv0_cwd_environment_and_passed_descriptors_arrive(box: Bo
     stdin, cwd, mark, fds = json.loads(outcome.stdout)
     assert (stdin, cwd, mark) == ("the input", str(box.ws), "here")
     assert set(fds) - {"3"} == {"0", "1", "2", str(write)}  # 3: the listing itself
+
+
+async def test_an_idle_warm_sandbox_ends_by_itself(
+    box: Box, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(warm, "IDLE_S", 1.0)
+    await box.python("pass")  # served by a warm sandbox, which then stays idle
+    pool = box.confine().sandbox.warm
+    (idle,) = [s for s in pool.sandboxes if not s.gone]
+    pidfd = os.pidfd_open(idle.proc.pid)
+    try:
+        with anyio.fail_after(10):
+            await anyio.wait_readable(pidfd)  # bubblewrap exits: its zygote has ended
+    finally:
+        os.close(pidfd)
+    served = pool.served
+    box.warm = False
+    assert report(await box.python("print('[2]')")) == [2]
+    assert pool.served == served  # nothing ready: a fresh sandbox, at once
+
+
+async def test_a_warm_sandbox_lost_before_the_hand_over_falls_back_to_a_fresh_one(
+    box: Box,
+) -> None:
+    await box.python("pass")
+    pool = box.confine().sandbox.warm
+    (ready,) = [s for s in pool.sandboxes if s.poll_ready()]
+    ready.control.shutdown(socket.SHUT_WR)  # the next send fails: nothing is handed over
+    served = pool.served
+    box.warm = False
+    assert report(await box.python("print('[3]')")) == [3]
+    assert pool.served == served + 1 and ready.gone  # taken, found lost, run fresh

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import signal as signals
 from collections.abc import Sequence
-from typing import BinaryIO
+from typing import IO
 
 import anyio
 import anyio.to_thread
@@ -30,7 +30,7 @@ class Child:
     """The pipes and the state every kind of child shares."""
 
     def __init__(
-        self, stdin: BinaryIO | None, stdout: BinaryIO | None, stderr: BinaryIO | None
+        self, stdin: IO[bytes] | None, stdout: IO[bytes] | None, stderr: IO[bytes] | None
     ) -> None:
         self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
         self.exited = False

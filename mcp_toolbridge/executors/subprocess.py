@@ -345,7 +345,7 @@ class PopenChild(Child):
     elsewhere a worker thread waits with ``waitid(WNOWAIT)``."""
 
     def __init__(self, proc: subprocess.Popen[bytes]) -> None:
-        super().__init__(proc.stdin, proc.stdout, proc.stderr)  # type: ignore[arg-type]
+        super().__init__(proc.stdin, proc.stdout, proc.stderr)
         self.proc = proc
         self.pidfd: int | None = None
         if hasattr(os, "pidfd_open"):

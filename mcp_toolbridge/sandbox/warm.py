@@ -223,8 +223,9 @@ class WarmPool:
         self.seen: OrderedDict[tuple[str, ...], _Track] = OrderedDict()
         """Launches per set of options lately (bounded); a set seen before gets warmed."""
         self.closed = False
-        self.served = 0
-        """Launches that ran in a warm sandbox."""
+        self.taken = 0
+        """Launches given a warm sandbox (one found lost before the hand-over falls back to a
+        fresh sandbox)."""
         weakref.finalize(self, _end_all, self.sandboxes)  # a pool dropped without close()
 
     def take(self, plan: Plan, env: dict[str, str]) -> WarmSandbox | None:
@@ -236,7 +237,7 @@ class WarmPool:
                 if _request_bytes(plan, env) > REQUEST_BYTES:
                     return None
                 sandbox.busy = True
-                self.served += 1
+                self.taken += 1
                 return sandbox
         return None
 

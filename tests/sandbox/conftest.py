@@ -99,19 +99,19 @@ class Box:
             if not self.warm or mode == "off":
                 return await run([sys.executable, "-I", "-c", script])
             pool = confinement.sandbox.warm
-            before = pool.served
+            before = pool.taken
             for _ in range(2):  # the second launch of a sandbox's options makes a warm one
                 known = set(pool.sandboxes)
                 await run([sys.executable, "-I", "-c", "pass"])
-                if pool.served > before:
+                if pool.taken > before:
                     break  # there is one already
                 made = [s for s in pool.sandboxes if s not in known]
                 if made:
                     await anyio.wait_readable(made[0].control)  # its zygote says it is ready
                     break
-            served = pool.served
+            taken = pool.taken
             outcome = await run([sys.executable, "-I", "-c", script])
-            assert pool.served == served + 1, "the run did not go to the warm sandbox"
+            assert pool.taken == taken + 1, "the run did not go to the warm sandbox"
             return outcome
 
     def close(self) -> None:

@@ -102,7 +102,7 @@ async def test_a_timed_out_call_in_a_warm_sandbox_leaves_nothing(box: Box) -> No
     )
     await box.python("pass")  # made ready by the box; this run is served warm
     confinement = box.confine()
-    served = confinement.sandbox.warm.served
+    taken = confinement.sandbox.warm.taken
     with pytest.raises(ExecTimeoutError):
         await run_process(
             [sys.executable, "-I", "-c", script],
@@ -113,14 +113,14 @@ async def test_a_timed_out_call_in_a_warm_sandbox_leaves_nothing(box: Box) -> No
             kill_grace_s=0.2,
             sandbox=confinement,
         )
-    assert confinement.sandbox.warm.served == served + 1
+    assert confinement.sandbox.warm.taken == taken + 1
     assert _lock_is_free(lock)  # both holders are gone
 
 
 async def test_stdin_argv0_cwd_environment_and_passed_descriptors_arrive(box: Box) -> None:
     await box.python("pass")  # a warm sandbox for these options is ready now
     confinement = box.confine()
-    served = confinement.sandbox.warm.served
+    taken = confinement.sandbox.warm.taken
     read, write = os.pipe()
     script = (
         "import json, os, sys\n"
@@ -139,7 +139,7 @@ async def test_stdin_argv0_cwd_environment_and_passed_descriptors_arrive(box: Bo
                 sandbox=confinement,
                 pass_fds=(write,),
             )
-        assert confinement.sandbox.warm.served == served + 1
+        assert confinement.sandbox.warm.taken == taken + 1
         assert os.read(read, 64) == b"progress"
     finally:
         os.close(read)
@@ -162,10 +162,10 @@ async def test_an_idle_warm_sandbox_ends_by_itself(
             await anyio.wait_readable(pidfd)  # bubblewrap exits: its zygote has ended
     finally:
         os.close(pidfd)
-    served = pool.served
+    taken = pool.taken
     box.warm = False
     assert report(await box.python("print('[2]')")) == [2]
-    assert pool.served == served  # nothing ready: a fresh sandbox, at once
+    assert pool.taken == taken  # nothing ready: a fresh sandbox, at once
 
 
 async def test_a_warm_sandbox_lost_before_the_hand_over_falls_back_to_a_fresh_one(
@@ -178,10 +178,10 @@ async def test_a_warm_sandbox_lost_before_the_hand_over_falls_back_to_a_fresh_on
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     theirs.close()
     real, ready.control = ready.control, ours
-    served = pool.served
+    taken = pool.taken
     box.warm = False
     try:
         assert report(await box.python("print('[3]')")) == [3]
     finally:
         real.close()
-    assert pool.served == served + 1 and ready.gone  # taken, found lost, run fresh
+    assert pool.taken == taken + 1 and ready.gone  # taken, found lost, run fresh

@@ -152,7 +152,7 @@ class WarmChild(Child):
                 ours.append(read)
                 theirs.append(write)
             passed = [(theirs[0], 0), (theirs[1], 1), (theirs[2], 2), *((fd, fd) for fd in fds)]
-            await warm.start(plan, plan.env, passed)
+            await warm.start(plan, passed)
         except BaseException:
             for fd in ours:
                 os.close(fd)

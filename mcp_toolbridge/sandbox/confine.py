@@ -272,12 +272,12 @@ class Confinement:
         try:
             if profile.network != "proxy":
                 plan = plan_launch(view, profile, argv, cwd=cwd, env=env)
-                warm = sandbox.warm.take(plan, plan.env)
+                warm = sandbox.warm.take(plan)
                 command = plan.command(info.write)
                 try:
                     yield Launch(command, plan.env, True, info=info, warm=warm, plan=plan)
                 finally:
-                    if warm is not None and not warm.gone:
+                    if warm is not None:
                         sandbox.warm.give_back(warm)
                     else:
                         sandbox.warm.missed(plan)

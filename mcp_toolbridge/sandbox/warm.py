@@ -116,13 +116,13 @@ class WarmSandbox:
                 return False
         return self.ready
 
-    async def start(self, plan: Plan, env: dict[str, str], fds: Sequence[tuple[int, int]]) -> None:
+    async def start(self, plan: Plan, fds: Sequence[tuple[int, int]]) -> None:
         """Start the call's command: ``fds`` are (descriptor here, its number there). Raises
         OSError as ``execve`` would, WarmLost when the sandbox is gone."""
         request = {
             "program": plan.program,
             "argv": list(plan.argv),
-            "env": env,
+            "env": plan.env,
             "cwd": plan.workdir,
             "fds": [target for _, target in fds],
         }
@@ -228,13 +228,13 @@ class WarmPool:
         fresh sandbox)."""
         weakref.finalize(self, _end_all, self.sandboxes)  # a pool dropped without close()
 
-    def take(self, plan: Plan, env: dict[str, str]) -> WarmSandbox | None:
+    def take(self, plan: Plan) -> WarmSandbox | None:
         """A ready sandbox for ``plan``, marked busy; None: run it in a fresh one."""
         self._tidy()
         key = plan.options
         for sandbox in self._of(key):
             if sandbox.poll_ready():
-                if _request_bytes(plan, env) > REQUEST_BYTES:
+                if _request_bytes(plan) > REQUEST_BYTES:
                     return None
                 sandbox.busy = True
                 self.taken += 1
@@ -315,6 +315,6 @@ def _end_all(sandboxes: list[WarmSandbox]) -> None:
         sandbox.end()
 
 
-def _request_bytes(plan: Plan, env: dict[str, str]) -> int:
+def _request_bytes(plan: Plan) -> int:
     size = sum(len(a) + 8 for a in plan.argv) + len(plan.program) + len(plan.workdir)
-    return size + sum(len(k) + len(v) + 8 for k, v in env.items()) + 256
+    return size + sum(len(k) + len(v) + 8 for k, v in plan.env.items()) + 256

@@ -10,11 +10,11 @@ sandbox is reused only when nothing was left (otherwise it ends, and the next ca
 one), so a call in a warm sandbox sees what a call in a fresh sandbox sees.
 
 The pool: a sandbox is made for a set of options the second time a call needs it (a one-off
-never costs one) and after a call that found none ready (up to :data:`PER_KEY` a set, for calls
-in flight together, and :data:`TOTAL` in all); an idle one ends by itself after
-:data:`IDLE_S`. A call never waits for one: it runs in a fresh sandbox when none is ready.
-Launches with a proxy (a profile granting specific hosts) are never warm: their proxy is per
-call.
+never costs one) and after a call that found all of them busy (up to :data:`PER_KEY` a set,
+for calls in flight together, and :data:`TOTAL` in all); an idle one ends by itself after
+:data:`IDLE_S`. A program whose calls leave its sandbox unusable runs fresh for a while. A
+call never waits for one: it runs in a fresh sandbox when none is ready. Launches with a proxy
+(a profile granting specific hosts) are never warm: their proxy is per call.
 """
 
 from __future__ import annotations
@@ -82,6 +82,8 @@ class WarmSandbox:
         self.gone = False
         self.reusable = False
         """Set by the end of a call that left the sandbox as it found it."""
+        self.program: str | None = None
+        """The program of the call it was last handed."""
 
     @classmethod
     def spawn(cls, plan: Plan, python: str, spawn: Spawn) -> WarmSandbox:
@@ -133,6 +135,7 @@ class WarmSandbox:
             self.control.sendmsg([json.dumps(request).encode()], ancillary)
         except OSError as exc:
             raise WarmLost(f"the warm sandbox did not take the call ({exc})", sent=False) from exc
+        self.program = plan.program
         reply = await self._receive()
         if "error" in reply:
             number, text, name = reply["error"]
@@ -220,8 +223,10 @@ class WarmPool:
         self.per_key = per_key
         self.total = total
         self.sandboxes: list[WarmSandbox] = []
-        self.seen: OrderedDict[tuple[str, ...], _Track] = OrderedDict()
+        self.seen: OrderedDict[tuple[str, ...], int] = OrderedDict()
         """Launches per set of options lately (bounded); a set seen before gets warmed."""
+        self.cooling: OrderedDict[tuple[tuple[str, ...], str], _Cooling] = OrderedDict()
+        """Programs whose calls left a warm sandbox unusable, by options (bounded)."""
         self.closed = False
         self.taken = 0
         """Launches given a warm sandbox (one found lost before the hand-over falls back to a
@@ -231,8 +236,11 @@ class WarmPool:
     def take(self, plan: Plan) -> WarmSandbox | None:
         """A ready sandbox for ``plan``, marked busy; None: run it in a fresh one."""
         self._tidy()
-        key = plan.options
-        for sandbox in self._of(key):
+        cooling = self.cooling.get((plan.options, plan.program))
+        if cooling is not None and cooling.skip > 0:
+            cooling.skip -= 1
+            return None
+        for sandbox in self._of(plan.options):
             if sandbox.poll_ready():
                 if _request_bytes(plan) > REQUEST_BYTES:
                     return None
@@ -242,19 +250,19 @@ class WarmPool:
         return None
 
     def missed(self, plan: Plan) -> None:
-        """A launch of ``plan`` ran in a fresh sandbox: warm one for the next, when it is
-        likely to come and there is room."""
+        """A launch of ``plan`` ran in a fresh sandbox: warm one for the next when it is
+        likely to come (these options were launched before), none is on its way or idle,
+        and there is room."""
         if self.closed or self.spawn is None or not self.enabled:
             return
-        track = self._track(plan.options)
-        track.launches += 1
-        if track.skip > 0:
-            track.skip -= 1
-            return
-        if track.launches < 2 or len(self.sandboxes) >= self.total:
-            return
         key = plan.options
-        if sum(1 for _ in self._of(key)) >= self.per_key:
+        launches = self.seen.pop(key, 0) + 1
+        self.seen[key] = launches
+        _bound(self.seen)
+        if launches < 2 or len(self.sandboxes) >= self.total:
+            return
+        ours = list(self._of(key))
+        if len(ours) >= self.per_key or any(not s.busy for s in ours):
             return
         try:
             self.sandboxes.append(WarmSandbox.spawn(plan, self.python, self.spawn))
@@ -262,16 +270,21 @@ class WarmPool:
             return  # the next launch says why, in a fresh sandbox
 
     def give_back(self, sandbox: WarmSandbox) -> None:
-        """After its call: idle again when the call left it as it was, else ended. A set of
-        options whose calls leave things behind is warmed less and less often (after 2, 4,
-        ... 64 launches in fresh sandboxes), as each warm one would serve one call only."""
+        """After its call: idle again when the call left it as it was, else ended. A program
+        whose call left it unusable (anything behind, or the sandbox killed) then runs in
+        fresh sandboxes for 2, 4, ... 64 launches before it gets a warm one again: each warm
+        one would serve it once. Other programs with the same options keep theirs."""
         sandbox.busy = False
         if sandbox.reusable and not self.closed and not sandbox.gone:
             return
         sandbox.end()
-        track = self._track(sandbox.key)
-        track.strikes = min(track.strikes + 1, 6)
-        track.skip = 2**track.strikes
+        if sandbox.program is not None and not self.closed:
+            key = (sandbox.key, sandbox.program)
+            cooling = self.cooling.pop(key, None) or _Cooling()
+            cooling.strikes = min(cooling.strikes + 1, 6)
+            cooling.skip = 2**cooling.strikes
+            self.cooling[key] = cooling
+            _bound(self.cooling)
         self._tidy()
 
     def close(self) -> None:
@@ -282,13 +295,6 @@ class WarmPool:
             if not sandbox.busy:
                 sandbox.end()
         self._tidy()
-
-    def _track(self, key: tuple[str, ...]) -> _Track:
-        track = self.seen.pop(key, None) or _Track()
-        self.seen[key] = track
-        while len(self.seen) > _SEEN:
-            self.seen.popitem(last=False)
-        return track
 
     def _of(self, key: tuple[str, ...]) -> Iterator[WarmSandbox]:
         return (s for s in self.sandboxes if s.key == key and not s.gone)
@@ -302,12 +308,15 @@ class WarmPool:
 
 
 @dataclass(slots=True)
-class _Track:
-    launches: int = 0
+class _Cooling:
     strikes: int = 0
-    """Warm sandboxes of these options that a call left unclean."""
     skip: int = 0
-    """Launches still to run fresh before warming again."""
+    """Launches still to run fresh."""
+
+
+def _bound(recent: OrderedDict[Any, Any]) -> None:
+    while len(recent) > _SEEN:
+        recent.popitem(last=False)
 
 
 def _end_all(sandboxes: list[WarmSandbox]) -> None:

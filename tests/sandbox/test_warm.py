@@ -185,3 +185,36 @@ async def test_a_warm_sandbox_lost_before_the_hand_over_falls_back_to_a_fresh_on
     finally:
         real.close()
     assert pool.taken == taken + 1 and ready.gone  # taken, found lost, run fresh
+
+
+async def test_a_program_that_leaves_things_behind_runs_fresh_and_others_stay_warm(
+    box: Box,
+) -> None:
+    confinement = box.confine()
+    pool = confinement.sandbox.warm
+
+    async def run(*argv: str) -> None:
+        outcome = await run_process(
+            list(argv), stdin=None, cwd=str(box.ws), env=box.env, timeout_s=20, sandbox=confinement
+        )
+        assert outcome.exit_code == 0, outcome.stderr_tail
+
+    async def until_ready() -> None:
+        for sandbox in pool.sandboxes:
+            if not sandbox.gone and not sandbox.ready:
+                await anyio.wait_readable(sandbox.control)
+
+    clean, dirty = ("/usr/bin/env", "true"), ("/bin/sh", "-c", "touch /tmp/left")
+    with anyio.fail_after(30):
+        await run(*clean)
+        await run(*clean)  # the second launch of these options: a warm sandbox is made
+        await until_ready()
+        taken = pool.taken
+        await run(*dirty)  # warm, and leaves it unusable: it ends
+        assert pool.taken == taken + 1 and not [s for s in pool.sandboxes if not s.gone]
+        await run(*clean)  # fresh; a new warm sandbox is made for the options
+        await until_ready()
+        await run(*dirty)  # this program now runs fresh
+        assert pool.taken == taken + 1
+        await run(*clean)  # the others keep their warm sandbox
+        assert pool.taken == taken + 2

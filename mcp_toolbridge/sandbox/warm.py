@@ -10,7 +10,7 @@ sandbox is reused only when nothing was left (otherwise it ends, and the next ca
 one), so a call in a warm sandbox sees what a call in a fresh sandbox sees.
 
 The pool: a sandbox is made for a set of options the second time a call needs it (a one-off
-never costs one) and after a call that found all of them busy (up to :data:`PER_KEY` a set,
+never costs one) and after a call that found none of them ready (up to :data:`PER_KEY` a set,
 for calls in flight together, and :data:`TOTAL` in all); an idle one ends by itself after
 :data:`IDLE_S`. A program whose calls leave its sandbox unusable runs fresh for a while. A
 call never waits for one: it runs in a fresh sandbox when none is ready. Launches with a proxy
@@ -251,8 +251,8 @@ class WarmPool:
 
     def missed(self, plan: Plan) -> None:
         """A launch of ``plan`` ran in a fresh sandbox: warm one for the next when it is
-        likely to come (these options were launched before), none is on its way or idle,
-        and there is room."""
+        likely to come (these options were launched before), none is ready for it, and there
+        is room."""
         if self.closed or self.spawn is None or not self.enabled:
             return
         key = plan.options
@@ -262,8 +262,8 @@ class WarmPool:
         if launches < 2 or len(self.sandboxes) >= self.total:
             return
         ours = list(self._of(key))
-        if len(ours) >= self.per_key or any(not s.busy for s in ours):
-            return
+        if len(ours) >= self.per_key or any(s.poll_ready() for s in ours):
+            return  # at the cap, or one is ready (this launch was not given it: see take)
         try:
             self.sandboxes.append(WarmSandbox.spawn(plan, self.python, self.spawn))
         except OSError:

@@ -73,8 +73,9 @@ Spawn = Callable[[Sequence[str], int], Process]
 class WarmSandbox:
     """One sandbox set up ahead, the zygote in it, and the server's end of its socket."""
 
-    def __init__(self, key: tuple[str, ...], proc: Process, control: socket.socket) -> None:
-        self.key = key
+    def __init__(self, plan: Plan, proc: Process, control: socket.socket) -> None:
+        self.options = plan.options
+        self.key = sandbox_key(plan)
         self.proc = proc
         self.control = control
         self.ready = False
@@ -99,7 +100,7 @@ class WarmSandbox:
         finally:
             theirs.close()
         ours.setblocking(False)
-        return cls(plan.options, proc, ours)
+        return cls(plan, proc, ours)
 
     def poll_ready(self) -> bool:
         """Whether it can take a call now (without waiting)."""
@@ -240,7 +241,7 @@ class WarmPool:
         if cooling is not None and cooling.skip > 0:
             cooling.skip -= 1
             return None
-        for sandbox in self._of(plan.options):
+        for sandbox in self._of(sandbox_key(plan)):
             if sandbox.poll_ready():
                 if _request_bytes(plan) > REQUEST_BYTES:
                     return None
@@ -255,13 +256,12 @@ class WarmPool:
         is room."""
         if self.closed or self.spawn is None or not self.enabled:
             return
-        key = plan.options
-        launches = self.seen.pop(key, 0) + 1
-        self.seen[key] = launches
+        launches = self.seen.pop(plan.options, 0) + 1
+        self.seen[plan.options] = launches
         _bound(self.seen)
         if launches < 2 or len(self.sandboxes) >= self.total:
             return
-        ours = list(self._of(key))
+        ours = list(self._of(sandbox_key(plan)))
         if len(ours) >= self.per_key or any(s.poll_ready() for s in ours):
             return  # at the cap, or one is ready (this launch was not given it: see take)
         try:
@@ -279,7 +279,7 @@ class WarmPool:
             return
         sandbox.end()
         if sandbox.program is not None and not self.closed:
-            key = (sandbox.key, sandbox.program)
+            key = (sandbox.options, sandbox.program)
             cooling = self.cooling.pop(key, None) or _Cooling()
             cooling.strikes = min(cooling.strikes + 1, 6)
             cooling.skip = 2**cooling.strikes
@@ -296,7 +296,7 @@ class WarmPool:
                 sandbox.end()
         self._tidy()
 
-    def _of(self, key: tuple[str, ...]) -> Iterator[WarmSandbox]:
+    def _of(self, key: tuple[object, ...]) -> Iterator[WarmSandbox]:
         return (s for s in self.sandboxes if s.key == key and not s.gone)
 
     def _tidy(self) -> None:
@@ -317,6 +317,26 @@ class _Cooling:
 def _bound(recent: OrderedDict[Any, Any]) -> None:
     while len(recent) > _SEEN:
         recent.popitem(last=False)
+
+
+_BINDS = frozenset({"--bind", "--bind-try", "--ro-bind", "--ro-bind-try", "--dev-bind"})
+
+
+def sandbox_key(plan: Plan) -> tuple[object, ...]:
+    """What a warm sandbox must match to run ``plan``: its options, and what each bind mount
+    found on the host (a folder made, removed or replaced since the sandbox was set up would
+    be mounted otherwise now)."""
+    found: list[object] = []
+    options = plan.options
+    for i, option in enumerate(options):
+        if option in _BINDS:
+            try:
+                info = os.stat(options[i + 1])
+            except OSError:
+                found.append(None)
+            else:
+                found.append((info.st_dev, info.st_ino))
+    return (options, tuple(found))
 
 
 def _end_all(sandboxes: list[WarmSandbox]) -> None:

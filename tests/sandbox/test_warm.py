@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import sys
 from collections.abc import Iterator
@@ -218,3 +219,19 @@ async def test_a_program_that_leaves_things_behind_runs_fresh_and_others_stay_wa
         assert pool.taken == taken + 1
         await run(*clean)  # the others keep their warm sandbox
         assert pool.taken == taken + 2
+
+
+async def test_a_folder_replaced_since_the_sandbox_was_set_up_is_seen_as_it_is_now(
+    box: Box,
+) -> None:
+    shelf = box.root / "shelf"
+    shelf.mkdir()
+    (shelf / "old.txt").write_text("old", encoding="utf-8")
+    requires = {"read": [str(shelf)]}
+    look = f"import json, os; print(json.dumps(sorted(os.listdir({str(shelf)!r}))))"
+    assert report(await box.python(look, requires=requires)) == ["old.txt"]  # warm
+    shutil.rmtree(shelf)  # a deploy replaces the folder: same path, another folder
+    shelf.mkdir()
+    (shelf / "new.txt").write_text("new", encoding="utf-8")
+    box.warm = False
+    assert report(await box.python(look, requires=requires)) == ["new.txt"]

@@ -20,7 +20,7 @@ from mcp_toolbridge.builtins.bash import BashTool
 from mcp_toolbridge.errors import ErrorCode, ExecSpawnError
 from mcp_toolbridge.executors import ExecRequest, ExecToolExecutor, run_process
 from mcp_toolbridge.model import RequirementSet, Safety
-from mcp_toolbridge.policy import SandboxMode, Scope
+from mcp_toolbridge.policy import Policy, SandboxMode, Scope
 from mcp_toolbridge.runtime import Settings, load_catalog, open_bridge
 from mcp_toolbridge.sandbox import Sandbox
 from tests.sandbox.conftest import PRIVATE_KEY, Box
@@ -228,3 +228,28 @@ def test_inspect_shows_the_sandbox_profile_of_a_tool(
     assert profile["network"] == "none" and profile["hosts"] == []
     assert any(path.endswith("/.ssh") for path in profile["masked"])
     assert profile["reuse"].startswith("called again, it runs in a sandbox set up before")
+
+
+async def test_a_policy_with_warm_false_gives_every_call_a_fresh_sandbox(box: Box) -> None:
+    policy = box.root / "policy.toml"
+    box.policy()  # the box's grants, then the switch
+    policy.write_text(policy.read_text() + "[sandbox]\nwarm = false\n", encoding="utf-8")
+    gate = PolicyGate.configured(
+        Policy.load(policy, workspace=box.ws, user_data=None), "required", environ=box.env
+    )
+    assert gate.sandbox is not None
+    confinement = gate.confinement(_writer("w", RequirementSet()))
+    assert confinement is not None
+    assert str(gate.sandbox.describe(confinement.profile)["reuse"]).startswith("a fresh sandbox")
+    with anyio.fail_after(30):
+        for _ in range(4):
+            outcome = await run_process(
+                ["/bin/true"],
+                stdin=None,
+                cwd=str(box.ws),
+                env=box.env,
+                timeout_s=20,
+                sandbox=confinement,
+            )
+            assert (outcome.exit_code, outcome.sandboxed) == (0, True)
+    assert gate.sandbox.warm.taken == 0 and gate.sandbox.warm.sandboxes == []

@@ -143,21 +143,6 @@ class Plan:
         return [*command, "--chdir", self.workdir, "--", *self.run]
 
 
-def bwrap_command(
-    view: HostView,
-    profile: SandboxProfile,
-    argv: Sequence[str],
-    *,
-    cwd: str | None,
-    env: Mapping[str, str],
-    info_fd: int | None = None,
-    proxy_dir: str | None = None,
-) -> tuple[list[str], dict[str, str]]:
-    """The bubblewrap argv and the environment that run ``argv`` inside ``profile``."""
-    plan = plan_launch(view, profile, argv, cwd=cwd, env=env, proxy_dir=proxy_dir)
-    return plan.command(info_fd), plan.env
-
-
 def plan_launch(
     view: HostView,
     profile: SandboxProfile,

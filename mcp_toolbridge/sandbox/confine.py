@@ -30,7 +30,7 @@ import anyio
 
 from mcp_toolbridge.errors import ExecSpawnError
 from mcp_toolbridge.policy import SandboxMode, Scope
-from mcp_toolbridge.sandbox.bwrap import PROXY_SOCKET, HostView, Plan, bwrap_command, plan_launch
+from mcp_toolbridge.sandbox.bwrap import PROXY_SOCKET, HostView, Plan, plan_launch
 from mcp_toolbridge.sandbox.profile import (
     SandboxProfile,
     profile_for,
@@ -153,10 +153,8 @@ class Sandbox:
     def probe_argv(self) -> list[str]:
         """A command that prints ``ok`` from inside a sandbox like every launch's."""
         profile = SandboxProfile(tool="probe")
-        argv, _ = bwrap_command(
-            self._view(), profile, ["/bin/sh", "-c", "echo ok"], cwd="/", env={"PATH": "/bin"}
-        )
-        return argv
+        probe = ["/bin/sh", "-c", "echo ok"]
+        return plan_launch(self._view(), profile, probe, cwd="/", env={"PATH": "/bin"}).command()
 
     def record(self, support: Support) -> None:
         """Keep the probe's result; in ``auto`` mode say once, loudly, that it is missing."""
@@ -285,11 +283,9 @@ class Confinement:
             folder = tempfile.mkdtemp(prefix="mcp-toolbridge-proxy-")
             listener = await anyio.create_unix_listener(os.path.join(folder, PROXY_SOCKET))
             try:
-                command, child_env = bwrap_command(
-                    view, profile, argv, cwd=cwd, env=env, info_fd=info.write, proxy_dir=folder
-                )
+                plan = plan_launch(view, profile, argv, cwd=cwd, env=env, proxy_dir=folder)
                 serve = functools.partial(listener.serve, AllowlistProxy(profile).handle)
-                yield Launch(command, child_env, sandboxed=True, serve=serve, info=info)
+                yield Launch(plan.command(info.write), plan.env, True, serve=serve, info=info)
             finally:
                 with anyio.CancelScope(shield=True):
                     await listener.aclose()

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcp_toolbridge.sandbox.bwrap import HostView, bwrap_command
+from mcp_toolbridge.sandbox.bwrap import HostView, plan_launch
 from mcp_toolbridge.sandbox.profile import SandboxProfile, secret_paths
 
 
 def _command(view: HostView, profile: SandboxProfile, cwd: Path) -> list[str]:
-    argv, _ = bwrap_command(view, profile, ["/bin/sh", "-c", "true"], cwd=str(cwd), env={})
-    return argv
+    return plan_launch(view, profile, ["/bin/sh", "-c", "true"], cwd=str(cwd), env={}).command()
 
 
 def test_a_secret_path_created_after_a_launch_is_masked_in_the_next(tmp_path: Path) -> None:

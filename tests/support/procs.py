@@ -11,12 +11,19 @@ import anyio
 from mcp_toolbridge.sandbox.warm import ZYGOTE_INSIDE
 
 
-def _state(pid: str) -> str | None:
+def _stat(pid: int | str) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command name (state first), None once the
+    process is gone."""
     try:
         with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0]
+            return handle.read().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return None
+
+
+def _state(pid: str) -> str | None:
+    fields = _stat(pid)
+    return fields[0] if fields else None
 
 
 def alive_with(marker: str, *, exclude: Iterable[int] = (), warm: bool = False) -> list[int]:
@@ -73,33 +80,21 @@ def memory_kib(pid: int) -> dict[str, int]:
 
 def parent_of(pid: int) -> int | None:
     """The parent of ``pid`` (as seen from here), None once it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
-            return int(handle.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
+    fields = _stat(pid)
+    return int(fields[1]) if fields else None
 
 
 def process_group(pid: int) -> int | None:
     """The process group of ``pid`` (as seen from here), None once it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
-            return int(handle.read().rsplit(")", 1)[1].split()[2])
-    except (OSError, IndexError, ValueError):
-        return None
+    fields = _stat(pid)
+    return int(fields[2]) if fields else None
 
 
 def group_members(pgid: int) -> list[int]:
     """Live processes (zombies skipped) in process group ``pgid``."""
     found = []
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="utf-8") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
+        fields = _stat(entry) if entry.isdigit() else None
+        if fields and fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
             found.append(int(entry))
     return found

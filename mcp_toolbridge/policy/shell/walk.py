@@ -3,7 +3,8 @@
 :class:`Walker` walks one bashlex tree (the command, or a nested ``bash -c`` script, walked
 by a walker of its own) and records into a shared :class:`WalkState`: each simple command's
 argv after :func:`~mcp_toolbridge.policy.shell.argv.unwrap`, its dangerous flags
-(:mod:`mcp_toolbridge.policy.shell.flags`), the paths it names (redirect targets, and the
+(:mod:`mcp_toolbridge.policy.shell.flags`) and the words that can become one
+(:mod:`mcp_toolbridge.policy.shell.expanded`), the paths it names (redirect targets, and the
 operands of :func:`~mcp_toolbridge.policy.shell.operands.path_operands`) with the
 directories ``cd`` may have taken it to (:mod:`mcp_toolbridge.policy.shell.cwd`), and every
 reason the line cannot be checked.

@@ -250,6 +250,10 @@ _WRAPPERS: dict[str, _Step] = {
 }
 
 
+WRAPPERS = frozenset(_WRAPPERS)
+"""Programs that run a command given in their arguments (unwrapped by :func:`unwrap`)."""
+
+
 def shell_script(argv: tuple[str, ...]) -> tuple[str | None, str | None]:
     """(the ``-c`` script, None) for ``bash [opts] -c SCRIPT``; (None, None) for a shell that
     runs a file or stdin; (None, reason) for options that cannot be followed."""

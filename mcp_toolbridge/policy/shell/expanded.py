@@ -30,7 +30,13 @@ part, so nothing changes between the check and the run):
 
 from __future__ import annotations
 
-from mcp_toolbridge.policy.shell.argv import GLOB_OPTIONS, SHELLS, XARGS_INPUT, basename
+from mcp_toolbridge.policy.shell.argv import (
+    GLOB_OPTIONS,
+    SHELLS,
+    WRAPPERS,
+    XARGS_INPUT,
+    basename,
+)
 from mcp_toolbridge.policy.shell.flags import FLAG_CHECKED
 from mcp_toolbridge.policy.shell.git import SUBCOMMAND_OPTIONS, git_subcommand
 from mcp_toolbridge.policy.shell.operands import KNOWN_PROGRAMS, READ_ONLY, SYNTAXES
@@ -55,11 +61,13 @@ VAR_BUILTINS = frozenset(
 
 _NO_END = frozenset({"find", "dd"})
 """Programs that read options (find's expression, dd's ``key=value``) after a ``--``."""
-_PROGRAM_ENDS = frozenset({"awk", "gawk", "mawk", "nawk"})
-"""Programs that stop reading options at their first operand (the program text)."""
+_AWKS = frozenset({"awk", "gawk", "mawk", "nawk"})
+_PROGRAM_ENDS = _AWKS | SHELLS
+"""Programs that stop reading options at their first operand (the program, the script)."""
+_SHELL_OPTIONS = Syntax("oO", frozenset({"--rcfile", "--init-file"}))
 _SCRIPTED = {
     **dict.fromkeys(("sed", "gsed"), frozenset({"-e", "--expression", "-f", "--file"})),
-    **dict.fromkeys(_PROGRAM_ENDS, frozenset({"-f", "--file", "-e", "--source"})),
+    **dict.fromkeys(_AWKS, frozenset({"-f", "--file", "-e", "--source"})),
 }
 """Programs whose first operand is code unless one of these options gave it."""
 _TARS = frozenset({"tar", "gtar", "bsdtar"})
@@ -127,7 +135,7 @@ def _first_hidden(name: str, argv: tuple[str, ...], kinds: Kinds) -> tuple[int, 
     if name == "dd":
         return first, "operand"
     start = 1
-    syntax = SYNTAXES.get(name)
+    syntax = SYNTAXES.get(name, _SHELL_OPTIONS if name in SHELLS else None)
     if name == "git":
         sub = git_subcommand(_shadow(argv, kinds, first))
         if first <= sub:
@@ -238,18 +246,19 @@ def expansion_reasons(
     are the command as written, ``final`` what runs once its wrappers are unwrapped: it
     starts at ``argv[offset]`` (``offset`` None when the two cannot be aligned)."""
     reasons: list[str] = []
-    inner = raws[offset:] if offset is not None else ()
-    if offset != 0:  # wrappers: their words decide what runs
-        for raw in raws[1:offset] if offset is not None else raws[1:]:
-            if expands(raw):
-                reasons.append(
-                    f"{raw!r} can expand to an option of {basename(argv[0])} or to the "
-                    "command it runs"
-                )
-                break
-        if inner and expands(inner[0]):
-            reasons.append(f"the command name {inner[0]!r} is a pattern")
     name = basename(final[0])
+    inner = raws[offset:] if offset is not None else ()
+    ahead = raws[1:] if offset is None else raws[1:offset]  # the wrappers' own words
+    if name in WRAPPERS and offset is not None:  # one that found no command to run
+        ahead += inner[1:]
+    for raw in ahead:
+        if expands(raw):
+            reasons.append(
+                f"{raw!r} can expand to an option of {basename(argv[0])} or to the command it runs"
+            )
+            break
+    if offset and expands(inner[0]):
+        reasons.append(f"the command name {inner[0]!r} is a pattern")
     if name in VAR_BUILTINS and inner:
         reasons += _assigned(name, final, inner)
     elif name == "shopt":

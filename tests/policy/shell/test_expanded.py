@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcp_toolbridge.builtins.bash import SPEC as BASH
-from mcp_toolbridge.policy.compiled import Decision, Policy
+from mcp_toolbridge.policy.compiled import Decision, Policy, SessionRules
 from mcp_toolbridge.policy.shell.argv import SHELLS
 from mcp_toolbridge.policy.shell.expanded import HARMLESS, JUDGED, hidden_option
 from mcp_toolbridge.policy.shell.flags import FLAG_CHECKED
@@ -142,7 +142,8 @@ def test_programs_whose_every_option_only_changes_what_they_print_keep_their_pat
         ("grep --include=*.py -r x .", False), ("cp -t d -- *.txt", False),
         ("cp *.txt d/", True), ("chmod +x -- *.sh", False), ("chmod +x *.sh", True),
         ("dd if=a of=b *", True), ("curl -- *", False), ("curl -s -- *", True),
-        ("bash *", True), ("sh -- ./*", False), ("ls | xargs curl", True),
+        ("bash *", True), ("bash -o posix *", True), ("sh -- ./*", False),
+        ("bash ./x.sh *", False), ("ls | xargs curl", True),
         ("ls | xargs curl --", False), ("find * | head", True), ("bash -c 'find *'", True),
         ("echo *", False), ("python3 *", False),
     ],
@@ -159,6 +160,8 @@ def test_options_end_where_each_program_ends_them(command: str, asks: bool):
         ("env *", "the command name '*' is a pattern"),
         ("xargs *", "the command name '*' is a pattern"),
         ("timeout * x", "'*' can expand to an option of timeout or to the command it runs"),
+        ("env -u *", "'*' can expand to an option of env or to the command it runs"),
+        ("xargs -a *", "'*' can expand to an option of xargs or to the command it runs"),
         ("export *", "'*' can expand to a variable that export sets"),
         ("read -r *", "'*' can expand to a variable that read sets"),
         ("printf *", "'*' can expand to a variable that printf sets"),
@@ -203,14 +206,15 @@ def _policy(tmp_path: Path, *patterns: str, exact: str | None = None) -> Policy:
     return load_policy_text(tmp_path / "policy.toml", HEADER + rules + deny, workspace=workspace)
 
 
-def _decide(policy: Policy, command: str) -> Decision:
+def _decide(policy: Policy, command: str, session: SessionRules | None = None) -> Decision:
     arguments = {"command": command}
     targets = policy.targets(BASH, arguments, roles=BASH.argument_roles, splitter=splitter)
     targets = shell_targets(policy, BASH, arguments, targets)
     denial = policy.check_capabilities(BASH, targets)
     if denial is not None:
         return Decision.refused(denial)
-    return shell_floor(policy, BASH, arguments, policy.decide(BASH, targets), None)
+    decision = policy.decide(BASH, targets, session)
+    return shell_floor(policy, BASH, arguments, decision, session)
 
 
 def test_the_issue_25_lines_ask_and_say_how_to_write_them_safely(tmp_path: Path):
@@ -229,6 +233,17 @@ def test_an_exact_rule_for_the_line_allows_that_line_only(tmp_path: Path):
     policy = _policy(tmp_path, "find *", exact="find '*'")
     assert _decide(policy, "find *").action == "allow"
     assert _decide(policy, "find * -name x").action == "ask"
+
+
+def test_an_always_answer_allows_that_line_again_and_nothing_looser(tmp_path: Path):
+    policy = _policy(tmp_path, "find *", "rm *")
+    session = SessionRules()
+    arguments = {"command": "find *"}
+    targets = policy.targets(BASH, arguments, roles=BASH.argument_roles, splitter=splitter)
+    session.add_always(BASH, shell_targets(policy, BASH, arguments, targets))
+    assert _decide(policy, "find *", session).action == "allow"
+    assert _decide(policy, "find * -newer x", session).action == "ask"
+    assert _decide(policy, "rm *", session).action == "ask"
 
 
 COMMAND_WORDS = st.lists(
@@ -263,4 +278,4 @@ def test_no_rule_pattern_that_ends_in_a_star_lets_a_hidden_option_through(
     if parsed.flagged:
         assert decision.action != "allow", (command, decision)
     else:
-        assert "--" in before or program in POSITIONAL, command
+        assert "--" in before or program in POSITIONAL | SHELLS, command  # options ended

@@ -226,6 +226,25 @@ def _inspect(verbs: Subparsers) -> None:
     _add_expose_option(inspect)
 
 
+def _doctor(verbs: Subparsers) -> None:
+    doctor = verbs.add_parser(
+        "doctor",
+        help="check this machine and the server a client would start, as it starts it; "
+        "exit 1 on a problem",
+    )
+    add_client_option(doctor, required=False)
+    doctor.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="check the entry of this client config file that starts mcp-toolbridge "
+        "(default: the entry `config --client NAME` writes)",
+    )
+    _add_load_options(doctor)
+    _add_policy_options(doctor)
+
+
 def _config(verbs: Subparsers) -> None:
     config = verbs.add_parser("config", help="print a client's config for this installation")
     add_client_option(config)
@@ -246,6 +265,7 @@ VERBS: dict[str, Callable[[Subparsers], object]] = {
     "export": _export,
     "inspect": _inspect,
     "config": _config,
+    "doctor": _doctor,
 }
 
 
@@ -253,7 +273,7 @@ def _parser(
     only: str | None = None,
 ) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The top-level parser, and each verb's parser by name; with ``only``, that verb's
-    alone (building all ten costs a start ≈ 3 ms of CPU; a command line that names its verb
+    alone (building all eleven costs a start ≈ 3 ms of CPU; a command line that names its verb
     first needs only that one)."""
     parser = argparse.ArgumentParser(
         prog="mcp-toolbridge",

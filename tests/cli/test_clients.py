@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mcp_toolbridge.cli.clients import server_command
+from mcp_toolbridge.cli.installed import server_command
 from mcp_toolbridge.cli.main import main
 
 EXPECTED = {
@@ -115,7 +115,10 @@ def test_under_uvx_the_command_names_the_package_not_a_path_in_uvs_cache(
 ) -> None:
     command = server_command(tmp_path / prefix)
     assert Path(command[0]).name == "uvx"
-    assert command[1:] == ["mcp-toolbridge"]
+    # This checkout is installed editable: uvx is told to take the package from it again
+    # (tests/package/ runs a real uvx on a built wheel).
+    assert command[1:] == ["--from", str(Path(__file__).resolve().parents[2]), "mcp-toolbridge"]
+    assert not any(str(tmp_path) in part for part in command)
 
 
 def test_a_persistent_environment_keeps_its_own_executable(tmp_path: Path) -> None:

@@ -75,7 +75,11 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         help="cap on a tool's stdout and on an HTTP response (default 10 MiB)",
     )
     parser.add_argument(
-        "--secrets", type=Path, default=None, metavar="FILE", help="TOML file of secret values"
+        "--secrets",
+        type=_file_or_none,
+        default=None,
+        metavar="FILE",
+        help="TOML file of secret values (empty: none)",
     )
     parser.add_argument(
         "--audit",
@@ -90,10 +94,10 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
 def _add_policy_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--policy",
-        type=Path,
+        type=_file_or_none,
         default=None,
         metavar="FILE",
-        help="the operator's policy (TOML); default: the built-in default policy",
+        help="the operator's policy (TOML); default (or empty): the built-in default policy",
     )
     parser.add_argument(
         "--allow",
@@ -144,6 +148,12 @@ def _add_policy_options(parser: argparse.ArgumentParser) -> None:
         help="a folder of skills (SKILL.md folders) for the skill tool; repeatable "
         "(default: <workspace>/.toolbridge/skills and the user data directory's skills)",
     )
+
+
+def _file_or_none(text: str) -> Path | None:
+    """A file option's value; empty means none, as a launcher that fills options in from
+    settings the user left blank writes it (an MCP bundle's ``--policy=${user_config.policy}``)."""
+    return Path(text) if text else None
 
 
 def _locked_names(text: str) -> tuple[str, ...]:

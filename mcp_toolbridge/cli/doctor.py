@@ -407,7 +407,8 @@ def run_doctor(args: argparse.Namespace, parse: Parse, settings_of: SettingsOf) 
     """Print every check (stdout); 1 when one found a problem. ``parse`` and ``settings_of``
     read a command line as the command line does (cli/parsing.py)."""
     if args.client is None:
-        out("mcp-toolbridge doctor: this installation, as `serve` would run here")
+        what = f"the entry in {args.config}" if args.config else "this installation"
+        out(f"mcp-toolbridge doctor: {what}, as `serve` would run here")
     else:
         launch = client_launch(args.client, dict(os.environ))
         source = f"the entry in {args.config}" if args.config else "the entry `config` writes"

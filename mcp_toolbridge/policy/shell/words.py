@@ -21,6 +21,7 @@ _QUOTED_HEREDOC = re.compile(
 )
 _TIME_KEYWORD = re.compile(r"(?:^|(?<=[;&|(!\n]))([ \t]*)time(?:[ \t]+-p)?(?=[ \t])")
 GLOB = re.compile(r"[*?]|\[.*\]")
+_GLOB_CHARACTER = re.compile(r"[*?[]")
 BRACE_EXPANSION = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")
 _EXPANSION_START = re.compile(r"\$[A-Za-z0-9_{('\"@*#?$!-]")
 
@@ -181,7 +182,7 @@ _CLASSES_WITH_DASH = frozenset({"punct", "graph", "print", "ascii"})
 def expands(raw: str) -> bool:
     """Whether bash replaces the word with the names of matching files (an unquoted ``*``,
     ``?`` or bracket expression). Brace expansion and ``$`` are refused on their own."""
-    return GLOB.search(unquoted_text(raw)) is not None
+    return _GLOB_CHARACTER.search(raw) is not None and GLOB.search(unquoted_text(raw)) is not None
 
 
 def may_begin_with_dash(raw: str) -> bool:

@@ -18,7 +18,7 @@ from mcp import Client
 
 from mcp_toolbridge.bridge.gate import HEADLESS_DENIED
 from mcp_toolbridge.executors import probe_sandbox
-from mcp_toolbridge.policy.shell.expanded import HARMLESS, JUDGED
+from mcp_toolbridge.policy.shell.expanded import HARMLESS, JUDGED, KNOWN
 from mcp_toolbridge.sandbox import Sandbox
 from tests.support.served import error_text, locked_settings, served_client
 
@@ -27,7 +27,10 @@ PLANTED = (
     "--checkpoint=1", "--checkpoint-action=exec=sh pwn.sh",
 )  # fmt: skip
 """Files named as options: find's, rm's, git's and sed's, and the tar wildcard injection."""
-KNOWN = sorted(JUDGED | HARMLESS)
+PROGRAMS = sorted(KNOWN)
+RUNS = HARMLESS | {"popd"}
+"""What may run with a pattern: options that only change the output, and popd (followed back
+to any directory already seen, whatever its argument)."""
 EXTRA = {
     "find": ["find . -name x *", "find ?*"],
     "tar": ["tar cf out.tar *", "tar czf out.tgz *"],
@@ -78,7 +81,7 @@ async def test_no_allow_rule_ending_in_a_star_lets_a_planted_option_run(tmp_path
     if shape == "*":
         rules = 'allow = ["bash=*"]\n'
     else:
-        allowed = [f"bash={shape.replace('P', p)}" for p in KNOWN]
+        allowed = [f"bash={shape.replace('P', p)}" for p in PROGRAMS]
         rules = f'allow = {json.dumps(allowed)}\ndeny = ["bash=*"]\n'
     settings = locked_settings(tmp_path, rules)
     assert settings.workspace is not None
@@ -86,12 +89,14 @@ async def test_no_allow_rule_ending_in_a_star_lets_a_planted_option_run(tmp_path
     before = _snapshot(workspace)
     ran: list[str] = []
     async with served_client(settings, locked=True) as client:
-        for program in KNOWN:
+        for program in PROGRAMS:
             for command in _lines(program):
                 result = await _call(client, command)
                 if not result.is_error:
                     ran.append(command)
-                    assert program in HARMLESS, f"{command!r} ran under {shape!r}"
+                    # xargs runs programs, not builtins: `xargs declare` finds nothing to run
+                    builtin = command.startswith("ls | xargs") and program not in JUDGED
+                    assert program in RUNS or builtin, f"{command!r} ran under {shape!r}"
                     continue
                 error = error_text(result)  # asked (so refused: no person here) or denied
                 assert error.startswith("Denied"), (command, error)

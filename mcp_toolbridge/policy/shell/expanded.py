@@ -32,11 +32,13 @@ from __future__ import annotations
 
 from mcp_toolbridge.policy.shell.argv import (
     GLOB_OPTIONS,
+    OPAQUE_PROGRAMS,
     SHELLS,
     WRAPPERS,
     XARGS_INPUT,
     basename,
 )
+from mcp_toolbridge.policy.shell.cwd import DIR_CHANGERS
 from mcp_toolbridge.policy.shell.flags import FLAG_CHECKED
 from mcp_toolbridge.policy.shell.git import SUBCOMMAND_OPTIONS, git_subcommand
 from mcp_toolbridge.policy.shell.operands import KNOWN_PROGRAMS, READ_ONLY, SYNTAXES
@@ -58,6 +60,19 @@ VAR_BUILTINS = frozenset(
      "printf", "getopts", "let", "unset"}
 )  # fmt: skip
 """Builtins that set shell variables named by their arguments."""
+KNOWN = (
+    JUDGED
+    | HARMLESS
+    | WRAPPERS
+    | VAR_BUILTINS
+    | DIR_CHANGERS
+    | OPAQUE_PROGRAMS.keys()
+    | {
+        "shopt",
+        "set",
+    }
+)
+"""Every program the sub-policy has a rule for."""
 
 _NO_END = frozenset({"find", "dd"})
 """Programs that read options (find's expression, dd's ``key=value``) after a ``--``."""

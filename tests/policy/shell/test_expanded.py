@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from mcp_toolbridge.builtins.bash import SPEC as BASH
 from mcp_toolbridge.policy.compiled import Decision, Policy, SessionRules
 from mcp_toolbridge.policy.shell.argv import SHELLS
-from mcp_toolbridge.policy.shell.expanded import HARMLESS, JUDGED, hidden_option
+from mcp_toolbridge.policy.shell.expanded import HARMLESS, JUDGED, KNOWN, hidden_option
 from mcp_toolbridge.policy.shell.flags import FLAG_CHECKED
 from mcp_toolbridge.policy.shell.hooks import shell_floor, shell_targets
 from mcp_toolbridge.policy.shell.operands import KNOWN_PROGRAMS
@@ -107,6 +107,16 @@ def test_a_pattern_is_any_flag_of_every_program_whose_flags_are_judged(program: 
     parsed = parse_command(f"{program} {word}")
     assert parsed.flagged, parsed
     assert any(repr(word) in reason for reason in parsed.uncheckable), parsed.uncheckable
+
+
+@pytest.mark.parametrize("program", sorted(KNOWN - HARMLESS - {"popd"}))
+def test_a_pattern_after_any_other_program_the_sub_policy_knows_needs_an_exact_rule(
+    program: str,
+):
+    """Wrappers, builtins that assign, cd, eval...: not one takes a pattern silently (popd
+    is followed back to any directory already seen, whatever its argument)."""
+    parsed = parse_command(f"{program} *")
+    assert parsed.flagged or not parsed.checkable, parsed
 
 
 @pytest.mark.parametrize("program", sorted(JUDGED - POSITIONAL))

@@ -60,17 +60,16 @@ VAR_BUILTINS = frozenset(
      "printf", "getopts", "let", "unset"}
 )  # fmt: skip
 """Builtins that set shell variables named by their arguments."""
+_OPTION_BUILTINS = frozenset({"shopt", "set"})
+"""Builtins whose options change how later words expand."""
 KNOWN = (
     JUDGED
     | HARMLESS
     | WRAPPERS
     | VAR_BUILTINS
     | DIR_CHANGERS
-    | OPAQUE_PROGRAMS.keys()
-    | {
-        "shopt",
-        "set",
-    }
+    | _OPTION_BUILTINS
+    | frozenset(OPAQUE_PROGRAMS)
 )
 """Every program the sub-policy has a rule for."""
 

@@ -10,7 +10,10 @@
    A client that cannot ask is headless, and ask is a deny with a fixed message that never
    reads as consent. A client that was asked and could not put the question to the person
    (:class:`~mcp_toolbridge.host.CouldNotAsk`: it answered with an error, the connection
-   closed) gets the same deny, with the reason. "Always" adds a session rule.
+   closed) gets the same deny, with the reason; so does a question the client answered with
+   ``cancel`` (dismissed unanswered, or nobody there: headless Claude Code cancels every
+   question at once). Only ``decline``, or the person's "Reject", is a rejection. "Always"
+   adds a session rule.
 
 An allowed call's clearance carries the OS sandbox its processes will run in (the third
 layer), built from the same policy: the tool's effective scope (``Policy.tool_scope``) and its
@@ -76,6 +79,12 @@ NOT_ASKED = (
 )
 """The start of the refusal when asking failed; the reason follows in parentheses."""
 NOT_CONSENT = "This is a refusal, not an approval."
+DISMISSED = (
+    "Denied, nothing was run: this call needs a person's confirmation and the client "
+    "dismissed the question unanswered (cancel: it was closed without a choice, or nobody was "
+    "there to answer; headless clients such as `claude -p` cancel every question)"
+)
+"""The start of the refusal when the client answered the question with ``cancel``."""
 REJECTED = "Denied, nothing was run: the person you are working with rejected this call."
 ALLOW_ONCE = "Allow once"
 ALLOW_ALWAYS = "Allow always (this session)"
@@ -107,6 +116,8 @@ class Clearance:
             text = f"{HEADLESS_DENIED} (asked by {self.decision.rule})"
         elif self.answer == "unreachable":
             text = f"{NOT_ASKED} ({self.reason}). {NOT_CONSENT} (asked by {self.decision.rule})"
+        elif self.answer == "cancel":
+            text = f"{DISMISSED}. {NOT_CONSENT} (asked by {self.decision.rule})"
         else:
             text = f"Denied by {self.decision.rule}."
         return f"{text} {self.hint}" if self.hint else text
@@ -284,6 +295,9 @@ class PolicyGate:
         except CouldNotAsk as exc:  # never an answer: refused as a headless client's call is
             hint = way_out(self.policy, spec, arguments, targets, decision, rules)
             return Clearance(refused, "unreachable", hint, exc.reason)
+        if answer.action == "cancel":  # nobody chose: refused as a call that was not asked
+            hint = way_out(self.policy, spec, arguments, targets, decision, rules)
+            return Clearance(refused, "cancel", hint)
         choice = (answer.content or {}).get("decision") if answer.action == "accept" else None
         if choice == ALLOW_ONCE:
             return Clearance(Decision("allow", decision.rule, decision.scope), "once")

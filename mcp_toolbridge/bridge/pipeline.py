@@ -85,7 +85,7 @@ class CallOutcome:
     decision: Decision | None = None
     """What the gate decided; None when the call failed before it (bad arguments)."""
     answer: str | None = None
-    """The person's answer when asked: once | always | reject | headless | unreachable |
+    """The person's answer when asked: once | always | reject | cancel | headless | unreachable |
     pending."""
     meta: dict[str, Any] = field(default_factory=dict)
     ended: Ended | None = None

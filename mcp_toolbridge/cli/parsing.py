@@ -100,8 +100,10 @@ def _add_policy_options(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="NAME[=PATTERN]",
-        help="allow a tool or capability (NAME=PATTERN: one path, host or command) without "
-        "asking, over the policy; repeatable, e.g. --allow fs_rm --allow 'bash=git status'",
+        help="allow without asking, over the policy: a tool or capability (NAME=PATTERN: one "
+        "path, host or command of it), a glob of tool names ('fx_*'), or every tool of a "
+        "manifest (its file or folder: ./manifests/fx); repeatable, e.g. --allow fs_rm "
+        "--allow 'bash=git status'",
     )
     parser.add_argument(
         "--workspace",

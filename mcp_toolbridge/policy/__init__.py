@@ -27,7 +27,7 @@ from mcp_toolbridge.policy.requirements import (
     host_of,
     normalize_host,
 )
-from mcp_toolbridge.policy.rules import ACTION_RANK, Action, Subject, resolve
+from mcp_toolbridge.policy.rules import ACTION_RANK, Action, Subject, is_manifest_path, resolve
 from mcp_toolbridge.policy.shell.hooks import shell_floor, shell_targets
 from mcp_toolbridge.policy.shell.parse import load_parser, parser_loaded, splitter
 from mcp_toolbridge.policy.watchdog import (
@@ -65,6 +65,7 @@ __all__ = [
     "glob_regex",
     "has_glob",
     "host_of",
+    "is_manifest_path",
     "is_within",
     "load_parser",
     "normalize_host",

@@ -403,8 +403,9 @@ class Policy:
 
 def _about_paths(rules: tuple[Rule, ...], spec: ToolSpec) -> tuple[Rule, ...]:
     """The rules that say something about paths: all but a tool's (or ``*``'s) "any" rules."""
-    blanket = ("*", spec.name, spec.id)
-    return tuple(r for r in rules if not (r.kind == "any" and r.permission in blanket))
+    return tuple(
+        r for r in rules if not (r.kind == "any" and (r.permission == "*" or r.names_tool(spec)))
+    )
 
 
 def _rank(action: Action) -> int:

@@ -334,9 +334,7 @@ def compile_rule(
     variables = variables or Variables()
     group = tool_group(permission, Path(file).parent if file is not None else None)
     if pattern is None or (not prefix and pattern in _UNIVERSAL):
-        return Rule(
-            permission, pattern, "any", action, scope, origin, (), layer, line, file, group
-        )
+        return Rule(permission, pattern, "any", action, scope, origin, (), layer, line, file, group)
     kind: Kind = "prefix" if prefix else ("glob" if has_glob(pattern) else "exact")
     alternatives = tuple(
         _compile_alternative(e, kind, variables)

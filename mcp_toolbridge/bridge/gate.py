@@ -17,8 +17,9 @@
 
 An allowed call's clearance carries the OS sandbox its processes will run in (the third
 layer), built from the same policy: the tool's effective scope (``Policy.tool_scope``) and its
-manifest folder. The watchdog itself runs sandboxed too: the policy's own read roots, nothing
-writable, no network.
+manifest folder. The watchdog itself runs sandboxed too: the policy's own read roots and its
+``[watchdog] read`` entries, nothing writable, no network; a watchdog that fails while that
+sandbox hides a file its command names is refused saying so, and how to show it.
 
 Every refusal but the person's own "reject" ends with how to allow the call (the --allow flag,
 the policy line and its file, the --workspace or [requires] entry; see policy.hints).
@@ -57,8 +58,10 @@ from mcp_toolbridge.policy import (
     capability_way_out,
     combine,
     failure,
+    hidden_from_it,
     is_within,
     load_parser,
+    named_files,
     parse_verdict,
     parser_loaded,
     shell_floor,
@@ -251,9 +254,9 @@ class PolicyGate:
         )
         env: dict[str, str] = {k: self._environ[k] for k in ("PATH", "HOME") if k in self._environ}
         sandbox = None
-        if self.sandbox is not None:  # the policy's read roots; nothing writable, no network
+        if self.sandbox is not None:  # the policy's read roots and its own; no write, no network
             profile = self.sandbox.profile(
-                Scope(fs_read=self.policy.scope.fs_read), tool="watchdog"
+                Scope(fs_read=self.policy.scope.fs_read), tool="watchdog", extra_read=config.read
             )
             sandbox = self.sandbox.confine(profile)
         try:
@@ -268,7 +271,17 @@ class PolicyGate:
             )
         except ExecError as exc:
             return failure(exc.message)
-        return parse_verdict(outcome.stdout, exit_code=outcome.exit_code, signal=outcome.signal)
+        verdict = parse_verdict(outcome.stdout, exit_code=outcome.exit_code, signal=outcome.signal)
+        if verdict.failed and sandbox is not None:  # did its sandbox hide what it needs?
+            cwd = Path.cwd()
+            hidden = [
+                path
+                for path in named_files(config, cwd)
+                if sandbox.hides(path, config.argv, cwd=None, env=env)
+            ]
+            if hidden:
+                return hidden_from_it(verdict, hidden, config)
+        return verdict
 
     async def _confirm(
         self,

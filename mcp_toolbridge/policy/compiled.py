@@ -140,7 +140,7 @@ class Policy:
         self.project_file = project_file
         self.confirm_external_actions = file.security.confirm_external_actions
         self.watchdog: WatchdogConfig | None = (
-            WatchdogConfig(tuple(file.watchdog.command), file.watchdog.timeout_s)
+            WatchdogConfig.of(file.watchdog, layers.user_file)
             if file.watchdog is not None
             else None
         )

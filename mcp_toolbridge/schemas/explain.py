@@ -28,7 +28,9 @@ MAX_SHOWN = 40
 MAX_JSON = 60
 """Characters of an array or object value shown (compact JSON)."""
 MAX_LISTED = 12
-"""Values of an enum, or names of allowed properties, listed before "(N more)"."""
+"""Values of an enum listed before "(N more)"."""
+MAX_NAMES = 30
+"""Names of the allowed properties listed before "(N more)"."""
 WEAK = ("anyOf", "oneOf")
 
 _ARTICLES = {
@@ -201,7 +203,7 @@ def _additional(e: _Failed) -> SchemaProblem:
     value = e.value if isinstance(e.value, dict) else {}
     extra = [k for k in value if k not in allowed and not any(_search(p, k) for p in patterns)]
     if allowed:
-        only = f"only the properties {_listing(allowed)}"
+        only = f"only the properties {_listing(allowed, MAX_NAMES)}"
     else:
         only = "only properties" if patterns else "no properties"
     if patterns:

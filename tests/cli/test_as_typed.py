@@ -113,6 +113,14 @@ def test_an_unknown_option_of_policy_show_shows_its_usage_and_exits_2(manifests:
     assert "mcp-toolbridge policy show: error: unrecognized arguments: --bogus" in proc.stderr
 
 
+def test_an_empty_policy_or_secrets_file_means_none() -> None:
+    """What a launcher writes for a setting left blank (an MCP bundle's
+    ``--policy=${user_config.policy}`` with the default "")."""
+    args = parse_args(["serve", "--policy=", "--secrets=", "m"])
+    assert args.policy is None and args.secrets is None
+    assert parse_args(["serve", "--policy", "p.toml"]).policy == Path("p.toml")
+
+
 # -- options before the verb ------------------------------------------------------------------
 
 CONSOLE = Path(sys.executable).with_name("mcp-toolbridge")
@@ -129,6 +137,7 @@ NEEDED: dict[str, list[str]] = {
     "export": ["--format", "mcp"],
     "inspect": ["echo_json"],
     "config": ["--client", "cursor"],
+    "doctor": [],
 }
 """What each verb needs besides the option under test (its positionals, its required options)."""
 

@@ -478,7 +478,7 @@ def _families(rng: random.Random) -> list[Plant]:
     gitlab = "glpat-" + r(ALNUM + "-_", 20)
     stripe = "sk_live_" + r(ALNUM, 99)
     google = "AIza" + r(ALNUM + "-_", 35)
-    openai = "sk-proj-" + r(ALNUM + "-_", 74) + "T3BlbkFJ" + r(ALNUM + "-_", 74)
+    openai = "sk-proj-" + r(ALNUM + "-_", 74) + "T3BlbkFJ" + r(ALNUM + "-_", 73) + r(ALNUM, 1)
     anthropic = "sk-ant-api03-" + r(ALNUM + "-_", 93) + "AA"
     npm = "npm_" + r(ALNUM, 36)
     pypi = "pypi-AgEIcHlwaS5vcmc" + r(ALNUM + "-_", 70)

@@ -60,8 +60,9 @@ def _size(value: Any, limit: int = 1 << 20) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Screened:
-    """What a finished call returns, redacted, and how many secrets were, per rule (what the
-    client gets: the copies only observers keep are not counted again)."""
+    """What a finished call returns, redacted, and how many secrets were, per rule: the most
+    found in any one part the client gets (its value and its text usually show the same
+    output twice), the copies only observers keep not counted."""
 
     value: Any
     text: str | None
@@ -86,12 +87,12 @@ async def screen(
         if item is None:
             return None
         redacted, found = await scan.text(item, tool)
-        into.update(found)
+        into |= found
         return redacted
 
     async def redact_value(item: Any, into: Counter[str]) -> Any:
         redacted, found = await scan.value(item, tool, _size(item))
-        into.update(found)
+        into |= found
         return redacted
 
     new_value = await redact_value(value, counts)

@@ -16,6 +16,8 @@ What this adds to the engine, and why (docs/performance.md, "Secret scan"):
   pieces of at most :data:`CHUNK_CHARS`, cut at line ends where there are any, each starting
   with the last :data:`OVERLAP_CHARS` of the previous one: a secret up to that long (an RSA-4096
   PEM block is ~3.3 kB) is always seen whole in one piece. Findings seen twice count once.
+- **Composite rules** report one part (the AWS key id) and keep the others (its secret access
+  key) as components: every part is a finding here.
 - **Text it can take.** The binding passes a C string: a NUL byte would end the text early, so
   NULs are scanned as spaces; text that is not valid UTF-8 (lone surrogates) is scanned with
   them replaced.
@@ -124,6 +126,19 @@ def _scannable(text: str) -> str:
     return text
 
 
+def _parts(finding: betterleaks.Finding) -> Iterator[tuple[str, str]]:
+    """The secret of a finding, then those of its components: a composite rule reports one
+    part (``aws-access-token``: the key id) and keeps the others (the secret access key) in
+    its component sets."""
+    yield finding.rule_id, finding.secret
+    for group in finding.component_sets:
+        for part in group.get("components") or ():
+            match = part.get("match") or {}
+            rule, value = part.get("rule_id"), match.get("value")
+            if isinstance(rule, str) and isinstance(value, str):
+                yield rule, value
+
+
 class Engine:
     """betterleaks with every rule on but ``disabled``."""
 
@@ -142,9 +157,9 @@ class Engine:
             except betterleaks.BetterleaksError as exc:
                 raise RuntimeError(f"the secret scanner failed: {exc}") from exc
             for finding in findings:
-                value = finding.secret
-                if value and (value not in seen or seen[value] in OWN_RULES):
-                    seen[value] = finding.rule_id
+                for rule, value in _parts(finding):
+                    if value and (value not in seen or seen[value] in OWN_RULES):
+                        seen[value] = rule
         return [Found(rule, value) for value, rule in seen.items()]
 
     def warm(self) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 import string
 from pathlib import Path
 from typing import Any
@@ -96,8 +97,7 @@ def _settings(tmp_path: Path, policy: str = POLICY) -> Settings:
     assert settings.workspace is not None
     (settings.workspace / ".env").write_text(DOTENV, encoding="utf-8")
     (settings.workspace / "tok.txt").write_text(f"token={GITHUB}\n", encoding="utf-8")
-    settings.paths.append(folder)
-    return settings
+    return replace(settings, paths=[*settings.paths, folder])
 
 
 def _audit_text(settings: Settings) -> str:
@@ -131,7 +131,7 @@ async def test_a_tool_that_prints_secrets_returns_them_redacted_and_the_rest_kep
 ) -> None:
     settings = _settings(tmp_path)
     logs = Logs()
-    level = {"log_level": "info"} if mode == "auto" else {}
+    level: dict[str, Any] = {"log_level": "info"} if mode == "auto" else {}
     async with served_client(settings, mode, locked=True, logging_callback=logs, **level) as client:
         if mode == "legacy":
             await client.set_logging_level("info")
@@ -259,9 +259,7 @@ async def test_a_secret_in_the_arguments_of_an_open_world_tool_asks_naming_the_r
     settings = _settings(tmp_path)
     person = Person()
     async with served_client(settings, mode, locked=True, elicitation_callback=person) as client:
-        result = await client.call_tool(
-            "web_fetch", {"url": f"{CLOSED}/post?token={SLACK}"}
-        )
+        result = await client.call_tool("web_fetch", {"url": f"{CLOSED}/post?token={SLACK}"})
         clean = await client.call_tool("read", {"file_path": "tok.txt"})  # closed world: no ask
     assert "rejected this call" in error_text(result)
     [question] = person.asked
@@ -282,9 +280,7 @@ async def test_the_allow_list_and_off_let_secrets_through(tmp_path: Path, mode: 
     settings = _settings(tmp_path / "a", allowing)
     async with served_client(settings, mode, locked=True) as client:
         value = (await client.call_tool("leaky", {})).structured_content
-        fetched = await client.call_tool(
-            "web_fetch", {"url": f"{CLOSED}/post?token={SLACK}"}
-        )
+        fetched = await client.call_tool("web_fetch", {"url": f"{CLOSED}/post?token={SLACK}"})
     assert value is not None
     assert GITHUB in value["remote"] and value["slack"] == SLACK
     assert value["key"] == "[REDACTED:private-key]"

@@ -440,8 +440,7 @@ async def open_runtime(
             warm = await stack.enter_async_context(anyio.create_task_group())
             warm.start_soon(anyio.to_thread.run_sync, load_parser)
         if gate.secret_scan.enabled:  # the engine's rules, compiled off the event loop (~0.1 s)
-            warming = await stack.enter_async_context(anyio.create_task_group())
-            warming.start_soon(anyio.to_thread.run_sync, gate.secret_scan.warm)
+            await anyio.to_thread.run_sync(gate.secret_scan.warm)
         http = await stack.enter_async_context(HttpExecutor.open())
         watching: tuple[Observer, ...] = ()
         if settings.audit:

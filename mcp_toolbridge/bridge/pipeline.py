@@ -29,7 +29,7 @@ import anyio
 
 from mcp_toolbridge.bridge.budget import BudgetLedger, Usage, reported_usage
 from mcp_toolbridge.bridge.gate import Clearance
-from mcp_toolbridge.bridge.screen import off_schema, screen, screened_context
+from mcp_toolbridge.bridge.screen import off_schema, read_back, screen, screened_context
 from mcp_toolbridge.catalog import Catalog, CatalogEntry
 from mcp_toolbridge.errors import (
     ArgumentsError,
@@ -340,12 +340,7 @@ class Bridge:
     async def read_back(self, text: str, tool: str) -> str:
         """The whole output of a call of ``tool``, read back later (a resource), with its
         secrets redacted as the call's result was."""
-        redacted, found = await self.secret_scan.text(text, tool)
-        if found:
-            log.info(
-                "secret scan: redacted %s from an output of %s read back", summary(found), tool
-            )
-        return redacted
+        return await read_back(self.secret_scan, text, tool)
 
     def forget_session(self, session_id: str) -> None:
         """A session ended: drop the usage summed for its budgets."""

@@ -128,6 +128,14 @@ def off_schema(screened: Screened, problem: str) -> str:
     )
 
 
+async def read_back(scan: SecretScan, text: str, tool: str) -> str:
+    """The whole output of a call of ``tool``, read back later (a resource), redacted."""
+    redacted, found = await scan.text(text, tool)
+    if found:
+        log.info("secret scan: redacted %s from an output of %s read back", summary(found), tool)
+    return redacted
+
+
 class ScreenedLog:
     """A call's client log with every secret in a line redacted before it is sent."""
 

@@ -17,7 +17,6 @@ maps outcomes to results.
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from collections import Counter
@@ -59,7 +58,6 @@ OBSERVE_LIMIT_S = 5.0
 """How long the observers (audit, telemetry, recording) may take for one finished call; they
 run shielded, so a cancelled call is still audited, within this bound."""
 MAX_EVENT_CHARS = 400
-log = logging.getLogger("mcp_toolbridge")
 
 
 class SecretSource(Protocol):
@@ -91,7 +89,7 @@ class CallOutcome:
     decision: Decision | None = None
     """What the gate decided; None when the call failed before it (bad arguments)."""
     answer: str | None = None
-    """The person's answer when asked: once | always | reject | headless | unreachable |
+    """The person's answer when asked: once | always | reject | cancel | headless | unreachable |
     pending."""
     meta: dict[str, Any] = field(default_factory=dict)
     ended: Ended | None = None
@@ -216,7 +214,7 @@ class Bridge:
             try:
                 entry, args = self._proxied(entry, args, ctx)
             except CallError as exc:
-                outcome = self._failed(name, exc.message, exc.code, started, None)
+                outcome = self._failed(name, exc.message, exc.code, started, None, exc.details)
                 await self._observe(entry.spec, args, ctx, outcome)
                 return outcome
             ctx = replace(ctx, via=name)
@@ -274,7 +272,7 @@ class Bridge:
                     self._budgets.add(ctx.budget_scope, name, usage)
                 outcome = self._finish(entry, result, started, clearance, usage)
             except CallError as exc:
-                outcome = self._failed(name, exc.message, exc.code, started, clearance)
+                outcome = self._failed(name, exc.message, exc.code, started, clearance, exc.details)
             outcome = await self._screen(entry, outcome, found)
         except InputPending:
             pending = CallOutcome(
@@ -305,12 +303,9 @@ class Bridge:
     async def _screen(
         self, entry: CatalogEntry, outcome: CallOutcome, found: Counter[str]
     ) -> CallOutcome:
-        """``outcome`` with the secrets nobody declared redacted (bridge/screen.py); a
-        redacted value that breaks the tool's output schema fails as ``output.invalid``."""
+        """``outcome`` with secrets redacted (screen.py); off its output schema: a failure."""
         if not self.secret_scan.enabled:
             return outcome
-        if found:
-            log.info("secret scan: the arguments of %s carry %s", outcome.tool, summary(found))
         parts = await screen(
             self.secret_scan,
             outcome.tool,
@@ -359,10 +354,12 @@ class Bridge:
         code: ErrorCode,
         started: float,
         clearance: Clearance | None,
+        details: Any = None,
     ) -> CallOutcome:
         return CallOutcome(
             tool=name,
             ok=False,
+            value=details,
             error=error,
             code=code,
             duration_ms=_ms_since(started),
@@ -381,11 +378,15 @@ class Bridge:
     def _validate(self, entry: CatalogEntry, args: Mapping[str, Any]) -> None:
         if not isinstance(args, Mapping):
             raise ArgumentsError("invalid arguments: expected a JSON object", tool=entry.spec.name)
-        problems = entry.arguments.validate(dict(args))
+        problems = entry.arguments.problems(dict(args))
         if problems:
-            shown = "; ".join(problems[:MAX_ERRORS_SHOWN])
+            shown = "; ".join(p.line for p in problems[:MAX_ERRORS_SHOWN])
             more = f" (and {len(problems) - MAX_ERRORS_SHOWN} more)" if len(problems) > 3 else ""
-            raise ArgumentsError(f"invalid arguments: {shown}{more}", tool=entry.spec.name)
+            raise ArgumentsError(
+                f"invalid arguments: {shown}{more}",
+                tool=entry.spec.name,
+                details={"errors": [p.as_json() for p in problems]},
+            )
 
     async def _execute(
         self,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping
@@ -30,6 +31,7 @@ import anyio.to_thread
 from mcp_toolbridge.leaks.engine import Engine, Found
 from mcp_toolbridge.leaks.settings import AllowEntry, SecretScanSettings
 
+log = logging.getLogger("mcp_toolbridge")
 INLINE_CHARS = 16_384
 """Up to this many characters are scanned on the event loop (about 0.3 ms at worst)."""
 SHORT_VALUE_CHARS = 12
@@ -206,6 +208,8 @@ class SecretScan:
         counts = await self.off_loop(
             len(text), lambda: Counter(f.rule for f in self.findings(text, tool))
         )
+        if counts:
+            log.info("secret scan: the arguments of %s carry %s", tool, summary(counts))
         self._memo[key] = counts
         while len(self._memo) > MEMO_SIZE:
             self._memo.popitem(last=False)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import replace
 import string
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 

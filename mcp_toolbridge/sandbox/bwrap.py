@@ -12,6 +12,9 @@ The sandbox's root is an empty tmpfs; into it go, in order of depth (parents fir
 - the profile's ``fs.read`` roots read-only, its ``fs.write`` roots writable;
 - a fresh ``/proc`` (of the sandbox's own PID namespace), a minimal ``/dev``, a private
   size-capped ``/tmp`` and, when the home folder is not granted, an empty private one;
+- the kernel's knobs out of reach: under ``/proc``, :data:`PROC_READ_ONLY` read-only and
+  :data:`PROC_HIDDEN` hidden; ``/sys`` is not there (read-only under a grant of ``/``), and a
+  root granted inside ``/proc`` or ``/sys`` is read-only even when granted for writing;
 - the masks: each secret path that exists under a visible root becomes empty and read-only,
   unless it is granted by name; a granted root inside it is mounted over the mask.
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import itertools
 import os
 import shutil
 import sys
@@ -48,9 +52,45 @@ PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
 _PREFIX_FOLDERS = frozenset({"bin", "sbin", "shims"})
 _SHEBANG_BYTES = 256
 
+PROC_READ_ONLY = (
+    "/proc/sys",
+    "/proc/sysrq-trigger",
+    "/proc/fs",
+    "/proc/acpi",
+    "/proc/asound",
+    "/proc/scsi",
+)
+"""Kernel interfaces under /proc that a sandbox shows read-only (those this kernel has): what
+container runtimes make read-only or mask. Without this a sandboxed process running as root (a
+server run as root) opens ``/proc/sys/kernel/core_pattern`` or ``/proc/sys/vm/drop_caches`` and
+writes them for the whole machine: the kernel checks only the file's owner there, no
+capability. (bubblewrap itself makes ``/proc/irq`` and ``/proc/bus`` read-only where they are
+writable; ``tests/sandbox/test_kernel.py`` sweeps all of /proc to hold it to that.)"""
+PROC_HIDDEN = (
+    "/proc/interrupts",
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/kpagecgroup",
+    "/proc/kpagecount",
+    "/proc/kpageflags",
+    "/proc/latency_stats",
+    "/proc/sched_debug",
+    "/proc/slabinfo",
+    "/proc/timer_list",
+    "/proc/timer_stats",
+)
+"""Kernel files under /proc that a sandbox hides (a file that cannot be opened), as container
+runtimes mask them: the host's interrupts, memory, slabs, timers, keys and other processes.
+Only those the server's user can open are hidden (most are root's alone), and of
+``PROC_READ_ONLY`` only the folders it could write something in (all of them for root), so an
+ordinary user's launches pay for few of these mounts (each costs bubblewrap about 0.1 ms):
+found once (``HostView``)."""
+SYS = "/sys"
+_WALK_FOLDERS = 256
+
 # Kinds of mount, in the order they are applied to one path (writable first: a read-only
 # mount of the same path then adds nothing).
-_RW, _RO, _PRIVATE, _MASK, _FIXED = range(5)
+_RW, _RO, _PRIVATE, _MASK, _FIXED, _KERNEL = range(6)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +106,9 @@ class HostView:
     python_exe: str
     resolver: tuple[Path, ...]
     """What name resolution needs beyond /etc (for profiles with the full network)."""
+    kernel: tuple[tuple[str, ...], ...]
+    """The mounts that put the kernel's knobs under /proc out of reach (``PROC_READ_ONLY``,
+    ``PROC_HIDDEN``), for those this kernel has."""
     mask_names: frozenset[str] = field(init=False)
     """``masks`` as strings, for lookups."""
     system_roots: frozenset[str] = field(init=False)
@@ -96,6 +139,8 @@ class HostView:
         resolver = () if _within(str(resolv), "/etc") else (resolv,)
         real_home = Path(os.path.realpath(home)) if home is not None else None
         real_masks = tuple(dict.fromkeys(Path(os.path.realpath(m)) for m in masks))
+        kernel = [("--ro-bind-try", p, p) for p in PROC_READ_ONLY if _writable_within(p)]
+        kernel += [("--ro-bind", "/dev/null", p) for p in PROC_HIDDEN if _openable(p)]
         return cls(
             bwrap=bwrap,
             home=real_home,
@@ -104,6 +149,7 @@ class HostView:
             python=python,
             python_exe=sys.executable or "python3",
             resolver=resolver,
+            kernel=tuple(kernel),
         )
 
 
@@ -212,6 +258,9 @@ def _mounts(view: HostView, profile: SandboxProfile, implicit: list[str]) -> tup
     the mounts from those facts is done once per distinct set of facts."""
     read = tuple(os.path.realpath(p) for p in profile.read)
     write = tuple(os.path.realpath(p) for p in profile.write)
+    if any(map(_kernel_path, write)):  # the kernel's knobs are never writable
+        read += tuple(filter(_kernel_path, write))
+        write = tuple(p for p in write if not _kernel_path(p))
     shown = tuple(dict.fromkeys(implicit))
     roots = {*view.system_roots, *shown, *read, *write}
     granted = {*read, *write}
@@ -256,6 +305,8 @@ def _place(
         wanted.append(_Mount(mask, _MASK, args))
     wanted.append(_Mount("/proc", _FIXED, ("--proc", "/proc")))
     wanted.append(_Mount("/dev", _FIXED, ("--dev", "/dev")))
+    wanted += (_Mount(args[-1], _KERNEL, args) for args in view.kernel)
+    wanted.append(_Mount(SYS, _KERNEL, ("--ro-bind-try", SYS, SYS)))
     wanted.sort(key=lambda m: (m.path.count("/") - (m.path == "/"), m.kind))
     placed: list[_Mount] = []
     latest: dict[str, _Mount] = {}
@@ -271,6 +322,8 @@ def _keep(mount: _Mount, parent: _Mount | None, home: str | None) -> bool:
     kind = mount.kind
     if kind == _FIXED:
         return True
+    if kind == _KERNEL:  # in /proc; /sys only where a writable root shows it
+        return parent is not None and parent.kind in (_FIXED, _RW)
     if kind == _MASK:  # only what is visible needs hiding
         return parent is not None and parent.kind in (_RO, _RW)
     if kind == _PRIVATE and mount.path == home:  # home granted: it stays as granted
@@ -372,6 +425,31 @@ def _shebang(path: str) -> str | None:
     if head.startswith(b"\x7fELF"):
         return None
     raise OSError(errno.ENOEXEC, "Exec format error", path)
+
+
+def _openable(path: str) -> bool:
+    """Whether this process's user can open ``path`` (for reading or writing)."""
+    return os.access(path, os.R_OK) or os.access(path, os.W_OK)
+
+
+def _writable_within(path: str) -> bool:
+    """Whether this process's user can write ``path`` or something in it (root: whatever there
+    is). ``/proc/sys`` (the sandbox's own namespaces' settings are there, writable) and
+    ``/proc/sysrq-trigger`` always count, where they exist."""
+    if path in ("/proc/sys", "/proc/sysrq-trigger"):
+        return os.path.lexists(path)
+    if not os.path.isdir(path):
+        return os.access(path, os.W_OK)
+    for folder, _, files in itertools.islice(os.walk(path), _WALK_FOLDERS):
+        if os.access(folder, os.W_OK) or any(
+            os.access(os.path.join(folder, f), os.W_OK) for f in files
+        ):
+            return True
+    return False
+
+
+def _kernel_path(path: str) -> bool:
+    return _within(path, "/proc") or _within(path, SYS)
 
 
 def _within(path: str, root: str) -> bool:

@@ -202,6 +202,11 @@ class Sandbox:
             "masked": [str(p) for p in self.masks],
             "private": ["/tmp", str(self.home) if self.home else "no home folder"],
             "processes": "own PID namespace: nothing outlives the call",
+            "kernel": "/proc/sys and /proc/sysrq-trigger read-only, and what container runtimes "
+            "make read-only or mask under /proc (/proc/fs, /proc/acpi, /proc/keys, "
+            "/proc/timer_list, /proc/kpageflags, ...) where this user could write or read it; "
+            "/sys not mounted (read-only where a grant of / shows it); roots granted inside "
+            "/proc or /sys read-only",
             "reuse": (
                 "none for this tool: its proxy is per call"
                 if profile.network == "proxy"

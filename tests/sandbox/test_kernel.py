@@ -101,6 +101,10 @@ HIDDEN_HERE = [path for path in PROC_HIDDEN if os.path.lexists(path)]
 """What this kernel has of what the runtimes mask."""
 
 
+def run_folder_exists() -> bool:
+    return os.path.lexists("/run/mcp-toolbridge")
+
+
 def core_pattern() -> bytes:
     return Path("/proc/sys/kernel/core_pattern").read_bytes()
 
@@ -124,15 +128,33 @@ async def test_core_pattern_and_drop_caches_cannot_be_opened_or_written(box: Box
         assert unconfined["/proc/sys/vm/drop_caches"] == {"open": "ok"}
 
 
-@pytest.mark.parametrize("grant", ["workspace", "root-writable"])
-async def test_nothing_under_proc_or_sys_opens_for_writing(box: Box, grant: str) -> None:
-    """``root-writable``: a tool granted ``/`` for writing sees the host's /sys, read-only, and
-    a fresh /proc with its knobs read-only."""
-    requires = {"write": ["/"]} if grant == "root-writable" else None
-    swept = report(await box.python(SWEEP, requires=requires))
+async def test_nothing_under_proc_or_sys_opens_for_writing(box: Box) -> None:
+    swept = report(await box.python(SWEEP))
     assert swept["opened"] == []
     assert swept["seen"] > 100  # it looked: /proc/sys alone holds hundreds of files
-    assert swept["sys"] is (grant == "root-writable" and HOST_SYS)
+    assert swept["sys"] is False  # not mounted at all
+
+
+async def test_a_tool_granted_root_for_writing_reaches_no_knob_either(
+    tmp_path: Path, sandbox_support: None
+) -> None:
+    """It sees the host's /sys, read-only, and a fresh /proc with its knobs read-only; its
+    launches are never warm (the zygote's mount point would be made in the host's /run), and
+    nothing is left in the host's /run."""
+    box = Box(tmp_path)
+    requires = {"write": ["/"]}
+    try:
+        for _ in range(3):
+            swept = report(await box.python(SWEEP, requires=requires))
+            assert swept["opened"] == [] and swept["seen"] > 100
+            assert swept["sys"] is HOST_SYS
+            knobs = report(await box.python(KNOBS, argv=["write"], requires=requires))
+            assert {p["open"] for p in knobs.values() if p} <= refused(), knobs
+        pool = box.confine(requires=requires).sandbox.warm
+        assert pool.sandboxes == [] and pool.taken == 0
+    finally:
+        box.close()
+    assert not run_folder_exists()
 
 
 async def test_what_container_runtimes_mask_shows_nothing(box: Box) -> None:

@@ -65,7 +65,15 @@ from mcp_toolbridge.executors.streams import (
     StderrLineFn,
     drain,
 )
-from mcp_toolbridge.sandbox import Confinement, Launch, Sandbox, Support, WarmLost
+from mcp_toolbridge.sandbox import (
+    Confinement,
+    Launch,
+    Sandbox,
+    Support,
+    WarmLost,
+    diagnose,
+    unrunnable,
+)
 
 STDERR_TAIL_BYTES = 64 * 1024
 DRAIN_GRACE_S = 0.2
@@ -183,16 +191,11 @@ async def _probe(argv: list[str]) -> Support:
             max_output_bytes=4096,
         )
     except ExecError as exc:
-        return Support(False, f"bwrap could not be run: {exc.message}")
+        return unrunnable(argv[0], exc.message)
     if outcome.exit_code == 0 and outcome.stdout.strip() == b"ok":
         return Support(True)
     lines = outcome.stderr_tail.decode("utf-8", "replace").strip().splitlines()
-    detail = lines[-1] if lines else f"exit status {outcome.exit_code}"
-    return Support(
-        False,
-        f"bubblewrap cannot create a sandbox here ({detail}); unprivileged user namespaces "
-        "may be disabled on this machine",
-    )
+    return diagnose(argv[0], lines[-1] if lines else f"exit status {outcome.exit_code}")
 
 
 def _launch(

@@ -17,6 +17,7 @@ import os
 import pwd
 import re
 import shutil
+import subprocess
 import sys
 import uuid
 from collections.abc import Iterator, Sequence
@@ -56,8 +57,22 @@ if _no_user():  # pragma: no cover - every Debian and Ubuntu machine has it
     pytestmark.append(pytest.mark.skip(reason=f"running as root, and no user {as_user.USER!r}"))
 
 
+@pytest.fixture(scope="module")
+def reachable() -> None:
+    """The ordinary user can run this checkout's Python and import the package (it cannot
+    where the checkout's files are readable by their owner only, as a clone made with umask
+    077 is: nothing can make that work without changing the files)."""
+    probe = [sys.executable, "-c", "import mcp_toolbridge"]
+    ran = subprocess.run(run_as_user(probe), capture_output=True, check=False, cwd="/")
+    if ran.returncode != 0:
+        pytest.skip(
+            f"the ordinary user ({as_user.USER}) cannot run this checkout's Python: "
+            + ran.stderr.decode(errors="replace").strip()[-300:]
+        )
+
+
 @pytest.fixture
-def place() -> Iterator[Path]:
+def place(reachable: None) -> Iterator[Path]:
     """A folder of the ordinary user's (pytest's own are root's), removed afterwards."""
     folder = as_user.private_folder("mcp-toolbridge-user-")
     yield folder

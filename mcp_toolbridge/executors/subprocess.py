@@ -160,7 +160,7 @@ async def run_process(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-async def probe_sandbox(sandbox: Sandbox) -> Support:
+async def probe_sandbox(sandbox: Sandbox, *, say: bool = True) -> Support:
     """Find out whether ``sandbox`` can run here and record it on the sandbox, which says so,
     loudly, in ``auto`` mode when it cannot. One real bubblewrap run per bwrap binary and
     process (about 10 ms): the flags every launch uses, around ``sh -c 'echo ok'``."""
@@ -173,7 +173,7 @@ async def probe_sandbox(sandbox: Sandbox) -> Support:
         if support is None:
             support = await _probe(sandbox.probe_argv())
             _probed[sandbox.bwrap] = support
-    sandbox.record(support)
+    sandbox.record(support, say=say)
     if support.ok:
         sandbox.warm.spawn = spawn_warm
     return support

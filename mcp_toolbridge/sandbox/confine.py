@@ -154,11 +154,12 @@ class Sandbox:
         probe = ["/bin/sh", "-c", "echo ok"]
         return plan_launch(self._view(), profile, probe, cwd="/", env={"PATH": "/bin"}).command()
 
-    def record(self, support: Support) -> None:
+    def record(self, support: Support, *, say: bool = True) -> None:
         """Keep the probe's result; where it is missing, say once, loudly, what failed, why and
-        how to fix it (``auto``: tools run unsandboxed; ``required``: nothing is started)."""
+        how to fix it (``auto``: tools run unsandboxed; ``required``: nothing is started).
+        ``say=False``: the caller reports it itself (``doctor``)."""
         self.support = support
-        if support.ok or self.mode == "off" or (self.mode, support.reason) in _warned:
+        if not say or support.ok or self.mode == "off" or (self.mode, support.reason) in _warned:
             return
         _warned.add((self.mode, support.reason))
         explained = "".join(f"\n***   {line}" for line in support.explain())

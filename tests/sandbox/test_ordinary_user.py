@@ -246,3 +246,15 @@ async def test_auto_serves_unsandboxed_and_says_why_where_user_namespaces_are_re
         if '"probe"' in line
     ]
     assert (call["outcome"], call["sandboxed"]) == ("ok", False)
+
+
+async def test_doctor_says_what_failed_why_and_how_to_fix_it_where_user_namespaces_are_restricted(
+    place: Path,
+) -> None:
+    workspace, _ = prepare(place, "restricted")
+    code, out, err = await _restricted(place, "doctor", "--workspace", str(workspace))
+    assert code == 1 and err == ""  # doctor says it on stdout, and nothing on stderr
+    (line,) = [line for line in out.splitlines() if line.startswith("problem  sandbox")]
+    assert BWRAP_SAYS in line and line.endswith("; tools run WITHOUT it")
+    fix = out.split(line, 1)[1]
+    assert LIMIT in fix and FIX in fix and "or start with --sandbox off" in fix

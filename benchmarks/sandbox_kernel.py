@@ -7,14 +7,16 @@
 
 Each repetition times ``--launches`` launches of each variant, alternating launch by launch, so
 the machine's load falls on both alike; the table shows the median over repetitions of each
-variant's p50 and p90 (ms, spawn to exit, the wait included) and of the paired p50 difference,
-with [min to max]. A warm sandbox (set up before its call) pays nothing of this on a call's
-path: its mounts are made before the call comes.
+variant's p50 and p90 (ms, spawn to exit, the wait included) and of its mean CPU time a launch
+(bubblewrap's and the command's, user and system, which the machine's load hardly changes),
+with [min to max], then the paired differences. A warm sandbox (set up before its call) pays
+nothing of this on a call's path: its mounts are made before the call comes.
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import subprocess
 import sys
@@ -42,10 +44,15 @@ def without_kernel_mounts(options: tuple[str, ...]) -> tuple[list[str], int]:
     return out, removed
 
 
-def launch(argv: list[str]) -> float:
+def launch(argv: list[str]) -> tuple[float, float]:
+    """Wall time and CPU time (bwrap's and the command's, user and system) in ms."""
+    cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run(argv, check=True, stdin=subprocess.DEVNULL)
-    return (time.perf_counter() - started) * 1000
+    wall = (time.perf_counter() - started) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    used = after.ru_utime - cpu.ru_utime + after.ru_stime - cpu.ru_stime
+    return wall, used * 1000
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -78,29 +85,29 @@ def main() -> None:
         before = [plan.bwrap, *kept, *now[len(plan.options) + 1 :]]
         for argv in (now, before):
             launch(argv)  # warm the page cache and check the command runs
-        rows: dict[str, list[float]] = {"now": [], "now p90": [], "before": [], "before p90": []}
-        diffs: list[float] = []
+        rows: dict[str, list[float]] = {}
         for _ in range(args.reps):
-            times: dict[str, list[float]] = {"now": [], "before": []}
+            times: dict[str, list[tuple[float, float]]] = {"now": [], "before": []}
             for _ in range(args.launches):
                 times["now"].append(launch(now))
                 times["before"].append(launch(before))
             for name, values in times.items():
-                rows[name].append(statistics.median(values))
-                rows[f"{name} p90"].append(percentile(values, 0.9))
-            diffs.append(rows["now"][-1] - rows["before"][-1])
+                walls = [wall for wall, _ in values]
+                rows.setdefault(name, []).append(statistics.median(walls))
+                rows.setdefault(f"{name} p90", []).append(percentile(walls, 0.9))
+                rows.setdefault(f"{name} cpu", []).append(statistics.mean(c for _, c in values))
     print(f"bwrap {bwrap}: {added} mounts more; {args.reps} repetitions x {args.launches} launches")
     print()
-    print("| options | p50 ms | p90 ms |")
-    print("|---|---|---|")
-    print(
-        f"| without the kernel mounts (before) | {span(rows['before'])} | "
-        f"{span(rows['before p90'])} |"
-    )
-    print(f"| with them (now) | {span(rows['now'])} | {span(rows['now p90'])} |")
+    print("| options | p50 ms | p90 ms | CPU ms a launch |")
+    print("|---|---|---|---|")
+    for name, title in (("before", "without the kernel mounts (before)"), ("now", "with them")):
+        cells = [span(rows[name]), span(rows[f"{name} p90"]), span(rows[f"{name} cpu"])]
+        print(f"| {title} | {' | '.join(cells)} |")
     print()
-    ratio = [n / b for n, b in zip(rows["now"], rows["before"], strict=True)]
-    print(f"p50 difference: {span(diffs, signed=True)} ms; ratio {span(ratio)}")
+    for key, what in (("", "p50"), (" cpu", "CPU")):
+        diffs = [n - b for n, b in zip(rows[f"now{key}"], rows[f"before{key}"], strict=True)]
+        ratio = [n / b for n, b in zip(rows[f"now{key}"], rows[f"before{key}"], strict=True)]
+        print(f"{what} difference: {span(diffs, signed=True)} ms; ratio {span(ratio)}")
 
 
 if __name__ == "__main__":

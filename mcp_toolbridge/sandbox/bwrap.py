@@ -70,17 +70,13 @@ PROC_HIDDEN = (
     "/proc/interrupts",
     "/proc/kcore",
     "/proc/keys",
-    "/proc/kpagecgroup",
-    "/proc/kpagecount",
-    "/proc/kpageflags",
     "/proc/latency_stats",
     "/proc/sched_debug",
-    "/proc/slabinfo",
     "/proc/timer_list",
     "/proc/timer_stats",
 )
 """Kernel files under /proc that a sandbox hides (a file that cannot be opened), as container
-runtimes mask them: the host's interrupts, memory, slabs, timers, keys and other processes.
+runtimes mask them: the host's interrupts, memory, timers, keys and other processes.
 Only those the server's user can open are hidden (most are root's alone), and of
 ``PROC_READ_ONLY`` only the folders it could write something in (all of them for root), so an
 ordinary user's launches pay for few of these mounts (each costs bubblewrap about 0.1 ms):

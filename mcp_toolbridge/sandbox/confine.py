@@ -220,7 +220,7 @@ class Sandbox:
             "processes": "own PID namespace: nothing outlives the call",
             "kernel": "/proc/sys and /proc/sysrq-trigger read-only, and what container runtimes "
             "make read-only or mask under /proc (/proc/fs, /proc/acpi, /proc/keys, "
-            "/proc/timer_list, /proc/kpageflags, ...) where this user could write or read it; "
+            "/proc/timer_list, ...) where this user could write or read it; "
             "/sys not mounted (read-only where a grant of / shows it); roots granted inside "
             "/proc or /sys read-only",
             "reuse": (

@@ -31,6 +31,7 @@ import functools
 import itertools
 import os
 import shutil
+import stat
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -77,10 +78,10 @@ PROC_HIDDEN = (
 )
 """Kernel files under /proc that a sandbox hides (a file that cannot be opened), as container
 runtimes mask them: the host's interrupts, memory, timers, keys and other processes.
-Only those the server's user can open are hidden (most are root's alone), and of
-``PROC_READ_ONLY`` only the folders it could write something in (all of them for root), so an
-ordinary user's launches pay for few of these mounts (each costs bubblewrap about 0.1 ms):
-found once (``HostView``)."""
+Only those a sandboxed process could open are hidden, and of ``PROC_READ_ONLY`` (but
+``/proc/sys`` and ``/proc/sysrq-trigger``, always) only the folders holding a file it could
+write: judged once (``HostView``) by each file's mode for this user and its groups without
+capabilities, as the sandbox runs. Each mount costs bubblewrap about 0.1 ms a launch."""
 SYS = "/sys"
 _WALK_FOLDERS = 256
 
@@ -424,24 +425,37 @@ def _shebang(path: str) -> str | None:
 
 
 def _openable(path: str) -> bool:
-    """Whether this process's user can open ``path`` (for reading or writing)."""
-    return os.access(path, os.R_OK) or os.access(path, os.W_OK)
+    """Whether a sandboxed process could open ``path``, for reading or writing."""
+    return _permitted(path, stat.S_IROTH | stat.S_IWOTH)
 
 
 def _writable_within(path: str) -> bool:
-    """Whether this process's user can write ``path`` or something in it (root: whatever there
-    is). ``/proc/sys`` (the sandbox's own namespaces' settings are there, writable) and
-    ``/proc/sysrq-trigger`` always count, where they exist."""
+    """Whether a sandboxed process could write ``path`` or a file in it. ``/proc/sys`` (the
+    sandbox's own namespaces' settings are there, writable) and ``/proc/sysrq-trigger`` always
+    count, where they exist."""
     if path in ("/proc/sys", "/proc/sysrq-trigger"):
         return os.path.lexists(path)
     if not os.path.isdir(path):
-        return os.access(path, os.W_OK)
+        return _permitted(path, stat.S_IWOTH)
     for folder, _, files in itertools.islice(os.walk(path), _WALK_FOLDERS):
-        if os.access(folder, os.W_OK) or any(
-            os.access(os.path.join(folder, f), os.W_OK) for f in files
-        ):
+        if any(_permitted(os.path.join(folder, f), stat.S_IWOTH) for f in files):
             return True
     return False
+
+
+def _permitted(path: str, bits: int) -> bool:
+    """Whether the file's mode grants any of ``bits`` (given as the "other" bits) to a sandboxed
+    process: this process's user and groups, without capabilities (a root server's tools are
+    uid 0 without them: the owner's bits, not CAP_DAC_OVERRIDE, decide)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    if info.st_uid == os.geteuid():
+        bits <<= 6
+    elif info.st_gid == os.getegid() or info.st_gid in os.getgroups():
+        bits <<= 3
+    return bool(info.st_mode & bits)
 
 
 def _kernel_path(path: str) -> bool:

@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 
 from mcp_toolbridge.sandbox import Sandbox, SandboxProfile, find_bwrap
-from mcp_toolbridge.sandbox.bwrap import PROC_HIDDEN, PROC_READ_ONLY, SYS, plan_launch
+from mcp_toolbridge.sandbox.bwrap import plan_launch
+from mcp_toolbridge.sandbox.kernel import PROC_HIDDEN, PROC_READ_ONLY, SYS
 
 KERNEL_PATHS = frozenset((*PROC_READ_ONLY, *PROC_HIDDEN, SYS))
 

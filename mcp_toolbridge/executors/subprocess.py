@@ -54,7 +54,13 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-from mcp_toolbridge.errors import ExecError, ExecSpawnError, ExecTimeoutError
+from mcp_toolbridge.errors import (
+    ConfigError,
+    ErrorCode,
+    ExecError,
+    ExecSpawnError,
+    ExecTimeoutError,
+)
 from mcp_toolbridge.executors.base import DEFAULT_MAX_OUTPUT_BYTES
 from mcp_toolbridge.executors.child import REAP_LIMIT_S, Child, WarmChild
 from mcp_toolbridge.executors.reaper import follow_sandbox, wait_ended
@@ -177,6 +183,19 @@ async def probe_sandbox(sandbox: Sandbox, *, say: bool = True) -> Support:
     if support.ok:
         sandbox.warm.spawn = spawn_warm
     return support
+
+
+async def probe_sandbox_at_start(sandbox: Sandbox) -> None:
+    """Probe as a server or CLI verb starts: where the sandbox cannot be used, ``auto`` says so
+    (what failed, why, how to fix it) and goes on; ``required`` says so and raises ConfigError:
+    nothing is started."""
+    support = await probe_sandbox(sandbox)
+    if sandbox.mode == "required" and not support.ok:  # what to do was logged
+        raise ConfigError(
+            "the OS sandbox is required (--sandbox required) but cannot be used here: "
+            f"{support.reason}; nothing was started (why, and how to fix it, is above)",
+            code=ErrorCode.CONFIG_INVALID,
+        )
 
 
 async def _probe(argv: list[str]) -> Support:

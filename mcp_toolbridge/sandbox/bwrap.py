@@ -12,9 +12,9 @@ The sandbox's root is an empty tmpfs; into it go, in order of depth (parents fir
 - the profile's ``fs.read`` roots read-only, its ``fs.write`` roots writable;
 - a fresh ``/proc`` (of the sandbox's own PID namespace), a minimal ``/dev``, a private
   size-capped ``/tmp`` and, when the home folder is not granted, an empty private one;
-- the kernel's knobs out of reach: under ``/proc``, :data:`PROC_READ_ONLY` read-only and
-  :data:`PROC_HIDDEN` hidden; ``/sys`` is not there (read-only under a grant of ``/``), and a
-  root granted inside ``/proc`` or ``/sys`` is read-only even when granted for writing;
+- the kernel's knobs out of reach (``kernel.py``): some of ``/proc`` read-only, some hidden;
+  ``/sys`` is not there (read-only under a grant of ``/``), and a root granted inside
+  ``/proc`` or ``/sys`` is read-only even when granted for writing;
 - the masks: each secret path that exists under a visible root becomes empty and read-only,
   unless it is granted by name; a granted root inside it is mounted over the mask.
 
@@ -28,15 +28,14 @@ from __future__ import annotations
 
 import errno
 import functools
-import itertools
 import os
 import shutil
-import stat
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mcp_toolbridge.sandbox.kernel import SYS, kernel_mounts, kernel_path
 from mcp_toolbridge.sandbox.profile import SandboxProfile
 
 SYSTEM_PATHS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -53,37 +52,6 @@ PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
 _PREFIX_FOLDERS = frozenset({"bin", "sbin", "shims"})
 _SHEBANG_BYTES = 256
 
-PROC_READ_ONLY = (
-    "/proc/sys",
-    "/proc/sysrq-trigger",
-    "/proc/fs",
-    "/proc/acpi",
-    "/proc/asound",
-    "/proc/scsi",
-)
-"""Kernel interfaces under /proc that a sandbox shows read-only (those this kernel has): what
-container runtimes make read-only or mask. Without this a sandboxed process running as root (a
-server run as root) opens ``/proc/sys/kernel/core_pattern`` or ``/proc/sys/vm/drop_caches`` and
-writes them for the whole machine: the kernel checks only the file's owner there, no
-capability. (bubblewrap itself makes ``/proc/irq`` and ``/proc/bus`` read-only where they are
-writable; ``tests/sandbox/test_kernel.py`` sweeps all of /proc to hold it to that.)"""
-PROC_HIDDEN = (
-    "/proc/interrupts",
-    "/proc/kcore",
-    "/proc/keys",
-    "/proc/latency_stats",
-    "/proc/sched_debug",
-    "/proc/timer_list",
-    "/proc/timer_stats",
-)
-"""Kernel files under /proc that a sandbox hides (a file that cannot be opened), as container
-runtimes mask them: the host's interrupts, memory, timers, keys and other processes.
-Only those a sandboxed process could open are hidden, and of ``PROC_READ_ONLY`` (but
-``/proc/sys`` and ``/proc/sysrq-trigger``, always) only the folders holding a file it could
-write: judged once (``HostView``) by each file's mode for this user and its groups without
-capabilities, as the sandbox runs. Each mount costs bubblewrap about 0.1 ms a launch."""
-SYS = "/sys"
-_WALK_FOLDERS = 256
 
 # Kinds of mount, in the order they are applied to one path (writable first: a read-only
 # mount of the same path then adds nothing).
@@ -136,8 +104,6 @@ class HostView:
         resolver = () if _within(str(resolv), "/etc") else (resolv,)
         real_home = Path(os.path.realpath(home)) if home is not None else None
         real_masks = tuple(dict.fromkeys(Path(os.path.realpath(m)) for m in masks))
-        kernel = [("--ro-bind-try", p, p) for p in PROC_READ_ONLY if _writable_within(p)]
-        kernel += [("--ro-bind", "/dev/null", p) for p in PROC_HIDDEN if _openable(p)]
         return cls(
             bwrap=bwrap,
             home=real_home,
@@ -146,7 +112,7 @@ class HostView:
             python=python,
             python_exe=sys.executable or "python3",
             resolver=resolver,
-            kernel=tuple(kernel),
+            kernel=kernel_mounts(),
         )
 
 
@@ -297,9 +263,9 @@ def _mounts(view: HostView, profile: SandboxProfile, implicit: list[str]) -> tup
     the mounts from those facts is done once per distinct set of facts."""
     read = tuple(os.path.realpath(p) for p in profile.read)
     write = tuple(os.path.realpath(p) for p in profile.write)
-    if any(map(_kernel_path, write)):  # the kernel's knobs are never writable
-        read += tuple(filter(_kernel_path, write))
-        write = tuple(p for p in write if not _kernel_path(p))
+    if any(map(kernel_path, write)):  # the kernel's knobs are never writable
+        read += tuple(filter(kernel_path, write))
+        write = tuple(p for p in write if not kernel_path(p))
     shown = tuple(dict.fromkeys(implicit))
     roots = {*view.system_roots, *shown, *read, *write}
     granted = {*read, *write}
@@ -464,44 +430,6 @@ def _shebang(path: str) -> str | None:
     if head.startswith(b"\x7fELF"):
         return None
     raise OSError(errno.ENOEXEC, "Exec format error", path)
-
-
-def _openable(path: str) -> bool:
-    """Whether a sandboxed process could open ``path``, for reading or writing."""
-    return _permitted(path, stat.S_IROTH | stat.S_IWOTH)
-
-
-def _writable_within(path: str) -> bool:
-    """Whether a sandboxed process could write ``path`` or a file in it. ``/proc/sys`` (the
-    sandbox's own namespaces' settings are there, writable) and ``/proc/sysrq-trigger`` always
-    count, where they exist."""
-    if path in ("/proc/sys", "/proc/sysrq-trigger"):
-        return os.path.lexists(path)
-    if not os.path.isdir(path):
-        return _permitted(path, stat.S_IWOTH)
-    for folder, _, files in itertools.islice(os.walk(path), _WALK_FOLDERS):
-        if any(_permitted(os.path.join(folder, f), stat.S_IWOTH) for f in files):
-            return True
-    return False
-
-
-def _permitted(path: str, bits: int) -> bool:
-    """Whether the file's mode grants any of ``bits`` (given as the "other" bits) to a sandboxed
-    process: this process's user and groups, without capabilities (a root server's tools are
-    uid 0 without them: the owner's bits, not CAP_DAC_OVERRIDE, decide)."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return False
-    if info.st_uid == os.geteuid():
-        bits <<= 6
-    elif info.st_gid == os.getegid() or info.st_gid in os.getgroups():
-        bits <<= 3
-    return bool(info.st_mode & bits)
-
-
-def _kernel_path(path: str) -> bool:
-    return _within(path, "/proc") or _within(path, SYS)
 
 
 def _within(path: str, root: str) -> bool:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_toolbridge.sandbox.bwrap import PROC_HIDDEN
+from mcp_toolbridge.sandbox.kernel import PROC_HIDDEN
 from tests.sandbox.conftest import Box, report
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sandbox")

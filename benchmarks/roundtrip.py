@@ -41,6 +41,9 @@ flight (that many tasks calling back to back):
 - toolbridge/fresh-sandbox: the same with a policy that turns warm sandboxes off
   (`[sandbox] warm = false`): a sandbox made for each call, through the whole product.
 - toolbridge/asyncio: the same with `serve --loop asyncio` (asyncio's own event loop).
+- toolbridge/base: `toolbridge` served from another copy of the code (``--base DIR``, a folder
+  holding an ``mcp_toolbridge`` package, e.g. ``git archive REV mcp_toolbridge | tar -x -C
+  DIR``): before and after a change, paired in the same run.
 
 At 1 in flight the overhead over spawn/anyio splits into four parts (computed from the median
 p50 of each driver, so they add up to the total exactly):
@@ -115,6 +118,7 @@ DRIVERS = (
     "toolbridge/unsandboxed",
     "toolbridge/fresh-sandbox",
     "toolbridge/asyncio",
+    "toolbridge/base",
 )
 SANDBOX_PAIRS = (
     ("spawn/sandboxed", "spawn/product"),
@@ -261,6 +265,8 @@ class Bench:
         self.data = json.dumps(PAYLOAD).encode()
         self.env = {k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}
         self.protocol = "?"
+        self.base: str | None = None
+        """--base: the code of the toolbridge/base driver."""
         self.cpu_source = "cgroup"
         """How the servers' CPU is counted: a cgroup per server, or the process tree."""
         # The servers import the same mcp_toolbridge as this process (a checkout or a copy).
@@ -283,6 +289,10 @@ class Bench:
     async def run_once(self, driver: str, inflight: int) -> Cell:
         if driver == "toolbridge":
             return await self._over_stdio(self._serve_args(), inflight)
+        if driver == "toolbridge/base":
+            if self.base is None:
+                raise SystemExit("toolbridge/base needs --base DIR")
+            return await self._over_stdio(self._serve_args(), inflight, pythonpath=self.base)
         if driver == "toolbridge/asyncio":
             return await self._over_stdio([*self._serve_args(), "--loop", "asyncio"], inflight)
         if driver == "toolbridge/unsandboxed":
@@ -388,7 +398,9 @@ class Bench:
         assert confinement is not None
         return confinement
 
-    async def _over_stdio(self, args: list[str], inflight: int) -> Cell:
+    async def _over_stdio(
+        self, args: list[str], inflight: int, *, pythonpath: str | None = None
+    ) -> Cell:
         """A fresh server over stdio; its CPU (and its sandboxes') counted in a cgroup of its
         own where one can be made, else from the process tree."""
         cgroup = Cgroup.make() if self.cpu_source != "tree" else None
@@ -400,8 +412,9 @@ class Bench:
         else:
             self.cpu_source = "tree"
             server = lambda: tree_cpu(os.getpid(), include_root=False)  # noqa: E731
+        env = self.child_env if pythonpath is None else {"PYTHONPATH": pythonpath}
         params = StdioServerParameters(
-            command=sys.executable, args=args, cwd=str(self.folder), env=self.child_env
+            command=sys.executable, args=args, cwd=str(self.folder), env=env
         )
         try:
             async with Client(stdio_client(params, errlog=self.errlog)) as client:
@@ -460,18 +473,24 @@ def report(rows: dict[tuple[str, int], list[Cell]], args: argparse.Namespace, be
                 f"{span([c.others * 100 for c in cells], '.0f')} |"
             )
     print()
-    print("toolbridge against the hand-written SDK servers, paired per repetition (median [min to")
-    print("max]; CPU: the server's and everything it started, its sandboxes included):")
+    print("toolbridge against the hand-written SDK servers (and toolbridge/base), paired per")
+    print("repetition (median [min to max]; CPU per call: the server's and everything it started,")
+    print("its sandboxes included):")
     print()
-    print("| against | in flight | p50 overhead ms | p50 ratio | calls/s ratio | CPU/call ratio |")
-    print("|---|---|---|---|---|---|")
-    for base in FLOORS:
+    print(
+        "| server | against | in flight | p50 overhead ms | p50 ratio | calls/s ratio | CPU ratio |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    compared = [("toolbridge", base) for base in (*FLOORS, "toolbridge/base")]
+    compared += [("toolbridge/base", base) for base in FLOORS]
+    for product, base in compared:
         for inflight in levels:
-            if ("toolbridge", inflight) not in rows or (base, inflight) not in rows:
+            if (product, inflight) not in rows or (base, inflight) not in rows:
                 continue
-            pairs = list(zip(rows[("toolbridge", inflight)], rows[(base, inflight)], strict=True))
+            pairs = list(zip(rows[(product, inflight)], rows[(base, inflight)], strict=True))
             print(
-                f"| {base} | {inflight} | {signed_span([t.p50 - s.p50 for t, s in pairs])} | "
+                f"| {product} | {base} | {inflight} | "
+                f"{signed_span([t.p50 - s.p50 for t, s in pairs])} | "
                 f"{span([t.p50 / s.p50 for t, s in pairs], '.2f')} | "
                 f"{span([t.rate / s.rate for t, s in pairs], '.2f')} | "
                 f"{span([t.cpu_ms / s.cpu_ms for t, s in pairs if s.cpu_ms], '.2f')} |"
@@ -515,7 +534,7 @@ def report(rows: dict[tuple[str, int], list[Cell]], args: argparse.Namespace, be
     print()
     print("| part | ms |")
     print("|---|---|")
-    if set(DRIVERS) - set(drivers) - {"sdk/anchor"} or 1 not in levels:
+    if set(DRIVERS) - set(drivers) - {"sdk/anchor", "toolbridge/base"} or 1 not in levels:
         return  # the breakdown needs every driver at 1 in flight
     at1 = {driver: statistics.median(c.p50 for c in rows[(driver, 1)]) for driver in DRIVERS}
     parts: tuple[tuple[str, list[str], list[str]], ...] = (
@@ -549,6 +568,12 @@ async def main() -> None:
     )
     parser.add_argument("--attempts", type=int, default=3, help="runs of a disturbed cell")
     parser.add_argument(
+        "--base",
+        type=Path,
+        default=None,
+        help="a folder holding another mcp_toolbridge, served by the toolbridge/base driver",
+    )
+    parser.add_argument(
         "--cpu",
         choices=("cgroup", "tree"),
         default="cgroup",
@@ -575,6 +600,7 @@ async def main() -> None:
         folder = Path(tmp)
         bench = Bench(folder, make_catalog(folder), args.calls, args.max_concurrency)
         bench.cpu_source = args.cpu
+        bench.base = str(args.base.resolve()) if args.base is not None else None
         for rep in range(args.reps):
             turn = rep % len(args.drivers)
             order = args.drivers[turn:] + args.drivers[:turn]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import signal as signals
 from collections.abc import Sequence
-from typing import IO
+from typing import Protocol
 
 import anyio
 import anyio.to_thread
@@ -26,12 +26,46 @@ LEFTOVER_BYTES = 1024 * 1024
 _KILLED = 128 + signals.SIGKILL
 
 
+class Pipe(Protocol):
+    """Our end of one of a child's pipes: a file object, or a bare descriptor (:class:`Fd`)."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    def fileno(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+class Fd:
+    """A bare descriptor with the calls a :class:`Pipe` answers (no file object: a warm
+    sandbox's call makes three pipes, and ``os.fdopen`` costs an ``ioctl`` and an ``lseek``
+    each)."""
+
+    __slots__ = ("_fd",)
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    @property
+    def closed(self) -> bool:
+        return self._fd < 0
+
+    def fileno(self) -> int:
+        if self._fd < 0:
+            raise ValueError("I/O operation on closed pipe")
+        return self._fd
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            os.close(fd)
+
+
 class Child:
     """The pipes and the state every kind of child shares."""
 
-    def __init__(
-        self, stdin: IO[bytes] | None, stdout: IO[bytes] | None, stderr: IO[bytes] | None
-    ) -> None:
+    def __init__(self, stdin: Pipe | None, stdout: Pipe | None, stderr: Pipe | None) -> None:
         self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
         self.exited = False
         self.reaped = False
@@ -125,11 +159,7 @@ class WarmChild(Child):
     are gone (the zygote waits for them); it is reported as a fresh sandbox reports it."""
 
     def __init__(self, warm: WarmSandbox, stdin: int | None, stdout: int, stderr: int) -> None:
-        super().__init__(
-            os.fdopen(stdin, "wb", buffering=0) if stdin is not None else None,
-            os.fdopen(stdout, "rb", buffering=0),
-            os.fdopen(stderr, "rb", buffering=0),
-        )
+        super().__init__(Fd(stdin) if stdin is not None else None, Fd(stdout), Fd(stderr))
         self.warm = warm
 
     @classmethod

@@ -309,8 +309,9 @@ async def _start(
         except OSError as exc:
             raise ExecSpawnError(_spawn_message(program, cwd, exc)) from exc
     info = launch.info
+    argv = launch.fresh_argv()
     passed = (*pass_fds, info.write) if info is not None else tuple(pass_fds)
-    proc = _spawn(launch.argv, with_stdin, cwd, launch.env, program=program, fds=passed)
+    proc = _spawn(argv, with_stdin, cwd, launch.env, program=program, fds=passed)
     if info is not None:
         info.close_write()
     return PopenChild(proc)
@@ -437,9 +438,9 @@ async def _communicate(
     serve: Callable[[], Awaitable[None]] | None,
 ) -> None:
     assert child.stdout is not None and child.stderr is not None
-    proxy = anyio.CancelScope()
+    proxy = anyio.CancelScope() if serve is not None else None
     async with anyio.create_task_group() as tg:
-        if serve is not None:
+        if serve is not None and proxy is not None:
             tg.start_soon(_serve, proxy, serve)
         tg.start_soon(drain, child.stdout.fileno(), stdout)
         lines = None
@@ -449,7 +450,8 @@ async def _communicate(
         if stdin_rest:
             tg.start_soon(child.feed_stdin, stdin_rest)
         await child.wait_exited()
-        proxy.cancel()  # the sandbox is gone: nobody is left to use its proxy
+        if proxy is not None:
+            proxy.cancel()  # the sandbox is gone: nobody is left to use its proxy
         # The direct child is a zombie: its id is still reserved, so the group id is safe.
         child.signal_group(signals.SIGKILL)
         child.reap()

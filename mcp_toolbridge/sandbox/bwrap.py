@@ -58,9 +58,10 @@ _SHEBANG_BYTES = 256
 _RW, _RO, _PRIVATE, _MASK, _FIXED, _KERNEL = range(6)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class HostView:
-    """The facts about the host every launch uses (looked up once)."""
+    """The facts about the host every launch uses (looked up once). Compared and hashed by
+    identity: it keys per-launch caches, and one is made per set of facts (confine.py)."""
 
     bwrap: str
     home: Path | None
@@ -341,6 +342,7 @@ def _keep(mount: _Mount, parent: _Mount | None, home: str | None) -> bool:
     return not (kind == _RO or (kind == _RW and parent.kind == _RW))
 
 
+@functools.lru_cache(maxsize=1024)
 def _implicit_ok(view: HostView, path: str) -> bool:
     """What a launch adds by itself never exposes /, the home folder or what is above it,
     nor anything inside a secret path."""

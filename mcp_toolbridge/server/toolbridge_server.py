@@ -110,6 +110,27 @@ def _is_modern(ctx: ServerRequestContext[Any]) -> bool:
     return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
 
 
+_UNKNOWN = object()
+
+
+def _asks_progress(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> bool:
+    """Whether the caller listens to this call's progress (without a listener the call runs no
+    heartbeat): its request carries a progress token, or the SDK's context of the request
+    (the dispatcher's, found under the SDK's wrappers) holds a token or a progress callback
+    (the in-process dispatcher, which has no tokens). When that context cannot be read, the
+    call is taken as listened to."""
+    if (params.meta or {}).get("progress_token") is not None:
+        return True
+    outbound = getattr(ctx.session, "_request_outbound", None)
+    while (inner := getattr(outbound, "_inner", None)) is not None:  # the SDK's wrappers
+        outbound = inner
+    for name in ("_progress_token", "progress_token", "_on_progress"):
+        found = getattr(outbound, name, _UNKNOWN)
+        if found is not _UNKNOWN:
+            return found is not None
+    return True
+
+
 def _scope(ctx: ServerRequestContext[Any, Any]) -> str | None:
     """Whose visible set and session state a request uses: PROCESS_SCOPE for the connection of
     stdio (no HTTP request), the Mcp-Session-Id of a stateful HTTP session, None for a
@@ -384,7 +405,7 @@ class ToolbridgeServer:
         scope = _scope(ctx)
         call_ctx = CallContext(
             session_id=session_id,
-            progress=progress,
+            progress=progress if _asks_progress(ctx, params) else None,
             host=host,
             found_tools=self._found_tools(ctx),
             budget_session=self.session_id if scope is None else None,  # summed server-wide

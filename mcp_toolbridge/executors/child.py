@@ -97,6 +97,10 @@ class Child:
         if self.exited:
             self.reap()
 
+    def close_stdin(self) -> None:
+        if self.stdin is not None:
+            self.stdin.close()
+
     def write_stdin_now(self, data: bytes) -> bytes:
         """Write what fits without blocking; close stdin when all is written; return the rest."""
         pipe = self.stdin
@@ -161,20 +165,32 @@ class WarmChild(Child):
     def __init__(self, warm: WarmSandbox, stdin: int | None, stdout: int, stderr: int) -> None:
         super().__init__(Fd(stdin) if stdin is not None else None, Fd(stdout), Fd(stderr))
         self.warm = warm
+        self.stdin_rest = b""
+        """Of the call's stdin, what did not fit in the pipe before the hand-over."""
+        self.start_error: OSError | None = None
+        """Why the command could not be started (as ``execve`` said), once it is known."""
 
     @classmethod
-    async def start(
-        cls, warm: WarmSandbox, plan: Plan, with_stdin: bool, fds: Sequence[int]
+    def start(
+        cls, warm: WarmSandbox, plan: Plan, stdin: bytes | None, fds: Sequence[int]
     ) -> WarmChild:
-        """Start ``plan``'s command in ``warm`` with new pipes (and ``fds`` at their numbers).
-        Raises OSError as ``execve`` would, WarmLost when the sandbox is gone first."""
+        """Hand ``plan``'s command over to ``warm`` with new pipes (and ``fds`` at their
+        numbers), ``stdin`` already in its pipe as far as it fits (so the command finds it
+        there). Raises WarmLost when the sandbox is gone first; a command that cannot be
+        started is told by :meth:`wait_exited` (:attr:`start_error`)."""
         ours: list[int] = []
         theirs: list[int] = []
+        rest = b""
         try:
-            if with_stdin:
+            if stdin is not None:
                 read, write = os.pipe()
                 theirs.append(read)
                 ours.append(write)
+                os.set_blocking(write, False)
+                try:
+                    rest = stdin[os.write(write, stdin) :] if stdin else b""
+                except BlockingIOError:
+                    rest = stdin
             else:
                 theirs.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
             for _ in range(2):
@@ -182,7 +198,7 @@ class WarmChild(Child):
                 ours.append(read)
                 theirs.append(write)
             passed = [(theirs[0], 0), (theirs[1], 1), (theirs[2], 2), *((fd, fd) for fd in fds)]
-            await warm.start(plan, passed)
+            warm.start(plan, passed)
         except BaseException:
             for fd in ours:
                 os.close(fd)
@@ -190,18 +206,30 @@ class WarmChild(Child):
         finally:
             for fd in theirs:
                 os.close(fd)
-        if with_stdin:
-            return cls(warm, ours[0], ours[1], ours[2])
-        return cls(warm, None, ours[0], ours[1])
+        if stdin is None:
+            return cls(warm, None, ours[0], ours[1])
+        child = cls(warm, ours[0], ours[1], ours[2])
+        child.stdin_rest = rest
+        if not rest:
+            child.close_stdin()
+        return child
+
+    def write_stdin_now(self, data: bytes) -> bytes:
+        """What :meth:`start` could not put in the pipe (``data`` is already there)."""
+        return self.stdin_rest
 
     async def wait_exited(self) -> None:
         if self.exited:
             return
+        code: int | None
         try:
             code, _ = await self.warm.wait_exit()
         except WarmLost:
             self.warm.end()  # its processes were killed with it
             code = _KILLED
+        except OSError as exc:  # never started: run_process raises it as a spawn error
+            self.start_error = exc
+            code = None
         self.returncode = code
         self.exited = True
 

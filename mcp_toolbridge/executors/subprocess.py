@@ -241,7 +241,7 @@ async def _run(
     pass_fds: Sequence[int],
 ) -> ProcessOutcome:
     started = time.perf_counter()
-    child = await _start(launch, argv[0], stdin is not None, cwd, pass_fds)
+    child = await _start(launch, argv[0], stdin, cwd, pass_fds)
     stdout = Sink(max_output_bytes, keep_tail=False, on_output=on_output)
     stderr = Sink(stderr_tail_bytes, keep_tail=True, on_output=on_output)
     timed_out = False
@@ -266,6 +266,8 @@ async def _run(
         if timed_out:
             child.read_leftovers(stdout, stderr)
         child.close()
+    if isinstance(child, WarmChild) and child.start_error is not None:
+        raise ExecSpawnError(_spawn_message(argv[0], cwd, child.start_error))
     outcome = _outcome(child.returncode, stdout, stderr, started, launch.sandboxed)
     if timed_out:
         raise ProcessTimeout(f"tool timed out after {timeout_s:g}s", outcome=outcome)
@@ -294,24 +296,22 @@ def _outcome(
 
 
 async def _start(
-    launch: Launch, program: str, with_stdin: bool, cwd: str | None, pass_fds: Sequence[int]
+    launch: Launch, program: str, stdin: bytes | None, cwd: str | None, pass_fds: Sequence[int]
 ) -> Child:
     """The command started: in the launch's warm sandbox when it has one that still works,
     else spawned (in a fresh sandbox when sandboxed)."""
     if launch.warm is not None and launch.plan is not None:
         try:
-            return await WarmChild.start(launch.warm, launch.plan, with_stdin, pass_fds)
+            return WarmChild.start(launch.warm, launch.plan, stdin, pass_fds)
         except WarmLost as exc:
             launch.warm.end()
             if exc.sent:  # it may have started: never run a call twice
                 raise ExecSpawnError(f'cannot start "{program}": {exc}') from exc
             # nothing was sent: the call goes on in a fresh sandbox
-        except OSError as exc:
-            raise ExecSpawnError(_spawn_message(program, cwd, exc)) from exc
     info = launch.info
     argv = launch.fresh_argv()
     passed = (*pass_fds, info.write) if info is not None else tuple(pass_fds)
-    proc = _spawn(argv, with_stdin, cwd, launch.env, program=program, fds=passed)
+    proc = _spawn(argv, stdin is not None, cwd, launch.env, program=program, fds=passed)
     if info is not None:
         info.close_write()
     return PopenChild(proc)

@@ -6,8 +6,10 @@ A warm sandbox is set up before its calls come (``warm.py``): bubblewrap builds 
 and the mount tree once, and this script waits inside on CONTROL_FD (a ``SOCK_SEQPACKET``
 socket) for the server to send a call: a JSON object with ``program``, ``argv``, ``env``,
 ``cwd`` and ``fds`` (the target number of each descriptor sent with it; 0, 1 and 2 among
-them). It starts the command in a session of its own and answers ``{"started": true}`` (or
-``{"error": [errno, strerror, filename]}`` as ``execve`` would fail). While the command runs
+them). It starts the command in a session of its own (and answers
+``{"error": [errno, strerror, filename]}`` when that fails as ``execve`` would: the call's only
+answer; a started command gets none until it ends, so that a call costs one wake-up of the
+server less). While the command runs
 the server may send ``{"signal": N}`` (to the command's process group) and ``{"kill": true}``
 (to every process of the sandbox). When the command exits, everything else left in the
 sandbox is killed and waited for (this process is the sandbox's sub-reaper, so every orphan
@@ -205,7 +207,6 @@ def run(control: socket.socket, request: dict[str, Any], fds: list[int]) -> int 
     finally:
         for fd in fds:
             os.close(fd)
-    answer(control, {"started": True})
     pidfd = os.pidfd_open(pid)
     poller = select.poll()
     poller.register(pidfd, select.POLLIN)

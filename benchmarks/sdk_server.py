@@ -25,8 +25,6 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 
-from mcp_toolbridge.executors.subprocess import run_process
-
 ECHO = types.Tool(
     name="echo_json",
     description="Echo the JSON arguments",
@@ -63,6 +61,8 @@ def make_server(tool: str | None, *, anchor: bool = False) -> Server[Any]:
         elif anchor:
             text = (await anchor_spawn(tool, payload.encode())).decode()
         else:
+            from mcp_toolbridge.executors.subprocess import run_process  # --spawn only
+
             outcome = await run_process(
                 [tool], stdin=payload.encode(), cwd=None, env=env, timeout_s=60, sandbox=None
             )

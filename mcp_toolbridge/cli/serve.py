@@ -26,6 +26,7 @@ from mcp_toolbridge.cli.startup import (
     follow_roots,
     loaded_lines,
     problem_lines,
+    warm_up,
     workspace_line,
 )
 from mcp_toolbridge.errors import ConfigError, ErrorCode
@@ -158,6 +159,7 @@ def run_server(
             )
             follows = settings.workspace is None and http is None  # one client: its roots
             left_out = not_served(loaded.errors, loaded.left_out)
+            listed = anyio.Event()
             server = ToolbridgeServer(
                 runtime.bridge,
                 expose=args.expose,
@@ -165,6 +167,7 @@ def run_server(
                 roots=(lambda roots: moved(roots)) if follows else None,
                 sidecar_dir=runtime.sessions.sidecar_dir,
                 notices=[left_out] if left_out else [],
+                on_first_list=listed.set,
             )
             moved = follow_roots(runtime, server, say)
             where = ", ".join(str(p) for p in settings.manifest_paths())
@@ -178,6 +181,7 @@ def run_server(
                 head += ", watching for changes"
             started()
             async with anyio.create_task_group() as group:
+                group.start_soon(warm_up, runtime, listed)
                 if args.watch:
                     await group.start(reload_on_change, runtime, server)
                 if http is None:

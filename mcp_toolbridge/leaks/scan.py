@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, TypeVar
 
+import anyio
 import anyio.to_thread
 
 from mcp_toolbridge.leaks.engine import Engine, Found
@@ -142,11 +143,26 @@ class SecretScan:
         self._engine = engine
         self._allow = tuple(_Allow.of(entry) for entry in settings.allow)
         self._memo: OrderedDict[bytes, Counter[str]] = OrderedDict()
+        self._loaded = engine is None
+        self._loading: anyio.Lock | None = None
 
     def warm(self) -> None:
-        """Load the engine now (call from a worker thread), not at the first call."""
+        """Load the engine now (blocks for ~0.1 s: call it from a worker thread)."""
         if self._engine is not None:
             self._engine.warm()
+        self._loaded = True
+
+    async def loaded(self) -> None:
+        """Return once the engine is loaded, loading it in a worker thread the first time (one
+        load however many calls wait for it). A server starts it once it has answered its
+        first tools/list (``Runtime.warm_up``); a call that comes first waits here."""
+        if self._loaded:
+            return
+        if self._loading is None:
+            self._loading = anyio.Lock()
+        async with self._loading:
+            if not self._loaded:  # a waiter cancelled (a server stopping) does not wait on
+                await anyio.to_thread.run_sync(self.warm, abandon_on_cancel=True)
 
     def findings(self, text: str, tool: str) -> list[Found]:
         """The secrets in ``text`` that the allow-list does not let through for ``tool``."""
@@ -189,9 +205,11 @@ class SecretScan:
         return await anyio.to_thread.run_sync(work)
 
     async def text(self, text: str, tool: str) -> tuple[str, Counter[str]]:
+        await self.loaded()
         return await self.off_loop(len(text), lambda: self.redact_text(text, tool))
 
     async def value(self, value: Any, tool: str, size: int) -> tuple[Any, Counter[str]]:
+        await self.loaded()
         return await self.off_loop(size, lambda: self.redact_value(value, tool))
 
     async def arguments(self, arguments: Mapping[str, Any], tool: str) -> Counter[str]:
@@ -205,6 +223,7 @@ class SecretScan:
         if counts is not None:
             self._memo.move_to_end(key)
             return counts
+        await self.loaded()
         counts = await self.off_loop(
             len(text), lambda: Counter(f.rule for f in self.findings(text, tool))
         )

@@ -12,7 +12,7 @@ import base64
 import binascii
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 import mcp_types as types
@@ -31,7 +31,7 @@ from mcp_toolbridge.errors import ErrorCode, UnknownToolError
 from mcp_toolbridge.host import CallContext, FoundTools, InputPending, LogLevel
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.names import PROXY_TOOL
-from mcp_toolbridge.server.host import ClientLog, McpHost
+from mcp_toolbridge.server.host import ClientLog, McpHost, asks_progress
 from mcp_toolbridge.server.outputs import (
     Outputs,
     SidecarDir,
@@ -110,27 +110,6 @@ def _is_modern(ctx: ServerRequestContext[Any]) -> bool:
     return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
 
 
-_UNKNOWN = object()
-
-
-def _asks_progress(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> bool:
-    """Whether the caller listens to this call's progress (without a listener the call runs no
-    heartbeat): its request carries a progress token, or the SDK's context of the request
-    (the dispatcher's, found under the SDK's wrappers) holds a token or a progress callback
-    (the in-process dispatcher, which has no tokens). When that context cannot be read, the
-    call is taken as listened to."""
-    if (params.meta or {}).get("progress_token") is not None:
-        return True
-    outbound = getattr(ctx.session, "_request_outbound", None)
-    while (inner := getattr(outbound, "_inner", None)) is not None:  # the SDK's wrappers
-        outbound = inner
-    for name in ("_progress_token", "progress_token", "_on_progress"):
-        found = getattr(outbound, name, _UNKNOWN)
-        if found is not _UNKNOWN:
-            return found is not None
-    return True
-
-
 def _scope(ctx: ServerRequestContext[Any, Any]) -> str | None:
     """Whose visible set and session state a request uses: PROCESS_SCOPE for the connection of
     stdio (no HTTP request), the Mcp-Session-Id of a stateful HTTP session, None for a
@@ -180,12 +159,15 @@ class ToolbridgeServer:
         roots: RootsChanged | None = None,
         sidecar_dir: SidecarDir | None = None,
         notices: Sequence[str] = (),
+        on_first_list: Callable[[], None] | None = None,
     ) -> None:
         """``roots``: follow the client's MCP roots (stdio and in-memory connections), calling
         it with them on every change; None leaves the workspace as it is.
         ``sidecar_dir(session_id)``: the session's sidecar folder (Sessions.sidecar_dir);
         without it truncated results carry no resource link. ``notices``: warnings each
-        2025-era client gets once after it connects (tools that are not served)."""
+        2025-era client gets once after it connects (tools that are not served).
+        ``on_first_list``: called once, when the first tools/list has been answered (a server
+        does its deferred start-up work then, after what a client waits for)."""
         self.session_id = uuid.uuid4().hex
         self._requested_expose: Expose = expose
         self._loaded: dict[str, list[str]] = {}
@@ -199,6 +181,7 @@ class ToolbridgeServer:
         """A ServerSession per open 2025 connection, by id of the connection."""
         self._outputs = Outputs(sidecar_dir, expired=self._output_expired)
         self._client_log = ClientLog(notices)
+        self._on_first_list = on_first_list
         self._publish(bridge)
         self.server = _Server(
             "mcp-toolbridge",
@@ -339,6 +322,9 @@ class ToolbridgeServer:
         if cached is None:
             cached = await call_next(ctx)
             self._list_cache[key] = cached
+        if self._on_first_list is not None:
+            first, self._on_first_list = self._on_first_list, None
+            first()
         return cached
 
     def _found_tools(self, ctx: ServerRequestContext[Any]) -> FoundTools:
@@ -405,7 +391,7 @@ class ToolbridgeServer:
         scope = _scope(ctx)
         call_ctx = CallContext(
             session_id=session_id,
-            progress=progress if _asks_progress(ctx, params) else None,
+            progress=progress if asks_progress(ctx, params) else None,
             host=host,
             found_tools=self._found_tools(ctx),
             budget_session=self.session_id if scope is None else None,  # summed server-wide

@@ -105,6 +105,17 @@ async def measure(options: argparse.Namespace, quiet: TextIO) -> None:
         ready = [c[0] for c in cells]
         listed = [c[1] for c in cells]
         print(f"| {name} | {span(ready)} | {span(listed)} | {cells[-1][2]} |")
+    print()
+    print("first tools/list against the hand-written server's in the same repetition:")
+    print()
+    print("| server | ratio | difference s |")
+    print("|---|---|---|")
+    base = [c[1] for c in times["sdk-server"]]
+    for name, cells in times.items():
+        if name != "sdk-server":
+            ratios = [c[1] / b for c, b in zip(cells, base, strict=True)]
+            diffs = [c[1] - b for c, b in zip(cells, base, strict=True)]
+            print(f"| {name} | {span(ratios)} | {span(diffs)} |")
 
 
 def main() -> None:

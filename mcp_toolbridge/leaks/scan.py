@@ -194,6 +194,20 @@ class SecretScan:
             return value, counts
         return _walk(value, _swaps(found, json_text=True), counts), counts
 
+    def redact_values(self, values: list[Any], tool: str) -> list[tuple[Any, Counter[str]]]:
+        """:meth:`redact_value` of each of ``values`` (JSON-like, not strings), found in one
+        scan of them together (one call of the engine): each secret found is replaced
+        wherever it occurs in any of them, each counted where it was replaced."""
+        found = self.findings(_json(values), tool)
+        if not found:
+            return [(value, Counter()) for value in values]
+        swaps = _swaps(found, json_text=True)
+        done = []
+        for value in values:
+            counts: Counter[str] = Counter()
+            done.append((_walk(value, swaps, counts), counts))
+        return done
+
     def in_arguments(self, arguments: Mapping[str, Any], tool: str) -> Counter[str]:
         """The secrets a call's arguments carry, per rule."""
         return Counter(f.rule for f in self.findings(_json(arguments), tool))
@@ -211,6 +225,13 @@ class SecretScan:
     async def value(self, value: Any, tool: str, size: int) -> tuple[Any, Counter[str]]:
         await self.loaded()
         return await self.off_loop(size, lambda: self.redact_value(value, tool))
+
+    async def values(
+        self, values: list[Any], tool: str, size: int
+    ) -> list[tuple[Any, Counter[str]]]:
+        """:meth:`redact_values`, off the loop when long."""
+        await self.loaded()
+        return await self.off_loop(size, lambda: self.redact_values(values, tool))
 
     async def arguments(self, arguments: Mapping[str, Any], tool: str) -> Counter[str]:
         """:meth:`in_arguments`, remembered for the same tool and arguments (the gate and the

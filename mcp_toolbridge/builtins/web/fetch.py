@@ -284,7 +284,7 @@ class WebFetchTool:
                 )
             value["bytes"] = len(page.body)
             value["saved_to"] = str(kept)
-            notes.append("binary content is not shown; it was saved to saved_to")
+            notes.append(f"binary content is not shown; it was saved to {kept}")
             value["note"] = "; ".join(notes)
             return _ok(value, **common)
         shown_fmt = fmt if kind == "html" else "raw"

@@ -308,6 +308,7 @@ def _catalog_parts(
         settings.sandbox,
         environ=settings.environ,
         sidecars=shared.sessions.sidecar_dir,
+        state=shared.sessions.state,
     )
     return gate, builtins
 
@@ -347,11 +348,10 @@ class Runtime:
         return self.shared.sessions
 
     def end_session(self, session_id: str, *, keep_files: bool = False) -> None:
-        """Forget what a closed client session leaves behind: its "always" grants and, unless
-        ``keep_files`` (a sessionless HTTP call: files go when the server stops), its
-        session state and sidecar files."""
-        self.gate.forget(session_id)
-        self.bridge.forget_session(session_id)
+        """Forget a closed session's entries in the State (in the background; a person's are
+        kept for their next session) and, unless ``keep_files`` (a sessionless HTTP call:
+        files go when the server stops), its sidecar files."""
+        self.sessions.forget(session_id)
         if not keep_files:
             self.sessions.close(session_id)
 
@@ -413,14 +413,16 @@ async def open_runtime(
     *,
     observers: Sequence[Observer] = (),
     stand_in: Executor | None = None,
+    sessions: Sessions | None = None,
 ) -> AsyncIterator[Runtime]:
     """Everything a server or a CLI call needs; shared clients and files close on exit.
 
     ``observers`` see every finished call after the audit log and the telemetry span (the
     recorder is one); ``stand_in`` runs every call instead of the real transports (replay),
-    after validation and the policy as usual."""
+    after validation and the policy as usual; ``sessions`` holds the State that keeps what
+    outlives a call (default: in this process's memory)."""
     secrets = SecretResolver.from_sources(settings.environ, settings.secrets_file)
-    sessions = Sessions()
+    sessions = sessions if sessions is not None else Sessions()
     current: list[Runtime] = []
 
     async def call_tool(name: str, arguments: Mapping[str, Any], ctx: CallContext) -> CallOutcome:
@@ -466,6 +468,7 @@ async def open_runtime(
             secrets=secrets,
             gate=gate,
             observers=watching,
+            state=sessions.state,
         )
         runtime = Runtime(
             settings,
@@ -479,6 +482,7 @@ async def open_runtime(
         )
         current.append(runtime)
         stack.callback(runtime.close_sandbox)
+        await stack.enter_async_context(sessions.forgetting())
         yield runtime
 
 

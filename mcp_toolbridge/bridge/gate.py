@@ -10,7 +10,9 @@
    A client that cannot ask is headless, and ask is a deny with a fixed message that never
    reads as consent. A client that was asked and could not put the question to the person
    (:class:`~mcp_toolbridge.host.CouldNotAsk`: it answered with an error, the connection
-   closed) gets the same deny, with the reason. "Always" adds a session rule.
+   closed) gets the same deny, with the reason. "Always" adds a rule for its owner: the
+   person when the caller is identified, else the session (``CallContext.owner``), kept in
+   the State port.
 
 An allowed call's clearance carries the OS sandbox its processes will run in (the third
 layer), built from the same policy: the tool's effective scope (``Policy.tool_scope``) and its
@@ -21,7 +23,7 @@ Every refusal but the person's own "reject" ends with how to allow the call (the
 the policy line and its file, the --workspace or [requires] entry; see policy.hints).
 
 The gate runs before anything executes and has no side effects other than the question and
-session rules, so a multi-round-trip retry may run it again safely.
+the "always" answers it keeps, so a multi-round-trip retry may run it again safely.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from mcp_toolbridge.policy import (
     Targets,
     Verdict,
     WatchdogRequest,
+    always_grants,
     canonical_root,
     capability_way_out,
     combine,
@@ -65,6 +68,7 @@ from mcp_toolbridge.policy import (
 )
 from mcp_toolbridge.policy import splitter as shell_splitter
 from mcp_toolbridge.sandbox import Confinement, Sandbox
+from mcp_toolbridge.state import MemoryState, State
 
 HEADLESS_DENIED = (
     "Denied, nothing was run: this call needs a person's confirmation and this client cannot "
@@ -132,7 +136,8 @@ def confirmation_form() -> dict[str, Any]:
 
 
 class PolicyGate:
-    """Bridge gate over a compiled Policy; session rules are kept per session id."""
+    """Bridge gate over a compiled Policy; "always" answers are kept in ``state`` by owner
+    (shared with the gates of later reloads)."""
 
     def __init__(
         self,
@@ -142,13 +147,14 @@ class PolicyGate:
         splitter: CommandSplitter = shell_splitter,
         sidecars: Callable[[str], Path | None] | None = None,
         sandbox: Sandbox | None = None,
+        state: State | None = None,
     ) -> None:
         self.policy = policy
         self.sandbox = sandbox
+        self.state: State = state if state is not None else MemoryState()
         self._sidecars = sidecars
         self._environ = dict(os.environ if environ is None else environ)
         self._splitter = splitter
-        self._sessions: dict[str, SessionRules] = {}
 
     @classmethod
     def configured(
@@ -158,6 +164,7 @@ class PolicyGate:
         *,
         environ: Mapping[str, str],
         sidecars: Callable[[str], Path | None] | None = None,
+        state: State | None = None,
     ) -> PolicyGate:
         """The server's gate: its OS sandbox in ``mode`` (``--sandbox``), else as the
         policy's ``[sandbox]`` table says, with the table's masks and ``warm``; the home
@@ -165,13 +172,11 @@ class PolicyGate:
         config = policy.file.sandbox
         sandbox = Sandbox.from_environ(mode or config.mode, environ, config.mask)
         sandbox.warm.enabled = config.warm
-        return cls(policy, environ=environ, sidecars=sidecars, sandbox=sandbox)
+        return cls(policy, environ=environ, sidecars=sidecars, sandbox=sandbox, state=state)
 
-    def session_rules(self, session_id: str) -> SessionRules:
-        return self._sessions.setdefault(session_id, SessionRules())
-
-    def forget(self, session_id: str) -> None:
-        self._sessions.pop(session_id, None)
+    async def session_rules(self, owner: str) -> SessionRules:
+        """The rules the "always" answers of ``owner`` granted."""
+        return SessionRules.of(await self.state.grants(owner))
 
     async def __call__(
         self, spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext
@@ -206,7 +211,7 @@ class PolicyGate:
         denial = policy.check_capabilities(spec, targets)
         if denial is not None:
             return Clearance(Decision.refused(denial), hint=capability_way_out(policy, denial))
-        rules = self.session_rules(ctx.session_id)
+        rules = await self.session_rules(ctx.owner)
         decision = shell_floor(policy, spec, arguments, policy.decide(spec, targets, rules), rules)
         if policy.watchdog is not None and decision.action != "deny":
             decision = combine(decision, await self._watchdog(spec, arguments, ctx))
@@ -288,6 +293,6 @@ class PolicyGate:
         if choice == ALLOW_ONCE:
             return Clearance(Decision("allow", decision.rule, decision.scope), "once")
         if choice == ALLOW_ALWAYS:
-            rules.add_always(spec, targets)
+            await self.state.add_grants(ctx.owner, always_grants(spec, targets))
             return Clearance(Decision("allow", decision.rule, decision.scope), "always")
         return Clearance(refused, "reject")

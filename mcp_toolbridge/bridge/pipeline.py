@@ -2,8 +2,8 @@
 
 resolve -> validate arguments -> gate (capabilities, rules, watchdog, confirmation)
 -> resolve secrets -> execute under the concurrency limit -> check output -> outcome + audit.
-A tool whose budget is spent in the caller's session is refused before the gate
-(:mod:`budget`); the usage a result reports is summed after it runs.
+A tool whose budget is spent for the caller (the person, else the session) is refused before
+the gate (:mod:`budget`); the usage a result reports is summed after it runs.
 
 A call refused by the watchdog or stopped at its deadline is also told to the client that
 listens to log messages (a ``warning`` from the ``mcp-toolbridge`` logger, through
@@ -24,7 +24,7 @@ from typing import Any, Literal, Protocol
 
 import anyio
 
-from mcp_toolbridge.bridge.budget import BudgetLedger, Usage, reported_usage
+from mcp_toolbridge.bridge.budget import BudgetLedger, reported_usage
 from mcp_toolbridge.bridge.gate import Clearance
 from mcp_toolbridge.catalog import Catalog, CatalogEntry
 from mcp_toolbridge.errors import (
@@ -48,6 +48,7 @@ from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.names import PROXY_TOOL
 from mcp_toolbridge.policy import Decision
 from mcp_toolbridge.sandbox import Confinement
+from mcp_toolbridge.state import MemoryState, State, Usage
 
 MAX_ERRORS_SHOWN = 3
 OBSERVE_LIMIT_S = 5.0
@@ -133,9 +134,11 @@ class Bridge:
         gate: Gate = _allow_all,
         observers: tuple[Observer, ...] = (),
         limiter: anyio.CapacityLimiter | None = None,
+        state: State | None = None,
     ) -> None:
         """``limiter``: a concurrency limit shared with another bridge (see :meth:`rebuilt`);
-        without it, a limit of ``max_concurrency`` calls (default: twice the cores)."""
+        without it, a limit of ``max_concurrency`` calls (default: twice the cores).
+        ``state``: where budget usage is summed (the server's State; default: its own)."""
         self.catalog = catalog
         self._executors = dict(executors)
         self._default_timeout_s = default_timeout_s
@@ -147,7 +150,7 @@ class Bridge:
         self._gate = gate
         self._observers = observers
         self._life = _Life()
-        self._budgets = BudgetLedger()
+        self._budgets = BudgetLedger(state if state is not None else MemoryState())
 
     def rebuilt(self, catalog: Catalog, *, gate: Gate, executors: Mapping[str, Executor]) -> Bridge:
         """A bridge over a new catalog (hot reload) that shares this one's concurrency limit,
@@ -237,7 +240,7 @@ class Bridge:
         cancelled = anyio.get_cancelled_exc_class()
         try:
             self._validate(entry, args)
-            spent = self._budgets.refusal(entry.spec, ctx.budget_scope)
+            spent = await self._budgets.refusal(entry.spec, ctx)
             if spent is not None:
                 clearance = Clearance(Decision("deny", spent, "budget"))
                 raise BudgetExceededError(spent, tool=name)
@@ -247,7 +250,7 @@ class Bridge:
             result = await self._execute(entry, args, ctx, clearance.sandbox)
             usage = reported_usage(result.value)
             if usage is not None:
-                self._budgets.add(ctx.budget_scope, name, usage)
+                await self._budgets.add(ctx.budget_scope, name, usage)
             outcome = self._finish(entry, result, started, clearance, usage)
         except InputPending:
             pending = CallOutcome(
@@ -276,10 +279,6 @@ class Bridge:
         await _tell(ctx, outcome)
         await self._observe(entry.spec, args, ctx, outcome)
         return outcome
-
-    def forget_session(self, session_id: str) -> None:
-        """A session ended: drop the usage summed for its budgets."""
-        self._budgets.forget(session_id)
 
     def stopping(self) -> None:
         """The server is shutting down: calls cancelled from now on were ended by the

@@ -4,7 +4,13 @@ containment, the watchdog hook, and ``shell/`` (the bash sub-policy).
 
 May import: the vocabulary only."""
 
-from mcp_toolbridge.policy.compiled import Decision, Policy, SessionRules, combine
+from mcp_toolbridge.policy.compiled import (
+    Decision,
+    Policy,
+    SessionRules,
+    always_grants,
+    combine,
+)
 from mcp_toolbridge.policy.file import PolicyFile, SandboxMode
 from mcp_toolbridge.policy.hints import capability_way_out, way_out
 from mcp_toolbridge.policy.paths import (
@@ -53,6 +59,7 @@ __all__ = [
     "Targets",
     "Verdict",
     "WatchdogRequest",
+    "always_grants",
     "canonical_root",
     "canonicalize",
     "capability_way_out",

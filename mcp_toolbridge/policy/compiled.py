@@ -14,6 +14,7 @@ order and worked examples are in docs/permissions.md.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -56,6 +57,7 @@ from mcp_toolbridge.policy.rules import (
 )
 from mcp_toolbridge.policy.show import render_policy
 from mcp_toolbridge.policy.watchdog import Verdict, WatchdogConfig
+from mcp_toolbridge.state import Grant
 from mcp_toolbridge.workspace import needs_workspace, no_workspace_hint
 
 
@@ -76,10 +78,19 @@ class Decision:
 
 
 class SessionRules:
-    """Rules granted during one session by "always" answers. Not shared between sessions."""
+    """The rules a caller's "always" answers granted (its person's, or its session's when
+    anonymous), compiled. Not shared between owners; the answers themselves are kept as
+    :class:`~mcp_toolbridge.state.Grant` records in the State port."""
 
     def __init__(self) -> None:
         self._rules: list[Rule] = []
+
+    @classmethod
+    def of(cls, grants: Iterable[Grant]) -> SessionRules:
+        """The compiled rules of ``grants`` (compiled once per grant and position)."""
+        rules = cls()
+        rules._rules = [_compiled_grant(g, i) for i, g in enumerate(grants)]
+        return rules
 
     @property
     def rules(self) -> tuple[Rule, ...]:
@@ -87,21 +98,29 @@ class SessionRules:
 
     def add(self, permission: str, pattern: str | None, action: Action = "allow") -> Rule:
         """Add one rule; ``pattern`` is an exact text or absolute path (no variables)."""
-        escaped = None if pattern is None else pattern.replace("{", "{{").replace("}", "}}")
-        index = len(self._rules)
-        rule = compile_rule(
-            permission, escaped, action, scope="session", origin=f"session rule {index}"
-        )
+        rule = _compiled_grant(Grant(permission, pattern, action), len(self._rules))
         self._rules.append(rule)
         return rule
 
     def add_always(self, spec: ToolSpec, targets: Targets, action: Action = "allow") -> None:
         """Remember an "always" answer: the same tool with the same arguments' targets."""
-        found = subjects(targets)
-        if not found:
-            self.add(spec.name, None, action)
-        for subject in found:
-            self.add(spec.name, subject.pattern_text(), action)
+        for grant in always_grants(spec, targets, action):
+            self.add(grant.permission, grant.pattern, grant.action)
+
+
+def always_grants(spec: ToolSpec, targets: Targets, action: Action = "allow") -> list[Grant]:
+    """What an "always" answer grants: the same tool with the same arguments' targets (one
+    grant per path, host or command; any argument when the call targets nothing)."""
+    return [Grant(spec.name, s.pattern_text(), action) for s in subjects(targets)]
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiled_grant(grant: Grant, index: int) -> Rule:
+    pattern = grant.pattern
+    escaped = None if pattern is None else pattern.replace("{", "{{").replace("}", "}}")
+    return compile_rule(
+        grant.permission, escaped, grant.action, scope="session", origin=f"session rule {index}"
+    )
 
 
 def combine(decision: Decision, verdict: Verdict) -> Decision:

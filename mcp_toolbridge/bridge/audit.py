@@ -33,7 +33,7 @@ from mcp_toolbridge.bridge.outcome import Outcome, classify, outcome_of
 from mcp_toolbridge.bridge.pipeline import CallOutcome, Observer
 from mcp_toolbridge.errors import CallError, ErrorCode
 from mcp_toolbridge.executors import ExecResult
-from mcp_toolbridge.host import CallContext
+from mcp_toolbridge.host import LOCAL, CallContext, Caller
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.policy import Decision
 
@@ -117,6 +117,11 @@ class AuditRecord(BaseModel):
 
     ts: str
     session: str
+    subject: str | None = None
+    """Who called: the access token's subject (None: the local caller, stdio, the static
+    token). Never the token itself."""
+    client_id: str | None = None
+    """The OAuth client the caller's token was issued to (an agent, an IDE)."""
     tool: str
     tool_id: str
     source: str
@@ -164,6 +169,7 @@ class AuditRecord(BaseModel):
         outcome: Outcome | None = None,
         usage: dict[str, float] | None = None,
         via: str | None = None,
+        caller: Caller = LOCAL,
     ) -> AuditRecord:
         """A record for a call that was decided (and maybe run). ``answer`` is the person's
         reply to an ask (once | always | reject | headless | unreachable); ``secrets`` are
@@ -171,7 +177,7 @@ class AuditRecord(BaseModel):
         the caller has it (:func:`~mcp_toolbridge.bridge.outcome.outcome_of`), else it is
         classified from the decision, result, error and answer; ``usage`` is what the call
         used, as its result reported it (tool budgets); ``via`` the tool the call came through
-        (the proxy)."""
+        (the proxy); ``caller`` who called (its subject and client id are recorded)."""
         values = tuple(secrets)
         if outcome is None:
             outcome = classify(
@@ -183,6 +189,8 @@ class AuditRecord(BaseModel):
         return cls(
             ts=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             session=session,
+            subject=caller.subject,
+            client_id=caller.client_id,
             tool=spec.name,
             tool_id=spec.id,
             source=spec.source.path,
@@ -281,6 +289,7 @@ def audit_observer(log: AuditLog) -> Observer:
             outcome=outcome_of(outcome),
             usage=outcome.usage.as_json() if outcome.usage is not None else None,
             via=ctx.via,
+            caller=ctx.caller,
         )
         await log.write(record)
 

@@ -187,6 +187,24 @@ class DiscoveryModel(_Model):
     manifest ids, globs (``*``, ``?``, ``[...]``) allowed."""
 
 
+class AuthModel(_Model):
+    """``[auth]``: over HTTP, accept the access tokens of an OAuth authorization server
+    (``serve --auth-issuer`` wins; docs/operating.md)."""
+
+    issuer: str | None = None
+    resource: str | None = None
+    """The MCP endpoint's canonical URL, as clients reach it (default: the --http URL)."""
+    scopes: list[Annotated[str, Field(min_length=1, pattern=r"^[!#-\[\]-~]+$")]] = []
+    """Scopes every request's token must carry."""
+    algorithms: list[str] = []
+    """The token signing algorithms accepted (default: RS*, PS*, ES256, ES384)."""
+    leeway_s: float = Field(default=30.0, ge=0, le=300)
+    group_claims: list[str] = ["groups", "roles"]
+    introspection_client_id: str | None = None
+    introspection_secret: str | None = None
+    """A secret id (``TOOLBRIDGE_SECRET_<ID>`` or the secrets file), never the secret."""
+
+
 class PolicyFile(_Model):
     extends: Literal["default", "none"] = "default"
     """default: this file adds to the built-in default policy; none: it replaces it."""
@@ -207,6 +225,7 @@ class PolicyFile(_Model):
     web_fetch: WebFetchModel = WebFetchModel()
     discovery: DiscoveryModel = DiscoveryModel()
     sandbox: SandboxModel = SandboxModel()
+    auth: AuthModel = AuthModel()
 
 
 class ProjectFile(_Model):

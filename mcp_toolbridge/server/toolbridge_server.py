@@ -31,7 +31,7 @@ from mcp_toolbridge.errors import ErrorCode, UnknownToolError
 from mcp_toolbridge.host import CallContext, FoundTools, InputPending, LogLevel
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.names import PROXY_TOOL
-from mcp_toolbridge.server.host import ClientLog, McpHost
+from mcp_toolbridge.server.host import ClientLog, McpHost, caller_of
 from mcp_toolbridge.server.outputs import (
     Outputs,
     SidecarDir,
@@ -389,6 +389,7 @@ class ToolbridgeServer:
             found_tools=self._found_tools(ctx),
             budget_session=self.session_id if scope is None else None,  # summed server-wide
             log=self._client_log.for_call(ctx),
+            caller=caller_of(ctx),
         )
         link = None
         try:

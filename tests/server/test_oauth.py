@@ -5,7 +5,6 @@ authorization code flow, PKCE and dynamic client registration."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
@@ -16,28 +15,15 @@ from mcp_toolbridge.runtime import Settings
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 from tests.support.oauth import (
     AGENT,
-    CLIENTS,
-    PEOPLE,
     agent_client,
     needs_oidc,
     person_client,
     protected_server,
 )
-from tests.support.oidc import Provider, oidc_provider
+from tests.support.oidc import Provider
 
 pytestmark = needs_oidc
 MODES = ["auto", "legacy"]
-
-
-@pytest.fixture(scope="module")
-async def provider(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Provider]:
-    async with oidc_provider(
-        tmp_path_factory.mktemp("oidc"),
-        accounts=PEOPLE,
-        clients=CLIENTS,
-        scopes=["tools", "deploy"],
-    ) as running:
-        yield running
 
 
 def _settings(tmp_path: Path) -> Settings:

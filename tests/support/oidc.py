@@ -89,7 +89,7 @@ class Provider:
         return f"{self.issuer}/token"
 
     async def client_credentials(
-        self, client_id: str, secret: str, *, resource: str, scope: str | None = None
+        self, client_id: str, secret: str, *, resource: str, scope: str | None = "tools"
     ) -> str:
         """An access token for a confidential client (an agent), for ``resource``."""
         form = {"grant_type": "client_credentials", "resource": resource}

@@ -148,15 +148,18 @@ async def _get_json(url: str, *, form: Mapping[str, str] | None = None, auth: st
 class TokenValidator:
     """The ``TokenVerifier`` of an MCP server that an OAuth issuer protects."""
 
-    def __init__(self, options: AuthOptions, resource: str) -> None:
+    def __init__(
+        self, options: AuthOptions, resource: str, *, refetch_after_s: float = REFETCH_AFTER_S
+    ) -> None:
         self.options = options.checked()
+        self._refetch_after_s = refetch_after_s
         self.resource = resource
         self._audiences = list(dict.fromkeys([resource, resource.rstrip("/"), resource + "/"]))
         self.metadata: dict[str, Any] = {}
         self._keys: dict[str, dict[str, Any]] = {}
         self._unnamed: list[dict[str, Any]] = []
         self._prepared: dict[tuple[str, str], jwt.PyJWK] = {}
-        self._fetched_at = -REFETCH_AFTER_S
+        self._fetched_at = -refetch_after_s
         self._lock = anyio.Lock()
 
     async def start(self) -> None:
@@ -204,11 +207,11 @@ class TokenValidator:
         """The published keys a token's ``kid`` may name, fetching again when it names none
         of them (rate-limited) or the keys are old."""
         age = time.monotonic() - self._fetched_at
-        if (kid is not None and kid not in self._keys and age > REFETCH_AFTER_S) or (
+        if (kid is not None and kid not in self._keys and age >= self._refetch_after_s) or (
             age > KEYS_MAX_AGE_S
         ):
             async with self._lock:
-                if time.monotonic() - self._fetched_at > REFETCH_AFTER_S:
+                if time.monotonic() - self._fetched_at >= self._refetch_after_s:
                     try:
                         await self._fetch_keys()
                     except (ExecError, ValueError, TimeoutError) as exc:

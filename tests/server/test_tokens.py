@@ -5,6 +5,7 @@ them at most once per interval; and the options it refuses to start with."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import anyio
@@ -125,3 +126,23 @@ def test_metadata_is_looked_for_where_rfc_8414_and_openid_discovery_put_it() -> 
     assert json.dumps(metadata_urls("https://id.example.com/")) == json.dumps(
         metadata_urls("https://id.example.com")
     )
+
+
+@needs_oidc
+async def test_a_remembered_token_is_refused_once_it_expires(tmp_path: Path) -> None:
+    with anyio.fail_after(60):
+        async with oidc_provider(tmp_path, clients=CLIENTS) as provider:
+            options = AuthOptions(issuer=provider.issuer, leeway_s=1.0)
+            validator = Counting(options, RESOURCE)
+            await validator.start()
+            key = jwt.PyJWK(provider.keys[0]).key
+            now = int(time.time())
+            claims = {"iss": provider.issuer, "aud": RESOURCE, "sub": "x", "exp": now}
+            kid = provider.keys[0]["kid"]
+            token = jwt.encode(claims, key, algorithm="RS256", headers={"kid": kid})
+            first = await validator.verify_token(token)  # within the second of skew
+            again = await validator.verify_token(token)  # remembered
+            await anyio.sleep(max(0.0, now + 1.2 - time.time()))  # a test of expiry: time must pass
+            expired = await validator.verify_token(token)
+    assert first is not None and again is first
+    assert expired is None

@@ -52,6 +52,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.bm25_baselines import BM25_VARIANTS, PlainBM25  # noqa: E402
 from benchmarks.stemmers import analyzer_for  # noqa: E402
 from mcp_toolbridge.catalog import index as search_module  # noqa: E402
+from mcp_toolbridge.catalog import ranking_config  # noqa: E402
 from mcp_toolbridge.catalog import text as text_module  # noqa: E402
 from mcp_toolbridge.catalog.index import SearchIndex  # noqa: E402
 from mcp_toolbridge.model import BuiltinTransport, Format, Source, ToolSpec  # noqa: E402
@@ -225,9 +226,9 @@ def main() -> None:
     if "courtesies" in args.without:
         search_module.strip_courtesies = lambda query: query  # type: ignore[attr-defined]
     if "siblings" in args.without:
-        search_module.SIBLING_WEIGHT = 0.0
+        ranking_config.SIBLING_WEIGHT = 0.0
     if "semantic" in args.without:
-        search_module.SEMANTIC_MODEL = ""
+        ranking_config.SEMANTIC_MODEL = ""
     if "groups" in args.without:
         GROUP_FIELDS[:] = []
 

@@ -1,0 +1,139 @@
+"""Queries that must find nothing: the evidence thresholds of ``ranking_config`` (``evidence.py``),
+chosen the way ``search_protocol.py`` chooses the ranking, and measured per set.
+
+    .venv/bin/python benchmarks/search_gate.py [--sets NAME ...] [--semantic]
+
+Per set (its catalog as the target):
+
+- ``oov``: 200 queries of random letter strings that are not words of the catalog;
+- ``cross``: the queries of every other set (up to 300 of each), which ask for tools this
+  catalog does not have (visible targets take the other visible sets' queries, the held-out
+  and check sets take every other set's);
+- the set's own queries: Hit@10 with the gate, and its drop against no gate.
+
+A threshold is chosen on the visible sets as the strictest one that costs no tuning set more
+than ``MAX_HIT_DROP`` points of Hit@10; each visible set is reported under the threshold
+chosen on the others (left out), the others under the one chosen on all visible sets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.search_sets import (
+    VISIBLE,
+    BenchSet,
+    cross_queries,
+    metrics,
+    no_match_rate,
+    oov_queries,
+    run,
+)
+from mcp_toolbridge.catalog import ranking_config
+from mcp_toolbridge.catalog.index import SearchIndex
+from mcp_toolbridge.catalog.text import split_words
+
+LEXICAL = [0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3]
+SEMANTIC = [0.4, 0.5, 0.6]
+MAX_HIT_DROP = 0.5
+"""Points of Hit@10 a threshold may cost a tuning set ("the real queries' Hit@10 does not
+drop", within one query in two hundred)."""
+
+Result = dict[str, float]
+
+
+def measure(bench: BenchSet, index: SearchIndex, negatives: list[str]) -> Result:
+    def search(query: str) -> list[str]:
+        return [h.name for h in index.search(query, 10)]
+
+    vocabulary = {w for s in bench.specs for w in split_words(f"{s.name} {s.description}")}
+    return {
+        "hit": metrics(run(search, bench))["Hit@10"],
+        "oov": no_match_rate(search, oov_queries(bench.name, vocabulary)),
+        "cross": no_match_rate(search, negatives),
+    }
+
+
+def sweep(benches: list[BenchSet], semantic: bool) -> dict[tuple[float, float], dict[str, Result]]:
+    out: dict[tuple[float, float], dict[str, Result]] = {}
+    visible = [b for b in benches if b.name in VISIBLE]
+    for bench in benches:
+        index = SearchIndex.build(bench.specs, semantic=semantic)
+        index.warm_up()
+        negatives = cross_queries(bench, visible if bench.name in VISIBLE else benches)
+        for lex in LEXICAL:
+            for sem in SEMANTIC if semantic else [1.0]:
+                ranking_config.EVIDENCE_MIN, ranking_config.SEMANTIC_MIN = lex, sem
+                out.setdefault((lex, sem), {})[bench.name] = measure(bench, index, negatives)
+                print(
+                    f"  {bench.name:11} {lex:.2f} {sem:.2f}",
+                    out[(lex, sem)][bench.name],
+                    file=sys.stderr,
+                )
+    return out
+
+
+def choose(
+    results: dict[tuple[float, float], dict[str, Result]], names: list[str]
+) -> tuple[float, float]:
+    open_gate = min(results)  # the lowest thresholds: the reference for Hit@10
+
+    def fits(key: tuple[float, float]) -> bool:
+        return all(
+            results[open_gate][n]["hit"] - results[key][n]["hit"] <= MAX_HIT_DROP for n in names
+        )
+
+    def strictness(key: tuple[float, float]) -> tuple[float, float]:
+        rates = [results[key][n]["cross"] + results[key][n]["oov"] for n in names]
+        return min(rates), sum(rates)
+
+    candidates = [k for k in results if fits(k)] or [open_gate]
+    return max(candidates, key=strictness)
+
+
+def report(benches: list[BenchSet], semantic: bool | None = None) -> None:
+    if semantic is None:
+        semantic = ranking_config.SEMANTIC_WEIGHT > 0
+    results = sweep(benches, semantic)
+    open_gate = min(results)
+    visible = [b.name for b in benches if b.name in VISIBLE]
+    print(f"\n## No match (semantic leg {'on' if semantic else 'off'}), %\n")
+    print(
+        "| set, how | thresholds (lexical, cosine) | OOV no-match | cross-set no-match | "
+        "Hit@10 with the gate (without) |"
+    )
+    print("|---|---|---|---|---|")
+    shipped = choose(results, visible) if visible else open_gate
+    for bench in benches:
+        if bench.name in VISIBLE:
+            key, how = choose(results, [v for v in visible if v != bench.name]), "left out"
+        else:
+            key, how = shipped, f"whole ({bench.kind})"
+        r, base = results[key][bench.name], results[open_gate][bench.name]
+        print(
+            f"| {bench.name}, {how} | {key[0]:.2f}, {key[1]:.2f} | {r['oov']:.1f} | "
+            f"{r['cross']:.1f} | {r['hit']:.1f} ({base['hit']:.1f}) |"
+        )
+    print(f"\nchosen on all visible sets: lexical {shipped[0]:.2f}, cosine {shipped[1]:.2f}")
+    print("\nEvery threshold (set: OOV / cross / Hit@10):")
+    for key, per in sorted(results.items()):
+        cells = [f"{n} {r['oov']:.0f}/{r['cross']:.0f}/{r['hit']:.1f}" for n, r in per.items()]
+        print(f"- {key[0]:.2f}, {key[1]:.2f}: " + "; ".join(cells))
+
+
+def main() -> None:
+    from benchmarks.search_sets import load_sets
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sets", nargs="+")
+    parser.add_argument("--semantic", action="store_true", help="with the semantic leg")
+    args = parser.parse_args()
+    report(load_sets(args.sets), args.semantic)
+
+
+if __name__ == "__main__":
+    main()

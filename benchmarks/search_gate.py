@@ -37,8 +37,9 @@ from mcp_toolbridge.catalog import ranking_config
 from mcp_toolbridge.catalog.index import SearchIndex
 from mcp_toolbridge.catalog.text import split_words
 
-LEXICAL = [0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3]
-SEMANTIC = [0.4, 0.5, 0.6]
+LEXICAL = [-1.0, 0.0, 0.05, 0.1, 0.15, 0.2, 0.3]
+"""-1: no gate (the reference); 0: a tool must share a word with the clause."""
+SEMANTIC = [0.3, 0.4, 0.5]
 MAX_HIT_DROP = 0.5
 """Points of Hit@10 a threshold may cost a tuning set ("the real queries' Hit@10 does not
 drop", within one query in two hundred)."""

@@ -8,8 +8,10 @@ returned only with evidence, per clause of the request:
 
 - lexical: the share of the clause's specificity the tool's text covers, each distinct term
   counted at its idf; a term no tool has counts at the highest idf there is (it is the most
-  specific thing asked, and nothing has it). ``zzqxunmatched`` covers nothing; "current
-  temperature in Paris" against a weather tool covers "current" and "temperature".
+  specific thing asked, and nothing has it); numbers are values the request gives, not what
+  it asks for, and count for nothing. ``zzqx_42`` covers nothing; "current temperature in
+  Paris" against a weather tool covers "current" and "temperature". A tool must cover more
+  than ``ranking_config.EVIDENCE_MIN``.
 - semantic: the cosine of the clause and the tool above what held-out data shows noise
   reaches (``ranking_config.SEMANTIC_MIN``).
 
@@ -22,9 +24,13 @@ match.
 from __future__ import annotations
 
 import math
+import re
 from array import array
 from bisect import bisect_left
 from dataclasses import dataclass, field
+
+_WORD = re.compile(r"[^\W\d_]")
+"""A term with a letter in it (any script)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +64,8 @@ class Evidence:
         mass = 0.0
         out = dict.fromkeys(docs, 0.0)
         for term in set(terms):
+            if not _WORD.search(term):  # a number is a value the request gives, not a need
+                continue
             tid = self._term_ids.get(term)
             if tid is None:
                 mass += unknown

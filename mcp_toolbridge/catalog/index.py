@@ -252,7 +252,7 @@ class SearchIndex(Mentions, Needs, Evidence):
             sure = [
                 hit
                 for hit in ranked
-                if cover[hit[1]] >= config.EVIDENCE_MIN
+                if cover[hit[1]] > config.EVIDENCE_MIN
                 or (cosines is not None and float(cosines[column][hit[1]]) >= config.SEMANTIC_MIN)
             ]
             kept.append(sure)

@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from mcp_toolbridge.catalog import ranking_config
+from mcp_toolbridge.catalog import ranking_config, semantic_status
 from mcp_toolbridge.catalog.index import SearchIndex
+from mcp_toolbridge.catalog.semantic_model import semantic_ready
 from tests.catalog.test_index import tool
+
+pytestmark = pytest.mark.skipif(
+    not semantic_ready(), reason=f"the semantic leg is {semantic_status()} (the dev extra has it)"
+)
 
 CATALOG = [
     tool("law_lookup", "Look up statutes, regulations and court decisions"),
@@ -89,3 +95,20 @@ def test_building_an_index_reads_no_model_and_imports_no_numpy() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_without_its_model_files_the_leg_is_off_and_says_how(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("TOOLBRIDGE_SEMANTIC_MODEL", str(tmp_path))
+    semantic_status.cache_clear()
+    try:
+        status = semantic_status()
+        assert status.startswith("off:") and "TOOLBRIDGE_SEMANTIC_MODEL" in status
+        assert "search is lexical" in status
+        index = SearchIndex.build(CATALOG)
+        assert index.warm  # nothing to load: lexical only
+        assert index.search("current temperature in a city", 1)[0].name == "weather_now"
+        assert index.search("is it going to rain tomorrow in Paris", 3) == []
+    finally:
+        semantic_status.cache_clear()

@@ -444,7 +444,10 @@ def test_a_query_with_no_evidence_finds_nothing_and_keeps_the_closest_names_as_a
     assert found.hits == [] and "word_count" in found.closest
 
 
-def test_a_tool_that_gives_what_the_first_choice_needs_follows_it() -> None:
+def test_a_tool_that_gives_what_the_first_choice_needs_follows_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(ranking_config, "DEPENDENCIES", True)  # off as shipped (measured)
     catalog = [
         tool(
             "spotify.search_playlists",

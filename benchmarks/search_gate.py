@@ -132,7 +132,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sets", nargs="+")
     parser.add_argument("--semantic", action="store_true", help="with the semantic leg")
+    parser.add_argument("--lexical", type=float, nargs="+", help="lexical cuts to sweep")
     args = parser.parse_args()
+    if args.lexical:
+        LEXICAL[:] = args.lexical
     report(load_sets(args.sets), args.semantic)
 
 

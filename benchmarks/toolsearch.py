@@ -52,7 +52,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.bm25_baselines import BM25_VARIANTS, PlainBM25  # noqa: E402
 from benchmarks.stemmers import analyzer_for  # noqa: E402
 from mcp_toolbridge.catalog import index as search_module  # noqa: E402
-from mcp_toolbridge.catalog import ranking_config  # noqa: E402
+from mcp_toolbridge.catalog import mentions, ranking_config  # noqa: E402
 from mcp_toolbridge.catalog import text as text_module  # noqa: E402
 from mcp_toolbridge.catalog.index import SearchIndex  # noqa: E402
 from mcp_toolbridge.model import BuiltinTransport, Format, Source, ToolSpec  # noqa: E402
@@ -150,7 +150,7 @@ def set_name_rule(index: SearchIndex, rule: str) -> None:
         def named_anywhere(text: str) -> list[int]:
             found: list[list[int]] = [[], [], []]
             for token in dict.fromkeys([text, *text.split()]):
-                strip = search_module._STRIP
+                strip = mentions.STRIP
                 form = token.strip(strip).rstrip(".").strip(strip).lower()
                 for klass, docs in enumerate(index._name_matches(form) if form else ()):
                     found[klass] += docs

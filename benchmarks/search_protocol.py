@@ -29,6 +29,7 @@ its own behaviour.
 from __future__ import annotations
 
 import argparse
+import importlib
 import itertools
 import pickle
 import sys
@@ -41,9 +42,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _product_path() -> None:
+    """This checkout's ``benchmarks``; ``mcp_toolbridge`` from ``--product DIR`` if given."""
+    sys.path.insert(0, str(ROOT))
+    importlib.import_module("benchmarks")
     if "--product" in sys.argv:
         sys.path.insert(0, str(Path(sys.argv[sys.argv.index("--product") + 1]).resolve()))
-    sys.path.insert(1 if "--product" in sys.argv else 0, str(ROOT))
 
 
 _product_path()
@@ -249,7 +252,7 @@ def main() -> None:
     if args.load:
         product, bm25 = pickle.loads(args.load.read_bytes())
     else:
-        grid = configs("shipped" if args.product else args.grid)
+        grid = configs(args.grid)
         print(f"{len(grid)} configurations, sets: {[b.name for b in benches]}", file=sys.stderr)
         bm25 = bm25_scores(benches, args.bm25_cache)
         product = product_scores(benches, grid)

@@ -52,7 +52,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.bm25_baselines import BM25_VARIANTS, PlainBM25  # noqa: E402
 from benchmarks.stemmers import analyzer_for  # noqa: E402
 from mcp_toolbridge.catalog import index as search_module  # noqa: E402
-from mcp_toolbridge.catalog import mentions, ranking_config  # noqa: E402
+from mcp_toolbridge.catalog import ranking_config  # noqa: E402
 from mcp_toolbridge.catalog import text as text_module  # noqa: E402
 from mcp_toolbridge.catalog.index import SearchIndex  # noqa: E402
 from mcp_toolbridge.model import BuiltinTransport, Format, Source, ToolSpec  # noqa: E402
@@ -146,6 +146,8 @@ def set_name_rule(index: SearchIndex, rule: str) -> None:
         index._word_exact.clear()
         index._word_suffix.clear()
     elif rule == "anywhere":
+
+        from mcp_toolbridge.catalog import mentions
 
         def named_anywhere(text: str) -> list[int]:
             found: list[list[int]] = [[], [], []]

@@ -146,7 +146,6 @@ def set_name_rule(index: SearchIndex, rule: str) -> None:
         index._word_exact.clear()
         index._word_suffix.clear()
     elif rule == "anywhere":
-
         from mcp_toolbridge.catalog import mentions
 
         def named_anywhere(text: str) -> list[int]:

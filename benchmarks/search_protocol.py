@@ -86,6 +86,13 @@ def configs(grid: str) -> list[Config]:
     knobs = {k: v for k, v in GRID.items() if hasattr(_knob_home(k), k)}
     if grid == "shipped":
         return [tuple((k, getattr(_knob_home(k), k)) for k in knobs)]
+    if grid == "installs":  # the shipped knobs, with and without the semantic leg
+        return [
+            tuple(
+                (k, weight if k == "SEMANTIC_WEIGHT" else getattr(_knob_home(k), k)) for k in knobs
+            )
+            for weight in GRID["SEMANTIC_WEIGHT"]
+        ]
     return [tuple(zip(knobs, values, strict=True)) for values in itertools.product(*knobs.values())]
 
 
@@ -215,6 +222,9 @@ def choose(
                     costs |= old[m] - new[m] > noise
             if gains and not costs:
                 current = candidate
+    if key(current) not in product:  # a grid without round 2's knobs: its own configuration
+        weight = current.get("SEMANTIC_WEIGHT", 0.0)
+        return next(c for c in product if dict(c).get("SEMANTIC_WEIGHT", 0.0) == weight)
     return key(current)
 
 
@@ -236,7 +246,7 @@ def main() -> None:
     global SHIPPED
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sets", nargs="+")
-    parser.add_argument("--grid", default="full", choices=["full", "shipped"])
+    parser.add_argument("--grid", default="full", choices=["full", "shipped", "installs"])
     parser.add_argument("--bm25-cache", type=Path, default=Path("/tmp/toolsearch-bm25.pickle"))
     parser.add_argument("--product", type=Path, help="import mcp_toolbridge from this checkout")
     parser.add_argument(

@@ -389,7 +389,9 @@ class Runtime:
             self.gate.sandbox.close()
         self.gate = gate
         executors: dict[str, Executor] = {} if self.stand_in else {"builtin": executor}
-        self.bridge = self.bridge.rebuilt(loaded.catalog, gate=gate, executors=executors)
+        self.bridge = self.bridge.rebuilt(
+            loaded.catalog, gate=gate, executors=executors, secret_scan=gate.secret_scan
+        )
         self.left_out = loaded.left_out
         return []
 
@@ -437,6 +439,8 @@ async def open_runtime(
         if "bash" in loaded.catalog:  # its parser, built off the event loop (see load_parser)
             warm = await stack.enter_async_context(anyio.create_task_group())
             warm.start_soon(anyio.to_thread.run_sync, load_parser)
+        if gate.secret_scan.enabled:  # the engine's rules, compiled off the event loop (~0.1 s)
+            await anyio.to_thread.run_sync(gate.secret_scan.warm)
         http = await stack.enter_async_context(HttpExecutor.open())
         watching: tuple[Observer, ...] = ()
         if settings.audit:
@@ -466,6 +470,7 @@ async def open_runtime(
             secrets=secrets,
             gate=gate,
             observers=watching,
+            secret_scan=gate.secret_scan,
         )
         runtime = Runtime(
             settings,

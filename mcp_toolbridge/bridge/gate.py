@@ -5,17 +5,23 @@
    refusal here is final: no rule, session answer or watchdog can change it.
 2. Permission rules (manifest, project, session scopes; most specific wins). A shell command
    with parts that cannot be checked is never allowed by a broad rule: it asks.
-3. The watchdog, when the policy names one: it can only tighten the decision.
+3. The watchdog, when the policy names one: it can only tighten the decision. Then the
+   secret scan (bridge/screen.py): arguments that carry a secret, to a tool that can reach the
+   network, make an allowed call ask (naming the rules, never the value).
 4. ``ask``: the person is asked through the client (allow once / allow always / reject).
    A client that cannot ask is headless, and ask is a deny with a fixed message that never
    reads as consent. A client that was asked and could not put the question to the person
    (:class:`~mcp_toolbridge.host.CouldNotAsk`: it answered with an error, the connection
-   closed) gets the same deny, with the reason. "Always" adds a session rule.
+   closed) gets the same deny, with the reason; so does a question the client answered with
+   ``cancel`` (dismissed unanswered, or nobody there: headless Claude Code cancels every
+   question at once). Only ``decline``, or the person's "Reject", is a rejection. "Always"
+   adds a session rule.
 
 An allowed call's clearance carries the OS sandbox its processes will run in (the third
 layer), built from the same policy: the tool's effective scope (``Policy.tool_scope``) and its
-manifest folder. The watchdog itself runs sandboxed too: the policy's own read roots, nothing
-writable, no network.
+manifest folder. The watchdog itself runs sandboxed too: the policy's own read roots and its
+``[watchdog] read`` entries, nothing writable, no network; a watchdog that fails while that
+sandbox hides a file its command names is refused saying so, and how to show it.
 
 Every refusal but the person's own "reject" ends with how to allow the call (the --allow flag,
 the policy line and its file, the --workspace or [requires] entry; see policy.hints).
@@ -28,6 +34,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -36,9 +43,16 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from mcp_toolbridge.bridge.screen import (
+    SECRETS_SCOPE,
+    argument_hint,
+    argument_question,
+    reaches_network,
+)
 from mcp_toolbridge.errors import ExecError
 from mcp_toolbridge.executors import run_process
 from mcp_toolbridge.host import CallContext, CouldNotAsk
+from mcp_toolbridge.leaks import OFF, SecretScan
 from mcp_toolbridge.model import Format, ToolSpec
 from mcp_toolbridge.policy import (
     CommandSplitter,
@@ -54,8 +68,10 @@ from mcp_toolbridge.policy import (
     capability_way_out,
     combine,
     failure,
+    hidden_from_it,
     is_within,
     load_parser,
+    named_files,
     parse_verdict,
     parser_loaded,
     shell_floor,
@@ -76,6 +92,12 @@ NOT_ASKED = (
 )
 """The start of the refusal when asking failed; the reason follows in parentheses."""
 NOT_CONSENT = "This is a refusal, not an approval."
+DISMISSED = (
+    "Denied, nothing was run: this call needs a person's confirmation and the client "
+    "dismissed the question unanswered (cancel: it was closed without a choice, or nobody was "
+    "there to answer; headless clients such as `claude -p` cancel every question)"
+)
+"""The start of the refusal when the client answered the question with ``cancel``."""
 REJECTED = "Denied, nothing was run: the person you are working with rejected this call."
 ALLOW_ONCE = "Allow once"
 ALLOW_ALWAYS = "Allow always (this session)"
@@ -107,6 +129,8 @@ class Clearance:
             text = f"{HEADLESS_DENIED} (asked by {self.decision.rule})"
         elif self.answer == "unreachable":
             text = f"{NOT_ASKED} ({self.reason}). {NOT_CONSENT} (asked by {self.decision.rule})"
+        elif self.answer == "cancel":
+            text = f"{DISMISSED}. {NOT_CONSENT} (asked by {self.decision.rule})"
         else:
             text = f"Denied by {self.decision.rule}."
         return f"{text} {self.hint}" if self.hint else text
@@ -142,9 +166,13 @@ class PolicyGate:
         splitter: CommandSplitter = shell_splitter,
         sidecars: Callable[[str], Path | None] | None = None,
         sandbox: Sandbox | None = None,
+        secret_scan: SecretScan = OFF,
     ) -> None:
         self.policy = policy
         self.sandbox = sandbox
+        self.secret_scan = secret_scan
+        self._secrets_approved: dict[str, set[tuple[str, str]]] = {}
+        """Per session: (tool, rule) pairs a person allowed "always" in arguments."""
         self._sidecars = sidecars
         self._environ = dict(os.environ if environ is None else environ)
         self._splitter = splitter
@@ -161,17 +189,20 @@ class PolicyGate:
     ) -> PolicyGate:
         """The server's gate: its OS sandbox in ``mode`` (``--sandbox``), else as the
         policy's ``[sandbox]`` table says, with the table's masks and ``warm``; the home
-        folder (for the secret paths) from ``environ``."""
+        folder (for the secret paths) from ``environ``; the secret scan of its
+        ``[secret_scan]`` table."""
         config = policy.file.sandbox
         sandbox = Sandbox.from_environ(mode or config.mode, environ, config.mask)
         sandbox.warm.enabled = config.warm
-        return cls(policy, environ=environ, sidecars=sidecars, sandbox=sandbox)
+        scan = SecretScan(policy.file.secret_scan)
+        return cls(policy, environ=environ, sidecars=sidecars, sandbox=sandbox, secret_scan=scan)
 
     def session_rules(self, session_id: str) -> SessionRules:
         return self._sessions.setdefault(session_id, SessionRules())
 
     def forget(self, session_id: str) -> None:
         self._sessions.pop(session_id, None)
+        self._secrets_approved.pop(session_id, None)
 
     async def __call__(
         self, spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext
@@ -213,9 +244,35 @@ class PolicyGate:
         if decision.action == "deny":
             hint = way_out(policy, spec, arguments, targets, decision, rules)
             return Clearance(decision, hint=hint)
+        decision = await self._secrets_in(spec, arguments, decision, ctx.session_id)
         if decision.action != "ask":
             return Clearance(decision)
         return await self._confirm(spec, arguments, targets, decision, ctx, rules)
+
+    async def _secrets_in(
+        self, spec: ToolSpec, arguments: Mapping[str, Any], decision: Decision, session: str
+    ) -> Decision:
+        """``decision``, or an ask when the arguments carry secrets a person has not allowed
+        for this tool and the tool can reach the network."""
+        if not self.secret_scan.enabled or not reaches_network(spec, self.policy, self.sandbox):
+            return decision
+        found = Counter(await self.secret_scan.arguments(arguments, spec.name))
+        approved = self._secrets_approved.get(session, set())
+        for rule in [r for r in found if (spec.name, r) in approved]:
+            del found[rule]
+        return argument_question(spec, found, decision) if found else decision
+
+    async def _hint(
+        self,
+        spec: ToolSpec,
+        arguments: Mapping[str, Any],
+        targets: Targets,
+        decision: Decision,
+        rules: SessionRules,
+    ) -> str:
+        if decision.scope == SECRETS_SCOPE:
+            return argument_hint(spec, await self.secret_scan.arguments(arguments, spec.name))
+        return way_out(self.policy, spec, arguments, targets, decision, rules)
 
     def _own_sidecars_readable(self, spec: ToolSpec, targets: Targets, session_id: str) -> Targets:
         """A read-only tool may read the calling session's own sidecar folder (the
@@ -240,9 +297,9 @@ class PolicyGate:
         )
         env: dict[str, str] = {k: self._environ[k] for k in ("PATH", "HOME") if k in self._environ}
         sandbox = None
-        if self.sandbox is not None:  # the policy's read roots; nothing writable, no network
+        if self.sandbox is not None:  # the policy's read roots and its own; no write, no network
             profile = self.sandbox.profile(
-                Scope(fs_read=self.policy.scope.fs_read), tool="watchdog"
+                Scope(fs_read=self.policy.scope.fs_read), tool="watchdog", extra_read=config.read
             )
             sandbox = self.sandbox.confine(profile)
         try:
@@ -257,7 +314,17 @@ class PolicyGate:
             )
         except ExecError as exc:
             return failure(exc.message)
-        return parse_verdict(outcome.stdout, exit_code=outcome.exit_code, signal=outcome.signal)
+        verdict = parse_verdict(outcome.stdout, exit_code=outcome.exit_code, signal=outcome.signal)
+        if verdict.failed and sandbox is not None:  # did its sandbox hide what it needs?
+            cwd = Path.cwd()
+            hidden = [
+                path
+                for path in named_files(config, cwd)
+                if sandbox.hides(path, config.argv, cwd=None, env=env)
+            ]
+            if hidden:
+                return hidden_from_it(verdict, hidden, config)
+        return verdict
 
     async def _confirm(
         self,
@@ -271,23 +338,30 @@ class PolicyGate:
         host = ctx.host
         refused = Decision("deny", decision.rule, decision.scope)
         if host is None or not host.can_elicit:
-            hint = way_out(self.policy, spec, arguments, targets, decision, rules)
+            hint = await self._hint(spec, arguments, targets, decision, rules)
             return Clearance(refused, "headless", hint)
+        shown, _ = await self.secret_scan.value(arguments, spec.name, len(_summary(arguments)))
         message = (
             f"The assistant wants to run the tool {spec.name!r}"
             f"{f' ({spec.title})' if spec.title else ''}.\n"
-            f"Arguments: {_summary(arguments)}\n"
+            f"Arguments: {_summary(shown)}\n"
             f"Why you are asked: {decision.rule}"
         )
         try:
             answer = await host.elicit(f"confirm:{spec.name}", message, confirmation_form())
         except CouldNotAsk as exc:  # never an answer: refused as a headless client's call is
-            hint = way_out(self.policy, spec, arguments, targets, decision, rules)
+            hint = await self._hint(spec, arguments, targets, decision, rules)
             return Clearance(refused, "unreachable", hint, exc.reason)
+        if answer.action == "cancel":  # nobody chose: refused as a call that was not asked
+            hint = way_out(self.policy, spec, arguments, targets, decision, rules)
+            return Clearance(refused, "cancel", hint)
         choice = (answer.content or {}).get("decision") if answer.action == "accept" else None
         if choice == ALLOW_ONCE:
             return Clearance(Decision("allow", decision.rule, decision.scope), "once")
         if choice == ALLOW_ALWAYS:
             rules.add_always(spec, targets)
+            found = await self.secret_scan.arguments(arguments, spec.name)
+            approved = self._secrets_approved.setdefault(ctx.session_id, set())
+            approved.update((spec.name, rule) for rule in found)
             return Clearance(Decision("allow", decision.rule, decision.scope), "always")
         return Clearance(refused, "reject")

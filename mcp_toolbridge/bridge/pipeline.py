@@ -1,7 +1,8 @@
 """Bridge.call: the one way any tool runs.
 
 resolve -> validate arguments -> gate (capabilities, rules, watchdog, confirmation)
--> resolve secrets -> execute under the concurrency limit -> check output -> outcome + audit.
+-> resolve secrets -> execute under the concurrency limit -> check output -> redact secrets
+nobody declared (``bridge/screen.py``) -> outcome + audit.
 A tool whose budget is spent in the caller's session is refused before the gate
 (:mod:`budget`); the usage a result reports is summed after it runs.
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
@@ -26,6 +28,7 @@ import anyio
 
 from mcp_toolbridge.bridge.budget import BudgetLedger, Usage, reported_usage
 from mcp_toolbridge.bridge.gate import Clearance
+from mcp_toolbridge.bridge.screen import off_schema, read_back, screen, screened_context
 from mcp_toolbridge.catalog import Catalog, CatalogEntry
 from mcp_toolbridge.errors import (
     ArgumentsError,
@@ -44,6 +47,7 @@ from mcp_toolbridge.executors import (
     Executor,
 )
 from mcp_toolbridge.host import SERVER_LOGGER, CallContext, InputPending
+from mcp_toolbridge.leaks import OFF, SecretScan, summary
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.names import PROXY_TOOL
 from mcp_toolbridge.policy import Decision
@@ -85,7 +89,7 @@ class CallOutcome:
     decision: Decision | None = None
     """What the gate decided; None when the call failed before it (bad arguments)."""
     answer: str | None = None
-    """The person's answer when asked: once | always | reject | headless | unreachable |
+    """The person's answer when asked: once | always | reject | cancel | headless | unreachable |
     pending."""
     meta: dict[str, Any] = field(default_factory=dict)
     ended: Ended | None = None
@@ -93,6 +97,10 @@ class CallOutcome:
     client, or by the server's shutdown."""
     usage: Usage | None = None
     """What the call used, as its result reported it (``usage``); None when not reported."""
+    redacted: Mapping[str, int] | None = None
+    """Secrets nobody declared, replaced in what the client gets: count per rule id."""
+    argument_secrets: Mapping[str, int] | None = None
+    """Secrets found in the call's arguments: count per rule id."""
 
 
 @dataclass(slots=True)
@@ -133,9 +141,11 @@ class Bridge:
         gate: Gate = _allow_all,
         observers: tuple[Observer, ...] = (),
         limiter: anyio.CapacityLimiter | None = None,
+        secret_scan: SecretScan = OFF,
     ) -> None:
         """``limiter``: a concurrency limit shared with another bridge (see :meth:`rebuilt`);
-        without it, a limit of ``max_concurrency`` calls (default: twice the cores)."""
+        without it, a limit of ``max_concurrency`` calls (default: twice the cores).
+        ``secret_scan``: what finds the secrets nobody declared (the policy's)."""
         self.catalog = catalog
         self._executors = dict(executors)
         self._default_timeout_s = default_timeout_s
@@ -148,12 +158,20 @@ class Bridge:
         self._observers = observers
         self._life = _Life()
         self._budgets = BudgetLedger()
+        self.secret_scan = secret_scan
 
-    def rebuilt(self, catalog: Catalog, *, gate: Gate, executors: Mapping[str, Executor]) -> Bridge:
+    def rebuilt(
+        self,
+        catalog: Catalog,
+        *,
+        gate: Gate,
+        executors: Mapping[str, Executor],
+        secret_scan: SecretScan | None = None,
+    ) -> Bridge:
         """A bridge over a new catalog (hot reload) that shares this one's concurrency limit,
         deadlines, secrets, observers, budgets and whether the server is stopping;
-        ``executors`` replace those of the same kind. Calls in flight keep the bridge they
-        started on."""
+        ``executors`` replace those of the same kind; ``secret_scan`` (the new policy's) this
+        one's. Calls in flight keep the bridge they started on."""
         twin = Bridge(
             catalog,
             {**self._executors, **executors},
@@ -163,6 +181,7 @@ class Bridge:
             gate=gate,
             observers=self._observers,
             limiter=self._limiter,
+            secret_scan=self.secret_scan if secret_scan is None else secret_scan,
         )
         twin._life = self._life
         twin._budgets = self._budgets
@@ -195,7 +214,7 @@ class Bridge:
             try:
                 entry, args = self._proxied(entry, args, ctx)
             except CallError as exc:
-                outcome = self._failed(name, exc.message, exc.code, started, None)
+                outcome = self._failed(name, exc.message, exc.code, started, None, exc.details)
                 await self._observe(entry.spec, args, ctx, outcome)
                 return outcome
             ctx = replace(ctx, via=name)
@@ -234,21 +253,27 @@ class Bridge:
         name = entry.spec.name
         started = time.perf_counter()
         clearance: Clearance | None = None
+        found: Counter[str] = Counter()
         cancelled = anyio.get_cancelled_exc_class()
         try:
-            self._validate(entry, args)
-            spent = self._budgets.refusal(entry.spec, ctx.budget_scope)
-            if spent is not None:
-                clearance = Clearance(Decision("deny", spent, "budget"))
-                raise BudgetExceededError(spent, tool=name)
-            clearance = await self._gate(entry.spec, args, ctx)
-            if not clearance.allowed:
-                raise PermissionDeniedError(clearance.refusal(), tool=name)
-            result = await self._execute(entry, args, ctx, clearance.sandbox)
-            usage = reported_usage(result.value)
-            if usage is not None:
-                self._budgets.add(ctx.budget_scope, name, usage)
-            outcome = self._finish(entry, result, started, clearance, usage)
+            try:
+                self._validate(entry, args)
+                found = await self.secret_scan.arguments(args, name)
+                spent = self._budgets.refusal(entry.spec, ctx.budget_scope)
+                if spent is not None:
+                    clearance = Clearance(Decision("deny", spent, "budget"))
+                    raise BudgetExceededError(spent, tool=name)
+                clearance = await self._gate(entry.spec, args, ctx)
+                if not clearance.allowed:
+                    raise PermissionDeniedError(clearance.refusal(), tool=name)
+                result = await self._execute(entry, args, ctx, clearance.sandbox)
+                usage = reported_usage(result.value)
+                if usage is not None:
+                    self._budgets.add(ctx.budget_scope, name, usage)
+                outcome = self._finish(entry, result, started, clearance, usage)
+            except CallError as exc:
+                outcome = self._failed(name, exc.message, exc.code, started, clearance, exc.details)
+            outcome = await self._screen(entry, outcome, found)
         except InputPending:
             pending = CallOutcome(
                 tool=name,
@@ -260,8 +285,6 @@ class Bridge:
             )
             await self._observe(entry.spec, args, ctx, pending)
             raise
-        except CallError as exc:
-            outcome = self._failed(name, exc.message, exc.code, started, clearance)
         except cancelled:
             ended: Ended = "shutdown" if self._life.stopping else "cancelled"
             why = WHY_ENDED[ended]
@@ -276,6 +299,43 @@ class Bridge:
         await _tell(ctx, outcome)
         await self._observe(entry.spec, args, ctx, outcome)
         return outcome
+
+    async def _screen(
+        self, entry: CatalogEntry, outcome: CallOutcome, found: Counter[str]
+    ) -> CallOutcome:
+        """``outcome`` with secrets redacted (screen.py); off its output schema: a failure."""
+        if not self.secret_scan.enabled:
+            return outcome
+        parts = await screen(
+            self.secret_scan,
+            outcome.tool,
+            value=outcome.value,
+            text=outcome.text,
+            error=outcome.error,
+            result=outcome.result,
+        )
+        outcome = replace(
+            outcome,
+            value=parts.value,
+            text=parts.text,
+            error=parts.error,
+            result=parts.result,
+            redacted=dict(parts.counts) or None,
+            argument_secrets=dict(found) or None,
+        )
+        if parts.counts and outcome.ok and entry.output is not None:
+            problems = entry.output.validate(parts.value)
+            if problems:
+                error = off_schema(parts, problems[0])
+                return replace(
+                    outcome, ok=False, value=None, error=error, code=ErrorCode.OUTPUT_INVALID
+                )
+        return outcome
+
+    async def read_back(self, text: str, tool: str) -> str:
+        """The whole output of a call of ``tool``, read back later (a resource), with its
+        secrets redacted as the call's result was."""
+        return await read_back(self.secret_scan, text, tool)
 
     def forget_session(self, session_id: str) -> None:
         """A session ended: drop the usage summed for its budgets."""
@@ -294,10 +354,12 @@ class Bridge:
         code: ErrorCode,
         started: float,
         clearance: Clearance | None,
+        details: Any = None,
     ) -> CallOutcome:
         return CallOutcome(
             tool=name,
             ok=False,
+            value=details,
             error=error,
             code=code,
             duration_ms=_ms_since(started),
@@ -316,11 +378,15 @@ class Bridge:
     def _validate(self, entry: CatalogEntry, args: Mapping[str, Any]) -> None:
         if not isinstance(args, Mapping):
             raise ArgumentsError("invalid arguments: expected a JSON object", tool=entry.spec.name)
-        problems = entry.arguments.validate(dict(args))
+        problems = entry.arguments.problems(dict(args))
         if problems:
-            shown = "; ".join(problems[:MAX_ERRORS_SHOWN])
+            shown = "; ".join(p.line for p in problems[:MAX_ERRORS_SHOWN])
             more = f" (and {len(problems) - MAX_ERRORS_SHOWN} more)" if len(problems) > 3 else ""
-            raise ArgumentsError(f"invalid arguments: {shown}{more}", tool=entry.spec.name)
+            raise ArgumentsError(
+                f"invalid arguments: {shown}{more}",
+                tool=entry.spec.name,
+                details={"errors": [p.as_json() for p in problems]},
+            )
 
     async def _execute(
         self,
@@ -337,6 +403,7 @@ class Bridge:
                 tool=spec.name,
                 code=ErrorCode.EXEC_UNSUPPORTED,
             )
+        ctx = screened_context(self.secret_scan, ctx, spec.name)
         secrets: dict[str, str] = {}
         if spec.secrets:
             if self._secrets is None:
@@ -414,6 +481,10 @@ def event_text(outcome: CallOutcome) -> str | None:
         first = (outcome.error or "").strip().splitlines()[:1]
         why = f": {first[0]}" if first else ""
         return f"{outcome.tool} was killed at its deadline{why}"[:MAX_EVENT_CHARS]
+    if outcome.redacted:
+        return (
+            f"secrets were redacted from the result of {outcome.tool}: {summary(outcome.redacted)}"
+        )[:MAX_EVENT_CHARS]
     return None
 
 

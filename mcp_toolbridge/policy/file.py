@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from mcp_toolbridge.errors import ConfigError, ErrorCode
+from mcp_toolbridge.leaks import SecretScanSettings
 from mcp_toolbridge.model import RequirementSet, ShellRequirement
 from mcp_toolbridge.policy.diagnose import describe
 from mcp_toolbridge.policy.rules import Action
@@ -137,6 +138,9 @@ class SecurityModel(_Model):
 class WatchdogModel(_Model):
     command: list[str] = Field(min_length=1)
     timeout_s: float = Field(default=10.0, gt=0, le=300)
+    read: list[str] = []
+    """Files and folders the watchdog's own sandbox shows besides the policy's fs.read roots
+    (its script, its configuration); relative to the policy file's folder."""
 
 
 class SubagentsModel(_Model):
@@ -207,6 +211,8 @@ class PolicyFile(_Model):
     web_fetch: WebFetchModel = WebFetchModel()
     discovery: DiscoveryModel = DiscoveryModel()
     sandbox: SandboxModel = SandboxModel()
+    secret_scan: SecretScanSettings = SecretScanSettings()
+    """Secrets nobody declared, in results and arguments (leaks/, docs/secrets.md)."""
 
 
 class ProjectFile(_Model):

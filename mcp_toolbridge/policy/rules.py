@@ -5,8 +5,14 @@ subject when it targets nothing). For each subject the matching rule with the gr
 
     (pattern kind: exact 3 > prefix 2 > glob 1 > any 0,
      length of the pattern's literal part,
-     permission: tool name or id 2 > capability 1 > "*" 0,
+     permission: tool name or id 3 > group of tools 2 > capability 1 > "*" 0,
      action: deny 2 > ask 1 > allow 0)
+
+A permission names one tool (its MCP name or manifest id), a capability, every tool (``*``),
+or a group of tools (:class:`ToolGroup`): a glob of tool names and ids (``fx_*``), or the tools
+of a manifest, named by a path (it has a ``/``: ``./manifests/fx``, the manifest file or a
+folder holding it; a relative path is read from the folder of the file the rule is written
+in, or from the working directory for ``--allow``).
 
 Within one scope, the operator's rules also carry a layer (the built-in default 0, the
 ``--policy`` file 1, ``--allow`` 2): it is compared just before the action, so at equal
@@ -20,6 +26,7 @@ manifest deny is never turned into ask or allow by a project or session rule.
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from collections.abc import Iterable
@@ -95,6 +102,47 @@ def tool_capabilities(spec: ToolSpec) -> frozenset[str]:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolGroup:
+    """The tools a permission names together: those whose MCP name or manifest id fits
+    ``glob`` (``fx_*``), or those loaded from the manifests at or below ``manifests`` (a
+    manifest file, or a folder holding manifests; canonical). The locked tools belong to no
+    manifest, but a glob can name them (``web_*``)."""
+
+    glob: re.Pattern[str] | None = None
+    manifests: Path | None = None
+
+    def contains(self, spec: ToolSpec) -> bool:
+        if self.glob is not None:
+            return bool(self.glob.match(spec.name) or self.glob.match(spec.id))
+        if self.manifests is None or spec.is_locked:
+            return False
+        return is_within(_manifest_path(spec.source.path), self.manifests)
+
+
+@functools.lru_cache(maxsize=4096)
+def _manifest_path(path: str) -> Path:
+    return canonical_root(Path(path))
+
+
+def is_manifest_path(permission: str) -> bool:
+    """Whether a permission names manifests by a path rather than a tool or capability."""
+    return "/" in permission or permission.startswith("~") or permission in (".", "..")
+
+
+def tool_group(permission: str, base: Path | None = None) -> ToolGroup | None:
+    """The group of tools ``permission`` names (None: it names one tool, a capability or
+    ``*``). A relative path is read from ``base`` (default: the working directory)."""
+    if is_manifest_path(permission):
+        path = Path(permission).expanduser()
+        if not path.is_absolute():
+            path = (base or Path.cwd()) / path
+        return ToolGroup(manifests=canonical_root(path))
+    if permission != "*" and has_glob(permission):
+        return ToolGroup(glob=text_glob(permission, ignore_case=False))
+    return None
+
+
+@dataclass(frozen=True, slots=True)
 class _Alternative:
     """One expansion of a rule's pattern, compiled for text and for path subjects."""
 
@@ -121,11 +169,21 @@ class Rule:
     """The line of the file it is written on, when known."""
     file: str | None = None
     """The file it is written in (None: the built-in default, --allow, a session answer)."""
+    group: ToolGroup | None = None
+    """The tools the permission names when it is a glob or a manifest path."""
+
+    def names_tool(self, spec: ToolSpec) -> bool:
+        """Whether the permission names this tool: its name or id, or a group holding it."""
+        if self.permission in (spec.name, spec.id):
+            return True
+        return self.group is not None and self.group.contains(spec)
 
     def applies_to(self, spec: ToolSpec, subject: Subject | None = None) -> bool:
         perm = self.permission
-        if perm in ("*", spec.name, spec.id):
+        if perm == "*" or self.names_tool(spec):
             return True
+        if self.group is not None:
+            return False
         if subject is not None and subject.capability is not None:
             return perm == subject.capability or (
                 perm not in KNOWN_CAPABILITIES and perm in tool_capabilities(spec)
@@ -134,6 +192,8 @@ class Rule:
 
     def permission_rank(self, spec: ToolSpec) -> int:
         if self.permission in (spec.name, spec.id):
+            return 3
+        if self.group is not None:
             return 2
         return 0 if self.permission == "*" else 1
 
@@ -158,7 +218,7 @@ class Rule:
         return f"{self.origin} ({self.permission}, {shown}, {self.action})"
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        shown = {
             "scope": self.scope,
             "origin": self.origin,
             "line": self.line,
@@ -168,6 +228,11 @@ class Rule:
             "expanded": [a.text for a in self.alternatives],
             "action": self.action,
         }
+        if self.group is not None and self.group.manifests is not None:
+            shown["tools"] = f"the tools of the manifests at or below {self.group.manifests}"
+        elif self.group is not None:
+            shown["tools"] = f"every tool whose name or id fits the glob {self.permission!r}"
+        return shown
 
 
 def _match_alternative(kind: Kind, alt: _Alternative, subject: Subject) -> int | None:
@@ -263,16 +328,21 @@ def compile_rule(
     line: int | None = None,
     file: str | None = None,
 ) -> Rule:
-    """Compile one rule. Raises ValueError (VariableError) for an undefined variable."""
+    """Compile one rule. Raises ValueError (VariableError) for an undefined variable. A
+    relative manifest path in ``permission`` is read from ``file``'s folder (none: the working
+    directory)."""
     variables = variables or Variables()
+    group = tool_group(permission, Path(file).parent if file is not None else None)
     if pattern is None or (not prefix and pattern in _UNIVERSAL):
-        return Rule(permission, pattern, "any", action, scope, origin, (), layer, line, file)
+        return Rule(permission, pattern, "any", action, scope, origin, (), layer, line, file, group)
     kind: Kind = "prefix" if prefix else ("glob" if has_glob(pattern) else "exact")
     alternatives = tuple(
         _compile_alternative(e, kind, variables)
         for e in expand(pattern, variables, glob=kind == "glob")
     )
-    return Rule(permission, pattern, kind, action, scope, origin, alternatives, layer, line, file)
+    return Rule(
+        permission, pattern, kind, action, scope, origin, alternatives, layer, line, file, group
+    )
 
 
 def resolve(rules: Iterable[Rule], spec: ToolSpec, subject: Subject) -> Rule | None:

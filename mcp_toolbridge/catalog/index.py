@@ -1,23 +1,27 @@
 """SearchIndex: ranked keyword search over the tool catalog for ``tool_search``. Pure, no I/O.
 
-How a query is answered (docs/performance.md has the measurements behind each choice):
+How a query is answered (docs/search.md has the measurements behind each choice):
 
 1. ``select:a,b`` returns exactly the named tools (MCP name or manifest id), in that order.
-2. Tools the query names come first (``get_time``, ``github.create_issue``, ``create_issue``
-   for a tool whose id ends in it, ``encrypt`` for a tool named exactly that): a model that
-   already knows the name wants that tool.
+2. Tools the query names come first (``mentions.py``: ``get_time``, ``github.create_issue``,
+   ``create_issue`` for a tool whose id ends in it, and in prose a word that is exactly one
+   tool's name and no other tool's word): a model that already knows the name wants that
+   tool.
 3. The rest is ranked by BM25F over six fields of each tool (the name split into words, title,
    namespace, description, parameters, tags), each with its own weight and length
    normalisation, after identifier splitting, stop-word removal, abbreviation expansion and
    English stemming; a tool's score is then mixed with its namespace's (sibling evidence:
    the request terms the tools of its server cover together).
-4. Each clause of the request is also embedded (``embedding.py``: WordLlama static token
-   vectors, averaged) and compared with every tool's text by cosine; the lexical and the
-   semantic candidates are fused by z-normalised scores (``config.SEMANTIC_WEIGHT``), so a tool
-   that shares no word with the request can still rank.
+4. With the optional semantic leg, each clause is also embedded (``embedding.py``: WordLlama
+   static token vectors, averaged) and compared with every tool's text by cosine; the lexical
+   and the semantic candidates are fused by z-normalised scores (``config.SEMANTIC_WEIGHT``).
 5. A request that asks for several things ("find X, then Y; also Z") is split into clauses;
-   each clause is ranked on its own and the lists are interleaved rank by rank, so every
-   clause's best tool comes before any clause's second best.
+   the request's own best tool leads, then each clause's lists are interleaved rank by rank,
+   so every clause's best tool comes before any clause's second best (and, when switched on,
+   the tools that give what those need, ``needs.py``).
+6. A tool is returned only with evidence (``evidence.py``): a word in common with its clause,
+   or a cosine above noise; with none, the search finds nothing and ``find`` keeps the
+   closest names as a hint.
 
 Ties are broken by name, so equal input always gives equal output. ``visible(name)`` False
 hides a tool from every path, ``select:`` included.

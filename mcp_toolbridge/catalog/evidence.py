@@ -8,8 +8,9 @@ returned only with evidence, per clause of the request:
 
 - lexical: the share of the clause's specificity the tool's text covers, each distinct term
   counted at its idf; a term no tool has counts at the highest idf there is (it is the most
-  specific thing asked, and nothing has it); numbers are values the request gives, not what
-  it asks for, and count for nothing. ``zzqx_42`` covers nothing; "current temperature in
+  specific thing asked, and nothing has it); numbers beside words are values the request
+  gives, not what it asks for, and count for nothing (a request of numbers alone is about
+  them). ``zzqx_42`` covers nothing; "current temperature in
   Paris" against a weather tool covers "current" and "temperature". A tool must cover more
   than ``ranking_config.EVIDENCE_MIN``.
 - semantic: the cosine of the clause and the tool above what held-out data shows noise
@@ -63,8 +64,10 @@ class Evidence:
         unknown = math.log(1.0 + (n + 0.5) / 0.5)
         mass = 0.0
         out = dict.fromkeys(docs, 0.0)
-        for term in set(terms):
-            if not _WORD.search(term):  # a number is a value the request gives, not a need
+        distinct = set(terms)
+        worded = any(_WORD.search(term) for term in distinct)
+        for term in distinct:
+            if worded and not _WORD.search(term):  # a number beside words is a value given
                 continue
             tid = self._term_ids.get(term)
             if tid is None:

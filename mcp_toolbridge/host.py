@@ -10,6 +10,8 @@ which is a refusal too. It implements :class:`CallLog` over MCP logging
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias, get_args
@@ -177,6 +179,52 @@ class CouldNotSample(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class Caller:
+    """Who calls: the person or agent a validated access token names, or the local caller.
+
+    Over HTTP with an authorization server (``serve --auth-issuer``), the server turns each
+    request's access token into a Caller: ``subject`` (the token's ``sub``), ``client_id``
+    (the OAuth client it was issued to: an agent, an IDE), ``issuer``, the ``groups`` named by
+    its group and role claims, and its ``scopes``. Never the token itself. Over stdio, with
+    the static ``--token``, and on the command line, the caller is :data:`LOCAL`: anonymous,
+    matched by no identity rule, its state kept per session as before.
+    """
+
+    subject: str | None = None
+    client_id: str | None = None
+    issuer: str | None = None
+    groups: frozenset[str] = frozenset()
+    scopes: frozenset[str] = frozenset()
+
+    @property
+    def identified(self) -> bool:
+        """True when an access token named this caller (a subject or at least a client)."""
+        return self.subject is not None or self.client_id is not None
+
+    @property
+    def key(self) -> str | None:
+        """The owner of this person's state (``"caller:<digest>"`` of the issuer, subject
+        and client id: one person through one client); None for an anonymous caller, whose
+        state is its session's."""
+        if not self.identified:
+            return None
+        who = json.dumps([self.issuer, self.subject, self.client_id])
+        return "caller:" + hashlib.sha256(who.encode("utf-8")).hexdigest()[:32]
+
+    def describe(self) -> str:
+        """``alice (client ide-1)``, ``client ci-agent``, ``the local caller``: for messages."""
+        if self.subject is not None and self.client_id is not None:
+            return f"{self.subject} (client {self.client_id})"
+        if self.subject is not None:
+            return self.subject
+        return f"client {self.client_id}" if self.client_id is not None else "the local caller"
+
+
+LOCAL = Caller()
+"""The caller of stdio, the static bearer token and the command line: anonymous."""
+
+
+@dataclass(frozen=True, slots=True)
 class CallContext:
     session_id: str = "local"
     progress: ProgressFn | None = None
@@ -198,11 +246,24 @@ class CallContext:
     """The tool this call came through (the proxy), None for a direct call: recorded by the
     audit log and telemetry beside the real tool."""
     budget_session: str | None = None
-    """Where tool budgets are summed when not per ``session_id``: a sessionless HTTP call has
-    a session of its own, but its usage counts for the whole server."""
+    """Where an anonymous caller's tool budgets are summed when not per ``session_id``: a
+    sessionless HTTP call has a session of its own, but its usage counts for the whole
+    server."""
+    caller: Caller = LOCAL
+    """Who calls (an identified person or agent over HTTP with OAuth; else :data:`LOCAL`)."""
+
+    @property
+    def owner(self) -> str:
+        """Whose "always" answers and stored values (the todo list) a call uses: the
+        person's when the caller is identified, else the session's."""
+        return self.caller.key or self.session_id
 
     @property
     def budget_scope(self) -> str:
+        """Where the call's tool budget is summed: the person's when identified (it holds
+        across their sessions), else the session's (or the server's, see budget_session)."""
+        if self.caller.key is not None:
+            return self.caller.key
         return self.budget_session if self.budget_session is not None else self.session_id
 
     @property

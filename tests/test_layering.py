@@ -27,6 +27,7 @@ LEVELS = {
     "host.py": 0,
     "forking.py": 0,
     "cache/": 0,
+    "state/": 0,
     "progress.py": 0,
     "workspace.py": 0,
     # what the core works on

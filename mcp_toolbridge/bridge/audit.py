@@ -30,11 +30,11 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from mcp_toolbridge.bridge.outcome import Outcome, classify, outcome_of
-from mcp_toolbridge.bridge.pipeline import CallOutcome, Observer
+from mcp_toolbridge.bridge.outcome import CallOutcome, Outcome, classify, outcome_of
+from mcp_toolbridge.bridge.pipeline import Observer
 from mcp_toolbridge.errors import CallError, ErrorCode
 from mcp_toolbridge.executors import ExecResult
-from mcp_toolbridge.host import CallContext
+from mcp_toolbridge.host import LOCAL, CallContext, Caller
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.policy import Decision
 
@@ -118,6 +118,11 @@ class AuditRecord(BaseModel):
 
     ts: str
     session: str
+    subject: str | None = None
+    """Who called: the access token's subject (None: the local caller, stdio, the static
+    token). Never the token itself."""
+    client_id: str | None = None
+    """The OAuth client the caller's token was issued to (an agent, an IDE)."""
     tool: str
     tool_id: str
     source: str
@@ -171,6 +176,7 @@ class AuditRecord(BaseModel):
         via: str | None = None,
         redacted: Mapping[str, int] | None = None,
         argument_secrets: Mapping[str, int] | None = None,
+        caller: Caller = LOCAL,
     ) -> AuditRecord:
         """A record for a call that was decided (and maybe run). ``answer`` is the person's
         reply to an ask (once | always | reject | cancel | headless | unreachable); ``secrets`` are
@@ -179,7 +185,7 @@ class AuditRecord(BaseModel):
         classified from the decision, result, error and answer; ``usage`` is what the call
         used, as its result reported it (tool budgets); ``via`` the tool the call came through
         (the proxy); ``redacted`` and ``argument_secrets`` count secrets nobody declared per
-        rule id."""
+        rule id; ``caller`` who called (its subject and client id are recorded)."""
         values = tuple(secrets)
         if outcome is None:
             outcome = classify(
@@ -191,6 +197,8 @@ class AuditRecord(BaseModel):
         return cls(
             ts=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             session=session,
+            subject=caller.subject,
+            client_id=caller.client_id,
             tool=spec.name,
             tool_id=spec.id,
             source=spec.source.path,
@@ -293,6 +301,7 @@ def audit_observer(log: AuditLog) -> Observer:
             via=ctx.via,
             redacted=outcome.redacted,
             argument_secrets=outcome.argument_secrets,
+            caller=ctx.caller,
         )
         await log.write(record)
 

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import anyio.to_thread
 
 from mcp_toolbridge.builtins.base import builtin_spec
 from mcp_toolbridge.catalog import Catalog, DeferredIndex, SearchIndex
 from mcp_toolbridge.executors import ExecRequest, ExecResult
-from mcp_toolbridge.host import FoundTools
-from mcp_toolbridge.model import Safety
+from mcp_toolbridge.host import Caller, FoundTools
+from mcp_toolbridge.model import Safety, ToolSpec
 from mcp_toolbridge.names import PROXY_TOOL
 
 DEFAULT_RESULTS = 5
@@ -42,35 +42,6 @@ INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "query": {"type": "string"},
-        "tools": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "name": {"type": "string"},
-                    "description": {"type": "string"},
-                    "input_schema": {"type": "object"},
-                },
-                "required": ["name", "description", "input_schema"],
-            },
-        },
-        "how_to_call": {"type": "string"},
-        "closest": {
-            "type": "array",
-            "items": {"type": "string"},
-            "description": (
-                "Only when no tool matches: the names that came nearest, as a hint. They are "
-                "not matches; do not call one unless its description says it does the job."
-            ),
-        },
-    },
-    "required": ["query", "tools", "how_to_call"],
-}
-
 HOW_TO_CALL: dict[FoundTools, str] = {
     "direct": "These tools are in your tool list now: call each one directly by its name.",
     "proxy": (
@@ -96,7 +67,10 @@ SPEC = builtin_spec(
         "see in your tool list."
     ),
     input_schema=INPUT_SCHEMA,
-    output_schema=OUTPUT_SCHEMA,
+    # No output schema: the hits as text are the whole result, the one form every client
+    # shows a model as it is (server/wire.py; tool descriptions run over several lines). The
+    # value (query, tools: name, description, input_schema; how_to_call) stays what `call`
+    # prints and what the server loads the hits from.
     safety=Safety(read_only=True, idempotent=True, open_world=False, inferred=frozenset()),
 )
 
@@ -111,10 +85,14 @@ class ToolSearch:
         index: SearchIndex | DeferredIndex,
         catalog: Catalog,
         visible: Callable[[str], bool] | None = None,
+        access: ToolAccess | None = None,
     ) -> None:
+        """``access``: which callers may call which tools (a hit the caller may not call is
+        never shown to it)."""
         self._index = index
         self._catalog = catalog
         self._visible = visible
+        self._access = access
 
     async def run(self, request: ExecRequest) -> ExecResult:
         query = str(request.arguments["query"])
@@ -124,7 +102,7 @@ class ToolSearch:
             index = await index.ready()
         if not index.warm:  # the first search reads the model and embeds the catalog
             await anyio.to_thread.run_sync(index.warm_up)
-        found = index.find(query, limit, visible=self._visible)
+        found = index.find(query, limit, visible=self._for(request.context.caller))
         tools = []
         for hit in found.hits:
             entry = self._catalog.get(hit.name)
@@ -150,6 +128,28 @@ class ToolSearch:
         how = HOW_TO_CALL[request.context.found_tools]
         value = {"query": query, "tools": tools, "how_to_call": how}
         return ExecResult(ok=True, value=value, text=_text(tools, how))
+
+    def _for(self, caller: Caller) -> Callable[[str], bool] | None:
+        """What this caller's search may find (None: everything)."""
+        access, visible = self._access, self._visible
+        if access is None or access.caller_view(caller) is None:  # the same for everyone
+            return visible
+
+        def callable_by(name: str) -> bool:
+            entry = self._catalog.get(name)
+            if entry is None or not access.callable_by(entry.spec, caller):
+                return False
+            return visible is None or visible(name)
+
+        return callable_by
+
+
+class ToolAccess(Protocol):
+    """Which callers may call which tools (``Policy``)."""
+
+    def callable_by(self, spec: ToolSpec, caller: Caller) -> bool: ...
+
+    def caller_view(self, caller: Caller) -> tuple[int, ...] | None: ...
 
 
 def _no_match(query: str, closest: list[str]) -> str:

@@ -130,8 +130,8 @@ def _add_policy_options(parser: argparse.ArgumentParser) -> None:
         choices=["auto", "required", "off"],
         default=None,
         help="run every process a call starts in an OS sandbox built from the tool's "
-        "capabilities: auto (default: where the platform can), required (refuse without it), "
-        "off; default: the policy's [sandbox] mode",
+        "capabilities: auto (default: where the platform can), required (refuse to start "
+        "without it), off; default: the policy's [sandbox] mode",
     )
     parser.add_argument(
         "--locked",
@@ -218,6 +218,15 @@ def _policy(verbs: Subparsers) -> argparse.ArgumentParser:
     )
     _add_load_options(show)
     _add_policy_options(show)
+    who = show.add_argument_group("as a caller (what an identified caller gets over HTTP)")
+    who.add_argument("--as", dest="as_subject", metavar="SUBJECT", help="the access token's sub")
+    who.add_argument("--as-client", metavar="CLIENT_ID", help="the OAuth client it came through")
+    who.add_argument(
+        "--as-group", action="append", default=[], metavar="GROUP", help="a group (repeatable)"
+    )
+    who.add_argument(
+        "--as-scope", action="append", default=[], metavar="SCOPE", help="a scope (repeatable)"
+    )
     policy.set_defaults(policy_help=policy.format_help())
     return show
 

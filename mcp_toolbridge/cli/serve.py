@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import anyio
 from anyio.abc import TaskStatus
@@ -21,6 +19,7 @@ from mcp_toolbridge.cli.allocator import pin_mmap_threshold, started
 from mcp_toolbridge.cli.clients import args_for, server_command
 from mcp_toolbridge.cli.console import EXIT_OK, err
 from mcp_toolbridge.cli.event_loop import LOOPS, backend_options
+from mcp_toolbridge.cli.http import http_options
 from mcp_toolbridge.cli.reload import not_served, reload_on_change
 from mcp_toolbridge.cli.startup import (
     follow_roots,
@@ -28,12 +27,8 @@ from mcp_toolbridge.cli.startup import (
     problem_lines,
     workspace_line,
 )
-from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.executors import Executor
 from mcp_toolbridge.runtime import Loaded, Settings, open_runtime
-
-if TYPE_CHECKING:
-    from mcp_toolbridge.server import HttpOptions
 
 
 def add_serve_options(parser: argparse.ArgumentParser) -> None:
@@ -51,6 +46,20 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
         metavar="TOKEN",
         help="bearer token HTTP clients must send (default: $TOOLBRIDGE_TOKEN; prefer the "
         "variable, a command line is visible to other users)",
+    )
+    parser.add_argument(
+        "--auth-issuer",
+        default=None,
+        metavar="URL",
+        help="HTTP: accept OAuth access tokens of this authorization server, one identity per "
+        "caller (instead of --token; the policy file's [auth] table configures the rest)",
+    )
+    parser.add_argument(
+        "--auth-resource",
+        default=None,
+        metavar="URL",
+        help="HTTP with --auth-issuer: this MCP endpoint's canonical URL as clients reach it "
+        "(the tokens' audience; default: the --http URL)",
     )
     parser.add_argument(
         "--stateless",
@@ -94,43 +103,6 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _http_options(args: argparse.Namespace) -> HttpOptions | None:
-    if args.http is None:
-        given = (
-            ("--token", args.token),
-            ("--stateless", args.stateless),
-            ("--session-idle-timeout", args.session_idle_timeout),
-        )
-        for flag, value in given:
-            if value:
-                raise ConfigError(f"{flag} applies to --http only", code=ErrorCode.CONFIG_INVALID)
-        return None
-    from mcp_toolbridge.server import (
-        SESSION_IDLE_TIMEOUT_S,
-        TOKEN_ENV,
-        HttpOptions,
-        check_binding,
-        parse_address,
-    )
-
-    host, port = parse_address(args.http)
-    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
-    options = HttpOptions(
-        host=host,
-        port=port,
-        token=token,
-        stateless=args.stateless,
-        allowed_hosts=tuple(args.allow_host),
-        session_idle_timeout_s=(
-            SESSION_IDLE_TIMEOUT_S
-            if args.session_idle_timeout is None
-            else args.session_idle_timeout
-        ),
-    )
-    check_binding(options)
-    return options
-
-
 def run_server(
     args: argparse.Namespace,
     settings: Settings,
@@ -142,7 +114,7 @@ def run_server(
     """Serve ``loaded`` over stdio or HTTP until the client (or a signal) ends it."""
     from mcp_toolbridge.server import HttpService, ToolbridgeServer
 
-    http = _http_options(args)
+    http = http_options(args, settings, loaded)
     loop_options = backend_options(args.loop)
     recorder = Recorder.open(args.record) if args.record is not None else None
     pin_mmap_threshold()
@@ -193,6 +165,8 @@ def run_server(
                     url = service.listen()
                     mode = "stateless" if http.stateless else "stateful"
                     auth = "bearer token required" if http.token else "no token (loopback only)"
+                    if http.auth is not None:
+                        auth = f"OAuth access tokens of {http.auth.issuer}"
                     err(f"{head}, over streamable HTTP at {url} ({mode}, {auth})")
                     report(loaded, settings, follows)
                     await service.serve()

@@ -1,5 +1,6 @@
 """The ports of ``mcp_toolbridge.host`` over MCP: asking the person (elicitation, sampling),
-and the log messages of a call and of the server (MCP logging).
+the log messages of a call and of the server (MCP logging), and who calls
+(:func:`caller_of`: the identity of a request's validated access token, see auth.py).
 
 **Asking**, in both protocol eras. 2025 era: a server-initiated ``elicitation/create`` request
 on the connection (needs the client's elicitation capability and a back channel). A client
@@ -46,15 +47,18 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server import ServerRequestContext
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from mcp_toolbridge.host import (
+    LOCAL,
     LOG_LEVELS,
     SERVER_LOGGER,
     Answer,
+    Caller,
     CouldNotAsk,
     CouldNotSample,
     InputPending,
@@ -286,3 +290,24 @@ class RequestLog:
     async def send(self, level: LogLevel, text: str, *, logger: str) -> None:
         if self.wants(level):
             await _notify(self._ctx.session, level, text, logger, self._ctx.request_id)
+
+
+def caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller:
+    """Who sends a request: the identity its validated access token names (subject, client,
+    issuer, groups, scopes; never the token), else the local caller (stdio, the static
+    token)."""
+    request = ctx.request
+    user = request.scope.get("user") if request is not None else None
+    if not isinstance(user, AuthenticatedUser):
+        return LOCAL
+    access = user.access_token
+    claims = access.claims or {}
+    issuer = claims.get("iss")
+    groups = claims.get("groups") or ()
+    return Caller(
+        subject=access.subject,
+        client_id=access.client_id or None,
+        issuer=issuer if isinstance(issuer, str) else None,
+        groups=frozenset(g for g in groups if isinstance(g, str)),
+        scopes=frozenset(access.scopes),
+    )

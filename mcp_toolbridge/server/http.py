@@ -1,9 +1,10 @@
 """Streamable HTTP (``serve --http HOST:PORT``): the SDK's app for a ToolbridgeServer, run
-by uvicorn, behind an optional bearer token.
+by uvicorn, behind an optional bearer token or an OAuth authorization server.
 
-- Binds 127.0.0.1 unless told otherwise; any other address needs a token (``--token`` or
-  ``TOOLBRIDGE_TOKEN``), checked with a constant-time comparison; a request without it gets
-  401 before it reaches MCP.
+- Binds 127.0.0.1 unless told otherwise; any other address needs a credential: the static
+  token (``--token`` or ``TOOLBRIDGE_TOKEN``), checked with a constant-time comparison, or
+  an authorization server (``--auth-issuer``: an OAuth resource server, see auth.py); a
+  request without it gets 401 before it reaches MCP.
 - Host and Origin headers are checked against an allow-list (the SDK's
   TransportSecuritySettings) so a web page cannot reach the server through DNS rebinding:
   loopback names always, the bound address, and every ``--allow-host`` name.
@@ -41,7 +42,9 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from mcp_toolbridge.errors import ConfigError, ErrorCode
+from mcp_toolbridge.server.auth import ResourceServer
 from mcp_toolbridge.server.resume import PrimedStreams, ResumableSessions
+from mcp_toolbridge.server.tokens import AuthOptions
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 
 DEFAULT_HOST = "127.0.0.1"
@@ -72,6 +75,8 @@ class HttpOptions:
     session_idle_timeout_s: float = SESSION_IDLE_TIMEOUT_S
     """Close a stateful session after this long without a request in flight: its calls are
     cancelled (their processes killed) and its state dropped."""
+    auth: AuthOptions | None = None
+    """Accept access tokens of this OAuth issuer (instead of the static token)."""
 
     @property
     def url(self) -> str:
@@ -122,11 +127,19 @@ def check_binding(options: HttpOptions) -> None:
             f"the bearer token is empty; pass a long random value with --token or {TOKEN_ENV}",
             code=ErrorCode.CONFIG_INVALID,
         )
-    if not is_loopback(options.host) and not options.token:
+    if options.token and options.auth is not None:
+        raise ConfigError(
+            f"--token ({TOKEN_ENV}) and --auth-issuer exclude each other: with an "
+            "authorization server every caller has their own token; drop the static one",
+            code=ErrorCode.CONFIG_INVALID,
+        )
+    if options.auth is not None:
+        options.auth.checked()
+    if not is_loopback(options.host) and not options.token and options.auth is None:
         raise ConfigError(
             f"refusing to serve on {options.host or 'every address'} without a bearer token: "
             f"anyone who can reach it could run the tools. Set {TOKEN_ENV} (or --token), or "
-            f"bind {DEFAULT_HOST}",
+            f"--auth-issuer, or bind {DEFAULT_HOST}",
             code=ErrorCode.CONFIG_INVALID,
         )
 
@@ -191,17 +204,25 @@ class BearerToken:
         return len(given) == 1 and hmac.compare_digest(given[0], self._expected)
 
 
-def build_app(server: ToolbridgeServer, options: HttpOptions) -> ASGIApp:
+def build_app(
+    server: ToolbridgeServer, options: HttpOptions, guard: ResourceServer | None = None
+) -> ASGIApp:
     """The SDK's streamable HTTP app (as ``Server.streamable_http_app`` builds it), with a
-    session manager that makes stateful sessions resumable (resume.py)."""
+    session manager that makes stateful sessions resumable (resume.py), behind the static
+    token or, with ``guard``, an OAuth resource server."""
     sessions = ResumableSessions(
         server.server,
         stateless=options.stateless,
         security_settings=security_settings(options),
         session_idle_timeout=options.session_idle_timeout_s,
     )
-    routes = [Route(options.path, endpoint=StreamableHTTPASGIApp(sessions))]
-    app: ASGIApp = Starlette(routes=routes, lifespan=lambda _app: sessions.run())
+    endpoint: ASGIApp = StreamableHTTPASGIApp(sessions)
+    routes = [Route(options.path, endpoint=guard.protect(endpoint) if guard else endpoint)]
+    routes += guard.routes() if guard else []
+    middleware = guard.middleware() if guard else []
+    app: ASGIApp = Starlette(
+        routes=routes, middleware=middleware, lifespan=lambda _app: sessions.run()
+    )
     app = PrimedStreams(app, sessions)
     return BearerToken(app, options.token) if options.token else app
 
@@ -236,9 +257,10 @@ class HttpService:
 
     def __init__(self, server: ToolbridgeServer, options: HttpOptions) -> None:
         check_binding(options)
-        self._app = build_app(server, options)
         self._server = server
         self.options = options
+        self._app: ASGIApp | None = None
+        self.guard: ResourceServer | None = None
         self._uvicorn: uvicorn.Server | None = None
         self._stopped = False
         self._socket: socket.socket | None = None
@@ -249,13 +271,19 @@ class HttpService:
             self._socket = _listen(self.options.host or "0.0.0.0", self.options.port)
             port = self._socket.getsockname()[1]
             self.options = dataclasses.replace(self.options, port=port)
+            auth = self.options.auth
+            if auth is not None:  # its canonical URL may name the port just picked
+                self.guard = ResourceServer(auth, auth.resource or self.options.url)
+            self._app = build_app(self._server, self.options, self.guard)
         return self.options.url
 
     async def serve(self, *, task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED) -> None:
         """Serve until :meth:`stop` (or SIGINT/SIGTERM). Started with the URL: the socket is
         listening by then, so a client may connect at once."""
         url = self.listen()
-        assert self._socket is not None
+        assert self._socket is not None and self._app is not None
+        if self.guard is not None:
+            await self.guard.start()
         config = uvicorn.Config(
             self._app, log_config=None, log_level="warning", timeout_graceful_shutdown=3
         )

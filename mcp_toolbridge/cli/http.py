@@ -1,0 +1,88 @@
+"""``serve --http``: the HTTP server's options from the flags, with its credential: the static
+token (``--token``, ``TOOLBRIDGE_TOKEN``) or an OAuth issuer (``--auth-issuer`` and the policy
+file's ``[auth]`` table, the flags winning; the introspection secret resolved from the secrets:
+``TOOLBRIDGE_SECRET_<ID>`` or the secrets file)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import TYPE_CHECKING
+
+from mcp_toolbridge.errors import ConfigError, ErrorCode
+from mcp_toolbridge.runtime import Loaded, Settings
+from mcp_toolbridge.secrets import SecretResolver
+
+if TYPE_CHECKING:
+    from mcp_toolbridge.server import AuthOptions, HttpOptions
+
+
+def auth_options(
+    args: argparse.Namespace, settings: Settings, loaded: Loaded
+) -> AuthOptions | None:
+    """The OAuth resource server's options: the flags over the policy's ``[auth]`` table;
+    None when no issuer is named."""
+    from mcp_toolbridge.server import AuthOptions  # imports mcp: only when serving
+
+    table = loaded.policy.file.auth
+    issuer = args.auth_issuer or table.issuer
+    if issuer is None:
+        return None
+    secret = None
+    if (secret_id := table.introspection_secret) is not None:
+        resolver = SecretResolver.from_sources(settings.environ, settings.secrets_file)
+        secret = resolver.resolve([secret_id], tool="[auth]")[secret_id]
+    return AuthOptions(
+        issuer=issuer,
+        resource=args.auth_resource or table.resource,
+        scopes=tuple(table.scopes),
+        algorithms=tuple(table.algorithms) or AuthOptions.algorithms,
+        leeway_s=table.leeway_s,
+        group_claims=tuple(table.group_claims),
+        introspection_client_id=table.introspection_client_id,
+        introspection_secret=secret,
+    ).checked()
+
+
+def http_options(
+    args: argparse.Namespace, settings: Settings, loaded: Loaded
+) -> HttpOptions | None:
+    """None for stdio (refusing the flags that apply to HTTP only)."""
+    if args.http is None:
+        given = (
+            ("--token", args.token),
+            ("--stateless", args.stateless),
+            ("--session-idle-timeout", args.session_idle_timeout),
+            ("--auth-issuer", args.auth_issuer),
+            ("--auth-resource", args.auth_resource),
+        )
+        for flag, value in given:
+            if value:
+                raise ConfigError(f"{flag} applies to --http only", code=ErrorCode.CONFIG_INVALID)
+        return None
+    from mcp_toolbridge.server import (
+        SESSION_IDLE_TIMEOUT_S,
+        TOKEN_ENV,
+        HttpOptions,
+        check_binding,
+        parse_address,
+    )
+
+    host, port = parse_address(args.http)
+    auth = auth_options(args, settings, loaded)
+    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
+    options = HttpOptions(
+        host=host,
+        port=port,
+        token=token,
+        stateless=args.stateless,
+        allowed_hosts=tuple(args.allow_host),
+        session_idle_timeout_s=(
+            SESSION_IDLE_TIMEOUT_S
+            if args.session_idle_timeout is None
+            else args.session_idle_timeout
+        ),
+        auth=auth,
+    )
+    check_binding(options)
+    return options

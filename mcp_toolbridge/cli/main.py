@@ -1,4 +1,5 @@
-"""The command line: serve, replay, lint, list, call, export, search, policy, inspect, config.
+"""The command line: serve, replay, lint, list, call, export, search, policy, inspect, config,
+doctor.
 
 stdout carries the MCP stream while serving, so everything human-facing goes to stderr there.
 """
@@ -17,7 +18,7 @@ import anyio
 
 from mcp_toolbridge.cli.allocator import started
 from mcp_toolbridge.cli.ask import TerminalHost
-from mcp_toolbridge.cli.config import print_config
+from mcp_toolbridge.cli.config import print_config, run_doctor
 from mcp_toolbridge.cli.console import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERRUPTED,
@@ -235,11 +236,16 @@ def _cmd_config(args: argparse.Namespace) -> int:
     return print_config(args)
 
 
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    return run_doctor(args, parse_args, settings_of)
+
+
 COMMANDS = {
     "serve": _cmd_serve,
     "replay": _cmd_replay,
     "inspect": _cmd_inspect,
     "config": _cmd_config,
+    "doctor": _cmd_doctor,
     "lint": _cmd_lint,
     "list": _cmd_list,
     "call": _cmd_call,

@@ -75,7 +75,11 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         help="cap on a tool's stdout and on an HTTP response (default 10 MiB)",
     )
     parser.add_argument(
-        "--secrets", type=Path, default=None, metavar="FILE", help="TOML file of secret values"
+        "--secrets",
+        type=_file_or_none,
+        default=None,
+        metavar="FILE",
+        help="TOML file of secret values (empty: none)",
     )
     parser.add_argument(
         "--audit",
@@ -90,10 +94,10 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
 def _add_policy_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--policy",
-        type=Path,
+        type=_file_or_none,
         default=None,
         metavar="FILE",
-        help="the operator's policy (TOML); default: the built-in default policy",
+        help="the operator's policy (TOML); default (or empty): the built-in default policy",
     )
     parser.add_argument(
         "--allow",
@@ -144,6 +148,12 @@ def _add_policy_options(parser: argparse.ArgumentParser) -> None:
         help="a folder of skills (SKILL.md folders) for the skill tool; repeatable "
         "(default: <workspace>/.toolbridge/skills and the user data directory's skills)",
     )
+
+
+def _file_or_none(text: str) -> Path | None:
+    """A file option's value; empty means none, as a launcher that fills options in from
+    settings the user left blank writes it (an MCP bundle's ``--policy=${user_config.policy}``)."""
+    return Path(text) if text else None
 
 
 def _locked_names(text: str) -> tuple[str, ...]:
@@ -226,6 +236,25 @@ def _inspect(verbs: Subparsers) -> None:
     _add_expose_option(inspect)
 
 
+def _doctor(verbs: Subparsers) -> None:
+    doctor = verbs.add_parser(
+        "doctor",
+        help="check this machine and the server a client would start, as it starts it; "
+        "exit 1 on a problem",
+    )
+    add_client_option(doctor, required=False)
+    doctor.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="check the entry of this client config file that starts mcp-toolbridge "
+        "(default: the entry `config --client NAME` writes)",
+    )
+    _add_load_options(doctor)
+    _add_policy_options(doctor)
+
+
 def _config(verbs: Subparsers) -> None:
     config = verbs.add_parser("config", help="print a client's config for this installation")
     add_client_option(config)
@@ -246,6 +275,7 @@ VERBS: dict[str, Callable[[Subparsers], object]] = {
     "export": _export,
     "inspect": _inspect,
     "config": _config,
+    "doctor": _doctor,
 }
 
 
@@ -253,7 +283,7 @@ def _parser(
     only: str | None = None,
 ) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The top-level parser, and each verb's parser by name; with ``only``, that verb's
-    alone (building all ten costs a start ≈ 3 ms of CPU; a command line that names its verb
+    alone (building all eleven costs a start ≈ 3 ms of CPU; a command line that names its verb
     first needs only that one)."""
     parser = argparse.ArgumentParser(
         prog="mcp-toolbridge",

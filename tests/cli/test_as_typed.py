@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from mcp_toolbridge.cli.main import main
+from mcp_toolbridge.cli.parsing import parse_args
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 
 
@@ -105,3 +106,11 @@ def test_an_unknown_option_of_policy_show_shows_its_usage_and_exits_2(manifests:
     assert proc.stderr.startswith("usage: mcp-toolbridge policy show ")
     assert "--allow NAME[=PATTERN]" in proc.stderr
     assert "mcp-toolbridge policy show: error: unrecognized arguments: --bogus" in proc.stderr
+
+
+def test_an_empty_policy_or_secrets_file_means_none() -> None:
+    """What a launcher writes for a setting left blank (an MCP bundle's
+    ``--policy=${user_config.policy}`` with the default "")."""
+    args = parse_args(["serve", "--policy=", "--secrets=", "m"])
+    assert args.policy is None and args.secrets is None
+    assert parse_args(["serve", "--policy", "p.toml"]).policy == Path("p.toml")

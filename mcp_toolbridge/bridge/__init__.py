@@ -10,6 +10,7 @@ from mcp_toolbridge.bridge.audit import (
     AuditLog,
     AuditRecord,
     audit_observer,
+    record_of,
 )
 from mcp_toolbridge.bridge.gate import (
     ALLOW_ALWAYS,
@@ -17,10 +18,12 @@ from mcp_toolbridge.bridge.gate import (
     REJECT,
     PolicyGate,
     confirmation_form,
+    sandbox_summary,
 )
 from mcp_toolbridge.bridge.outcome import Outcome, outcome_of
 from mcp_toolbridge.bridge.pipeline import Bridge, CallOutcome, Observer
 from mcp_toolbridge.bridge.recording import Recorder, ReplayExecutor
+from mcp_toolbridge.bridge.redaction import redacted_arguments
 from mcp_toolbridge.bridge.telemetry import span_observer
 
 __all__ = [
@@ -41,5 +44,8 @@ __all__ = [
     "audit_observer",
     "confirmation_form",
     "outcome_of",
+    "record_of",
+    "redacted_arguments",
+    "sandbox_summary",
     "span_observer",
 ]

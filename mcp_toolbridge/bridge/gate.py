@@ -12,7 +12,12 @@
    (:class:`~mcp_toolbridge.host.CouldNotAsk`: it answered with an error, the connection
    closed) gets the same deny, with the reason. "Always" adds a rule for its owner: the
    person when the caller is identified, else the session (``CallContext.owner``), kept in
-   the State port.
+   the State port. A headless call with a console (``CallContext.console``: ``serve
+   --console``) is asked there instead, through the same Host port, with the confirmation
+   in parts (:class:`~mcp_toolbridge.host.Confirmation`: the arguments redacted, the rule,
+   the sandbox); it waits up to its deadline (the tool's timeout), reporting progress to a
+   client that listens, and nobody answering in time is a refusal. Every answer records who
+   gave it (``Clearance.by``: the console's user, else the client's person).
 
 An allowed call's clearance carries the OS sandbox its processes will run in (the third
 layer), built from the same policy: the tool's effective scope (``Policy.tool_scope``) and its
@@ -38,9 +43,10 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from mcp_toolbridge.bridge.redaction import redacted_arguments
 from mcp_toolbridge.errors import ExecError
-from mcp_toolbridge.executors import run_process
-from mcp_toolbridge.host import CallContext, CouldNotAsk
+from mcp_toolbridge.executors import DEFAULT_TIMEOUT_S, run_process
+from mcp_toolbridge.host import Answer, CallContext, Confirmation, CouldNotAsk, Host, ProgressFn
 from mcp_toolbridge.model import Format, ToolSpec
 from mcp_toolbridge.policy import (
     CommandSplitter,
@@ -85,6 +91,8 @@ ALLOW_ONCE = "Allow once"
 ALLOW_ALWAYS = "Allow always (this session)"
 REJECT = "Reject"
 MAX_SUMMARY = 600
+WAITING_PROGRESS_S = 5.0
+"""How often a call waiting for an answer in the console tells its client it still waits."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +107,8 @@ class Clearance:
     """Why the person could not be asked (the answer ``unreachable``)."""
     sandbox: Confinement | None = None
     """Where an allowed call's processes run (None: no sandbox configured)."""
+    by: str | None = None
+    """Who answered (``console:<user>``, ``client``, ``client:<subject>``); None: nobody."""
 
     @property
     def allowed(self) -> bool:
@@ -148,8 +158,12 @@ class PolicyGate:
         sidecars: Callable[[str], Path | None] | None = None,
         sandbox: Sandbox | None = None,
         state: State | None = None,
+        default_timeout_s: float = DEFAULT_TIMEOUT_S,
     ) -> None:
+        """``default_timeout_s``: the deadline of a tool without its own (``--timeout``),
+        which is how long a call waits for an answer in the console."""
         self.policy = policy
+        self.default_timeout_s = default_timeout_s
         self.sandbox = sandbox
         self.state: State = state if state is not None else MemoryState()
         self._sidecars = sidecars
@@ -165,6 +179,7 @@ class PolicyGate:
         environ: Mapping[str, str],
         sidecars: Callable[[str], Path | None] | None = None,
         state: State | None = None,
+        default_timeout_s: float = DEFAULT_TIMEOUT_S,
     ) -> PolicyGate:
         """The server's gate: its OS sandbox in ``mode`` (``--sandbox``), else as the
         policy's ``[sandbox]`` table says, with the table's masks and ``warm``; the home
@@ -172,7 +187,14 @@ class PolicyGate:
         config = policy.file.sandbox
         sandbox = Sandbox.from_environ(mode or config.mode, environ, config.mask)
         sandbox.warm.enabled = config.warm
-        return cls(policy, environ=environ, sidecars=sidecars, sandbox=sandbox, state=state)
+        return cls(
+            policy,
+            environ=environ,
+            sidecars=sidecars,
+            sandbox=sandbox,
+            state=state,
+            default_timeout_s=default_timeout_s,
+        )
 
     async def session_rules(self, owner: str) -> SessionRules:
         """The rules the "always" answers of ``owner`` granted."""
@@ -273,8 +295,11 @@ class PolicyGate:
         ctx: CallContext,
         rules: SessionRules,
     ) -> Clearance:
-        host = ctx.host
+        host: Host | None = ctx.host
+        about = None
         refused = Decision("deny", decision.rule, decision.scope)
+        if (host is None or not host.can_elicit) and ctx.console is not None:
+            host, about = ctx.console, self._about(spec, arguments, decision, ctx)
         if host is None or not host.can_elicit:
             hint = way_out(self.policy, spec, arguments, targets, decision, rules)
             return Clearance(refused, "headless", hint)
@@ -285,14 +310,86 @@ class PolicyGate:
             f"Why you are asked: {decision.rule}"
         )
         try:
-            answer = await host.elicit(f"confirm:{spec.name}", message, confirmation_form())
+            answer = await _ask(host, f"confirm:{spec.name}", message, about, ctx.progress)
         except CouldNotAsk as exc:  # never an answer: refused as a headless client's call is
             hint = way_out(self.policy, spec, arguments, targets, decision, rules)
             return Clearance(refused, "unreachable", hint, exc.reason)
+        by = answer.by or (f"client:{ctx.caller.subject}" if ctx.caller.subject else "client")
         choice = (answer.content or {}).get("decision") if answer.action == "accept" else None
         if choice == ALLOW_ONCE:
-            return Clearance(Decision("allow", decision.rule, decision.scope), "once")
+            return Clearance(Decision("allow", decision.rule, decision.scope), "once", by=by)
         if choice == ALLOW_ALWAYS:
             await self.state.add_grants(ctx.owner, always_grants(spec, targets))
-            return Clearance(Decision("allow", decision.rule, decision.scope), "always")
-        return Clearance(refused, "reject")
+            return Clearance(Decision("allow", decision.rule, decision.scope), "always", by=by)
+        return Clearance(refused, "reject", by=by)
+
+    def _about(
+        self, spec: ToolSpec, arguments: Mapping[str, Any], decision: Decision, ctx: CallContext
+    ) -> Confirmation:
+        """The confirmation in parts, for the console."""
+        confinement = self.confinement(spec)
+        return Confirmation(
+            tool=spec.name,
+            title=spec.title,
+            arguments=redacted_arguments(arguments),
+            rule=decision.rule,
+            sandbox=sandbox_summary(confinement) if confinement is not None else None,
+            caller=ctx.caller,
+            session_id=ctx.session_id,
+            via=ctx.via,
+            wait_s=spec.effective_timeout_s(self.default_timeout_s),
+        )
+
+
+async def _ask(
+    host: Host,
+    key: str,
+    message: str,
+    about: Confirmation | None,
+    progress: ProgressFn | None,
+) -> Answer:
+    """``host.elicit`` of the confirmation form; a question put to the console tells a client
+    that listens, every few seconds, that the call still waits (and for how long at most)."""
+    if about is None:
+        return await host.elicit(key, message, confirmation_form())
+    found: list[Answer | CouldNotAsk] = []
+    async with anyio.create_task_group() as group:
+        if progress is not None:
+            group.start_soon(_waiting, progress, about.wait_s)
+        try:
+            found.append(await host.elicit(key, message, confirmation_form(), about))
+        except CouldNotAsk as exc:
+            found.append(exc)
+        group.cancel_scope.cancel()
+    if isinstance(found[0], CouldNotAsk):
+        raise found[0]
+    return found[0]
+
+
+async def _waiting(progress: ProgressFn, wait_s: float) -> None:
+    started = anyio.current_time()
+    while True:
+        waited = anyio.current_time() - started
+        text = (
+            "waiting for a person's answer in the mcp-toolbridge console "
+            f"({waited:.0f} s of at most {wait_s:g} s)"
+        )
+        await progress(round(waited, 1), wait_s, text)
+        await anyio.sleep(WAITING_PROGRESS_S)
+
+
+def sandbox_summary(confinement: Confinement) -> str:
+    """The sandbox of a tool's processes in one line, for a person deciding on a call."""
+    sandbox, profile = confinement.sandbox, confinement.profile
+    if sandbox.mode == "off":
+        return "none (--sandbox off): the tool's processes run with this server's rights"
+    reads = ", ".join(str(p) for p in profile.read) or "nothing beyond the system"
+    writes = ", ".join(str(p) for p in profile.write) or "nothing"
+    network = {
+        "none": "no network",
+        "proxy": "network to " + ", ".join(h.source for h in profile.hosts) + " only",
+        "full": "any network",
+    }.get(profile.network, profile.network)
+    missing = sandbox.unsupported()
+    head = "bubblewrap" if missing is None else f"none here ({missing.reason})"
+    return f"{head}: reads {reads}; writes {writes}; {network}"

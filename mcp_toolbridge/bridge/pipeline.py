@@ -94,6 +94,8 @@ class CallOutcome:
     client, or by the server's shutdown."""
     usage: Usage | None = None
     """What the call used, as its result reported it (``usage``); None when not reported."""
+    answered_by: str | None = None
+    """Who gave the answer (``console:<user>``, ``client``, ``client:<subject>``)."""
 
 
 @dataclass(slots=True)
@@ -170,6 +172,11 @@ class Bridge:
         twin._life = self._life
         twin._budgets = self._budgets
         return twin
+
+    def executor(self, kind: str) -> Executor | None:
+        """The executor of ``kind`` tools (exec | http | builtin), for the edges that show
+        what it serves (the console's search); None when none is registered."""
+        return self._executors.get(kind)
 
     def entry(self, name: str) -> CatalogEntry:
         entry = self.catalog.get(name)
@@ -302,6 +309,7 @@ class Bridge:
             duration_ms=_ms_since(started),
             decision=clearance.decision if clearance else None,
             answer=clearance.answer if clearance else None,
+            answered_by=clearance.by if clearance else None,
         )
 
     async def _observe(
@@ -376,6 +384,7 @@ class Bridge:
             "result": result,
             "decision": clearance.decision,
             "answer": clearance.answer,
+            "answered_by": clearance.by,
         }
         if not result.ok:
             return CallOutcome(

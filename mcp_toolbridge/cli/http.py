@@ -14,7 +14,19 @@ from mcp_toolbridge.runtime import Loaded, Settings
 from mcp_toolbridge.secrets import SecretResolver
 
 if TYPE_CHECKING:
+    from mcp_toolbridge.console import Console
     from mcp_toolbridge.server import AuthOptions, HttpOptions
+
+
+def console_for(args: argparse.Namespace) -> Console | None:
+    """The web console ``--console [HOST:]PORT`` asks for (not yet listening), or None."""
+    if args.console is None:
+        return None
+    from mcp_toolbridge.console import Console, ConsoleOptions  # Starlette, Jinja2: on use
+    from mcp_toolbridge.server import parse_address
+
+    host, port = parse_address(args.console, flag="--console")
+    return Console(ConsoleOptions(host=host, port=port, allowed_hosts=tuple(args.allow_host)))
 
 
 def auth_options(

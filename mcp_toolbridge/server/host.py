@@ -59,6 +59,7 @@ from mcp_toolbridge.host import (
     SERVER_LOGGER,
     Answer,
     Caller,
+    Confirmation,
     CouldNotAsk,
     CouldNotSample,
     InputPending,
@@ -135,7 +136,13 @@ class McpHost:
             return False
         return self._modern or self._ctx.session.can_send_request
 
-    async def elicit(self, key: str, message: str, schema: dict[str, Any]) -> Answer:
+    async def elicit(
+        self,
+        key: str,
+        message: str,
+        schema: dict[str, Any],
+        about: Confirmation | None = None,
+    ) -> Answer:
         if not self._modern:
             try:
                 result = await self._ctx.session.elicit_form(

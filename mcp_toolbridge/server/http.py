@@ -83,7 +83,7 @@ class HttpOptions:
         return f"http://{_bracketed(self.host or DEFAULT_HOST)}:{self.port}{self.path}"
 
 
-def parse_address(text: str) -> tuple[str, int]:
+def parse_address(text: str, *, flag: str = "--http") -> tuple[str, int]:
     """``HOST:PORT``, ``[V6]:PORT``, ``:PORT`` or ``PORT`` (host 127.0.0.1)."""
     host, port = DEFAULT_HOST, text
     if text.startswith("["):
@@ -98,7 +98,7 @@ def parse_address(text: str) -> tuple[str, int]:
         number = -1
     if not 0 <= number <= 65535:
         raise ConfigError(
-            f"--http {text}: expected HOST:PORT with a port from 0 to 65535, e.g. 127.0.0.1:8765",
+            f"{flag} {text}: expected HOST:PORT with a port from 0 to 65535, e.g. 127.0.0.1:8765",
             code=ErrorCode.CONFIG_INVALID,
         )
     return host, number

@@ -11,7 +11,8 @@
   session (an HMAC of its id under a key made at start), checked by the handler.
 - **What the page may do**: a strict Content-Security-Policy (scripts, styles and
   connections from this origin only, no inline script, no frames, forms post here only),
-  no sniffing, no referrer, no caching, no framing.
+  no sniffing, no referrer beyond the console itself (so a same-origin form's Origin is
+  sent), no caching, no framing.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ CSP = (
 SECURITY_HEADERS = [
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),
     (b"x-frame-options", b"DENY"),
     (b"cache-control", b"no-store"),
     (b"cross-origin-opener-policy", b"same-origin"),

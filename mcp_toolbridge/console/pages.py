@@ -86,6 +86,7 @@ class Pages:
                 Route("/sessions", self.sessions),
                 Route("/part/sessions", self.sessions_part),
                 Route("/events", self.events),
+                Route("/favicon.ico", lambda _request: Response(status_code=204)),
                 Mount("/static", static, name="static"),
             ]
         )

@@ -40,6 +40,8 @@ class Chart:
     """(x, ``HH:MM``) labels under the time axis."""
     calls: int
     summary: str
+    p50_dots: tuple[tuple[str, str], ...] = ()
+    p95_dots: tuple[tuple[str, str], ...] = ()
     """The chart in words, for screen readers and as its title."""
 
     @property
@@ -70,8 +72,8 @@ def draw(minutes: list[Minute]) -> Chart:
     max_ms = _nice(max([*latencies, 1.0]))
     bottom = PAD_TOP + inner_h
     bars = []
-    p50: list[str] = []
-    p95: list[str] = []
+    p50: list[tuple[str, str]] = []
+    p95: list[tuple[str, str]] = []
     ticks = []
     for i, minute in enumerate(minutes):
         x = PAD_LEFT + i * slot
@@ -88,8 +90,8 @@ def draw(minutes: list[Minute]) -> Chart:
         )
         middle = x + slot / 2
         if minute.p50_ms is not None and minute.p95_ms is not None:
-            p50.append(f"{middle:.1f},{bottom - inner_h * minute.p50_ms / max_ms:.1f}")
-            p95.append(f"{middle:.1f},{bottom - inner_h * minute.p95_ms / max_ms:.1f}")
+            p50.append((f"{middle:.1f}", f"{bottom - inner_h * minute.p50_ms / max_ms:.1f}"))
+            p95.append((f"{middle:.1f}", f"{bottom - inner_h * minute.p95_ms / max_ms:.1f}"))
         if i % 10 == 0:
             ticks.append((round(x, 1), when))
     calls = sum(m.calls for m in minutes)
@@ -101,11 +103,13 @@ def draw(minutes: list[Minute]) -> Chart:
         WIDTH,
         HEIGHT,
         tuple(bars),
-        " ".join(p50),
-        " ".join(p95),
+        " ".join(f"{x},{y}" for x, y in p50),
+        " ".join(f"{x},{y}" for x, y in p95),
         max_calls,
         max_ms,
         tuple(ticks),
         calls,
         summary,
+        tuple(p50),
+        tuple(p95),
     )

@@ -46,7 +46,15 @@ import anyio.to_thread
 from mcp_toolbridge.bridge.redaction import redacted_arguments
 from mcp_toolbridge.errors import ExecError
 from mcp_toolbridge.executors import DEFAULT_TIMEOUT_S, run_process
-from mcp_toolbridge.host import Answer, CallContext, Confirmation, CouldNotAsk, Host, ProgressFn
+from mcp_toolbridge.host import (
+    Answer,
+    CallContext,
+    Caller,
+    Confirmation,
+    CouldNotAsk,
+    Host,
+    ProgressFn,
+)
 from mcp_toolbridge.model import Format, ToolSpec
 from mcp_toolbridge.policy import (
     CommandSplitter,
@@ -208,6 +216,14 @@ class PolicyGate:
             return clearance
         return replace(clearance, sandbox=self.confinement(spec))
 
+    def callable_by(self, spec: ToolSpec, caller: Caller) -> bool:
+        """Whether ``caller`` may see and call ``spec`` at all (rules for some callers)."""
+        return self.policy.callable_by(spec, caller)
+
+    def caller_view(self, caller: Caller) -> tuple[int, ...] | None:
+        """What, beside the catalog, decides ``caller``'s tool list (see Policy)."""
+        return self.policy.caller_view(caller)
+
     def confinement(self, spec: ToolSpec) -> Confinement | None:
         """The sandbox of ``spec``'s processes: its effective scope, its manifest folder."""
         if self.sandbox is None:
@@ -222,7 +238,7 @@ class PolicyGate:
     async def _clear(
         self, spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext
     ) -> Clearance:
-        policy = self.policy
+        policy = self.policy.for_caller(ctx.caller)  # the rules for everyone and for it
         if not parser_loaded() and any("shell.run" in r for r in spec.argument_roles.values()):
             await anyio.to_thread.run_sync(load_parser)  # not on the event loop: 0.1-0.3 s
         targets = policy.targets(
@@ -238,7 +254,7 @@ class PolicyGate:
         if policy.watchdog is not None and decision.action != "deny":
             decision = combine(decision, await self._watchdog(spec, arguments, ctx))
         if decision.action == "deny":
-            hint = way_out(policy, spec, arguments, targets, decision, rules)
+            hint = way_out(policy, spec, arguments, targets, decision, rules, ctx.caller)
             return Clearance(decision, hint=hint)
         if decision.action != "ask":
             return Clearance(decision)
@@ -298,10 +314,11 @@ class PolicyGate:
         host: Host | None = ctx.host
         about = None
         refused = Decision("deny", decision.rule, decision.scope)
+        policy = self.policy.for_caller(ctx.caller)
         if (host is None or not host.can_elicit) and ctx.console is not None:
             host, about = ctx.console, self._about(spec, arguments, decision, ctx)
         if host is None or not host.can_elicit:
-            hint = way_out(self.policy, spec, arguments, targets, decision, rules)
+            hint = way_out(policy, spec, arguments, targets, decision, rules, ctx.caller)
             return Clearance(refused, "headless", hint)
         message = (
             f"The assistant wants to run the tool {spec.name!r}"
@@ -312,7 +329,7 @@ class PolicyGate:
         try:
             answer = await _ask(host, f"confirm:{spec.name}", message, about, ctx.progress)
         except CouldNotAsk as exc:  # never an answer: refused as a headless client's call is
-            hint = way_out(self.policy, spec, arguments, targets, decision, rules)
+            hint = way_out(policy, spec, arguments, targets, decision, rules, ctx.caller)
             return Clearance(refused, "unreachable", hint, exc.reason)
         by = answer.by or (f"client:{ctx.caller.subject}" if ctx.caller.subject else "client")
         choice = (answer.content or {}).get("decision") if answer.action == "accept" else None

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
@@ -43,7 +43,7 @@ from mcp_toolbridge.executors import (
     ExecResult,
     Executor,
 )
-from mcp_toolbridge.host import SERVER_LOGGER, CallContext, InputPending
+from mcp_toolbridge.host import SERVER_LOGGER, CallContext, Caller, InputPending
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.names import PROXY_TOOL
 from mcp_toolbridge.policy import Decision
@@ -112,6 +112,18 @@ Observer = Callable[[ToolSpec, Mapping[str, Any], CallContext, CallOutcome], Awa
 """Called once per finished call (audit, trace), whatever the outcome."""
 
 
+class Screen(Protocol):
+    """Which callers may see and call which tools at all (rules for some callers): a tool
+    a caller may not call is not in its list, and tool_search and the proxy never reveal or
+    reach it (see gate.PolicyGate)."""
+
+    def callable_by(self, spec: ToolSpec, caller: Caller) -> bool: ...
+
+    def caller_view(self, caller: Caller) -> Hashable:
+        """Equal for callers whose tool lists are equal (None: the same for everyone)."""
+        ...
+
+
 NO_POLICY = Decision("allow", "no policy configured", "default")
 
 
@@ -137,10 +149,12 @@ class Bridge:
         observers: tuple[Observer, ...] = (),
         limiter: anyio.CapacityLimiter | None = None,
         state: State | None = None,
+        screen: Screen | None = None,
     ) -> None:
         """``limiter``: a concurrency limit shared with another bridge (see :meth:`rebuilt`);
         without it, a limit of ``max_concurrency`` calls (default: twice the cores).
-        ``state``: where budget usage is summed (the server's State; default: its own)."""
+        ``state``: where budget usage is summed (the server's State; default: its own);
+        ``screen``: which callers may call which tools at all (default: everyone all)."""
         self.catalog = catalog
         self._executors = dict(executors)
         self._default_timeout_s = default_timeout_s
@@ -153,12 +167,20 @@ class Bridge:
         self._observers = observers
         self._life = _Life()
         self._budgets = BudgetLedger(state if state is not None else MemoryState())
+        self._screen = screen
 
-    def rebuilt(self, catalog: Catalog, *, gate: Gate, executors: Mapping[str, Executor]) -> Bridge:
+    def rebuilt(
+        self,
+        catalog: Catalog,
+        *,
+        gate: Gate,
+        executors: Mapping[str, Executor],
+        screen: Screen | None = None,
+    ) -> Bridge:
         """A bridge over a new catalog (hot reload) that shares this one's concurrency limit,
         deadlines, secrets, observers, budgets and whether the server is stopping;
-        ``executors`` replace those of the same kind. Calls in flight keep the bridge they
-        started on."""
+        ``executors`` replace those of the same kind, ``screen`` this one's. Calls in flight
+        keep the bridge they started on."""
         twin = Bridge(
             catalog,
             {**self._executors, **executors},
@@ -168,6 +190,7 @@ class Bridge:
             gate=gate,
             observers=self._observers,
             limiter=self._limiter,
+            screen=screen,
         )
         twin._life = self._life
         twin._budgets = self._budgets
@@ -177,6 +200,14 @@ class Bridge:
         """The executor of ``kind`` tools (exec | http | builtin), for the edges that show
         what it serves (the console's search); None when none is registered."""
         return self._executors.get(kind)
+
+    def callable_by(self, spec: ToolSpec, caller: Caller) -> bool:
+        """Whether ``caller`` may see and call ``spec`` at all."""
+        return self._screen is None or self._screen.callable_by(spec, caller)
+
+    def caller_view(self, caller: Caller) -> Hashable:
+        """Equal for callers whose tool lists are equal (None: one list for everyone)."""
+        return None if self._screen is None else self._screen.caller_view(caller)
 
     def entry(self, name: str) -> CatalogEntry:
         entry = self.catalog.get(name)
@@ -221,7 +252,7 @@ class Bridge:
         target = str(args["name"])
         inner = args.get("arguments", {})
         entry = self.catalog.get(target)
-        if entry is None:
+        if entry is None or not self.callable_by(entry.spec, ctx.caller):  # never revealed
             raise CallError(
                 f"no tool named {target!r} in the catalog; find it with tool_search and pass "
                 "the exact name it gives",

@@ -44,6 +44,10 @@ def span_attributes(spec: ToolSpec, ctx: CallContext, outcome: CallOutcome) -> d
         attributes["toolbridge.answer"] = outcome.answer
     if ctx.via is not None:
         attributes["toolbridge.via"] = ctx.via
+    if ctx.caller.subject is not None:  # who called (never the token): --auth-issuer
+        attributes["enduser.id"] = ctx.caller.subject
+    if ctx.caller.client_id is not None:
+        attributes["toolbridge.client_id"] = ctx.caller.client_id
     if outcome.code is not None:
         attributes["error.type"] = outcome.code.value
     return attributes

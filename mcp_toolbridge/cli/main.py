@@ -27,7 +27,7 @@ from mcp_toolbridge.cli.console import (
     EXIT_PROBLEMS,
     err,
 )
-from mcp_toolbridge.cli.inspect import print_interface
+from mcp_toolbridge.cli.inspect import print_interface, show_policy
 from mcp_toolbridge.cli.parsing import parse_args, settings_of
 from mcp_toolbridge.cli.serve import run_server
 from mcp_toolbridge.errors import Severity, ToolbridgeError, UnknownToolError
@@ -195,7 +195,7 @@ def _cmd_policy(args: argparse.Namespace) -> int:
     loaded = load_catalog(settings_of(args), locked=True)
     if loaded.errors:
         _print_problems(loaded)
-    print(loaded.policy.render([*loaded.catalog.specs(), *loaded.hidden]))
+    print(show_policy(args, loaded))
     return EXIT_PROBLEMS if loaded.errors else EXIT_OK
 
 

@@ -39,7 +39,8 @@ class ToolRow:
     spec: ToolSpec
     facts: tuple[Fact, ...]
     action: str
-    """allow | ask | deny | refused (the capability check refuses it whatever is asked)."""
+    """allow | ask | deny | refused (the capability check refuses it whatever is asked) |
+    hidden (not listed for the caller, and refused)."""
     rule: str
     sandbox: dict[str, object] | None
     budget: str | None
@@ -68,15 +69,18 @@ def facts_of(spec: ToolSpec) -> tuple[Fact, ...]:
 
 
 async def tool_rows(serving: Serving, who: Someone) -> list[ToolRow]:
-    """Every tool of the catalog as ``who`` would meet it now."""
-    gate = serving.gate
-    policy = gate.policy
+    """Every tool of the catalog as ``who`` would meet it now: the policy's rules for
+    everyone and for them (identity rules), their "always" answers."""
+    gate, bridge = serving.gate, serving.bridge
+    policy = gate.policy.for_caller(who.caller)
     rules = await gate.session_rules(who.owner)
     rows = []
-    for entry in serving.bridge.catalog:
+    for entry in bridge.catalog:
         spec = entry.spec
         denial = policy.check_capabilities(spec, Targets())
-        if denial is not None:
+        if not bridge.callable_by(spec, who.caller):
+            action, rule = "hidden", "the policy's rules for this caller leave the tool out"
+        elif denial is not None:
             action, rule = "refused", denial.message
         else:
             decision = policy.decide(spec, Targets(), rules)

@@ -19,7 +19,7 @@ from mcp_toolbridge.cli.allocator import pin_mmap_threshold, started
 from mcp_toolbridge.cli.clients import args_for, server_command
 from mcp_toolbridge.cli.console import EXIT_OK, err
 from mcp_toolbridge.cli.event_loop import LOOPS, backend_options
-from mcp_toolbridge.cli.http import console_for, http_options
+from mcp_toolbridge.cli.http import console_for, console_path_line, http_options, mount_of
 from mcp_toolbridge.cli.reload import not_served, reload_on_change
 from mcp_toolbridge.cli.startup import (
     follow_roots,
@@ -90,6 +90,13 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
         "URL with a random token is printed on stderr): the live audit, the catalog, search, "
         "sessions, and the confirmations of headless clients, which wait there for an answer "
         "instead of being refused",
+    )
+    parser.add_argument(
+        "--console-admin-role",
+        default=None,
+        metavar="NAME",
+        help="HTTP with --auth-issuer: the group or role a caller's token must name to sign in "
+        "to the console at /console (default: admin)",
     )
     parser.add_argument(
         "--loop",
@@ -180,13 +187,15 @@ def run_server(
                     await group.start(_stop_on_sigterm, group.cancel_scope)
                     await server.run_stdio()
                 else:
-                    service = HttpService(server, http)
+                    service = HttpService(server, http, console=mount_of(console, http))
                     url = service.listen()
                     mode = "stateless" if http.stateless else "stateful"
                     auth = "bearer token required" if http.token else "no token (loopback only)"
                     if http.auth is not None:
                         auth = f"OAuth access tokens of {http.auth.issuer}"
                     err(f"{head}, over streamable HTTP at {url} ({mode}, {auth})")
+                    if console is not None:
+                        say(console_path_line(url, http, console))
                     report(loaded, settings, follows)
                     await service.serve()
                 if console is not None:

@@ -20,13 +20,17 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+import json
 import secrets
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
+
+from mcp_toolbridge.host import Caller
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -53,10 +57,12 @@ SECURITY_HEADERS = [
 ]
 USER_KEY = "toolbridge.console.user"
 SESSION_KEY = "toolbridge.console.session"
-
-
-def _bracketed(host: str) -> str:
-    return f"[{host}]" if ":" in host else host
+KEEPER_KEY = "toolbridge.console.keeper"
+CALLER_KEY = "toolbridge.caller"
+"""Where the server's edge puts the validated Caller of a sign-in request (OAuth)."""
+PASS_S = 120.0
+"""How long a sign-in pass may wait to be opened."""
+DEFAULT_ADMIN_ROLE = "admin"
 
 
 def is_loopback(host: str) -> bool:
@@ -76,9 +82,12 @@ class Gatekeeper:
     user: str
     """Who answers through this console (``console:<name>`` in the audit)."""
     hosts: tuple[str, ...] = LOOPBACK_NAMES
-    token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    token: str | None = field(default_factory=lambda: secrets.token_urlsafe(32))
+    """The URL token; None: only a sign-in pass opens a session (OAuth, see SignIn)."""
     _key: bytes = field(default_factory=lambda: secrets.token_bytes(32))
-    _sessions: OrderedDict[str, None] = field(default_factory=OrderedDict)
+    _sessions: OrderedDict[str, str] = field(default_factory=OrderedDict)
+    """Session id -> who it is (``user`` for the token, the admin's subject for a pass)."""
+    _passes: dict[str, tuple[str, float]] = field(default_factory=dict)
 
     @property
     def cookie(self) -> str:
@@ -96,18 +105,39 @@ class Gatekeeper:
         """An Origin is accepted only when it is this console's own (scheme, Host)."""
         return origin in (f"http://{host_header}", f"https://{host_header}")
 
-    def token_ok(self, given: str) -> bool:
-        return hmac.compare_digest(given.encode(), self.token.encode())
+    def admit(self, given: str) -> str | None:
+        """Who the URL's token (or a one-time sign-in pass) stands for; None: nobody."""
+        if self.token is not None and hmac.compare_digest(given.encode(), self.token.encode()):
+            return self.user
+        now = time.monotonic()
+        for known, (who, until) in list(self._passes.items()):
+            if until < now:
+                del self._passes[known]
+            elif hmac.compare_digest(given.encode(), known.encode()):
+                del self._passes[known]  # once
+                return who
+        return None
 
-    def open_session(self) -> str:
+    def issue_pass(self, who: str) -> str:
+        """A token that opens one session as ``who`` within :data:`PASS_S` seconds."""
+        if len(self._passes) >= MAX_SESSIONS:
+            self._passes.pop(next(iter(self._passes)))
+        given = secrets.token_urlsafe(32)
+        self._passes[given] = (who, time.monotonic() + PASS_S)
+        return given
+
+    def open_session(self, who: str) -> str:
         sid = secrets.token_urlsafe(32)
-        self._sessions[sid] = None
+        self._sessions[sid] = who
         while len(self._sessions) > MAX_SESSIONS:
             self._sessions.popitem(last=False)
         return sid
 
-    def session_ok(self, sid: str) -> bool:
-        return any(hmac.compare_digest(sid.encode(), known.encode()) for known in self._sessions)
+    def who(self, sid: str) -> str | None:
+        for known, who in self._sessions.items():
+            if hmac.compare_digest(sid.encode(), known.encode()):
+                return who
+        return None
 
     def csrf(self, sid: str) -> str:
         return hmac.new(self._key, b"csrf:" + sid.encode(), hashlib.sha256).hexdigest()
@@ -143,13 +173,15 @@ class Guard:
             return
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         if "token" in query:
-            if not keeper.token_ok(query["token"]):
-                await _refuse(send, 401, "Wrong token: open the URL printed on stderr.")
+            who = keeper.admit(query["token"])
+            if who is None:
+                await _refuse(send, 401, "Wrong or used token: open the URL printed on stderr.")
                 return
-            await self._welcome(scope, send, query)
+            await self._welcome(scope, send, query, who)
             return
         sid = self._session(scope)
-        if sid is None:
+        who = keeper.who(sid) if sid is not None else None
+        if sid is None or who is None:
             await _refuse(
                 send,
                 401,
@@ -158,7 +190,8 @@ class Guard:
             )
             return
         scope[SESSION_KEY] = sid
-        scope[USER_KEY] = keeper.user
+        scope[USER_KEY] = who
+        scope[KEEPER_KEY] = keeper
 
         async def secured(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -177,13 +210,11 @@ class Guard:
         except Exception:  # a malformed Cookie header is no session
             return None
         morsel = jar.get(self._keeper.cookie)
-        if morsel is None or not self._keeper.session_ok(morsel.value):
-            return None
-        return morsel.value
+        return morsel.value if morsel is not None else None
 
-    async def _welcome(self, scope: Scope, send: Send, query: dict[str, str]) -> None:
+    async def _welcome(self, scope: Scope, send: Send, query: dict[str, str], who: str) -> None:
         """Trade the URL's token for a session cookie, and go on to the page without it."""
-        sid = self._keeper.open_session()
+        sid = self._keeper.open_session(who)
         rest = urlencode([(k, v) for k, v in query.items() if k != "token"])
         prefix = scope.get("root_path", "")
         location = (prefix + scope.get("path", "/")) + (f"?{rest}" if rest else "")
@@ -211,6 +242,43 @@ async def _refuse(send: Send, status: int, text: str) -> None:
             "status": status,
             "headers": [
                 (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(body)).encode()),
+                *SECURITY_HEADERS,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class SignIn:
+    """``GET <console>/sign-in`` on an MCP server with an authorization server: the edge has
+    validated the request's access token (its Caller in ``scope``); a caller with the admin
+    role (a group or role claim) gets a one-time URL that opens a console session as them
+    (answers are audited as ``console:<subject>``), anyone else 403."""
+
+    def __init__(self, keeper: Gatekeeper, prefix: str, role: str = DEFAULT_ADMIN_ROLE) -> None:
+        self._keeper = keeper
+        self._prefix = prefix
+        self._role = role
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        caller = scope.get(CALLER_KEY)
+        name = (caller.subject or caller.client_id) if isinstance(caller, Caller) else None
+        if not isinstance(caller, Caller) or name is None or self._role not in caller.groups:
+            await _json(send, 403, {"error": f"the console needs the {self._role!r} role"})
+            return
+        given = self._keeper.issue_pass(str(name))
+        await _json(send, 200, {"url": f"{self._prefix}/?token={given}", "expires_in": int(PASS_S)})
+
+
+async def _json(send: Send, status: int, value: object) -> None:
+    body = json.dumps(value).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),
                 *SECURITY_HEADERS,
             ],

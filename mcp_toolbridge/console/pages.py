@@ -31,7 +31,7 @@ from mcp_toolbridge.bridge import Outcome
 from mcp_toolbridge.console.chart import draw
 from mcp_toolbridge.console.desk import CHOICES, Desk
 from mcp_toolbridge.console.feed import AuditFeed, Filter
-from mcp_toolbridge.console.guard import SESSION_KEY, USER_KEY, Gatekeeper
+from mcp_toolbridge.console.guard import KEEPER_KEY, SESSION_KEY, USER_KEY, Gatekeeper
 from mcp_toolbridge.console.search import Searcher
 from mcp_toolbridge.console.sessions import Connections
 from mcp_toolbridge.console.views import Serving, Someone, local_caller, tool_rows
@@ -51,7 +51,6 @@ class Pages:
         *,
         desk: Desk,
         feed: AuditFeed,
-        keeper: Gatekeeper,
         serving: Serving,
         searcher: Searcher,
         connections: Connections,
@@ -59,7 +58,6 @@ class Pages:
     ) -> None:
         self.desk = desk
         self.feed = feed
-        self.keeper = keeper
         self.serving = serving
         self.searcher = searcher
         self.connections = connections
@@ -95,10 +93,11 @@ class Pages:
 
     def _render(self, request: Request, name: str, **values: Any) -> HTMLResponse:
         sid = request.scope[SESSION_KEY]
+        keeper: Gatekeeper = request.scope[KEEPER_KEY]
         template = self.env.get_template(name)
         html = template.render(
             base=request.scope.get("root_path", ""),
-            csrf=self.keeper.csrf(sid),
+            csrf=keeper.csrf(sid),
             user=request.scope[USER_KEY],
             waiting_count=len(self.desk),
             now=time.time(),
@@ -118,7 +117,8 @@ class Pages:
         async with request.form(max_files=0, max_fields=8, max_part_size=4096) as form:
             given = str(form.get("csrf", ""))
             choice = str(form.get("choice", ""))
-        if not self.keeper.csrf_ok(request.scope[SESSION_KEY], given):
+        keeper: Gatekeeper = request.scope[KEEPER_KEY]
+        if not keeper.csrf_ok(request.scope[SESSION_KEY], given):
             return PlainTextResponse("The form's CSRF token is missing or wrong.", 403)
         if choice not in CHOICES:
             return PlainTextResponse("choice must be once, always or deny.", 400)

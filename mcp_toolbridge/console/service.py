@@ -19,7 +19,14 @@ from anyio.abc import TaskStatus
 
 from mcp_toolbridge.console.desk import ConsoleHost, Desk
 from mcp_toolbridge.console.feed import AuditFeed
-from mcp_toolbridge.console.guard import LOOPBACK_NAMES, Gatekeeper, Guard, is_loopback
+from mcp_toolbridge.console.guard import (
+    DEFAULT_ADMIN_ROLE,
+    LOOPBACK_NAMES,
+    Gatekeeper,
+    Guard,
+    SignIn,
+    is_loopback,
+)
 from mcp_toolbridge.console.pages import Pages
 from mcp_toolbridge.console.search import Searcher
 from mcp_toolbridge.console.sessions import Connections
@@ -44,6 +51,9 @@ class ConsoleOptions:
     port: int = 0
     allowed_hosts: tuple[str, ...] = ()
     """More Host names a browser reaches the console by."""
+    admin_role: str = DEFAULT_ADMIN_ROLE
+    """Over HTTP with an authorization server: the group or role claim value a caller needs
+    to sign in to the console at the MCP server's path."""
 
 
 class _Uvicorn(uvicorn.Server):
@@ -87,7 +97,6 @@ class Console:
         self._pages = Pages(
             desk=self.desk,
             feed=self.feed,
-            keeper=self.keeper,
             serving=serving,
             searcher=Searcher(serving),
             connections=Connections(connections),
@@ -119,6 +128,24 @@ class Console:
             await self._uvicorn.serve(sockets=[self._socket])
         finally:
             self._socket.close()
+
+    def mounted(
+        self, prefix: str, *, port: int, hosts: Sequence[str], token: str | None, oauth: bool
+    ) -> tuple[Guard, SignIn | None]:
+        """The console again at ``prefix`` of the MCP server on ``port``, behind its
+        authentication: its static bearer ``token`` opens a session from the URL
+        (``<prefix>/?token=…``); with an authorization server (``oauth``) only a sign-in pass
+        does (:class:`SignIn`, which the server protects with the same token check as the MCP
+        endpoint); with neither, the console's own token. Returns the pages and the sign-in."""
+        assert self._pages is not None and self.keeper is not None, "attach() first"
+        keeper = Gatekeeper(
+            port=port,
+            user=self.keeper.user,
+            hosts=tuple(dict.fromkeys([*LOOPBACK_NAMES, *hosts])),
+            token=None if oauth else (token or self.keeper.token),
+        )
+        sign_in = SignIn(keeper, prefix, self.options.admin_role) if oauth else None
+        return Guard(self._pages.app(), keeper), sign_in
 
     def stop(self) -> None:
         if self._pages is not None:

@@ -10,6 +10,7 @@ from mcp_toolbridge.bridge.audit import (
     AuditLog,
     AuditRecord,
     audit_observer,
+    default_audit_path,
     record_of,
 )
 from mcp_toolbridge.bridge.gate import (
@@ -43,6 +44,7 @@ __all__ = [
     "ReplayExecutor",
     "audit_observer",
     "confirmation_form",
+    "default_audit_path",
     "outcome_of",
     "record_of",
     "redacted_arguments",

@@ -14,7 +14,7 @@ import anyio
 from anyio.abc import TaskStatus
 
 from mcp_toolbridge import __version__
-from mcp_toolbridge.bridge import Observer, Recorder
+from mcp_toolbridge.bridge import Observer, Recorder, default_audit_path
 from mcp_toolbridge.cli.allocator import pin_mmap_threshold, started
 from mcp_toolbridge.cli.clients import args_for, server_command
 from mcp_toolbridge.cli.console import EXIT_OK, err
@@ -174,6 +174,7 @@ def run_server(
                     url = console.attach(
                         runtime, connections=server.connected, local_session=server.session_id
                     )
+                    await console.history(audit_file(settings))
                     await group.start(console.serve)
                     say(f"console at {url} (open it in a browser; the token is its key)")
                 if args.watch:
@@ -217,6 +218,13 @@ async def _stop_on_sigterm(
             say("SIGTERM: stopping; calls still running are cancelled")
             scope.cancel()
             return
+
+
+def audit_file(settings: Settings) -> Path | None:
+    """Where this server's audit lines go (None: --no-audit)."""
+    if not settings.audit:
+        return None
+    return settings.audit_path or default_audit_path()
 
 
 def say(line: str) -> None:

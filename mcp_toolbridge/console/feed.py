@@ -10,10 +10,12 @@ write: arguments never, argv and URLs redacted, environment variables by name.
 from __future__ import annotations
 
 import math
+import os
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -28,6 +30,8 @@ WINDOW_S = 3600.0
 """The chart's span: the last hour, one bar per minute."""
 MINUTES = 60
 MAX_PEOPLE = 1000
+MAX_HISTORY_BYTES = 4 * 1024 * 1024
+"""How much of the audit log's end :meth:`AuditFeed.history` reads at start."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +117,33 @@ class AuditFeed:
                 entry.caller, ctx.caller, ctx.owner, ctx.budget_scope
             )
 
+    def history(self, path: Path, now: float) -> int:
+        """Fill the feed with the last hour of the audit log at ``path`` (its last
+        :data:`MAX_HISTORY_BYTES`; lines this version cannot read are skipped), so a restart
+        keeps the timeline. Blocking file I/O: run it in a worker thread. How many were read."""
+        try:
+            with path.open("rb") as log:
+                size = log.seek(0, os.SEEK_END)
+                log.seek(max(0, size - MAX_HISTORY_BYTES))
+                tail = log.read(MAX_HISTORY_BYTES)
+        except OSError:
+            return 0
+        lines = tail.split(b"\n")
+        if size > MAX_HISTORY_BYTES:
+            lines = lines[1:]  # the first may be cut
+        read = 0
+        for line in lines:
+            try:
+                record = AuditRecord.model_validate_json(line)
+            except ValueError:
+                continue
+            if now - _epoch(record.ts) < WINDOW_S:
+                self.add(record)
+                read += 1
+        return read
+
     def add(self, record: AuditRecord) -> Entry:
-        at = datetime.fromisoformat(record.ts.replace("Z", "+00:00")).timestamp()
+        at = _epoch(record.ts)
         self.version += 1
         entry = Entry(self.version, at, record)
         self._entries.append(entry)
@@ -159,3 +188,7 @@ class AuditFeed:
             Minute(first + 60.0 * i, len(ms), percentile(ms, 0.5), percentile(ms, 0.95))
             for i, ms in enumerate(latencies)
         ]
+
+
+def _epoch(ts: str) -> float:
+    return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()

@@ -10,10 +10,13 @@ from __future__ import annotations
 import contextlib
 import getpass
 import socket
+import time
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import anyio
+import anyio.to_thread
 import uvicorn
 from anyio.abc import TaskStatus
 
@@ -146,6 +149,11 @@ class Console:
         )
         sign_in = SignIn(keeper, prefix, self.options.admin_role) if oauth else None
         return Guard(self._pages.app(), keeper), sign_in
+
+    async def history(self, audit: Path | None) -> None:
+        """Show the last hour of the audit log at ``audit`` (a restart keeps the timeline)."""
+        if audit is not None:
+            await anyio.to_thread.run_sync(self.feed.history, audit, time.time())
 
     def stop(self) -> None:
         if self._pages is not None:

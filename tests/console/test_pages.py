@@ -78,3 +78,18 @@ async def test_sessions_lists_who_is_connected(tmp_path: Path) -> None:
             html = await me.page("/sessions")
             [row] = _rows(html)
             assert "the local caller" in row and "http" in row and "2025-11-25" in row
+
+
+async def test_a_restarted_console_shows_the_last_hour_of_the_audit_log(tmp_path: Path) -> None:
+    async with serving(tmp_path) as stack:
+        async with (
+            httpx2.AsyncClient() as http,
+            Client(streamable_http_client(stack.url, http_client=http)) as client,
+        ):
+            await client.call_tool("echo", {"text": "before the restart"})
+    with stack.audit.open("a", encoding="utf-8") as log:
+        log.write('{"not": "an audit line"}\n')
+    async with serving(tmp_path) as again, Person.at(again.console) as me:
+        await again.console.history(again.audit)
+        [row] = _rows(await me.page("/timeline"))
+        assert "echo" in row and "ok" in row

@@ -253,6 +253,9 @@ class Caller:
 
 LOCAL = Caller()
 """The caller of stdio, the static bearer token and the command line: anonymous."""
+CALLER_KEY = "toolbridge.caller"
+"""Where the HTTP edge puts a request's validated :class:`Caller` in its ASGI scope for
+another edge behind it (the console's sign-in)."""
 
 
 @dataclass(frozen=True, slots=True)

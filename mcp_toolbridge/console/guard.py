@@ -30,7 +30,7 @@ from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-from mcp_toolbridge.host import Caller
+from mcp_toolbridge.host import CALLER_KEY, Caller
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -58,8 +58,6 @@ SECURITY_HEADERS = [
 USER_KEY = "toolbridge.console.user"
 SESSION_KEY = "toolbridge.console.session"
 KEEPER_KEY = "toolbridge.console.keeper"
-CALLER_KEY = "toolbridge.caller"
-"""Where the server's edge puts the validated Caller of a sign-in request (OAuth)."""
 PASS_S = 120.0
 """How long a sign-in pass may wait to be opened."""
 DEFAULT_ADMIN_ROLE = "admin"

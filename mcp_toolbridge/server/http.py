@@ -42,6 +42,7 @@ from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Mount, Route
 
 from mcp_toolbridge.errors import ConfigError, ErrorCode
+from mcp_toolbridge.host import CALLER_KEY
 from mcp_toolbridge.server.auth import ResourceServer
 from mcp_toolbridge.server.host import caller_in
 from mcp_toolbridge.server.resume import PrimedStreams, ResumableSessions
@@ -49,8 +50,6 @@ from mcp_toolbridge.server.tokens import AuthOptions
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 
 CONSOLE_PATH = "/console"
-CALLER_KEY = "toolbridge.caller"
-"""Where a validated caller is put for the console's sign-in (console.guard reads it)."""
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 MCP_PATH = "/mcp"

@@ -110,7 +110,7 @@ class AuditRecord(BaseModel):
         answered_by: str | None = None,
     ) -> AuditRecord:
         """A record for a call that was decided (and maybe run). ``answer`` is the person's
-        reply to an ask (once | always | reject | headless | unreachable); ``secrets`` are
+        reply to an ask (once | always | reject | cancel | headless | unreachable); ``secrets`` are
         resolved values to hide wherever they appear; ``outcome`` is the call's outcome when
         the caller has it (:func:`~mcp_toolbridge.bridge.outcome.outcome_of`), else it is
         classified from the decision, result, error and answer; ``usage`` is what the call

@@ -10,19 +10,23 @@
    A client that cannot ask is headless, and ask is a deny with a fixed message that never
    reads as consent. A client that was asked and could not put the question to the person
    (:class:`~mcp_toolbridge.host.CouldNotAsk`: it answered with an error, the connection
-   closed) gets the same deny, with the reason. "Always" adds a rule for its owner: the
-   person when the caller is identified, else the session (``CallContext.owner``), kept in
-   the State port. A headless call with a console (``CallContext.console``: ``serve
-   --console``) is asked there instead, through the same Host port, with the confirmation
-   in parts (:class:`~mcp_toolbridge.host.Confirmation`: the arguments redacted, the rule,
-   the sandbox); it waits up to its deadline (the tool's timeout), reporting progress to a
-   client that listens, and nobody answering in time is a refusal. Every answer records who
-   gave it (``Clearance.by``: the console's user, else the client's person).
+   closed) gets the same deny, with the reason; so does a question the client answered with
+   ``cancel`` (dismissed unanswered, or nobody there: headless Claude Code cancels every
+   question at once). Only ``decline``, or the person's "Reject", is a rejection. "Always"
+   adds a rule for its owner: the person when the caller is identified, else the session
+   (``CallContext.owner``), kept in the State port. A headless call with a console
+   (``CallContext.console``: ``serve --console``) is asked there instead, through the same
+   Host port, with the confirmation in parts (:class:`~mcp_toolbridge.host.Confirmation`:
+   the arguments redacted, the rule, the sandbox); it waits up to its deadline (the tool's
+   timeout), reporting progress to a client that listens, and nobody answering in time is a
+   refusal. Every answer records who gave it (``Clearance.by``: the console's user, else the
+   client's person).
 
 An allowed call's clearance carries the OS sandbox its processes will run in (the third
 layer), built from the same policy: the tool's effective scope (``Policy.tool_scope``) and its
-manifest folder. The watchdog itself runs sandboxed too: the policy's own read roots, nothing
-writable, no network.
+manifest folder. The watchdog itself runs sandboxed too: the policy's own read roots and its
+``[watchdog] read`` entries, nothing writable, no network; a watchdog that fails while that
+sandbox hides a file its command names is refused saying so, and how to show it.
 
 Every refusal but the person's own "reject" ends with how to allow the call (the --allow flag,
 the policy line and its file, the --workspace or [requires] entry; see policy.hints).
@@ -71,8 +75,10 @@ from mcp_toolbridge.policy import (
     capability_way_out,
     combine,
     failure,
+    hidden_from_it,
     is_within,
     load_parser,
+    named_files,
     parse_verdict,
     parser_loaded,
     shell_floor,
@@ -94,6 +100,12 @@ NOT_ASKED = (
 )
 """The start of the refusal when asking failed; the reason follows in parentheses."""
 NOT_CONSENT = "This is a refusal, not an approval."
+DISMISSED = (
+    "Denied, nothing was run: this call needs a person's confirmation and the client "
+    "dismissed the question unanswered (cancel: it was closed without a choice, or nobody was "
+    "there to answer; headless clients such as `claude -p` cancel every question)"
+)
+"""The start of the refusal when the client answered the question with ``cancel``."""
 REJECTED = "Denied, nothing was run: the person you are working with rejected this call."
 ALLOW_ONCE = "Allow once"
 ALLOW_ALWAYS = "Allow always (this session)"
@@ -129,6 +141,8 @@ class Clearance:
             text = f"{HEADLESS_DENIED} (asked by {self.decision.rule})"
         elif self.answer == "unreachable":
             text = f"{NOT_ASKED} ({self.reason}). {NOT_CONSENT} (asked by {self.decision.rule})"
+        elif self.answer == "cancel":
+            text = f"{DISMISSED}. {NOT_CONSENT} (asked by {self.decision.rule})"
         else:
             text = f"Denied by {self.decision.rule}."
         return f"{text} {self.hint}" if self.hint else text
@@ -283,9 +297,9 @@ class PolicyGate:
         )
         env: dict[str, str] = {k: self._environ[k] for k in ("PATH", "HOME") if k in self._environ}
         sandbox = None
-        if self.sandbox is not None:  # the policy's read roots; nothing writable, no network
+        if self.sandbox is not None:  # the policy's read roots and its own; no write, no network
             profile = self.sandbox.profile(
-                Scope(fs_read=self.policy.scope.fs_read), tool="watchdog"
+                Scope(fs_read=self.policy.scope.fs_read), tool="watchdog", extra_read=config.read
             )
             sandbox = self.sandbox.confine(profile)
         try:
@@ -300,7 +314,17 @@ class PolicyGate:
             )
         except ExecError as exc:
             return failure(exc.message)
-        return parse_verdict(outcome.stdout, exit_code=outcome.exit_code, signal=outcome.signal)
+        verdict = parse_verdict(outcome.stdout, exit_code=outcome.exit_code, signal=outcome.signal)
+        if verdict.failed and sandbox is not None:  # did its sandbox hide what it needs?
+            cwd = Path.cwd()
+            hidden = [
+                path
+                for path in named_files(config, cwd)
+                if sandbox.hides(path, config.argv, cwd=None, env=env)
+            ]
+            if hidden:
+                return hidden_from_it(verdict, hidden, config)
+        return verdict
 
     async def _confirm(
         self,
@@ -331,6 +355,9 @@ class PolicyGate:
         except CouldNotAsk as exc:  # never an answer: refused as a headless client's call is
             hint = way_out(policy, spec, arguments, targets, decision, rules, ctx.caller)
             return Clearance(refused, "unreachable", hint, exc.reason)
+        if answer.action == "cancel":  # nobody chose: refused as a call that was not asked
+            hint = way_out(policy, spec, arguments, targets, decision, rules, ctx.caller)
+            return Clearance(refused, "cancel", hint)
         by = answer.by or (f"client:{ctx.caller.subject}" if ctx.caller.subject else "client")
         choice = (answer.content or {}).get("decision") if answer.action == "accept" else None
         if choice == ALLOW_ONCE:

@@ -6,8 +6,9 @@ A call's outcome is, in this order:
 - ``cancelled`` / ``shutdown``: it was stopped (``exec.cancelled``) by its client, or by the
   server's shutdown, whatever had been decided (it may have been stopped before the gate
   decided);
-- ``denied``: the policy denied it, the person rejected it (or could not be asked), or the
-  call failed with ``permission.denied`` (a capability, rule or watchdog refusal);
+- ``denied``: the policy denied it, the person rejected it (or could not be asked, or the
+  client dismissed the question: ``cancel``), or the call failed with ``permission.denied``
+  (a capability, rule or watchdog refusal);
 - ``ok``: it succeeded;
 - ``timeout``: it failed with ``exec.timeout``;
 - ``error``: any other failure, including arguments refused by the input schema (the gate
@@ -21,7 +22,7 @@ from enum import StrEnum
 from mcp_toolbridge.bridge.pipeline import CallOutcome
 from mcp_toolbridge.errors import ErrorCode
 
-REFUSING_ANSWERS = frozenset({"reject", "headless", "unreachable"})
+REFUSING_ANSWERS = frozenset({"reject", "cancel", "headless", "unreachable"})
 """Answers to an ask that deny the call."""
 
 

@@ -86,7 +86,7 @@ class CallOutcome:
     decision: Decision | None = None
     """What the gate decided; None when the call failed before it (bad arguments)."""
     answer: str | None = None
-    """The person's answer when asked: once | always | reject | headless | unreachable |
+    """The person's answer when asked: once | always | reject | cancel | headless | unreachable |
     pending."""
     meta: dict[str, Any] = field(default_factory=dict)
     ended: Ended | None = None
@@ -236,7 +236,7 @@ class Bridge:
             try:
                 entry, args = self._proxied(entry, args, ctx)
             except CallError as exc:
-                outcome = self._failed(name, exc.message, exc.code, started, None)
+                outcome = self._failed(name, exc.message, exc.code, started, None, exc.details)
                 await self._observe(entry.spec, args, ctx, outcome)
                 return outcome
             ctx = replace(ctx, via=name)
@@ -302,7 +302,7 @@ class Bridge:
             await self._observe(entry.spec, args, ctx, pending)
             raise
         except CallError as exc:
-            outcome = self._failed(name, exc.message, exc.code, started, clearance)
+            outcome = self._failed(name, exc.message, exc.code, started, clearance, exc.details)
         except cancelled:
             ended: Ended = "shutdown" if self._life.stopping else "cancelled"
             why = WHY_ENDED[ended]
@@ -331,10 +331,12 @@ class Bridge:
         code: ErrorCode,
         started: float,
         clearance: Clearance | None,
+        details: Any = None,
     ) -> CallOutcome:
         return CallOutcome(
             tool=name,
             ok=False,
+            value=details,
             error=error,
             code=code,
             duration_ms=_ms_since(started),
@@ -354,11 +356,15 @@ class Bridge:
     def _validate(self, entry: CatalogEntry, args: Mapping[str, Any]) -> None:
         if not isinstance(args, Mapping):
             raise ArgumentsError("invalid arguments: expected a JSON object", tool=entry.spec.name)
-        problems = entry.arguments.validate(dict(args))
+        problems = entry.arguments.problems(dict(args))
         if problems:
-            shown = "; ".join(problems[:MAX_ERRORS_SHOWN])
+            shown = "; ".join(p.line for p in problems[:MAX_ERRORS_SHOWN])
             more = f" (and {len(problems) - MAX_ERRORS_SHOWN} more)" if len(problems) > 3 else ""
-            raise ArgumentsError(f"invalid arguments: {shown}{more}", tool=entry.spec.name)
+            raise ArgumentsError(
+                f"invalid arguments: {shown}{more}",
+                tool=entry.spec.name,
+                details={"errors": [p.as_json() for p in problems]},
+            )
 
     async def _execute(
         self,

@@ -22,6 +22,7 @@ from mcp_toolbridge.builtins import LOCKED_IDS
 from mcp_toolbridge.cli.installed import server_command as server_command
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.executors import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
+from mcp_toolbridge.policy import is_manifest_path
 from mcp_toolbridge.runtime import Settings
 from mcp_toolbridge.workspace import default_workspace, unfit_reason
 
@@ -177,6 +178,16 @@ def _absolute(path: Path) -> str:
     return str(path.resolve())
 
 
+def _allow_entry(entry: str) -> str:
+    """An ``--allow`` entry as a client started in another folder reads it the same: a
+    relative manifest path (``./manifests/fx``) made absolute."""
+    name, equals, pattern = entry.partition("=")
+    path = Path(name.strip())
+    if not is_manifest_path(name.strip()) or path.expanduser().is_absolute():
+        return entry
+    return _absolute(path) + equals + pattern
+
+
 def serving_options(args: argparse.Namespace, *, expose: bool = True) -> list[str]:
     """The options of ``args`` that change what is served or how it runs, other than the
     paths, ``--policy`` and ``--workspace`` (and ``--expose`` without ``expose``), with paths
@@ -185,7 +196,7 @@ def serving_options(args: argparse.Namespace, *, expose: bool = True) -> list[st
     for pattern in getattr(args, "pin", ()):
         out += ["--pin", pattern]
     for entry in getattr(args, "allow", ()):
-        out += ["--allow", entry]
+        out += ["--allow", _allow_entry(entry)]
     if getattr(args, "loop", "auto") != "auto":
         out += ["--loop", args.loop]
     if getattr(args, "keep_names", False):

@@ -104,8 +104,10 @@ def _add_policy_options(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="NAME[=PATTERN]",
-        help="allow a tool or capability (NAME=PATTERN: one path, host or command) without "
-        "asking, over the policy; repeatable, e.g. --allow fs_rm --allow 'bash=git status'",
+        help="allow without asking, over the policy: a tool or capability (NAME=PATTERN: one "
+        "path, host or command of it), a glob of tool names ('fx_*'), or every tool of a "
+        "manifest (its file or folder: ./manifests/fx); repeatable, e.g. --allow fs_rm "
+        "--allow 'bash=git status'",
     )
     parser.add_argument(
         "--workspace",
@@ -357,16 +359,57 @@ def _settings(args: argparse.Namespace) -> Settings:
     )
 
 
+_TOP_LEVEL = frozenset({"-h", "--help", "--version"})
+
+
+def _verb_first(given: list[str]) -> list[str]:
+    """The command line with its verb first: the options written before the verb
+    (``--sandbox off serve``) move to just after it, in their order, so that the verb's own
+    parser reads them wherever they were. Unchanged when the verb already comes first, when
+    there is no verb, when ``--help`` or ``--version`` comes before it (the top-level parser
+    answers those), or when a word that is neither an option, an option's value nor a verb
+    comes first (argparse then says what is wrong)."""
+    if not given or given[0] in VERBS:
+        return given
+    _, verbs = _parser()  # every verb's options: which of them take a value
+    options: dict[str, bool] = {}
+    for parser in verbs.values():
+        for action in parser._actions:
+            for option in action.option_strings:
+                options[option] = options.get(option, False) or action.nargs != 0
+    at = 0
+    while at < len(given):
+        word = given[at]
+        if word in VERBS:
+            return [word, *given[:at], *given[at + 1 :]]
+        if word in _TOP_LEVEL or word == "--" or not word.startswith("-"):
+            return given
+        at += 2 if "=" not in word and _takes_value(word, options) else 1
+    return given
+
+
+def _takes_value(option: str, options: dict[str, bool]) -> bool:
+    """Whether ``option`` (as typed: whole, or an unambiguous prefix of a long option, as
+    argparse accepts) reads the next word as its value."""
+    if option in options:
+        return options[option]
+    if not option.startswith("--"):
+        return False  # -k5: the value is attached
+    found = [takes for name, takes in options.items() if name.startswith(option)]
+    return bool(found) and all(found)
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The command line parsed (argparse exits with status 2 on a usage error).
 
-    A verb's options may come before, between or after its positional arguments
+    Options may come before the verb (``--sandbox off serve``; see :func:`_verb_first`), and
+    a verb's options before, between or after its positional arguments
     (``call TOOL DIR --args JSON``), and a usage error shows that verb's usage, not the
     top-level one: the verb's own parser parses everything after the verb, intermixed.
     ``policy`` has a verb of its own (argparse mixes no subparsers with intermixed parsing):
     ``policy show`` (or ``policy --show``), options anywhere, is parsed by show's parser;
     ``policy`` without it by policy's, which prints its help."""
-    given = list(sys.argv[1:] if argv is None else argv)
+    given = _verb_first(list(sys.argv[1:] if argv is None else argv))
     parser, verbs = _parser(given[0] if given and given[0] in VERBS else None)
     if not given or given[0] not in verbs or given[0] == POLICY_SHOW:
         return parser.parse_args(given)  # --version, --help, a missing or unknown verb

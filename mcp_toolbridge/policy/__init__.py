@@ -28,7 +28,14 @@ from mcp_toolbridge.policy.requirements import (
     host_of,
     normalize_host,
 )
-from mcp_toolbridge.policy.rules import ACTION_RANK, Action, Subject, Who, resolve
+from mcp_toolbridge.policy.rules import (
+    ACTION_RANK,
+    Action,
+    Subject,
+    Who,
+    is_manifest_path,
+    resolve,
+)
 from mcp_toolbridge.policy.shell.hooks import shell_floor, shell_targets
 from mcp_toolbridge.policy.shell.parse import load_parser, parser_loaded, splitter
 from mcp_toolbridge.policy.show import render_policy
@@ -36,6 +43,8 @@ from mcp_toolbridge.policy.watchdog import (
     Verdict,
     WatchdogRequest,
     failure,
+    hidden_from_it,
+    named_files,
     parse_verdict,
     watchdog_payload,
 )
@@ -68,9 +77,12 @@ __all__ = [
     "glob_pattern",
     "glob_regex",
     "has_glob",
+    "hidden_from_it",
     "host_of",
+    "is_manifest_path",
     "is_within",
     "load_parser",
+    "named_files",
     "normalize_host",
     "parse_verdict",
     "parser_loaded",

@@ -110,7 +110,7 @@ class Policy:
         self.project_file = project_file
         self.confirm_external_actions = file.security.confirm_external_actions
         self.watchdog: WatchdogConfig | None = (
-            WatchdogConfig(tuple(file.watchdog.command), file.watchdog.timeout_s)
+            WatchdogConfig.of(file.watchdog, layers.user_file)
             if file.watchdog is not None
             else None
         )
@@ -434,8 +434,9 @@ MAX_VIEWS = 1024
 
 def _about_paths(rules: tuple[Rule, ...], spec: ToolSpec) -> tuple[Rule, ...]:
     """The rules that say something about paths: all but a tool's (or ``*``'s) "any" rules."""
-    blanket = ("*", spec.name, spec.id)
-    return tuple(r for r in rules if not (r.kind == "any" and r.permission in blanket))
+    return tuple(
+        r for r in rules if not (r.kind == "any" and (r.permission == "*" or r.names_tool(spec)))
+    )
 
 
 def _rank(action: Action) -> int:

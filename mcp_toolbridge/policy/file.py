@@ -175,6 +175,9 @@ class SecurityModel(_Model):
 class WatchdogModel(_Model):
     command: list[str] = Field(min_length=1)
     timeout_s: float = Field(default=10.0, gt=0, le=300)
+    read: list[str] = []
+    """Files and folders the watchdog's own sandbox shows besides the policy's fs.read roots
+    (its script, its configuration); relative to the policy file's folder."""
 
 
 class SubagentsModel(_Model):

@@ -137,8 +137,8 @@ def way_out(
     if decision.scope == "watchdog":
         where = policy.user_file or "the policy"
         return (
-            "The watchdog ([watchdog] in "
-            f"{where}) refused it; no rule can overrule it: change what the watchdog allows."
+            f"The watchdog ([watchdog] in {where}) refused it, and no rule can overrule it: "
+            "change what the watchdog allows, or, when it failed, fix what the reason says."
         )
     if decision.scope == "confirmation":
         return f"The tool declares requires_confirmation: {_unconfirmed(policy)}."

@@ -5,12 +5,18 @@ subject when it targets nothing). For each subject the matching rule with the gr
 
     (pattern kind: exact 3 > prefix 2 > glob 1 > any 0,
      length of the pattern's literal part,
-     permission: tool name or id 2 > capability 1 > "*" 0,
+     permission: tool name or id 3 > group of tools 2 > capability 1 > "*" 0,
      whom it is for: a subject 3 > an OAuth client 2 > a group or scope 1 > everyone 0,
      action: deny 2 > ask 1 > allow 0)
 
+A permission names one tool (its MCP name or manifest id), a capability, every tool (``*``),
+or a group of tools (:class:`ToolGroup`): a glob of tool names and ids (``fx_*``), or the tools
+of a manifest, named by a path (it has a ``/``: ``./manifests/fx``, the manifest file or a
+folder holding it; a relative path is read from the folder of the file the rule is written
+in, or from the working directory for ``--allow``).
+
 A rule may be for some callers only (:class:`Who`: a subject, an OAuth client, a group or
-role, a scope; every condition given must hold); the caller's rules are the rules for
+role claim, a scope; every condition given must hold); the caller's rules are the rules for
 everyone plus those for it (``Policy.for_caller``), so a rule for a person beats a rule for
 everyone at equal specificity.
 
@@ -26,6 +32,7 @@ manifest deny is never turned into ask or allow by a project or session rule.
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from collections.abc import Iterable
@@ -109,7 +116,7 @@ class Who:
     subject: str | None = None
     client: str | None = None
     group: str | None = None
-    """A value of the caller's group or role claims."""
+    """A value of the caller's group or role claims (not a group of tools)."""
     scope: str | None = None
     """A scope of the caller's access token."""
 
@@ -133,6 +140,47 @@ class Who:
 
     def describe(self) -> str:
         return "for " + " and ".join(f"{k} {v!r}" for k, v in self.fields().items())
+
+
+@dataclass(frozen=True, slots=True)
+class ToolGroup:
+    """The tools a permission names together: those whose MCP name or manifest id fits
+    ``glob`` (``fx_*``), or those loaded from the manifests at or below ``manifests`` (a
+    manifest file, or a folder holding manifests; canonical). The locked tools belong to no
+    manifest, but a glob can name them (``web_*``)."""
+
+    glob: re.Pattern[str] | None = None
+    manifests: Path | None = None
+
+    def contains(self, spec: ToolSpec) -> bool:
+        if self.glob is not None:
+            return bool(self.glob.match(spec.name) or self.glob.match(spec.id))
+        if self.manifests is None or spec.is_locked:
+            return False
+        return is_within(_manifest_path(spec.source.path), self.manifests)
+
+
+@functools.lru_cache(maxsize=4096)
+def _manifest_path(path: str) -> Path:
+    return canonical_root(Path(path))
+
+
+def is_manifest_path(permission: str) -> bool:
+    """Whether a permission names manifests by a path rather than a tool or capability."""
+    return "/" in permission or permission.startswith("~") or permission in (".", "..")
+
+
+def tool_group(permission: str, base: Path | None = None) -> ToolGroup | None:
+    """The group of tools ``permission`` names (None: it names one tool, a capability or
+    ``*``). A relative path is read from ``base`` (default: the working directory)."""
+    if is_manifest_path(permission):
+        path = Path(permission).expanduser()
+        if not path.is_absolute():
+            path = (base or Path.cwd()) / path
+        return ToolGroup(manifests=canonical_root(path))
+    if permission != "*" and has_glob(permission):
+        return ToolGroup(glob=text_glob(permission, ignore_case=False))
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,13 +210,23 @@ class Rule:
     """The line of the file it is written on, when known."""
     file: str | None = None
     """The file it is written in (None: the built-in default, --allow, a session answer)."""
+    group: ToolGroup | None = None
+    """The tools the permission names when it is a glob or a manifest path."""
     who: Who | None = None
     """Whom it is for; None: everyone."""
 
+    def names_tool(self, spec: ToolSpec) -> bool:
+        """Whether the permission names this tool: its name or id, or a group holding it."""
+        if self.permission in (spec.name, spec.id):
+            return True
+        return self.group is not None and self.group.contains(spec)
+
     def applies_to(self, spec: ToolSpec, subject: Subject | None = None) -> bool:
         perm = self.permission
-        if perm in ("*", spec.name, spec.id):
+        if perm == "*" or self.names_tool(spec):
             return True
+        if self.group is not None:
+            return False
         if subject is not None and subject.capability is not None:
             return perm == subject.capability or (
                 perm not in KNOWN_CAPABILITIES and perm in tool_capabilities(spec)
@@ -177,6 +235,8 @@ class Rule:
 
     def permission_rank(self, spec: ToolSpec) -> int:
         if self.permission in (spec.name, spec.id):
+            return 3
+        if self.group is not None:
             return 2
         return 0 if self.permission == "*" else 1
 
@@ -202,7 +262,7 @@ class Rule:
         return f"{self.origin} ({self.permission}, {shown}, {self.action}{whom})"
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        shown = {
             "scope": self.scope,
             "origin": self.origin,
             "line": self.line,
@@ -213,6 +273,11 @@ class Rule:
             "action": self.action,
             "for": self.who.fields() if self.who is not None else "everyone",
         }
+        if self.group is not None and self.group.manifests is not None:
+            shown["tools"] = f"the tools of the manifests at or below {self.group.manifests}"
+        elif self.group is not None:
+            shown["tools"] = f"every tool whose name or id fits the glob {self.permission!r}"
+        return shown
 
 
 def _match_alternative(kind: Kind, alt: _Alternative, subject: Subject) -> int | None:
@@ -309,17 +374,33 @@ def compile_rule(
     file: str | None = None,
     who: Who | None = None,
 ) -> Rule:
-    """Compile one rule. Raises ValueError (VariableError) for an undefined variable."""
+    """Compile one rule. Raises ValueError (VariableError) for an undefined variable. A
+    relative manifest path in ``permission`` is read from ``file``'s folder (none: the working
+    directory)."""
     variables = variables or Variables()
+    group = tool_group(permission, Path(file).parent if file is not None else None)
     if pattern is None or (not prefix and pattern in _UNIVERSAL):
-        return Rule(permission, pattern, "any", action, scope, origin, (), layer, line, file, who)
+        return Rule(
+            permission, pattern, "any", action, scope, origin, (), layer, line, file, group, who
+        )
     kind: Kind = "prefix" if prefix else ("glob" if has_glob(pattern) else "exact")
     alternatives = tuple(
         _compile_alternative(e, kind, variables)
         for e in expand(pattern, variables, glob=kind == "glob")
     )
     return Rule(
-        permission, pattern, kind, action, scope, origin, alternatives, layer, line, file, who
+        permission,
+        pattern,
+        kind,
+        action,
+        scope,
+        origin,
+        alternatives,
+        layer,
+        line,
+        file,
+        group,
+        who,
     )
 
 

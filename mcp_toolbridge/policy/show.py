@@ -90,7 +90,11 @@ def render_policy(
         "security": {"confirm_external_actions": policy.confirm_external_actions},
         "watchdog": None
         if watchdog is None
-        else {"command": list(watchdog.argv), "timeout_s": watchdog.timeout_s},
+        else {
+            "command": list(watchdog.argv),
+            "timeout_s": watchdog.timeout_s,
+            "read": [str(p) for p in watchdog.read],
+        },
         "settings_from": dict(sorted(policy.layers.settings_from.items())),
         "variables": {
             "workspace": [str(p) for p in policy.variables.workspace],

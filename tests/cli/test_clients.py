@@ -149,6 +149,20 @@ def test_config_writes_the_expose_mode_that_fits_the_client_unless_told(
     assert tail == expected
 
 
+def test_a_manifest_path_given_to_allow_reaches_the_client_absolute(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Clients start servers in a folder of their own: ``--allow ./manifests/fx`` is written
+    as the absolute path; names and globs are copied as typed."""
+    monkeypatch.chdir(tmp_path)
+    argv = ["--client", "cursor", "--workspace", str(tmp_path)]
+    allow = ["--allow", "./manifests/fx", "--allow", "fx_*", "--allow", "bash=git status"]
+    config, _ = _config(capsys, *argv, *allow)
+    args = config["mcpServers"]["toolbridge"]["args"]
+    given = [args[i + 1] for i, word in enumerate(args) if word == "--allow"]
+    assert given == [str(tmp_path.resolve() / "manifests" / "fx"), "fx_*", "bash=git status"]
+
+
 class _Dist:
     """A distribution's metadata as importlib.metadata gives it."""
 

@@ -162,3 +162,12 @@ def test_policy_show_as_a_caller_shows_its_rules_and_what_is_hidden_from_it(
     assert mine[0]["from"].endswith("policy.toml line 5")  # its permission line
     others = {json.dumps(r["for"]) for r in alice["rules_for_others"]}
     assert others == {'{"client": "ci-agent", "scope": "deploy"}', '{"group": "dev"}'}
+
+
+def test_a_rule_for_a_person_may_name_a_group_of_tools(ws: Path) -> None:
+    text = 'deny = ["fx_*"]\n\n[[callers]]\nsubject = "alice"\nallow = ["fx_*"]\n'
+    policy = _policy(ws, text)
+    spot = exec_tool("fx_spot", destructive=False)
+    assert policy.for_caller(ALICE).decide(spot, Targets()).action == "allow"
+    assert policy.for_caller(BOB).decide(spot, Targets()).action == "deny"
+    assert policy.callable_by(spot, ALICE) and not policy.callable_by(spot, BOB)

@@ -1,7 +1,7 @@
 """The console in a real browser (Debian's Chromium, driven by Playwright): a person approves
-and denies a headless SDK client's waiting call with the page's own buttons (both protocol
-eras), filters the live timeline without a reload, and a cross-origin form post and a visit
-without the token are refused."""
+and denies a headless SDK client's waiting call with the page's own buttons, by mouse and by
+keyboard (both protocol eras), filters the live timeline without a reload, and a
+cross-origin form post and a visit without the token are refused."""
 
 from __future__ import annotations
 
@@ -52,7 +52,12 @@ async def test_a_person_approves_then_denies_waiting_calls_in_the_browser(
                 card = page.locator(".card", has_text=choice)
                 await card.wait_for(timeout=20_000)  # arrives by the page's event stream
                 assert "destructive" in await card.inner_text()
-                await card.get_by_role("button", name=choice).click()
+                button = card.get_by_role("button", name=choice)
+                if choice == "Deny":  # by keyboard alone: focus the button, press Enter
+                    await button.focus()
+                    await page.keyboard.press("Enter")
+                else:
+                    await button.click()
             assert _audit(stack.audit)[-1]["outcome"] == expected
             assert result[0].is_error is (expected == "denied")
             await page.get_by_text("Nothing is waiting").wait_for()

@@ -114,16 +114,25 @@ class Pages:
         return self._render(request, "approvals_part.html", waiting=list(self.desk))
 
     async def answer(self, request: Request) -> Response:
-        async with request.form(max_files=0, max_fields=8, max_part_size=4096) as form:
+        async with request.form(max_files=0, max_fields=200, max_part_size=8192) as form:
             given = str(form.get("csrf", ""))
             choice = str(form.get("choice", ""))
+            values = {key: [str(v) for v in form.getlist(key)] for key in form}
         keeper: Gatekeeper = request.scope[KEEPER_KEY]
         if not keeper.csrf_ok(request.scope[SESSION_KEY], given):
             return PlainTextResponse("The form's CSRF token is missing or wrong.", 403)
-        if choice not in CHOICES:
-            return PlainTextResponse("choice must be once, always or deny.", 400)
         by = f"console:{request.scope[USER_KEY]}"
-        answered = self.desk.answer(request.path_params["waiting_id"], choice, by)
+        waiting_id = request.path_params["waiting_id"]
+        waiting = self.desk.get(waiting_id)
+        if waiting is not None and waiting.about is None and choice in ("answer", "decline"):
+            content = None
+            if choice == "answer":
+                content = {f.name: f.value(values.get(f.name, [])) for f in waiting.fields}
+            answered = self.desk.reply(waiting_id, content, by)
+        elif choice not in CHOICES:
+            return PlainTextResponse("choice must be once, always or deny.", 400)
+        else:
+            answered = self.desk.answer(waiting_id, choice, by)
         if answered is None:
             return PlainTextResponse(
                 "Nothing waits under that id: it was answered, its deadline passed, or its "

@@ -44,11 +44,18 @@ class Stack:
 
 @asynccontextmanager
 async def serving(
-    tmp_path: Path, *, stateless: bool = False, timeout_s: float = 60.0
+    tmp_path: Path,
+    *,
+    stateless: bool = False,
+    timeout_s: float = 60.0,
+    locked: tuple[str, ...] = (),
 ) -> AsyncIterator[Stack]:
+    """``locked``: serve these locked tools too (none by default: tool_search alone)."""
     audit = tmp_path / "audit.ndjson"
-    settings = Settings(paths=[catalog(tmp_path)], audit_path=audit, timeout_s=timeout_s)
-    loaded = load_catalog(settings, BUILTIN_SPECS)
+    settings = Settings(
+        paths=[catalog(tmp_path)], audit_path=audit, timeout_s=timeout_s, locked=locked
+    )
+    loaded = load_catalog(settings, BUILTIN_SPECS, locked=bool(locked))
     console = Console(ConsoleOptions(port=0))
     async with open_runtime(settings, loaded, observers=(console.feed.observe,)) as runtime:
         server = ToolbridgeServer(

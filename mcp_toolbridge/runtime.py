@@ -83,10 +83,6 @@ def bundled_manifests() -> Path:
     return packaged if packaged.is_dir() else Path(__file__).parent.parent / "manifests"
 
 
-def user_data_dir() -> Path:
-    return Path(platformdirs.user_data_dir("mcp-toolbridge"))
-
-
 @dataclass(frozen=True)
 class Settings:
     paths: Sequence[Path] = ()
@@ -134,10 +130,8 @@ class Settings:
 
 @dataclass(frozen=True)
 class Loaded:
-    """A catalog, the policy it was filtered by, and everything found while building it.
-    What a start needs (errors, what was left out and why, counts per manifest) is here
-    without reading the records of a catalog restored from the start-up cache; ``problems``,
-    ``report`` and ``skipped`` read them when asked for."""
+    """A catalog, its policy and what was found building it: what a start needs, without
+    reading a cached catalog's records (``problems``, ``report``, ``skipped`` read them)."""
 
     catalog: Catalog
     manifests: Manifests
@@ -185,7 +179,7 @@ def load_policy(settings: Settings) -> Policy:
     return Policy.load(
         settings.policy_file,
         workspace=settings.workspace_root(),
-        user_data=user_data_dir(),
+        user_data=Path(platformdirs.user_data_dir("mcp-toolbridge")),
         ad_hoc=[p.resolve() for p in settings.ad_hoc],
         allow=settings.allow,
     )
@@ -288,7 +282,7 @@ def _catalog_parts(
 ) -> tuple[PolicyGate, BuiltinExecutor]:
     """What depends on the catalog and the policy, rebuilt on every reload."""
     catalog = loaded.catalog
-    search = ToolSearch(serving_index(settings, loaded), catalog, screen=loaded.policy)
+    search = ToolSearch(serving_index(settings, loaded), catalog, access=loaded.policy)
     if loaded.locked is None:
         builtins = BuiltinExecutor([search])
     else:
@@ -389,7 +383,9 @@ class Runtime:
             self.gate.sandbox.close()
         self.gate = gate
         runs: dict[str, Executor] = {} if self.stand_in else {"builtin": executor}
-        self.bridge = self.bridge.rebuilt(loaded.catalog, gate=gate, executors=runs, screen=gate)
+        self.bridge = self.bridge.rebuilt(
+            loaded.catalog, gate=gate, executors=runs, secret_scan=gate.secret_scan, access=gate
+        )
         self.left_out = loaded.left_out
         return []
 
@@ -440,6 +436,8 @@ async def open_runtime(
         if "bash" in loaded.catalog:  # its parser, built off the event loop (see load_parser)
             warm = await stack.enter_async_context(anyio.create_task_group())
             warm.start_soon(anyio.to_thread.run_sync, load_parser)
+        if gate.secret_scan.enabled:  # the engine's rules, compiled off the event loop (~0.1 s)
+            await anyio.to_thread.run_sync(gate.secret_scan.warm)
         http = await stack.enter_async_context(HttpExecutor.open())
         watching: tuple[Observer, ...] = ()
         if settings.audit:
@@ -469,8 +467,9 @@ async def open_runtime(
             secrets=secrets,
             gate=gate,
             observers=watching,
+            secret_scan=gate.secret_scan,
             state=sessions.state,
-            screen=gate,
+            access=gate,
         )
         runtime = Runtime(
             settings,

@@ -3,7 +3,8 @@
 Each line is a complete JSON object (:class:`AuditRecord`, camelCase keys) written with a
 single ``os.write`` on a file descriptor opened with ``O_APPEND``, so concurrent calls never
 interleave. The file is created with mode 0600 (its folder 0700). Secrets are redacted from
-argv and URLs; environment variables are recorded by name only.
+argv and URLs; environment variables are recorded by name only. Secrets nobody declared are
+recorded as counts per rule id (``redacted``, ``argumentSecrets``), never a value or a digest.
 
 The line is written from the event loop, not from a worker thread. Appending a few hundred
 bytes to a local file takes about 10 µs; a round trip through a worker thread took about
@@ -27,8 +28,8 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from mcp_toolbridge.bridge.outcome import Outcome, classify, outcome_of
-from mcp_toolbridge.bridge.pipeline import CallOutcome, Observer
+from mcp_toolbridge.bridge.outcome import CallOutcome, Outcome, classify, outcome_of
+from mcp_toolbridge.bridge.pipeline import Observer
 from mcp_toolbridge.bridge.redaction import redact_argv, redact_url
 from mcp_toolbridge.errors import CallError, ErrorCode
 from mcp_toolbridge.executors import ExecResult
@@ -87,6 +88,10 @@ class AuditRecord(BaseModel):
     usage: dict[str, float] | None = None
     """What the call used as its result reported it (``{"tokens": n, "usd": x}``), for tool
     budgets; None when it reported nothing."""
+    redacted: dict[str, int] | None = None
+    """Secrets nobody declared, replaced in the result the client got: count per rule id."""
+    argument_secrets: dict[str, int] | None = None
+    """Secrets found in the call's arguments: count per rule id."""
 
     def to_line(self) -> bytes:
         return (self.model_dump_json(by_alias=True) + "\n").encode("utf-8")
@@ -106,6 +111,8 @@ class AuditRecord(BaseModel):
         outcome: Outcome | None = None,
         usage: dict[str, float] | None = None,
         via: str | None = None,
+        redacted: Mapping[str, int] | None = None,
+        argument_secrets: Mapping[str, int] | None = None,
         caller: Caller = LOCAL,
         answered_by: str | None = None,
     ) -> AuditRecord:
@@ -115,7 +122,8 @@ class AuditRecord(BaseModel):
         the caller has it (:func:`~mcp_toolbridge.bridge.outcome.outcome_of`), else it is
         classified from the decision, result, error and answer; ``usage`` is what the call
         used, as its result reported it (tool budgets); ``via`` the tool the call came through
-        (the proxy); ``caller`` who called (its subject and client id are recorded);
+        (the proxy); ``redacted`` and ``argument_secrets`` count secrets nobody declared per
+        rule id; ``caller`` who called (its subject and client id are recorded);
         ``answered_by`` who gave the ``answer``."""
         values = tuple(secrets)
         if outcome is None:
@@ -155,6 +163,8 @@ class AuditRecord(BaseModel):
             is_error=outcome is not Outcome.OK,
             error_code=str(error.code) if error is not None else None,
             usage=usage,
+            redacted=dict(redacted) if redacted else None,
+            argument_secrets=dict(argument_secrets) if argument_secrets else None,
         )
 
 
@@ -228,6 +238,8 @@ def record_of(
         outcome=outcome_of(outcome),
         usage=outcome.usage.as_json() if outcome.usage is not None else None,
         via=ctx.via,
+        redacted=outcome.redacted,
+        argument_secrets=outcome.argument_secrets,
         caller=ctx.caller,
         answered_by=outcome.answered_by,
     )

@@ -23,7 +23,10 @@ from typing import Any
 
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.model import ToolSpec
-from mcp_toolbridge.state import State, Usage
+from mcp_toolbridge.state import MemoryState, State, Usage
+
+__all__ = ["BudgetLedger", "State", "Usage", "reported_usage"]
+"""The ledger and the State it keeps its sums in (default: one in memory)."""
 
 
 def reported_usage(value: Any) -> Usage | None:
@@ -47,8 +50,8 @@ def reported_usage(value: Any) -> Usage | None:
 class BudgetLedger:
     """Usage summed per (owner, tool name), kept in a State."""
 
-    def __init__(self, state: State) -> None:
-        self.state = state
+    def __init__(self, state: State | None = None) -> None:
+        self.state: State = state if state is not None else MemoryState()
 
     async def used(self, owner: str, tool: str) -> Usage:
         return await self.state.usage(owner, tool)

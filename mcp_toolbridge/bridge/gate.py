@@ -5,7 +5,9 @@
    refusal here is final: no rule, session answer or watchdog can change it.
 2. Permission rules (manifest, project, session scopes; most specific wins). A shell command
    with parts that cannot be checked is never allowed by a broad rule: it asks.
-3. The watchdog, when the policy names one: it can only tighten the decision.
+3. The watchdog, when the policy names one: it can only tighten the decision. Then the
+   secret scan (bridge/screen.py): arguments that carry a secret, to a tool that can reach the
+   network, make an allowed call ask (naming the rules, never the value).
 4. ``ask``: the person is asked through the client (allow once / allow always / reject).
    A client that cannot ask is headless, and ask is a deny with a fixed message that never
    reads as consent. A client that was asked and could not put the question to the person
@@ -39,6 +41,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -47,18 +50,29 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from mcp_toolbridge.bridge.asking import (
+    ALLOW_ALWAYS,
+    ALLOW_ONCE,
+    ask,
+    sandbox_summary,
+)
 from mcp_toolbridge.bridge.redaction import redacted_arguments
+from mcp_toolbridge.bridge.screen import (
+    SECRETS_SCOPE,
+    argument_hint,
+    argument_question,
+    reaches_network,
+)
 from mcp_toolbridge.errors import ExecError
 from mcp_toolbridge.executors import DEFAULT_TIMEOUT_S, run_process
 from mcp_toolbridge.host import (
-    Answer,
     CallContext,
     Caller,
     Confirmation,
     CouldNotAsk,
     Host,
-    ProgressFn,
 )
+from mcp_toolbridge.leaks import OFF, SecretScan
 from mcp_toolbridge.model import Format, ToolSpec
 from mcp_toolbridge.policy import (
     CommandSplitter,
@@ -107,12 +121,10 @@ DISMISSED = (
 )
 """The start of the refusal when the client answered the question with ``cancel``."""
 REJECTED = "Denied, nothing was run: the person you are working with rejected this call."
-ALLOW_ONCE = "Allow once"
-ALLOW_ALWAYS = "Allow always (this session)"
-REJECT = "Reject"
 MAX_SUMMARY = 600
-WAITING_PROGRESS_S = 5.0
-"""How often a call waiting for an answer in the console tells its client it still waits."""
+APPROVED_SECRETS = "secret_scan.approved"
+"""The State value of the (tool, rule) pairs an owner's "always" answers allowed in the
+arguments (secrets nobody declared)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,23 +160,24 @@ class Clearance:
         return f"{text} {self.hint}" if self.hint else text
 
 
+NO_POLICY = Decision("allow", "no policy configured", "default")
+PENDING = Decision("ask", "confirmation pending", "confirmation")
+"""The decision of a call that ended waiting for the person's answer (2026-07-28)."""
+
+
+async def allow_all(spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext) -> Clearance:
+    """The gate of a bridge without a policy."""
+    return Clearance(NO_POLICY)
+
+
+def refused(rule: str, scope: str) -> Clearance:
+    """A refusal decided before the gate (a spent budget: scope ``budget``)."""
+    return Clearance(Decision("deny", rule, scope))
+
+
 def _summary(arguments: Mapping[str, Any]) -> str:
     text = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
     return text if len(text) <= MAX_SUMMARY else text[:MAX_SUMMARY] + " …"
-
-
-def confirmation_form() -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {
-            "decision": {
-                "type": "string",
-                "title": "Run this tool call?",
-                "enum": [ALLOW_ONCE, ALLOW_ALWAYS, REJECT],
-            }
-        },
-        "required": ["decision"],
-    }
 
 
 class PolicyGate:
@@ -181,6 +194,7 @@ class PolicyGate:
         sandbox: Sandbox | None = None,
         state: State | None = None,
         default_timeout_s: float = DEFAULT_TIMEOUT_S,
+        secret_scan: SecretScan = OFF,
     ) -> None:
         """``default_timeout_s``: the deadline of a tool without its own (``--timeout``),
         which is how long a call waits for an answer in the console."""
@@ -188,6 +202,7 @@ class PolicyGate:
         self.default_timeout_s = default_timeout_s
         self.sandbox = sandbox
         self.state: State = state if state is not None else MemoryState()
+        self.secret_scan = secret_scan
         self._sidecars = sidecars
         self._environ = dict(os.environ if environ is None else environ)
         self._splitter = splitter
@@ -205,15 +220,18 @@ class PolicyGate:
     ) -> PolicyGate:
         """The server's gate: its OS sandbox in ``mode`` (``--sandbox``), else as the
         policy's ``[sandbox]`` table says, with the table's masks and ``warm``; the home
-        folder (for the secret paths) from ``environ``."""
+        folder (for the secret paths) from ``environ``; the secret scan of its
+        ``[secret_scan]`` table."""
         config = policy.file.sandbox
         sandbox = Sandbox.from_environ(mode or config.mode, environ, config.mask)
         sandbox.warm.enabled = config.warm
+        scan = SecretScan(policy.file.secret_scan)
         return cls(
             policy,
             environ=environ,
             sidecars=sidecars,
             sandbox=sandbox,
+            secret_scan=scan,
             state=state,
             default_timeout_s=default_timeout_s,
         )
@@ -270,9 +288,43 @@ class PolicyGate:
         if decision.action == "deny":
             hint = way_out(policy, spec, arguments, targets, decision, rules, ctx.caller)
             return Clearance(decision, hint=hint)
+        decision = await self._secrets_in(spec, arguments, decision, ctx.owner)
         if decision.action != "ask":
             return Clearance(decision)
         return await self._confirm(spec, arguments, targets, decision, ctx, rules)
+
+    async def _secrets_in(
+        self, spec: ToolSpec, arguments: Mapping[str, Any], decision: Decision, owner: str
+    ) -> Decision:
+        """``decision``, or an ask when the arguments carry secrets the owner (the person, or
+        the session) has not allowed for this tool and the tool can reach the network."""
+        if not self.secret_scan.enabled or not reaches_network(spec, self.policy, self.sandbox):
+            return decision
+        found = Counter(await self.secret_scan.arguments(arguments, spec.name))
+        if found:
+            approved = await self._approved_secrets(owner)
+            for rule in [r for r in found if (spec.name, r) in approved]:
+                del found[rule]
+        return argument_question(spec, found, decision) if found else decision
+
+    async def _approved_secrets(self, owner: str) -> set[tuple[str, str]]:
+        """The (tool, rule) pairs the owner's "always" answers allowed in arguments."""
+        kept = await self.state.load(owner, APPROVED_SECRETS) or []
+        return {(str(tool), str(rule)) for tool, rule in kept}
+
+    async def _hint(
+        self,
+        policy: Policy,
+        spec: ToolSpec,
+        arguments: Mapping[str, Any],
+        targets: Targets,
+        decision: Decision,
+        rules: SessionRules,
+        caller: Caller,
+    ) -> str:
+        if decision.scope == SECRETS_SCOPE:
+            return argument_hint(spec, await self.secret_scan.arguments(arguments, spec.name))
+        return way_out(policy, spec, arguments, targets, decision, rules, caller)
 
     def _own_sidecars_readable(self, spec: ToolSpec, targets: Targets, session_id: str) -> Targets:
         """A read-only tool may read the calling session's own sidecar folder (the
@@ -342,21 +394,22 @@ class PolicyGate:
         if (host is None or not host.can_elicit) and ctx.console is not None:
             host, about = ctx.console, self._about(spec, arguments, decision, ctx)
         if host is None or not host.can_elicit:
-            hint = way_out(policy, spec, arguments, targets, decision, rules, ctx.caller)
+            hint = await self._hint(policy, spec, arguments, targets, decision, rules, ctx.caller)
             return Clearance(refused, "headless", hint)
+        shown, _ = await self.secret_scan.value(arguments, spec.name, len(_summary(arguments)))
         message = (
             f"The assistant wants to run the tool {spec.name!r}"
             f"{f' ({spec.title})' if spec.title else ''}.\n"
-            f"Arguments: {_summary(arguments)}\n"
+            f"Arguments: {_summary(shown)}\n"
             f"Why you are asked: {decision.rule}"
         )
         try:
-            answer = await _ask(host, f"confirm:{spec.name}", message, about, ctx.progress)
+            answer = await ask(host, f"confirm:{spec.name}", message, about, ctx.progress)
         except CouldNotAsk as exc:  # never an answer: refused as a headless client's call is
-            hint = way_out(policy, spec, arguments, targets, decision, rules, ctx.caller)
+            hint = await self._hint(policy, spec, arguments, targets, decision, rules, ctx.caller)
             return Clearance(refused, "unreachable", hint, exc.reason)
         if answer.action == "cancel":  # nobody chose: refused as a call that was not asked
-            hint = way_out(policy, spec, arguments, targets, decision, rules, ctx.caller)
+            hint = await self._hint(policy, spec, arguments, targets, decision, rules, ctx.caller)
             return Clearance(refused, "cancel", hint)
         by = answer.by or (f"client:{ctx.caller.subject}" if ctx.caller.subject else "client")
         choice = (answer.content or {}).get("decision") if answer.action == "accept" else None
@@ -364,6 +417,11 @@ class PolicyGate:
             return Clearance(Decision("allow", decision.rule, decision.scope), "once", by=by)
         if choice == ALLOW_ALWAYS:
             await self.state.add_grants(ctx.owner, always_grants(spec, targets))
+            found = await self.secret_scan.arguments(arguments, spec.name)
+            if found:  # the secrets it carried: allowed for this tool from now on, for this owner
+                approved = await self._approved_secrets(ctx.owner)
+                pairs = sorted(approved | {(spec.name, rule) for rule in found})
+                await self.state.save(ctx.owner, APPROVED_SECRETS, [list(p) for p in pairs])
             return Clearance(Decision("allow", decision.rule, decision.scope), "always", by=by)
         return Clearance(refused, "reject", by=by)
 
@@ -383,57 +441,3 @@ class PolicyGate:
             via=ctx.via,
             wait_s=spec.effective_timeout_s(self.default_timeout_s),
         )
-
-
-async def _ask(
-    host: Host,
-    key: str,
-    message: str,
-    about: Confirmation | None,
-    progress: ProgressFn | None,
-) -> Answer:
-    """``host.elicit`` of the confirmation form; a question put to the console tells a client
-    that listens, every few seconds, that the call still waits (and for how long at most)."""
-    if about is None:
-        return await host.elicit(key, message, confirmation_form())
-    found: list[Answer | CouldNotAsk] = []
-    async with anyio.create_task_group() as group:
-        if progress is not None:
-            group.start_soon(_waiting, progress, about.wait_s)
-        try:
-            found.append(await host.elicit(key, message, confirmation_form(), about))
-        except CouldNotAsk as exc:
-            found.append(exc)
-        group.cancel_scope.cancel()
-    if isinstance(found[0], CouldNotAsk):
-        raise found[0]
-    return found[0]
-
-
-async def _waiting(progress: ProgressFn, wait_s: float) -> None:
-    started = anyio.current_time()
-    while True:
-        waited = anyio.current_time() - started
-        text = (
-            "waiting for a person's answer in the mcp-toolbridge console "
-            f"({waited:.0f} s of at most {wait_s:g} s)"
-        )
-        await progress(round(waited, 1), wait_s, text)
-        await anyio.sleep(WAITING_PROGRESS_S)
-
-
-def sandbox_summary(confinement: Confinement) -> str:
-    """The sandbox of a tool's processes in one line, for a person deciding on a call."""
-    sandbox, profile = confinement.sandbox, confinement.profile
-    if sandbox.mode == "off":
-        return "none (--sandbox off): the tool's processes run with this server's rights"
-    reads = ", ".join(str(p) for p in profile.read) or "nothing beyond the system"
-    writes = ", ".join(str(p) for p in profile.write) or "nothing"
-    network = {
-        "none": "no network",
-        "proxy": "network to " + ", ".join(h.source for h in profile.hosts) + " only",
-        "full": "any network",
-    }.get(profile.network, profile.network)
-    missing = sandbox.unsupported()
-    head = "bubblewrap" if missing is None else f"none here ({missing.reason})"
-    return f"{head}: reads {reads}; writes {writes}; {network}"

@@ -1,7 +1,8 @@
 """Bridge.call: the one way any tool runs.
 
 resolve -> validate arguments -> gate (capabilities, rules, watchdog, confirmation)
--> resolve secrets -> execute under the concurrency limit -> check output -> outcome + audit.
+-> resolve secrets -> execute under the concurrency limit -> check output -> redact secrets
+nobody declared (``bridge/screen.py``) -> outcome + audit.
 A tool whose budget is spent for the caller (the person, else the session) is refused before
 the gate (:mod:`budget`); the usage a result reports is summed after it runs.
 
@@ -18,14 +19,17 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Hashable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
 import anyio
 
-from mcp_toolbridge.bridge.budget import BudgetLedger, reported_usage
-from mcp_toolbridge.bridge.gate import Clearance
+from mcp_toolbridge.bridge.budget import BudgetLedger, State, Usage, reported_usage
+from mcp_toolbridge.bridge.gate import PENDING, Clearance, allow_all, refused
+from mcp_toolbridge.bridge.outcome import WHY_ENDED, CallOutcome, Ended
+from mcp_toolbridge.bridge.screen import off_schema, read_back, screen, screened_context
 from mcp_toolbridge.catalog import Catalog, CatalogEntry
 from mcp_toolbridge.errors import (
     ArgumentsError,
@@ -44,11 +48,10 @@ from mcp_toolbridge.executors import (
     Executor,
 )
 from mcp_toolbridge.host import SERVER_LOGGER, CallContext, Caller, InputPending
+from mcp_toolbridge.leaks import OFF, SecretScan, summary
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.names import PROXY_TOOL
-from mcp_toolbridge.policy import Decision
 from mcp_toolbridge.sandbox import Confinement
-from mcp_toolbridge.state import MemoryState, State, Usage
 
 MAX_ERRORS_SHOWN = 3
 OBSERVE_LIMIT_S = 5.0
@@ -59,43 +62,6 @@ MAX_EVENT_CHARS = 400
 
 class SecretSource(Protocol):
     def resolve(self, ids: list[str]) -> dict[str, str]: ...
-
-
-Ended = Literal["cancelled", "shutdown"]
-WHY_ENDED: dict[Ended, str] = {
-    "cancelled": "the client cancelled the call",
-    "shutdown": "the server shut down during the call",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class CallOutcome:
-    """The envelope of one call: ``value`` when ok, ``error`` (for the model) otherwise."""
-
-    tool: str
-    ok: bool
-    value: Any = None
-    text: str | None = None
-    """The success written for the model, when the tool writes one (see ExecResult.text)."""
-    error: str | None = None
-    code: ErrorCode | None = None
-    duration_ms: int = 0
-    truncated: bool = False
-    output_path: str | None = None
-    result: ExecResult | None = None
-    decision: Decision | None = None
-    """What the gate decided; None when the call failed before it (bad arguments)."""
-    answer: str | None = None
-    """The person's answer when asked: once | always | reject | cancel | headless | unreachable |
-    pending."""
-    meta: dict[str, Any] = field(default_factory=dict)
-    ended: Ended | None = None
-    """How a call that did not run to its end was stopped (code ``exec.cancelled``): by its
-    client, or by the server's shutdown."""
-    usage: Usage | None = None
-    """What the call used, as its result reported it (``usage``); None when not reported."""
-    answered_by: str | None = None
-    """Who gave the answer (``console:<user>``, ``client``, ``client:<subject>``)."""
 
 
 @dataclass(slots=True)
@@ -112,7 +78,7 @@ Observer = Callable[[ToolSpec, Mapping[str, Any], CallContext, CallOutcome], Awa
 """Called once per finished call (audit, trace), whatever the outcome."""
 
 
-class Screen(Protocol):
+class ToolAccess(Protocol):
     """Which callers may see and call which tools at all (rules for some callers): a tool
     a caller may not call is not in its list, and tool_search and the proxy never reveal or
     reach it (see gate.PolicyGate)."""
@@ -122,13 +88,6 @@ class Screen(Protocol):
     def caller_view(self, caller: Caller) -> Hashable:
         """Equal for callers whose tool lists are equal (None: the same for everyone)."""
         ...
-
-
-NO_POLICY = Decision("allow", "no policy configured", "default")
-
-
-async def _allow_all(spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext) -> Clearance:
-    return Clearance(NO_POLICY)
 
 
 def _default_concurrency() -> int:
@@ -145,16 +104,18 @@ class Bridge:
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
         max_concurrency: int | None = None,
         secrets: SecretSource | None = None,
-        gate: Gate = _allow_all,
+        gate: Gate = allow_all,
         observers: tuple[Observer, ...] = (),
         limiter: anyio.CapacityLimiter | None = None,
+        secret_scan: SecretScan = OFF,
         state: State | None = None,
-        screen: Screen | None = None,
+        access: ToolAccess | None = None,
     ) -> None:
         """``limiter``: a concurrency limit shared with another bridge (see :meth:`rebuilt`);
         without it, a limit of ``max_concurrency`` calls (default: twice the cores).
-        ``state``: where budget usage is summed (the server's State; default: its own);
-        ``screen``: which callers may call which tools at all (default: everyone all)."""
+        ``secret_scan``: what finds the secrets nobody declared (the policy's); ``state``:
+        where budget usage is summed (the server's State; default: its own); ``access``:
+        which callers may call which tools at all (default: everyone all)."""
         self.catalog = catalog
         self._executors = dict(executors)
         self._default_timeout_s = default_timeout_s
@@ -166,8 +127,9 @@ class Bridge:
         self._gate = gate
         self._observers = observers
         self._life = _Life()
-        self._budgets = BudgetLedger(state if state is not None else MemoryState())
-        self._screen = screen
+        self._budgets = BudgetLedger(state)
+        self._access = access
+        self.secret_scan = secret_scan
 
     def rebuilt(
         self,
@@ -175,12 +137,13 @@ class Bridge:
         *,
         gate: Gate,
         executors: Mapping[str, Executor],
-        screen: Screen | None = None,
+        secret_scan: SecretScan | None = None,
+        access: ToolAccess | None = None,
     ) -> Bridge:
         """A bridge over a new catalog (hot reload) that shares this one's concurrency limit,
         deadlines, secrets, observers, budgets and whether the server is stopping;
-        ``executors`` replace those of the same kind, ``screen`` this one's. Calls in flight
-        keep the bridge they started on."""
+        ``executors`` replace those of the same kind; ``secret_scan`` (the new policy's) and
+        ``access`` this one's. Calls in flight keep the bridge they started on."""
         twin = Bridge(
             catalog,
             {**self._executors, **executors},
@@ -190,7 +153,8 @@ class Bridge:
             gate=gate,
             observers=self._observers,
             limiter=self._limiter,
-            screen=screen,
+            secret_scan=self.secret_scan if secret_scan is None else secret_scan,
+            access=access,
         )
         twin._life = self._life
         twin._budgets = self._budgets
@@ -203,11 +167,11 @@ class Bridge:
 
     def callable_by(self, spec: ToolSpec, caller: Caller) -> bool:
         """Whether ``caller`` may see and call ``spec`` at all."""
-        return self._screen is None or self._screen.callable_by(spec, caller)
+        return self._access is None or self._access.callable_by(spec, caller)
 
     def caller_view(self, caller: Caller) -> Hashable:
         """Equal for callers whose tool lists are equal (None: one list for everyone)."""
-        return None if self._screen is None else self._screen.caller_view(caller)
+        return None if self._access is None else self._access.caller_view(caller)
 
     def entry(self, name: str) -> CatalogEntry:
         entry = self.catalog.get(name)
@@ -275,34 +239,38 @@ class Bridge:
         name = entry.spec.name
         started = time.perf_counter()
         clearance: Clearance | None = None
+        found: Counter[str] = Counter()
         cancelled = anyio.get_cancelled_exc_class()
         try:
-            self._validate(entry, args)
-            spent = await self._budgets.refusal(entry.spec, ctx)
-            if spent is not None:
-                clearance = Clearance(Decision("deny", spent, "budget"))
-                raise BudgetExceededError(spent, tool=name)
-            clearance = await self._gate(entry.spec, args, ctx)
-            if not clearance.allowed:
-                raise PermissionDeniedError(clearance.refusal(), tool=name)
-            result = await self._execute(entry, args, ctx, clearance.sandbox)
-            usage = reported_usage(result.value)
-            if usage is not None:
-                await self._budgets.add(ctx.budget_scope, name, usage)
-            outcome = self._finish(entry, result, started, clearance, usage)
+            try:
+                self._validate(entry, args)
+                found = await self.secret_scan.arguments(args, name)
+                spent = await self._budgets.refusal(entry.spec, ctx)
+                if spent is not None:
+                    clearance = refused(spent, "budget")
+                    raise BudgetExceededError(spent, tool=name)
+                clearance = await self._gate(entry.spec, args, ctx)
+                if not clearance.allowed:
+                    raise PermissionDeniedError(clearance.refusal(), tool=name)
+                result = await self._execute(entry, args, ctx, clearance.sandbox)
+                usage = reported_usage(result.value)
+                if usage is not None:
+                    await self._budgets.add(ctx.budget_scope, name, usage)
+                outcome = self._finish(entry, result, started, clearance, usage)
+            except CallError as exc:
+                outcome = self._failed(name, exc.message, exc.code, started, clearance, exc.details)
+            outcome = await self._screen(entry, outcome, found)
         except InputPending:
             pending = CallOutcome(
                 tool=name,
                 ok=False,
                 error="waiting for the person's answer",
                 duration_ms=_ms_since(started),
-                decision=Decision("ask", "confirmation pending", "confirmation"),
+                decision=PENDING,
                 answer="pending",
             )
             await self._observe(entry.spec, args, ctx, pending)
             raise
-        except CallError as exc:
-            outcome = self._failed(name, exc.message, exc.code, started, clearance, exc.details)
         except cancelled:
             ended: Ended = "shutdown" if self._life.stopping else "cancelled"
             why = WHY_ENDED[ended]
@@ -317,6 +285,43 @@ class Bridge:
         await _tell(ctx, outcome)
         await self._observe(entry.spec, args, ctx, outcome)
         return outcome
+
+    async def _screen(
+        self, entry: CatalogEntry, outcome: CallOutcome, found: Counter[str]
+    ) -> CallOutcome:
+        """``outcome`` with secrets redacted (screen.py); off its output schema: a failure."""
+        if not self.secret_scan.enabled:
+            return outcome
+        parts = await screen(
+            self.secret_scan,
+            outcome.tool,
+            value=outcome.value,
+            text=outcome.text,
+            error=outcome.error,
+            result=outcome.result,
+        )
+        outcome = replace(
+            outcome,
+            value=parts.value,
+            text=parts.text,
+            error=parts.error,
+            result=parts.result,
+            redacted=dict(parts.counts) or None,
+            argument_secrets=dict(found) or None,
+        )
+        if parts.counts and outcome.ok and entry.output is not None:
+            problems = entry.output.validate(parts.value)
+            if problems:
+                error = off_schema(parts, problems[0])
+                return replace(
+                    outcome, ok=False, value=None, error=error, code=ErrorCode.OUTPUT_INVALID
+                )
+        return outcome
+
+    async def read_back(self, text: str, tool: str) -> str:
+        """The whole output of a call of ``tool``, read back later (a resource), with its
+        secrets redacted as the call's result was."""
+        return await read_back(self.secret_scan, text, tool)
 
     def stopping(self) -> None:
         """The server is shutting down: calls cancelled from now on were ended by the
@@ -381,6 +386,7 @@ class Bridge:
                 tool=spec.name,
                 code=ErrorCode.EXEC_UNSUPPORTED,
             )
+        ctx = screened_context(self.secret_scan, ctx, spec.name)
         secrets: dict[str, str] = {}
         if spec.secrets:
             if self._secrets is None:
@@ -459,6 +465,10 @@ def event_text(outcome: CallOutcome) -> str | None:
         first = (outcome.error or "").strip().splitlines()[:1]
         why = f": {first[0]}" if first else ""
         return f"{outcome.tool} was killed at its deadline{why}"[:MAX_EVENT_CHARS]
+    if outcome.redacted:
+        return (
+            f"secrets were redacted from the result of {outcome.tool}: {summary(outcome.redacted)}"
+        )[:MAX_EVENT_CHARS]
     return None
 
 

@@ -18,8 +18,8 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 
 from mcp_toolbridge import __version__
-from mcp_toolbridge.bridge.outcome import Outcome, outcome_of
-from mcp_toolbridge.bridge.pipeline import CallOutcome, Observer
+from mcp_toolbridge.bridge.outcome import CallOutcome, Outcome, outcome_of
+from mcp_toolbridge.bridge.pipeline import Observer
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.model import ToolSpec
 

@@ -97,14 +97,14 @@ class ToolSearch:
         index: SearchIndex | DeferredIndex,
         catalog: Catalog,
         visible: Callable[[str], bool] | None = None,
-        screen: Screen | None = None,
+        access: ToolAccess | None = None,
     ) -> None:
-        """``screen``: which callers may call which tools (a hit the caller may not call is
+        """``access``: which callers may call which tools (a hit the caller may not call is
         never shown to it)."""
         self._index = index
         self._catalog = catalog
         self._visible = visible
-        self._screen = screen
+        self._access = access
 
     async def index(self) -> SearchIndex:
         """The index searched, once ready (a big one may still be read from the cache)."""
@@ -139,20 +139,20 @@ class ToolSearch:
 
     def _for(self, caller: Caller) -> Callable[[str], bool] | None:
         """What this caller's search may find (None: everything)."""
-        screen, visible = self._screen, self._visible
-        if screen is None or screen.caller_view(caller) is None:  # the same for everyone
+        access, visible = self._access, self._visible
+        if access is None or access.caller_view(caller) is None:  # the same for everyone
             return visible
 
         def callable_by(name: str) -> bool:
             entry = self._catalog.get(name)
-            if entry is None or not screen.callable_by(entry.spec, caller):
+            if entry is None or not access.callable_by(entry.spec, caller):
                 return False
             return visible is None or visible(name)
 
         return callable_by
 
 
-class Screen(Protocol):
+class ToolAccess(Protocol):
     """Which callers may call which tools (``Policy``)."""
 
     def callable_by(self, spec: ToolSpec, caller: Caller) -> bool: ...

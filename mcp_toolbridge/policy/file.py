@@ -19,6 +19,7 @@ from pydantic import (
 )
 
 from mcp_toolbridge.errors import ConfigError, ErrorCode
+from mcp_toolbridge.leaks import SecretScanSettings
 from mcp_toolbridge.model import RequirementSet, ShellRequirement
 from mcp_toolbridge.policy.diagnose import describe
 from mcp_toolbridge.policy.rules import Action
@@ -267,6 +268,8 @@ class PolicyFile(_Model):
     web_fetch: WebFetchModel = WebFetchModel()
     discovery: DiscoveryModel = DiscoveryModel()
     sandbox: SandboxModel = SandboxModel()
+    secret_scan: SecretScanSettings = SecretScanSettings()
+    """Secrets nobody declared, in results and arguments (leaks/, docs/secrets.md)."""
     auth: AuthModel = AuthModel()
 
 

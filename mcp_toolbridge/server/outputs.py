@@ -13,6 +13,9 @@ and who may read that resource depends on where the call ran:
   such a call goes with its link: when the link has expired, at the next request that finds it
   so, and at the latest when the server stops.
 
+What a read returns is the output as the tool wrote it, with every secret nobody declared
+redacted (``screen``: the bridge's secret scan, the same as the call's result got).
+
 Anything else (an unknown URI, an expired link, another session's, another credential's) is
 error -32602 "Resource not found" with ``data.uri`` (SEP-2164), in both eras, so nobody learns
 that the resource exists. Only files inside the session's own sidecar folder are linked (a
@@ -26,7 +29,7 @@ import hashlib
 import json
 import secrets
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,6 +60,8 @@ _MIME_TYPES = {
     ".json": "application/json",
 }
 
+Screen = Callable[[str, str], Awaitable[str]]
+"""screen(text, tool) -> the text with every secret redacted."""
 SidecarDir = Callable[[str], Path | None]
 """sidecar_dir(session_id) -> the session's sidecar folder, if it has one."""
 Expired = Callable[[str], None]
@@ -217,7 +222,9 @@ class Outputs:
         resources = [o.resource() for c in sessions for o in self._by_owner.get(c, {}).values()]
         return types.ListResourcesResult(resources=resources, ttl_ms=0, cache_scope="private")
 
-    async def read(self, uri: str, callers: tuple[str, ...]) -> types.ReadResourceResult:
+    async def read(
+        self, uri: str, callers: tuple[str, ...], screen: Screen | None = None
+    ) -> types.ReadResourceResult:
         output = self._find(uri, callers)
         try:
             async with await anyio.open_file(output.path, "rb") as handle:
@@ -229,6 +236,8 @@ class Outputs:
             left = int((output.expires_at - anyio.current_time()) * 1000)
             ttl_ms = max(0, min(ttl_ms, left))
         contents: types.TextResourceContents | types.BlobResourceContents
+        if screen is not None:  # every sidecar holds text; scanned whatever its suffix says
+            data = (await screen(data.decode("utf-8", "replace"), output.tool)).encode()
         if output.mime_type.startswith("text/") or output.mime_type == "application/json":
             text = data.decode("utf-8", "replace")
             contents = types.TextResourceContents(uri=uri, mime_type=output.mime_type, text=text)

@@ -445,7 +445,7 @@ class ToolbridgeServer:
     async def _read_resource(
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        return await self._outputs.read(params.uri, self._callers(ctx))
+        return await self._outputs.read(params.uri, self._callers(ctx), self.bridge.read_back)
 
     def _runs(self, params: types.CallToolRequestParams, spec: ToolSpec) -> ToolSpec:
         """The tool a call runs: the one a proxy call names when it is in the catalog (its

@@ -101,7 +101,7 @@ class Person:
     async def waiting(self, count: int = 1) -> list[str]:
         """The ids of the calls waiting, once ``count`` of them wait (the page's own event
         stream says when the desk changes)."""
-        with anyio.fail_after(20):
+        with anyio.fail_after(60):  # a first call may warm the secret scan up first
             async with self.http.stream("GET", self.base + "/events") as events:
                 ids = _FORM.findall(await self.page())
                 if len(ids) >= count:

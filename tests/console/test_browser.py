@@ -50,7 +50,7 @@ async def test_a_person_approves_then_denies_waiting_calls_in_the_browser(
             async with anyio.create_task_group() as group:
                 group.start_soon(_call, stack.url, mode, "note", {"text": choice}, result)
                 card = page.locator(".card", has_text=choice)
-                await card.wait_for(timeout=20_000)  # arrives by the page's event stream
+                await card.wait_for(timeout=60_000)  # arrives by the page's event stream
                 assert "destructive" in await card.inner_text()
                 button = card.get_by_role("button", name=choice)
                 if choice == "Deny":  # by keyboard alone: focus the button, press Enter
@@ -118,7 +118,7 @@ async def test_a_cross_origin_form_post_and_a_visit_without_the_token_are_refuse
         result: list[Any] = []
         async with anyio.create_task_group() as group:
             group.start_soon(_call, stack.url, "auto", "note", {"text": "attack"}, result)
-            await page.locator(".card").wait_for(timeout=20_000)
+            await page.locator(".card").wait_for(timeout=60_000)
             action = await page.locator(".card form").get_attribute("action")
             assert action is not None
             async with _other_site(base + action) as evil:

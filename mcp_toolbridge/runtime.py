@@ -48,7 +48,7 @@ from mcp_toolbridge.executors import (
     ExecToolExecutor,
     Executor,
     HttpExecutor,
-    probe_sandbox,
+    probe_sandbox_at_start,
 )
 from mcp_toolbridge.host import CallContext, Caller
 from mcp_toolbridge.loaders import LoadReport, Manifests, load_manifests
@@ -431,7 +431,7 @@ async def open_runtime(
     shared = _Shared(sessions, PathLocks(), call_tool, offer)
     gate, builtins = _catalog_parts(settings, loaded, shared)
     if gate.sandbox is not None:  # once per process: say now, not at the first call, if it fails
-        await probe_sandbox(gate.sandbox)
+        await probe_sandbox_at_start(gate.sandbox)
     async with AsyncExitStack() as stack:
         if "bash" in loaded.catalog:  # its parser, built off the event loop (see load_parser)
             warm = await stack.enter_async_context(anyio.create_task_group())

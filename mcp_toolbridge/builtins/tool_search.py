@@ -42,27 +42,6 @@ INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "query": {"type": "string"},
-        "tools": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "name": {"type": "string"},
-                    "description": {"type": "string"},
-                    "input_schema": {"type": "object"},
-                },
-                "required": ["name", "description", "input_schema"],
-            },
-        },
-        "how_to_call": {"type": "string"},
-    },
-    "required": ["query", "tools", "how_to_call"],
-}
-
 HOW_TO_CALL: dict[FoundTools, str] = {
     "direct": "These tools are in your tool list now: call each one directly by its name.",
     "proxy": (
@@ -82,7 +61,10 @@ SPEC = builtin_spec(
         "see in your tool list."
     ),
     input_schema=INPUT_SCHEMA,
-    output_schema=OUTPUT_SCHEMA,
+    # No output schema: the hits as text are the whole result, the one form every client
+    # shows a model as it is (server/wire.py; tool descriptions run over several lines). The
+    # value (query, tools: name, description, input_schema; how_to_call) stays what `call`
+    # prints and what the server loads the hits from.
     safety=Safety(read_only=True, idempotent=True, open_world=False, inferred=frozenset()),
 )
 

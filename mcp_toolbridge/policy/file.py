@@ -212,8 +212,8 @@ class SandboxModel(_Model):
     """``[sandbox]``: the OS sandbox around every process a call starts (docs/security.md)."""
 
     mode: SandboxMode = "auto"
-    """auto: sandbox where the platform can, warn where it cannot; required: refuse to run a
-    process without it; off. ``--sandbox`` overrides it."""
+    """auto: sandbox where the platform can, warn (saying how to fix it) where it cannot;
+    required: refuse to start without it; off. ``--sandbox`` overrides it."""
     mask: list[str] = Field(default=[], max_length=256)
     """More secret paths to hide in every sandbox (absolute, or relative to the home folder)."""
     warm: bool = True

@@ -11,7 +11,7 @@ from functools import partial
 import anyio.to_thread
 
 from mcp_toolbridge.builtins import BuiltinExecutor, ToolSearch
-from mcp_toolbridge.catalog import Evidence, explain
+from mcp_toolbridge.catalog import Explained, explain
 from mcp_toolbridge.console.views import Serving
 
 MAX_HITS = 10
@@ -19,7 +19,7 @@ MAX_HITS = 10
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    evidence: Evidence
+    evidence: Explained
     description: str
 
 

@@ -110,11 +110,11 @@ async def measure(options: argparse.Namespace, quiet: TextIO) -> None:
     print()
     print("| server | ratio | difference s |")
     print("|---|---|---|")
-    base = [c[1] for c in times["sdk-server"]]
+    hand = [c[1] for c in times["sdk-server"]]
     for name, cells in times.items():
         if name != "sdk-server":
-            ratios = [c[1] / b for c, b in zip(cells, base, strict=True)]
-            diffs = [c[1] - b for c, b in zip(cells, base, strict=True)]
+            ratios = [c[1] / b for c, b in zip(cells, hand, strict=True)]
+            diffs = [c[1] - b for c, b in zip(cells, hand, strict=True)]
             print(f"| {name} | {span(ratios)} | {span(diffs)} |")
 
 

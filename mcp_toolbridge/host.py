@@ -10,6 +10,8 @@ which is a refusal too. It implements :class:`CallLog` over MCP logging
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias, get_args
@@ -55,6 +57,30 @@ class Answer:
 
     action: Literal["accept", "decline", "cancel"]
     content: dict[str, Any] | None = None
+    by: str | None = None
+    """Who answered, when the host knows better than "the client's person": the console
+    names its user (``console:alice``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Confirmation:
+    """What a confirmation question is about, in parts, for a host that shows them apart
+    (the console); a client's elicitation shows the message alone. Never a secret value:
+    ``arguments`` are redacted (secret-looking names, URL passwords) and cut."""
+
+    tool: str
+    title: str | None
+    arguments: str
+    """The call's arguments as JSON, redacted."""
+    rule: str
+    """The rule (or default) that said to ask."""
+    sandbox: str | None
+    """The OS sandbox the call's processes would run in, in words; None: no sandbox."""
+    caller: Caller
+    session_id: str
+    via: str | None
+    wait_s: float
+    """How long the call waits for an answer (its deadline) before it is refused."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,9 +151,16 @@ class Host(Protocol):
     @property
     def can_elicit(self) -> bool: ...
 
-    async def elicit(self, key: str, message: str, schema: dict[str, Any]) -> Answer:
+    async def elicit(
+        self,
+        key: str,
+        message: str,
+        schema: dict[str, Any],
+        about: Confirmation | None = None,
+    ) -> Answer:
         """Ask the person through a form. ``key`` names the question stably across MCP
-        multi-round-trip retries of the same call. Raises :class:`CouldNotAsk` when the
+        multi-round-trip retries of the same call; ``about`` is the confirmation the form
+        asks for, in parts (None for other forms). Raises :class:`CouldNotAsk` when the
         question could not be put to the person or no answer can come back."""
         ...
 
@@ -177,6 +210,76 @@ class CouldNotSample(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class Caller:
+    """Who calls: the person or agent a validated access token names, or the local caller.
+
+    Over HTTP with an authorization server (``serve --auth-issuer``), the server turns each
+    request's access token into a Caller: ``subject`` (the token's ``sub``), ``client_id``
+    (the OAuth client it was issued to: an agent, an IDE), ``issuer``, the ``groups`` named by
+    its group and role claims, and its ``scopes``. Never the token itself. Over stdio, with
+    the static ``--token``, and on the command line, the caller is :data:`LOCAL`: anonymous,
+    matched by no identity rule, its state kept per session as before.
+    """
+
+    subject: str | None = None
+    client_id: str | None = None
+    issuer: str | None = None
+    groups: frozenset[str] = frozenset()
+    scopes: frozenset[str] = frozenset()
+
+    @property
+    def identified(self) -> bool:
+        """True when an access token named this caller (a subject or at least a client)."""
+        return self.subject is not None or self.client_id is not None
+
+    @property
+    def key(self) -> str | None:
+        """The owner of this person's state (``"caller:<digest>"`` of the issuer, subject
+        and client id: one person through one client); None for an anonymous caller, whose
+        state is its session's."""
+        if not self.identified:
+            return None
+        who = json.dumps([self.issuer, self.subject, self.client_id])
+        return "caller:" + hashlib.sha256(who.encode("utf-8")).hexdigest()[:32]
+
+    def describe(self) -> str:
+        """``alice (client ide-1)``, ``client ci-agent``, ``the local caller``: for messages."""
+        if self.subject is not None and self.client_id is not None:
+            return f"{self.subject} (client {self.client_id})"
+        if self.subject is not None:
+            return self.subject
+        return f"client {self.client_id}" if self.client_id is not None else "the local caller"
+
+
+LOCAL = Caller()
+"""The caller of stdio, the static bearer token and the command line: anonymous."""
+CALLER_KEY = "toolbridge.caller"
+"""Where the HTTP edge puts a request's validated :class:`Caller` in its ASGI scope for
+another edge behind it (the console's sign-in)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Connected:
+    """One client connection as the console's sessions page lists it."""
+
+    session: str
+    """The session its audit lines name (never the Mcp-Session-Id header value)."""
+    caller: str
+    client: str
+    """The client's name and version as it introduced itself ("" when it did not)."""
+    era: str
+    """The protocol version of its last request."""
+    transport: str
+    """``stdio``, ``http`` (a stateful session) or ``http, no session``."""
+    since: float
+    last: float
+    """When it connected and when it last sent a request (seconds since the epoch)."""
+    requests: int
+    replica: str
+    """The server process (replica) it is connected to."""
+
+
+@dataclass(frozen=True, slots=True)
 class CallContext:
     session_id: str = "local"
     progress: ProgressFn | None = None
@@ -198,11 +301,27 @@ class CallContext:
     """The tool this call came through (the proxy), None for a direct call: recorded by the
     audit log and telemetry beside the real tool."""
     budget_session: str | None = None
-    """Where tool budgets are summed when not per ``session_id``: a sessionless HTTP call has
-    a session of its own, but its usage counts for the whole server."""
+    """Where an anonymous caller's tool budgets are summed when not per ``session_id``: a
+    sessionless HTTP call has a session of its own, but its usage counts for the whole
+    server."""
+    caller: Caller = LOCAL
+    """Who calls (an identified person or agent over HTTP with OAuth; else :data:`LOCAL`)."""
+    console: Host | None = None
+    """Where a person answers a confirmation this call's client cannot ask (``serve
+    --console``): the call waits there up to its deadline. None: such a call is refused."""
+
+    @property
+    def owner(self) -> str:
+        """Whose "always" answers and stored values (the todo list) a call uses: the
+        person's when the caller is identified, else the session's."""
+        return self.caller.key or self.session_id
 
     @property
     def budget_scope(self) -> str:
+        """Where the call's tool budget is summed: the person's when identified (it holds
+        across their sessions), else the session's (or the server's, see budget_session)."""
+        if self.caller.key is not None:
+            return self.caller.key
         return self.budget_session if self.budget_session is not None else self.session_id
 
     @property

@@ -48,7 +48,7 @@ from mcp_toolbridge.executors import (
     HttpExecutor,
     probe_sandbox_at_start,
 )
-from mcp_toolbridge.host import CallContext
+from mcp_toolbridge.host import CallContext, Caller
 from mcp_toolbridge.loaders import LoadReport, Manifests, load_manifests
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.policy import Policy, SandboxMode
@@ -81,10 +81,6 @@ def bundled_manifests() -> Path:
     return packaged if packaged.is_dir() else Path(__file__).parent.parent / "manifests"
 
 
-def user_data_dir() -> Path:
-    return Path(platformdirs.user_data_dir("mcp-toolbridge"))
-
-
 @dataclass(frozen=True)
 class Settings:
     paths: Sequence[Path] = ()
@@ -115,8 +111,7 @@ class Settings:
     allow: tuple[str, ...] = ()
     """``--allow NAME[=PATTERN]``: allow rules over the policy (see policy.layers)."""
     cache: bool = False
-    """Keep loaded manifests, the composed catalog and the search index in the user's cache
-    folder (the command line turns it on; ``--no-index-cache`` off)."""
+    """Keep manifests, the catalog and the index in the user's cache folder (CLI: on)."""
     progress: bool = False
     """Show the progress of long loads and index builds on stderr."""
 
@@ -133,10 +128,8 @@ class Settings:
 
 @dataclass(frozen=True)
 class Loaded:
-    """A catalog, the policy it was filtered by, and everything found while building it.
-    What a start needs (errors, what was left out and why, counts per manifest) is here
-    without reading the records of a catalog restored from the start-up cache; ``problems``,
-    ``report`` and ``skipped`` read them when asked for."""
+    """A catalog, its policy and what was found building it: what a start needs, without
+    reading a cached catalog's records (``problems``, ``report``, ``skipped`` read them)."""
 
     catalog: Catalog
     manifests: Manifests
@@ -184,7 +177,7 @@ def load_policy(settings: Settings) -> Policy:
     return Policy.load(
         settings.policy_file,
         workspace=settings.workspace_root(),
-        user_data=user_data_dir(),
+        user_data=Path(platformdirs.user_data_dir("mcp-toolbridge")),
         ad_hoc=[p.resolve() for p in settings.ad_hoc],
         allow=settings.allow,
     )
@@ -279,7 +272,7 @@ class _Shared:
     sessions: Sessions
     locks: PathLocks
     call_tool: CallTool
-    offer: Callable[[], Sequence[ToolSpec]]
+    offer: Callable[[Caller], Sequence[ToolSpec]]
 
 
 def _catalog_parts(
@@ -287,7 +280,7 @@ def _catalog_parts(
 ) -> tuple[PolicyGate, BuiltinExecutor]:
     """What depends on the catalog and the policy, rebuilt on every reload."""
     catalog = loaded.catalog
-    search = ToolSearch(serving_index(settings, loaded), catalog)
+    search = ToolSearch(serving_index(settings, loaded), catalog, access=loaded.policy)
     if loaded.locked is None:
         builtins = BuiltinExecutor([search])
     else:
@@ -306,6 +299,8 @@ def _catalog_parts(
         settings.sandbox,
         environ=settings.environ,
         sidecars=shared.sessions.sidecar_dir,
+        state=shared.sessions.state,
+        default_timeout_s=settings.timeout_s,
     )
     return gate, builtins
 
@@ -345,11 +340,10 @@ class Runtime:
         return self.shared.sessions
 
     def end_session(self, session_id: str, *, keep_files: bool = False) -> None:
-        """Forget what a closed client session leaves behind: its "always" grants and, unless
-        ``keep_files`` (a sessionless HTTP call: files go when the server stops), its
-        session state and sidecar files."""
-        self.gate.forget(session_id)
-        self.bridge.forget_session(session_id)
+        """Forget a closed session's entries in the State (in the background; a person's are
+        kept for their next session) and, unless ``keep_files`` (a sessionless HTTP call:
+        files go when the server stops), its sidecar files."""
+        self.sessions.forget(session_id)
         if not keep_files:
             self.sessions.close(session_id)
 
@@ -386,9 +380,9 @@ class Runtime:
         if self.gate.sandbox is not None:  # its warm sandboxes end (those in use after use)
             self.gate.sandbox.close()
         self.gate = gate
-        executors: dict[str, Executor] = {} if self.stand_in else {"builtin": executor}
+        runs: dict[str, Executor] = {} if self.stand_in else {"builtin": executor}
         self.bridge = self.bridge.rebuilt(
-            loaded.catalog, gate=gate, executors=executors, secret_scan=gate.secret_scan
+            loaded.catalog, gate=gate, executors=runs, secret_scan=gate.secret_scan, access=gate
         )
         self.left_out = loaded.left_out
         return []
@@ -413,21 +407,24 @@ async def open_runtime(
     *,
     observers: Sequence[Observer] = (),
     stand_in: Executor | None = None,
+    sessions: Sessions | None = None,
 ) -> AsyncIterator[Runtime]:
     """Everything a server or a CLI call needs; shared clients and files close on exit.
 
     ``observers`` see every finished call after the audit log and the telemetry span (the
     recorder is one); ``stand_in`` runs every call instead of the real transports (replay),
-    after validation and the policy as usual."""
+    after validation and the policy as usual; ``sessions`` holds the State that keeps what
+    outlives a call (default: in this process's memory)."""
     secrets = SecretResolver.from_sources(settings.environ, settings.secrets_file)
-    sessions = Sessions()
+    sessions = sessions if sessions is not None else Sessions()
     current: list[Runtime] = []
 
     async def call_tool(name: str, arguments: Mapping[str, Any], ctx: CallContext) -> CallOutcome:
         return await current[0].bridge.call(name, arguments, ctx)
 
-    def offer() -> list[ToolSpec]:
-        return subagent_offer(current[0].bridge.catalog)
+    def offer(caller: Caller) -> list[ToolSpec]:  # what the caller may call
+        bridge = current[0].bridge
+        return [s for s in subagent_offer(bridge.catalog) if bridge.callable_by(s, caller)]
 
     shared = _Shared(sessions, PathLocks(), call_tool, offer)
     gate, builtins = _catalog_parts(settings, loaded, shared)
@@ -464,6 +461,8 @@ async def open_runtime(
             gate=gate,
             observers=watching,
             secret_scan=gate.secret_scan,
+            state=sessions.state,
+            access=gate,
         )
         runtime = Runtime(
             settings,
@@ -477,6 +476,7 @@ async def open_runtime(
         )
         current.append(runtime)
         stack.callback(runtime.close_sandbox)
+        await stack.enter_async_context(sessions.forgetting())
         yield runtime
 
 

@@ -4,36 +4,29 @@ A Runloop tool may declare ``budget.tokens`` and ``budget.usd`` ("per-tool budge
 enforced by the runtime"). A tool reports what one call used in a top-level ``usage`` object
 of its JSON result: ``{"usage": {"tokens": 1200, "usd": 0.004}}`` (either key may be left
 out; values are non-negative numbers, tokens whole). The :class:`BudgetLedger` sums it per
-session and tool; once a sum has reached the tool's budget, its next call in that session is
-refused before the permission check with ``budget.exceeded``, saying which budget, how much
-was used and how to raise it. A call already running when the budget is spent still finishes
-(and is counted), so a sum can pass its budget by one call's usage.
+tool and per owner (``CallContext.budget_scope``): the person, across all their sessions,
+when the caller is identified; else the session. Once a sum has reached the tool's budget,
+the owner's next call is refused before the permission check with ``budget.exceeded``,
+saying which budget, how much was used and how to raise it. A call already running when the
+budget is spent still finishes (and is counted), so a sum can pass its budget by one call's
+usage.
 
-The ledger lives as long as the server (a reload keeps it: the raised budget of a reloaded
-manifest applies to the usage already summed); a session that ends is forgotten.
+The sums are kept in the State port, which lives as long as the server (a reload keeps them:
+the raised budget of a reloaded manifest applies to the usage already summed); an anonymous
+session's are forgotten when it ends, a person's are not.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
+from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.state import MemoryState, State, Usage
 
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """What calls used, as their results reported it."""
-
-    tokens: int = 0
-    usd: float = 0.0
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(self.tokens + other.tokens, self.usd + other.usd)
-
-    def as_json(self) -> dict[str, Any]:
-        return {"tokens": self.tokens, "usd": round(self.usd, 6)}
+__all__ = ["BudgetLedger", "State", "Usage", "reported_usage"]
+"""The ledger and the State it keeps its sums in (default: one in memory)."""
 
 
 def reported_usage(value: Any) -> Usage | None:
@@ -55,42 +48,40 @@ def reported_usage(value: Any) -> Usage | None:
 
 
 class BudgetLedger:
-    """Usage summed per (session, tool name)."""
+    """Usage summed per (owner, tool name), kept in a State."""
 
-    def __init__(self) -> None:
-        self._used: dict[tuple[str, str], Usage] = {}
+    def __init__(self, state: State | None = None) -> None:
+        self.state: State = state if state is not None else MemoryState()
 
-    def used(self, session: str, tool: str) -> Usage:
-        return self._used.get((session, tool), Usage())
+    async def used(self, owner: str, tool: str) -> Usage:
+        return await self.state.usage(owner, tool)
 
-    def add(self, session: str, tool: str, usage: Usage) -> Usage:
-        total = self.used(session, tool) + usage
-        self._used[(session, tool)] = total
-        return total
+    async def add(self, owner: str, tool: str, usage: Usage) -> Usage:
+        return await self.state.add_usage(owner, tool, usage)
 
-    def refusal(self, spec: ToolSpec, session: str) -> str | None:
-        """Why ``spec`` may not run again in ``session``, or None while its budget lasts."""
+    async def refusal(self, spec: ToolSpec, ctx: CallContext) -> str | None:
+        """Why ``spec`` may not run again for the caller of ``ctx``, or None while its
+        budget lasts."""
         budget = spec.budget
         if budget is None:
             return None
-        used = self.used(session, spec.name)
+        used = await self.used(ctx.budget_scope, spec.name)
         where = f'"{spec.id}" in {spec.source.path}'
+        person = ctx.caller.key is not None
+        spent = f"by {ctx.caller.describe()} across their sessions" if person else "in this session"
+        again = "again" if person else "again in this session"
         if budget.tokens is not None and used.tokens >= budget.tokens:
             return (
                 f"the token budget of {spec.name} is spent: its results reported {used.tokens} "
-                f"tokens used in this session, and its budget.tokens is {budget.tokens}. Do not "
-                "call it again in this session; to allow more, the operator raises "
+                f"tokens used {spent}, and its budget.tokens is {budget.tokens}. Do not "
+                f"call it {again}; to allow more, the operator raises "
                 f"budget.tokens of {where} (read on restart, or at once with --watch)"
             )
         if budget.usd is not None and used.usd >= budget.usd:
             return (
                 f"the USD budget of {spec.name} is spent: its results reported ${used.usd:.4f} "
-                f"used in this session, and its budget.usd is ${budget.usd:.4f}. Do not call "
-                "it again in this session; to allow more, the operator raises budget.usd of "
+                f"used {spent}, and its budget.usd is ${budget.usd:.4f}. Do not call "
+                f"it {again}; to allow more, the operator raises budget.usd of "
                 f"{where} (read on restart, or at once with --watch)"
             )
         return None
-
-    def forget(self, session: str) -> None:
-        for key in [k for k in self._used if k[0] == session]:
-            del self._used[key]

@@ -15,7 +15,14 @@
    closed) gets the same deny, with the reason; so does a question the client answered with
    ``cancel`` (dismissed unanswered, or nobody there: headless Claude Code cancels every
    question at once). Only ``decline``, or the person's "Reject", is a rejection. "Always"
-   adds a session rule.
+   adds a rule for its owner: the person when the caller is identified, else the session
+   (``CallContext.owner``), kept in the State port. A headless call with a console
+   (``CallContext.console``: ``serve --console``) is asked there instead, through the same
+   Host port, with the confirmation in parts (:class:`~mcp_toolbridge.host.Confirmation`:
+   the arguments redacted, the rule, the sandbox); it waits up to its deadline (the tool's
+   timeout), reporting progress to a client that listens, and nobody answering in time is a
+   refusal. Every answer records who gave it (``Clearance.by``: the console's user, else the
+   client's person).
 
 An allowed call's clearance carries the OS sandbox its processes will run in (the third
 layer), built from the same policy: the tool's effective scope (``Policy.tool_scope``) and its
@@ -27,7 +34,7 @@ Every refusal but the person's own "reject" ends with how to allow the call (the
 the policy line and its file, the --workspace or [requires] entry; see policy.hints).
 
 The gate runs before anything executes and has no side effects other than the question and
-session rules, so a multi-round-trip retry may run it again safely.
+the "always" answers it keeps, so a multi-round-trip retry may run it again safely.
 """
 
 from __future__ import annotations
@@ -43,6 +50,13 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from mcp_toolbridge.bridge.asking import (
+    ALLOW_ALWAYS,
+    ALLOW_ONCE,
+    ask,
+    sandbox_summary,
+)
+from mcp_toolbridge.bridge.redaction import redacted_arguments
 from mcp_toolbridge.bridge.screen import (
     SECRETS_SCOPE,
     argument_hint,
@@ -50,8 +64,14 @@ from mcp_toolbridge.bridge.screen import (
     reaches_network,
 )
 from mcp_toolbridge.errors import ExecError
-from mcp_toolbridge.executors import run_process
-from mcp_toolbridge.host import CallContext, CouldNotAsk
+from mcp_toolbridge.executors import DEFAULT_TIMEOUT_S, run_process
+from mcp_toolbridge.host import (
+    CallContext,
+    Caller,
+    Confirmation,
+    CouldNotAsk,
+    Host,
+)
 from mcp_toolbridge.leaks import OFF, SecretScan
 from mcp_toolbridge.model import Format, ToolSpec
 from mcp_toolbridge.policy import (
@@ -64,6 +84,7 @@ from mcp_toolbridge.policy import (
     Targets,
     Verdict,
     WatchdogRequest,
+    always_grants,
     canonical_root,
     capability_way_out,
     combine,
@@ -81,6 +102,7 @@ from mcp_toolbridge.policy import (
 )
 from mcp_toolbridge.policy import splitter as shell_splitter
 from mcp_toolbridge.sandbox import Confinement, Sandbox
+from mcp_toolbridge.state import MemoryState, State
 
 HEADLESS_DENIED = (
     "Denied, nothing was run: this call needs a person's confirmation and this client cannot "
@@ -99,10 +121,10 @@ DISMISSED = (
 )
 """The start of the refusal when the client answered the question with ``cancel``."""
 REJECTED = "Denied, nothing was run: the person you are working with rejected this call."
-ALLOW_ONCE = "Allow once"
-ALLOW_ALWAYS = "Allow always (this session)"
-REJECT = "Reject"
 MAX_SUMMARY = 600
+APPROVED_SECRETS = "secret_scan.approved"
+"""The State value of the (tool, rule) pairs an owner's "always" answers allowed in the
+arguments (secrets nobody declared)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +139,8 @@ class Clearance:
     """Why the person could not be asked (the answer ``unreachable``)."""
     sandbox: Confinement | None = None
     """Where an allowed call's processes run (None: no sandbox configured)."""
+    by: str | None = None
+    """Who answered (``console:<user>``, ``client``, ``client:<subject>``); None: nobody."""
 
     @property
     def allowed(self) -> bool:
@@ -136,27 +160,29 @@ class Clearance:
         return f"{text} {self.hint}" if self.hint else text
 
 
+NO_POLICY = Decision("allow", "no policy configured", "default")
+PENDING = Decision("ask", "confirmation pending", "confirmation")
+"""The decision of a call that ended waiting for the person's answer (2026-07-28)."""
+
+
+async def allow_all(spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext) -> Clearance:
+    """The gate of a bridge without a policy."""
+    return Clearance(NO_POLICY)
+
+
+def refused(rule: str, scope: str) -> Clearance:
+    """A refusal decided before the gate (a spent budget: scope ``budget``)."""
+    return Clearance(Decision("deny", rule, scope))
+
+
 def _summary(arguments: Mapping[str, Any]) -> str:
     text = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
     return text if len(text) <= MAX_SUMMARY else text[:MAX_SUMMARY] + " …"
 
 
-def confirmation_form() -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {
-            "decision": {
-                "type": "string",
-                "title": "Run this tool call?",
-                "enum": [ALLOW_ONCE, ALLOW_ALWAYS, REJECT],
-            }
-        },
-        "required": ["decision"],
-    }
-
-
 class PolicyGate:
-    """Bridge gate over a compiled Policy; session rules are kept per session id."""
+    """Bridge gate over a compiled Policy; "always" answers are kept in ``state`` by owner
+    (shared with the gates of later reloads)."""
 
     def __init__(
         self,
@@ -166,17 +192,20 @@ class PolicyGate:
         splitter: CommandSplitter = shell_splitter,
         sidecars: Callable[[str], Path | None] | None = None,
         sandbox: Sandbox | None = None,
+        state: State | None = None,
+        default_timeout_s: float = DEFAULT_TIMEOUT_S,
         secret_scan: SecretScan = OFF,
     ) -> None:
+        """``default_timeout_s``: the deadline of a tool without its own (``--timeout``),
+        which is how long a call waits for an answer in the console."""
         self.policy = policy
+        self.default_timeout_s = default_timeout_s
         self.sandbox = sandbox
+        self.state: State = state if state is not None else MemoryState()
         self.secret_scan = secret_scan
-        self._secrets_approved: dict[str, set[tuple[str, str]]] = {}
-        """Per session: (tool, rule) pairs a person allowed "always" in arguments."""
         self._sidecars = sidecars
         self._environ = dict(os.environ if environ is None else environ)
         self._splitter = splitter
-        self._sessions: dict[str, SessionRules] = {}
 
     @classmethod
     def configured(
@@ -186,6 +215,8 @@ class PolicyGate:
         *,
         environ: Mapping[str, str],
         sidecars: Callable[[str], Path | None] | None = None,
+        state: State | None = None,
+        default_timeout_s: float = DEFAULT_TIMEOUT_S,
     ) -> PolicyGate:
         """The server's gate: its OS sandbox in ``mode`` (``--sandbox``), else as the
         policy's ``[sandbox]`` table says, with the table's masks and ``warm``; the home
@@ -195,14 +226,19 @@ class PolicyGate:
         sandbox = Sandbox.from_environ(mode or config.mode, environ, config.mask)
         sandbox.warm.enabled = config.warm
         scan = SecretScan(policy.file.secret_scan)
-        return cls(policy, environ=environ, sidecars=sidecars, sandbox=sandbox, secret_scan=scan)
+        return cls(
+            policy,
+            environ=environ,
+            sidecars=sidecars,
+            sandbox=sandbox,
+            secret_scan=scan,
+            state=state,
+            default_timeout_s=default_timeout_s,
+        )
 
-    def session_rules(self, session_id: str) -> SessionRules:
-        return self._sessions.setdefault(session_id, SessionRules())
-
-    def forget(self, session_id: str) -> None:
-        self._sessions.pop(session_id, None)
-        self._secrets_approved.pop(session_id, None)
+    async def session_rules(self, owner: str) -> SessionRules:
+        """The rules the "always" answers of ``owner`` granted."""
+        return SessionRules.of(await self.state.grants(owner))
 
     async def __call__(
         self, spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext
@@ -211,6 +247,14 @@ class PolicyGate:
         if not clearance.allowed or self.sandbox is None:
             return clearance
         return replace(clearance, sandbox=self.confinement(spec))
+
+    def callable_by(self, spec: ToolSpec, caller: Caller) -> bool:
+        """Whether ``caller`` may see and call ``spec`` at all (rules for some callers)."""
+        return self.policy.callable_by(spec, caller)
+
+    def caller_view(self, caller: Caller) -> tuple[int, ...] | None:
+        """What, beside the catalog, decides ``caller``'s tool list (see Policy)."""
+        return self.policy.caller_view(caller)
 
     def confinement(self, spec: ToolSpec) -> Confinement | None:
         """The sandbox of ``spec``'s processes: its effective scope, its manifest folder."""
@@ -226,7 +270,7 @@ class PolicyGate:
     async def _clear(
         self, spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext
     ) -> Clearance:
-        policy = self.policy
+        policy = self.policy.for_caller(ctx.caller)  # the rules for everyone and for it
         if not parser_loaded() and any("shell.run" in r for r in spec.argument_roles.values()):
             await anyio.to_thread.run_sync(load_parser)  # not on the event loop: 0.1-0.3 s
         targets = policy.targets(
@@ -237,42 +281,50 @@ class PolicyGate:
         denial = policy.check_capabilities(spec, targets)
         if denial is not None:
             return Clearance(Decision.refused(denial), hint=capability_way_out(policy, denial))
-        rules = self.session_rules(ctx.session_id)
+        rules = await self.session_rules(ctx.owner)
         decision = shell_floor(policy, spec, arguments, policy.decide(spec, targets, rules), rules)
         if policy.watchdog is not None and decision.action != "deny":
             decision = combine(decision, await self._watchdog(spec, arguments, ctx))
         if decision.action == "deny":
-            hint = way_out(policy, spec, arguments, targets, decision, rules)
+            hint = way_out(policy, spec, arguments, targets, decision, rules, ctx.caller)
             return Clearance(decision, hint=hint)
-        decision = await self._secrets_in(spec, arguments, decision, ctx.session_id)
+        decision = await self._secrets_in(spec, arguments, decision, ctx.owner)
         if decision.action != "ask":
             return Clearance(decision)
         return await self._confirm(spec, arguments, targets, decision, ctx, rules)
 
     async def _secrets_in(
-        self, spec: ToolSpec, arguments: Mapping[str, Any], decision: Decision, session: str
+        self, spec: ToolSpec, arguments: Mapping[str, Any], decision: Decision, owner: str
     ) -> Decision:
-        """``decision``, or an ask when the arguments carry secrets a person has not allowed
-        for this tool and the tool can reach the network."""
+        """``decision``, or an ask when the arguments carry secrets the owner (the person, or
+        the session) has not allowed for this tool and the tool can reach the network."""
         if not self.secret_scan.enabled or not reaches_network(spec, self.policy, self.sandbox):
             return decision
         found = Counter(await self.secret_scan.arguments(arguments, spec.name))
-        approved = self._secrets_approved.get(session, set())
-        for rule in [r for r in found if (spec.name, r) in approved]:
-            del found[rule]
+        if found:
+            approved = await self._approved_secrets(owner)
+            for rule in [r for r in found if (spec.name, r) in approved]:
+                del found[rule]
         return argument_question(spec, found, decision) if found else decision
+
+    async def _approved_secrets(self, owner: str) -> set[tuple[str, str]]:
+        """The (tool, rule) pairs the owner's "always" answers allowed in arguments."""
+        kept = await self.state.load(owner, APPROVED_SECRETS) or []
+        return {(str(tool), str(rule)) for tool, rule in kept}
 
     async def _hint(
         self,
+        policy: Policy,
         spec: ToolSpec,
         arguments: Mapping[str, Any],
         targets: Targets,
         decision: Decision,
         rules: SessionRules,
+        caller: Caller,
     ) -> str:
         if decision.scope == SECRETS_SCOPE:
             return argument_hint(spec, await self.secret_scan.arguments(arguments, spec.name))
-        return way_out(self.policy, spec, arguments, targets, decision, rules)
+        return way_out(policy, spec, arguments, targets, decision, rules, caller)
 
     def _own_sidecars_readable(self, spec: ToolSpec, targets: Targets, session_id: str) -> Targets:
         """A read-only tool may read the calling session's own sidecar folder (the
@@ -335,10 +387,14 @@ class PolicyGate:
         ctx: CallContext,
         rules: SessionRules,
     ) -> Clearance:
-        host = ctx.host
+        host: Host | None = ctx.host
+        about = None
         refused = Decision("deny", decision.rule, decision.scope)
+        policy = self.policy.for_caller(ctx.caller)
+        if (host is None or not host.can_elicit) and ctx.console is not None:
+            host, about = ctx.console, self._about(spec, arguments, decision, ctx)
         if host is None or not host.can_elicit:
-            hint = await self._hint(spec, arguments, targets, decision, rules)
+            hint = await self._hint(policy, spec, arguments, targets, decision, rules, ctx.caller)
             return Clearance(refused, "headless", hint)
         shown, _ = await self.secret_scan.value(arguments, spec.name, len(_summary(arguments)))
         message = (
@@ -348,20 +404,40 @@ class PolicyGate:
             f"Why you are asked: {decision.rule}"
         )
         try:
-            answer = await host.elicit(f"confirm:{spec.name}", message, confirmation_form())
+            answer = await ask(host, f"confirm:{spec.name}", message, about, ctx.progress)
         except CouldNotAsk as exc:  # never an answer: refused as a headless client's call is
-            hint = await self._hint(spec, arguments, targets, decision, rules)
+            hint = await self._hint(policy, spec, arguments, targets, decision, rules, ctx.caller)
             return Clearance(refused, "unreachable", hint, exc.reason)
         if answer.action == "cancel":  # nobody chose: refused as a call that was not asked
-            hint = way_out(self.policy, spec, arguments, targets, decision, rules)
+            hint = await self._hint(policy, spec, arguments, targets, decision, rules, ctx.caller)
             return Clearance(refused, "cancel", hint)
+        by = answer.by or (f"client:{ctx.caller.subject}" if ctx.caller.subject else "client")
         choice = (answer.content or {}).get("decision") if answer.action == "accept" else None
         if choice == ALLOW_ONCE:
-            return Clearance(Decision("allow", decision.rule, decision.scope), "once")
+            return Clearance(Decision("allow", decision.rule, decision.scope), "once", by=by)
         if choice == ALLOW_ALWAYS:
-            rules.add_always(spec, targets)
+            await self.state.add_grants(ctx.owner, always_grants(spec, targets))
             found = await self.secret_scan.arguments(arguments, spec.name)
-            approved = self._secrets_approved.setdefault(ctx.session_id, set())
-            approved.update((spec.name, rule) for rule in found)
-            return Clearance(Decision("allow", decision.rule, decision.scope), "always")
-        return Clearance(refused, "reject")
+            if found:  # the secrets it carried: allowed for this tool from now on, for this owner
+                approved = await self._approved_secrets(ctx.owner)
+                pairs = sorted(approved | {(spec.name, rule) for rule in found})
+                await self.state.save(ctx.owner, APPROVED_SECRETS, [list(p) for p in pairs])
+            return Clearance(Decision("allow", decision.rule, decision.scope), "always", by=by)
+        return Clearance(refused, "reject", by=by)
+
+    def _about(
+        self, spec: ToolSpec, arguments: Mapping[str, Any], decision: Decision, ctx: CallContext
+    ) -> Confirmation:
+        """The confirmation in parts, for the console."""
+        confinement = self.confinement(spec)
+        return Confirmation(
+            tool=spec.name,
+            title=spec.title,
+            arguments=redacted_arguments(arguments),
+            rule=decision.rule,
+            sandbox=sandbox_summary(confinement) if confinement is not None else None,
+            caller=ctx.caller,
+            session_id=ctx.session_id,
+            via=ctx.via,
+            wait_s=spec.effective_timeout_s(self.default_timeout_s),
+        )

@@ -3,8 +3,8 @@
 resolve -> validate arguments -> gate (capabilities, rules, watchdog, confirmation)
 -> resolve secrets -> execute under the concurrency limit -> check output -> redact secrets
 nobody declared (``bridge/screen.py``) -> outcome + audit.
-A tool whose budget is spent in the caller's session is refused before the gate
-(:mod:`budget`); the usage a result reports is summed after it runs.
+A tool whose budget is spent for the caller (the person, else the session) is refused before
+the gate (:mod:`budget`); the usage a result reports is summed after it runs.
 
 A call refused by the watchdog or stopped at its deadline is also told to the client that
 listens to log messages (a ``warning`` from the ``mcp-toolbridge`` logger, through
@@ -20,14 +20,15 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol
+from collections.abc import Awaitable, Callable, Hashable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
 import anyio
 
-from mcp_toolbridge.bridge.budget import BudgetLedger, Usage, reported_usage
-from mcp_toolbridge.bridge.gate import Clearance
+from mcp_toolbridge.bridge.budget import BudgetLedger, State, Usage, reported_usage
+from mcp_toolbridge.bridge.gate import PENDING, Clearance, allow_all, refused
+from mcp_toolbridge.bridge.outcome import WHY_ENDED, CallOutcome, Ended
 from mcp_toolbridge.bridge.screen import off_schema, read_back, screen, screened_context
 from mcp_toolbridge.catalog import Catalog, CatalogEntry
 from mcp_toolbridge.errors import (
@@ -46,11 +47,10 @@ from mcp_toolbridge.executors import (
     ExecResult,
     Executor,
 )
-from mcp_toolbridge.host import SERVER_LOGGER, CallContext, InputPending
+from mcp_toolbridge.host import SERVER_LOGGER, CallContext, Caller, InputPending
 from mcp_toolbridge.leaks import OFF, SecretScan, summary
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.names import PROXY_TOOL
-from mcp_toolbridge.policy import Decision
 from mcp_toolbridge.sandbox import Confinement
 
 MAX_ERRORS_SHOWN = 3
@@ -62,45 +62,6 @@ MAX_EVENT_CHARS = 400
 
 class SecretSource(Protocol):
     def resolve(self, ids: list[str]) -> dict[str, str]: ...
-
-
-Ended = Literal["cancelled", "shutdown"]
-WHY_ENDED: dict[Ended, str] = {
-    "cancelled": "the client cancelled the call",
-    "shutdown": "the server shut down during the call",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class CallOutcome:
-    """The envelope of one call: ``value`` when ok, ``error`` (for the model) otherwise."""
-
-    tool: str
-    ok: bool
-    value: Any = None
-    text: str | None = None
-    """The success written for the model, when the tool writes one (see ExecResult.text)."""
-    error: str | None = None
-    code: ErrorCode | None = None
-    duration_ms: int = 0
-    truncated: bool = False
-    output_path: str | None = None
-    result: ExecResult | None = None
-    decision: Decision | None = None
-    """What the gate decided; None when the call failed before it (bad arguments)."""
-    answer: str | None = None
-    """The person's answer when asked: once | always | reject | cancel | headless | unreachable |
-    pending."""
-    meta: dict[str, Any] = field(default_factory=dict)
-    ended: Ended | None = None
-    """How a call that did not run to its end was stopped (code ``exec.cancelled``): by its
-    client, or by the server's shutdown."""
-    usage: Usage | None = None
-    """What the call used, as its result reported it (``usage``); None when not reported."""
-    redacted: Mapping[str, int] | None = None
-    """Secrets nobody declared, replaced in what the client gets: count per rule id."""
-    argument_secrets: Mapping[str, int] | None = None
-    """Secrets found in the call's arguments: count per rule id."""
 
 
 @dataclass(slots=True)
@@ -117,11 +78,16 @@ Observer = Callable[[ToolSpec, Mapping[str, Any], CallContext, CallOutcome], Awa
 """Called once per finished call (audit, trace), whatever the outcome."""
 
 
-NO_POLICY = Decision("allow", "no policy configured", "default")
+class ToolAccess(Protocol):
+    """Which callers may see and call which tools at all (rules for some callers): a tool
+    a caller may not call is not in its list, and tool_search and the proxy never reveal or
+    reach it (see gate.PolicyGate)."""
 
+    def callable_by(self, spec: ToolSpec, caller: Caller) -> bool: ...
 
-async def _allow_all(spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext) -> Clearance:
-    return Clearance(NO_POLICY)
+    def caller_view(self, caller: Caller) -> Hashable:
+        """Equal for callers whose tool lists are equal (None: the same for everyone)."""
+        ...
 
 
 def _default_concurrency() -> int:
@@ -138,14 +104,18 @@ class Bridge:
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
         max_concurrency: int | None = None,
         secrets: SecretSource | None = None,
-        gate: Gate = _allow_all,
+        gate: Gate = allow_all,
         observers: tuple[Observer, ...] = (),
         limiter: anyio.CapacityLimiter | None = None,
         secret_scan: SecretScan = OFF,
+        state: State | None = None,
+        access: ToolAccess | None = None,
     ) -> None:
         """``limiter``: a concurrency limit shared with another bridge (see :meth:`rebuilt`);
         without it, a limit of ``max_concurrency`` calls (default: twice the cores).
-        ``secret_scan``: what finds the secrets nobody declared (the policy's)."""
+        ``secret_scan``: what finds the secrets nobody declared (the policy's); ``state``:
+        where budget usage is summed (the server's State; default: its own); ``access``:
+        which callers may call which tools at all (default: everyone all)."""
         self.catalog = catalog
         self._executors = dict(executors)
         self._default_timeout_s = default_timeout_s
@@ -157,7 +127,8 @@ class Bridge:
         self._gate = gate
         self._observers = observers
         self._life = _Life()
-        self._budgets = BudgetLedger()
+        self._budgets = BudgetLedger(state)
+        self._access = access
         self.secret_scan = secret_scan
 
     def rebuilt(
@@ -167,11 +138,12 @@ class Bridge:
         gate: Gate,
         executors: Mapping[str, Executor],
         secret_scan: SecretScan | None = None,
+        access: ToolAccess | None = None,
     ) -> Bridge:
         """A bridge over a new catalog (hot reload) that shares this one's concurrency limit,
         deadlines, secrets, observers, budgets and whether the server is stopping;
-        ``executors`` replace those of the same kind; ``secret_scan`` (the new policy's) this
-        one's. Calls in flight keep the bridge they started on."""
+        ``executors`` replace those of the same kind; ``secret_scan`` (the new policy's) and
+        ``access`` this one's. Calls in flight keep the bridge they started on."""
         twin = Bridge(
             catalog,
             {**self._executors, **executors},
@@ -182,10 +154,24 @@ class Bridge:
             observers=self._observers,
             limiter=self._limiter,
             secret_scan=self.secret_scan if secret_scan is None else secret_scan,
+            access=access,
         )
         twin._life = self._life
         twin._budgets = self._budgets
         return twin
+
+    def executor(self, kind: str) -> Executor | None:
+        """The executor of ``kind`` tools (exec | http | builtin), for the edges that show
+        what it serves (the console's search); None when none is registered."""
+        return self._executors.get(kind)
+
+    def callable_by(self, spec: ToolSpec, caller: Caller) -> bool:
+        """Whether ``caller`` may see and call ``spec`` at all."""
+        return self._access is None or self._access.callable_by(spec, caller)
+
+    def caller_view(self, caller: Caller) -> Hashable:
+        """Equal for callers whose tool lists are equal (None: one list for everyone)."""
+        return None if self._access is None else self._access.caller_view(caller)
 
     def entry(self, name: str) -> CatalogEntry:
         entry = self.catalog.get(name)
@@ -230,7 +216,7 @@ class Bridge:
         target = str(args["name"])
         inner = args.get("arguments", {})
         entry = self.catalog.get(target)
-        if entry is None:
+        if entry is None or not self.callable_by(entry.spec, ctx.caller):  # never revealed
             raise CallError(
                 f"no tool named {target!r} in the catalog; find it with tool_search and pass "
                 "the exact name it gives",
@@ -259,9 +245,9 @@ class Bridge:
             try:
                 self._validate(entry, args)
                 found = await self.secret_scan.arguments(args, name)
-                spent = self._budgets.refusal(entry.spec, ctx.budget_scope)
+                spent = await self._budgets.refusal(entry.spec, ctx)
                 if spent is not None:
-                    clearance = Clearance(Decision("deny", spent, "budget"))
+                    clearance = refused(spent, "budget")
                     raise BudgetExceededError(spent, tool=name)
                 clearance = await self._gate(entry.spec, args, ctx)
                 if not clearance.allowed:
@@ -269,7 +255,7 @@ class Bridge:
                 result = await self._execute(entry, args, ctx, clearance.sandbox)
                 usage = reported_usage(result.value)
                 if usage is not None:
-                    self._budgets.add(ctx.budget_scope, name, usage)
+                    await self._budgets.add(ctx.budget_scope, name, usage)
                 outcome = self._finish(entry, result, started, clearance, usage)
             except CallError as exc:
                 outcome = self._failed(name, exc.message, exc.code, started, clearance, exc.details)
@@ -280,7 +266,7 @@ class Bridge:
                 ok=False,
                 error="waiting for the person's answer",
                 duration_ms=_ms_since(started),
-                decision=Decision("ask", "confirmation pending", "confirmation"),
+                decision=PENDING,
                 answer="pending",
             )
             await self._observe(entry.spec, args, ctx, pending)
@@ -337,10 +323,6 @@ class Bridge:
         secrets redacted as the call's result was."""
         return await read_back(self.secret_scan, text, tool)
 
-    def forget_session(self, session_id: str) -> None:
-        """A session ended: drop the usage summed for its budgets."""
-        self._budgets.forget(session_id)
-
     def stopping(self) -> None:
         """The server is shutting down: calls cancelled from now on were ended by the
         shutdown, not by their client (their audit lines say ``shutdown``). Shared with every
@@ -365,6 +347,7 @@ class Bridge:
             duration_ms=_ms_since(started),
             decision=clearance.decision if clearance else None,
             answer=clearance.answer if clearance else None,
+            answered_by=clearance.by if clearance else None,
         )
 
     async def _observe(
@@ -444,6 +427,7 @@ class Bridge:
             "result": result,
             "decision": clearance.decision,
             "answer": clearance.answer,
+            "answered_by": clearance.by,
         }
         if not result.ok:
             return CallOutcome(

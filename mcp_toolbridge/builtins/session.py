@@ -1,4 +1,6 @@
-"""Per-session state of the built-in tools: the sidecar folder and session-scoped stores.
+"""Per-session state of the built-in tools: the sidecar folder, and the State port where
+the values they keep between calls live (the todo list, the web_search count: per person when
+the caller is identified, else per session; see ``CallContext.owner``).
 
 A session is one client connection (stdio: the process). Its sidecar folder holds outputs too
 large to return inline (the spec's truncation shape: head + ``output_path``). It is created on
@@ -13,9 +15,12 @@ import os
 import secrets
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from mcp_toolbridge.state import MemoryState, State, forgetting
 
 MAX_SIDECAR_BYTES = 256 * 1024 * 1024
 """All sidecar files of one session together; past it, output is not kept."""
@@ -26,8 +31,6 @@ class SessionState:
     session_id: str
     root: Path
     """Where this session's sidecar folder is created (the system temp dir by default)."""
-    stores: dict[str, Any] = field(default_factory=dict)
-    """Session-scoped values of built-in tools (the todo list, the web_search call count)."""
     _sidecars: Path | None = None
     _sidecar_bytes: int = 0
 
@@ -60,15 +63,31 @@ class SessionState:
             shutil.rmtree(self._sidecars, ignore_errors=True)
             self._sidecars = None
             self._sidecar_bytes = 0
-        self.stores.clear()
 
 
 class Sessions:
-    """Every live session's state, by session id."""
+    """Every live session's state, by session id, and the State of every owner."""
 
-    def __init__(self, root: Path | None = None) -> None:
+    def __init__(self, root: Path | None = None, *, state: State | None = None) -> None:
         self._root = root or Path(tempfile.gettempdir())
         self._states: dict[str, SessionState] = {}
+        self.state: State = state if state is not None else MemoryState()
+        self._forget: Callable[[str], None] | None = None
+
+    @asynccontextmanager
+    async def forgetting(self) -> AsyncIterator[None]:
+        """While open, :meth:`forget` forgets in the background (else it does nothing)."""
+        async with forgetting(self.state) as forget:
+            self._forget = forget
+            try:
+                yield
+            finally:
+                self._forget = None
+
+    def forget(self, owner: str) -> None:
+        """Forget the State's entries of ``owner`` (a session that ended), without waiting."""
+        if self._forget is not None:
+            self._forget(owner)
 
     def get(self, session_id: str) -> SessionState:
         state = self._states.get(session_id)

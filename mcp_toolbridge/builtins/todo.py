@@ -1,7 +1,9 @@
-"""todo: the session's todo list. Every call sends the whole list, which replaces the stored one.
+"""todo: the caller's todo list. Every call sends the whole list, which replaces the stored one.
 
-The list lives in the session's ``stores`` (one client connection); another session never sees
-it, and it is dropped when the session closes. A subagent cannot use it unless the policy allows
+The list lives in the State port under the call's owner: the person (subject and client)
+when the caller is identified, who finds it again in their next session; else the session
+(one client connection), which another session never sees and which drops it when it
+closes. A subagent cannot use it unless the policy allows
 (``CallContext.denied_tools``).
 """
 
@@ -68,20 +70,6 @@ INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "todos": {"type": "array", "items": ITEM_SCHEMA, "description": "The stored list."},
-        "counts": {
-            "type": "object",
-            "properties": {status: {"type": "integer", "minimum": 0} for status in STATUSES},
-            "required": list(STATUSES),
-        },
-        "warning": {"type": "string"},
-    },
-    "required": ["todos", "counts"],
-}
-
 SPEC = builtin_spec(
     "todo",
     title="Todo list",
@@ -92,7 +80,9 @@ SPEC = builtin_spec(
         "list belongs to this session only."
     ),
     input_schema=INPUT_SCHEMA,
-    output_schema=OUTPUT_SCHEMA,
+    # No output schema: the checklist is the whole result, the one form every client shows a
+    # model as it is (server/wire.py). The value (todos, counts, warning) stays what `call`
+    # prints.
     safety=Safety(
         read_only=False, destructive=False, idempotent=True, open_world=False, inferred=frozenset()
     ),
@@ -109,17 +99,17 @@ def _clean(raw: Any) -> dict[str, str]:
 
 
 class TodoTool:
-    """The todo built-in over the per-session stores."""
+    """The todo built-in over the State port."""
 
     spec = SPEC
 
     def __init__(self, sessions: Sessions) -> None:
         self._sessions = sessions
 
-    def current(self, session_id: str) -> list[dict[str, str]]:
-        """The stored list of ``session_id`` (a copy; empty when never set)."""
-        stored = self._sessions.get(session_id).stores.get(STORE_KEY, ())
-        return [dict(item) for item in stored]
+    async def current(self, owner: str) -> list[dict[str, str]]:
+        """The stored list of ``owner`` (a session id or Caller.key; empty when never set)."""
+        stored = await self._sessions.state.load(owner, STORE_KEY)
+        return [dict(item) for item in stored or ()]
 
     async def run(self, request: ExecRequest) -> ExecResult:
         ctx = request.context
@@ -138,7 +128,7 @@ class TodoTool:
                 "Give each item its own id or leave id out",
                 tool=SPEC.name,
             )
-        self._sessions.get(ctx.session_id).stores[STORE_KEY] = tuple(items)
+        await self._sessions.state.save(ctx.owner, STORE_KEY, [dict(item) for item in items])
         counts = Counter(i["status"] for i in items)
         value: dict[str, Any] = {
             "todos": [dict(item) for item in items],

@@ -1,4 +1,6 @@
-"""The Tool Interface record of one tool (``mcp-toolbridge inspect``).
+"""The Tool Interface record of one tool (``mcp-toolbridge inspect``), and the effective policy
+as JSON (``mcp-toolbridge policy show``; with ``--as SUBJECT``, ``--as-client``,
+``--as-group``, ``--as-scope``: as that caller gets it over HTTP with an authorization server).
 
 Every partition of spec/tool-interface-partitions.txt, filled from the ToolSpec, the policy
 and the server settings. A fact the manifest did not declare, which therefore took a
@@ -28,10 +30,12 @@ from typing import Any
 import anyio
 
 from mcp_toolbridge.bridge import PolicyGate
+from mcp_toolbridge.catalog import semantic_status
 from mcp_toolbridge.cli.console import EXIT_LOAD, EXIT_OK, err, out
 from mcp_toolbridge.executors import PROGRESS_FD_ENV, probe_sandbox
+from mcp_toolbridge.host import Caller
 from mcp_toolbridge.model import BuiltinTransport, ExecTransport, HttpTransport, ToolSpec
-from mcp_toolbridge.policy import Policy
+from mcp_toolbridge.policy import Policy, render_policy
 from mcp_toolbridge.runtime import Loaded, Settings
 
 RECORD_VERSION = 1
@@ -78,7 +82,19 @@ def _execution_profile(spec: ToolSpec) -> dict[str, Any]:
             "header_names": sorted(transport.headers),
         }
     assert isinstance(transport, BuiltinTransport)
+    if transport.name == "tool_search":
+        return {"kind": "builtin", "name": transport.name, "search": _search_profile()}
     return {"kind": "builtin", "name": transport.name}
+
+
+def _search_profile() -> dict[str, str]:
+    """How tool_search ranks in this install (docs/search.md)."""
+    return {
+        "lexical": "BM25F over name, title, tags, description, namespace and parameters",
+        "semantic": semantic_status(),
+        "no_match": "a tool needs a word in common with the request (or, with the semantic "
+        "leg, a cosine above noise); otherwise the result says no tool matches",
+    }
 
 
 def _result_mapper(spec: ToolSpec) -> str:
@@ -274,3 +290,16 @@ def _sandbox_of(settings: Settings, policy: Policy, spec: ToolSpec) -> dict[str,
     if gate.sandbox.mode != "off":
         anyio.run(probe_sandbox, gate.sandbox)
     return gate.sandbox.describe(confinement.profile)
+
+
+def show_policy(args: argparse.Namespace, loaded: Loaded) -> str:
+    """``policy show``: every rule and setting, where it came from, what is hidden."""
+    caller = None
+    if args.as_subject or args.as_client or args.as_group or args.as_scope:
+        caller = Caller(
+            subject=args.as_subject,
+            client_id=args.as_client,
+            groups=frozenset(args.as_group),
+            scopes=frozenset(args.as_scope),
+        )
+    return render_policy(loaded.policy, [*loaded.catalog.specs(), *loaded.hidden], caller)

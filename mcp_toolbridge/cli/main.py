@@ -27,7 +27,7 @@ from mcp_toolbridge.cli.console import (
     EXIT_PROBLEMS,
     err,
 )
-from mcp_toolbridge.cli.inspect import print_interface
+from mcp_toolbridge.cli.inspect import print_interface, show_policy
 from mcp_toolbridge.cli.parsing import parse_args, settings_of
 from mcp_toolbridge.cli.serve import run_server
 from mcp_toolbridge.errors import Severity, ToolbridgeError, UnknownToolError
@@ -165,7 +165,11 @@ def _cmd_search(args: argparse.Namespace) -> int:
     if isinstance(loaded, int):
         return loaded
     index = search_index(settings_of(args), loaded)
-    hits = index.search(args.query, max(1, args.k))
+    found = index.find(args.query, max(1, args.k))
+    hits = found.hits
+    if not hits and not args.json:
+        hint = f" (closest names, not matches: {', '.join(found.closest)})" if found.closest else ""
+        print(f"no tool matches {args.query!r}{hint}", file=sys.stderr)
     if args.json:
         rows = []
         for hit in hits:
@@ -195,7 +199,7 @@ def _cmd_policy(args: argparse.Namespace) -> int:
     loaded = load_catalog(settings_of(args), locked=True)
     if loaded.errors:
         _print_problems(loaded)
-    print(loaded.policy.render([*loaded.catalog.specs(), *loaded.hidden]))
+    print(show_policy(args, loaded))
     return EXIT_PROBLEMS if loaded.errors else EXIT_OK
 
 

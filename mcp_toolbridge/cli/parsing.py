@@ -218,6 +218,15 @@ def _policy(verbs: Subparsers) -> argparse.ArgumentParser:
     )
     _add_load_options(show)
     _add_policy_options(show)
+    who = show.add_argument_group("as a caller (what an identified caller gets over HTTP)")
+    who.add_argument("--as", dest="as_subject", metavar="SUBJECT", help="the access token's sub")
+    who.add_argument("--as-client", metavar="CLIENT_ID", help="the OAuth client it came through")
+    who.add_argument(
+        "--as-group", action="append", default=[], metavar="GROUP", help="a group (repeatable)"
+    )
+    who.add_argument(
+        "--as-scope", action="append", default=[], metavar="SCOPE", help="a scope (repeatable)"
+    )
     policy.set_defaults(policy_help=policy.format_help())
     return show
 

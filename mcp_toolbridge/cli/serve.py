@@ -6,21 +6,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import anyio
 from anyio.abc import TaskStatus
 
 from mcp_toolbridge import __version__
-from mcp_toolbridge.bridge import Observer, Recorder
+from mcp_toolbridge.bridge import Observer, Recorder, default_audit_path
 from mcp_toolbridge.cli.allocator import pin_mmap_threshold, started
 from mcp_toolbridge.cli.clients import args_for, server_command
 from mcp_toolbridge.cli.console import EXIT_OK, err
 from mcp_toolbridge.cli.event_loop import LOOPS, backend_options
+from mcp_toolbridge.cli.http import console_for, console_path_line, http_options, mount_of
 from mcp_toolbridge.cli.reload import not_served, reload_on_change
 from mcp_toolbridge.cli.startup import (
     follow_roots,
@@ -29,12 +28,8 @@ from mcp_toolbridge.cli.startup import (
     warm_up,
     workspace_line,
 )
-from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.executors import Executor
 from mcp_toolbridge.runtime import Loaded, Settings, open_runtime
-
-if TYPE_CHECKING:
-    from mcp_toolbridge.server import HttpOptions
 
 
 def add_serve_options(parser: argparse.ArgumentParser) -> None:
@@ -52,6 +47,20 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
         metavar="TOKEN",
         help="bearer token HTTP clients must send (default: $TOOLBRIDGE_TOKEN; prefer the "
         "variable, a command line is visible to other users)",
+    )
+    parser.add_argument(
+        "--auth-issuer",
+        default=None,
+        metavar="URL",
+        help="HTTP: accept OAuth access tokens of this authorization server, one identity per "
+        "caller (instead of --token; the policy file's [auth] table configures the rest)",
+    )
+    parser.add_argument(
+        "--auth-resource",
+        default=None,
+        metavar="URL",
+        help="HTTP with --auth-issuer: this MCP endpoint's canonical URL as clients reach it "
+        "(the tokens' audience; default: the --http URL)",
     )
     parser.add_argument(
         "--stateless",
@@ -75,6 +84,22 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
         help="another Host name HTTP clients use to reach the server (repeatable)",
     )
     parser.add_argument(
+        "--console",
+        default=None,
+        metavar="[HOST:]PORT",
+        help="serve the web console at http://HOST:PORT/ (HOST defaults to 127.0.0.1; its "
+        "URL with a random token is printed on stderr): the live audit, the catalog, search, "
+        "sessions, and the confirmations of headless clients, which wait there for an answer "
+        "instead of being refused",
+    )
+    parser.add_argument(
+        "--console-admin-role",
+        default=None,
+        metavar="NAME",
+        help="HTTP with --auth-issuer: the group or role a caller's token must name to sign in "
+        "to the console at /console (default: admin)",
+    )
+    parser.add_argument(
         "--loop",
         choices=LOOPS,
         default="auto",
@@ -95,43 +120,6 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _http_options(args: argparse.Namespace) -> HttpOptions | None:
-    if args.http is None:
-        given = (
-            ("--token", args.token),
-            ("--stateless", args.stateless),
-            ("--session-idle-timeout", args.session_idle_timeout),
-        )
-        for flag, value in given:
-            if value:
-                raise ConfigError(f"{flag} applies to --http only", code=ErrorCode.CONFIG_INVALID)
-        return None
-    from mcp_toolbridge.server import (
-        SESSION_IDLE_TIMEOUT_S,
-        TOKEN_ENV,
-        HttpOptions,
-        check_binding,
-        parse_address,
-    )
-
-    host, port = parse_address(args.http)
-    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
-    options = HttpOptions(
-        host=host,
-        port=port,
-        token=token,
-        stateless=args.stateless,
-        allowed_hosts=tuple(args.allow_host),
-        session_idle_timeout_s=(
-            SESSION_IDLE_TIMEOUT_S
-            if args.session_idle_timeout is None
-            else args.session_idle_timeout
-        ),
-    )
-    check_binding(options)
-    return options
-
-
 def run_server(
     args: argparse.Namespace,
     settings: Settings,
@@ -143,7 +131,8 @@ def run_server(
     """Serve ``loaded`` over stdio or HTTP until the client (or a signal) ends it."""
     from mcp_toolbridge.server import HttpService, ToolbridgeServer
 
-    http = _http_options(args)
+    http = http_options(args, settings, loaded)
+    console = console_for(args)
     loop_options = backend_options(args.loop)
     recorder = Recorder.open(args.record) if args.record is not None else None
     pin_mmap_threshold()
@@ -154,6 +143,8 @@ def run_server(
             if recorder is not None:
                 stack.callback(recorder.close)
                 observers = (recorder,)
+            if console is not None:
+                observers = (*observers, console.feed.observe)
             runtime = await stack.enter_async_context(
                 open_runtime(settings, loaded, observers=observers, stand_in=stand_in)
             )
@@ -168,6 +159,7 @@ def run_server(
                 sidecar_dir=runtime.sessions.sidecar_dir,
                 notices=[left_out] if left_out else [],
                 on_first_list=listed.set,
+                console=console.host if console is not None else None,
             )
             moved = follow_roots(runtime, server, say)
             where = ", ".join(str(p) for p in settings.manifest_paths())
@@ -182,6 +174,13 @@ def run_server(
             started()
             async with anyio.create_task_group() as group:
                 group.start_soon(warm_up, runtime, listed)
+                if console is not None:
+                    url = console.attach(
+                        runtime, connections=server.connected, local_session=server.session_id
+                    )
+                    await console.history(audit_file(settings))
+                    await group.start(console.serve)
+                    say(f"console at {url} (open it in a browser; the token is its key)")
                 if args.watch:
                     await group.start(reload_on_change, runtime, server)
                 if http is None:
@@ -193,13 +192,19 @@ def run_server(
                     await group.start(_stop_on_sigterm, group.cancel_scope)
                     await server.run_stdio()
                 else:
-                    service = HttpService(server, http)
+                    service = HttpService(server, http, console=mount_of(console, http))
                     url = service.listen()
                     mode = "stateless" if http.stateless else "stateful"
                     auth = "bearer token required" if http.token else "no token (loopback only)"
+                    if http.auth is not None:
+                        auth = f"OAuth access tokens of {http.auth.issuer}"
                     err(f"{head}, over streamable HTTP at {url} ({mode}, {auth})")
+                    if console is not None:
+                        say(console_path_line(url, http, console))
                     report(loaded, settings, follows)
                     await service.serve()
+                if console is not None:
+                    console.stop()
                 group.cancel_scope.cancel()  # the client is gone: stop watching too
 
     anyio.run(run, backend_options=loop_options)
@@ -217,6 +222,13 @@ async def _stop_on_sigterm(
             say("SIGTERM: stopping; calls still running are cancelled")
             scope.cancel()
             return
+
+
+def audit_file(settings: Settings) -> Path | None:
+    """Where this server's audit lines go (None: --no-audit)."""
+    if not settings.audit:
+        return None
+    return settings.audit_path or default_audit_path()
 
 
 def say(line: str) -> None:

@@ -14,8 +14,9 @@
 - The body is read by :func:`.http_body.read_body`: decoded (gzip, deflate, identity) with a
   cap on the decoded size, so a gzip bomb costs at most the cap.
 
-:func:`fetch_plain` is a GET to an operator-configured endpoint (search providers): system
-DNS, no redirects followed, the same bounded decoding.
+:func:`fetch_plain` is a GET (or a form POST) to an operator-configured endpoint (search
+providers, an authorization server's metadata, keys and introspection): system DNS, no
+redirects followed, the same bounded decoding.
 
 httpx2's exceptions become call errors through :mod:`.http_errors` (the map the Runloop http
 tools use too): :class:`ExecTransportError`, or :class:`ExecTimeoutError` naming the limit;
@@ -168,14 +169,20 @@ async def fetch_plain(
     connect_timeout_s: float = 10.0,
     read_timeout_s: float = 30.0,
     verify: ssl.SSLContext | None = None,
+    form: Mapping[str, str] | None = None,
 ) -> FetchedBody:
-    """GET ``url`` with ``params`` as it is (system DNS, redirects not followed)."""
+    """GET ``url`` with ``params`` as it is (system DNS, redirects not followed); with
+    ``form``, POST it instead (``application/x-www-form-urlencoded``)."""
     target = parse_target(url)
     timeout = httpx2.Timeout(connect_timeout_s, read=read_timeout_s)
     async with _client(timeout, await _tls(verify)) as client:
         with translated(target.label):
             request = client.build_request(
-                "GET", target.url, params=dict(params), headers=_headers("*/*") | dict(headers)
+                "GET" if form is None else "POST",
+                target.url,
+                params=dict(params),
+                headers=_headers("*/*") | dict(headers),
+                data=None if form is None else dict(form),
             )
             response = await client.send(request, stream=True)
         try:

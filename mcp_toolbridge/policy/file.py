@@ -9,7 +9,14 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.leaks import SecretScanSettings
@@ -79,10 +86,22 @@ class PrefixPattern(_Model):
     prefix: str = Field(min_length=1)
 
 
+Name = Annotated[str, Field(min_length=1)]
+
+
 class RuleModel(_Model):
     permission: str = Field(min_length=1)
     pattern: str | PrefixPattern | None = None
     action: Action
+    subject: Name | None = None
+    """For this caller only (an access token's ``sub``); with the keys below, every one
+    given must hold. None of them: for everyone."""
+    client: Name | None = None
+    """For callers through this OAuth client (an agent's client id)."""
+    group: Name | None = None
+    """For callers with this value in a group or role claim."""
+    scope: Name | None = None
+    """For callers whose token carries this scope."""
 
 
 def split_shorthand(entry: str) -> tuple[str, str | None]:
@@ -104,6 +123,25 @@ def _shorthand(entry: str) -> str:
 
 Shorthand = Annotated[str, AfterValidator(_shorthand)]
 """One rule in a line: ``allow = ["read", "bash=git status"]`` (an exact or glob pattern)."""
+
+
+class CallersModel(_Model):
+    """``[[callers]]``: the one-line rules (``allow``, ``ask``, ``deny``) for some callers:
+    a subject, an OAuth client, a group or role, a scope (each given must hold)."""
+
+    subject: Name | None = None
+    client: Name | None = None
+    group: Name | None = None
+    scope: Name | None = None
+    allow: list[Shorthand] = []
+    ask: list[Shorthand] = []
+    deny: list[Shorthand] = []
+
+    @model_validator(mode="after")
+    def _names_someone(self) -> CallersModel:
+        if not (self.subject or self.client or self.group or self.scope):
+            raise ValueError("name the callers: subject, client, group or scope")
+        return self
 
 
 class FsModel(_Model):
@@ -191,6 +229,24 @@ class DiscoveryModel(_Model):
     manifest ids, globs (``*``, ``?``, ``[...]``) allowed."""
 
 
+class AuthModel(_Model):
+    """``[auth]``: over HTTP, accept the access tokens of an OAuth authorization server
+    (``serve --auth-issuer`` wins; docs/operating.md)."""
+
+    issuer: str | None = None
+    resource: str | None = None
+    """The MCP endpoint's canonical URL, as clients reach it (default: the --http URL)."""
+    scopes: list[Annotated[str, Field(min_length=1, pattern=r"^[!#-\[\]-~]+$")]] = []
+    """Scopes every request's token must carry."""
+    algorithms: list[str] = []
+    """The token signing algorithms accepted (default: RS*, PS*, ES256, ES384)."""
+    leeway_s: float = Field(default=30.0, ge=0, le=300)
+    group_claims: list[str] = ["groups", "roles"]
+    introspection_client_id: str | None = None
+    introspection_secret: str | None = None
+    """A secret id (``TOOLBRIDGE_SECRET_<ID>`` or the secrets file), never the secret."""
+
+
 class PolicyFile(_Model):
     extends: Literal["default", "none"] = "default"
     """default: this file adds to the built-in default policy; none: it replaces it."""
@@ -204,6 +260,7 @@ class PolicyFile(_Model):
     security: SecurityModel = SecurityModel()
     watchdog: WatchdogModel | None = None
     rules: list[RuleModel] = []
+    callers: list[CallersModel] = []
     web_search: dict[str, Any] = {}
     """The web_search providers (checked by builtins/web/providers.py when tools are built)."""
     subagents: SubagentsModel = SubagentsModel()
@@ -213,6 +270,7 @@ class PolicyFile(_Model):
     sandbox: SandboxModel = SandboxModel()
     secret_scan: SecretScanSettings = SecretScanSettings()
     """Secrets nobody declared, in results and arguments (leaks/, docs/secrets.md)."""
+    auth: AuthModel = AuthModel()
 
 
 class ProjectFile(_Model):

@@ -6,6 +6,7 @@ subject when it targets nothing). For each subject the matching rule with the gr
     (pattern kind: exact 3 > prefix 2 > glob 1 > any 0,
      length of the pattern's literal part,
      permission: tool name or id 3 > group of tools 2 > capability 1 > "*" 0,
+     whom it is for: a subject 3 > an OAuth client 2 > a group or scope 1 > everyone 0,
      action: deny 2 > ask 1 > allow 0)
 
 A permission names one tool (its MCP name or manifest id), a capability, every tool (``*``),
@@ -13,6 +14,11 @@ or a group of tools (:class:`ToolGroup`): a glob of tool names and ids (``fx_*``
 of a manifest, named by a path (it has a ``/``: ``./manifests/fx``, the manifest file or a
 folder holding it; a relative path is read from the folder of the file the rule is written
 in, or from the working directory for ``--allow``).
+
+A rule may be for some callers only (:class:`Who`: a subject, an OAuth client, a group or
+role claim, a scope; every condition given must hold); the caller's rules are the rules for
+everyone plus those for it (``Policy.for_caller``), so a rule for a person beats a rule for
+everyone at equal specificity.
 
 Within one scope, the operator's rules also carry a layer (the built-in default 0, the
 ``--policy`` file 1, ``--allow`` 2): it is compared just before the action, so at equal
@@ -34,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from mcp_toolbridge.host import Caller
 from mcp_toolbridge.model import HttpTransport, ToolSpec
 from mcp_toolbridge.policy.paths import (
     canonical_root,
@@ -99,6 +106,40 @@ def tool_capabilities(spec: ToolSpec) -> frozenset[str]:
     names |= {"net.fetch"} if req.net_hosts or isinstance(spec.transport, HttpTransport) else set()
     names |= {"shell.run"} if req.shell else set()
     return frozenset(names)
+
+
+@dataclass(frozen=True, slots=True)
+class Who:
+    """Whom a rule is for: every condition given must hold for the caller (at least one is
+    given; a rule for everyone has no Who)."""
+
+    subject: str | None = None
+    client: str | None = None
+    group: str | None = None
+    """A value of the caller's group or role claims (not a group of tools)."""
+    scope: str | None = None
+    """A scope of the caller's access token."""
+
+    def matches(self, caller: Caller) -> bool:
+        return (
+            (self.subject is None or caller.subject == self.subject)
+            and (self.client is None or caller.client_id == self.client)
+            and (self.group is None or self.group in caller.groups)
+            and (self.scope is None or self.scope in caller.scopes)
+        )
+
+    @property
+    def rank(self) -> int:
+        """How specific: a person 3, an OAuth client 2, a group or a scope 1."""
+        return 3 if self.subject is not None else 2 if self.client is not None else 1
+
+    def fields(self) -> dict[str, str]:
+        found = {"subject": self.subject, "client": self.client}
+        found |= {"group": self.group, "scope": self.scope}
+        return {k: v for k, v in found.items() if v is not None}
+
+    def describe(self) -> str:
+        return "for " + " and ".join(f"{k} {v!r}" for k, v in self.fields().items())
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +212,8 @@ class Rule:
     """The file it is written in (None: the built-in default, --allow, a session answer)."""
     group: ToolGroup | None = None
     """The tools the permission names when it is a glob or a manifest path."""
+    who: Who | None = None
+    """Whom it is for; None: everyone."""
 
     def names_tool(self, spec: ToolSpec) -> bool:
         """Whether the permission names this tool: its name or id, or a group holding it."""
@@ -215,7 +258,8 @@ class Rule:
             shown = f"prefix {self.pattern!r}"
         else:
             shown = f"{self.kind} {self.pattern!r}"
-        return f"{self.origin} ({self.permission}, {shown}, {self.action})"
+        whom = f", {self.who.describe()}" if self.who is not None else ""
+        return f"{self.origin} ({self.permission}, {shown}, {self.action}{whom})"
 
     def as_json(self) -> dict[str, Any]:
         shown = {
@@ -227,6 +271,7 @@ class Rule:
             "pattern": self.pattern,
             "expanded": [a.text for a in self.alternatives],
             "action": self.action,
+            "for": self.who.fields() if self.who is not None else "everyone",
         }
         if self.group is not None and self.group.manifests is not None:
             shown["tools"] = f"the tools of the manifests at or below {self.group.manifests}"
@@ -327,6 +372,7 @@ def compile_rule(
     layer: int = 0,
     line: int | None = None,
     file: str | None = None,
+    who: Who | None = None,
 ) -> Rule:
     """Compile one rule. Raises ValueError (VariableError) for an undefined variable. A
     relative manifest path in ``permission`` is read from ``file``'s folder (none: the working
@@ -334,14 +380,27 @@ def compile_rule(
     variables = variables or Variables()
     group = tool_group(permission, Path(file).parent if file is not None else None)
     if pattern is None or (not prefix and pattern in _UNIVERSAL):
-        return Rule(permission, pattern, "any", action, scope, origin, (), layer, line, file, group)
+        return Rule(
+            permission, pattern, "any", action, scope, origin, (), layer, line, file, group, who
+        )
     kind: Kind = "prefix" if prefix else ("glob" if has_glob(pattern) else "exact")
     alternatives = tuple(
         _compile_alternative(e, kind, variables)
         for e in expand(pattern, variables, glob=kind == "glob")
     )
     return Rule(
-        permission, pattern, kind, action, scope, origin, alternatives, layer, line, file, group
+        permission,
+        pattern,
+        kind,
+        action,
+        scope,
+        origin,
+        alternatives,
+        layer,
+        line,
+        file,
+        group,
+        who,
     )
 
 
@@ -358,6 +417,7 @@ def resolve(rules: Iterable[Rule], spec: ToolSpec, subject: Subject) -> Rule | N
             KIND_RANK[rule.kind],
             literal,
             rule.permission_rank(spec),
+            rule.who.rank if rule.who is not None else 0,
             rule.layer,
             ACTION_RANK[rule.action],
         )
@@ -369,7 +429,7 @@ def resolve(rules: Iterable[Rule], spec: ToolSpec, subject: Subject) -> Rule | N
 
     def across(entry: tuple[tuple[int, ...], Rule]) -> tuple[int, ...]:
         key, rule = entry  # the layer only orders rules within a scope
-        return (*key[:3], key[4], SCOPE_RANK[rule.scope])
+        return (*key[:4], key[5], SCOPE_RANK[rule.scope])
 
     _, winner = max(best.values(), key=across)
     if winner.action == "deny":

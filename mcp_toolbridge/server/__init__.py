@@ -1,17 +1,20 @@
 """The MCP adapter, the only package that imports ``mcp``: the low-level Server with its
 handlers for both protocol eras, the wire mapping of specs and outcomes, the host adapter
-(elicitation, sampling, progress), stdio and streamable HTTP transports.
+(elicitation, sampling, progress), stdio and streamable HTTP transports, and the OAuth
+resource server in front of HTTP (auth.py, tokens.py: who calls).
 
 May import: the vocabulary, catalog, bridge. Not runtime, cli."""
 
 from mcp_toolbridge.server.http import (
     SESSION_IDLE_TIMEOUT_S,
     TOKEN_ENV,
+    ConsoleMount,
     HttpOptions,
     HttpService,
     check_binding,
     parse_address,
 )
+from mcp_toolbridge.server.tokens import AuthOptions
 from mcp_toolbridge.server.toolbridge_server import SEARCH_THRESHOLD, ToolbridgeServer
 from mcp_toolbridge.server.wire import to_tool
 
@@ -19,6 +22,8 @@ __all__ = [
     "SEARCH_THRESHOLD",
     "SESSION_IDLE_TIMEOUT_S",
     "TOKEN_ENV",
+    "AuthOptions",
+    "ConsoleMount",
     "HttpOptions",
     "HttpService",
     "ToolbridgeServer",

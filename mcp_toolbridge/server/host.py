@@ -1,5 +1,6 @@
 """The ports of ``mcp_toolbridge.host`` over MCP: asking the person (elicitation, sampling),
-and the log messages of a call and of the server (MCP logging).
+the log messages of a call and of the server (MCP logging), and who calls
+(:func:`caller_of`: the identity of a request's validated access token, see auth.py).
 
 **Asking**, in both protocol eras. 2025 era: a server-initiated ``elicitation/create`` request
 on the connection (needs the client's elicitation capability and a back channel). A client
@@ -41,20 +42,24 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import mcp_types as types
 from mcp.server import ServerRequestContext
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from mcp_toolbridge.host import (
+    LOCAL,
     LOG_LEVELS,
     SERVER_LOGGER,
     Answer,
+    Caller,
+    Confirmation,
     CouldNotAsk,
     CouldNotSample,
     InputPending,
@@ -131,7 +136,13 @@ class McpHost:
             return False
         return self._modern or self._ctx.session.can_send_request
 
-    async def elicit(self, key: str, message: str, schema: dict[str, Any]) -> Answer:
+    async def elicit(
+        self,
+        key: str,
+        message: str,
+        schema: dict[str, Any],
+        about: Confirmation | None = None,
+    ) -> Answer:
         if not self._modern:
             try:
                 result = await self._ctx.session.elicit_form(
@@ -307,3 +318,30 @@ def asks_progress(ctx: ServerRequestContext[Any], params: types.CallToolRequestP
         if found is not _UNKNOWN:
             return found is not None
     return True
+
+
+def caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller:
+    """Who sends a request: the identity its validated access token names (subject, client,
+    issuer, groups, scopes; never the token), else the local caller (stdio, the static
+    token)."""
+    request = ctx.request
+    return caller_in(request.scope) if request is not None else LOCAL
+
+
+def caller_in(scope: Mapping[str, Any]) -> Caller:
+    """The caller of an HTTP request whose access token the edge validated (its ASGI
+    ``scope``), else the local caller."""
+    user = scope.get("user")
+    if not isinstance(user, AuthenticatedUser):
+        return LOCAL
+    access = user.access_token
+    claims = access.claims or {}
+    issuer = claims.get("iss")
+    groups = claims.get("groups") or ()
+    return Caller(
+        subject=access.subject,
+        client_id=access.client_id or None,
+        issuer=issuer if isinstance(issuer, str) else None,
+        groups=frozenset(g for g in groups if isinstance(g, str)),
+        scopes=frozenset(access.scopes),
+    )

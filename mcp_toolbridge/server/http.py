@@ -1,9 +1,10 @@
 """Streamable HTTP (``serve --http HOST:PORT``): the SDK's app for a ToolbridgeServer, run
-by uvicorn, behind an optional bearer token.
+by uvicorn, behind an optional bearer token or an OAuth authorization server.
 
-- Binds 127.0.0.1 unless told otherwise; any other address needs a token (``--token`` or
-  ``TOOLBRIDGE_TOKEN``), checked with a constant-time comparison; a request without it gets
-  401 before it reaches MCP.
+- Binds 127.0.0.1 unless told otherwise; any other address needs a credential: the static
+  token (``--token`` or ``TOOLBRIDGE_TOKEN``), checked with a constant-time comparison, or
+  an authorization server (``--auth-issuer``: an OAuth resource server, see auth.py); a
+  request without it gets 401 before it reaches MCP.
 - Host and Origin headers are checked against an allow-list (the SDK's
   TransportSecuritySettings) so a web page cannot reach the server through DNS rebinding:
   loopback names always, the bound address, and every ``--allow-host`` name.
@@ -38,12 +39,17 @@ from anyio.abc import TaskStatus
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Mount, Route
 
 from mcp_toolbridge.errors import ConfigError, ErrorCode
+from mcp_toolbridge.host import CALLER_KEY
+from mcp_toolbridge.server.auth import ResourceServer
+from mcp_toolbridge.server.host import caller_in
 from mcp_toolbridge.server.resume import PrimedStreams, ResumableSessions
+from mcp_toolbridge.server.tokens import AuthOptions
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 
+CONSOLE_PATH = "/console"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 MCP_PATH = "/mcp"
@@ -58,6 +64,9 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+ConsoleMount = Callable[[int, bool], tuple[ASGIApp, ASGIApp | None]]
+"""(the bound port, whether an authorization server guards the endpoint) -> the web
+console's pages and its sign-in (``serve --http --console``: ``Console.mounted``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,13 +81,15 @@ class HttpOptions:
     session_idle_timeout_s: float = SESSION_IDLE_TIMEOUT_S
     """Close a stateful session after this long without a request in flight: its calls are
     cancelled (their processes killed) and its state dropped."""
+    auth: AuthOptions | None = None
+    """Accept access tokens of this OAuth issuer (instead of the static token)."""
 
     @property
     def url(self) -> str:
         return f"http://{_bracketed(self.host or DEFAULT_HOST)}:{self.port}{self.path}"
 
 
-def parse_address(text: str) -> tuple[str, int]:
+def parse_address(text: str, *, flag: str = "--http") -> tuple[str, int]:
     """``HOST:PORT``, ``[V6]:PORT``, ``:PORT`` or ``PORT`` (host 127.0.0.1)."""
     host, port = DEFAULT_HOST, text
     if text.startswith("["):
@@ -93,7 +104,7 @@ def parse_address(text: str) -> tuple[str, int]:
         number = -1
     if not 0 <= number <= 65535:
         raise ConfigError(
-            f"--http {text}: expected HOST:PORT with a port from 0 to 65535, e.g. 127.0.0.1:8765",
+            f"{flag} {text}: expected HOST:PORT with a port from 0 to 65535, e.g. 127.0.0.1:8765",
             code=ErrorCode.CONFIG_INVALID,
         )
     return host, number
@@ -122,11 +133,19 @@ def check_binding(options: HttpOptions) -> None:
             f"the bearer token is empty; pass a long random value with --token or {TOKEN_ENV}",
             code=ErrorCode.CONFIG_INVALID,
         )
-    if not is_loopback(options.host) and not options.token:
+    if options.token and options.auth is not None:
+        raise ConfigError(
+            f"--token ({TOKEN_ENV}) and --auth-issuer exclude each other: with an "
+            "authorization server every caller has their own token; drop the static one",
+            code=ErrorCode.CONFIG_INVALID,
+        )
+    if options.auth is not None:
+        options.auth.checked()
+    if not is_loopback(options.host) and not options.token and options.auth is None:
         raise ConfigError(
             f"refusing to serve on {options.host or 'every address'} without a bearer token: "
             f"anyone who can reach it could run the tools. Set {TOKEN_ENV} (or --token), or "
-            f"bind {DEFAULT_HOST}",
+            f"--auth-issuer, or bind {DEFAULT_HOST}",
             code=ErrorCode.CONFIG_INVALID,
         )
 
@@ -157,14 +176,17 @@ def security_settings(options: HttpOptions) -> TransportSecuritySettings:
 
 
 class BearerToken:
-    """ASGI middleware: HTTP requests must carry ``Authorization: Bearer <token>``."""
+    """ASGI middleware: HTTP requests must carry ``Authorization: Bearer <token>`` (but those
+    to the web console, which a browser opens with the same token in its URL)."""
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self._app = app
         self._expected = f"Bearer {token}".encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self._authorized(scope):
+        path = scope.get("path", "")
+        console = path == CONSOLE_PATH or path.startswith(CONSOLE_PATH + "/")
+        if scope["type"] != "http" or console or self._authorized(scope):
             await self._app(scope, receive, send)
             return
         body = json.dumps(
@@ -191,17 +213,45 @@ class BearerToken:
         return len(given) == 1 and hmac.compare_digest(given[0], self._expected)
 
 
-def build_app(server: ToolbridgeServer, options: HttpOptions) -> ASGIApp:
+def _with_caller(app: ASGIApp) -> ASGIApp:
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+        scope[CALLER_KEY] = caller_in(scope)
+        await app(scope, receive, send)
+
+    return wrapped
+
+
+def build_app(
+    server: ToolbridgeServer,
+    options: HttpOptions,
+    guard: ResourceServer | None = None,
+    console: ConsoleMount | None = None,
+) -> ASGIApp:
     """The SDK's streamable HTTP app (as ``Server.streamable_http_app`` builds it), with a
-    session manager that makes stateful sessions resumable (resume.py)."""
+    session manager that makes stateful sessions resumable (resume.py), behind the static
+    token or, with ``guard``, an OAuth resource server; with ``console``, the web console at
+    ``/console`` (its sign-in behind the same token check as the MCP endpoint)."""
     sessions = ResumableSessions(
         server.server,
         stateless=options.stateless,
         security_settings=security_settings(options),
         session_idle_timeout=options.session_idle_timeout_s,
     )
-    routes = [Route(options.path, endpoint=StreamableHTTPASGIApp(sessions))]
-    app: ASGIApp = Starlette(routes=routes, lifespan=lambda _app: sessions.run())
+    endpoint: ASGIApp = StreamableHTTPASGIApp(sessions)
+    routes: list[BaseRoute] = [
+        Route(options.path, endpoint=guard.protect(endpoint) if guard else endpoint)
+    ]
+    routes += guard.routes() if guard else []
+    if console is not None:
+        pages, sign_in = console(options.port, guard is not None)
+        if guard is not None and sign_in is not None:
+            protected = guard.protect(_with_caller(sign_in))
+            routes.append(Route(CONSOLE_PATH + "/sign-in", endpoint=protected))
+        routes.append(Mount(CONSOLE_PATH, app=pages))
+    middleware = guard.middleware() if guard else []
+    app: ASGIApp = Starlette(
+        routes=routes, middleware=middleware, lifespan=lambda _app: sessions.run()
+    )
     app = PrimedStreams(app, sessions)
     return BearerToken(app, options.token) if options.token else app
 
@@ -234,11 +284,15 @@ class _Uvicorn(uvicorn.Server):
 class HttpService:
     """The server on a listening socket; ``serve`` reports the URL once it accepts."""
 
-    def __init__(self, server: ToolbridgeServer, options: HttpOptions) -> None:
+    def __init__(
+        self, server: ToolbridgeServer, options: HttpOptions, console: ConsoleMount | None = None
+    ) -> None:
         check_binding(options)
-        self._app = build_app(server, options)
         self._server = server
+        self._console = console
         self.options = options
+        self._app: ASGIApp | None = None
+        self.guard: ResourceServer | None = None
         self._uvicorn: uvicorn.Server | None = None
         self._stopped = False
         self._socket: socket.socket | None = None
@@ -249,13 +303,19 @@ class HttpService:
             self._socket = _listen(self.options.host or "0.0.0.0", self.options.port)
             port = self._socket.getsockname()[1]
             self.options = dataclasses.replace(self.options, port=port)
+            auth = self.options.auth
+            if auth is not None:  # its canonical URL may name the port just picked
+                self.guard = ResourceServer(auth, auth.resource or self.options.url)
+            self._app = build_app(self._server, self.options, self.guard, self._console)
         return self.options.url
 
     async def serve(self, *, task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED) -> None:
         """Serve until :meth:`stop` (or SIGINT/SIGTERM). Started with the URL: the socket is
         listening by then, so a client may connect at once."""
         url = self.listen()
-        assert self._socket is not None
+        assert self._socket is not None and self._app is not None
+        if self.guard is not None:
+            await self.guard.start()
         config = uvicorn.Config(
             self._app, log_config=None, log_level="warning", timeout_graceful_shutdown=3
         )

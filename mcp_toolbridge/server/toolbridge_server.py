@@ -12,7 +12,7 @@ import base64
 import binascii
 import logging
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 import mcp_types as types
@@ -26,12 +26,20 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_toolbridge import __version__
 from mcp_toolbridge.bridge import Bridge
-from mcp_toolbridge.catalog import Catalog
 from mcp_toolbridge.errors import ErrorCode, UnknownToolError
-from mcp_toolbridge.host import CallContext, FoundTools, InputPending, LogLevel
+from mcp_toolbridge.host import (
+    CallContext,
+    Caller,
+    Connected,
+    FoundTools,
+    Host,
+    InputPending,
+    LogLevel,
+)
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.names import PROXY_TOOL
-from mcp_toolbridge.server.host import ClientLog, McpHost, asks_progress
+from mcp_toolbridge.server.connections import ConnectionLog
+from mcp_toolbridge.server.host import ClientLog, McpHost, asks_progress, caller_of
 from mcp_toolbridge.server.outputs import (
     Outputs,
     SidecarDir,
@@ -40,7 +48,7 @@ from mcp_toolbridge.server.outputs import (
 )
 from mcp_toolbridge.server.roots import RootsChanged, RootsFollower
 from mcp_toolbridge.server.stdio import stdio_transport
-from mcp_toolbridge.server.wire import to_result, to_tool
+from mcp_toolbridge.server.wire import Published, to_result
 
 log = logging.getLogger("mcp_toolbridge")
 
@@ -127,26 +135,6 @@ class SessionEnd(Protocol):
     def __call__(self, session_id: str, *, keep_files: bool = False) -> None: ...
 
 
-class _Published:
-    """The wire form of each tool per era, built on first use and kept.
-
-    Built lazily: a search-mode server lists a few dozen tools, and building all 100,000 wire
-    forms of a large catalog up front, twice, would cost seconds of start-up for nothing."""
-
-    def __init__(self, catalog: Catalog) -> None:
-        self._catalog = catalog
-        self._built: dict[tuple[bool, str], types.Tool] = {}
-
-    def tool(self, name: str, *, modern: bool) -> types.Tool:
-        key = (modern, name)
-        tool = self._built.get(key)
-        if tool is None:
-            entry = self._catalog.get(name)
-            assert entry is not None, name  # only catalog names are ever listed
-            tool = self._built[key] = to_tool(entry.spec, modern=modern)
-        return tool
-
-
 class ToolbridgeServer:
     """Holds the bridge, the published tools and each session's visible set."""
 
@@ -160,8 +148,11 @@ class ToolbridgeServer:
         sidecar_dir: SidecarDir | None = None,
         notices: Sequence[str] = (),
         on_first_list: Callable[[], None] | None = None,
+        console: Host | None = None,
     ) -> None:
-        """``roots``: follow the client's MCP roots (stdio and in-memory connections), calling
+        """``console``: where a person answers the confirmations a headless client cannot
+        ask (``serve --console``); None: they are refused.
+        ``roots``: follow the client's MCP roots (stdio and in-memory connections), calling
         it with them on every change; None leaves the workspace as it is.
         ``sidecar_dir(session_id)``: the session's sidecar folder (Sessions.sidecar_dir);
         without it truncated results carry no resource link. ``notices``: warnings each
@@ -175,13 +166,15 @@ class ToolbridgeServer:
         self._http_sessions: dict[str, str] = {}
         """An opaque session id per Mcp-Session-Id: the header value is never logged."""
         self._on_session_end = on_session_end
-        self._list_cache: dict[tuple[bool, str | None, str | None], HandlerResult] = {}
+        self._list_cache: dict[tuple[bool, str | None, str | None, Hashable], HandlerResult] = {}
         self._bus = InMemorySubscriptionBus()
         self._legacy_sessions: dict[int, Any] = {}
         """A ServerSession per open 2025 connection, by id of the connection."""
         self._outputs = Outputs(sidecar_dir, expired=self._output_expired)
         self._client_log = ClientLog(notices)
         self._on_first_list = on_first_list
+        self._console = console
+        self._connections = ConnectionLog(self._audit_session)
         self._publish(bridge)
         self.server = _Server(
             "mcp-toolbridge",
@@ -197,6 +190,7 @@ class ToolbridgeServer:
             "logging/setLevel", types.SetLevelRequestParams, self._client_log.set_level
         )
         self.server.middleware.append(self._remember_sessions)
+        self.server.middleware.append(self._connections)
         self.server.middleware.append(self._cache_tools_list)
         self._roots = RootsFollower(roots) if roots is not None else None
         if self._roots is not None:
@@ -212,7 +206,7 @@ class ToolbridgeServer:
     def _publish(self, bridge: Bridge) -> None:
         """Build the wire form of every tool once, and what is always listed."""
         self.bridge = bridge
-        self._published = _Published(bridge.catalog)
+        self._published = Published(bridge.catalog)
         manifest_tools = bridge.catalog.manifest_names()  # names only: no record is read
         builtins = bridge.catalog.builtin_names()
         expose = self._requested_expose
@@ -300,7 +294,7 @@ class ToolbridgeServer:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         modern = _is_modern(ctx)
-        names = self.visible_names(_scope(ctx), modern=modern)
+        names = self._callable(self.visible_names(_scope(ctx), modern=modern), caller_of(ctx))
         start = _decode_cursor(params.cursor) if params and params.cursor else 0
         page = names[start : start + PAGE_SIZE]
         following = start + PAGE_SIZE
@@ -308,16 +302,27 @@ class ToolbridgeServer:
         tools = [self._published.tool(n, modern=modern) for n in page]
         return types.ListToolsResult(tools=tools, next_cursor=next_cursor)
 
+    def _callable(self, names: list[str], caller: Caller) -> list[str]:
+        """``names`` without the tools ``caller`` may not call (rules for some callers)."""
+        if self.bridge.caller_view(caller) is None:
+            return names
+        catalog = self.bridge.catalog
+        return [
+            n for n in names if (e := catalog.get(n)) and self.bridge.callable_by(e.spec, caller)
+        ]
+
     async def _cache_tools_list(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
-        """Serve repeated tools/list pages from the already serialized result."""
+        """Serve repeated tools/list pages from the already serialized result (one per
+        caller view: callers whose rules differ may see different lists)."""
         if ctx.method != "tools/list":
             return await call_next(ctx)
         cursor = (ctx.params or {}).get("cursor")
         modern = _is_modern(ctx)
         scope = None if modern else _scope(ctx)  # one list for every 2026-07-28 request
-        key = (modern, cursor if isinstance(cursor, str) else None, scope)
+        view = self.bridge.caller_view(caller_of(ctx))
+        key = (modern, cursor if isinstance(cursor, str) else None, scope, view)
         cached = self._list_cache.get(key)
         if cached is None:
             cached = await call_next(ctx)
@@ -396,6 +401,8 @@ class ToolbridgeServer:
             found_tools=self._found_tools(ctx),
             budget_session=self.session_id if scope is None else None,  # summed server-wide
             log=self._client_log.for_call(ctx),
+            caller=caller_of(ctx),
+            console=self._console,
         )
         link = None
         try:
@@ -465,6 +472,14 @@ class ToolbridgeServer:
             return f"{self.session_id}:call-{uuid.uuid4().hex[:16]}"
         opaque = self._http_sessions.setdefault(scope, f"http-{uuid.uuid4().hex[:16]}")
         return f"{self.session_id}:{opaque}"
+
+    def _audit_session(self, ctx: ServerRequestContext[Any]) -> tuple[str, str | None]:
+        scope = _scope(ctx)
+        return ("" if scope is None else self._session_id(ctx)), scope
+
+    def connected(self) -> list[Connected]:
+        """Who is connected now (the console's sessions page)."""
+        return self._connections.rows()
 
     def stopping(self) -> None:
         """The server is going away: calls cancelled from now on are audited as ended by the

@@ -18,6 +18,7 @@ from typing import Any
 import mcp_types as types
 
 from mcp_toolbridge.bridge import CallOutcome
+from mcp_toolbridge.catalog import Catalog
 from mcp_toolbridge.model import ToolSpec, tool_kind
 
 META_PREFIX = "toolbridge/"
@@ -116,9 +117,12 @@ def to_result(
 ) -> types.CallToolResult:
     """Success: the text written for the model (the tool's own, else its value as JSON) and
     the value as structuredContent, except for a tool that writes its own text and publishes
-    no outputSchema (read, grep: text to be read): its text is the whole result, since Claude
-    Code and VS Code show a model ``JSON.stringify(structuredContent)`` instead of the text
-    whenever there is one, its newlines, tabs and quotes escaped. Failure: the message as
+    no outputSchema (the locked tools whose results are read: file lines, matches, paths,
+    command output, a diff, a page, a skill, a subagent's answer, found tools, a checklist):
+    its text is the whole result, since Claude Code and VS Code show a model
+    ``JSON.stringify(structuredContent)`` instead of the text whenever there is one, its
+    newlines, tabs and quotes escaped. The spec's outputSchema is thus the one switch between
+    the two forms (docs/builtins.md, "What the model reads"). Failure: the message as
     text and no structuredContent at all, whatever the tool's outputSchema (clients on the
     TypeScript SDK check a failure's structuredContent against it too, and reject the whole
     result when it does not match); the error code and the tool's own failure value ride in
@@ -150,3 +154,23 @@ def to_result(
         is_error=False,
         meta=meta,
     )
+
+
+class Published:
+    """The wire form of each tool per era, built on first use and kept.
+
+    Built lazily: a search-mode server lists a few dozen tools, and building all 100,000 wire
+    forms of a large catalog up front, twice, would cost seconds of start-up for nothing."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self._catalog = catalog
+        self._built: dict[tuple[bool, str], types.Tool] = {}
+
+    def tool(self, name: str, *, modern: bool) -> types.Tool:
+        key = (modern, name)
+        tool = self._built.get(key)
+        if tool is None:
+            entry = self._catalog.get(name)
+            assert entry is not None, name  # only catalog names are ever listed
+            tool = self._built[key] = to_tool(entry.spec, modern=modern)
+        return tool

@@ -1,6 +1,7 @@
-"""Runloop budgets are enforced: the usage a tool's results report is summed per session and
-tool, and once a budget is spent the tool's next call in that session is refused with
-budget.exceeded; the audit line records each call's usage."""
+"""Runloop budgets are enforced: the usage a tool's results report is summed per session (per
+person, across their sessions, for an identified caller) and tool, and once a budget is spent
+the tool's next call there is refused with budget.exceeded; the audit line records each call's
+usage."""
 
 from __future__ import annotations
 
@@ -12,11 +13,18 @@ import anyio
 import pytest
 from mcp import Client
 
-from mcp_toolbridge.bridge.budget import Usage, reported_usage
+from mcp_toolbridge.bridge.budget import reported_usage
 from mcp_toolbridge.errors import ErrorCode
-from mcp_toolbridge.host import CallContext
-from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_bridge
+from mcp_toolbridge.host import CallContext, Caller
+from mcp_toolbridge.runtime import (
+    BUILTIN_SPECS,
+    Settings,
+    load_catalog,
+    open_bridge,
+    open_runtime,
+)
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
+from mcp_toolbridge.state import Usage
 from tests.support.manifests import NOT_DESTRUCTIVE
 
 SCHEMA = {
@@ -118,3 +126,24 @@ async def test_a_spent_usd_budget_reaches_the_client_as_a_tool_error(settings, m
     assert (refused.meta or {}).get("toolbridge/code") == "budget.exceeded"
     text = json.dumps([block.model_dump() for block in refused.content])
     assert "USD budget of paid_call is spent" in text and "$0.4000" in text
+
+
+async def test_a_persons_budget_holds_across_their_sessions_and_is_theirs_alone(settings):
+    loaded = load_catalog(settings, BUILTIN_SPECS)
+    alice = Caller(subject="alice", client_id="ide", issuer="https://id.example")
+    bob = Caller(subject="bob", client_id="ide", issuer="https://id.example")
+    spend = {"message": "m", "usage": {"usd": 0.2}}
+    with anyio.fail_after(30):
+        async with open_runtime(settings, loaded) as runtime:
+            bridge = runtime.bridge
+            first = CallContext(session_id="alice-1", caller=alice)
+            assert (await bridge.call("paid_call", spend, first)).ok
+            runtime.end_session("alice-1")  # her session ends; her usage does not
+            await anyio.wait_all_tasks_blocked()
+            second = CallContext(session_id="alice-2", caller=alice)
+            assert (await bridge.call("paid_call", spend, second)).ok
+            refused = await bridge.call("paid_call", spend, second)
+            assert (await bridge.call("paid_call", spend, CallContext("bob-1", caller=bob))).ok
+    assert refused.code == ErrorCode.BUDGET_EXCEEDED
+    assert refused.error is not None
+    assert "used by alice (client ide) across their sessions" in refused.error

@@ -35,7 +35,7 @@ async def test_each_call_replaces_the_list_and_returns_it(tmp_path):
     second = [{"content": "write the tool", "status": "completed"}]
     result = await call(tool, second, ctx)
     assert result.value["todos"] == second
-    assert tool.current("s1") == second
+    assert await tool.current("s1") == second
 
 
 async def test_an_empty_list_clears_the_store(tmp_path):
@@ -44,19 +44,19 @@ async def test_an_empty_list_clears_the_store(tmp_path):
     await call(tool, [{"content": "x", "status": "pending"}], ctx)
     result = await call(tool, [], ctx)
     assert result.value["todos"] == []
-    assert tool.current("s1") == []
+    assert await tool.current("s1") == []
 
 
 async def test_another_session_never_sees_the_list(tmp_path):
     sessions = Sessions(tmp_path)
     tool = TodoTool(sessions)
     await call(tool, [{"content": "secret plan", "status": "pending"}], CallContext(session_id="a"))
-    assert tool.current("b") == []
+    assert await tool.current("b") == []
     result = await call(tool, [], CallContext(session_id="b"))
-    assert tool.current("a") == [{"content": "secret plan", "status": "pending"}]
+    assert await tool.current("a") == [{"content": "secret plan", "status": "pending"}]
     assert result.value["todos"] == []
-    sessions.close("a")
-    assert tool.current("a") == []
+    await sessions.state.forget("a")  # the session ended (Runtime.end_session)
+    assert await tool.current("a") == []
 
 
 async def test_more_than_one_item_in_progress_is_a_warning_not_a_failure(tmp_path):
@@ -81,7 +81,7 @@ async def test_repeated_ids_are_refused_and_the_stored_list_is_kept(tmp_path):
     ]
     with pytest.raises(ArgumentsError, match="repeated: x"):
         await call(tool, todos, ctx)
-    assert tool.current("s1") == [{"content": "keep", "status": "pending"}]
+    assert await tool.current("s1") == [{"content": "keep", "status": "pending"}]
 
 
 def test_the_schema_refuses_unknown_statuses_and_fields():
@@ -96,4 +96,4 @@ async def test_a_subagent_denied_todo_is_refused(tmp_path):
     ctx = CallContext(session_id="s1", depth=1, denied_tools=frozenset({"todo"}))
     with pytest.raises(PermissionDeniedError, match="subagent"):
         await call(tool, [{"content": "x", "status": "pending"}], ctx)
-    assert tool.current("s1") == []
+    assert await tool.current("s1") == []

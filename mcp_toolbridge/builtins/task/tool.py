@@ -27,6 +27,7 @@ from mcp_toolbridge.builtins.task.subagent import (
 from mcp_toolbridge.catalog import Catalog
 from mcp_toolbridge.errors import ArgumentsError, PermissionDeniedError
 from mcp_toolbridge.executors import ExecRequest, ExecResult
+from mcp_toolbridge.host import Caller
 from mcp_toolbridge.model import Safety, ToolSpec
 from mcp_toolbridge.names import PROXY_TOOL
 
@@ -99,18 +100,6 @@ def _input_schema() -> dict[str, Any]:
     }
 
 
-OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "result": {"type": "string", "description": "The subagent's final answer."},
-        "turns": {"type": "integer", "minimum": 0},
-        "tool_calls": {"type": "array", "items": {"type": "string"}},
-        "subagent_type": {"type": "string"},
-    },
-    "required": ["result", "turns", "tool_calls", "subagent_type"],
-}
-
-
 def build_spec(limits: Limits) -> ToolSpec:
     kinds = "\n".join(f"- {t.name}: {t.description}" for t in SUBAGENT_TYPES.values())
     schema = _input_schema()
@@ -123,7 +112,9 @@ def build_spec(limits: Limits) -> ToolSpec:
         f"has at most {limits.max_turns} turns and {limits.max_seconds:g} s, cannot ask "
         "the user and cannot start further subagents.\n\nSubagent types:\n" + kinds,
         input_schema=schema,
-        output_schema=OUTPUT_SCHEMA,
+        # No output schema: the subagent's answer is the whole result, the one form every
+        # client shows a model as it is (server/wire.py). The value (result, turns,
+        # tool_calls, subagent_type) stays what `call` prints.
         timeout_s=limits.max_seconds,
         safety=Safety(
             read_only=False,
@@ -159,20 +150,24 @@ def _report(run: SubagentRun, kind: str) -> dict[str, Any]:
     }
 
 
+ListTools = Callable[[Caller], Sequence[ToolSpec]]
+"""The tools a subagent of a caller may be offered (those the caller may call)."""
+
+
 class TaskTool:
     """The task built-in.
 
     ``call_tool`` runs one tool call through the full pipeline (the server passes
-    ``Bridge.call``); ``list_tools`` gives the tools a subagent may be offered (the locked
-    tools and the manifest tools loaded so far); ``subagent_tools`` names which of todo,
-    question and task the policy lets subagents use; ``max_depth`` is how many subagent
-    levels may exist (1: a subagent cannot start another).
+    ``Bridge.call``); ``list_tools(caller)`` gives the tools a subagent of ``caller`` may be
+    offered (the locked tools and the manifest tools loaded so far that it may call);
+    ``subagent_tools`` names which of todo, question and task the policy lets subagents use;
+    ``max_depth`` is how many subagent levels may exist (1: a subagent cannot start another).
     """
 
     def __init__(
         self,
         call_tool: CallTool,
-        list_tools: Callable[[], Sequence[ToolSpec]],
+        list_tools: ListTools,
         *,
         max_turns: int = 8,
         max_seconds: float = 300.0,
@@ -227,7 +222,7 @@ class TaskTool:
             key=_key(arguments, ctx.depth),
             prompt=arguments["prompt"],
             system_prompt=subagent.system_prompt,
-            tools=offered_tools(self._list_tools(), denied),
+            tools=offered_tools(self._list_tools(ctx.caller), denied),
         )
         limits = replace(self._limits, max_seconds=min(self._limits.max_seconds, request.timeout_s))
         run = await run_subagent(host, conversation, self._call_tool, child, limits, ctx.progress)

@@ -134,16 +134,15 @@ class WebSearchTool:
         if not query:
             return ExecResult(ok=False, error="the query is empty; give words to search for")
         max_results = int(request.arguments.get("max_results") or DEFAULT_RESULTS)
-        state = self._sessions.get(request.context.session_id)
-        used = int(state.stores.get(CALLS_KEY, 0))
-        if used >= self._max_calls:
+        ctx = request.context
+        if not await self._sessions.state.take(ctx.owner, CALLS_KEY, self._max_calls):
+            who = "you have" if ctx.caller.identified else "this session has"
             return ExecResult(
                 ok=False,
-                error=f"web_search limit reached: this session has used all {self._max_calls} "
+                error=f"web_search limit reached: {who} used all {self._max_calls} "
                 "searches it may make. Work with the results you have, or fetch pages you "
                 "already know with web_fetch.",
             )
-        state.stores[CALLS_KEY] = used + 1
         limit_s = min(self._timeout_s, request.timeout_s)
         try:
             with anyio.fail_after(limit_s):

@@ -17,7 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcp_toolbridge.builtins.bash import SPEC as BASH
-from mcp_toolbridge.policy.compiled import Decision, Policy, SessionRules
+from mcp_toolbridge.policy.compiled import Decision, Policy
+from mcp_toolbridge.policy.grants import SessionRules
 from mcp_toolbridge.policy.shell.argv import SHELLS
 from mcp_toolbridge.policy.shell.expanded import HARMLESS, JUDGED, KNOWN, hidden_option
 from mcp_toolbridge.policy.shell.flags import FLAG_CHECKED

@@ -1,0 +1,138 @@
+"""``serve --http``: the HTTP server's options from the flags, with its credential: the static
+token (``--token``, ``TOOLBRIDGE_TOKEN``) or an OAuth issuer (``--auth-issuer`` and the policy
+file's ``[auth]`` table, the flags winning; the introspection secret resolved from the secrets:
+``TOOLBRIDGE_SECRET_<ID>`` or the secrets file)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from mcp_toolbridge.errors import ConfigError, ErrorCode
+from mcp_toolbridge.runtime import Loaded, Settings
+from mcp_toolbridge.secrets import SecretResolver
+
+if TYPE_CHECKING:
+    from mcp_toolbridge.console import Console
+    from mcp_toolbridge.server import AuthOptions, ConsoleMount, HttpOptions
+
+CONSOLE_PATH = "/console"
+
+
+def console_for(args: argparse.Namespace) -> Console | None:
+    """The web console ``--console [HOST:]PORT`` asks for (not yet listening), or None."""
+    if args.console is None:
+        if args.console_admin_role:
+            raise ConfigError(
+                "--console-admin-role applies to --console only", code=ErrorCode.CONFIG_INVALID
+            )
+        return None
+    from mcp_toolbridge.console import Console, ConsoleOptions  # Starlette, Jinja2: on use
+    from mcp_toolbridge.server import parse_address
+
+    host, port = parse_address(args.console, flag="--console")
+    options = ConsoleOptions(host=host, port=port, allowed_hosts=tuple(args.allow_host))
+    if args.console_admin_role:
+        options = replace(options, admin_role=args.console_admin_role)
+    return Console(options)
+
+
+def mount_of(console: Console | None, http: HttpOptions) -> ConsoleMount | None:
+    """The console at ``/console`` of the MCP server too, behind its authentication."""
+    if console is None:
+        return None
+    hosts = [*http.allowed_hosts]
+    if http.host not in ("0.0.0.0", "::", ""):
+        hosts.append(http.host)
+
+    def mount(port: int, oauth: bool) -> Any:
+        return console.mounted(CONSOLE_PATH, port=port, hosts=hosts, token=http.token, oauth=oauth)
+
+    return mount
+
+
+def console_path_line(url: str, http: HttpOptions, console: Console) -> str:
+    """Where the console is on the MCP server, and how to open it there."""
+    base = url.rsplit("/", 1)[0] + CONSOLE_PATH
+    if http.auth is not None:
+        return (
+            f"console also at {base}/: GET {base}/sign-in with an access token whose groups "
+            f"or roles include {console.options.admin_role!r} gives a one-time URL"
+        )
+    if http.token:
+        return f"console also at {base}/?token=<the server's bearer token>"
+    assert console.keeper is not None and console.keeper.token is not None
+    return f"console also at {base}/?token={console.keeper.token}"
+
+
+def auth_options(
+    args: argparse.Namespace, settings: Settings, loaded: Loaded
+) -> AuthOptions | None:
+    """The OAuth resource server's options: the flags over the policy's ``[auth]`` table;
+    None when no issuer is named."""
+    from mcp_toolbridge.server import AuthOptions  # imports mcp: only when serving
+
+    table = loaded.policy.file.auth
+    issuer = args.auth_issuer or table.issuer
+    if issuer is None:
+        return None
+    secret = None
+    if (secret_id := table.introspection_secret) is not None:
+        resolver = SecretResolver.from_sources(settings.environ, settings.secrets_file)
+        secret = resolver.resolve([secret_id], tool="[auth]")[secret_id]
+    return AuthOptions(
+        issuer=issuer,
+        resource=args.auth_resource or table.resource,
+        scopes=tuple(table.scopes),
+        algorithms=tuple(table.algorithms) or AuthOptions.algorithms,
+        leeway_s=table.leeway_s,
+        group_claims=tuple(table.group_claims),
+        introspection_client_id=table.introspection_client_id,
+        introspection_secret=secret,
+    ).checked()
+
+
+def http_options(
+    args: argparse.Namespace, settings: Settings, loaded: Loaded
+) -> HttpOptions | None:
+    """None for stdio (refusing the flags that apply to HTTP only)."""
+    if args.http is None:
+        given = (
+            ("--token", args.token),
+            ("--stateless", args.stateless),
+            ("--session-idle-timeout", args.session_idle_timeout),
+            ("--auth-issuer", args.auth_issuer),
+            ("--auth-resource", args.auth_resource),
+        )
+        for flag, value in given:
+            if value:
+                raise ConfigError(f"{flag} applies to --http only", code=ErrorCode.CONFIG_INVALID)
+        return None
+    from mcp_toolbridge.server import (
+        SESSION_IDLE_TIMEOUT_S,
+        TOKEN_ENV,
+        HttpOptions,
+        check_binding,
+        parse_address,
+    )
+
+    host, port = parse_address(args.http)
+    auth = auth_options(args, settings, loaded)
+    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
+    options = HttpOptions(
+        host=host,
+        port=port,
+        token=token,
+        stateless=args.stateless,
+        allowed_hosts=tuple(args.allow_host),
+        session_idle_timeout_s=(
+            SESSION_IDLE_TIMEOUT_S
+            if args.session_idle_timeout is None
+            else args.session_idle_timeout
+        ),
+        auth=auth,
+    )
+    check_binding(options)
+    return options

@@ -1,0 +1,149 @@
+"""The MCP endpoint as an OAuth 2.1 resource server (the MCP authorization spec, both eras).
+
+- ``GET /.well-known/oauth-protected-resource<path>`` serves this server's protected
+  resource metadata (RFC 9728: the resource's canonical URL, its authorization server, the
+  scopes), through the SDK's route.
+- Every request to the MCP endpoint needs ``Authorization: Bearer <access token>``, checked by
+  the SDK's ``BearerAuthBackend`` with our :class:`~.tokens.TokenValidator`. Without a valid
+  token: ``401`` with ``WWW-Authenticate: Bearer resource_metadata="…"`` (and ``scope="…"``
+  when scopes are required; ``error="invalid_token"`` when a token was sent). A token without
+  a required scope: ``403`` with ``error="insufficient_scope"`` and the scopes needed. A token
+  in the URL's query (``access_token=``) is refused with ``400 invalid_request`` before
+  anything else, valid or not: it would end up in logs and browser histories.
+- A validated token becomes the request's caller (:func:`~.tokens.caller_of`); the SDK binds
+  a stateful session to the identity that opened it (another identity gets 404).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from typing import Any
+from urllib.parse import parse_qsl
+
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend
+from mcp.server.auth.routes import build_resource_metadata_url, create_protected_resource_routes
+from mcp.server.auth.settings import AuthSettings
+from starlette.middleware import Middleware
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.routing import Route
+
+from mcp_toolbridge.server.tokens import AuthOptions, TokenValidator
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+RESOURCE_NAME = "mcp-toolbridge"
+QUERY_TOKEN = (
+    "access tokens are not accepted in the URL (it ends up in logs and histories): send it "
+    "in the Authorization header as 'Bearer <token>'"
+)
+
+
+def _quoted(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class RequireCaller:
+    """ASGI wrapper of the MCP endpoint: only requests with a validated token that carries
+    the required scopes reach it."""
+
+    def __init__(self, app: ASGIApp, *, scopes: Sequence[str], metadata_url: str) -> None:
+        self._app = app
+        self._scopes = tuple(scopes)
+        self._metadata_url = metadata_url
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        query = scope.get("query_string", b"").decode("latin-1")
+        if any(name == "access_token" for name, _ in parse_qsl(query, keep_blank_values=True)):
+            await self._refuse(send, 400, "invalid_request", QUERY_TOKEN)
+            return
+        user = scope.get("user")
+        if not isinstance(user, AuthenticatedUser):
+            sent = any(k.lower() == b"authorization" for k, _ in scope.get("headers", []))
+            if sent:
+                why = (
+                    "the access token is invalid, expired, or not issued for this server; "
+                    "get a new one from the authorization server"
+                )
+                await self._refuse(send, 401, "invalid_token", why)
+            else:
+                await self._refuse(send, 401, None, "this server needs an OAuth access token")
+            return
+        missing = [s for s in self._scopes if s not in user.scopes]
+        if missing:
+            why = f"the access token lacks the scope {' '.join(missing)}; ask for it and retry"
+            await self._refuse(send, 403, "insufficient_scope", why)
+            return
+        await self._app(scope, receive, send)
+
+    async def _refuse(self, send: Send, status: int, error: str | None, why: str) -> None:
+        parts = [f"resource_metadata={_quoted(self._metadata_url)}"]
+        if self._scopes:
+            parts.append(f"scope={_quoted(' '.join(self._scopes))}")
+        if error is not None:
+            parts += [f"error={_quoted(error)}", f"error_description={_quoted(why)}"]
+        body = json.dumps({"error": error or "unauthorized", "error_description": why}).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", ("Bearer " + ", ".join(parts)).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+class ResourceServer:
+    """What makes an MCP endpoint a protected resource: its token validator, the metadata
+    route, and the middleware and wrapper that check each request."""
+
+    def __init__(self, options: AuthOptions, resource: str) -> None:
+        self.options = options
+        self.resource = resource
+        self.validator = TokenValidator(options, resource)
+        # The SDK's settings of a resource server; the URLs kept as written (a path-less
+        # issuer without a trailing slash: clients compare issuers as strings). The token's
+        # audience is checked by the validator (validate_token_resource off).
+        self.settings = AuthSettings(
+            issuer_url=options.issuer,
+            resource_server_url=resource,
+            required_scopes=list(options.scopes) or None,
+            validate_token_resource=False,
+        )
+        assert self.settings.resource_server_url is not None
+        self.metadata_url = str(build_resource_metadata_url(self.settings.resource_server_url))
+
+    async def start(self) -> None:
+        """Discover the issuer and fetch its keys (ConfigError when it cannot)."""
+        await self.validator.start()
+
+    def routes(self) -> list[Route]:
+        settings = self.settings
+        assert settings.resource_server_url is not None
+        return create_protected_resource_routes(
+            resource_url=settings.resource_server_url,
+            authorization_servers=[settings.issuer_url],
+            scopes_supported=settings.required_scopes,
+            resource_name=RESOURCE_NAME,
+        )
+
+    def middleware(self) -> list[Middleware]:
+        return [
+            Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(self.validator)),
+            Middleware(AuthContextMiddleware),
+        ]
+
+    def protect(self, app: ASGIApp) -> ASGIApp:
+        return RequireCaller(app, scopes=self.options.scopes, metadata_url=self.metadata_url)

@@ -1,0 +1,353 @@
+"""Access tokens checked at the HTTP edge: the MCP SDK's ``TokenVerifier`` for tokens an
+OAuth authorization server issued for this MCP server.
+
+- **JWT access tokens** (RFC 9068) are validated here, locally, with PyJWT: the signature
+  against the issuer's published keys (its ``jwks_uri``, from its RFC 8414 or OpenID
+  Connect metadata), only with an algorithm of the allow-list (asymmetric ones: never
+  ``none``, never an HMAC whose secret would be a public key), with a key whose type and
+  ``alg`` fit that algorithm; then ``iss`` (exactly the issuer), ``aud`` (this server's
+  canonical URL, RFC 8707: a token minted for another resource is refused), ``exp`` and
+  ``nbf`` (with a small clock skew).
+- **A JWT checked once** is remembered (by its SHA-256, the last :data:`MAX_REMEMBERED`)
+  until it expires: its signature, issuer and audience cannot change, so a later request with
+  the same token checks only the time (``exp`` and ``nbf``, with the skew).
+- **Keys** are fetched at start-up and kept. A token signed with a key id (``kid``) not
+  among them makes the server fetch the keys again (the issuer rotated them), at most once
+  per :data:`REFETCH_AFTER_S` whatever the tokens say; keys older than :data:`KEYS_MAX_AGE_S`
+  are fetched again before use.
+- **Opaque tokens** (anything that is not a JWS) are sent to the issuer's introspection
+  endpoint (RFC 7662) when the server has introspection credentials, on every request: a
+  token the issuer revoked is refused at once. Without credentials they are refused.
+
+The token is never logged, kept beyond the request or passed on: the server turns it into a
+:class:`~mcp_toolbridge.host.Caller` (``server.host.caller_of``).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import ipaddress
+import json
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import jwt
+from mcp.server.auth.provider import AccessToken
+
+from mcp_toolbridge.errors import ConfigError, ErrorCode, ExecError
+from mcp_toolbridge.executors import fetch_plain
+
+log = logging.getLogger("mcp_toolbridge.auth")
+
+DEFAULT_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384")
+KEY_TYPES = {
+    **dict.fromkeys(("RS256", "RS384", "RS512", "PS256", "PS384", "PS512"), ("RSA", None)),
+    "ES256": ("EC", "P-256"),
+    "ES384": ("EC", "P-384"),
+    "ES512": ("EC", "P-521"),
+    "EdDSA": ("OKP", "Ed25519"),
+    "Ed25519": ("OKP", "Ed25519"),
+}
+"""The algorithms a token may be signed with, and the key type (and curve) each needs."""
+LEEWAY_S = 30.0
+REFETCH_AFTER_S = 30.0
+"""An unknown key id fetches the issuer's keys again at most this often."""
+KEYS_MAX_AGE_S = 3600.0
+MAX_REMEMBERED = 10_000
+MAX_DOCUMENT_BYTES = 1 << 20
+FETCH_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class AuthOptions:
+    """``serve --http … --auth-issuer URL`` and the policy file's ``[auth]`` table."""
+
+    issuer: str
+    resource: str | None = None
+    """This MCP endpoint's canonical URL (tokens' ``aud``); None: the URL it listens at."""
+    scopes: tuple[str, ...] = ()
+    """Scopes every request's token must carry (401/403 name them)."""
+    algorithms: tuple[str, ...] = DEFAULT_ALGORITHMS
+    leeway_s: float = LEEWAY_S
+    group_claims: tuple[str, ...] = ("groups", "roles")
+    """Claims whose values are the caller's groups (a list of strings, or one string)."""
+    introspection_client_id: str | None = None
+    introspection_secret: str | None = field(default=None, repr=False)
+    """The resource server's own client credentials at the issuer, for RFC 7662."""
+
+    def checked(self) -> AuthOptions:
+        """These options, or ConfigError saying what is wrong with them."""
+        if not _acceptable_url(self.issuer):
+            raise _invalid(
+                f"the issuer {self.issuer!r} must be an https URL (http only on a loopback "
+                "address), without a query or fragment"
+            )
+        if self.resource is not None and not _acceptable_url(self.resource):
+            raise _invalid(f"the resource URL {self.resource!r} must be an http(s) URL")
+        unknown = [a for a in self.algorithms if a not in KEY_TYPES]
+        if unknown or not self.algorithms:
+            raise _invalid(
+                f"token algorithms {unknown or '[]'} are not allowed: use asymmetric ones "
+                f"({', '.join(KEY_TYPES)}); none and HMAC (HS256...) never are"
+            )
+        if (self.introspection_client_id is None) != (self.introspection_secret is None):
+            raise _invalid("introspection needs both a client id and its secret")
+        return self
+
+
+def _invalid(message: str) -> ConfigError:
+    return ConfigError(f"auth: {message}", code=ErrorCode.CONFIG_INVALID)
+
+
+def _acceptable_url(url: str) -> bool:
+    parts = urlsplit(url)
+    if parts.query or parts.fragment or not parts.hostname:
+        return False
+    if parts.scheme == "https":
+        return True
+    if parts.scheme != "http":
+        return False
+    if parts.hostname == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(parts.hostname).is_loopback
+    except ValueError:
+        return False
+
+
+def metadata_urls(issuer: str) -> list[str]:
+    """Where the issuer's metadata may be (RFC 8414 path insertion, then OpenID Connect
+    discovery inserted and appended), in the order the MCP authorization spec gives."""
+    parts = urlsplit(issuer)
+    base = f"{parts.scheme}://{parts.netloc}"
+    path = parts.path.rstrip("/")
+    if not path:
+        return [
+            f"{base}/.well-known/oauth-authorization-server",
+            f"{base}/.well-known/openid-configuration",
+        ]
+    return [
+        f"{base}/.well-known/oauth-authorization-server{path}",
+        f"{base}/.well-known/openid-configuration{path}",
+        f"{base}{path}/.well-known/openid-configuration",
+    ]
+
+
+async def _get_json(url: str, *, form: Mapping[str, str] | None = None, auth: str = "") -> Any:
+    headers = {"Accept": "application/json"} | ({"Authorization": auth} if auth else {})
+    with anyio.fail_after(FETCH_TIMEOUT_S):
+        page = await fetch_plain(
+            url, params={}, headers=headers, max_bytes=MAX_DOCUMENT_BYTES, form=form
+        )
+    if page.status != 200 or page.over_cap:
+        raise ValueError(f"{url} answered {page.status} {page.reason}")
+    return json.loads(page.body)
+
+
+class TokenValidator:
+    """The ``TokenVerifier`` of an MCP server that an OAuth issuer protects."""
+
+    def __init__(
+        self, options: AuthOptions, resource: str, *, refetch_after_s: float = REFETCH_AFTER_S
+    ) -> None:
+        self.options = options.checked()
+        self._refetch_after_s = refetch_after_s
+        self.resource = resource
+        self._audiences = list(dict.fromkeys([resource, resource.rstrip("/"), resource + "/"]))
+        self.metadata: dict[str, Any] = {}
+        self._keys: dict[str, dict[str, Any]] = {}
+        self._unnamed: list[dict[str, Any]] = []
+        self._prepared: dict[tuple[int, str], jwt.PyJWK] = {}
+        self._remembered: OrderedDict[bytes, tuple[AccessToken, float]] = OrderedDict()
+        self._fetched_at = -refetch_after_s
+        self._lock = anyio.Lock()
+
+    async def start(self) -> None:
+        """Discover the issuer's metadata and fetch its keys; ConfigError when it cannot be
+        reached or does not describe itself as the configured issuer."""
+        issuer = self.options.issuer
+        tried: list[str] = []
+        for url in metadata_urls(issuer):
+            try:
+                found = await _get_json(url)
+            except (ExecError, ValueError, TimeoutError) as exc:
+                tried.append(f"{url}: {getattr(exc, 'message', exc)}")
+                continue
+            if isinstance(found, dict) and found.get("issuer") == issuer:
+                self.metadata = found
+                break
+            named = found.get("issuer") if isinstance(found, dict) else None
+            tried.append(f"{url}: names the issuer {named!r}, not {issuer!r}")
+        else:
+            raise _invalid(f"no metadata for the issuer {issuer} ({'; '.join(tried)})")
+        if not isinstance(self.metadata.get("jwks_uri"), str):
+            raise _invalid(f"the issuer {issuer} publishes no jwks_uri")
+        try:
+            await self._fetch_keys()
+        except (ExecError, ValueError, TimeoutError) as exc:
+            raise _invalid(f"cannot fetch the keys of {issuer}: {exc}") from exc
+
+    @property
+    def introspects(self) -> bool:
+        return self.options.introspection_client_id is not None and isinstance(
+            self.metadata.get("introspection_endpoint"), str
+        )
+
+    async def _fetch_keys(self) -> None:
+        document = await _get_json(self.metadata["jwks_uri"])
+        keys = document.get("keys") if isinstance(document, dict) else None
+        if not isinstance(keys, list):
+            raise ValueError("the key set has no keys")
+        usable = [k for k in keys if isinstance(k, dict) and k.get("use", "sig") == "sig"]
+        self._keys = {k["kid"]: k for k in usable if isinstance(k.get("kid"), str)}
+        self._unnamed = [k for k in usable if not isinstance(k.get("kid"), str)]
+        self._prepared.clear()
+        self._fetched_at = time.monotonic()
+
+    async def _key_data(self, kid: str | None) -> list[dict[str, Any]]:
+        """The published keys a token's ``kid`` may name, fetching again when it names none
+        of them (rate-limited) or the keys are old."""
+        age = time.monotonic() - self._fetched_at
+        if (kid is not None and kid not in self._keys and age >= self._refetch_after_s) or (
+            age > KEYS_MAX_AGE_S
+        ):
+            async with self._lock:
+                if time.monotonic() - self._fetched_at >= self._refetch_after_s:
+                    try:
+                        await self._fetch_keys()
+                    except (ExecError, ValueError, TimeoutError) as exc:
+                        self._fetched_at = time.monotonic()  # keep the old ones for a while
+                        log.warning("auth: cannot fetch the issuer's keys again: %s", exc)
+        if kid is None:
+            return list(self._unnamed) or list(self._keys.values())
+        found = self._keys.get(kid)
+        return [found] if found is not None else []
+
+    def _prepared_key(self, data: dict[str, Any], alg: str) -> jwt.PyJWK | None:
+        kty, crv = KEY_TYPES[alg]
+        if data.get("kty") != kty or (crv is not None and data.get("crv") != crv):
+            return None
+        if data.get("alg", alg) != alg:
+            return None
+        slot = (id(data), alg)  # the key sets are replaced whole, never changed in place
+        prepared = self._prepared.get(slot)
+        if prepared is None:
+            try:
+                prepared = self._prepared[slot] = jwt.PyJWK(data, algorithm=alg)
+            except jwt.PyJWTError:
+                return None
+        return prepared
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        """An AccessToken for a valid token issued for this server, else None."""
+        if token.count(".") == 2:
+            digest = hashlib.sha256(token.encode()).digest()
+            known = self._remembered.get(digest)
+            if known is not None:
+                access, not_before = known
+                now = time.time()
+                if not_before <= now and (access.expires_at is None or now < access.expires_at):
+                    self._remembered.move_to_end(digest)
+                    return access
+                del self._remembered[digest]
+                return None
+            return await self._verify_jwt(token, digest)
+        if self.introspects:
+            return await self._introspect(token)
+        log.info("auth: refused an opaque token: introspection is not configured")
+        return None
+
+    async def _verify_jwt(self, token: str, digest: bytes) -> AccessToken | None:
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.PyJWTError:
+            return None
+        alg = header.get("alg")
+        if alg not in self.options.algorithms:
+            log.info("auth: refused a token signed with %r (not an allowed algorithm)", alg)
+            return None
+        kid = header.get("kid") if isinstance(header.get("kid"), str) else None
+        for data in await self._key_data(kid):
+            key = self._prepared_key(data, alg)
+            if key is None:
+                continue
+            try:
+                claims = jwt.decode(
+                    token,
+                    key=key,
+                    algorithms=[alg],
+                    audience=self._audiences,
+                    issuer=self.options.issuer,
+                    leeway=self.options.leeway_s,
+                    options={"require": ["exp", "iss", "aud"]},
+                )
+            except jwt.InvalidSignatureError:
+                continue
+            except jwt.PyJWTError as exc:
+                log.info("auth: refused a token: %s", exc)
+                return None
+            access = self._access(token, claims)
+            nbf = claims.get("nbf")
+            not_before = nbf - self.options.leeway_s if isinstance(nbf, int | float) else 0.0
+            self._remembered[digest] = (access, not_before)
+            if len(self._remembered) > MAX_REMEMBERED:
+                self._remembered.popitem(last=False)
+            return access
+        log.info("auth: refused a token: no published key (kid %r) verifies it", kid)
+        return None
+
+    async def _introspect(self, token: str) -> AccessToken | None:
+        options = self.options
+        basic = f"{options.introspection_client_id}:{options.introspection_secret}"
+        auth = "Basic " + base64.b64encode(basic.encode()).decode()
+        form = {"token": token, "token_type_hint": "access_token"}
+        try:
+            found = await _get_json(self.metadata["introspection_endpoint"], form=form, auth=auth)
+        except (ExecError, ValueError, TimeoutError) as exc:
+            log.warning("auth: token introspection failed: %s", getattr(exc, "message", exc))
+            return None
+        if not isinstance(found, dict) or found.get("active") is not True:
+            return None
+        now = time.time()
+        audience = found.get("aud")
+        audiences = audience if isinstance(audience, list) else [audience]
+        checks = (
+            found.get("iss", options.issuer) == options.issuer,
+            any(a in self._audiences for a in audiences),
+            not isinstance(found.get("exp"), int | float) or found["exp"] + options.leeway_s > now,
+            not isinstance(found.get("nbf"), int | float) or found["nbf"] - options.leeway_s < now,
+        )
+        if not all(checks):
+            log.info("auth: refused an introspected token (issuer, audience or time)")
+            return None
+        return self._access(token, {"iss": options.issuer, **found})
+
+    def _access(self, token: str, claims: dict[str, Any]) -> AccessToken:
+        scope = claims.get("scope", claims.get("scp", ""))
+        scopes = (
+            scope.split() if isinstance(scope, str) else [s for s in scope if isinstance(s, str)]
+        )
+        groups: list[str] = []
+        for name in self.options.group_claims:
+            value = claims.get(name)
+            values = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+            groups += [v for v in values if isinstance(v, str)]
+        client = claims.get("client_id", claims.get("azp"))
+        subject = claims.get("sub")
+        exp = claims.get("exp")
+        return AccessToken(
+            token=token,
+            client_id=client if isinstance(client, str) else "",
+            scopes=scopes,
+            expires_at=int(exp + self.options.leeway_s) if isinstance(exp, int | float) else None,
+            resource=self.resource,
+            subject=subject if isinstance(subject, str) else None,
+            claims={"iss": claims.get("iss"), "groups": groups},
+        )

@@ -1,0 +1,14 @@
+"""What a caller keeps between calls, behind a port: a person's (or, for an anonymous
+caller, a session's) "always" answers, the usage summed for tool budgets, and the values the
+built-in tools keep (the todo list, the web_search count). ``port.py`` is the :class:`State`
+protocol and its records; ``memory.py`` the in-process implementation every server uses by
+default; ``forgetting.py`` forgets an ended session's entries in the background. Another
+implementation (a shared store for many replicas) goes beside it.
+
+May import: the vocabulary only (it is part of it)."""
+
+from mcp_toolbridge.state.forgetting import forgetting
+from mcp_toolbridge.state.memory import MemoryState
+from mcp_toolbridge.state.port import Grant, GrantAction, JsonValue, State, Usage
+
+__all__ = ["Grant", "GrantAction", "JsonValue", "MemoryState", "State", "Usage", "forgetting"]

@@ -25,6 +25,7 @@ from mcp_toolbridge.bridge import (
     CallOutcome,
     Observer,
     PolicyGate,
+    RateLimit,
     audit_observer,
     span_observer,
 )
@@ -276,7 +277,7 @@ def _plan(settings: Settings, policy: Policy) -> LockedPlan:
 
 @dataclass(frozen=True)
 class _Shared:
-    """What the built-in tools share across reloads: session state, file locks, the bridge."""
+    """What the built-ins share across reloads: session state, file locks, the bridge."""
 
     sessions: Sessions
     locks: PathLocks
@@ -314,8 +315,7 @@ def _catalog_parts(
 
 
 def search_index(settings: Settings, loaded: Loaded) -> SearchIndex:
-    """The search index of the catalog's manifest tools, from the cache or built (and cached):
-    see runtime_cache.index_for."""
+    """The catalog's search index, cached or built (and cached): runtime_cache.index_for."""
     meter = partial(_meter, settings, "indexing")
     return index_for(loaded.catalog, loaded.key, cache=settings.cache, meter=meter)
 
@@ -389,7 +389,8 @@ class Runtime:
             self.gate.sandbox.close()
         self.gate = gate
         executors: dict[str, Executor] = {} if self.stand_in else {"builtin": executor}
-        self.bridge = self.bridge.rebuilt(loaded.catalog, gate=gate, executors=executors)
+        limit, rebuilt = RateLimit.configured(loaded.policy), self.bridge.rebuilt
+        self.bridge = rebuilt(loaded.catalog, gate=gate, executors=executors, rate_limit=limit)
         self.left_out = loaded.left_out
         return []
 
@@ -469,6 +470,7 @@ async def open_runtime(
             gate=gate,
             observers=watching,
             state=sessions.state,
+            rate_limit=RateLimit.configured(loaded.policy),
         )
         runtime = Runtime(
             settings,

@@ -61,6 +61,7 @@ ONLY_IN = {
     "safetensors": ("catalog/embedding.py",),
     "tokenizers": ("catalog/embedding.py",),
     "wordllama": ("catalog/embedding.py",),
+    "redis": ("state/redis_client.py",),
 }
 MAX_LINES = 500
 MAX_PROJECT_IMPORTS = 12

@@ -11,6 +11,7 @@ from mcp_toolbridge.bridge.audit import (
     AuditRecord,
     audit_observer,
 )
+from mcp_toolbridge.bridge.budget import RateLimit
 from mcp_toolbridge.bridge.gate import (
     ALLOW_ALWAYS,
     ALLOW_ONCE,
@@ -36,6 +37,7 @@ __all__ = [
     "Observer",
     "Outcome",
     "PolicyGate",
+    "RateLimit",
     "Recorder",
     "ReplayExecutor",
     "audit_observer",

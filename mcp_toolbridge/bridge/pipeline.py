@@ -16,6 +16,7 @@ maps outcomes to results.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -24,7 +25,7 @@ from typing import Any, Literal, Protocol
 
 import anyio
 
-from mcp_toolbridge.bridge.budget import BudgetLedger, reported_usage
+from mcp_toolbridge.bridge.budget import BudgetLedger, RateLimit, Ticket, reported_usage
 from mcp_toolbridge.bridge.gate import Clearance
 from mcp_toolbridge.catalog import Catalog, CatalogEntry
 from mcp_toolbridge.errors import (
@@ -34,6 +35,8 @@ from mcp_toolbridge.errors import (
     ErrorCode,
     ExecError,
     PermissionDeniedError,
+    RateLimitedError,
+    StateUnavailableError,
     UnknownToolError,
 )
 from mcp_toolbridge.executors import (
@@ -48,7 +51,9 @@ from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.names import PROXY_TOOL
 from mcp_toolbridge.policy import Decision
 from mcp_toolbridge.sandbox import Confinement
-from mcp_toolbridge.state import MemoryState, State, Usage
+from mcp_toolbridge.state import MemoryState, State, StateUnavailable, Usage
+
+log = logging.getLogger("mcp_toolbridge")
 
 MAX_ERRORS_SHOWN = 3
 OBSERVE_LIMIT_S = 5.0
@@ -135,10 +140,12 @@ class Bridge:
         observers: tuple[Observer, ...] = (),
         limiter: anyio.CapacityLimiter | None = None,
         state: State | None = None,
+        rate_limit: RateLimit | None = None,
     ) -> None:
         """``limiter``: a concurrency limit shared with another bridge (see :meth:`rebuilt`);
         without it, a limit of ``max_concurrency`` calls (default: twice the cores).
-        ``state``: where budget usage is summed (the server's State; default: its own)."""
+        ``state``: where budget usage and rate-limit windows are kept (the server's State;
+        default: its own). ``rate_limit``: the policy's ``[limits]``, per caller."""
         self.catalog = catalog
         self._executors = dict(executors)
         self._default_timeout_s = default_timeout_s
@@ -151,12 +158,20 @@ class Bridge:
         self._observers = observers
         self._life = _Life()
         self._budgets = BudgetLedger(state if state is not None else MemoryState())
+        self._rate_limit = rate_limit
 
-    def rebuilt(self, catalog: Catalog, *, gate: Gate, executors: Mapping[str, Executor]) -> Bridge:
+    def rebuilt(
+        self,
+        catalog: Catalog,
+        *,
+        gate: Gate,
+        executors: Mapping[str, Executor],
+        rate_limit: RateLimit | None = None,
+    ) -> Bridge:
         """A bridge over a new catalog (hot reload) that shares this one's concurrency limit,
         deadlines, secrets, observers, budgets and whether the server is stopping;
-        ``executors`` replace those of the same kind. Calls in flight keep the bridge they
-        started on."""
+        ``executors`` replace those of the same kind, ``rate_limit`` is the new policy's.
+        Calls in flight keep the bridge they started on."""
         twin = Bridge(
             catalog,
             {**self._executors, **executors},
@@ -166,6 +181,7 @@ class Bridge:
             gate=gate,
             observers=self._observers,
             limiter=self._limiter,
+            rate_limit=rate_limit,
         )
         twin._life = self._life
         twin._budgets = self._budgets
@@ -237,20 +253,26 @@ class Bridge:
         name = entry.spec.name
         started = time.perf_counter()
         clearance: Clearance | None = None
+        ticket: Ticket | None = None
+        usage: Usage | None = None
         cancelled = anyio.get_cancelled_exc_class()
         try:
             self._validate(entry, args)
-            spent = await self._budgets.refusal(entry.spec, ctx)
-            if spent is not None:
-                clearance = Clearance(Decision("deny", spent, "budget"))
-                raise BudgetExceededError(spent, tool=name)
+            try:
+                if self._rate_limit is not None:
+                    await self._rate_limit.check(self._budgets.state, ctx)
+                ticket = await self._budgets.admit(entry.spec, ctx)
+            except (BudgetExceededError, RateLimitedError) as exc:
+                scope = "budget" if isinstance(exc, BudgetExceededError) else "limits"
+                clearance = Clearance(Decision("deny", exc.message, scope))
+                raise
             clearance = await self._gate(entry.spec, args, ctx)
             if not clearance.allowed:
                 raise PermissionDeniedError(clearance.refusal(), tool=name)
             result = await self._execute(entry, args, ctx, clearance.sandbox)
             usage = reported_usage(result.value)
-            if usage is not None:
-                await self._budgets.add(ctx.budget_scope, name, usage)
+            await self._settle(ticket, usage)
+            ticket = None
             outcome = self._finish(entry, result, started, clearance, usage)
         except InputPending:
             pending = CallOutcome(
@@ -265,6 +287,9 @@ class Bridge:
             raise
         except CallError as exc:
             outcome = self._failed(name, exc.message, exc.code, started, clearance)
+        except StateUnavailable as exc:  # fail closed: nothing unchecked runs
+            closed = StateUnavailableError(exc.reason, tool=name)
+            outcome = self._failed(name, closed.message, closed.code, started, clearance)
         except cancelled:
             ended: Ended = "shutdown" if self._life.stopping else "cancelled"
             why = WHY_ENDED[ended]
@@ -276,9 +301,24 @@ class Bridge:
             failed = self._failed(name, error, ErrorCode.SERVER_INTERNAL, started, clearance)
             await self._observe(entry.spec, args, ctx, failed)
             raise
+        finally:
+            if ticket is not None:  # ended before it could report: release what it held
+                await self._settle(ticket, None)
         await _tell(ctx, outcome)
         await self._observe(entry.spec, args, ctx, outcome)
         return outcome
+
+    async def _settle(self, ticket: Ticket | None, usage: Usage | None) -> None:
+        """Settle an admitted call, shielded (a cancelled call releases its hold too) and
+        bounded; a store that cannot be reached keeps the hold until its owner's keys
+        expire (the call's usage is then not counted: it is not counted twice either)."""
+        if ticket is None:
+            return
+        with anyio.move_on_after(OBSERVE_LIMIT_S, shield=True):
+            try:
+                await self._budgets.settle(ticket, usage)
+            except StateUnavailable as exc:
+                log.warning("could not settle a budgeted call of %s: %s", ticket.tool, exc)
 
     def stopping(self) -> None:
         """The server is shutting down: calls cancelled from now on were ended by the

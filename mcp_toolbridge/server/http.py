@@ -43,7 +43,7 @@ from starlette.routing import Route
 
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.server.auth import ResourceServer
-from mcp_toolbridge.server.resume import PrimedStreams, ResumableSessions
+from mcp_toolbridge.server.http_sessions import PrimedStreams, ResumableSessions
 from mcp_toolbridge.server.tokens import AuthOptions
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 

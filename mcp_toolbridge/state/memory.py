@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import copy
 import json
+import time
+from collections import deque
 from collections.abc import Sequence
+from typing import Any
 
-from mcp_toolbridge.state.port import Grant, JsonValue, Usage
+from mcp_toolbridge.state.port import UNKNOWN_CALL_USAGE, Admission, Grant, JsonValue, Usage
 
 
 class MemoryState:
@@ -22,6 +25,9 @@ class MemoryState:
         self._usage: dict[str, dict[str, Usage]] = {}
         self._values: dict[str, dict[str, JsonValue]] = {}
         self._counters: dict[str, dict[str, int]] = {}
+        self._hits: dict[str, dict[str, deque[float]]] = {}
+        self._running: dict[str, dict[str, Usage]] = {}
+        self._largest: dict[str, dict[str, Usage]] = {}
 
     async def grants(self, owner: str) -> tuple[Grant, ...]:
         return tuple(self._grants.get(owner, ()))
@@ -54,10 +60,54 @@ class MemoryState:
         counts[counter] = used + 1
         return True
 
+    async def hit(self, owner: str, counter: str, limit: int, window_s: float) -> float:
+        now = time.monotonic()
+        hits = self._hits.setdefault(owner, {}).setdefault(counter, deque())
+        while hits and hits[0] <= now - window_s:
+            hits.popleft()
+        if len(hits) >= limit:
+            return max(0.001, hits[0] + window_s - now) if hits else window_s
+        hits.append(now)
+        return 0.0
+
+    async def admit(
+        self, owner: str, tool: str, tokens: float | None, usd: float | None
+    ) -> Admission:
+        used = self._usage.get(owner, {}).get(tool, Usage())
+        running = self._running.get(owner, {}).get(tool, Usage())
+        total = used + running
+        if (tokens is not None and total.tokens >= tokens) or (
+            usd is not None and total.usd >= usd
+        ):
+            return Admission(False, used, running)
+        held = self._largest.get(owner, {}).get(tool, UNKNOWN_CALL_USAGE)
+        self._running.setdefault(owner, {})[tool] = running + held
+        return Admission(True, used, running, held)
+
+    async def settle(self, owner: str, tool: str, held: Usage, used: Usage | None) -> Usage:
+        running = self._running.setdefault(owner, {})
+        running[tool] = running.get(tool, Usage()) - held
+        if used is None:
+            return self._usage.get(owner, {}).get(tool, Usage())
+        largest = self._largest.setdefault(owner, {})
+        largest[tool] = largest.get(tool, Usage()).most(used)
+        return await self.add_usage(owner, tool, used)
+
     async def forget(self, owner: str) -> None:
-        for table in (self._grants, self._usage, self._values, self._counters):
+        for table in self._tables():
             table.pop(owner, None)
+
+    def _tables(self) -> tuple[dict[str, Any], ...]:
+        return (
+            self._grants,
+            self._usage,
+            self._values,
+            self._counters,
+            self._hits,
+            self._running,
+            self._largest,
+        )
 
     def owners(self) -> int:
         """How many owners have something kept (for tests and figures)."""
-        return len({*self._grants, *self._usage, *self._values, *self._counters})
+        return len({owner for table in self._tables() for owner in table})

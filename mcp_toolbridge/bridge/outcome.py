@@ -3,9 +3,10 @@ span (``toolbridge.outcome``) and the recording frames (``outcome``).
 
 A call's outcome is, in this order:
 
-- ``cancelled`` / ``shutdown``: it was stopped (``exec.cancelled``) by its client, or by the
-  server's shutdown, whatever had been decided (it may have been stopped before the gate
-  decided);
+- ``cancelled`` / ``shutdown`` / ``lost``: it was stopped (``exec.cancelled``) by its
+  client, by the server's shutdown, or by the end of the replica that ran it (a replica
+  killed mid-call: another replica sharing its state reports it), whatever had been decided
+  (it may have been stopped before the gate decided);
 - ``denied``: the policy denied it, the person rejected it (or could not be asked), or the
   call failed with ``permission.denied`` (a capability, rule or watchdog refusal);
 - ``ok``: it succeeded;
@@ -32,6 +33,7 @@ class Outcome(StrEnum):
     TIMEOUT = "timeout"
     CANCELLED = "cancelled"
     SHUTDOWN = "shutdown"
+    LOST = "lost"
 
 
 def classify(
@@ -44,8 +46,11 @@ def classify(
 ) -> Outcome:
     """The outcome of a call that succeeded (``ok``) or failed with ``code``, after the
     gate's ``action`` (allow | deny | ask; None when it never ran) and the person's
-    ``answer``; ``ended`` says who stopped an ``exec.cancelled`` call (cancelled | shutdown)."""
+    ``answer``; ``ended`` says who stopped an ``exec.cancelled`` call (cancelled | shutdown |
+    lost)."""
     if code == ErrorCode.EXEC_CANCELLED:
+        if ended == "lost":
+            return Outcome.LOST
         return Outcome.SHUTDOWN if ended == "shutdown" else Outcome.CANCELLED
     if action == "deny" or answer in REFUSING_ANSWERS or code == ErrorCode.PERMISSION_DENIED:
         return Outcome.DENIED

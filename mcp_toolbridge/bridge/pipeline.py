@@ -26,6 +26,7 @@ from typing import Any, Literal, Protocol
 import anyio
 
 from mcp_toolbridge.bridge.budget import BudgetLedger, RateLimit, Ticket, reported_usage
+from mcp_toolbridge.bridge.events import tell
 from mcp_toolbridge.bridge.gate import Clearance
 from mcp_toolbridge.catalog import Catalog, CatalogEntry
 from mcp_toolbridge.errors import (
@@ -46,7 +47,7 @@ from mcp_toolbridge.executors import (
     ExecResult,
     Executor,
 )
-from mcp_toolbridge.host import SERVER_LOGGER, CallContext, InputPending
+from mcp_toolbridge.host import CallContext, Caller, InputPending
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.names import PROXY_TOOL
 from mcp_toolbridge.policy import Decision
@@ -59,17 +60,17 @@ MAX_ERRORS_SHOWN = 3
 OBSERVE_LIMIT_S = 5.0
 """How long the observers (audit, telemetry, recording) may take for one finished call; they
 run shielded, so a cancelled call is still audited, within this bound."""
-MAX_EVENT_CHARS = 400
 
 
 class SecretSource(Protocol):
     def resolve(self, ids: list[str]) -> dict[str, str]: ...
 
 
-Ended = Literal["cancelled", "shutdown"]
+Ended = Literal["cancelled", "shutdown", "lost"]
 WHY_ENDED: dict[Ended, str] = {
     "cancelled": "the client cancelled the call",
     "shutdown": "the server shut down during the call",
+    "lost": "the replica running the call stopped before it finished",
 }
 
 
@@ -262,6 +263,9 @@ class Bridge:
                 if self._rate_limit is not None:
                     await self._rate_limit.check(self._budgets.state, ctx)
                 ticket = await self._budgets.admit(entry.spec, ctx)
+                if ticket is not None and ctx.lease is not None:
+                    held = [ticket.owner, ticket.tool, ticket.held.tokens, ticket.held.usd]
+                    await ctx.lease.note(held=held)
             except (BudgetExceededError, RateLimitedError) as exc:
                 scope = "budget" if isinstance(exc, BudgetExceededError) else "limits"
                 clearance = Clearance(Decision("deny", exc.message, scope))
@@ -269,6 +273,9 @@ class Bridge:
             clearance = await self._gate(entry.spec, args, ctx)
             if not clearance.allowed:
                 raise PermissionDeniedError(clearance.refusal(), tool=name)
+            if ctx.lease is not None:
+                decided = clearance.decision
+                await ctx.lease.note(decision=[decided.action, decided.rule, decided.scope])
             result = await self._execute(entry, args, ctx, clearance.sandbox)
             usage = reported_usage(result.value)
             await self._settle(ticket, usage)
@@ -304,7 +311,7 @@ class Bridge:
         finally:
             if ticket is not None:  # ended before it could report: release what it held
                 await self._settle(ticket, None)
-        await _tell(ctx, outcome)
+        await tell(ctx, outcome)
         await self._observe(entry.spec, args, ctx, outcome)
         return outcome
 
@@ -319,6 +326,38 @@ class Bridge:
                 await self._budgets.settle(ticket, usage)
             except StateUnavailable as exc:
                 log.warning("could not settle a budgeted call of %s: %s", ticket.tool, exc)
+
+    async def lost(self, record: Mapping[str, Any]) -> None:
+        """Report a call that another replica was running when it died (its lease, see
+        server/replicas.py): one outcome ``lost`` for the observers (the audit line, here),
+        with the decision the lease noted, and the budget it held released."""
+        entry = self.catalog.get(str(record.get("tool")))
+        if entry is None:
+            log.warning("a lost call of %s, a tool not in this catalog", record.get("tool"))
+            return
+        noted = record.get("decision")
+        decision = Decision(*noted) if isinstance(noted, list) and len(noted) == 3 else None
+        caller = Caller(
+            subject=record.get("subject"),
+            client_id=record.get("client_id"),
+            issuer=record.get("issuer"),
+        )
+        ctx = CallContext(session_id=str(record.get("session")), caller=caller)
+        ms = max(0, round((time.time() - float(record.get("started", time.time()))) * 1000))
+        outcome = CallOutcome(
+            tool=entry.spec.name,
+            ok=False,
+            error=WHY_ENDED["lost"],
+            code=ErrorCode.EXEC_CANCELLED,
+            duration_ms=ms,
+            decision=decision,
+            ended="lost",
+        )
+        held = record.get("held")
+        if isinstance(held, list) and len(held) == 4:
+            owner, tool, tokens, usd = held
+            await self._settle(Ticket(str(owner), str(tool), Usage(int(tokens), float(usd))), None)
+        await self._observe(entry.spec, {}, ctx, outcome)
 
     def stopping(self) -> None:
         """The server is shutting down: calls cancelled from now on were ended by the
@@ -441,25 +480,6 @@ def is_proxy(spec: ToolSpec) -> bool:
     """Whether ``spec`` is the built-in proxy (call_tool), whose calls are calls of the tool
     they name."""
     return spec.is_locked and spec.name == PROXY_TOOL
-
-
-def event_text(outcome: CallOutcome) -> str | None:
-    """What a person watching the client should hear about this call, if anything: a watchdog
-    refusal, or a tool killed at its deadline."""
-    decision = outcome.decision
-    if decision is not None and decision.scope == "watchdog" and decision.action == "deny":
-        return f"the watchdog refused a call of {outcome.tool}: {decision.rule}"[:MAX_EVENT_CHARS]
-    if outcome.code is ErrorCode.EXEC_TIMEOUT:
-        first = (outcome.error or "").strip().splitlines()[:1]
-        why = f": {first[0]}" if first else ""
-        return f"{outcome.tool} was killed at its deadline{why}"[:MAX_EVENT_CHARS]
-    return None
-
-
-async def _tell(ctx: CallContext, outcome: CallOutcome) -> None:
-    text = event_text(outcome)
-    if text is not None and ctx.log is not None and ctx.log.wants("warning"):
-        await ctx.log.send("warning", text, logger=SERVER_LOGGER)
 
 
 def _ms_since(started: float) -> int:

@@ -17,6 +17,11 @@ by uvicorn, behind an optional bearer token or an OAuth authorization server.
   or the session's idle expiry (``--session-idle-timeout``), whichever comes first, and a
   2025-11-25 client resumes its stream with ``Last-Event-ID`` (resume.py).
 - Request bodies are capped at 4 MiB (the SDK's limit: 413 before anything is parsed).
+- ``/healthz`` (the process answers) and ``/readyz`` (it should get traffic: not stopping,
+  and with shared state, Redis answers) for load balancers, without credentials.
+- With shared state (``--state redis://…``, replicas.py) session ids name the replica, their
+  events live in Redis, and a resumed stream of another replica's session is served here
+  (shared_events.py).
 
 One ToolbridgeServer serves every HTTP session; see toolbridge_server.py for what is kept per
 session.
@@ -43,7 +48,9 @@ from starlette.routing import Route
 
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.server.auth import ResourceServer
-from mcp_toolbridge.server.http_sessions import PrimedStreams, ResumableSessions
+from mcp_toolbridge.server.health import HEALTH_PATHS, health_routes
+from mcp_toolbridge.server.http_sessions import PrimedStreams, ResumableSessions, SharedSessions
+from mcp_toolbridge.server.shared_events import RemoteResume
 from mcp_toolbridge.server.tokens import AuthOptions
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 
@@ -177,7 +184,8 @@ class BearerToken:
         self._expected = f"Bearer {token}".encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self._authorized(scope):
+        public = scope.get("path") in HEALTH_PATHS
+        if scope["type"] != "http" or public or self._authorized(scope):
             await self._app(scope, receive, send)
             return
         body = json.dumps(
@@ -210,14 +218,19 @@ def build_app(
     """The SDK's streamable HTTP app (as ``Server.streamable_http_app`` builds it), with a
     session manager that makes stateful sessions resumable (resume.py), behind the static
     token or, with ``guard``, an OAuth resource server."""
+    replica = server.replica
     sessions = ResumableSessions(
         server.server,
         stateless=options.stateless,
         security_settings=security_settings(options),
         session_idle_timeout=options.session_idle_timeout_s,
+        shared=SharedSessions(replica.shared, replica.name) if replica is not None else None,
     )
     endpoint: ASGIApp = StreamableHTTPASGIApp(sessions)
+    if replica is not None:
+        endpoint = RemoteResume(endpoint, replica.shared, sessions.holds)
     routes = [Route(options.path, endpoint=guard.protect(endpoint) if guard else endpoint)]
+    routes += health_routes(server)
     routes += guard.routes() if guard else []
     middleware = guard.middleware() if guard else []
     app: ASGIApp = Starlette(
@@ -289,11 +302,15 @@ class HttpService:
         )
         self._uvicorn = _Uvicorn(config, self._server.stopping)
         self._uvicorn.should_exit = self._stopped
-        task_status.started(url)
-        try:
-            await self._uvicorn.serve(sockets=[self._socket])
-        finally:
-            self._socket.close()
+        async with anyio.create_task_group() as group:
+            if self._server.replica is not None:
+                await group.start(self._server.replica.run)
+            task_status.started(url)
+            try:
+                await self._uvicorn.serve(sockets=[self._socket])
+            finally:
+                self._socket.close()
+                group.cancel_scope.cancel()
 
     def stop(self) -> None:
         self._stopped = True

@@ -33,7 +33,13 @@ from mcp.server.streamable_http import (
     EventMessage,
     EventStore,
 )
-from mcp_types import JSONRPCError, JSONRPCMessage, JSONRPCResponse, jsonrpc_message_adapter
+from mcp_types import (
+    ErrorData,
+    JSONRPCError,
+    JSONRPCMessage,
+    JSONRPCResponse,
+    jsonrpc_message_adapter,
+)
 
 from mcp_toolbridge.server.resume import (
     FOLLOW_IDLE_S,
@@ -114,6 +120,38 @@ async def replay(
             return None
         events = await shared.wait_after(session_id, stream_id, sent, min(BLOCK_S, left))
     return None
+
+
+LOST_CALL = -32001
+"""The error ending the stream of a call whose replica stopped before it finished."""
+
+
+async def end_lost_stream(
+    shared: SharedStore, session_id: str, request_id: Any, replica: str
+) -> None:
+    """End a lost call's stream with an error (the call's replica died): a client resuming
+    it gets the error, not a wait."""
+    text = (
+        f"the server replica running this call ({replica}) stopped before the call finished "
+        "(it was killed or lost); the call may have done part of its work. Check its effects "
+        "before calling it again; this session is gone too: start a new one"
+    )
+    error = JSONRPCError(
+        jsonrpc="2.0", id=request_id, error=ErrorData(code=LOST_CALL, message=text)
+    )
+    data = error.model_dump_json(by_alias=True, exclude_unset=True).encode()
+    try:
+        await shared.append(
+            session_id,
+            str(request_id),
+            data,
+            final=True,
+            keep=True,
+            max_events=MAX_EVENTS,
+            ttl_s=FOLLOW_IDLE_S,
+        )
+    except StateUnavailable as exc:
+        log.warning("a lost call's client was not told: %s", exc.reason)
 
 
 class SharedEvents(EventStore):

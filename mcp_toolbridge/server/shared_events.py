@@ -55,8 +55,9 @@ from mcp_toolbridge.state import SharedStore, StateUnavailable, StreamEvent
 log = logging.getLogger("mcp_toolbridge")
 
 Scope = MutableMapping[str, Any]
-BLOCK_S = 5.0
-"""One blocking read's wait; a follow repeats it until the stream's end or its idle limit."""
+BLOCK_S = 1.0
+"""One blocking read's wait (under the link's 2 s command deadline); a follow repeats it
+until the stream's end or its idle limit."""
 
 
 def credential_digest(requestor: Any) -> str:

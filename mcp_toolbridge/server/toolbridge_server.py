@@ -106,6 +106,9 @@ class ToolbridgeServer:
         (replicas.py): request state sealed with the shared keys, listen streams fed by the
         shared bus, each call leased, truncated outputs kept in Redis."""
         self.session_id = uuid.uuid4().hex
+        self.service = "service" if replica is not None else self.session_id
+        """Where anonymous sessionless calls' budgets and limits are summed: this server, or
+        with replicas, the whole service."""
         self._requested_expose: Expose = expose
         self._loaded: dict[str, list[str]] = {}
         """Tools loaded by tool_search, per visibility scope (see _scope)."""
@@ -348,7 +351,7 @@ class ToolbridgeServer:
             progress=progress,
             host=host,
             found_tools=self._found_tools(ctx),
-            budget_session=self.session_id if scope is None else None,  # summed server-wide
+            budget_session=self.service if scope is None else None,  # summed server-wide
             log=self._client_log.for_call(ctx),
             caller=caller_of(ctx),
         )

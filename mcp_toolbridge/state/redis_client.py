@@ -137,10 +137,15 @@ class RedisLink:
             raise self._unavailable(exc) from exc
 
     async def blocking(self, block_s: float, *args: str | bytes | int | float) -> Reply:
-        """A command that blocks on the server (``XREAD BLOCK``) for up to ``block_s``."""
+        """A command that blocks on the server (``XREAD BLOCK``) for up to ``block_s``, which
+        must stay under the command deadline (the socket's timeout)."""
+        if block_s >= self.timeout_s:
+            raise ValueError(
+                f"a blocking read of {block_s} s outlasts the {self.timeout_s} s deadline"
+            )
         try:
             with anyio.fail_after(block_s + self.timeout_s):
-                return await self._redis.execute_command(*args, socket_timeout=None)
+                return await self._redis.execute_command(*args)
         except (RedisConnectionError, RedisTimeoutError, TimeoutError, OSError) as exc:
             raise self._unavailable(exc) from exc
 

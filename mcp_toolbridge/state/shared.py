@@ -78,6 +78,9 @@ class StreamEvent:
 
 
 def _fields(raw: Reply) -> dict[bytes, bytes]:
+    """A hash or a stream entry's fields: redis-py parses some replies into a dict."""
+    if isinstance(raw, dict):
+        return raw
     items = list(raw)
     return {items[i]: items[i + 1] for i in range(0, len(items), 2)}
 
@@ -118,8 +121,7 @@ class SharedStore:
         raw = await self.link.run("HGETALL", self._session(session_id, "meta"))
         if not raw:
             return None
-        fields = raw if isinstance(raw, dict) else _fields(raw)
-        return {k.decode(): v.decode() for k, v in fields.items()}
+        return {k.decode(): v.decode() for k, v in _fields(raw).items()}
 
     async def close_session(self, session_id: str, streams: list[str]) -> None:
         keys = [self._session(session_id, w) for w in ("meta", "seq", "starts")]
@@ -195,7 +197,7 @@ class SharedStore:
         raw, ttl_ms = replies
         if not raw or ttl_ms is None or int(ttl_ms) < 0:
             return None
-        fields = raw if isinstance(raw, dict) else _fields(raw)
+        fields = dict(_fields(raw))
         data = fields.pop(b"data", b"")
         return {k.decode(): v.decode() for k, v in fields.items()}, data, int(ttl_ms) / 1000
 

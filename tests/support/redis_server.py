@@ -1,5 +1,6 @@
 """A real Redis (Debian's ``redis-server``) on 127.0.0.1 and a free port, for the shared-state
-tests: no persistence, its own folder, stopped with the test run. Started and restarted in
+tests: started with the configuration operators use (deploy/redis.conf: an append-only log,
+no eviction), in a folder of its own, stopped with the test run. Started and restarted in
 the foreground: ``start`` returns once the server logs that it accepts connections (an
 event on its stdout, not a poll).
 """
@@ -16,6 +17,7 @@ import pytest
 
 REDIS_SERVER = shutil.which("redis-server")
 READY = b"Ready to accept connections"
+CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "redis.conf"
 START_TIMEOUT_S = 20.0
 
 
@@ -47,8 +49,8 @@ class RedisServer:
 
     def start(self) -> RedisServer:
         binary = need_redis()
-        argv = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
-        argv += ["--appendonly", "no", "--dir", str(self.folder), "--protected-mode", "yes"]
+        argv = [binary, str(CONFIG), "--port", str(self.port), "--bind", "127.0.0.1"]
+        argv += ["--dir", str(self.folder)]
         self.process = subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
         )
@@ -59,17 +61,21 @@ class RedisServer:
                 return self
         raise RuntimeError(b"redis-server did not start:\n" + b"".join(self.log[-20:]))
 
-    def stop(self) -> None:
+    def stop(self, *, kill: bool = True) -> None:
+        """Kill it (or, not ``kill``, shut it down: its log is written out first)."""
         if self.process is not None:
-            self.process.kill()
+            if kill:
+                self.process.kill()
+            else:
+                self.process.terminate()
             self.process.wait(timeout=10)
             if self.process.stdout is not None:
                 self.process.stdout.close()
             self.process = None
 
     def restart(self) -> None:
-        """Kill it (its data goes: nothing is persisted) and start it on the same port."""
-        self.stop()
+        """Shut it down and start it again on the same port, with the data it had."""
+        self.stop(kill=False)
         self.start()
 
     def memory(self) -> int:

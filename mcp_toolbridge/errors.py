@@ -127,9 +127,19 @@ class ConfigError(ToolbridgeError):
 class CallError(ToolbridgeError):
     code = ErrorCode.EXEC_FAILED
 
-    def __init__(self, message: str, *, tool: str = "", code: ErrorCode | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        tool: str = "",
+        code: ErrorCode | None = None,
+        details: object = None,
+    ) -> None:
         super().__init__(message, code=code)
         self.tool = tool
+        self.details = details
+        """The failure as data, for programs (a result's ``_meta["toolbridge/details"]``):
+        for ``args.invalid``, every schema problem (path, keyword, expected, got)."""
 
 
 class UnknownToolError(CallError):

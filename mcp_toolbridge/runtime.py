@@ -25,7 +25,6 @@ from mcp_toolbridge.bridge import (
     CallOutcome,
     Observer,
     PolicyGate,
-    RateLimit,
     audit_observer,
     span_observer,
 )
@@ -51,7 +50,7 @@ from mcp_toolbridge.executors import (
     HttpExecutor,
     probe_sandbox,
 )
-from mcp_toolbridge.host import CallContext
+from mcp_toolbridge.host import CallContext, Caller
 from mcp_toolbridge.loaders import LoadReport, Manifests, load_manifests
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.policy import Policy, SandboxMode, load_parser
@@ -118,8 +117,7 @@ class Settings:
     allow: tuple[str, ...] = ()
     """``--allow NAME[=PATTERN]``: allow rules over the policy (see policy.layers)."""
     cache: bool = False
-    """Keep loaded manifests, the composed catalog and the search index in the user's cache
-    folder (the command line turns it on; ``--no-index-cache`` off)."""
+    """Keep manifests, the catalog and the index in the user's cache folder (CLI: on)."""
     progress: bool = False
     """Show the progress of long loads and index builds on stderr."""
 
@@ -277,12 +275,12 @@ def _plan(settings: Settings, policy: Policy) -> LockedPlan:
 
 @dataclass(frozen=True)
 class _Shared:
-    """What the built-ins share across reloads: session state, file locks, the bridge."""
+    """What the built-in tools share across reloads: session state, file locks, the bridge."""
 
     sessions: Sessions
     locks: PathLocks
     call_tool: CallTool
-    offer: Callable[[], Sequence[ToolSpec]]
+    offer: Callable[[Caller], Sequence[ToolSpec]]
 
 
 def _catalog_parts(
@@ -290,7 +288,7 @@ def _catalog_parts(
 ) -> tuple[PolicyGate, BuiltinExecutor]:
     """What depends on the catalog and the policy, rebuilt on every reload."""
     catalog = loaded.catalog
-    search = ToolSearch(serving_index(settings, loaded), catalog)
+    search = ToolSearch(serving_index(settings, loaded), catalog, screen=loaded.policy)
     if loaded.locked is None:
         builtins = BuiltinExecutor([search])
     else:
@@ -315,7 +313,8 @@ def _catalog_parts(
 
 
 def search_index(settings: Settings, loaded: Loaded) -> SearchIndex:
-    """The catalog's search index, cached or built (and cached): runtime_cache.index_for."""
+    """The search index of the catalog's manifest tools, from the cache or built (and cached):
+    see runtime_cache.index_for."""
     meter = partial(_meter, settings, "indexing")
     return index_for(loaded.catalog, loaded.key, cache=settings.cache, meter=meter)
 
@@ -388,9 +387,8 @@ class Runtime:
         if self.gate.sandbox is not None:  # its warm sandboxes end (those in use after use)
             self.gate.sandbox.close()
         self.gate = gate
-        executors: dict[str, Executor] = {} if self.stand_in else {"builtin": executor}
-        limit, rebuilt = RateLimit.configured(loaded.policy), self.bridge.rebuilt
-        self.bridge = rebuilt(loaded.catalog, gate=gate, executors=executors, rate_limit=limit)
+        runs: dict[str, Executor] = {} if self.stand_in else {"builtin": executor}
+        self.bridge = self.bridge.rebuilt(loaded.catalog, gate=gate, executors=runs, screen=gate)
         self.left_out = loaded.left_out
         return []
 
@@ -429,8 +427,9 @@ async def open_runtime(
     async def call_tool(name: str, arguments: Mapping[str, Any], ctx: CallContext) -> CallOutcome:
         return await current[0].bridge.call(name, arguments, ctx)
 
-    def offer() -> list[ToolSpec]:
-        return subagent_offer(current[0].bridge.catalog)
+    def offer(caller: Caller) -> list[ToolSpec]:  # what the caller may call
+        bridge = current[0].bridge
+        return [s for s in subagent_offer(bridge.catalog) if bridge.callable_by(s, caller)]
 
     shared = _Shared(sessions, PathLocks(), call_tool, offer)
     gate, builtins = _catalog_parts(settings, loaded, shared)
@@ -470,7 +469,7 @@ async def open_runtime(
             gate=gate,
             observers=watching,
             state=sessions.state,
-            rate_limit=RateLimit.configured(loaded.policy),
+            screen=gate,
         )
         runtime = Runtime(
             settings,

@@ -64,9 +64,7 @@ def test_a_schema_that_is_not_an_object_is_a_problem():
 
 def test_validate_renders_the_instance_path_and_constraint():
     compiled = compile_schema(ITEMS)
-    assert compiled.validate({"items": [{"n": 0}]}) == [
-        "at /items/0/n: 0 is less than the minimum of 1"
-    ]
+    assert compiled.validate({"items": [{"n": 0}]}) == ["at /items/0/n: expected at least 1; got 0"]
     assert compiled.validate({"items": [{"n": 2}]}) == []
     assert compiled.is_valid({"items": []})
 
@@ -74,9 +72,9 @@ def test_validate_renders_the_instance_path_and_constraint():
 def test_validate_reports_every_error_root_ones_as_slash():
     compiled = compile_schema({**ITEMS, "required": ["q"]})
     errors = compiled.validate({"items": [{"n": 0}], "zz": 1})
-    assert "at /: 'q' is a required property" in errors
-    assert "at /: Additional properties are not allowed ('zz' was unexpected)" in errors
-    assert errors[-1] == "at /items/0/n: 0 is less than the minimum of 1"
+    assert 'at /: missing the required property "q"' in errors
+    assert 'at /: unexpected property "zz"; expected only the properties "items"' in errors
+    assert errors[-1] == "at /items/0/n: expected at least 1; got 0"
 
 
 def test_a_failed_one_of_shows_the_closest_branch():
@@ -88,8 +86,13 @@ def test_a_failed_one_of_shows_the_closest_branch():
             ]
         }
     )
-    assert compiled.validate({"mode": "one"}) == ["at /: 'text' is a required property"]
-    assert compiled.validate({"mode": "many"}) == ["at /: 'docs' is a required property"]
+    closest = " (the closest of the 2 alternatives of oneOf)"
+    assert compiled.validate({"mode": "one"}) == [
+        'at /: missing the required property "text"' + closest
+    ]
+    assert compiled.validate({"mode": "many"}) == [
+        'at /: missing the required property "docs"' + closest
+    ]
 
 
 def test_format_is_an_annotation_not_checked():
@@ -108,7 +111,7 @@ def test_compile_with_a_registry_resolves_schema_ids():
         {"type": "object", "properties": {"a": {"$ref": "schema:pos.v1"}}},
         registry={"schema:pos.v1": {"type": "integer", "minimum": 1}},
     )
-    assert compiled.validate({"a": 0}) == ["at /a: 0 is less than the minimum of 1"]
+    assert compiled.validate({"a": 0}) == ["at /a: expected at least 1; got 0"]
 
 
 def test_bundle_refs_inlines_a_root_ref_and_embeds_nested_ones():
@@ -125,8 +128,8 @@ def test_bundle_refs_inlines_a_root_ref_and_embeds_nested_ones():
     assert set(bundled["$defs"]) == {"schema:req.v1", "schema:pos.v1"}
     assert check_schema(bundled) == []
     compiled = compile_schema(bundled)
-    assert compiled.validate({"n": 0}) == ["at /n: 0 is less than the minimum of 1"]
-    assert compiled.validate({"next": {"n": 0}}) == ["at /next/n: 0 is less than the minimum of 1"]
+    assert compiled.validate({"n": 0}) == ["at /n: expected at least 1; got 0"]
+    assert compiled.validate({"next": {"n": 0}}) == ["at /next/n: expected at least 1; got 0"]
     assert "$defs" not in targets["schema:req.v1"]
 
 
@@ -275,3 +278,79 @@ def test_cached_keyword_checks_still_quote_each_schema_exactly():
 
 def test_a_schema_keyword_that_is_not_a_string_is_a_problem_not_a_crash():
     assert check_schema({"$schema": True}) == ["at /$schema: True is not of type 'string'"]
+
+
+# -- what a value got wrong, worded for whoever sent it ------------------------------------------
+
+
+def _lines(schema: dict[str, Any], value: Any) -> list[str]:
+    return compile_schema(schema).validate(value)
+
+
+def test_long_values_are_cut_and_their_length_given():
+    assert _lines({"maxLength": 5}, "é" * 50) == [
+        'at /: expected at most 5 characters; got 50 ("' + "é" * 40 + '…")'
+    ]
+    assert _lines({"type": "string"}, list(range(100))) == [
+        "at /: expected a string; got an array ([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, "
+        "15, 16, …)"
+    ]
+    assert _lines({"const": "a"}, "b" * 41) == [
+        'at /: expected exactly "a"; got "' + "b" * 40 + '…" (41 characters)'
+    ]
+
+
+def test_a_long_enum_is_listed_in_part():
+    [line] = _lines({"enum": [f"v{n}" for n in range(20)]}, "w")
+    assert line == (
+        'at /: expected one of "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", '
+        '"v10", "v11" (8 more); got "w"'
+    )
+
+
+def test_the_rarer_keywords_say_what_they_expected_too():
+    assert _lines({"multipleOf": 5}, 7) == ["at /: expected a multiple of 5; got 7"]
+    assert _lines({"uniqueItems": True}, [1, 2, 1]) == [
+        "at /: expected items that are all different; got 1 more than once"
+    ]
+    assert _lines({"maxProperties": 1}, {"a": 1, "b": 2}) == [
+        "at /: expected at most 1 property; got 2"
+    ]
+    assert _lines({"minProperties": 2}, {}) == ["at /: expected at least 2 properties; got 0"]
+    assert _lines({"dependentRequired": {"a": ["b", "c"]}}, {"a": 1, "c": 2}) == [
+        'at /: missing "b", required when "a" is given'
+    ]
+    # jsonschema's error for a false schema carries no path: the line says what, not where
+    assert _lines({"properties": {"x": False}}, {"x": 1}) == [
+        "at /: expected no value where the schema is false (a property or item it forbids); "
+        "got an integer (1)"
+    ]
+    draft4 = {"$schema": "http://json-schema.org/draft-04/schema#", "maximum": 5}
+    assert _lines({**draft4, "exclusiveMaximum": True}, 5) == ["at /: expected less than 5; got 5"]
+
+
+def test_alternatives_say_what_any_of_them_takes_or_which_came_closest():
+    nullable = {"anyOf": [{"type": "string", "maxLength": 3}, {"type": "null"}]}
+    assert _lines(nullable, 4) == ["at /: expected a string or null; got an integer (4)"]
+    assert _lines(nullable, "long") == [
+        'at /: expected at most 3 characters; got 4 ("long") (the closest of the 2 '
+        "alternatives of anyOf)"
+    ]
+    both = {"oneOf": [{"type": "integer"}, {"type": "number"}]}
+    assert _lines(both, 3) == [
+        "at /: expected a value that exactly one of the 2 alternatives (oneOf) takes; got an "
+        "integer (3), which more than one takes"
+    ]
+    labelled = {"oneOf": [{"const": "s", "title": "Small"}, {"const": "l", "title": "Large"}]}
+    assert _lines(labelled, "m") == ['at /: expected one of "s", "l"; got a string ("m")']
+
+
+def test_problems_carry_the_parts_the_line_is_made_of():
+    [problem] = compile_schema({"properties": {"n": {"maximum": 3}}}).problems({"n": 9})
+    assert problem.as_json() == {
+        "path": "/n",
+        "keyword": "maximum",
+        "expected": "at most 3",
+        "got": "9",
+        "message": "at /n: expected at most 3; got 9",
+    }

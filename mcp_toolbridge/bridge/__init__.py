@@ -19,8 +19,8 @@ from mcp_toolbridge.bridge.gate import (
     PolicyGate,
     confirmation_form,
 )
-from mcp_toolbridge.bridge.outcome import Outcome, outcome_of
-from mcp_toolbridge.bridge.pipeline import Bridge, CallOutcome, Observer
+from mcp_toolbridge.bridge.outcome import CallOutcome, Outcome, outcome_of
+from mcp_toolbridge.bridge.pipeline import Bridge, Observer
 from mcp_toolbridge.bridge.recording import Recorder, ReplayExecutor
 from mcp_toolbridge.bridge.telemetry import span_observer
 

@@ -29,8 +29,8 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from mcp_toolbridge.bridge.outcome import Outcome, classify, outcome_of
-from mcp_toolbridge.bridge.pipeline import CallOutcome, Observer
+from mcp_toolbridge.bridge.outcome import CallOutcome, Outcome, classify, outcome_of
+from mcp_toolbridge.bridge.pipeline import Observer
 from mcp_toolbridge.errors import CallError, ErrorCode
 from mcp_toolbridge.executors import ExecResult
 from mcp_toolbridge.host import LOCAL, CallContext, Caller
@@ -172,7 +172,7 @@ class AuditRecord(BaseModel):
         caller: Caller = LOCAL,
     ) -> AuditRecord:
         """A record for a call that was decided (and maybe run). ``answer`` is the person's
-        reply to an ask (once | always | reject | headless | unreachable); ``secrets`` are
+        reply to an ask (once | always | reject | cancel | headless | unreachable); ``secrets`` are
         resolved values to hide wherever they appear; ``outcome`` is the call's outcome when
         the caller has it (:func:`~mcp_toolbridge.bridge.outcome.outcome_of`), else it is
         classified from the decision, result, error and answer; ``usage`` is what the call

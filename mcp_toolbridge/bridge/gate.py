@@ -10,14 +10,17 @@
    A client that cannot ask is headless, and ask is a deny with a fixed message that never
    reads as consent. A client that was asked and could not put the question to the person
    (:class:`~mcp_toolbridge.host.CouldNotAsk`: it answered with an error, the connection
-   closed) gets the same deny, with the reason. "Always" adds a rule for its owner: the
-   person when the caller is identified, else the session (``CallContext.owner``), kept in
-   the State port.
+   closed) gets the same deny, with the reason; so does a question the client answered with
+   ``cancel`` (dismissed unanswered, or nobody there: headless Claude Code cancels every
+   question at once). Only ``decline``, or the person's "Reject", is a rejection. "Always"
+   adds a rule for its owner: the person when the caller is identified, else the session
+   (``CallContext.owner``), kept in the State port.
 
 An allowed call's clearance carries the OS sandbox its processes will run in (the third
 layer), built from the same policy: the tool's effective scope (``Policy.tool_scope``) and its
-manifest folder. The watchdog itself runs sandboxed too: the policy's own read roots, nothing
-writable, no network.
+manifest folder. The watchdog itself runs sandboxed too: the policy's own read roots and its
+``[watchdog] read`` entries, nothing writable, no network; a watchdog that fails while that
+sandbox hides a file its command names is refused saying so, and how to show it.
 
 Every refusal but the person's own "reject" ends with how to allow the call (the --allow flag,
 the policy line and its file, the --workspace or [requires] entry; see policy.hints).
@@ -38,9 +41,10 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from mcp_toolbridge.bridge.budget import RateLimit
 from mcp_toolbridge.errors import ExecError
 from mcp_toolbridge.executors import run_process
-from mcp_toolbridge.host import CallContext, CouldNotAsk
+from mcp_toolbridge.host import CallContext, Caller, CouldNotAsk
 from mcp_toolbridge.model import Format, ToolSpec
 from mcp_toolbridge.policy import (
     CommandSplitter,
@@ -57,8 +61,10 @@ from mcp_toolbridge.policy import (
     capability_way_out,
     combine,
     failure,
+    hidden_from_it,
     is_within,
     load_parser,
+    named_files,
     parse_verdict,
     parser_loaded,
     shell_floor,
@@ -80,6 +86,12 @@ NOT_ASKED = (
 )
 """The start of the refusal when asking failed; the reason follows in parentheses."""
 NOT_CONSENT = "This is a refusal, not an approval."
+DISMISSED = (
+    "Denied, nothing was run: this call needs a person's confirmation and the client "
+    "dismissed the question unanswered (cancel: it was closed without a choice, or nobody was "
+    "there to answer; headless clients such as `claude -p` cancel every question)"
+)
+"""The start of the refusal when the client answered the question with ``cancel``."""
 REJECTED = "Denied, nothing was run: the person you are working with rejected this call."
 ALLOW_ONCE = "Allow once"
 ALLOW_ALWAYS = "Allow always (this session)"
@@ -111,6 +123,8 @@ class Clearance:
             text = f"{HEADLESS_DENIED} (asked by {self.decision.rule})"
         elif self.answer == "unreachable":
             text = f"{NOT_ASKED} ({self.reason}). {NOT_CONSENT} (asked by {self.decision.rule})"
+        elif self.answer == "cancel":
+            text = f"{DISMISSED}. {NOT_CONSENT} (asked by {self.decision.rule})"
         else:
             text = f"Denied by {self.decision.rule}."
         return f"{text} {self.hint}" if self.hint else text
@@ -150,6 +164,8 @@ class PolicyGate:
         state: State | None = None,
     ) -> None:
         self.policy = policy
+        self.rate_limit = RateLimit.configured(policy)
+        """The policy's ``[limits]``: the bridge checks it before the gate."""
         self.sandbox = sandbox
         self.state: State = state if state is not None else MemoryState()
         self._sidecars = sidecars
@@ -186,6 +202,14 @@ class PolicyGate:
             return clearance
         return replace(clearance, sandbox=self.confinement(spec))
 
+    def callable_by(self, spec: ToolSpec, caller: Caller) -> bool:
+        """Whether ``caller`` may see and call ``spec`` at all (rules for some callers)."""
+        return self.policy.callable_by(spec, caller)
+
+    def caller_view(self, caller: Caller) -> tuple[int, ...] | None:
+        """What, beside the catalog, decides ``caller``'s tool list (see Policy)."""
+        return self.policy.caller_view(caller)
+
     def confinement(self, spec: ToolSpec) -> Confinement | None:
         """The sandbox of ``spec``'s processes: its effective scope, its manifest folder."""
         if self.sandbox is None:
@@ -200,7 +224,7 @@ class PolicyGate:
     async def _clear(
         self, spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext
     ) -> Clearance:
-        policy = self.policy
+        policy = self.policy.for_caller(ctx.caller)  # the rules for everyone and for it
         if not parser_loaded() and any("shell.run" in r for r in spec.argument_roles.values()):
             await anyio.to_thread.run_sync(load_parser)  # not on the event loop: 0.1-0.3 s
         targets = policy.targets(
@@ -216,7 +240,7 @@ class PolicyGate:
         if policy.watchdog is not None and decision.action != "deny":
             decision = combine(decision, await self._watchdog(spec, arguments, ctx))
         if decision.action == "deny":
-            hint = way_out(policy, spec, arguments, targets, decision, rules)
+            hint = way_out(policy, spec, arguments, targets, decision, rules, ctx.caller)
             return Clearance(decision, hint=hint)
         if decision.action != "ask":
             return Clearance(decision)
@@ -245,9 +269,9 @@ class PolicyGate:
         )
         env: dict[str, str] = {k: self._environ[k] for k in ("PATH", "HOME") if k in self._environ}
         sandbox = None
-        if self.sandbox is not None:  # the policy's read roots; nothing writable, no network
+        if self.sandbox is not None:  # the policy's read roots and its own; no write, no network
             profile = self.sandbox.profile(
-                Scope(fs_read=self.policy.scope.fs_read), tool="watchdog"
+                Scope(fs_read=self.policy.scope.fs_read), tool="watchdog", extra_read=config.read
             )
             sandbox = self.sandbox.confine(profile)
         try:
@@ -262,7 +286,17 @@ class PolicyGate:
             )
         except ExecError as exc:
             return failure(exc.message)
-        return parse_verdict(outcome.stdout, exit_code=outcome.exit_code, signal=outcome.signal)
+        verdict = parse_verdict(outcome.stdout, exit_code=outcome.exit_code, signal=outcome.signal)
+        if verdict.failed and sandbox is not None:  # did its sandbox hide what it needs?
+            cwd = Path.cwd()
+            hidden = [
+                path
+                for path in named_files(config, cwd)
+                if sandbox.hides(path, config.argv, cwd=None, env=env)
+            ]
+            if hidden:
+                return hidden_from_it(verdict, hidden, config)
+        return verdict
 
     async def _confirm(
         self,
@@ -275,8 +309,9 @@ class PolicyGate:
     ) -> Clearance:
         host = ctx.host
         refused = Decision("deny", decision.rule, decision.scope)
+        policy = self.policy.for_caller(ctx.caller)
         if host is None or not host.can_elicit:
-            hint = way_out(self.policy, spec, arguments, targets, decision, rules)
+            hint = way_out(policy, spec, arguments, targets, decision, rules, ctx.caller)
             return Clearance(refused, "headless", hint)
         message = (
             f"The assistant wants to run the tool {spec.name!r}"
@@ -287,8 +322,11 @@ class PolicyGate:
         try:
             answer = await host.elicit(f"confirm:{spec.name}", message, confirmation_form())
         except CouldNotAsk as exc:  # never an answer: refused as a headless client's call is
-            hint = way_out(self.policy, spec, arguments, targets, decision, rules)
+            hint = way_out(policy, spec, arguments, targets, decision, rules, ctx.caller)
             return Clearance(refused, "unreachable", hint, exc.reason)
+        if answer.action == "cancel":  # nobody chose: refused as a call that was not asked
+            hint = way_out(policy, spec, arguments, targets, decision, rules, ctx.caller)
+            return Clearance(refused, "cancel", hint)
         choice = (answer.content or {}).get("decision") if answer.action == "accept" else None
         if choice == ALLOW_ONCE:
             return Clearance(Decision("allow", decision.rule, decision.scope), "once")

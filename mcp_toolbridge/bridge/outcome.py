@@ -1,5 +1,7 @@
 """The one outcome vocabulary of a call, shared by the audit log (``outcome``), the telemetry
-span (``toolbridge.outcome``) and the recording frames (``outcome``).
+span (``toolbridge.outcome``) and the recording frames (``outcome``); the envelope of a
+finished call (:class:`CallOutcome`); and what a person watching the client hears about it
+beyond its result (:func:`tell`: a watchdog refusal, a tool killed at its deadline).
 
 A call's outcome is, in this order:
 
@@ -7,8 +9,9 @@ A call's outcome is, in this order:
   client, by the server's shutdown, or by the end of the replica that ran it (a replica
   killed mid-call: another replica sharing its state reports it), whatever had been decided
   (it may have been stopped before the gate decided);
-- ``denied``: the policy denied it, the person rejected it (or could not be asked), or the
-  call failed with ``permission.denied`` (a capability, rule or watchdog refusal);
+- ``denied``: the policy denied it, the person rejected it (or could not be asked, or the
+  client dismissed the question: ``cancel``), or the call failed with ``permission.denied``
+  (a capability, rule or watchdog refusal);
 - ``ok``: it succeeded;
 - ``timeout``: it failed with ``exec.timeout``;
 - ``error``: any other failure, including arguments refused by the input schema (the gate
@@ -17,12 +20,53 @@ A call's outcome is, in this order:
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any, Literal
 
-from mcp_toolbridge.bridge.pipeline import CallOutcome
 from mcp_toolbridge.errors import ErrorCode
+from mcp_toolbridge.executors import ExecResult
+from mcp_toolbridge.host import SERVER_LOGGER, CallContext
+from mcp_toolbridge.policy import Decision
+from mcp_toolbridge.state import Usage
 
-REFUSING_ANSWERS = frozenset({"reject", "headless", "unreachable"})
+Ended = Literal["cancelled", "shutdown", "lost"]
+WHY_ENDED: dict[Ended, str] = {
+    "cancelled": "the client cancelled the call",
+    "shutdown": "the server shut down during the call",
+    "lost": "the replica running the call stopped before it finished",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class CallOutcome:
+    """The envelope of one call: ``value`` when ok, ``error`` (for the model) otherwise."""
+
+    tool: str
+    ok: bool
+    value: Any = None
+    text: str | None = None
+    """The success written for the model, when the tool writes one (see ExecResult.text)."""
+    error: str | None = None
+    code: ErrorCode | None = None
+    duration_ms: int = 0
+    truncated: bool = False
+    output_path: str | None = None
+    result: ExecResult | None = None
+    decision: Decision | None = None
+    """What the gate decided; None when the call failed before it (bad arguments)."""
+    answer: str | None = None
+    """The person's answer when asked: once | always | reject | cancel | headless | unreachable |
+    pending."""
+    meta: dict[str, Any] = field(default_factory=dict)
+    ended: Ended | None = None
+    """How a call that did not run to its end was stopped (code ``exec.cancelled``): by its
+    client, by the server's shutdown, or by the end of its replica."""
+    usage: Usage | None = None
+    """What the call used, as its result reported it (``usage``); None when not reported."""
+
+
+REFUSING_ANSWERS = frozenset({"reject", "cancel", "headless", "unreachable"})
 """Answers to an ask that deny the call."""
 
 
@@ -70,3 +114,25 @@ def outcome_of(outcome: CallOutcome) -> Outcome:
         answer=outcome.answer,
         ended=outcome.ended,
     )
+
+
+MAX_EVENT_CHARS = 400
+
+
+def event_text(outcome: CallOutcome) -> str | None:
+    """What a person watching the client should hear about this call, if anything: a watchdog
+    refusal, or a tool killed at its deadline."""
+    decision = outcome.decision
+    if decision is not None and decision.scope == "watchdog" and decision.action == "deny":
+        return f"the watchdog refused a call of {outcome.tool}: {decision.rule}"[:MAX_EVENT_CHARS]
+    if outcome.code is ErrorCode.EXEC_TIMEOUT:
+        first = (outcome.error or "").strip().splitlines()[:1]
+        why = f": {first[0]}" if first else ""
+        return f"{outcome.tool} was killed at its deadline{why}"[:MAX_EVENT_CHARS]
+    return None
+
+
+async def tell(ctx: CallContext, outcome: CallOutcome) -> None:
+    text = event_text(outcome)
+    if text is not None and ctx.log is not None and ctx.log.wants("warning"):
+        await ctx.log.send("warning", text, logger=SERVER_LOGGER)

@@ -19,15 +19,15 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol
+from collections.abc import Awaitable, Callable, Hashable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
 import anyio
 
 from mcp_toolbridge.bridge.budget import BudgetLedger, RateLimit, Ticket, reported_usage
-from mcp_toolbridge.bridge.events import tell
 from mcp_toolbridge.bridge.gate import Clearance
+from mcp_toolbridge.bridge.outcome import WHY_ENDED, CallOutcome, Ended, tell
 from mcp_toolbridge.catalog import Catalog, CatalogEntry
 from mcp_toolbridge.errors import (
     ArgumentsError,
@@ -66,42 +66,6 @@ class SecretSource(Protocol):
     def resolve(self, ids: list[str]) -> dict[str, str]: ...
 
 
-Ended = Literal["cancelled", "shutdown", "lost"]
-WHY_ENDED: dict[Ended, str] = {
-    "cancelled": "the client cancelled the call",
-    "shutdown": "the server shut down during the call",
-    "lost": "the replica running the call stopped before it finished",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class CallOutcome:
-    """The envelope of one call: ``value`` when ok, ``error`` (for the model) otherwise."""
-
-    tool: str
-    ok: bool
-    value: Any = None
-    text: str | None = None
-    """The success written for the model, when the tool writes one (see ExecResult.text)."""
-    error: str | None = None
-    code: ErrorCode | None = None
-    duration_ms: int = 0
-    truncated: bool = False
-    output_path: str | None = None
-    result: ExecResult | None = None
-    decision: Decision | None = None
-    """What the gate decided; None when the call failed before it (bad arguments)."""
-    answer: str | None = None
-    """The person's answer when asked: once | always | reject | headless | unreachable |
-    pending."""
-    meta: dict[str, Any] = field(default_factory=dict)
-    ended: Ended | None = None
-    """How a call that did not run to its end was stopped (code ``exec.cancelled``): by its
-    client, or by the server's shutdown."""
-    usage: Usage | None = None
-    """What the call used, as its result reported it (``usage``); None when not reported."""
-
-
 @dataclass(slots=True)
 class _Life:
     """What every bridge rebuilt from one server shares: whether the server is stopping."""
@@ -114,6 +78,18 @@ Gate = Callable[[ToolSpec, Mapping[str, Any], CallContext], Awaitable[Clearance]
 
 Observer = Callable[[ToolSpec, Mapping[str, Any], CallContext, CallOutcome], Awaitable[None]]
 """Called once per finished call (audit, trace), whatever the outcome."""
+
+
+class Screen(Protocol):
+    """Which callers may see and call which tools at all (rules for some callers): a tool
+    a caller may not call is not in its list, and tool_search and the proxy never reveal or
+    reach it (see gate.PolicyGate)."""
+
+    def callable_by(self, spec: ToolSpec, caller: Caller) -> bool: ...
+
+    def caller_view(self, caller: Caller) -> Hashable:
+        """Equal for callers whose tool lists are equal (None: the same for everyone)."""
+        ...
 
 
 NO_POLICY = Decision("allow", "no policy configured", "default")
@@ -142,11 +118,14 @@ class Bridge:
         limiter: anyio.CapacityLimiter | None = None,
         state: State | None = None,
         rate_limit: RateLimit | None = None,
+        screen: Screen | None = None,
     ) -> None:
         """``limiter``: a concurrency limit shared with another bridge (see :meth:`rebuilt`);
         without it, a limit of ``max_concurrency`` calls (default: twice the cores).
         ``state``: where budget usage and rate-limit windows are kept (the server's State;
-        default: its own). ``rate_limit``: the policy's ``[limits]``, per caller."""
+        default: its own). ``rate_limit``: the policy's ``[limits]``, per caller (default: the
+        gate's, a PolicyGate's);
+        ``screen``: which callers may call which tools at all (default: everyone all)."""
         self.catalog = catalog
         self._executors = dict(executors)
         self._default_timeout_s = default_timeout_s
@@ -159,7 +138,8 @@ class Bridge:
         self._observers = observers
         self._life = _Life()
         self._budgets = BudgetLedger(state if state is not None else MemoryState())
-        self._rate_limit = rate_limit
+        self._rate_limit = rate_limit or getattr(gate, "rate_limit", None)
+        self._screen = screen
 
     def rebuilt(
         self,
@@ -168,11 +148,12 @@ class Bridge:
         gate: Gate,
         executors: Mapping[str, Executor],
         rate_limit: RateLimit | None = None,
+        screen: Screen | None = None,
     ) -> Bridge:
         """A bridge over a new catalog (hot reload) that shares this one's concurrency limit,
         deadlines, secrets, observers, budgets and whether the server is stopping;
-        ``executors`` replace those of the same kind, ``rate_limit`` is the new policy's.
-        Calls in flight keep the bridge they started on."""
+        ``executors`` replace those of the same kind, ``rate_limit`` and ``screen`` are the
+        new policy's. Calls in flight keep the bridge they started on."""
         twin = Bridge(
             catalog,
             {**self._executors, **executors},
@@ -183,10 +164,19 @@ class Bridge:
             observers=self._observers,
             limiter=self._limiter,
             rate_limit=rate_limit,
+            screen=screen,
         )
         twin._life = self._life
         twin._budgets = self._budgets
         return twin
+
+    def callable_by(self, spec: ToolSpec, caller: Caller) -> bool:
+        """Whether ``caller`` may see and call ``spec`` at all."""
+        return self._screen is None or self._screen.callable_by(spec, caller)
+
+    def caller_view(self, caller: Caller) -> Hashable:
+        """Equal for callers whose tool lists are equal (None: one list for everyone)."""
+        return None if self._screen is None else self._screen.caller_view(caller)
 
     def entry(self, name: str) -> CatalogEntry:
         entry = self.catalog.get(name)
@@ -215,7 +205,7 @@ class Bridge:
             try:
                 entry, args = self._proxied(entry, args, ctx)
             except CallError as exc:
-                outcome = self._failed(name, exc.message, exc.code, started, None)
+                outcome = self._failed(name, exc.message, exc.code, started, None, exc.details)
                 await self._observe(entry.spec, args, ctx, outcome)
                 return outcome
             ctx = replace(ctx, via=name)
@@ -231,7 +221,7 @@ class Bridge:
         target = str(args["name"])
         inner = args.get("arguments", {})
         entry = self.catalog.get(target)
-        if entry is None:
+        if entry is None or not self.callable_by(entry.spec, ctx.caller):  # never revealed
             raise CallError(
                 f"no tool named {target!r} in the catalog; find it with tool_search and pass "
                 "the exact name it gives",
@@ -293,7 +283,7 @@ class Bridge:
             await self._observe(entry.spec, args, ctx, pending)
             raise
         except CallError as exc:
-            outcome = self._failed(name, exc.message, exc.code, started, clearance)
+            outcome = self._failed(name, exc.message, exc.code, started, clearance, exc.details)
         except StateUnavailable as exc:  # fail closed: nothing unchecked runs
             closed = StateUnavailableError(exc.reason, tool=name)
             outcome = self._failed(name, closed.message, closed.code, started, clearance)
@@ -372,10 +362,12 @@ class Bridge:
         code: ErrorCode,
         started: float,
         clearance: Clearance | None,
+        details: Any = None,
     ) -> CallOutcome:
         return CallOutcome(
             tool=name,
             ok=False,
+            value=details,
             error=error,
             code=code,
             duration_ms=_ms_since(started),
@@ -394,11 +386,15 @@ class Bridge:
     def _validate(self, entry: CatalogEntry, args: Mapping[str, Any]) -> None:
         if not isinstance(args, Mapping):
             raise ArgumentsError("invalid arguments: expected a JSON object", tool=entry.spec.name)
-        problems = entry.arguments.validate(dict(args))
+        problems = entry.arguments.problems(dict(args))
         if problems:
-            shown = "; ".join(problems[:MAX_ERRORS_SHOWN])
+            shown = "; ".join(p.line for p in problems[:MAX_ERRORS_SHOWN])
             more = f" (and {len(problems) - MAX_ERRORS_SHOWN} more)" if len(problems) > 3 else ""
-            raise ArgumentsError(f"invalid arguments: {shown}{more}", tool=entry.spec.name)
+            raise ArgumentsError(
+                f"invalid arguments: {shown}{more}",
+                tool=entry.spec.name,
+                details={"errors": [p.as_json() for p in problems]},
+            )
 
     async def _execute(
         self,

@@ -36,8 +36,7 @@ import anyio
 import anyio.to_thread
 
 from mcp_toolbridge.bridge.audit import redact_argv, redact_url
-from mcp_toolbridge.bridge.outcome import outcome_of
-from mcp_toolbridge.bridge.pipeline import CallOutcome
+from mcp_toolbridge.bridge.outcome import CallOutcome, outcome_of
 from mcp_toolbridge.errors import ConfigError, ErrorCode, ExecError
 from mcp_toolbridge.executors import ExecRequest, ExecResult
 from mcp_toolbridge.host import CallContext

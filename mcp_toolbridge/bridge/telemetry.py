@@ -18,8 +18,8 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 
 from mcp_toolbridge import __version__
-from mcp_toolbridge.bridge.outcome import Outcome, outcome_of
-from mcp_toolbridge.bridge.pipeline import CallOutcome, Observer
+from mcp_toolbridge.bridge.outcome import CallOutcome, Outcome, outcome_of
+from mcp_toolbridge.bridge.pipeline import Observer
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.model import ToolSpec
 
@@ -44,6 +44,10 @@ def span_attributes(spec: ToolSpec, ctx: CallContext, outcome: CallOutcome) -> d
         attributes["toolbridge.answer"] = outcome.answer
     if ctx.via is not None:
         attributes["toolbridge.via"] = ctx.via
+    if ctx.caller.subject is not None:  # who called (never the token): --auth-issuer
+        attributes["enduser.id"] = ctx.caller.subject
+    if ctx.caller.client_id is not None:
+        attributes["toolbridge.client_id"] = ctx.caller.client_id
     if outcome.code is not None:
         attributes["error.type"] = outcome.code.value
     return attributes

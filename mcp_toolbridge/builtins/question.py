@@ -8,8 +8,10 @@ forms allow (2025-11-25 and 2026-07-28). A question without options is a free st
 A client that cannot ask (headless, or no elicitation capability) gets :data:`HEADLESS_MESSAGE`
 at once, word for word the same every time; one that tries and cannot (it answers the form
 with an error, the connection closes: :class:`~mcp_toolbridge.host.CouldNotAsk`) gets
-:data:`NOT_ASKED_MESSAGE` with the reason; a decline or cancel gets :data:`DECLINED_MESSAGE`.
-None of them is ever an answer or consent.
+:data:`NOT_ASKED_MESSAGE` with the reason, and so does one that answers ``cancel`` (the form
+was dismissed unanswered, or nobody was there: headless Claude Code cancels every form at
+once); only a ``decline`` is the person's refusal, :data:`DECLINED_MESSAGE`. None of them is
+ever an answer or consent.
 """
 
 from __future__ import annotations
@@ -38,6 +40,11 @@ NOT_ASKED_MESSAGE = (
     "given. Continue with your best judgement and state the assumptions you make."
 )
 """The error when asking failed; ``{reason}`` is the host's reason."""
+DISMISSED_REASON = (
+    "it dismissed the form unanswered: it was closed without an answer, or nobody was there "
+    "to answer"
+)
+"""The reason of :data:`NOT_ASKED_MESSAGE` when the client answered the form with cancel."""
 DECLINED_MESSAGE = (
     "The user declined to answer the questions. No answer was given. Continue with your "
     "best judgement, or ask differently if an answer is essential."
@@ -228,6 +235,8 @@ class QuestionTool:
             )
         except CouldNotAsk as exc:  # never an answer: a tool error, as when headless
             return ExecResult(ok=False, error=NOT_ASKED_MESSAGE.format(reason=exc.reason))
+        if answer.action == "cancel":  # nobody answered: as if the person could not be asked
+            return ExecResult(ok=False, error=NOT_ASKED_MESSAGE.format(reason=DISMISSED_REASON))
         if answer.action != "accept":
             return ExecResult(ok=False, error=DECLINED_MESSAGE)
         content = answer.content or {}

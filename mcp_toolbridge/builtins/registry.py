@@ -13,7 +13,7 @@ which ids, and their configuration from the settings and the policy file). Then:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -35,7 +35,13 @@ from mcp_toolbridge.builtins.fs import (
     read_verdict,
 )
 from mcp_toolbridge.builtins.session import Sessions
-from mcp_toolbridge.builtins.task import CallTool, Limits, TaskTool, build_task_spec
+from mcp_toolbridge.builtins.task import (
+    CallTool,
+    Limits,
+    ListTools,
+    TaskTool,
+    build_task_spec,
+)
 from mcp_toolbridge.builtins.web import (
     WEB_FETCH_SPEC,
     SearchProvider,
@@ -93,7 +99,7 @@ class LockedPlan:
         locks: PathLocks,
         search: tool_search.ToolSearch,
         call_tool: CallTool,
-        list_tools: Callable[[], Sequence[ToolSpec]],
+        list_tools: ListTools,
         policy: Policy,
     ) -> list[BuiltinTool]:
         """The implementations of the planned tools, bound to one runtime (``search``: the

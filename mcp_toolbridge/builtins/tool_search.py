@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import anyio.to_thread
 
 from mcp_toolbridge.builtins.base import builtin_spec
 from mcp_toolbridge.catalog import Catalog, DeferredIndex, SearchIndex
 from mcp_toolbridge.executors import ExecRequest, ExecResult
-from mcp_toolbridge.host import FoundTools
-from mcp_toolbridge.model import Safety
+from mcp_toolbridge.host import Caller, FoundTools
+from mcp_toolbridge.model import Safety, ToolSpec
 from mcp_toolbridge.names import PROXY_TOOL
 
 DEFAULT_RESULTS = 5
@@ -97,10 +97,14 @@ class ToolSearch:
         index: SearchIndex | DeferredIndex,
         catalog: Catalog,
         visible: Callable[[str], bool] | None = None,
+        screen: Screen | None = None,
     ) -> None:
+        """``screen``: which callers may call which tools (a hit the caller may not call is
+        never shown to it)."""
         self._index = index
         self._catalog = catalog
         self._visible = visible
+        self._screen = screen
 
     async def run(self, request: ExecRequest) -> ExecResult:
         query = str(request.arguments["query"])
@@ -110,7 +114,7 @@ class ToolSearch:
             index = await index.ready()
         if not index.warm:  # the first search reads the model and embeds the catalog
             await anyio.to_thread.run_sync(index.warm_up)
-        hits = index.search(query, limit, visible=self._visible)
+        hits = index.search(query, limit, visible=self._for(request.context.caller))
         tools = []
         for hit in hits:
             entry = self._catalog.get(hit.name)
@@ -127,6 +131,28 @@ class ToolSearch:
         how = HOW_TO_CALL[request.context.found_tools]
         value = {"query": query, "tools": tools, "how_to_call": how}
         return ExecResult(ok=True, value=value, text=_text(tools, how))
+
+    def _for(self, caller: Caller) -> Callable[[str], bool] | None:
+        """What this caller's search may find (None: everything)."""
+        screen, visible = self._screen, self._visible
+        if screen is None or screen.caller_view(caller) is None:  # the same for everyone
+            return visible
+
+        def callable_by(name: str) -> bool:
+            entry = self._catalog.get(name)
+            if entry is None or not screen.callable_by(entry.spec, caller):
+                return False
+            return visible is None or visible(name)
+
+        return callable_by
+
+
+class Screen(Protocol):
+    """Which callers may call which tools (``Policy``)."""
+
+    def callable_by(self, spec: ToolSpec, caller: Caller) -> bool: ...
+
+    def caller_view(self, caller: Caller) -> tuple[int, ...] | None: ...
 
 
 def _text(tools: list[dict[str, Any]], how: str) -> str:

@@ -1,10 +1,9 @@
 """Client configuration snippets (``mcp-toolbridge config --client NAME``), and the connect
 hint ``serve`` prints.
 
-Every snippet starts this installation over stdio with absolute paths: the ``mcp-toolbridge``
-executable found beside the running Python (or on PATH), else ``python -m mcp_toolbridge``
-with the absolute interpreter; run by ``uvx`` (an environment in uv's cache, which uv may
-prune), ``uvx mcp-toolbridge``. Manifest and policy paths are made absolute. Clients start
+Every snippet starts this installation over stdio with absolute paths (``installed.py``: the
+``mcp-toolbridge`` script of its environment, or ``uvx --from SOURCE mcp-toolbridge`` for an
+installation uvx made in its cache). Manifest and policy paths are made absolute. Clients start
 servers from an undefined working directory (Claude Desktop: ``/``), so nothing relative
 would work, and every snippet names the workspace: the client's own variable for its open
 folder where it has one (VS Code and Cursor: ``${workspaceFolder}``), an absolute path
@@ -14,18 +13,16 @@ otherwise.
 from __future__ import annotations
 
 import argparse
-import os
-import re
-import shutil
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mcp_toolbridge.builtins import LOCKED_IDS
+from mcp_toolbridge.cli.installed import server_command as server_command
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.executors import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
+from mcp_toolbridge.policy import is_manifest_path
 from mcp_toolbridge.runtime import Settings
 from mcp_toolbridge.workspace import default_workspace, unfit_reason
 
@@ -90,36 +87,6 @@ CLIENTS = {
         ),
     )
 }
-
-
-_UV_CACHE_BUCKET = re.compile(r"(environments|archive|builds)-v\d+")
-
-
-def in_uv_cache(prefix: Path) -> bool:
-    """Whether ``prefix`` (an environment) is one uv made in its cache for ``uvx``."""
-    cache = os.environ.get("UV_CACHE_DIR")
-    if cache and prefix.is_relative_to(Path(cache).absolute()):
-        return True
-    parts = prefix.parts
-    return any(
-        _UV_CACHE_BUCKET.fullmatch(part) and "uv" in parts[:i] for i, part in enumerate(parts)
-    )
-
-
-def server_command(prefix: Path | None = None) -> list[str]:
-    """How to start this installation (the environment at ``prefix``, default this one): its
-    console script, else ``python -m``; ``uvx mcp-toolbridge`` when uvx runs it."""
-    prefix = Path(sys.prefix) if prefix is None else prefix
-    if in_uv_cache(prefix):
-        uvx = shutil.which("uvx")
-        return [str(Path(uvx).absolute()) if uvx else "uvx", "mcp-toolbridge"]
-    beside = Path(sys.executable).parent / "mcp-toolbridge"
-    if beside.is_file():
-        return [str(beside)]
-    found = shutil.which("mcp-toolbridge")
-    if found:
-        return [str(Path(found).resolve())]
-    return [str(Path(sys.executable).absolute()), "-m", "mcp_toolbridge"]
 
 
 def serve_arguments(
@@ -211,6 +178,16 @@ def _absolute(path: Path) -> str:
     return str(path.resolve())
 
 
+def _allow_entry(entry: str) -> str:
+    """An ``--allow`` entry as a client started in another folder reads it the same: a
+    relative manifest path (``./manifests/fx``) made absolute."""
+    name, equals, pattern = entry.partition("=")
+    path = Path(name.strip())
+    if not is_manifest_path(name.strip()) or path.expanduser().is_absolute():
+        return entry
+    return _absolute(path) + equals + pattern
+
+
 def serving_options(args: argparse.Namespace, *, expose: bool = True) -> list[str]:
     """The options of ``args`` that change what is served or how it runs, other than the
     paths, ``--policy`` and ``--workspace`` (and ``--expose`` without ``expose``), with paths
@@ -219,7 +196,7 @@ def serving_options(args: argparse.Namespace, *, expose: bool = True) -> list[st
     for pattern in getattr(args, "pin", ()):
         out += ["--pin", pattern]
     for entry in getattr(args, "allow", ()):
-        out += ["--allow", entry]
+        out += ["--allow", _allow_entry(entry)]
     if getattr(args, "loop", "auto") != "auto":
         out += ["--loop", args.loop]
     if getattr(args, "keep_names", False):

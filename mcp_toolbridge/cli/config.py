@@ -1,20 +1,33 @@
-"""``config``: a client's config file content for this installation."""
+"""``config``: a client's config file content for this installation, and its install links;
+``doctor``, which checks such a config as the client launches it, is reached from here."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
-from mcp_toolbridge.cli.clients import CLIENTS, client_config, fitting_expose, serving_options
+from mcp_toolbridge.cli.clients import (
+    CLIENTS,
+    SERVER_NAME,
+    client_config,
+    fitting_expose,
+    serving_options,
+)
 from mcp_toolbridge.cli.console import EXIT_OK, err, out
+from mcp_toolbridge.cli.doctor import run_doctor
+from mcp_toolbridge.cli.installed import temporary_warning
+from mcp_toolbridge.cli.links import install_links
 
 
-def add_client_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--client", choices=sorted(CLIENTS), required=True)
+def add_client_option(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
+    parser.add_argument(
+        "--client", choices=sorted(CLIENTS), required=required, help="the MCP client"
+    )
 
 
 def print_config(args: argparse.Namespace) -> int:
-    """Print the client's config file content for this installation."""
+    """Print the client's config file content for this installation (stdout), where it goes
+    and the client's install links (stderr)."""
     kind = CLIENTS[args.client]
     fits = fitting_expose(kind, args.locked)
     snippet = client_config(
@@ -29,4 +42,12 @@ def print_config(args: argparse.Namespace) -> int:
     err(f"{kind.title}: put this in {kind.files}; merge it with any servers already there")
     if args.expose is None and fits != "auto":
         err(f"{kind.title}: --expose {fits}: {kind.expose_why}")
+    for link in install_links(args.client, SERVER_NAME, snippet[kind.top_key][SERVER_NAME]):
+        err(f"{link.what}:\n  {link.text}")
+    warning = temporary_warning()
+    if warning is not None:
+        err(f"mcp-toolbridge: {warning}")
     return EXIT_OK
+
+
+__all__ = ["add_client_option", "print_config", "run_doctor"]

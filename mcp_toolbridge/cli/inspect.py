@@ -1,4 +1,6 @@
-"""The Tool Interface record of one tool (``mcp-toolbridge inspect``).
+"""The Tool Interface record of one tool (``mcp-toolbridge inspect``), and the effective policy
+as JSON (``mcp-toolbridge policy show``; with ``--as SUBJECT``, ``--as-client``,
+``--as-group``, ``--as-scope``: as that caller gets it over HTTP with an authorization server).
 
 Every partition of spec/tool-interface-partitions.txt, filled from the ToolSpec, the policy
 and the server settings. A fact the manifest did not declare, which therefore took a
@@ -28,8 +30,9 @@ from typing import Any
 from mcp_toolbridge.bridge import PolicyGate
 from mcp_toolbridge.cli.console import EXIT_LOAD, EXIT_OK, err, out
 from mcp_toolbridge.executors import PROGRESS_FD_ENV
+from mcp_toolbridge.host import Caller
 from mcp_toolbridge.model import BuiltinTransport, ExecTransport, HttpTransport, ToolSpec
-from mcp_toolbridge.policy import Policy
+from mcp_toolbridge.policy import Policy, render_policy
 from mcp_toolbridge.runtime import Loaded, Settings
 
 RECORD_VERSION = 1
@@ -269,3 +272,16 @@ def _sandbox_of(settings: Settings, policy: Policy, spec: ToolSpec) -> dict[str,
     confinement = gate.confinement(spec)
     assert gate.sandbox is not None and confinement is not None
     return gate.sandbox.describe(confinement.profile)
+
+
+def show_policy(args: argparse.Namespace, loaded: Loaded) -> str:
+    """``policy show``: every rule and setting, where it came from, what is hidden."""
+    caller = None
+    if args.as_subject or args.as_client or args.as_group or args.as_scope:
+        caller = Caller(
+            subject=args.as_subject,
+            client_id=args.as_client,
+            groups=frozenset(args.as_group),
+            scopes=frozenset(args.as_scope),
+        )
+    return render_policy(loaded.policy, [*loaded.catalog.specs(), *loaded.hidden], caller)

@@ -1,4 +1,5 @@
-"""The command line: serve, replay, lint, list, call, export, search, policy, inspect, config.
+"""The command line: serve, replay, lint, list, call, export, search, policy, inspect, config,
+doctor.
 
 stdout carries the MCP stream while serving, so everything human-facing goes to stderr there.
 """
@@ -17,7 +18,7 @@ import anyio
 
 from mcp_toolbridge.cli.allocator import started
 from mcp_toolbridge.cli.ask import TerminalHost
-from mcp_toolbridge.cli.config import print_config
+from mcp_toolbridge.cli.config import print_config, run_doctor
 from mcp_toolbridge.cli.console import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERRUPTED,
@@ -26,7 +27,7 @@ from mcp_toolbridge.cli.console import (
     EXIT_PROBLEMS,
     err,
 )
-from mcp_toolbridge.cli.inspect import print_interface
+from mcp_toolbridge.cli.inspect import print_interface, show_policy
 from mcp_toolbridge.cli.parsing import parse_args, settings_of
 from mcp_toolbridge.cli.serve import run_server
 from mcp_toolbridge.errors import Severity, ToolbridgeError, UnknownToolError
@@ -194,7 +195,7 @@ def _cmd_policy(args: argparse.Namespace) -> int:
     loaded = load_catalog(settings_of(args), locked=True)
     if loaded.errors:
         _print_problems(loaded)
-    print(loaded.policy.render([*loaded.catalog.specs(), *loaded.hidden]))
+    print(show_policy(args, loaded))
     return EXIT_PROBLEMS if loaded.errors else EXIT_OK
 
 
@@ -235,11 +236,16 @@ def _cmd_config(args: argparse.Namespace) -> int:
     return print_config(args)
 
 
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    return run_doctor(args, parse_args, settings_of)
+
+
 COMMANDS = {
     "serve": _cmd_serve,
     "replay": _cmd_replay,
     "inspect": _cmd_inspect,
     "config": _cmd_config,
+    "doctor": _cmd_doctor,
     "lint": _cmd_lint,
     "list": _cmd_list,
     "call": _cmd_call,

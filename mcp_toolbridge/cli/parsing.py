@@ -75,7 +75,11 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         help="cap on a tool's stdout and on an HTTP response (default 10 MiB)",
     )
     parser.add_argument(
-        "--secrets", type=Path, default=None, metavar="FILE", help="TOML file of secret values"
+        "--secrets",
+        type=_file_or_none,
+        default=None,
+        metavar="FILE",
+        help="TOML file of secret values (empty: none)",
     )
     parser.add_argument(
         "--audit",
@@ -90,18 +94,20 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
 def _add_policy_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--policy",
-        type=Path,
+        type=_file_or_none,
         default=None,
         metavar="FILE",
-        help="the operator's policy (TOML); default: the built-in default policy",
+        help="the operator's policy (TOML); default (or empty): the built-in default policy",
     )
     parser.add_argument(
         "--allow",
         action="append",
         default=[],
         metavar="NAME[=PATTERN]",
-        help="allow a tool or capability (NAME=PATTERN: one path, host or command) without "
-        "asking, over the policy; repeatable, e.g. --allow fs_rm --allow 'bash=git status'",
+        help="allow without asking, over the policy: a tool or capability (NAME=PATTERN: one "
+        "path, host or command of it), a glob of tool names ('fx_*'), or every tool of a "
+        "manifest (its file or folder: ./manifests/fx); repeatable, e.g. --allow fs_rm "
+        "--allow 'bash=git status'",
     )
     parser.add_argument(
         "--workspace",
@@ -144,6 +150,12 @@ def _add_policy_options(parser: argparse.ArgumentParser) -> None:
         help="a folder of skills (SKILL.md folders) for the skill tool; repeatable "
         "(default: <workspace>/.toolbridge/skills and the user data directory's skills)",
     )
+
+
+def _file_or_none(text: str) -> Path | None:
+    """A file option's value; empty means none, as a launcher that fills options in from
+    settings the user left blank writes it (an MCP bundle's ``--policy=${user_config.policy}``)."""
+    return Path(text) if text else None
 
 
 def _locked_names(text: str) -> tuple[str, ...]:
@@ -206,6 +218,15 @@ def _policy(verbs: Subparsers) -> argparse.ArgumentParser:
     )
     _add_load_options(show)
     _add_policy_options(show)
+    who = show.add_argument_group("as a caller (what an identified caller gets over HTTP)")
+    who.add_argument("--as", dest="as_subject", metavar="SUBJECT", help="the access token's sub")
+    who.add_argument("--as-client", metavar="CLIENT_ID", help="the OAuth client it came through")
+    who.add_argument(
+        "--as-group", action="append", default=[], metavar="GROUP", help="a group (repeatable)"
+    )
+    who.add_argument(
+        "--as-scope", action="append", default=[], metavar="SCOPE", help="a scope (repeatable)"
+    )
     policy.set_defaults(policy_help=policy.format_help())
     return show
 
@@ -224,6 +245,25 @@ def _inspect(verbs: Subparsers) -> None:
     _add_run_options(inspect)
     _add_policy_options(inspect)
     _add_expose_option(inspect)
+
+
+def _doctor(verbs: Subparsers) -> None:
+    doctor = verbs.add_parser(
+        "doctor",
+        help="check this machine and the server a client would start, as it starts it; "
+        "exit 1 on a problem",
+    )
+    add_client_option(doctor, required=False)
+    doctor.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="check the entry of this client config file that starts mcp-toolbridge "
+        "(default: the entry `config --client NAME` writes)",
+    )
+    _add_load_options(doctor)
+    _add_policy_options(doctor)
 
 
 def _config(verbs: Subparsers) -> None:
@@ -246,6 +286,7 @@ VERBS: dict[str, Callable[[Subparsers], object]] = {
     "export": _export,
     "inspect": _inspect,
     "config": _config,
+    "doctor": _doctor,
 }
 
 
@@ -253,7 +294,7 @@ def _parser(
     only: str | None = None,
 ) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The top-level parser, and each verb's parser by name; with ``only``, that verb's
-    alone (building all ten costs a start ≈ 3 ms of CPU; a command line that names its verb
+    alone (building all eleven costs a start ≈ 3 ms of CPU; a command line that names its verb
     first needs only that one)."""
     parser = argparse.ArgumentParser(
         prog="mcp-toolbridge",
@@ -318,16 +359,57 @@ def _settings(args: argparse.Namespace) -> Settings:
     )
 
 
+_TOP_LEVEL = frozenset({"-h", "--help", "--version"})
+
+
+def _verb_first(given: list[str]) -> list[str]:
+    """The command line with its verb first: the options written before the verb
+    (``--sandbox off serve``) move to just after it, in their order, so that the verb's own
+    parser reads them wherever they were. Unchanged when the verb already comes first, when
+    there is no verb, when ``--help`` or ``--version`` comes before it (the top-level parser
+    answers those), or when a word that is neither an option, an option's value nor a verb
+    comes first (argparse then says what is wrong)."""
+    if not given or given[0] in VERBS:
+        return given
+    _, verbs = _parser()  # every verb's options: which of them take a value
+    options: dict[str, bool] = {}
+    for parser in verbs.values():
+        for action in parser._actions:
+            for option in action.option_strings:
+                options[option] = options.get(option, False) or action.nargs != 0
+    at = 0
+    while at < len(given):
+        word = given[at]
+        if word in VERBS:
+            return [word, *given[:at], *given[at + 1 :]]
+        if word in _TOP_LEVEL or word == "--" or not word.startswith("-"):
+            return given
+        at += 2 if "=" not in word and _takes_value(word, options) else 1
+    return given
+
+
+def _takes_value(option: str, options: dict[str, bool]) -> bool:
+    """Whether ``option`` (as typed: whole, or an unambiguous prefix of a long option, as
+    argparse accepts) reads the next word as its value."""
+    if option in options:
+        return options[option]
+    if not option.startswith("--"):
+        return False  # -k5: the value is attached
+    found = [takes for name, takes in options.items() if name.startswith(option)]
+    return bool(found) and all(found)
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The command line parsed (argparse exits with status 2 on a usage error).
 
-    A verb's options may come before, between or after its positional arguments
+    Options may come before the verb (``--sandbox off serve``; see :func:`_verb_first`), and
+    a verb's options before, between or after its positional arguments
     (``call TOOL DIR --args JSON``), and a usage error shows that verb's usage, not the
     top-level one: the verb's own parser parses everything after the verb, intermixed.
     ``policy`` has a verb of its own (argparse mixes no subparsers with intermixed parsing):
     ``policy show`` (or ``policy --show``), options anywhere, is parsed by show's parser;
     ``policy`` without it by policy's, which prints its help."""
-    given = list(sys.argv[1:] if argv is None else argv)
+    given = _verb_first(list(sys.argv[1:] if argv is None else argv))
     parser, verbs = _parser(given[0] if given and given[0] in VERBS else None)
     if not given or given[0] not in verbs or given[0] == POLICY_SHOW:
         return parser.parse_args(given)  # --version, --help, a missing or unknown verb

@@ -4,14 +4,9 @@ containment, the watchdog hook, and ``shell/`` (the bash sub-policy).
 
 May import: the vocabulary only."""
 
-from mcp_toolbridge.policy.compiled import (
-    Decision,
-    Policy,
-    SessionRules,
-    always_grants,
-    combine,
-)
+from mcp_toolbridge.policy.compiled import Decision, Policy, combine
 from mcp_toolbridge.policy.file import PolicyFile, SandboxMode
+from mcp_toolbridge.policy.grants import SessionRules, always_grants
 from mcp_toolbridge.policy.hints import capability_way_out, way_out
 from mcp_toolbridge.policy.paths import (
     canonical_root,
@@ -33,13 +28,23 @@ from mcp_toolbridge.policy.requirements import (
     host_of,
     normalize_host,
 )
-from mcp_toolbridge.policy.rules import ACTION_RANK, Action, Subject, resolve
+from mcp_toolbridge.policy.rules import (
+    ACTION_RANK,
+    Action,
+    Subject,
+    Who,
+    is_manifest_path,
+    resolve,
+)
 from mcp_toolbridge.policy.shell.hooks import shell_floor, shell_targets
 from mcp_toolbridge.policy.shell.parse import load_parser, parser_loaded, splitter
+from mcp_toolbridge.policy.show import render_policy
 from mcp_toolbridge.policy.watchdog import (
     Verdict,
     WatchdogRequest,
     failure,
+    hidden_from_it,
+    named_files,
     parse_verdict,
     watchdog_payload,
 )
@@ -59,6 +64,7 @@ __all__ = [
     "Targets",
     "Verdict",
     "WatchdogRequest",
+    "Who",
     "always_grants",
     "canonical_root",
     "canonicalize",
@@ -71,12 +77,16 @@ __all__ = [
     "glob_pattern",
     "glob_regex",
     "has_glob",
+    "hidden_from_it",
     "host_of",
+    "is_manifest_path",
     "is_within",
     "load_parser",
+    "named_files",
     "normalize_host",
     "parse_verdict",
     "parser_loaded",
+    "render_policy",
     "resolve",
     "shell_floor",
     "shell_targets",

@@ -39,16 +39,19 @@ def name_problems(
             continue  # session answers name served tools; the default's names are known
         if rule.permission in permissions:
             continue
-        guess = closest(rule.permission, permissions)
-        hint = f'did you mean "{guess}"?' if guess else "`mcp-toolbridge list` shows the tools"
+        group = rule.group
+        if group is not None and (
+            any(group.contains(spec) for spec in tools)
+            or (group.glob is not None and any(group.glob.match(name) for name in locked))
+        ):
+            continue
         key = rule.origin.rpartition(" ")[2]
         field = ".permission" if key.startswith("rules[") else ""
         where = f"line {rule.line}: " if rule.line is not None else ""
         problems.append(
             Problem(
                 rule.file or rule.origin.rpartition(" ")[0],
-                f'unknown permission "{rule.permission}": not a tool served here, a locked tool '
-                f"or a capability; {hint}",
+                _names_nothing(rule, permissions),
                 f"{where}{key}{field}",
                 ErrorCode.POLICY_INVALID,
             )
@@ -74,6 +77,29 @@ def name_problems(
     return problems
 
 
+def _names_nothing(rule: Rule, permissions: set[str]) -> str:
+    """Why a rule's permission names nothing served, and what it could be instead."""
+    group = rule.group
+    if group is not None and group.manifests is not None:
+        return (
+            f'no tool served here comes from "{rule.permission}" ({group.manifests}): name a '
+            "manifest file or a folder holding the manifests of tools being served (a relative "
+            "path is read from the folder of the file it is written in, or from the working "
+            "directory for --allow); `mcp-toolbridge list --json` shows each tool's source"
+        )
+    if group is not None:
+        return (
+            f'"{rule.permission}" fits no tool served here: no MCP name or manifest id of a '
+            "served or locked tool matches the glob; `mcp-toolbridge list` shows the tools"
+        )
+    guess = closest(rule.permission, permissions)
+    hint = f'did you mean "{guess}"?' if guess else "`mcp-toolbridge list` shows the tools"
+    return (
+        f'unknown permission "{rule.permission}": not a tool served here, a locked tool '
+        f"or a capability; {hint}"
+    )
+
+
 def unmatchable_rules(rules: Iterable[Rule], tools: Iterable[ToolSpec]) -> list[Problem]:
     """Notices for rules that name a tool and carry a pattern the tool can never give.
 
@@ -82,9 +108,12 @@ def unmatchable_rules(rules: Iterable[Rule], tools: Iterable[ToolSpec]) -> list[
     "no argument" subject, which only rules without a pattern match.
     """
     patterned: dict[str, list[Rule]] = {}
+    groups: list[Rule] = []
     for rule in rules:
         if rule.kind != "any" and rule.scope != "session":
             patterned.setdefault(rule.permission, []).append(rule)
+            if rule.group is not None:
+                groups.append(rule)
     if not patterned:
         return []
     notices: list[Problem] = []
@@ -93,6 +122,10 @@ def unmatchable_rules(rules: Iterable[Rule], tools: Iterable[ToolSpec]) -> list[
             continue
         for name in dict.fromkeys((spec.name, spec.id)):
             for rule in patterned.get(name, ()):
+                notices.append(_unmatchable(rule, spec))
+        for rule in [r for r in groups if r.names_tool(spec)]:
+            if rule.permission not in (spec.name, spec.id):
+                groups.remove(rule)  # one notice per rule, naming the first such tool
                 notices.append(_unmatchable(rule, spec))
     return notices
 

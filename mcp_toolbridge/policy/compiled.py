@@ -7,6 +7,10 @@ plus ``<workspace>/.toolbridge/policy.toml``); then per call, after argument val
 2. ``policy.decide(spec, targets, session_rules)`` -> Decision      (the rules)
 3. the watchdog, if ``policy.watchdog``; ``combine(decision, verdict)`` can only tighten.
 
+Rules may be for some callers only (``rules.Who``): ``policy.for_caller(caller)`` is the
+policy that caller gets (the rules for everyone and those for it), a view kept per distinct
+set of identity rules that match; every method above works on it as on the whole.
+
 Everything here is pure: patterns are compiled at load, no I/O happens per call except the
 realpath calls made when the caller canonicalizes targets. The file format, the specificity
 order and worked examples are in docs/permissions.md.
@@ -14,7 +18,7 @@ order and worked examples are in docs/permissions.md.
 
 from __future__ import annotations
 
-import functools
+import copy
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,9 +26,11 @@ from typing import Any
 
 from mcp_toolbridge.cache import fingerprint
 from mcp_toolbridge.errors import ErrorCode, Problem
+from mcp_toolbridge.host import LOCAL, Caller
 from mcp_toolbridge.model import HttpTransport, RequirementSet, ToolSpec
 from mcp_toolbridge.policy.checks import name_problems, unmatchable_rules
 from mcp_toolbridge.policy.file import PROJECT_POLICY
+from mcp_toolbridge.policy.grants import SessionRules
 from mcp_toolbridge.policy.layers import (
     DEFAULT_ORIGIN,
     Layers,
@@ -47,17 +53,8 @@ from mcp_toolbridge.policy.requirements import (
     host_of,
     split_command,
 )
-from mcp_toolbridge.policy.rules import (
-    Action,
-    Rule,
-    Subject,
-    compile_rule,
-    resolve,
-    subjects,
-)
-from mcp_toolbridge.policy.show import render_policy
+from mcp_toolbridge.policy.rules import Action, Rule, Subject, resolve, subjects
 from mcp_toolbridge.policy.watchdog import Verdict, WatchdogConfig
-from mcp_toolbridge.state import Grant
 from mcp_toolbridge.workspace import needs_workspace, no_workspace_hint
 
 
@@ -75,52 +72,6 @@ class Decision:
     def refused(cls, denial: Denial) -> Decision:
         """The decision for a call the capability check refused (no rule can change it)."""
         return cls("deny", f"{denial.rule}: {denial.message}", "capability")
-
-
-class SessionRules:
-    """The rules a caller's "always" answers granted (its person's, or its session's when
-    anonymous), compiled. Not shared between owners; the answers themselves are kept as
-    :class:`~mcp_toolbridge.state.Grant` records in the State port."""
-
-    def __init__(self) -> None:
-        self._rules: list[Rule] = []
-
-    @classmethod
-    def of(cls, grants: Iterable[Grant]) -> SessionRules:
-        """The compiled rules of ``grants`` (compiled once per grant and position)."""
-        rules = cls()
-        rules._rules = [_compiled_grant(g, i) for i, g in enumerate(grants)]
-        return rules
-
-    @property
-    def rules(self) -> tuple[Rule, ...]:
-        return tuple(self._rules)
-
-    def add(self, permission: str, pattern: str | None, action: Action = "allow") -> Rule:
-        """Add one rule; ``pattern`` is an exact text or absolute path (no variables)."""
-        rule = _compiled_grant(Grant(permission, pattern, action), len(self._rules))
-        self._rules.append(rule)
-        return rule
-
-    def add_always(self, spec: ToolSpec, targets: Targets, action: Action = "allow") -> None:
-        """Remember an "always" answer: the same tool with the same arguments' targets."""
-        for grant in always_grants(spec, targets, action):
-            self.add(grant.permission, grant.pattern, grant.action)
-
-
-def always_grants(spec: ToolSpec, targets: Targets, action: Action = "allow") -> list[Grant]:
-    """What an "always" answer grants: the same tool with the same arguments' targets (one
-    grant per path, host or command; any argument when the call targets nothing)."""
-    return [Grant(spec.name, s.pattern_text(), action) for s in subjects(targets)]
-
-
-@functools.lru_cache(maxsize=4096)
-def _compiled_grant(grant: Grant, index: int) -> Rule:
-    pattern = grant.pattern
-    escaped = None if pattern is None else pattern.replace("{", "{{").replace("}", "}}")
-    return compile_rule(
-        grant.permission, escaped, grant.action, scope="session", origin=f"session rule {index}"
-    )
 
 
 def combine(decision: Decision, verdict: Verdict) -> Decision:
@@ -159,11 +110,15 @@ class Policy:
         self.project_file = project_file
         self.confirm_external_actions = file.security.confirm_external_actions
         self.watchdog: WatchdogConfig | None = (
-            WatchdogConfig(tuple(file.watchdog.command), file.watchdog.timeout_s)
+            WatchdogConfig.of(file.watchdog, layers.user_file)
             if file.watchdog is not None
             else None
         )
         self._tool_scopes: dict[RequirementSet, Scope] = {}
+        self._identity = tuple(i for i, r in enumerate(rules) if r.who is not None)
+        self._views: dict[tuple[int, ...], Policy] = {}
+        self._callable: dict[tuple[tuple[int, ...], str], bool] = {}
+        self._touched: dict[str, bool] = {}
 
     @property
     def workspace(self) -> Path | None:
@@ -215,6 +170,55 @@ class Policy:
             sources=tuple(sources),
             project_file=project_file,
         )
+
+    # -- callers ----------------------------------------------------------------------------
+
+    def _matched(self, caller: Caller) -> tuple[int, ...]:
+        who = [(i, self.rules[i].who) for i in self._identity]
+        return tuple(i for i, w in who if w is not None and w.matches(caller))
+
+    def for_caller(self, caller: Caller) -> Policy:
+        """The policy ``caller`` gets: the rules for everyone and the rules for it. The same
+        object for callers the same identity rules match (the whole policy, without any)."""
+        if not self._identity:
+            return self
+        matched = self._matched(caller)
+        view = self._views.get(matched)
+        if view is None:
+            if len(self._views) >= MAX_VIEWS:
+                self._views.clear()
+            view = copy.copy(self)
+            view.rules = tuple(r for i, r in enumerate(self.rules) if r.who is None or i in matched)
+            view._identity, view._views, view._callable = (), {}, {}
+            self._views[matched] = view
+        return view
+
+    def callable_by(self, spec: ToolSpec, caller: Caller) -> bool:
+        """Whether ``caller`` may see and call ``spec`` at all (it is exposed to it): a tool
+        no identity rule names is what the catalog says; others are decided per caller."""
+        if not self._identity or not self._named(spec):
+            return True
+        key = (self._matched(caller), spec.name)
+        found = self._callable.get(key)
+        if found is None:
+            if len(self._callable) >= MAX_VIEWS * 64:
+                self._callable.clear()
+            found = self._callable[key] = self.for_caller(caller).exposed(spec)
+        return found
+
+    def _named(self, spec: ToolSpec) -> bool:
+        """Whether a rule for some callers applies to ``spec`` (its name, id, a capability
+        it declares, or ``*``)."""
+        found = self._touched.get(spec.name)
+        if found is None:
+            found = any(self.rules[i].applies_to(spec) for i in self._identity)
+            self._touched[spec.name] = found
+        return found
+
+    def caller_view(self, caller: Caller) -> tuple[int, ...] | None:
+        """What decides ``caller``'s tool list beside the catalog: the identity rules that
+        match it (None when the policy has none)."""
+        return self._matched(caller) if self._identity else None
 
     # -- capability layer -------------------------------------------------------------------
 
@@ -354,7 +358,15 @@ class Policy:
 
     def exposed(self, spec: ToolSpec) -> bool:
         """False when the tool must be left out of tools/list: denied whatever its arguments,
-        requirements that do not compile or are refused, or (http) a host outside the scope."""
+        requirements that do not compile or are refused, or (http) a host outside the scope.
+        On the whole policy, with rules for some callers: False only when no caller can have
+        it (the rules for everyone hide it, and no rule for some callers may allow it)."""
+        if self._identity:
+            everyone = self.for_caller(LOCAL)
+            some = (self.rules[i] for i in self._identity)
+            return everyone.exposed(spec) or any(
+                r.action != "deny" and r.applies_to(spec) for r in some
+            )
         try:
             scope = self.tool_scope(spec)
             tool_scope = compile_requirements(spec.requires, self.variables)
@@ -404,7 +416,7 @@ class Policy:
         """Errors for rule and capability names that name nothing (see :mod:`.checks`)."""
         return name_problems((*self.rules, *self.ignored), self.layers, tools, locked)
 
-    # -- display ------------------------------------------------------------------------------
+    # -- display (policy show: see show.render_policy) ----------------------------------------
 
     def effective_scope(self, tools: Sequence[ToolSpec] = ()) -> Scope:
         """The agent-wide capability set: the policy's grant united with the requirements of
@@ -415,15 +427,16 @@ class Policy:
                 scope = scope.union(self.tool_scope(spec))
         return scope
 
-    def render(self, tools: Sequence[ToolSpec] = ()) -> str:
-        """The effective policy as JSON (``mcp-toolbridge policy show``); see :mod:`.show`."""
-        return render_policy(self, tools)
+
+MAX_VIEWS = 1024
+"""Caller views (and tool-list answers per view) kept before the cache starts over."""
 
 
 def _about_paths(rules: tuple[Rule, ...], spec: ToolSpec) -> tuple[Rule, ...]:
     """The rules that say something about paths: all but a tool's (or ``*``'s) "any" rules."""
-    blanket = ("*", spec.name, spec.id)
-    return tuple(r for r in rules if not (r.kind == "any" and r.permission in blanket))
+    return tuple(
+        r for r in rules if not (r.kind == "any" and (r.permission == "*" or r.names_tool(spec)))
+    )
 
 
 def _rank(action: Action) -> int:

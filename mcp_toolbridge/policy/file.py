@@ -9,7 +9,14 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.model import RequirementSet, ShellRequirement
@@ -78,10 +85,22 @@ class PrefixPattern(_Model):
     prefix: str = Field(min_length=1)
 
 
+Name = Annotated[str, Field(min_length=1)]
+
+
 class RuleModel(_Model):
     permission: str = Field(min_length=1)
     pattern: str | PrefixPattern | None = None
     action: Action
+    subject: Name | None = None
+    """For this caller only (an access token's ``sub``); with the keys below, every one
+    given must hold. None of them: for everyone."""
+    client: Name | None = None
+    """For callers through this OAuth client (an agent's client id)."""
+    group: Name | None = None
+    """For callers with this value in a group or role claim."""
+    scope: Name | None = None
+    """For callers whose token carries this scope."""
 
 
 def split_shorthand(entry: str) -> tuple[str, str | None]:
@@ -103,6 +122,25 @@ def _shorthand(entry: str) -> str:
 
 Shorthand = Annotated[str, AfterValidator(_shorthand)]
 """One rule in a line: ``allow = ["read", "bash=git status"]`` (an exact or glob pattern)."""
+
+
+class CallersModel(_Model):
+    """``[[callers]]``: the one-line rules (``allow``, ``ask``, ``deny``) for some callers:
+    a subject, an OAuth client, a group or role, a scope (each given must hold)."""
+
+    subject: Name | None = None
+    client: Name | None = None
+    group: Name | None = None
+    scope: Name | None = None
+    allow: list[Shorthand] = []
+    ask: list[Shorthand] = []
+    deny: list[Shorthand] = []
+
+    @model_validator(mode="after")
+    def _names_someone(self) -> CallersModel:
+        if not (self.subject or self.client or self.group or self.scope):
+            raise ValueError("name the callers: subject, client, group or scope")
+        return self
 
 
 class FsModel(_Model):
@@ -137,6 +175,9 @@ class SecurityModel(_Model):
 class WatchdogModel(_Model):
     command: list[str] = Field(min_length=1)
     timeout_s: float = Field(default=10.0, gt=0, le=300)
+    read: list[str] = []
+    """Files and folders the watchdog's own sandbox shows besides the policy's fs.read roots
+    (its script, its configuration); relative to the policy file's folder."""
 
 
 class SubagentsModel(_Model):
@@ -243,6 +284,7 @@ class PolicyFile(_Model):
     security: SecurityModel = SecurityModel()
     watchdog: WatchdogModel | None = None
     rules: list[RuleModel] = []
+    callers: list[CallersModel] = []
     web_search: dict[str, Any] = {}
     """The web_search providers (checked by builtins/web/providers.py when tools are built)."""
     subagents: SubagentsModel = SubagentsModel()

@@ -3,8 +3,9 @@ it goes in, the ``--workspace`` or ``[requires]`` entry that would contain a pat
 command.
 
 A suggested rule is checked before it is offered: the call's decision is worked out again with
-the rule added, as ``--allow`` (the last layer) and as a line of the ``--policy`` file, and
-only what would let the call through is named. When no rule can (a project deny, the
+the rule added, as ``--allow`` (the last layer) and as a line of the ``--policy`` file (for an
+identified caller, first as a ``[[callers]]`` table for that person or agent alone), and only
+what would let the call through is named. When no rule can (a project deny, the
 watchdog, the confirmation gate), the message names what decided instead.
 """
 
@@ -17,11 +18,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mcp_toolbridge.host import LOCAL, Caller
 from mcp_toolbridge.model import ToolSpec
-from mcp_toolbridge.policy.compiled import Decision, Policy, SessionRules
+from mcp_toolbridge.policy.compiled import Decision, Policy
+from mcp_toolbridge.policy.grants import SessionRules
 from mcp_toolbridge.policy.layers import LAYER_COMMAND_LINE, LAYER_FILE
 from mcp_toolbridge.policy.requirements import Denial, Targets
-from mcp_toolbridge.policy.rules import Rule, Subject, compile_rule, subjects
+from mcp_toolbridge.policy.rules import Rule, Subject, Who, compile_rule, subjects
 from mcp_toolbridge.policy.shell.hooks import shell_floor
 
 NEW_FILE = "toolbridge-policy.toml"
@@ -40,8 +43,9 @@ def _entry(spec: ToolSpec, subject: Subject | None) -> str:
     return f"{spec.name}={pattern.replace('{', '{{').replace('}', '}}')}"
 
 
-def _trial(policy: Policy, entries: Sequence[str], layer: int) -> Policy:
-    """``policy`` with one allow rule per entry in the operator's scope, at ``layer``."""
+def _trial(policy: Policy, entries: Sequence[str], layer: int, who: Who | None = None) -> Policy:
+    """``policy`` with one allow rule per entry in the operator's scope, at ``layer`` (for
+    ``who`` alone when given)."""
     extra: list[Rule] = []
     for entry in entries:
         permission, equals, pattern = entry.partition("=")
@@ -54,6 +58,7 @@ def _trial(policy: Policy, entries: Sequence[str], layer: int) -> Policy:
                 origin="--allow (trial)",
                 variables=policy.variables,
                 layer=layer,
+                who=who,
             )
         )
     trial = copy.copy(policy)
@@ -125,13 +130,15 @@ def way_out(
     targets: Targets,
     decision: Decision,
     session: SessionRules | None = None,
+    caller: Caller = LOCAL,
 ) -> str:
-    """How to allow a call the rules denied, or asked about on a client that cannot ask."""
+    """How to allow a call the rules denied, or asked about on a client that cannot ask.
+    ``policy`` is the caller's (``Policy.for_caller``)."""
     if decision.scope == "watchdog":
         where = policy.user_file or "the policy"
         return (
-            "The watchdog ([watchdog] in "
-            f"{where}) refused it; no rule can overrule it: change what the watchdog allows."
+            f"The watchdog ([watchdog] in {where}) refused it, and no rule can overrule it: "
+            "change what the watchdog allows, or, when it failed, fix what the reason says."
         )
     if decision.scope == "confirmation":
         return f"The tool declares requires_confirmation: {_unconfirmed(policy)}."
@@ -146,6 +153,13 @@ def way_out(
     filed = _outcome(_trial(policy, entries, LAYER_FILE), spec, arguments, targets, session)
     by_flag, by_file = _through(flagged), _through(filed)
     ways: list[str] = []
+    who = _whom(caller)
+    if who is not None:
+        personal = _trial(policy, entries, LAYER_FILE, who)
+        if _through(_outcome(personal, spec, arguments, targets, session)):
+            named = ", ".join(f"{k} = {_toml(v)}" for k, v in who.fields().items())
+            table = f"a [[callers]] table ({named}, {line})"
+            ways.append(f"for {caller.describe()} alone, add {table} {_where(policy)}")
     if by_flag:
         ways.append(f"start the server with {flags}")
     if by_file:
@@ -160,6 +174,13 @@ def way_out(
     if "confirmation" in (flagged.scope, filed.scope):
         then = f"; the tool also declares requires_confirmation: {_unconfirmed(policy)}"
     return "To allow it, " + ", or ".join(ways) + _declare(spec, decision) + then + "."
+
+
+def _whom(caller: Caller) -> Who | None:
+    """A rule for this caller alone: its subject, else (an agent) its client."""
+    if caller.subject is not None:
+        return Who(subject=caller.subject)
+    return Who(client=caller.client_id) if caller.client_id is not None else None
 
 
 def _unconfirmed(policy: Policy) -> str:

@@ -11,6 +11,8 @@ it, and ``--allow`` over both.
 - ``allow = [...]``, ``ask = [...]`` and ``deny = [...]`` write one rule per entry, as
   ``NAME`` or ``NAME=PATTERN`` (an exact or glob pattern); ``--allow NAME[=PATTERN]`` is the
   same on the command line.
+- A rule may be for some callers only: ``subject``, ``client``, ``group`` or ``scope`` in a
+  ``[[rules]]`` entry, or the one-line lists of a ``[[callers]]`` table that names them.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 
 from mcp_toolbridge.policy.file import (
     DEFAULT_POLICY_TOML,
+    CallersModel,
     PolicyFile,
     PrefixPattern,
     ProjectFile,
@@ -36,14 +39,14 @@ from mcp_toolbridge.policy.file import (
     validate_policy,
 )
 from mcp_toolbridge.policy.requirements import Scope, Variables, compile_requirements
-from mcp_toolbridge.policy.rules import Action, Rule, RuleScope, compile_rule
+from mcp_toolbridge.policy.rules import Action, Rule, RuleScope, Who, compile_rule
 from mcp_toolbridge.policy.toml_lines import KeyLines, KeyPath, key_lines, line_of
 
 DEFAULT_ORIGIN = "default policy"
 LAYER_DEFAULT, LAYER_FILE, LAYER_COMMAND_LINE = 0, 1, 2
 LAYER_NAMES = {LAYER_DEFAULT: "default", LAYER_FILE: "policy file", LAYER_COMMAND_LINE: "--allow"}
 SHORTHAND_KEYS: tuple[Action, ...] = ("allow", "ask", "deny")
-_RULE_KEYS = frozenset({"extends", "rules", *SHORTHAND_KEYS})
+_RULE_KEYS = frozenset({"extends", "rules", "callers", *SHORTHAND_KEYS})
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,24 +93,11 @@ def rule_sources(
     lines: KeyLines,
     layer: int,
 ) -> list[RuleSource]:
-    """The rules a validated file writes: ``allow``/``ask``/``deny`` entries, then ``rules``."""
-    out: list[RuleSource] = []
-    for action in SHORTHAND_KEYS:
-        for index, entry in enumerate(getattr(model, action)):
-            permission, pattern = split_shorthand(entry)
-            key: KeyPath = (action, index)
-            out.append(
-                RuleSource(
-                    RuleModel(permission=permission, pattern=pattern, action=action),
-                    f"{origin} {action}[{index}]",
-                    file,
-                    key,
-                    line_of(lines, key),
-                    layer,
-                )
-            )
+    """The rules a validated file writes: ``allow``/``ask``/``deny`` entries, then ``rules``,
+    then the one-line rules of each ``[[callers]]`` table."""
+    out = _shorthands(model, (), origin=origin, file=file, lines=lines, layer=layer)
     for index, rule in enumerate(model.rules):
-        key = ("rules", index)
+        key: KeyPath = ("rules", index)
         out.append(
             RuleSource(
                 rule,
@@ -118,7 +108,44 @@ def rule_sources(
                 layer,
             )
         )
+    callers: list[CallersModel] = getattr(model, "callers", [])
+    for index, who in enumerate(callers):
+        out += _shorthands(
+            who, ("callers", index), origin=origin, file=file, lines=lines, layer=layer
+        )
     return out
+
+
+def _shorthands(
+    model: PolicyFile | ProjectFile | CallersModel,
+    prefix: KeyPath,
+    *,
+    origin: str,
+    file: str | None,
+    lines: KeyLines,
+    layer: int,
+) -> list[RuleSource]:
+    """The ``allow``/``ask``/``deny`` entries of a file (``prefix`` empty) or of one
+    ``[[callers]]`` table (its identity on every rule)."""
+    whom: dict[str, str | None] = {}
+    if isinstance(model, CallersModel):
+        whom = {k: getattr(model, k) for k in ("subject", "client", "group", "scope")}
+    where = "".join(f"[{k}]" if isinstance(k, int) else k for k in prefix)
+    out: list[RuleSource] = []
+    for action in SHORTHAND_KEYS:
+        for index, entry in enumerate(getattr(model, action)):
+            permission, pattern = split_shorthand(entry)
+            key: KeyPath = (*prefix, action, index)
+            named = f"{where}.{action}[{index}]" if where else f"{action}[{index}]"
+            rule = RuleModel(permission=permission, pattern=pattern, action=action, **whom)
+            out.append(RuleSource(rule, f"{origin} {named}", file, key, line_of(lines, key), layer))
+    return out
+
+
+def who_of(model: RuleModel) -> Who | None:
+    """Whom a rule as written is for (None: everyone)."""
+    who = Who(model.subject, model.client, model.group, model.scope)
+    return who if who.fields() else None
 
 
 def command_line_rules(allow: Sequence[str]) -> list[RuleSource]:
@@ -295,10 +322,11 @@ def compile_sources(
                     layer=source.layer,
                     line=source.line,
                     file=source.file,
+                    who=who_of(source.model),
                 )
             )
         except ValueError as exc:
-            key = f"{source.key[0]}[{source.key[1]}]"
+            key = "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in source.key)[1:]
             where = f"line {source.line}: " if source.line is not None else ""
             suffix = ".pattern" if source.key[0] == "rules" else ""
             raise invalid(source.file or source.origin, f"{where}{key}{suffix}: {exc}") from exc

@@ -5,8 +5,20 @@ subject when it targets nothing). For each subject the matching rule with the gr
 
     (pattern kind: exact 3 > prefix 2 > glob 1 > any 0,
      length of the pattern's literal part,
-     permission: tool name or id 2 > capability 1 > "*" 0,
+     permission: tool name or id 3 > group of tools 2 > capability 1 > "*" 0,
+     whom it is for: a subject 3 > an OAuth client 2 > a group or scope 1 > everyone 0,
      action: deny 2 > ask 1 > allow 0)
+
+A permission names one tool (its MCP name or manifest id), a capability, every tool (``*``),
+or a group of tools (:class:`ToolGroup`): a glob of tool names and ids (``fx_*``), or the tools
+of a manifest, named by a path (it has a ``/``: ``./manifests/fx``, the manifest file or a
+folder holding it; a relative path is read from the folder of the file the rule is written
+in, or from the working directory for ``--allow``).
+
+A rule may be for some callers only (:class:`Who`: a subject, an OAuth client, a group or
+role claim, a scope; every condition given must hold); the caller's rules are the rules for
+everyone plus those for it (``Policy.for_caller``), so a rule for a person beats a rule for
+everyone at equal specificity.
 
 Within one scope, the operator's rules also carry a layer (the built-in default 0, the
 ``--policy`` file 1, ``--allow`` 2): it is compared just before the action, so at equal
@@ -20,6 +32,7 @@ manifest deny is never turned into ask or allow by a project or session rule.
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from collections.abc import Iterable
@@ -27,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from mcp_toolbridge.host import Caller
 from mcp_toolbridge.model import HttpTransport, ToolSpec
 from mcp_toolbridge.policy.paths import (
     canonical_root,
@@ -95,6 +109,81 @@ def tool_capabilities(spec: ToolSpec) -> frozenset[str]:
 
 
 @dataclass(frozen=True, slots=True)
+class Who:
+    """Whom a rule is for: every condition given must hold for the caller (at least one is
+    given; a rule for everyone has no Who)."""
+
+    subject: str | None = None
+    client: str | None = None
+    group: str | None = None
+    """A value of the caller's group or role claims (not a group of tools)."""
+    scope: str | None = None
+    """A scope of the caller's access token."""
+
+    def matches(self, caller: Caller) -> bool:
+        return (
+            (self.subject is None or caller.subject == self.subject)
+            and (self.client is None or caller.client_id == self.client)
+            and (self.group is None or self.group in caller.groups)
+            and (self.scope is None or self.scope in caller.scopes)
+        )
+
+    @property
+    def rank(self) -> int:
+        """How specific: a person 3, an OAuth client 2, a group or a scope 1."""
+        return 3 if self.subject is not None else 2 if self.client is not None else 1
+
+    def fields(self) -> dict[str, str]:
+        found = {"subject": self.subject, "client": self.client}
+        found |= {"group": self.group, "scope": self.scope}
+        return {k: v for k, v in found.items() if v is not None}
+
+    def describe(self) -> str:
+        return "for " + " and ".join(f"{k} {v!r}" for k, v in self.fields().items())
+
+
+@dataclass(frozen=True, slots=True)
+class ToolGroup:
+    """The tools a permission names together: those whose MCP name or manifest id fits
+    ``glob`` (``fx_*``), or those loaded from the manifests at or below ``manifests`` (a
+    manifest file, or a folder holding manifests; canonical). The locked tools belong to no
+    manifest, but a glob can name them (``web_*``)."""
+
+    glob: re.Pattern[str] | None = None
+    manifests: Path | None = None
+
+    def contains(self, spec: ToolSpec) -> bool:
+        if self.glob is not None:
+            return bool(self.glob.match(spec.name) or self.glob.match(spec.id))
+        if self.manifests is None or spec.is_locked:
+            return False
+        return is_within(_manifest_path(spec.source.path), self.manifests)
+
+
+@functools.lru_cache(maxsize=4096)
+def _manifest_path(path: str) -> Path:
+    return canonical_root(Path(path))
+
+
+def is_manifest_path(permission: str) -> bool:
+    """Whether a permission names manifests by a path rather than a tool or capability."""
+    return "/" in permission or permission.startswith("~") or permission in (".", "..")
+
+
+def tool_group(permission: str, base: Path | None = None) -> ToolGroup | None:
+    """The group of tools ``permission`` names (None: it names one tool, a capability or
+    ``*``). A relative path is read from ``base`` (default: the working directory)."""
+    if is_manifest_path(permission):
+        path = Path(permission).expanduser()
+        if not path.is_absolute():
+            path = (base or Path.cwd()) / path
+        return ToolGroup(manifests=canonical_root(path))
+    if permission != "*" and has_glob(permission):
+        return ToolGroup(glob=text_glob(permission, ignore_case=False))
+    return None
+
+
+@dataclass(frozen=True, slots=True)
 class _Alternative:
     """One expansion of a rule's pattern, compiled for text and for path subjects."""
 
@@ -121,11 +210,23 @@ class Rule:
     """The line of the file it is written on, when known."""
     file: str | None = None
     """The file it is written in (None: the built-in default, --allow, a session answer)."""
+    group: ToolGroup | None = None
+    """The tools the permission names when it is a glob or a manifest path."""
+    who: Who | None = None
+    """Whom it is for; None: everyone."""
+
+    def names_tool(self, spec: ToolSpec) -> bool:
+        """Whether the permission names this tool: its name or id, or a group holding it."""
+        if self.permission in (spec.name, spec.id):
+            return True
+        return self.group is not None and self.group.contains(spec)
 
     def applies_to(self, spec: ToolSpec, subject: Subject | None = None) -> bool:
         perm = self.permission
-        if perm in ("*", spec.name, spec.id):
+        if perm == "*" or self.names_tool(spec):
             return True
+        if self.group is not None:
+            return False
         if subject is not None and subject.capability is not None:
             return perm == subject.capability or (
                 perm not in KNOWN_CAPABILITIES and perm in tool_capabilities(spec)
@@ -134,6 +235,8 @@ class Rule:
 
     def permission_rank(self, spec: ToolSpec) -> int:
         if self.permission in (spec.name, spec.id):
+            return 3
+        if self.group is not None:
             return 2
         return 0 if self.permission == "*" else 1
 
@@ -155,10 +258,11 @@ class Rule:
             shown = f"prefix {self.pattern!r}"
         else:
             shown = f"{self.kind} {self.pattern!r}"
-        return f"{self.origin} ({self.permission}, {shown}, {self.action})"
+        whom = f", {self.who.describe()}" if self.who is not None else ""
+        return f"{self.origin} ({self.permission}, {shown}, {self.action}{whom})"
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        shown = {
             "scope": self.scope,
             "origin": self.origin,
             "line": self.line,
@@ -167,7 +271,13 @@ class Rule:
             "pattern": self.pattern,
             "expanded": [a.text for a in self.alternatives],
             "action": self.action,
+            "for": self.who.fields() if self.who is not None else "everyone",
         }
+        if self.group is not None and self.group.manifests is not None:
+            shown["tools"] = f"the tools of the manifests at or below {self.group.manifests}"
+        elif self.group is not None:
+            shown["tools"] = f"every tool whose name or id fits the glob {self.permission!r}"
+        return shown
 
 
 def _match_alternative(kind: Kind, alt: _Alternative, subject: Subject) -> int | None:
@@ -262,17 +372,36 @@ def compile_rule(
     layer: int = 0,
     line: int | None = None,
     file: str | None = None,
+    who: Who | None = None,
 ) -> Rule:
-    """Compile one rule. Raises ValueError (VariableError) for an undefined variable."""
+    """Compile one rule. Raises ValueError (VariableError) for an undefined variable. A
+    relative manifest path in ``permission`` is read from ``file``'s folder (none: the working
+    directory)."""
     variables = variables or Variables()
+    group = tool_group(permission, Path(file).parent if file is not None else None)
     if pattern is None or (not prefix and pattern in _UNIVERSAL):
-        return Rule(permission, pattern, "any", action, scope, origin, (), layer, line, file)
+        return Rule(
+            permission, pattern, "any", action, scope, origin, (), layer, line, file, group, who
+        )
     kind: Kind = "prefix" if prefix else ("glob" if has_glob(pattern) else "exact")
     alternatives = tuple(
         _compile_alternative(e, kind, variables)
         for e in expand(pattern, variables, glob=kind == "glob")
     )
-    return Rule(permission, pattern, kind, action, scope, origin, alternatives, layer, line, file)
+    return Rule(
+        permission,
+        pattern,
+        kind,
+        action,
+        scope,
+        origin,
+        alternatives,
+        layer,
+        line,
+        file,
+        group,
+        who,
+    )
 
 
 def resolve(rules: Iterable[Rule], spec: ToolSpec, subject: Subject) -> Rule | None:
@@ -288,6 +417,7 @@ def resolve(rules: Iterable[Rule], spec: ToolSpec, subject: Subject) -> Rule | N
             KIND_RANK[rule.kind],
             literal,
             rule.permission_rank(spec),
+            rule.who.rank if rule.who is not None else 0,
             rule.layer,
             ACTION_RANK[rule.action],
         )
@@ -299,7 +429,7 @@ def resolve(rules: Iterable[Rule], spec: ToolSpec, subject: Subject) -> Rule | N
 
     def across(entry: tuple[tuple[int, ...], Rule]) -> tuple[int, ...]:
         key, rule = entry  # the layer only orders rules within a scope
-        return (*key[:3], key[4], SCOPE_RANK[rule.scope])
+        return (*key[:4], key[5], SCOPE_RANK[rule.scope])
 
     _, winner = max(best.values(), key=across)
     if winner.action == "deny":

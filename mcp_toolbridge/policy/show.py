@@ -1,6 +1,8 @@
 """``mcp-toolbridge policy show``: the effective policy as JSON, with where each rule and
 each setting came from (the built-in default, the ``--policy`` file and its line, ``--allow``,
-the project file)."""
+the project file). ``--as SUBJECT`` (and ``--as-client``, ``--as-group``, ``--as-scope``)
+shows what that caller gets: the rules for everyone and for it, the rules for others apart,
+and the tools hidden from it."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from mcp_toolbridge.host import Caller
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.policy.file import PolicyFile
 from mcp_toolbridge.policy.layers import LAYER_NAMES, Layers
@@ -36,10 +39,13 @@ class Shown(Protocol):
 
     def exposed(self, spec: ToolSpec) -> bool: ...
 
+    def for_caller(self, caller: Caller) -> Shown: ...
+
 
 PRECEDENCE = (
     "most specific matching rule wins: exact > prefix > glob > any pattern; then the longer "
-    "literal part; then tool > capability > '*'; then, among the operator's rules, the later "
+    "literal part; then tool > capability > '*'; then a rule for a subject > for a client > "
+    "for a group or scope > for everyone; then, among the operator's rules, the later "
     "layer (--allow > the --policy file > the default); then deny > ask > allow. A manifest "
     "deny cannot be overridden by project or session rules, nor a project deny by session "
     "rules. No match: default_action."
@@ -53,9 +59,15 @@ def _rule(rule: Rule) -> dict[str, Any]:
     return {**rule.as_json(), "layer": layer, "from": where}
 
 
-def render_policy(policy: Shown, tools: Sequence[ToolSpec] = ()) -> str:
+def render_policy(
+    policy: Shown, tools: Sequence[ToolSpec] = (), caller: Caller | None = None
+) -> str:
     """The effective policy as JSON. With ``tools``, ``requires`` is the effective set over
-    those of them that are exposed, and the tools left out of tools/list are named."""
+    those of them that are exposed, and the tools left out of tools/list are named; with
+    ``caller``, as that caller gets it."""
+    whole = policy
+    if caller is not None:
+        policy = policy.for_caller(caller)
     scope = policy.effective_scope(tools)
     file = policy.file
     layers: list[dict[str, Any]] = []
@@ -78,7 +90,11 @@ def render_policy(policy: Shown, tools: Sequence[ToolSpec] = ()) -> str:
         "security": {"confirm_external_actions": policy.confirm_external_actions},
         "watchdog": None
         if watchdog is None
-        else {"command": list(watchdog.argv), "timeout_s": watchdog.timeout_s},
+        else {
+            "command": list(watchdog.argv),
+            "timeout_s": watchdog.timeout_s,
+            "read": [str(p) for p in watchdog.read],
+        },
         "settings_from": dict(sorted(policy.layers.settings_from.items())),
         "variables": {
             "workspace": [str(p) for p in policy.variables.workspace],
@@ -96,10 +112,22 @@ def render_policy(policy: Shown, tools: Sequence[ToolSpec] = ()) -> str:
         "sandbox": file.sandbox.model_dump(mode="json"),
         "hidden_tools": [t.name for t in tools if not policy.exposed(t)],
         "rules": [_rule(r) for r in policy.rules],
+        "rules_for_others": [_rule(r) for r in whole.rules if r not in policy.rules],
         "ignored_rules": [
             {**_rule(r), "why": "project allow rules need trust_project_allow = true"}
             for r in policy.ignored
         ],
         "precedence": PRECEDENCE,
     }
+    if caller is not None:
+        document = {"as": _as(caller), **document}
     return json.dumps(document, indent=2)
+
+
+def _as(caller: Caller) -> dict[str, Any]:
+    return {
+        "subject": caller.subject,
+        "client": caller.client_id,
+        "groups": sorted(caller.groups),
+        "scopes": sorted(caller.scopes),
+    }

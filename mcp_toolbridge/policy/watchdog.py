@@ -12,18 +12,26 @@ Any failure is a deny: the command cannot start, times out, exits non-zero, prin
 prints something other than exactly one such object, or names an unknown verdict.
 :func:`parse_verdict` never raises. The watchdog runs after the capability check and the rules
 and can only tighten their decision (``policy.combine``).
+
+The watchdog runs in an OS sandbox of its own that shows the system, its program, the
+policy's fs.read roots and the ``[watchdog] read`` entries. A watchdog that fails while its
+command names a file that sandbox hides (a script in the home folder, the usual first setup)
+is refused saying so and how to show it (:func:`hidden_from_it`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.policy.file import WatchdogModel
 
 PROTOCOL_VERSION = 1
 DEFAULT_TIMEOUT_S = 10.0
@@ -34,16 +42,30 @@ VerdictAction = Literal["allow", "deny", "ask"]
 
 @dataclass(frozen=True, slots=True)
 class WatchdogConfig:
-    """The command to run (argv, no shell) and its own deadline."""
+    """The command to run (argv, no shell), its own deadline, what its sandbox shows besides
+    the policy's fs.read roots (absolute), and the policy file that configures it."""
 
     argv: tuple[str, ...]
     timeout_s: float = DEFAULT_TIMEOUT_S
+    read: tuple[Path, ...] = ()
+    file: str | None = None
+
+    @classmethod
+    def of(cls, model: WatchdogModel, policy_file: str | None) -> WatchdogConfig:
+        """The ``[watchdog]`` table of ``policy_file`` (its relative ``read`` entries are read
+        from that file's folder)."""
+        base = Path(policy_file).parent if policy_file is not None else Path.cwd()
+        read = tuple(Path(os.path.abspath(base / Path(p).expanduser())) for p in model.read)
+        return cls(tuple(model.command), model.timeout_s, read, policy_file)
 
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
     action: VerdictAction
     reason: str = ""
+    failed: bool = field(default=False, compare=False)
+    """The watchdog gave no answer (it failed to start, crashed, printed no verdict): the
+    deny is its failure's, not its judgement."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,27 +127,31 @@ def deny(reason: str) -> Verdict:
     return Verdict("deny", reason)
 
 
+def _failed(reason: str) -> Verdict:
+    return Verdict("deny", reason, failed=True)
+
+
 def parse_verdict(
     stdout: bytes, *, exit_code: int | None = 0, signal: int | None = None
 ) -> Verdict:
     """The watchdog's answer; anything but one well-formed verdict object, printed by a process
     that exited with status 0, is a deny (``exit_code`` None: killed by ``signal``)."""
     if exit_code is None:
-        return deny(f"the watchdog was killed by signal {signal}")
+        return _failed(f"the watchdog was killed by signal {signal}")
     if exit_code != 0:
-        return deny(f"the watchdog exited with status {exit_code}")
+        return _failed(f"the watchdog exited with status {exit_code}")
     try:
         text = stdout.decode("utf-8").strip()
         answer = _Answer.model_validate(json.loads(text))
     except UnicodeDecodeError:
-        return deny("the watchdog's output is not UTF-8")
+        return _failed("the watchdog's output is not UTF-8")
     except json.JSONDecodeError:
         shown = "nothing" if not stdout.strip() else "something other than one JSON object"
-        return deny(f"the watchdog printed {shown}; it must print one verdict object")
+        return _failed(f"the watchdog printed {shown}; it must print one verdict object")
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "the document"
-        return deny(f"the watchdog's verdict is malformed at {where}: {first['msg']}")
+        return _failed(f"the watchdog's verdict is malformed at {where}: {first['msg']}")
     reason = " ".join(answer.reason.split())[:MAX_REASON]
     if answer.verdict == "deny" and not reason:
         reason = "the watchdog refused this call"
@@ -134,4 +160,44 @@ def parse_verdict(
 
 def failure(what: str) -> Verdict:
     """The verdict for a watchdog that could not answer (spawn failure, timeout, ...)."""
-    return deny(f"the watchdog failed ({what}), so the call is refused")
+    return _failed(f"the watchdog failed ({what}), so the call is refused")
+
+
+def named_files(config: WatchdogConfig, cwd: Path) -> list[Path]:
+    """The files and folders the watchdog's arguments name that exist here (a script, a
+    configuration file; ``--rules=FILE`` counts), absolute; relative ones from ``cwd``."""
+    found: list[Path] = []
+    for word in config.argv[1:]:
+        if word.startswith("-"):
+            word = word.partition("=")[2]
+        if not word:
+            continue
+        path = Path(word).expanduser()
+        path = path if path.is_absolute() else cwd / path
+        if os.path.exists(path) and path not in found:
+            found.append(path)
+    return found
+
+
+def hidden_from_it(verdict: Verdict, hidden: Sequence[Path], config: WatchdogConfig) -> Verdict:
+    """The refusal of a watchdog that failed while its sandbox hid files its command names:
+    its own reason, what was hidden, and the ``[watchdog] read`` entry that shows it."""
+    grants = [str(_grant(path)) for path in hidden[:3]]
+    shown = ", ".join(str(path) for path in hidden[:3])
+    where = f"in {config.file}" if config.file is not None else "in the policy file"
+    entry = "read = [" + ", ".join(json.dumps(g) for g in dict.fromkeys(grants)) + "]"
+    return _failed(
+        f"{verdict.reason}: its OS sandbox hides {shown}, which its command names (a watchdog "
+        "sees the system folders, its program, the policy's fs.read roots and its [watchdog] "
+        f"read entries); add {entry} under [watchdog] {where}, or move the file into a "
+        "folder it sees"
+    )
+
+
+def _grant(path: Path) -> Path:
+    """What to show for a hidden file: its folder (a script's modules and data are beside
+    it), unless that is / or the home folder, which are never shown whole."""
+    folder = path if path.is_dir() else path.parent
+    if folder == Path(folder.anchor) or folder == Path.home():
+        return path
+    return folder

@@ -161,13 +161,7 @@ def plan_launch(
     if cwd is not None and not os.path.isdir(workdir):
         raise FileNotFoundError(errno.ENOENT, "No such directory", cwd)
     program, needs = _program(argv[0], workdir, env)
-    path_dirs = [d for d in env.get("PATH", "").split(os.pathsep) if d.startswith("/")]
-    implicit = [*needs, workdir, *map(str, view.python)]
-    implicit.append(str(RELAY) if proxy_dir is not None else "")
-    if profile.network == "full":
-        implicit += map(str, view.resolver)
-    implicit = [p for p in implicit if p and _implicit_ok(view, p)]
-    implicit += _path_folders(view, tuple(path_dirs))
+    implicit = _implicit(view, profile, needs, workdir, env, proxy=proxy_dir is not None)
     mounts = _mounts(view, profile, implicit)
     options = ["--unshare-all", "--unshare-user", "--disable-userns"]
     if profile.network == "full":
@@ -202,6 +196,52 @@ def plan_launch(
         private=private,
         run=run,
     )
+
+
+def _implicit(
+    view: HostView,
+    profile: SandboxProfile,
+    needs: Sequence[str],
+    workdir: str,
+    env: Mapping[str, str],
+    *,
+    proxy: bool,
+) -> list[str]:
+    """What a launch shows by itself: what its program needs, the working directory, the
+    interpreter, the relay (a proxy profile), the resolver (the full network), PATH folders."""
+    implicit = [*needs, workdir, *map(str, view.python)]
+    implicit.append(str(RELAY) if proxy else "")
+    if profile.network == "full":
+        implicit += map(str, view.resolver)
+    implicit = [p for p in implicit if p and _implicit_ok(view, p)]
+    path_dirs = [d for d in env.get("PATH", "").split(os.pathsep) if d.startswith("/")]
+    return implicit + list(_path_folders(view, tuple(path_dirs)))
+
+
+def shows(
+    view: HostView,
+    profile: SandboxProfile,
+    argv: Sequence[str],
+    path: str,
+    *,
+    cwd: str | None,
+    env: Mapping[str, str],
+) -> bool:
+    """Whether the host's ``path`` is visible, as it is on the host, to ``argv`` launched in
+    ``profile`` (what :func:`plan_launch` would mount): the deepest mount above it binds the
+    host's folder, not an empty or private one, a mask, or nothing."""
+    workdir = os.path.realpath(cwd if cwd is not None else os.getcwd())
+    try:
+        _, needs = _program(argv[0], workdir, env)
+    except OSError:
+        needs = []
+    implicit = _implicit(view, profile, needs, workdir, env, proxy=profile.network == "proxy")
+    target = os.path.realpath(path)
+    holder: _Mount | None = None
+    for mount in _mounts(view, profile, implicit):  # parents first: the last one holding it
+        if _within(target, mount.path):
+            holder = mount
+    return holder is not None and holder.kind in (_RO, _RW)
 
 
 def _mounts(view: HostView, profile: SandboxProfile, implicit: list[str]) -> tuple[_Mount, ...]:

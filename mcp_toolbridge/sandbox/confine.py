@@ -30,7 +30,7 @@ import anyio
 
 from mcp_toolbridge.errors import ExecSpawnError
 from mcp_toolbridge.policy import SandboxMode, Scope
-from mcp_toolbridge.sandbox.bwrap import PROXY_SOCKET, HostView, Plan, plan_launch
+from mcp_toolbridge.sandbox.bwrap import PROXY_SOCKET, HostView, Plan, plan_launch, shows
 from mcp_toolbridge.sandbox.profile import (
     SandboxProfile,
     profile_for,
@@ -241,6 +241,17 @@ class Confinement:
         """The same confinement that also shows ``paths`` read-only (a launch's own files)."""
         added = tuple(str(p) for p in paths if p)
         return Confinement(self.sandbox, self.profile, self.extra_read + added)
+
+    def hides(
+        self, path: str | Path, argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str]
+    ) -> bool:
+        """Whether ``argv``, launched in this confinement, cannot see the host's ``path``
+        (False when launches are not sandboxed: it sees what the server sees)."""
+        sandbox = self.sandbox
+        if sandbox.mode == "off" or sandbox.support is None or not sandbox.support.ok:
+            return False
+        profile = self.profile.with_read(self.extra_read)
+        return not shows(sandbox._view(), profile, argv, str(path), cwd=cwd, env=env)
 
     @asynccontextmanager
     async def launch(

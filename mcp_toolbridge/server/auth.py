@@ -24,7 +24,7 @@ from urllib.parse import parse_qsl
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend
 from mcp.server.auth.routes import build_resource_metadata_url, create_protected_resource_routes
-from pydantic import AnyHttpUrl, ConfigDict, TypeAdapter
+from mcp.server.auth.settings import AuthSettings
 from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.routing import Route
@@ -38,9 +38,6 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 RESOURCE_NAME = "mcp-toolbridge"
-_URL = TypeAdapter(AnyHttpUrl, config=ConfigDict(url_preserve_empty_path=True))
-"""URLs as written: a path-less issuer keeps no trailing slash (RFC 8414 compares issuers
-as strings, and clients check the metadata's issuer against this one)."""
 QUERY_TOKEN = (
     "access tokens are not accepted in the URL (it ends up in logs and histories): send it "
     "in the Authorization header as 'Bearer <token>'"
@@ -116,17 +113,29 @@ class ResourceServer:
         self.options = options
         self.resource = resource
         self.validator = TokenValidator(options, resource)
-        self.metadata_url = str(build_resource_metadata_url(_URL.validate_python(resource)))
+        # The SDK's settings of a resource server; the URLs kept as written (a path-less
+        # issuer without a trailing slash: clients compare issuers as strings). The token's
+        # audience is checked by the validator (validate_token_resource off).
+        self.settings = AuthSettings(
+            issuer_url=options.issuer,
+            resource_server_url=resource,
+            required_scopes=list(options.scopes) or None,
+            validate_token_resource=False,
+        )
+        assert self.settings.resource_server_url is not None
+        self.metadata_url = str(build_resource_metadata_url(self.settings.resource_server_url))
 
     async def start(self) -> None:
         """Discover the issuer and fetch its keys (ConfigError when it cannot)."""
         await self.validator.start()
 
     def routes(self) -> list[Route]:
+        settings = self.settings
+        assert settings.resource_server_url is not None
         return create_protected_resource_routes(
-            resource_url=_URL.validate_python(self.resource),
-            authorization_servers=[_URL.validate_python(self.options.issuer)],
-            scopes_supported=list(self.options.scopes) or None,
+            resource_url=settings.resource_server_url,
+            authorization_servers=[settings.issuer_url],
+            scopes_supported=settings.required_scopes,
             resource_name=RESOURCE_NAME,
         )
 

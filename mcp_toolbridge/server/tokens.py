@@ -8,6 +8,9 @@ OAuth authorization server issued for this MCP server.
   ``alg`` fit that algorithm; then ``iss`` (exactly the issuer), ``aud`` (this server's
   canonical URL, RFC 8707: a token minted for another resource is refused), ``exp`` and
   ``nbf`` (with a small clock skew).
+- **A JWT checked once** is remembered (by its SHA-256, the last :data:`MAX_REMEMBERED`)
+  until it expires: its signature, issuer and audience cannot change, so a later request with
+  the same token checks only the time (``exp`` and ``nbf``, with the skew).
 - **Keys** are fetched at start-up and kept. A token signed with a key id (``kid``) not
   among them makes the server fetch the keys again (the issuer rotated them), at most once
   per :data:`REFETCH_AFTER_S` whatever the tokens say; keys older than :data:`KEYS_MAX_AGE_S`
@@ -23,10 +26,12 @@ The token is never logged, kept beyond the request or passed on: the server turn
 from __future__ import annotations
 
 import base64
+import hashlib
 import ipaddress
 import json
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,6 +60,7 @@ LEEWAY_S = 30.0
 REFETCH_AFTER_S = 30.0
 """An unknown key id fetches the issuer's keys again at most this often."""
 KEYS_MAX_AGE_S = 3600.0
+MAX_REMEMBERED = 10_000
 MAX_DOCUMENT_BYTES = 1 << 20
 FETCH_TIMEOUT_S = 10.0
 
@@ -148,15 +154,19 @@ async def _get_json(url: str, *, form: Mapping[str, str] | None = None, auth: st
 class TokenValidator:
     """The ``TokenVerifier`` of an MCP server that an OAuth issuer protects."""
 
-    def __init__(self, options: AuthOptions, resource: str) -> None:
+    def __init__(
+        self, options: AuthOptions, resource: str, *, refetch_after_s: float = REFETCH_AFTER_S
+    ) -> None:
         self.options = options.checked()
+        self._refetch_after_s = refetch_after_s
         self.resource = resource
         self._audiences = list(dict.fromkeys([resource, resource.rstrip("/"), resource + "/"]))
         self.metadata: dict[str, Any] = {}
         self._keys: dict[str, dict[str, Any]] = {}
         self._unnamed: list[dict[str, Any]] = []
-        self._prepared: dict[tuple[str, str], jwt.PyJWK] = {}
-        self._fetched_at = -REFETCH_AFTER_S
+        self._prepared: dict[tuple[int, str], jwt.PyJWK] = {}
+        self._remembered: OrderedDict[bytes, tuple[AccessToken, float]] = OrderedDict()
+        self._fetched_at = -refetch_after_s
         self._lock = anyio.Lock()
 
     async def start(self) -> None:
@@ -204,11 +214,11 @@ class TokenValidator:
         """The published keys a token's ``kid`` may name, fetching again when it names none
         of them (rate-limited) or the keys are old."""
         age = time.monotonic() - self._fetched_at
-        if (kid is not None and kid not in self._keys and age > REFETCH_AFTER_S) or (
+        if (kid is not None and kid not in self._keys and age >= self._refetch_after_s) or (
             age > KEYS_MAX_AGE_S
         ):
             async with self._lock:
-                if time.monotonic() - self._fetched_at > REFETCH_AFTER_S:
+                if time.monotonic() - self._fetched_at >= self._refetch_after_s:
                     try:
                         await self._fetch_keys()
                     except (ExecError, ValueError, TimeoutError) as exc:
@@ -225,7 +235,7 @@ class TokenValidator:
             return None
         if data.get("alg", alg) != alg:
             return None
-        slot = (json.dumps(data, sort_keys=True), alg)
+        slot = (id(data), alg)  # the key sets are replaced whole, never changed in place
         prepared = self._prepared.get(slot)
         if prepared is None:
             try:
@@ -237,13 +247,23 @@ class TokenValidator:
     async def verify_token(self, token: str) -> AccessToken | None:
         """An AccessToken for a valid token issued for this server, else None."""
         if token.count(".") == 2:
-            return await self._verify_jwt(token)
+            digest = hashlib.sha256(token.encode()).digest()
+            known = self._remembered.get(digest)
+            if known is not None:
+                access, not_before = known
+                now = time.time()
+                if not_before <= now and (access.expires_at is None or now < access.expires_at):
+                    self._remembered.move_to_end(digest)
+                    return access
+                del self._remembered[digest]
+                return None
+            return await self._verify_jwt(token, digest)
         if self.introspects:
             return await self._introspect(token)
         log.info("auth: refused an opaque token: introspection is not configured")
         return None
 
-    async def _verify_jwt(self, token: str) -> AccessToken | None:
+    async def _verify_jwt(self, token: str, digest: bytes) -> AccessToken | None:
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError:
@@ -272,7 +292,13 @@ class TokenValidator:
             except jwt.PyJWTError as exc:
                 log.info("auth: refused a token: %s", exc)
                 return None
-            return self._access(token, claims)
+            access = self._access(token, claims)
+            nbf = claims.get("nbf")
+            not_before = nbf - self.options.leeway_s if isinstance(nbf, int | float) else 0.0
+            self._remembered[digest] = (access, not_before)
+            if len(self._remembered) > MAX_REMEMBERED:
+                self._remembered.popitem(last=False)
+            return access
         log.info("auth: refused a token: no published key (kid %r) verifies it", kid)
         return None
 

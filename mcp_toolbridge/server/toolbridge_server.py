@@ -13,7 +13,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Hashable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Any, Literal, Protocol
@@ -29,7 +29,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from mcp_toolbridge import __version__
 from mcp_toolbridge.bridge import Bridge
 from mcp_toolbridge.errors import ErrorCode, UnknownToolError
-from mcp_toolbridge.host import CallContext, CallLease, FoundTools, InputPending, LogLevel
+from mcp_toolbridge.host import CallContext, Caller, CallLease, FoundTools, InputPending, LogLevel
 from mcp_toolbridge.names import PROXY_TOOL
 from mcp_toolbridge.server.host import ClientLog, McpHost, caller_of
 from mcp_toolbridge.server.listing import (
@@ -115,7 +115,7 @@ class ToolbridgeServer:
         self._http_sessions: dict[str, str] = {}
         """An opaque session id per Mcp-Session-Id: the header value is never logged."""
         self._on_session_end = on_session_end
-        self._list_cache: dict[tuple[bool, str | None, str | None], HandlerResult] = {}
+        self._list_cache: dict[tuple[bool, str | None, str | None, Hashable], HandlerResult] = {}
         self.replica = replica
         self.draining = False
         """Stopping: /readyz says so (the HTTP service drains calls on SIGTERM)."""
@@ -258,7 +258,7 @@ class ToolbridgeServer:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         modern = _is_modern(ctx)
-        names = self.visible_names(_scope(ctx), modern=modern)
+        names = self._callable(self.visible_names(_scope(ctx), modern=modern), caller_of(ctx))
         start = decode_cursor(params.cursor) if params and params.cursor else 0
         page = names[start : start + PAGE_SIZE]
         following = start + PAGE_SIZE
@@ -266,16 +266,27 @@ class ToolbridgeServer:
         tools = [self._published.tool(n, modern=modern) for n in page]
         return types.ListToolsResult(tools=tools, next_cursor=next_cursor)
 
+    def _callable(self, names: list[str], caller: Caller) -> list[str]:
+        """``names`` without the tools ``caller`` may not call (rules for some callers)."""
+        if self.bridge.caller_view(caller) is None:
+            return names
+        catalog = self.bridge.catalog
+        return [
+            n for n in names if (e := catalog.get(n)) and self.bridge.callable_by(e.spec, caller)
+        ]
+
     async def _cache_tools_list(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
-        """Serve repeated tools/list pages from the already serialized result."""
+        """Serve repeated tools/list pages from the already serialized result (one per
+        caller view: callers whose rules differ may see different lists)."""
         if ctx.method != "tools/list":
             return await call_next(ctx)
         cursor = (ctx.params or {}).get("cursor")
         modern = _is_modern(ctx)
         scope = None if modern else _scope(ctx)  # one list for every 2026-07-28 request
-        key = (modern, cursor if isinstance(cursor, str) else None, scope)
+        view = self.bridge.caller_view(caller_of(ctx))
+        key = (modern, cursor if isinstance(cursor, str) else None, scope, view)
         cached = self._list_cache.get(key)
         if cached is None:
             cached = await call_next(ctx)

@@ -115,11 +115,14 @@ def to_result(
     link: types.ResourceLink | None = None,
 ) -> types.CallToolResult:
     """Success: the text written for the model (the tool's own, else its value as JSON) and
-    the value as structuredContent. Failure: the message as text and no structuredContent at
-    all, whatever the tool's outputSchema (clients on the TypeScript SDK check a failure's
-    structuredContent against it too, and reject the whole result when it does not match);
-    the error code and the tool's own failure value ride in ``_meta``. ``link``: the whole
-    output of a truncated result, after the text (outputs.py)."""
+    the value as structuredContent, except for a tool that writes its own text and publishes
+    no outputSchema (read, grep: text to be read): its text is the whole result, since Claude
+    Code and VS Code show a model ``JSON.stringify(structuredContent)`` instead of the text
+    whenever there is one, its newlines, tabs and quotes escaped. Failure: the message as
+    text and no structuredContent at all, whatever the tool's outputSchema (clients on the
+    TypeScript SDK check a failure's structuredContent against it too, and reject the whole
+    result when it does not match); the error code and the tool's own failure value ride in
+    ``_meta``. ``link``: the whole output of a truncated result, after the text (outputs.py)."""
     extra: list[types.ContentBlock] = [link] if link is not None else []
     meta = _envelope_meta(outcome)
     if not outcome.ok:
@@ -131,6 +134,12 @@ def to_result(
             meta=meta,
         )
     value = outcome.value
+    if outcome.text is not None and spec.output_schema is None:
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=outcome.text), *extra],
+            is_error=False,
+            meta=meta,
+        )
     text = outcome.text if outcome.text is not None else json.dumps(value, ensure_ascii=False)
     structured: Any = value
     if wraps_output(spec, modern) or (not modern and not isinstance(value, dict)):

@@ -90,7 +90,7 @@ async def test_a_result_its_output_schema_refuses_is_output_invalid_naming_the_p
     assert outcome.code is ErrorCode.OUTPUT_INVALID
     assert outcome.error == (
         "the tool's result does not match its output schema: "
-        "at /count: 'three' is not of type 'integer'"
+        'at /count: expected an integer; got a string ("three")'
     )
 
 

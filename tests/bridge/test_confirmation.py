@@ -13,11 +13,13 @@ import pytest
 from mcp_toolbridge.bridge.gate import (
     ALLOW_ALWAYS,
     ALLOW_ONCE,
+    DISMISSED,
     HEADLESS_DENIED,
     NOT_ASKED,
     NOT_CONSENT,
     REJECT,
 )
+from mcp_toolbridge.builtins.question import DISMISSED_REASON, NOT_ASKED_MESSAGE
 from mcp_toolbridge.runtime import Settings
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 from tests.support.results import text_of
@@ -54,6 +56,11 @@ def _setup(tmp_path: Path) -> Settings:
     )
 
 
+CANCEL = "cancel"
+"""A Person's choice that is no choice: the client answers ``cancel`` (headless Claude Code
+answers every question so, at once, with nobody asked)."""
+
+
 class Person:
     """The human at the client: answers each confirmation with the next scripted choice."""
 
@@ -69,6 +76,8 @@ class Person:
         choice = self.choices.pop(0)
         if choice is None:
             return types.ElicitResult(action="decline")
+        if choice == CANCEL:
+            return types.ElicitResult(action="cancel")
         return types.ElicitResult(action="accept", content={"decision": choice})
 
 
@@ -120,6 +129,60 @@ async def test_reject_or_decline_denies_without_running(
         assert "rejected" in text_of(result)
     final = [line for line in _audit(settings) if line["answer"] != "pending"]
     assert final[-1]["answer"] == "reject" and final[-1]["exitCode"] is None
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_cancelled_confirmation_is_refused_as_not_asked_never_as_a_rejection(
+    tmp_path: Path, mode: str
+) -> None:
+    """The client answers the question with ``cancel`` (2025: the elicitation's result;
+    2026-07-28: the retry's input response): nobody chose, so the model is not told a person
+    rejected the call. It is refused as a call that could not be asked, with the way to allow
+    it, and the audit line says ``cancel``."""
+    settings = _setup(tmp_path)
+    person = Person(CANCEL)
+    async with served_client(settings, mode, elicitation_callback=person) as client:
+        result = await client.call_tool("guarded", {"text": "x"})
+    text = text_of(result)
+    assert len(person.asked) == 1
+    assert result.is_error is True and result.structured_content is None
+    assert (result.meta or {}).get("toolbridge/code") == "permission.denied"
+    assert text.startswith(f"{DISMISSED}. {NOT_CONSENT} (asked by ")
+    assert "rejected" not in text
+    assert text.endswith("To allow it, start the server with --allow guarded.")
+    final = [line for line in _audit(settings) if line["answer"] != "pending"]
+    assert [(r["answer"], r["decision"], r["outcome"]) for r in final] == [
+        ("cancel", "deny", "denied")
+    ]
+    assert final[0]["exitCode"] is None
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_question_the_client_cancels_is_not_a_declined_one(
+    tmp_path: Path, mode: str
+) -> None:
+    """The question tool, both eras: a cancelled form is a question nobody could answer, a
+    declined one the person's refusal."""
+    settings = Settings(workspace=tmp_path, audit=False, locked=("question",))
+    questions = {"questions": [{"question": "Which database?"}]}
+    async with served_client(
+        settings, mode, locked=True, elicitation_callback=_answering("cancel")
+    ) as client:
+        cancelled = await client.call_tool("question", questions)
+    async with served_client(
+        settings, mode, locked=True, elicitation_callback=_answering("decline")
+    ) as client:
+        declined = await client.call_tool("question", questions)
+    assert cancelled.is_error and declined.is_error
+    assert text_of(cancelled) == NOT_ASKED_MESSAGE.format(reason=DISMISSED_REASON)
+    assert text_of(declined).startswith("The user declined to answer")
+
+
+def _answering(action: str) -> Any:
+    async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action=action)
+
+    return answer
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -9,8 +9,9 @@ from typing import Any
 
 import anyio
 
+from mcp_toolbridge.bridge import CallOutcome
 from mcp_toolbridge.bridge.gate import Clearance
-from mcp_toolbridge.bridge.pipeline import NO_POLICY, Bridge, CallOutcome
+from mcp_toolbridge.bridge.pipeline import NO_POLICY, Bridge
 from mcp_toolbridge.catalog import Catalog
 from mcp_toolbridge.executors import ExecRequest, ExecResult
 from mcp_toolbridge.host import CallContext

@@ -16,6 +16,7 @@ from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanContext, SpanK
 from opentelemetry.util.types import Attributes
 
 from mcp_toolbridge.bridge.telemetry import span_observer
+from mcp_toolbridge.host import CallContext, Caller
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_bridge
 from tests.support.manifests import ECHO, FAIL, agentcli_manifest, echo_tool
 
@@ -123,6 +124,22 @@ async def test_a_call_through_call_tool_is_the_real_tools_span_marked_with_the_p
     assert proxied.name == direct.name == "execute_tool echo"
     assert proxied.attributes["toolbridge.via"] == "call_tool"
     assert "toolbridge.via" not in direct.attributes
+
+
+async def test_an_identified_callers_span_names_its_subject_and_client_never_its_token(
+    tmp_path: Path,
+) -> None:
+    tracer = KeepingTracer()
+    settings = _settings(tmp_path)
+    loaded = load_catalog(settings, BUILTIN_SPECS)
+    alice = Caller(subject="alice", client_id="ide-1", issuer="https://id.example")
+    async with open_bridge(settings, loaded, observers=(span_observer(tracer),)) as bridge:
+        await bridge.call("echo", {"text": "hi"}, CallContext(caller=alice))
+        await bridge.call("echo", {"text": "hi"})
+    theirs, local = tracer.spans
+    assert theirs.attributes["enduser.id"] == "alice"
+    assert theirs.attributes["toolbridge.client_id"] == "ide-1"
+    assert "enduser.id" not in local.attributes and "toolbridge.client_id" not in local.attributes
 
 
 @pytest.mark.skipif(not HAVE_SDK, reason="opentelemetry-sdk is not installed (not a dependency)")

@@ -1,6 +1,8 @@
-"""Every locked tool publishes an outputSchema, and what it returns matches it: a success's
-structuredContent validates (and uses only declared fields), a failure carries none. Its
-text is written for the model, never the JSON of the structured result.
+"""Every locked tool but read and grep publishes an outputSchema, and what it returns matches
+it: a success's structuredContent validates (and uses only declared fields), a failure carries
+none. Its text is written for the model, never the JSON of the structured result. read and
+grep publish none and return their text alone, so that every client shows a model the plain
+lines (the clients that prefer structuredContent would show it as escaped JSON).
 
 Through the SDK's in-memory client in both eras, every locked tool called once to succeed and
 once to fail, with a person who answers (elicitation), a model (sampling) and real HTTP
@@ -24,7 +26,7 @@ from mcp import Client
 from mcp_toolbridge.builtins import LOCKED_IDS
 from mcp_toolbridge.runtime import Settings, load_catalog, open_bridge
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
-from tests.support.results import text_of
+from tests.support.results import CLIENTS, shown_to_model, text_of
 from tests.support.web_fixture import Reply, Seen, WebServer, serving
 
 MODES = ["auto", "legacy"]
@@ -53,6 +55,9 @@ description: Write release notes from the changelog
 
 Read CHANGELOG.md and summarise it.
 """
+
+TEXT_ONLY = frozenset({"read", "grep"})
+"""The locked tools whose text is their whole result: no outputSchema, no structuredContent."""
 
 SUCCEEDS = "succeeds"
 FAILS = "fails"
@@ -170,7 +175,8 @@ async def test_every_locked_result_matches_its_published_output_schema(
     async with _client(tmp_path, web, mode) as client:
         listed = {t.name: t for t in (await client.list_tools()).tools}
         schemas = {name: listed[name].output_schema for name in LOCKED_IDS}
-        assert all(schemas.values()), [name for name, schema in schemas.items() if not schema]
+        published = {name for name, schema in schemas.items() if schema}
+        assert published == set(LOCKED_IDS) - TEXT_ONLY
         called: set[tuple[str, str]] = set()
         codes: dict[str, str] = {}
         for tool, _, arguments in CALLS:
@@ -179,7 +185,6 @@ async def test_every_locked_result_matches_its_published_output_schema(
             with anyio.fail_after(20):
                 result = await client.call_tool(tool, arguments)
             schema = schemas[tool]
-            assert schema is not None
             shown = text_of(result)
             if result.is_error:
                 assert result.structured_content is None, (tool, result)
@@ -187,6 +192,11 @@ async def test_every_locked_result_matches_its_published_output_schema(
                 codes[tool] = result.meta["toolbridge/code"]
                 called.add((tool, FAILS))
                 continue
+            if tool in TEXT_ONLY:
+                assert result.structured_content is None and shown, (tool, result)
+                called.add((tool, SUCCEEDS))
+                continue
+            assert schema is not None
             value = result.structured_content
             assert value is not None, (tool, result)
             Draft202012Validator(schema).validate(value)
@@ -212,7 +222,39 @@ async def test_read_grep_and_bash_text_is_what_a_terminal_would_show(
         '     1\tdef f0(x):\n     2\t    return "value 0: " + str(x)\n\n'
         "(showing lines 1-2 of 15; continue with offset=3)"
     )
-    assert read.structured_content is not None
-    assert read.structured_content["content"] == text_of(read).split("\n\n")[0]
     assert text_of(grep) == 'code.py:5:    return "value 1: " + str(x)'
     assert text_of(bash) == 'say "hi"\nexit code 4'
+
+
+LINES = 'say "hi"\tthere\n\tindented \\ back\nünïcode line\n'
+READ_SHOWN = '     1\tsay "hi"\tthere\n     2\t\tindented \\ back\n     3\tünïcode line'
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_every_client_shows_the_model_read_and_grep_as_plain_lines(
+    tmp_path: Path, web: WebServer, mode: str
+) -> None:
+    """Claude Code and VS Code show a model the JSON of structuredContent when a result has
+    one (``"     1\\tsay \\"hi\\"..."``); read and grep send none, so every measured
+    client shows the lines as a terminal would: tabs, quotes and backslashes as they are."""
+    async with _client(tmp_path, web, mode) as client:
+        (tmp_path / "ws" / "quoted.txt").write_text(LINES, encoding="utf-8")
+        read = await client.call_tool("read", {"file_path": "quoted.txt"})
+        content = await client.call_tool(
+            "grep", {"pattern": "hi|back", "path": "quoted.txt", "output_mode": "content"}
+        )
+        files = await client.call_tool("grep", {"pattern": "ünïcode", "glob": "*.txt"})
+        count = await client.call_tool(
+            "grep", {"pattern": "e", "path": "quoted.txt", "output_mode": "count"}
+        )
+    expected = {
+        "read": READ_SHOWN,
+        "content": 'quoted.txt:1:say "hi"\tthere\nquoted.txt:2:\tindented \\ back',
+        "files": "Found 1 file(s)\nquoted.txt",
+        "count": "Found 3 matching line(s) in 1 file(s)\nquoted.txt:3",
+    }
+    results = {"read": read, "content": content, "files": files, "count": count}
+    for what, result in results.items():
+        assert not result.is_error, (what, result)
+        for name in CLIENTS:
+            assert shown_to_model(result, name) == expected[what], (what, name)

@@ -6,7 +6,14 @@ import pytest
 from mcp_types import _v2025_11_25 as v2025
 from mcp_types import _v2026_07_28 as v2026
 
-from mcp_toolbridge.builtins.question import DECLINED_MESSAGE, HEADLESS_MESSAGE, SPEC, QuestionTool
+from mcp_toolbridge.builtins.question import (
+    DECLINED_MESSAGE,
+    DISMISSED_REASON,
+    HEADLESS_MESSAGE,
+    NOT_ASKED_MESSAGE,
+    SPEC,
+    QuestionTool,
+)
 from mcp_toolbridge.errors import ArgumentsError, PermissionDeniedError
 from mcp_toolbridge.executors.base import CallContext, ExecRequest, ExecResult
 from mcp_toolbridge.host import Answer, Host, InputPending
@@ -97,12 +104,22 @@ async def test_several_questions_go_in_one_form_and_the_answers_keep_their_order
     ]
 
 
-@pytest.mark.parametrize("action", ["decline", "cancel"])
-async def test_a_declined_or_cancelled_form_is_a_fixed_tool_error(action):
-    host = ScriptedHost(answers=[Answer(action)])
+async def test_a_declined_form_is_the_persons_refusal():
+    host = ScriptedHost(answers=[Answer("decline")])
     result = await ask([DB_QUESTION], host)
     assert not result.ok
     assert result.error == DECLINED_MESSAGE
+    assert result.value is None
+
+
+async def test_a_cancelled_form_is_a_question_nobody_answered_not_a_refusal():
+    """A client that answers ``cancel`` (headless Claude Code does, at once, with nobody
+    asked) did not get a person's refusal: the model hears that nobody could be asked."""
+    host = ScriptedHost(answers=[Answer("cancel")])
+    result = await ask([DB_QUESTION], host)
+    assert not result.ok
+    assert result.error == NOT_ASKED_MESSAGE.format(reason=DISMISSED_REASON)
+    assert "declined" not in (result.error or "")
     assert result.value is None
 
 

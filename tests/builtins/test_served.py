@@ -20,6 +20,7 @@ from mcp_toolbridge.cli.main import main
 from mcp_toolbridge.errors import ConfigError
 from mcp_toolbridge.runtime import load_catalog
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
+from tests.support.results import text_of
 from tests.support.served import error_text, locked_settings, served_client
 from tests.support.web_fixture import Reply, serving
 
@@ -44,8 +45,7 @@ async def test_read_works_inside_the_workspace_and_is_refused_in_a_prefix_twin(t
     async with served_client(settings, mode, locked=True) as client:
         ok = await client.call_tool("read", {"file_path": "notes.txt"})
         assert not ok.is_error
-        assert ok.structured_content is not None
-        assert "     1\talpha" in ok.structured_content["content"]
+        assert text_of(ok) == "     1\talpha\n     2\tbeta"
         twin = str(settings.workspace) + "_evil/secret.txt"
         refused = await client.call_tool("read", {"file_path": twin})
         assert "outside" in error_text(refused) or "denied" in error_text(refused).lower()
@@ -442,16 +442,16 @@ async def test_a_truncated_reads_sidecar_file_is_readable_and_greppable_in_the_s
         big = await client.call_tool("read", {"file_path": "big.txt", "limit": 3000})
         assert not big.is_error, big
         assert big.meta is not None
-        sidecar = big.meta.get("output_path") or (big.structured_content or {}).get("output_path")
+        sidecar = big.meta.get("output_path")
         assert isinstance(sidecar, str) and not sidecar.startswith(str(settings.workspace))
         again = await client.call_tool("read", {"file_path": sidecar, "offset": 2999})
         assert not again.is_error, again
-        assert "line 2998" in json.dumps(again.structured_content)
+        assert "  2999\tline 2998 " in text_of(again)  # the sidecar holds the numbered lines
         found = await client.call_tool(
             "grep", {"pattern": "line 2999 ", "path": sidecar, "output_mode": "content"}
         )
         assert not found.is_error, found
-        assert "line 2999" in json.dumps(found.structured_content)
+        assert text_of(found) == f"{sidecar}:3000:  3000\tline 2999 {'x' * 200}"
         # A file beside the sidecar folder is still outside the scope.
         beside = Path(sidecar).parent.parent / f"{Path(sidecar).parent.name}-beside.txt"
         beside.write_text("not yours\n", encoding="utf-8")

@@ -11,8 +11,8 @@ from typing import Any
 import anyio
 import pytest
 
+from mcp_toolbridge.bridge import Bridge, CallOutcome
 from mcp_toolbridge.bridge.gate import Clearance
-from mcp_toolbridge.bridge.pipeline import Bridge, CallOutcome
 from mcp_toolbridge.builtins.base import BuiltinExecutor, BuiltinTool
 from mcp_toolbridge.builtins.fs.read import ReadTool
 from mcp_toolbridge.builtins.question import QuestionTool
@@ -23,6 +23,7 @@ from mcp_toolbridge.catalog.catalog import Catalog
 from mcp_toolbridge.errors import ErrorCode
 from mcp_toolbridge.host import (
     CallContext,
+    Caller,
     SamplingRequest,
     SamplingResult,
     TextBlock,
@@ -53,7 +54,7 @@ def serve(tmp_path: Path, deny: frozenset[str] = frozenset(), **task_options: An
     async def call_tool(name: str, arguments: Mapping[str, Any], ctx: CallContext) -> CallOutcome:
         return await holder[0].call(name, arguments, ctx)
 
-    def list_tools() -> list[ToolSpec]:
+    def list_tools(caller: Caller) -> list[ToolSpec]:
         return holder[0].catalog.specs()
 
     tools: list[BuiltinTool] = [

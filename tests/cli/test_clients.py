@@ -4,13 +4,14 @@ the way its client does."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from mcp_toolbridge.cli.clients import server_command
+from mcp_toolbridge.cli.installed import server_command
 from mcp_toolbridge.cli.main import main
 
 EXPECTED = {
@@ -115,7 +116,10 @@ def test_under_uvx_the_command_names_the_package_not_a_path_in_uvs_cache(
 ) -> None:
     command = server_command(tmp_path / prefix)
     assert Path(command[0]).name == "uvx"
-    assert command[1:] == ["mcp-toolbridge"]
+    # This checkout is installed editable: uvx is told to take the package from it again
+    # (tests/package/ runs a real uvx on a built wheel).
+    assert command[1:] == ["--from", str(Path(__file__).resolve().parents[2]), "mcp-toolbridge"]
+    assert not any(str(tmp_path) in part for part in command)
 
 
 def test_a_persistent_environment_keeps_its_own_executable(tmp_path: Path) -> None:
@@ -143,3 +147,74 @@ def test_config_writes_the_expose_mode_that_fits_the_client_unless_told(
     if "--locked" in tail:
         tail = tail[tail.index("--locked") + 2 :]
     assert tail == expected
+
+
+def test_a_manifest_path_given_to_allow_reaches_the_client_absolute(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Clients start servers in a folder of their own: ``--allow ./manifests/fx`` is written
+    as the absolute path; names and globs are copied as typed."""
+    monkeypatch.chdir(tmp_path)
+    argv = ["--client", "cursor", "--workspace", str(tmp_path)]
+    allow = ["--allow", "./manifests/fx", "--allow", "fx_*", "--allow", "bash=git status"]
+    config, _ = _config(capsys, *argv, *allow)
+    args = config["mcpServers"]["toolbridge"]["args"]
+    given = [args[i + 1] for i, word in enumerate(args) if word == "--allow"]
+    assert given == [str(tmp_path.resolve() / "manifests" / "fx"), "fx_*", "bash=git status"]
+
+
+class _Dist:
+    """A distribution's metadata as importlib.metadata gives it."""
+
+    def __init__(self, direct_url: str | None) -> None:
+        self.version = "1.2.3"
+        self._direct_url = direct_url
+
+    def read_text(self, name: str) -> str | None:
+        return self._direct_url if name == "direct_url.json" else None
+
+
+@pytest.mark.parametrize(
+    ("direct_url", "source"),
+    [
+        (None, "mcp-toolbridge==1.2.3"),  # from an index
+        (
+            '{"url": "file:///home/me/dist/mcp_toolbridge-1.2.3-py3-none-any.whl",'
+            ' "archive_info": {}}',
+            "/home/me/dist/mcp_toolbridge-1.2.3-py3-none-any.whl",
+        ),
+        (
+            '{"url": "https://example.org/x.git",'
+            ' "vcs_info": {"vcs": "git", "commit_id": "abc123"}}',
+            "git+https://example.org/x.git@abc123",
+        ),
+        (
+            '{"url": "https://example.org/mcp_toolbridge-1.2.3.tar.gz", "archive_info": {}}',
+            "https://example.org/mcp_toolbridge-1.2.3.tar.gz",
+        ),
+    ],
+)
+def test_uvx_and_pipx_run_are_told_where_the_package_came_from(
+    direct_url: str | None, source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(importlib.metadata, "distribution", lambda name: _Dist(direct_url))
+    monkeypatch.setenv("UV", str(tmp_path / "bin" / "uv"))
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "uvx").write_text("", encoding="utf-8")
+    uvx = server_command(tmp_path / ".cache/uv/archive-v0/Xk2p9")
+    if source.startswith("mcp-toolbridge=="):
+        assert uvx == [str(tmp_path / "bin" / "uvx"), "mcp-toolbridge@1.2.3"]
+    else:
+        assert uvx == [str(tmp_path / "bin" / "uvx"), "--from", source, "mcp-toolbridge"]
+    pipx = server_command(tmp_path / ".local/pipx/.cache/0a1b2c3d")
+    assert Path(pipx[0]).name == "pipx"
+    assert pipx[1:] == ["run", "--spec", source, "mcp-toolbridge"]
+
+
+def test_an_installation_in_a_temporary_folder_is_said_to_not_last(tmp_path: Path) -> None:
+    from mcp_toolbridge.cli.installed import temporary_warning
+
+    warning = temporary_warning(tmp_path / "venv")  # pytest's tmp_path is in the temp folder
+    assert warning is not None and "uv tool install mcp-toolbridge" in warning
+    assert temporary_warning(tmp_path / ".cache/uv/archive-v0/Xk2p9") is None  # uvx: its form
+    assert temporary_warning(Path.home() / ".local/share/uv/tools/mcp-toolbridge") is None

@@ -15,15 +15,18 @@ How each client starts a stdio server (what the launchers below copy):
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import anyio
 import mcp_types as types
@@ -217,3 +220,66 @@ async def test_the_clients_roots_move_the_workspace(mode: str, tmp_path: Path, h
     assert f"outside the granted fs.read scope ({second})" in _text(outside)
     assert refused.is_error
     assert no_workspace_hint() in _text(refused)
+
+
+def _decode_links(stderr: str) -> dict[str, dict[str, Any]]:
+    """Each install link config printed, decoded into the server entry it installs."""
+    lines = stderr.splitlines()
+    links = {
+        lines[i].rstrip(":"): lines[i + 1].strip()
+        for i, line in enumerate(lines)
+        if line.endswith(":") and i + 1 < len(lines) and lines[i + 1].startswith("  ")
+    }
+    decoded: dict[str, dict[str, Any]] = {}
+    for what, text in links.items():
+        if text.startswith("code --add-mcp "):
+            argv = shlex.split(text)
+            assert argv[:2] == ["code", "--add-mcp"] and len(argv) == 3
+            decoded[what] = json.loads(argv[2])
+        elif text.startswith("vscode:mcp/install?"):
+            decoded[what] = json.loads(unquote(text.removeprefix("vscode:mcp/install?")))
+        elif text.startswith("cursor://anysphere.cursor-deeplink/mcp/install?"):
+            query = parse_qs(urlsplit(text).query, strict_parsing=True)
+            assert query["name"] == ["toolbridge"]
+            config = json.loads(base64.b64decode(query["config"][0], validate=True))
+            decoded[what] = {"name": query["name"][0], **config}
+    return decoded
+
+
+@pytest.mark.parametrize(
+    ("client", "expected"),
+    [
+        ("vscode", {"VS Code, from a terminal", "VS Code, as a link"}),
+        ("cursor", {"Cursor, as a link"}),
+    ],
+)
+async def test_each_install_link_decodes_to_a_server_that_starts_and_lists_its_tools(
+    client: str,
+    expected: set[str],
+    project: Path,
+    home: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(project)
+    assert main(["config", "--client", client]) == 0
+    captured = capsys.readouterr()
+    written = json.loads(captured.out)[LAUNCHERS[client].key]["toolbridge"]
+    links = _decode_links(captured.err)
+    assert set(links) == expected
+    for what, named in links.items():
+        entry = {k: v for k, v in named.items() if k != "name"}
+        assert named["name"] == "toolbridge", what
+        assert entry == written, what  # the same server config writes
+        with anyio.fail_after(30):
+            async with Client(LAUNCHERS[client].params(entry, project, home)) as session:
+                listed = await session.list_tools()
+                inside = await session.call_tool("read", {"file_path": "notes.txt"})
+        assert "read" in {t.name for t in listed.tools}, what
+        assert "the folder meant" in _text(inside), what
+
+
+def test_clients_without_install_links_print_none(capsys: pytest.CaptureFixture[str]) -> None:
+    for client in ("claude-desktop", "claude-code"):
+        assert main(["config", "--client", client, "--workspace", "/tmp"]) == 0
+        assert _decode_links(capsys.readouterr().err) == {}

@@ -89,7 +89,9 @@ def test_fixture_bundle_normalizes_exec_and_http_tools():
     assert publish.output_schema_ref == "schema:notes.publish.result.v1"
     assert publish.output_schema == {"type": "object", "properties": {"url": {"type": "string"}}}
     compiled = compile_schema(publish.runtime_input_schema)
-    assert compiled.validate({"page": "p", "body": 3}) == ["at /body: 3 is not of type 'string'"]
+    assert compiled.validate({"page": "p", "body": 3}) == [
+        "at /body: expected a string; got an integer (3)"
+    ]
 
 
 def test_version_must_be_one(tmp_path):
@@ -180,7 +182,7 @@ def test_refs_resolve_from_the_schemas_folder_including_nested_ones(tmp_path):
     assert spec.input_schema_ref == "schema:req.v1"
     assert spec.input_schema["properties"]["n"] == {"$ref": "schema:pos.v1"}
     assert compile_schema(spec.runtime_input_schema).validate({"n": 0}) == [
-        "at /n: 0 is less than the minimum of 1"
+        "at /n: expected at least 1; got 0"
     ]
 
 

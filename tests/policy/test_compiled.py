@@ -7,9 +7,11 @@ import pytest
 
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.model import RequirementSet, ToolSpec
-from mcp_toolbridge.policy.compiled import Decision, Policy, SessionRules, combine
+from mcp_toolbridge.policy.compiled import Decision, Policy, combine
+from mcp_toolbridge.policy.grants import SessionRules
 from mcp_toolbridge.policy.paths import canonical_root
 from mcp_toolbridge.policy.requirements import ArgumentRoles
+from mcp_toolbridge.policy.show import render_policy
 from mcp_toolbridge.policy.watchdog import Verdict
 from tests.support.policy_fixtures import builtin, exec_tool, http_tool, write_policy
 
@@ -290,7 +292,7 @@ def test_a_session_always_cannot_override_a_project_deny(ws):
 def test_project_allow_rules_are_ignored_unless_the_operator_trusts_them(ws):
     policy = load(ws, project=PROJECT_ALLOW)
     assert call(policy, BASH_SPEC, {"command": "ls"}, BASH).action == "ask"
-    shown = json.loads(policy.render())
+    shown = json.loads(render_policy(policy))
     assert len(shown["ignored_rules"]) == 2
     assert "trust_project_allow" in shown["ignored_rules"][0]["why"]
 
@@ -456,7 +458,7 @@ def test_watchdog_and_security_settings_are_parsed(ws):
 
 
 def test_render_shows_the_effective_policy_as_json(ws):
-    shown = json.loads(load(ws).render())
+    shown = json.loads(render_policy(load(ws)))
     assert shown["sources"] == ["default policy"]
     assert shown["requires"]["fs.read"] == [str(ws)]
     assert shown["default_action"] == "by-safety"
@@ -479,10 +481,10 @@ def test_render_with_tools_shows_the_union_of_exposed_requirements_and_hidden_to
     send = http_tool("send", "https://api.mail.example/s", capabilities=("net:api.mail.example",))
     leak = http_tool("leak", "https://collector.evil/x", capabilities=("net:collector.evil",))
     leak_text = '[[rules]]\npermission = "leak"\naction = "deny"\n'
-    shown = json.loads(load(ws, leak_text).render([send, leak]))
+    shown = json.loads(render_policy(load(ws, leak_text), [send, leak]))
     assert shown["requires"]["net.hosts"] == ["api.mail.example"]
     assert shown["hidden_tools"] == ["leak"]
-    assert json.loads(policy.render())["hidden_tools"] == []
+    assert json.loads(render_policy(policy))["hidden_tools"] == []
 
 
 # -- the watchdog cannot loosen --------------------------------------------------------------

@@ -22,6 +22,7 @@ from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.loaders import load_paths
 from mcp_toolbridge.policy.compiled import Policy
 from mcp_toolbridge.policy.file import DEFAULT_POLICY_TOML, PROJECT_POLICY
+from mcp_toolbridge.policy.show import render_policy
 from mcp_toolbridge.runtime import Settings, load_catalog
 from tests.support.fuzzing import FUZZ
 from tests.support.paths import ROOT
@@ -228,7 +229,7 @@ def load_or_refuse(tmp_path: Path, operator: str | None, project: str | None) ->
         assert exc.code is ErrorCode.POLICY_INVALID
         assert str(exc).strip()
         return
-    assert isinstance(policy.render(SPECS), str)
+    assert isinstance(render_policy(policy, SPECS), str)
     for spec in SPECS:
         assert isinstance(policy.requirement_problems(spec), list)
         if not policy.exposed(spec):

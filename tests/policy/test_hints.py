@@ -220,7 +220,8 @@ async def test_a_watchdog_deny_says_no_rule_overrules_it(ws: Path):
     message = (await _refusal(_policy(ws, text), exec_tool("lint"), {})).refusal()
     assert message == (
         f"Denied by watchdog: no. The watchdog ([watchdog] in {ws.parent / 'policy.toml'}) "
-        "refused it; no rule can overrule it: change what the watchdog allows."
+        "refused it, and no rule can overrule it: change what the watchdog allows, or, when it "
+        "failed, fix what the reason says."
     )
 
 

@@ -147,8 +147,8 @@ def test_an_unknown_key_names_its_line_and_the_closest_key(ws):
     assert message.endswith(
         'policy.toml: line 2: default_actoin: unknown key; did you mean "default_action"? '
         "(valid here: extends, allow, ask, deny, default_action, grant, trust_project_allow, "
-        "requires, security, watchdog, rules, web_search, subagents, bash, web_fetch, "
-        "discovery, sandbox)"
+        "requires, security, watchdog, rules, callers, web_search, subagents, bash, web_fetch, "
+        "discovery, sandbox, auth)"
     )
     nested = _error(ws, '[requires]\nfs.raed = ["/x"]\n')
     assert 'line 2: requires.fs.raed: unknown key; did you mean "read"?' in nested
@@ -162,7 +162,7 @@ def test_errors_come_in_line_order_with_suggestions_for_misspelt_values(ws):
         "line 3: rules[0].action: Input should be 'allow', 'deny' or 'ask'; did you mean "
         '"allow"?; line 4: rules[1].permission: Field required; line 4: rules[1].action: Field '
         'required; line 5: rules[1].acton: unknown key; did you mean "action"? (valid here: '
-        "permission, pattern, action)"
+        "permission, pattern, action, subject, client, group, scope)"
     )
     assert 'did you mean "by-safety"?' in _error(ws, 'default_action = "by_safety"\n')
     assert "line 1: extends: Input should be 'default' or 'none'" in _error(ws, 'extends = "no"\n')

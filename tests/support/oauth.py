@@ -36,9 +36,12 @@ from tests.support.oidc import Provider, oidc_skip_reason, redirect_params, sign
 AGENT, AGENT_SECRET = "deploy-agent", "agent-secret-0123456789abcdef"
 RS, RS_SECRET = "toolbridge-rs", "rs-secret-0123456789abcdef"
 OPAQUE, OPAQUE_SECRET = "opaque-agent", "opaque-secret-0123456789abcdef"
+REPORTER, REPORTER_SECRET = "report-agent", "reporter-secret-0123456789abcdef"
 CLIENTS = [
     {"client_id": AGENT, "client_secret": AGENT_SECRET, "grant_types": ["client_credentials"],
      "response_types": [], "redirect_uris": [], "groups": ["bots"]},
+    {"client_id": REPORTER, "client_secret": REPORTER_SECRET,
+     "grant_types": ["client_credentials"], "response_types": [], "redirect_uris": []},
     {"client_id": OPAQUE, "client_secret": OPAQUE_SECRET, "grant_types": ["client_credentials"],
      "response_types": [], "redirect_uris": []},
     {"client_id": RS, "client_secret": RS_SECRET, "grant_types": [], "response_types": [],
@@ -126,11 +129,18 @@ async def agent_client(url: str, provider: Provider, mode: str) -> AsyncIterator
 
 @asynccontextmanager
 async def person_client(
-    url: str, login: str, mode: str, *, scope: str = "tools", **client_options: Any
+    url: str,
+    login: str,
+    mode: str,
+    *,
+    scope: str = "tools",
+    storage: MemoryTokens | None = None,
+    **client_options: Any,
 ) -> AsyncIterator[Client]:
     """The SDK client of a person: it registers itself with the provider, sends the person's
     browser to the authorization URL (the login and consent pages, filled in over HTTP) and
-    exchanges the code, with PKCE, for a token for this server."""
+    exchanges the code, with PKCE, for a token for this server. The same ``storage`` again is
+    the same client and sign-in in a later session."""
     redirected: list[str] = []
 
     async def open_browser(authorization_url: str) -> None:
@@ -147,7 +157,8 @@ async def person_client(
         scope=scope,
         token_endpoint_auth_method="none",
     )
-    auth = OAuthClientProvider(url, metadata, MemoryTokens(), open_browser, callback)
+    tokens = storage if storage is not None else MemoryTokens()
+    auth = OAuthClientProvider(url, metadata, tokens, open_browser, callback)
     async with httpx2.AsyncClient(auth=auth) as http:
         transport = streamable_http_client(url, http_client=http)
         async with Client(transport, mode=mode, **client_options) as client:

@@ -86,7 +86,23 @@ class Failure:
 
 
 FAILURES = (
-    Failure("rl_echo", {"message": "hi", "count": -1}, "args.invalid", "minimum of 0"),
+    Failure(
+        "rl_echo",
+        {"message": "hi", "count": -1},
+        "args.invalid",
+        "at /count: expected at least 0; got -1",
+        details={
+            "errors": [
+                {
+                    "path": "/count",
+                    "keyword": "minimum",
+                    "expected": "at least 0",
+                    "got": "-1",
+                    "message": "at /count: expected at least 0; got -1",
+                }
+            ]
+        },
+    ),
     Failure("rl_confirm", {"message": "hi"}, "permission.denied", "needs a person's confirmation"),
     Failure("rl_fail", {"message": "hi"}, "exec.failed", "the payload was refused on purpose"),
     Failure("rl_wrong", {"message": "hi"}, "output.invalid", "does not match its output schema"),

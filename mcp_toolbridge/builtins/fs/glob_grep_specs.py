@@ -116,38 +116,6 @@ GLOB_OUTPUT_SCHEMA: dict[str, Any] = {
     "required": ["files", "num_files"],
 }
 
-GREP_OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "mode": {"enum": ["files_with_matches", "content", "count"]},
-        "num_files": {**_COUNT, "description": "How many files match."},
-        "num_matches": {**_COUNT, "description": "Matching lines (content and count modes)."},
-        "engine": {"enum": ["ripgrep", "re2", "python", "re2+python"]},
-        "files": {
-            "type": "array",
-            "items": {"type": "string"},
-            "description": "files_with_matches: the matching files, newest first.",
-        },
-        "content": {
-            "type": "string",
-            "description": "content: lines as path:12:text (match) and path-13-text (context), "
-            "-- between groups, joined by newlines.",
-        },
-        "counts": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"file": {"type": "string"}, "count": _COUNT},
-                "required": ["file", "count"],
-            },
-            "description": "count: matching lines per file.",
-        },
-        "withheld_by_policy": _COUNT,
-        "note": {"type": "string"},
-    },
-    "required": ["mode", "num_files", "engine"],
-}
-
 _READ_ONLY = Safety(read_only=True, idempotent=True, open_world=False, inferred=frozenset())
 
 GLOB_SPEC = builtin_spec(
@@ -176,7 +144,9 @@ GREP_SPEC = builtin_spec(
         "head_limit for fewer); the rest go to output_path."
     ),
     input_schema=GREP_SCHEMA,
-    output_schema=GREP_OUTPUT_SCHEMA,
+    # No output schema: the matches as text are the whole result, the one form every client
+    # shows a model as it is (server/wire.py). The value (mode, num_files, num_matches,
+    # engine, files | content | counts, withheld_by_policy, note) stays what `call` prints.
     requires=RequirementSet(fs_read=("{workspace}",)),
     argument_roles={"path": ("fs.read",)},
     safety=_READ_ONLY,

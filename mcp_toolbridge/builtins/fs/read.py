@@ -65,30 +65,6 @@ INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "file_path": {"type": "string", "description": "The file, relative to the workspace."},
-        "content": {
-            "type": "string",
-            "description": "The numbered lines shown, cat -n style, joined by newlines.",
-        },
-        "start_line": {"type": "integer", "minimum": 1},
-        "end_line": {"type": "integer", "minimum": 0},
-        "total_lines": {
-            "type": ["integer", "null"],
-            "minimum": 0,
-            "description": "The file's line count; null when it was not counted (over 8 MB "
-            "follow the lines shown).",
-        },
-        "next_offset": {"type": "integer", "minimum": 1, "description": "Where to continue."},
-        "line_endings": {"const": "crlf"},
-        "bom": {"type": "boolean"},
-        "note": {"type": "string"},
-    },
-    "required": ["file_path", "content", "total_lines"],
-}
-
 SPEC = builtin_spec(
     "read",
     title="Read a file",
@@ -101,7 +77,9 @@ SPEC = builtin_spec(
         "files). Output files of earlier truncated calls (output_path) can be read too."
     ),
     input_schema=INPUT_SCHEMA,
-    output_schema=OUTPUT_SCHEMA,
+    # No output schema: the numbered lines are the whole result, the one form every client
+    # shows a model as it is (server/wire.py). The value (file_path, content, start_line,
+    # end_line, total_lines, next_offset, line_endings, bom, note) stays what `call` prints.
     requires=RequirementSet(fs_read=("{workspace}",)),
     argument_roles={"file_path": ("fs.read",)},
     safety=Safety(read_only=True, idempotent=True, open_world=False, inferred=frozenset()),

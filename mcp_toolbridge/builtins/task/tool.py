@@ -27,6 +27,7 @@ from mcp_toolbridge.builtins.task.subagent import (
 from mcp_toolbridge.catalog import Catalog
 from mcp_toolbridge.errors import ArgumentsError, PermissionDeniedError
 from mcp_toolbridge.executors import ExecRequest, ExecResult
+from mcp_toolbridge.host import Caller
 from mcp_toolbridge.model import Safety, ToolSpec
 from mcp_toolbridge.names import PROXY_TOOL
 
@@ -159,20 +160,24 @@ def _report(run: SubagentRun, kind: str) -> dict[str, Any]:
     }
 
 
+ListTools = Callable[[Caller], Sequence[ToolSpec]]
+"""The tools a subagent of a caller may be offered (those the caller may call)."""
+
+
 class TaskTool:
     """The task built-in.
 
     ``call_tool`` runs one tool call through the full pipeline (the server passes
-    ``Bridge.call``); ``list_tools`` gives the tools a subagent may be offered (the locked
-    tools and the manifest tools loaded so far); ``subagent_tools`` names which of todo,
-    question and task the policy lets subagents use; ``max_depth`` is how many subagent
-    levels may exist (1: a subagent cannot start another).
+    ``Bridge.call``); ``list_tools(caller)`` gives the tools a subagent of ``caller`` may be
+    offered (the locked tools and the manifest tools loaded so far that it may call);
+    ``subagent_tools`` names which of todo, question and task the policy lets subagents use;
+    ``max_depth`` is how many subagent levels may exist (1: a subagent cannot start another).
     """
 
     def __init__(
         self,
         call_tool: CallTool,
-        list_tools: Callable[[], Sequence[ToolSpec]],
+        list_tools: ListTools,
         *,
         max_turns: int = 8,
         max_seconds: float = 300.0,
@@ -227,7 +232,7 @@ class TaskTool:
             key=_key(arguments, ctx.depth),
             prompt=arguments["prompt"],
             system_prompt=subagent.system_prompt,
-            tools=offered_tools(self._list_tools(), denied),
+            tools=offered_tools(self._list_tools(ctx.caller), denied),
         )
         limits = replace(self._limits, max_seconds=min(self._limits.max_seconds, request.timeout_s))
         run = await run_subagent(host, conversation, self._call_tool, child, limits, ctx.progress)

@@ -41,7 +41,12 @@ OPAQUE_PROGRAMS: dict[str, str] = {
     "script": "runs its arguments through a shell",
     "coproc": "runs a coprocess",
 }
-_SHELL_FLAGS = frozenset("abefhikmnprstuvxBCEHPT")
+GLOB_OPTIONS = frozenset(
+    {"dotglob", "extglob", "globstar", "nocaseglob", "nullglob", "failglob", "globskipdots",
+     "globasciiranges", "nocasematch"}
+)  # fmt: skip
+"""Shell options that change what a pattern matches (dotglob makes ``*`` match ``.git``)."""
+_SHELL_FLAGS = frozenset("abefhimnprstuvxBCEHPT")
 _SHELL_LONG = frozenset({"--login", "--noprofile", "--norc", "--posix", "--noediting"})
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\+?=")
@@ -245,6 +250,10 @@ _WRAPPERS: dict[str, _Step] = {
 }
 
 
+WRAPPERS = frozenset(_WRAPPERS)
+"""Programs that run a command given in their arguments (unwrapped by :func:`unwrap`)."""
+
+
 def shell_script(argv: tuple[str, ...]) -> tuple[str | None, str | None]:
     """(the ``-c`` script, None) for ``bash [opts] -c SCRIPT``; (None, None) for a shell that
     runs a file or stdin; (None, reason) for options that cannot be followed."""
@@ -264,13 +273,19 @@ def shell_script(argv: tuple[str, ...]) -> tuple[str | None, str | None]:
         if arg[0] not in "-+" or len(arg) == 1:
             break
         skip = 0
+        shell = basename(argv[0])
         for ch in arg[1:]:
             if ch == "c":
                 has_c = True
             elif ch in "oO":
                 skip += 1
+                value = args[i + skip] if i + skip < len(args) else ""
+                if value in GLOB_OPTIONS or value == "keyword":
+                    return None, f"{shell} {arg[0]}{ch} {value} changes how words expand"
+            elif ch == "k":
+                return None, f"{shell} {arg[0]}k turns NAME=value words into assignments"
             elif ch not in _SHELL_FLAGS:
-                return None, f"{basename(argv[0])} option {arg} is not understood"
+                return None, f"{shell} option {arg} is not understood"
         i += 1 + skip
     if not has_c:
         return None, None

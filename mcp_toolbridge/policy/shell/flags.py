@@ -380,6 +380,10 @@ _FLAG_CHECKS: dict[str, Callable[[tuple[str, ...]], str | None]] = {
 }
 
 
+FLAG_CHECKED = frozenset(_FLAG_CHECKS)
+"""Programs with flags that run programs or write files (each checked above)."""
+
+
 # -- sed scripts -----------------------------------------------------------------------------
 
 _SED_SIMPLE = frozenset("pdDnNgGhHxlLqQ=zFPv{}")

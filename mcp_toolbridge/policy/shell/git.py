@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from mcp_toolbridge.policy.shell.scan import Access, Found, Links, Operand, in_directory
+from mcp_toolbridge.policy.shell.scan import Access, Found, Links, Operand, Syntax, in_directory
 
 _GIT_GLOBAL_PATHS = {"-C": "write", "--git-dir": "write", "--work-tree": "write"}
 _GIT_GLOBAL_VALUES = frozenset(
@@ -47,6 +47,24 @@ _GIT_SUB_READS = {
     "notes": frozenset({"-F"}),
     "merge": frozenset({"-F"}),
 }
+
+
+SUBCOMMAND_OPTIONS = Syntax(
+    "mSGFtoCeLXsnUABIOcf",
+    _GIT_VALUES | _GIT_WRITE_OPTIONS | _GIT_READ_OPTIONS | frozenset({"--pathspec-from-file"}),
+)
+"""Options of git's subcommands that may take a value (more than any one subcommand has: a
+``--`` taken for a value only makes the check stricter)."""
+
+
+def git_subcommand(argv: tuple[str, ...]) -> int:
+    """The index of git's subcommand, after its global options (``len(argv)`` when none)."""
+    i = 1
+    while i < len(argv) and argv[i].startswith("-"):
+        name, eq, _ = argv[i].partition("=")
+        takes = name in _GIT_GLOBAL_PATHS or name in _GIT_GLOBAL_VALUES
+        i += 2 if takes and not eq else 1
+    return i
 
 
 def git_operands(argv: tuple[str, ...]) -> Found:

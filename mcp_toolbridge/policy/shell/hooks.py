@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from mcp_toolbridge.model import ToolSpec
-from mcp_toolbridge.policy.compiled import Decision, Policy, SessionRules
+from mcp_toolbridge.policy.compiled import Decision, Policy
+from mcp_toolbridge.policy.grants import SessionRules
 from mcp_toolbridge.policy.paths import canonical_root, canonicalize, is_within
 from mcp_toolbridge.policy.requirements import Targets
 from mcp_toolbridge.policy.rules import Rule, Subject, resolve

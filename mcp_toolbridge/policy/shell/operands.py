@@ -32,6 +32,9 @@ from mcp_toolbridge.policy.shell.handlers import (
     second_written,
 )
 from mcp_toolbridge.policy.shell.programs import (
+    AWK,
+    MAKE,
+    TAR,
     awk_operands,
     dd_operands,
     find_operands,
@@ -50,6 +53,7 @@ def path_operands(argv: tuple[str, ...]) -> Found:
 # -- the table ------------------------------------------------------------------------------------
 
 _READ = Syntax()
+_PLAIN = Syntax()
 _HEAD = Syntax("nc", frozenset({"--lines", "--bytes"}))
 _TAIL = Syntax(
     "ncs", frozenset({"--lines", "--bytes", "--pid", "--sleep-interval", "--max-unchanged-stats"})
@@ -196,10 +200,15 @@ _READERS: dict[str, Syntax] = {
     "xzcat": _READ,
 }
 
+_MORE = Syntax("n")
+READ_ONLY: dict[str, Syntax] = {**_READERS, "less": _LESS, "more": _MORE, "ls": _LS,
+                                "tree": _TREE, "du": _DU}  # fmt: skip
+"""Programs that only read the paths they name, with their option syntax."""
+
 _HANDLERS: dict[str, Handler] = {
     **{name: every_operand(syntax, "read") for name, syntax in _READERS.items()},
     "less": every_operand(_LESS, "read", skip=_plus_command),
-    "more": every_operand(Syntax("n"), "read", skip=_plus_command),
+    "more": every_operand(_MORE, "read", skip=_plus_command),
     "ls": every_operand(_LS, "read", implied=always),
     "tree": every_operand(_TREE, "read", implied=always),
     "du": every_operand(_DU, "read", implied=always),
@@ -214,14 +223,14 @@ _HANDLERS: dict[str, Handler] = {
     "sort": every_operand(_SORT, "read"),
     "uniq": second_written(_UNIQ),
     "xxd": second_written(_XXD),
-    "rm": every_operand(Syntax(), "remove"),
-    "unlink": every_operand(Syntax(), "remove"),
-    "rmdir": every_operand(Syntax(), "write"),
+    "rm": every_operand(_PLAIN, "remove"),
+    "unlink": every_operand(_PLAIN, "remove"),
+    "rmdir": every_operand(_PLAIN, "write"),
     "mkdir": every_operand(_MKDIR, "write"),
     "touch": every_operand(_TOUCH, "write"),
     "truncate": every_operand(_TRUNCATE, "write"),
     "shred": every_operand(_SHRED, "write"),
-    "tee": every_operand(Syntax(), "write"),
+    "tee": every_operand(_PLAIN, "write"),
     "chmod": mode_first(_CHMOD, chmod=True),
     "chown": mode_first(_CHOWN, chmod=False),
     "chgrp": mode_first(_CHOWN, chmod=False),
@@ -244,3 +253,15 @@ for _alias, _same in (("egrep", "grep"), ("fgrep", "grep"), ("gsed", "sed"), ("g
 
 KNOWN_PROGRAMS = frozenset(_HANDLERS)
 """Programs whose path operands are checked (plus cd and pushd, followed by parse.py)."""
+
+SYNTAXES: dict[str, Syntax] = {
+    **READ_ONLY, "grep": _GREP, "egrep": _GREP, "fgrep": _GREP, "rg": _RG, "sed": _SED,
+    "gsed": _SED, "awk": AWK, "gawk": AWK, "mawk": AWK, "nawk": AWK, "sort": _SORT,
+    "uniq": _UNIQ, "xxd": _XXD, "rm": _PLAIN, "unlink": _PLAIN, "rmdir": _PLAIN,
+    "mkdir": _MKDIR, "touch": _TOUCH, "truncate": _TRUNCATE, "shred": _SHRED, "tee": _PLAIN,
+    "chmod": _CHMOD, "chown": _CHOWN, "chgrp": _CHOWN, "cp": _COPY, "mv": _COPY, "ln": _COPY,
+    "install": _INSTALL, "make": MAKE, "gmake": MAKE, "tar": TAR, "gtar": TAR, "bsdtar": TAR,
+}  # fmt: skip
+"""The option syntax of the programs above that read options as GNU getopt does (find, dd and
+git have grammars of their own): which options take a value, so a ``--`` that is one is not
+taken for the end of the options."""

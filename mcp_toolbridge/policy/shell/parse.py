@@ -17,8 +17,10 @@ being guessed: a command name or argument whose value is only known at run time 
 ``$(...)``, brace expansion), ``eval``/``source``/``exec``/``sudo``, function definitions,
 heredocs that expand commands, ``/dev/tcp`` redirects, invisible or control characters, more
 than 50 simple commands, more than 10,000 characters, anything bashlex cannot parse, flags
-that make a command run programs or write files (``find -exec``, ``sed -i``, ...), and paths
-that depend on HOME (``~``) or come from stdin (``xargs cat``).
+that make a command run programs or write files (``find -exec``, ``sed -i``, ...), patterns
+that can expand to such a flag (``find *`` beside a file named ``-delete``:
+:mod:`mcp_toolbridge.policy.shell.expanded`), and paths that depend on HOME (``~``) or come
+from stdin (``xargs cat``).
 
 :func:`splitter` adapts this to :data:`mcp_toolbridge.policy.requirements.CommandSplitter`.
 

@@ -84,6 +84,10 @@ _TAR_LONG_VALUES = frozenset(
 )  # fmt: skip
 
 
+TAR = Syntax("fCTXg" + _TAR_VALUES, _TAR_LONG_VALUES | frozenset(_TAR_LONG_PATHS))
+"""tar's options read as GNU getopt does (old-style bundled letters aside)."""
+
+
 def tar_operands(argv: tuple[str, ...]) -> Found:
     """tar: the archive (-f) is read or written by mode; extraction writes under -C (or the
     working directory); files added are read, relative to the -C in force."""
@@ -178,13 +182,13 @@ def tar_operands(argv: tuple[str, ...]) -> Found:
     return out
 
 
-_AWK = Syntax(
+AWK = Syntax(
     "vFeil",
     frozenset({"--assign", "--field-separator", "--source", "--include", "--load"}),
     {"-f": "read", "--file": "read"},
     attached="dDLopM",
 )
-_MAKE = Syntax(
+MAKE = Syntax(
     "jlWo",
     frozenset({"--jobs", "--load-average", "--what-if", "--old-file", "--new-file"}),
     {"-C": "read", "--directory": "read", "-f": "read", "--file": "read", "--makefile": "read"},
@@ -194,7 +198,7 @@ _AWK_FILES = {"-d": "awkvars.out", "-o": "awkprof.out", "-p": "awkprof.out",
               "--dump-variables": "awkvars.out", "--pretty-print": "awkprof.out",
               "--profile": "awkprof.out"}  # fmt: skip
 _awk_program_and_files = pattern_first(
-    _AWK, frozenset({"-f", "--file", "-e", "--source"}), skip_assignments=True
+    AWK, frozenset({"-f", "--file", "-e", "--source"}), skip_assignments=True
 )
 
 
@@ -218,4 +222,4 @@ def awk_operands(argv: tuple[str, ...]) -> Found:
 
 def make_operands(argv: tuple[str, ...]) -> Found:
     """make: only -C and -f name paths (operands are targets and VAR=value)."""
-    return found_of(scan(argv, _MAKE))
+    return found_of(scan(argv, MAKE))

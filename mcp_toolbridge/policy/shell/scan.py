@@ -71,6 +71,8 @@ class Scan:
     """Every option seen, as ``-x`` or ``--name`` (values stripped)."""
     paths: list[Operand] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
+    ended: bool = False
+    """A ``--`` ended the options (every word after it is an operand)."""
 
 
 def scan(argv: tuple[str, ...], syntax: Syntax, start: int = 1) -> Scan:
@@ -82,6 +84,7 @@ def scan(argv: tuple[str, ...], syntax: Syntax, start: int = 1) -> Scan:
         arg = argv[i]
         if arg == "--":
             found.operands.extend((k, argv[k]) for k in range(i + 1, len(argv)))
+            found.ended = True
             break
         if arg.startswith("--"):
             i = _long(argv, i, syntax, found)

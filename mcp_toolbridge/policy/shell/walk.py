@@ -3,7 +3,8 @@
 :class:`Walker` walks one bashlex tree (the command, or a nested ``bash -c`` script, walked
 by a walker of its own) and records into a shared :class:`WalkState`: each simple command's
 argv after :func:`~mcp_toolbridge.policy.shell.argv.unwrap`, its dangerous flags
-(:mod:`mcp_toolbridge.policy.shell.flags`), the paths it names (redirect targets, and the
+(:mod:`mcp_toolbridge.policy.shell.flags`) and the words that can become one
+(:mod:`mcp_toolbridge.policy.shell.expanded`), the paths it names (redirect targets, and the
 operands of :func:`~mcp_toolbridge.policy.shell.operands.path_operands`) with the
 directories ``cd`` may have taken it to (:mod:`mcp_toolbridge.policy.shell.cwd`), and every
 reason the line cannot be checked.
@@ -25,6 +26,7 @@ from mcp_toolbridge.policy.shell.cwd import (
     PathRef,
     change_directory,
 )
+from mcp_toolbridge.policy.shell.expanded import VAR_BUILTINS, expansion_reasons, hidden_option
 from mcp_toolbridge.policy.shell.flags import flag_reason
 from mcp_toolbridge.policy.shell.operands import path_operands
 from mcp_toolbridge.policy.shell.scan import Access
@@ -45,10 +47,6 @@ MAX_NESTING = 3
 SAFE_DEVICES = frozenset(
     {"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/zero", "/dev/tty"}
 )
-_VAR_BUILTINS = frozenset(
-    {"export", "declare", "typeset", "local", "readonly", "read", "mapfile", "readarray",
-     "printf", "getopts", "let", "unset"}
-)  # fmt: skip
 _HIDDEN_SUBSTITUTION = ("$(", "`", "<(", ">(")
 
 
@@ -272,19 +270,24 @@ class Walker:
         final = unwrapped.argv
         state.commands.append(final)
         name = basename(final[0])
-        flag = flag_reason(final)
-        if flag is not None:
+        core = final[:-1] if final[-1:] == (XARGS_INPUT,) else final
+        offset: int | None = len(argv) - len(core)
+        if offset is not None and (offset < 0 or argv[offset:] != core):
+            offset = None
+        words = raws[offset:] if offset is not None else None
+        for reason in expansion_reasons(argv, raws, final, offset):
+            state.refuse(reason)
+        flags = [why for why in (flag_reason(final), hidden_option(final, words)) if why]
+        for flag in flags:
             if flag not in state.reasons:
                 state.reasons.append(flag)
+        if flags:
             state.flagged.append(final)
-        if name in _VAR_BUILTINS:
+        if name in VAR_BUILTINS:
             for arg in final[1:]:
                 variable = arg.split("=", 1)[0].rstrip("+")
                 if risky_variable(variable) and not arg.startswith("-"):
                     state.refuse(f"{name} sets {variable}, which can change what runs")
-        core = final[:-1] if final[-1:] == (XARGS_INPUT,) else final
-        offset = len(argv) - len(core)
-        words = raws[offset:] if offset >= 0 and argv[offset:] == core else None
         if name in DIR_CHANGERS:
             moved = change_directory(final, words, self.cwds, state.directories)
             if isinstance(moved, str):

@@ -4,8 +4,10 @@
 characters bash expands (quoted ones escaped), :func:`unquoted_text` keeps only what is outside
 quotes (where ``~``, ``*`` and ``{a,b}`` are special), :func:`invisible_character` finds
 control and zero-width characters, and :func:`prepare` rewrites what bashlex cannot parse
-(quoted heredoc delimiters, the ``time`` keyword) without moving any offset. Pure text work,
-used by the walker of :mod:`mcp_toolbridge.policy.shell.walk`.
+(quoted heredoc delimiters, the ``time`` keyword) without moving any offset. What a word can
+become: :func:`expands` (bash replaces it with file names), :func:`may_begin_with_dash` (one
+of them can begin with ``-``, so the program may read it as an option). Pure text work, used
+by the walker of :mod:`mcp_toolbridge.policy.shell.walk`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ _QUOTED_HEREDOC = re.compile(
 )
 _TIME_KEYWORD = re.compile(r"(?:^|(?<=[;&|(!\n]))([ \t]*)time(?:[ \t]+-p)?(?=[ \t])")
 GLOB = re.compile(r"[*?]|\[.*\]")
+_GLOB_CHARACTER = re.compile(r"[*?[]")
 BRACE_EXPANSION = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")
 _EXPANSION_START = re.compile(r"\$[A-Za-z0-9_{('\"@*#?$!-]")
 
@@ -166,3 +169,101 @@ def prepare(text: str) -> tuple[str, set[int], list[tuple[int, int]]]:
             chars[k] = " "
         times.append((start, match.end()))
     return "".join(chars), heredocs, times
+
+
+# -- what a word can become ------------------------------------------------------------------
+
+_CLASSES_WITHOUT_DASH = frozenset(
+    {"alnum", "alpha", "blank", "cntrl", "digit", "lower", "space", "upper", "word", "xdigit"}
+)
+_CLASSES_WITH_DASH = frozenset({"punct", "graph", "print", "ascii"})
+
+
+def expands(raw: str) -> bool:
+    """Whether bash replaces the word with the names of matching files (an unquoted ``*``,
+    ``?`` or bracket expression). Brace expansion and ``$`` are refused on their own."""
+    return _GLOB_CHARACTER.search(raw) is not None and GLOB.search(unquoted_text(raw)) is not None
+
+
+def may_begin_with_dash(raw: str) -> bool:
+    """Whether the names bash puts in place of the word can begin with ``-`` although the
+    word is not written as an option: ``*``, ``?*``, ``[-a]*``, ``*.txt``, ``*/x`` and ``-*``
+    can (a file may be named ``-delete``), ``./*``, ``dir/*``, ``/abs/*`` and ``"*"`` cannot.
+    A word written as a long option with its value (``--include=*.py``) stays that option.
+    Decided from the text alone: what the folder holds at decision time plays no part."""
+    if not expands(raw):
+        return False
+    pattern = glob_pattern(raw)
+    if pattern is None:
+        return True  # not plain: fail closed
+    prefix, first = _fixed_prefix(pattern)
+    if prefix:
+        return prefix.startswith("-") and not (prefix.startswith("--") and "=" in prefix)
+    if first is None:
+        return True
+    return first
+
+
+def _fixed_prefix(pattern: str) -> tuple[str, bool | None]:
+    """(the literal start of a glob, whether its first wildcard can match ``-``; None when
+    the pattern has no wildcard)."""
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch in "*?":
+            return "".join(out), True
+        if ch == "[":
+            bracket = _bracket(pattern, i)
+            if bracket is not None:
+                end, single, dash = bracket
+                if single is None:
+                    return "".join(out), dash
+                out.append(single)
+                i = end
+                continue
+        out.append(ch)
+        i += 1
+    return "".join(out), None
+
+
+def _bracket(pattern: str, i: int) -> tuple[int, str | None, bool] | None:
+    """The bracket expression at ``pattern[i]``: (the index after it, its one character when
+    it matches exactly one (``[*]``, ``[-]``), whether it matches ``-``). None when the ``[``
+    is a literal character (no closing ``]``). Ranges are by code point (bash's default
+    ``globasciiranges``); with an unknown class, an equivalence class or a collating symbol
+    it counts as matching ``-``."""
+    n = len(pattern)
+    j = i + 1
+    negated = j < n and pattern[j] in "!^"
+    j += int(negated)
+    start = j
+    members: list[str] = []
+    dash = unsure = False
+    while j < n:
+        ch = pattern[j]
+        if ch == "]" and j > start:
+            single = members[0] if len(members) == 1 and not negated else None
+            return j + 1, single, unsure or dash != negated
+        if ch == "[" and j + 1 < n and pattern[j + 1] in ":=.":
+            close = pattern.find(pattern[j + 1] + "]", j + 2)
+            if close >= 0:
+                name = pattern[j + 2 : close]
+                known = pattern[j + 1] == ":" and name in _CLASSES_WITHOUT_DASH
+                dash = dash or (pattern[j + 1] == ":" and name in _CLASSES_WITH_DASH)
+                unsure = unsure or not (known or name in _CLASSES_WITH_DASH)
+                members += ["", ""]  # not one plain character
+                j = close + 2
+                continue
+        if ch == "\\" and j + 1 < n:
+            j += 1
+            ch = pattern[j]
+        if j + 2 < n and pattern[j + 1] == "-" and pattern[j + 2] != "]":
+            dash = dash or ch <= "-" <= pattern[j + 2]
+            members += ["", ""]
+            j += 3
+            continue
+        dash = dash or ch == "-"
+        members.append(ch)
+        j += 1
+    return None

@@ -10,7 +10,8 @@ import pytest
 from mcp_toolbridge.bridge.gate import PolicyGate
 from mcp_toolbridge.builtins.bash import SPEC as BASH
 from mcp_toolbridge.host import CallContext
-from mcp_toolbridge.policy.compiled import Decision, Policy, SessionRules
+from mcp_toolbridge.policy.compiled import Decision, Policy
+from mcp_toolbridge.policy.grants import SessionRules
 from mcp_toolbridge.policy.shell.hooks import shell_floor, shell_targets
 from mcp_toolbridge.policy.shell.parse import splitter
 from tests.support.policy_fixtures import load_policy_text

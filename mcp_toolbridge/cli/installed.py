@@ -1,0 +1,135 @@
+"""How to start this installation again, from a client's config: the command a config names.
+
+An installation in a virtualenv (``pip``, ``pipx install``, ``uv tool install``) is started by
+the absolute path of its ``mcp-toolbridge`` script. One that ``uvx`` or ``pipx run`` made in
+its cache is ephemeral (the cache is pruned, and the next run may make another), so a config
+names the launcher and the package instead, from where this one came (PEP 610's
+``direct_url.json``): ``uvx --from /path/to/the.whl mcp-toolbridge`` for a local wheel or
+folder, ``--from git+URL@COMMIT`` for a VCS install, ``mcp-toolbridge@VERSION`` from an index.
+The launcher is named by its absolute path: clients started from a GUI (Claude Desktop on
+macOS) give servers a minimal PATH without ``~/.local/bin`` (``spawn uvx ENOENT``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+DIST = "mcp-toolbridge"
+SCRIPT = "mcp-toolbridge"
+
+_UV_CACHE_BUCKET = re.compile(r"(environments|archive|builds)-v\d+")
+
+
+def in_uv_cache(prefix: Path) -> bool:
+    """Whether ``prefix`` (an environment) is one uv made in its cache for ``uvx``."""
+    cache = os.environ.get("UV_CACHE_DIR")
+    if cache and prefix.is_relative_to(Path(cache).absolute()):
+        return True
+    parts = prefix.parts
+    return any(
+        _UV_CACHE_BUCKET.fullmatch(part) and "uv" in parts[:i] for i, part in enumerate(parts)
+    )
+
+
+def in_pipx_cache(prefix: Path) -> bool:
+    """Whether ``prefix`` is an environment ``pipx run`` made in its cache (``pipx install``
+    puts environments under ``venvs/``, which last)."""
+    parts = prefix.parts
+    if "pipx" not in parts or "venvs" in parts:
+        return False
+    return any(part in (".cache", "cache") for part in parts)
+
+
+def in_temporary_folder(prefix: Path) -> bool:
+    """Whether ``prefix`` lies in the system's temporary folder (removed at some point)."""
+    try:
+        return prefix.resolve().is_relative_to(Path(tempfile.gettempdir()).resolve())
+    except OSError:
+        return False
+
+
+def install_source() -> str:
+    """Where this installation came from, as uvx's ``--from`` and pipx's ``--spec`` take it: a
+    local path, a VCS or archive URL, else ``mcp-toolbridge==VERSION`` (from an index)."""
+    try:
+        dist = metadata.distribution(DIST)
+    except metadata.PackageNotFoundError:
+        return DIST
+    pinned = f"{DIST}=={dist.version}"
+    text = dist.read_text("direct_url.json")
+    if not text:
+        return pinned
+    try:
+        direct = json.loads(text)
+    except json.JSONDecodeError:
+        return pinned
+    url = direct.get("url") if isinstance(direct, dict) else None
+    if not isinstance(url, str):
+        return pinned
+    vcs = direct.get("vcs_info")
+    if isinstance(vcs, dict) and isinstance(vcs.get("vcs"), str):
+        commit = vcs.get("commit_id")
+        return f"{vcs['vcs']}+{url}" + (f"@{commit}" if isinstance(commit, str) else "")
+    parts = urlsplit(url)
+    if parts.scheme == "file":
+        return unquote(parts.path)
+    return url
+
+
+def _uvx() -> list[str]:
+    """uvx by its absolute path: beside ``$UV`` (uv sets it for what it runs), else on PATH;
+    ``uv tool run`` when only uv is found."""
+    uv = os.environ.get("UV")
+    if uv and Path(uv).is_absolute():
+        beside = Path(uv).with_name("uvx" + Path(uv).suffix)
+        if beside.is_file():
+            return [str(beside)]
+        return [uv, "tool", "run"]
+    found = shutil.which("uvx")
+    return [str(Path(found).absolute())] if found else ["uvx"]
+
+
+def _pipx() -> list[str]:
+    found = shutil.which("pipx")
+    return [str(Path(found).absolute())] if found else ["pipx"]
+
+
+def server_command(prefix: Path | None = None) -> list[str]:
+    """How to start this installation (the environment at ``prefix``, default this one): its
+    console script by its absolute path, else ``python -m``; the launcher and the package
+    when uvx or ``pipx run`` runs it from their caches."""
+    prefix = Path(sys.prefix) if prefix is None else prefix
+    if in_uv_cache(prefix):
+        source = install_source()
+        if source.startswith(f"{DIST}=="):
+            return [*_uvx(), f"{DIST}@{source.partition('==')[2]}"]
+        return [*_uvx(), "--from", source, SCRIPT]
+    if in_pipx_cache(prefix):
+        return [*_pipx(), "run", "--spec", install_source(), SCRIPT]
+    beside = Path(sys.executable).parent / SCRIPT
+    if beside.is_file():
+        return [str(beside)]
+    found = shutil.which(SCRIPT)
+    if found:
+        return [str(Path(found).resolve())]
+    return [str(Path(sys.executable).absolute()), "-m", "mcp_toolbridge"]
+
+
+def temporary_warning(prefix: Path | None = None) -> str | None:
+    """What to say when a config would name an installation in a temporary folder."""
+    prefix = Path(sys.prefix) if prefix is None else prefix
+    if in_uv_cache(prefix) or in_pipx_cache(prefix) or not in_temporary_folder(prefix):
+        return None
+    return (
+        f"this installation is in a temporary folder ({prefix}); a config naming it stops "
+        "working when that folder is removed: install it where it lasts (`uv tool install "
+        "mcp-toolbridge` or `pipx install mcp-toolbridge`) and run config from there"
+    )

@@ -1,0 +1,28 @@
+"""JSON Schema: the only package that imports jsonschema.
+
+- :func:`check_schema` (``meta.py``) meta-validates a declared schema and returns one-line
+  problems with the JSON pointer inside the schema, in jsonschema's words (for whoever wrote
+  the schema).
+- :func:`compile_schema` (``compiled.py``) builds a :class:`CompiledSchema` once; its
+  ``problems`` and ``validate`` are on the hot path of every call and say what a value got
+  wrong so that whoever sent it can fix it (``explain.py``): ``at /title: expected at most 40
+  characters; got 80 ("xxxx…")``, shallow errors first, then in document order.
+- :func:`bundle_refs` and :func:`model_facing` (``refs.py``) rewrite schemas: ``schema:ID``
+  refs embedded, ``"visibility": "internal"`` properties stripped.
+
+May import: nothing of the project (the vocabulary's level)."""
+
+from mcp_toolbridge.schemas.compiled import CompiledSchema, compile_schema
+from mcp_toolbridge.schemas.explain import SchemaProblem
+from mcp_toolbridge.schemas.meta import check_schema
+from mcp_toolbridge.schemas.refs import SCHEMA_REF_PREFIX, bundle_refs, model_facing
+
+__all__ = [
+    "SCHEMA_REF_PREFIX",
+    "CompiledSchema",
+    "SchemaProblem",
+    "bundle_refs",
+    "check_schema",
+    "compile_schema",
+    "model_facing",
+]

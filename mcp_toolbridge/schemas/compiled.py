@@ -1,0 +1,96 @@
+"""A schema compiled once, and what a value's errors against it are (:mod:`.explain` words
+them). Format checking of values is off: ``format`` is an annotation (the Draft 2020-12
+default). Checking it would make validity depend on which optional format libraries happen to
+be installed, and it costs time on every call."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from jsonschema.protocols import Validator
+from referencing import Registry, Resource
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012
+
+from mcp_toolbridge.schemas.explain import WEAK, SchemaProblem, explain
+from mcp_toolbridge.schemas.lines import rank
+from mcp_toolbridge.schemas.meta import validator_class
+
+_ENDLESS = (
+    "the schema (or the value) nests without end, e.g. a $ref that refers to itself; fix the schema"
+)
+
+
+def _schema_fault(message: str) -> SchemaProblem:
+    """A problem of the schema itself, found while checking a value (never the value's)."""
+    return SchemaProblem("/", "", "", "", message)
+
+
+class CompiledSchema:
+    """A schema compiled once; :meth:`validate` is cheap to call many times."""
+
+    __slots__ = ("_validator", "schema")
+
+    def __init__(self, validator: Validator, schema: dict[str, Any]) -> None:
+        self._validator = validator
+        self.schema = schema
+
+    def problems(self, instance: object) -> list[SchemaProblem]:
+        """Every way ``instance`` fails the schema, shallow ones first, then in document
+        order, failed ``oneOf``/``anyOf`` last; empty when it is valid."""
+        try:
+            ranked: list[tuple[tuple[int, tuple[str, ...], bool], SchemaProblem]] = []
+            for error in self._validator.iter_errors(instance):  # type: ignore[arg-type]
+                problem = explain(error)
+                ranked.append((rank(_parts(problem.path), error.validator in WEAK), problem))
+        except Unresolvable as exc:
+            return [_schema_fault(f"the schema's $ref {exc.ref!r} cannot be resolved; fix it")]
+        except re.error as exc:
+            return [_schema_fault(f"the schema has an invalid regular expression ({exc}); fix it")]
+        except RecursionError:
+            return [_schema_fault(_ENDLESS)]
+        out: list[SchemaProblem] = []
+        for _, problem in sorted(ranked, key=lambda item: item[0]):
+            if problem not in out:
+                out.append(problem)
+        return out
+
+    def validate(self, instance: object) -> list[str]:
+        """:meth:`problems` as lines, ``at /path: message`` (``at /: ...`` for the root)."""
+        return [problem.line for problem in self.problems(instance)]
+
+    def is_valid(self, instance: object) -> bool:
+        try:
+            return bool(self._validator.is_valid(instance))  # type: ignore[arg-type]
+        except (Unresolvable, re.error, RecursionError):
+            return False
+
+
+def _parts(path: str) -> tuple[str | int, ...]:
+    """A JSON pointer's parts, indexes as numbers (for the order of :func:`lines.rank`)."""
+    if path == "/":
+        return ()
+    parts = (p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/"))
+    return tuple(int(p) if p.isdigit() else p for p in parts)
+
+
+def compile_schema(
+    schema: dict[str, Any], registry: Mapping[str, dict[str, Any]] | None = None
+) -> CompiledSchema:
+    """Compile ``schema`` (assumed to pass :func:`check_schema`).
+
+    ``registry`` maps extra ``$ref`` targets (e.g. ``schema:mail.send.request.v1``) to schemas;
+    schemas made by :func:`bundle_refs` need none.
+    """
+    cls = validator_class(schema)
+    if registry:
+        resources = [
+            (uri, Resource.from_contents(body, default_specification=DRAFT202012))
+            for uri, body in registry.items()
+        ]
+        validator = cls(schema, registry=Registry().with_resources(resources))
+    else:
+        validator = cls(schema)
+    return CompiledSchema(validator, schema)

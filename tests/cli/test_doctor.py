@@ -1,0 +1,172 @@
+"""mcp-toolbridge doctor on good and broken setups: each line ok or a problem with its fix,
+exit status 1 on a problem. The client's launch is checked as the client makes it (Claude
+Desktop: launchd's minimal PATH, working directory /)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcp_toolbridge.cli.doctor import GUI_PATH
+from mcp_toolbridge.cli.main import main
+
+
+def _doctor(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, str], str]:
+    """The exit status, each check's line by its name, and the whole output."""
+    code = main(["doctor", *argv])
+    text = capsys.readouterr().out
+    lines: dict[str, str] = {}
+    last = ""
+    for line in text.splitlines()[1:-1]:
+        if line.startswith(("ok ", "problem ")):
+            last = line.split()[1] if line.split()[1] != "index" else "index cache"
+            lines[last] = line
+        else:
+            lines[last] += "\n" + line
+    return code, lines, text
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    return folder
+
+
+def _sandbox_ok(lines: dict[str, str]) -> bool:
+    return lines["sandbox"].startswith("ok ")
+
+
+def test_a_good_setup_is_all_ok_and_exits_zero(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, lines, text = _doctor(capsys, "--workspace", str(project))
+    assert set(lines) == {
+        "command",
+        "workspace",
+        "policy",
+        "manifests",
+        "sandbox",
+        "index cache",
+        "grep",
+    }
+    for name in ("command", "workspace", "policy", "manifests", "index cache", "grep"):
+        assert lines[name].startswith("ok "), text
+    assert str(project.resolve()) in lines["workspace"]
+    assert "tools from 3 manifests" in lines["manifests"]  # the bundled examples
+    # The sandbox line is what the sandbox's own probe says on this machine.
+    assert code == (0 if _sandbox_ok(lines) else 1)
+    assert text.rstrip().endswith("no problems" if code == 0 else "1 problem(s)")
+
+
+def test_a_bare_command_missing_from_the_gui_path_is_the_classic_enoent(
+    project: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # uvx is on the user's shell PATH (~/.local/bin), not on the one a GUI app gets.
+    local_bin = tmp_path / "local-bin"
+    local_bin.mkdir()
+    uvx = local_bin / "uvx"
+    uvx.write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
+    uvx.chmod(uvx.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{local_bin}{os.pathsep}{os.environ['PATH']}")
+    config = tmp_path / "claude_desktop_config.json"
+    entry = {"command": "uvx", "args": ["mcp-toolbridge", "serve", "--workspace", str(project)]}
+    config.write_text(json.dumps({"mcpServers": {"toolbridge": entry}}), encoding="utf-8")
+    code, lines, _ = _doctor(capsys, "--client", "claude-desktop", "--config", str(config))
+    assert code == 1
+    assert lines["command"].startswith("problem ")
+    assert f"uvx is not on Claude Desktop's PATH ({GUI_PATH})" in lines["command"]
+    assert "spawn uvx ENOENT" in lines["command"]
+    assert f'fix: write its absolute path in the entry: "command": "{uvx}"' in lines["command"]
+    assert lines["workspace"].startswith("ok ")
+    # The same entry for Claude Code, started from the terminal's PATH, finds it (and says
+    # that a launcher in a temporary folder will not last).
+    code, lines, _ = _doctor(capsys, "--client", "claude-code", "--config", str(config))
+    assert lines["command"].startswith(f"problem  command      {uvx} is in a temporary folder")
+    assert "ENOENT" not in lines["command"]
+
+
+def test_the_home_folder_as_workspace_is_a_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    code, lines, _ = _doctor(capsys, "--workspace", str(home))
+    assert code == 1
+    assert lines["workspace"].startswith("problem ")
+    assert f"is the home folder ({home.resolve()})" in lines["workspace"]
+    assert "fix: name the project folder with --workspace DIR" in lines["workspace"]
+
+
+def test_claude_desktop_without_a_workspace_in_its_entry_is_a_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "claude_desktop_config.json"
+    entry = {"command": sys.executable, "args": ["-m", "mcp_toolbridge", "serve"]}
+    config.write_text(json.dumps({"mcpServers": {"tb": entry}}), encoding="utf-8")
+    code, lines, _ = _doctor(capsys, "--client", "claude-desktop", "--config", str(config))
+    assert code == 1
+    assert (
+        "none: Claude Desktop starts servers in / and the entry names no --workspace"
+        in (lines["workspace"])
+    )
+
+
+def test_a_broken_manifest_is_a_problem_naming_it(
+    project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "tools.json").write_text('{"tools": [{"name": "x"}]}', encoding="utf-8")
+    code, lines, _ = _doctor(capsys, str(broken), "--workspace", str(project))
+    assert code == 1
+    assert lines["manifests"].startswith("problem ")
+    assert "command must have at least program name" in lines["manifests"]
+    assert "`mcp-toolbridge lint PATH` lists every one" in lines["manifests"]
+
+
+def test_a_policy_that_does_not_parse_is_a_problem_naming_the_line(
+    project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[[rules]]\npermission = "read"\naction = "maybe"\n', encoding="utf-8")
+    code, lines, _ = _doctor(capsys, "--policy", str(policy), "--workspace", str(project))
+    assert code == 1
+    assert lines["policy"].startswith("problem ")
+    assert "line 3: rules[0].action" in lines["policy"]
+    assert "manifests" not in lines  # not loaded under a policy that does not parse
+
+
+def test_a_script_whose_interpreter_was_removed_is_a_problem(
+    project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "venv" / "bin" / "mcp-toolbridge"
+    script.parent.mkdir(parents=True)
+    script.write_text(f"#!{tmp_path}/gone/bin/python\n", encoding="utf-8")
+    script.chmod(0o755)
+    config = tmp_path / "mcp.json"
+    entry = {"command": str(script), "args": ["serve", "--workspace", str(project)]}
+    config.write_text(json.dumps({"mcpServers": {"toolbridge": entry}}), encoding="utf-8")
+    code, lines, _ = _doctor(capsys, "--client", "cursor", "--config", str(config))
+    assert code == 1
+    assert f"runs {tmp_path}/gone/bin/python, which no longer exists" in lines["command"]
+
+
+def test_the_entry_config_writes_for_claude_desktop_passes(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(project)
+    code, lines, text = _doctor(capsys, "--client", "claude-desktop", "--sandbox", "off")
+    assert text.startswith("mcp-toolbridge doctor: Claude Desktop, the entry `config` writes")
+    assert code == 0, text
+    assert lines["workspace"] == f"ok       workspace    {project.resolve()}"
+    assert lines["sandbox"].startswith("ok       sandbox      off")

@@ -1,0 +1,51 @@
+"""`mcp-toolbridge serve --http` as a real process in front of a real OpenID provider: the
+issuer from --auth-issuer or from the policy file's [auth] table, an agent signed in with the
+SDK's client credentials flow calling a tool, and --token refused beside an issuer."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.support.httpserve import http_server
+from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
+from tests.support.oauth import AGENT, CLIENTS, agent_client, needs_oidc
+from tests.support.oidc import oidc_provider
+from tests.support.rawstdio import REPO
+
+pytestmark = [pytest.mark.e2e, needs_oidc]
+
+
+@pytest.mark.parametrize("where", ["flag", "policy file"])
+async def test_serve_with_an_issuer_accepts_an_agents_token_and_audits_who_called(
+    tmp_path: Path, where: str
+) -> None:
+    agentcli_manifest(tmp_path / "m", [echo_tool("echo_a")], {"echo": ECHO})
+    audit = tmp_path / "audit.ndjson"
+    with anyio.fail_after(90):
+        async with oidc_provider(tmp_path, clients=CLIENTS) as provider:
+            policy = tmp_path / "policy.toml"
+            table = f'issuer = "{provider.issuer}"\n' if where == "policy file" else ""
+            policy.write_text(f'[auth]\n{table}scopes = ["tools"]\n', encoding="utf-8")
+            flags = ["--auth-issuer", provider.issuer] if where == "flag" else []
+            serving = [*flags, "--policy", str(policy), str(tmp_path / "m")]
+            async with http_server(tmp_path, *serving, audit=audit) as server:
+                async with agent_client(server.url, provider, "auto") as client:
+                    result = await client.call_tool("echo_a", {"text": "hi"})
+                banner = server.stderr()
+    assert not result.is_error
+    assert f"OAuth access tokens of {provider.issuer}" in banner
+    assert f'"subject":"{AGENT}"' in audit.read_text(encoding="utf-8")
+
+
+def test_a_static_token_beside_an_issuer_is_refused_at_start(tmp_path: Path) -> None:
+    agentcli_manifest(tmp_path / "m", [echo_tool("echo_a")], {"echo": ECHO})
+    argv = [sys.executable, "-m", "mcp_toolbridge", "serve", "--no-audit", "--http", ":0"]
+    argv += ["--token", "x" * 32, "--auth-issuer", "https://id.example", str(tmp_path / "m")]
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "--token (TOOLBRIDGE_TOKEN) and --auth-issuer exclude each other" in done.stderr

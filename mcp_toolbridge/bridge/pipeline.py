@@ -285,7 +285,10 @@ class Bridge:
         except CallError as exc:
             outcome = self._failed(name, exc.message, exc.code, started, clearance, exc.details)
         except StateUnavailable as exc:  # fail closed: nothing unchecked runs
-            closed = StateUnavailableError(exc.reason, tool=name)
+            advice = (
+                "The call was refused rather than let through unchecked; try again once it is back"
+            )
+            closed = StateUnavailableError(f"{exc.reason}. {advice}", tool=name)
             outcome = self._failed(name, closed.message, closed.code, started, clearance)
         except cancelled:
             ended: Ended = "shutdown" if self._life.stopping else "cancelled"

@@ -13,7 +13,8 @@ Everything else speaks Redis commands through :class:`RedisLink` (``run``, ``scr
 - **No retries.** redis-py retries a command on a connection error by default; here nothing
   is retried, so a write that timed out is never applied twice (an ``INCRBY`` that reached the
   server and lost its answer is reported unavailable, and not sent again).
-- **Errors.** A refused or lost connection, a timeout and a server still loading its data are
+- **Errors.** A refused or lost connection, a timeout, and a command Redis refuses (still
+  loading its data, out of memory, read-only) are
   :class:`~mcp_toolbridge.state.port.StateUnavailable`, naming the server (never a password).
 """
 
@@ -29,9 +30,7 @@ import anyio
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError, ResponseError
-from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.exceptions import RedisError
 
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.state.port import StateUnavailable
@@ -46,6 +45,9 @@ POLL_S = 1.0
 
 Reply = Any
 """What Redis answered, as redis-py gives it (bytes, int, list, None)."""
+_FAILURES = (RedisError, TimeoutError, OSError)
+"""A lost or refused connection, a timeout, and Redis refusing the command (loading its
+data, out of memory, read-only): the store cannot do it now, so the caller fails closed."""
 
 
 def check_url(url: str) -> str:
@@ -98,18 +100,15 @@ class RedisLink:
         self._scripts: dict[str, Any] = {}
 
     def _unavailable(self, exc: BaseException) -> StateUnavailable:
-        what = str(exc).strip() or type(exc).__name__
-        return StateUnavailable(
-            f"the shared state (Redis at {self.where}) did not answer: {what}. The call was "
-            "refused rather than let through unchecked; try again once it is back"
-        )
+        what = (str(exc).strip() or type(exc).__name__).rstrip(".")
+        return StateUnavailable(f"the shared state (Redis at {self.where}) did not answer: {what}")
 
     async def run(self, *args: str | bytes | int | float) -> Reply:
         """One command, e.g. ``run("HGET", key, field)``."""
         try:
             with anyio.fail_after(self.timeout_s):
                 return await self._redis.execute_command(*args)
-        except (RedisConnectionError, RedisTimeoutError, TimeoutError, OSError) as exc:
+        except _FAILURES as exc:
             raise self._unavailable(exc) from exc
 
     async def script(
@@ -122,7 +121,7 @@ class RedisLink:
         try:
             with anyio.fail_after(self.timeout_s):
                 return await script(keys=list(keys), args=list(args))
-        except (RedisConnectionError, RedisTimeoutError, TimeoutError, OSError) as exc:
+        except _FAILURES as exc:
             raise self._unavailable(exc) from exc
 
     async def transaction(self, commands: Sequence[Sequence[str | bytes | int | float]]) -> Reply:
@@ -133,7 +132,7 @@ class RedisLink:
                     for command in commands:
                         pipe.execute_command(*command)
                     return await pipe.execute()
-        except (RedisConnectionError, RedisTimeoutError, TimeoutError, OSError) as exc:
+        except _FAILURES as exc:
             raise self._unavailable(exc) from exc
 
     async def blocking(self, block_s: float, *args: str | bytes | int | float) -> Reply:
@@ -146,7 +145,7 @@ class RedisLink:
         try:
             with anyio.fail_after(block_s + self.timeout_s):
                 return await self._redis.execute_command(*args)
-        except (RedisConnectionError, RedisTimeoutError, TimeoutError, OSError) as exc:
+        except _FAILURES as exc:
             raise self._unavailable(exc) from exc
 
     @asynccontextmanager
@@ -157,7 +156,7 @@ class RedisLink:
         try:
             with anyio.fail_after(self.timeout_s):
                 await pubsub.subscribe(channel)
-        except (RedisConnectionError, RedisTimeoutError, TimeoutError, OSError) as exc:
+        except _FAILURES as exc:
             with anyio.CancelScope(shield=True):
                 await pubsub.aclose()
             raise self._unavailable(exc) from exc
@@ -170,7 +169,7 @@ class RedisLink:
                         with anyio.fail_after(self.timeout_s):
                             await pubsub.ping()
                         continue
-                except (RedisConnectionError, RedisTimeoutError, TimeoutError, OSError) as exc:
+                except _FAILURES as exc:
                     raise self._unavailable(exc) from exc
                 if message.get("type") == "message":
                     data = message.get("data")
@@ -187,9 +186,7 @@ class RedisLink:
         """True when the server answers now."""
         try:
             return bool(await self.run("PING"))
-        except StateUnavailable:
-            return False
-        except ResponseError:  # e.g. LOADING: up, but not ready
+        except StateUnavailable:  # also LOADING: up, but not ready
             return False
 
     async def aclose(self) -> None:

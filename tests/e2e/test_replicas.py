@@ -243,6 +243,7 @@ async def test_kill_9_mid_call_2026_the_client_hears_at_once_and_a_survivor_audi
 
             async with anyio.create_task_group() as group:
                 group.start_soon(calling)
+                await _started(started)  # the tool runs (the lease has noted its decision)
                 runner = await _runner_of(service)
                 service.kill(runner)
             assert failure, "the call to a killed replica must fail, not hang"

@@ -99,8 +99,11 @@ async def cluster(
     per_replica: Mapping[str, tuple[str, ...]] | None = None,
     env: Mapping[str, str] | None = None,
 ) -> AsyncIterator[Cluster]:
+    """``serve_args`` may name ``{lb}``: the load balancer's MCP URL (an OAuth audience)."""
     need_redis()
     haproxy = need_haproxy()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
     redis = RedisServer(workdir / "redis")
     (workdir / "redis").mkdir(exist_ok=True)
     await anyio.to_thread.run_sync(redis.start)
@@ -112,12 +115,12 @@ async def cluster(
         async with AsyncExitStack() as stack:
             replicas: dict[str, HttpServer] = {}
             for name in names:
-                args = ["--state", redis.url(), "--replica", name, *serve_args]
+                given = [a.replace("{lb}", url) for a in serve_args]
+                args = ["--state", redis.url(), "--replica", name, *given]
                 args += (per_replica or {}).get(name, ())
                 replicas[name] = await stack.enter_async_context(
                     http_server(workdir, *args, env=environ, audit=audits[name])
                 )
-            port = free_port()
             listed = [(n, s.url.split("//")[1].split("/")[0]) for n, s in replicas.items()]
             config = haproxy_module().render(f"127.0.0.1:{port}", listed)
             cfg = workdir / "haproxy.cfg"
@@ -128,7 +131,6 @@ async def cluster(
                 stdout=subprocess.DEVNULL,
                 stderr=lb_log,
             )
-            url = f"http://127.0.0.1:{port}/mcp"
             await _wait_ready(url)
             yield Cluster(redis, replicas, audits, url, lb_process)
     finally:

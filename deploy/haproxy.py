@@ -10,7 +10,8 @@ there is to route on). When that replica is down, the request goes to another on
 answers 404 for a session it does not hold, and the client starts a new session (MCP's rule).
 Everything else (initialize, 2026-07-28 requests, which need no routing) is balanced over the
 replicas that are ready (``/readyz``: a stopping replica or one that lost Redis takes no new
-traffic). Streams are long: SSE responses and resumed GET streams stay open while a call
+traffic; a request it refuses while draining, 503 before reading it, is sent to another
+replica). Streams are long: SSE responses and resumed GET streams stay open while a call
 runs, so the client and server timeouts are an hour.
 
 Standard library only: operators run it where HAProxy is configured; scripts/cluster and the
@@ -42,6 +43,11 @@ def render(listen: str, replicas: list[tuple[str, str]]) -> str:
         "    timeout http-request 30s",
         "    option redispatch",
         "    retries 2",
+        "    # A replica that is draining (SIGTERM) answers new work 503 before reading it, and a",
+        "    # connection refused never reached one: both go to another replica. A response cut",
+        "    # short is not retried (the call may have run).",
+        "    retry-on conn-failure 503",
+        "    option http-buffer-request",
         "",
         "frontend mcp",
         f"    bind {listen}",

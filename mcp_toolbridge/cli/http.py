@@ -12,6 +12,7 @@ shares (``TOOLBRIDGE_STATE_KEYS``, else the secret ``[state] keys`` names)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -65,6 +66,8 @@ def http_options(
             ("--session-idle-timeout", args.session_idle_timeout),
             ("--auth-issuer", args.auth_issuer),
             ("--auth-resource", args.auth_resource),
+            ("--drain-timeout", args.drain_timeout),
+            ("--replica", args.replica),
         )
         for flag, value in given:
             if value:
@@ -94,6 +97,8 @@ def http_options(
         ),
         auth=auth,
     )
+    if args.drain_timeout is not None:
+        options = dataclasses.replace(options, drain_timeout_s=args.drain_timeout)
     check_binding(options)
     return options
 

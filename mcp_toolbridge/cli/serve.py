@@ -83,6 +83,14 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
         help="another Host name HTTP clients use to reach the server (repeatable)",
     )
     parser.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="HTTP: on SIGTERM, let running calls finish for this long before ending them "
+        "(default 30; /readyz says unready meanwhile)",
+    )
+    parser.add_argument(
         "--state",
         default=None,
         metavar="URL",

@@ -33,9 +33,12 @@ import dataclasses
 import hmac
 import ipaddress
 import json
+import logging
 import math
+import signal
 import socket
 from collections.abc import Awaitable, Callable, MutableMapping
+from types import FrameType
 from typing import Any
 
 import anyio
@@ -48,11 +51,13 @@ from starlette.routing import Route
 
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.server.auth import ResourceServer
-from mcp_toolbridge.server.health import HEALTH_PATHS, health_routes
+from mcp_toolbridge.server.health import HEALTH_PATHS, Draining, health_routes
 from mcp_toolbridge.server.http_sessions import PrimedStreams, ResumableSessions, SharedSessions
 from mcp_toolbridge.server.shared_events import RemoteResume
 from mcp_toolbridge.server.tokens import AuthOptions
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
+
+log = logging.getLogger("mcp_toolbridge")
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -60,6 +65,13 @@ MCP_PATH = "/mcp"
 SESSION_IDLE_TIMEOUT_S = 30 * 60.0
 """A stateful session no request has used for this long is closed (the SDK's default)."""
 TOKEN_ENV = "TOOLBRIDGE_TOKEN"
+DRAIN_TIMEOUT_S = 30.0
+"""On SIGTERM, running calls may finish for this long; then they are ended (audited as
+ended by the shutdown)."""
+SIGNAL_POLL_S = 0.1
+ENDING_S = 10.0
+"""After serving, how long calls the shutdown cancelled may take to end (their process
+groups killed, their audit lines written) before the server's state is closed."""
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 WILDCARDS = ("0.0.0.0", "::", "")
 
@@ -84,6 +96,8 @@ class HttpOptions:
     cancelled (their processes killed) and its state dropped."""
     auth: AuthOptions | None = None
     """Accept access tokens of this OAuth issuer (instead of the static token)."""
+    drain_timeout_s: float = DRAIN_TIMEOUT_S
+    """On SIGTERM: how long running calls may go on before they are ended."""
 
     @property
     def url(self) -> str:
@@ -123,6 +137,11 @@ def is_loopback(host: str) -> bool:
 def check_binding(options: HttpOptions) -> None:
     """Refuse to listen beyond this machine without a token (and settings that make no
     sense)."""
+    if not math.isfinite(options.drain_timeout_s) or options.drain_timeout_s < 0:
+        raise ConfigError(
+            f"--drain-timeout must be 0 or more seconds, not {options.drain_timeout_s:g}",
+            code=ErrorCode.CONFIG_INVALID,
+        )
     if not math.isfinite(options.session_idle_timeout_s) or options.session_idle_timeout_s <= 0:
         raise ConfigError(
             "--session-idle-timeout must be a positive number of seconds, "
@@ -236,7 +255,7 @@ def build_app(
     app: ASGIApp = Starlette(
         routes=routes, middleware=middleware, lifespan=lambda _app: sessions.run()
     )
-    app = PrimedStreams(app, sessions)
+    app = Draining(PrimedStreams(app, sessions), server)
     return BearerToken(app, options.token) if options.token else app
 
 
@@ -254,11 +273,19 @@ def _listen(host: str, port: int) -> socket.socket:
 
 class _Uvicorn(uvicorn.Server):
     """uvicorn's server, telling ours first when it starts shutting down: the calls its
-    shutdown then cancels are audited as ended by the shutdown."""
+    shutdown then cancels are audited as ended by the shutdown. SIGTERM first drains
+    (:meth:`HttpService._drain`); a second signal, or SIGINT, stops at once."""
 
     def __init__(self, config: uvicorn.Config, on_stop: Callable[[], None]) -> None:
         super().__init__(config)
         self._on_stop = on_stop
+        self.drain_requested = False
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if sig == signal.SIGTERM and not self.drain_requested and not self.should_exit:
+            self.drain_requested = True  # seen by the drain task; the exit is then a clean one
+            return
+        super().handle_exit(sig, frame)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         self._on_stop()
@@ -298,19 +325,47 @@ class HttpService:
         if self.guard is not None:
             await self.guard.start()
         config = uvicorn.Config(
-            self._app, log_config=None, log_level="warning", timeout_graceful_shutdown=3
+            self._app, log_config=None, log_level="warning", timeout_graceful_shutdown=1
         )
         self._uvicorn = _Uvicorn(config, self._server.stopping)
         self._uvicorn.should_exit = self._stopped
         async with anyio.create_task_group() as group:
             if self._server.replica is not None:
                 await group.start(self._server.replica.run)
+            group.start_soon(self._drain, self._uvicorn)
             task_status.started(url)
             try:
                 await self._uvicorn.serve(sockets=[self._socket])
+                with anyio.move_on_after(ENDING_S):  # calls it cancelled: their audit lines
+                    await self._server.idle()
             finally:
                 self._socket.close()
                 group.cancel_scope.cancel()
+
+    async def _drain(self, server: _Uvicorn) -> None:
+        """On SIGTERM: say unready (/readyz 503, new sessions and sessionless requests 503, so
+        the load balancer sends them elsewhere), let the calls running finish up to the drain
+        deadline, then stop serving (calls still running are ended, each with its audit
+        line). The signal handler only sets a flag, looked at every 0.1 s as uvicorn looks
+        at its own."""
+        while not server.drain_requested:  # noqa: ASYNC110
+            await anyio.sleep(SIGNAL_POLL_S)
+        deadline = self.options.drain_timeout_s
+        running = self._server.calls_running
+        log.warning(
+            "SIGTERM: draining: %d call(s) running may finish within %g s; new sessions "
+            "and sessionless requests are refused (503) meanwhile",
+            running,
+            deadline,
+        )
+        self._server.draining = True
+        with anyio.move_on_after(deadline):
+            await self._server.idle()
+        left = self._server.calls_running
+        if left:
+            log.warning("SIGTERM: %d call(s) still running at the deadline are ended", left)
+        self._server.stopping()  # what is cancelled from now on was ended by the shutdown
+        self.stop()
 
     def stop(self) -> None:
         self._stopped = True

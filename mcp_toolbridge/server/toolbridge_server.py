@@ -18,6 +18,7 @@ from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Any, Literal, Protocol
 
+import anyio
 import mcp_types as types
 from mcp.server import ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
@@ -119,6 +120,9 @@ class ToolbridgeServer:
         self.replica = replica
         self.draining = False
         """Stopping: /readyz says so (the HTTP service drains calls on SIGTERM)."""
+        self.calls_running = 0
+        self._idle = anyio.Event()
+        self._idle.set()
         self._bus: InMemorySubscriptionBus | SharedBus = InMemorySubscriptionBus()
         if replica is not None:
             self._bus = replica.bus
@@ -367,6 +371,7 @@ class ToolbridgeServer:
             caller=caller_of(ctx),
         )
         link = None
+        self._began()
         try:
             async with self._leased(ctx, call_ctx, params.name) as lease:
                 call_ctx = replace(call_ctx, lease=lease)
@@ -389,12 +394,27 @@ class ToolbridgeServer:
                 meta={"toolbridge/code": ErrorCode.SERVER_INTERNAL.value},
             )
         finally:
+            self._ended()
             if scope is None and self._on_session_end is not None:  # a call without a session
                 self._on_session_end(session_id, keep_files=link is not None)
         if outcome.ok and params.name == SEARCH_TOOL and isinstance(outcome.value, dict):
             found = [t.get("name") for t in outcome.value.get("tools", [])]
             await self.load([n for n in found if isinstance(n, str)], ctx)
         return to_result(outcome, entry.spec, modern=modern, link=link)
+
+    def _began(self) -> None:
+        self.calls_running += 1
+        if self._idle.is_set():
+            self._idle = anyio.Event()
+
+    def _ended(self) -> None:
+        self.calls_running -= 1
+        if self.calls_running == 0:
+            self._idle.set()
+
+    async def idle(self) -> None:
+        """Until no call is running (a draining server waits for this)."""
+        await self._idle.wait()
 
     @asynccontextmanager
     async def _leased(

@@ -319,3 +319,87 @@ async def test_kill_9_mid_call_2025_the_resumed_stream_says_the_replica_stopped(
             survivor = next(n for n in service.replicas if n != home)
             lost = await _audit_line(service, survivor, "wait_gate")
     assert lost["outcome"] == "lost"
+
+
+async def test_a_reload_on_one_replica_reaches_listen_streams_on_another(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """r1 watches the manifests, r2 does not: a tool added to them reaches a 2026 client
+    listening on r2 (the shared bus tells r2, which reads the files again), and r2 lists it."""
+    work = tmp_path_factory.mktemp("reload")
+    folder = work / "manifests"
+    agentcli_manifest(folder, [echo_tool()], {"echo": _ECHO})
+    args = ("--sandbox", "off", "--locked", "none", "--workspace", str(work), str(folder))
+    with anyio.fail_after(120):
+        async with (
+            cluster(work, ("r1", "r2"), *args, per_replica={"r1": ("--watch",)}) as service,
+            Client(service.direct("r2"), mode="auto") as client,
+        ):
+            before = [t.name for t in (await client.list_tools()).tools]
+            assert "echo" in before and "echo_two" not in before
+            async with client.listen(tools_list_changed=True) as stream:
+                agentcli_manifest(folder, [echo_tool(), echo_tool("echo_two")], {"echo": _ECHO})
+                async for _event in stream:
+                    break
+            after = [t.name for t in (await client.list_tools()).tools]
+            assert after == [*before, "echo_two"]
+            result = await client.call_tool("echo_two", {"text": "new"})
+            assert result.structured_content == {"echo": {"text": "new"}}
+
+
+@pytest.mark.parametrize("finishes", [True, False])
+async def test_sigterm_drains_a_replica_then_ends_what_outlives_the_deadline(
+    tmp_path_factory: pytest.TempPathFactory, finishes: bool
+) -> None:
+    """SIGTERM to a replica running a call: it turns unready and refuses new work (503, which
+    the load balancer sends to the other replica), the call goes on; finished within the
+    drain deadline it is answered and audited ok, else it is ended at the deadline and
+    audited as ended by the shutdown. Then the replica exits."""
+    work = tmp_path_factory.mktemp("drain")
+    folder = _catalog(work / "manifests")
+    gate, started = work / "gate", work / "started"
+    drain = "30" if finishes else "1"
+    args = ("--sandbox", "off", "--workspace", str(work), "--drain-timeout", drain, str(folder))
+    outcome: list[Any] = []
+    with anyio.fail_after(120):
+        async with cluster(work, ("r1", "r2"), *args) as service:
+            message = call("wait_gate", {"gate": str(gate), "started": str(started)})
+
+            async def calling() -> None:
+                try:
+                    outcome.append(await _post_modern(service.direct("r1"), message))
+                except (httpx2.HTTPError, AssertionError) as exc:
+                    outcome.append(exc)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(calling)
+                await _started(started)
+                service.replicas["r1"].process.terminate()
+                await _until_ready(service.direct("r1"), 503)
+                async with httpx2.AsyncClient(timeout=30) as http:
+                    body = modern(request("tools/list"))
+                    refused = await http.post(
+                        service.direct("r1"), json=body, headers=modern_headers(body)
+                    )
+                    assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
+                answer = await _post_modern(service.url, request("tools/list"))
+                assert answer["result"]["tools"]  # the load balancer took it to r2
+                if finishes:
+                    gate.write_text("open")
+            with anyio.fail_after(30):
+                await service.replicas["r1"].process.wait()
+            lines = [line for line in service.audit("r1") if line["tool"] == "wait_gate"]
+    if finishes:
+        assert outcome[0]["result"]["structuredContent"] == {"done": str(gate)}
+        assert [line["outcome"] for line in lines] == ["ok"]
+    else:
+        assert isinstance(outcome[0], Exception)  # the stream ended without an answer
+        assert [line["outcome"] for line in lines] == ["shutdown"]
+
+
+async def _until_ready(url: str, status: int) -> None:
+    base = url.rsplit("/mcp", 1)[0]
+    async with httpx2.AsyncClient(timeout=5) as http:
+        with anyio.fail_after(30):
+            while (await http.get(f"{base}/readyz")).status_code != status:  # noqa: ASYNC110
+                await anyio.sleep(0.05)  # a probe, as the load balancer's

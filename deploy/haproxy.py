@@ -24,17 +24,23 @@ import argparse
 import re
 import sys
 
-NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,30}$")
+NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 CHECK = "check inter 500ms fall 2 rise 1"
 
 
-def render(listen: str, replicas: list[tuple[str, str]]) -> str:
-    """The configuration text for HAProxy 2.6 or later."""
+def render(listen: str, replicas: list[tuple[str, str]], *, resolve: bool = False) -> str:
+    """The configuration text for HAProxy 2.6 or later. ``resolve``: the addresses are DNS
+    names that may not resolve yet and may move (Kubernetes pods): start anyway, and look
+    them up again through the system's resolvers."""
     lines = [
         "# mcp-toolbridge replicas behind HAProxy: written by deploy/haproxy.py",
         "global",
         "    maxconn 4096",
         "",
+    ]
+    if resolve:
+        lines += ["resolvers system", "    parse-resolv-conf", "    hold valid 5s", ""]
+    lines += [
         "defaults",
         "    mode http",
         "    timeout connect 5s",
@@ -48,6 +54,10 @@ def render(listen: str, replicas: list[tuple[str, str]]) -> str:
         "    # short is not retried (the call may have run).",
         "    retry-on conn-failure 503",
         "    option http-buffer-request",
+    ]
+    if resolve:
+        lines.append("    default-server init-addr last,libc,none resolvers system")
+    lines += [
         "",
         "frontend mcp",
         f"    bind {listen}",
@@ -85,9 +95,14 @@ def _replica(text: str) -> tuple[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--listen", default="0.0.0.0:8700", help="where HAProxy listens")
+    parser.add_argument(
+        "--resolve",
+        action="store_true",
+        help="the addresses are DNS names (Kubernetes pods): resolve them at run time",
+    )
     parser.add_argument("replicas", nargs="+", type=_replica, metavar="NAME=HOST:PORT")
     args = parser.parse_args(argv)
-    sys.stdout.write(render(args.listen, args.replicas))
+    sys.stdout.write(render(args.listen, args.replicas, resolve=args.resolve))
     return 0
 
 

@@ -267,7 +267,7 @@ class StateModel(_Model):
     keys: str | None = None
     """The secret id (``TOOLBRIDGE_SECRET_<ID>`` or the secrets file) of the request-state
     keys, when ``TOOLBRIDGE_STATE_KEYS`` is not set; never the keys themselves."""
-    replica: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9-]{0,30}$")
+    replica: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")
     """This replica's name in session ids and leases (default: the host name, made fit)."""
 
 

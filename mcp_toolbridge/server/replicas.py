@@ -48,24 +48,24 @@ SWEEP_S = 2.0
 RETRY_S = 1.0
 """How soon a lost subscription to the bus is made again."""
 MIN_KEY_BYTES = 32
-_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,30}$")
+_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 
 LostCall = Callable[[dict[str, Any]], Awaitable[None]]
 RemoteChange = Callable[[], Awaitable[None]]
 
 
 def replica_name(given: str | None) -> str:
-    """``given``, or the host name made fit (lowercase letters, digits, dashes; 31 at most),
+    """``given``, or the host name made fit (lowercase letters, digits, dashes; 63 at most),
     or a random name."""
     if given is not None:
         if not _NAME.match(given):
             raise ConfigError(
-                f"--replica {given!r}: use 1 to 31 lowercase letters, digits and dashes, "
+                f"--replica {given!r}: use 1 to 63 lowercase letters, digits and dashes, "
                 "starting with a letter or digit (it is written in session ids)",
                 code=ErrorCode.CONFIG_INVALID,
             )
         return given
-    host = re.sub(r"[^a-z0-9-]+", "-", socket.gethostname().lower()).strip("-")[:31]
+    host = re.sub(r"[^a-z0-9-]+", "-", socket.gethostname().lower()).strip("-")[:63]
     return host if _NAME.match(host) else f"r-{uuid.uuid4().hex[:8]}"
 
 

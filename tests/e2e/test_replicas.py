@@ -13,6 +13,10 @@ as ``lost``, and a 2025 client's session gets 404 and a new session works elsewh
 from __future__ import annotations
 
 import json
+import os
+import secrets
+import signal
+import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -20,11 +24,12 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import Client
 
 from mcp_toolbridge.server.resume import RETRY_MS
 from mcp_toolbridge.state import RedisLink
-from tests.support.cluster import Cluster, cluster
+from tests.support.cluster import Cluster, cluster, need_haproxy
 from tests.support.httpserve import (
     answer_from,
     call,
@@ -34,6 +39,8 @@ from tests.support.httpserve import (
     request,
 )
 from tests.support.manifests import agentcli_manifest, echo_tool
+from tests.support.rawstdio import REPO
+from tests.support.redis_server import need_redis
 
 pytestmark = pytest.mark.e2e
 
@@ -403,3 +410,44 @@ async def _until_ready(url: str, status: int) -> None:
         with anyio.fail_after(30):
             while (await http.get(f"{base}/readyz")).status_code != status:  # noqa: ASYNC110
                 await anyio.sleep(0.05)  # a probe, as the load balancer's
+
+
+async def test_scripts_cluster_serves_n_replicas_behind_haproxy_and_stops_them_all(
+    tmp_path: Path,
+) -> None:
+    """What a person runs to try it: ``scripts/cluster 2``; a client through its load balancer
+    lists the tools; SIGTERM to the script ends every process it started."""
+    need_haproxy()
+    need_redis()
+    base = 20000 + secrets.randbelow(400) * 100
+    env = {**os.environ, "TOOLBRIDGE_CLUSTER_PORT": str(base), "TMPDIR": str(tmp_path)}
+    argv = [str(REPO / "scripts" / "cluster"), "2", "--sandbox", "off", "--locked", "none"]
+    process = await anyio.open_process(
+        argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True
+    )
+    try:
+        assert process.stderr is not None
+        stream = BufferedByteReceiveStream(process.stderr)
+        with anyio.fail_after(90):
+            while b"connect clients to" not in await stream.receive_until(b"\n", 1 << 16):
+                pass
+        async with Client(f"http://127.0.0.1:{base}/mcp", mode="auto") as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+        assert {"get_time", "word_count", "hash_text", "slugify"} <= set(names)  # the examples
+        process.terminate()
+        with anyio.fail_after(30):
+            await process.wait()
+        group = os.getpgid(process.pid) if process.returncode is None else process.pid
+        assert not _alive_in_group(group)
+    finally:
+        if process.returncode is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        await process.aclose()
+
+
+def _alive_in_group(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True

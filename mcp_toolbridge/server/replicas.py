@@ -7,11 +7,14 @@ keys that seal 2026-07-28 request state.
   that lands on another replica is accepted. A replica with shared state refuses to start
   without them: an ephemeral key would make every such retry fail elsewhere.
 - **Lease.** The replica renews ``replica:NAME`` every :data:`RENEW_S` (it lives
-  :data:`LEASE_S`), and records each call it runs under ``calls:NAME`` while it runs. Every
-  :data:`SWEEP_S` each replica looks for replicas whose lease expired and claims their calls
-  (one claimer wins, atomically): for each, the call's outcome ``lost`` is audited by the
-  claimer, and a 2025-era call's stream gets an error as its final message, so a client that
-  resumes it hears that the call's replica stopped instead of waiting.
+  :data:`LEASE_S`); each call it runs is recorded under ``calls:NAME`` from the moment its
+  gate allows it (one write, with the decision and the budget it holds) until it ends, and
+  each 2025-era session it holds under ``sessions:NAME``. Every :data:`SWEEP_S` each replica
+  looks for replicas whose lease expired and claims their calls and sessions (one claimer
+  wins, atomically): each call's outcome ``lost`` is audited by the claimer (its budget hold
+  released), and every unfinished request stream of each session gets an error as its final
+  message, so a client that resumes it hears that the call's replica stopped instead of
+  waiting.
 - **Bus.** ``tools/list_changed`` for 2026-07-28 listen streams: delivered to this replica's
   listeners at once and published on Redis; a replica that hears another's reload whose
   listing differs from its own reloads now (``on_remote_change``), then tells its own
@@ -36,7 +39,7 @@ from mcp.server.request_state import RequestStateSecurity
 from mcp.server.subscriptions import ServerEvent, ToolsListChanged
 
 from mcp_toolbridge.errors import ConfigError, ErrorCode
-from mcp_toolbridge.server.shared_events import end_lost_stream
+from mcp_toolbridge.server.shared_events import end_lost_streams
 from mcp_toolbridge.state import SharedStore, StateUnavailable
 
 log = logging.getLogger("mcp_toolbridge")
@@ -189,7 +192,10 @@ class Replica:
             try:
                 for other in await self.shared.replicas():
                     if other != self.name and not await self.shared.is_alive(other):
-                        for record in await self.shared.claim(other):
+                        records, sessions = await self.shared.claim(other)
+                        for session_id in sessions:
+                            await end_lost_streams(self.shared, session_id, other)
+                        for record in records:
                             await self._report_lost(other, record)
             except StateUnavailable:
                 continue
@@ -198,9 +204,6 @@ class Replica:
         log.warning(
             "replica %s stopped during a call of %s; reporting it lost", other, record.get("tool")
         )
-        sid, rid = record.get("sid"), record.get("rid")
-        if isinstance(sid, str) and isinstance(rid, str | int):
-            await end_lost_stream(self.shared, sid, rid, other)
         if self.on_lost is not None:
             try:
                 await self.on_lost(record)
@@ -228,10 +231,10 @@ class Replica:
 
     @asynccontextmanager
     async def lease(self, record: dict[str, Any]) -> AsyncIterator[CallRecord]:
-        """Record a call while it runs (a replica that dies holding it has it reported lost
-        by another); a store that does not answer leaves the call unrecorded, not refused."""
+        """A call's record, written once its gate allowed it (its decision noted: one write a
+        call) and removed when it ends; a replica that dies holding it has it reported lost
+        by another. A store that does not answer leaves the call unrecorded, not refused."""
         call = CallRecord(self, {**record, "replica": self.name, "pid": os.getpid()})
-        await call.write()
         try:
             yield call
         finally:
@@ -256,7 +259,7 @@ class CallRecord:
 
     async def note(self, **facts: Any) -> None:
         self._record.update(facts)
-        if self._written:
+        if self._written or "decision" in facts:  # from the decision on, it is recorded
             await self.write()
 
     async def end(self) -> None:

@@ -127,6 +127,20 @@ LOST_CALL = -32001
 """The error ending the stream of a call whose replica stopped before it finished."""
 
 
+async def end_lost_streams(shared: SharedStore, session_id: str, replica: str) -> None:
+    """End every unfinished request stream of a dead replica's session with an error: a
+    client resuming one gets the error, not a wait."""
+    try:
+        streams = await shared.unfinished(session_id)
+    except StateUnavailable as exc:
+        log.warning("a lost session's clients were not told: %s", exc.reason)
+        return
+    for stream in streams:
+        if stream != GET_STREAM_KEY:
+            request_id: Any = int(stream) if stream.lstrip("-").isdigit() else stream
+            await end_lost_stream(shared, session_id, request_id, replica)
+
+
 async def end_lost_stream(
     shared: SharedStore, session_id: str, request_id: Any, replica: str
 ) -> None:
@@ -220,7 +234,7 @@ class SharedEvents(EventStore):
         with anyio.CancelScope(shield=True), anyio.move_on_after(5):
             try:
                 streams = await self._shared.streams(self._session_id)
-                await self._shared.close_session(self._session_id, streams)
+                await self._shared.close_session(self._session_id, self._replica, streams)
             except StateUnavailable as exc:
                 log.warning("a closed session's events stay until they expire: %s", exc.reason)
 

@@ -11,7 +11,8 @@ Keys (under the prefix; one session's keys share the hash tag ``{s:ID}``):
   to keep); ``{s:ID}:seq`` numbers them; ``{s:ID}:starts`` where each stream began;
 - ``out:TOKEN``: hash, a truncated output (owner, tool, MIME type, bytes), with its TTL;
 - ``replica:NAME``: string, present while the replica is alive (a TTL it renews);
-  ``replicas``: set of names seen; ``calls:NAME``: hash of the calls it runs (JSON);
+  ``replicas``: set of names seen; ``calls:NAME``: hash of the calls it runs (JSON) once
+  their gate allowed them; ``sessions:NAME``: set of the sessions it holds;
 - channel ``events``: JSON events every replica hears.
 
 Every key of a session expires with the session's idle time, renewed by each event: a dead
@@ -58,11 +59,12 @@ return seq
 """
 
 _CLAIM = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return {} end
+if redis.call('EXISTS', KEYS[1]) == 1 then return {{}, {}} end
 local calls = redis.call('HVALS', KEYS[2])
-redis.call('DEL', KEYS[2])
+local sessions = redis.call('SMEMBERS', KEYS[4])
+redis.call('DEL', KEYS[2], KEYS[4])
 redis.call('SREM', KEYS[3], ARGV[1])
-return calls
+return {calls, sessions}
 """
 
 
@@ -112,8 +114,13 @@ class SharedStore:
     ) -> None:
         key = self._session(session_id, "meta")
         ttl = max(1, round(ttl_s * 1000))
+        held = f"{self.prefix}sessions:{replica}"
         await self.link.transaction(
-            [("HSET", key, "replica", replica, "credential", credential), ("PEXPIRE", key, ttl)]
+            [
+                ("HSET", key, "replica", replica, "credential", credential),
+                ("PEXPIRE", key, ttl),
+                ("SADD", held, session_id),
+            ]
         )
 
     async def session(self, session_id: str) -> dict[str, str] | None:
@@ -123,10 +130,22 @@ class SharedStore:
             return None
         return {k.decode(): v.decode() for k, v in _fields(raw).items()}
 
-    async def close_session(self, session_id: str, streams: list[str]) -> None:
+    async def close_session(self, session_id: str, replica: str, streams: list[str]) -> None:
         keys = [self._session(session_id, w) for w in ("meta", "seq", "starts")]
         keys += [self._session(session_id, f"ev:{s}") for s in streams]
-        await self.link.run("DEL", *keys)
+        await self.link.transaction(
+            [("DEL", *keys), ("SREM", f"{self.prefix}sessions:{replica}", session_id)]
+        )
+
+    async def unfinished(self, session_id: str) -> list[str]:
+        """The session's streams whose last stored event is not their final message."""
+        left = []
+        for stream in await self.streams(session_id):
+            key = self._session(session_id, f"ev:{stream}")
+            last = _events(await self.link.run("XREVRANGE", key, "+", "-", "COUNT", 1))
+            if not last or not last[0].final:
+                left.append(stream)
+        return left
 
     async def streams(self, session_id: str) -> list[str]:
         raw = await self.link.run("HKEYS", self._session(session_id, "starts"))
@@ -249,21 +268,23 @@ class SharedStore:
     async def replicas(self) -> list[str]:
         return sorted(r.decode() for r in await self.link.run("SMEMBERS", f"{self.prefix}replicas"))
 
-    async def claim(self, replica: str) -> list[dict[str, Any]]:
-        """The calls of a replica whose lease expired, taken by exactly one claimer (the
-        others get none); [] while it is alive."""
+    async def claim(self, replica: str) -> tuple[list[dict[str, Any]], list[str]]:
+        """The calls and the sessions of a replica whose lease expired, taken by exactly one
+        claimer (the others get none); nothing while it is alive."""
         keys = [
             f"{self.prefix}replica:{replica}",
             f"{self.prefix}calls:{replica}",
             f"{self.prefix}replicas",
+            f"{self.prefix}sessions:{replica}",
         ]
-        raw = await self.link.script(_CLAIM, keys, [replica])
+        raw_calls, raw_sessions = await self.link.script(_CLAIM, keys, [replica])
+        sessions = [s.decode() for s in raw_sessions or ()]
         found = []
-        for item in raw or ():
+        for item in raw_calls or ():
             try:
                 record = json.loads(item)
             except ValueError:
                 continue
             if isinstance(record, dict):
                 found.append(record)
-        return found
+        return found, sessions

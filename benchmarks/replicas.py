@@ -23,6 +23,9 @@ loads and saves the caller's list in the state store: no spawn's noise).
 3. **Redis memory**: used_memory before and after opening 200 2025-era sessions, each making
    one call; and the memory of one stored stream (a call's events: priming, result) and of a
    session's meta, from MEMORY USAGE.
+4. **In this process** (no HTTP, no client: the server's own part, which a loaded machine's
+   noise hides in 1.): each state operation a call makes, on the Redis State and on the
+   in-memory one, interleaved, 2,000 each: the p50, and what they add up to for one call.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -43,7 +46,7 @@ import httpx2
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mcp_toolbridge.state import RedisLink
+from mcp_toolbridge.state import Grant, MemoryState, RedisLink, RedisState, SharedStore, State
 from tests.support.cluster import KEYS, cluster
 from tests.support.httpserve import (
     answer_from,
@@ -223,6 +226,59 @@ async def memory(redis: RedisServer, work: Path, sessions: int = 200) -> dict[st
     }
 
 
+OPS = 2000
+Op = Callable[[], Awaitable[Any]]
+
+
+async def state_ops(redis: RedisServer) -> dict[str, tuple[float, float]]:
+    """p50 µs of each state operation a call makes: (in memory, in Redis)."""
+    link = RedisLink(redis.url())
+    shared = SharedStore(link, prefix="bench:")
+    stores: dict[str, State] = {"memory": MemoryState(), "redis": RedisState(link, prefix="bench:")}
+    record = {"tool": "todo", "session": "s", "decision": ["allow", "rule", "default"]}
+    owner = "caller:bench"
+    found: dict[str, dict[str, list[float]]] = {}
+
+    def ops_of(state: State) -> dict[str, Op]:
+        return {
+            "rate limit (hit)": lambda: state.hit(owner, "calls", 10**9, 60.0),
+            "grants": lambda: state.grants(owner),
+            "todo load": lambda: state.load(owner, "todo"),
+            "todo save": lambda: state.save(owner, "todo", []),
+        }
+
+    def call_ops(i: int) -> dict[str, Op]:
+        return {
+            "lease write": lambda: shared.begin_call("bench", f"c{i}", record),
+            "lease end": lambda: shared.end_call("bench", f"c{i}"),
+            "event stored (2025 session)": lambda: shared.append(
+                "bench", "1", b"{}", final=False, keep=True, max_events=1000, ttl_s=60
+            ),
+        }
+
+    async def timed(what: str, store: str, op: Op) -> None:
+        began = time.perf_counter()
+        await op()
+        found.setdefault(what, {}).setdefault(store, []).append((time.perf_counter() - began) * 1e6)
+
+    try:
+        for state in stores.values():
+            await state.add_grants(owner, [Grant("read", None)])
+        for i in range(OPS):
+            for name, state in stores.items():
+                for what, op in ops_of(state).items():
+                    await timed(what, name, op)
+            for what, op in call_ops(i).items():
+                await timed(what, "redis", op)
+        await link.run("FLUSHDB")
+    finally:
+        await link.aclose()
+    return {
+        what: (statistics.median(times.get("memory", [0.0])), statistics.median(times["redis"]))
+        for what, times in found.items()
+    }
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=300)
@@ -244,12 +300,14 @@ async def main() -> None:
                     added.setdefault(era, []).append(cell)
                 if rep == 0:
                     figures = await memory(redis, rep_dir)
+                    ops = await state_ops(redis)
             finally:
                 redis.stop()
             per_client = max(1, args.calls // args.clients)
             for count, cell3 in (await throughput(args.clients, per_client, rep_dir)).items():
                 rates.setdefault(count, []).append(cell3)
     _report(added, rates, figures, args)
+    _report_ops(ops)
 
 
 def _span(values: list[float], fmt: str = "{:.2f}") -> str:
@@ -283,6 +341,18 @@ def _report(
     print("|---|---|")
     for what, value in figures.items():
         print(f"| {what} | {value:,.0f} |")
+
+
+def _report_ops(ops: dict[str, tuple[float, float]]) -> None:
+    print("\n| state operation (in this process) | p50 µs memory | p50 µs Redis |")
+    print("|---|---|---|")
+    for what, (in_memory, in_redis) in ops.items():
+        shown = f"{in_memory:.1f}" if in_memory else "—"
+        print(f"| {what} | {shown} | {in_redis:.0f} |")
+    per_call = sum(r - m for what, (m, r) in ops.items() if "event" not in what)
+    both = per_call + 2 * ops["event stored (2025 session)"][1]
+    print(f"| **a 2026-07-28 todo call, added** | | **{per_call:.0f}** |")
+    print(f"| **a 2025 session's todo call, added** (2 events stored) | | **{both:.0f}** |")
 
 
 if __name__ == "__main__":

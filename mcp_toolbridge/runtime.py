@@ -48,7 +48,7 @@ from mcp_toolbridge.executors import (
     ExecToolExecutor,
     Executor,
     HttpExecutor,
-    probe_sandbox,
+    probe_sandbox_at_start,
 )
 from mcp_toolbridge.host import CallContext, Caller
 from mcp_toolbridge.loaders import LoadReport, Manifests, load_manifests
@@ -81,10 +81,6 @@ def bundled_manifests() -> Path:
     """The example catalog: inside the installed package, or beside it in a checkout."""
     packaged = Path(__file__).parent / "examples"
     return packaged if packaged.is_dir() else Path(__file__).parent.parent / "manifests"
-
-
-def user_data_dir() -> Path:
-    return Path(platformdirs.user_data_dir("mcp-toolbridge"))
 
 
 @dataclass(frozen=True)
@@ -134,10 +130,8 @@ class Settings:
 
 @dataclass(frozen=True)
 class Loaded:
-    """A catalog, the policy it was filtered by, and everything found while building it.
-    What a start needs (errors, what was left out and why, counts per manifest) is here
-    without reading the records of a catalog restored from the start-up cache; ``problems``,
-    ``report`` and ``skipped`` read them when asked for."""
+    """A catalog, its policy and what was found building it: what a start needs, without
+    reading a cached catalog's records (``problems``, ``report``, ``skipped`` read them)."""
 
     catalog: Catalog
     manifests: Manifests
@@ -185,7 +179,7 @@ def load_policy(settings: Settings) -> Policy:
     return Policy.load(
         settings.policy_file,
         workspace=settings.workspace_root(),
-        user_data=user_data_dir(),
+        user_data=Path(platformdirs.user_data_dir("mcp-toolbridge")),
         ad_hoc=[p.resolve() for p in settings.ad_hoc],
         allow=settings.allow,
     )
@@ -288,7 +282,7 @@ def _catalog_parts(
 ) -> tuple[PolicyGate, BuiltinExecutor]:
     """What depends on the catalog and the policy, rebuilt on every reload."""
     catalog = loaded.catalog
-    search = ToolSearch(serving_index(settings, loaded), catalog, screen=loaded.policy)
+    search = ToolSearch(serving_index(settings, loaded), catalog, access=loaded.policy)
     if loaded.locked is None:
         builtins = BuiltinExecutor([search])
     else:
@@ -388,7 +382,9 @@ class Runtime:
             self.gate.sandbox.close()
         self.gate = gate
         runs: dict[str, Executor] = {} if self.stand_in else {"builtin": executor}
-        self.bridge = self.bridge.rebuilt(loaded.catalog, gate=gate, executors=runs, screen=gate)
+        self.bridge = self.bridge.rebuilt(
+            loaded.catalog, gate=gate, executors=runs, secret_scan=gate.secret_scan, access=gate
+        )
         self.left_out = loaded.left_out
         return []
 
@@ -434,11 +430,13 @@ async def open_runtime(
     shared = _Shared(sessions, PathLocks(), call_tool, offer)
     gate, builtins = _catalog_parts(settings, loaded, shared)
     if gate.sandbox is not None:  # once per process: say now, not at the first call, if it fails
-        await probe_sandbox(gate.sandbox)
+        await probe_sandbox_at_start(gate.sandbox)
     async with AsyncExitStack() as stack:
         if "bash" in loaded.catalog:  # its parser, built off the event loop (see load_parser)
             warm = await stack.enter_async_context(anyio.create_task_group())
             warm.start_soon(anyio.to_thread.run_sync, load_parser)
+        if gate.secret_scan.enabled:  # the engine's rules, compiled off the event loop (~0.1 s)
+            await anyio.to_thread.run_sync(gate.secret_scan.warm)
         http = await stack.enter_async_context(HttpExecutor.open())
         watching: tuple[Observer, ...] = ()
         if settings.audit:
@@ -468,8 +466,9 @@ async def open_runtime(
             secrets=secrets,
             gate=gate,
             observers=watching,
+            secret_scan=gate.secret_scan,
             state=sessions.state,
-            screen=gate,
+            access=gate,
         )
         runtime = Runtime(
             settings,

@@ -35,6 +35,7 @@ LEVELS = {
     "catalog/": 1,
     "policy/": 1,
     "sandbox/": 1,
+    "leaks/": 1,
     # what runs a call
     "executors/": 2,
     "builtins/": 2,
@@ -57,6 +58,7 @@ ONLY_IN = {
     "multiprocessing": ("loaders/parallel.py", "forking.py"),
     "concurrent": ("loaders/parallel.py",),
     "asyncio": (),
+    "betterleaks": ("leaks/engine.py",),
     "numpy": ("catalog/embedding.py",),
     "safetensors": ("catalog/embedding.py",),
     "tokenizers": ("catalog/embedding.py",),

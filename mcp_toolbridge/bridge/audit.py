@@ -3,7 +3,8 @@
 Each line is a complete JSON object (:class:`AuditRecord`, camelCase keys) written with a
 single ``os.write`` on a file descriptor opened with ``O_APPEND``, so concurrent calls never
 interleave. The file is created with mode 0600 (its folder 0700). Secrets are redacted from
-argv and URLs; environment variables are recorded by name only.
+argv and URLs; environment variables are recorded by name only. Secrets nobody declared are
+recorded as counts per rule id (``redacted``, ``argumentSecrets``), never a value or a digest.
 
 The line is written from the event loop, not from a worker thread. Appending a few hundred
 bytes to a local file takes about 10 µs; a round trip through a worker thread took about
@@ -150,6 +151,10 @@ class AuditRecord(BaseModel):
     usage: dict[str, float] | None = None
     """What the call used as its result reported it (``{"tokens": n, "usd": x}``), for tool
     budgets; None when it reported nothing."""
+    redacted: dict[str, int] | None = None
+    """Secrets nobody declared, replaced in the result the client got: count per rule id."""
+    argument_secrets: dict[str, int] | None = None
+    """Secrets found in the call's arguments: count per rule id."""
 
     def to_line(self) -> bytes:
         return (self.model_dump_json(by_alias=True) + "\n").encode("utf-8")
@@ -169,6 +174,8 @@ class AuditRecord(BaseModel):
         outcome: Outcome | None = None,
         usage: dict[str, float] | None = None,
         via: str | None = None,
+        redacted: Mapping[str, int] | None = None,
+        argument_secrets: Mapping[str, int] | None = None,
         caller: Caller = LOCAL,
     ) -> AuditRecord:
         """A record for a call that was decided (and maybe run). ``answer`` is the person's
@@ -177,7 +184,8 @@ class AuditRecord(BaseModel):
         the caller has it (:func:`~mcp_toolbridge.bridge.outcome.outcome_of`), else it is
         classified from the decision, result, error and answer; ``usage`` is what the call
         used, as its result reported it (tool budgets); ``via`` the tool the call came through
-        (the proxy); ``caller`` who called (its subject and client id are recorded)."""
+        (the proxy); ``redacted`` and ``argument_secrets`` count secrets nobody declared per
+        rule id; ``caller`` who called (its subject and client id are recorded)."""
         values = tuple(secrets)
         if outcome is None:
             outcome = classify(
@@ -215,6 +223,8 @@ class AuditRecord(BaseModel):
             is_error=outcome is not Outcome.OK,
             error_code=str(error.code) if error is not None else None,
             usage=usage,
+            redacted=dict(redacted) if redacted else None,
+            argument_secrets=dict(argument_secrets) if argument_secrets else None,
         )
 
 
@@ -289,6 +299,8 @@ def audit_observer(log: AuditLog) -> Observer:
             outcome=outcome_of(outcome),
             usage=outcome.usage.as_json() if outcome.usage is not None else None,
             via=ctx.via,
+            redacted=outcome.redacted,
+            argument_secrets=outcome.argument_secrets,
             caller=ctx.caller,
         )
         await log.write(record)

@@ -23,15 +23,36 @@ session's are forgotten when it ends, a person's are not.
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 from typing import Any
+
+import anyio
 
 from mcp_toolbridge.errors import BudgetExceededError, RateLimitedError
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.policy import Policy
-from mcp_toolbridge.state import Admission, State, Usage
+from mcp_toolbridge.state import Admission, MemoryState, State, StateUnavailable, Usage
+
+__all__ = [
+    "BudgetLedger",
+    "RateLimit",
+    "State",
+    "StateUnavailable",
+    "Ticket",
+    "Usage",
+    "reported_usage",
+]
+"""The ledger, the rate limit, and the State they keep their counts in (default: one in
+memory)."""
+
+
+log = logging.getLogger("mcp_toolbridge")
+
+SETTLE_LIMIT_S = 5.0
+"""How long settling a call's budget may take (shielded, so a cancelled call settles too)."""
 
 
 def reported_usage(value: Any) -> Usage | None:
@@ -65,8 +86,8 @@ class BudgetLedger:
     """Usage summed per (owner, tool name), kept in a State; each call of a budgeted tool
     admitted (checked and held in one step of the State) and settled."""
 
-    def __init__(self, state: State) -> None:
-        self.state = state
+    def __init__(self, state: State | None = None) -> None:
+        self.state: State = state if state is not None else MemoryState()
 
     async def used(self, owner: str, tool: str) -> Usage:
         return await self.state.usage(owner, tool)
@@ -88,6 +109,32 @@ class BudgetLedger:
         """The admitted call ended (``usage``: what its result reported, if anything)."""
         if ticket is not None:
             await self.state.settle(ticket.owner, ticket.tool, ticket.held, usage)
+
+    async def admit_call(
+        self, spec: ToolSpec, ctx: CallContext, rate_limit: RateLimit | None
+    ) -> Ticket | None:
+        """Count the call against its caller's rate limit and admit it against the tool's
+        budget (RateLimitedError, BudgetExceededError); the budget hold is noted in the
+        call's lease, for a survivor to release should this server die."""
+        if rate_limit is not None:
+            await rate_limit.check(self.state, ctx)
+        ticket = await self.admit(spec, ctx)
+        if ticket is not None and ctx.lease is not None:
+            held = [ticket.owner, ticket.tool, ticket.held.tokens, ticket.held.usd]
+            await ctx.lease.note(held=held)
+        return ticket
+
+    async def release(self, ticket: Ticket | None, usage: Usage | None) -> None:
+        """Settle an admitted call, shielded (a cancelled call releases its hold too) and
+        bounded; a store that cannot be reached keeps the hold until its owner's keys
+        expire (the call's usage is then not counted: it is not counted twice either)."""
+        if ticket is None:
+            return
+        with anyio.move_on_after(SETTLE_LIMIT_S, shield=True):
+            try:
+                await self.settle(ticket, usage)
+            except StateUnavailable as exc:
+                log.warning("could not settle a budgeted call of %s: %s", ticket.tool, exc)
 
 
 def _refusal(spec: ToolSpec, ctx: CallContext, admission: Admission) -> str:

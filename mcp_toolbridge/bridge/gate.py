@@ -5,7 +5,9 @@
    refusal here is final: no rule, session answer or watchdog can change it.
 2. Permission rules (manifest, project, session scopes; most specific wins). A shell command
    with parts that cannot be checked is never allowed by a broad rule: it asks.
-3. The watchdog, when the policy names one: it can only tighten the decision.
+3. The watchdog, when the policy names one: it can only tighten the decision. Then the
+   secret scan (bridge/screen.py): arguments that carry a secret, to a tool that can reach the
+   network, make an allowed call ask (naming the rules, never the value).
 4. ``ask``: the person is asked through the client (allow once / allow always / reject).
    A client that cannot ask is headless, and ask is a deny with a fixed message that never
    reads as consent. A client that was asked and could not put the question to the person
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -42,9 +45,16 @@ import anyio
 import anyio.to_thread
 
 from mcp_toolbridge.bridge.budget import RateLimit
+from mcp_toolbridge.bridge.screen import (
+    SECRETS_SCOPE,
+    argument_hint,
+    argument_question,
+    reaches_network,
+)
 from mcp_toolbridge.errors import ExecError
 from mcp_toolbridge.executors import run_process
 from mcp_toolbridge.host import CallContext, Caller, CouldNotAsk
+from mcp_toolbridge.leaks import OFF, SecretScan
 from mcp_toolbridge.model import Format, ToolSpec
 from mcp_toolbridge.policy import (
     CommandSplitter,
@@ -97,6 +107,9 @@ ALLOW_ONCE = "Allow once"
 ALLOW_ALWAYS = "Allow always (this session)"
 REJECT = "Reject"
 MAX_SUMMARY = 600
+APPROVED_SECRETS = "secret_scan.approved"
+"""The State value of the (tool, rule) pairs an owner's "always" answers allowed in the
+arguments (secrets nobody declared)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +141,21 @@ class Clearance:
         else:
             text = f"Denied by {self.decision.rule}."
         return f"{text} {self.hint}" if self.hint else text
+
+
+NO_POLICY = Decision("allow", "no policy configured", "default")
+PENDING = Decision("ask", "confirmation pending", "confirmation")
+"""The decision of a call that ended waiting for the person's answer (2026-07-28)."""
+
+
+async def allow_all(spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext) -> Clearance:
+    """The gate of a bridge without a policy."""
+    return Clearance(NO_POLICY)
+
+
+def refused(rule: str, scope: str) -> Clearance:
+    """A refusal decided before the gate (a spent budget: scope ``budget``)."""
+    return Clearance(Decision("deny", rule, scope))
 
 
 def _summary(arguments: Mapping[str, Any]) -> str:
@@ -162,12 +190,14 @@ class PolicyGate:
         sidecars: Callable[[str], Path | None] | None = None,
         sandbox: Sandbox | None = None,
         state: State | None = None,
+        secret_scan: SecretScan = OFF,
     ) -> None:
         self.policy = policy
         self.rate_limit = RateLimit.configured(policy)
         """The policy's ``[limits]``: the bridge checks it before the gate."""
         self.sandbox = sandbox
         self.state: State = state if state is not None else MemoryState()
+        self.secret_scan = secret_scan
         self._sidecars = sidecars
         self._environ = dict(os.environ if environ is None else environ)
         self._splitter = splitter
@@ -184,11 +214,20 @@ class PolicyGate:
     ) -> PolicyGate:
         """The server's gate: its OS sandbox in ``mode`` (``--sandbox``), else as the
         policy's ``[sandbox]`` table says, with the table's masks and ``warm``; the home
-        folder (for the secret paths) from ``environ``."""
+        folder (for the secret paths) from ``environ``; the secret scan of its
+        ``[secret_scan]`` table."""
         config = policy.file.sandbox
         sandbox = Sandbox.from_environ(mode or config.mode, environ, config.mask)
         sandbox.warm.enabled = config.warm
-        return cls(policy, environ=environ, sidecars=sidecars, sandbox=sandbox, state=state)
+        scan = SecretScan(policy.file.secret_scan)
+        return cls(
+            policy,
+            environ=environ,
+            sidecars=sidecars,
+            sandbox=sandbox,
+            secret_scan=scan,
+            state=state,
+        )
 
     async def session_rules(self, owner: str) -> SessionRules:
         """The rules the "always" answers of ``owner`` granted."""
@@ -242,9 +281,43 @@ class PolicyGate:
         if decision.action == "deny":
             hint = way_out(policy, spec, arguments, targets, decision, rules, ctx.caller)
             return Clearance(decision, hint=hint)
+        decision = await self._secrets_in(spec, arguments, decision, ctx.owner)
         if decision.action != "ask":
             return Clearance(decision)
         return await self._confirm(spec, arguments, targets, decision, ctx, rules)
+
+    async def _secrets_in(
+        self, spec: ToolSpec, arguments: Mapping[str, Any], decision: Decision, owner: str
+    ) -> Decision:
+        """``decision``, or an ask when the arguments carry secrets the owner (the person, or
+        the session) has not allowed for this tool and the tool can reach the network."""
+        if not self.secret_scan.enabled or not reaches_network(spec, self.policy, self.sandbox):
+            return decision
+        found = Counter(await self.secret_scan.arguments(arguments, spec.name))
+        if found:
+            approved = await self._approved_secrets(owner)
+            for rule in [r for r in found if (spec.name, r) in approved]:
+                del found[rule]
+        return argument_question(spec, found, decision) if found else decision
+
+    async def _approved_secrets(self, owner: str) -> set[tuple[str, str]]:
+        """The (tool, rule) pairs the owner's "always" answers allowed in arguments."""
+        kept = await self.state.load(owner, APPROVED_SECRETS) or []
+        return {(str(tool), str(rule)) for tool, rule in kept}
+
+    async def _hint(
+        self,
+        policy: Policy,
+        spec: ToolSpec,
+        arguments: Mapping[str, Any],
+        targets: Targets,
+        decision: Decision,
+        rules: SessionRules,
+        caller: Caller,
+    ) -> str:
+        if decision.scope == SECRETS_SCOPE:
+            return argument_hint(spec, await self.secret_scan.arguments(arguments, spec.name))
+        return way_out(policy, spec, arguments, targets, decision, rules, caller)
 
     def _own_sidecars_readable(self, spec: ToolSpec, targets: Targets, session_id: str) -> Targets:
         """A read-only tool may read the calling session's own sidecar folder (the
@@ -311,26 +384,32 @@ class PolicyGate:
         refused = Decision("deny", decision.rule, decision.scope)
         policy = self.policy.for_caller(ctx.caller)
         if host is None or not host.can_elicit:
-            hint = way_out(policy, spec, arguments, targets, decision, rules, ctx.caller)
+            hint = await self._hint(policy, spec, arguments, targets, decision, rules, ctx.caller)
             return Clearance(refused, "headless", hint)
+        shown, _ = await self.secret_scan.value(arguments, spec.name, len(_summary(arguments)))
         message = (
             f"The assistant wants to run the tool {spec.name!r}"
             f"{f' ({spec.title})' if spec.title else ''}.\n"
-            f"Arguments: {_summary(arguments)}\n"
+            f"Arguments: {_summary(shown)}\n"
             f"Why you are asked: {decision.rule}"
         )
         try:
             answer = await host.elicit(f"confirm:{spec.name}", message, confirmation_form())
         except CouldNotAsk as exc:  # never an answer: refused as a headless client's call is
-            hint = way_out(policy, spec, arguments, targets, decision, rules, ctx.caller)
+            hint = await self._hint(policy, spec, arguments, targets, decision, rules, ctx.caller)
             return Clearance(refused, "unreachable", hint, exc.reason)
         if answer.action == "cancel":  # nobody chose: refused as a call that was not asked
-            hint = way_out(policy, spec, arguments, targets, decision, rules, ctx.caller)
+            hint = await self._hint(policy, spec, arguments, targets, decision, rules, ctx.caller)
             return Clearance(refused, "cancel", hint)
         choice = (answer.content or {}).get("decision") if answer.action == "accept" else None
         if choice == ALLOW_ONCE:
             return Clearance(Decision("allow", decision.rule, decision.scope), "once")
         if choice == ALLOW_ALWAYS:
             await self.state.add_grants(ctx.owner, always_grants(spec, targets))
+            found = await self.secret_scan.arguments(arguments, spec.name)
+            if found:  # the secrets it carried: allowed for this tool from now on, for this owner
+                approved = await self._approved_secrets(ctx.owner)
+                pairs = sorted(approved | {(spec.name, rule) for rule in found})
+                await self.state.save(ctx.owner, APPROVED_SECRETS, [list(p) for p in pairs])
             return Clearance(Decision("allow", decision.rule, decision.scope), "always")
         return Clearance(refused, "reject")

@@ -1,7 +1,9 @@
-"""The one outcome vocabulary of a call, shared by the audit log (``outcome``), the telemetry
-span (``toolbridge.outcome``) and the recording frames (``outcome``); the envelope of a
-finished call (:class:`CallOutcome`); and what a person watching the client hears about it
-beyond its result (:func:`tell`: a watchdog refusal, a tool killed at its deadline).
+"""What a call came to: its envelope (:class:`CallOutcome`, what ``Bridge.call`` returns and
+its observers see), the one outcome vocabulary of a call, shared by the audit log
+(``outcome``), the telemetry span (``toolbridge.outcome``) and the recording frames
+(``outcome``), and what a person watching the client hears about it beyond its result
+(:func:`tell`: a watchdog refusal, a tool killed at its deadline); and the outcome of a call
+another replica was running when it died, as its lease recorded it (:func:`lost_call`).
 
 A call's outcome is, in this order:
 
@@ -20,13 +22,18 @@ A call's outcome is, in this order:
 
 from __future__ import annotations
 
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
+from mcp_toolbridge.bridge.budget import Ticket
+from mcp_toolbridge.catalog import Catalog
 from mcp_toolbridge.errors import ErrorCode
 from mcp_toolbridge.executors import ExecResult
-from mcp_toolbridge.host import SERVER_LOGGER, CallContext
+from mcp_toolbridge.host import SERVER_LOGGER, CallContext, Caller
+from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.policy import Decision
 from mcp_toolbridge.state import Usage
 
@@ -64,6 +71,10 @@ class CallOutcome:
     client, by the server's shutdown, or by the end of its replica."""
     usage: Usage | None = None
     """What the call used, as its result reported it (``usage``); None when not reported."""
+    redacted: Mapping[str, int] | None = None
+    """Secrets nobody declared, replaced in what the client gets: count per rule id."""
+    argument_secrets: Mapping[str, int] | None = None
+    """Secrets found in the call's arguments: count per rule id."""
 
 
 REFUSING_ANSWERS = frozenset({"reject", "cancel", "headless", "unreachable"})
@@ -136,3 +147,33 @@ async def tell(ctx: CallContext, outcome: CallOutcome) -> None:
     text = event_text(outcome)
     if text is not None and ctx.log is not None and ctx.log.wants("warning"):
         await ctx.log.send("warning", text, logger=SERVER_LOGGER)
+
+
+def lost_call(
+    record: Mapping[str, Any], catalog: Catalog
+) -> tuple[ToolSpec, CallContext, CallOutcome, Ticket | None] | None:
+    """The lost call's tool, context, outcome and budget hold; None for a tool this
+    catalog does not have (nothing to audit it under)."""
+    entry = catalog.get(str(record.get("tool")))
+    if entry is None:
+        return None
+    noted = record.get("decision")
+    decision = Decision(*noted) if isinstance(noted, list) and len(noted) == 3 else None
+    caller = Caller(record.get("subject"), record.get("client_id"), record.get("issuer"))
+    ctx = CallContext(session_id=str(record.get("session")), caller=caller)
+    started = float(record.get("started", time.time()))
+    outcome = CallOutcome(
+        tool=entry.spec.name,
+        ok=False,
+        error=WHY_ENDED["lost"],
+        code=ErrorCode.EXEC_CANCELLED,
+        duration_ms=max(0, round((time.time() - started) * 1000)),
+        decision=decision,
+        ended="lost",
+    )
+    held = record.get("held")
+    ticket = None
+    if isinstance(held, list) and len(held) == 4:
+        owner, tool, tokens, usd = held
+        ticket = Ticket(str(owner), str(tool), Usage(int(tokens), float(usd)))
+    return entry.spec, ctx, outcome, ticket

@@ -1,7 +1,8 @@
 """Bridge.call: the one way any tool runs.
 
 resolve -> validate arguments -> gate (capabilities, rules, watchdog, confirmation)
--> resolve secrets -> execute under the concurrency limit -> check output -> outcome + audit.
+-> resolve secrets -> execute under the concurrency limit -> check output -> redact secrets
+nobody declared (``bridge/screen.py``) -> outcome + audit.
 A tool whose budget is spent for the caller (the person, else the session) is refused before
 the gate (:mod:`budget`); the usage a result reports is summed after it runs.
 
@@ -19,15 +20,25 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Hashable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import anyio
 
-from mcp_toolbridge.bridge.budget import BudgetLedger, RateLimit, Ticket, reported_usage
-from mcp_toolbridge.bridge.gate import Clearance
-from mcp_toolbridge.bridge.outcome import WHY_ENDED, CallOutcome, Ended, tell
+from mcp_toolbridge.bridge.budget import (
+    BudgetLedger,
+    RateLimit,
+    State,
+    StateUnavailable,
+    Ticket,
+    Usage,
+    reported_usage,
+)
+from mcp_toolbridge.bridge.gate import PENDING, Clearance, allow_all, refused
+from mcp_toolbridge.bridge.outcome import WHY_ENDED, CallOutcome, Ended, lost_call, tell
+from mcp_toolbridge.bridge.screen import off_schema, read_back, screen, screened_context
 from mcp_toolbridge.catalog import Catalog, CatalogEntry
 from mcp_toolbridge.errors import (
     ArgumentsError,
@@ -48,15 +59,15 @@ from mcp_toolbridge.executors import (
     Executor,
 )
 from mcp_toolbridge.host import CallContext, Caller, InputPending
+from mcp_toolbridge.leaks import OFF, SecretScan
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.names import PROXY_TOOL
-from mcp_toolbridge.policy import Decision
 from mcp_toolbridge.sandbox import Confinement
-from mcp_toolbridge.state import MemoryState, State, StateUnavailable, Usage
-
-log = logging.getLogger("mcp_toolbridge")
 
 MAX_ERRORS_SHOWN = 3
+log = logging.getLogger("mcp_toolbridge")
+
+FAIL_CLOSED = "The call was refused rather than let through unchecked; try again once it is back"
 OBSERVE_LIMIT_S = 5.0
 """How long the observers (audit, telemetry, recording) may take for one finished call; they
 run shielded, so a cancelled call is still audited, within this bound."""
@@ -80,7 +91,7 @@ Observer = Callable[[ToolSpec, Mapping[str, Any], CallContext, CallOutcome], Awa
 """Called once per finished call (audit, trace), whatever the outcome."""
 
 
-class Screen(Protocol):
+class ToolAccess(Protocol):
     """Which callers may see and call which tools at all (rules for some callers): a tool
     a caller may not call is not in its list, and tool_search and the proxy never reveal or
     reach it (see gate.PolicyGate)."""
@@ -90,13 +101,6 @@ class Screen(Protocol):
     def caller_view(self, caller: Caller) -> Hashable:
         """Equal for callers whose tool lists are equal (None: the same for everyone)."""
         ...
-
-
-NO_POLICY = Decision("allow", "no policy configured", "default")
-
-
-async def _allow_all(spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext) -> Clearance:
-    return Clearance(NO_POLICY)
 
 
 def _default_concurrency() -> int:
@@ -113,19 +117,20 @@ class Bridge:
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
         max_concurrency: int | None = None,
         secrets: SecretSource | None = None,
-        gate: Gate = _allow_all,
+        gate: Gate = allow_all,
         observers: tuple[Observer, ...] = (),
         limiter: anyio.CapacityLimiter | None = None,
+        secret_scan: SecretScan = OFF,
         state: State | None = None,
+        access: ToolAccess | None = None,
         rate_limit: RateLimit | None = None,
-        screen: Screen | None = None,
     ) -> None:
         """``limiter``: a concurrency limit shared with another bridge (see :meth:`rebuilt`);
         without it, a limit of ``max_concurrency`` calls (default: twice the cores).
-        ``state``: where budget usage and rate-limit windows are kept (the server's State;
-        default: its own). ``rate_limit``: the policy's ``[limits]``, per caller (default: the
-        gate's, a PolicyGate's);
-        ``screen``: which callers may call which tools at all (default: everyone all)."""
+        ``secret_scan``: what finds the secrets nobody declared (the policy's); ``state``:
+        where budget usage is summed (the server's State; default: its own); ``access``:
+        which callers may call which tools at all (default: everyone all); ``rate_limit``: the
+        policy's ``[limits]``, per caller (default: the gate's, a PolicyGate's)."""
         self.catalog = catalog
         self._executors = dict(executors)
         self._default_timeout_s = default_timeout_s
@@ -137,9 +142,10 @@ class Bridge:
         self._gate = gate
         self._observers = observers
         self._life = _Life()
-        self._budgets = BudgetLedger(state if state is not None else MemoryState())
+        self._budgets = BudgetLedger(state)
         self._rate_limit = rate_limit or getattr(gate, "rate_limit", None)
-        self._screen = screen
+        self._access = access
+        self.secret_scan = secret_scan
 
     def rebuilt(
         self,
@@ -147,13 +153,13 @@ class Bridge:
         *,
         gate: Gate,
         executors: Mapping[str, Executor],
-        rate_limit: RateLimit | None = None,
-        screen: Screen | None = None,
+        secret_scan: SecretScan | None = None,
+        access: ToolAccess | None = None,
     ) -> Bridge:
         """A bridge over a new catalog (hot reload) that shares this one's concurrency limit,
         deadlines, secrets, observers, budgets and whether the server is stopping;
-        ``executors`` replace those of the same kind, ``rate_limit`` and ``screen`` are the
-        new policy's. Calls in flight keep the bridge they started on."""
+        ``executors`` replace those of the same kind; ``secret_scan`` (the new policy's) and
+        ``access`` this one's. Calls in flight keep the bridge they started on."""
         twin = Bridge(
             catalog,
             {**self._executors, **executors},
@@ -163,8 +169,8 @@ class Bridge:
             gate=gate,
             observers=self._observers,
             limiter=self._limiter,
-            rate_limit=rate_limit,
-            screen=screen,
+            secret_scan=self.secret_scan if secret_scan is None else secret_scan,
+            access=access,
         )
         twin._life = self._life
         twin._budgets = self._budgets
@@ -172,11 +178,11 @@ class Bridge:
 
     def callable_by(self, spec: ToolSpec, caller: Caller) -> bool:
         """Whether ``caller`` may see and call ``spec`` at all."""
-        return self._screen is None or self._screen.callable_by(spec, caller)
+        return self._access is None or self._access.callable_by(spec, caller)
 
     def caller_view(self, caller: Caller) -> Hashable:
         """Equal for callers whose tool lists are equal (None: one list for everyone)."""
-        return None if self._screen is None else self._screen.caller_view(caller)
+        return None if self._access is None else self._access.caller_view(caller)
 
     def entry(self, name: str) -> CatalogEntry:
         entry = self.catalog.get(name)
@@ -245,51 +251,45 @@ class Bridge:
         started = time.perf_counter()
         clearance: Clearance | None = None
         ticket: Ticket | None = None
-        usage: Usage | None = None
+        found: Counter[str] = Counter()
         cancelled = anyio.get_cancelled_exc_class()
         try:
-            self._validate(entry, args)
             try:
-                if self._rate_limit is not None:
-                    await self._rate_limit.check(self._budgets.state, ctx)
-                ticket = await self._budgets.admit(entry.spec, ctx)
-                if ticket is not None and ctx.lease is not None:
-                    held = [ticket.owner, ticket.tool, ticket.held.tokens, ticket.held.usd]
-                    await ctx.lease.note(held=held)
+                self._validate(entry, args)
+                found = await self.secret_scan.arguments(args, name)
+                ticket = await self._budgets.admit_call(entry.spec, ctx, self._rate_limit)
+                clearance = await self._gate(entry.spec, args, ctx)
+                if not clearance.allowed:
+                    raise PermissionDeniedError(clearance.refusal(), tool=name)
+                if ctx.lease is not None:  # from here on, a replica's death is a lost call
+                    decided = clearance.decision
+                    await ctx.lease.note(decision=[decided.action, decided.rule, decided.scope])
+                result = await self._execute(entry, args, ctx, clearance.sandbox)
+                usage = reported_usage(result.value)
+                await self._budgets.release(ticket, usage)
+                ticket = None
+                outcome = self._finish(entry, result, started, clearance, usage)
             except (BudgetExceededError, RateLimitedError) as exc:
-                scope = "budget" if isinstance(exc, BudgetExceededError) else "limits"
-                clearance = Clearance(Decision("deny", exc.message, scope))
-                raise
-            clearance = await self._gate(entry.spec, args, ctx)
-            if not clearance.allowed:
-                raise PermissionDeniedError(clearance.refusal(), tool=name)
-            if ctx.lease is not None:
-                decided = clearance.decision
-                await ctx.lease.note(decision=[decided.action, decided.rule, decided.scope])
-            result = await self._execute(entry, args, ctx, clearance.sandbox)
-            usage = reported_usage(result.value)
-            await self._settle(ticket, usage)
-            ticket = None
-            outcome = self._finish(entry, result, started, clearance, usage)
+                scope = "budget" if exc.code is ErrorCode.BUDGET_EXCEEDED else "limits"
+                clearance = refused(exc.message, scope)
+                outcome = self._failed(name, exc.message, exc.code, started, clearance, exc.details)
+            except CallError as exc:
+                outcome = self._failed(name, exc.message, exc.code, started, clearance, exc.details)
+            except StateUnavailable as exc:  # fail closed: nothing unchecked runs
+                closed = StateUnavailableError(f"{exc.reason}. {FAIL_CLOSED}", tool=name)
+                outcome = self._failed(name, closed.message, closed.code, started, clearance)
+            outcome = await self._screen(entry, outcome, found)
         except InputPending:
             pending = CallOutcome(
                 tool=name,
                 ok=False,
                 error="waiting for the person's answer",
                 duration_ms=_ms_since(started),
-                decision=Decision("ask", "confirmation pending", "confirmation"),
+                decision=PENDING,
                 answer="pending",
             )
             await self._observe(entry.spec, args, ctx, pending)
             raise
-        except CallError as exc:
-            outcome = self._failed(name, exc.message, exc.code, started, clearance, exc.details)
-        except StateUnavailable as exc:  # fail closed: nothing unchecked runs
-            advice = (
-                "The call was refused rather than let through unchecked; try again once it is back"
-            )
-            closed = StateUnavailableError(f"{exc.reason}. {advice}", tool=name)
-            outcome = self._failed(name, closed.message, closed.code, started, clearance)
         except cancelled:
             ended: Ended = "shutdown" if self._life.stopping else "cancelled"
             why = WHY_ENDED[ended]
@@ -303,54 +303,57 @@ class Bridge:
             raise
         finally:
             if ticket is not None:  # ended before it could report: release what it held
-                await self._settle(ticket, None)
+                await self._budgets.release(ticket, None)
         await tell(ctx, outcome)
         await self._observe(entry.spec, args, ctx, outcome)
         return outcome
 
-    async def _settle(self, ticket: Ticket | None, usage: Usage | None) -> None:
-        """Settle an admitted call, shielded (a cancelled call releases its hold too) and
-        bounded; a store that cannot be reached keeps the hold until its owner's keys
-        expire (the call's usage is then not counted: it is not counted twice either)."""
-        if ticket is None:
-            return
-        with anyio.move_on_after(OBSERVE_LIMIT_S, shield=True):
-            try:
-                await self._budgets.settle(ticket, usage)
-            except StateUnavailable as exc:
-                log.warning("could not settle a budgeted call of %s: %s", ticket.tool, exc)
+    async def _screen(
+        self, entry: CatalogEntry, outcome: CallOutcome, found: Counter[str]
+    ) -> CallOutcome:
+        """``outcome`` with secrets redacted (screen.py); off its output schema: a failure."""
+        if not self.secret_scan.enabled:
+            return outcome
+        parts = await screen(
+            self.secret_scan,
+            outcome.tool,
+            value=outcome.value,
+            text=outcome.text,
+            error=outcome.error,
+            result=outcome.result,
+        )
+        outcome = replace(
+            outcome,
+            value=parts.value,
+            text=parts.text,
+            error=parts.error,
+            result=parts.result,
+            redacted=dict(parts.counts) or None,
+            argument_secrets=dict(found) or None,
+        )
+        if parts.counts and outcome.ok and entry.output is not None:
+            problems = entry.output.validate(parts.value)
+            if problems:
+                error = off_schema(parts, problems[0])
+                return replace(
+                    outcome, ok=False, value=None, error=error, code=ErrorCode.OUTPUT_INVALID
+                )
+        return outcome
+
+    async def read_back(self, text: str, tool: str) -> str:
+        """The whole output of a call of ``tool``, read back later (a resource), with its
+        secrets redacted as the call's result was."""
+        return await read_back(self.secret_scan, text, tool)
 
     async def lost(self, record: Mapping[str, Any]) -> None:
         """Report a call that another replica was running when it died (its lease, see
-        server/replicas.py): one outcome ``lost`` for the observers (the audit line, here),
-        with the decision the lease noted, and the budget it held released."""
-        entry = self.catalog.get(str(record.get("tool")))
-        if entry is None:
-            log.warning("a lost call of %s, a tool not in this catalog", record.get("tool"))
-            return
-        noted = record.get("decision")
-        decision = Decision(*noted) if isinstance(noted, list) and len(noted) == 3 else None
-        caller = Caller(
-            subject=record.get("subject"),
-            client_id=record.get("client_id"),
-            issuer=record.get("issuer"),
-        )
-        ctx = CallContext(session_id=str(record.get("session")), caller=caller)
-        ms = max(0, round((time.time() - float(record.get("started", time.time()))) * 1000))
-        outcome = CallOutcome(
-            tool=entry.spec.name,
-            ok=False,
-            error=WHY_ENDED["lost"],
-            code=ErrorCode.EXEC_CANCELLED,
-            duration_ms=ms,
-            decision=decision,
-            ended="lost",
-        )
-        held = record.get("held")
-        if isinstance(held, list) and len(held) == 4:
-            owner, tool, tokens, usd = held
-            await self._settle(Ticket(str(owner), str(tool), Usage(int(tokens), float(usd))), None)
-        await self._observe(entry.spec, {}, ctx, outcome)
+        server/replicas.py): its outcome ``lost`` for the observers (the audit line), and
+        the budget it held released."""
+        found = lost_call(record, self.catalog)
+        if found is not None:
+            spec, ctx, outcome, held = found
+            await self._budgets.release(held, None)
+            await self._observe(spec, {}, ctx, outcome)
 
     def stopping(self) -> None:
         """The server is shutting down: calls cancelled from now on were ended by the
@@ -414,6 +417,7 @@ class Bridge:
                 tool=spec.name,
                 code=ErrorCode.EXEC_UNSUPPORTED,
             )
+        ctx = screened_context(self.secret_scan, ctx, spec.name)
         secrets: dict[str, str] = {}
         if spec.secrets:
             if self._secrets is None:

@@ -11,10 +11,11 @@ Which commands may run is decided before this tool is called: the bridge's capab
 and permission rules see every simple command of the line
 (:mod:`mcp_toolbridge.policy.shell.parse`).
 
-The result is ``{exit_code, stdout, stderr, timed_out, signal}``. A non-zero exit is still a
-successful call (the model reads ``exit_code``). stdout and stderr together are capped at
-200 KB: past it each stream keeps its head and its tail (errors come last) around a marker,
-and everything captured goes to a session sidecar file named by ``output_path``.
+The value is ``{exit_code, stdout, stderr, timed_out, signal}``; the model reads the text,
+stdout and stderr as printed with the exit code last. A non-zero exit is still a successful
+call. stdout and stderr together are capped at 200 KB: past it each stream keeps its head and
+its tail (errors come last) around a marker, and everything captured goes to a session
+sidecar file named by ``output_path`` and, by its path, in the note.
 
 While it runs, a client that asked for progress gets the elapsed time and the output bytes
 so far, twice a second after the first second (:mod:`~mcp_toolbridge.executors.progress`),
@@ -105,22 +106,6 @@ INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "exit_code": {
-            "type": ["integer", "null"],
-            "description": "null when bash was killed by a signal or timed out.",
-        },
-        "stdout": {"type": "string"},
-        "stderr": {"type": "string"},
-        "timed_out": {"type": "boolean"},
-        "signal": {"type": ["string", "null"], "description": "e.g. SIGTERM; else null."},
-        "note": {"type": "string"},
-    },
-    "required": ["exit_code", "stdout", "stderr", "timed_out", "signal"],
-}
-
 SPEC = builtin_spec(
     "bash",
     title="Run a shell command",
@@ -133,7 +118,9 @@ SPEC = builtin_spec(
         "read, glob, grep, edit and write tools for files."
     ),
     input_schema=INPUT_SCHEMA,
-    output_schema=OUTPUT_SCHEMA,
+    # No output schema: the output and the exit code as text are the whole result, the one form
+    # every client shows a model as it is (server/wire.py). The value (exit_code, stdout,
+    # stderr, timed_out, signal, note) stays what `call` prints.
     timeout_s=DEFAULT_TIMEOUT_MS / 1000,
     requires=RequirementSet(capabilities=("shell.run",)),
     argument_roles={"command": ("shell.run",)},

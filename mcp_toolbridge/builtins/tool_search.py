@@ -42,27 +42,6 @@ INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "query": {"type": "string"},
-        "tools": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "name": {"type": "string"},
-                    "description": {"type": "string"},
-                    "input_schema": {"type": "object"},
-                },
-                "required": ["name", "description", "input_schema"],
-            },
-        },
-        "how_to_call": {"type": "string"},
-    },
-    "required": ["query", "tools", "how_to_call"],
-}
-
 HOW_TO_CALL: dict[FoundTools, str] = {
     "direct": "These tools are in your tool list now: call each one directly by its name.",
     "proxy": (
@@ -82,7 +61,10 @@ SPEC = builtin_spec(
         "see in your tool list."
     ),
     input_schema=INPUT_SCHEMA,
-    output_schema=OUTPUT_SCHEMA,
+    # No output schema: the hits as text are the whole result, the one form every client
+    # shows a model as it is (server/wire.py; tool descriptions run over several lines). The
+    # value (query, tools: name, description, input_schema; how_to_call) stays what `call`
+    # prints and what the server loads the hits from.
     safety=Safety(read_only=True, idempotent=True, open_world=False, inferred=frozenset()),
 )
 
@@ -97,14 +79,14 @@ class ToolSearch:
         index: SearchIndex | DeferredIndex,
         catalog: Catalog,
         visible: Callable[[str], bool] | None = None,
-        screen: Screen | None = None,
+        access: ToolAccess | None = None,
     ) -> None:
-        """``screen``: which callers may call which tools (a hit the caller may not call is
+        """``access``: which callers may call which tools (a hit the caller may not call is
         never shown to it)."""
         self._index = index
         self._catalog = catalog
         self._visible = visible
-        self._screen = screen
+        self._access = access
 
     async def run(self, request: ExecRequest) -> ExecResult:
         query = str(request.arguments["query"])
@@ -134,20 +116,20 @@ class ToolSearch:
 
     def _for(self, caller: Caller) -> Callable[[str], bool] | None:
         """What this caller's search may find (None: everything)."""
-        screen, visible = self._screen, self._visible
-        if screen is None or screen.caller_view(caller) is None:  # the same for everyone
+        access, visible = self._access, self._visible
+        if access is None or access.caller_view(caller) is None:  # the same for everyone
             return visible
 
         def callable_by(name: str) -> bool:
             entry = self._catalog.get(name)
-            if entry is None or not screen.callable_by(entry.spec, caller):
+            if entry is None or not access.callable_by(entry.spec, caller):
                 return False
             return visible is None or visible(name)
 
         return callable_by
 
 
-class Screen(Protocol):
+class ToolAccess(Protocol):
     """Which callers may call which tools (``Policy``)."""
 
     def callable_by(self, spec: ToolSpec, caller: Caller) -> bool: ...

@@ -16,6 +16,7 @@ it), the index cache is writable, and whether grep runs ripgrep or its built-in 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -78,7 +79,9 @@ class Finding:
 
     def render(self) -> str:
         line = f"{'ok' if self.ok else 'problem':<8} {self.what:<12} {self.detail}"
-        return line + (f"\n{'':<8} {'':<12} fix: {self.fix}" if self.fix else "")
+        indent = "\n" + " " * 27  # under the first line of the fix
+        fix = self.fix.replace("\n", indent)
+        return line + (f"\n{'':<8} {'':<12} fix: {fix}" if self.fix else "")
 
 
 def _entry_from_file(file: Path) -> dict[str, Any] | Finding:
@@ -329,20 +332,23 @@ def check_sandbox(settings: Settings, environ: dict[str, str]) -> Finding:
         mode, mask = settings.sandbox or "auto", ()
     if mode == "off":
         return Finding(True, "sandbox", "off: tools run without the OS sandbox (as asked)")
-    # Probed as `required` so that the probe reports here rather than warning on stderr.
-    sandbox = Sandbox.from_environ("required", environ, mask)
-    try:
-        support = anyio.run(probe_sandbox, sandbox)
+    sandbox = Sandbox.from_environ(mode, environ, mask)
+    try:  # reported here, not on stderr
+        support = anyio.run(functools.partial(probe_sandbox, sandbox, say=False))
     finally:
         sandbox.close()
     if support.ok:
         return Finding(True, "sandbox", f"bubblewrap works here ({sandbox.bwrap}); mode {mode}")
-    fix = (
-        "make the sandbox work (the reason says how), or start with --sandbox off to run "
-        "tools without it knowingly"
-    )
     what = (
-        "calls that start processes are refused" if mode == "required" else ("tools run WITHOUT it")
+        "the server refuses to start (--sandbox required)"
+        if mode == "required"
+        else "tools run WITHOUT it"
+    )
+    fix = "\n".join(
+        [
+            *support.explain()[1:],
+            "or start with --sandbox off to run tools without it knowingly",
+        ]
     )
     return Finding(False, "sandbox", f"{support.reason}; {what}", fix)
 

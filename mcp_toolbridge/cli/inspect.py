@@ -27,9 +27,11 @@ import argparse
 import json
 from typing import Any
 
+import anyio
+
 from mcp_toolbridge.bridge import PolicyGate
 from mcp_toolbridge.cli.console import EXIT_LOAD, EXIT_OK, err, out
-from mcp_toolbridge.executors import PROGRESS_FD_ENV
+from mcp_toolbridge.executors import PROGRESS_FD_ENV, probe_sandbox
 from mcp_toolbridge.host import Caller
 from mcp_toolbridge.model import BuiltinTransport, ExecTransport, HttpTransport, ToolSpec
 from mcp_toolbridge.policy import Policy, render_policy
@@ -267,10 +269,13 @@ def print_interface(args: argparse.Namespace, settings: Settings, loaded: Loaded
 
 
 def _sandbox_of(settings: Settings, policy: Policy, spec: ToolSpec) -> dict[str, Any]:
-    """The sandbox a call of ``spec`` runs in, as ``serve`` would build it."""
+    """The sandbox a call of ``spec`` runs in, as ``serve`` would build it (probed as ``serve``
+    probes it: where it cannot be used, what failed, why and how to fix it)."""
     gate = PolicyGate.configured(policy, settings.sandbox, environ=settings.environ)
     confinement = gate.confinement(spec)
     assert gate.sandbox is not None and confinement is not None
+    if gate.sandbox.mode != "off":
+        anyio.run(probe_sandbox, gate.sandbox)
     return gate.sandbox.describe(confinement.profile)
 
 

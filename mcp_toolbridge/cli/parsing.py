@@ -130,8 +130,8 @@ def _add_policy_options(parser: argparse.ArgumentParser) -> None:
         choices=["auto", "required", "off"],
         default=None,
         help="run every process a call starts in an OS sandbox built from the tool's "
-        "capabilities: auto (default: where the platform can), required (refuse without it), "
-        "off; default: the policy's [sandbox] mode",
+        "capabilities: auto (default: where the platform can), required (refuse to start "
+        "without it), off; default: the policy's [sandbox] mode",
     )
     parser.add_argument(
         "--locked",

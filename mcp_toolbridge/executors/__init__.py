@@ -28,6 +28,7 @@ from mcp_toolbridge.executors.subprocess import (
     ProcessOutcome,
     ProcessTimeout,
     probe_sandbox,
+    probe_sandbox_at_start,
     run_process,
 )
 from mcp_toolbridge.executors.tool_log import ToolLog
@@ -51,6 +52,7 @@ __all__ = [
     "fetch_plain",
     "parse_target",
     "probe_sandbox",
+    "probe_sandbox_at_start",
     "run_beside",
     "run_process",
 ]

@@ -54,7 +54,13 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-from mcp_toolbridge.errors import ExecError, ExecSpawnError, ExecTimeoutError
+from mcp_toolbridge.errors import (
+    ConfigError,
+    ErrorCode,
+    ExecError,
+    ExecSpawnError,
+    ExecTimeoutError,
+)
 from mcp_toolbridge.executors.base import DEFAULT_MAX_OUTPUT_BYTES
 from mcp_toolbridge.executors.child import REAP_LIMIT_S, Child, WarmChild
 from mcp_toolbridge.executors.reaper import follow_sandbox, wait_ended
@@ -65,7 +71,15 @@ from mcp_toolbridge.executors.streams import (
     StderrLineFn,
     drain,
 )
-from mcp_toolbridge.sandbox import Confinement, Launch, Sandbox, Support, WarmLost
+from mcp_toolbridge.sandbox import (
+    Confinement,
+    Launch,
+    Sandbox,
+    Support,
+    WarmLost,
+    diagnose,
+    unrunnable,
+)
 
 STDERR_TAIL_BYTES = 64 * 1024
 DRAIN_GRACE_S = 0.2
@@ -152,7 +166,7 @@ async def run_process(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-async def probe_sandbox(sandbox: Sandbox) -> Support:
+async def probe_sandbox(sandbox: Sandbox, *, say: bool = True) -> Support:
     """Find out whether ``sandbox`` can run here and record it on the sandbox, which says so,
     loudly, in ``auto`` mode when it cannot. One real bubblewrap run per bwrap binary and
     process (about 10 ms): the flags every launch uses, around ``sh -c 'echo ok'``."""
@@ -165,10 +179,23 @@ async def probe_sandbox(sandbox: Sandbox) -> Support:
         if support is None:
             support = await _probe(sandbox.probe_argv())
             _probed[sandbox.bwrap] = support
-    sandbox.record(support)
+    sandbox.record(support, say=say)
     if support.ok:
         sandbox.warm.spawn = spawn_warm
     return support
+
+
+async def probe_sandbox_at_start(sandbox: Sandbox) -> None:
+    """Probe as a server or CLI verb starts: where the sandbox cannot be used, ``auto`` says so
+    (what failed, why, how to fix it) and goes on; ``required`` says so and raises ConfigError:
+    nothing is started."""
+    support = await probe_sandbox(sandbox)
+    if sandbox.mode == "required" and not support.ok:  # what to do was logged
+        raise ConfigError(
+            "the OS sandbox is required (--sandbox required) but cannot be used here: "
+            f"{support.reason}; nothing was started (why, and how to fix it, is above)",
+            code=ErrorCode.CONFIG_INVALID,
+        )
 
 
 async def _probe(argv: list[str]) -> Support:
@@ -183,16 +210,11 @@ async def _probe(argv: list[str]) -> Support:
             max_output_bytes=4096,
         )
     except ExecError as exc:
-        return Support(False, f"bwrap could not be run: {exc.message}")
+        return unrunnable(argv[0], exc.message)
     if outcome.exit_code == 0 and outcome.stdout.strip() == b"ok":
         return Support(True)
     lines = outcome.stderr_tail.decode("utf-8", "replace").strip().splitlines()
-    detail = lines[-1] if lines else f"exit status {outcome.exit_code}"
-    return Support(
-        False,
-        f"bubblewrap cannot create a sandbox here ({detail}); unprivileged user namespaces "
-        "may be disabled on this machine",
-    )
+    return diagnose(argv[0], lines[-1] if lines else f"exit status {outcome.exit_code}")
 
 
 def _launch(

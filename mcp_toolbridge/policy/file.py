@@ -19,6 +19,7 @@ from pydantic import (
 )
 
 from mcp_toolbridge.errors import ConfigError, ErrorCode
+from mcp_toolbridge.leaks import SecretScanSettings
 from mcp_toolbridge.model import RequirementSet, ShellRequirement
 from mcp_toolbridge.policy.diagnose import describe
 from mcp_toolbridge.policy.rules import Action
@@ -211,8 +212,8 @@ class SandboxModel(_Model):
     """``[sandbox]``: the OS sandbox around every process a call starts (docs/security.md)."""
 
     mode: SandboxMode = "auto"
-    """auto: sandbox where the platform can, warn where it cannot; required: refuse to run a
-    process without it; off. ``--sandbox`` overrides it."""
+    """auto: sandbox where the platform can, warn (saying how to fix it) where it cannot;
+    required: refuse to start without it; off. ``--sandbox`` overrides it."""
     mask: list[str] = Field(default=[], max_length=256)
     """More secret paths to hide in every sandbox (absolute, or relative to the home folder)."""
     warm: bool = True
@@ -292,6 +293,8 @@ class PolicyFile(_Model):
     web_fetch: WebFetchModel = WebFetchModel()
     discovery: DiscoveryModel = DiscoveryModel()
     sandbox: SandboxModel = SandboxModel()
+    secret_scan: SecretScanSettings = SecretScanSettings()
+    """Secrets nobody declared, in results and arguments (leaks/, docs/secrets.md)."""
     auth: AuthModel = AuthModel()
     limits: LimitsModel = LimitsModel()
     state: StateModel = StateModel()

@@ -7,7 +7,8 @@ May import: the vocabulary and ``policy`` (its scope types)."""
 
 from mcp_toolbridge.policy import SandboxMode
 from mcp_toolbridge.sandbox.bwrap import Plan
-from mcp_toolbridge.sandbox.confine import Confinement, Launch, Sandbox, Support, find_bwrap
+from mcp_toolbridge.sandbox.confine import Confinement, Launch, Sandbox, find_bwrap
+from mcp_toolbridge.sandbox.diagnosis import BWRAP_VARIABLE, Fix, Support, diagnose, unrunnable
 from mcp_toolbridge.sandbox.profile import (
     SANDBOX_MODES,
     SECRET_PATHS,
@@ -17,9 +18,11 @@ from mcp_toolbridge.sandbox.profile import (
 from mcp_toolbridge.sandbox.warm import WarmLost, WarmSandbox
 
 __all__ = [
+    "BWRAP_VARIABLE",
     "SANDBOX_MODES",
     "SECRET_PATHS",
     "Confinement",
+    "Fix",
     "Launch",
     "Plan",
     "Sandbox",
@@ -28,6 +31,8 @@ __all__ = [
     "Support",
     "WarmLost",
     "WarmSandbox",
+    "diagnose",
     "find_bwrap",
     "profile_for",
+    "unrunnable",
 ]

@@ -12,6 +12,9 @@ The sandbox's root is an empty tmpfs; into it go, in order of depth (parents fir
 - the profile's ``fs.read`` roots read-only, its ``fs.write`` roots writable;
 - a fresh ``/proc`` (of the sandbox's own PID namespace), a minimal ``/dev``, a private
   size-capped ``/tmp`` and, when the home folder is not granted, an empty private one;
+- the kernel's knobs out of reach (``kernel.py``): some of ``/proc`` read-only, some hidden;
+  ``/sys`` is not there (read-only under a grant of ``/``), and a root granted inside
+  ``/proc`` or ``/sys`` is read-only even when granted for writing;
 - the masks: each secret path that exists under a visible root becomes empty and read-only,
   unless it is granted by name; a granted root inside it is mounted over the mask.
 
@@ -32,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mcp_toolbridge.sandbox.kernel import SYS, kernel_mounts, kernel_path
 from mcp_toolbridge.sandbox.profile import SandboxProfile
 
 SYSTEM_PATHS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -48,9 +52,10 @@ PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
 _PREFIX_FOLDERS = frozenset({"bin", "sbin", "shims"})
 _SHEBANG_BYTES = 256
 
+
 # Kinds of mount, in the order they are applied to one path (writable first: a read-only
 # mount of the same path then adds nothing).
-_RW, _RO, _PRIVATE, _MASK, _FIXED = range(5)
+_RW, _RO, _PRIVATE, _MASK, _FIXED, _KERNEL = range(6)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +71,9 @@ class HostView:
     python_exe: str
     resolver: tuple[Path, ...]
     """What name resolution needs beyond /etc (for profiles with the full network)."""
+    kernel: tuple[tuple[str, ...], ...]
+    """The mounts that put the kernel's knobs under /proc out of reach (``PROC_READ_ONLY``,
+    ``PROC_HIDDEN``), for those this kernel has."""
     mask_names: frozenset[str] = field(init=False)
     """``masks`` as strings, for lookups."""
     system_roots: frozenset[str] = field(init=False)
@@ -104,6 +112,7 @@ class HostView:
             python=python,
             python_exe=sys.executable or "python3",
             resolver=resolver,
+            kernel=kernel_mounts(),
         )
 
 
@@ -241,6 +250,8 @@ def shows(
     for mount in _mounts(view, profile, implicit):  # parents first: the last one holding it
         if _within(target, mount.path):
             holder = mount
+    if holder is not None and holder.kind == _KERNEL:  # the host's, read-only, or hidden
+        return holder.args[1] == holder.path
     return holder is not None and holder.kind in (_RO, _RW)
 
 
@@ -252,6 +263,9 @@ def _mounts(view: HostView, profile: SandboxProfile, implicit: list[str]) -> tup
     the mounts from those facts is done once per distinct set of facts."""
     read = tuple(os.path.realpath(p) for p in profile.read)
     write = tuple(os.path.realpath(p) for p in profile.write)
+    if any(map(kernel_path, write)):  # the kernel's knobs are never writable
+        read += tuple(filter(kernel_path, write))
+        write = tuple(p for p in write if not kernel_path(p))
     shown = tuple(dict.fromkeys(implicit))
     roots = {*view.system_roots, *shown, *read, *write}
     granted = {*read, *write}
@@ -296,6 +310,8 @@ def _place(
         wanted.append(_Mount(mask, _MASK, args))
     wanted.append(_Mount("/proc", _FIXED, ("--proc", "/proc")))
     wanted.append(_Mount("/dev", _FIXED, ("--dev", "/dev")))
+    wanted += (_Mount(args[-1], _KERNEL, args) for args in view.kernel)
+    wanted.append(_Mount(SYS, _KERNEL, ("--ro-bind-try", SYS, SYS)))
     wanted.sort(key=lambda m: (m.path.count("/") - (m.path == "/"), m.kind))
     placed: list[_Mount] = []
     latest: dict[str, _Mount] = {}
@@ -311,6 +327,8 @@ def _keep(mount: _Mount, parent: _Mount | None, home: str | None) -> bool:
     kind = mount.kind
     if kind == _FIXED:
         return True
+    if kind == _KERNEL:  # in /proc; /sys only where a writable root shows it
+        return parent is not None and parent.kind in (_FIXED, _RW)
     if kind == _MASK:  # only what is visible needs hiding
         return parent is not None and parent.kind in (_RO, _RW)
     if kind == _PRIVATE and mount.path == home:  # home granted: it stays as granted

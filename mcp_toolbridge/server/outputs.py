@@ -18,6 +18,9 @@ also kept in Redis with its TTL, its owner and the output itself (up to
 :data:`MAX_READ_BYTES`), so any replica answers its ``resources/read``; a session's links stay
 with the session's replica, which serves all of the session's requests.
 
+What a read returns is the output as the tool wrote it, with every secret nobody declared
+redacted (``screen``: the bridge's secret scan, the same as the call's result got).
+
 Anything else (an unknown URI, an expired link, another session's, another credential's) is
 error -32602 "Resource not found" with ``data.uri`` (SEP-2164), in both eras, so nobody learns
 that the resource exists. Only files inside the session's own sidecar folder are linked (a
@@ -32,7 +35,7 @@ import json
 import logging
 import secrets
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,6 +70,8 @@ _MIME_TYPES = {
     ".json": "application/json",
 }
 
+Screen = Callable[[str, str], Awaitable[str]]
+"""screen(text, tool) -> the text with every secret redacted."""
 SidecarDir = Callable[[str], Path | None]
 """sidecar_dir(session_id) -> the session's sidecar folder, if it has one."""
 Expired = Callable[[str], None]
@@ -247,13 +252,15 @@ class Outputs:
         resources = [o.resource() for c in sessions for o in self._by_owner.get(c, {}).values()]
         return types.ListResourcesResult(resources=resources, ttl_ms=0, cache_scope="private")
 
-    async def read(self, uri: str, callers: tuple[str, ...]) -> types.ReadResourceResult:
+    async def read(
+        self, uri: str, callers: tuple[str, ...], screen: Screen | None = None
+    ) -> types.ReadResourceResult:
         try:
             output = self._find(uri, callers)
         except MCPError:
             if self._shared is None or not uri.startswith(SCHEME):
                 raise
-            return await self._read_shared(uri, callers)
+            return await self._read_shared(uri, callers, screen)
         try:
             async with await anyio.open_file(output.path, "rb") as handle:
                 data = await handle.read(MAX_READ_BYTES)
@@ -263,9 +270,11 @@ class Outputs:
         if output.expires_at is not None:
             left = int((output.expires_at - anyio.current_time()) * 1000)
             ttl_ms = max(0, min(ttl_ms, left))
-        return _result(uri, output.mime_type, data, ttl_ms)
+        return await _result(uri, output.mime_type, data, ttl_ms, output.tool, screen)
 
-    async def _read_shared(self, uri: str, callers: tuple[str, ...]) -> types.ReadResourceResult:
+    async def _read_shared(
+        self, uri: str, callers: tuple[str, ...], screen: Screen | None
+    ) -> types.ReadResourceResult:
         """A link another replica made (kept in Redis with its owner and TTL)."""
         assert self._shared is not None
         try:
@@ -277,11 +286,15 @@ class Outputs:
         facts, data, left_s = found
         mime = facts.get("mime", "application/octet-stream")
         ttl_ms = max(0, min(READ_TTL_MS, int(left_s * 1000)))
-        return _result(uri, mime, data, ttl_ms)
+        return await _result(uri, mime, data, ttl_ms, facts.get("tool", ""), screen)
 
 
-def _result(uri: str, mime: str, data: bytes, ttl_ms: int) -> types.ReadResourceResult:
+async def _result(
+    uri: str, mime: str, data: bytes, ttl_ms: int, tool: str, screen: Screen | None
+) -> types.ReadResourceResult:
     contents: types.TextResourceContents | types.BlobResourceContents
+    if screen is not None:  # every sidecar holds text; scanned whatever its suffix says
+        data = (await screen(data.decode("utf-8", "replace"), tool)).encode()
     if mime.startswith("text/") or mime == "application/json":
         text = data.decode("utf-8", "replace")
         contents = types.TextResourceContents(uri=uri, mime_type=mime, text=text)

@@ -183,7 +183,8 @@ class TokenValidator:
             if isinstance(found, dict) and found.get("issuer") == issuer:
                 self.metadata = found
                 break
-            tried.append(f"{url}: names the issuer {found.get('issuer')!r}, not {issuer!r}")
+            named = found.get("issuer") if isinstance(found, dict) else None
+            tried.append(f"{url}: names the issuer {named!r}, not {issuer!r}")
         else:
             raise _invalid(f"no metadata for the issuer {issuer} ({'; '.join(tried)})")
         if not isinstance(self.metadata.get("jwks_uri"), str):

@@ -463,7 +463,7 @@ class ToolbridgeServer:
     async def _read_resource(
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        return await self._outputs.read(params.uri, self._callers(ctx))
+        return await self._outputs.read(params.uri, self._callers(ctx), self.bridge.read_back)
 
     def _session_id(self, ctx: ServerRequestContext[Any]) -> str:
         """The session of audit lines and "always" grants: the process's on stdio, one per

@@ -116,9 +116,12 @@ def to_result(
 ) -> types.CallToolResult:
     """Success: the text written for the model (the tool's own, else its value as JSON) and
     the value as structuredContent, except for a tool that writes its own text and publishes
-    no outputSchema (read, grep: text to be read): its text is the whole result, since Claude
-    Code and VS Code show a model ``JSON.stringify(structuredContent)`` instead of the text
-    whenever there is one, its newlines, tabs and quotes escaped. Failure: the message as
+    no outputSchema (the locked tools whose results are read: file lines, matches, paths,
+    command output, a diff, a page, a skill, a subagent's answer, found tools, a checklist):
+    its text is the whole result, since Claude Code and VS Code show a model
+    ``JSON.stringify(structuredContent)`` instead of the text whenever there is one, its
+    newlines, tabs and quotes escaped. The spec's outputSchema is thus the one switch between
+    the two forms (docs/builtins.md, "What the model reads"). Failure: the message as
     text and no structuredContent at all, whatever the tool's outputSchema (clients on the
     TypeScript SDK check a failure's structuredContent against it too, and reject the whole
     result when it does not match); the error code and the tool's own failure value ride in

@@ -20,7 +20,7 @@ import anyio
 import pytest
 from anyio.abc import SocketAttribute, SocketStream
 
-from mcp_toolbridge.bridge import CallOutcome
+from mcp_toolbridge.bridge.outcome import CallOutcome
 from mcp_toolbridge.policy.file import DEFAULT_POLICY_TOML
 from mcp_toolbridge.runtime import Settings, load_catalog, open_bridge
 from tests.support.manifests import NOT_DESTRUCTIVE, agentcli_manifest

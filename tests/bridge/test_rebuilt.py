@@ -9,9 +9,9 @@ from typing import Any
 
 import anyio
 
-from mcp_toolbridge.bridge import CallOutcome
-from mcp_toolbridge.bridge.gate import Clearance
-from mcp_toolbridge.bridge.pipeline import NO_POLICY, Bridge
+from mcp_toolbridge.bridge.gate import NO_POLICY, Clearance
+from mcp_toolbridge.bridge.outcome import CallOutcome
+from mcp_toolbridge.bridge.pipeline import Bridge
 from mcp_toolbridge.catalog import Catalog
 from mcp_toolbridge.executors import ExecRequest, ExecResult
 from mcp_toolbridge.host import CallContext

@@ -20,6 +20,7 @@ from mcp_toolbridge.bridge.gate import HEADLESS_DENIED
 from mcp_toolbridge.executors import probe_sandbox
 from mcp_toolbridge.policy.shell.expanded import HARMLESS, JUDGED, KNOWN
 from mcp_toolbridge.sandbox import Sandbox
+from tests.support.results import text_of
 from tests.support.served import error_text, locked_settings, served_client
 
 PLANTED = (
@@ -119,18 +120,18 @@ async def test_the_same_lines_written_safely_run_and_do_what_they_say(tmp_path: 
     workspace = _workspace(settings.workspace)
     async with served_client(settings, locked=True) as client:
         found = await _call(client, "find ./* -name inner.txt")
-        assert found.structured_content["stdout"] == "./dir/inner.txt\n", found
+        assert text_of(found) == "./dir/inner.txt\nexit code 0", found
         listed = await _call(client, "ls *")  # allowed: ls's options only change its output
-        assert "unrecognized option" in listed.structured_content["stderr"], listed
+        assert "--- stderr ---\nls: unrecognized option" in text_of(listed), listed
         listed = await _call(client, "ls -- *")
-        assert "keep.txt" in listed.structured_content["stdout"], listed
+        assert "\nkeep.txt\n" in text_of(listed).split("--- stderr ---")[0], listed
         archived = await _call(client, "tar cf out.tar -- *")
-        assert archived.structured_content["exit_code"] == 0, archived
+        assert text_of(archived).endswith("exit code 0"), archived
         members = await _call(client, "tar tf out.tar")
-        assert "--checkpoint=1" in members.structured_content["stdout"], members
+        assert "--checkpoint=1" in text_of(members), members
         assert not (workspace / "PWNED").exists()
         removed = await _call(client, "rm -f -- *")  # -rf is a file here, not a flag
-        assert removed.structured_content["exit_code"] == 1, removed  # dir is not removed
+        assert text_of(removed).endswith("exit code 1"), removed  # dir is not removed
     assert sorted(p.name for p in workspace.iterdir()) == [".git", "dir"]
     assert (workspace / "dir" / "inner.txt").read_text(encoding="utf-8") == "inner\n"
 

@@ -102,8 +102,7 @@ async def test_bash_runs_an_allowed_command_and_asks_for_what_follows_it(tmp_pat
     async with served_client(settings, locked=True) as client:
         ok = await client.call_tool("bash", {"command": "echo hello"})
         assert not ok.is_error, ok
-        assert ok.structured_content is not None
-        assert "hello" in json.dumps(ok.structured_content)
+        assert text_of(ok) == "hello\nexit code 0"
         chained = await client.call_tool("bash", {"command": "echo hi; rm -rf ~/nothing-here"})
         assert HEADLESS_DENIED in error_text(chained)
         wrapped = await client.call_tool("bash", {"command": "echo $(rm -rf ~/nothing-here)"})
@@ -161,7 +160,7 @@ async def test_bash_refuses_the_audited_bypasses_behind_prefix_allows(tmp_path):
             assert "top secret" not in error and "hunter2" not in error, command
         ok = await client.call_tool("bash", {"command": "cat notes.txt"})
         assert not ok.is_error, ok
-        assert "workspace notes" in json.dumps(ok.structured_content)
+        assert text_of(ok).startswith("workspace notes")
     assert not (base / "x").exists()
     assert not (base / "ws_evil" / ".git").exists()
     assert not (base / "pwnA").exists()
@@ -263,9 +262,9 @@ async def test_task_runs_a_subagent_on_the_clients_model_through_sampling(tmp_pa
     model = Model()
     result = await _task_on_notes(tmp_path, model)
     assert not result.is_error, result
-    assert result.structured_content is not None
-    assert result.structured_content["result"] == "the file says alpha: True"
-    assert result.structured_content["tool_calls"] == ["read"]
+    assert text_of(result) == (
+        "the file says alpha: True\n\n(general subagent: 2 turn(s); tool calls: read)"
+    )
     offered = {tool.name for tool in model.requests[0].tools or []}
     assert "read" in offered and "echo" in offered
     assert not {"todo", "question", "task"} & offered
@@ -306,11 +305,11 @@ async def test_todo_is_per_session_and_replaced_on_each_call(tmp_path):
     item = {"content": "write tests", "status": "in_progress"}
     async with served_client(settings, locked=True) as client:
         first = await client.call_tool("todo", {"todos": [item]})
-        assert first.structured_content is not None
-        assert first.structured_content["todos"] == [item]
+        assert text_of(first) == (
+            "Todo list: 0 completed, 1 in progress, 0 pending.\n[~] write tests"
+        )
         cleared = await client.call_tool("todo", {"todos": []})
-        assert cleared.structured_content is not None
-        assert cleared.structured_content["todos"] == []
+        assert text_of(cleared) == "The todo list is empty."
 
 
 def test_locked_chooses_which_tools_are_served(tmp_path):
@@ -374,7 +373,7 @@ async def test_web_fetch_follows_the_policy_for_hosts_and_redirects(tmp_path):
             async with served_client(locked_settings(tmp_path, WEB_POLICY), locked=True) as client:
                 fetched = await client.call_tool("web_fetch", {"url": hops.url("/same")})
                 assert not fetched.is_error, fetched
-                assert "Hello there." in json.dumps(fetched.structured_content)
+                assert "Hello there." in text_of(fetched)
                 away = await client.call_tool("web_fetch", {"url": hops.url("/away")})
                 assert "redirect 1" in error_text(away) and "refused" in error_text(away)
                 denied = await client.call_tool("web_fetch", {"url": "http://example.org/"})
@@ -422,8 +421,7 @@ async def test_a_subagent_in_a_large_catalog_can_call_what_its_tool_search_found
     ) as client:
         result = await client.call_tool("task", {"description": "x", "prompt": "use big_07"})
     assert not result.is_error, result
-    assert result.structured_content is not None
-    assert result.structured_content["tool_calls"] == ["tool_search", "big_07"]
+    assert text_of(result).endswith("tool calls: tool_search, big_07)")
     first = {tool.name for tool in model.requests[0].tools or []}
     second = {tool.name for tool in model.requests[1].tools or []}
     assert "big_07" not in first and "big_07" in second

@@ -11,8 +11,9 @@ from typing import Any
 import anyio
 import pytest
 
-from mcp_toolbridge.bridge import Bridge, CallOutcome
 from mcp_toolbridge.bridge.gate import Clearance
+from mcp_toolbridge.bridge.outcome import CallOutcome
+from mcp_toolbridge.bridge.pipeline import Bridge
 from mcp_toolbridge.builtins.base import BuiltinExecutor, BuiltinTool
 from mcp_toolbridge.builtins.fs.read import ReadTool
 from mcp_toolbridge.builtins.question import QuestionTool

@@ -16,7 +16,7 @@ from mcp import Client, StdioServerParameters
 
 from mcp_toolbridge.builtins import LOCKED_IDS
 from tests.support.discovery import BLOCKED_NOTE, audit_lines, proxied, write_catalog
-from tests.support.results import text_of
+from tests.support.results import found_tools, text_of
 
 pytestmark = pytest.mark.e2e
 
@@ -45,7 +45,7 @@ async def test_a_2026_stdio_list_is_the_same_before_and_after_a_search() -> None
             before = _listing(await client.list_tools())
             assert [t["name"] for t in before] == [*LOCKED_IDS, "call_tool"]
             found = await client.call_tool("tool_search", {"query": "count the words"})
-            assert found.structured_content["tools"][0]["name"] == "word_count"
+            assert found_tools(found)[0] == "word_count"
             assert _listing(await client.list_tools()) == before
             counted = await client.call_tool(
                 "call_tool", proxied("word_count", text="one two three")
@@ -66,7 +66,7 @@ async def test_a_2025_stdio_list_grows_with_the_hits() -> None:
             before = [t.name for t in (await client.list_tools()).tools]
             assert before == [*LOCKED_IDS, "call_tool"]
             found = await client.call_tool("tool_search", {"query": "count the words"})
-            hits = [t["name"] for t in found.structured_content["tools"]]
+            hits = found_tools(found)
             await changed.wait()
             after = [t.name for t in (await client.list_tools()).tools]
             assert after == [*before, *hits]

@@ -19,6 +19,7 @@ from mcp_toolbridge.sandbox.warm import ZYGOTE_INSIDE
 from tests.sandbox.conftest import sandbox_support  # noqa: F401 (the fixture)
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 from tests.support.procs import alive_with, parent_of, wait_gone
+from tests.support.results import text_of
 
 pytestmark = [
     pytest.mark.e2e,
@@ -55,7 +56,7 @@ async def test_tools_called_again_answer_each_call_sandboxed_and_leave_nothing(
                 echoed = await client.call_tool("echo", {"text": f"{marker}-{i}"})
                 assert echoed.structured_content == {"echo": {"text": f"{marker}-{i}"}}
                 said = await client.call_tool("bash", {"command": f"echo {marker}-{i}"})
-                assert said.structured_content["stdout"] == f"{marker}-{i}\n", said
+                assert text_of(said) == f"{marker}-{i}\nexit code 0", said
                 # The server's warm sandboxes: bubblewrap around a zygote, its children.
                 zygotes = alive_with(ZYGOTE_INSIDE, warm=True)
                 warm_seen.append(any(parent_of(p) == served for p in zygotes))

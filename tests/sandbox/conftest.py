@@ -84,8 +84,10 @@ class Box:
         requires: Grants | None = None,
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
+        argv: Sequence[str] = (),
     ) -> ProcessOutcome:
-        """Run ``python3 -c script`` in the sandbox; the capability check never sees inside."""
+        """Run ``python3 -c script [argv...]`` in the sandbox; the capability check never sees
+        inside."""
         confinement = self.confine(mode, requires)
         run = functools.partial(
             run_process,
@@ -97,7 +99,7 @@ class Box:
         )
         with anyio.fail_after(30):
             if not self.warm or mode == "off":
-                return await run([sys.executable, "-I", "-c", script])
+                return await run([sys.executable, "-I", "-c", script, *argv])
             pool = confinement.sandbox.warm
             before = pool.taken
             for _ in range(2):  # the second launch of a sandbox's options makes a warm one
@@ -110,7 +112,7 @@ class Box:
                     await anyio.wait_readable(made[0].control)  # its zygote says it is ready
                     break
             taken = pool.taken
-            outcome = await run([sys.executable, "-I", "-c", script])
+            outcome = await run([sys.executable, "-I", "-c", script, *argv])
             assert pool.taken == taken + 1, "the run did not go to the warm sandbox"
             return outcome
 

@@ -18,11 +18,11 @@ from mcp_toolbridge.builtins import Sessions
 from mcp_toolbridge.builtins.base import builtin_spec
 from mcp_toolbridge.builtins.bash import BashTool
 from mcp_toolbridge.errors import ErrorCode, ExecSpawnError
-from mcp_toolbridge.executors import ExecRequest, ExecToolExecutor, run_process
+from mcp_toolbridge.executors import ExecRequest, ExecToolExecutor, probe_sandbox, run_process
 from mcp_toolbridge.model import RequirementSet, Safety
 from mcp_toolbridge.policy import Policy, SandboxMode, Scope
 from mcp_toolbridge.runtime import Settings, load_catalog, open_bridge
-from mcp_toolbridge.sandbox import Sandbox
+from mcp_toolbridge.sandbox import BWRAP_VARIABLE, Sandbox, find_bwrap
 from tests.sandbox.conftest import PRIVATE_KEY, Box
 from tests.support.manifests import agentcli_manifest
 
@@ -253,3 +253,25 @@ async def test_a_policy_with_warm_false_gives_every_call_a_fresh_sandbox(box: Bo
             )
             assert (outcome.exit_code, outcome.sandboxed) == (0, True)
     assert gate.sandbox.warm.taken == 0 and gate.sandbox.warm.sandboxes == []
+
+
+async def test_mcp_toolbridge_bwrap_names_the_bwrap_every_launch_uses(
+    box: Box, tmp_path: Path
+) -> None:
+    packaged = find_bwrap()
+    assert packaged is not None
+    named = tmp_path / "bin" / "bwrap"
+    named.parent.mkdir()
+    named.symlink_to(packaged)
+    sandbox = Sandbox.from_environ("required", {**box.env, BWRAP_VARIABLE: str(named)})
+    assert sandbox.bwrap == str(named) and sandbox.probe_argv()[0] == str(named)
+    confinement = sandbox.confine(sandbox.profile(box.policy().scope, tool="t"))
+    with anyio.fail_after(30):
+        outcome = await run_process(
+            ["/bin/true"], stdin=None, cwd=None, env=box.env, timeout_s=20, sandbox=confinement
+        )
+        assert (outcome.exit_code, outcome.sandboxed) == (0, True)
+        missing = {**box.env, BWRAP_VARIABLE: str(tmp_path / "nowhere" / "bwrap")}
+        support = await probe_sandbox(Sandbox.from_environ("auto", missing))
+    assert not support.ok and support.reason.startswith("bwrap could not be run")
+    assert BWRAP_VARIABLE in support.fixes[0].how

@@ -21,7 +21,7 @@ from mcp_toolbridge.runtime import (
 )
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
-from tests.support.results import text_of
+from tests.support.results import found_tools, text_of
 
 
 def _catalog(tmp_path: Path) -> Path:
@@ -57,8 +57,8 @@ async def test_a_2025_connection_sees_its_list_grow_with_the_hits_and_is_told(
             before = [t.name for t in (await client.list_tools()).tools]
             assert before == ["tool_search", "call_tool"]
             found = await client.call_tool("tool_search", {"query": "send an email"})
-            assert found.structured_content["tools"][0]["name"] == "send_email"
-            assert "in your tool list now" in found.structured_content["how_to_call"]
+            assert found_tools(found)[0] == "send_email"
+            assert "in your tool list now" in text_of(found).splitlines()[0]
             assert "call each one directly" in text_of(found)
             with anyio.fail_after(5):
                 await changed.wait()
@@ -75,11 +75,9 @@ async def test_a_2026_list_is_the_same_before_and_after_a_search(tmp_path: Path)
             before = _listing(await client.list_tools())
             assert [t["name"] for t in before] == ["tool_search", "call_tool"]
             found = await client.call_tool("tool_search", {"query": "send an email"})
-            hit = found.structured_content["tools"][0]
-            assert hit["name"] == "send_email"
-            assert hit["input_schema"]["required"] == ["text"]
-            assert "call one through call_tool" in found.structured_content["how_to_call"]
-            assert "call_tool" in text_of(found).splitlines()[0]
+            assert found_tools(found)[0] == "send_email"
+            assert '"required":["text"]' in text_of(found)  # its input schema, compact JSON
+            assert "call one through call_tool" in text_of(found).splitlines()[0]
             assert _listing(await client.list_tools()) == before
             result = await client.call_tool(
                 "call_tool", {"name": "send_email", "arguments": {"text": "hi"}}
@@ -144,7 +142,7 @@ async def test_tool_search_finds_a_chinese_described_tool_by_two_characters(
             async def first_hit(query: str) -> str:
                 found = await client.call_tool("tool_search", {"query": query})
                 assert found.is_error is False
-                return str(found.structured_content["tools"][0]["name"])
+                return found_tools(found)[0]
 
             # The transliterated MCP name is what a client calls; the id as written is still
             # its title and _meta, and still finds it.

@@ -20,7 +20,7 @@ from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_r
 from mcp_toolbridge.server.http import HttpOptions, HttpService
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.discovery import BLOCKED_NOTE, audit_lines, proxied, write_catalog
-from tests.support.results import text_of
+from tests.support.results import found_tools, text_of
 
 TOKEN = "discovery-test-token-0123456789"
 
@@ -71,8 +71,8 @@ async def test_over_http_a_2026_list_is_the_same_before_and_after_a_search(
             before = _listing(await client.list_tools())
             assert [t["name"] for t in before] == ["tool_search", "call_tool"]
             found = await client.call_tool("tool_search", {"query": "send an email"})
-            assert found.structured_content["tools"][0]["name"] == "send_email"
-            assert "through call_tool" in found.structured_content["how_to_call"]
+            assert found_tools(found)[0] == "send_email"
+            assert "through call_tool" in text_of(found).splitlines()[0]
             assert _listing(await client.list_tools()) == before
 
 

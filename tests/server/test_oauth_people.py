@@ -33,7 +33,7 @@ from tests.support.oauth import (
     protected_server,
 )
 from tests.support.oidc import Provider
-from tests.support.results import text_of
+from tests.support.results import found_tools, text_of
 
 pytestmark = needs_oidc
 MODES = ["auto", "legacy"]
@@ -109,7 +109,7 @@ class Person:
 
 def _found(result: types.CallToolResult) -> list[str]:
     assert not result.is_error, text_of(result)
-    return [t["name"] for t in (result.structured_content or {})["tools"]]
+    return found_tools(result)
 
 
 @pytest.mark.parametrize("mode", MODES)

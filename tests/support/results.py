@@ -44,3 +44,11 @@ def shown_to_model(result: types.CallToolResult, client: str) -> str:
         return json.dumps(structured, separators=(",", ":"), ensure_ascii=False)
     assert client in CLIENTS, client
     return "\n".join(texts)
+
+
+def found_tools(result: types.CallToolResult) -> list[str]:
+    """The tools a tool_search result names, in order: its ``## name`` lines, as a model reads
+    them (the text is the whole result)."""
+    assert not result.is_error, result
+    assert result.structured_content is None, result
+    return [line[3:] for line in text_of(result).splitlines() if line.startswith("## ")]

@@ -59,24 +59,6 @@ INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "file_path": {"type": "string"},
-        "replacements": {"type": "integer", "minimum": 1},
-        "lines": {
-            "type": "array",
-            "items": {"type": "integer", "minimum": 1},
-            "description": "The line numbers of the replacements in the new file.",
-        },
-        "diff": {"type": "string", "description": "A unified diff of the changed region."},
-        "line_endings": {"enum": ["crlf", "mixed"]},
-        "bom": {"type": "boolean"},
-        "note": {"type": "string"},
-    },
-    "required": ["file_path", "replacements", "lines", "diff"],
-}
-
 SPEC = builtin_spec(
     "edit",
     title="Edit a file",
@@ -87,7 +69,9 @@ SPEC = builtin_spec(
         "or replace all of its content, use write."
     ),
     input_schema=INPUT_SCHEMA,
-    output_schema=OUTPUT_SCHEMA,
+    # No output schema: the summary and the diff as text are the whole result, the one form
+    # every client shows a model as it is (server/wire.py). The value (file_path,
+    # replacements, lines, diff, line_endings, bom, note) stays what `call` prints.
     requires=RequirementSet(fs_read=("{workspace}",), fs_write=("{workspace}",)),
     argument_roles={"file_path": ("fs.read", "fs.write")},
     safety=Safety(

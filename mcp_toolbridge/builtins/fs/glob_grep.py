@@ -192,9 +192,15 @@ class GlobTool:
             if ignored:
                 value["ignored_dirs"] = ignored[:MAX_IGNORED_DIRS_SHOWN]
             if hidden or ignored:
+                named = ", ".join(ignored[:MAX_IGNORED_DIRS_SHOWN])
+                more = ", …" if len(ignored) > MAX_IGNORED_DIRS_SHOWN else ""
                 notes.append(
                     f"{hidden} matching file(s) hidden by .gitignore"
-                    + (f" and {len(ignored)} ignored folder(s) not searched" if ignored else "")
+                    + (
+                        f" and {len(ignored)} ignored folder(s) not searched ({named}{more})"
+                        if ignored
+                        else ""
+                    )
                     + "; pass include_ignored: true to include them"
                 )
         if withheld:
@@ -213,7 +219,7 @@ class GlobTool:
             output_path = str(kept) if kept is not None else None
             notes.append(
                 f"showing the newest {MAX_GLOB_ENTRIES} of {len(paths)} files"
-                + ("; the full list is in output_path (read it with offset)" if kept else "")
+                + (f"; the full list is in {kept} (read it with offset)" if kept else "")
                 + "; narrow the pattern or set path to see fewer"
             )
         if notes:
@@ -328,20 +334,15 @@ class GrepTool:
             line_numbers=bool(args.get("line_numbers", True)),
             context=context,
             head_limit=int(head_limit) if head_limit is not None else None,
+            keep=functools.partial(state.write_sidecar, "grep"),
         )
         formatted = await anyio.to_thread.run_sync(shape)  # up to 20,000 lines: off the loop
-        if formatted.full_text is None:
-            return ExecResult(
-                ok=True, value=formatted.value, text=formatted.text, sandboxed=run.sandboxed
-            )
-        full = formatted.full_text.encode("utf-8", "replace")
-        kept = await anyio.to_thread.run_sync(state.write_sidecar, "grep", full)
         return ExecResult(
             ok=True,
             value=formatted.value,
             text=formatted.text,
-            truncated=True,
-            output_path=str(kept) if kept is not None else None,
+            truncated=formatted.truncated,
+            output_path=formatted.output_path,
             sandboxed=run.sandboxed,
         )
 

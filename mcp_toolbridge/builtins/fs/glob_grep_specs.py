@@ -51,8 +51,8 @@ GREP_SCHEMA: dict[str, Any] = {
             "type": "string",
             "minLength": 1,
             "description": "The folder or file to search: absolute, or relative to the "
-            "workspace root (default: the workspace root). An output_path of an earlier "
-            "truncated call can be searched too.",
+            "workspace root (default: the workspace root). The file an earlier truncated "
+            "result names can be searched too.",
         },
         "glob": {
             "type": "string",
@@ -97,25 +97,6 @@ GREP_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-_COUNT = {"type": "integer", "minimum": 0}
-
-GLOB_OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "files": {
-            "type": "array",
-            "items": {"type": "string"},
-            "description": "Matching paths, newest first (at most 1000).",
-        },
-        "num_files": {**_COUNT, "description": "How many files match in all."},
-        "hidden_by_gitignore": _COUNT,
-        "ignored_dirs": {"type": "array", "items": {"type": "string"}},
-        "withheld_by_policy": _COUNT,
-        "note": {"type": "string"},
-    },
-    "required": ["files", "num_files"],
-}
-
 _READ_ONLY = Safety(read_only=True, idempotent=True, open_world=False, inferred=frozenset())
 
 GLOB_SPEC = builtin_spec(
@@ -125,10 +106,12 @@ GLOB_SPEC = builtin_spec(
         "List files in the workspace whose path matches a glob pattern, newest first "
         "(modification time). Files ignored by .gitignore are hidden (the result says how "
         "many; include_ignored shows them); .git is always skipped; symlinks are not followed. "
-        "At most 1000 paths are returned, the rest go to output_path."
+        "At most 1000 paths are returned; the whole list goes to a file the result names."
     ),
     input_schema=GLOB_SCHEMA,
-    output_schema=GLOB_OUTPUT_SCHEMA,
+    # No output schema: the paths as text are the whole result, the one form every client
+    # shows a model as it is (server/wire.py). The value (files, num_files,
+    # hidden_by_gitignore, ignored_dirs, withheld_by_policy, note) stays what `call` prints.
     requires=RequirementSet(fs_read=("{workspace}",)),
     argument_roles={"path": ("fs.read",)},
     safety=_READ_ONLY,
@@ -141,7 +124,7 @@ GREP_SPEC = builtin_spec(
         "Search file contents in the workspace with a regular expression. Files are ordered "
         "newest first; .gitignore'd, binary and over-10 MB files are skipped. An invalid "
         "pattern is an error, never 'no matches'. At most 200 entries are returned (use "
-        "head_limit for fewer); the rest go to output_path."
+        "head_limit for fewer); the whole output goes to a file the result names."
     ),
     input_schema=GREP_SCHEMA,
     # No output schema: the matches as text are the whole result, the one form every client

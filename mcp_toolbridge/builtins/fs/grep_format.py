@@ -4,8 +4,8 @@ Files are ordered by modification time, newest first (like glob), ties by path; 
 file by line number. Content lines look like ripgrep's: ``path:12:text`` for a matching line,
 ``path-13-text`` for a context line, ``--`` between separate groups. An entry is a file
 (files_with_matches, count) or a matching line (content). Past 200 entries, the head is
-returned and the full output goes to a sidecar file; ``head_limit`` is a limit the caller chose,
-so what it leaves out is only counted.
+returned and the full output goes to a sidecar file, which the note names; ``head_limit`` is a
+limit the caller chose, so what it leaves out is only counted.
 """
 
 from __future__ import annotations
@@ -27,8 +27,13 @@ class Formatted:
     text: str
     """What the model reads: the paths, the lines or the counts as ripgrep prints them, one
     per line, with the notes after a blank line."""
-    full_text: str | None
-    """The whole output when the head was cut at the cap (for the sidecar); else None."""
+    output_path: str | None = None
+    """The sidecar file holding the whole output, when the head was cut at the cap."""
+    truncated: bool = False
+
+
+Keep = Callable[[bytes], Path | None]
+"""keep(data) -> the sidecar file now holding ``data``; None when it could not be kept."""
 
 
 def format_run(
@@ -39,7 +44,11 @@ def format_run(
     line_numbers: bool,
     context: int,
     head_limit: int | None,
+    keep: Keep,
 ) -> Formatted:
+    """The value and the text of ``run``. Past the cap (not ``head_limit``), the whole output
+    goes to ``keep`` and the note names the file, so a model reading the text alone can go on.
+    Blocking (sorting up to 20,000 lines, writing the sidecar): run it in a worker thread."""
     files = sorted(run.files, key=lambda f: (-f.mtime, display(f.path)))
     limit = head_limit if head_limit is not None else MAX_ENTRIES
     num_matches = sum(f.match_lines for f in files)
@@ -79,19 +88,24 @@ def format_run(
             "them or asks first (name such a file in path to be asked)"
         )
     cut = total > limit
+    kept: Path | None = None
     if cut and head_limit is not None:
         notes.append(f"showing the first {limit} of {total} {unit} (head_limit={head_limit})")
     elif cut:
+        kept = keep(("\n".join(full) + "\n").encode("utf-8", "replace"))
+        where = (
+            f"the full output is in {kept} (read it, or grep it with path set to that file)"
+            if kept is not None
+            else "the rest could not be kept (the session's file space is used up)"
+        )
         notes.append(
-            f"showing the first {limit} of {total} {unit}; the full output is in output_path "
-            "(read it, or grep it with path set to output_path), or narrow the search with "
+            f"showing the first {limit} of {total} {unit}; {where}, or narrow the search with "
             "path, glob or head_limit"
         )
     if notes:
         value["note"] = "; ".join(notes)
-    return Formatted(
-        value, _text(value), "\n".join(full) + "\n" if cut and head_limit is None else None
-    )
+    truncated = cut and head_limit is None
+    return Formatted(value, _text(value), str(kept) if kept else None, truncated)
 
 
 def _text(value: dict[str, Any]) -> str:

@@ -74,7 +74,7 @@ SPEC = builtin_spec(
         f"and limit for other parts. Lines longer than {MAX_LINE_CHARS} characters are cut, the "
         "output is capped at 200 KB. The line-number prefix is not part of the file: never copy "
         "it into edit's old_string. Directories and binary files are refused (use glob to list "
-        "files). Output files of earlier truncated calls (output_path) can be read too."
+        "files). The files earlier truncated results name can be read too."
     ),
     input_schema=INPUT_SCHEMA,
     # No output schema: the numbered lines are the whole result, the one form every client
@@ -237,7 +237,7 @@ class ReadTool:
         notes.append(
             f"output capped at 200 KB: lines {w.first}-{end} shown of the requested "
             f"{w.first}-{w.last}; continue with offset={end + 1} (and a smaller limit)"
-            + (", or read the whole requested range from output_path" if kept else "")
+            + (f", or read the whole requested range from {kept}" if kept else "")
         )
         value["note"] = "; ".join(notes)
         return _done(value, truncated=True, output_path=str(kept) if kept is not None else None)

@@ -37,20 +37,6 @@ INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string"},
-        "description": {"type": "string"},
-        "folder": {"type": "string", "description": "The skill's folder (absolute)."},
-        "body": {"type": "string", "description": "SKILL.md without its front matter."},
-        "files": {"type": "array", "items": {"type": "string"}},
-        "files_truncated": {"type": "boolean"},
-        "note": {"type": "string"},
-    },
-    "required": ["name", "description", "folder", "body", "files"],
-}
-
 HEAD = (
     "Load a skill: instructions and files for a specialised task. When the task matches a "
     "skill below, call this with its name before starting, then follow the instructions it "
@@ -76,7 +62,9 @@ def build_spec(skills: Sequence[Skill]) -> ToolSpec:
         title="Load a skill",
         description=describe(skills),
         input_schema=INPUT_SCHEMA,
-        output_schema=OUTPUT_SCHEMA,
+        # No output schema: the instructions as Markdown are the whole result, the one form
+        # every client shows a model as it is (server/wire.py). The value (name, description,
+        # folder, body, files, files_truncated, note) stays what `call` prints.
         safety=Safety(read_only=True, idempotent=True, open_world=False, inferred=frozenset()),
     )
 

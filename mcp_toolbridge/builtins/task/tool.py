@@ -100,18 +100,6 @@ def _input_schema() -> dict[str, Any]:
     }
 
 
-OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "result": {"type": "string", "description": "The subagent's final answer."},
-        "turns": {"type": "integer", "minimum": 0},
-        "tool_calls": {"type": "array", "items": {"type": "string"}},
-        "subagent_type": {"type": "string"},
-    },
-    "required": ["result", "turns", "tool_calls", "subagent_type"],
-}
-
-
 def build_spec(limits: Limits) -> ToolSpec:
     kinds = "\n".join(f"- {t.name}: {t.description}" for t in SUBAGENT_TYPES.values())
     schema = _input_schema()
@@ -124,7 +112,9 @@ def build_spec(limits: Limits) -> ToolSpec:
         f"has at most {limits.max_turns} turns and {limits.max_seconds:g} s, cannot ask "
         "the user and cannot start further subagents.\n\nSubagent types:\n" + kinds,
         input_schema=schema,
-        output_schema=OUTPUT_SCHEMA,
+        # No output schema: the subagent's answer is the whole result, the one form every
+        # client shows a model as it is (server/wire.py). The value (result, turns,
+        # tool_calls, subagent_type) stays what `call` prints.
         timeout_s=limits.max_seconds,
         safety=Safety(
             read_only=False,

@@ -331,7 +331,8 @@ async def test_over_200_matches_truncate_to_a_sidecar_that_grep_can_search(grep,
     lines = result.value["content"].split("\n")
     assert len(lines) == 200 and lines[-1] == "many.txt:200:match 199"
     assert result.value["num_matches"] == 250
-    assert "output_path" in result.value["note"]
+    assert result.output_path is not None
+    assert f"the full output is in {result.output_path} (read it" in (result.text or "")
     again = await call(grep, pattern="match 249$", output_mode="content", path=str(sidecar(result)))
     assert again.value["content"].endswith("many.txt:250:match 249")
 

@@ -1,0 +1,211 @@
+"""Secrets nobody declared, on a call's way out and in (the scan itself is leaks/).
+
+- **Out**: :func:`screen` replaces every secret in what a finished call returns (its value,
+  text and error, and the copies its observers keep: the executor's result, argv and URL) with
+  ``[REDACTED:<rule-id>]``. A result whose redacted value no longer matches the tool's output
+  schema becomes an ``output.invalid`` failure that still carries the redacted output as text
+  (:func:`off_schema`; Bridge.call decides, it holds the schema).
+  :func:`screened_context` does the same to the log lines and progress messages a running call
+  sends to the client.
+- **In**: :func:`argument_question` is the gate's question when a call's arguments carry a
+  secret and the tool can reach the network (:func:`reaches_network`): the call asks, naming
+  the rules, never the value; headless, it is refused.
+
+What is recorded anywhere (audit line, log, message) is rule ids and counts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from mcp_toolbridge.executors import ExecResult
+from mcp_toolbridge.host import CallContext, CallLog, LogLevel, ProgressFn
+from mcp_toolbridge.leaks import SecretScan, summary
+from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.policy import Decision, Policy
+from mcp_toolbridge.sandbox import Sandbox
+
+log = logging.getLogger("mcp_toolbridge")
+
+SECRETS_SCOPE = "secrets"
+"""The scope of a decision the argument scan made (audit ``decisionScope``)."""
+MAX_SHOWN_CHARS = 100_000
+"""The most of a redacted value an ``output.invalid`` failure shows."""
+
+
+def _size(value: Any, limit: int = 1 << 20) -> int:
+    """About how many characters scanning ``value`` means (stops counting past ``limit``)."""
+    if isinstance(value, str):
+        return len(value)
+    total = 0
+    stack = [value]
+    while stack and total <= limit:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += len(item) + 2
+        elif isinstance(item, Mapping):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+        else:
+            total += 8
+    return total
+
+
+@dataclass(frozen=True, slots=True)
+class Screened:
+    """What a finished call returns, redacted, and how many secrets were, per rule: the most
+    found in any one part the client gets (its value and its text usually show the same
+    output twice), the copies only observers keep not counted."""
+
+    value: Any
+    text: str | None
+    error: str | None
+    result: ExecResult | None
+    counts: Counter[str]
+
+
+async def screen(
+    scan: SecretScan,
+    tool: str,
+    *,
+    value: Any,
+    text: str | None,
+    error: str | None,
+    result: ExecResult | None,
+) -> Screened:
+    """The parts of a finished call with every secret redacted (see the module doc)."""
+    counts: Counter[str] = Counter()
+
+    async def redact_text(item: str | None, into: Counter[str]) -> str | None:
+        if item is None:
+            return None
+        redacted, found = await scan.text(item, tool)
+        into |= found
+        return redacted
+
+    async def redact_value(item: Any, into: Counter[str]) -> Any:
+        redacted, found = await scan.value(item, tool, _size(item))
+        into |= found
+        return redacted
+
+    new_value = await redact_value(value, counts)
+    new_text = await redact_text(text, counts)
+    new_error = await redact_text(error, counts)
+    if result is not None:
+        copies: Counter[str] = Counter()
+        result = replace(
+            result,
+            value=new_value if result.value is value else await redact_value(result.value, copies),
+            text=new_text if result.text == text else await redact_text(result.text, copies),
+            error=new_error if result.error == error else await redact_text(result.error, copies),
+            argv=tuple(await redact_value(list(result.argv), copies)),
+            url=await redact_text(result.url, copies),
+        )
+    if counts:
+        log.info("secret scan: redacted %s from the result of %s", summary(counts), tool)
+    return Screened(new_value, new_text, new_error, result, counts)
+
+
+def off_schema(screened: Screened, problem: str) -> str:
+    """The failure of a result that, redacted, no longer matches the tool's output schema:
+    the redacted output comes back as text."""
+    shown = screened.text
+    if shown is None:
+        shown = json.dumps(screened.value, ensure_ascii=False, default=str)
+    if len(shown) > MAX_SHOWN_CHARS:
+        shown = shown[:MAX_SHOWN_CHARS] + f"… [{len(shown) - MAX_SHOWN_CHARS} more characters]"
+    return (
+        f"the result carried secrets ({summary(screened.counts)}), redacted as "
+        f"[REDACTED:<rule-id>]; redacted, it no longer matches the tool's output schema "
+        f"({problem}), so it comes back as text only:\n{shown}"
+    )
+
+
+async def read_back(scan: SecretScan, text: str, tool: str) -> str:
+    """The whole output of a call of ``tool``, read back later (a resource), redacted."""
+    redacted, found = await scan.text(text, tool)
+    if found:
+        log.info("secret scan: redacted %s from an output of %s read back", summary(found), tool)
+    return redacted
+
+
+class ScreenedLog:
+    """A call's client log with every secret in a line redacted before it is sent."""
+
+    def __init__(self, inner: CallLog, scan: SecretScan, tool: str) -> None:
+        self._inner = inner
+        self._scan = scan
+        self._tool = tool
+
+    def wants(self, level: LogLevel) -> bool:
+        return self._inner.wants(level)
+
+    async def send(self, level: LogLevel, text: str, *, logger: str) -> None:
+        redacted, found = await self._scan.text(text, self._tool)
+        if found:
+            log.info("secret scan: redacted %s from a log line of %s", summary(found), self._tool)
+        await self._inner.send(level, redacted, logger=logger)
+
+
+def screened_context(scan: SecretScan, ctx: CallContext, tool: str) -> CallContext:
+    """``ctx`` whose log lines and progress messages are redacted on their way to the
+    client."""
+    if not scan.enabled:
+        return ctx
+    log_ = ScreenedLog(ctx.log, scan, tool) if ctx.log is not None else None
+    progress: ProgressFn | None = None
+    inner = ctx.progress
+    if inner is not None:
+
+        async def progress(current: float, total: float | None, message: str | None) -> None:
+            if message:
+                message, _ = await scan.text(message, tool)
+            await inner(current, total, message)
+
+    return replace(ctx, log=log_, progress=progress)
+
+
+def reaches_network(spec: ToolSpec, policy: Policy, sandbox: Sandbox | None) -> bool:
+    """Whether a call of ``spec`` can send its arguments over the network: HTTP tools always;
+    a tool that runs a process (exec tools, bash) when it is granted hosts inside an active
+    OS sandbox, and when it is open-world outside one; any other tool when it is open-world
+    (web_fetch, web_search)."""
+    kind = spec.transport.kind
+    if kind == "http":
+        return True
+    runs_process = kind == "exec" or any("shell.run" in r for r in spec.argument_roles.values())
+    if not runs_process or sandbox is None or not sandbox.active:
+        return spec.safety.open_world
+    try:
+        return bool(policy.tool_scope(spec).hosts)
+    except ValueError:  # its requirements do not compile: the capability check refuses it
+        return True
+
+
+def argument_question(spec: ToolSpec, found: Counter[str], prior: Decision) -> Decision:
+    """The ask for a call whose arguments carry secrets (``found``), over the gate's ``prior``
+    decision (allow, or ask: then both reasons are given)."""
+    reason = (
+        f"secret scan: the arguments carry {sum(found.values())} secret(s) "
+        f"({summary(found)}) and {spec.name} can reach the network"
+    )
+    if prior.action == "ask":
+        return Decision("ask", f"{prior.rule}; and {reason}", prior.scope)
+    return Decision("ask", reason, SECRETS_SCOPE)
+
+
+def argument_hint(spec: ToolSpec, found: Counter[str]) -> str:
+    """How an operator lets such a call through without being asked."""
+    rules = ", ".join(f'"{rule}"' for rule in sorted(found))
+    return (
+        "Do not put credentials in tool arguments; the tool gets declared secrets itself. To "
+        "send this anyway, a person must approve it, or the policy file must allow it: "
+        f'[[secret_scan.allow]] tool = "{spec.name}", rule = one of {rules} (docs/secrets.md).'
+    )

@@ -1,6 +1,6 @@
 """What belongs to a person, across three replicas behind HAProxy with a real Redis and a real
 OpenID provider: two agents (identified by their access tokens) never see each other's
-to-do list, whichever replica serves them; a per-caller rate limit and a tool budget hold
+"always" answers, whichever replica serves them; a per-caller rate limit and a tool budget hold
 exactly under calls spread over the three replicas at once; a Redis restarted mid-load makes
 limited calls fail closed (and ``/readyz`` unready) while it is away, and nothing is counted
 twice when it is back."""
@@ -16,6 +16,7 @@ import anyio
 import httpx2
 import pytest
 
+from mcp_toolbridge.bridge import ALLOW_ALWAYS
 from mcp_toolbridge.state import RedisLink
 from tests.support.cluster import Cluster, cluster
 from tests.support.httpserve import answer_from, call, modern, modern_headers
@@ -29,6 +30,7 @@ pytestmark = [
 ]
 
 CALLS_PER_WINDOW = 60
+ELICITING: dict[str, Any] = {"elicitation": {"form": {}}}
 BUDGET_TOKENS = 5
 POLICY = f"""
 [limits]
@@ -44,7 +46,10 @@ SCHEMA = {
 
 
 def _catalog(folder: Path) -> list[str]:
-    agentcli = agentcli_manifest(folder / "agentcli", [echo_tool()], {"echo": _ECHO})
+    confirm = echo_tool("confirm_echo")
+    confirm.pop("annotations")  # destructive by default: the policy asks first
+    tools = [echo_tool(), confirm]
+    agentcli = agentcli_manifest(folder / "agentcli", tools, {"echo": _ECHO})
     paid = {
         "id": "paid.call",
         "description": "Echo the payload; its result reports the usage it carries",
@@ -88,8 +93,12 @@ class Caller:
     def __init__(self, token: str) -> None:
         self.token = token
 
-    async def post(self, url: str, message: dict[str, Any]) -> dict[str, Any]:
+    async def post(
+        self, url: str, message: dict[str, Any], capabilities: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         body = modern(message)
+        if capabilities is not None:
+            body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = capabilities
         headers = {**modern_headers(body), "Authorization": f"Bearer {self.token}"}
         async with httpx2.AsyncClient(timeout=30) as http:
             response = await http.post(url, json=body, headers=headers)
@@ -111,19 +120,29 @@ def _code(result: dict[str, Any]) -> str | None:
     return code if isinstance(code, str) else None
 
 
-async def test_two_agents_on_three_replicas_never_see_each_others_todo_list(
+async def test_two_agents_on_three_replicas_never_see_each_others_always_answers(
     service: Cluster, provider: Provider
 ) -> None:
+    """The agent answers "Allow always" to a confirmation on r1: on r2 its calls of that tool
+    run without asking (its answer is kept for it, in Redis); on r3 the other agent is still
+    asked."""
     agent = await _caller(provider, service, AGENT, AGENT_SECRET)
     reporter = await _caller(provider, service, REPORTER, REPORTER_SECRET)
-    mine = [{"content": "ship the release", "status": "in_progress"}]
-    written = await agent.call(service.direct("r1"), "todo", {"todos": mine})
-    assert not written.get("isError"), written
-    theirs = await reporter.call(service.direct("r2"), "todo", {"todos": []})
-    assert theirs["structuredContent"]["todos"] == []
-    for name in ("r2", "r3"):  # the agent's own list, from any replica
-        again = await agent.call(service.direct(name), "todo", {"todos": mine})
-        assert again["structuredContent"]["todos"] == mine
+    arguments = {"text": "x"}
+    asked = await agent.post(service.direct("r1"), call("confirm_echo", arguments), ELICITING)
+    result = asked["result"]
+    assert result["resultType"] == "input_required", result
+    (key,) = result["inputRequests"]
+    always = {"action": "accept", "content": {"decision": ALLOW_ALWAYS}}
+    retry = call("confirm_echo", arguments)
+    retry["params"].update(requestState=result["requestState"], inputResponses={key: always})
+    done = await agent.post(service.direct("r1"), retry, ELICITING)
+    assert done["result"]["structuredContent"] == {"echo": arguments}
+    again = await agent.post(service.direct("r2"), call("confirm_echo", arguments), ELICITING)
+    assert again["result"]["resultType"] == "complete", again
+    assert again["result"]["structuredContent"] == {"echo": arguments}
+    other = await reporter.post(service.direct("r3"), call("confirm_echo", arguments), ELICITING)
+    assert other["result"]["resultType"] == "input_required"
 
 
 async def test_a_rate_limit_holds_exactly_over_three_replicas_at_once(

@@ -17,6 +17,7 @@ from mcp_toolbridge.catalog.index_cache import (
 )
 from mcp_toolbridge.catalog.pins import Pin, pin_tools
 from mcp_toolbridge.catalog.ranking_config import RANKING_CONFIG
+from mcp_toolbridge.catalog.semantic_model import semantic_status
 
 __all__ = [
     "RANKING_CONFIG",
@@ -31,6 +32,7 @@ __all__ = [
     "named_as_written",
     "pin_tools",
     "ranking",
+    "semantic_status",
     "store_index",
     "vector_store",
 ]

@@ -4,7 +4,8 @@ What a tool returns reaches the model with each secret replaced by its marker (s
 model that writes such text back into a file would put the marker where the secret was: the
 file tools count the markers in what they are given (:func:`markers_in`) against those the
 file already holds as text (:func:`count_markers`), so a marker is never written over a
-secret.
+secret. The engine never takes a marker for a secret (:func:`only_markers`): a redacted text
+redacted again stays as it was.
 """
 
 from __future__ import annotations
@@ -23,6 +24,12 @@ MAX_MARKER_BYTES = len("[REDACTED:]") + MAX_RULE_CHARS
 def marker(rule: str) -> str:
     """What stands for a secret the rule ``rule`` found."""
     return f"[REDACTED:{rule}]"
+
+
+def only_markers(value: str) -> bool:
+    """Whether ``value`` is nothing but markers (and spaces): a secret already redacted, never
+    a secret itself."""
+    return "[REDACTED:" in value and not MARKER.sub("", value).strip()
 
 
 def markers_in(text: str) -> Counter[str]:

@@ -255,7 +255,7 @@ class Bridge:
                     raise PermissionDeniedError(clearance.refusal(), tool=name)
                 result = await self._execute(entry, args, ctx, clearance.sandbox)
                 usage = reported_usage(result.value)
-                if usage is not None:
+                if usage is not None and entry.spec.budget is not None:
                     await self._budgets.add(ctx.budget_scope, name, usage)
                 outcome = self._finish(entry, result, started, clearance, usage)
             except CallError as exc:

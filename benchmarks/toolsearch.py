@@ -52,6 +52,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.bm25_baselines import BM25_VARIANTS, PlainBM25  # noqa: E402
 from benchmarks.stemmers import analyzer_for  # noqa: E402
 from mcp_toolbridge.catalog import index as search_module  # noqa: E402
+from mcp_toolbridge.catalog import ranking_config  # noqa: E402
 from mcp_toolbridge.catalog import text as text_module  # noqa: E402
 from mcp_toolbridge.catalog.index import SearchIndex  # noqa: E402
 from mcp_toolbridge.model import BuiltinTransport, Format, Source, ToolSpec  # noqa: E402
@@ -145,11 +146,12 @@ def set_name_rule(index: SearchIndex, rule: str) -> None:
         index._word_exact.clear()
         index._word_suffix.clear()
     elif rule == "anywhere":
+        from mcp_toolbridge.catalog import mentions
 
         def named_anywhere(text: str) -> list[int]:
             found: list[list[int]] = [[], [], []]
             for token in dict.fromkeys([text, *text.split()]):
-                strip = search_module._STRIP
+                strip = mentions.STRIP
                 form = token.strip(strip).rstrip(".").strip(strip).lower()
                 for klass, docs in enumerate(index._name_matches(form) if form else ()):
                     found[klass] += docs
@@ -225,9 +227,9 @@ def main() -> None:
     if "courtesies" in args.without:
         search_module.strip_courtesies = lambda query: query  # type: ignore[attr-defined]
     if "siblings" in args.without:
-        search_module.SIBLING_WEIGHT = 0.0
+        ranking_config.SIBLING_WEIGHT = 0.0
     if "semantic" in args.without:
-        search_module.SEMANTIC_MODEL = ""
+        ranking_config.SEMANTIC_MODEL = ""
     if "groups" in args.without:
         GROUP_FIELDS[:] = []
 

@@ -166,6 +166,11 @@ class Bridge:
         twin._budgets = self._budgets
         return twin
 
+    def executor(self, kind: str) -> Executor | None:
+        """The executor of ``kind`` tools (exec | http | builtin), for the edges that show
+        what it serves (the console's search); None when none is registered."""
+        return self._executors.get(kind)
+
     def callable_by(self, spec: ToolSpec, caller: Caller) -> bool:
         """Whether ``caller`` may see and call ``spec`` at all."""
         return self._access is None or self._access.callable_by(spec, caller)
@@ -348,6 +353,7 @@ class Bridge:
             duration_ms=_ms_since(started),
             decision=clearance.decision if clearance else None,
             answer=clearance.answer if clearance else None,
+            answered_by=clearance.by if clearance else None,
         )
 
     async def _observe(
@@ -435,6 +441,7 @@ class Bridge:
             "result": result,
             "decision": clearance.decision,
             "answer": clearance.answer,
+            "answered_by": clearance.by,
         }
         if not result.ok:
             return CallOutcome(

@@ -38,8 +38,8 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from mcp_toolbridge.bridge.audit import redact_argv, redact_url
 from mcp_toolbridge.bridge.outcome import CallOutcome, outcome_of
+from mcp_toolbridge.bridge.redaction import redact_argv, redact_url
 from mcp_toolbridge.bridge.screen import kept_arguments
 from mcp_toolbridge.errors import ConfigError, ErrorCode, ExecError
 from mcp_toolbridge.executors import ExecRequest, ExecResult

@@ -51,6 +51,12 @@ HOW_TO_CALL: dict[FoundTools, str] = {
     ),
 }
 """What the result says about calling the hits, by how the caller reaches them."""
+NO_MATCH = (
+    "Search again with other words for what you need (what the tool does, not how), or a "
+    "tool name; if nothing fits, do the task without a catalog tool or tell the user none "
+    "is available."
+)
+"""What the result says when no tool matches."""
 
 SPEC = builtin_spec(
     "tool_search",
@@ -88,17 +94,22 @@ class ToolSearch:
         self._visible = visible
         self._access = access
 
-    async def run(self, request: ExecRequest) -> ExecResult:
-        query = str(request.arguments["query"])
-        limit = int(request.arguments.get("max_results", DEFAULT_RESULTS))
+    async def index(self) -> SearchIndex:
+        """The index searched, once ready (a big one may still be read from the cache)."""
         index = self._index
-        if isinstance(index, DeferredIndex):  # still being read back from the cache
+        if isinstance(index, DeferredIndex):
             index = await index.ready()
         if not index.warm:  # the first search reads the model and embeds the catalog
             await anyio.to_thread.run_sync(index.warm_up)
-        hits = index.search(query, limit, visible=self._for(request.context.caller))
+        return index
+
+    async def run(self, request: ExecRequest) -> ExecResult:
+        query = str(request.arguments["query"])
+        limit = int(request.arguments.get("max_results", DEFAULT_RESULTS))
+        index = await self.index()
+        found = index.find(query, limit, visible=self._for(request.context.caller))
         tools = []
-        for hit in hits:
+        for hit in found.hits:
             entry = self._catalog.get(hit.name)
             if entry is None:
                 continue
@@ -110,6 +121,15 @@ class ToolSearch:
                     "input_schema": spec.input_schema,
                 }
             )
+        if not tools:
+            closest = [name for name in found.closest if self._catalog.get(name) is not None]
+            value: dict[str, Any] = {
+                "query": query,
+                "tools": [],
+                "how_to_call": NO_MATCH,
+                "closest": closest,
+            }
+            return ExecResult(ok=True, value=value, text=_no_match(query, closest))
         how = HOW_TO_CALL[request.context.found_tools]
         value = {"query": query, "tools": tools, "how_to_call": how}
         return ExecResult(ok=True, value=value, text=_text(tools, how))
@@ -137,12 +157,24 @@ class ToolAccess(Protocol):
     def caller_view(self, caller: Caller) -> tuple[int, ...] | None: ...
 
 
+def _no_match(query: str, closest: list[str]) -> str:
+    """Nothing matched: say so plainly, then the nearest names, marked as a hint only."""
+    text = (
+        f"No tool matches {query!r}: no tool in the catalog does that, as far as its names "
+        "and descriptions tell."
+    )
+    if closest:
+        text += (
+            f" Closest names, not matches (a hint only; do not call one unless it clearly "
+            f"does the job): {', '.join(closest)}."
+        )
+    return text + " " + NO_MATCH
+
+
 def _text(tools: list[dict[str, Any]], how: str) -> str:
     """How to call the hits, then each tool's name, description and input schema (compact
     JSON: the model writes the arguments as JSON, so JSON is the readable form of a
     schema)."""
-    if not tools:
-        return "No tools match; try other words, or a tool name."
     parts = [f"Found {len(tools)} tool(s). {how}"]
     for tool in tools:
         schema = json.dumps(tool["input_schema"], ensure_ascii=False, separators=(",", ":"))

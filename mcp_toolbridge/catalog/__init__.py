@@ -5,6 +5,7 @@ analysis, and its cache keyed on the ranking configuration).
 May import: the vocabulary only."""
 
 from mcp_toolbridge.catalog.catalog import Catalog, CatalogEntry, named_as_written
+from mcp_toolbridge.catalog.explain import Explained, explain
 from mcp_toolbridge.catalog.index import SearchIndex
 from mcp_toolbridge.catalog.index_cache import (
     DeferredIndex,
@@ -17,20 +18,24 @@ from mcp_toolbridge.catalog.index_cache import (
 )
 from mcp_toolbridge.catalog.pins import Pin, pin_tools
 from mcp_toolbridge.catalog.ranking_config import RANKING_CONFIG
+from mcp_toolbridge.catalog.semantic_model import semantic_status
 
 __all__ = [
     "RANKING_CONFIG",
     "Catalog",
     "CatalogEntry",
     "DeferredIndex",
+    "Explained",
     "Pin",
     "SearchIndex",
+    "explain",
     "index_key",
     "is_stored",
     "load_index",
     "named_as_written",
     "pin_tools",
     "ranking",
+    "semantic_status",
     "store_index",
     "vector_store",
 ]

@@ -1,12 +1,11 @@
 """The semantic leg of tool search: WordLlama static token embeddings, averaged per text.
 
-A text's vector is the mean of its tokens' vectors (the Llama 2 tokenizer; the 256-dimension
-``l2_supercat`` table that the ``wordllama`` wheel ships, 32,000 tokens, MIT), scaled to unit
-length, so a tool and a request that say the same thing in other words ("tenant rights" and
-"relevant laws") still score by cosine. No network and no model download: the weights and the
-tokenizer are files inside the installed wheel, read with ``safetensors`` and ``tokenizers``;
-the ``wordllama`` package itself is never imported (its import configures the root logger and
-imports ``requests``), only located.
+A text's vector is the mean of its tokens' vectors (the Llama 2 tokenizer; WordLlama's
+256-dimension ``l2_supercat`` table, 32,000 tokens), scaled to unit length, so a tool and a
+request that say the same thing in other words ("tenant rights" and "relevant laws") still
+score by cosine. No network and no model download: the weights and the tokenizer are files
+(``semantic_model.model_files``: where they are, and why mcp-toolbridge does not ship them), read
+with ``safetensors`` and ``tokenizers``, the ``semantic`` extra.
 
 The model (16 MB) is read once per process, on first use (``embedder``); a catalog's vectors
 are made when its index first needs them (``vectors.py``), so a server that never searches
@@ -16,7 +15,6 @@ safetensors, tokenizers or wordllama.
 
 from __future__ import annotations
 
-import importlib.util
 import threading
 from collections.abc import Iterable
 from itertools import islice
@@ -27,9 +25,8 @@ import numpy.typing as npt
 from safetensors.numpy import load_file
 from tokenizers import Tokenizer
 
-MODEL = "l2_supercat_256"
-"""The weights file of the ``wordllama`` wheel (``weights/<MODEL>.safetensors``)."""
-_TOKENIZER = "l2_supercat_tokenizer_config.json"
+from mcp_toolbridge.catalog.semantic_model import model_files
+
 _BATCH = 64
 """Texts per tokenizer call: the token vectors of one batch are held at once (64 texts of
 200 tokens: 13 MB)."""
@@ -77,18 +74,13 @@ _model: list[Embedder] = []
 
 
 def embedder() -> Embedder:
-    """The process's one Embedder, read from the installed ``wordllama`` wheel on first use."""
+    """The process's one Embedder, read from the model files on first use."""
     with _lock:
         if not _model:
-            spec = importlib.util.find_spec("wordllama")
-            if spec is None or spec.origin is None:
-                raise RuntimeError("the wordllama package is not installed")
-            root = Path(spec.origin).parent
-            _model.append(
-                Embedder(
-                    root / "weights" / f"{MODEL}.safetensors", root / "tokenizers" / _TOKENIZER
-                )
-            )
+            files = model_files()
+            if isinstance(files, str):
+                raise RuntimeError(f"the semantic leg cannot run: {files}")
+            _model.append(Embedder(*files))
         return _model[0]
 
 

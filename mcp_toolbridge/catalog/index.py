@@ -1,23 +1,27 @@
 """SearchIndex: ranked keyword search over the tool catalog for ``tool_search``. Pure, no I/O.
 
-How a query is answered (docs/performance.md has the measurements behind each choice):
+How a query is answered (docs/search.md has the measurements behind each choice):
 
 1. ``select:a,b`` returns exactly the named tools (MCP name or manifest id), in that order.
-2. Tools the query names come first (``get_time``, ``github.create_issue``, ``create_issue``
-   for a tool whose id ends in it, ``encrypt`` for a tool named exactly that): a model that
-   already knows the name wants that tool.
+2. Tools the query names come first (``mentions.py``: ``get_time``, ``github.create_issue``,
+   ``create_issue`` for a tool whose id ends in it, and in prose a word that is exactly one
+   tool's name and no other tool's word): a model that already knows the name wants that
+   tool.
 3. The rest is ranked by BM25F over six fields of each tool (the name split into words, title,
    namespace, description, parameters, tags), each with its own weight and length
    normalisation, after identifier splitting, stop-word removal, abbreviation expansion and
    English stemming; a tool's score is then mixed with its namespace's (sibling evidence:
    the request terms the tools of its server cover together).
-4. Each clause of the request is also embedded (``embedding.py``: WordLlama static token
-   vectors, averaged) and compared with every tool's text by cosine; the lexical and the
-   semantic candidates are fused by z-normalised scores (``SEMANTIC_WEIGHT``), so a tool
-   that shares no word with the request can still rank.
+4. With the optional semantic leg, each clause is also embedded (``embedding.py``: WordLlama
+   static token vectors, averaged) and compared with every tool's text by cosine; the lexical
+   and the semantic candidates are fused by z-normalised scores (``config.SEMANTIC_WEIGHT``).
 5. A request that asks for several things ("find X, then Y; also Z") is split into clauses;
-   each clause is ranked on its own and the lists are interleaved rank by rank, so every
-   clause's best tool comes before any clause's second best.
+   the request's own best tool leads, then each clause's lists are interleaved rank by rank,
+   so every clause's best tool comes before any clause's second best (and, when switched on,
+   the tools that give what those need, ``needs.py``).
+6. A tool is returned only with evidence (``evidence.py``): a word in common with its clause,
+   or a cosine above noise; with none, the search finds nothing and ``find`` keeps the
+   closest names as a hint.
 
 Ties are broken by name, so equal input always gives equal output. ``visible(name)`` False
 hides a tool from every path, ``select:`` included.
@@ -26,17 +30,18 @@ hides a tool from every path, ``select:`` included.
 from __future__ import annotations
 
 import heapq
-import re
 from array import array
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
 
+from mcp_toolbridge.catalog import ranking_config as config
+from mcp_toolbridge.catalog.evidence import Evidence, Found
+from mcp_toolbridge.catalog.evidence import SearchHit as SearchHit
 from mcp_toolbridge.catalog.index_build import K1, build_postings, semantic_text
-from mcp_toolbridge.catalog.ranking_config import SEMANTIC_MODEL as SEMANTIC_MODEL
-from mcp_toolbridge.catalog.ranking_config import SEMANTIC_POOL, SEMANTIC_WEIGHT, SIBLING_POOL
-from mcp_toolbridge.catalog.ranking_config import SIBLING_WEIGHT as SIBLING_WEIGHT
+from mcp_toolbridge.catalog.mentions import QUOTES, Mentions
+from mcp_toolbridge.catalog.needs import Needs
+from mcp_toolbridge.catalog.semantic_model import semantic_ready
 from mcp_toolbridge.catalog.text import Analyzer, default_analyzer, split_clauses, strip_courtesies
 from mcp_toolbridge.catalog.vectors import CatalogVectors, VectorStore
 from mcp_toolbridge.model import ToolSpec
@@ -45,41 +50,22 @@ from mcp_toolbridge.progress import Meter
 Visible = Callable[[str], bool]
 
 
-@dataclass(frozen=True, slots=True)
-class SearchHit:
-    name: str
-    score: float
-
-
 _BOUND = (K1 + 1.0) * 1.000001
 """No stored weight exceeds this (saturation keeps tf·(k1+1)/(k1+tf) under k1+1; the margin
 covers float32 rounding), so ``idf × _BOUND`` bounds what one query term adds to any score."""
+CLOSEST = 3
+"""At most this many closest names when nothing matches."""
 _PRUNE_FROM = 1024
 """Posting lists shorter than this are always walked; pruning only pays on long ones."""
 
-_QUOTES = "`'\""
-_STRIP = _QUOTES + "()[]{}<>,;:!?*"
-_IDENT_MARK = re.compile(r"[_\-./:0-9]|[a-z][A-Z]")
-_SUFFIX_SEP = re.compile(r"[./:]|__")
 
-
-class SearchIndex:
+class SearchIndex(Mentions, Needs, Evidence):
     """An immutable inverted index over a catalog; build once, query from any thread."""
 
     def __init__(self, analyzer: Analyzer) -> None:
         self._analyzer = analyzer
-        self._names: list[str] = []
-        self._namespaces: list[str] = []
-        self._by_name: dict[str, int] = {}
-        self._by_id: dict[str, int] = {}
-        # name form -> docs; tuples of ints, which the garbage collector stops tracking.
-        # Lower-cased forms for identifier-shaped, quoted or whole-query mentions; the exact
-        # (case-sensitive) forms that are plain words, for mentions inside prose.
-        self._exact: dict[str, tuple[int, ...]] = {}
-        self._suffix: dict[str, tuple[int, ...]] = {}
-        self._word_exact: dict[str, tuple[int, ...]] = {}
-        self._word_suffix: dict[str, tuple[int, ...]] = {}
-        self._ns_set: set[str] = set()
+        self._init_names()
+        self._init_needs()
         self._term_ids: dict[str, int] = {}
         self._docs: list[array[int]] = []
         self._weights: list[array[float]] = []
@@ -99,7 +85,8 @@ class SearchIndex:
         ranking only)."""
         index = cls(analyzer or default_analyzer())
         specs = sorted(tools, key=lambda spec: spec.name)
-        index._fill(specs, semantic and bool(SEMANTIC_MODEL), meter)
+        semantic = semantic and bool(config.SEMANTIC_MODEL) and semantic_ready()
+        index._fill(specs, semantic, meter)
         return index
 
     def __len__(self) -> int:
@@ -111,6 +98,7 @@ class SearchIndex:
         def register_all() -> None:
             for doc, spec in enumerate(specs):
                 self._register_names(doc, spec)
+                self._register_needs(doc, spec)
 
         postings = build_postings(specs, self._analyzer.terms, alongside=register_all, meter=meter)
         self._term_ids = postings.term_ids
@@ -121,7 +109,7 @@ class SearchIndex:
     def embed_from(self, spec_of: Callable[[str], ToolSpec | None]) -> None:
         """Give an index read back from the cache (which keeps no vectors) its semantic leg:
         its tools' texts are found by name when the vectors are first needed."""
-        if SEMANTIC_MODEL and self._names:
+        if config.SEMANTIC_MODEL and self._names and semantic_ready():
             names = self._names
 
             def texts() -> Iterator[str]:
@@ -148,60 +136,84 @@ class SearchIndex:
         if self._vectors is not None:
             self._vectors.matrix()
 
-    def _register_names(self, doc: int, spec: ToolSpec) -> None:
-        self._names.append(spec.name)
-        namespace = spec.namespace.lower()
-        self._namespaces.append(namespace)
-        if namespace:
-            self._ns_set.add(namespace)
-        self._by_name.setdefault(spec.name, doc)
-        self._by_id.setdefault(spec.id, doc)
-        exact = {spec.name, spec.id}
-        forms = {form.lower() for form in exact}
-        for form in forms:
-            self._exact[form] = (*self._exact.get(form, ()), doc)
-        for form in exact:
-            if form.isalpha() and not _IDENT_MARK.search(form):  # a plain word
-                self._word_exact[form] = (*self._word_exact.get(form, ()), doc)
-        for suffix in short_suffixes(spec) - exact:
-            lowered = suffix.lower()
-            if lowered not in forms:
-                self._suffix[lowered] = (*self._suffix.get(lowered, ()), doc)
-            if suffix.isalpha() and not _IDENT_MARK.search(suffix):
-                self._word_suffix[suffix] = (*self._word_suffix.get(suffix, ()), doc)
-
     # -- searching ------------------------------------------------------------------------
 
     def search(self, query: str, k: int = 5, *, visible: Visible | None = None) -> list[SearchHit]:
         """The ``k`` best tools for ``query``, best first; ``visible(name)`` False hides a tool.
 
         ``select:a,b`` returns exactly the named tools that exist and are visible, in the order
-        given, however many there are (``k`` does not cut it).
+        given, however many there are (``k`` does not cut it). A tool is returned only with
+        evidence of a match (``evidence.py``); see :meth:`find` for the closest names when
+        there is none.
         """
+        return self.find(query, k, visible=visible).hits
+
+    def find(self, query: str, k: int = 5, *, visible: Visible | None = None) -> Found:
+        """:meth:`search`, and when nothing matches, the names that ranked first anyway."""
         text = query.strip()
         if text[:7].lower() == "select:":
-            return self._select(text[7:], visible)
+            return Found(self._select(text[7:], visible))
         if k <= 0 or not text:
-            return []
+            return Found([])
         pinned = [d for d in self._named_in(text) if visible is None or visible(self._names[d])]
         want = k + len(pinned)
         request = strip_courtesies(text)
         parts = [(p, t) for p in split_clauses(request) if (t := self._analyzer.terms(p))]
         if len(parts) <= 1:
             parts = [(request, self._analyzer.terms(request))]
-        ranked = interleave(self._ranked(parts, want, visible), want)
+        lists, closest = self._ranked(parts, want, visible)
+        if len(parts) > 1 and config.WHOLE_FIRST:
+            # The tool the request as a whole asks for leads: context and detail sentences
+            # ("Return them as a dictionary") are clauses too, and must not come first.
+            whole = [term for _, clause in parts for term in clause]
+            lead = self._ranked([(request, whole)], 1, visible)[0][0][:1]
+            lists = [lead, *lists] if lead else lists
+        ranked = interleave(lists, want)
+        if len(parts) > 1 and config.WHOLE_FIRST and lists and lists[0]:
+            lead_hit = (ranked[0][0], lists[0][0][1])
+            ranked = [lead_hit, *(hit for hit in ranked if hit[1] != lead_hit[1])]
+        if config.DEPENDENCIES and (ranked or pinned):
+            terms = [term for _, clause in parts for term in clause]
+            ranked = self._with_dependencies(ranked, lists, pinned, terms, visible)[:want]
         taken = set(pinned)
         rest = [(score, d) for score, d in ranked if d not in taken]
         top = rest[0][0] if rest else 0.0
         hits = [SearchHit(self._names[d], top + len(pinned) - i) for i, d in enumerate(pinned)]
         hits += [SearchHit(self._names[d], score) for score, d in rest]
-        return hits[:k]
+        if hits:
+            return Found(hits[:k])
+        return Found([], [self._names[d] for d in closest[: min(k, CLOSEST)]])
+
+    def _with_dependencies(
+        self,
+        ranked: list[tuple[float, int]],
+        lists: list[list[tuple[float, int]]],
+        pinned: list[int],
+        terms: list[str],
+        visible: Visible | None,
+    ) -> list[tuple[float, int]]:
+        """``ranked`` with the producers of what its first round needs (``needs.py``) right
+        after that round (each clause's best tool): the steps a request implies come before
+        any clause's second choice."""
+        first = len({lst[0][1] for lst in lists if lst})
+        head = ranked[:first]
+        taken = {doc for _, doc in head} | set(pinned)
+        deps = self._dependencies([*pinned, *(d for _, d in head)], terms, taken, visible)
+        if not deps:
+            return ranked
+        floor = head[-1][0]
+        added = set(deps)
+        return (
+            head
+            + [(floor, d) for d in deps]
+            + [hit for hit in ranked[first:] if hit[1] not in added]
+        )
 
     def _select(self, names: str, visible: Visible | None) -> list[SearchHit]:
         hits: list[SearchHit] = []
         seen: set[int] = set()
         for raw in names.split(","):
-            doc = self._lookup(raw.strip().strip(_QUOTES))
+            doc = self._lookup(raw.strip().strip(QUOTES))
             if doc is None or doc in seen:
                 continue
             seen.add(doc)
@@ -209,95 +221,65 @@ class SearchIndex:
                 hits.append(SearchHit(self._names[doc], 1.0))
         return hits
 
-    def _lookup(self, name: str) -> int | None:
-        doc = self._by_name.get(name, self._by_id.get(name))
-        if doc is None:
-            matches = self._exact.get(name.lower(), ())
-            doc = matches[0] if len(matches) == 1 else None
-        return doc
-
-    def _named_in(self, text: str) -> list[int]:
-        """Tools the query names: full names first, then namespace-qualified names, then short
-        suffixes; within a class in the order the query mentions them.
-
-        A token names a tool when it is the tool's name, id, namespace-qualified id or short
-        suffix. Tool names are case-sensitive (MCP SEP-986), so a plain word inside prose must
-        match exactly ("encrypt" names the tool ``encrypt``; "Encrypt" and "copyediting" do not
-        name ``encrypt`` and ``copyEditing``) and name one tool only; case is ignored for
-        tokens that can only be a reference: identifier-shaped ones (get_time, getTime,
-        mail.send, s3-put), quoted ones, and a query that is nothing but the name.
-        """
-        found: list[list[int]] = [[], [], []]
-        whole = text.strip(_STRIP).rstrip(".").lower()
-        for token in dict.fromkeys([text, *text.split()]):
-            quoted = token[:1] in _QUOTES or token[-1:] in _QUOTES
-            raw = token.strip(_STRIP).rstrip(".").strip(_STRIP)
-            form = raw.lower()
-            if not form:
-                continue
-            if quoted or form == whole or _IDENT_MARK.search(raw):
-                for klass, docs in enumerate(self._name_matches(form)):
-                    found[klass] += docs
-            else:
-                # A plain word several tools answer to ("send" for mail.send and sms.send)
-                # names none of them; ranking sorts them out.
-                named = self._word_exact.get(raw, ())
-                if not named:
-                    suffixed = self._word_suffix.get(raw, ())
-                    found[2] += suffixed if len(suffixed) == 1 else ()
-                elif len(named) == 1:
-                    found[0] += named
-        return list(dict.fromkeys(d for docs in found for d in docs))
-
-    def _name_matches(self, form: str) -> Iterator[Sequence[int]]:
-        yield self._exact.get(form, ())
-        qualified: list[int] = []
-        for sep in (".", "/", ":", "__", "_", "-"):
-            at = form.find(sep)
-            while at > 0:
-                head, tail = form[:at], form[at + len(sep) :]
-                if head in self._ns_set:
-                    qualified += [
-                        d for d in self._exact.get(tail, ()) if self._namespaces[d] == head
-                    ]
-                at = form.find(sep, at + 1)
-        yield qualified
-        yield self._suffix.get(form, ())
-
     def _ranked(
         self, parts: list[tuple[str, list[str]]], n: int, visible: Visible | None
-    ) -> list[list[tuple[float, int]]]:
-        """Per clause (its text and terms), its ``n`` best tools: lexical, fused with the
-        semantic leg when the index has one."""
+    ) -> tuple[list[list[tuple[float, int]]], list[int]]:
+        """Per clause (its text and terms), its ``n`` best tools with evidence of a match:
+        lexical, fused with the semantic leg when the index has one; and the tools that
+        ranked first without that evidence, best first."""
+        lists: list[list[tuple[float, int]]] = []
+        cosines = None
         if self._vectors is None:
-            return [self._top(terms, n, visible) for _, terms in parts]
-        from mcp_toolbridge.catalog.embedding import best, fuse
+            lists = [self._top(terms, n, visible) for _, terms in parts]
+        else:
+            from mcp_toolbridge.catalog.embedding import best, fuse
 
-        pool = max(n, SEMANTIC_POOL)
-        cosines = self._vectors.cosines([text for text, _ in parts])
-        out = []
-        for column, (_, terms) in enumerate(parts):
-            near = best(cosines[column], pool if visible is None else pool_size(pool))
-            if visible is not None:
-                near = [d for d in near if visible(self._names[d])][:pool]
-            if terms:  # a clause of stop words alone asks for nothing
-                lexical = self._top(terms, n, visible, depth=pool)
-                out.append(fuse(lexical, cosines[column], near, SEMANTIC_WEIGHT, n))
-        return out
+            pool = max(n, config.SEMANTIC_POOL)
+            cosines = self._vectors.cosines([text for text, _ in parts])
+            for column, (_, terms) in enumerate(parts):
+                near = best(cosines[column], pool if visible is None else pool_size(pool))
+                if visible is not None:
+                    near = [d for d in near if visible(self._names[d])][:pool]
+                # a clause of stop words alone asks for nothing
+                fused = fuse(
+                    self._top(terms, n, visible, depth=pool),
+                    cosines[column],
+                    near,
+                    config.SEMANTIC_WEIGHT,
+                    n,
+                )
+                lists.append(fused if terms else [])
+        kept: list[list[tuple[float, int]]] = []
+        dropped: list[tuple[int, int]] = []
+        for column, ((_, terms), ranked) in enumerate(zip(parts, lists, strict=True)):
+            cover = self._coverage(terms, [d for _, d in ranked])
+            sure = [
+                hit
+                for hit in ranked
+                if cover[hit[1]] > config.EVIDENCE_MIN
+                or (cosines is not None and float(cosines[column][hit[1]]) >= config.SEMANTIC_MIN)
+            ]
+            kept.append(sure)
+            if not sure:  # a hint shares a word at least: a nearest vector alone is noise
+                dropped += [(rank, d) for rank, (_, d) in enumerate(ranked) if cover[d] > 0.0]
+        closest = list(dict.fromkeys(d for _, d in sorted(dropped)))
+        return kept, closest
 
     def _top(
         self, terms: list[str], n: int, visible: Visible | None, depth: int = 0
     ) -> list[tuple[float, int]]:
         """The ``n`` best visible docs for ``terms``, best first (sibling evidence included),
         then the plain ranking of the others down to ``depth`` docs in all."""
-        pool = n * SIBLING_POOL if SIBLING_WEIGHT else n
+        pool = n * config.SIBLING_POOL if config.SIBLING_WEIGHT else n
         wide = max(pool, depth)
         scores, complete = self._scores(terms, pool_size(wide))
         ranked = top_visible(scores, wide, self._names, visible, complete)
         if ranked is None:  # hidden tools ate the pool: score everything
             ranked = top_visible(self._scores(terms, None)[0], wide, self._names, visible)
         assert ranked is not None
-        head = self._with_siblings(terms, ranked[:pool])[:n] if SIBLING_WEIGHT else ranked[:n]
+        head = (
+            self._with_siblings(terms, ranked[:pool])[:n] if config.SIBLING_WEIGHT else ranked[:n]
+        )
         if depth <= n:
             return head
         taken = {doc for _, doc in head}
@@ -333,7 +315,7 @@ class SearchIndex:
         cover = {group: sum(row) for group, row in best.items()}
         mixed = sorted(
             (
-                ((1.0 - SIBLING_WEIGHT) * score + SIBLING_WEIGHT * cover[group], -doc)
+                ((1.0 - config.SIBLING_WEIGHT) * score + config.SIBLING_WEIGHT * cover[group], -doc)
                 for (score, doc), group in zip(ranked, groups, strict=True)
             ),
             reverse=True,
@@ -456,19 +438,3 @@ def interleave(lists: list[list[tuple[float, int]]], n: int) -> list[tuple[float
         if len(out) >= n:
             break
     return out[:n]
-
-
-def short_suffixes(spec: ToolSpec) -> set[str]:
-    """Shorter names a user may call the tool by, in their original case: the last segment of
-    a dotted, slashed or ``__``-joined id or name, and the name without its namespace prefix."""
-    out: set[str] = set()
-    for full in (spec.id, spec.name):
-        tail = _SUFFIX_SEP.split(full)[-1]
-        if tail and tail != full:
-            out.add(tail)
-    namespace = spec.namespace.lower()
-    lowered = spec.name.lower()
-    for sep in ("_", "-", "."):
-        if namespace and lowered.startswith(namespace + sep) and len(lowered) > len(namespace) + 1:
-            out.add(spec.name[len(namespace) + 1 :])
-    return out

@@ -4,8 +4,8 @@ A cached index is only right for the ranking that built it. :func:`ranking` is t
 ``ranking_config.RANKING_CONFIG`` (the one value naming the fields, constants, analysis and
 ``RANKING_REVISION`` of the ranking), the stemmer's version, and the source of the modules
 that build and query an index (``index.py``, ``index_build.py``, ``text.py``,
-``scripts.py``), so a change there invalidates every cached index even when nobody thought
-to raise ``RANKING_REVISION``.
+``scripts.py``, ``mentions.py``, ``needs.py``, ``evidence.py``), so a change there
+invalidates every cached index even when nobody thought to raise ``RANKING_REVISION``.
 
 What is stored is the index's own state (name tables, term ids, posting arrays), without the
 analyzer, which a restored index gets fresh; its big tables of names are stored compacted
@@ -40,7 +40,16 @@ __all__ = [
     "vector_store",
 ]
 
-_RANKING_SOURCES = ("index.py", "index_build.py", "ranking_config.py", "text.py", "scripts.py")
+_RANKING_SOURCES = (
+    "index.py",
+    "index_build.py",
+    "ranking_config.py",
+    "text.py",
+    "scripts.py",
+    "mentions.py",
+    "needs.py",
+    "evidence.py",
+)
 KIND = "search-index/2"
 
 

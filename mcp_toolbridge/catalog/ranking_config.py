@@ -10,6 +10,19 @@ from mcp_toolbridge.catalog.index_build import FIELDS, K1, MAX_ENUM_VALUES
 from mcp_toolbridge.catalog.scripts import UNSPACED
 from mcp_toolbridge.catalog.text import ABBREVIATIONS, STOP_WORDS
 
+PROSE_NAMES = "distinct"
+"""Which plain words inside prose name a tool (``mentions.py``): ``distinct`` (exactly one
+tool's full name, a word no other tool's text uses), ``exact`` (exactly one tool's full name)
+or ``suffix`` (that, or one tool's short suffix: round 2's rule). Kept switchable to measure."""
+WHOLE_FIRST = True
+"""Whether the best tool for a request as a whole comes first when it has several clauses
+(taken by ``benchmarks/search_protocol.py``: BFCL +0.9 nDCG@10, MetaTool +0.2, Seal-Tools
+-0.1, within one query)."""
+DEPENDENCIES = False
+"""Whether the tools that give what a request's first choices need (their required
+``<thing>_id`` parameters, ``needs.py``) follow those choices. Off: measured, not taken (it
+costs BFCL and Seal-Tools a query or two, and the held-out tau-bench 2.9 points of
+Complete@10 it was meant to raise: its many-sentence requests have many first choices)."""
 SIBLING_WEIGHT = 0.15
 """How much a tool's score leans on its namespace's: gold tools of one request are often
 siblings (tools of one server), so a tool whose siblings cover the rest of the request rises."""
@@ -23,7 +36,17 @@ the largest of 0.4 / 0.5 / 0.6 / 0.7 that keeps every first-half benchmark set a
 the lexical ranking (docs/search.md)."""
 SEMANTIC_POOL = 100
 """Each leg offers its ``SEMANTIC_POOL`` best tools (or ``k`` if more) to the fusion."""
-RANKING_REVISION = 4
+EVIDENCE_MIN = 0.0
+"""The share of a clause's specificity (its terms' idf) a tool's text must cover, more than
+this, to be a lexical match (``evidence.py``): chosen leave-one-set-out as the strictest that
+costs no visible set more than half a point of Hit@10 (``benchmarks/search_gate.py``); any
+stricter one costs MetaTool's paraphrased requests real matches (0.05: -1.2, 0.1: -8.6)."""
+SEMANTIC_MIN = 0.5
+"""The cosine of a clause and a tool that makes the tool a match without lexical evidence:
+the lowest of 0.3 / 0.4 / 0.5 above which no more than 5% of nonsense queries find a tool on
+every visible set (``benchmarks/search_gate.py --semantic``; 0.4 leaves Seal-Tools at 92.5%).
+Paraphrases below it are lost too: MetaTool's Hit@10 86.0 -> 82.1 with the leg."""
+RANKING_REVISION = 5
 """Raised whenever ranking or analysis code changes in a way the constants below miss."""
 RANKING_CONFIG = hashlib.sha256(
     repr(
@@ -35,11 +58,16 @@ RANKING_CONFIG = hashlib.sha256(
             sorted(STOP_WORDS),
             sorted(ABBREVIATIONS.items()),
             UNSPACED,
+            PROSE_NAMES,
+            WHOLE_FIRST,
+            DEPENDENCIES,
             SIBLING_WEIGHT,
             SIBLING_POOL,
             SEMANTIC_MODEL,
             SEMANTIC_WEIGHT,
             SEMANTIC_POOL,
+            EVIDENCE_MIN,
+            SEMANTIC_MIN,
         )
     ).encode()
 ).hexdigest()[:16]

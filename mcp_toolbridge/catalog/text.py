@@ -207,8 +207,14 @@ _CONNECTIVE = (
     r"moreover|lastly|plus|as\s+well\s+as|in\s+addition|besides|subsequently|"
     r"(?:first|second|third|next)(?:ly)?(?=\s*,))\b"
 )
+# A full stop after a title or an initial ("Mr. X", "Dr. Smith", "Washington, D.C. in
+# miles", "e.g. a file") ends no sentence.
+_NOT_AN_END = (
+    "".join(rf"(?<!\b{a})" for a in ("mr", "mrs", "ms", "dr", "st", "jr", "sr", "vs", "no", "prof"))
+    + r"(?<!\.[a-z])"
+)
 _CLAUSE_BREAK = re.compile(
-    rf"(?:[.!?;]+[\"'’”)\]]*(?:\s+|$)|[。！？；]+[」』”）]*\s*|\n+|^\s*)(?:{_CONNECTIVE})?"
+    rf"(?:(?:[!?;]|{_NOT_AN_END}\.)[.!?;]*[\"'’”)\]]*(?:\s+|$)|[。！？；]+[」』”）]*\s*|\n+|^\s*)(?:{_CONNECTIVE})?"
     rf"|(?:,|\band\b)\s*{_CONNECTIVE}|\bas\s+well\s+as\b",
     re.IGNORECASE,
 )

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from mcp_toolbridge.builtins import Sessions
 from mcp_toolbridge.errors import ConfigError, ErrorCode
@@ -17,7 +18,56 @@ from mcp_toolbridge.secrets import SecretResolver
 from mcp_toolbridge.state import MemoryState
 
 if TYPE_CHECKING:
-    from mcp_toolbridge.server import AuthOptions, HttpOptions
+    from mcp_toolbridge.console import Console
+    from mcp_toolbridge.server import AuthOptions, ConsoleMount, HttpOptions
+
+CONSOLE_PATH = "/console"
+
+
+def console_for(args: argparse.Namespace) -> Console | None:
+    """The web console ``--console [HOST:]PORT`` asks for (not yet listening), or None."""
+    if args.console is None:
+        if args.console_admin_role:
+            raise ConfigError(
+                "--console-admin-role applies to --console only", code=ErrorCode.CONFIG_INVALID
+            )
+        return None
+    from mcp_toolbridge.console import Console, ConsoleOptions  # Starlette, Jinja2: on use
+    from mcp_toolbridge.server import parse_address
+
+    host, port = parse_address(args.console, flag="--console")
+    options = ConsoleOptions(host=host, port=port, allowed_hosts=tuple(args.allow_host))
+    if args.console_admin_role:
+        options = replace(options, admin_role=args.console_admin_role)
+    return Console(options)
+
+
+def mount_of(console: Console | None, http: HttpOptions) -> ConsoleMount | None:
+    """The console at ``/console`` of the MCP server too, behind its authentication."""
+    if console is None:
+        return None
+    hosts = [*http.allowed_hosts]
+    if http.host not in ("0.0.0.0", "::", ""):
+        hosts.append(http.host)
+
+    def mount(port: int, oauth: bool) -> Any:
+        return console.mounted(CONSOLE_PATH, port=port, hosts=hosts, token=http.token, oauth=oauth)
+
+    return mount
+
+
+def console_path_line(url: str, http: HttpOptions, console: Console) -> str:
+    """Where the console is on the MCP server, and how to open it there."""
+    base = url.rsplit("/", 1)[0] + CONSOLE_PATH
+    if http.auth is not None:
+        return (
+            f"console also at {base}/: GET {base}/sign-in with an access token whose groups "
+            f"or roles include {console.options.admin_role!r} gives a one-time URL"
+        )
+    if http.token:
+        return f"console also at {base}/?token=<the server's bearer token>"
+    assert console.keeper is not None and console.keeper.token is not None
+    return f"console also at {base}/?token={console.keeper.token}"
 
 
 def auth_options(

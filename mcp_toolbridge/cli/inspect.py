@@ -30,6 +30,7 @@ from typing import Any
 import anyio
 
 from mcp_toolbridge.bridge import PolicyGate
+from mcp_toolbridge.catalog import semantic_status
 from mcp_toolbridge.cli.console import EXIT_LOAD, EXIT_OK, err, out
 from mcp_toolbridge.executors import PROGRESS_FD_ENV, probe_sandbox
 from mcp_toolbridge.host import Caller
@@ -81,7 +82,19 @@ def _execution_profile(spec: ToolSpec) -> dict[str, Any]:
             "header_names": sorted(transport.headers),
         }
     assert isinstance(transport, BuiltinTransport)
+    if transport.name == "tool_search":
+        return {"kind": "builtin", "name": transport.name, "search": _search_profile()}
     return {"kind": "builtin", "name": transport.name}
+
+
+def _search_profile() -> dict[str, str]:
+    """How tool_search ranks in this install (docs/search.md)."""
+    return {
+        "lexical": "BM25F over name, title, tags, description, namespace and parameters",
+        "semantic": semantic_status(),
+        "no_match": "a tool needs a word in common with the request (or, with the semantic "
+        "leg, a cosine above noise); otherwise the result says no tool matches",
+    }
 
 
 def _result_mapper(spec: ToolSpec) -> str:

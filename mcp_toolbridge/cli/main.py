@@ -165,7 +165,11 @@ def _cmd_search(args: argparse.Namespace) -> int:
     if isinstance(loaded, int):
         return loaded
     index = search_index(settings_of(args), loaded)
-    hits = index.search(args.query, max(1, args.k))
+    found = index.find(args.query, max(1, args.k))
+    hits = found.hits
+    if not hits and not args.json:
+        hint = f" (closest names, not matches: {', '.join(found.closest)})" if found.closest else ""
+        print(f"no tool matches {args.query!r}{hint}", file=sys.stderr)
     if args.json:
         rows = []
         for hit in hits:

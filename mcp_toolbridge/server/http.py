@@ -39,14 +39,17 @@ from anyio.abc import TaskStatus
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Mount, Route
 
 from mcp_toolbridge.errors import ConfigError, ErrorCode
+from mcp_toolbridge.host import CALLER_KEY
 from mcp_toolbridge.server.auth import ResourceServer
+from mcp_toolbridge.server.host import caller_in
 from mcp_toolbridge.server.resume import PrimedStreams, ResumableSessions
 from mcp_toolbridge.server.tokens import AuthOptions
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 
+CONSOLE_PATH = "/console"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 MCP_PATH = "/mcp"
@@ -61,6 +64,9 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+ConsoleMount = Callable[[int, bool], tuple[ASGIApp, ASGIApp | None]]
+"""(the bound port, whether an authorization server guards the endpoint) -> the web
+console's pages and its sign-in (``serve --http --console``: ``Console.mounted``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,7 +89,7 @@ class HttpOptions:
         return f"http://{_bracketed(self.host or DEFAULT_HOST)}:{self.port}{self.path}"
 
 
-def parse_address(text: str) -> tuple[str, int]:
+def parse_address(text: str, *, flag: str = "--http") -> tuple[str, int]:
     """``HOST:PORT``, ``[V6]:PORT``, ``:PORT`` or ``PORT`` (host 127.0.0.1)."""
     host, port = DEFAULT_HOST, text
     if text.startswith("["):
@@ -98,7 +104,7 @@ def parse_address(text: str) -> tuple[str, int]:
         number = -1
     if not 0 <= number <= 65535:
         raise ConfigError(
-            f"--http {text}: expected HOST:PORT with a port from 0 to 65535, e.g. 127.0.0.1:8765",
+            f"{flag} {text}: expected HOST:PORT with a port from 0 to 65535, e.g. 127.0.0.1:8765",
             code=ErrorCode.CONFIG_INVALID,
         )
     return host, number
@@ -170,14 +176,17 @@ def security_settings(options: HttpOptions) -> TransportSecuritySettings:
 
 
 class BearerToken:
-    """ASGI middleware: HTTP requests must carry ``Authorization: Bearer <token>``."""
+    """ASGI middleware: HTTP requests must carry ``Authorization: Bearer <token>`` (but those
+    to the web console, which a browser opens with the same token in its URL)."""
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self._app = app
         self._expected = f"Bearer {token}".encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self._authorized(scope):
+        path = scope.get("path", "")
+        console = path == CONSOLE_PATH or path.startswith(CONSOLE_PATH + "/")
+        if scope["type"] != "http" or console or self._authorized(scope):
             await self._app(scope, receive, send)
             return
         body = json.dumps(
@@ -204,12 +213,24 @@ class BearerToken:
         return len(given) == 1 and hmac.compare_digest(given[0], self._expected)
 
 
+def _with_caller(app: ASGIApp) -> ASGIApp:
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+        scope[CALLER_KEY] = caller_in(scope)
+        await app(scope, receive, send)
+
+    return wrapped
+
+
 def build_app(
-    server: ToolbridgeServer, options: HttpOptions, guard: ResourceServer | None = None
+    server: ToolbridgeServer,
+    options: HttpOptions,
+    guard: ResourceServer | None = None,
+    console: ConsoleMount | None = None,
 ) -> ASGIApp:
     """The SDK's streamable HTTP app (as ``Server.streamable_http_app`` builds it), with a
     session manager that makes stateful sessions resumable (resume.py), behind the static
-    token or, with ``guard``, an OAuth resource server."""
+    token or, with ``guard``, an OAuth resource server; with ``console``, the web console at
+    ``/console`` (its sign-in behind the same token check as the MCP endpoint)."""
     sessions = ResumableSessions(
         server.server,
         stateless=options.stateless,
@@ -217,8 +238,16 @@ def build_app(
         session_idle_timeout=options.session_idle_timeout_s,
     )
     endpoint: ASGIApp = StreamableHTTPASGIApp(sessions)
-    routes = [Route(options.path, endpoint=guard.protect(endpoint) if guard else endpoint)]
+    routes: list[BaseRoute] = [
+        Route(options.path, endpoint=guard.protect(endpoint) if guard else endpoint)
+    ]
     routes += guard.routes() if guard else []
+    if console is not None:
+        pages, sign_in = console(options.port, guard is not None)
+        if guard is not None and sign_in is not None:
+            protected = guard.protect(_with_caller(sign_in))
+            routes.append(Route(CONSOLE_PATH + "/sign-in", endpoint=protected))
+        routes.append(Mount(CONSOLE_PATH, app=pages))
     middleware = guard.middleware() if guard else []
     app: ASGIApp = Starlette(
         routes=routes, middleware=middleware, lifespan=lambda _app: sessions.run()
@@ -255,9 +284,12 @@ class _Uvicorn(uvicorn.Server):
 class HttpService:
     """The server on a listening socket; ``serve`` reports the URL once it accepts."""
 
-    def __init__(self, server: ToolbridgeServer, options: HttpOptions) -> None:
+    def __init__(
+        self, server: ToolbridgeServer, options: HttpOptions, console: ConsoleMount | None = None
+    ) -> None:
         check_binding(options)
         self._server = server
+        self._console = console
         self.options = options
         self._app: ASGIApp | None = None
         self.guard: ResourceServer | None = None
@@ -274,7 +306,7 @@ class HttpService:
             auth = self.options.auth
             if auth is not None:  # its canonical URL may name the port just picked
                 self.guard = ResourceServer(auth, auth.resource or self.options.url)
-            self._app = build_app(self._server, self.options, self.guard)
+            self._app = build_app(self._server, self.options, self.guard, self._console)
         return self.options.url
 
     async def serve(self, *, task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED) -> None:

@@ -26,11 +26,19 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_toolbridge import __version__
 from mcp_toolbridge.bridge import Bridge
-from mcp_toolbridge.catalog import Catalog
 from mcp_toolbridge.errors import ErrorCode, UnknownToolError
-from mcp_toolbridge.host import CallContext, Caller, FoundTools, InputPending, LogLevel
+from mcp_toolbridge.host import (
+    CallContext,
+    Caller,
+    Connected,
+    FoundTools,
+    Host,
+    InputPending,
+    LogLevel,
+)
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.names import PROXY_TOOL
+from mcp_toolbridge.server.connections import ConnectionLog
 from mcp_toolbridge.server.host import ClientLog, McpHost, caller_of
 from mcp_toolbridge.server.outputs import (
     Outputs,
@@ -40,7 +48,7 @@ from mcp_toolbridge.server.outputs import (
 )
 from mcp_toolbridge.server.roots import RootsChanged, RootsFollower
 from mcp_toolbridge.server.stdio import stdio_transport
-from mcp_toolbridge.server.wire import to_result, to_tool
+from mcp_toolbridge.server.wire import Published, to_result
 
 log = logging.getLogger("mcp_toolbridge")
 
@@ -127,26 +135,6 @@ class SessionEnd(Protocol):
     def __call__(self, session_id: str, *, keep_files: bool = False) -> None: ...
 
 
-class _Published:
-    """The wire form of each tool per era, built on first use and kept.
-
-    Built lazily: a search-mode server lists a few dozen tools, and building all 100,000 wire
-    forms of a large catalog up front, twice, would cost seconds of start-up for nothing."""
-
-    def __init__(self, catalog: Catalog) -> None:
-        self._catalog = catalog
-        self._built: dict[tuple[bool, str], types.Tool] = {}
-
-    def tool(self, name: str, *, modern: bool) -> types.Tool:
-        key = (modern, name)
-        tool = self._built.get(key)
-        if tool is None:
-            entry = self._catalog.get(name)
-            assert entry is not None, name  # only catalog names are ever listed
-            tool = self._built[key] = to_tool(entry.spec, modern=modern)
-        return tool
-
-
 class ToolbridgeServer:
     """Holds the bridge, the published tools and each session's visible set."""
 
@@ -159,8 +147,11 @@ class ToolbridgeServer:
         roots: RootsChanged | None = None,
         sidecar_dir: SidecarDir | None = None,
         notices: Sequence[str] = (),
+        console: Host | None = None,
     ) -> None:
-        """``roots``: follow the client's MCP roots (stdio and in-memory connections), calling
+        """``console``: where a person answers the confirmations a headless client cannot
+        ask (``serve --console``); None: they are refused.
+        ``roots``: follow the client's MCP roots (stdio and in-memory connections), calling
         it with them on every change; None leaves the workspace as it is.
         ``sidecar_dir(session_id)``: the session's sidecar folder (Sessions.sidecar_dir);
         without it truncated results carry no resource link. ``notices``: warnings each
@@ -178,6 +169,8 @@ class ToolbridgeServer:
         """A ServerSession per open 2025 connection, by id of the connection."""
         self._outputs = Outputs(sidecar_dir, expired=self._output_expired)
         self._client_log = ClientLog(notices)
+        self._console = console
+        self._connections = ConnectionLog(self._audit_session)
         self._publish(bridge)
         self.server = _Server(
             "mcp-toolbridge",
@@ -193,6 +186,7 @@ class ToolbridgeServer:
             "logging/setLevel", types.SetLevelRequestParams, self._client_log.set_level
         )
         self.server.middleware.append(self._remember_sessions)
+        self.server.middleware.append(self._connections)
         self.server.middleware.append(self._cache_tools_list)
         self._roots = RootsFollower(roots) if roots is not None else None
         if self._roots is not None:
@@ -208,7 +202,7 @@ class ToolbridgeServer:
     def _publish(self, bridge: Bridge) -> None:
         """Build the wire form of every tool once, and what is always listed."""
         self.bridge = bridge
-        self._published = _Published(bridge.catalog)
+        self._published = Published(bridge.catalog)
         manifest_tools = bridge.catalog.manifest_names()  # names only: no record is read
         builtins = bridge.catalog.builtin_names()
         expose = self._requested_expose
@@ -401,6 +395,7 @@ class ToolbridgeServer:
             budget_session=self.session_id if scope is None else None,  # summed server-wide
             log=self._client_log.for_call(ctx),
             caller=caller_of(ctx),
+            console=self._console,
         )
         link = None
         try:
@@ -470,6 +465,14 @@ class ToolbridgeServer:
             return f"{self.session_id}:call-{uuid.uuid4().hex[:16]}"
         opaque = self._http_sessions.setdefault(scope, f"http-{uuid.uuid4().hex[:16]}")
         return f"{self.session_id}:{opaque}"
+
+    def _audit_session(self, ctx: ServerRequestContext[Any]) -> tuple[str, str | None]:
+        scope = _scope(ctx)
+        return ("" if scope is None else self._session_id(ctx)), scope
+
+    def connected(self) -> list[Connected]:
+        """Who is connected now (the console's sessions page)."""
+        return self._connections.rows()
 
     def stopping(self) -> None:
         """The server is going away: calls cancelled from now on are audited as ended by the

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import anyio
 
-from mcp_toolbridge.bridge.gate import ALLOW_ALWAYS
+from mcp_toolbridge.bridge.asking import ALLOW_ALWAYS
 from mcp_toolbridge.builtins import Sessions
 from mcp_toolbridge.host import Answer, CallContext, Caller
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_runtime

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mcp_toolbridge.catalog import index as search_module
+from mcp_toolbridge.catalog import ranking_config
 from mcp_toolbridge.catalog.index import SearchHit, SearchIndex
 from mcp_toolbridge.catalog.text import (
     Analyzer,
@@ -258,10 +258,24 @@ def test_in_prose_a_name_matches_case_sensitively_and_must_name_one_tool() -> No
     assert first("please copyEditing this") == "copyEditing"
     assert first("GET_TIME please") == "get_time"
     assert first("ENCRYPT") == "encrypt"
-    # A unique short suffix in prose names its tool; "send" is the suffix of two tools, so it
-    # names neither and ranking decides (pinned, both would come in name order: chat first).
-    assert first("search the weather forecast") == "github_search"
+    # A short suffix names its tool when written as a reference, not as a word of prose:
+    # "search" is a request there, and ranking decides.
+    assert first("`search` the weather forecast") == "github_search"
+    assert first("search the weather forecast") == "getWeatherForecast"
     assert first("send the report by sms") == "sms_send"
+
+
+def test_in_prose_a_plain_name_that_other_tools_use_as_a_word_names_nothing() -> None:
+    extra = [
+        tool("temperature", "Convert a temperature between Celsius and Fahrenheit"),
+        tool("forecast_week", "Temperature and rain forecast for the next seven days"),
+    ]
+    index = SearchIndex.build([*CATALOG, *extra], semantic=False)
+    # "temperature" is another tool's word too: not a reference, so ranking decides ...
+    assert index.search("the temperature forecast for the next days", 1)[0].name != "temperature"
+    # ... while written as a name, or alone, it names the tool.
+    assert index.search("`temperature` for the next days", 1)[0].name == "temperature"
+    assert index.search("temperature", 1)[0].name == "temperature"
 
 
 def test_select_returns_exactly_the_named_tools_in_the_given_order() -> None:
@@ -356,7 +370,7 @@ def test_sibling_evidence_keeps_the_order_of_a_catalog_with_one_namespace(
     queries = ["queue the album", "play an album, then set the volume", "radio genre"]
     index = SearchIndex.build(one_server)
     mixed = [index.search(query, 6) for query in queries]
-    monkeypatch.setattr(search_module, "SIBLING_WEIGHT", 0.0)
+    monkeypatch.setattr(ranking_config, "SIBLING_WEIGHT", 0.0)
     assert [index.search(query, 6) for query in queries] == mixed
 
 
@@ -377,7 +391,10 @@ def test_equal_scores_are_ordered_by_name_whatever_the_input_order() -> None:
         assert len({h.score for h in hits}) == 1
 
 
-def test_pruned_scoring_returns_exactly_the_ranking_of_a_full_walk() -> None:
+def test_pruned_scoring_returns_exactly_the_ranking_of_a_full_walk(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(ranking_config, "EVIDENCE_MIN", 0.0)  # every scored tool, matched or not
     rng = random.Random(7)
     words = [f"w{i}" for i in range(300)]
     tools = [
@@ -411,3 +428,75 @@ def test_empty_queries_and_nonpositive_k_return_nothing() -> None:
     assert INDEX.search("time", 0) == []
     assert INDEX.search("select:") == []
     assert len(SearchIndex.build([]).search("anything")) == 0
+
+
+def test_a_query_with_no_evidence_finds_nothing_and_keeps_the_closest_names_as_a_hint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for query in ("zzqxunmatched", "qwxv blorptangle", "zzqx_42 v2", "book a table in Rome"):
+        found = INDEX.find(query, 5)
+        assert found.hits == [] and INDEX.search(query, 5) == []
+        assert found.closest == []  # no word of it is anywhere (numbers are values): no hint
+    assert INDEX.find("translate this text into French", 5).hits  # a real request still finds
+    # A stricter cut than the shipped one (any shared word) turns weak matches into hints.
+    monkeypatch.setattr(ranking_config, "EVIDENCE_MIN", 0.3)
+    found = INDEX.find("format the invoice table as a spreadsheet with bold text", 5)
+    assert found.hits == [] and "word_count" in found.closest
+
+
+def test_a_tool_that_gives_what_the_first_choice_needs_follows_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(ranking_config, "DEPENDENCIES", True)  # off as shipped (measured)
+    catalog = [
+        tool(
+            "spotify.search_playlists",
+            "Search the user's playlists by name",
+            {"query": "Name"},
+            namespace="spotify",
+        ),
+        tool(
+            "spotify.add_to_playlist",
+            "Add songs to a playlist",
+            {"playlist_id": "The playlist", "uris": "Songs"},
+            namespace="spotify",
+        ),
+        tool(
+            "spotify.add_to_queue",
+            "Add a song to the playback queue",
+            {"uri": "Song"},
+            namespace="spotify",
+        ),
+        tool(
+            "spotify.add_to_library",
+            "Add songs to the user's library",
+            {"uris": "Songs"},
+            namespace="spotify",
+        ),
+        tool(
+            "spotify.add_favorite",
+            "Add a song to favorite songs",
+            {"uri": "Song"},
+            namespace="spotify",
+        ),
+    ]
+    for spec in catalog:
+        if "playlist_id" in spec.input_schema["properties"]:
+            spec.input_schema["required"] = ["playlist_id"]
+    index = SearchIndex.build(catalog, semantic=False)
+    hits = names(index.search("add the song Yellow to my chill playlist", 3))
+    assert hits[:2] == ["spotify_add_to_playlist", "spotify_search_playlists"]
+
+
+def test_the_request_as_a_whole_leads_before_its_detail_clauses() -> None:
+    catalog = [
+        tool("prime_factorize", "Prime factorization of a number"),
+        tool("dict_format", "Format a result in the form of a dictionary"),
+        tool("number_analysis", "Analyze a number: parity, digits, prime or not"),
+    ]
+    index = SearchIndex.build(catalog, semantic=False)
+    query = "What is the prime factorization of the number 60? Return them as a dictionary"
+    assert names(index.search(query, 3))[0] == "prime_factorize"
+    assert split_clauses("criminal cases of Mr. X in Washington, D.C. in 2015") == [
+        "criminal cases of Mr. X in Washington, D.C. in 2015"
+    ]

@@ -158,3 +158,23 @@ async def test_tool_search_finds_a_chinese_described_tool_by_two_characters(
             assert listed["cafe_menu"].title == "café_menu"
             result = await client.call_tool("FanYiWenBen", {"text": "你好"})
             assert result.structured_content == {"echo": {"text": "你好"}}
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_search_with_no_match_says_so_and_loads_nothing(tmp_path: Path, mode: str) -> None:
+    settings, loaded = await _server(tmp_path)
+    async with open_bridge(settings, loaded) as bridge:
+        server = ToolbridgeServer(bridge, expose="search")
+        async with Client(server.server, mode=mode) as client:
+            before = [t.name for t in (await client.list_tools()).tools]
+            for query in ("zzqxunmatched", "book a table for two at an Italian restaurant"):
+                found = await client.call_tool("tool_search", {"query": query})
+                assert found.is_error is False
+                assert found_tools(found) == []
+                text = text_of(found)
+                assert text.startswith(f"No tool matches {query!r}")
+                assert "Search again with other words" in text
+                assert "call each one directly" not in text and "call_tool with" not in text
+                if "Closest names" in text:  # only as a hint, and said to be one
+                    assert "not matches" in text
+            assert [t.name for t in (await client.list_tools()).tools] == before

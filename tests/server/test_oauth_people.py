@@ -17,7 +17,7 @@ import httpx2
 import mcp_types as types
 import pytest
 
-from mcp_toolbridge.bridge.gate import ALLOW_ALWAYS, REJECT
+from mcp_toolbridge.bridge.asking import ALLOW_ALWAYS, REJECT
 from mcp_toolbridge.runtime import Settings
 from tests.support.http_fixture import running_server
 from tests.support.httpserve import open_session, request
@@ -33,7 +33,7 @@ from tests.support.oauth import (
     protected_server,
 )
 from tests.support.oidc import Provider
-from tests.support.results import text_of
+from tests.support.results import found_tools, text_of
 
 pytestmark = needs_oidc
 MODES = ["auto", "legacy"]
@@ -109,7 +109,7 @@ class Person:
 
 def _found(result: types.CallToolResult) -> list[str]:
     assert not result.is_error, text_of(result)
-    return [t["name"] for t in (result.structured_content or {})["tools"]]
+    return found_tools(result)
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -1,0 +1,68 @@
+"""What round 3's ranking additions cost per query, in one process against round 2's knobs.
+
+    .venv/bin/python benchmarks/search_ab.py CATALOG_FOLDER [--reps 3]
+
+CATALOG_FOLDER is a catalog made by ``catalog_gen.py`` (``search_scale.py`` leaves one in
+``/tmp/tb-scale/catalog-N``). The lexical index of it answers ``search_scale.py``'s 400 mixed
+queries ``--reps`` times, each query twice in turn: with round 3's knobs (the whole request
+first, evidence, prose names ``distinct``) and with round 2's (none of them, prose suffixes),
+so both see the same machine load. Prints p50 and p99 of each and their ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.search_scale import make_queries
+from mcp_toolbridge.catalog import ranking_config
+from mcp_toolbridge.catalog.catalog import Catalog
+from mcp_toolbridge.catalog.index import SearchIndex
+from mcp_toolbridge.loaders.discovery import load_paths
+
+
+def knobs(round3: bool) -> None:
+    ranking_config.WHOLE_FIRST = round3
+    ranking_config.EVIDENCE_MIN = 0.0 if round3 else -1.0
+    ranking_config.PROSE_NAMES = "distinct" if round3 else "suffix"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--reps", type=int, default=3)
+    args = parser.parse_args()
+    specs = Catalog.build(load_paths([args.folder]).tools)[0].specs()
+    index = SearchIndex.build(specs, semantic=False)
+    queries = make_queries([s.name for s in specs], 400, random.Random(1))
+    for query in queries[:20]:
+        index.search(query, 10)
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for _ in range(args.reps):
+        for query in queries:
+            for round3 in (True, False):
+                knobs(round3)
+                start = time.perf_counter()
+                index.search(query, 10)
+                times[round3].append(time.perf_counter() - start)
+    knobs(True)
+    cells = {}
+    for round3, values in times.items():
+        values.sort()
+        cells[round3] = (statistics.median(values), values[int(0.99 * len(values))])
+    print(f"{len(specs)} tools | round 3 p50 / p99 ms | round 2 knobs p50 / p99 ms | ratio")
+    (a50, a99), (b50, b99) = cells[True], cells[False]
+    print(
+        f"{len(specs)} | {1000 * a50:.3f} / {1000 * a99:.2f} | {1000 * b50:.3f} / "
+        f"{1000 * b99:.2f} | {a50 / b50:.2f} / {a99 / b99:.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -10,6 +10,7 @@
         ├── ArgumentsError           args.invalid      -> isError result
         ├── PermissionDeniedError    permission.denied -> isError result
         ├── BudgetExceededError      budget.exceeded   -> isError result
+        ├── StateFullError           state.full        -> isError result
         └── ExecError                exec.*            -> isError result
             ├── ExecTimeoutError     exec.timeout
             ├── ExecSpawnError       exec.spawn
@@ -41,6 +42,7 @@ class ErrorCode(StrEnum):
     OUTPUT_INVALID = "output.invalid"
     PERMISSION_DENIED = "permission.denied"
     BUDGET_EXCEEDED = "budget.exceeded"
+    STATE_FULL = "state.full"
     EXEC_FAILED = "exec.failed"
     EXEC_TIMEOUT = "exec.timeout"
     EXEC_CANCELLED = "exec.cancelled"
@@ -157,6 +159,13 @@ class BudgetExceededError(CallError):
     session: the message says which, how much was used and how to raise it."""
 
     code = ErrorCode.BUDGET_EXCEEDED
+
+
+class StateFullError(CallError):
+    """Nothing more can be kept for a new person: the State keeps as many people as it may,
+    and none of them can be dropped without resetting a budget (state/memory.py)."""
+
+    code = ErrorCode.STATE_FULL
 
 
 class ExecError(CallError):

@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias, get_args
 
+from mcp_toolbridge.state import PERSON_PREFIX
+
 FoundTools = Literal["direct", "proxy"]
 """How a caller calls what tool_search found: by name, or through the proxy tool."""
 
@@ -240,7 +242,7 @@ class Caller:
         if not self.identified:
             return None
         who = json.dumps([self.issuer, self.subject, self.client_id])
-        return "caller:" + hashlib.sha256(who.encode("utf-8")).hexdigest()[:32]
+        return PERSON_PREFIX + hashlib.sha256(who.encode("utf-8")).hexdigest()[:32]
 
     def describe(self) -> str:
         """``alice (client ide-1)``, ``client ci-agent``, ``the local caller``: for messages."""

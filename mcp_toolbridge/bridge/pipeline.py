@@ -29,7 +29,13 @@ import anyio
 from mcp_toolbridge.bridge.budget import BudgetLedger, State, Usage, reported_usage
 from mcp_toolbridge.bridge.gate import PENDING, Clearance, allow_all, refused
 from mcp_toolbridge.bridge.outcome import WHY_ENDED, CallOutcome, Ended
-from mcp_toolbridge.bridge.screen import off_schema, read_back, screen, screened_context
+from mcp_toolbridge.bridge.screen import (
+    kept_arguments,
+    off_schema,
+    read_back,
+    screen,
+    screened_context,
+)
 from mcp_toolbridge.catalog import Catalog, CatalogEntry
 from mcp_toolbridge.errors import (
     ArgumentsError,
@@ -239,7 +245,7 @@ class Bridge:
         name = entry.spec.name
         started = time.perf_counter()
         clearance: Clearance | None = None
-        found: Counter[str] = Counter()
+        found: Counter[str] | None = None  # the secrets the arguments carry, once scanned
         cancelled = anyio.get_cancelled_exc_class()
         try:
             try:
@@ -254,12 +260,12 @@ class Bridge:
                     raise PermissionDeniedError(clearance.refusal(), tool=name)
                 result = await self._execute(entry, args, ctx, clearance.sandbox)
                 usage = reported_usage(result.value)
-                if usage is not None:
+                if usage is not None and entry.spec.budget is not None:
                     await self._budgets.add(ctx.budget_scope, name, usage)
                 outcome = self._finish(entry, result, started, clearance, usage)
             except CallError as exc:
                 outcome = self._failed(name, exc.message, exc.code, started, clearance, exc.details)
-            outcome = await self._screen(entry, outcome, found)
+            outcome = await self._screen(entry, outcome, found or Counter())
         except InputPending:
             pending = CallOutcome(
                 tool=name,
@@ -269,21 +275,21 @@ class Bridge:
                 decision=PENDING,
                 answer="pending",
             )
-            await self._observe(entry.spec, args, ctx, pending)
+            await self._observe(entry.spec, args, ctx, pending, found)
             raise
         except cancelled:
             ended: Ended = "shutdown" if self._life.stopping else "cancelled"
             why = WHY_ENDED[ended]
             failed = self._failed(name, why, ErrorCode.EXEC_CANCELLED, started, clearance)
-            await self._observe(entry.spec, args, ctx, replace(failed, ended=ended))
+            await self._observe(entry.spec, args, ctx, replace(failed, ended=ended), found)
             raise
         except Exception as exc:  # a bug below: audited, then the server's handler reports it
             error = f"internal error: {type(exc).__name__}"
             failed = self._failed(name, error, ErrorCode.SERVER_INTERNAL, started, clearance)
-            await self._observe(entry.spec, args, ctx, failed)
+            await self._observe(entry.spec, args, ctx, failed, found)
             raise
         await _tell(ctx, outcome)
-        await self._observe(entry.spec, args, ctx, outcome)
+        await self._observe(entry.spec, args, ctx, outcome, found)
         return outcome
 
     async def _screen(
@@ -351,10 +357,18 @@ class Bridge:
         )
 
     async def _observe(
-        self, spec: ToolSpec, args: Mapping[str, Any], ctx: CallContext, outcome: CallOutcome
+        self,
+        spec: ToolSpec,
+        args: Mapping[str, Any],
+        ctx: CallContext,
+        outcome: CallOutcome,
+        found: Counter[str] | None = None,
     ) -> None:
-        """Tell every observer, shielded from the call's cancellation and bounded in time."""
+        """Tell every observer, shielded from the call's cancellation and bounded in time,
+        with the arguments' secrets nobody declared redacted (``found``: those the scan found
+        in them; None: not scanned yet)."""
         with anyio.move_on_after(OBSERVE_LIMIT_S, shield=True):
+            args = await kept_arguments(self.secret_scan, args, spec.name, found)
             for observe in self._observers:
                 await observe(spec, args, ctx, outcome)
 

@@ -2,9 +2,10 @@
 
 - **Out**: :func:`screen` replaces every secret in what a finished call returns (its value,
   text and error, and the copies its observers keep: the executor's result, argv and URL) with
-  ``[REDACTED:<rule-id>]``. A result whose redacted value no longer matches the tool's output
-  schema becomes an ``output.invalid`` failure that still carries the redacted output as text
-  (:func:`off_schema`; Bridge.call decides, it holds the schema).
+  ``[REDACTED:<rule-id>]``; :func:`kept_arguments` does the same to the arguments the
+  observers are given (a recording keeps them). A result whose redacted value no longer
+  matches the tool's output schema becomes an ``output.invalid`` failure that still carries
+  the redacted output as text (:func:`off_schema`; Bridge.call decides, it holds the schema).
   :func:`screened_context` does the same to the log lines and progress messages a running call
   sends to the client.
 - **In**: :func:`argument_question` is the gate's question when a call's arguments carry a
@@ -111,6 +112,22 @@ async def screen(
     if counts:
         log.info("secret scan: redacted %s from the result of %s", summary(counts), tool)
     return Screened(new_value, new_text, new_error, result, counts)
+
+
+async def kept_arguments(
+    scan: SecretScan, arguments: Mapping[str, Any], tool: str, found: Counter[str] | None = None
+) -> Any:
+    """A call's arguments as the observers may keep them (a recording): every secret nobody
+    declared replaced by its marker; ``arguments`` itself when they carry none (``found``:
+    what the scan found in them; None: scan them now)."""
+    if not scan.enabled:
+        return arguments
+    if found is None:
+        found = await scan.arguments(arguments, tool)
+    if not found:
+        return arguments
+    kept, _ = await scan.value(arguments, tool, _size(arguments))
+    return kept
 
 
 def off_schema(screened: Screened, problem: str) -> str:

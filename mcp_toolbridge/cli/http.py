@@ -1,7 +1,8 @@
 """``serve --http``: the HTTP server's options from the flags, with its credential: the static
 token (``--token``, ``TOOLBRIDGE_TOKEN``) or an OAuth issuer (``--auth-issuer`` and the policy
 file's ``[auth]`` table, the flags winning; the introspection secret resolved from the secrets:
-``TOOLBRIDGE_SECRET_<ID>`` or the secrets file)."""
+``TOOLBRIDGE_SECRET_<ID>`` or the secrets file); and how long and for how many people the
+server keeps what it keeps of them (``[auth]`` too)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import os
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from mcp_toolbridge.builtins import Sessions
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.runtime import Loaded, Settings
 from mcp_toolbridge.secrets import SecretResolver
+from mcp_toolbridge.state import MemoryState
 
 if TYPE_CHECKING:
     from mcp_toolbridge.console import Console
@@ -92,6 +95,14 @@ def auth_options(
         introspection_client_id=table.introspection_client_id,
         introspection_secret=secret,
     ).checked()
+
+
+def people_sessions(loaded: Loaded) -> Sessions:
+    """The sessions and State of a server, keeping what it keeps of people (callers an access
+    token names) as long and for as many as the policy's ``[auth]`` table says."""
+    table = loaded.policy.file.auth
+    state = MemoryState(person_idle_s=table.person_idle_s, max_people=table.max_people)
+    return Sessions(state=state)
 
 
 def http_options(

@@ -19,7 +19,13 @@ from mcp_toolbridge.cli.allocator import pin_mmap_threshold, started
 from mcp_toolbridge.cli.clients import args_for, server_command
 from mcp_toolbridge.cli.console import EXIT_OK, err
 from mcp_toolbridge.cli.event_loop import LOOPS, backend_options
-from mcp_toolbridge.cli.http import console_for, console_path_line, http_options, mount_of
+from mcp_toolbridge.cli.http import (
+    console_for,
+    console_path_line,
+    http_options,
+    mount_of,
+    people_sessions,
+)
 from mcp_toolbridge.cli.reload import not_served, reload_on_change
 from mcp_toolbridge.cli.startup import (
     follow_roots,
@@ -145,7 +151,13 @@ def run_server(
             if console is not None:
                 observers = (*observers, console.feed.observe)
             runtime = await stack.enter_async_context(
-                open_runtime(settings, loaded, observers=observers, stand_in=stand_in)
+                open_runtime(
+                    settings,
+                    loaded,
+                    observers=observers,
+                    stand_in=stand_in,
+                    sessions=people_sessions(loaded),
+                )
             )
             follows = settings.workspace is None and http is None  # one client: its roots
             left_out = not_served(loaded.errors, loaded.left_out)

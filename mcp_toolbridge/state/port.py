@@ -10,6 +10,14 @@ Every method is a coroutine, so an implementation may keep its state elsewhere (
 process, a network store); each is atomic on its own (``add_usage`` and ``take`` are
 read-modify-write inside the store, never in the caller). Values are plain JSON, so any
 store can hold them.
+
+A session's entries are kept until :meth:`State.forget`. A person's (an owner starting with
+:data:`PERSON_PREFIX`) outlive their sessions, so a store bounds them: it may forget a person
+idle for long (all their entries at once), and a store full of people may refuse a new one
+with :class:`~mcp_toolbridge.errors.StateFullError` from a method that would keep something
+for them (``usage`` included: it is the check before a budgeted call), never from
+``add_usage``, and never by dropping a person's budget usage or counts before their idle
+expiry (memory.py says how the in-memory store does it).
 """
 
 from __future__ import annotations
@@ -18,6 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias
 
+PERSON_PREFIX = "caller:"
+"""How an owner that names a person starts (``Caller.key``); any other owner is a session."""
 GrantAction = Literal["allow", "deny", "ask"]
 JsonValue: TypeAlias = Any
 """A value ``json.dumps`` accepts (dicts, lists, strings, numbers, booleans, None)."""

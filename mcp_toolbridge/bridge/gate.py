@@ -391,15 +391,18 @@ class PolicyGate:
         rules: SessionRules,
     ) -> Clearance:
         host: Host | None = ctx.host
-        about = None
         refused = Decision("deny", decision.rule, decision.scope)
         policy = self.policy.for_caller(ctx.caller)
-        if (host is None or not host.can_elicit) and ctx.console is not None:
-            host, about = ctx.console, self._about(spec, arguments, decision, ctx)
+        in_console = (host is None or not host.can_elicit) and ctx.console is not None
+        if in_console:
+            host = ctx.console
         if host is None or not host.can_elicit:
             hint = await self._hint(policy, spec, arguments, targets, decision, rules, ctx.caller)
             return Clearance(refused, "headless", hint)
+        # A person sees the arguments with every secret nobody declared redacted, wherever
+        # they are asked (the client's form or the console's page).
         shown, _ = await self.secret_scan.value(arguments, spec.name, len(_summary(arguments)))
+        about = self._about(spec, shown, decision, ctx) if in_console else None
         message = (
             f"The assistant wants to run the tool {spec.name!r}"
             f"{f' ({spec.title})' if spec.title else ''}.\n"

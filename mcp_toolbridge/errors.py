@@ -10,6 +10,7 @@
         ├── ArgumentsError           args.invalid      -> isError result
         ├── PermissionDeniedError    permission.denied -> isError result
         ├── BudgetExceededError      budget.exceeded   -> isError result
+        ├── StateFullError           state.full        -> isError result
         └── ExecError                exec.*            -> isError result
             ├── ExecTimeoutError     exec.timeout
             ├── ExecSpawnError       exec.spawn
@@ -43,6 +44,7 @@ class ErrorCode(StrEnum):
     BUDGET_EXCEEDED = "budget.exceeded"
     RATE_LIMITED = "rate.limited"
     STATE_UNAVAILABLE = "state.unavailable"
+    STATE_FULL = "state.full"
     EXEC_FAILED = "exec.failed"
     EXEC_TIMEOUT = "exec.timeout"
     EXEC_CANCELLED = "exec.cancelled"
@@ -173,6 +175,13 @@ class StateUnavailableError(CallError):
     be checked, so the call is refused (fail closed)."""
 
     code = ErrorCode.STATE_UNAVAILABLE
+
+
+class StateFullError(CallError):
+    """Nothing more can be kept for a new person: the State keeps as many people as it may,
+    and none of them can be dropped without resetting a budget (state/memory.py)."""
+
+    code = ErrorCode.STATE_FULL
 
 
 class ExecError(CallError):

@@ -43,6 +43,7 @@ LEVELS = {
     "bridge/": 3,
     # the edges
     "server/": 4,
+    "console/": 4,
     "runtime.py": 4,
     "runtime_cache.py": 4,
     "cli/": 5,

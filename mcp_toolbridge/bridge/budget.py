@@ -16,9 +16,13 @@ cent until one has) until it ends and its real usage replaces the hold. Calls ad
 once, on one server or on many replicas sharing Redis, therefore never pass a budget together
 unless one call uses more than any before it did.
 
-The sums are kept in the State port, which lives as long as the server (a reload keeps them:
-the raised budget of a reloaded manifest applies to the usage already summed); an anonymous
-session's are forgotten when it ends, a person's are not.
+Only tools that declare a budget are summed (a tool that gains one in a reload starts from
+zero). The sums are kept in the State port, which lives as long as the server (a reload keeps
+them: the raised budget of a reloaded manifest applies to the usage already summed); an
+anonymous session's are forgotten when it ends, a person's when they made no call for the
+State's idle window (a day by default). A State that keeps as many people as it may refuses a
+newcomer's check (``state.full``, before the call runs) rather than drop anyone's usage early
+(state/memory.py).
 """
 
 from __future__ import annotations

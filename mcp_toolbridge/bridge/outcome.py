@@ -75,6 +75,8 @@ class CallOutcome:
     """Secrets nobody declared, replaced in what the client gets: count per rule id."""
     argument_secrets: Mapping[str, int] | None = None
     """Secrets found in the call's arguments: count per rule id."""
+    answered_by: str | None = None
+    """Who gave the answer (``console:<user>``, ``client``, ``client:<subject>``)."""
 
 
 REFUSING_ANSWERS = frozenset({"reject", "cancel", "headless", "unreachable"})

@@ -38,7 +38,12 @@ from mcp_toolbridge.bridge.budget import (
 )
 from mcp_toolbridge.bridge.gate import PENDING, Clearance, allow_all, refused
 from mcp_toolbridge.bridge.outcome import WHY_ENDED, CallOutcome, Ended, lost_call, tell
-from mcp_toolbridge.bridge.screen import off_schema, read_back, screen, screened_context
+from mcp_toolbridge.bridge.screen import (
+    kept_arguments,
+    read_back,
+    screened,
+    screened_context,
+)
 from mcp_toolbridge.catalog import Catalog, CatalogEntry
 from mcp_toolbridge.errors import (
     ArgumentsError,
@@ -176,6 +181,11 @@ class Bridge:
         twin._budgets = self._budgets
         return twin
 
+    def executor(self, kind: str) -> Executor | None:
+        """The executor of ``kind`` tools (exec | http | builtin), for the edges that show
+        what it serves (the console's search); None when none is registered."""
+        return self._executors.get(kind)
+
     def callable_by(self, spec: ToolSpec, caller: Caller) -> bool:
         """Whether ``caller`` may see and call ``spec`` at all."""
         return self._access is None or self._access.callable_by(spec, caller)
@@ -251,7 +261,7 @@ class Bridge:
         started = time.perf_counter()
         clearance: Clearance | None = None
         ticket: Ticket | None = None
-        found: Counter[str] = Counter()
+        found: Counter[str] | None = None  # the secrets the arguments carry, once scanned
         cancelled = anyio.get_cancelled_exc_class()
         try:
             try:
@@ -278,7 +288,7 @@ class Bridge:
             except StateUnavailable as exc:  # fail closed: nothing unchecked runs
                 closed = StateUnavailableError(f"{exc.reason}. {FAIL_CLOSED}", tool=name)
                 outcome = self._failed(name, closed.message, closed.code, started, clearance)
-            outcome = await self._screen(entry, outcome, found)
+            outcome = await screened(self.secret_scan, entry.output, outcome, found or Counter())
         except InputPending:
             pending = CallOutcome(
                 tool=name,
@@ -288,56 +298,24 @@ class Bridge:
                 decision=PENDING,
                 answer="pending",
             )
-            await self._observe(entry.spec, args, ctx, pending)
+            await self._observe(entry.spec, args, ctx, pending, found)
             raise
         except cancelled:
             ended: Ended = "shutdown" if self._life.stopping else "cancelled"
             why = WHY_ENDED[ended]
             failed = self._failed(name, why, ErrorCode.EXEC_CANCELLED, started, clearance)
-            await self._observe(entry.spec, args, ctx, replace(failed, ended=ended))
+            await self._observe(entry.spec, args, ctx, replace(failed, ended=ended), found)
             raise
         except Exception as exc:  # a bug below: audited, then the server's handler reports it
             error = f"internal error: {type(exc).__name__}"
             failed = self._failed(name, error, ErrorCode.SERVER_INTERNAL, started, clearance)
-            await self._observe(entry.spec, args, ctx, failed)
+            await self._observe(entry.spec, args, ctx, failed, found)
             raise
         finally:
             if ticket is not None:  # ended before it could report: release what it held
                 await self._budgets.release(ticket, None)
         await tell(ctx, outcome)
-        await self._observe(entry.spec, args, ctx, outcome)
-        return outcome
-
-    async def _screen(
-        self, entry: CatalogEntry, outcome: CallOutcome, found: Counter[str]
-    ) -> CallOutcome:
-        """``outcome`` with secrets redacted (screen.py); off its output schema: a failure."""
-        if not self.secret_scan.enabled:
-            return outcome
-        parts = await screen(
-            self.secret_scan,
-            outcome.tool,
-            value=outcome.value,
-            text=outcome.text,
-            error=outcome.error,
-            result=outcome.result,
-        )
-        outcome = replace(
-            outcome,
-            value=parts.value,
-            text=parts.text,
-            error=parts.error,
-            result=parts.result,
-            redacted=dict(parts.counts) or None,
-            argument_secrets=dict(found) or None,
-        )
-        if parts.counts and outcome.ok and entry.output is not None:
-            problems = entry.output.validate(parts.value)
-            if problems:
-                error = off_schema(parts, problems[0])
-                return replace(
-                    outcome, ok=False, value=None, error=error, code=ErrorCode.OUTPUT_INVALID
-                )
+        await self._observe(entry.spec, args, ctx, outcome, found)
         return outcome
 
     async def read_back(self, text: str, tool: str) -> str:
@@ -379,13 +357,22 @@ class Bridge:
             duration_ms=_ms_since(started),
             decision=clearance.decision if clearance else None,
             answer=clearance.answer if clearance else None,
+            answered_by=clearance.by if clearance else None,
         )
 
     async def _observe(
-        self, spec: ToolSpec, args: Mapping[str, Any], ctx: CallContext, outcome: CallOutcome
+        self,
+        spec: ToolSpec,
+        args: Mapping[str, Any],
+        ctx: CallContext,
+        outcome: CallOutcome,
+        found: Counter[str] | None = None,
     ) -> None:
-        """Tell every observer, shielded from the call's cancellation and bounded in time."""
+        """Tell every observer, shielded from the call's cancellation and bounded in time,
+        with the arguments' secrets nobody declared redacted (``found``: those the scan found
+        in them; None: not scanned yet)."""
         with anyio.move_on_after(OBSERVE_LIMIT_S, shield=True):
+            args = await kept_arguments(self.secret_scan, args, spec.name, found)
             for observe in self._observers:
                 await observe(spec, args, ctx, outcome)
 
@@ -458,6 +445,7 @@ class Bridge:
             "result": result,
             "decision": clearance.decision,
             "answer": clearance.answer,
+            "answered_by": clearance.by,
         }
         if not result.ok:
             return CallOutcome(

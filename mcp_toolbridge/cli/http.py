@@ -1,7 +1,8 @@
 """``serve --http``: the HTTP server's options from the flags, with its credential: the static
 token (``--token``, ``TOOLBRIDGE_TOKEN``) or an OAuth issuer (``--auth-issuer`` and the policy
 file's ``[auth]`` table, the flags winning; the introspection secret resolved from the secrets:
-``TOOLBRIDGE_SECRET_<ID>`` or the secrets file).
+``TOOLBRIDGE_SECRET_<ID>`` or the secrets file); and how long and for how many people the
+server keeps what it keeps of them (``[auth]`` too).
 
 ``serve --state``: where what outlives a call is kept, from the flag or the policy's
 ``[state]`` table: this process's memory (the default), or a Redis that replicas of one
@@ -12,20 +13,76 @@ shares (``TOOLBRIDGE_STATE_KEYS``, else the secret ``[state] keys`` names)."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from mcp_toolbridge.builtins import Sessions
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.runtime import Loaded, Settings
 from mcp_toolbridge.secrets import SecretResolver
-from mcp_toolbridge.state import RedisLink, RedisState, SharedStore, check_url, where
+from mcp_toolbridge.state import (
+    MemoryState,
+    RedisLink,
+    RedisState,
+    SharedStore,
+    check_url,
+    where,
+)
 
 if TYPE_CHECKING:
-    from mcp_toolbridge.server import AuthOptions, HttpOptions, Replica
+    from mcp_toolbridge.console import Console
+    from mcp_toolbridge.server import AuthOptions, ConsoleMount, HttpOptions, Replica
+
+CONSOLE_PATH = "/console"
+
+
+def console_for(args: argparse.Namespace) -> Console | None:
+    """The web console ``--console [HOST:]PORT`` asks for (not yet listening), or None."""
+    if args.console is None:
+        if args.console_admin_role:
+            raise ConfigError(
+                "--console-admin-role applies to --console only", code=ErrorCode.CONFIG_INVALID
+            )
+        return None
+    from mcp_toolbridge.console import Console, ConsoleOptions  # Starlette, Jinja2: on use
+    from mcp_toolbridge.server import parse_address
+
+    host, port = parse_address(args.console, flag="--console")
+    options = ConsoleOptions(host=host, port=port, allowed_hosts=tuple(args.allow_host))
+    if args.console_admin_role:
+        options = replace(options, admin_role=args.console_admin_role)
+    return Console(options)
+
+
+def mount_of(console: Console | None, http: HttpOptions) -> ConsoleMount | None:
+    """The console at ``/console`` of the MCP server too, behind its authentication."""
+    if console is None:
+        return None
+    hosts = [*http.allowed_hosts]
+    if http.host not in ("0.0.0.0", "::", ""):
+        hosts.append(http.host)
+
+    def mount(port: int, oauth: bool) -> Any:
+        return console.mounted(CONSOLE_PATH, port=port, hosts=hosts, token=http.token, oauth=oauth)
+
+    return mount
+
+
+def console_path_line(url: str, http: HttpOptions, console: Console) -> str:
+    """Where the console is on the MCP server, and how to open it there."""
+    base = url.rsplit("/", 1)[0] + CONSOLE_PATH
+    if http.auth is not None:
+        return (
+            f"console also at {base}/: GET {base}/sign-in with an access token whose groups "
+            f"or roles include {console.options.admin_role!r} gives a one-time URL"
+        )
+    if http.token:
+        return f"console also at {base}/?token=<the server's bearer token>"
+    assert console.keeper is not None and console.keeper.token is not None
+    return f"console also at {base}/?token={console.keeper.token}"
 
 
 def auth_options(
@@ -53,6 +110,14 @@ def auth_options(
         introspection_client_id=table.introspection_client_id,
         introspection_secret=secret,
     ).checked()
+
+
+def people_sessions(loaded: Loaded) -> Sessions:
+    """The sessions and State of a server, keeping what it keeps of people (callers an access
+    token names) as long and for as many as the policy's ``[auth]`` table says."""
+    table = loaded.policy.file.auth
+    state = MemoryState(person_idle_s=table.person_idle_s, max_people=table.max_people)
+    return Sessions(state=state)
 
 
 def http_options(
@@ -98,7 +163,7 @@ def http_options(
         auth=auth,
     )
     if args.drain_timeout is not None:
-        options = dataclasses.replace(options, drain_timeout_s=args.drain_timeout)
+        options = replace(options, drain_timeout_s=args.drain_timeout)
     check_binding(options)
     return options
 
@@ -130,7 +195,7 @@ async def opened_state(
     ConfigError (exit 2) for a bad URL, missing or short keys, a bad replica name."""
     url = state_url(args, loaded)
     if url == MEMORY:
-        yield Sessions(), None
+        yield people_sessions(loaded), None
         return
     table = loaded.policy.file.state
     replica = None

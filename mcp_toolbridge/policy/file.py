@@ -23,6 +23,7 @@ from mcp_toolbridge.leaks import SecretScanSettings
 from mcp_toolbridge.model import RequirementSet, ShellRequirement
 from mcp_toolbridge.policy.diagnose import describe
 from mcp_toolbridge.policy.rules import Action
+from mcp_toolbridge.state import MAX_PEOPLE, PERSON_IDLE_S
 
 DefaultAction = Literal["allow", "deny", "ask", "by-safety"]
 SandboxMode = Literal["auto", "required", "off"]
@@ -245,6 +246,11 @@ class AuthModel(_Model):
     introspection_client_id: str | None = None
     introspection_secret: str | None = None
     """A secret id (``TOOLBRIDGE_SECRET_<ID>`` or the secrets file), never the secret."""
+    person_idle_s: float = Field(default=PERSON_IDLE_S, ge=600, le=366 * 86_400)
+    """How long what the server keeps of a person (their "always" answers, budget usage, todo
+    list) outlives their last call (state/memory.py)."""
+    max_people: int = Field(default=MAX_PEOPLE, ge=1, le=10_000_000)
+    """How many people's state the server keeps at most (state/memory.py)."""
 
 
 class LimitsModel(_Model):

@@ -8,6 +8,7 @@ May import: the vocabulary, catalog, bridge. Not runtime, cli."""
 from mcp_toolbridge.server.http import (
     SESSION_IDLE_TIMEOUT_S,
     TOKEN_ENV,
+    ConsoleMount,
     HttpOptions,
     HttpService,
     check_binding,
@@ -24,6 +25,7 @@ __all__ = [
     "SESSION_IDLE_TIMEOUT_S",
     "TOKEN_ENV",
     "AuthOptions",
+    "ConsoleMount",
     "HttpOptions",
     "HttpService",
     "Replica",

@@ -47,11 +47,13 @@ from anyio.abc import TaskStatus
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Mount, Route
 
 from mcp_toolbridge.errors import ConfigError, ErrorCode
+from mcp_toolbridge.host import CALLER_KEY
 from mcp_toolbridge.server.auth import ResourceServer
 from mcp_toolbridge.server.health import HEALTH_PATHS, Draining, health_routes
+from mcp_toolbridge.server.host import caller_in
 from mcp_toolbridge.server.http_sessions import PrimedStreams, ResumableSessions, SharedSessions
 from mcp_toolbridge.server.shared_events import RemoteResume
 from mcp_toolbridge.server.tokens import AuthOptions
@@ -59,6 +61,7 @@ from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 
 log = logging.getLogger("mcp_toolbridge")
 
+CONSOLE_PATH = "/console"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 MCP_PATH = "/mcp"
@@ -80,6 +83,9 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+ConsoleMount = Callable[[int, bool], tuple[ASGIApp, ASGIApp | None]]
+"""(the bound port, whether an authorization server guards the endpoint) -> the web
+console's pages and its sign-in (``serve --http --console``: ``Console.mounted``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,7 +110,7 @@ class HttpOptions:
         return f"http://{_bracketed(self.host or DEFAULT_HOST)}:{self.port}{self.path}"
 
 
-def parse_address(text: str) -> tuple[str, int]:
+def parse_address(text: str, *, flag: str = "--http") -> tuple[str, int]:
     """``HOST:PORT``, ``[V6]:PORT``, ``:PORT`` or ``PORT`` (host 127.0.0.1)."""
     host, port = DEFAULT_HOST, text
     if text.startswith("["):
@@ -119,7 +125,7 @@ def parse_address(text: str) -> tuple[str, int]:
         number = -1
     if not 0 <= number <= 65535:
         raise ConfigError(
-            f"--http {text}: expected HOST:PORT with a port from 0 to 65535, e.g. 127.0.0.1:8765",
+            f"{flag} {text}: expected HOST:PORT with a port from 0 to 65535, e.g. 127.0.0.1:8765",
             code=ErrorCode.CONFIG_INVALID,
         )
     return host, number
@@ -196,15 +202,18 @@ def security_settings(options: HttpOptions) -> TransportSecuritySettings:
 
 
 class BearerToken:
-    """ASGI middleware: HTTP requests must carry ``Authorization: Bearer <token>``."""
+    """ASGI middleware: HTTP requests must carry ``Authorization: Bearer <token>`` (but those
+    to the web console, which a browser opens with the same token in its URL)."""
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self._app = app
         self._expected = f"Bearer {token}".encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        public = scope.get("path") in HEALTH_PATHS
-        if scope["type"] != "http" or public or self._authorized(scope):
+        path = scope.get("path", "")
+        console = path == CONSOLE_PATH or path.startswith(CONSOLE_PATH + "/")
+        public = path in HEALTH_PATHS
+        if scope["type"] != "http" or console or public or self._authorized(scope):
             await self._app(scope, receive, send)
             return
         body = json.dumps(
@@ -231,12 +240,24 @@ class BearerToken:
         return len(given) == 1 and hmac.compare_digest(given[0], self._expected)
 
 
+def _with_caller(app: ASGIApp) -> ASGIApp:
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+        scope[CALLER_KEY] = caller_in(scope)
+        await app(scope, receive, send)
+
+    return wrapped
+
+
 def build_app(
-    server: ToolbridgeServer, options: HttpOptions, guard: ResourceServer | None = None
+    server: ToolbridgeServer,
+    options: HttpOptions,
+    guard: ResourceServer | None = None,
+    console: ConsoleMount | None = None,
 ) -> ASGIApp:
     """The SDK's streamable HTTP app (as ``Server.streamable_http_app`` builds it), with a
     session manager that makes stateful sessions resumable (resume.py), behind the static
-    token or, with ``guard``, an OAuth resource server."""
+    token or, with ``guard``, an OAuth resource server; with ``console``, the web console at
+    ``/console`` (its sign-in behind the same token check as the MCP endpoint)."""
     replica = server.replica
     sessions = ResumableSessions(
         server.server,
@@ -248,9 +269,17 @@ def build_app(
     endpoint: ASGIApp = StreamableHTTPASGIApp(sessions)
     if replica is not None:
         endpoint = RemoteResume(endpoint, replica.shared, sessions.holds)
-    routes = [Route(options.path, endpoint=guard.protect(endpoint) if guard else endpoint)]
+    routes: list[BaseRoute] = [
+        Route(options.path, endpoint=guard.protect(endpoint) if guard else endpoint)
+    ]
     routes += health_routes(server)
     routes += guard.routes() if guard else []
+    if console is not None:
+        pages, sign_in = console(options.port, guard is not None)
+        if guard is not None and sign_in is not None:
+            protected = guard.protect(_with_caller(sign_in))
+            routes.append(Route(CONSOLE_PATH + "/sign-in", endpoint=protected))
+        routes.append(Mount(CONSOLE_PATH, app=pages))
     middleware = guard.middleware() if guard else []
     app: ASGIApp = Starlette(
         routes=routes, middleware=middleware, lifespan=lambda _app: sessions.run()
@@ -295,9 +324,12 @@ class _Uvicorn(uvicorn.Server):
 class HttpService:
     """The server on a listening socket; ``serve`` reports the URL once it accepts."""
 
-    def __init__(self, server: ToolbridgeServer, options: HttpOptions) -> None:
+    def __init__(
+        self, server: ToolbridgeServer, options: HttpOptions, console: ConsoleMount | None = None
+    ) -> None:
         check_binding(options)
         self._server = server
+        self._console = console
         self.options = options
         self._app: ASGIApp | None = None
         self.guard: ResourceServer | None = None
@@ -314,7 +346,7 @@ class HttpService:
             auth = self.options.auth
             if auth is not None:  # its canonical URL may name the port just picked
                 self.guard = ResourceServer(auth, auth.resource or self.options.url)
-            self._app = build_app(self._server, self.options, self.guard)
+            self._app = build_app(self._server, self.options, self.guard, self._console)
         return self.options.url
 
     async def serve(self, *, task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -337,7 +369,7 @@ class HttpService:
             try:
                 await self._uvicorn.serve(sockets=[self._socket])
                 with anyio.move_on_after(ENDING_S):  # calls it cancelled: their audit lines
-                    await self._server.idle()
+                    await self._server.calls.idle()
             finally:
                 self._socket.close()
                 group.cancel_scope.cancel()
@@ -351,7 +383,7 @@ class HttpService:
         while not server.drain_requested:  # noqa: ASYNC110
             await anyio.sleep(SIGNAL_POLL_S)
         deadline = self.options.drain_timeout_s
-        running = self._server.calls_running
+        running = self._server.calls.count
         log.warning(
             "SIGTERM: draining: %d call(s) running may finish within %g s; new sessions "
             "and sessionless requests are refused (503) meanwhile",
@@ -360,8 +392,8 @@ class HttpService:
         )
         self._server.draining = True
         with anyio.move_on_after(deadline):
-            await self._server.idle()
-        left = self._server.calls_running
+            await self._server.calls.idle()
+        left = self._server.calls.count
         if left:
             log.warning("SIGTERM: %d call(s) still running at the deadline are ended", left)
         self._server.stopping()  # what is cancelled from now on was ended by the shutdown

@@ -1,5 +1,5 @@
 """What tools/list is made of: the SDK's low-level Server as this server declares its
-capabilities, list cursors, and the wire form of each tool per era, built on first use."""
+capabilities, list cursors, and which tool a call runs (a proxy call's target)."""
 
 from __future__ import annotations
 
@@ -13,15 +13,19 @@ from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from mcp_toolbridge import __version__
 from mcp_toolbridge.catalog import Catalog
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.names import PROXY_TOOL
-from mcp_toolbridge.server.wire import to_tool
 
 
 class SdkServer(Server[Any]):
     """The SDK server, announcing tools.listChanged to legacy clients too, and the logging
-    capability to them only (2026-07-28 has no logging/setLevel: a request opts in)."""
+    capability to them only (2026-07-28 has no logging/setLevel: a request opts in), with
+    this package's version."""
+
+    def __init__(self, name: str, **handlers: Any) -> None:
+        super().__init__(name, version=__version__, **handlers)
 
     def get_capabilities(
         self,
@@ -69,26 +73,6 @@ def decode_cursor(cursor: str) -> int:
     if offset < 0:
         raise MCPError(code=types.INVALID_PARAMS, message="Invalid cursor")
     return offset
-
-
-class Published:
-    """The wire form of each tool per era, built on first use and kept.
-
-    Built lazily: a search-mode server lists a few dozen tools, and building all 100,000 wire
-    forms of a large catalog up front, twice, would cost seconds of start-up for nothing."""
-
-    def __init__(self, catalog: Catalog) -> None:
-        self._catalog = catalog
-        self._built: dict[tuple[bool, str], types.Tool] = {}
-
-    def tool(self, name: str, *, modern: bool) -> types.Tool:
-        key = (modern, name)
-        tool = self._built.get(key)
-        if tool is None:
-            entry = self._catalog.get(name)
-            assert entry is not None, name  # only catalog names are ever listed
-            tool = self._built[key] = to_tool(entry.spec, modern=modern)
-        return tool
 
 
 def runs(catalog: Catalog, params: types.CallToolRequestParams, spec: ToolSpec) -> ToolSpec:

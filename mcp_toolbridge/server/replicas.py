@@ -95,6 +95,28 @@ def state_keys(text: str | None) -> tuple[str, ...]:
     return keys
 
 
+class CallsRunning:
+    """How many calls the server is running, and when none is (a drain waits for that)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    def began(self) -> None:
+        self.count += 1
+        if self._idle.is_set():
+            self._idle = anyio.Event()
+
+    def ended(self) -> None:
+        self.count -= 1
+        if self.count == 0:
+            self._idle.set()
+
+    async def idle(self) -> None:
+        await self._idle.wait()
+
+
 class SharedBus:
     """The SDK's SubscriptionBus for listen streams, across replicas (see the module doc)."""
 

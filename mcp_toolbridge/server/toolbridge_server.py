@@ -18,7 +18,6 @@ from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Any, Literal, Protocol
 
-import anyio
 import mcp_types as types
 from mcp.server import ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
@@ -27,29 +26,32 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from mcp_toolbridge import __version__
 from mcp_toolbridge.bridge import Bridge
 from mcp_toolbridge.errors import ErrorCode, UnknownToolError
-from mcp_toolbridge.host import CallContext, Caller, CallLease, FoundTools, InputPending, LogLevel
-from mcp_toolbridge.names import PROXY_TOOL
-from mcp_toolbridge.server.host import ClientLog, McpHost, caller_of
-from mcp_toolbridge.server.listing import (
-    Published,
-    SdkServer,
-    decode_cursor,
-    encode_cursor,
-    runs,
+from mcp_toolbridge.host import (
+    CallContext,
+    Caller,
+    CallLease,
+    Connected,
+    FoundTools,
+    Host,
+    InputPending,
+    LogLevel,
 )
+from mcp_toolbridge.names import PROXY_TOOL
+from mcp_toolbridge.server.connections import ConnectionLog
+from mcp_toolbridge.server.host import ClientLog, McpHost, caller_of
+from mcp_toolbridge.server.listing import SdkServer, decode_cursor, encode_cursor, runs
 from mcp_toolbridge.server.outputs import (
     Outputs,
     SidecarDir,
     credential_owner,
     session_owner,
 )
-from mcp_toolbridge.server.replicas import Replica, SharedBus
+from mcp_toolbridge.server.replicas import CallsRunning, Replica, SharedBus
 from mcp_toolbridge.server.roots import RootsChanged, RootsFollower
 from mcp_toolbridge.server.stdio import stdio_transport
-from mcp_toolbridge.server.wire import to_result
+from mcp_toolbridge.server.wire import Published, to_result
 
 log = logging.getLogger("mcp_toolbridge")
 
@@ -96,9 +98,12 @@ class ToolbridgeServer:
         roots: RootsChanged | None = None,
         sidecar_dir: SidecarDir | None = None,
         notices: Sequence[str] = (),
+        console: Host | None = None,
         replica: Replica | None = None,
     ) -> None:
-        """``roots``: follow the client's MCP roots (stdio and in-memory connections), calling
+        """``console``: where a person answers the confirmations a headless client cannot
+        ask (``serve --console``); None: they are refused.
+        ``roots``: follow the client's MCP roots (stdio and in-memory connections), calling
         it with them on every change; None leaves the workspace as it is.
         ``sidecar_dir(session_id)``: the session's sidecar folder (Sessions.sidecar_dir);
         without it truncated results carry no resource link. ``notices``: warnings each
@@ -110,6 +115,10 @@ class ToolbridgeServer:
         self.service = "service" if replica is not None else self.session_id
         """Where anonymous sessionless calls' budgets and limits are summed: this server, or
         with replicas, the whole service."""
+        self.replica = replica
+        self.draining = False
+        """Stopping: /readyz says so (the HTTP service drains calls on SIGTERM)."""
+        self.calls = CallsRunning()
         self._requested_expose: Expose = expose
         self._loaded: dict[str, list[str]] = {}
         """Tools loaded by tool_search, per visibility scope (see _scope)."""
@@ -117,29 +126,21 @@ class ToolbridgeServer:
         """An opaque session id per Mcp-Session-Id: the header value is never logged."""
         self._on_session_end = on_session_end
         self._list_cache: dict[tuple[bool, str | None, str | None, Hashable], HandlerResult] = {}
-        self.replica = replica
-        self.draining = False
-        """Stopping: /readyz says so (the HTTP service drains calls on SIGTERM)."""
-        self.calls_running = 0
-        self._idle = anyio.Event()
-        self._idle.set()
         self._bus: InMemorySubscriptionBus | SharedBus = InMemorySubscriptionBus()
         if replica is not None:
             self._bus = replica.bus
             replica.bus.digest = self.listing_digest
-            replica.on_lost = self._lost
+            replica.on_lost = self.bridge_lost
         self._legacy_sessions: dict[int, Any] = {}
         """A ServerSession per open 2025 connection, by id of the connection."""
-        self._outputs = Outputs(
-            sidecar_dir,
-            expired=self._output_expired,
-            shared=replica.shared if replica is not None else None,
-        )
+        shared = replica.shared if replica is not None else None
+        self._outputs = Outputs(sidecar_dir, expired=self._output_expired, shared=shared)
         self._client_log = ClientLog(notices)
+        self._console = console
+        self._connections = ConnectionLog(self._audit_session)
         self._publish(bridge)
         self.server = SdkServer(
             "mcp-toolbridge",
-            version=__version__,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_subscriptions_listen=ListenHandler(self._bus),
@@ -151,6 +152,7 @@ class ToolbridgeServer:
             "logging/setLevel", types.SetLevelRequestParams, self._client_log.set_level
         )
         self.server.middleware.append(self._remember_sessions)
+        self.server.middleware.append(self._connections)
         self.server.middleware.append(self._cache_tools_list)
         self._roots = RootsFollower(roots) if roots is not None else None
         if self._roots is not None:
@@ -349,9 +351,8 @@ class ToolbridgeServer:
         except UnknownToolError as exc:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {exc.tool}") from exc
         if self._roots is not None and _scope(ctx) == PROCESS_SCOPE:
-            ask = await self._roots.before_call(
-                ctx, params, runs(self.bridge.catalog, params, entry.spec)
-            )
+            target = runs(self.bridge.catalog, params, entry.spec)
+            ask = await self._roots.before_call(ctx, params, target)
             if ask is not None:
                 return ask
 
@@ -369,9 +370,10 @@ class ToolbridgeServer:
             budget_session=self.service if scope is None else None,  # summed server-wide
             log=self._client_log.for_call(ctx),
             caller=caller_of(ctx),
+            console=self._console,
         )
         link = None
-        self._began()
+        self.calls.began()
         try:
             async with self._leased(ctx, call_ctx, params.name) as lease:
                 call_ctx = replace(call_ctx, lease=lease)
@@ -394,27 +396,13 @@ class ToolbridgeServer:
                 meta={"toolbridge/code": ErrorCode.SERVER_INTERNAL.value},
             )
         finally:
-            self._ended()
+            self.calls.ended()
             if scope is None and self._on_session_end is not None:  # a call without a session
                 self._on_session_end(session_id, keep_files=link is not None)
         if outcome.ok and params.name == SEARCH_TOOL and isinstance(outcome.value, dict):
             found = [t.get("name") for t in outcome.value.get("tools", [])]
             await self.load([n for n in found if isinstance(n, str)], ctx)
         return to_result(outcome, entry.spec, modern=modern, link=link)
-
-    def _began(self) -> None:
-        self.calls_running += 1
-        if self._idle.is_set():
-            self._idle = anyio.Event()
-
-    def _ended(self) -> None:
-        self.calls_running -= 1
-        if self.calls_running == 0:
-            self._idle.set()
-
-    async def idle(self) -> None:
-        """Until no call is running (a draining server waits for this)."""
-        await self._idle.wait()
 
     @asynccontextmanager
     async def _leased(
@@ -432,15 +420,12 @@ class ToolbridgeServer:
             "client_id": caller.client_id,
             "issuer": caller.issuer,
             "started": time.time(),
-            "sid": _scope(ctx) or None,
-            "rid": ctx.request_id,
         }
         async with self.replica.lease(record) as lease:
             yield lease
 
-    async def _lost(self, record: dict[str, Any]) -> None:
-        """A call of a dead replica (claimed by this one): its audit line (the replica ends
-        its 2025-era stream with an error)."""
+    async def bridge_lost(self, record: dict[str, Any]) -> None:
+        """A call of a dead replica (claimed by this one): its audit line."""
         await self.bridge.lost(record)
 
     def _output_expired(self, session_id: str) -> None:
@@ -476,6 +461,14 @@ class ToolbridgeServer:
             return f"{self.session_id}:call-{uuid.uuid4().hex[:16]}"
         opaque = self._http_sessions.setdefault(scope, f"http-{uuid.uuid4().hex[:16]}")
         return f"{self.session_id}:{opaque}"
+
+    def _audit_session(self, ctx: ServerRequestContext[Any]) -> tuple[str, str | None]:
+        scope = _scope(ctx)
+        return ("" if scope is None else self._session_id(ctx)), scope
+
+    def connected(self) -> list[Connected]:
+        """Who is connected now (the console's sessions page)."""
+        return self._connections.rows()
 
     def stopping(self) -> None:
         """The server is going away: calls cancelled from now on are audited as ended by the

@@ -15,6 +15,15 @@ A store that cannot be reached raises :class:`StateUnavailable` from any method:
 called fails closed (a call is refused, never let through unchecked), and the method either
 took effect once or not at all (nothing is retried behind the caller's back, so nothing is
 counted twice).
+
+A session's entries are kept until :meth:`State.forget`. A person's (an owner starting with
+:data:`PERSON_PREFIX`) outlive their sessions, so a store bounds them: it may forget a person
+idle for long (all their entries at once), and a store full of people may refuse a new one
+with :class:`~mcp_toolbridge.errors.StateFullError` from a method that would keep something
+for them (``usage``, ``admit`` and ``hit`` included: they are the checks before a call),
+never from ``add_usage`` or ``settle``, and never by dropping a person's budget usage or
+counts before their idle expiry (memory.py says how the in-memory store does it; the Redis
+store lets a person's keys expire 30 days after their last change, with no cap).
 """
 
 from __future__ import annotations
@@ -23,6 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias
 
+PERSON_PREFIX = "caller:"
+"""How an owner that names a person starts (``Caller.key``); any other owner is a session."""
 GrantAction = Literal["allow", "deny", "ask"]
 JsonValue: TypeAlias = Any
 """A value ``json.dumps`` accepts (dicts, lists, strings, numbers, booleans, None)."""

@@ -54,15 +54,17 @@ Scope = MutableMapping[str, Any]
 class Draining:
     """ASGI middleware: 503 for new work while the server drains (see the module doc)."""
 
-    def __init__(self, app: Any, server: Any) -> None:
+    def __init__(self, app: Any, server: Any, path: str) -> None:
         self._app = app
         self._server = server
+        self._path = path
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if (
             self._server.draining
             and scope["type"] == "http"
             and scope.get("method") == "POST"
+            and scope.get("path") == self._path
             and not any(k.lower() == b"mcp-session-id" for k, _ in scope.get("headers", ()))
         ):
             body = b'{"error": "this replica is stopping; send the request again"}'

@@ -284,7 +284,7 @@ def build_app(
     app: ASGIApp = Starlette(
         routes=routes, middleware=middleware, lifespan=lambda _app: sessions.run()
     )
-    app = Draining(PrimedStreams(app, sessions), server)
+    app = Draining(PrimedStreams(app, sessions), server, options.path)
     return BearerToken(app, options.token) if options.token else app
 
 

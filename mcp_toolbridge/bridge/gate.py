@@ -40,6 +40,7 @@ the "always" answers it keeps, so a multi-round-trip retry may run it again safe
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -56,6 +57,7 @@ from mcp_toolbridge.bridge.asking import (
     ask,
     sandbox_summary,
 )
+from mcp_toolbridge.bridge.budget import RateLimit
 from mcp_toolbridge.bridge.redaction import redacted_arguments
 from mcp_toolbridge.bridge.screen import (
     SECRETS_SCOPE,
@@ -63,7 +65,7 @@ from mcp_toolbridge.bridge.screen import (
     argument_question,
     reaches_network,
 )
-from mcp_toolbridge.errors import ExecError
+from mcp_toolbridge.errors import ExecError, StateFullError
 from mcp_toolbridge.executors import DEFAULT_TIMEOUT_S, run_process
 from mcp_toolbridge.host import (
     CallContext,
@@ -103,6 +105,8 @@ from mcp_toolbridge.policy import (
 from mcp_toolbridge.policy import splitter as shell_splitter
 from mcp_toolbridge.sandbox import Confinement, Sandbox
 from mcp_toolbridge.state import MemoryState, State
+
+log = logging.getLogger("mcp_toolbridge")
 
 HEADLESS_DENIED = (
     "Denied, nothing was run: this call needs a person's confirmation and this client cannot "
@@ -199,6 +203,8 @@ class PolicyGate:
         """``default_timeout_s``: the deadline of a tool without its own (``--timeout``),
         which is how long a call waits for an answer in the console."""
         self.policy = policy
+        self.rate_limit = RateLimit.configured(policy)
+        """The policy's ``[limits]``: the bridge checks it before the gate."""
         self.default_timeout_s = default_timeout_s
         self.sandbox = sandbox
         self.state: State = state if state is not None else MemoryState()
@@ -388,15 +394,18 @@ class PolicyGate:
         rules: SessionRules,
     ) -> Clearance:
         host: Host | None = ctx.host
-        about = None
         refused = Decision("deny", decision.rule, decision.scope)
         policy = self.policy.for_caller(ctx.caller)
-        if (host is None or not host.can_elicit) and ctx.console is not None:
-            host, about = ctx.console, self._about(spec, arguments, decision, ctx)
+        in_console = (host is None or not host.can_elicit) and ctx.console is not None
+        if in_console:
+            host = ctx.console
         if host is None or not host.can_elicit:
             hint = await self._hint(policy, spec, arguments, targets, decision, rules, ctx.caller)
             return Clearance(refused, "headless", hint)
+        # A person sees the arguments with every secret nobody declared redacted, wherever
+        # they are asked (the client's form or the console's page).
         shown, _ = await self.secret_scan.value(arguments, spec.name, len(_summary(arguments)))
+        about = self._about(spec, shown, decision, ctx) if in_console else None
         message = (
             f"The assistant wants to run the tool {spec.name!r}"
             f"{f' ({spec.title})' if spec.title else ''}.\n"
@@ -416,14 +425,25 @@ class PolicyGate:
         if choice == ALLOW_ONCE:
             return Clearance(Decision("allow", decision.rule, decision.scope), "once", by=by)
         if choice == ALLOW_ALWAYS:
-            await self.state.add_grants(ctx.owner, always_grants(spec, targets))
-            found = await self.secret_scan.arguments(arguments, spec.name)
-            if found:  # the secrets it carried: allowed for this tool from now on, for this owner
-                approved = await self._approved_secrets(ctx.owner)
-                pairs = sorted(approved | {(spec.name, rule) for rule in found})
-                await self.state.save(ctx.owner, APPROVED_SECRETS, [list(p) for p in pairs])
+            try:
+                await self._keep_always(spec, arguments, targets, ctx.owner)
+            except StateFullError as exc:  # allowed, this once: the person is asked again
+                log.warning("an 'always' answer counts once: %s", exc.message)
+                return Clearance(Decision("allow", decision.rule, decision.scope), "once", by=by)
             return Clearance(Decision("allow", decision.rule, decision.scope), "always", by=by)
         return Clearance(refused, "reject", by=by)
+
+    async def _keep_always(
+        self, spec: ToolSpec, arguments: Mapping[str, Any], targets: Targets, owner: str
+    ) -> None:
+        """Keep an "always" answer for ``owner``: its grants, and the secrets the arguments
+        carried, allowed for this tool from now on."""
+        await self.state.add_grants(owner, always_grants(spec, targets))
+        found = await self.secret_scan.arguments(arguments, spec.name)
+        if found:
+            approved = await self._approved_secrets(owner)
+            pairs = sorted(approved | {(spec.name, rule) for rule in found})
+            await self.state.save(owner, APPROVED_SECRETS, [list(p) for p in pairs])
 
     def _about(
         self, spec: ToolSpec, arguments: Mapping[str, Any], decision: Decision, ctx: CallContext

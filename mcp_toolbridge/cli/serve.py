@@ -19,8 +19,16 @@ from mcp_toolbridge.cli.allocator import pin_mmap_threshold, started
 from mcp_toolbridge.cli.clients import args_for, server_command
 from mcp_toolbridge.cli.console import EXIT_OK, err
 from mcp_toolbridge.cli.event_loop import LOOPS, backend_options
-from mcp_toolbridge.cli.http import console_for, console_path_line, http_options, mount_of
-from mcp_toolbridge.cli.reload import not_served, reload_on_change
+from mcp_toolbridge.cli.http import (
+    console_for,
+    console_path_line,
+    describe,
+    http_options,
+    mount_of,
+    opened_state,
+    state_url,
+)
+from mcp_toolbridge.cli.reload import not_served, reload_on_change, reload_once
 from mcp_toolbridge.cli.startup import (
     follow_roots,
     loaded_lines,
@@ -100,6 +108,28 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
         "to the console at /console (default: admin)",
     )
     parser.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="HTTP: on SIGTERM, let running calls finish for this long before ending them "
+        "(default 30; /readyz says unready meanwhile)",
+    )
+    parser.add_argument(
+        "--state",
+        default=None,
+        metavar="URL",
+        help="where what outlives a call is kept: memory (default), or redis://HOST:PORT/DB, "
+        "shared by the replicas of one service (docs/deploy.md; also [state] url)",
+    )
+    parser.add_argument(
+        "--replica",
+        default=None,
+        metavar="NAME",
+        help="HTTP with --state redis://: this replica's name in session ids and leases "
+        "(default: the host name)",
+    )
+    parser.add_argument(
         "--loop",
         choices=LOOPS,
         default="auto",
@@ -145,8 +175,17 @@ def run_server(
                 observers = (recorder,)
             if console is not None:
                 observers = (*observers, console.feed.observe)
+            sessions, replica = await stack.enter_async_context(
+                opened_state(args, settings, loaded, http=http is not None)
+            )
             runtime = await stack.enter_async_context(
-                open_runtime(settings, loaded, observers=observers, stand_in=stand_in)
+                open_runtime(
+                    settings,
+                    loaded,
+                    observers=observers,
+                    stand_in=stand_in,
+                    sessions=sessions,
+                )
             )
             follows = settings.workspace is None and http is None  # one client: its roots
             left_out = not_served(loaded.errors, loaded.left_out)
@@ -160,7 +199,10 @@ def run_server(
                 notices=[left_out] if left_out else [],
                 on_first_list=listed.set,
                 console=console.host if console is not None else None,
+                replica=replica,
             )
+            if replica is not None:  # another replica reloaded: read the files again now
+                replica.on_remote_change = lambda: reload_once(runtime, server)
             moved = follow_roots(runtime, server, say)
             where = ", ".join(str(p) for p in settings.manifest_paths())
             head = (
@@ -198,7 +240,10 @@ def run_server(
                     auth = "bearer token required" if http.token else "no token (loopback only)"
                     if http.auth is not None:
                         auth = f"OAuth access tokens of {http.auth.issuer}"
-                    err(f"{head}, over streamable HTTP at {url} ({mode}, {auth})")
+                    where = describe(state_url(args, loaded))
+                    if replica is not None:
+                        where += f", replica {replica.name}"
+                    err(f"{head}, over streamable HTTP at {url} ({mode}, {auth}, {where})")
                     if console is not None:
                         say(console_path_line(url, http, console))
                     report(loaded, settings, follows)

@@ -110,3 +110,19 @@ async def test_an_answer_for_nothing_waiting_or_without_the_csrf_token_is_refuse
             assert len(stack.console.desk) == 1  # still waiting
             await me.answer(waiting, "deny")
         assert result[0].is_error
+
+
+async def test_a_secret_in_a_waiting_calls_arguments_never_reaches_the_page(
+    tmp_path: Path,
+) -> None:
+    # Made at run time so that no scanner of this repository finds a key in it.
+    token = "ghp_" + "".join(chr(ord("a") + (i * 7) % 26) for i in range(36))
+    async with serving(tmp_path, stateless=True) as stack, Person.at(stack.console) as me:
+        result: list[Any] = []
+        async with anyio.create_task_group() as group:
+            group.start_soon(_call, stack.url, "auto", "note", {"text": f"use {token}"}, result)
+            [waiting] = await me.waiting()
+            page = await me.page()
+            await me.answer(waiting, "deny")
+        assert "[REDACTED:github-pat]" in page
+        assert token not in page and token[4:20] not in page

@@ -4,7 +4,7 @@ the same tool directly from Python in the same run.
     .venv/bin/python benchmarks/roundtrip.py [--calls 500] [--reps 3] [--max-concurrency N]
 
 The tool is `#!/bin/sh` + `exec cat` (it echoes the JSON arguments), declared in an agentcli
-tools.json. Ten drivers, each timed per call from issue to result, at 1, 8 and 32 calls in
+tools.json. The drivers, each timed per call from issue to result, at 1, 8 and 32 calls in
 flight (that many tasks calling back to back):
 
 - spawn/anyio: `anyio.run_process(tool, input=...)` in this process. What an async server pays

@@ -99,17 +99,25 @@ async def screen(
         into |= found
         return redacted
 
-    new_value = await redact_value(value, counts)
+    copies: Counter[str] = Counter()
+    argv: list[str] = list(result.argv) if result is not None else []
+    if argv and not isinstance(value, str):  # the value and the argv kept: one scan of both
+        both = [value, argv]
+        (new_value, found), (argv, kept) = await scan.values(both, tool, _size(both))
+        counts |= found
+        copies |= kept
+    else:
+        new_value = await redact_value(value, counts)
+        argv = await redact_value(argv, copies) if argv else argv
     new_text = await redact_text(text, counts)
     new_error = await redact_text(error, counts)
     if result is not None:
-        copies: Counter[str] = Counter()
         result = replace(
             result,
             value=new_value if result.value is value else await redact_value(result.value, copies),
             text=new_text if result.text == text else await redact_text(result.text, copies),
             error=new_error if result.error == error else await redact_text(result.error, copies),
-            argv=tuple(await redact_value(list(result.argv), copies)),
+            argv=tuple(argv),
             url=await redact_text(result.url, copies),
         )
     if counts:

@@ -33,6 +33,7 @@ from mcp_toolbridge.cli.startup import (
     follow_roots,
     loaded_lines,
     problem_lines,
+    warm_up,
     workspace_line,
 )
 from mcp_toolbridge.executors import Executor
@@ -188,6 +189,7 @@ def run_server(
             )
             follows = settings.workspace is None and http is None  # one client: its roots
             left_out = not_served(loaded.errors, loaded.left_out)
+            listed = anyio.Event()
             server = ToolbridgeServer(
                 runtime.bridge,
                 expose=args.expose,
@@ -195,6 +197,7 @@ def run_server(
                 roots=(lambda roots: moved(roots)) if follows else None,
                 sidecar_dir=runtime.sessions.sidecar_dir,
                 notices=[left_out] if left_out else [],
+                on_first_list=listed.set,
                 console=console.host if console is not None else None,
                 replica=replica,
             )
@@ -212,6 +215,7 @@ def run_server(
                 head += ", watching for changes"
             started()
             async with anyio.create_task_group() as group:
+                group.start_soon(warm_up, runtime, listed)
                 if console is not None:
                     url = console.attach(
                         runtime, connections=server.connected, local_session=server.session_id

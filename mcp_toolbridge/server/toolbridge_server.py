@@ -13,7 +13,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Hashable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Any, Literal, Protocol
@@ -40,7 +40,7 @@ from mcp_toolbridge.host import (
 )
 from mcp_toolbridge.names import PROXY_TOOL
 from mcp_toolbridge.server.connections import ConnectionLog
-from mcp_toolbridge.server.host import ClientLog, McpHost, caller_of
+from mcp_toolbridge.server.host import ClientLog, McpHost, asks_progress, caller_of
 from mcp_toolbridge.server.listing import SdkServer, decode_cursor, encode_cursor, runs
 from mcp_toolbridge.server.outputs import (
     Outputs,
@@ -98,6 +98,7 @@ class ToolbridgeServer:
         roots: RootsChanged | None = None,
         sidecar_dir: SidecarDir | None = None,
         notices: Sequence[str] = (),
+        on_first_list: Callable[[], None] | None = None,
         console: Host | None = None,
         replica: Replica | None = None,
     ) -> None:
@@ -108,6 +109,8 @@ class ToolbridgeServer:
         ``sidecar_dir(session_id)``: the session's sidecar folder (Sessions.sidecar_dir);
         without it truncated results carry no resource link. ``notices``: warnings each
         2025-era client gets once after it connects (tools that are not served).
+        ``on_first_list``: called once, when the first tools/list has been answered (a server
+        does its deferred start-up work then, after what a client waits for).
         ``replica``: this server is one replica of a service sharing state in Redis
         (replicas.py): request state sealed with the shared keys, listen streams fed by the
         shared bus, each call leased, truncated outputs kept in Redis."""
@@ -136,6 +139,7 @@ class ToolbridgeServer:
         shared = replica.shared if replica is not None else None
         self._outputs = Outputs(sidecar_dir, expired=self._output_expired, shared=shared)
         self._client_log = ClientLog(notices)
+        self._on_first_list = on_first_list
         self._console = console
         self._connections = ConnectionLog(self._audit_session)
         self._publish(bridge)
@@ -297,6 +301,9 @@ class ToolbridgeServer:
         if cached is None:
             cached = await call_next(ctx)
             self._list_cache[key] = cached
+        if self._on_first_list is not None:
+            first, self._on_first_list = self._on_first_list, None
+            first()
         return cached
 
     def _found_tools(self, ctx: ServerRequestContext[Any]) -> FoundTools:
@@ -364,7 +371,7 @@ class ToolbridgeServer:
         scope = _scope(ctx)
         call_ctx = CallContext(
             session_id=session_id,
-            progress=progress,
+            progress=progress if asks_progress(ctx, params) else None,
             host=host,
             found_tools=self._found_tools(ctx),
             budget_session=self.service if scope is None else None,  # summed server-wide

@@ -23,6 +23,7 @@ import multiprocessing
 import os
 import pickle
 import signal
+import stat
 import sys
 import threading
 from collections.abc import Callable
@@ -154,6 +155,7 @@ def write_behind(work: Callable[[], None]) -> bool:
             devnull = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(devnull, fd)
+            _close_sockets()
             work()
         except BaseException:
             code = 1
@@ -162,3 +164,16 @@ def write_behind(work: Callable[[], None]) -> bool:
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, 0)  # the intermediate child, which exits at once
     return True
+
+
+def _close_sockets() -> None:
+    """Close every socket the writer inherited: it writes files only, and a listening
+    socket it held (``serve --http``) would keep the port bound after the server ends, for
+    as long as the writer runs; a connection it held would never see its end."""
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd <= 2:
+            continue
+        with contextlib.suppress(OSError):
+            if stat.S_ISSOCK(os.fstat(fd).st_mode):
+                os.close(fd)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -69,3 +70,56 @@ def test_a_writer_survives_the_end_of_its_process_group(tmp_path: Path) -> None:
     pid, session, parent = map(int, _wait_for(done, 60).split())
     assert session != server.pid  # another session (and process group) than the server's
     assert parent != server.pid and pid != server.pid  # and outside the server's tree
+
+
+LISTENING_SERVER = """
+import socket, sys, time
+from pathlib import Path
+from mcp_toolbridge.forking import write_behind
+
+go, done = Path(sys.argv[1]), Path(sys.argv[2])
+listener = socket.socket()
+listener.bind(("127.0.0.1", 0))
+listener.listen()
+
+def work():
+    while not go.exists():
+        time.sleep(0.05)
+    done.write_text("written")
+
+assert write_behind(work)
+print(listener.getsockname()[1], flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_writer_holds_no_socket_of_the_server(tmp_path: Path) -> None:
+    """serve --http's port is free once the server ends, though its cache writer works on."""
+    go, done = tmp_path / "go", tmp_path / "done"
+    server = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(LISTENING_SERVER), str(go), str(done)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        port = int(server.stdout.readline())
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait(timeout=30)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+        if server.stdout is not None:
+            server.stdout.close()
+    try:
+        again = socket.socket()
+        again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        again.bind(("127.0.0.1", port))  # EADDRINUSE while anyone still listens on it
+        again.listen()
+        again.close()
+    finally:
+        go.write_text("now")  # the writer, still waiting until now, ends
+    assert _wait_for(done, 60) == "written"

@@ -4,7 +4,7 @@ the same tool directly from Python in the same run.
     .venv/bin/python benchmarks/roundtrip.py [--calls 500] [--reps 3] [--max-concurrency N]
 
 The tool is `#!/bin/sh` + `exec cat` (it echoes the JSON arguments), declared in an agentcli
-tools.json. Ten drivers, each timed per call from issue to result, at 1, 8 and 32 calls in
+tools.json. The drivers, each timed per call from issue to result, at 1, 8 and 32 calls in
 flight (that many tasks calling back to back):
 
 - spawn/anyio: `anyio.run_process(tool, input=...)` in this process. What an async server pays
@@ -26,6 +26,9 @@ flight (that many tasks calling back to back):
   low-level server that answers without spawning: what MCP over stdio costs by itself.
 - sdk/spawn: the same server running the tool per call with the product's `run_process`
   (`--spawn`): MCP plus the spawn, done from a server process, with nothing else.
+- sdk/anchor: the same server running the tool with `anyio.open_process` (`--anchor`): the
+  hand-written server of the performance anchors, call for call; the floor issue 29 measures
+  `serve` against (`toolbridge` against it is printed in a table of its own).
 - toolbridge: the SDK's `Client` (mcp 2.3, the default mode, which negotiates 2026-07-28) over
   stdio to `python -m mcp_toolbridge serve DIR --audit FILE`: a real child process, real pipes,
   the JSON-RPC framing, validation, the default policy, the audit log (written to a temporary
@@ -38,6 +41,9 @@ flight (that many tasks calling back to back):
 - toolbridge/fresh-sandbox: the same with a policy that turns warm sandboxes off
   (`[sandbox] warm = false`): a sandbox made for each call, through the whole product.
 - toolbridge/asyncio: the same with `serve --loop asyncio` (asyncio's own event loop).
+- toolbridge/base: `toolbridge` served from another copy of the code (``--base DIR``, a folder
+  holding an ``mcp_toolbridge`` package, e.g. ``git archive REV mcp_toolbridge | tar -x -C
+  DIR``): before and after a change, paired in the same run.
 
 At 1 in flight the overhead over spawn/anyio splits into four parts (computed from the median
 p50 of each driver, so they add up to the total exactly):
@@ -49,14 +55,19 @@ and output handling). bridge - spawn/product shows the in-process part of the la
 
 Each repetition runs every driver once per concurrency, in an order rotated per repetition; a
 cell starts with 20 warm-up calls. Cells show the median over repetitions with [min-max].
-"others %" is the CPU that processes outside this benchmark used during the cell (from
-/proc/stat, minus this process's and its children's rusage) as a share of all cores. On a shared
-machine, each cell first waits (up to --patience seconds) for a second in which others use less
-than --quiet percent, and a cell during which they used more is run again (up to --attempts
-times in all; the least disturbed attempt is kept). Figures from cells above about 10 % are
-disturbed: the p50 of a spawn doubles when another process keeps a core busy. A sandboxed
-cell's own figure is higher than that: the sandbox's init is reaped by the system (not this
-process) and its namespaces are torn down by kernel workers, so their CPU counts as others'.
+"CPU ms/call" is the CPU the server used per timed call, counting every process it started:
+its tools, and the OS sandbox's bubblewrap and zygote processes, which live across calls and
+are not reaped by it (benchmarks/cpu_meter.py: a cgroup per server when this runs as root,
+else the live process tree from /proc); for the in-process drivers it is this process's. The
+client's own CPU is not in it (it is the same SDK client for every stdio driver).
+"others %" is the CPU that processes outside this benchmark used during the timed calls (from
+/proc/stat, minus this process's rusage and the server's CPU above) as a share of all cores.
+On a shared machine, each cell first waits (up to --patience seconds) for a second in which
+others use less than --quiet percent, and a cell during which they used more is run again (up
+to --attempts times in all; the least disturbed attempt is kept). Figures from cells above
+about 10 % are disturbed: the p50 of a spawn doubles when another process keeps a core busy.
+Kernel work for a sandbox done in kernel threads (a fresh sandbox's network namespace torn
+down) still counts as others'.
 """
 
 from __future__ import annotations
@@ -80,7 +91,10 @@ import anyio.to_thread
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 import mcp_toolbridge
+from benchmarks.cpu_meter import LAUNCHER, Cgroup, tree_cpu
 from mcp_toolbridge.bridge import PolicyGate
 from mcp_toolbridge.executors import probe_sandbox, run_process
 from mcp_toolbridge.host import CallContext
@@ -99,10 +113,12 @@ DRIVERS = (
     "bridge",
     "sdk/no-spawn",
     "sdk/spawn",
+    "sdk/anchor",
     "toolbridge",
     "toolbridge/unsandboxed",
     "toolbridge/fresh-sandbox",
     "toolbridge/asyncio",
+    "toolbridge/base",
 )
 SANDBOX_PAIRS = (
     ("spawn/sandboxed", "spawn/product"),
@@ -111,6 +127,8 @@ SANDBOX_PAIRS = (
     ("toolbridge/fresh-sandbox", "toolbridge/unsandboxed"),
 )
 SPAWNS = ("spawn/anyio", "spawn/subprocess", "spawn/product")
+FLOORS = ("sdk/anchor", "sdk/spawn")
+"""Hand-written SDK servers `toolbridge` is compared with, call for call and CPU for CPU."""
 SDK_SERVER = Path(__file__).with_name("sdk_server.py")
 
 Call = Callable[[], Awaitable[None]]
@@ -144,35 +162,51 @@ class Cell:
     rate: float
     others: float
     """CPU share (0-1 of all cores) used by processes outside this run during the cell."""
+    cpu_ms: float = 0.0
+    """CPU per call of the server and everything it started (see cpu_meter.py)."""
+
+
+ServerCpu = Callable[[], float]
+"""CPU seconds used so far by the server of a cell and what it started (0: none)."""
+
+
+def _no_server() -> float:
+    return 0.0
 
 
 class OthersMeter:
-    """CPU used on the machine by anything but this process and its (reaped) children."""
+    """CPU used on the machine by anything but this process, its reaped children and the
+    server of the cell (``server``: its CPU so far)."""
 
-    def __init__(self) -> None:
+    def __init__(self, server: ServerCpu = _no_server) -> None:
         self.ticks = os.sysconf("SC_CLK_TCK")
+        self.server = server
         self.start = self._sample()
 
-    @staticmethod
-    def _ours() -> float:
+    def _ours(self) -> tuple[float, float]:
         own = resource.getrusage(resource.RUSAGE_SELF)
         kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+        return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime, self.server()
 
-    def _sample(self) -> tuple[float, float, float]:
+    def _sample(self) -> tuple[float, float, float, float]:
         with open("/proc/stat", encoding="ascii") as stat:
             fields = [int(x) for x in stat.readline().split()[1:]]
         idle = fields[3] + fields[4]  # idle + iowait
         busy = sum(fields[:8]) - idle  # up to steal; guest time is already in user
-        return busy / self.ticks, sum(fields[:8]) / self.ticks, self._ours()
+        return busy / self.ticks, sum(fields[:8]) / self.ticks, *self._ours()
 
     def share(self) -> float:
-        busy0, total0, ours0 = self.start
-        busy1, total1, ours1 = self._sample()
+        return self.stop()[0]
+
+    def stop(self) -> tuple[float, float]:
+        """(others' share of the machine, the server's CPU seconds) since the start."""
+        busy0, total0, ours0, server0 = self.start
+        busy1, total1, ours1, server1 = self._sample()
         elapsed = total1 - total0
+        server = max(0.0, server1 - server0)
         if elapsed <= 0:
-            return 0.0
-        return max(0.0, (busy1 - busy0) - (ours1 - ours0)) / elapsed
+            return 0.0, server
+        return max(0.0, (busy1 - busy0) - (ours1 - ours0) - server) / elapsed, server
 
 
 @dataclass
@@ -192,8 +226,13 @@ class Quiet:
                 return
 
 
-async def measure(call: Call, calls: int, inflight: int) -> tuple[list[float], float]:
-    """Per-call latencies in ms and calls/s for ``calls`` calls, ``inflight`` at a time."""
+def _own_tree() -> float:
+    return tree_cpu(os.getpid(), include_root=True)
+
+
+async def measure(call: Call, calls: int, inflight: int, server: ServerCpu = _own_tree) -> Cell:
+    """The cell of ``calls`` calls, ``inflight`` at a time, after the warm-up calls; the
+    machine's load and ``server``'s CPU are measured over the timed calls only."""
     for _ in range(WARMUP):
         await call()
     latencies: list[float] = []
@@ -205,17 +244,16 @@ async def measure(call: Call, calls: int, inflight: int) -> tuple[list[float], f
             await call()
             latencies.append((time.perf_counter() - start) * 1000)
 
+    meter = OthersMeter(server)
     started = time.perf_counter()
     async with anyio.create_task_group() as tg:
         for _ in range(inflight):
             tg.start_soon(worker)
-    return latencies, len(latencies) / (time.perf_counter() - started)
-
-
-def summarize(latencies: list[float], rate: float, others: float) -> Cell:
+    rate = len(latencies) / (time.perf_counter() - started)
+    others, cpu = meter.stop()
     ordered = sorted(latencies)
     p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-    return Cell(statistics.median(ordered), p99, rate, others)
+    return Cell(statistics.median(ordered), p99, rate, others, cpu * 1000 / len(latencies))
 
 
 class Bench:
@@ -227,6 +265,10 @@ class Bench:
         self.data = json.dumps(PAYLOAD).encode()
         self.env = {k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}
         self.protocol = "?"
+        self.base: str | None = None
+        """--base: the code of the toolbridge/base driver."""
+        self.cpu_source = "cgroup"
+        """How the servers' CPU is counted: a cgroup per server, or the process tree."""
         # The servers import the same mcp_toolbridge as this process (a checkout or a copy).
         self.child_env = {"PYTHONPATH": str(Path(mcp_toolbridge.__file__).parent.parent)}
         # The servers' stderr (their start-up banner) goes to a file, not between the tables.
@@ -245,36 +287,36 @@ class Bench:
         return best
 
     async def run_once(self, driver: str, inflight: int) -> Cell:
-        meter = OthersMeter()
         if driver == "toolbridge":
-            latencies, rate = await self._over_stdio(self._serve_args(), inflight)
-        elif driver == "toolbridge/asyncio":
-            args = [*self._serve_args(), "--loop", "asyncio"]
-            latencies, rate = await self._over_stdio(args, inflight)
-        elif driver == "toolbridge/unsandboxed":
-            args = [*self._serve_args(), "--sandbox", "off"]
-            latencies, rate = await self._over_stdio(args, inflight)
-        elif driver == "toolbridge/fresh-sandbox":
+            return await self._over_stdio(self._serve_args(), inflight)
+        if driver == "toolbridge/base":
+            if self.base is None:
+                raise SystemExit("toolbridge/base needs --base DIR")
+            return await self._over_stdio(self._serve_args(), inflight, pythonpath=self.base)
+        if driver == "toolbridge/asyncio":
+            return await self._over_stdio([*self._serve_args(), "--loop", "asyncio"], inflight)
+        if driver == "toolbridge/unsandboxed":
+            return await self._over_stdio([*self._serve_args(), "--sandbox", "off"], inflight)
+        if driver == "toolbridge/fresh-sandbox":
             policy = self.folder / "fresh-sandbox.toml"
             policy.write_text("[sandbox]\nwarm = false\n", encoding="utf-8")
             args = [*self._serve_args(), "--policy", str(policy)]
-            latencies, rate = await self._over_stdio(args, inflight)
-        elif driver in ("spawn/sandboxed", "spawn/sandboxed-fresh"):
+            return await self._over_stdio(args, inflight)
+        if driver in ("spawn/sandboxed", "spawn/sandboxed-fresh"):
             sandbox = await self._confinement(warm=driver == "spawn/sandboxed")
             try:
-                latencies, rate = await measure(self._product(sandbox), self.calls, inflight)
+                return await measure(self._product(sandbox), self.calls, inflight)
             finally:
                 sandbox.sandbox.close()
-        elif driver == "sdk/no-spawn":
-            latencies, rate = await self._over_stdio([str(SDK_SERVER)], inflight)
-        elif driver == "sdk/spawn":
-            args = [str(SDK_SERVER), "--spawn", str(self.tool)]
-            latencies, rate = await self._over_stdio(args, inflight)
-        elif driver == "bridge":
-            latencies, rate = await self._bridge(inflight)
-        else:
-            latencies, rate = await measure(self._spawner(driver, inflight), self.calls, inflight)
-        return summarize(latencies, rate, meter.share())
+        if driver == "sdk/no-spawn":
+            return await self._over_stdio([str(SDK_SERVER)], inflight)
+        if driver == "sdk/spawn":
+            return await self._over_stdio([str(SDK_SERVER), "--spawn", str(self.tool)], inflight)
+        if driver == "sdk/anchor":
+            return await self._over_stdio([str(SDK_SERVER), "--anchor", str(self.tool)], inflight)
+        if driver == "bridge":
+            return await self._bridge(inflight)
+        return await measure(self._spawner(driver, inflight), self.calls, inflight)
 
     def _settings(self) -> Settings:
         return Settings(
@@ -291,7 +333,7 @@ class Bench:
             args += ["--max-concurrency", str(self.max_concurrency)]
         return args
 
-    async def _bridge(self, inflight: int) -> tuple[list[float], float]:
+    async def _bridge(self, inflight: int) -> Cell:
         settings = self._settings()
         loaded = load_catalog(settings, locked=True)
         async with open_bridge(settings, loaded) as bridge:
@@ -356,20 +398,38 @@ class Bench:
         assert confinement is not None
         return confinement
 
-    async def _over_stdio(self, args: list[str], inflight: int) -> tuple[list[float], float]:
+    async def _over_stdio(
+        self, args: list[str], inflight: int, *, pythonpath: str | None = None
+    ) -> Cell:
+        """A fresh server over stdio; its CPU (and its sandboxes') counted in a cgroup of its
+        own where one can be made, else from the process tree."""
+        cgroup = Cgroup.make() if self.cpu_source != "tree" else None
+        server: ServerCpu
+        if cgroup is not None:
+            self.cpu_source = f"cgroup {cgroup.version}"
+            args = ["-c", LAUNCHER, str(cgroup.procs), *args]
+            server = cgroup.cpu
+        else:
+            self.cpu_source = "tree"
+            server = lambda: tree_cpu(os.getpid(), include_root=False)  # noqa: E731
+        env = self.child_env if pythonpath is None else {"PYTHONPATH": pythonpath}
         params = StdioServerParameters(
-            command=sys.executable, args=args, cwd=str(self.folder), env=self.child_env
+            command=sys.executable, args=args, cwd=str(self.folder), env=env
         )
-        async with Client(stdio_client(params, errlog=self.errlog)) as client:
-            self.protocol = client.protocol_version
-            await client.list_tools()
+        try:
+            async with Client(stdio_client(params, errlog=self.errlog)) as client:
+                self.protocol = client.protocol_version
+                await client.list_tools()
 
-            async def call() -> None:
-                result = await client.call_tool("echo_json", PAYLOAD)
-                if result.is_error:
-                    raise RuntimeError(result.content)
+                async def call() -> None:
+                    result = await client.call_tool("echo_json", PAYLOAD)
+                    if result.is_error:
+                        raise RuntimeError(result.content)
 
-            return await measure(call, self.calls, inflight)
+                return await measure(call, self.calls, inflight, server)
+        finally:
+            if cgroup is not None:
+                cgroup.remove()
 
 
 def span(values: list[float], fmt: str) -> str:
@@ -395,11 +455,12 @@ def report(rows: dict[tuple[str, int], list[Cell]], args: argparse.Namespace, be
     limit = args.max_concurrency or "default (2 x cores)"
     print(
         f"calls per cell: {args.calls}, repetitions: {args.reps}, toolbridge client: mcp SDK "
-        f"Client over stdio, protocol {bench.protocol}, --max-concurrency {limit}"
+        f"Client over stdio, protocol {bench.protocol}, --max-concurrency {limit}; "
+        f"servers' CPU counted by {bench.cpu_source}"
     )
     print()
-    print("| driver | in flight | p50 ms | p99 ms | calls/s | others % |")
-    print("|---|---|---|---|---|---|")
+    print("| driver | in flight | p50 ms | p99 ms | calls/s | CPU ms/call | others % |")
+    print("|---|---|---|---|---|---|---|")
     drivers = [d for d in DRIVERS if any(key[0] == d for key in rows)]
     levels = [n for n in CONCURRENCY if any(key[1] == n for key in rows)]
     for inflight in levels:
@@ -408,7 +469,31 @@ def report(rows: dict[tuple[str, int], list[Cell]], args: argparse.Namespace, be
             print(
                 f"| {driver} | {inflight} | {span([c.p50 for c in cells], '.2f')} | "
                 f"{span([c.p99 for c in cells], '.2f')} | {span([c.rate for c in cells], '.0f')} | "
+                f"{span([c.cpu_ms for c in cells], '.2f')} | "
                 f"{span([c.others * 100 for c in cells], '.0f')} |"
+            )
+    print()
+    print("toolbridge against the hand-written SDK servers (and toolbridge/base), paired per")
+    print("repetition (median [min to max]; CPU per call: the server's and everything it started,")
+    print("its sandboxes included):")
+    print()
+    print(
+        "| server | against | in flight | p50 overhead ms | p50 ratio | calls/s ratio | CPU ratio |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    compared = [("toolbridge", base) for base in (*FLOORS, "toolbridge/base")]
+    compared += [("toolbridge/base", base) for base in FLOORS]
+    for product, base in compared:
+        for inflight in levels:
+            if (product, inflight) not in rows or (base, inflight) not in rows:
+                continue
+            pairs = list(zip(rows[(product, inflight)], rows[(base, inflight)], strict=True))
+            print(
+                f"| {product} | {base} | {inflight} | "
+                f"{signed_span([t.p50 - s.p50 for t, s in pairs])} | "
+                f"{span([t.p50 / s.p50 for t, s in pairs], '.2f')} | "
+                f"{span([t.rate / s.rate for t, s in pairs], '.2f')} | "
+                f"{span([t.cpu_ms / s.cpu_ms for t, s in pairs if s.cpu_ms], '.2f')} |"
             )
     print()
     print("toolbridge against each spawn, paired per repetition (median [min to max]):")
@@ -449,7 +534,7 @@ def report(rows: dict[tuple[str, int], list[Cell]], args: argparse.Namespace, be
     print()
     print("| part | ms |")
     print("|---|---|")
-    if set(DRIVERS) - set(drivers) or 1 not in levels:
+    if set(DRIVERS) - set(drivers) - {"sdk/anchor", "toolbridge/base"} or 1 not in levels:
         return  # the breakdown needs every driver at 1 in flight
     at1 = {driver: statistics.median(c.p50 for c in rows[(driver, 1)]) for driver in DRIVERS}
     parts: tuple[tuple[str, list[str], list[str]], ...] = (
@@ -483,6 +568,19 @@ async def main() -> None:
     )
     parser.add_argument("--attempts", type=int, default=3, help="runs of a disturbed cell")
     parser.add_argument(
+        "--base",
+        type=Path,
+        default=None,
+        help="a folder holding another mcp_toolbridge, served by the toolbridge/base driver",
+    )
+    parser.add_argument(
+        "--cpu",
+        choices=("cgroup", "tree"),
+        default="cgroup",
+        help="count the servers' CPU in a cgroup each (root; the default where possible) or "
+        "from the process tree",
+    )
+    parser.add_argument(
         "--drivers",
         type=lambda text: tuple(d for d in DRIVERS if d in text.split(",")),
         default=DRIVERS,
@@ -501,6 +599,8 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         bench = Bench(folder, make_catalog(folder), args.calls, args.max_concurrency)
+        bench.cpu_source = args.cpu
+        bench.base = str(args.base.resolve()) if args.base is not None else None
         for rep in range(args.reps):
             turn = rep % len(args.drivers)
             order = args.drivers[turn:] + args.drivers[:turn]
@@ -510,7 +610,8 @@ async def main() -> None:
                     rows.setdefault((driver, inflight), []).append(cell)
                     print(
                         f"rep {rep + 1} {driver} x{inflight}: p50 {cell.p50:.2f} ms, "
-                        f"{cell.rate:.0f}/s, others {cell.others * 100:.0f} %",
+                        f"{cell.rate:.0f}/s, {cell.cpu_ms:.2f} ms CPU/call, "
+                        f"others {cell.others * 100:.0f} %",
                         file=sys.stderr,
                     )
         bench.errlog.close()

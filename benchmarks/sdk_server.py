@@ -3,10 +3,14 @@ SDK's stdio transport, publishing one tool, echo_json, with no validation, polic
 
     python benchmarks/sdk_server.py              # answers json.dumps(arguments), spawns nothing
     python benchmarks/sdk_server.py --spawn TOOL # runs TOOL per call, arguments on stdin
+    python benchmarks/sdk_server.py --anchor TOOL # the same with anyio.open_process
 
 Without ``--spawn`` a call measures what MCP over stdio costs by itself. With it, the tool is run
 by ``mcp_toolbridge.executors.subprocess.run_process``, the spawn `serve` uses, so the difference
-to `serve` is the product's own pipeline and adapter.
+to `serve` is the product's own pipeline and adapter. ``--anchor`` is the hand-written server of
+the performance anchors (shared/notes/performance-anchors.md), call for call: ``json.dumps`` of
+the arguments, ``anyio.open_process``, send stdin and close it, read stdout, then stderr,
+``wait()``, the stdout as text.
 """
 
 from __future__ import annotations
@@ -21,8 +25,6 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 
-from mcp_toolbridge.executors.subprocess import run_process
-
 ECHO = types.Tool(
     name="echo_json",
     description="Echo the JSON arguments",
@@ -30,7 +32,19 @@ ECHO = types.Tool(
 )
 
 
-def make_server(tool: str | None) -> Server[Any]:
+async def anchor_spawn(tool: str, payload: bytes) -> bytes:
+    """The anchors' call handler body (see the module doc)."""
+    async with await anyio.open_process([tool]) as process:
+        assert process.stdin and process.stdout and process.stderr
+        await process.stdin.send(payload)
+        await process.stdin.aclose()
+        out = b"".join([chunk async for chunk in process.stdout])
+        _ = b"".join([chunk async for chunk in process.stderr])
+        await process.wait()
+    return out
+
+
+def make_server(tool: str | None, *, anchor: bool = False) -> Server[Any]:
     env = {k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}
 
     async def list_tools(
@@ -44,7 +58,11 @@ def make_server(tool: str | None) -> Server[Any]:
         payload = json.dumps(params.arguments or {})
         if tool is None:
             text = payload
+        elif anchor:
+            text = (await anchor_spawn(tool, payload.encode())).decode()
         else:
+            from mcp_toolbridge.executors.subprocess import run_process  # --spawn only
+
             outcome = await run_process(
                 [tool], stdin=payload.encode(), cwd=None, env=env, timeout_s=60, sandbox=None
             )
@@ -57,7 +75,9 @@ def make_server(tool: str | None) -> Server[Any]:
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--spawn", metavar="TOOL", help="run TOOL for every call")
-    server = make_server(parser.parse_args().spawn)
+    parser.add_argument("--anchor", metavar="TOOL", help="the same with anyio.open_process")
+    args = parser.parse_args()
+    server = make_server(args.anchor or args.spawn, anchor=args.anchor is not None)
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 

@@ -10,7 +10,10 @@ client's own start is in every row alike):
 - toolbridge (bundled): `python -m mcp_toolbridge serve --no-audit` with the bundled manifests,
   warm (its start-up cache filled by an untimed start first) and cold (`--no-index-cache`);
 - toolbridge PATH: the same serving each PATH given (e.g. a catalog made by catalog_gen.py),
-  cold (loading, validating and indexing it) and warm (from the start-up cache).
+  cold (loading, validating and indexing it) and warm (from the start-up cache);
+- with ``--base DIR`` (a folder holding another ``mcp_toolbridge``, e.g. ``git archive REV
+  mcp_toolbridge | tar -x -C DIR``), the bundled rows again served from that code: before and
+  after a change, in the same run.
 
 The servers' cache folder is a temporary one (``TOOLBRIDGE_CACHE_DIR``), filled before the
 first repetition; the user's own cache is never touched. Cells show the median over
@@ -36,9 +39,14 @@ ROOT = Path(__file__).resolve().parent.parent
 SDK_SERVER = Path(__file__).with_name("sdk_server.py")
 
 
-async def start_once(args: list[str], quiet: TextIO) -> tuple[float, float, int]:
+Row = tuple[list[str], str]
+"""A server's arguments and the PYTHONPATH it runs with."""
+
+
+async def start_once(row: Row, quiet: TextIO) -> tuple[float, float, int]:
+    args, pythonpath = row
     env = {k: os.environ[k] for k in ("PATH", "HOME", "TOOLBRIDGE_CACHE_DIR") if k in os.environ}
-    env["PYTHONPATH"] = str(ROOT)
+    env["PYTHONPATH"] = pythonpath
     params = StdioServerParameters(command=sys.executable, args=args, env=env)
     begun = time.perf_counter()
     async with Client(stdio_client(params, errlog=quiet)) as client:
@@ -67,14 +75,19 @@ def span(values: list[float]) -> str:
 async def measure(options: argparse.Namespace, quiet: TextIO) -> None:
     serve = ["-m", "mcp_toolbridge", "serve", "--no-audit"]
     cold = [*serve, "--no-index-cache"]
-    rows: dict[str, list[str]] = {
-        "sdk-server": [str(SDK_SERVER)],
-        "toolbridge (bundled), warm": serve,
-        "toolbridge (bundled), cold": cold,
+    here = str(ROOT)
+    rows: dict[str, Row] = {
+        "sdk-server": ([str(SDK_SERVER)], here),
+        "toolbridge (bundled), warm": (serve, here),
+        "toolbridge (bundled), cold": (cold, here),
     }
+    if options.base is not None:
+        base = str(options.base.resolve())
+        rows["base: toolbridge (bundled), warm"] = (serve, base)
+        rows["base: toolbridge (bundled), cold"] = (cold, base)
     for p in options.paths:
-        rows[f"toolbridge {p}, cold"] = [*cold, str(p.resolve())]
-        rows[f"toolbridge {p}, warm"] = [*serve, str(p.resolve())]
+        rows[f"toolbridge {p}, cold"] = ([*cold, str(p.resolve())], here)
+        rows[f"toolbridge {p}, warm"] = ([*serve, str(p.resolve())], here)
     for name, args in rows.items():  # fill the cache (and the page cache): not timed
         if name.endswith("warm"):
             await start_once(args, quiet)
@@ -92,12 +105,26 @@ async def measure(options: argparse.Namespace, quiet: TextIO) -> None:
         ready = [c[0] for c in cells]
         listed = [c[1] for c in cells]
         print(f"| {name} | {span(ready)} | {span(listed)} | {cells[-1][2]} |")
+    print()
+    print("first tools/list against the hand-written server's in the same repetition:")
+    print()
+    print("| server | ratio | difference s |")
+    print("|---|---|---|")
+    hand = [c[1] for c in times["sdk-server"]]
+    for name, cells in times.items():
+        if name != "sdk-server":
+            ratios = [c[1] / b for c, b in zip(cells, hand, strict=True)]
+            diffs = [c[1] - b for c, b in zip(cells, hand, strict=True)]
+            print(f"| {name} | {span(ratios)} | {span(diffs)} |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("paths", nargs="*", type=Path, help="manifest files or folders to serve")
     parser.add_argument("--reps", type=int, default=5, help="repetitions of every row")
+    parser.add_argument(
+        "--base", type=Path, default=None, help="a folder holding another mcp_toolbridge"
+    )
     options = parser.parse_args()
     with (
         open(os.devnull, "w", encoding="utf-8") as quiet,  # the servers' stderr

@@ -42,6 +42,8 @@ class ErrorCode(StrEnum):
     OUTPUT_INVALID = "output.invalid"
     PERMISSION_DENIED = "permission.denied"
     BUDGET_EXCEEDED = "budget.exceeded"
+    RATE_LIMITED = "rate.limited"
+    STATE_UNAVAILABLE = "state.unavailable"
     STATE_FULL = "state.full"
     EXEC_FAILED = "exec.failed"
     EXEC_TIMEOUT = "exec.timeout"
@@ -159,6 +161,20 @@ class BudgetExceededError(CallError):
     session: the message says which, how much was used and how to raise it."""
 
     code = ErrorCode.BUDGET_EXCEEDED
+
+
+class RateLimitedError(CallError):
+    """The caller made as many calls as the policy's ``[limits]`` allow in its window: the
+    message says which limit and when to retry."""
+
+    code = ErrorCode.RATE_LIMITED
+
+
+class StateUnavailableError(CallError):
+    """The shared state (Redis) did not answer: budgets, limits and "always" answers cannot
+    be checked, so the call is refused (fail closed)."""
+
+    code = ErrorCode.STATE_UNAVAILABLE
 
 
 class StateFullError(CallError):

@@ -23,6 +23,7 @@ import multiprocessing
 import os
 import pickle
 import signal
+import stat
 import sys
 import threading
 from collections.abc import Callable
@@ -115,17 +116,9 @@ class Forked:
             self._process.join()
 
 
-_writers: list[int] = []
-
-
-def _reap() -> None:
-    for pid in list(_writers):
-        try:
-            done, _ = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            done = pid
-        if done:
-            _writers.remove(pid)
+WRITE_LIMIT_S = 600
+"""A writer still at work after this long is ended (``SIGALRM``); what it had not finished is
+written by a later start."""
 
 
 def write_behind(work: Callable[[], None]) -> bool:
@@ -134,11 +127,14 @@ def write_behind(work: Callable[[], None]) -> bool:
 
     The child has its own copy of everything, runs at the lowest priority (``nice 19``: the
     start it was forked from, which may still be building an index on both cores, goes
-    first), and may outlive this process: nothing waits for it. Its stdin, stdout and stderr
-    go to /dev/null (stdout may carry MCP frames, and a reader of this process's pipes waits
-    for every holder to close them); it ends with ``os._exit`` so no exit handler of this
-    process runs twice."""
-    _reap()
+    first), and outlives this process: a client that connects briefly (start, list, exit)
+    ends the server before a big catalog's caches are written, and the next start needs
+    them. So the writer leaves this process's session and process group (the MCP SDK's stdio
+    client kills the server's whole group) and, forked once more, its tree (clients that end
+    a server's descendants); it ends after :data:`WRITE_LIMIT_S` at the latest. Its stdin,
+    stdout and stderr go to /dev/null (stdout may carry MCP frames, and a reader of this
+    process's pipes waits for every holder to close them); it ends with ``os._exit`` so no
+    exit handler of this process runs twice."""
     if not fork_allowed():
         return False
     before_fork()
@@ -150,15 +146,34 @@ def write_behind(work: Callable[[], None]) -> bool:
         code = 0
         try:
             in_child()
+            os.setsid()
+            if os.fork() != 0:
+                os._exit(0)  # the writer is the grandchild, reparented to init
+            signal.alarm(WRITE_LIMIT_S)
             with contextlib.suppress(OSError, AttributeError):
                 os.nice(19)
             devnull = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(devnull, fd)
+            _close_sockets()
             work()
         except BaseException:
             code = 1
         finally:
             os._exit(code)
-    _writers.append(pid)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)  # the intermediate child, which exits at once
     return True
+
+
+def _close_sockets() -> None:
+    """Close every socket the writer inherited: it writes files only, and a listening
+    socket it held (``serve --http``) would keep the port bound after the server ends, for
+    as long as the writer runs; a connection it held would never see its end."""
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd <= 2:
+            continue
+        with contextlib.suppress(OSError):
+            if stat.S_ISSOCK(os.fstat(fd).st_mode):
+                os.close(fd)

@@ -281,6 +281,16 @@ class Connected:
     """The server process (replica) it is connected to."""
 
 
+class CallLease(Protocol):
+    """A call's record in state other servers share (a replica's lease, see
+    server/replicas.py): what the call has come to (its decision, the budget it holds), so
+    a survivor can report it if this server dies."""
+
+    async def note(self, **facts: Any) -> None:
+        """Add facts to the record (plain JSON); never raises."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class CallContext:
     session_id: str = "local"
@@ -308,6 +318,8 @@ class CallContext:
     server."""
     caller: Caller = LOCAL
     """Who calls (an identified person or agent over HTTP with OAuth; else :data:`LOCAL`)."""
+    lease: CallLease | None = None
+    """The call's record in shared state, when replicas share one (else None)."""
     console: Host | None = None
     """Where a person answers a confirmation this call's client cannot ask (``serve
     --console``): the call waits there up to its deadline. None: such a call is refused."""

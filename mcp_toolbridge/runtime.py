@@ -15,8 +15,6 @@ from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
-import anyio
-import anyio.to_thread
 import platformdirs
 
 from mcp_toolbridge.bridge import (
@@ -53,7 +51,7 @@ from mcp_toolbridge.executors import (
 from mcp_toolbridge.host import CallContext, Caller
 from mcp_toolbridge.loaders import LoadReport, Manifests, load_manifests
 from mcp_toolbridge.model import ToolSpec
-from mcp_toolbridge.policy import Policy, SandboxMode, load_parser
+from mcp_toolbridge.policy import Policy, SandboxMode
 from mcp_toolbridge.runtime_cache import (
     LeftOut,
     Meter,
@@ -433,11 +431,6 @@ async def open_runtime(
     if gate.sandbox is not None:  # once per process: say now, not at the first call, if it fails
         await probe_sandbox_at_start(gate.sandbox)
     async with AsyncExitStack() as stack:
-        if "bash" in loaded.catalog:  # its parser, built off the event loop (see load_parser)
-            warm = await stack.enter_async_context(anyio.create_task_group())
-            warm.start_soon(anyio.to_thread.run_sync, load_parser)
-        if gate.secret_scan.enabled:  # the engine's rules, compiled off the event loop (~0.1 s)
-            await anyio.to_thread.run_sync(gate.secret_scan.warm)
         http = await stack.enter_async_context(HttpExecutor.open())
         watching: tuple[Observer, ...] = ()
         if settings.audit:

@@ -64,6 +64,7 @@ ONLY_IN = {
     "safetensors": ("catalog/embedding.py",),
     "tokenizers": ("catalog/embedding.py",),
     "wordllama": (),  # never imported: catalog/semantic_model.py locates its files
+    "redis": ("state/redis_client.py",),
 }
 MAX_LINES = 500
 MAX_PROJECT_IMPORTS = 12

@@ -20,6 +20,7 @@ from mcp_toolbridge.bridge.audit import (
     default_audit_path,
     record_of,
 )
+from mcp_toolbridge.bridge.budget import RateLimit
 from mcp_toolbridge.bridge.gate import PolicyGate
 from mcp_toolbridge.bridge.outcome import CallOutcome, Outcome, outcome_of
 from mcp_toolbridge.bridge.pipeline import Bridge, Observer
@@ -40,6 +41,7 @@ __all__ = [
     "Observer",
     "Outcome",
     "PolicyGate",
+    "RateLimit",
     "Recorder",
     "ReplayExecutor",
     "audit_observer",

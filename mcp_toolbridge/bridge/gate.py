@@ -57,6 +57,7 @@ from mcp_toolbridge.bridge.asking import (
     ask,
     sandbox_summary,
 )
+from mcp_toolbridge.bridge.budget import RateLimit
 from mcp_toolbridge.bridge.redaction import redacted_arguments
 from mcp_toolbridge.bridge.screen import (
     SECRETS_SCOPE,
@@ -202,6 +203,8 @@ class PolicyGate:
         """``default_timeout_s``: the deadline of a tool without its own (``--timeout``),
         which is how long a call waits for an answer in the console."""
         self.policy = policy
+        self.rate_limit = RateLimit.configured(policy)
+        """The policy's ``[limits]``: the bridge checks it before the gate."""
         self.default_timeout_s = default_timeout_s
         self.sandbox = sandbox
         self.state: State = state if state is not None else MemoryState()

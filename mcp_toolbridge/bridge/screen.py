@@ -24,12 +24,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from mcp_toolbridge.bridge.outcome import CallOutcome
+from mcp_toolbridge.errors import ErrorCode
 from mcp_toolbridge.executors import ExecResult
 from mcp_toolbridge.host import CallContext, CallLog, LogLevel, ProgressFn
 from mcp_toolbridge.leaks import SecretScan, summary
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.policy import Decision, Policy
 from mcp_toolbridge.sandbox import Sandbox
+from mcp_toolbridge.schemas import CompiledSchema
 
 log = logging.getLogger("mcp_toolbridge")
 
@@ -96,17 +99,25 @@ async def screen(
         into |= found
         return redacted
 
-    new_value = await redact_value(value, counts)
+    copies: Counter[str] = Counter()
+    argv: list[str] = list(result.argv) if result is not None else []
+    if argv and not isinstance(value, str):  # the value and the argv kept: one scan of both
+        both = [value, argv]
+        (new_value, found), (argv, kept) = await scan.values(both, tool, _size(both))
+        counts |= found
+        copies |= kept
+    else:
+        new_value = await redact_value(value, counts)
+        argv = await redact_value(argv, copies) if argv else argv
     new_text = await redact_text(text, counts)
     new_error = await redact_text(error, counts)
     if result is not None:
-        copies: Counter[str] = Counter()
         result = replace(
             result,
             value=new_value if result.value is value else await redact_value(result.value, copies),
             text=new_text if result.text == text else await redact_text(result.text, copies),
             error=new_error if result.error == error else await redact_text(result.error, copies),
-            argv=tuple(await redact_value(list(result.argv), copies)),
+            argv=tuple(argv),
             url=await redact_text(result.url, copies),
         )
     if counts:
@@ -226,3 +237,36 @@ def argument_hint(spec: ToolSpec, found: Counter[str]) -> str:
         "send this anyway, a person must approve it, or the policy file must allow it: "
         f'[[secret_scan.allow]] tool = "{spec.name}", rule = one of {rules} (docs/secrets.md).'
     )
+
+
+async def screened(
+    scan: SecretScan, output: CompiledSchema | None, outcome: CallOutcome, found: Counter[str]
+) -> CallOutcome:
+    """``outcome`` with secrets redacted; off its output schema (``output``): a failure."""
+    if not scan.enabled:
+        return outcome
+    parts = await screen(
+        scan,
+        outcome.tool,
+        value=outcome.value,
+        text=outcome.text,
+        error=outcome.error,
+        result=outcome.result,
+    )
+    outcome = replace(
+        outcome,
+        value=parts.value,
+        text=parts.text,
+        error=parts.error,
+        result=parts.result,
+        redacted=dict(parts.counts) or None,
+        argument_secrets=dict(found) or None,
+    )
+    if parts.counts and outcome.ok and output is not None:
+        problems = output.validate(parts.value)
+        if problems:
+            error = off_schema(parts, problems[0])
+            return replace(
+                outcome, ok=False, value=None, error=error, code=ErrorCode.OUTPUT_INVALID
+            )
+    return outcome

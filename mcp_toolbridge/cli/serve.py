@@ -22,15 +22,18 @@ from mcp_toolbridge.cli.event_loop import LOOPS, backend_options
 from mcp_toolbridge.cli.http import (
     console_for,
     console_path_line,
+    describe,
     http_options,
     mount_of,
-    people_sessions,
+    opened_state,
+    state_url,
 )
-from mcp_toolbridge.cli.reload import not_served, reload_on_change
+from mcp_toolbridge.cli.reload import not_served, reload_on_change, reload_once
 from mcp_toolbridge.cli.startup import (
     follow_roots,
     loaded_lines,
     problem_lines,
+    warm_up,
     workspace_line,
 )
 from mcp_toolbridge.executors import Executor
@@ -105,6 +108,28 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
         "to the console at /console (default: admin)",
     )
     parser.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="HTTP: on SIGTERM, let running calls finish for this long before ending them "
+        "(default 30; /readyz says unready meanwhile)",
+    )
+    parser.add_argument(
+        "--state",
+        default=None,
+        metavar="URL",
+        help="where what outlives a call is kept: memory (default), or redis://HOST:PORT/DB, "
+        "shared by the replicas of one service (docs/deploy.md; also [state] url)",
+    )
+    parser.add_argument(
+        "--replica",
+        default=None,
+        metavar="NAME",
+        help="HTTP with --state redis://: this replica's name in session ids and leases "
+        "(default: the host name)",
+    )
+    parser.add_argument(
         "--loop",
         choices=LOOPS,
         default="auto",
@@ -150,17 +175,21 @@ def run_server(
                 observers = (recorder,)
             if console is not None:
                 observers = (*observers, console.feed.observe)
+            sessions, replica = await stack.enter_async_context(
+                opened_state(args, settings, loaded, http=http is not None)
+            )
             runtime = await stack.enter_async_context(
                 open_runtime(
                     settings,
                     loaded,
                     observers=observers,
                     stand_in=stand_in,
-                    sessions=people_sessions(loaded),
+                    sessions=sessions,
                 )
             )
             follows = settings.workspace is None and http is None  # one client: its roots
             left_out = not_served(loaded.errors, loaded.left_out)
+            listed = anyio.Event()
             server = ToolbridgeServer(
                 runtime.bridge,
                 expose=args.expose,
@@ -168,8 +197,12 @@ def run_server(
                 roots=(lambda roots: moved(roots)) if follows else None,
                 sidecar_dir=runtime.sessions.sidecar_dir,
                 notices=[left_out] if left_out else [],
+                on_first_list=listed.set,
                 console=console.host if console is not None else None,
+                replica=replica,
             )
+            if replica is not None:  # another replica reloaded: read the files again now
+                replica.on_remote_change = lambda: reload_once(runtime, server)
             moved = follow_roots(runtime, server, say)
             where = ", ".join(str(p) for p in settings.manifest_paths())
             head = (
@@ -182,6 +215,7 @@ def run_server(
                 head += ", watching for changes"
             started()
             async with anyio.create_task_group() as group:
+                group.start_soon(warm_up, runtime, listed)
                 if console is not None:
                     url = console.attach(
                         runtime, connections=server.connected, local_session=server.session_id
@@ -206,7 +240,10 @@ def run_server(
                     auth = "bearer token required" if http.token else "no token (loopback only)"
                     if http.auth is not None:
                         auth = f"OAuth access tokens of {http.auth.issuer}"
-                    err(f"{head}, over streamable HTTP at {url} ({mode}, {auth})")
+                    where = describe(state_url(args, loaded))
+                    if replica is not None:
+                        where += f", replica {replica.name}"
+                    err(f"{head}, over streamable HTTP at {url} ({mode}, {auth}, {where})")
                     if console is not None:
                         say(console_path_line(url, http, console))
                     report(loaded, settings, follows)

@@ -1,7 +1,8 @@
 """What ``serve`` says on stderr as it starts, besides its banner: the tools each manifest
 gave, every tool left out and why (one line per reason, a few examples each, so a catalog of
 thousands stays readable), the pinned tools and the pins that name none, and where the
-workspace is; and the workspace following the client's MCP roots while serving.
+workspace is; the workspace following the client's MCP roots while serving; and the work a
+server defers until it has answered its first tools/list (:func:`warm_up`).
 """
 
 from __future__ import annotations
@@ -9,8 +10,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
+import anyio
+import anyio.to_thread
+
 from mcp_toolbridge.cli.reload import Publisher, left_out_lines
 from mcp_toolbridge.errors import Problem
+from mcp_toolbridge.policy import load_parser, parser_loaded
 from mcp_toolbridge.runtime import Loaded, Runtime, Settings
 from mcp_toolbridge.workspace import unfit_reason, workspace_from_roots
 
@@ -103,3 +108,20 @@ def follow_roots(
             say(workspace_line(runtime.settings, follows_roots=True))
 
     return moved
+
+
+async def warm_up(runtime: Runtime, listed: anyio.Event) -> None:
+    """Once the first tools/list is answered (what a client waits for at start), load in
+    worker threads what calls will need: the secret scanner's engine (~0.1 s of compiling its
+    rules, ~40 MB) and, when bash is served, its command parser (bashlex builds its tables on
+    import: 0.1-0.3 s). A call that needs either before waits for it, off the event loop."""
+    await listed.wait()
+    async with anyio.create_task_group() as group:
+        if runtime.gate.secret_scan.enabled:
+            group.start_soon(runtime.gate.secret_scan.loaded)
+        if "bash" in runtime.bridge.catalog and not parser_loaded():
+            group.start_soon(_load_parser)
+
+
+async def _load_parser() -> None:
+    await anyio.to_thread.run_sync(load_parser, abandon_on_cancel=True)  # a stop does not wait

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import signal as signals
 from collections.abc import Sequence
-from typing import IO
+from typing import Protocol
 
 import anyio
 import anyio.to_thread
@@ -26,12 +26,46 @@ LEFTOVER_BYTES = 1024 * 1024
 _KILLED = 128 + signals.SIGKILL
 
 
+class Pipe(Protocol):
+    """Our end of one of a child's pipes: a file object, or a bare descriptor (:class:`Fd`)."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    def fileno(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+class Fd:
+    """A bare descriptor with the calls a :class:`Pipe` answers (no file object: a warm
+    sandbox's call makes three pipes, and ``os.fdopen`` costs an ``ioctl`` and an ``lseek``
+    each)."""
+
+    __slots__ = ("_fd",)
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    @property
+    def closed(self) -> bool:
+        return self._fd < 0
+
+    def fileno(self) -> int:
+        if self._fd < 0:
+            raise ValueError("I/O operation on closed pipe")
+        return self._fd
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            os.close(fd)
+
+
 class Child:
     """The pipes and the state every kind of child shares."""
 
-    def __init__(
-        self, stdin: IO[bytes] | None, stdout: IO[bytes] | None, stderr: IO[bytes] | None
-    ) -> None:
+    def __init__(self, stdin: Pipe | None, stdout: Pipe | None, stderr: Pipe | None) -> None:
         self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
         self.exited = False
         self.reaped = False
@@ -62,6 +96,10 @@ class Child:
             await self.wait_exited()
         if self.exited:
             self.reap()
+
+    def close_stdin(self) -> None:
+        if self.stdin is not None:
+            self.stdin.close()
 
     def write_stdin_now(self, data: bytes) -> bytes:
         """Write what fits without blocking; close stdin when all is written; return the rest."""
@@ -125,26 +163,34 @@ class WarmChild(Child):
     are gone (the zygote waits for them); it is reported as a fresh sandbox reports it."""
 
     def __init__(self, warm: WarmSandbox, stdin: int | None, stdout: int, stderr: int) -> None:
-        super().__init__(
-            os.fdopen(stdin, "wb", buffering=0) if stdin is not None else None,
-            os.fdopen(stdout, "rb", buffering=0),
-            os.fdopen(stderr, "rb", buffering=0),
-        )
+        super().__init__(Fd(stdin) if stdin is not None else None, Fd(stdout), Fd(stderr))
         self.warm = warm
+        self.stdin_rest = b""
+        """Of the call's stdin, what did not fit in the pipe before the hand-over."""
+        self.start_error: OSError | None = None
+        """Why the command could not be started (as ``execve`` said), once it is known."""
 
     @classmethod
-    async def start(
-        cls, warm: WarmSandbox, plan: Plan, with_stdin: bool, fds: Sequence[int]
+    def start(
+        cls, warm: WarmSandbox, plan: Plan, stdin: bytes | None, fds: Sequence[int]
     ) -> WarmChild:
-        """Start ``plan``'s command in ``warm`` with new pipes (and ``fds`` at their numbers).
-        Raises OSError as ``execve`` would, WarmLost when the sandbox is gone first."""
+        """Hand ``plan``'s command over to ``warm`` with new pipes (and ``fds`` at their
+        numbers), ``stdin`` already in its pipe as far as it fits (so the command finds it
+        there). Raises WarmLost when the sandbox is gone first; a command that cannot be
+        started is told by :meth:`wait_exited` (:attr:`start_error`)."""
         ours: list[int] = []
         theirs: list[int] = []
+        rest = b""
         try:
-            if with_stdin:
+            if stdin is not None:
                 read, write = os.pipe()
                 theirs.append(read)
                 ours.append(write)
+                os.set_blocking(write, False)
+                try:
+                    rest = stdin[os.write(write, stdin) :] if stdin else b""
+                except BlockingIOError:
+                    rest = stdin
             else:
                 theirs.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
             for _ in range(2):
@@ -152,7 +198,7 @@ class WarmChild(Child):
                 ours.append(read)
                 theirs.append(write)
             passed = [(theirs[0], 0), (theirs[1], 1), (theirs[2], 2), *((fd, fd) for fd in fds)]
-            await warm.start(plan, passed)
+            warm.start(plan, passed)
         except BaseException:
             for fd in ours:
                 os.close(fd)
@@ -160,18 +206,30 @@ class WarmChild(Child):
         finally:
             for fd in theirs:
                 os.close(fd)
-        if with_stdin:
-            return cls(warm, ours[0], ours[1], ours[2])
-        return cls(warm, None, ours[0], ours[1])
+        if stdin is None:
+            return cls(warm, None, ours[0], ours[1])
+        child = cls(warm, ours[0], ours[1], ours[2])
+        child.stdin_rest = rest
+        if not rest:
+            child.close_stdin()
+        return child
+
+    def write_stdin_now(self, data: bytes) -> bytes:
+        """What :meth:`start` could not put in the pipe (``data`` is already there)."""
+        return self.stdin_rest
 
     async def wait_exited(self) -> None:
         if self.exited:
             return
+        code: int | None
         try:
             code, _ = await self.warm.wait_exit()
         except WarmLost:
             self.warm.end()  # its processes were killed with it
             code = _KILLED
+        except OSError as exc:  # never started: run_process raises it as a spawn error
+            self.start_error = exc
+            code = None
         self.returncode = code
         self.exited = True
 

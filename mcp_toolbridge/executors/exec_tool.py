@@ -41,7 +41,7 @@ import anyio.to_thread
 
 from mcp_toolbridge.errors import ErrorCode, ExecError, ExecOutputError, ExecSpawnError
 from mcp_toolbridge.executors.base import ExecRequest, ExecResult
-from mcp_toolbridge.executors.progress import Heartbeat, run_beside
+from mcp_toolbridge.executors.progress import Companion, Heartbeat, run_beside
 from mcp_toolbridge.executors.progress_channel import ProgressChannel
 from mcp_toolbridge.executors.subprocess import ProcessOutcome, run_process
 from mcp_toolbridge.executors.tool_log import ToolLog
@@ -121,9 +121,8 @@ class ExecToolExecutor:
                         on_output=beat.count,
                         pass_fds=(channel.fd,),
                     ),
-                    channel,  # first: it feeds the other two
-                    beat,
-                    voice,
+                    channel,  # first: it feeds the others
+                    *_listened(request, beat, voice),
                 )
             finally:
                 launch.cleanup()
@@ -149,6 +148,18 @@ class ExecToolExecutor:
             env_keys=tuple(sorted(launch.env)),
             sandboxed=outcome.sandboxed,
         )
+
+
+def _listened(request: ExecRequest, beat: Heartbeat, voice: ToolLog) -> list[Companion]:
+    """The heartbeat and the log lines, when someone listens: without a progress callback the
+    heartbeat sends nothing, and without a client log no line is queued or counted as sent
+    (the progress channel still reads, and ignores, what the tool writes)."""
+    companions: list[Companion] = []
+    if request.progress is not None:
+        companions.append(beat)
+    if request.context.log is not None:
+        companions.append(voice)
+    return companions
 
 
 @dataclass(frozen=True, slots=True)

@@ -241,7 +241,7 @@ async def _run(
     pass_fds: Sequence[int],
 ) -> ProcessOutcome:
     started = time.perf_counter()
-    child = await _start(launch, argv[0], stdin is not None, cwd, pass_fds)
+    child = await _start(launch, argv[0], stdin, cwd, pass_fds)
     stdout = Sink(max_output_bytes, keep_tail=False, on_output=on_output)
     stderr = Sink(stderr_tail_bytes, keep_tail=True, on_output=on_output)
     timed_out = False
@@ -266,6 +266,8 @@ async def _run(
         if timed_out:
             child.read_leftovers(stdout, stderr)
         child.close()
+    if isinstance(child, WarmChild) and child.start_error is not None:
+        raise ExecSpawnError(_spawn_message(argv[0], cwd, child.start_error))
     outcome = _outcome(child.returncode, stdout, stderr, started, launch.sandboxed)
     if timed_out:
         raise ProcessTimeout(f"tool timed out after {timeout_s:g}s", outcome=outcome)
@@ -294,23 +296,22 @@ def _outcome(
 
 
 async def _start(
-    launch: Launch, program: str, with_stdin: bool, cwd: str | None, pass_fds: Sequence[int]
+    launch: Launch, program: str, stdin: bytes | None, cwd: str | None, pass_fds: Sequence[int]
 ) -> Child:
     """The command started: in the launch's warm sandbox when it has one that still works,
     else spawned (in a fresh sandbox when sandboxed)."""
     if launch.warm is not None and launch.plan is not None:
         try:
-            return await WarmChild.start(launch.warm, launch.plan, with_stdin, pass_fds)
+            return WarmChild.start(launch.warm, launch.plan, stdin, pass_fds)
         except WarmLost as exc:
             launch.warm.end()
             if exc.sent:  # it may have started: never run a call twice
                 raise ExecSpawnError(f'cannot start "{program}": {exc}') from exc
             # nothing was sent: the call goes on in a fresh sandbox
-        except OSError as exc:
-            raise ExecSpawnError(_spawn_message(program, cwd, exc)) from exc
     info = launch.info
+    argv = launch.fresh_argv()
     passed = (*pass_fds, info.write) if info is not None else tuple(pass_fds)
-    proc = _spawn(launch.argv, with_stdin, cwd, launch.env, program=program, fds=passed)
+    proc = _spawn(argv, stdin is not None, cwd, launch.env, program=program, fds=passed)
     if info is not None:
         info.close_write()
     return PopenChild(proc)
@@ -437,9 +438,9 @@ async def _communicate(
     serve: Callable[[], Awaitable[None]] | None,
 ) -> None:
     assert child.stdout is not None and child.stderr is not None
-    proxy = anyio.CancelScope()
+    proxy = anyio.CancelScope() if serve is not None else None
     async with anyio.create_task_group() as tg:
-        if serve is not None:
+        if serve is not None and proxy is not None:
             tg.start_soon(_serve, proxy, serve)
         tg.start_soon(drain, child.stdout.fileno(), stdout)
         lines = None
@@ -449,7 +450,8 @@ async def _communicate(
         if stdin_rest:
             tg.start_soon(child.feed_stdin, stdin_rest)
         await child.wait_exited()
-        proxy.cancel()  # the sandbox is gone: nobody is left to use its proxy
+        if proxy is not None:
+            proxy.cancel()  # the sandbox is gone: nobody is left to use its proxy
         # The direct child is a zombie: its id is still reserved, so the group id is safe.
         child.signal_group(signals.SIGKILL)
         child.reap()

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, TypeVar
 
+import anyio
 import anyio.to_thread
 
 from mcp_toolbridge.leaks.engine import Engine, Found
@@ -139,11 +140,26 @@ class SecretScan:
         self._engine = engine
         self._allow = tuple(_Allow.of(entry) for entry in settings.allow)
         self._memo: OrderedDict[bytes, Counter[str]] = OrderedDict()
+        self._loaded = engine is None
+        self._loading: anyio.Lock | None = None
 
     def warm(self) -> None:
-        """Load the engine now (call from a worker thread), not at the first call."""
+        """Load the engine now (blocks for ~0.1 s: call it from a worker thread)."""
         if self._engine is not None:
             self._engine.warm()
+        self._loaded = True
+
+    async def loaded(self) -> None:
+        """Return once the engine is loaded, loading it in a worker thread the first time (one
+        load however many calls wait for it). A server starts it once it has answered its
+        first tools/list (``Runtime.warm_up``); a call that comes first waits here."""
+        if self._loaded:
+            return
+        if self._loading is None:
+            self._loading = anyio.Lock()
+        async with self._loading:
+            if not self._loaded:  # a waiter cancelled (a server stopping) does not wait on
+                await anyio.to_thread.run_sync(self.warm, abandon_on_cancel=True)
 
     def findings(self, text: str, tool: str) -> list[Found]:
         """The secrets in ``text`` that the allow-list does not let through for ``tool``."""
@@ -175,6 +191,20 @@ class SecretScan:
             return value, counts
         return _walk(value, _swaps(found, json_text=True), counts), counts
 
+    def redact_values(self, values: list[Any], tool: str) -> list[tuple[Any, Counter[str]]]:
+        """:meth:`redact_value` of each of ``values`` (JSON-like, not strings), found in one
+        scan of them together (one call of the engine): each secret found is replaced
+        wherever it occurs in any of them, each counted where it was replaced."""
+        found = self.findings(_json(values), tool)
+        if not found:
+            return [(value, Counter()) for value in values]
+        swaps = _swaps(found, json_text=True)
+        done = []
+        for value in values:
+            counts: Counter[str] = Counter()
+            done.append((_walk(value, swaps, counts), counts))
+        return done
+
     def in_arguments(self, arguments: Mapping[str, Any], tool: str) -> Counter[str]:
         """The secrets a call's arguments carry, per rule."""
         return Counter(f.rule for f in self.findings(_json(arguments), tool))
@@ -186,10 +216,19 @@ class SecretScan:
         return await anyio.to_thread.run_sync(work)
 
     async def text(self, text: str, tool: str) -> tuple[str, Counter[str]]:
+        await self.loaded()
         return await self.off_loop(len(text), lambda: self.redact_text(text, tool))
 
     async def value(self, value: Any, tool: str, size: int) -> tuple[Any, Counter[str]]:
+        await self.loaded()
         return await self.off_loop(size, lambda: self.redact_value(value, tool))
+
+    async def values(
+        self, values: list[Any], tool: str, size: int
+    ) -> list[tuple[Any, Counter[str]]]:
+        """:meth:`redact_values`, off the loop when long."""
+        await self.loaded()
+        return await self.off_loop(size, lambda: self.redact_values(values, tool))
 
     async def arguments(self, arguments: Mapping[str, Any], tool: str) -> Counter[str]:
         """:meth:`in_arguments`, remembered for the same tool and arguments (the gate and the
@@ -202,6 +241,7 @@ class SecretScan:
         if counts is not None:
             self._memo.move_to_end(key)
             return counts
+        await self.loaded()
         counts = await self.off_loop(
             len(text), lambda: Counter(f.rule for f in self.findings(text, tool))
         )

@@ -58,9 +58,10 @@ _SHEBANG_BYTES = 256
 _RW, _RO, _PRIVATE, _MASK, _FIXED, _KERNEL = range(6)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class HostView:
-    """The facts about the host every launch uses (looked up once)."""
+    """The facts about the host every launch uses (looked up once). Compared and hashed by
+    identity: it keys per-launch caches, and one is made per set of facts (confine.py)."""
 
     bwrap: str
     home: Path | None
@@ -166,7 +167,7 @@ def plan_launch(
     Raises OSError (as ``execve`` would, with the file name) when the program or the working
     directory cannot be used, so spawn errors read the same with and without the sandbox.
     """
-    workdir = os.path.realpath(cwd if cwd is not None else os.getcwd())
+    workdir = real_path(cwd if cwd is not None else os.getcwd())
     if cwd is not None and not os.path.isdir(workdir):
         raise FileNotFoundError(errno.ENOENT, "No such directory", cwd)
     program, needs = _program(argv[0], workdir, env)
@@ -239,13 +240,13 @@ def shows(
     """Whether the host's ``path`` is visible, as it is on the host, to ``argv`` launched in
     ``profile`` (what :func:`plan_launch` would mount): the deepest mount above it binds the
     host's folder, not an empty or private one, a mask, or nothing."""
-    workdir = os.path.realpath(cwd if cwd is not None else os.getcwd())
+    workdir = real_path(cwd if cwd is not None else os.getcwd())
     try:
         _, needs = _program(argv[0], workdir, env)
     except OSError:
         needs = []
     implicit = _implicit(view, profile, needs, workdir, env, proxy=profile.network == "proxy")
-    target = os.path.realpath(path)
+    target = real_path(path)
     holder: _Mount | None = None
     for mount in _mounts(view, profile, implicit):  # parents first: the last one holding it
         if _within(target, mount.path):
@@ -261,8 +262,8 @@ def _mounts(view: HostView, profile: SandboxProfile, implicit: list[str]) -> tup
     What can change between launches is looked up every time (where each root leads, which
     secret paths exist and whether they are folders, whether the home folder exists); placing
     the mounts from those facts is done once per distinct set of facts."""
-    read = tuple(os.path.realpath(p) for p in profile.read)
-    write = tuple(os.path.realpath(p) for p in profile.write)
+    read = tuple(real_path(p) for p in profile.read)
+    write = tuple(real_path(p) for p in profile.write)
     if any(map(kernel_path, write)):  # the kernel's knobs are never writable
         read += tuple(filter(kernel_path, write))
         write = tuple(p for p in write if not kernel_path(p))
@@ -341,6 +342,7 @@ def _keep(mount: _Mount, parent: _Mount | None, home: str | None) -> bool:
     return not (kind == _RO or (kind == _RW and parent.kind == _RW))
 
 
+@functools.lru_cache(maxsize=1024)
 def _implicit_ok(view: HostView, path: str) -> bool:
     """What a launch adds by itself never exposes /, the home folder or what is above it,
     nor anything inside a secret path."""
@@ -371,7 +373,7 @@ def _with_prefixes(view: HostView, folders: Sequence[str]) -> list[str]:
     ``~/.local/bin``: ``~/.local/lib`` only)."""
     out: list[str] = []
     for folder in folders:
-        for path in dict.fromkeys((folder, os.path.realpath(folder))):
+        for path in dict.fromkeys((folder, real_path(folder))):
             out.append(path)
             head, name = os.path.split(path.rstrip("/"))
             if name not in _PREFIX_FOLDERS or not head:
@@ -401,13 +403,13 @@ def _program(command: str, workdir: str, env: Mapping[str, str]) -> tuple[str, l
     interpreter = _shebang(found)
     if interpreter is not None:
         folders.append(os.path.dirname(interpreter))
-    return found, [*_prefixes_of(folders), os.path.realpath(found), found]
+    return found, [*_prefixes_of(folders), real_path(found), found]
 
 
 def _prefixes_of(folders: Sequence[str]) -> list[str]:
     out: list[str] = []
     for folder in folders:
-        for path in dict.fromkeys((folder, os.path.realpath(folder))):
+        for path in dict.fromkeys((folder, real_path(folder))):
             out.append(path)
             head, name = os.path.split(path)
             if name in _PREFIX_FOLDERS and head:
@@ -430,6 +432,25 @@ def _shebang(path: str) -> str | None:
     if head.startswith(b"\x7fELF"):
         return None
     raise OSError(errno.ENOEXEC, "Exec format error", path)
+
+
+def real_path(path: str | os.PathLike[str]) -> str:
+    """``os.path.realpath(path)``, asked of the kernel where the path exists: the path of an
+    ``O_PATH`` descriptor on it, read back from ``/proc/self/fd`` (three system calls instead
+    of an ``lstat`` and Python's work per component; a launch resolves about ten paths)."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except (OSError, ValueError):
+        return os.path.realpath(path)
+    try:
+        found = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        found = ""
+    finally:
+        os.close(fd)
+    if not found.startswith("/") or found.endswith(" (deleted)"):
+        return os.path.realpath(path)
+    return found
 
 
 def _within(path: str, root: str) -> bool:

@@ -63,21 +63,34 @@ def find_bwrap(environ: Mapping[str, str] | None = None) -> str | None:
 
 class InfoPipe:
     """The pipe bwrap reports the sandbox's init on (``--info-fd``): the write end goes to
-    bwrap and is closed here once it is spawned; the read end is followed by the executor."""
+    bwrap and is closed here once it is spawned; the read end is followed by the executor.
+    Made when first asked for (a launch in a warm sandbox spawns no bwrap)."""
 
     def __init__(self) -> None:
-        self.read, self.write = os.pipe()
+        self._read = self._write = -1
+
+    @property
+    def read(self) -> int:
+        if self._read < 0:
+            self._read, self._write = os.pipe()
+        return self._read
+
+    @property
+    def write(self) -> int:
+        if self._read < 0:
+            self._read, self._write = os.pipe()
+        return self._write
 
     def close_write(self) -> None:
-        if self.write >= 0:
-            os.close(self.write)
-            self.write = -1
+        if self._write >= 0:
+            os.close(self._write)
+            self._write = -1
 
     def close(self) -> None:
         self.close_write()
-        if self.read >= 0:
-            os.close(self.read)
-            self.read = -1
+        if self._read >= 0:
+            os.close(self._read)
+            self._read = -1
 
 
 def _password_home() -> str:
@@ -93,7 +106,8 @@ def _password_home() -> str:
 class Launch:
     """What ``run_process`` starts: the command, its environment, whether it is sandboxed,
     the proxy to serve for as long as the command runs and the pipe bwrap reports on; and a
-    warm sandbox ready to run the plan (``argv`` is then the fallback, should it be gone)."""
+    warm sandbox ready to run the plan (``argv`` is then empty: :meth:`fresh_argv` makes the
+    fallback, should that sandbox be gone)."""
 
     argv: list[str]
     env: dict[str, str]
@@ -102,6 +116,13 @@ class Launch:
     info: InfoPipe | None = None
     warm: WarmSandbox | None = None
     plan: Plan | None = None
+
+    def fresh_argv(self) -> list[str]:
+        """The command that starts this launch in a fresh sandbox (for a warm launch, made
+        only when its warm sandbox turns out to be gone)."""
+        if self.argv or self.plan is None:
+            return self.argv
+        return self.plan.command(self.info.write if self.info is not None else None)
 
 
 class Sandbox:
@@ -303,7 +324,7 @@ class Confinement:
             if profile.network != "proxy":
                 plan = plan_launch(view, profile, argv, cwd=cwd, env=env)
                 warm = sandbox.warm.take(plan)
-                command = plan.command(info.write)
+                command = plan.command(info.write) if warm is None else []  # see fresh_argv
                 try:
                     yield Launch(command, plan.env, True, info=info, warm=warm, plan=plan)
                 finally:

@@ -120,9 +120,10 @@ class WarmSandbox:
                 return False
         return self.ready
 
-    async def start(self, plan: Plan, fds: Sequence[tuple[int, int]]) -> None:
-        """Start the call's command: ``fds`` are (descriptor here, its number there). Raises
-        OSError as ``execve`` would, WarmLost when the sandbox is gone."""
+    def start(self, plan: Plan, fds: Sequence[tuple[int, int]]) -> None:
+        """Hand the call's command over: ``fds`` are (descriptor here, its number there).
+        Raises WarmLost (``sent`` False) when the sandbox is gone; a command that cannot be
+        started is told by :meth:`wait_exit`."""
         request = {
             "program": plan.program,
             "argv": list(plan.argv),
@@ -138,15 +139,16 @@ class WarmSandbox:
         except OSError as exc:
             raise WarmLost(f"the warm sandbox did not take the call ({exc})", sent=False) from exc
         self.program = plan.program
+
+    async def wait_exit(self) -> tuple[int, bool]:
+        """The command's status (128 + N when killed by signal N) once it and every process it
+        left are gone, and whether the sandbox is as it was before the call. Raises OSError as
+        ``execve`` would when the command could not be started, WarmLost when the sandbox
+        ended."""
         reply = await self._receive()
         if "error" in reply:
             number, text, name = reply["error"]
             raise OSError(number, text, name)
-
-    async def wait_exit(self) -> tuple[int, bool]:
-        """The command's status (128 + N when killed by signal N) once it and every process it
-        left are gone, and whether the sandbox is as it was before the call."""
-        reply = await self._receive()
         self.reusable = reply.get("clean") is True
         return int(reply["exit"]), self.reusable
 
@@ -200,12 +202,12 @@ class WarmSandbox:
             if not data:
                 raise WarmLost("the warm sandbox ended during the call")
             try:
-                return _decode(data)
+                return _decode(data.decode())
             except ValueError as exc:
                 raise WarmLost(f"the warm sandbox answered {data[:80]!r}") from exc
 
 
-def _decode(data: bytes) -> dict[str, Any]:
+def _decode(data: bytes | str) -> dict[str, Any]:
     message = json.loads(data)
     if not isinstance(message, dict):
         raise ValueError("not an object")

@@ -6,8 +6,10 @@ A warm sandbox is set up before its calls come (``warm.py``): bubblewrap builds 
 and the mount tree once, and this script waits inside on CONTROL_FD (a ``SOCK_SEQPACKET``
 socket) for the server to send a call: a JSON object with ``program``, ``argv``, ``env``,
 ``cwd`` and ``fds`` (the target number of each descriptor sent with it; 0, 1 and 2 among
-them). It starts the command in a session of its own and answers ``{"started": true}`` (or
-``{"error": [errno, strerror, filename]}`` as ``execve`` would fail). While the command runs
+them). It starts the command in a session of its own (and answers
+``{"error": [errno, strerror, filename]}`` when that fails as ``execve`` would: the call's only
+answer; a started command gets none until it ends, so that a call costs one wake-up of the
+server less). While the command runs
 the server may send ``{"signal": N}`` (to the command's process group) and ``{"kill": true}``
 (to every process of the sandbox). When the command exits, everything else left in the
 sandbox is killed and waited for (this process is the sandbox's sub-reaper, so every orphan
@@ -34,6 +36,7 @@ import os
 import select
 import signal
 import socket
+import stat
 import sys
 from typing import Any
 
@@ -42,12 +45,12 @@ MAX_FDS = 16
 MAX_ENTRIES = 10_000
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
-IPC_TABLES = ("/proc/sysvipc/shm", "/proc/sysvipc/msg", "/proc/sysvipc/sem")
+SHM_INFO, MSG_INFO, SEM_INFO = 14, 12, 19
+LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 def prctl(option: int, value: int) -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(option, value, 0, 0, 0) != 0:
+    if LIBC.prctl(option, value, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), f"prctl({option})")
 
 
@@ -70,53 +73,89 @@ def answer(control: socket.socket, message: dict[str, Any]) -> None:
     control.send(json.dumps(message).encode())
 
 
-def fingerprint(roots: list[str]) -> list[tuple[object, ...]] | None:
-    """Every entry of the private places (not crossing into mounts), with what changes when
-    anything is created, removed, renamed, written or made unreadable there; and the IPC
-    objects. None past MAX_ENTRIES: never the same as before a call."""
-    seen: list[tuple[object, ...]] = []
-    for root in roots:
-        try:
-            device = os.lstat(root).st_dev
-        except OSError:
-            seen.append((root, "missing"))
-            continue
-        stack = [root]
-        while stack:
-            folder = stack.pop()
-            seen.append(_entry(folder))
+class Places:
+    """The private places as they were when the sandbox was set up: each folder's entries by
+    name and every entry's ``lstat`` (what changes when anything is created, removed, renamed,
+    written or made unreadable there), not crossing into mounts; and the IPC objects.
+
+    :meth:`same` looks again: every folder's names (one ``getdents`` each) and a ``stat`` of
+    every entry that is not a mount. Mount points are not looked at again: nothing in the
+    sandbox can unmount, move or remove one (no capabilities: ``EPERM``/``EBUSY``), and a name
+    that disappears or appears changes its folder's list. Past MAX_ENTRIES nothing is ever the
+    same (the sandbox is not reused)."""
+
+    def __init__(self, roots: list[str]) -> None:
+        self.roots = roots
+        self.names: dict[str, list[str]] = {}
+        """Each folder walked: its entries' names, sorted."""
+        self.states: dict[str, object] = {}
+        """Each entry that is not a mount (the roots too): its state."""
+        self.complete = self._walk()
+        self.ipc = _ipc_objects()
+
+    def _walk(self) -> bool:
+        for root in self.roots:
             try:
-                entries = list(os.scandir(folder))
-            except OSError as exc:
-                seen.append((folder, "unreadable", exc.errno))
+                info = os.lstat(root)
+            except OSError:
+                self.states[root] = "missing"
                 continue
-            for entry in entries:
+            device = info.st_dev
+            self.states[root] = _state(info)
+            stack = [root]
+            while stack:
+                folder = stack.pop()
                 try:
-                    mounted = entry.stat(follow_symlinks=False).st_dev != device
+                    entries = list(os.scandir(folder))
                 except OSError:
-                    mounted = False
-                if mounted:
-                    continue  # a mount (of the host, or /proc): not the sandbox's own
-                seen.append(_entry(entry.path))
-                if len(seen) > MAX_ENTRIES:
-                    return None
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
-    for table in IPC_TABLES:
+                    return False  # not readable now: never the same after a call
+                self.names[folder] = sorted(entry.name for entry in entries)
+                for entry in entries:
+                    try:
+                        info = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        return False
+                    if info.st_dev != device:
+                        continue  # a mount (of the host, or /proc): not the sandbox's own
+                    self.states[entry.path] = _state(info)
+                    if len(self.states) > MAX_ENTRIES:
+                        return False
+                    if stat.S_ISDIR(info.st_mode):
+                        stack.append(entry.path)
+        return True
+
+    def same(self) -> bool:
+        """Whether the private places are as they were (see the class doc)."""
+        if not self.complete:
+            return False
         try:
-            with open(table) as file:
-                seen.append((table, len(file.read().splitlines())))
+            for folder, names in self.names.items():
+                if sorted(os.listdir(folder)) != names:
+                    return False
+            for path, state in self.states.items():
+                if state != "missing" and _state(os.lstat(path)) != state:
+                    return False
         except OSError:
-            pass
-    return sorted(seen, key=repr)
+            return False
+        return _ipc_objects() == self.ipc
 
 
-def _entry(path: str) -> tuple[object, ...]:
-    try:
-        info = os.lstat(path)
-    except OSError as exc:
-        return (path, "gone", exc.errno)
-    return (path, info.st_ino, info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+def _ipc_objects() -> tuple[int, ...]:
+    """How many System V IPC objects the sandbox's IPC namespace holds, as the kernel counts
+    them: shared memory segments (``shmctl(SHM_INFO)``: ``used_ids``), message queues
+    (``msgctl(MSG_INFO)``: ``msgpool``) and semaphore sets (``semctl(SEM_INFO)``: ``semusz``);
+    -1 where a count cannot be read."""
+    info = (ctypes.c_int * 32)()  # larger than each of shm_info, msginfo and seminfo
+    counts = [LIBC.shmctl(0, SHM_INFO, info) >= 0 and info[0]]
+    ctypes.memset(info, 0, ctypes.sizeof(info))
+    counts.append(LIBC.msgctl(0, MSG_INFO, info) >= 0 and info[0])
+    ctypes.memset(info, 0, ctypes.sizeof(info))
+    counts.append(LIBC.semctl(0, 0, SEM_INFO, info) >= 0 and info[7])
+    return tuple(-1 if count is False else int(count) for count in counts)
+
+
+def _state(info: os.stat_result) -> tuple[int, int, int, int, int]:
+    return (info.st_ino, info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def start(request: dict[str, Any], fds: list[int]) -> int:
@@ -168,7 +207,6 @@ def run(control: socket.socket, request: dict[str, Any], fds: list[int]) -> int 
     finally:
         for fd in fds:
             os.close(fd)
-    answer(control, {"started": True})
     pidfd = os.pidfd_open(pid)
     poller = select.poll()
     poller.register(pidfd, select.POLLIN)
@@ -219,7 +257,7 @@ def main() -> None:
     prctl(PR_SET_DUMPABLE, 0)
     prctl(PR_SET_CHILD_SUBREAPER, 1)
     os.chdir("/")
-    clean = fingerprint(roots)
+    clean = Places(roots)
     answer(control, {"ready": True})
     while True:
         try:
@@ -238,7 +276,7 @@ def main() -> None:
             if last:
                 return
             continue
-        now_clean = not last and clean is not None and fingerprint(roots) == clean
+        now_clean = not last and clean.same()
         answer(control, {"exit": status, "clean": now_clean})
         if not now_clean:
             return

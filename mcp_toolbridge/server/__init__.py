@@ -14,11 +14,13 @@ from mcp_toolbridge.server.http import (
     check_binding,
     parse_address,
 )
+from mcp_toolbridge.server.replicas import KEYS_ENV, Replica, replica_name, state_keys
 from mcp_toolbridge.server.tokens import AuthOptions
 from mcp_toolbridge.server.toolbridge_server import SEARCH_THRESHOLD, ToolbridgeServer
 from mcp_toolbridge.server.wire import to_tool
 
 __all__ = [
+    "KEYS_ENV",
     "SEARCH_THRESHOLD",
     "SESSION_IDLE_TIMEOUT_S",
     "TOKEN_ENV",
@@ -26,8 +28,11 @@ __all__ = [
     "ConsoleMount",
     "HttpOptions",
     "HttpService",
+    "Replica",
     "ToolbridgeServer",
     "check_binding",
     "parse_address",
+    "replica_name",
+    "state_keys",
     "to_tool",
 ]

@@ -299,6 +299,27 @@ class RequestLog:
             await _notify(self._ctx.session, level, text, logger, self._ctx.request_id)
 
 
+_UNKNOWN = object()
+
+
+def asks_progress(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> bool:
+    """Whether the caller listens to this call's progress (without a listener the call runs no
+    heartbeat): its request carries a progress token, or the SDK's context of the request
+    (the dispatcher's, found under the SDK's wrappers) holds a token or a progress callback
+    (the in-process dispatcher, which has no tokens). When that context cannot be read, the
+    call is taken as listened to."""
+    if (params.meta or {}).get("progress_token") is not None:
+        return True
+    outbound = getattr(ctx.session, "_request_outbound", None)
+    while (inner := getattr(outbound, "_inner", None)) is not None:  # the SDK's wrappers
+        outbound = inner
+    for name in ("_progress_token", "progress_token", "_on_progress"):
+        found = getattr(outbound, name, _UNKNOWN)
+        if found is not _UNKNOWN:
+            return found is not None
+    return True
+
+
 def caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller:
     """Who sends a request: the identity its validated access token names (subject, client,
     issuer, groups, scopes; never the token), else the local caller (stdio, the static

@@ -17,10 +17,12 @@ any number of people over its life:
   holds a limit is never dropped before their idle expiry, since their budget would start
   again from zero. When every person kept holds one, the newcomer is refused with
   :class:`~mcp_toolbridge.errors.StateFullError` (``state.full``) by the methods that would
-  keep something: :meth:`add_grants`, :meth:`save`, :meth:`take`, and :meth:`usage` (the
-  budget check before a budgeted call: it reserves the person's place, so the call's usage
-  can be added after it ran). :meth:`add_usage` never refuses: a call that ran is counted,
-  past the cap if it must (only a person whose place expired during the call gets there).
+  keep something: :meth:`add_grants`, :meth:`save`, :meth:`take`, :meth:`hit` (a rate
+  limit's window holds a limit too), and :meth:`usage` and :meth:`admit` (the budget check
+  before a budgeted call: it reserves the person's place, so the call's usage can be added
+  after it ran). :meth:`add_usage` and :meth:`settle` never refuse: a call that ran is
+  counted, past the cap if it must (only a person whose place expired during the call gets
+  there).
 
 Reads of a person not kept (:meth:`grants`, :meth:`load`) find nothing and keep nothing. A
 person with a call in flight cannot be told from the port; they were active when it started,
@@ -33,11 +35,19 @@ from __future__ import annotations
 import copy
 import json
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from mcp_toolbridge.errors import StateFullError
-from mcp_toolbridge.state.port import PERSON_PREFIX, Grant, JsonValue, Usage
+from mcp_toolbridge.state.port import (
+    PERSON_PREFIX,
+    UNKNOWN_CALL_USAGE,
+    Admission,
+    Grant,
+    JsonValue,
+    Usage,
+)
 
 PERSON_IDLE_S = 86_400.0
 """How long a person's entries are kept after their last activity (a day)."""
@@ -65,6 +75,9 @@ class MemoryState:
         self._usage: dict[str, dict[str, Usage]] = {}
         self._values: dict[str, dict[str, JsonValue]] = {}
         self._counters: dict[str, dict[str, int]] = {}
+        self._hits: dict[str, dict[str, deque[float]]] = {}
+        self._running: dict[str, dict[str, Usage]] = {}
+        self._largest: dict[str, dict[str, Usage]] = {}
         self._free: OrderedDict[str, float] = OrderedDict()
         """People kept who hold no limit, least recently active first: their last activity."""
         self._limited: OrderedDict[str, float] = OrderedDict()
@@ -110,19 +123,65 @@ class MemoryState:
         counts[counter] = used + 1
         return True
 
+    async def hit(self, owner: str, counter: str, limit: int, window_s: float) -> float:
+        self._keep(owner, limit=True)
+        now = self._clock()
+        hits = self._hits.setdefault(owner, {}).setdefault(counter, deque())
+        while hits and hits[0] <= now - window_s:
+            hits.popleft()
+        if len(hits) >= limit:
+            return max(0.001, hits[0] + window_s - now) if hits else window_s
+        hits.append(now)
+        return 0.0
+
+    async def admit(
+        self, owner: str, tool: str, tokens: float | None, usd: float | None
+    ) -> Admission:
+        self._keep(owner, limit=True)
+        used = self._usage.get(owner, {}).get(tool, Usage())
+        running = self._running.get(owner, {}).get(tool, Usage())
+        total = used + running
+        spent = tokens is not None and total.tokens >= tokens
+        if spent or (usd is not None and total.usd >= usd):
+            return Admission(False, used, running)
+        held = self._largest.get(owner, {}).get(tool, UNKNOWN_CALL_USAGE)
+        self._running.setdefault(owner, {})[tool] = running + held
+        return Admission(True, used, running, held)
+
+    async def settle(self, owner: str, tool: str, held: Usage, used: Usage | None) -> Usage:
+        self._keep(owner, limit=True, past_cap=True)
+        running = self._running.setdefault(owner, {})
+        running[tool] = running.get(tool, Usage()) - held
+        if used is None:
+            return self._usage.get(owner, {}).get(tool, Usage())
+        largest = self._largest.setdefault(owner, {})
+        largest[tool] = largest.get(tool, Usage()).most(used)
+        return await self.add_usage(owner, tool, used)
+
     async def forget(self, owner: str) -> None:
         self._drop(owner)
 
+    def _tables(self) -> tuple[dict[str, Any], ...]:
+        return (
+            self._grants,
+            self._usage,
+            self._values,
+            self._counters,
+            self._hits,
+            self._running,
+            self._largest,
+        )
+
     def owners(self) -> int:
         """How many owners have something kept (for tests and figures)."""
-        return len({*self._grants, *self._usage, *self._values, *self._counters})
+        return len({owner for table in self._tables() for owner in table})
 
     def people(self) -> int:
         """How many people are kept (for tests and figures)."""
         return len(self._free) + len(self._limited)
 
     def _drop(self, owner: str) -> None:
-        for table in (self._grants, self._usage, self._values, self._counters):
+        for table in self._tables():
             table.pop(owner, None)
         self._free.pop(owner, None)
         self._limited.pop(owner, None)

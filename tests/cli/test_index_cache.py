@@ -10,9 +10,13 @@ import sys
 from pathlib import Path
 
 import anyio
+import anyio.to_thread
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
+from benchmarks.catalog_gen import generate
+from mcp_toolbridge.runtime_cache import WRITE_BEHIND_FROM
 from tests.support.fresh_python import ROOT
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 
@@ -118,3 +122,59 @@ async def test_serve_from_a_warm_cache_lists_and_calls_over_real_stdio(
         assert names == {"send_message", "create_issue", "forecast"}
         assert result.structured_content == {"echo": {"text": "Oslo"}}
     assert _cache_files(tmp_path) == ["index", "key", "served", "specs"]
+
+
+async def _list_and_leave(home: Path, catalog: Path, errlog: Path) -> str:
+    """Start ``serve`` with a real SDK client over stdio, list once, and leave at once (the
+    SDK's client then ends the server's whole process group); the server's stderr."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "mcp_toolbridge", "serve", str(catalog), "--no-audit"],
+        env=_env(home),
+        cwd=str(ROOT),
+    )
+    with anyio.fail_after(300), errlog.open("w", encoding="utf-8") as err:
+        async with Client(stdio_client(params, errlog=err)) as client:
+            assert (await client.list_tools()).tools
+    return await anyio.Path(errlog).read_text(encoding="utf-8")
+
+
+def _cache_state(home: Path) -> dict[str, tuple[int, int]]:
+    """Each cache file's kind: its (inode, mtime); ``tmp`` while a writer is at work."""
+    folder = home / "cache" / "mcp-toolbridge"
+    found = {}
+    for path in folder.glob("*") if folder.exists() else ():
+        info = path.stat()
+        found["tmp" if path.name.endswith(".tmp") else path.name.split("-")[0]] = (
+            info.st_ino,
+            info.st_mtime_ns,
+        )
+    return found
+
+
+async def _written(home: Path, kinds: set[str]) -> dict[str, tuple[int, int]]:
+    """Wait until the cache holds a file of each kind and no writer is at work."""
+    with anyio.fail_after(300):
+        while True:
+            state = await anyio.to_thread.run_sync(_cache_state, home)
+            if kinds <= set(state) and "tmp" not in state:
+                return state
+            await anyio.sleep(0.1)  # a file system without notifications: look again
+
+
+@pytest.mark.e2e
+async def test_a_client_that_leaves_after_its_first_list_leaves_the_cache_the_next_start_needs(
+    tmp_path: Path,
+) -> None:
+    """A client that starts the server, lists and exits (``claude -p``, an agent framework that
+    starts a server per call) ends the server, and the SDK's client kills its process group:
+    the caches of a big catalog, written behind by a forked writer, are still completed, so
+    the next start restores the catalog and reads the index instead of building them."""
+    catalog = tmp_path / "big"
+    generate(WRITE_BEHIND_FROM + 100, catalog)  # big enough to be written behind
+    first = await _list_and_leave(tmp_path, catalog, tmp_path / "first.txt")
+    assert "none from the cache" in first
+    written = await _written(tmp_path, {"index", "served", "specs"})
+    second = await _list_and_leave(tmp_path, catalog, tmp_path / "second.txt")
+    assert "all from the cache" in second, second
+    assert await _written(tmp_path, {"index", "served", "specs"}) == written  # nothing rebuilt

@@ -10,14 +10,16 @@ import shutil
 import socket
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
-from mcp_toolbridge.errors import ExecTimeoutError
+from mcp_toolbridge.errors import ExecSpawnError, ExecTimeoutError
 from mcp_toolbridge.executors import run_process
-from mcp_toolbridge.sandbox import warm
+from mcp_toolbridge.sandbox import Plan, warm
 from tests.sandbox.conftest import Box, report
 from tests.sandbox.test_escapes import _lock_is_free
 
@@ -148,6 +150,52 @@ async def test_stdin_argv0_cwd_environment_and_passed_descriptors_arrive(box: Bo
     stdin, cwd, mark, fds = json.loads(outcome.stdout)
     assert (stdin, cwd, mark) == ("the input", str(box.ws), "here")
     assert set(fds) - {"3"} == {"0", "1", "2", str(write)}  # 3: the listing itself
+
+
+async def test_a_command_the_zygote_cannot_start_fails_as_execve_says(
+    box: Box, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The zygote's only answer to a command it cannot start is the error: the call fails as a
+    spawn error naming the program, and the next call still runs."""
+    await box.python("pass")
+    confinement = box.confine()
+    real = warm.WarmSandbox.start
+
+    def gone_by_then(self: warm.WarmSandbox, plan: Plan, fds: Any) -> None:
+        real(self, replace(plan, program=str(box.ws / "removed-meanwhile")), fds)
+
+    monkeypatch.setattr(warm.WarmSandbox, "start", gone_by_then)
+    taken = confinement.sandbox.warm.taken
+    with pytest.raises(ExecSpawnError, match="no such file"), anyio.fail_after(30):
+        await run_process(
+            [sys.executable, "-I", "-c", "pass"],
+            stdin=b"input",
+            cwd=str(box.ws),
+            env=box.env,
+            timeout_s=20,
+            sandbox=confinement,
+        )
+    assert confinement.sandbox.warm.taken == taken + 1  # it went to the warm sandbox
+    monkeypatch.undo()
+    assert report(await box.python("print('[1]')")) == [1]
+
+
+async def test_stdin_larger_than_a_pipe_arrives_whole_in_a_warm_sandbox(box: Box) -> None:
+    await box.python("pass")
+    confinement = box.confine()
+    taken = confinement.sandbox.warm.taken
+    data = os.urandom(300_000).hex().encode()  # 600 kB: the pipe takes 64 kB before the call
+    with anyio.fail_after(30):
+        outcome = await run_process(
+            [sys.executable, "-I", "-c", "import sys; print(len(sys.stdin.read()))"],
+            stdin=data,
+            cwd=str(box.ws),
+            env=box.env,
+            timeout_s=20,
+            sandbox=confinement,
+        )
+    assert confinement.sandbox.warm.taken == taken + 1
+    assert outcome.stdout.strip() == str(len(data)).encode()
 
 
 async def test_an_idle_warm_sandbox_ends_by_itself(

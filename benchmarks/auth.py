@@ -1,13 +1,13 @@
 """What checking an OAuth access token costs a call over HTTP, against the same server with no
 credential and with the static bearer token, in the same run.
 
-    .venv/bin/python benchmarks/auth.py [--calls 300] [--reps 3] [--clients 8]
+    .venv/bin/python benchmarks/auth.py [--calls 300] [--reps 3] [--clients 8] [--servers ...]
 
 Needs node and oidc-provider (./scripts/install-oidc): a real OpenID provider on 127.0.0.1
-(tests/support/oidc.py) issues the token, a JWT its published key signs, by client
-credentials.
+(tests/support/oidc.py) issues the tokens by client credentials: JWTs its published key
+signs, and opaque tokens only it can read.
 
-Three servers, each `python -m mcp_toolbridge serve --http 127.0.0.1:0` in its own process
+Five servers, each `python -m mcp_toolbridge serve --http 127.0.0.1:0` in its own process
 (the locked tools, the default policy, the audit log in a temporary file), called by the SDK's
 `Client` over streamable HTTP in the 2026-07-28 era (every call its own HTTP request, so every
 call is authenticated):
@@ -15,10 +15,14 @@ call is authenticated):
 - none: no credential (loopback): the baseline;
 - token: `--token`: a constant-time comparison of the header;
 - oauth: `--auth-issuer`: the JWT checked on every request (signature with the issuer's key,
-  cached since start-up; iss, aud, exp, nbf), and the caller made from it.
+  cached since start-up; iss, aud, exp, nbf), and the caller made from it;
+- opaque: an opaque token introspected at the issuer (RFC 7662) on every request
+  (``[auth] introspection_cache_s = 0``): a round trip to the provider per request;
+- opaque-cached: the same with the issuer's answer kept 30 s (the default), so only the
+  first request of each 30 s asks it.
 
 The tool is `todo` with an empty list: it runs in the server, so no spawn's noise hides the
-difference. The three servers run at once. Latency at 1 in flight is paired: each round calls
+difference. The servers run at once. Latency at 1 in flight is paired: each round calls
 every server once, in an order rotated per round, so a neighbour's load falls on all three
 alike; the added p50 is the median of the per-round differences against none. Then calls/s
 with ``--clients`` clients (each its own connection) calling back to back, one server at a
@@ -30,7 +34,8 @@ this process: the edge alone (the SDK's AuthenticationMiddleware and our bearer 
 validator and scope check, around an endpoint that answers 200 at once, against the same
 endpoint without them, interleaved: the CPU a request's token check costs the server), and
 ``TokenValidator.verify_token`` alone: a token's first check (signature and claims) and the
-same token again (remembered).
+same token again (remembered); and for an opaque token, verify_token with the cache off (a
+round trip to the provider) and on (the kept answer).
 """
 
 from __future__ import annotations
@@ -59,10 +64,20 @@ from starlette.routing import Route
 from mcp_toolbridge.server.auth import ResourceServer
 from mcp_toolbridge.server.tokens import AuthOptions, TokenValidator
 from tests.support.httpserve import http_server
-from tests.support.oauth import AGENT, AGENT_SECRET, CLIENTS
-from tests.support.oidc import oidc_provider, oidc_skip_reason
+from tests.support.oauth import (
+    AGENT,
+    AGENT_SECRET,
+    CLIENTS,
+    OPAQUE,
+    OPAQUE_SECRET,
+    RS,
+    RS_SECRET,
+)
+from tests.support.oidc import Provider, oidc_provider, oidc_skip_reason
 
-SERVERS = ("none", "token", "oauth")
+SERVERS = ("none", "token", "oauth", "opaque", "opaque-cached")
+CACHE_S = {"opaque": 0, "opaque-cached": 30}
+SECRET_ENV = {"TOOLBRIDGE_SECRET_TOOLBRIDGE_RS": RS_SECRET}
 STATIC = "bench-static-token-0123456789abcdef"
 WARM_UP = 20
 ARGS: dict[str, list[str]] = {"todos": []}
@@ -140,45 +155,61 @@ async def main() -> None:
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument(
+        "--servers", default=",".join(SERVERS), help=f"a comma-separated subset of {SERVERS}"
+    )
     args = parser.parse_args()
+    servers = tuple(name for name in SERVERS if name in args.servers.split(","))
+    if "none" not in servers:
+        raise SystemExit("benchmarks/auth.py: --servers needs none (the baseline)")
     if (reason := oidc_skip_reason()) is not None:
         raise SystemExit(f"benchmarks/auth.py: {reason}")
-    cells: dict[str, list[Cell]] = {name: [] for name in SERVERS}
+    cells: dict[str, list[Cell]] = {name: [] for name in servers}
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
-        async with oidc_provider(work, clients=CLIENTS) as provider:
+        async with oidc_provider(work, clients=CLIENTS, opaque_clients=[OPAQUE]) as provider:
             flags: dict[str, list[str]] = {
                 "none": [],
                 "token": ["--token", STATIC],
                 "oauth": ["--auth-issuer", provider.issuer],
             }
+            for name, cache_s in CACHE_S.items():
+                flags[name] = ["--policy", str(introspecting(work, provider, cache_s))]
             for rep in range(args.reps):
                 async with AsyncExitStack() as stack:
                     urls: dict[str, str] = {}
                     bearers: dict[str, str | None] = {"none": None, "token": STATIC}
-                    for name in SERVERS:
+                    for name in servers:
                         where = work / f"{name}-{rep}"
                         where.mkdir()
                         audit = where / "audit.ndjson"
                         serving = [*flags[name], "--workspace", str(where)]
+                        env = SECRET_ENV if name in CACHE_S else None
                         srv = await stack.enter_async_context(
-                            http_server(where, *serving, audit=audit)
+                            http_server(where, *serving, audit=audit, env=env)
                         )
                         urls[name] = srv.url
-                    bearers["oauth"] = await provider.client_credentials(
-                        AGENT, AGENT_SECRET, resource=urls["oauth"]
-                    )
+                    for name in servers:
+                        if name == "oauth":
+                            bearers[name] = await provider.client_credentials(
+                                AGENT, AGENT_SECRET, resource=urls[name]
+                            )
+                        elif name in CACHE_S:
+                            bearers[name] = await provider.client_credentials(
+                                OPAQUE, OPAQUE_SECRET, resource=urls[name]
+                            )
                     clients = {
                         name: await stack.enter_async_context(client(urls[name], bearers[name]))
-                        for name in SERVERS
+                        for name in servers
                     }
                     times, added = await latency(clients, args.calls)
-                    order = SERVERS[rep % 3 :] + SERVERS[: rep % 3]
+                    turn = rep % len(servers)
+                    order = servers[turn:] + servers[:turn]
                     rates = {
                         name: await throughput(urls[name], bearers[name], args.clients, args.calls)
                         for name in order
                     }
-                for name in SERVERS:
+                for name in servers:
                     ordered = sorted(times[name])
                     cell = Cell(
                         1000 * statistics.median(ordered),
@@ -198,6 +229,7 @@ async def main() -> None:
             ]
             first_us, again_us = await micro(validator, tokens)
             edge_us = await edge(provider.issuer, tokens[0], resource)
+            opaque_us = await opaque_micro(provider, resource)
     print(f"\nOAuth token check over HTTP: SDK Client (2026-07-28) -> serve --http, tool todo, "
           f"{args.calls} calls at 1 in flight, {args.clients} clients; median of {args.reps} "
           "repetitions [min-max]\n")  # fmt: skip
@@ -205,7 +237,7 @@ async def main() -> None:
     print(f"| server | p50 ms | p99 ms | {at} | added p50 (paired) | calls/s vs none |")
     print("|---|---|---|---|---|---|")
     base = cells["none"]
-    for name in SERVERS:
+    for name in servers:
         rows = cells[name]
         extra = [r.added_ms for r in rows]
         ratio = [r.rate / b.rate for r, b in zip(rows, base, strict=True)]
@@ -226,6 +258,44 @@ async def main() -> None:
         f"check p50 {first_us:.1f} µs (signature and claims), the same token again p50 "
         f"{again_us:.1f} µs (remembered: the time only)"
     )
+    print(
+        "An opaque token, TokenValidator.verify_token alone, in this process: introspection "
+        f"cache off (a round trip to the provider) p50 {opaque_us[0]:.1f} µs, cache on (the "
+        f"kept answer) p50 {opaque_us[1]:.1f} µs"
+    )
+
+
+def introspecting(work: Path, provider: Provider, cache_s: float) -> Path:
+    """A policy file whose [auth] table introspects opaque tokens, keeping answers cache_s."""
+    policy = work / f"introspect-{cache_s:g}.toml"
+    policy.write_text(
+        f'[auth]\nissuer = "{provider.issuer}"\nintrospection_client_id = "{RS}"\n'
+        f'introspection_secret = "toolbridge-rs"\nintrospection_cache_s = {cache_s}\n',
+        encoding="utf-8",
+    )
+    return policy
+
+
+async def opaque_micro(provider: Provider, resource: str, n: int = 300) -> tuple[float, float]:
+    """p50 of verify_token for one opaque token with the introspection cache off, and on."""
+    results = []
+    for cache_s in (0.0, 30.0):
+        options = AuthOptions(
+            issuer=provider.issuer,
+            introspection_client_id=RS,
+            introspection_secret=RS_SECRET,
+            introspection_cache_s=cache_s,
+        )
+        validator = TokenValidator(options, resource)
+        await validator.start()
+        token = await provider.client_credentials(OPAQUE, OPAQUE_SECRET, resource=resource)
+        times = []
+        for _ in range(n):
+            started = time.perf_counter()
+            assert await validator.verify_token(token) is not None
+            times.append(time.perf_counter() - started)
+        results.append(1e6 * statistics.median(times))
+    return results[0], results[1]
 
 
 async def micro(validator: TokenValidator, tokens: list[str]) -> tuple[float, float]:

@@ -2,7 +2,9 @@
 
 Recording is a Bridge observer. Every finished call appends two JSON lines to one file per
 run in DIR (``calls-<UTC time>-<pid>.jsonl``, mode 0600): a ``CT_TOOL_CALL`` frame (call id,
-tool name and declared id, the schema references, the validated arguments) and a
+who called as the audit line names them (``subject``, ``client_id``: the access token's
+subject and OAuth client, null for the local caller; never the token), tool name and declared
+id, the schema references, the validated arguments) and a
 ``CT_TOOL_RESULT`` frame (decision, outcome, timing, and what the transport returned).
 Nothing secret is written on purpose: result values and error texts come from the executors,
 which already replace every resolved secret with ``[redacted:<id>]``, and the secret scan
@@ -11,7 +13,8 @@ and in the arguments the Bridge hands its observers; argument values under secre
 names (token, password, api_key, ...) are written as ``***``; argv and URLs are redacted as
 in the audit log; environment variables appear by name only. Calls are matched on replay by
 tool name and the SHA-256 of their canonical arguments as recorded (``match``): never a
-digest of a secret, and the same for every call that differs only in its secrets.
+digest of a secret, and the same for every call that differs only in its secrets; who called
+is not part of it (a recording replays for any caller the replaying policy lets call).
 
 Replay is an Executor standing in for every transport: validation and the policy run as
 usual, and a call the policy lets through gets the recorded transport result (or error) of the
@@ -109,6 +112,8 @@ def frames(
         "call_id": call_id,
         "ts": _iso(ended - outcome.duration_ms / 1000),
         "session": ctx.session_id,
+        "subject": ctx.caller.subject,
+        "client_id": ctx.caller.client_id,
         "tool": spec.name,
         "tool_id": spec.id,
         "input_schema_ref": spec.input_schema_ref,

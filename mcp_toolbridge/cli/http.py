@@ -109,6 +109,7 @@ def auth_options(
         group_claims=tuple(table.group_claims),
         introspection_client_id=table.introspection_client_id,
         introspection_secret=secret,
+        introspection_cache_s=table.introspection_cache_s,
     ).checked()
 
 

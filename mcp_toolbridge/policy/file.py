@@ -246,6 +246,10 @@ class AuthModel(_Model):
     introspection_client_id: str | None = None
     introspection_secret: str | None = None
     """A secret id (``TOOLBRIDGE_SECRET_<ID>`` or the secrets file), never the secret."""
+    introspection_cache_s: float = Field(default=30.0, ge=0, le=300)
+    """How long an opaque token the issuer called active is taken without asking it again
+    (never beyond the token's exp): a revoked one is honoured at most this long; 0: ask on
+    every request (server/tokens.py)."""
     person_idle_s: float = Field(default=PERSON_IDLE_S, ge=600, le=366 * 86_400)
     """How long what the server keeps of a person (their "always" answers, budget usage, todo
     list) outlives their last call (state/memory.py)."""

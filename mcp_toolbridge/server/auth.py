@@ -52,10 +52,13 @@ class RequireCaller:
     """ASGI wrapper of the MCP endpoint: only requests with a validated token that carries
     the required scopes reach it."""
 
-    def __init__(self, app: ASGIApp, *, scopes: Sequence[str], metadata_url: str) -> None:
+    def __init__(
+        self, app: ASGIApp, *, scopes: Sequence[str], metadata_url: str, issuer: str
+    ) -> None:
         self._app = app
         self._scopes = tuple(scopes)
         self._metadata_url = metadata_url
+        self._issuer = issuer
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -70,12 +73,17 @@ class RequireCaller:
             sent = any(k.lower() == b"authorization" for k, _ in scope.get("headers", []))
             if sent:
                 why = (
-                    "the access token is invalid, expired, or not issued for this server; "
-                    "get a new one from the authorization server"
+                    "the access token is invalid, expired, revoked, or not issued for this "
+                    f"server; get a new one from {self._issuer} for this server"
                 )
                 await self._refuse(send, 401, "invalid_token", why)
             else:
-                await self._refuse(send, 401, None, "this server needs an OAuth access token")
+                why = (
+                    f"this server needs an OAuth access token from {self._issuer}: sign in "
+                    f"there (this server's metadata: {self._metadata_url}) and send it as "
+                    "'Authorization: Bearer <token>'"
+                )
+                await self._refuse(send, 401, None, why)
             return
         missing = [s for s in self._scopes if s not in user.scopes]
         if missing:
@@ -146,4 +154,9 @@ class ResourceServer:
         ]
 
     def protect(self, app: ASGIApp) -> ASGIApp:
-        return RequireCaller(app, scopes=self.options.scopes, metadata_url=self.metadata_url)
+        return RequireCaller(
+            app,
+            scopes=self.options.scopes,
+            metadata_url=self.metadata_url,
+            issuer=self.options.issuer,
+        )

@@ -16,10 +16,16 @@ OAuth authorization server issued for this MCP server.
   per :data:`REFETCH_AFTER_S` whatever the tokens say; keys older than :data:`KEYS_MAX_AGE_S`
   are fetched again before use.
 - **Opaque tokens** (anything that is not a JWS) are sent to the issuer's introspection
-  endpoint (RFC 7662) when the server has introspection credentials, on every request: a
-  token the issuer revoked is refused at once. Without credentials they are refused.
+  endpoint (RFC 7662) when the server has introspection credentials. An active answer is
+  kept (by the token's SHA-256, the last :data:`MAX_REMEMBERED`) for
+  ``AuthOptions.introspection_cache_s`` (default :data:`INTROSPECTION_CACHE_S`), never beyond
+  the token's own ``exp``: a token the issuer revokes is honoured at most that long. An
+  inactive or failed answer is never kept (the next request asks again). With ``0`` every
+  request asks, and a revoked token is refused at the next one. Without credentials opaque
+  tokens are refused.
 
-The token is never logged, kept beyond the request or passed on: the server turns it into a
+The token is never logged, kept beyond the request or passed on: what is remembered is keyed
+by its digest and holds the caller without the token; the server turns it into a
 :class:`~mcp_toolbridge.host.Caller` (``server.host.caller_of``).
 """
 
@@ -32,7 +38,7 @@ import json
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -61,6 +67,10 @@ REFETCH_AFTER_S = 30.0
 """An unknown key id fetches the issuer's keys again at most this often."""
 KEYS_MAX_AGE_S = 3600.0
 MAX_REMEMBERED = 10_000
+"""Tokens remembered at most, JWTs and introspected ones each (least recently used go)."""
+INTROSPECTION_CACHE_S = 30.0
+"""How long an active introspection answer is kept by default (never beyond the token's exp)."""
+MAX_INTROSPECTION_CACHE_S = 300.0
 MAX_DOCUMENT_BYTES = 1 << 20
 FETCH_TIMEOUT_S = 10.0
 
@@ -81,6 +91,10 @@ class AuthOptions:
     introspection_client_id: str | None = None
     introspection_secret: str | None = field(default=None, repr=False)
     """The resource server's own client credentials at the issuer, for RFC 7662."""
+    introspection_cache_s: float = INTROSPECTION_CACHE_S
+    """How long an opaque token the issuer called active is taken without asking again
+    (never beyond its ``exp``): a revoked token is honoured at most this long. 0: ask on
+    every request."""
 
     def checked(self) -> AuthOptions:
         """These options, or ConfigError saying what is wrong with them."""
@@ -99,6 +113,11 @@ class AuthOptions:
             )
         if (self.introspection_client_id is None) != (self.introspection_secret is None):
             raise _invalid("introspection needs both a client id and its secret")
+        if not 0 <= self.introspection_cache_s <= MAX_INTROSPECTION_CACHE_S:
+            raise _invalid(
+                f"introspection_cache_s = {self.introspection_cache_s} is out of range: "
+                f"0 (ask the issuer on every request) to {MAX_INTROSPECTION_CACHE_S:g} seconds"
+            )
         return self
 
 
@@ -155,9 +174,16 @@ class TokenValidator:
     """The ``TokenVerifier`` of an MCP server that an OAuth issuer protects."""
 
     def __init__(
-        self, options: AuthOptions, resource: str, *, refetch_after_s: float = REFETCH_AFTER_S
+        self,
+        options: AuthOptions,
+        resource: str,
+        *,
+        refetch_after_s: float = REFETCH_AFTER_S,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.options = options.checked()
+        self.clock = clock
+        """The wall clock the remembered tokens' times are checked against (a test's own)."""
         self._refetch_after_s = refetch_after_s
         self.resource = resource
         self._audiences = list(dict.fromkeys([resource, resource.rstrip("/"), resource + "/"]))
@@ -166,6 +192,7 @@ class TokenValidator:
         self._unnamed: list[dict[str, Any]] = []
         self._prepared: dict[tuple[int, str], jwt.PyJWK] = {}
         self._remembered: OrderedDict[bytes, tuple[AccessToken, float]] = OrderedDict()
+        self._introspected: OrderedDict[bytes, tuple[AccessToken, float]] = OrderedDict()
         self._fetched_at = -refetch_after_s
         self._lock = anyio.Lock()
 
@@ -247,22 +274,28 @@ class TokenValidator:
 
     async def verify_token(self, token: str) -> AccessToken | None:
         """An AccessToken for a valid token issued for this server, else None."""
+        digest = hashlib.sha256(token.encode()).digest()
         if token.count(".") == 2:
-            digest = hashlib.sha256(token.encode()).digest()
             known = self._remembered.get(digest)
             if known is not None:
                 access, not_before = known
-                now = time.time()
+                now = self.clock()
                 if not_before <= now and (access.expires_at is None or now < access.expires_at):
                     self._remembered.move_to_end(digest)
-                    return access
+                    return access.model_copy(update={"token": token})
                 del self._remembered[digest]
                 return None
             return await self._verify_jwt(token, digest)
-        if self.introspects:
-            return await self._introspect(token)
-        log.info("auth: refused an opaque token: introspection is not configured")
-        return None
+        if not self.introspects:
+            log.info("auth: refused an opaque token: introspection is not configured")
+            return None
+        kept = self._introspected.get(digest)
+        if kept is not None:
+            if self.clock() < kept[1]:
+                self._introspected.move_to_end(digest)
+                return kept[0].model_copy(update={"token": token})
+            del self._introspected[digest]
+        return await self._introspect(token, digest)
 
     async def _verify_jwt(self, token: str, digest: bytes) -> AccessToken | None:
         try:
@@ -296,14 +329,12 @@ class TokenValidator:
             access = self._access(token, claims)
             nbf = claims.get("nbf")
             not_before = nbf - self.options.leeway_s if isinstance(nbf, int | float) else 0.0
-            self._remembered[digest] = (access, not_before)
-            if len(self._remembered) > MAX_REMEMBERED:
-                self._remembered.popitem(last=False)
+            _remember(self._remembered, digest, access, not_before)
             return access
         log.info("auth: refused a token: no published key (kid %r) verifies it", kid)
         return None
 
-    async def _introspect(self, token: str) -> AccessToken | None:
+    async def _introspect(self, token: str, digest: bytes) -> AccessToken | None:
         options = self.options
         basic = f"{options.introspection_client_id}:{options.introspection_secret}"
         auth = "Basic " + base64.b64encode(basic.encode()).decode()
@@ -315,7 +346,7 @@ class TokenValidator:
             return None
         if not isinstance(found, dict) or found.get("active") is not True:
             return None
-        now = time.time()
+        now = self.clock()
         audience = found.get("aud")
         audiences = audience if isinstance(audience, list) else [audience]
         checks = (
@@ -327,7 +358,13 @@ class TokenValidator:
         if not all(checks):
             log.info("auth: refused an introspected token (issuer, audience or time)")
             return None
-        return self._access(token, {"iss": options.issuer, **found})
+        access = self._access(token, {"iss": options.issuer, **found})
+        if options.introspection_cache_s > 0:
+            until = now + options.introspection_cache_s
+            if isinstance(found.get("exp"), int | float):
+                until = min(until, float(found["exp"]))
+            _remember(self._introspected, digest, access, until)
+        return access
 
     def _access(self, token: str, claims: dict[str, Any]) -> AccessToken:
         scope = claims.get("scope", claims.get("scp", ""))
@@ -351,3 +388,16 @@ class TokenValidator:
             subject=subject if isinstance(subject, str) else None,
             claims={"iss": claims.get("iss"), "groups": groups},
         )
+
+
+def _remember(
+    kept: OrderedDict[bytes, tuple[AccessToken, float]],
+    digest: bytes,
+    access: AccessToken,
+    when: float,
+) -> None:
+    """Keep what a token (by its digest) was found to be, without the token itself; the
+    least recently used goes beyond :data:`MAX_REMEMBERED`."""
+    kept[digest] = (access.model_copy(update={"token": ""}), when)
+    if len(kept) > MAX_REMEMBERED:
+        kept.popitem(last=False)

@@ -24,6 +24,7 @@ from mcp_toolbridge.bridge.recording import (
     canonical,
     match_key,
 )
+from mcp_toolbridge.host import LOCAL, CallContext, Caller
 from mcp_toolbridge.leaks import SecretScanSettings
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_bridge
 from tests.support.manifests import FAIL, agentcli_manifest, echo_tool
@@ -221,3 +222,45 @@ async def test_a_secret_in_a_calls_arguments_is_recorded_as_its_marker_and_still
     assert secret_again.ok and secret_again.value == first.value
     assert first.value == {"count": 1, "text": redacted}
     assert counter.read_text() == "2"  # replay ran nothing
+
+
+async def test_frames_name_who_called_and_replay_serves_any_caller(tmp_path: Path) -> None:
+    """The CALL frame names the caller as the audit line does (subject, client id; null for
+    the local caller), never the token; the match ignores who called, so a call alice
+    recorded replays for bob and for the local caller alike."""
+    catalog = _catalog(tmp_path)
+    record = tmp_path / "rec"
+    settings = Settings(
+        paths=[catalog],
+        audit=False,
+        workspace=tmp_path,
+        environ={**os.environ, "COUNTER_FILE": str(tmp_path / "c")},
+    )
+    loaded = load_catalog(settings, BUILTIN_SPECS)
+    alice = Caller(subject="alice", client_id="alices-ide", issuer="https://id.example")
+    bob = Caller(subject="bob", client_id="ci-agent", issuer="https://id.example")
+    recorder = Recorder.open(record)
+    try:
+        async with open_bridge(settings, loaded, observers=(recorder,)) as bridge:
+            by_alice = await bridge.call("count", {"text": "hers"}, CallContext(caller=alice))
+            locally = await bridge.call("count", {"text": "mine"}, CallContext(caller=LOCAL))
+    finally:
+        recorder.close()
+    (path,) = record.glob("*.jsonl")
+    written = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert [(f["frame"], f.get("subject"), f.get("client_id")) for f in written] == [
+        (CALL, "alice", "alices-ide"),
+        (RESULT, None, None),
+        (CALL, None, None),
+        (RESULT, None, None),
+    ]
+    assert written[0]["match"] == match_key("count", {"text": "hers"})
+
+    replay = ReplayExecutor.load(record)
+    async with open_bridge(settings, loaded, stand_in=replay) as bridge:
+        for_bob = await bridge.call("count", {"text": "hers"}, CallContext(caller=bob))
+        for_nobody = await bridge.call("count", {"text": "hers"})
+        mine_for_alice = await bridge.call("count", {"text": "mine"}, CallContext(caller=alice))
+    assert by_alice.value == for_bob.value == for_nobody.value == {"count": 1, "text": "hers"}
+    assert locally.value == mine_for_alice.value == {"count": 2, "text": "mine"}
+    assert (tmp_path / "c").read_text() == "2"  # replay ran nothing

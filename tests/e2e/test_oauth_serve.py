@@ -1,9 +1,11 @@
 """`mcp-toolbridge serve --http` as a real process in front of a real OpenID provider: the
 issuer from --auth-issuer or from the policy file's [auth] table, an agent signed in with the
-SDK's client credentials flow calling a tool, and --token refused beside an issuer."""
+SDK's client credentials flow calling a tool (the audit line and the --record frame name it),
+and --token refused beside an issuer."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -32,7 +34,8 @@ async def test_serve_with_an_issuer_accepts_an_agents_token_and_audits_who_calle
             table = f'issuer = "{provider.issuer}"\n' if where == "policy file" else ""
             policy.write_text(f'[auth]\n{table}scopes = ["tools"]\n', encoding="utf-8")
             flags = ["--auth-issuer", provider.issuer] if where == "flag" else []
-            serving = [*flags, "--policy", str(policy), str(tmp_path / "m")]
+            record = ["--record", str(tmp_path / "rec")]
+            serving = [*flags, "--policy", str(policy), *record, str(tmp_path / "m")]
             async with http_server(tmp_path, *serving, audit=audit) as server:
                 async with agent_client(server.url, provider, "auto") as client:
                     result = await client.call_tool("echo_a", {"text": "hi"})
@@ -40,6 +43,14 @@ async def test_serve_with_an_issuer_accepts_an_agents_token_and_audits_who_calle
     assert not result.is_error
     assert f"OAuth access tokens of {provider.issuer}" in banner
     assert f'"subject":"{AGENT}"' in audit.read_text(encoding="utf-8")
+    (recording,) = (tmp_path / "rec").glob("*.jsonl")
+    frames = [json.loads(line) for line in recording.read_text(encoding="utf-8").splitlines()]
+    assert (frames[0]["frame"], frames[0]["subject"], frames[0]["client_id"]) == (
+        "CT_TOOL_CALL",
+        AGENT,
+        AGENT,
+    )
+    assert "eyJ" not in recording.read_text(encoding="utf-8")  # no JWT, the token least of all
 
 
 def test_a_static_token_beside_an_issuer_is_refused_at_start(tmp_path: Path) -> None:

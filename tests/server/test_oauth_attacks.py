@@ -31,6 +31,7 @@ from tests.support.oauth import (
     AGENT_SECRET,
     OPAQUE,
     OPAQUE_SECRET,
+    Clock,
     needs_oidc,
     protected_server,
 )
@@ -194,8 +195,12 @@ async def test_a_token_in_the_query_string_is_refused_even_when_valid(
 async def test_an_opaque_token_works_through_introspection_until_the_issuer_revokes_it(
     tmp_path: Path, provider: Provider, era: str
 ) -> None:
+    """With the introspection cache off, every request asks the issuer: the next request
+    after the revocation is refused."""
     with anyio.fail_after(30):
-        async with protected_server(_settings(tmp_path), provider, introspection=True) as served:
+        async with protected_server(
+            _settings(tmp_path), provider, introspection=True, introspection_cache_s=0
+        ) as served:
             token = await provider.client_credentials(OPAQUE, OPAQUE_SECRET, resource=served.url)
             assert token.count(".") != 2  # opaque: only the issuer can say what it is
             accepted = await _post(served.url, era, token)
@@ -207,6 +212,36 @@ async def test_an_opaque_token_works_through_introspection_until_the_issuer_revo
     lines = served.audit_lines()
     assert [(line["clientId"], line["outcome"]) for line in lines] == (
         [(OPAQUE, "ok")] if era == "modern" else []
+    )
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_revoked_opaque_token_is_honoured_only_until_its_cached_introspection_ends(
+    tmp_path: Path, provider: Provider, era: str
+) -> None:
+    """With the cache on (30 s here), the issuer's answer is taken for 30 s of the server's
+    clock: a token revoked meanwhile still works until then, and is refused at the first
+    request after."""
+    clock = Clock()
+    with anyio.fail_after(30):
+        async with protected_server(
+            _settings(tmp_path), provider, introspection=True, introspection_cache_s=30
+        ) as served:
+            assert served.service.guard is not None
+            served.service.guard.validator.clock = clock
+            token = await provider.client_credentials(OPAQUE, OPAQUE_SECRET, resource=served.url)
+            accepted = await _post(served.url, era, token)
+            await provider.revoke(token, OPAQUE, OPAQUE_SECRET)
+            clock.now += 29.5
+            cached = await _post(served.url, era, token)
+            clock.now += 1.0
+            refused = await _post(served.url, era, token)
+    assert (accepted.status_code, cached.status_code) == (200, 200)
+    assert refused.status_code == 401
+    assert 'error="invalid_token"' in refused.headers["www-authenticate"]
+    lines = served.audit_lines()
+    assert [(line["clientId"], line["outcome"]) for line in lines] == (
+        [(OPAQUE, "ok")] * 2 if era == "modern" else []
     )
 
 

@@ -1,6 +1,8 @@
 """The token validator against the real provider: keys discovered from its metadata, a key
 rotation followed (an unknown kid fetches the keys again), a flood of unknown kids fetching
-them at most once per interval; and the options it refuses to start with."""
+them at most once per interval; opaque tokens' introspection answers kept for a bounded time
+(never beyond the token's exp), refusals never kept, the cache bounded; and the options it
+refuses to start with."""
 
 from __future__ import annotations
 
@@ -11,10 +13,22 @@ from pathlib import Path
 import anyio
 import jwt
 import pytest
+from mcp.server.auth.provider import AccessToken
 
 from mcp_toolbridge.errors import ConfigError
+from mcp_toolbridge.server import tokens
 from mcp_toolbridge.server.tokens import AuthOptions, TokenValidator, metadata_urls
-from tests.support.oauth import AGENT, AGENT_SECRET, CLIENTS, needs_oidc
+from tests.support.oauth import (
+    AGENT,
+    AGENT_SECRET,
+    CLIENTS,
+    OPAQUE,
+    OPAQUE_SECRET,
+    RS,
+    RS_SECRET,
+    Clock,
+    needs_oidc,
+)
 from tests.support.oidc import oidc_provider, rsa_jwk
 
 RESOURCE = "http://127.0.0.1:9/mcp"
@@ -28,6 +42,22 @@ class Counting(TokenValidator):
     async def _fetch_keys(self) -> None:
         self.fetches += 1
         await super()._fetch_keys()
+
+    asked = 0
+
+    async def _introspect(self, token: str, digest: bytes) -> AccessToken | None:
+        self.asked += 1
+        return await super()._introspect(token, digest)
+
+
+def _introspecting(issuer: str, cache_s: float) -> AuthOptions:
+    return AuthOptions(
+        issuer=issuer,
+        leeway_s=0,
+        introspection_client_id=RS,
+        introspection_secret=RS_SECRET,
+        introspection_cache_s=cache_s,
+    )
 
 
 @needs_oidc
@@ -103,6 +133,8 @@ async def test_an_unreachable_issuer_stops_the_start_with_what_was_tried() -> No
         (AuthOptions(issuer="https://id", algorithms=("HS256",)), "never are"),
         (AuthOptions(issuer="https://id", algorithms=("none",)), "never are"),
         (AuthOptions(issuer="https://id", introspection_client_id="rs"), "needs both"),
+        (AuthOptions(issuer="https://id", introspection_cache_s=-1), "0 (ask the issuer"),
+        (AuthOptions(issuer="https://id", introspection_cache_s=3600), "to 300 seconds"),
     ],
 )
 def test_options_that_would_weaken_the_checks_are_refused(
@@ -144,5 +176,67 @@ async def test_a_remembered_token_is_refused_once_it_expires(tmp_path: Path) -> 
             again = await validator.verify_token(token)  # remembered
             await anyio.sleep(max(0.0, now + 1.2 - time.time()))  # a test of expiry: time must pass
             expired = await validator.verify_token(token)
-    assert first is not None and again is first
+    assert first is not None and again == first
     assert expired is None
+
+
+@needs_oidc
+async def test_an_introspection_answer_is_kept_for_the_cache_time_never_beyond_the_tokens_exp(
+    tmp_path: Path,
+) -> None:
+    clock = Clock()
+    with anyio.fail_after(60):
+        async with oidc_provider(
+            tmp_path, clients=CLIENTS, opaque_clients=[OPAQUE], access_token_ttl=60
+        ) as provider:
+            short = Counting(_introspecting(provider.issuer, 10), RESOURCE, clock=clock)
+            long = Counting(_introspecting(provider.issuer, 300), RESOURCE, clock=clock)
+            for validator in (short, long):
+                await validator.start()
+            token = await provider.client_credentials(OPAQUE, OPAQUE_SECRET, resource=RESOURCE)
+            assert token.count(".") != 2
+            first = [await v.verify_token(token) for v in (short, long)]
+            clock.now += 9
+            within = [await v.verify_token(token) for v in (short, long)]
+            assert (short.asked, long.asked) == (1, 1)
+            clock.now += 2  # the short cache ended: asked again
+            later = [await v.verify_token(token) for v in (short, long)]
+            assert (short.asked, long.asked) == (2, 1)
+            assert first[1] is not None and first[1].expires_at is not None
+            clock.now = first[1].expires_at - 0.5
+            before_exp = await long.verify_token(token)
+            clock.now = first[1].expires_at + 0.5  # 300 s are not over, the token's life is
+            after_exp = await long.verify_token(token)
+            assert long.asked == 2
+    assert all(a is not None and a.client_id == OPAQUE for a in [*first, *within, *later])
+    assert all(a is not None and a.token == token for a in [*first, *within, *later])
+    assert before_exp is not None and after_exp is None
+
+
+@needs_oidc
+async def test_refusals_are_never_kept_and_the_kept_answers_are_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tokens, "MAX_REMEMBERED", 2)
+    with anyio.fail_after(60):
+        async with oidc_provider(tmp_path, clients=CLIENTS, opaque_clients=[OPAQUE]) as provider:
+            validator = Counting(_introspecting(provider.issuer, 60), RESOURCE)
+            off = Counting(_introspecting(provider.issuer, 0), RESOURCE)
+            for started in (validator, off):
+                await started.start()
+            refused = [await validator.verify_token("not-a-token-the-issuer-made") for _ in "ab"]
+            assert validator.asked == 2
+            issued = [
+                await provider.client_credentials(OPAQUE, OPAQUE_SECRET, resource=RESOURCE)
+                for _ in range(3)
+            ]
+            for token in issued:
+                assert await validator.verify_token(token) is not None
+            assert validator.asked == 5
+            assert await validator.verify_token(issued[2]) is not None  # kept
+            assert await validator.verify_token(issued[0]) is not None  # the oldest went
+            assert validator.asked == 6
+            for _ in range(3):
+                assert await off.verify_token(issued[1]) is not None
+    assert refused == [None, None]
+    assert off.asked == 3  # 0: the issuer is asked on every request

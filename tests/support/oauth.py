@@ -6,6 +6,7 @@ and consent pages driven over HTTP)."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -53,6 +54,17 @@ REDIRECT = "http://127.0.0.1:53682/callback"
 needs_oidc = pytest.mark.skipif(oidc_skip_reason() is not None, reason=oidc_skip_reason() or "")
 
 
+class Clock:
+    """A wall clock a test moves: a token validator's ``clock``, so a test of what a time
+    limit does needs no sleep."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+
 class MemoryTokens(TokenStorage):
     """A client's token and registration, kept in memory (the SDK's storage port)."""
 
@@ -93,16 +105,20 @@ async def protected_server(
     *,
     scopes: Sequence[str] = ("tools",),
     introspection: bool = False,
+    introspection_cache_s: float = 0.0,
     stateless: bool = False,
     locked: bool = False,
 ) -> AsyncIterator[Served]:
-    """``settings`` served over HTTP on 127.0.0.1, accepting ``provider``'s tokens."""
+    """``settings`` served over HTTP on 127.0.0.1, accepting ``provider``'s tokens (opaque
+    ones through introspection with ``introspection``: each request asks the issuer unless
+    ``introspection_cache_s`` keeps its answers)."""
     assert settings.audit_path is not None
     auth = AuthOptions(
         issuer=provider.issuer,
         scopes=tuple(scopes),
         introspection_client_id=RS if introspection else None,
         introspection_secret=RS_SECRET if introspection else None,
+        introspection_cache_s=introspection_cache_s,
     )
     loaded = load_catalog(settings, BUILTIN_SPECS, locked=locked)
     assert not loaded.errors, [p.render() for p in loaded.errors]

@@ -178,10 +178,11 @@ async def oidc_provider(
     opaque_clients: Sequence[str] = (),
     scopes: Sequence[str] = ("tools",),
     port: int = 0,
+    access_token_ttl: int = 600,
 ) -> AsyncIterator[Provider]:
     """Run oidc-provider until the block ends. ``accounts``: login name -> groups;
     ``clients``: static client metadata (``client_id``, ``client_secret``, ``grant_types``,
-    ``groups``...)."""
+    ``groups``...); ``access_token_ttl``: the seconds its access tokens live."""
     node = _node()
     assert node is not None, oidc_skip_reason()
     signing = list(keys) if keys is not None else [rsa_jwk("key-1")]
@@ -192,6 +193,7 @@ async def oidc_provider(
         "clients": [dict(c) for c in clients],
         "opaque_clients": list(opaque_clients),
         "resource_scopes": list(scopes),
+        "access_token_ttl": access_token_ttl,
     }
     path = anyio.Path(workdir / f"oidc-{port or 'any'}-{signing[0]['kid']}.json")
     await path.write_text(json.dumps(config), encoding="utf-8")

@@ -137,7 +137,11 @@ class ToolbridgeServer:
         self._outputs = Outputs(sidecar_dir, expired=self._output_expired, shared=shared)
         self._client_log = ClientLog(notices)
         self._console = console
-        self._connections = ConnectionLog(self._audit_session)
+        self._connections = (
+            ConnectionLog(self._audit_session)
+            if replica is None
+            else ConnectionLog(self._audit_session, replica.name)
+        )
         self._publish(bridge)
         self.server = SdkServer(
             "mcp-toolbridge",

@@ -251,7 +251,10 @@ class Guard:
         sid = self._keeper.open_session(who)
         rest = urlencode([(k, v) for k, v in query.items() if k != "token"])
         prefix = scope.get("root_path", "")
-        location = (prefix + scope.get("path", "/")) + (f"?{rest}" if rest else "")
+        path = scope.get("path", "/")
+        if not path.startswith(prefix):  # Starlette's Mount keeps the whole path in it
+            path = prefix + path
+        location = path + (f"?{rest}" if rest else "")
         cookie = f"{self._keeper.cookie}={sid}; Path={prefix or '/'}; HttpOnly; SameSite=Strict"
         await send(
             {

@@ -29,6 +29,7 @@ from mcp_toolbridge.console.service import local_user
 from mcp_toolbridge.state import RedisLink
 from tests.console.conftest import Person
 from tests.console.test_approvals import _call
+from tests.support.browser import chromium, need_chromium
 from tests.support.cluster import Cluster, cluster
 from tests.support.manifests import agentcli_manifest, echo_tool
 
@@ -255,3 +256,52 @@ async def test_a_console_session_opened_through_the_load_balancer_holds_on_every
             f"{base}/console/sessions", cookies=None, headers={"Cookie": f"{name}={forged}"}
         )
         assert refused.status_code == 401  # a session nobody signed
+
+
+async def test_in_a_browser_through_the_load_balancer_approve_watch_and_lose_a_replica(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Debian's Chromium (Playwright) at the load balancer's /console: a call waiting on r1
+    appears on the page and is allowed with its button; the timeline lists it as r1's and
+    filters by replica; the sessions page lists a 2025 session on each replica, and when r1
+    is killed its rows leave the page by themselves."""
+    need_chromium()
+    from playwright.async_api import expect
+
+    async with (
+        _service(tmp_path_factory.mktemp("console-browser")) as service,
+        chromium() as browser,
+        AsyncExitStack() as clients,
+    ):
+        page = await browser.new_page()
+        await page.goto(await console_url(service))
+        await page.get_by_text("Nothing is waiting").wait_for()
+        result: list[Any] = []
+        async with anyio.create_task_group() as group:
+            args = {"text": "from the browser"}
+            group.start_soon(_call, service.direct("r1"), "legacy", "confirm_echo", args, result)
+            card = page.locator(".card", has_text="from the browser")
+            await card.wait_for(timeout=60_000)  # by the page's event stream
+            await expect(card.locator("dd", has_text=re.compile("^r1$"))).to_have_count(1)
+            await card.get_by_role("button", name="Allow once").click()
+        assert not result[0].is_error
+        await page.get_by_text("Nothing is waiting").wait_for()
+
+        await page.goto(page.url.split("/console/")[0] + "/console/timeline")
+        rows = page.locator("table.calls tbody tr")
+        await expect(rows.filter(has_text="confirm_echo")).to_have_count(1)
+        await page.get_by_label("Replica").select_option("r1")
+        await expect(rows).to_have_count(1)
+        assert "replica=r1" in page.url
+
+        for name in ("r1", "r2"):  # a 2025 session on each replica
+            client = await clients.enter_async_context(Client(service.direct(name), mode="legacy"))
+            await client.list_tools()
+        await page.goto(page.url.split("/console/")[0] + "/console/sessions")
+        replicas = page.locator("table.sessions tbody td:last-child")
+        await expect(replicas.filter(has_text="r2")).not_to_have_count(0)
+        await expect(replicas.filter(has_text="r1")).not_to_have_count(0)
+        service.kill("r1")
+        await expect(replicas.filter(has_text="r1")).to_have_count(0, timeout=30_000)
+        await expect(replicas.filter(has_text="r2")).not_to_have_count(0)
+        await clients.aclose()

@@ -29,6 +29,7 @@ from mcp_toolbridge.console.service import local_user
 from mcp_toolbridge.state import RedisLink
 from tests.console.conftest import Person
 from tests.console.test_approvals import _call
+from tests.console.test_questions import _CSRF
 from tests.support.browser import chromium, need_chromium
 from tests.support.cluster import Cluster, cluster
 from tests.support.manifests import agentcli_manifest, echo_tool
@@ -39,6 +40,9 @@ _ECHO = "import json, sys\nprint(json.dumps({'echo': json.load(sys.stdin)}))\n"
 _CONSOLE = re.compile(r"console also at \S+/console/\?token=(?P<token>\S+)")
 # Made at run time so that no scanner of this repository finds a key in it.
 GITHUB_TOKEN = "ghp_" + "".join(chr(ord("a") + (i * 7) % 26) for i in range(36))
+
+
+QUESTIONS = {"questions": [{"question": "Which database?", "options": [{"label": "sqlite"}]}]}
 
 
 def _catalog(folder: Path) -> Path:
@@ -171,6 +175,26 @@ async def test_two_people_answering_at_once_on_two_replicas_one_answer_is_taken(
         assert result[0].is_error is (taken == "deny")
     line = _last_line(service, "r2", "confirm_echo")
     assert line["answer"] == {"once": "once", "deny": "reject"}[taken]
+
+
+async def test_a_question_of_the_question_tool_on_one_replica_is_answered_on_another(
+    service: Cluster,
+) -> None:
+    async with person(service, "r1") as me:
+        result: list[Any] = []
+        async with anyio.create_task_group() as group:
+            group.start_soon(_call, service.direct("r2"), "legacy", "question", QUESTIONS, result)
+            [waiting] = await me.waiting()
+            page = await me.page()
+            assert "Which database?" in page and "On replica r2" in page
+            csrf = _CSRF.search(page)
+            assert csrf is not None
+            posted = await me.http.post(
+                f"{me.base}/answer/{waiting}",
+                data={"csrf": csrf["csrf"], "choice": "answer", "q1": ["sqlite", "nope"]},
+            )
+            assert posted.status_code == 303
+        assert result[0].structured_content == {"answers": [["sqlite"]]}
 
 
 async def test_the_timeline_shows_every_replicas_calls_and_filters_by_replica(

@@ -24,6 +24,7 @@ from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.runtime import Loaded, Settings
 from mcp_toolbridge.secrets import SecretResolver
 from mcp_toolbridge.state import (
+    ConsoleShare,
     MemoryState,
     RedisLink,
     RedisState,
@@ -81,8 +82,7 @@ def console_path_line(url: str, http: HttpOptions, console: Console) -> str:
         )
     if http.token:
         return f"console also at {base}/?token=<the server's bearer token>"
-    assert console.keeper is not None and console.keeper.token is not None
-    return f"console also at {base}/?token={console.keeper.token}"
+    return f"console also at {base}/?token={console.mounted_token}"
 
 
 def auth_options(
@@ -212,6 +212,11 @@ async def opened_state(
         yield Sessions(state=RedisState(link, prefix=table.prefix)), replica
     finally:
         await link.aclose()
+
+
+def shared_console(replica: Replica) -> ConsoleShare:
+    """What the consoles of the replicas share, in the replicas' Redis."""
+    return ConsoleShare(replica.shared.link, prefix=replica.shared.prefix)
 
 
 def describe(url: str) -> str:

@@ -26,6 +26,7 @@ from mcp_toolbridge.cli.http import (
     http_options,
     mount_of,
     opened_state,
+    shared_console,
     state_url,
 )
 from mcp_toolbridge.cli.reload import not_served, reload_on_change, reload_once
@@ -173,11 +174,13 @@ def run_server(
             if recorder is not None:
                 stack.callback(recorder.close)
                 observers = (recorder,)
-            if console is not None:
-                observers = (*observers, console.feed.observe)
             sessions, replica = await stack.enter_async_context(
                 opened_state(args, settings, loaded, http=http is not None)
             )
+            if console is not None:
+                if replica is not None:  # every replica's questions, calls and connections
+                    console.replicate(shared_console(replica), replica.name, replica.keys)
+                observers = (*observers, console.feed.observe)
             runtime = await stack.enter_async_context(
                 open_runtime(
                     settings,

@@ -6,6 +6,10 @@ appears on the desk, and the call waits until a person answers it in the console
 deadline (the tool's timeout) passes; then it is refused, never approved. A call cancelled
 while it waits (its client went away) leaves the desk at once. Answers are accepted only for
 what the desk is waiting for: an unknown or already answered id is refused.
+
+The pages go through :meth:`Desk.listing`, :meth:`Desk.find` and :meth:`Desk.give`; with
+replicas (replicated.py) they show and answer the questions of every replica, while the
+calls wait, as here, on their own.
 """
 
 from __future__ import annotations
@@ -31,10 +35,14 @@ from mcp_toolbridge.host import (
 Choice = Literal["once", "always", "deny"]
 CHOICES: dict[Choice, str] = {"once": ALLOW_ONCE, "always": ALLOW_ALWAYS, "deny": REJECT}
 """The console's three buttons and the elicitation choice each one is."""
+_DECISIONS: dict[str, str] = {"once": ALLOW_ONCE, "always": ALLOW_ALWAYS, "deny": REJECT}
 MAX_WAITING = 256
 """How many questions may wait at once; a call beyond them is refused at once."""
 MAX_TEXT = 4000
 """The longest free-text answer kept."""
+NOTHING_WAITS = (
+    "Nothing waits under that id: it was answered, its deadline passed, or its call was cancelled."
+)
 
 
 @dataclass(eq=False)
@@ -48,6 +56,8 @@ class Waiting:
     """Wall-clock time it arrived (seconds since the epoch)."""
     message: str = ""
     schema: dict[str, Any] = field(default_factory=dict)
+    replica: str = ""
+    """The replica whose call waits ("": this process, with no replicas)."""
     answered: anyio.Event = field(default_factory=anyio.Event)
     answer: Answer | None = None
 
@@ -94,10 +104,28 @@ class Field:
         return given[0][:MAX_TEXT]
 
 
+def answer_of(
+    waiting: Waiting, choice: str, values: dict[str, list[str]], by: str
+) -> Answer | None:
+    """What a person's form post answers: a confirmation's button (``once``, ``always``,
+    ``deny``), or a question form's ``answer`` (its fields, kept to their choices) or
+    ``decline``; None when the choice does not fit what waits."""
+    if waiting.about is not None:
+        decision = _DECISIONS.get(choice)
+        return None if decision is None else Answer("accept", {"decision": decision}, by=by)
+    if choice == "decline":
+        return Answer("decline")
+    if choice == "answer":
+        content = {f.name: f.value(values.get(f.name, [])) for f in waiting.fields}
+        return Answer("accept", content, by=by)
+    return None
+
+
 class Desk:
     """The confirmations waiting for a person, and a change counter pages wait on."""
 
     def __init__(self) -> None:
+        self.replica = ""
         self._waiting: dict[str, Waiting] = {}
         self._changed = anyio.Event()
         self.version = 0
@@ -117,7 +145,7 @@ class Desk:
             await self._changed.wait()
         return self.version
 
-    def _touch(self) -> None:
+    def touch(self) -> None:
         self.version += 1
         self._changed.set()
         self._changed = anyio.Event()
@@ -132,15 +160,23 @@ class Desk:
                 f"{MAX_WAITING} calls already wait for an answer in the console; answer or "
                 "deny them there first"
             )
-        waiting = Waiting(secrets.token_urlsafe(12), about, time.time(), message, schema or {})
+        waiting = Waiting(
+            self._new_id(), about, time.time(), message, schema or {}, replica=self.replica
+        )
         self._waiting[waiting.id] = waiting
-        self._touch()
+        self.touch()
+        late: Answer | None = None
         try:
+            await self._posted(waiting)
             with anyio.move_on_after(about.wait_s if about is not None else math.inf):
                 await waiting.answered.wait()
         finally:
             self._waiting.pop(waiting.id, None)
-            self._touch()
+            self.touch()
+            with anyio.CancelScope(shield=True):
+                late = await self._closed(waiting)
+        if waiting.answer is None and late is not None:  # given in time, heard late
+            waiting.answer = late
         if waiting.answer is None:
             within = f"within {about.wait_s:g} s " if about is not None else ""
             raise CouldNotAsk(
@@ -148,21 +184,37 @@ class Desk:
             )
         return waiting.answer
 
-    def answer(self, waiting_id: str, choice: Choice, by: str) -> Waiting | None:
-        """Answer a waiting confirmation; None when nothing waits under that id (answered,
-        expired, or never asked)."""
-        waiting = self._waiting.get(waiting_id)
-        if waiting is None or waiting.answer is not None or waiting.about is None:
-            return None
-        return self._answered(waiting, Answer("accept", {"decision": CHOICES[choice]}, by=by))
+    def _new_id(self) -> str:
+        return secrets.token_urlsafe(12)
 
-    def reply(self, waiting_id: str, content: dict[str, Any] | None, by: str) -> Waiting | None:
-        """Answer a waiting form with ``content`` (None: the person declined)."""
-        waiting = self._waiting.get(waiting_id)
-        if waiting is None or waiting.answer is not None or waiting.about is not None:
-            return None
-        answer = Answer("accept", content, by=by) if content is not None else Answer("decline")
-        return self._answered(waiting, answer)
+    async def _posted(self, waiting: Waiting) -> None:
+        """A question is on this desk (replicas: show it on every console)."""
+
+    async def _closed(self, waiting: Waiting) -> Answer | None:
+        """Its wait ended (replicas: take it off every console; an answer given in time
+        that has not arrived yet is returned). Never raises."""
+        return None
+
+    # -- what the pages use ------------------------------------------------------------------
+
+    async def listing(self) -> list[Waiting]:
+        """What waits for a person, oldest first."""
+        return list(self)
+
+    async def count(self) -> int:
+        return len(self._waiting)
+
+    async def find(self, waiting_id: str) -> Waiting | None:
+        """What waits under ``waiting_id``; None: answered, ended, or never asked."""
+        return self._waiting.get(waiting_id)
+
+    async def give(self, waiting: Waiting, answer: Answer) -> str | None:
+        """Give ``answer`` to what waits (once); None when taken, else why it was refused."""
+        local = self._waiting.get(waiting.id)
+        if local is None or local.answer is not None:
+            return NOTHING_WAITS
+        self._answered(local, answer)
+        return None
 
     def _answered(self, waiting: Waiting, answer: Answer) -> Waiting:
         waiting.answer = answer

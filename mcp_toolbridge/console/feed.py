@@ -22,7 +22,7 @@ import anyio
 
 from mcp_toolbridge.bridge import AuditRecord, CallOutcome, record_of
 from mcp_toolbridge.console.views import Someone
-from mcp_toolbridge.host import CallContext
+from mcp_toolbridge.host import CallContext, Caller
 from mcp_toolbridge.model import ToolSpec
 
 MAX_RECORDS = 10_000
@@ -36,12 +36,14 @@ MAX_HISTORY_BYTES = 4 * 1024 * 1024
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One call on the timeline: its sequence number, when it ended, its audit record."""
+    """One call on the timeline: its sequence number, when it ended, its audit record, and
+    the replica that ran it ("" with no replicas)."""
 
     seq: int
     at: float
     """Seconds since the epoch."""
     record: AuditRecord
+    replica: str = ""
 
     @property
     def caller(self) -> str:
@@ -54,12 +56,13 @@ class Entry:
 
 @dataclass(frozen=True, slots=True)
 class Filter:
-    """What the timeline shows: calls of ``tool``, with ``outcome``, by ``caller`` (each
-    empty: any)."""
+    """What the timeline shows: calls of ``tool``, with ``outcome``, by ``caller``, on
+    ``replica`` (each empty: any)."""
 
     tool: str = ""
     outcome: str = ""
     caller: str = ""
+    replica: str = ""
 
     @classmethod
     def of(cls, query: Mapping[str, str]) -> Filter:
@@ -67,13 +70,21 @@ class Filter:
             tool=query.get("tool", "").strip()[:200],
             outcome=query.get("outcome", "").strip()[:40],
             caller=query.get("caller", "").strip()[:200],
+            replica=query.get("replica", "").strip()[:63],
         )
+
+    @property
+    def any(self) -> bool:
+        """Whether anything is filtered out."""
+        return bool(self.tool or self.outcome or self.caller or self.replica)
 
     def keeps(self, entry: Entry) -> bool:
         r = entry.record
         if self.tool and self.tool not in (r.tool, r.via):
             return False
         if self.outcome and self.outcome != r.outcome.value:
+            return False
+        if self.replica and self.replica != entry.replica:
             return False
         return not self.caller or self.caller == entry.caller
 
@@ -100,6 +111,9 @@ def percentile(values: list[float], share: float) -> float | None:
 class AuditFeed:
     """The recent audit records, newest last."""
 
+    shared = False
+    """True when the records are every replica's (replicated.py)."""
+
     def __init__(self, max_records: int = MAX_RECORDS) -> None:
         self._entries: deque[Entry] = deque(maxlen=max_records)
         self._changed = anyio.Event()
@@ -112,10 +126,11 @@ class AuditFeed:
     ) -> None:
         """The Bridge observer: add the call's record, and remember its caller."""
         entry = self.add(record_of(spec, ctx, outcome))
-        if entry.caller in self.people or len(self.people) < MAX_PEOPLE:
-            self.people[entry.caller] = Someone(
-                entry.caller, ctx.caller, ctx.owner, ctx.budget_scope
-            )
+        self.remember(entry.caller, ctx.caller, ctx.owner, ctx.budget_scope)
+
+    def remember(self, label: str, caller: Caller, owner: str, budget_owner: str) -> None:
+        if label in self.people or len(self.people) < MAX_PEOPLE:
+            self.people[label] = Someone(label, caller, owner, budget_owner)
 
     def history(self, path: Path, now: float) -> int:
         """Fill the feed with the last hour of the audit log at ``path`` (its last
@@ -137,15 +152,15 @@ class AuditFeed:
                 record = AuditRecord.model_validate_json(line)
             except ValueError:
                 continue
-            if now - _epoch(record.ts) < WINDOW_S:
+            if now - epoch(record.ts) < WINDOW_S:
                 self.add(record)
                 read += 1
         return read
 
-    def add(self, record: AuditRecord) -> Entry:
-        at = _epoch(record.ts)
+    def add(self, record: AuditRecord, replica: str = "") -> Entry:
+        at = epoch(record.ts)
         self.version += 1
-        entry = Entry(self.version, at, record)
+        entry = Entry(self.version, at, record, replica)
         self._entries.append(entry)
         self._changed.set()
         self._changed = anyio.Event()
@@ -173,6 +188,9 @@ class AuditFeed:
     def tools(self) -> list[str]:
         return sorted({e.record.tool for e in self._entries})
 
+    def replicas(self) -> list[str]:
+        return sorted({e.replica for e in self._entries if e.replica})
+
     def recent(self, now: float, keep: Filter = Filter()) -> Iterable[Entry]:
         return (e for e in self._entries if now - e.at < WINDOW_S and keep.keeps(e))
 
@@ -190,5 +208,5 @@ class AuditFeed:
         ]
 
 
-def _epoch(ts: str) -> float:
+def epoch(ts: str) -> float:
     return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()

@@ -27,10 +27,12 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlencode
 
+from mcp_toolbridge.console.signed import SessionSigner
 from mcp_toolbridge.host import CALLER_KEY, Caller
+from mcp_toolbridge.state import StateUnavailable
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -72,9 +74,21 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+class PassBook(Protocol):
+    """Where one-time sign-in passes are kept when replicas share them (Redis)."""
+
+    async def put_pass(self, given: str, who: str, ttl_s: float) -> None: ...
+
+    async def take_pass(self, given: str) -> str | None: ...
+
+
 @dataclass
 class Gatekeeper:
-    """The console's secrets and allow-lists: the URL token, the CSRF key, the sessions."""
+    """The console's secrets and allow-lists: the URL token, the CSRF key, the sessions.
+
+    With ``signer`` (replicas: signed.py) sessions and CSRF tokens are signed with the
+    service's shared key, so every replica honours them, and with ``passes`` the one-time
+    sign-in passes are kept where every replica finds them."""
 
     port: int
     user: str
@@ -86,9 +100,13 @@ class Gatekeeper:
     _sessions: OrderedDict[str, str] = field(default_factory=OrderedDict)
     """Session id -> who it is (``user`` for the token, the admin's subject for a pass)."""
     _passes: dict[str, tuple[str, float]] = field(default_factory=dict)
+    signer: SessionSigner | None = None
+    passes: PassBook | None = None
 
     @property
     def cookie(self) -> str:
+        if self.signer is not None:  # the same on every replica of the service
+            return f"toolbridge_console_{self.signer.tag}"
         return f"toolbridge_console_{self.port}"
 
     def host_ok(self, host_header: str) -> bool:
@@ -103,10 +121,15 @@ class Gatekeeper:
         """An Origin is accepted only when it is this console's own (scheme, Host)."""
         return origin in (f"http://{host_header}", f"https://{host_header}")
 
-    def admit(self, given: str) -> str | None:
+    async def admit(self, given: str) -> str | None:
         """Who the URL's token (or a one-time sign-in pass) stands for; None: nobody."""
         if self.token is not None and hmac.compare_digest(given.encode(), self.token.encode()):
             return self.user
+        if self.passes is not None:
+            try:
+                return await self.passes.take_pass(given)
+            except StateUnavailable:
+                return None
         now = time.monotonic()
         for known, (who, until) in list(self._passes.items()):
             if until < now:
@@ -116,8 +139,13 @@ class Gatekeeper:
                 return who
         return None
 
-    def issue_pass(self, who: str) -> str:
-        """A token that opens one session as ``who`` within :data:`PASS_S` seconds."""
+    async def issue_pass(self, who: str) -> str:
+        """A token that opens one session as ``who`` within :data:`PASS_S` seconds
+        (StateUnavailable: the shared store where passes are kept did not answer)."""
+        if self.passes is not None:
+            given = secrets.token_urlsafe(32)
+            await self.passes.put_pass(given, who, PASS_S)
+            return given
         if len(self._passes) >= MAX_SESSIONS:
             self._passes.pop(next(iter(self._passes)))
         given = secrets.token_urlsafe(32)
@@ -125,6 +153,8 @@ class Gatekeeper:
         return given
 
     def open_session(self, who: str) -> str:
+        if self.signer is not None:
+            return self.signer.session(who)
         sid = secrets.token_urlsafe(32)
         self._sessions[sid] = who
         while len(self._sessions) > MAX_SESSIONS:
@@ -132,15 +162,21 @@ class Gatekeeper:
         return sid
 
     def who(self, sid: str) -> str | None:
+        if self.signer is not None:
+            return self.signer.open(sid)
         for known, who in self._sessions.items():
             if hmac.compare_digest(sid.encode(), known.encode()):
                 return who
         return None
 
     def csrf(self, sid: str) -> str:
+        if self.signer is not None:
+            return self.signer.csrf(sid)
         return hmac.new(self._key, b"csrf:" + sid.encode(), hashlib.sha256).hexdigest()
 
     def csrf_ok(self, sid: str, given: str) -> bool:
+        if self.signer is not None:
+            return self.signer.csrf_ok(sid, given)
         return hmac.compare_digest(self.csrf(sid).encode(), given.encode())
 
 
@@ -171,7 +207,7 @@ class Guard:
             return
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         if "token" in query:
-            who = keeper.admit(query["token"])
+            who = await keeper.admit(query["token"])
             if who is None:
                 await _refuse(send, 401, "Wrong or used token: open the URL printed on stderr.")
                 return
@@ -215,7 +251,10 @@ class Guard:
         sid = self._keeper.open_session(who)
         rest = urlencode([(k, v) for k, v in query.items() if k != "token"])
         prefix = scope.get("root_path", "")
-        location = (prefix + scope.get("path", "/")) + (f"?{rest}" if rest else "")
+        path = scope.get("path", "/")
+        if not path.startswith(prefix):  # Starlette's Mount keeps the whole path in it
+            path = prefix + path
+        location = path + (f"?{rest}" if rest else "")
         cookie = f"{self._keeper.cookie}={sid}; Path={prefix or '/'}; HttpOnly; SameSite=Strict"
         await send(
             {
@@ -265,7 +304,11 @@ class SignIn:
         if not isinstance(caller, Caller) or name is None or self._role not in caller.groups:
             await _json(send, 403, {"error": f"the console needs the {self._role!r} role"})
             return
-        given = self._keeper.issue_pass(str(name))
+        try:
+            given = await self._keeper.issue_pass(str(name))
+        except StateUnavailable as exc:
+            await _json(send, 503, {"error": f"no sign-in pass now: {exc.reason}"})
+            return
         await _json(send, 200, {"url": f"{self._prefix}/?token={given}", "expires_in": int(PASS_S)})
 
 

@@ -29,7 +29,7 @@ from starlette.staticfiles import StaticFiles
 
 from mcp_toolbridge.bridge import Outcome
 from mcp_toolbridge.console.chart import draw
-from mcp_toolbridge.console.desk import CHOICES, Desk
+from mcp_toolbridge.console.desk import CHOICES, NOTHING_WAITS, Desk, answer_of
 from mcp_toolbridge.console.feed import AuditFeed, Filter
 from mcp_toolbridge.console.guard import KEEPER_KEY, SESSION_KEY, USER_KEY, Gatekeeper
 from mcp_toolbridge.console.search import Searcher
@@ -91,7 +91,7 @@ class Pages:
 
     # -- rendering ---------------------------------------------------------------------------
 
-    def _render(self, request: Request, name: str, **values: Any) -> HTMLResponse:
+    async def _render(self, request: Request, name: str, **values: Any) -> HTMLResponse:
         sid = request.scope[SESSION_KEY]
         keeper: Gatekeeper = request.scope[KEEPER_KEY]
         template = self.env.get_template(name)
@@ -99,7 +99,8 @@ class Pages:
             base=request.scope.get("root_path", ""),
             csrf=keeper.csrf(sid),
             user=request.scope[USER_KEY],
-            waiting_count=len(self.desk),
+            waiting_count=await self.desk.count(),
+            shared=self.feed.shared,
             now=time.time(),
             **values,
         )
@@ -108,10 +109,12 @@ class Pages:
     # -- approvals ---------------------------------------------------------------------------
 
     async def approvals(self, request: Request) -> Response:
-        return self._render(request, "approvals.html", waiting=list(self.desk), page="approvals")
+        waiting = await self.desk.listing()
+        return await self._render(request, "approvals.html", waiting=waiting, page="approvals")
 
     async def approvals_part(self, request: Request) -> Response:
-        return self._render(request, "approvals_part.html", waiting=list(self.desk))
+        waiting = await self.desk.listing()
+        return await self._render(request, "approvals_part.html", waiting=waiting)
 
     async def answer(self, request: Request) -> Response:
         async with request.form(max_files=0, max_fields=200, max_part_size=8192) as form:
@@ -121,24 +124,16 @@ class Pages:
         keeper: Gatekeeper = request.scope[KEEPER_KEY]
         if not keeper.csrf_ok(request.scope[SESSION_KEY], given):
             return PlainTextResponse("The form's CSRF token is missing or wrong.", 403)
-        by = f"console:{request.scope[USER_KEY]}"
-        waiting_id = request.path_params["waiting_id"]
-        waiting = self.desk.get(waiting_id)
-        if waiting is not None and waiting.about is None and choice in ("answer", "decline"):
-            content = None
-            if choice == "answer":
-                content = {f.name: f.value(values.get(f.name, [])) for f in waiting.fields}
-            answered = self.desk.reply(waiting_id, content, by)
-        elif choice not in CHOICES:
+        if choice not in (*CHOICES, "answer", "decline"):
             return PlainTextResponse("choice must be once, always or deny.", 400)
-        else:
-            answered = self.desk.answer(waiting_id, choice, by)
-        if answered is None:
-            return PlainTextResponse(
-                "Nothing waits under that id: it was answered, its deadline passed, or its "
-                "call was cancelled.",
-                409,
-            )
+        by = f"console:{request.scope[USER_KEY]}"
+        waiting = await self.desk.find(request.path_params["waiting_id"])
+        answer = answer_of(waiting, choice, values, by) if waiting is not None else None
+        refused: str | None = NOTHING_WAITS
+        if waiting is not None and answer is not None:
+            refused = await self.desk.give(waiting, answer)
+        if refused is not None:
+            return PlainTextResponse(refused, 409)
         base = request.scope.get("root_path", "")
         return RedirectResponse(f"{base}/", status_code=303)
 
@@ -153,16 +148,17 @@ class Pages:
             "chart": draw(self.feed.minutes(now, keep)),
             "tools": self.feed.tools(),
             "callers": self.feed.callers(),
+            "replicas": self.feed.replicas(),
             "outcomes": [o.value for o in Outcome],
         }
 
     async def timeline(self, request: Request) -> Response:
-        return self._render(
+        return await self._render(
             request, "timeline.html", page="timeline", **self._timeline_values(request)
         )
 
     async def timeline_part(self, request: Request) -> Response:
-        return self._render(request, "timeline_part.html", **self._timeline_values(request))
+        return await self._render(request, "timeline_part.html", **self._timeline_values(request))
 
     # -- catalog, search, sessions -----------------------------------------------------------
 
@@ -174,31 +170,35 @@ class Pages:
         who = self._someone(label)
         rows = await tool_rows(self.serving, who)
         people = sorted({"local", *self.feed.people})
-        return self._render(
+        return await self._render(
             request, "catalog.html", page="catalog", rows=rows, who=who, people=people
         )
 
     async def search(self, request: Request) -> Response:
         query = request.query_params.get("q", "").strip()[:MAX_QUERY]
         hits = await self.searcher.search(query) if query else None
-        return self._render(request, "search.html", page="search", query=query, hits=hits)
+        return await self._render(request, "search.html", page="search", query=query, hits=hits)
 
     async def sessions(self, request: Request) -> Response:
-        rows = self.connections.rows()
-        return self._render(request, "sessions.html", page="sessions", rows=rows)
+        rows = await self.connections.listing()
+        return await self._render(request, "sessions.html", page="sessions", rows=rows)
 
     async def sessions_part(self, request: Request) -> Response:
-        return self._render(request, "sessions_part.html", rows=self.connections.rows())
+        rows = await self.connections.listing()
+        return await self._render(request, "sessions_part.html", rows=rows)
 
     # -- live --------------------------------------------------------------------------------
 
     async def events(self, request: Request) -> Response:
         """Server-sent events: ``desk`` when a confirmation arrives or goes, ``audit`` when a
-        call ends (``data`` is the new version); a comment every few seconds keeps it open."""
+        call ends, ``sessions`` when who is connected changed (with replicas: the registry;
+        else with each call) (``data`` is the new version); a comment every few seconds
+        keeps it open."""
 
         async def stream() -> AsyncIterator[str]:
             yield "retry: 2000\n\n"
             desk_seen, audit_seen = self.desk.version, self.feed.version
+            sessions_seen = self.connections.version
             with anyio.move_on_after(EVENTS_MAX_S):
                 while not self.stopping.is_set():
                     with anyio.move_on_after(PING_S):
@@ -206,6 +206,7 @@ class Pages:
                             for wait in (
                                 partial(self.desk.changed, desk_seen),
                                 partial(self.feed.changed, audit_seen),
+                                partial(self.connections.changed, sessions_seen),
                                 self.stopping.wait,
                             ):
                                 group.start_soon(_first, group.cancel_scope, wait)
@@ -215,6 +216,11 @@ class Pages:
                     if self.feed.version != audit_seen:
                         audit_seen = self.feed.version
                         yield f"event: audit\ndata: {audit_seen}\n\n"
+                        if not self.feed.shared:  # one process: a call may be a new client
+                            yield f"event: sessions\ndata: {audit_seen}\n\n"
+                    if self.connections.version != sessions_seen:
+                        sessions_seen = self.connections.version
+                        yield f"event: sessions\ndata: {sessions_seen}\n\n"
                     yield ": ping\n\n"
 
         return StreamingResponse(stream(), media_type="text/event-stream")

@@ -3,7 +3,11 @@ server's event loop, beside stdio or streamable HTTP.
 
 The console is created before the runtime (its audit feed is one of the bridge's observers)
 and attached to the runtime and the MCP server once they exist. It binds 127.0.0.1 unless
-told otherwise and prints its URL, with the token, on stderr."""
+told otherwise and prints its URL, with the token, on stderr. On a replica of a service
+sharing a Redis (:meth:`Console.replicate`, before the runtime opens) its pages show and
+answer every replica's questions, calls and connections (replicated.py), and its sessions at
+the MCP server's path are signed with the service's keys (signed.py), so a browser behind the
+load balancer may reach any replica."""
 
 from __future__ import annotations
 
@@ -31,11 +35,19 @@ from mcp_toolbridge.console.guard import (
     is_loopback,
 )
 from mcp_toolbridge.console.pages import Pages
+from mcp_toolbridge.console.replicated import (
+    Replicated,
+    SharedConnections,
+    SharedDesk,
+    SharedFeed,
+)
 from mcp_toolbridge.console.search import Searcher
 from mcp_toolbridge.console.sessions import Connections
+from mcp_toolbridge.console.signed import SessionSigner
 from mcp_toolbridge.console.views import Serving
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.host import Connected
+from mcp_toolbridge.state import ConsoleShare
 
 DEFAULT_HOST = "127.0.0.1"
 
@@ -81,6 +93,21 @@ class Console:
         self._pages: Pages | None = None
         self.keeper: Gatekeeper | None = None
         self.url = ""
+        self._share: ConsoleShare | None = None
+        self._signer: SessionSigner | None = None
+        self._replicated: Replicated | None = None
+        self.mounted_token: str | None = None
+        """The URL token of the console at the MCP server's path (None: a sign-in pass)."""
+
+    def replicate(self, share: ConsoleShare, replica: str, keys: Sequence[str]) -> None:
+        """This console is one replica's of a service sharing ``share``'s Redis, whose
+        request-state ``keys`` every replica has: call before the runtime opens (the feed
+        is an observer of its bridge)."""
+        self._share = share
+        self._signer = SessionSigner(keys)
+        self.desk = SharedDesk(share, replica)
+        self.feed = SharedFeed(share, replica)
+        self.host = ConsoleHost(self.desk)
 
     def attach(
         self,
@@ -97,12 +124,19 @@ class Console:
         if host not in ("0.0.0.0", "::"):
             names.append(host)
         self.keeper = Gatekeeper(port=port, user=local_user(), hosts=tuple(dict.fromkeys(names)))
+        listed: Connections = Connections(connections)
+        if self._share is not None:
+            assert isinstance(self.desk, SharedDesk) and isinstance(self.feed, SharedFeed)
+            listed = SharedConnections(
+                connections, self._share, self.desk.replica, on_replicas=self.desk.touch
+            )
+            self._replicated = Replicated(self.desk, self.feed, listed)
         self._pages = Pages(
             desk=self.desk,
             feed=self.feed,
             serving=serving,
             searcher=Searcher(serving),
-            connections=Connections(connections),
+            connections=listed,
             local_session=local_session,
         )
         shown = f"[{host}]" if ":" in host else host
@@ -126,9 +160,13 @@ class Console:
             self.app(), log_config=None, log_level="warning", timeout_graceful_shutdown=1
         )
         self._uvicorn = _Uvicorn(config)
-        task_status.started()
         try:
-            await self._uvicorn.serve(sockets=[self._socket])
+            async with anyio.create_task_group() as group:
+                if self._replicated is not None:
+                    await group.start(self._replicated.run)
+                task_status.started()
+                await self._uvicorn.serve(sockets=[self._socket])
+                group.cancel_scope.cancel()
         finally:
             self._socket.close()
 
@@ -141,11 +179,15 @@ class Console:
         does (:class:`SignIn`, which the server protects with the same token check as the MCP
         endpoint); with neither, the console's own token. Returns the pages and the sign-in."""
         assert self._pages is not None and self.keeper is not None, "attach() first"
+        own = self._signer.url_token() if self._signer is not None else self.keeper.token
+        self.mounted_token = None if oauth else (token or own)
         keeper = Gatekeeper(
             port=port,
             user=self.keeper.user,
             hosts=tuple(dict.fromkeys([*LOOPBACK_NAMES, *hosts])),
-            token=None if oauth else (token or self.keeper.token),
+            token=self.mounted_token,
+            signer=self._signer,
+            passes=self._share,
         )
         sign_in = SignIn(keeper, prefix, self.options.admin_role) if oauth else None
         return Guard(self._pages.app(), keeper), sign_in

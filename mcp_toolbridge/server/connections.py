@@ -45,9 +45,11 @@ def _client(ctx: ServerRequestContext[Any, Any]) -> str:
 class ConnectionLog:
     """The server's connections, for :meth:`rows`."""
 
-    def __init__(self, session_of: Any) -> None:
-        """``session_of(ctx)``: (the audit session id, the visibility scope) of a request."""
+    def __init__(self, session_of: Any, replica: str = REPLICA) -> None:
+        """``session_of(ctx)``: (the audit session id, the visibility scope) of a request;
+        ``replica``: this server's name in the rows (a replica's name, with shared state)."""
         self._session_of = session_of
+        self._replica = replica
         self._rows: dict[Any, _Row] = {}
 
     async def __call__(
@@ -85,7 +87,7 @@ class ConnectionLog:
                     now,
                     now,
                     0,
-                    REPLICA,
+                    self._replica,
                 ),
                 sessionless,
             )

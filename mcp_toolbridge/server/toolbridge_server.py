@@ -141,7 +141,11 @@ class ToolbridgeServer:
         self._client_log = ClientLog(notices)
         self._on_first_list = on_first_list
         self._console = console
-        self._connections = ConnectionLog(self._audit_session)
+        self._connections = (
+            ConnectionLog(self._audit_session)
+            if replica is None
+            else ConnectionLog(self._audit_session, replica.name)
+        )
         self._publish(bridge)
         self.server = SdkServer(
             "mcp-toolbridge",

@@ -6,11 +6,14 @@ todo list, the web_search count). ``port.py`` is the :class:`State` protocol and
 it keeps of people (idle expiry, a cap); ``redis_state.py`` the one in a Redis server that
 replicas share, over ``redis_client.py`` (the only module that imports the Redis client);
 ``shared.py`` what replicas share there beyond a person's state (sessions' resumable streams,
-truncated outputs, events, leases); ``forgetting.py`` forgets an ended session's entries in
+truncated outputs, events, leases); ``console_share.py`` what the replicas' web consoles share
+there (questions waiting for a person and their answers, the audit stream, who is connected,
+sign-in passes); ``forgetting.py`` forgets an ended session's entries in
 the background.
 
 May import: the vocabulary only (it is part of it)."""
 
+from mcp_toolbridge.state.console_share import AuditEntry, ConsoleShare
 from mcp_toolbridge.state.forgetting import forgetting
 from mcp_toolbridge.state.memory import MAX_PEOPLE, PERSON_IDLE_S, MemoryState
 from mcp_toolbridge.state.port import (
@@ -34,6 +37,8 @@ __all__ = [
     "PERSON_PREFIX",
     "UNKNOWN_CALL_USAGE",
     "Admission",
+    "AuditEntry",
+    "ConsoleShare",
     "Grant",
     "GrantAction",
     "JsonValue",

@@ -67,6 +67,9 @@ async def test_with_the_static_token_the_console_opens_at_its_path(tmp_path: Pat
         assert (await http.get(base + "/")).status_code == 401
         assert (await http.get(base + "/?token=wrong")).status_code == 401
         assert (await http.post(url, json={})).status_code == 401  # the MCP endpoint: as ever
+        welcome = await http.get(f"{base}/timeline?token={TOKEN}&outcome=ok")
+        assert welcome.status_code == 303  # on to the same page under /console, token left out
+        assert welcome.headers["location"] == "/console/timeline?outcome=ok"
         async with Person.at(_At(f"{base}/?token={TOKEN}")) as me:  # type: ignore[arg-type]
             assert "Calls waiting for your answer" in await me.page("/")
 

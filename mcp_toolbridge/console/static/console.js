@@ -54,6 +54,17 @@
   }
 
   const events = new EventSource(base + "/events");
+  let opened = false;
+  events.addEventListener("open", function () {
+    // A stream opened again (the server restarted, or another replica serves it now) may
+    // have missed events: fetch every part once.
+    if (opened) {
+      for (const part of parts) {
+        refresh(part);
+      }
+    }
+    opened = true;
+  });
   const wanted = new Set(parts.map(function (part) { return part.dataset.on; }));
   for (const name of wanted) {
     events.addEventListener(name, function () {

@@ -228,6 +228,22 @@ def test_a_short_suffix_or_namespace_qualified_id_ranks_the_tool_first() -> None
     assert top("mail.smtp_send") == "mail_smtp_send"
 
 
+def test_a_suffix_many_tools_share_or_a_quote_around_a_phrase_names_no_tool() -> None:
+    # "get" ends many ids (stock.price.get, weather.forecast.get): it names none of them, and
+    # a quote that opens a phrase ('Get stock ...') quotes no name; ranking decides.
+    extra = [
+        tool("stock.price.get", "Get the stock price of a company"),
+        tool("weather.forecast.get", "Get the weather forecast of a city"),
+        tool("museum.hours.get", "Get the opening hours of a museum"),
+    ]
+    index = SearchIndex.build([*CATALOG, *extra], semantic=False)
+    query = "'Get the forecast for the weather in Paris.'"
+    assert names(index.search(query, 2)) == ["getWeatherForecast", "weather_forecast_get"]
+    assert index.search("'get' the museum hours", 1)[0].name == "museum_hours_get"
+    # a suffix of one tool, quoted on both sides, still names it
+    assert index.search("'price.get' for Apple", 1)[0].name == "stock_price_get"
+
+
 def test_several_named_tools_come_first_in_the_order_they_are_named() -> None:
     assert names(INDEX.search("word_count then get_time", 3))[:2] == ["word_count", "get_time"]
 

@@ -15,9 +15,22 @@ PROSE_NAMES = "distinct"
 tool's full name, a word no other tool's text uses), ``exact`` (exactly one tool's full name)
 or ``suffix`` (that, or one tool's short suffix: round 2's rule). Kept switchable to measure."""
 WHOLE_FIRST = True
-"""Whether the best tool for a request as a whole comes first when it has several clauses
-(taken by ``benchmarks/search_protocol.py``: BFCL +0.9 nDCG@10, MetaTool +0.2, Seal-Tools
+"""With ``CLAUSE_MERGE = "interleave"``: whether the best tool for a request as a whole comes
+first when it has several clauses (taken by ``benchmarks/search_protocol.py``: BFCL +0.9 nDCG@10, MetaTool +0.2, Seal-Tools
 -0.1, within one query)."""
+CLAUSE_MERGE = "cover"
+"""How a request's clause rankings become one list (``merge.py``): ``cover`` (every clause
+covered before near-duplicates, with the whole request's ranking) or round 2's
+``interleave`` (rank by rank). Taken by ``benchmarks/search_protocol.py`` on every visible
+set: BFCL +0.3 nDCG@10 / +1.4 Complete@10, MetaTool +0.2 / +0.4, Seal-Tools +0.4 / +1.0."""
+CLAUSE_SHARE = 0.9
+"""With ``cover``: the clauses' share of a tool's value (the whole request has the rest).
+This and the two below are the best of a 4 × 3 × 3 grid on the visible sets (docs/search.md
+gives them chosen leave-one-set-out too)."""
+CLAUSE_SHARPNESS = 3.0
+"""With ``cover``: P(tool | clause) is its score over the clause's best, to this power."""
+CLAUSE_TRUST = 0.3
+"""With ``cover``: how much of a clause its chosen tool covers, times P(tool | clause)."""
 DEPENDENCIES = False
 """Whether the tools that give what a request's first choices need (their required
 ``<thing>_id`` parameters, ``needs.py``) follow those choices. Off: measured, not taken (it
@@ -60,6 +73,10 @@ RANKING_CONFIG = hashlib.sha256(
             UNSPACED,
             PROSE_NAMES,
             WHOLE_FIRST,
+            CLAUSE_MERGE,
+            CLAUSE_SHARE,
+            CLAUSE_SHARPNESS,
+            CLAUSE_TRUST,
             DEPENDENCIES,
             SIBLING_WEIGHT,
             SIBLING_POOL,

@@ -504,6 +504,25 @@ def test_a_tool_that_gives_what_the_first_choice_needs_follows_it(
     assert hits[:2] == ["spotify_add_to_playlist", "spotify_search_playlists"]
 
 
+def test_covering_gives_each_clause_its_best_before_anyones_second() -> None:
+    from mcp_toolbridge.catalog.merge import cover
+
+    whole = [(10.0, 1), (9.0, 2), (6.0, 3)]
+    # two strong clauses: 1 and 2 are near-duplicates for the first, 3 is the second's
+    lists = [[(8.0, 1), (7.9, 2)], [(9.0, 3), (2.0, 1)]]
+    assert [doc for _, doc in cover(whole, lists, 3)] == [3, 1, 2]
+    # a tool second for each clause and first for the request ("the weather in Chennai?
+    # Latitude 13.08 and longitude 80.27": the tool by coordinates) comes first; rank by
+    # rank, it would come after each clause's own best
+    both = [[(8.0, 1), (7.5, 5), (5.0, 6)], [(8.0, 3), (7.5, 5), (5.0, 7)]]
+    assert cover([(10.0, 5), (8.0, 1), (7.0, 3)], both, 3)[0][1] == 5
+    # a weak detail clause ("Format it as a ratio") does not put its tool first
+    weak = [[(10.0, 1), (9.0, 2)], [(1.0, 4)]]
+    assert [doc for _, doc in cover(whole, weak, 3)][:2] == [1, 2]
+    scores = [score for score, _ in cover(whole, lists, 3)]
+    assert scores == sorted(scores, reverse=True)
+
+
 def test_the_request_as_a_whole_leads_before_its_detail_clauses() -> None:
     catalog = [
         tool("prime_factorize", "Prime factorization of a number"),

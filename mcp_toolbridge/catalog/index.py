@@ -12,7 +12,7 @@ How a query is answered (docs/search.md has the measurements behind each choice)
    normalisation, after identifier splitting, stop-word removal, abbreviation expansion and
    English stemming; a tool's score is then mixed with its namespace's (sibling evidence:
    the request terms the tools of its server cover together).
-4. With the optional semantic leg, each clause is also embedded (``embedding.py``: WordLlama
+4. With the optional semantic leg, each clause is also embedded (``embedding.py``: MiniLM
    static token vectors, averaged) and compared with every tool's text by cosine; the lexical
    and the semantic candidates are fused by z-normalised scores (``config.SEMANTIC_WEIGHT``).
 5. A request that asks for several things ("find X, then Y; also Z") is split into clauses;
@@ -42,7 +42,7 @@ from mcp_toolbridge.catalog.index_build import K1, build_postings, semantic_text
 from mcp_toolbridge.catalog.mentions import QUOTES, Mentions
 from mcp_toolbridge.catalog.merge import cover, interleave
 from mcp_toolbridge.catalog.needs import Needs
-from mcp_toolbridge.catalog.semantic_model import semantic_ready
+from mcp_toolbridge.catalog.semantic_model import english, semantic_ready
 from mcp_toolbridge.catalog.text import Analyzer, default_analyzer, split_clauses, strip_courtesies
 from mcp_toolbridge.catalog.vectors import CatalogVectors, VectorStore
 from mcp_toolbridge.model import ToolSpec
@@ -253,7 +253,11 @@ class SearchIndex(Mentions, Needs, Evidence):
 
             pool = max(n, config.SEMANTIC_POOL)
             cosines = self._vectors.cosines([text for text, _ in parts])
-            for column, (_, terms) in enumerate(parts):
+            for column, (text, terms) in enumerate(parts):
+                if not english(text):  # the model reads English: the lexical leg alone
+                    cosines[column] = 0.0
+                    lists.append(self._top(terms, n, visible))
+                    continue
                 near = best(cosines[column], pool if visible is None else pool_size(pool))
                 if visible is not None:
                     near = [d for d in near if visible(self._names[d])][:pool]

@@ -10,6 +10,7 @@
         ├── ArgumentsError           args.invalid      -> isError result
         ├── PermissionDeniedError    permission.denied -> isError result
         ├── BudgetExceededError      budget.exceeded   -> isError result
+        ├── StateFullError           state.full        -> isError result
         └── ExecError                exec.*            -> isError result
             ├── ExecTimeoutError     exec.timeout
             ├── ExecSpawnError       exec.spawn
@@ -41,6 +42,9 @@ class ErrorCode(StrEnum):
     OUTPUT_INVALID = "output.invalid"
     PERMISSION_DENIED = "permission.denied"
     BUDGET_EXCEEDED = "budget.exceeded"
+    RATE_LIMITED = "rate.limited"
+    STATE_UNAVAILABLE = "state.unavailable"
+    STATE_FULL = "state.full"
     EXEC_FAILED = "exec.failed"
     EXEC_TIMEOUT = "exec.timeout"
     EXEC_CANCELLED = "exec.cancelled"
@@ -157,6 +161,27 @@ class BudgetExceededError(CallError):
     session: the message says which, how much was used and how to raise it."""
 
     code = ErrorCode.BUDGET_EXCEEDED
+
+
+class RateLimitedError(CallError):
+    """The caller made as many calls as the policy's ``[limits]`` allow in its window: the
+    message says which limit and when to retry."""
+
+    code = ErrorCode.RATE_LIMITED
+
+
+class StateUnavailableError(CallError):
+    """The shared state (Redis) did not answer: budgets, limits and "always" answers cannot
+    be checked, so the call is refused (fail closed)."""
+
+    code = ErrorCode.STATE_UNAVAILABLE
+
+
+class StateFullError(CallError):
+    """Nothing more can be kept for a new person: the State keeps as many people as it may,
+    and none of them can be dropped without resetting a budget (state/memory.py)."""
+
+    code = ErrorCode.STATE_FULL
 
 
 class ExecError(CallError):

@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias, get_args
 
+from mcp_toolbridge.state import PERSON_PREFIX
+
 FoundTools = Literal["direct", "proxy"]
 """How a caller calls what tool_search found: by name, or through the proxy tool."""
 
@@ -57,6 +59,30 @@ class Answer:
 
     action: Literal["accept", "decline", "cancel"]
     content: dict[str, Any] | None = None
+    by: str | None = None
+    """Who answered, when the host knows better than "the client's person": the console
+    names its user (``console:alice``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Confirmation:
+    """What a confirmation question is about, in parts, for a host that shows them apart
+    (the console); a client's elicitation shows the message alone. Never a secret value:
+    ``arguments`` are redacted (secret-looking names, URL passwords) and cut."""
+
+    tool: str
+    title: str | None
+    arguments: str
+    """The call's arguments as JSON, redacted."""
+    rule: str
+    """The rule (or default) that said to ask."""
+    sandbox: str | None
+    """The OS sandbox the call's processes would run in, in words; None: no sandbox."""
+    caller: Caller
+    session_id: str
+    via: str | None
+    wait_s: float
+    """How long the call waits for an answer (its deadline) before it is refused."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,9 +153,16 @@ class Host(Protocol):
     @property
     def can_elicit(self) -> bool: ...
 
-    async def elicit(self, key: str, message: str, schema: dict[str, Any]) -> Answer:
+    async def elicit(
+        self,
+        key: str,
+        message: str,
+        schema: dict[str, Any],
+        about: Confirmation | None = None,
+    ) -> Answer:
         """Ask the person through a form. ``key`` names the question stably across MCP
-        multi-round-trip retries of the same call. Raises :class:`CouldNotAsk` when the
+        multi-round-trip retries of the same call; ``about`` is the confirmation the form
+        asks for, in parts (None for other forms). Raises :class:`CouldNotAsk` when the
         question could not be put to the person or no answer can come back."""
         ...
 
@@ -209,7 +242,7 @@ class Caller:
         if not self.identified:
             return None
         who = json.dumps([self.issuer, self.subject, self.client_id])
-        return "caller:" + hashlib.sha256(who.encode("utf-8")).hexdigest()[:32]
+        return PERSON_PREFIX + hashlib.sha256(who.encode("utf-8")).hexdigest()[:32]
 
     def describe(self) -> str:
         """``alice (client ide-1)``, ``client ci-agent``, ``the local caller``: for messages."""
@@ -222,6 +255,40 @@ class Caller:
 
 LOCAL = Caller()
 """The caller of stdio, the static bearer token and the command line: anonymous."""
+CALLER_KEY = "toolbridge.caller"
+"""Where the HTTP edge puts a request's validated :class:`Caller` in its ASGI scope for
+another edge behind it (the console's sign-in)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Connected:
+    """One client connection as the console's sessions page lists it."""
+
+    session: str
+    """The session its audit lines name (never the Mcp-Session-Id header value)."""
+    caller: str
+    client: str
+    """The client's name and version as it introduced itself ("" when it did not)."""
+    era: str
+    """The protocol version of its last request."""
+    transport: str
+    """``stdio``, ``http`` (a stateful session) or ``http, no session``."""
+    since: float
+    last: float
+    """When it connected and when it last sent a request (seconds since the epoch)."""
+    requests: int
+    replica: str
+    """The server process (replica) it is connected to."""
+
+
+class CallLease(Protocol):
+    """A call's record in state other servers share (a replica's lease, see
+    server/replicas.py): what the call has come to (its decision, the budget it holds), so
+    a survivor can report it if this server dies."""
+
+    async def note(self, **facts: Any) -> None:
+        """Add facts to the record (plain JSON); never raises."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +318,11 @@ class CallContext:
     server."""
     caller: Caller = LOCAL
     """Who calls (an identified person or agent over HTTP with OAuth; else :data:`LOCAL`)."""
+    lease: CallLease | None = None
+    """The call's record in shared state, when replicas share one (else None)."""
+    console: Host | None = None
+    """Where a person answers a confirmation this call's client cannot ask (``serve
+    --console``): the call waits there up to its deadline. None: such a call is refused."""
 
     @property
     def owner(self) -> str:

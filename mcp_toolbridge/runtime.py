@@ -302,6 +302,7 @@ def _catalog_parts(
         environ=settings.environ,
         sidecars=shared.sessions.sidecar_dir,
         state=shared.sessions.state,
+        default_timeout_s=settings.timeout_s,
     )
     return gate, builtins
 

@@ -43,6 +43,7 @@ LEVELS = {
     "bridge/": 3,
     # the edges
     "server/": 4,
+    "console/": 4,
     "runtime.py": 4,
     "runtime_cache.py": 4,
     "cli/": 5,
@@ -61,6 +62,7 @@ ONLY_IN = {
     "betterleaks": ("leaks/engine.py",),
     "numpy": ("catalog/embedding.py",),
     "tokenizers": (),  # a dev tool: tests check catalog/wordpiece.py against it
+    "redis": ("state/redis_client.py",),
 }
 MAX_LINES = 500
 MAX_PROJECT_IMPORTS = 12

@@ -4,23 +4,28 @@ recording) see each outcome.
 
 May import: the vocabulary, loaders, catalog, policy, executors. Not builtins, server, cli."""
 
+from mcp_toolbridge.bridge.asking import (
+    ALLOW_ALWAYS,
+    ALLOW_ONCE,
+    REJECT,
+    confirmation_form,
+    sandbox_summary,
+)
 from mcp_toolbridge.bridge.audit import (
     NOT_CHECKED,
     NOT_DECIDED,
     AuditLog,
     AuditRecord,
     audit_observer,
+    default_audit_path,
+    record_of,
 )
-from mcp_toolbridge.bridge.gate import (
-    ALLOW_ALWAYS,
-    ALLOW_ONCE,
-    REJECT,
-    PolicyGate,
-    confirmation_form,
-)
+from mcp_toolbridge.bridge.budget import RateLimit
+from mcp_toolbridge.bridge.gate import PolicyGate
 from mcp_toolbridge.bridge.outcome import CallOutcome, Outcome, outcome_of
 from mcp_toolbridge.bridge.pipeline import Bridge, Observer
 from mcp_toolbridge.bridge.recording import Recorder, ReplayExecutor
+from mcp_toolbridge.bridge.redaction import redacted_arguments
 from mcp_toolbridge.bridge.telemetry import span_observer
 
 __all__ = [
@@ -36,10 +41,15 @@ __all__ = [
     "Observer",
     "Outcome",
     "PolicyGate",
+    "RateLimit",
     "Recorder",
     "ReplayExecutor",
     "audit_observer",
     "confirmation_form",
+    "default_audit_path",
     "outcome_of",
+    "record_of",
+    "redacted_arguments",
+    "sandbox_summary",
     "span_observer",
 ]

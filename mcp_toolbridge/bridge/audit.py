@@ -18,13 +18,11 @@ server with it; keep it on a local disk.
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict
@@ -32,81 +30,17 @@ from pydantic.alias_generators import to_camel
 
 from mcp_toolbridge.bridge.outcome import CallOutcome, Outcome, classify, outcome_of
 from mcp_toolbridge.bridge.pipeline import Observer
+from mcp_toolbridge.bridge.redaction import redact_argv, redact_url
 from mcp_toolbridge.errors import CallError, ErrorCode
 from mcp_toolbridge.executors import ExecResult
 from mcp_toolbridge.host import LOCAL, CallContext, Caller
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.policy import Decision
 
-REDACTED = "***"
-MAX_ARG_CHARS = 2000
-MIN_SECRET_CHARS = 4
-"""Secret values shorter than this are not searched for (they would redact ordinary text)."""
-_SECRET_NAME = re.compile(
-    r"(token|secret|passw(or)?d|pwd|api[-_]?key|apikey|access[-_]?key|auth|credential|"
-    r"signature|sig|session[-_]?id|private[-_]?key)",
-    re.IGNORECASE,
-)
-
 
 def default_audit_path() -> Path:
     """Where the audit log goes without ``--audit``: the per-user data directory."""
     return Path(platformdirs.user_data_dir("mcp-toolbridge")) / "audit.ndjson"
-
-
-def redact_text(text: str, secrets: Iterable[str]) -> str:
-    for value in sorted({s for s in secrets if len(s) >= MIN_SECRET_CHARS}, key=len, reverse=True):
-        text = text.replace(value, REDACTED)
-    return text
-
-
-def redact_argv(argv: Sequence[str], secrets: Iterable[str] = ()) -> list[str]:
-    """argv with secret values, ``--token=X`` values and the value after ``--token`` hidden."""
-    values = tuple(secrets)
-    out: list[str] = []
-    hide_next = False
-    for arg in argv:
-        if hide_next:
-            out.append(REDACTED)
-            hide_next = False
-            continue
-        name, eq, _ = arg.partition("=")
-        if arg.startswith("-") and _SECRET_NAME.search(name):
-            if eq:
-                out.append(f"{name}={REDACTED}")
-                continue
-            hide_next = True
-        out.append(_cap(redact_text(arg, values)))
-    return out
-
-
-def redact_url(url: str, secrets: Iterable[str] = ()) -> str:
-    """The URL without a password, with secret-looking query values and secret values hidden."""
-    values = tuple(secrets)
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return _cap(redact_text(url, values))
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, _, hostport = netloc.rpartition("@")
-        user = userinfo.partition(":")[0]
-        netloc = f"{user}:{REDACTED}@{hostport}" if ":" in userinfo else f"{REDACTED}@{hostport}"
-    query = urlencode(
-        [
-            (k, REDACTED if _SECRET_NAME.search(k) else v)
-            for k, v in parse_qsl(parts.query, keep_blank_values=True)
-        ],
-        safe="*",
-    )
-    rebuilt = urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-    return _cap(redact_text(rebuilt, values))
-
-
-def _cap(text: str) -> str:
-    if len(text) <= MAX_ARG_CHARS:
-        return text
-    return f"{text[:MAX_ARG_CHARS]}...(+{len(text) - MAX_ARG_CHARS} chars)"
 
 
 class AuditRecord(BaseModel):
@@ -132,6 +66,9 @@ class AuditRecord(BaseModel):
     decided_by: str
     decision_scope: str
     answer: str | None = None
+    answered_by: str | None = None
+    """Who answered the confirmation: ``console:<user>`` (the console's person), ``client``
+    or ``client:<subject>`` (the client's own person)."""
     argv: list[str] | None = None
     url: str | None = None
     cwd: str | None = None
@@ -177,6 +114,7 @@ class AuditRecord(BaseModel):
         redacted: Mapping[str, int] | None = None,
         argument_secrets: Mapping[str, int] | None = None,
         caller: Caller = LOCAL,
+        answered_by: str | None = None,
     ) -> AuditRecord:
         """A record for a call that was decided (and maybe run). ``answer`` is the person's
         reply to an ask (once | always | reject | cancel | headless | unreachable); ``secrets`` are
@@ -185,7 +123,8 @@ class AuditRecord(BaseModel):
         classified from the decision, result, error and answer; ``usage`` is what the call
         used, as its result reported it (tool budgets); ``via`` the tool the call came through
         (the proxy); ``redacted`` and ``argument_secrets`` count secrets nobody declared per
-        rule id; ``caller`` who called (its subject and client id are recorded)."""
+        rule id; ``caller`` who called (its subject and client id are recorded);
+        ``answered_by`` who gave the ``answer``."""
         values = tuple(secrets)
         if outcome is None:
             outcome = classify(
@@ -207,6 +146,7 @@ class AuditRecord(BaseModel):
             decided_by=decision.rule,
             decision_scope=decision.scope,
             answer=answer,
+            answered_by=answered_by,
             argv=redact_argv(result.argv, values) if result and result.argv else None,
             url=redact_url(result.url, values) if result and result.url else None,
             cwd=result.cwd if result else None,
@@ -278,31 +218,39 @@ NOT_DECIDED = Decision("deny", "stopped before the permission check finished", "
 """The audit decision of a call cancelled before the gate decided (it never ran)."""
 
 
+def record_of(
+    spec: ToolSpec, ctx: CallContext, outcome: CallOutcome, secrets: Iterable[str] = ()
+) -> AuditRecord:
+    """The audit record of one finished call (what the log writes, what the console shows)."""
+    error = None
+    if not outcome.ok:
+        error = CallError(outcome.error or "", tool=spec.name, code=outcome.code)
+    undecided = NOT_DECIDED if outcome.code is ErrorCode.EXEC_CANCELLED else NOT_CHECKED
+    return AuditRecord.build(
+        spec,
+        session=ctx.session_id,
+        decision=outcome.decision or undecided,
+        ms=outcome.duration_ms,
+        result=outcome.result,
+        error=error,
+        answer=outcome.answer,
+        secrets=secrets,
+        outcome=outcome_of(outcome),
+        usage=outcome.usage.as_json() if outcome.usage is not None else None,
+        via=ctx.via,
+        redacted=outcome.redacted,
+        argument_secrets=outcome.argument_secrets,
+        caller=ctx.caller,
+        answered_by=outcome.answered_by,
+    )
+
+
 def audit_observer(log: AuditLog) -> Observer:
     """The observer that writes each finished call's line to ``log``."""
 
     async def observe(
         spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext, outcome: CallOutcome
     ) -> None:
-        error = None
-        if not outcome.ok:
-            error = CallError(outcome.error or "", tool=spec.name, code=outcome.code)
-        undecided = NOT_DECIDED if outcome.code is ErrorCode.EXEC_CANCELLED else NOT_CHECKED
-        record = AuditRecord.build(
-            spec,
-            session=ctx.session_id,
-            decision=outcome.decision or undecided,
-            ms=outcome.duration_ms,
-            result=outcome.result,
-            error=error,
-            answer=outcome.answer,
-            outcome=outcome_of(outcome),
-            usage=outcome.usage.as_json() if outcome.usage is not None else None,
-            via=ctx.via,
-            redacted=outcome.redacted,
-            argument_secrets=outcome.argument_secrets,
-            caller=ctx.caller,
-        )
-        await log.write(record)
+        await log.write(record_of(spec, ctx, outcome))
 
     return observe

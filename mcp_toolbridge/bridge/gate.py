@@ -16,7 +16,13 @@
    ``cancel`` (dismissed unanswered, or nobody there: headless Claude Code cancels every
    question at once). Only ``decline``, or the person's "Reject", is a rejection. "Always"
    adds a rule for its owner: the person when the caller is identified, else the session
-   (``CallContext.owner``), kept in the State port.
+   (``CallContext.owner``), kept in the State port. A headless call with a console
+   (``CallContext.console``: ``serve --console``) is asked there instead, through the same
+   Host port, with the confirmation in parts (:class:`~mcp_toolbridge.host.Confirmation`:
+   the arguments redacted, the rule, the sandbox); it waits up to its deadline (the tool's
+   timeout), reporting progress to a client that listens, and nobody answering in time is a
+   refusal. Every answer records who gave it (``Clearance.by``: the console's user, else the
+   client's person).
 
 An allowed call's clearance carries the OS sandbox its processes will run in (the third
 layer), built from the same policy: the tool's effective scope (``Policy.tool_scope``) and its
@@ -34,6 +40,7 @@ the "always" answers it keeps, so a multi-round-trip retry may run it again safe
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -44,15 +51,29 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from mcp_toolbridge.bridge.asking import (
+    ALLOW_ALWAYS,
+    ALLOW_ONCE,
+    ask,
+    sandbox_summary,
+)
+from mcp_toolbridge.bridge.budget import RateLimit
+from mcp_toolbridge.bridge.redaction import redacted_arguments
 from mcp_toolbridge.bridge.screen import (
     SECRETS_SCOPE,
     argument_hint,
     argument_question,
     reaches_network,
 )
-from mcp_toolbridge.errors import ExecError
-from mcp_toolbridge.executors import run_process
-from mcp_toolbridge.host import CallContext, Caller, CouldNotAsk
+from mcp_toolbridge.errors import ExecError, StateFullError
+from mcp_toolbridge.executors import DEFAULT_TIMEOUT_S, run_process
+from mcp_toolbridge.host import (
+    CallContext,
+    Caller,
+    Confirmation,
+    CouldNotAsk,
+    Host,
+)
 from mcp_toolbridge.leaks import OFF, SecretScan
 from mcp_toolbridge.model import Format, ToolSpec
 from mcp_toolbridge.policy import (
@@ -85,6 +106,8 @@ from mcp_toolbridge.policy import splitter as shell_splitter
 from mcp_toolbridge.sandbox import Confinement, Sandbox
 from mcp_toolbridge.state import MemoryState, State
 
+log = logging.getLogger("mcp_toolbridge")
+
 HEADLESS_DENIED = (
     "Denied, nothing was run: this call needs a person's confirmation and this client cannot "
     "ask one (it does not support elicitation). This is a refusal, not an approval."
@@ -102,9 +125,6 @@ DISMISSED = (
 )
 """The start of the refusal when the client answered the question with ``cancel``."""
 REJECTED = "Denied, nothing was run: the person you are working with rejected this call."
-ALLOW_ONCE = "Allow once"
-ALLOW_ALWAYS = "Allow always (this session)"
-REJECT = "Reject"
 MAX_SUMMARY = 600
 APPROVED_SECRETS = "secret_scan.approved"
 """The State value of the (tool, rule) pairs an owner's "always" answers allowed in the
@@ -123,6 +143,8 @@ class Clearance:
     """Why the person could not be asked (the answer ``unreachable``)."""
     sandbox: Confinement | None = None
     """Where an allowed call's processes run (None: no sandbox configured)."""
+    by: str | None = None
+    """Who answered (``console:<user>``, ``client``, ``client:<subject>``); None: nobody."""
 
     @property
     def allowed(self) -> bool:
@@ -162,20 +184,6 @@ def _summary(arguments: Mapping[str, Any]) -> str:
     return text if len(text) <= MAX_SUMMARY else text[:MAX_SUMMARY] + " …"
 
 
-def confirmation_form() -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {
-            "decision": {
-                "type": "string",
-                "title": "Run this tool call?",
-                "enum": [ALLOW_ONCE, ALLOW_ALWAYS, REJECT],
-            }
-        },
-        "required": ["decision"],
-    }
-
-
 class PolicyGate:
     """Bridge gate over a compiled Policy; "always" answers are kept in ``state`` by owner
     (shared with the gates of later reloads)."""
@@ -189,9 +197,15 @@ class PolicyGate:
         sidecars: Callable[[str], Path | None] | None = None,
         sandbox: Sandbox | None = None,
         state: State | None = None,
+        default_timeout_s: float = DEFAULT_TIMEOUT_S,
         secret_scan: SecretScan = OFF,
     ) -> None:
+        """``default_timeout_s``: the deadline of a tool without its own (``--timeout``),
+        which is how long a call waits for an answer in the console."""
         self.policy = policy
+        self.rate_limit = RateLimit.configured(policy)
+        """The policy's ``[limits]``: the bridge checks it before the gate."""
+        self.default_timeout_s = default_timeout_s
         self.sandbox = sandbox
         self.state: State = state if state is not None else MemoryState()
         self.secret_scan = secret_scan
@@ -208,6 +222,7 @@ class PolicyGate:
         environ: Mapping[str, str],
         sidecars: Callable[[str], Path | None] | None = None,
         state: State | None = None,
+        default_timeout_s: float = DEFAULT_TIMEOUT_S,
     ) -> PolicyGate:
         """The server's gate: its OS sandbox in ``mode`` (``--sandbox``), else as the
         policy's ``[sandbox]`` table says, with the table's masks and ``warm``; the home
@@ -224,6 +239,7 @@ class PolicyGate:
             sandbox=sandbox,
             secret_scan=scan,
             state=state,
+            default_timeout_s=default_timeout_s,
         )
 
     async def session_rules(self, owner: str) -> SessionRules:
@@ -377,13 +393,19 @@ class PolicyGate:
         ctx: CallContext,
         rules: SessionRules,
     ) -> Clearance:
-        host = ctx.host
+        host: Host | None = ctx.host
         refused = Decision("deny", decision.rule, decision.scope)
         policy = self.policy.for_caller(ctx.caller)
+        in_console = (host is None or not host.can_elicit) and ctx.console is not None
+        if in_console:
+            host = ctx.console
         if host is None or not host.can_elicit:
             hint = await self._hint(policy, spec, arguments, targets, decision, rules, ctx.caller)
             return Clearance(refused, "headless", hint)
+        # A person sees the arguments with every secret nobody declared redacted, wherever
+        # they are asked (the client's form or the console's page).
         shown, _ = await self.secret_scan.value(arguments, spec.name, len(_summary(arguments)))
+        about = self._about(spec, shown, decision, ctx) if in_console else None
         message = (
             f"The assistant wants to run the tool {spec.name!r}"
             f"{f' ({spec.title})' if spec.title else ''}.\n"
@@ -391,22 +413,51 @@ class PolicyGate:
             f"Why you are asked: {decision.rule}"
         )
         try:
-            answer = await host.elicit(f"confirm:{spec.name}", message, confirmation_form())
+            answer = await ask(host, f"confirm:{spec.name}", message, about, ctx.progress)
         except CouldNotAsk as exc:  # never an answer: refused as a headless client's call is
             hint = await self._hint(policy, spec, arguments, targets, decision, rules, ctx.caller)
             return Clearance(refused, "unreachable", hint, exc.reason)
         if answer.action == "cancel":  # nobody chose: refused as a call that was not asked
             hint = await self._hint(policy, spec, arguments, targets, decision, rules, ctx.caller)
             return Clearance(refused, "cancel", hint)
+        by = answer.by or (f"client:{ctx.caller.subject}" if ctx.caller.subject else "client")
         choice = (answer.content or {}).get("decision") if answer.action == "accept" else None
         if choice == ALLOW_ONCE:
-            return Clearance(Decision("allow", decision.rule, decision.scope), "once")
+            return Clearance(Decision("allow", decision.rule, decision.scope), "once", by=by)
         if choice == ALLOW_ALWAYS:
-            await self.state.add_grants(ctx.owner, always_grants(spec, targets))
-            found = await self.secret_scan.arguments(arguments, spec.name)
-            if found:  # the secrets it carried: allowed for this tool from now on, for this owner
-                approved = await self._approved_secrets(ctx.owner)
-                pairs = sorted(approved | {(spec.name, rule) for rule in found})
-                await self.state.save(ctx.owner, APPROVED_SECRETS, [list(p) for p in pairs])
-            return Clearance(Decision("allow", decision.rule, decision.scope), "always")
-        return Clearance(refused, "reject")
+            try:
+                await self._keep_always(spec, arguments, targets, ctx.owner)
+            except StateFullError as exc:  # allowed, this once: the person is asked again
+                log.warning("an 'always' answer counts once: %s", exc.message)
+                return Clearance(Decision("allow", decision.rule, decision.scope), "once", by=by)
+            return Clearance(Decision("allow", decision.rule, decision.scope), "always", by=by)
+        return Clearance(refused, "reject", by=by)
+
+    async def _keep_always(
+        self, spec: ToolSpec, arguments: Mapping[str, Any], targets: Targets, owner: str
+    ) -> None:
+        """Keep an "always" answer for ``owner``: its grants, and the secrets the arguments
+        carried, allowed for this tool from now on."""
+        await self.state.add_grants(owner, always_grants(spec, targets))
+        found = await self.secret_scan.arguments(arguments, spec.name)
+        if found:
+            approved = await self._approved_secrets(owner)
+            pairs = sorted(approved | {(spec.name, rule) for rule in found})
+            await self.state.save(owner, APPROVED_SECRETS, [list(p) for p in pairs])
+
+    def _about(
+        self, spec: ToolSpec, arguments: Mapping[str, Any], decision: Decision, ctx: CallContext
+    ) -> Confirmation:
+        """The confirmation in parts, for the console."""
+        confinement = self.confinement(spec)
+        return Confirmation(
+            tool=spec.name,
+            title=spec.title,
+            arguments=redacted_arguments(arguments),
+            rule=decision.rule,
+            sandbox=sandbox_summary(confinement) if confinement is not None else None,
+            caller=ctx.caller,
+            session_id=ctx.session_id,
+            via=ctx.via,
+            wait_s=spec.effective_timeout_s(self.default_timeout_s),
+        )

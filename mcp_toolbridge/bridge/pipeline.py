@@ -17,6 +17,7 @@ maps outcomes to results.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections import Counter
@@ -26,10 +27,23 @@ from typing import Any, Protocol
 
 import anyio
 
-from mcp_toolbridge.bridge.budget import BudgetLedger, State, Usage, reported_usage
+from mcp_toolbridge.bridge.budget import (
+    BudgetLedger,
+    RateLimit,
+    State,
+    StateUnavailable,
+    Ticket,
+    Usage,
+    reported_usage,
+)
 from mcp_toolbridge.bridge.gate import PENDING, Clearance, allow_all, refused
-from mcp_toolbridge.bridge.outcome import WHY_ENDED, CallOutcome, Ended
-from mcp_toolbridge.bridge.screen import off_schema, read_back, screen, screened_context
+from mcp_toolbridge.bridge.outcome import WHY_ENDED, CallOutcome, Ended, lost_call, tell
+from mcp_toolbridge.bridge.screen import (
+    kept_arguments,
+    read_back,
+    screened,
+    screened_context,
+)
 from mcp_toolbridge.catalog import Catalog, CatalogEntry
 from mcp_toolbridge.errors import (
     ArgumentsError,
@@ -38,6 +52,8 @@ from mcp_toolbridge.errors import (
     ErrorCode,
     ExecError,
     PermissionDeniedError,
+    RateLimitedError,
+    StateUnavailableError,
     UnknownToolError,
 )
 from mcp_toolbridge.executors import (
@@ -47,17 +63,19 @@ from mcp_toolbridge.executors import (
     ExecResult,
     Executor,
 )
-from mcp_toolbridge.host import SERVER_LOGGER, CallContext, Caller, InputPending
-from mcp_toolbridge.leaks import OFF, SecretScan, summary
+from mcp_toolbridge.host import CallContext, Caller, InputPending
+from mcp_toolbridge.leaks import OFF, SecretScan
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.names import PROXY_TOOL
 from mcp_toolbridge.sandbox import Confinement
 
 MAX_ERRORS_SHOWN = 3
+log = logging.getLogger("mcp_toolbridge")
+
+FAIL_CLOSED = "The call was refused rather than let through unchecked; try again once it is back"
 OBSERVE_LIMIT_S = 5.0
 """How long the observers (audit, telemetry, recording) may take for one finished call; they
 run shielded, so a cancelled call is still audited, within this bound."""
-MAX_EVENT_CHARS = 400
 
 
 class SecretSource(Protocol):
@@ -110,12 +128,14 @@ class Bridge:
         secret_scan: SecretScan = OFF,
         state: State | None = None,
         access: ToolAccess | None = None,
+        rate_limit: RateLimit | None = None,
     ) -> None:
         """``limiter``: a concurrency limit shared with another bridge (see :meth:`rebuilt`);
         without it, a limit of ``max_concurrency`` calls (default: twice the cores).
         ``secret_scan``: what finds the secrets nobody declared (the policy's); ``state``:
         where budget usage is summed (the server's State; default: its own); ``access``:
-        which callers may call which tools at all (default: everyone all)."""
+        which callers may call which tools at all (default: everyone all); ``rate_limit``: the
+        policy's ``[limits]``, per caller (default: the gate's, a PolicyGate's)."""
         self.catalog = catalog
         self._executors = dict(executors)
         self._default_timeout_s = default_timeout_s
@@ -128,6 +148,7 @@ class Bridge:
         self._observers = observers
         self._life = _Life()
         self._budgets = BudgetLedger(state)
+        self._rate_limit = rate_limit or getattr(gate, "rate_limit", None)
         self._access = access
         self.secret_scan = secret_scan
 
@@ -159,6 +180,11 @@ class Bridge:
         twin._life = self._life
         twin._budgets = self._budgets
         return twin
+
+    def executor(self, kind: str) -> Executor | None:
+        """The executor of ``kind`` tools (exec | http | builtin), for the edges that show
+        what it serves (the console's search); None when none is registered."""
+        return self._executors.get(kind)
 
     def callable_by(self, spec: ToolSpec, caller: Caller) -> bool:
         """Whether ``caller`` may see and call ``spec`` at all."""
@@ -234,27 +260,35 @@ class Bridge:
         name = entry.spec.name
         started = time.perf_counter()
         clearance: Clearance | None = None
-        found: Counter[str] = Counter()
+        ticket: Ticket | None = None
+        found: Counter[str] | None = None  # the secrets the arguments carry, once scanned
         cancelled = anyio.get_cancelled_exc_class()
         try:
             try:
                 self._validate(entry, args)
                 found = await self.secret_scan.arguments(args, name)
-                spent = await self._budgets.refusal(entry.spec, ctx)
-                if spent is not None:
-                    clearance = refused(spent, "budget")
-                    raise BudgetExceededError(spent, tool=name)
+                ticket = await self._budgets.admit_call(entry.spec, ctx, self._rate_limit)
                 clearance = await self._gate(entry.spec, args, ctx)
                 if not clearance.allowed:
                     raise PermissionDeniedError(clearance.refusal(), tool=name)
+                if ctx.lease is not None:  # from here on, a replica's death is a lost call
+                    decided = clearance.decision
+                    await ctx.lease.note(decision=[decided.action, decided.rule, decided.scope])
                 result = await self._execute(entry, args, ctx, clearance.sandbox)
                 usage = reported_usage(result.value)
-                if usage is not None:
-                    await self._budgets.add(ctx.budget_scope, name, usage)
+                await self._budgets.release(ticket, usage)
+                ticket = None
                 outcome = self._finish(entry, result, started, clearance, usage)
+            except (BudgetExceededError, RateLimitedError) as exc:
+                scope = "budget" if exc.code is ErrorCode.BUDGET_EXCEEDED else "limits"
+                clearance = refused(exc.message, scope)
+                outcome = self._failed(name, exc.message, exc.code, started, clearance, exc.details)
             except CallError as exc:
                 outcome = self._failed(name, exc.message, exc.code, started, clearance, exc.details)
-            outcome = await self._screen(entry, outcome, found)
+            except StateUnavailable as exc:  # fail closed: nothing unchecked runs
+                closed = StateUnavailableError(f"{exc.reason}. {FAIL_CLOSED}", tool=name)
+                outcome = self._failed(name, closed.message, closed.code, started, clearance)
+            outcome = await screened(self.secret_scan, entry.output, outcome, found or Counter())
         except InputPending:
             pending = CallOutcome(
                 tool=name,
@@ -264,59 +298,40 @@ class Bridge:
                 decision=PENDING,
                 answer="pending",
             )
-            await self._observe(entry.spec, args, ctx, pending)
+            await self._observe(entry.spec, args, ctx, pending, found)
             raise
         except cancelled:
             ended: Ended = "shutdown" if self._life.stopping else "cancelled"
             why = WHY_ENDED[ended]
             failed = self._failed(name, why, ErrorCode.EXEC_CANCELLED, started, clearance)
-            await self._observe(entry.spec, args, ctx, replace(failed, ended=ended))
+            await self._observe(entry.spec, args, ctx, replace(failed, ended=ended), found)
             raise
         except Exception as exc:  # a bug below: audited, then the server's handler reports it
             error = f"internal error: {type(exc).__name__}"
             failed = self._failed(name, error, ErrorCode.SERVER_INTERNAL, started, clearance)
-            await self._observe(entry.spec, args, ctx, failed)
+            await self._observe(entry.spec, args, ctx, failed, found)
             raise
-        await _tell(ctx, outcome)
-        await self._observe(entry.spec, args, ctx, outcome)
-        return outcome
-
-    async def _screen(
-        self, entry: CatalogEntry, outcome: CallOutcome, found: Counter[str]
-    ) -> CallOutcome:
-        """``outcome`` with secrets redacted (screen.py); off its output schema: a failure."""
-        if not self.secret_scan.enabled:
-            return outcome
-        parts = await screen(
-            self.secret_scan,
-            outcome.tool,
-            value=outcome.value,
-            text=outcome.text,
-            error=outcome.error,
-            result=outcome.result,
-        )
-        outcome = replace(
-            outcome,
-            value=parts.value,
-            text=parts.text,
-            error=parts.error,
-            result=parts.result,
-            redacted=dict(parts.counts) or None,
-            argument_secrets=dict(found) or None,
-        )
-        if parts.counts and outcome.ok and entry.output is not None:
-            problems = entry.output.validate(parts.value)
-            if problems:
-                error = off_schema(parts, problems[0])
-                return replace(
-                    outcome, ok=False, value=None, error=error, code=ErrorCode.OUTPUT_INVALID
-                )
+        finally:
+            if ticket is not None:  # ended before it could report: release what it held
+                await self._budgets.release(ticket, None)
+        await tell(ctx, outcome)
+        await self._observe(entry.spec, args, ctx, outcome, found)
         return outcome
 
     async def read_back(self, text: str, tool: str) -> str:
         """The whole output of a call of ``tool``, read back later (a resource), with its
         secrets redacted as the call's result was."""
         return await read_back(self.secret_scan, text, tool)
+
+    async def lost(self, record: Mapping[str, Any]) -> None:
+        """Report a call that another replica was running when it died (its lease, see
+        server/replicas.py): its outcome ``lost`` for the observers (the audit line), and
+        the budget it held released."""
+        found = lost_call(record, self.catalog)
+        if found is not None:
+            spec, ctx, outcome, held = found
+            await self._budgets.release(held, None)
+            await self._observe(spec, {}, ctx, outcome)
 
     def stopping(self) -> None:
         """The server is shutting down: calls cancelled from now on were ended by the
@@ -342,13 +357,22 @@ class Bridge:
             duration_ms=_ms_since(started),
             decision=clearance.decision if clearance else None,
             answer=clearance.answer if clearance else None,
+            answered_by=clearance.by if clearance else None,
         )
 
     async def _observe(
-        self, spec: ToolSpec, args: Mapping[str, Any], ctx: CallContext, outcome: CallOutcome
+        self,
+        spec: ToolSpec,
+        args: Mapping[str, Any],
+        ctx: CallContext,
+        outcome: CallOutcome,
+        found: Counter[str] | None = None,
     ) -> None:
-        """Tell every observer, shielded from the call's cancellation and bounded in time."""
+        """Tell every observer, shielded from the call's cancellation and bounded in time,
+        with the arguments' secrets nobody declared redacted (``found``: those the scan found
+        in them; None: not scanned yet)."""
         with anyio.move_on_after(OBSERVE_LIMIT_S, shield=True):
+            args = await kept_arguments(self.secret_scan, args, spec.name, found)
             for observe in self._observers:
                 await observe(spec, args, ctx, outcome)
 
@@ -421,6 +445,7 @@ class Bridge:
             "result": result,
             "decision": clearance.decision,
             "answer": clearance.answer,
+            "answered_by": clearance.by,
         }
         if not result.ok:
             return CallOutcome(
@@ -446,29 +471,6 @@ def is_proxy(spec: ToolSpec) -> bool:
     """Whether ``spec`` is the built-in proxy (call_tool), whose calls are calls of the tool
     they name."""
     return spec.is_locked and spec.name == PROXY_TOOL
-
-
-def event_text(outcome: CallOutcome) -> str | None:
-    """What a person watching the client should hear about this call, if anything: a watchdog
-    refusal, or a tool killed at its deadline."""
-    decision = outcome.decision
-    if decision is not None and decision.scope == "watchdog" and decision.action == "deny":
-        return f"the watchdog refused a call of {outcome.tool}: {decision.rule}"[:MAX_EVENT_CHARS]
-    if outcome.code is ErrorCode.EXEC_TIMEOUT:
-        first = (outcome.error or "").strip().splitlines()[:1]
-        why = f": {first[0]}" if first else ""
-        return f"{outcome.tool} was killed at its deadline{why}"[:MAX_EVENT_CHARS]
-    if outcome.redacted:
-        return (
-            f"secrets were redacted from the result of {outcome.tool}: {summary(outcome.redacted)}"
-        )[:MAX_EVENT_CHARS]
-    return None
-
-
-async def _tell(ctx: CallContext, outcome: CallOutcome) -> None:
-    text = event_text(outcome)
-    if text is not None and ctx.log is not None and ctx.log.wants("warning"):
-        await ctx.log.send("warning", text, logger=SERVER_LOGGER)
 
 
 def _ms_since(started: float) -> int:

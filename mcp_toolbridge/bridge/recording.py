@@ -5,17 +5,20 @@ run in DIR (``calls-<UTC time>-<pid>.jsonl``, mode 0600): a ``CT_TOOL_CALL`` fra
 tool name and declared id, the schema references, the validated arguments) and a
 ``CT_TOOL_RESULT`` frame (decision, outcome, timing, and what the transport returned).
 Nothing secret is written on purpose: result values and error texts come from the executors,
-which already replace every resolved secret with ``[redacted:<id>]``; argument values under
-secret-looking names (token, password, api_key, ...) are written as ``***``; argv and URLs
-are redacted as in the audit log; environment variables appear by name only. Calls are
-matched on replay by tool name and the SHA-256 of their canonical arguments (``match``), so
-redacted arguments still replay.
+which already replace every resolved secret with ``[redacted:<id>]``, and the secret scan
+(bridge/screen.py) replaces every secret nobody declared with ``[REDACTED:<rule-id>]`` in them
+and in the arguments the Bridge hands its observers; argument values under secret-looking
+names (token, password, api_key, ...) are written as ``***``; argv and URLs are redacted as
+in the audit log; environment variables appear by name only. Calls are matched on replay by
+tool name and the SHA-256 of their canonical arguments as recorded (``match``): never a
+digest of a secret, and the same for every call that differs only in its secrets.
 
 Replay is an Executor standing in for every transport: validation and the policy run as
 usual, and a call the policy lets through gets the recorded transport result (or error) of the
-same tool with the same canonical arguments. Several recordings of one call are served in
-order, the last one again once they run out. A call with no recording gets an error result
-``no recording for this call`` and a warning on stderr.
+same tool with the same canonical arguments, redacted as they were recorded (with
+:attr:`ReplayExecutor.secret_scan`, the replaying policy's scan). Several recordings of one
+call are served in order, the last one again once they run out. A call with no recording gets
+an error result ``no recording for this call`` and a warning on stderr.
 """
 
 from __future__ import annotations
@@ -35,11 +38,13 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from mcp_toolbridge.bridge.audit import redact_argv, redact_url
 from mcp_toolbridge.bridge.outcome import CallOutcome, outcome_of
+from mcp_toolbridge.bridge.redaction import redact_argv, redact_url
+from mcp_toolbridge.bridge.screen import kept_arguments
 from mcp_toolbridge.errors import ConfigError, ErrorCode, ExecError
 from mcp_toolbridge.executors import ExecRequest, ExecResult
 from mcp_toolbridge.host import CallContext
+from mcp_toolbridge.leaks import OFF, SecretScan, SecretScanSettings
 from mcp_toolbridge.model import ToolSpec
 
 log = logging.getLogger("mcp_toolbridge")
@@ -61,7 +66,8 @@ def canonical(arguments: Mapping[str, Any]) -> str:
 
 
 def match_key(tool: str, arguments: Mapping[str, Any]) -> str:
-    """What a replayed call is matched on: the tool name and its canonical arguments."""
+    """What a replayed call is matched on: the tool name and its canonical arguments as
+    recorded (:func:`redact_arguments` of what the observers were given)."""
     digest = hashlib.sha256(canonical(arguments).encode("utf-8")).hexdigest()
     return f"{tool}:{digest}"
 
@@ -92,9 +98,11 @@ def _executed(outcome: CallOutcome) -> bool:
 def frames(
     spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext, outcome: CallOutcome
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The CT_TOOL_CALL and CT_TOOL_RESULT frames of one finished call."""
+    """The CT_TOOL_CALL and CT_TOOL_RESULT frames of one finished call (``arguments`` as the
+    Bridge hands them to observers: secrets nobody declared already redacted)."""
     call_id = uuid.uuid4().hex
     ended = datetime.now(UTC).timestamp()
+    recorded = redact_arguments(dict(arguments))
     call = {
         "frame": CALL,
         "v": FRAME_VERSION,
@@ -105,8 +113,8 @@ def frames(
         "tool_id": spec.id,
         "input_schema_ref": spec.input_schema_ref,
         "output_schema_ref": spec.output_schema_ref,
-        "arguments": redact_arguments(dict(arguments)),
-        "match": match_key(spec.name, arguments),
+        "arguments": recorded,
+        "match": match_key(spec.name, recorded),
     }
     decision = outcome.decision
     result = outcome.result
@@ -249,9 +257,13 @@ def _read_frames(path: Path) -> list[dict[str, Any]]:
 class ReplayExecutor:
     """Serves recorded transport results by tool and canonical arguments."""
 
-    def __init__(self, recordings: Mapping[str, list[Recorded]]) -> None:
+    def __init__(
+        self, recordings: Mapping[str, list[Recorded]], secret_scan: SecretScan = OFF
+    ) -> None:
         self._recordings = dict(recordings)
         self._served: dict[str, int] = {}
+        self.secret_scan = secret_scan
+        """What redacts a call's arguments as the recording did (the replaying policy's)."""
 
     @classmethod
     def load(cls, folder: Path) -> ReplayExecutor:
@@ -272,15 +284,20 @@ class ReplayExecutor:
                     recordings.setdefault(key, []).append(_recorded(frame))
         return cls(recordings)
 
+    def redact_as(self, settings: SecretScanSettings) -> None:
+        """Redact the arguments of calls as a policy with this ``[secret_scan]`` table does."""
+        self.secret_scan = SecretScan(settings)
+
     def __len__(self) -> int:
         return sum(len(v) for v in self._recordings.values())
 
     async def run(self, request: ExecRequest) -> ExecResult:
         name = request.spec.name
-        key = match_key(name, request.arguments)
+        kept = redact_arguments(await kept_arguments(self.secret_scan, request.arguments, name))
+        key = match_key(name, kept)
         served = self._recordings.get(key)
         if not served:
-            shown = canonical(redact_arguments(request.arguments))
+            shown = canonical(kept)
             shown = shown if len(shown) <= 200 else shown[:200] + "..."
             log.warning("replay: %s for %s %s", NO_RECORDING, name, shown)
             return ExecResult(ok=False, error=NO_RECORDING)

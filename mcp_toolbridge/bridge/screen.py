@@ -2,9 +2,10 @@
 
 - **Out**: :func:`screen` replaces every secret in what a finished call returns (its value,
   text and error, and the copies its observers keep: the executor's result, argv and URL) with
-  ``[REDACTED:<rule-id>]``. A result whose redacted value no longer matches the tool's output
-  schema becomes an ``output.invalid`` failure that still carries the redacted output as text
-  (:func:`off_schema`; Bridge.call decides, it holds the schema).
+  ``[REDACTED:<rule-id>]``; :func:`kept_arguments` does the same to the arguments the
+  observers are given (a recording keeps them). A result whose redacted value no longer
+  matches the tool's output schema becomes an ``output.invalid`` failure that still carries
+  the redacted output as text (:func:`off_schema`; Bridge.call decides, it holds the schema).
   :func:`screened_context` does the same to the log lines and progress messages a running call
   sends to the client.
 - **In**: :func:`argument_question` is the gate's question when a call's arguments carry a
@@ -23,12 +24,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from mcp_toolbridge.bridge.outcome import CallOutcome
+from mcp_toolbridge.errors import ErrorCode
 from mcp_toolbridge.executors import ExecResult
 from mcp_toolbridge.host import CallContext, CallLog, LogLevel, ProgressFn
 from mcp_toolbridge.leaks import SecretScan, summary
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.policy import Decision, Policy
 from mcp_toolbridge.sandbox import Sandbox
+from mcp_toolbridge.schemas import CompiledSchema
 
 log = logging.getLogger("mcp_toolbridge")
 
@@ -111,6 +115,22 @@ async def screen(
     if counts:
         log.info("secret scan: redacted %s from the result of %s", summary(counts), tool)
     return Screened(new_value, new_text, new_error, result, counts)
+
+
+async def kept_arguments(
+    scan: SecretScan, arguments: Mapping[str, Any], tool: str, found: Counter[str] | None = None
+) -> Any:
+    """A call's arguments as the observers may keep them (a recording): every secret nobody
+    declared replaced by its marker; ``arguments`` itself when they carry none (``found``:
+    what the scan found in them; None: scan them now)."""
+    if not scan.enabled:
+        return arguments
+    if found is None:
+        found = await scan.arguments(arguments, tool)
+    if not found:
+        return arguments
+    kept, _ = await scan.value(arguments, tool, _size(arguments))
+    return kept
 
 
 def off_schema(screened: Screened, problem: str) -> str:
@@ -209,3 +229,36 @@ def argument_hint(spec: ToolSpec, found: Counter[str]) -> str:
         "send this anyway, a person must approve it, or the policy file must allow it: "
         f'[[secret_scan.allow]] tool = "{spec.name}", rule = one of {rules} (docs/secrets.md).'
     )
+
+
+async def screened(
+    scan: SecretScan, output: CompiledSchema | None, outcome: CallOutcome, found: Counter[str]
+) -> CallOutcome:
+    """``outcome`` with secrets redacted; off its output schema (``output``): a failure."""
+    if not scan.enabled:
+        return outcome
+    parts = await screen(
+        scan,
+        outcome.tool,
+        value=outcome.value,
+        text=outcome.text,
+        error=outcome.error,
+        result=outcome.result,
+    )
+    outcome = replace(
+        outcome,
+        value=parts.value,
+        text=parts.text,
+        error=parts.error,
+        result=parts.result,
+        redacted=dict(parts.counts) or None,
+        argument_secrets=dict(found) or None,
+    )
+    if parts.counts and outcome.ok and output is not None:
+        problems = output.validate(parts.value)
+        if problems:
+            error = off_schema(parts, problems[0])
+            return replace(
+                outcome, ok=False, value=None, error=error, code=ErrorCode.OUTPUT_INVALID
+            )
+    return outcome

@@ -5,7 +5,7 @@ the same Bridge.call as manifest tools:
 binds them to a runtime; ``fs/``, ``web/``, ``skill/`` and ``task/`` hold the tools of one
 kind each.
 
-May import: the vocabulary, catalog, policy, executors. Not bridge, server, cli."""
+May import: the vocabulary, catalog, policy, leaks, executors. Not bridge, server, cli."""
 
 from mcp_toolbridge.builtins.base import BuiltinExecutor
 from mcp_toolbridge.builtins.call_tool import proxy_spec

@@ -54,6 +54,10 @@ class BuiltinExecutor:
     def __init__(self, tools: Iterable[BuiltinTool]) -> None:
         self._tools = {tool.spec.name: tool for tool in tools}
 
+    def tool(self, name: str) -> BuiltinTool | None:
+        """The implementation of the built-in ``name``, if served."""
+        return self._tools.get(name)
+
     async def run(self, request: ExecRequest) -> ExecResult:
         tool = self._tools.get(request.spec.name)
         if tool is None:

@@ -5,12 +5,14 @@ with options is a single-select string (``oneOf`` of ``const``/``title``) or, wi
 ``multi_select``, a multi-select array (``items.anyOf``), the two enum shapes MCP elicitation
 forms allow (2025-11-25 and 2026-07-28). A question without options is a free string.
 
-A client that cannot ask (headless, or no elicitation capability) gets :data:`HEADLESS_MESSAGE`
-at once, word for word the same every time; one that tries and cannot (it answers the form
-with an error, the connection closes: :class:`~mcp_toolbridge.host.CouldNotAsk`) gets
-:data:`NOT_ASKED_MESSAGE` with the reason, and so does one that answers ``cancel`` (the form
-was dismissed unanswered, or nobody was there: headless Claude Code cancels every form at
-once); only a ``decline`` is the person's refusal, :data:`DECLINED_MESSAGE`. None of them is
+A client that cannot ask (headless, or no elicitation capability) is asked in the web console
+when the server serves one (``CallContext.console``: the form waits there as long as the
+call may run); without one it gets :data:`HEADLESS_MESSAGE` at once, word for word the same
+every time; one that tries and cannot (it answers the form with an error, the connection
+closes: :class:`~mcp_toolbridge.host.CouldNotAsk`) gets :data:`NOT_ASKED_MESSAGE` with the
+reason, and so does one that answers ``cancel`` (the form was dismissed unanswered, or nobody
+was there: headless Claude Code cancels every form at once); only a ``decline`` is the
+person's refusal, :data:`DECLINED_MESSAGE`. None of them is
 ever an answer or consent.
 """
 
@@ -225,12 +227,13 @@ class QuestionTool:
                 "question is not available to a subagent; put open questions in your answer",
                 tool=SPEC.name,
             )
-        if ctx.host is None or ctx.headless:
+        host = ctx.console if ctx.headless else ctx.host  # the console: where one is served
+        if host is None:
             return ExecResult(ok=False, error=HEADLESS_MESSAGE)
         questions: list[Mapping[str, Any]] = list(request.arguments["questions"])
         _check(questions)
         try:
-            answer = await ctx.host.elicit(
+            answer = await host.elicit(
                 form_key(questions), form_message(questions), form_schema(questions)
             )
         except CouldNotAsk as exc:  # never an answer: a tool error, as when headless

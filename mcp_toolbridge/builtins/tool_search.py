@@ -94,14 +94,19 @@ class ToolSearch:
         self._visible = visible
         self._access = access
 
-    async def run(self, request: ExecRequest) -> ExecResult:
-        query = str(request.arguments["query"])
-        limit = int(request.arguments.get("max_results", DEFAULT_RESULTS))
+    async def index(self) -> SearchIndex:
+        """The index searched, once ready (a big one may still be read from the cache)."""
         index = self._index
-        if isinstance(index, DeferredIndex):  # still being read back from the cache
+        if isinstance(index, DeferredIndex):
             index = await index.ready()
         if not index.warm:  # the first search reads the model and embeds the catalog
             await anyio.to_thread.run_sync(index.warm_up)
+        return index
+
+    async def run(self, request: ExecRequest) -> ExecResult:
+        query = str(request.arguments["query"])
+        limit = int(request.arguments.get("max_results", DEFAULT_RESULTS))
+        index = await self.index()
         found = index.find(query, limit, visible=self._for(request.context.caller))
         tools = []
         for hit in found.hits:

@@ -5,6 +5,7 @@ analysis, and its cache keyed on the ranking configuration).
 May import: the vocabulary only."""
 
 from mcp_toolbridge.catalog.catalog import Catalog, CatalogEntry, named_as_written
+from mcp_toolbridge.catalog.explain import Explained, explain
 from mcp_toolbridge.catalog.index import SearchIndex
 from mcp_toolbridge.catalog.index_cache import (
     DeferredIndex,
@@ -24,8 +25,10 @@ __all__ = [
     "Catalog",
     "CatalogEntry",
     "DeferredIndex",
+    "Explained",
     "Pin",
     "SearchIndex",
+    "explain",
     "index_key",
     "is_stored",
     "load_index",

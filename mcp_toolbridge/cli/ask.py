@@ -16,7 +16,7 @@ from typing import Any, TextIO
 import anyio
 
 from mcp_toolbridge.bridge import ALLOW_ALWAYS, ALLOW_ONCE, REJECT, confirmation_form
-from mcp_toolbridge.host import Answer, SamplingRequest, SamplingResult
+from mcp_toolbridge.host import Answer, Confirmation, SamplingRequest, SamplingResult
 
 CONFIRM_PROMPT = "Run it? [y] once, [a] always (this session), [N] no: "
 
@@ -46,7 +46,13 @@ class TerminalHost:
     async def sample(self, key: str, request: SamplingRequest) -> SamplingResult:
         raise NotImplementedError("a terminal has no model to sample")
 
-    async def elicit(self, key: str, message: str, schema: dict[str, Any]) -> Answer:
+    async def elicit(
+        self,
+        key: str,
+        message: str,
+        schema: dict[str, Any],
+        about: Confirmation | None = None,
+    ) -> Answer:
         self._say(message)
         if schema == confirmation_form():
             reply = await self._read(CONFIRM_PROMPT)

@@ -1,20 +1,88 @@
 """``serve --http``: the HTTP server's options from the flags, with its credential: the static
 token (``--token``, ``TOOLBRIDGE_TOKEN``) or an OAuth issuer (``--auth-issuer`` and the policy
 file's ``[auth]`` table, the flags winning; the introspection secret resolved from the secrets:
-``TOOLBRIDGE_SECRET_<ID>`` or the secrets file)."""
+``TOOLBRIDGE_SECRET_<ID>`` or the secrets file); and how long and for how many people the
+server keeps what it keeps of them (``[auth]`` too).
+
+``serve --state``: where what outlives a call is kept, from the flag or the policy's
+``[state]`` table: this process's memory (the default), or a Redis that replicas of one
+service share; then (over HTTP) this process as one replica: its name (``--replica``, the
+policy's ``[state] replica``, else the host name) and the request-state keys every replica
+shares (``TOOLBRIDGE_STATE_KEYS``, else the secret ``[state] keys`` names)."""
 
 from __future__ import annotations
 
 import argparse
 import os
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
+from mcp_toolbridge.builtins import Sessions
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.runtime import Loaded, Settings
 from mcp_toolbridge.secrets import SecretResolver
+from mcp_toolbridge.state import (
+    MemoryState,
+    RedisLink,
+    RedisState,
+    SharedStore,
+    check_url,
+    where,
+)
 
 if TYPE_CHECKING:
-    from mcp_toolbridge.server import AuthOptions, HttpOptions
+    from mcp_toolbridge.console import Console
+    from mcp_toolbridge.server import AuthOptions, ConsoleMount, HttpOptions, Replica
+
+CONSOLE_PATH = "/console"
+
+
+def console_for(args: argparse.Namespace) -> Console | None:
+    """The web console ``--console [HOST:]PORT`` asks for (not yet listening), or None."""
+    if args.console is None:
+        if args.console_admin_role:
+            raise ConfigError(
+                "--console-admin-role applies to --console only", code=ErrorCode.CONFIG_INVALID
+            )
+        return None
+    from mcp_toolbridge.console import Console, ConsoleOptions  # Starlette, Jinja2: on use
+    from mcp_toolbridge.server import parse_address
+
+    host, port = parse_address(args.console, flag="--console")
+    options = ConsoleOptions(host=host, port=port, allowed_hosts=tuple(args.allow_host))
+    if args.console_admin_role:
+        options = replace(options, admin_role=args.console_admin_role)
+    return Console(options)
+
+
+def mount_of(console: Console | None, http: HttpOptions) -> ConsoleMount | None:
+    """The console at ``/console`` of the MCP server too, behind its authentication."""
+    if console is None:
+        return None
+    hosts = [*http.allowed_hosts]
+    if http.host not in ("0.0.0.0", "::", ""):
+        hosts.append(http.host)
+
+    def mount(port: int, oauth: bool) -> Any:
+        return console.mounted(CONSOLE_PATH, port=port, hosts=hosts, token=http.token, oauth=oauth)
+
+    return mount
+
+
+def console_path_line(url: str, http: HttpOptions, console: Console) -> str:
+    """Where the console is on the MCP server, and how to open it there."""
+    base = url.rsplit("/", 1)[0] + CONSOLE_PATH
+    if http.auth is not None:
+        return (
+            f"console also at {base}/: GET {base}/sign-in with an access token whose groups "
+            f"or roles include {console.options.admin_role!r} gives a one-time URL"
+        )
+    if http.token:
+        return f"console also at {base}/?token=<the server's bearer token>"
+    assert console.keeper is not None and console.keeper.token is not None
+    return f"console also at {base}/?token={console.keeper.token}"
 
 
 def auth_options(
@@ -44,6 +112,14 @@ def auth_options(
     ).checked()
 
 
+def people_sessions(loaded: Loaded) -> Sessions:
+    """The sessions and State of a server, keeping what it keeps of people (callers an access
+    token names) as long and for as many as the policy's ``[auth]`` table says."""
+    table = loaded.policy.file.auth
+    state = MemoryState(person_idle_s=table.person_idle_s, max_people=table.max_people)
+    return Sessions(state=state)
+
+
 def http_options(
     args: argparse.Namespace, settings: Settings, loaded: Loaded
 ) -> HttpOptions | None:
@@ -55,6 +131,8 @@ def http_options(
             ("--session-idle-timeout", args.session_idle_timeout),
             ("--auth-issuer", args.auth_issuer),
             ("--auth-resource", args.auth_resource),
+            ("--drain-timeout", args.drain_timeout),
+            ("--replica", args.replica),
         )
         for flag, value in given:
             if value:
@@ -84,5 +162,56 @@ def http_options(
         ),
         auth=auth,
     )
+    if args.drain_timeout is not None:
+        options = replace(options, drain_timeout_s=args.drain_timeout)
     check_binding(options)
     return options
+
+
+MEMORY = "memory"
+
+
+def state_url(args: argparse.Namespace, loaded: Loaded) -> str:
+    url: str = getattr(args, "state", None) or loaded.policy.file.state.url
+    return url if url == MEMORY else check_url(url)
+
+
+def _keys_text(settings: Settings, loaded: Loaded) -> str | None:
+    from mcp_toolbridge.server import KEYS_ENV
+
+    text = settings.environ.get(KEYS_ENV) or os.environ.get(KEYS_ENV)
+    secret_id = loaded.policy.file.state.keys
+    if not text and secret_id is not None:
+        resolver = SecretResolver.from_sources(settings.environ, settings.secrets_file)
+        text = resolver.resolve([secret_id], tool="[state]")[secret_id]
+    return text
+
+
+@asynccontextmanager
+async def opened_state(
+    args: argparse.Namespace, settings: Settings, loaded: Loaded, *, http: bool
+) -> AsyncIterator[tuple[Sessions, Replica | None]]:
+    """The sessions' State, and this replica (HTTP with Redis only); closed on the way out.
+    ConfigError (exit 2) for a bad URL, missing or short keys, a bad replica name."""
+    url = state_url(args, loaded)
+    if url == MEMORY:
+        yield people_sessions(loaded), None
+        return
+    table = loaded.policy.file.state
+    replica = None
+    if http:
+        from mcp_toolbridge.server import Replica, replica_name, state_keys
+
+        keys = state_keys(_keys_text(settings, loaded))
+        name = replica_name(getattr(args, "replica", None) or table.replica)
+    link = RedisLink(url)
+    try:
+        if http:
+            replica = Replica(name, SharedStore(link, prefix=table.prefix), keys)
+        yield Sessions(state=RedisState(link, prefix=table.prefix)), replica
+    finally:
+        await link.aclose()
+
+
+def describe(url: str) -> str:
+    return "state in memory" if url == MEMORY else f"shared state in Redis at {where(url)}"

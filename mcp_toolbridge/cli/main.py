@@ -225,6 +225,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     loaded = _load_for_serving(args)
     if isinstance(loaded, int):
         return loaded
+    replay.redact_as(loaded.policy.file.secret_scan)  # calls matched as they were recorded
     what = f"replaying {len(replay)} recorded calls of {args.recording} for"
     return run_server(args, settings_of(args), loaded, stand_in=replay, what=what)
 

@@ -145,17 +145,23 @@ async def reload_on_change(
     baseline = await anyio.to_thread.run_sync(fingerprint, paths)
     task_status.started()
     async for _ in changes(paths, baseline, interval_s=interval_s):
-        problems = runtime.reload()
-        if problems:
-            for problem in problems:
-                log.error("reload: %s", problem.render())
-            log.error("reload: %d problem(s); still serving the previous catalog", len(problems))
-            head = f"reload refused: {len(problems)} problem(s); still serving the previous catalog"
-            await server.announce("error", _listed(head, [p.render() for p in problems]))
-            continue
-        await server.swap(runtime.bridge)
-        log.warning("reload: serving %d tools", len(runtime.bridge.catalog))
-        await server.announce("notice", f"reload: serving {len(runtime.bridge.catalog)} tools")
-        left_out = not_served((), runtime.left_out)
-        if left_out is not None:
-            await server.announce("warning", left_out)
+        await reload_once(runtime, server)
+
+
+async def reload_once(runtime: Reloadable, server: Publisher) -> None:
+    """Reload now (a change was seen, or another replica reloaded): swap in a valid catalog
+    and announce it; keep the old one and log every problem otherwise."""
+    problems = runtime.reload()
+    if problems:
+        for problem in problems:
+            log.error("reload: %s", problem.render())
+        log.error("reload: %d problem(s); still serving the previous catalog", len(problems))
+        head = f"reload refused: {len(problems)} problem(s); still serving the previous catalog"
+        await server.announce("error", _listed(head, [p.render() for p in problems]))
+        return
+    await server.swap(runtime.bridge)
+    log.warning("reload: serving %d tools", len(runtime.bridge.catalog))
+    await server.announce("notice", f"reload: serving {len(runtime.bridge.catalog)} tools")
+    left_out = not_served((), runtime.left_out)
+    if left_out is not None:
+        await server.announce("warning", left_out)

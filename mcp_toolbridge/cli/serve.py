@@ -14,13 +14,21 @@ import anyio
 from anyio.abc import TaskStatus
 
 from mcp_toolbridge import __version__
-from mcp_toolbridge.bridge import Observer, Recorder
+from mcp_toolbridge.bridge import Observer, Recorder, default_audit_path
 from mcp_toolbridge.cli.allocator import pin_mmap_threshold, started
 from mcp_toolbridge.cli.clients import args_for, server_command
 from mcp_toolbridge.cli.console import EXIT_OK, err
 from mcp_toolbridge.cli.event_loop import LOOPS, backend_options
-from mcp_toolbridge.cli.http import http_options
-from mcp_toolbridge.cli.reload import not_served, reload_on_change
+from mcp_toolbridge.cli.http import (
+    console_for,
+    console_path_line,
+    describe,
+    http_options,
+    mount_of,
+    opened_state,
+    state_url,
+)
+from mcp_toolbridge.cli.reload import not_served, reload_on_change, reload_once
 from mcp_toolbridge.cli.startup import (
     follow_roots,
     loaded_lines,
@@ -83,6 +91,44 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
         help="another Host name HTTP clients use to reach the server (repeatable)",
     )
     parser.add_argument(
+        "--console",
+        default=None,
+        metavar="[HOST:]PORT",
+        help="serve the web console at http://HOST:PORT/ (HOST defaults to 127.0.0.1; its "
+        "URL with a random token is printed on stderr): the live audit, the catalog, search, "
+        "sessions, and the confirmations of headless clients, which wait there for an answer "
+        "instead of being refused",
+    )
+    parser.add_argument(
+        "--console-admin-role",
+        default=None,
+        metavar="NAME",
+        help="HTTP with --auth-issuer: the group or role a caller's token must name to sign in "
+        "to the console at /console (default: admin)",
+    )
+    parser.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="HTTP: on SIGTERM, let running calls finish for this long before ending them "
+        "(default 30; /readyz says unready meanwhile)",
+    )
+    parser.add_argument(
+        "--state",
+        default=None,
+        metavar="URL",
+        help="where what outlives a call is kept: memory (default), or redis://HOST:PORT/DB, "
+        "shared by the replicas of one service (docs/deploy.md; also [state] url)",
+    )
+    parser.add_argument(
+        "--replica",
+        default=None,
+        metavar="NAME",
+        help="HTTP with --state redis://: this replica's name in session ids and leases "
+        "(default: the host name)",
+    )
+    parser.add_argument(
         "--loop",
         choices=LOOPS,
         default="auto",
@@ -115,6 +161,7 @@ def run_server(
     from mcp_toolbridge.server import HttpService, ToolbridgeServer
 
     http = http_options(args, settings, loaded)
+    console = console_for(args)
     loop_options = backend_options(args.loop)
     recorder = Recorder.open(args.record) if args.record is not None else None
     pin_mmap_threshold()
@@ -125,8 +172,19 @@ def run_server(
             if recorder is not None:
                 stack.callback(recorder.close)
                 observers = (recorder,)
+            if console is not None:
+                observers = (*observers, console.feed.observe)
+            sessions, replica = await stack.enter_async_context(
+                opened_state(args, settings, loaded, http=http is not None)
+            )
             runtime = await stack.enter_async_context(
-                open_runtime(settings, loaded, observers=observers, stand_in=stand_in)
+                open_runtime(
+                    settings,
+                    loaded,
+                    observers=observers,
+                    stand_in=stand_in,
+                    sessions=sessions,
+                )
             )
             follows = settings.workspace is None and http is None  # one client: its roots
             left_out = not_served(loaded.errors, loaded.left_out)
@@ -137,7 +195,11 @@ def run_server(
                 roots=(lambda roots: moved(roots)) if follows else None,
                 sidecar_dir=runtime.sessions.sidecar_dir,
                 notices=[left_out] if left_out else [],
+                console=console.host if console is not None else None,
+                replica=replica,
             )
+            if replica is not None:  # another replica reloaded: read the files again now
+                replica.on_remote_change = lambda: reload_once(runtime, server)
             moved = follow_roots(runtime, server, say)
             where = ", ".join(str(p) for p in settings.manifest_paths())
             head = (
@@ -150,6 +212,13 @@ def run_server(
                 head += ", watching for changes"
             started()
             async with anyio.create_task_group() as group:
+                if console is not None:
+                    url = console.attach(
+                        runtime, connections=server.connected, local_session=server.session_id
+                    )
+                    await console.history(audit_file(settings))
+                    await group.start(console.serve)
+                    say(f"console at {url} (open it in a browser; the token is its key)")
                 if args.watch:
                     await group.start(reload_on_change, runtime, server)
                 if http is None:
@@ -161,15 +230,22 @@ def run_server(
                     await group.start(_stop_on_sigterm, group.cancel_scope)
                     await server.run_stdio()
                 else:
-                    service = HttpService(server, http)
+                    service = HttpService(server, http, console=mount_of(console, http))
                     url = service.listen()
                     mode = "stateless" if http.stateless else "stateful"
                     auth = "bearer token required" if http.token else "no token (loopback only)"
                     if http.auth is not None:
                         auth = f"OAuth access tokens of {http.auth.issuer}"
-                    err(f"{head}, over streamable HTTP at {url} ({mode}, {auth})")
+                    where = describe(state_url(args, loaded))
+                    if replica is not None:
+                        where += f", replica {replica.name}"
+                    err(f"{head}, over streamable HTTP at {url} ({mode}, {auth}, {where})")
+                    if console is not None:
+                        say(console_path_line(url, http, console))
                     report(loaded, settings, follows)
                     await service.serve()
+                if console is not None:
+                    console.stop()
                 group.cancel_scope.cancel()  # the client is gone: stop watching too
 
     anyio.run(run, backend_options=loop_options)
@@ -187,6 +263,13 @@ async def _stop_on_sigterm(
             say("SIGTERM: stopping; calls still running are cancelled")
             scope.cancel()
             return
+
+
+def audit_file(settings: Settings) -> Path | None:
+    """Where this server's audit lines go (None: --no-audit)."""
+    if not settings.audit:
+        return None
+    return settings.audit_path or default_audit_path()
 
 
 def say(line: str) -> None:

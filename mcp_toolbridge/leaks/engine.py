@@ -18,6 +18,11 @@ What this adds to the engine, and why (docs/performance.md, "Secret scan"):
   PEM block is ~3.3 kB) is always seen whole in one piece. Findings seen twice count once.
 - **Composite rules** report one part (the AWS key id) and keep the others (its secret access
   key) as components: every part is a finding here.
+- **Markers are not secrets.** A text already redacted holds ``[REDACTED:<rule-id>]`` where
+  the secret was, and a rule that takes any value there (``generic-password`` after
+  ``password =``, a URL's password) would find the marker, and its components (a user name
+  near it): a finding whose secret is only markers is dropped with its components, so a
+  redacted text redacted again stays as it was.
 - **Text it can take.** The binding passes a C string: a NUL byte would end the text early, so
   NULs are scanned as spaces; text that is not valid UTF-8 (lone surrogates) is scanned with
   them replaced.
@@ -39,6 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import betterleaks
+
+from mcp_toolbridge.leaks.markers import only_markers
 
 OFF_BY_DEFAULT = frozenset({"generic-api-key"})
 """Rules off unless switched on: ``generic-api-key`` matches a secret-sounding key followed by
@@ -157,7 +164,11 @@ class Engine:
             except betterleaks.BetterleaksError as exc:
                 raise RuntimeError(f"the secret scanner failed: {exc}") from exc
             for finding in findings:
+                if only_markers(finding.secret):  # redacted already (and its components)
+                    continue
                 for rule, value in _parts(finding):
+                    if only_markers(value):
+                        continue
                     if value and (value not in seen or seen[value] in OWN_RULES):
                         seen[value] = rule
         return [Found(rule, value) for value, rule in seen.items()]

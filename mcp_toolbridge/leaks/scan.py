@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 import anyio.to_thread
 
 from mcp_toolbridge.leaks.engine import Engine, Found
+from mcp_toolbridge.leaks.markers import marker
 from mcp_toolbridge.leaks.settings import AllowEntry, SecretScanSettings
 
 log = logging.getLogger("mcp_toolbridge")
@@ -39,10 +40,6 @@ SHORT_VALUE_CHARS = 12
 password found in one URL must not eat the same letters elsewhere)."""
 MEMO_SIZE = 256
 _T = TypeVar("_T")
-
-
-def marker(rule: str) -> str:
-    return f"[REDACTED:{rule}]"
 
 
 def summary(counts: Mapping[str, int]) -> str:

@@ -23,6 +23,7 @@ from mcp_toolbridge.leaks import SecretScanSettings
 from mcp_toolbridge.model import RequirementSet, ShellRequirement
 from mcp_toolbridge.policy.diagnose import describe
 from mcp_toolbridge.policy.rules import Action
+from mcp_toolbridge.state import MAX_PEOPLE, PERSON_IDLE_S
 
 DefaultAction = Literal["allow", "deny", "ask", "by-safety"]
 SandboxMode = Literal["auto", "required", "off"]
@@ -245,6 +246,36 @@ class AuthModel(_Model):
     introspection_client_id: str | None = None
     introspection_secret: str | None = None
     """A secret id (``TOOLBRIDGE_SECRET_<ID>`` or the secrets file), never the secret."""
+    person_idle_s: float = Field(default=PERSON_IDLE_S, ge=600, le=366 * 86_400)
+    """How long what the server keeps of a person (their "always" answers, budget usage, todo
+    list) outlives their last call (state/memory.py)."""
+    max_people: int = Field(default=MAX_PEOPLE, ge=1, le=10_000_000)
+    """How many people's state the server keeps at most (state/memory.py)."""
+
+
+class LimitsModel(_Model):
+    """``[limits]``: how many calls one caller may make in a sliding window (the person when
+    identified, else the session; anonymous sessionless calls share the server's count).
+    Kept in the state store, so replicas sharing it share the count."""
+
+    calls: int | None = Field(default=None, gt=0, le=1_000_000)
+    """Calls allowed per window; none: no limit."""
+    window_s: float = Field(default=60.0, gt=0, le=86_400)
+
+
+class StateModel(_Model):
+    """``[state]``: where what outlives a call is kept (``serve --state`` wins). ``memory``
+    (the default): in the server's memory; ``redis://HOST:PORT/DB``: in a Redis that every
+    replica of one service shares (docs/deploy.md)."""
+
+    url: str = "memory"
+    prefix: str = Field(default="tb:", pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
+    """Put before every key, so several services can share one Redis."""
+    keys: str | None = None
+    """The secret id (``TOOLBRIDGE_SECRET_<ID>`` or the secrets file) of the request-state
+    keys, when ``TOOLBRIDGE_STATE_KEYS`` is not set; never the keys themselves."""
+    replica: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")
+    """This replica's name in session ids and leases (default: the host name, made fit)."""
 
 
 class PolicyFile(_Model):
@@ -271,6 +302,8 @@ class PolicyFile(_Model):
     secret_scan: SecretScanSettings = SecretScanSettings()
     """Secrets nobody declared, in results and arguments (leaks/, docs/secrets.md)."""
     auth: AuthModel = AuthModel()
+    limits: LimitsModel = LimitsModel()
+    state: StateModel = StateModel()
 
 
 class ProjectFile(_Model):

@@ -8,24 +8,31 @@ May import: the vocabulary, catalog, bridge. Not runtime, cli."""
 from mcp_toolbridge.server.http import (
     SESSION_IDLE_TIMEOUT_S,
     TOKEN_ENV,
+    ConsoleMount,
     HttpOptions,
     HttpService,
     check_binding,
     parse_address,
 )
+from mcp_toolbridge.server.replicas import KEYS_ENV, Replica, replica_name, state_keys
 from mcp_toolbridge.server.tokens import AuthOptions
 from mcp_toolbridge.server.toolbridge_server import SEARCH_THRESHOLD, ToolbridgeServer
 from mcp_toolbridge.server.wire import to_tool
 
 __all__ = [
+    "KEYS_ENV",
     "SEARCH_THRESHOLD",
     "SESSION_IDLE_TIMEOUT_S",
     "TOKEN_ENV",
     "AuthOptions",
+    "ConsoleMount",
     "HttpOptions",
     "HttpService",
+    "Replica",
     "ToolbridgeServer",
     "check_binding",
     "parse_address",
+    "replica_name",
+    "state_keys",
     "to_tool",
 ]

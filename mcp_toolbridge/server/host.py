@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import mcp_types as types
@@ -59,6 +59,7 @@ from mcp_toolbridge.host import (
     SERVER_LOGGER,
     Answer,
     Caller,
+    Confirmation,
     CouldNotAsk,
     CouldNotSample,
     InputPending,
@@ -135,7 +136,13 @@ class McpHost:
             return False
         return self._modern or self._ctx.session.can_send_request
 
-    async def elicit(self, key: str, message: str, schema: dict[str, Any]) -> Answer:
+    async def elicit(
+        self,
+        key: str,
+        message: str,
+        schema: dict[str, Any],
+        about: Confirmation | None = None,
+    ) -> Answer:
         if not self._modern:
             try:
                 result = await self._ctx.session.elicit_form(
@@ -297,7 +304,13 @@ def caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller:
     issuer, groups, scopes; never the token), else the local caller (stdio, the static
     token)."""
     request = ctx.request
-    user = request.scope.get("user") if request is not None else None
+    return caller_in(request.scope) if request is not None else LOCAL
+
+
+def caller_in(scope: Mapping[str, Any]) -> Caller:
+    """The caller of an HTTP request whose access token the edge validated (its ASGI
+    ``scope``), else the local caller."""
+    user = scope.get("user")
     if not isinstance(user, AuthenticatedUser):
         return LOCAL
     access = user.access_token

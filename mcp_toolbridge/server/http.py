@@ -17,6 +17,11 @@ by uvicorn, behind an optional bearer token or an OAuth authorization server.
   or the session's idle expiry (``--session-idle-timeout``), whichever comes first, and a
   2025-11-25 client resumes its stream with ``Last-Event-ID`` (resume.py).
 - Request bodies are capped at 4 MiB (the SDK's limit: 413 before anything is parsed).
+- ``/healthz`` (the process answers) and ``/readyz`` (it should get traffic: not stopping,
+  and with shared state, Redis answers) for load balancers, without credentials.
+- With shared state (``--state redis://…``, replicas.py) session ids name the replica, their
+  events live in Redis, and a resumed stream of another replica's session is served here
+  (shared_events.py).
 
 One ToolbridgeServer serves every HTTP session; see toolbridge_server.py for what is kept per
 session.
@@ -28,9 +33,12 @@ import dataclasses
 import hmac
 import ipaddress
 import json
+import logging
 import math
+import signal
 import socket
 from collections.abc import Awaitable, Callable, MutableMapping
+from types import FrameType
 from typing import Any
 
 import anyio
@@ -39,20 +47,34 @@ from anyio.abc import TaskStatus
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Mount, Route
 
 from mcp_toolbridge.errors import ConfigError, ErrorCode
+from mcp_toolbridge.host import CALLER_KEY
 from mcp_toolbridge.server.auth import ResourceServer
-from mcp_toolbridge.server.resume import PrimedStreams, ResumableSessions
+from mcp_toolbridge.server.health import HEALTH_PATHS, Draining, health_routes
+from mcp_toolbridge.server.host import caller_in
+from mcp_toolbridge.server.http_sessions import PrimedStreams, ResumableSessions, SharedSessions
+from mcp_toolbridge.server.shared_events import RemoteResume
 from mcp_toolbridge.server.tokens import AuthOptions
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 
+log = logging.getLogger("mcp_toolbridge")
+
+CONSOLE_PATH = "/console"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 MCP_PATH = "/mcp"
 SESSION_IDLE_TIMEOUT_S = 30 * 60.0
 """A stateful session no request has used for this long is closed (the SDK's default)."""
 TOKEN_ENV = "TOOLBRIDGE_TOKEN"
+DRAIN_TIMEOUT_S = 30.0
+"""On SIGTERM, running calls may finish for this long; then they are ended (audited as
+ended by the shutdown)."""
+SIGNAL_POLL_S = 0.1
+ENDING_S = 10.0
+"""After serving, how long calls the shutdown cancelled may take to end (their process
+groups killed, their audit lines written) before the server's state is closed."""
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 WILDCARDS = ("0.0.0.0", "::", "")
 
@@ -61,6 +83,9 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+ConsoleMount = Callable[[int, bool], tuple[ASGIApp, ASGIApp | None]]
+"""(the bound port, whether an authorization server guards the endpoint) -> the web
+console's pages and its sign-in (``serve --http --console``: ``Console.mounted``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,13 +102,15 @@ class HttpOptions:
     cancelled (their processes killed) and its state dropped."""
     auth: AuthOptions | None = None
     """Accept access tokens of this OAuth issuer (instead of the static token)."""
+    drain_timeout_s: float = DRAIN_TIMEOUT_S
+    """On SIGTERM: how long running calls may go on before they are ended."""
 
     @property
     def url(self) -> str:
         return f"http://{_bracketed(self.host or DEFAULT_HOST)}:{self.port}{self.path}"
 
 
-def parse_address(text: str) -> tuple[str, int]:
+def parse_address(text: str, *, flag: str = "--http") -> tuple[str, int]:
     """``HOST:PORT``, ``[V6]:PORT``, ``:PORT`` or ``PORT`` (host 127.0.0.1)."""
     host, port = DEFAULT_HOST, text
     if text.startswith("["):
@@ -98,7 +125,7 @@ def parse_address(text: str) -> tuple[str, int]:
         number = -1
     if not 0 <= number <= 65535:
         raise ConfigError(
-            f"--http {text}: expected HOST:PORT with a port from 0 to 65535, e.g. 127.0.0.1:8765",
+            f"{flag} {text}: expected HOST:PORT with a port from 0 to 65535, e.g. 127.0.0.1:8765",
             code=ErrorCode.CONFIG_INVALID,
         )
     return host, number
@@ -116,6 +143,11 @@ def is_loopback(host: str) -> bool:
 def check_binding(options: HttpOptions) -> None:
     """Refuse to listen beyond this machine without a token (and settings that make no
     sense)."""
+    if not math.isfinite(options.drain_timeout_s) or options.drain_timeout_s < 0:
+        raise ConfigError(
+            f"--drain-timeout must be 0 or more seconds, not {options.drain_timeout_s:g}",
+            code=ErrorCode.CONFIG_INVALID,
+        )
     if not math.isfinite(options.session_idle_timeout_s) or options.session_idle_timeout_s <= 0:
         raise ConfigError(
             "--session-idle-timeout must be a positive number of seconds, "
@@ -170,14 +202,18 @@ def security_settings(options: HttpOptions) -> TransportSecuritySettings:
 
 
 class BearerToken:
-    """ASGI middleware: HTTP requests must carry ``Authorization: Bearer <token>``."""
+    """ASGI middleware: HTTP requests must carry ``Authorization: Bearer <token>`` (but those
+    to the web console, which a browser opens with the same token in its URL)."""
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self._app = app
         self._expected = f"Bearer {token}".encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self._authorized(scope):
+        path = scope.get("path", "")
+        console = path == CONSOLE_PATH or path.startswith(CONSOLE_PATH + "/")
+        public = path in HEALTH_PATHS
+        if scope["type"] != "http" or console or public or self._authorized(scope):
             await self._app(scope, receive, send)
             return
         body = json.dumps(
@@ -204,26 +240,51 @@ class BearerToken:
         return len(given) == 1 and hmac.compare_digest(given[0], self._expected)
 
 
+def _with_caller(app: ASGIApp) -> ASGIApp:
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+        scope[CALLER_KEY] = caller_in(scope)
+        await app(scope, receive, send)
+
+    return wrapped
+
+
 def build_app(
-    server: ToolbridgeServer, options: HttpOptions, guard: ResourceServer | None = None
+    server: ToolbridgeServer,
+    options: HttpOptions,
+    guard: ResourceServer | None = None,
+    console: ConsoleMount | None = None,
 ) -> ASGIApp:
     """The SDK's streamable HTTP app (as ``Server.streamable_http_app`` builds it), with a
     session manager that makes stateful sessions resumable (resume.py), behind the static
-    token or, with ``guard``, an OAuth resource server."""
+    token or, with ``guard``, an OAuth resource server; with ``console``, the web console at
+    ``/console`` (its sign-in behind the same token check as the MCP endpoint)."""
+    replica = server.replica
     sessions = ResumableSessions(
         server.server,
         stateless=options.stateless,
         security_settings=security_settings(options),
         session_idle_timeout=options.session_idle_timeout_s,
+        shared=SharedSessions(replica.shared, replica.name) if replica is not None else None,
     )
     endpoint: ASGIApp = StreamableHTTPASGIApp(sessions)
-    routes = [Route(options.path, endpoint=guard.protect(endpoint) if guard else endpoint)]
+    if replica is not None:
+        endpoint = RemoteResume(endpoint, replica.shared, sessions.holds)
+    routes: list[BaseRoute] = [
+        Route(options.path, endpoint=guard.protect(endpoint) if guard else endpoint)
+    ]
+    routes += health_routes(server)
     routes += guard.routes() if guard else []
+    if console is not None:
+        pages, sign_in = console(options.port, guard is not None)
+        if guard is not None and sign_in is not None:
+            protected = guard.protect(_with_caller(sign_in))
+            routes.append(Route(CONSOLE_PATH + "/sign-in", endpoint=protected))
+        routes.append(Mount(CONSOLE_PATH, app=pages))
     middleware = guard.middleware() if guard else []
     app: ASGIApp = Starlette(
         routes=routes, middleware=middleware, lifespan=lambda _app: sessions.run()
     )
-    app = PrimedStreams(app, sessions)
+    app = Draining(PrimedStreams(app, sessions), server, options.path)
     return BearerToken(app, options.token) if options.token else app
 
 
@@ -241,11 +302,19 @@ def _listen(host: str, port: int) -> socket.socket:
 
 class _Uvicorn(uvicorn.Server):
     """uvicorn's server, telling ours first when it starts shutting down: the calls its
-    shutdown then cancels are audited as ended by the shutdown."""
+    shutdown then cancels are audited as ended by the shutdown. SIGTERM first drains
+    (:meth:`HttpService._drain`); a second signal, or SIGINT, stops at once."""
 
     def __init__(self, config: uvicorn.Config, on_stop: Callable[[], None]) -> None:
         super().__init__(config)
         self._on_stop = on_stop
+        self.drain_requested = False
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if sig == signal.SIGTERM and not self.drain_requested and not self.should_exit:
+            self.drain_requested = True  # seen by the drain task; the exit is then a clean one
+            return
+        super().handle_exit(sig, frame)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         self._on_stop()
@@ -255,9 +324,12 @@ class _Uvicorn(uvicorn.Server):
 class HttpService:
     """The server on a listening socket; ``serve`` reports the URL once it accepts."""
 
-    def __init__(self, server: ToolbridgeServer, options: HttpOptions) -> None:
+    def __init__(
+        self, server: ToolbridgeServer, options: HttpOptions, console: ConsoleMount | None = None
+    ) -> None:
         check_binding(options)
         self._server = server
+        self._console = console
         self.options = options
         self._app: ASGIApp | None = None
         self.guard: ResourceServer | None = None
@@ -274,7 +346,7 @@ class HttpService:
             auth = self.options.auth
             if auth is not None:  # its canonical URL may name the port just picked
                 self.guard = ResourceServer(auth, auth.resource or self.options.url)
-            self._app = build_app(self._server, self.options, self.guard)
+            self._app = build_app(self._server, self.options, self.guard, self._console)
         return self.options.url
 
     async def serve(self, *, task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -285,15 +357,47 @@ class HttpService:
         if self.guard is not None:
             await self.guard.start()
         config = uvicorn.Config(
-            self._app, log_config=None, log_level="warning", timeout_graceful_shutdown=3
+            self._app, log_config=None, log_level="warning", timeout_graceful_shutdown=1
         )
         self._uvicorn = _Uvicorn(config, self._server.stopping)
         self._uvicorn.should_exit = self._stopped
-        task_status.started(url)
-        try:
-            await self._uvicorn.serve(sockets=[self._socket])
-        finally:
-            self._socket.close()
+        async with anyio.create_task_group() as group:
+            if self._server.replica is not None:
+                await group.start(self._server.replica.run)
+            group.start_soon(self._drain, self._uvicorn)
+            task_status.started(url)
+            try:
+                await self._uvicorn.serve(sockets=[self._socket])
+                with anyio.move_on_after(ENDING_S):  # calls it cancelled: their audit lines
+                    await self._server.calls.idle()
+            finally:
+                self._socket.close()
+                group.cancel_scope.cancel()
+
+    async def _drain(self, server: _Uvicorn) -> None:
+        """On SIGTERM: say unready (/readyz 503, new sessions and sessionless requests 503, so
+        the load balancer sends them elsewhere), let the calls running finish up to the drain
+        deadline, then stop serving (calls still running are ended, each with its audit
+        line). The signal handler only sets a flag, looked at every 0.1 s as uvicorn looks
+        at its own."""
+        while not server.drain_requested:  # noqa: ASYNC110
+            await anyio.sleep(SIGNAL_POLL_S)
+        deadline = self.options.drain_timeout_s
+        running = self._server.calls.count
+        log.warning(
+            "SIGTERM: draining: %d call(s) running may finish within %g s; new sessions "
+            "and sessionless requests are refused (503) meanwhile",
+            running,
+            deadline,
+        )
+        self._server.draining = True
+        with anyio.move_on_after(deadline):
+            await self._server.calls.idle()
+        left = self._server.calls.count
+        if left:
+            log.warning("SIGTERM: %d call(s) still running at the deadline are ended", left)
+        self._server.stopping()  # what is cancelled from now on was ended by the shutdown
+        self.stop()
 
     def stop(self) -> None:
         self._stopped = True

@@ -13,6 +13,11 @@ and who may read that resource depends on where the call ran:
   such a call goes with its link: when the link has expired, at the next request that finds it
   so, and at the latest when the server stops.
 
+With replicas sharing state (``--state redis://…``), a link of a call without a session is
+also kept in Redis with its TTL, its owner and the output itself (up to
+:data:`MAX_READ_BYTES`), so any replica answers its ``resources/read``; a session's links stay
+with the session's replica, which serves all of the session's requests.
+
 What a read returns is the output as the tool wrote it, with every secret nobody declared
 redacted (``screen``: the bridge's secret scan, the same as the call's result got).
 
@@ -27,6 +32,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import logging
 import secrets
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -40,6 +46,10 @@ from mcp.server import ServerRequestContext
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import is_version_at_least
+
+from mcp_toolbridge.state import SharedStore, StateUnavailable
+
+log = logging.getLogger("mcp_toolbridge")
 
 SCHEME = "toolbridge://output/"
 LINK_TTL_S = 30 * 60.0
@@ -132,9 +142,15 @@ def not_found(uri: str) -> MCPError:
 class Outputs:
     """The output links of every session and credential, and the resources handlers."""
 
-    def __init__(self, sidecar_dir: SidecarDir | None, expired: Expired | None = None) -> None:
+    def __init__(
+        self,
+        sidecar_dir: SidecarDir | None,
+        expired: Expired | None = None,
+        shared: SharedStore | None = None,
+    ) -> None:
         self._sidecar_dir = sidecar_dir
         self._expired = expired
+        self._shared = shared
         self._by_uri: dict[str, _Output] = {}
         self._by_owner: dict[str, OrderedDict[str, _Output]] = {}
         self._expiring: OrderedDict[str, _Output] = OrderedDict()
@@ -177,7 +193,21 @@ class Outputs:
         while len(mine) > MAX_LINKS_PER_OWNER:
             _, oldest = mine.popitem(last=False)
             self._forget(oldest)
+        if expires_at is not None and self._shared is not None:
+            await self._share(output, token)
         return output.link()
+
+    async def _share(self, output: _Output, token: str) -> None:
+        """Keep a sessionless link in Redis, for any replica to read."""
+        assert self._shared is not None
+        try:
+            async with await anyio.open_file(output.path, "rb") as handle:
+                data = await handle.read(MAX_READ_BYTES)
+            facts = {"owner": output.owner, "tool": output.tool, "name": output.path.name}
+            facts["mime"] = output.mime_type
+            await self._shared.put_output(token, facts, data, LINK_TTL_S)
+        except (OSError, StateUnavailable) as exc:
+            log.warning("a truncated output is readable on this replica only: %s", exc)
 
     def end_session(self, scope: str) -> None:
         """A session ended: its links go (its files go with its session state)."""
@@ -225,7 +255,12 @@ class Outputs:
     async def read(
         self, uri: str, callers: tuple[str, ...], screen: Screen | None = None
     ) -> types.ReadResourceResult:
-        output = self._find(uri, callers)
+        try:
+            output = self._find(uri, callers)
+        except MCPError:
+            if self._shared is None or not uri.startswith(SCHEME):
+                raise
+            return await self._read_shared(uri, callers, screen)
         try:
             async with await anyio.open_file(output.path, "rb") as handle:
                 data = await handle.read(MAX_READ_BYTES)
@@ -235,13 +270,35 @@ class Outputs:
         if output.expires_at is not None:
             left = int((output.expires_at - anyio.current_time()) * 1000)
             ttl_ms = max(0, min(ttl_ms, left))
-        contents: types.TextResourceContents | types.BlobResourceContents
-        if screen is not None:  # every sidecar holds text; scanned whatever its suffix says
-            data = (await screen(data.decode("utf-8", "replace"), output.tool)).encode()
-        if output.mime_type.startswith("text/") or output.mime_type == "application/json":
-            text = data.decode("utf-8", "replace")
-            contents = types.TextResourceContents(uri=uri, mime_type=output.mime_type, text=text)
-        else:
-            blob = base64.b64encode(data).decode()
-            contents = types.BlobResourceContents(uri=uri, mime_type=output.mime_type, blob=blob)
-        return types.ReadResourceResult(contents=[contents], ttl_ms=ttl_ms, cache_scope="private")
+        return await _result(uri, output.mime_type, data, ttl_ms, output.tool, screen)
+
+    async def _read_shared(
+        self, uri: str, callers: tuple[str, ...], screen: Screen | None
+    ) -> types.ReadResourceResult:
+        """A link another replica made (kept in Redis with its owner and TTL)."""
+        assert self._shared is not None
+        try:
+            found = await self._shared.output(uri.removeprefix(SCHEME))
+        except StateUnavailable as exc:
+            raise not_found(uri) from exc
+        if found is None or found[0].get("owner") not in callers:
+            raise not_found(uri)
+        facts, data, left_s = found
+        mime = facts.get("mime", "application/octet-stream")
+        ttl_ms = max(0, min(READ_TTL_MS, int(left_s * 1000)))
+        return await _result(uri, mime, data, ttl_ms, facts.get("tool", ""), screen)
+
+
+async def _result(
+    uri: str, mime: str, data: bytes, ttl_ms: int, tool: str, screen: Screen | None
+) -> types.ReadResourceResult:
+    contents: types.TextResourceContents | types.BlobResourceContents
+    if screen is not None:  # every sidecar holds text; scanned whatever its suffix says
+        data = (await screen(data.decode("utf-8", "replace"), tool)).encode()
+    if mime.startswith("text/") or mime == "application/json":
+        text = data.decode("utf-8", "replace")
+        contents = types.TextResourceContents(uri=uri, mime_type=mime, text=text)
+    else:
+        blob = base64.b64encode(data).decode()
+        contents = types.BlobResourceContents(uri=uri, mime_type=mime, blob=blob)
+    return types.ReadResourceResult(contents=[contents], ttl_ms=ttl_ms, cache_scope="private")

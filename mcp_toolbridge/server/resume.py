@@ -15,8 +15,11 @@ stream is the cancellation.
   events go first. A resumed call whose result went that way is answered with error
   :data:`RESULT_LOST` instead of being left waiting.
 - Every SSE stream to a 2025-11-25 client starts with a priming event (an event id, empty data
-  and ``retry``): the SDK primes each POST's stream; :class:`PrimedStreams` primes the GET
-  streams (the standalone one, and each resumed one with the id it resumes from).
+  and ``retry``): the SDK primes each POST's stream; ``http_sessions.PrimedStreams`` primes
+  the GET streams (the standalone one, and each resumed one with the id it resumes from).
+
+With shared state (``--state redis://…``) sessions keep their events in Redis instead
+(shared_events.py); http_sessions.py gives each session its store.
 """
 
 from __future__ import annotations
@@ -24,21 +27,15 @@ from __future__ import annotations
 import base64
 import binascii
 from collections import deque
-from collections.abc import MutableMapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
-from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
 from mcp.server.streamable_http import (
     GET_STREAM_KEY,
     EventCallback,
     EventMessage,
     EventStore,
-    StreamableHTTPServerTransport,
 )
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import (
     ErrorData,
     JSONRPCError,
@@ -46,7 +43,6 @@ from mcp_types import (
     JSONRPCResponse,
     jsonrpc_message_adapter,
 )
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, is_version_at_least
 
 MAX_EVENTS = 1000
 """Events kept per session (progress notifications, questions, results, priming events)."""
@@ -61,8 +57,6 @@ the client reconnects with the last event id it saw (SSE polling)."""
 RESULT_LOST = -32000
 """The error answering a resumed request whose result is no longer kept."""
 RESUMABLE_SINCE = "2025-11-25"
-
-Scope = MutableMapping[str, Any]
 
 
 @dataclass(eq=False, slots=True)
@@ -88,7 +82,7 @@ class _Stream:
     """Its final message was stored (whether or not it is still kept)."""
 
 
-def _token(stream_id: str) -> str:
+def event_token(stream_id: str) -> str:
     return base64.urlsafe_b64encode(stream_id.encode()).decode().rstrip("=")
 
 
@@ -102,10 +96,10 @@ def parse_event_id(event_id: str) -> tuple[int, str] | None:
         stream_id = raw.decode()
     except (binascii.Error, UnicodeDecodeError, ValueError):
         return None
-    return (int(seq), stream_id) if _token(stream_id) == token else None
+    return (int(seq), stream_id) if event_token(stream_id) == token else None
 
 
-def _lost(stream_id: str) -> EventMessage:
+def lost_result(stream_id: str) -> EventMessage:
     error = ErrorData(
         code=RESULT_LOST,
         message=(
@@ -147,7 +141,7 @@ class SessionEvents(EventStore):
     async def store_event(self, stream_id: str, message: JSONRPCMessage | None) -> str:
         self._seq += 1
         if self._closed:
-            return f"{self._seq}-{_token(stream_id)}"
+            return f"{self._seq}-{event_token(stream_id)}"
         data = (
             None
             if message is None
@@ -168,7 +162,7 @@ class SessionEvents(EventStore):
             del self._streams[stream_id]
         self._changed.set()
         self._changed = anyio.Event()
-        return f"{event.seq}-{_token(stream_id)}"
+        return f"{event.seq}-{event_token(stream_id)}"
 
     def _evict(self) -> None:
         while self._events and (
@@ -198,7 +192,7 @@ class SessionEvents(EventStore):
         stream = self._streams.get(stream_id)
         if stream is None or seq < stream.start:
             if stream_id != GET_STREAM_KEY and not self._closed:
-                await send_callback(_lost(stream_id))
+                await send_callback(lost_result(stream_id))
             return None
         if stream_id == GET_STREAM_KEY:
             for event in _after(stream, seq):
@@ -217,7 +211,7 @@ class SessionEvents(EventStore):
                 if event.final:
                     return
             if stream.finished:  # its final message is no longer kept
-                await send(_lost(stream_id))
+                await send(lost_result(stream_id))
                 return
             with anyio.move_on_after(FOLLOW_IDLE_S) as idle:
                 await changed.wait()
@@ -233,106 +227,4 @@ def _after(stream: _Stream, seq: int) -> list[_Event]:
 def _message(event: _Event) -> EventMessage:
     assert event.data is not None
     message = jsonrpc_message_adapter.validate_json(event.data, by_name=False)
-    return EventMessage(message, f"{event.seq}-{_token(event.stream_id)}")
-
-
-class ResumableSessions(StreamableHTTPSessionManager):
-    """The SDK's session manager, giving each stateful session its own event store.
-
-    The SDK hands one event store to every session; its streams are named by request ids,
-    which clients number from 1 in each session, so one shared store would replay another
-    session's messages. ``_admit_session`` (where the SDK makes a session's transport) and
-    ``_discard_session`` (where it forgets one, however it ended) are the only hooks; should
-    a later SDK rename them, sessions simply stop being resumable (the resume tests fail)."""
-
-    def __init__(
-        self,
-        app: Any,
-        *,
-        stateless: bool,
-        security_settings: TransportSecuritySettings,
-        session_idle_timeout: float,
-    ) -> None:
-        super().__init__(
-            app,
-            stateless=stateless,
-            security_settings=security_settings,
-            retry_interval=RETRY_MS,
-            session_idle_timeout=session_idle_timeout,
-        )
-        self._stores: dict[str, SessionEvents] = {}
-
-    def events_of(self, session_id: str) -> SessionEvents | None:
-        return self._stores.get(session_id)
-
-    def _admit_session(
-        self, requestor: AuthorizationContext | None
-    ) -> StreamableHTTPServerTransport | None:
-        transport = super()._admit_session(requestor)
-        if transport is not None and transport.mcp_session_id is not None:
-            store = SessionEvents()
-            transport._event_store = store
-            self._stores[transport.mcp_session_id] = store
-        return transport
-
-    async def _discard_session(
-        self, session_id: str, transport: StreamableHTTPServerTransport
-    ) -> None:
-        store = self._stores.pop(session_id, None)
-        if store is not None:
-            store.close()
-        await super()._discard_session(session_id, transport)
-
-
-def _priming(event_id: str) -> bytes:
-    return f"id: {event_id}\r\nretry: {RETRY_MS}\r\ndata: \r\n\r\n".encode()
-
-
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers", ()):
-        if key.lower() == name:
-            text: str = value.decode("latin-1")
-            return text
-    return None
-
-
-class PrimedStreams:
-    """ASGI middleware: a GET stream of a resumable session starts with a priming event, as
-    each POST's stream does. A new standalone stream gets a new event id; a resumed one
-    repeats the id it resumes from (what follows it comes next)."""
-
-    def __init__(self, app: Any, sessions: ResumableSessions) -> None:
-        self._app = app
-        self._sessions = sessions
-
-    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope.get("method") != "GET":
-            await self._app(scope, receive, send)
-            return
-        version = _header(scope, b"mcp-protocol-version") or ""
-        store = self._sessions.events_of(_header(scope, b"mcp-session-id") or "")
-        resumable = version in HANDSHAKE_PROTOCOL_VERSIONS and is_version_at_least(
-            version, RESUMABLE_SINCE
-        )
-        if store is None or not resumable:
-            await self._app(scope, receive, send)
-            return
-        last = _header(scope, b"last-event-id")
-
-        async def primed(message: Any) -> None:
-            await send(message)
-            if message["type"] != "http.response.start" or message.get("status") != 200:
-                return
-            headers = dict(message.get("headers") or ())
-            if not headers.get(b"content-type", b"").startswith(b"text/event-stream"):
-                return
-            if last is None:
-                event_id = await store.store_event(GET_STREAM_KEY, None)
-            elif parse_event_id(last) is not None:
-                event_id = last
-            else:
-                return
-            body = _priming(event_id)
-            await send({"type": "http.response.body", "body": body, "more_body": True})
-
-        await self._app(scope, receive, primed)
+    return EventMessage(message, f"{event.seq}-{event_token(event.stream_id)}")

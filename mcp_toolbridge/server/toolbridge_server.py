@@ -8,39 +8,50 @@ deferred loading (tool_search), and maps every tools/call through Bridge.call. M
 
 from __future__ import annotations
 
-import base64
-import binascii
+import hashlib
+import json
 import logging
+import time
 import uuid
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import AsyncIterator, Hashable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any, Literal, Protocol
 
 import mcp_types as types
-from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server import ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
-from mcp.server.models import InitializationOptions
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from mcp_toolbridge import __version__
 from mcp_toolbridge.bridge import Bridge
-from mcp_toolbridge.catalog import Catalog
 from mcp_toolbridge.errors import ErrorCode, UnknownToolError
-from mcp_toolbridge.host import CallContext, Caller, FoundTools, InputPending, LogLevel
-from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.host import (
+    CallContext,
+    Caller,
+    CallLease,
+    Connected,
+    FoundTools,
+    Host,
+    InputPending,
+    LogLevel,
+)
 from mcp_toolbridge.names import PROXY_TOOL
+from mcp_toolbridge.server.connections import ConnectionLog
 from mcp_toolbridge.server.host import ClientLog, McpHost, caller_of
+from mcp_toolbridge.server.listing import SdkServer, decode_cursor, encode_cursor, runs
 from mcp_toolbridge.server.outputs import (
     Outputs,
     SidecarDir,
     credential_owner,
     session_owner,
 )
+from mcp_toolbridge.server.replicas import CallsRunning, Replica, SharedBus
 from mcp_toolbridge.server.roots import RootsChanged, RootsFollower
 from mcp_toolbridge.server.stdio import stdio_transport
-from mcp_toolbridge.server.wire import to_result, to_tool
+from mcp_toolbridge.server.wire import Published, to_result
 
 log = logging.getLogger("mcp_toolbridge")
 
@@ -52,58 +63,6 @@ SEARCH_TOOL = "tool_search"
 INTERNAL_ERROR = "internal error in mcp-toolbridge; see the server log"
 PROCESS_SCOPE = ""
 """The visibility scope of the process's one connection (stdio, in-memory clients)."""
-
-
-class _Server(Server[Any]):
-    """The SDK server, announcing tools.listChanged to legacy clients too, and the logging
-    capability to them only (2026-07-28 has no logging/setLevel: a request opts in)."""
-
-    def get_capabilities(
-        self,
-        notification_options: NotificationOptions | None = None,
-        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
-        extensions: dict[str, dict[str, Any]] | None = None,
-        *,
-        protocol_version: str | None = None,
-    ) -> types.ServerCapabilities:
-        found = super().get_capabilities(
-            notification_options,
-            experimental_capabilities,
-            extensions,
-            protocol_version=protocol_version,
-        )
-        if protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return found.model_copy(update={"logging": None})
-        return found
-
-    def create_initialization_options(
-        self,
-        notification_options: NotificationOptions | None = None,
-        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
-        extensions: dict[str, dict[str, Any]] | None = None,
-    ) -> InitializationOptions:
-        return super().create_initialization_options(
-            notification_options or NotificationOptions(tools_changed=True),
-            experimental_capabilities,
-            extensions,
-        )
-
-
-def _encode_cursor(offset: int) -> str:
-    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode()
-
-
-def _decode_cursor(cursor: str) -> int:
-    try:
-        text = base64.urlsafe_b64decode(cursor.encode()).decode()
-        if not text.startswith("o:"):
-            raise ValueError(cursor)
-        offset = int(text[2:])
-    except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
-        raise MCPError(code=types.INVALID_PARAMS, message="Invalid cursor") from exc
-    if offset < 0:
-        raise MCPError(code=types.INVALID_PARAMS, message="Invalid cursor")
-    return offset
 
 
 def _is_modern(ctx: ServerRequestContext[Any]) -> bool:
@@ -127,26 +86,6 @@ class SessionEnd(Protocol):
     def __call__(self, session_id: str, *, keep_files: bool = False) -> None: ...
 
 
-class _Published:
-    """The wire form of each tool per era, built on first use and kept.
-
-    Built lazily: a search-mode server lists a few dozen tools, and building all 100,000 wire
-    forms of a large catalog up front, twice, would cost seconds of start-up for nothing."""
-
-    def __init__(self, catalog: Catalog) -> None:
-        self._catalog = catalog
-        self._built: dict[tuple[bool, str], types.Tool] = {}
-
-    def tool(self, name: str, *, modern: bool) -> types.Tool:
-        key = (modern, name)
-        tool = self._built.get(key)
-        if tool is None:
-            entry = self._catalog.get(name)
-            assert entry is not None, name  # only catalog names are ever listed
-            tool = self._built[key] = to_tool(entry.spec, modern=modern)
-        return tool
-
-
 class ToolbridgeServer:
     """Holds the bridge, the published tools and each session's visible set."""
 
@@ -159,13 +98,27 @@ class ToolbridgeServer:
         roots: RootsChanged | None = None,
         sidecar_dir: SidecarDir | None = None,
         notices: Sequence[str] = (),
+        console: Host | None = None,
+        replica: Replica | None = None,
     ) -> None:
-        """``roots``: follow the client's MCP roots (stdio and in-memory connections), calling
+        """``console``: where a person answers the confirmations a headless client cannot
+        ask (``serve --console``); None: they are refused.
+        ``roots``: follow the client's MCP roots (stdio and in-memory connections), calling
         it with them on every change; None leaves the workspace as it is.
         ``sidecar_dir(session_id)``: the session's sidecar folder (Sessions.sidecar_dir);
         without it truncated results carry no resource link. ``notices``: warnings each
-        2025-era client gets once after it connects (tools that are not served)."""
+        2025-era client gets once after it connects (tools that are not served).
+        ``replica``: this server is one replica of a service sharing state in Redis
+        (replicas.py): request state sealed with the shared keys, listen streams fed by the
+        shared bus, each call leased, truncated outputs kept in Redis."""
         self.session_id = uuid.uuid4().hex
+        self.service = "service" if replica is not None else self.session_id
+        """Where anonymous sessionless calls' budgets and limits are summed: this server, or
+        with replicas, the whole service."""
+        self.replica = replica
+        self.draining = False
+        """Stopping: /readyz says so (the HTTP service drains calls on SIGTERM)."""
+        self.calls = CallsRunning()
         self._requested_expose: Expose = expose
         self._loaded: dict[str, list[str]] = {}
         """Tools loaded by tool_search, per visibility scope (see _scope)."""
@@ -173,15 +126,21 @@ class ToolbridgeServer:
         """An opaque session id per Mcp-Session-Id: the header value is never logged."""
         self._on_session_end = on_session_end
         self._list_cache: dict[tuple[bool, str | None, str | None, Hashable], HandlerResult] = {}
-        self._bus = InMemorySubscriptionBus()
+        self._bus: InMemorySubscriptionBus | SharedBus = InMemorySubscriptionBus()
+        if replica is not None:
+            self._bus = replica.bus
+            replica.bus.digest = self.listing_digest
+            replica.on_lost = self.bridge_lost
         self._legacy_sessions: dict[int, Any] = {}
         """A ServerSession per open 2025 connection, by id of the connection."""
-        self._outputs = Outputs(sidecar_dir, expired=self._output_expired)
+        shared = replica.shared if replica is not None else None
+        self._outputs = Outputs(sidecar_dir, expired=self._output_expired, shared=shared)
         self._client_log = ClientLog(notices)
+        self._console = console
+        self._connections = ConnectionLog(self._audit_session)
         self._publish(bridge)
-        self.server = _Server(
+        self.server = SdkServer(
             "mcp-toolbridge",
-            version=__version__,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_subscriptions_listen=ListenHandler(self._bus),
@@ -193,22 +152,23 @@ class ToolbridgeServer:
             "logging/setLevel", types.SetLevelRequestParams, self._client_log.set_level
         )
         self.server.middleware.append(self._remember_sessions)
+        self.server.middleware.append(self._connections)
         self.server.middleware.append(self._cache_tools_list)
         self._roots = RootsFollower(roots) if roots is not None else None
         if self._roots is not None:
             self._roots.install(self.server)
         # Seal the requestState of 2026 multi-round-trip calls (confirmation, question):
         # an answer counts only together with state this server minted for that call.
+        # With replicas, the keys are shared: a retry landing on another replica is opened.
+        security = RequestStateSecurity.ephemeral() if replica is None else replica.security()
         self.server.middleware.append(
-            RequestStateBoundary(
-                RequestStateSecurity.ephemeral(), default_audience="mcp-toolbridge"
-            )
+            RequestStateBoundary(security, default_audience="mcp-toolbridge")
         )
 
     def _publish(self, bridge: Bridge) -> None:
         """Build the wire form of every tool once, and what is always listed."""
         self.bridge = bridge
-        self._published = _Published(bridge.catalog)
+        self._published = Published(bridge.catalog)
         manifest_tools = bridge.catalog.manifest_names()  # names only: no record is read
         builtins = bridge.catalog.builtin_names()
         expose = self._requested_expose
@@ -234,9 +194,17 @@ class ToolbridgeServer:
         self._list_cache.clear()
 
     async def swap(self, bridge: Bridge) -> None:
-        """Serve a reloaded catalog from now on and tell every client its list changed."""
+        """Serve a reloaded catalog from now on and tell every client its list changed (with
+        replicas: when it did change, and the other replicas too)."""
+        before = self.listing_digest() if self.replica is not None else None
         self._publish(bridge)
-        await self.notify_tools_changed()
+        if before is None or before != self.listing_digest():
+            await self.notify_tools_changed()
+
+    def listing_digest(self) -> str:
+        """What a 2026-07-28 client's tools/list holds now, digested (replicas compare it)."""
+        wire = [self._published.tool(n, modern=True).model_dump(mode="json") for n in self._always]
+        return hashlib.sha256(json.dumps(wire, sort_keys=True).encode()).hexdigest()
 
     async def notify_tools_changed(self, ctx: ServerRequestContext[Any] | None = None) -> None:
         """list_changed on 2026 listen streams and to every 2025 connection seen so far."""
@@ -297,10 +265,10 @@ class ToolbridgeServer:
     ) -> types.ListToolsResult:
         modern = _is_modern(ctx)
         names = self._callable(self.visible_names(_scope(ctx), modern=modern), caller_of(ctx))
-        start = _decode_cursor(params.cursor) if params and params.cursor else 0
+        start = decode_cursor(params.cursor) if params and params.cursor else 0
         page = names[start : start + PAGE_SIZE]
         following = start + PAGE_SIZE
-        next_cursor = _encode_cursor(following) if following < len(names) else None
+        next_cursor = encode_cursor(following) if following < len(names) else None
         tools = [self._published.tool(n, modern=modern) for n in page]
         return types.ListToolsResult(tools=tools, next_cursor=next_cursor)
 
@@ -383,7 +351,8 @@ class ToolbridgeServer:
         except UnknownToolError as exc:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {exc.tool}") from exc
         if self._roots is not None and _scope(ctx) == PROCESS_SCOPE:
-            ask = await self._roots.before_call(ctx, params, self._runs(params, entry.spec))
+            target = runs(self.bridge.catalog, params, entry.spec)
+            ask = await self._roots.before_call(ctx, params, target)
             if ask is not None:
                 return ask
 
@@ -398,13 +367,17 @@ class ToolbridgeServer:
             progress=progress,
             host=host,
             found_tools=self._found_tools(ctx),
-            budget_session=self.session_id if scope is None else None,  # summed server-wide
+            budget_session=self.service if scope is None else None,  # summed server-wide
             log=self._client_log.for_call(ctx),
             caller=caller_of(ctx),
+            console=self._console,
         )
         link = None
+        self.calls.began()
         try:
-            outcome = await self.bridge.call(params.name, params.arguments, call_ctx)
+            async with self._leased(ctx, call_ctx, params.name) as lease:
+                call_ctx = replace(call_ctx, lease=lease)
+                outcome = await self.bridge.call(params.name, params.arguments, call_ctx)
             link = await self._outputs.link(
                 outcome.output_path,
                 tool=params.name,
@@ -423,12 +396,37 @@ class ToolbridgeServer:
                 meta={"toolbridge/code": ErrorCode.SERVER_INTERNAL.value},
             )
         finally:
+            self.calls.ended()
             if scope is None and self._on_session_end is not None:  # a call without a session
                 self._on_session_end(session_id, keep_files=link is not None)
         if outcome.ok and params.name == SEARCH_TOOL and isinstance(outcome.value, dict):
             found = [t.get("name") for t in outcome.value.get("tools", [])]
             await self.load([n for n in found if isinstance(n, str)], ctx)
         return to_result(outcome, entry.spec, modern=modern, link=link)
+
+    @asynccontextmanager
+    async def _leased(
+        self, ctx: ServerRequestContext[Any], call_ctx: CallContext, tool: str
+    ) -> AsyncIterator[CallLease | None]:
+        """The call's lease while it runs, with replicas (else None)."""
+        if self.replica is None:
+            yield None
+            return
+        caller = call_ctx.caller
+        record = {
+            "tool": tool,
+            "session": call_ctx.session_id,
+            "subject": caller.subject,
+            "client_id": caller.client_id,
+            "issuer": caller.issuer,
+            "started": time.time(),
+        }
+        async with self.replica.lease(record) as lease:
+            yield lease
+
+    async def bridge_lost(self, record: dict[str, Any]) -> None:
+        """A call of a dead replica (claimed by this one): its audit line."""
+        await self.bridge.lost(record)
 
     def _output_expired(self, session_id: str) -> None:
         """The link of a call without a session expired: its files go now."""
@@ -452,13 +450,6 @@ class ToolbridgeServer:
     ) -> types.ReadResourceResult:
         return await self._outputs.read(params.uri, self._callers(ctx), self.bridge.read_back)
 
-    def _runs(self, params: types.CallToolRequestParams, spec: ToolSpec) -> ToolSpec:
-        """The tool a call runs: the one a proxy call names when it is in the catalog (its
-        needs decide what must happen first, such as fetching the roots), else ``spec``."""
-        target = (params.arguments or {}).get("name") if spec.name == PROXY_TOOL else None
-        entry = self.bridge.catalog.get(target) if isinstance(target, str) else None
-        return entry.spec if entry is not None else spec
-
     def _session_id(self, ctx: ServerRequestContext[Any]) -> str:
         """The session of audit lines and "always" grants: the process's on stdio, one per
         stateful HTTP session, and a fresh one per sessionless HTTP call (nothing carries over
@@ -470,6 +461,14 @@ class ToolbridgeServer:
             return f"{self.session_id}:call-{uuid.uuid4().hex[:16]}"
         opaque = self._http_sessions.setdefault(scope, f"http-{uuid.uuid4().hex[:16]}")
         return f"{self.session_id}:{opaque}"
+
+    def _audit_session(self, ctx: ServerRequestContext[Any]) -> tuple[str, str | None]:
+        scope = _scope(ctx)
+        return ("" if scope is None else self._session_id(ctx)), scope
+
+    def connected(self) -> list[Connected]:
+        """Who is connected now (the console's sessions page)."""
+        return self._connections.rows()
 
     def stopping(self) -> None:
         """The server is going away: calls cancelled from now on are audited as ended by the

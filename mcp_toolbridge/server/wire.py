@@ -18,6 +18,7 @@ from typing import Any
 import mcp_types as types
 
 from mcp_toolbridge.bridge import CallOutcome
+from mcp_toolbridge.catalog import Catalog
 from mcp_toolbridge.model import ToolSpec, tool_kind
 
 META_PREFIX = "toolbridge/"
@@ -153,3 +154,23 @@ def to_result(
         is_error=False,
         meta=meta,
     )
+
+
+class Published:
+    """The wire form of each tool per era, built on first use and kept.
+
+    Built lazily: a search-mode server lists a few dozen tools, and building all 100,000 wire
+    forms of a large catalog up front, twice, would cost seconds of start-up for nothing."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self._catalog = catalog
+        self._built: dict[tuple[bool, str], types.Tool] = {}
+
+    def tool(self, name: str, *, modern: bool) -> types.Tool:
+        key = (modern, name)
+        tool = self._built.get(key)
+        if tool is None:
+            entry = self._catalog.get(name)
+            assert entry is not None, name  # only catalog names are ever listed
+            tool = self._built[key] = to_tool(entry.spec, modern=modern)
+        return tool

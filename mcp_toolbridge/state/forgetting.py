@@ -4,6 +4,7 @@ the State, in order, as long as the context is open."""
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -11,7 +12,9 @@ from contextlib import asynccontextmanager
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from mcp_toolbridge.state.port import State
+from mcp_toolbridge.state.port import State, StateUnavailable
+
+log = logging.getLogger("mcp_toolbridge")
 
 
 @asynccontextmanager
@@ -30,4 +33,7 @@ async def forgetting(state: State) -> AsyncIterator[Callable[[str], None]]:
 async def _forget(state: State, owners: MemoryObjectReceiveStream[str]) -> None:
     async with owners:
         async for owner in owners:
-            await state.forget(owner)
+            try:
+                await state.forget(owner)
+            except StateUnavailable as exc:  # a shared store away: its keys expire by themselves
+                log.warning("an ended session's state is left to expire: %s", exc.reason)

@@ -13,7 +13,9 @@ import anyio
 import pytest
 from mcp import Client
 
+from mcp_toolbridge.bridge import CallOutcome
 from mcp_toolbridge.bridge.budget import reported_usage
+from mcp_toolbridge.builtins import Sessions
 from mcp_toolbridge.errors import ErrorCode
 from mcp_toolbridge.host import CallContext, Caller
 from mcp_toolbridge.runtime import (
@@ -24,8 +26,10 @@ from mcp_toolbridge.runtime import (
     open_runtime,
 )
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
-from mcp_toolbridge.state import Usage
+from mcp_toolbridge.state import MemoryState, Usage
 from tests.support.manifests import NOT_DESTRUCTIVE
+
+DAY = 86_400.0
 
 SCHEMA = {
     "type": "object",
@@ -147,3 +151,53 @@ async def test_a_persons_budget_holds_across_their_sessions_and_is_theirs_alone(
     assert refused.code == ErrorCode.BUDGET_EXCEEDED
     assert refused.error is not None
     assert "used by alice (client ide) across their sessions" in refused.error
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_a_persons_budget_holds_for_their_window_and_a_full_state_refuses_newcomers(
+    settings,
+):
+    """Two people at most, a day's window, an injected clock: a third person's budgeted call
+    is refused (state.full) before it runs rather than anyone's usage dropped; a call without
+    a budget still runs; a person idle for the window starts again, one active does not."""
+    loaded = load_catalog(settings, BUILTIN_SPECS)
+    clock = Clock()
+    state = MemoryState(person_idle_s=DAY, max_people=2, clock=clock)
+    alice, bob, carol = (
+        Caller(subject=name, client_id="ide", issuer="https://id.example")
+        for name in ("alice", "bob", "carol")
+    )
+    spend = {"message": "m", "usage": {"usd": 0.2}}
+    with anyio.fail_after(30):
+        async with open_runtime(settings, loaded, sessions=Sessions(state=state)) as runtime:
+            bridge = runtime.bridge
+
+            async def call(tool: str, caller: Caller) -> CallOutcome:
+                return await bridge.call(tool, spend, CallContext("s", caller=caller))
+
+            assert (await call("paid_call", alice)).ok
+            assert (await call("paid_call", bob)).ok
+            full = await call("paid_call", carol)
+            assert full.code == ErrorCode.STATE_FULL and full.result is None  # nothing ran
+            assert full.error is not None and "at most 2 people" in full.error
+            assert (await call("plain_echo", carol)).ok  # nothing kept for it: it runs
+            clock.now += DAY / 2
+            assert (await call("paid_call", alice)).ok  # $0.40 of $0.25: spent
+            clock.now += DAY / 2 + 1  # bob idle for a day, alice for half of one
+            assert (await call("paid_call", carol)).ok  # bob's place was freed
+            spent = await call("paid_call", alice)
+            assert spent.code == ErrorCode.BUDGET_EXCEEDED  # within her window: still spent
+            assert (await call("paid_call", bob)).code == ErrorCode.STATE_FULL
+            clock.now += DAY + 1
+            assert (await call("paid_call", bob)).ok  # a new window for everyone
+            assert (await call("paid_call", alice)).ok
+    lines = _lines(settings.audit_path)
+    refused = [line for line in lines if line.get("errorCode") == "state.full"]
+    assert len(refused) == 2 and all(line["subject"] in ("carol", "bob") for line in refused)

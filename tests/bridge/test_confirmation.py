@@ -10,15 +10,8 @@ from typing import Any
 import mcp_types as types
 import pytest
 
-from mcp_toolbridge.bridge.gate import (
-    ALLOW_ALWAYS,
-    ALLOW_ONCE,
-    DISMISSED,
-    HEADLESS_DENIED,
-    NOT_ASKED,
-    NOT_CONSENT,
-    REJECT,
-)
+from mcp_toolbridge.bridge.asking import ALLOW_ALWAYS, ALLOW_ONCE, REJECT
+from mcp_toolbridge.bridge.gate import DISMISSED, HEADLESS_DENIED, NOT_ASKED, NOT_CONSENT
 from mcp_toolbridge.builtins.question import DISMISSED_REASON, NOT_ASKED_MESSAGE
 from mcp_toolbridge.runtime import Settings
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool

@@ -12,7 +12,8 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from mcp_toolbridge.bridge.gate import ALLOW_ONCE, HEADLESS_DENIED
+from mcp_toolbridge.bridge.asking import ALLOW_ONCE
+from mcp_toolbridge.bridge.gate import HEADLESS_DENIED
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_bridge
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.manifests import agentcli_manifest

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
+import string
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,11 +22,16 @@ from mcp_toolbridge.bridge.recording import (
     Recorder,
     ReplayExecutor,
     canonical,
+    match_key,
 )
+from mcp_toolbridge.leaks import SecretScanSettings
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_bridge
 from tests.support.manifests import FAIL, agentcli_manifest, echo_tool
 
 pytestmark = pytest.mark.e2e
+_rng = random.Random(26)
+GITHUB = "ghp_" + "".join(_rng.choice(string.ascii_letters + string.digits) for _ in range(36))
+"""A real-looking GitHub token, which the secret scan finds (rule ``github-pat``)."""
 
 COUNTER = (
     "import json, os, sys\n"
@@ -70,6 +77,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("count", {"text": "two"}),
     ("fails", {"text": "x"}),
     ("count", {"text": 5}),
+    ("count", {"text": f"push with {GITHUB}"}),
 ]
 
 
@@ -102,11 +110,14 @@ async def test_a_recorded_session_replays_byte_for_byte_without_running_the_tool
         )
         assert [r["structuredContent"].get("count") for r in recorded[:3]] == [1, 2, 3]
         assert recorded[3]["isError"] is True and recorded[4]["isError"] is True
+        assert recorded[5]["structuredContent"]["text"] == "push with [REDACTED:github-pat]"
         replayed = await _session(_server(tmp_path, "replay", str(record), catalog, "--no-audit"))
     assert [json.dumps(r, sort_keys=True) for r in replayed] == [
         json.dumps(r, sort_keys=True) for r in recorded
     ]
-    assert (tmp_path / "counter").read_text() == "3"  # replay ran nothing
+    assert (tmp_path / "counter").read_text() == "4"  # replay ran nothing
+    (path,) = record.glob("*.jsonl")
+    assert GITHUB not in path.read_text(encoding="utf-8")
 
 
 async def test_frames_carry_ids_schema_refs_and_timing_but_no_secret_values(
@@ -165,3 +176,48 @@ async def test_a_call_with_no_recording_is_an_error_result_and_a_log_line(
     assert outcome.ok is False and outcome.error == NO_RECORDING
     assert invalid.error is not None and invalid.error.startswith("invalid arguments")
     assert f"{NO_RECORDING} for count {canonical({'text': 'never recorded'})}" in caplog.text
+
+
+async def test_a_secret_in_a_calls_arguments_is_recorded_as_its_marker_and_still_replays(
+    tmp_path: Path,
+) -> None:
+    catalog = _catalog(tmp_path)
+    record = tmp_path / "rec"
+    counter = tmp_path / "c"
+    settings = Settings(
+        paths=[catalog],
+        audit=False,
+        workspace=tmp_path,  # where the counter tool may write
+        environ={**os.environ, "COUNTER_FILE": str(counter)},
+    )
+    loaded = load_catalog(settings, BUILTIN_SPECS)
+    recorder = Recorder.open(record)
+    secret_call = {"text": f"remote https://x:{GITHUB}@github.com/acme/w.git"}
+    plain_call = {"text": "no secret here"}
+    try:
+        async with open_bridge(settings, loaded, observers=(recorder,)) as bridge:
+            first = await bridge.call("count", secret_call)
+            second = await bridge.call("count", plain_call)
+    finally:
+        recorder.close()
+    (path,) = record.glob("*.jsonl")
+    text = path.read_text(encoding="utf-8")
+    assert GITHUB not in text
+    call, result, plain, _ = (json.loads(line) for line in text.splitlines())
+    redacted = "remote https://x:[REDACTED:github-pat]@github.com/acme/w.git"
+    assert call["arguments"] == {"text": redacted}
+    assert call["match"] == match_key("count", {"text": redacted})
+    assert result["result"]["value"] == {"count": 1, "text": redacted}
+    assert plain["arguments"] == plain_call
+    assert plain["match"] == match_key("count", plain_call)
+    assert counter.read_text() == "2"
+
+    replay = ReplayExecutor.load(record)
+    replay.redact_as(SecretScanSettings())
+    async with open_bridge(settings, loaded, stand_in=replay) as bridge:
+        again = await bridge.call("count", plain_call)
+        secret_again = await bridge.call("count", secret_call)
+    assert again.ok and again.value == second.value == {"count": 2, "text": "no secret here"}
+    assert secret_again.ok and secret_again.value == first.value
+    assert first.value == {"count": 1, "text": redacted}
+    assert counter.read_text() == "2"  # replay ran nothing

@@ -16,7 +16,7 @@ from mcp_toolbridge.builtins.question import (
 )
 from mcp_toolbridge.errors import ArgumentsError, PermissionDeniedError
 from mcp_toolbridge.executors.base import CallContext, ExecRequest, ExecResult
-from mcp_toolbridge.host import Answer, Host, InputPending
+from mcp_toolbridge.host import Answer, Confirmation, Host, InputPending
 from mcp_toolbridge.schemas import compile_schema
 from tests.support.scripted_host import ScriptedHost
 
@@ -146,7 +146,13 @@ async def test_the_form_key_is_stable_for_the_same_questions_and_differs_for_oth
 
 async def test_a_pending_answer_in_a_multi_round_trip_client_ends_the_call_to_be_retried():
     class PendingHost(ScriptedHost):
-        async def elicit(self, key: str, message: str, schema: dict[str, Any]) -> Answer:
+        async def elicit(
+            self,
+            key: str,
+            message: str,
+            schema: dict[str, Any],
+            about: Confirmation | None = None,
+        ) -> Answer:
             raise InputPending(key, message, schema)
 
     with pytest.raises(InputPending) as caught:

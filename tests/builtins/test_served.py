@@ -12,7 +12,8 @@ import mcp_types as types
 import pytest
 
 from mcp_toolbridge.bridge import NOT_CHECKED
-from mcp_toolbridge.bridge.gate import ALLOW_ONCE, HEADLESS_DENIED
+from mcp_toolbridge.bridge.asking import ALLOW_ONCE
+from mcp_toolbridge.bridge.gate import HEADLESS_DENIED
 from mcp_toolbridge.builtins import LOCKED_IDS, parse_locked
 from mcp_toolbridge.builtins.question import HEADLESS_MESSAGE, NOT_ASKED_MESSAGE
 from mcp_toolbridge.builtins.task.tool import NO_SAMPLING_MESSAGE

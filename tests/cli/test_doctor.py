@@ -8,6 +8,7 @@ import json
 import os
 import stat
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,14 @@ def _doctor(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[s
         else:
             lines[last] += "\n" + line
     return code, lines, text
+
+
+@pytest.fixture(autouse=True)
+def _temporary_folder_is_the_tests_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The system's temporary folder, as doctor sees it, is this test's own: a checkout that
+    CI cloned under /tmp is not an installation in a temporary folder for these tests, while
+    a launcher the test puts in tmp_path still is."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
 
 
 @pytest.fixture

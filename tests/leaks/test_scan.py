@@ -41,6 +41,19 @@ def test_every_planted_secret_is_found_and_redacted(settings: SecretScanSettings
     assert {p.family for p, _ in planted()} == set(FAMILIES)
 
 
+@pytest.mark.parametrize("settings", [SecretScanSettings(), GENERIC_ON], ids=["default", "generic"])
+def test_a_redacted_text_redacted_again_stays_as_it_was(settings: SecretScanSettings) -> None:
+    scan = SecretScan(settings)
+    for _, document in planted():
+        once, _ = scan.redact_text(document, "bash")
+        twice, counts = scan.redact_text(once, "bash")
+        assert (twice, counts) == (once, {}), once
+    url = f"git push https://x:{TOKEN}@github.com/acme/w.git"
+    once, counts = scan.redact_text(url, "bash")
+    assert once == "git push https://x:[REDACTED:github-pat]@github.com/acme/w.git"
+    assert scan.redact_text(once, "bash") == (once, {})
+
+
 def test_a_secret_across_a_chunk_boundary_is_found_whole() -> None:
     key = "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(["Ab3+" * 16] * 50)
     key += "\n-----END RSA PRIVATE KEY-----"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -211,3 +212,13 @@ async def test_the_registry_entry_starts_as_a_registry_client_starts_it(
         StdioServerParameters(command=str(uv.with_name("uvx")), args=args, env=env, cwd="/")
     )
     assert EXAMPLES <= names and "the folder meant" in text
+
+
+def test_the_wheel_carries_the_consoles_templates_and_assets(artifacts: Artifacts) -> None:
+    """The console loads nothing from the network: its pages and assets are in the wheel."""
+    shipped = set(zipfile.ZipFile(artifacts.wheel).namelist())
+    folder = ROOT / "mcp_toolbridge" / "console"
+    files = [p for p in folder.rglob("*") if p.suffix in (".html", ".css", ".js")]
+    assert files
+    for path in files:
+        assert path.relative_to(folder.parents[1]).as_posix() in shipped

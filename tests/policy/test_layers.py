@@ -148,7 +148,7 @@ def test_an_unknown_key_names_its_line_and_the_closest_key(ws):
         'policy.toml: line 2: default_actoin: unknown key; did you mean "default_action"? '
         "(valid here: extends, allow, ask, deny, default_action, grant, trust_project_allow, "
         "requires, security, watchdog, rules, callers, web_search, subagents, bash, web_fetch, "
-        "discovery, sandbox, secret_scan, auth)"
+        "discovery, sandbox, secret_scan, auth, limits, state)"
     )
     nested = _error(ws, '[requires]\nfs.raed = ["/x"]\n')
     assert 'line 2: requires.fs.raed: unknown key; did you mean "read"?' in nested

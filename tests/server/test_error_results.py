@@ -30,7 +30,7 @@ def mode(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 async def client(mode: str, tmp_path: Path) -> AsyncIterator[Client]:
-    folder = write_catalog(tmp_path / "m", agentpm_timeout_ms=500)
+    folder = write_catalog(tmp_path / "m", agentpm_timeout_ms=3000)
     settings = Settings(
         paths=[folder], policy_file=write_policy(tmp_path / "policy.toml"), audit=False
     )

@@ -17,7 +17,7 @@ import httpx2
 import mcp_types as types
 import pytest
 
-from mcp_toolbridge.bridge.gate import ALLOW_ALWAYS, REJECT
+from mcp_toolbridge.bridge.asking import ALLOW_ALWAYS, REJECT
 from mcp_toolbridge.runtime import Settings
 from tests.support.http_fixture import running_server
 from tests.support.httpserve import open_session, request

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_toolbridge.host import Answer, SamplingRequest, SamplingResult
+from mcp_toolbridge.host import Answer, Confirmation, SamplingRequest, SamplingResult
 
 Reply = SamplingResult | Callable[[SamplingRequest], Awaitable[SamplingResult]]
 
@@ -32,7 +32,13 @@ class ScriptedHost:
     def can_sample(self) -> bool:
         return self.sample_ok
 
-    async def elicit(self, key: str, message: str, schema: dict[str, Any]) -> Answer:
+    async def elicit(
+        self,
+        key: str,
+        message: str,
+        schema: dict[str, Any],
+        about: Confirmation | None = None,
+    ) -> Answer:
         self.elicited.append((key, message, schema))
         return self.answers.pop(0)
 

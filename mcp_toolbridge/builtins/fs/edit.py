@@ -8,6 +8,11 @@ When old_string matches nothing, the diagnostics (closest lines, hints) are work
 the lock is released, in a worker thread abandoned on cancellation, and within
 ``DIAGNOSE_SHARE`` of the call's timeout (at most ``MAX_DIAGNOSE_S``): past it the error says
 what was found so far.
+
+old_string holding a redaction marker (``[REDACTED:<rule-id>]``, leaks/) that the file does not
+hold as text cannot match: the marker stands for a secret the file holds, redacted before the
+model saw it. The error says so (instead of the closest lines) and how to leave it out.
+new_string may hold markers: they are written as the text they are.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from mcp_toolbridge.builtins.fs import edit_text
 from mcp_toolbridge.builtins.fs.atomic import WritingTool, atomic_write
 from mcp_toolbridge.builtins.fs.paths import FileProblem
 from mcp_toolbridge.executors import ExecRequest, ExecResult
+from mcp_toolbridge.leaks import markers_in
 from mcp_toolbridge.model import RequirementSet, Safety
 
 MAX_EDIT_BYTES = 16 * 1024 * 1024
@@ -179,8 +185,11 @@ async def _diagnose(missing: edit_text.NotFound, budget_s: float) -> str:
     deadline = time.monotonic() + budget_s
     with anyio.move_on_after(budget_s + 1.0):
         return await anyio.to_thread.run_sync(
-            lambda: edit_text.not_found_message(
-                missing.decoded, missing.old, missing.shown, deadline=deadline
+            lambda: (
+                _marker_message(missing)
+                or edit_text.not_found_message(
+                    missing.decoded, missing.old, missing.shown, deadline=deadline
+                )
             ),
             abandon_on_cancel=True,
         )
@@ -188,4 +197,25 @@ async def _diagnose(missing: edit_text.NotFound, budget_s: float) -> str:
         f"{missing}. It must match the file exactly, whitespace and indentation included; "
         "finding the closest lines took too long: read the file around the place you meant "
         "to edit."
+    )
+
+
+def _marker_message(missing: edit_text.NotFound) -> str | None:
+    """The no-match error of an old_string holding a redaction marker more often than the
+    file holds it as text; None for any other old_string."""
+    if "[REDACTED:" not in missing.old:
+        return None
+    wanted = markers_in(missing.old)
+    held = markers_in(missing.decoded.text) if wanted else wanted
+    absent = sorted(item for item, n in wanted.items() if n > held[item])
+    if not absent:
+        return None
+    them = " and ".join(absent)
+    return (
+        f"old_string was not found in {missing.shown}: it holds {them}, which is not text "
+        "of the file. A marker like it stands for a secret the file holds, redacted before "
+        "you were shown the file, so an old_string holding it never matches. Leave the "
+        "marker out of old_string: match the text before or after it on its line (old_string "
+        "may end just before the marker or begin just after it), or the lines around it, so "
+        "the secret stays as it is."
     )

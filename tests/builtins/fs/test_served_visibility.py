@@ -13,7 +13,8 @@ from typing import Any
 import mcp_types as types
 import pytest
 
-from mcp_toolbridge.bridge.gate import ALLOW_ONCE, HEADLESS_DENIED
+from mcp_toolbridge.bridge.asking import ALLOW_ONCE
+from mcp_toolbridge.bridge.gate import HEADLESS_DENIED
 from tests.support.results import text_of
 from tests.support.served import error_text, locked_settings, served_client
 

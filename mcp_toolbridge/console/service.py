@@ -1,0 +1,174 @@
+"""``serve --console [HOST:]PORT``: the console on its own socket, served by uvicorn on the
+server's event loop, beside stdio or streamable HTTP.
+
+The console is created before the runtime (its audit feed is one of the bridge's observers)
+and attached to the runtime and the MCP server once they exist. It binds 127.0.0.1 unless
+told otherwise and prints its URL, with the token, on stderr."""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import socket
+import time
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+import uvicorn
+from anyio.abc import TaskStatus
+
+from mcp_toolbridge.console.desk import ConsoleHost, Desk
+from mcp_toolbridge.console.feed import AuditFeed
+from mcp_toolbridge.console.guard import (
+    DEFAULT_ADMIN_ROLE,
+    LOOPBACK_NAMES,
+    Gatekeeper,
+    Guard,
+    SignIn,
+    is_loopback,
+)
+from mcp_toolbridge.console.pages import Pages
+from mcp_toolbridge.console.search import Searcher
+from mcp_toolbridge.console.sessions import Connections
+from mcp_toolbridge.console.views import Serving
+from mcp_toolbridge.errors import ConfigError, ErrorCode
+from mcp_toolbridge.host import Connected
+
+DEFAULT_HOST = "127.0.0.1"
+
+
+def local_user() -> str:
+    """Who runs the server: the person the console's token stands for."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "local"
+
+
+@dataclass(frozen=True)
+class ConsoleOptions:
+    host: str = DEFAULT_HOST
+    port: int = 0
+    allowed_hosts: tuple[str, ...] = ()
+    """More Host names a browser reaches the console by."""
+    admin_role: str = DEFAULT_ADMIN_ROLE
+    """Over HTTP with an authorization server: the group or role claim value a caller needs
+    to sign in to the console at the MCP server's path."""
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn without its signal handlers: the server's own handle SIGINT and SIGTERM, and
+    end the console with everything else."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+class Console:
+    """The console: its desk, its audit feed, the Host a headless call is asked through."""
+
+    def __init__(self, options: ConsoleOptions) -> None:
+        self.options = options
+        self.desk = Desk()
+        self.feed = AuditFeed()
+        self.host = ConsoleHost(self.desk)
+        self._socket: socket.socket | None = None
+        self._uvicorn: _Uvicorn | None = None
+        self._pages: Pages | None = None
+        self.keeper: Gatekeeper | None = None
+        self.url = ""
+
+    def attach(
+        self,
+        serving: Serving,
+        *,
+        connections: Callable[[], Sequence[Connected]] | None,
+        local_session: str,
+    ) -> str:
+        """Bind the socket for the runtime being served; the URL to open (with the token)."""
+        host = self.options.host or DEFAULT_HOST
+        self._socket = _listen(host, self.options.port)
+        port = self._socket.getsockname()[1]
+        names = [*LOOPBACK_NAMES, *self.options.allowed_hosts]
+        if host not in ("0.0.0.0", "::"):
+            names.append(host)
+        self.keeper = Gatekeeper(port=port, user=local_user(), hosts=tuple(dict.fromkeys(names)))
+        self._pages = Pages(
+            desk=self.desk,
+            feed=self.feed,
+            serving=serving,
+            searcher=Searcher(serving),
+            connections=Connections(connections),
+            local_session=local_session,
+        )
+        shown = f"[{host}]" if ":" in host else host
+        if host in ("0.0.0.0", "::"):
+            shown = "127.0.0.1"
+        self.url = f"http://{shown}:{port}/?token={self.keeper.token}"
+        return self.url
+
+    @property
+    def beyond_loopback(self) -> bool:
+        return not is_loopback(self.options.host or DEFAULT_HOST)
+
+    def app(self) -> Guard:
+        assert self._pages is not None and self.keeper is not None, "attach() first"
+        return Guard(self._pages.app(), self.keeper)
+
+    async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Serve until cancelled or :meth:`stop`; started once the socket accepts."""
+        assert self._socket is not None, "attach() first"
+        config = uvicorn.Config(
+            self.app(), log_config=None, log_level="warning", timeout_graceful_shutdown=1
+        )
+        self._uvicorn = _Uvicorn(config)
+        task_status.started()
+        try:
+            await self._uvicorn.serve(sockets=[self._socket])
+        finally:
+            self._socket.close()
+
+    def mounted(
+        self, prefix: str, *, port: int, hosts: Sequence[str], token: str | None, oauth: bool
+    ) -> tuple[Guard, SignIn | None]:
+        """The console again at ``prefix`` of the MCP server on ``port``, behind its
+        authentication: its static bearer ``token`` opens a session from the URL
+        (``<prefix>/?token=…``); with an authorization server (``oauth``) only a sign-in pass
+        does (:class:`SignIn`, which the server protects with the same token check as the MCP
+        endpoint); with neither, the console's own token. Returns the pages and the sign-in."""
+        assert self._pages is not None and self.keeper is not None, "attach() first"
+        keeper = Gatekeeper(
+            port=port,
+            user=self.keeper.user,
+            hosts=tuple(dict.fromkeys([*LOOPBACK_NAMES, *hosts])),
+            token=None if oauth else (token or self.keeper.token),
+        )
+        sign_in = SignIn(keeper, prefix, self.options.admin_role) if oauth else None
+        return Guard(self._pages.app(), keeper), sign_in
+
+    async def history(self, audit: Path | None) -> None:
+        """Show the last hour of the audit log at ``audit`` (a restart keeps the timeline)."""
+        if audit is not None:
+            await anyio.to_thread.run_sync(self.feed.history, audit, time.time())
+
+    def stop(self) -> None:
+        if self._pages is not None:
+            self._pages.stopping.set()
+        if self._uvicorn is not None:
+            self._uvicorn.should_exit = True
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family)
+    except OSError as exc:
+        raise ConfigError(
+            f"--console: cannot listen on {host}:{port}: {exc.strerror or exc}; pick another "
+            "address or port",
+            code=ErrorCode.CONFIG_INVALID,
+        ) from exc

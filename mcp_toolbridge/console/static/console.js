@@ -1,0 +1,73 @@
+// mcp-toolbridge console: keeps the live parts of a page current. Every page works without
+// this script; with it, a part marked data-part="URL" data-on="EVENT" is fetched again when
+// the server's event stream (/events) says EVENT, and the timeline's filters apply at once.
+"use strict";
+
+(function () {
+  const base = document.body.dataset.base || "";
+  const parts = Array.from(document.querySelectorAll("[data-part]"));
+  if (!parts.length) {
+    return;
+  }
+
+  function query(part) {
+    const formId = part.dataset.filters;
+    if (!formId) {
+      return "";
+    }
+    const form = document.getElementById(formId);
+    const params = new URLSearchParams(new FormData(form));
+    for (const [key, value] of Array.from(params.entries())) {
+      if (!value) {
+        params.delete(key);
+      }
+    }
+    const text = params.toString();
+    return text ? "?" + text : "";
+  }
+
+  async function refresh(part) {
+    const response = await fetch(part.dataset.part + query(part), {
+      credentials: "same-origin",
+      headers: { "Accept": "text/html" },
+    });
+    if (response.ok) {
+      part.innerHTML = await response.text();
+      part.dataset.version = String(Number(part.dataset.version || "0") + 1);
+    }
+  }
+
+  for (const part of parts) {
+    const formId = part.dataset.filters;
+    if (formId) {
+      const form = document.getElementById(formId);
+      form.addEventListener("change", function () {
+        history.replaceState(null, "", form.action + query(part));
+        refresh(part);
+      });
+      form.addEventListener("submit", function (event) {
+        event.preventDefault();
+        history.replaceState(null, "", form.action + query(part));
+        refresh(part);
+      });
+    }
+  }
+
+  const events = new EventSource(base + "/events");
+  const wanted = new Set(parts.map(function (part) { return part.dataset.on; }));
+  for (const name of wanted) {
+    events.addEventListener(name, function () {
+      for (const part of parts) {
+        if (part.dataset.on === name) {
+          refresh(part);
+        }
+      }
+    });
+  }
+  events.addEventListener("desk", function (event) {
+    const badge = document.querySelector("nav .badge");
+    if (badge && !wanted.has("desk")) {
+      badge.textContent = "!";
+    }
+  });
+})();

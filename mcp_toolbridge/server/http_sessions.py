@@ -1,0 +1,168 @@
+"""The SDK's streamable HTTP session manager, with an event store per session (resumable
+streams: resume.py in memory, shared_events.py in Redis), and the priming of GET streams.
+
+With shared state every session id names the replica that made it (``REPLICA.<32 hex>``),
+so a load balancer can route a session's requests to it without cookies (docs/deploy.md).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import MutableMapping
+from dataclasses import dataclass
+from typing import Any
+
+from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
+from mcp.server.streamable_http import GET_STREAM_KEY, StreamableHTTPServerTransport
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, is_version_at_least
+
+from mcp_toolbridge.server.resume import (
+    RESUMABLE_SINCE,
+    RETRY_MS,
+    SessionEvents,
+    parse_event_id,
+)
+from mcp_toolbridge.server.shared_events import SharedEvents, credential_digest
+from mcp_toolbridge.state import SharedStore
+
+Scope = MutableMapping[str, Any]
+SHARED_TTL_S = 1800.0
+"""How long a shared session's keys outlive its last event without an idle timeout."""
+
+
+@dataclass(frozen=True, slots=True)
+class SharedSessions:
+    """Where sessions keep their events when replicas share state, and this replica's name."""
+
+    store: SharedStore
+    replica: str
+
+
+class ResumableSessions(StreamableHTTPSessionManager):
+    """The SDK's session manager, giving each stateful session its own event store.
+
+    The SDK hands one event store to every session; its streams are named by request ids,
+    which clients number from 1 in each session, so one shared store would replay another
+    session's messages. ``_admit_session`` (where the SDK makes a session's transport) and
+    ``_discard_session`` (where it forgets one, however it ended) are the only hooks; should
+    a later SDK rename them, sessions simply stop being resumable (the resume tests fail)."""
+
+    def __init__(
+        self,
+        app: Any,
+        *,
+        stateless: bool,
+        security_settings: TransportSecuritySettings,
+        session_idle_timeout: float,
+        shared: SharedSessions | None = None,
+    ) -> None:
+        """``shared``: keep sessions' events in Redis, under ids that name this replica."""
+        super().__init__(
+            app,
+            stateless=stateless,
+            security_settings=security_settings,
+            retry_interval=RETRY_MS,
+            session_idle_timeout=session_idle_timeout,
+        )
+        self._stores: dict[str, SessionEvents | SharedEvents] = {}
+        self._shared = shared
+
+    def events_of(self, session_id: str) -> SessionEvents | SharedEvents | None:
+        return self._stores.get(session_id)
+
+    def holds(self, session_id: str) -> bool:
+        """Whether this process serves the session."""
+        return session_id in self._server_instances
+
+    def _admit_session(
+        self, requestor: AuthorizationContext | None
+    ) -> StreamableHTTPServerTransport | None:
+        transport = super()._admit_session(requestor)
+        if transport is None or transport.mcp_session_id is None:
+            return transport
+        session_id = transport.mcp_session_id
+        store: SessionEvents | SharedEvents
+        if self._shared is None:
+            store = SessionEvents()
+        else:  # an id that names this replica, for the load balancer to route on
+            named = f"{self._shared.replica}.{uuid.uuid4().hex}"
+            self._server_instances[named] = self._server_instances.pop(session_id)
+            if session_id in self._session_owners:
+                self._session_owners[named] = self._session_owners.pop(session_id)
+            transport.mcp_session_id = session_id = named
+            store = SharedEvents(
+                self._shared.store,
+                session_id,
+                replica=self._shared.replica,
+                credential=credential_digest(requestor),
+                ttl_s=self.session_idle_timeout or SHARED_TTL_S,
+            )
+        transport._event_store = store
+        self._stores[session_id] = store
+        return transport
+
+    async def _discard_session(
+        self, session_id: str, transport: StreamableHTTPServerTransport
+    ) -> None:
+        store = self._stores.pop(session_id, None)
+        if isinstance(store, SharedEvents):
+            await store.close()
+        elif store is not None:
+            store.close()
+        await super()._discard_session(session_id, transport)
+
+
+def _priming(event_id: str) -> bytes:
+    return f"id: {event_id}\r\nretry: {RETRY_MS}\r\ndata: \r\n\r\n".encode()
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            text: str = value.decode("latin-1")
+            return text
+    return None
+
+
+class PrimedStreams:
+    """ASGI middleware: a GET stream of a resumable session starts with a priming event, as
+    each POST's stream does. A new standalone stream gets a new event id; a resumed one
+    repeats the id it resumes from (what follows it comes next)."""
+
+    def __init__(self, app: Any, sessions: ResumableSessions) -> None:
+        self._app = app
+        self._sessions = sessions
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope.get("method") != "GET":
+            await self._app(scope, receive, send)
+            return
+        version = _header(scope, b"mcp-protocol-version") or ""
+        store = self._sessions.events_of(_header(scope, b"mcp-session-id") or "")
+        resumable = version in HANDSHAKE_PROTOCOL_VERSIONS and is_version_at_least(
+            version, RESUMABLE_SINCE
+        )
+        if store is None or not resumable:
+            await self._app(scope, receive, send)
+            return
+        last = _header(scope, b"last-event-id")
+
+        async def primed(message: Any) -> None:
+            await send(message)
+            if message["type"] != "http.response.start" or message.get("status") != 200:
+                return
+            headers = dict(message.get("headers") or ())
+            if not headers.get(b"content-type", b"").startswith(b"text/event-stream"):
+                return
+            if last is None:
+                event_id = await store.store_event(GET_STREAM_KEY, None)
+            elif parse_event_id(last) is not None:
+                event_id = last
+            else:
+                return
+            body = _priming(event_id)
+            await send({"type": "http.response.body", "body": body, "more_body": True})
+
+        await self._app(scope, receive, primed)

@@ -1,0 +1,125 @@
+"""``serve --http --console``: the console also at ``/console`` of the MCP server, behind
+the same authentication. With the static bearer token, the browser opens it with that token
+in its URL; with an authorization server (a real OpenID provider on 127.0.0.1), a caller
+whose access token carries the admin role gets a one-time URL from ``/console/sign-in`` and
+answers as themselves, anyone else is refused."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+
+from mcp_toolbridge.console import Console, ConsoleOptions
+from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_runtime
+from mcp_toolbridge.server.http import HttpOptions, HttpService
+from mcp_toolbridge.server.tokens import AuthOptions
+from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
+from tests.console.conftest import Person, catalog
+from tests.support.oauth import AGENT, AGENT_SECRET, needs_oidc
+from tests.support.oidc import Provider, oidc_provider
+
+pytestmark = pytest.mark.anyio
+TOKEN = "static-token-0123456789abcdef"
+ADMIN, ADMIN_SECRET = "ops-admin", "admin-secret-0123456789abcdef"
+
+
+@asynccontextmanager
+async def _served(
+    tmp_path: Path, *, token: str | None = None, auth: AuthOptions | None = None
+) -> AsyncIterator[tuple[str, Console]]:
+    settings = Settings(paths=[catalog(tmp_path)], audit_path=tmp_path / "audit.ndjson")
+    loaded = load_catalog(settings, BUILTIN_SPECS)
+    console = Console(ConsoleOptions(port=0))
+    async with open_runtime(settings, loaded, observers=(console.feed.observe,)) as runtime:
+        server = ToolbridgeServer(runtime.bridge, console=console.host)
+        console.attach(runtime, connections=server.connected, local_session=server.session_id)
+
+        def mount(port: int, oauth: bool) -> Any:
+            return console.mounted("/console", port=port, hosts=(), token=token, oauth=oauth)
+
+        options = HttpOptions(port=0, token=token, auth=auth, stateless=True)
+        service = HttpService(server, options, console=mount)
+        async with anyio.create_task_group() as group:
+            await group.start(console.serve)
+            url = await group.start(service.serve)
+            try:
+                yield url, console
+            finally:
+                service.stop()
+                console.stop()
+
+
+class _At:
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+
+async def test_with_the_static_token_the_console_opens_at_its_path(tmp_path: Path) -> None:
+    async with _served(tmp_path, token=TOKEN) as (url, _), httpx2.AsyncClient() as http:
+        base = url.rsplit("/", 1)[0] + "/console"
+        assert (await http.get(base + "/")).status_code == 401
+        assert (await http.get(base + "/?token=wrong")).status_code == 401
+        assert (await http.post(url, json={})).status_code == 401  # the MCP endpoint: as ever
+        async with Person.at(_At(f"{base}/?token={TOKEN}")) as me:  # type: ignore[arg-type]
+            assert "Calls waiting for your answer" in await me.page("/")
+
+
+@pytest.fixture(scope="module")
+async def admins(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Provider]:
+    clients = [
+        {"client_id": ADMIN, "client_secret": ADMIN_SECRET, "grant_types": ["client_credentials"],
+         "response_types": [], "redirect_uris": [], "groups": ["admin"]},
+        {"client_id": AGENT, "client_secret": AGENT_SECRET, "grant_types": ["client_credentials"],
+         "response_types": [], "redirect_uris": [], "groups": ["bots"]},
+    ]  # fmt: skip
+    async with oidc_provider(tmp_path_factory.mktemp("oidc"), clients=clients) as running:
+        yield running
+
+
+@needs_oidc
+async def test_with_oauth_only_an_admins_token_signs_in_and_answers_as_them(
+    tmp_path: Path, admins: Provider
+) -> None:
+    auth = AuthOptions(issuer=admins.issuer, scopes=("tools",))
+    async with _served(tmp_path, auth=auth) as (url, console), httpx2.AsyncClient() as http:
+        base = url.rsplit("/", 1)[0] + "/console"
+        assert (await http.get(base + "/sign-in")).status_code == 401
+        bot = await admins.client_credentials(AGENT, AGENT_SECRET, resource=url)
+        refused = await http.get(base + "/sign-in", headers={"Authorization": f"Bearer {bot}"})
+        assert refused.status_code == 403 and "admin" in refused.json()["error"]
+        assert console.keeper is not None
+        own = await http.get(f"{base}/?token={console.keeper.token}")
+        assert own.status_code == 401  # the console's own token does not open this path
+        admin = await admins.client_credentials(ADMIN, ADMIN_SECRET, resource=url)
+        given = await http.get(base + "/sign-in", headers={"Authorization": f"Bearer {admin}"})
+        assert given.status_code == 200
+        one_time = url.rsplit("/", 1)[0] + given.json()["url"]
+        async with Person.at(_At(one_time)) as me:  # type: ignore[arg-type]
+            assert (await http.get(one_time)).status_code == 401  # used: once only
+            result: list[Any] = []
+            async with anyio.create_task_group() as group:
+                group.start_soon(_authorized_call, url, admin, result)
+                [waiting] = await me.waiting()
+                await me.answer(waiting, "once")
+        assert not result[0].is_error
+    lines = (tmp_path / "audit.ndjson").read_text(encoding="utf-8").splitlines()
+    last = json.loads(lines[-1])
+    assert last["answeredBy"] == f"console:{ADMIN}" and last["outcome"] == "ok"
+
+
+async def _authorized_call(url: str, token: str, out: list[Any]) -> None:
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        out.append(await client.call_tool("note", {"text": "oauth"}))

@@ -1,0 +1,139 @@
+"""The State port's check-and-change methods (rate-limit windows, budget admission), on the
+in-memory store and on a real Redis; and what the Redis one does when Redis is away."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from mcp_toolbridge.state import (
+    UNKNOWN_CALL_USAGE,
+    RedisLink,
+    RedisState,
+    State,
+    StateUnavailable,
+    Usage,
+)
+from tests.support.redis_server import RedisServer, free_port, unique_prefix
+
+
+async def test_hit_counts_up_to_the_limit_in_its_window_and_says_when_to_retry(
+    state: State,
+) -> None:
+    waits = [await state.hit("a", "calls", 3, 60.0) for _ in range(4)]
+    assert waits[:3] == [0.0, 0.0, 0.0]
+    assert 0 < waits[3] <= 60.0
+    assert await state.hit("b", "calls", 3, 60.0) == 0.0  # another owner's window
+    assert await state.hit("a", "other", 3, 60.0) == 0.0  # another counter
+
+
+async def test_a_use_leaves_the_window_when_it_is_over(state: State) -> None:
+    assert await state.hit("a", "calls", 1, 0.2) == 0.0
+    wait = await state.hit("a", "calls", 1, 0.2)
+    assert wait > 0
+    await anyio.sleep(wait + 0.05)  # the window's own length: what the refusal said
+    assert await state.hit("a", "calls", 1, 0.2) == 0.0
+
+
+async def test_admission_holds_a_call_until_it_settles(state: State) -> None:
+    first = await state.admit("a", "t", tokens=2, usd=None)
+    assert first.admitted and first.held == UNKNOWN_CALL_USAGE
+    second = await state.admit("a", "t", tokens=2, usd=None)
+    assert second.admitted and second.running == UNKNOWN_CALL_USAGE
+    third = await state.admit("a", "t", tokens=2, usd=None)
+    assert not third.admitted and third.running.tokens == 2 and third.held == Usage()
+    assert await state.settle("a", "t", first.held, Usage(1, 0.5)) == Usage(1, 0.5)
+    assert await state.settle("a", "t", second.held, None) == Usage(1, 0.5)
+    again = await state.admit("a", "t", tokens=2, usd=None)
+    assert again.admitted and again.used == Usage(1, 0.5)
+    assert again.held == Usage(1, 0.5)  # the largest usage one call reported
+
+
+async def test_a_spent_budget_refuses_by_its_own_figure(state: State) -> None:
+    call = await state.admit("a", "t", tokens=None, usd=1.0)
+    await state.settle("a", "t", call.held, Usage(0, 1.25))
+    refused = await state.admit("a", "t", tokens=None, usd=1.0)
+    assert not refused.admitted and refused.used == Usage(0, 1.25)
+    assert (await state.admit("a", "t", tokens=None, usd=None)).admitted
+    assert (await state.admit("b", "t", tokens=None, usd=1.0)).admitted
+
+
+async def test_forget_drops_windows_and_holds_too(state: State) -> None:
+    await state.hit("a", "calls", 1, 60.0)
+    await state.admit("a", "t", tokens=1, usd=None)
+    await state.forget("a")
+    assert await state.hit("a", "calls", 1, 60.0) == 0.0
+    assert (await state.admit("a", "t", tokens=1, usd=None)).admitted
+
+
+async def test_concurrent_admissions_through_three_links_never_pass_the_budget(
+    redis_server: RedisServer,
+) -> None:
+    """Three replicas' links, forty calls at once, a budget of seven one-token calls: seven
+    are admitted, whichever link they came through."""
+    prefix = unique_prefix()
+    links = [RedisLink(redis_server.url()) for _ in range(3)]
+    states = [RedisState(link, prefix=prefix) for link in links]
+    admitted: list[bool] = []
+
+    async def one(state: State) -> None:
+        admitted.append((await state.admit("p", "t", tokens=7, usd=None)).admitted)
+
+    try:
+        async with anyio.create_task_group() as group:
+            for i in range(40):
+                group.start_soon(one, states[i % 3])
+        assert admitted.count(True) == 7
+        waits: list[float] = []
+
+        async def hit(state: State) -> None:
+            waits.append(await state.hit("p", "calls", 5, 60.0))
+
+        async with anyio.create_task_group() as group:
+            for i in range(30):
+                group.start_soon(hit, states[i % 3])
+        assert waits.count(0.0) == 5
+    finally:
+        for link in links:
+            await link.aclose()
+
+
+async def test_redis_away_is_unavailable_at_once_and_names_the_server() -> None:
+    port = free_port()  # nothing listens there
+    link = RedisLink(f"redis://:hunter2@127.0.0.1:{port}/0")
+    state = RedisState(link, prefix=unique_prefix())
+    try:
+        with anyio.fail_after(10), pytest.raises(StateUnavailable) as caught:
+            await state.admit("a", "t", tokens=1, usd=None)
+        assert f"127.0.0.1:{port}" in caught.value.reason
+        assert "hunter2" not in caught.value.reason
+        assert not await link.ping()
+    finally:
+        await link.aclose()
+
+
+async def test_state_survives_nothing_of_a_restart_but_answers_again(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """A restarted Redis (without persistence) answers the next command on the same link:
+    the pool reconnects; the command that met the dead connection failed once, unretried."""
+    server = RedisServer(tmp_path_factory.mktemp("redis-restart")).start()
+    link = RedisLink(server.url())
+    state = RedisState(link, prefix=unique_prefix())
+    try:
+        assert await state.take("a", "n", 5)
+        server.stop()
+        with pytest.raises(StateUnavailable):
+            await state.take("a", "n", 5)
+        server.start()
+        outcomes: list[bool | None] = []
+        for _ in range(3):  # pooled connections to the old server fail once each, at most
+            try:
+                outcomes.append(await state.take("a", "n", 5))
+            except StateUnavailable:
+                outcomes.append(None)
+        assert True in outcomes
+        assert await link.ping()
+    finally:
+        await link.aclose()
+        server.stop()

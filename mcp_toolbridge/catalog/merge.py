@@ -64,20 +64,24 @@ def cover(
         share * min(1.0, max(0.0, lst[0][0]) / best) if lst and best > 0 else 0.0 for lst in lists
     ]
     left = [1.0] * len(per)
-    pool = set(rel).union(*per)
+    # per doc, the clauses that list it: most docs are in one or two lists of many
+    clauses: dict[int, list[tuple[int, float]]] = {doc: [] for doc in set(rel).union(*per)}
+    for c, scores in enumerate(per):
+        for doc, value in scores.items():
+            clauses[doc].append((c, value))
     out: list[tuple[float, int]] = []
-    while pool and len(out) < n:
+    while clauses and len(out) < n:
         value, neg = max(
             (
                 (1.0 - share) * rel.get(doc, 0.0)
-                + sum(w * u * p.get(doc, 0.0) for w, u, p in zip(weights, left, per, strict=True)),
+                + sum(weights[c] * left[c] * p for c, p in listed),
                 -doc,
             )
-            for doc in pool
+            for doc, listed in clauses.items()
         )
         doc = -neg
-        pool.discard(doc)
-        left = [u * (1.0 - trust * p.get(doc, 0.0)) for u, p in zip(left, per, strict=True)]
+        for c, p in clauses.pop(doc):
+            left[c] *= 1.0 - trust * p
         out.append((min(value, out[-1][0]) if out else value, doc))
     return out
 

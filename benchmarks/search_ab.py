@@ -1,12 +1,14 @@
 """What round 3's ranking additions cost per query, in one process against round 2's knobs.
 
-    .venv/bin/python benchmarks/search_ab.py CATALOG_FOLDER [--reps 3]
+    .venv/bin/python benchmarks/search_ab.py CATALOG_FOLDER [--reps 3] [--against interleave]
 
 CATALOG_FOLDER is a catalog made by ``catalog_gen.py`` (``search_scale.py`` leaves one in
 ``/tmp/tb-scale/catalog-N``). The lexical index of it answers ``search_scale.py``'s 400 mixed
 queries ``--reps`` times, each query twice in turn: with round 3's knobs (the whole request
 first, evidence, prose names ``distinct``) and with round 2's (none of them, prose suffixes),
 so both see the same machine load. Prints p50 and p99 of each and their ratio.
+``--against interleave`` compares the shipped knobs with the same but round 2's rank-by-rank
+clause interleaving (with the whole request's best first) instead of covering.
 """
 
 from __future__ import annotations
@@ -26,8 +28,13 @@ from mcp_toolbridge.catalog.catalog import Catalog
 from mcp_toolbridge.catalog.index import SearchIndex
 from mcp_toolbridge.loaders.discovery import load_paths
 
+AGAINST = "round2"
+
 
 def knobs(round3: bool) -> None:
+    if AGAINST == "interleave":
+        ranking_config.CLAUSE_MERGE = "cover" if round3 else "interleave"
+        return
     ranking_config.WHOLE_FIRST = round3
     ranking_config.EVIDENCE_MIN = 0.0 if round3 else -1.0
     ranking_config.PROSE_NAMES = "distinct" if round3 else "suffix"
@@ -37,7 +44,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", type=Path)
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--against", choices=["round2", "interleave"], default="round2")
     args = parser.parse_args()
+    global AGAINST
+    AGAINST = args.against
     specs = Catalog.build(load_paths([args.folder]).tools)[0].specs()
     index = SearchIndex.build(specs, semantic=False)
     queries = make_queries([s.name for s in specs], 400, random.Random(1))

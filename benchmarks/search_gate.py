@@ -40,7 +40,7 @@ from mcp_toolbridge.catalog.text import split_words
 
 LEXICAL = [-1.0, 0.0, 0.05, 0.1, 0.15, 0.2, 0.3]
 """-1: no gate (the reference); 0: a tool must share a word with the clause."""
-SEMANTIC = [0.3, 0.4, 0.5]
+SEMANTIC = [0.5, 0.55, 0.6, 0.65, 0.7]
 MAX_HIT_DROP = 0.5
 """Points of Hit@10 a threshold may cost a tuning set ("the real queries' Hit@10 does not
 drop", within one query in two hundred)."""
@@ -168,10 +168,13 @@ def main() -> None:
     parser.add_argument("--sets", nargs="+")
     parser.add_argument("--semantic", action="store_true", help="with the semantic leg")
     parser.add_argument("--lexical", type=float, nargs="+", help="lexical cuts to sweep")
+    parser.add_argument("--cosine", type=float, nargs="+", help="cosine cuts to sweep")
     parser.add_argument("--from-log", type=Path, help="report a sweep's stderr, not a new one")
     args = parser.parse_args()
     if args.lexical:
         LEXICAL[:] = args.lexical
+    if args.cosine:
+        SEMANTIC[:] = args.cosine
     report(load_sets(args.sets), args.semantic, args.from_log)
 
 

@@ -44,8 +44,9 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.search_scale import make_queries  # noqa: E402
 from benchmarks.toolsearch import BENCH, COLUMNS, evaluate, read_jsonl, tool_specs  # noqa: E402
-from mcp_toolbridge.catalog.index import SearchIndex, interleave  # noqa: E402
+from mcp_toolbridge.catalog.index import SearchIndex  # noqa: E402
 from mcp_toolbridge.catalog.index_build import field_texts  # noqa: E402
+from mcp_toolbridge.catalog.merge import interleave  # noqa: E402
 from mcp_toolbridge.catalog.text import Analyzer, default_analyzer, split_clauses  # noqa: E402
 from mcp_toolbridge.model import ToolSpec  # noqa: E402
 

@@ -67,6 +67,7 @@ from mcp_toolbridge.catalog.text import default_analyzer  # noqa: E402
 
 GRID: dict[str, list[Any]] = {
     "PROSE_NAMES": ["suffix", "distinct"],
+    "CLAUSE_MERGE": ["interleave", "cover"],
     "WHOLE_FIRST": [False, True],
     "DEPENDENCIES": [False, True],
     "SEMANTIC_WEIGHT": [0.0, 0.5],
@@ -80,6 +81,24 @@ SHOWN = ["nDCG@10", "Complete@10", "Hit@10", "R@5"]
 
 Config = tuple[tuple[str, Any], ...]
 Scores = dict[str, list[QueryScore]]
+
+
+class Lazy(dict[Config, "Scores"]):
+    """Per configuration, per set, per query: scored when first asked for (``choose`` walks
+    one knob at a time, so it needs a few configurations of the grid, not its product)."""
+
+    def __init__(self, benches: list[BenchSet]) -> None:
+        super().__init__()
+        self.benches = benches
+
+    def __contains__(self, config: object) -> bool:
+        return isinstance(config, tuple) and all(
+            knob in GRID and value in GRID[knob] for knob, value in config
+        )
+
+    def __missing__(self, config: Config) -> Scores:
+        self[config] = product_scores(self.benches, [config])[config]
+        return self[config]
 
 
 def configs(grid: str) -> list[Config]:
@@ -115,6 +134,7 @@ def label(config: Config) -> str:
         "VERB_CLAUSES": "verbs",
         "WHOLE_FIRST": "whole",
         "DEPENDENCIES": "deps",
+        "CLAUSE_MERGE": "merge",
         "SEMANTIC_WEIGHT": "semantic",
     }
     out = []
@@ -127,19 +147,22 @@ def label(config: Config) -> str:
 # -- running --------------------------------------------------------------------------------
 
 
+_INDEXES: dict[tuple[str, bool], SearchIndex] = {}
+"""Per set and semantic setting (the knobs change no postings)."""
+
+
 def product_scores(benches: list[BenchSet], grid: list[Config]) -> dict[Config, Scores]:
     """Per configuration, per set, per query. An index per set and semantic setting; the
     catalog's vectors are made once per set."""
     out: dict[Config, Scores] = {}
     for bench in benches:
-        indexes: dict[bool, SearchIndex] = {}
         for config in grid:
             apply(config)
             semantic = dict(config).get("SEMANTIC_WEIGHT", 0.5) > 0
-            if semantic not in indexes:
-                indexes[semantic] = SearchIndex.build(bench.specs, semantic=semantic)
-                indexes[semantic].warm_up()
-            index = indexes[semantic]
+            if (bench.name, semantic) not in _INDEXES:
+                _INDEXES[bench.name, semantic] = SearchIndex.build(bench.specs, semantic=semantic)
+                _INDEXES[bench.name, semantic].warm_up()
+            index = _INDEXES[bench.name, semantic]
             start = time.perf_counter()
 
             def search(query: str, index: SearchIndex = index) -> list[str]:
@@ -196,11 +219,13 @@ def choose(
     only if it costs no set of ``names`` more than one query's worth of nDCG@10 or
     Complete@10 and gains on one of them more than that (the issue's "a change that helps
     one set and costs another is not taken"). ``semantic`` fixes the semantic weight (the
-    install decides it, not the protocol)."""
+    install decides it, not the protocol). The knobs are chosen on the core install (what
+    most users get) and the ``semantic`` extra adds its leg to them: one ranking, whatever
+    is installed (``--per-install`` chooses them for each install instead)."""
     knobs = [k for k, _ in next(iter(product))]
     current = {k: GRID[k][0] for k in knobs}
     if "SEMANTIC_WEIGHT" in current:
-        current["SEMANTIC_WEIGHT"] = semantic
+        current["SEMANTIC_WEIGHT"] = semantic if PER_INSTALL else 0.0
 
     def key(values: dict[str, Any]) -> Config:
         return tuple((k, values[k]) for k in knobs)
@@ -222,6 +247,8 @@ def choose(
                     costs |= old[m] - new[m] > noise
             if gains and not costs:
                 current = candidate
+    if "SEMANTIC_WEIGHT" in current:
+        current["SEMANTIC_WEIGHT"] = semantic
     if key(current) not in product:  # a grid without round 2's knobs: its own configuration
         weight = current.get("SEMANTIC_WEIGHT", 0.0)
         return next(c for c in product if dict(c).get("SEMANTIC_WEIGHT", 0.0) == weight)
@@ -240,10 +267,12 @@ def row(
 
 
 SHIPPED: Config = ()
+PER_INSTALL = False
+"""Whether each install gets knobs chosen with its own semantic weight."""
 
 
 def main() -> None:
-    global SHIPPED
+    global SHIPPED, PER_INSTALL
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sets", nargs="+")
     parser.add_argument("--grid", default="full", choices=["full", "shipped", "installs"])
@@ -255,7 +284,11 @@ def main() -> None:
     parser.add_argument("--label", default="this code")
     parser.add_argument("--save", type=Path, help="keep every configuration's scores here")
     parser.add_argument("--load", type=Path, help="report from scores kept by --save")
+    parser.add_argument(
+        "--per-install", action="store_true", help="choose the knobs for each install"
+    )
     args = parser.parse_args()
+    PER_INSTALL = args.per_install
 
     benches = load_sets(args.sets)
     SHIPPED = configs("shipped")[0]
@@ -265,9 +298,13 @@ def main() -> None:
         grid = configs(args.grid)
         print(f"{len(grid)} configurations, sets: {[b.name for b in benches]}", file=sys.stderr)
         bm25 = bm25_scores(benches, args.bm25_cache)
-        product = product_scores(benches, grid)
-    if args.save:
-        args.save.write_bytes(pickle.dumps((product, bm25)))
+        if args.grid == "full":  # only the configurations the choices walk through
+            product = Lazy(benches)
+            for weight in GRID["SEMANTIC_WEIGHT"]:
+                product[SHIPPED]  # the shipped one is always reported
+                product[tuple((k, weight if k == "SEMANTIC_WEIGHT" else v) for k, v in SHIPPED)]
+        else:
+            product = product_scores(benches, grid)
     visible = [b.name for b in benches if b.name in VISIBLE]
     weights = sorted({dict(c).get("SEMANTIC_WEIGHT", 0.0) for c in product})
     for weight in weights:
@@ -302,6 +339,8 @@ def main() -> None:
             ):
                 print(line)
         print(f"\nchosen on all visible sets: {label(shipped)}; shipped: {label(SHIPPED)}")
+    if args.save:
+        args.save.write_bytes(pickle.dumps((dict(product), bm25)))
     if args.gate:
         from benchmarks.search_gate import report
 

@@ -1,16 +1,15 @@
-"""The semantic leg of tool search: WordLlama static token embeddings, averaged per text.
+"""The semantic leg of tool search: static token embeddings, averaged per text.
 
-A text's vector is the mean of its tokens' vectors (the Llama 2 tokenizer; WordLlama's
-256-dimension ``l2_supercat`` table, 32,000 tokens), scaled to unit length, so a tool and a
-request that say the same thing in other words ("tenant rights" and "relevant laws") still
-score by cosine. No network and no model download: the weights and the tokenizer are files
-(``semantic_model.model_files``: where they are, and why mcp-toolbridge does not ship them), read
-with ``safetensors`` and ``tokenizers``, the ``semantic`` extra.
+A text's vector is the mean of its tokens' vectors (BERT's uncased WordPiece, ``wordpiece.py``;
+the 29,525 x 128 table of ``model/``, distilled from the sentence model all-MiniLM-L6-v2),
+scaled to unit length, so a tool and a request that say the same thing in other words
+("tenant rights" and "relevant laws") still score by cosine. The model ships with the
+package (``semantic_model.py``: what it is, its licence, how it was made); the leg needs
+numpy, the ``semantic`` extra.
 
-The model (16 MB) is read once per process, on first use (``embedder``); a catalog's vectors
+The model (3.9 MB) is read once per process, on first use (``embedder``); a catalog's vectors
 are made when its index first needs them (``vectors.py``), so a server that never searches
-never imports numpy nor reads the model. This is the only module that touches numpy,
-safetensors, tokenizers or wordllama.
+never imports numpy nor reads the model. This is the only module that touches numpy.
 """
 
 from __future__ import annotations
@@ -22,27 +21,28 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-from safetensors.numpy import load_file
-from tokenizers import Tokenizer
 
 from mcp_toolbridge.catalog.semantic_model import model_files
+from mcp_toolbridge.catalog.wordpiece import WordPiece
 
 _BATCH = 64
-"""Texts per tokenizer call: the token vectors of one batch are held at once (64 texts of
-200 tokens: 13 MB)."""
+"""Texts per step: the token vectors of one batch are held at once (64 texts of 200 tokens:
+6.5 MB)."""
 
 Matrix = npt.NDArray[np.float32]
 
 
 class Embedder:
-    """Texts -> unit vectors (float32, one row per text; a text with no tokens gives zeros)."""
+    """Texts -> unit vectors (float32, one row per text; a text with no known token gives
+    zeros)."""
 
-    def __init__(self, weights: Path, tokenizer: Path) -> None:
-        # float16 in the file; float32 here (32 MB) saves a conversion of every token read
-        self._table = load_file(str(weights))["embedding.weight"].astype(np.float32)
-        self._tokenizer = Tokenizer.from_file(str(tokenizer))
-        self._tokenizer.no_padding()
-        self._tokenizer.no_truncation()
+    def __init__(self, table: Path, vocab: Path) -> None:
+        with np.load(table, allow_pickle=False) as stored:
+            # int8 rows and a scale per row in the file (3.9 MB); float32 here (15 MB)
+            self._table = stored["table"].astype(np.float32) * stored["scale"][:, None]
+        self._tokenizer = WordPiece(vocab)
+        if len(self._tokenizer) != self._table.shape[0]:
+            raise ValueError(f"{vocab} does not match {table}")
         self.dims = int(self._table.shape[1])
 
     def embed(self, texts: Iterable[str], count: int | None = None) -> Matrix:
@@ -52,15 +52,15 @@ class Embedder:
             count = len(texts)
         items = iter(texts)
         out = np.zeros((count, self.dims), dtype=np.float32)
-        last = self._table.shape[0] - 1
+        unknown = self._tokenizer.unknown
         for start in range(0, count, _BATCH):
             chunk = list(islice(items, _BATCH))
-            encoded = [e.ids for e in self._tokenizer.encode_batch(chunk, add_special_tokens=False)]
+            encoded = [[i for i in self._tokenizer.ids(text) if i != unknown] for text in chunk]
             sizes = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
             ids = np.fromiter((i for e in encoded for i in e), dtype=np.int64, count=sizes.sum())
             if not ids.size:
                 continue
-            rows = self._table[np.minimum(ids, last)]
+            rows = self._table[ids]
             filled = np.flatnonzero(sizes)
             starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))[filled]
             out[start + filled] = np.add.reduceat(rows, starts, axis=0) / sizes[filled, None]

@@ -12,7 +12,7 @@ How a query is answered (docs/search.md has the measurements behind each choice)
    normalisation, after identifier splitting, stop-word removal, abbreviation expansion and
    English stemming; a tool's score is then mixed with its namespace's (sibling evidence:
    the request terms the tools of its server cover together).
-4. With the optional semantic leg, each clause is also embedded (``embedding.py``: WordLlama
+4. With the optional semantic leg, each clause is also embedded (``embedding.py``: MiniLM
    static token vectors, averaged) and compared with every tool's text by cosine; the lexical
    and the semantic candidates are fused by z-normalised scores (``config.SEMANTIC_WEIGHT``).
 5. A request that asks for several things ("find X, then Y; also Z") is split into clauses;
@@ -40,8 +40,9 @@ from mcp_toolbridge.catalog.evidence import Evidence, Found
 from mcp_toolbridge.catalog.evidence import SearchHit as SearchHit
 from mcp_toolbridge.catalog.index_build import K1, build_postings, semantic_text
 from mcp_toolbridge.catalog.mentions import QUOTES, Mentions
+from mcp_toolbridge.catalog.merge import cover, interleave
 from mcp_toolbridge.catalog.needs import Needs
-from mcp_toolbridge.catalog.semantic_model import semantic_ready
+from mcp_toolbridge.catalog.semantic_model import english, semantic_ready
 from mcp_toolbridge.catalog.text import Analyzer, default_analyzer, split_clauses, strip_courtesies
 from mcp_toolbridge.catalog.vectors import CatalogVectors, VectorStore
 from mcp_toolbridge.model import ToolSpec
@@ -162,16 +163,7 @@ class SearchIndex(Mentions, Needs, Evidence):
         if len(parts) <= 1:
             parts = [(request, self._analyzer.terms(request))]
         lists, closest = self._ranked(parts, want, visible)
-        if len(parts) > 1 and config.WHOLE_FIRST:
-            # The tool the request as a whole asks for leads: context and detail sentences
-            # ("Return them as a dictionary") are clauses too, and must not come first.
-            whole = [term for _, clause in parts for term in clause]
-            lead = self._ranked([(request, whole)], 1, visible)[0][0][:1]
-            lists = [lead, *lists] if lead else lists
-        ranked = interleave(lists, want)
-        if len(parts) > 1 and config.WHOLE_FIRST and lists and lists[0]:
-            lead_hit = (ranked[0][0], lists[0][0][1])
-            ranked = [lead_hit, *(hit for hit in ranked if hit[1] != lead_hit[1])]
+        ranked = self._merged(request, parts, lists, want, visible)
         if config.DEPENDENCIES and (ranked or pinned):
             terms = [term for _, clause in parts for term in clause]
             ranked = self._with_dependencies(ranked, lists, pinned, terms, visible)[:want]
@@ -183,6 +175,31 @@ class SearchIndex(Mentions, Needs, Evidence):
         if hits:
             return Found(hits[:k])
         return Found([], [self._names[d] for d in closest[: min(k, CLOSEST)]])
+
+    def _merged(
+        self,
+        request: str,
+        parts: list[tuple[str, list[str]]],
+        lists: list[list[tuple[float, int]]],
+        n: int,
+        visible: Visible | None,
+    ) -> list[tuple[float, int]]:
+        """One list from the clauses' ``lists`` (``merge.py``): covering them with the whole
+        request's ranking, or rank by rank with the whole request's best first."""
+        if len(parts) <= 1:
+            return interleave(lists, n)
+        whole = [term for _, clause in parts for term in clause]
+        if config.CLAUSE_MERGE == "cover":
+            return cover(self._ranked([(request, whole)], n, visible)[0][0], lists, n)
+        if not config.WHOLE_FIRST:
+            return interleave(lists, n)
+        # The tool the request as a whole asks for leads: context and detail sentences
+        # ("Return them as a dictionary") are clauses too, and must not come first.
+        lead = self._ranked([(request, whole)], 1, visible)[0][0][:1]
+        ranked = interleave([lead, *lists], n)
+        if lead:
+            ranked = [(ranked[0][0], lead[0][1]), *(hit for hit in ranked if hit[1] != lead[0][1])]
+        return ranked
 
     def _with_dependencies(
         self,
@@ -236,7 +253,11 @@ class SearchIndex(Mentions, Needs, Evidence):
 
             pool = max(n, config.SEMANTIC_POOL)
             cosines = self._vectors.cosines([text for text, _ in parts])
-            for column, (_, terms) in enumerate(parts):
+            for column, (text, terms) in enumerate(parts):
+                if not english(text):  # the model reads English: the lexical leg alone
+                    cosines[column] = 0.0
+                    lists.append(self._top(terms, n, visible))
+                    continue
                 near = best(cosines[column], pool if visible is None else pool_size(pool))
                 if visible is not None:
                     near = [d for d in near if visible(self._names[d])][:pool]
@@ -411,30 +432,4 @@ def top_visible(
     if len(out) < n and len(pool) < len(scores):
         pool = sorted(((s, -d) for d, s in scores.items()), reverse=True)
         out = [(s, -d) for s, d in pool if visible is None or visible(names[-d])]
-    return out[:n]
-
-
-def interleave(lists: list[list[tuple[float, int]]], n: int) -> list[tuple[float, int]]:
-    """Merge the ranked lists of a request's clauses so each clause gets its tools.
-
-    Rank by rank: first every clause's best tool, then every clause's second best, and so on;
-    within a rank, tools in order of their score for their clause. A tool already listed is
-    skipped and its clause does not reach deeper to replace it, so a sentence that only
-    restates an earlier request (and finds the same tools) costs no slot. A request for three
-    things shows each thing's best tool in the first three places. Scores keep their clause's
-    BM25F units, capped so they never increase down the list.
-    """
-    out: list[tuple[float, int]] = []
-    taken: set[int] = set()
-    depth = max(map(len, lists), default=0)
-    for rank in range(depth):
-        offered = sorted(
-            ((lst[rank][0], -lst[rank][1]) for lst in lists if rank < len(lst)), reverse=True
-        )
-        for score, neg in offered:
-            if -neg not in taken:
-                taken.add(-neg)
-                out.append((min(score, out[-1][0]) if out else score, -neg))
-        if len(out) >= n:
-            break
     return out[:n]

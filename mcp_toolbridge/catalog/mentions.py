@@ -13,7 +13,8 @@ from mcp_toolbridge.catalog.text import Analyzer
 from mcp_toolbridge.model import ToolSpec
 
 QUOTES = "`'\""
-STRIP = QUOTES + "()[]{}<>,;:!?*"
+_PUNCT = "()[]{}<>,;:!?*."
+STRIP = QUOTES + _PUNCT[:-1]
 IDENT_MARK = re.compile(r"[_\-./:0-9]|[a-z][A-Z]")
 _SUFFIX_SEP = re.compile(r"[./:]|__")
 
@@ -86,7 +87,9 @@ class Mentions:
         whole = text.strip(STRIP).rstrip(".").lower()
         rule = config.PROSE_NAMES
         for token in dict.fromkeys([text, *text.split()]):
-            quoted = token[:1] in QUOTES or token[-1:] in QUOTES
+            core = token.strip(_PUNCT)
+            # quoted on both sides: a quote that opens or closes a phrase quotes no name
+            quoted = len(core) > 2 and core[0] in QUOTES and core[-1] in QUOTES
             raw = token.strip(STRIP).rstrip(".").strip(STRIP)
             form = raw.lower()
             if not form:
@@ -122,7 +125,8 @@ class Mentions:
                     ]
                 at = form.find(sep, at + 1)
         yield qualified
-        yield self._suffix.get(form, ())
+        suffixed = self._suffix.get(form, ())
+        yield suffixed if len(suffixed) == 1 else ()  # "get" ends many ids: it names none
 
 
 def short_suffixes(spec: ToolSpec) -> set[str]:

@@ -228,6 +228,22 @@ def test_a_short_suffix_or_namespace_qualified_id_ranks_the_tool_first() -> None
     assert top("mail.smtp_send") == "mail_smtp_send"
 
 
+def test_a_suffix_many_tools_share_or_a_quote_around_a_phrase_names_no_tool() -> None:
+    # "get" ends many ids (stock.price.get, weather.forecast.get): it names none of them, and
+    # a quote that opens a phrase ('Get stock ...') quotes no name; ranking decides.
+    extra = [
+        tool("stock.price.get", "Get the stock price of a company"),
+        tool("weather.forecast.get", "Get the weather forecast of a city"),
+        tool("museum.hours.get", "Get the opening hours of a museum"),
+    ]
+    index = SearchIndex.build([*CATALOG, *extra], semantic=False)
+    query = "'Get the forecast for the weather in Paris.'"
+    assert names(index.search(query, 2)) == ["getWeatherForecast", "weather_forecast_get"]
+    assert index.search("'get' the museum hours", 1)[0].name == "museum_hours_get"
+    # a suffix of one tool, quoted on both sides, still names it
+    assert index.search("'price.get' for Apple", 1)[0].name == "stock_price_get"
+
+
 def test_several_named_tools_come_first_in_the_order_they_are_named() -> None:
     assert names(INDEX.search("word_count then get_time", 3))[:2] == ["word_count", "get_time"]
 
@@ -486,6 +502,25 @@ def test_a_tool_that_gives_what_the_first_choice_needs_follows_it(
     index = SearchIndex.build(catalog, semantic=False)
     hits = names(index.search("add the song Yellow to my chill playlist", 3))
     assert hits[:2] == ["spotify_add_to_playlist", "spotify_search_playlists"]
+
+
+def test_covering_gives_each_clause_its_best_before_anyones_second() -> None:
+    from mcp_toolbridge.catalog.merge import cover
+
+    whole = [(10.0, 1), (9.0, 2), (6.0, 3)]
+    # two strong clauses: 1 and 2 are near-duplicates for the first, 3 is the second's
+    lists = [[(8.0, 1), (7.9, 2)], [(9.0, 3), (2.0, 1)]]
+    assert [doc for _, doc in cover(whole, lists, 3)] == [3, 1, 2]
+    # a tool second for each clause and first for the request ("the weather in Chennai?
+    # Latitude 13.08 and longitude 80.27": the tool by coordinates) comes first; rank by
+    # rank, it would come after each clause's own best
+    both = [[(8.0, 1), (7.5, 5), (5.0, 6)], [(8.0, 3), (7.5, 5), (5.0, 7)]]
+    assert cover([(10.0, 5), (8.0, 1), (7.0, 3)], both, 3)[0][1] == 5
+    # a weak detail clause ("Format it as a ratio") does not put its tool first
+    weak = [[(10.0, 1), (9.0, 2)], [(1.0, 4)]]
+    assert [doc for _, doc in cover(whole, weak, 3)][:2] == [1, 2]
+    scores = [score for score, _ in cover(whole, lists, 3)]
+    assert scores == sorted(scores, reverse=True)
 
 
 def test_the_request_as_a_whole_leads_before_its_detail_clauses() -> None:

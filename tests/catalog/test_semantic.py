@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_toolbridge.catalog import ranking_config, semantic_status
+from mcp_toolbridge.catalog import ranking_config, semantic_model, semantic_status
 from mcp_toolbridge.catalog.index import SearchIndex
 from mcp_toolbridge.catalog.semantic_model import semantic_ready
 from tests.catalog.test_index import tool
@@ -89,7 +89,7 @@ def test_building_an_index_reads_no_model_and_imports_no_numpy() -> None:
         "from tests.catalog.test_index import tool\n"
         "index = SearchIndex.build([tool('a', 'Send a mail'), tool('b', 'Read a file')])\n"
         "assert index.search('select:a') and not index.warm\n"
-        "print(sorted(m for m in ('numpy', 'tokenizers', 'safetensors') if m in sys.modules))\n"
+        "print(sorted(m for m in ('numpy', 'tokenizers') if m in sys.modules))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
@@ -97,18 +97,34 @@ def test_building_an_index_reads_no_model_and_imports_no_numpy() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def test_without_its_model_files_the_leg_is_off_and_says_how(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+@pytest.mark.parametrize(
+    ("missing", "said"),
+    [
+        ("extra", "pip install 'mcp-toolbridge[semantic]'"),
+        ("model", "reinstall mcp-toolbridge"),
+    ],
+)
+def test_without_numpy_or_its_model_the_leg_is_off_and_says_how(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, missing: str, said: str
 ) -> None:
-    monkeypatch.setenv("TOOLBRIDGE_SEMANTIC_MODEL", str(tmp_path))
+    if missing == "extra":
+        monkeypatch.setattr(semantic_model, "EXTRA", ("numpy", "no_such_module_here"))
+    else:
+        monkeypatch.setattr(semantic_model, "TABLE", tmp_path / "gone.npz")
     semantic_status.cache_clear()
     try:
         status = semantic_status()
-        assert status.startswith("off:") and "TOOLBRIDGE_SEMANTIC_MODEL" in status
-        assert "search is lexical" in status
+        assert status.startswith("off:") and said in status and "search is lexical" in status
         index = SearchIndex.build(CATALOG)
         assert index.warm  # nothing to load: lexical only
         assert index.search("current temperature in a city", 1)[0].name == "weather_now"
         assert index.search("is it going to rain tomorrow in Paris", 3) == []
     finally:
         semantic_status.cache_clear()
+
+
+def test_the_model_ships_with_the_package_and_its_licence() -> None:
+    folder = semantic_model.FOLDER
+    assert semantic_model.model_files() == (semantic_model.TABLE, semantic_model.VOCAB)
+    assert "Apache License" in (folder / "LICENSE").read_text(encoding="utf-8")
+    assert "all-MiniLM-L6-v2" in (folder / "NOTICE").read_text(encoding="utf-8")

@@ -8,7 +8,8 @@ queries ``--reps`` times, each query twice in turn: with round 3's knobs (the wh
 first, evidence, prose names ``distinct``) and with round 2's (none of them, prose suffixes),
 so both see the same machine load. Prints p50 and p99 of each and their ratio.
 ``--against interleave`` compares the shipped knobs with the same but round 2's rank-by-rank
-clause interleaving (with the whole request's best first) instead of covering.
+clause interleaving (with the whole request's best first) instead of covering;
+``--against unexpanded`` with the same but no query expansion (``expansion.py``).
 """
 
 from __future__ import annotations
@@ -29,9 +30,13 @@ from mcp_toolbridge.catalog.index import SearchIndex
 from mcp_toolbridge.loaders.discovery import load_paths
 
 AGAINST = "round2"
+EXPANSION = ranking_config.EXPANSION_WEIGHT
 
 
 def knobs(round3: bool) -> None:
+    if AGAINST == "unexpanded":
+        ranking_config.EXPANSION_WEIGHT = EXPANSION if round3 else 0.0
+        return
     if AGAINST == "interleave":
         ranking_config.CLAUSE_MERGE = "cover" if round3 else "interleave"
         return
@@ -44,7 +49,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", type=Path)
     parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--against", choices=["round2", "interleave"], default="round2")
+    parser.add_argument(
+        "--against", choices=["round2", "interleave", "unexpanded"], default="round2"
+    )
     args = parser.parse_args()
     global AGAINST
     AGAINST = args.against

@@ -13,6 +13,8 @@ returned only with evidence, per clause of the request:
   them). ``zzqx_42`` covers nothing; "current temperature in
   Paris" against a weather tool covers "current" and "temperature". A tool must cover more
   than ``ranking_config.EVIDENCE_MIN``.
+- near words: a word of the tool's text near a word of the clause that no tool has
+  (``expansion.py``: "movies" and a tool about films; ``_expanded``).
 - semantic: the cosine of the clause and the tool above what held-out data shows noise
   reaches (``ranking_config.SEMANTIC_MIN``).
 
@@ -29,6 +31,9 @@ import re
 from array import array
 from bisect import bisect_left
 from dataclasses import dataclass, field
+
+from mcp_toolbridge.catalog import ranking_config as config
+from mcp_toolbridge.catalog.expansion import expand
 
 _WORD = re.compile(r"[^\W\d_]")
 """A term with a letter in it (any script)."""
@@ -56,6 +61,23 @@ class Evidence:
     _docs: list[array[int]]
     _idf: list[float]
     _names: list[str]
+
+    def _expanded(self, terms: list[str]) -> dict[str, float]:
+        """The terms near ``terms`` (``expansion.py``) that the catalog has, at their weights;
+        a term the catalog has itself is expanded at ``config.EXPANSION_KNOWN`` of that (its
+        tools already match it)."""
+        if config.EXPANSION_WEIGHT <= 0.0:
+            return {}
+        known = [t for t in terms if t in self._term_ids]
+        unknown = [t for t in terms if t not in self._term_ids]
+        out: dict[str, float] = {}
+        for group, factor in ((known, config.EXPANSION_KNOWN), (unknown, 1.0)):
+            weight = config.EXPANSION_WEIGHT * factor
+            found = expand(group, config.EXPANSION_TOP, config.EXPANSION_MIN, weight)
+            for term, value in found.items():
+                if term in self._term_ids and term not in terms and value > out.get(term, 0.0):
+                    out[term] = value
+        return out
 
     def _coverage(self, terms: list[str], docs: list[int]) -> dict[int, float]:
         """Per doc of ``docs``, the share of the idf of ``terms`` (each distinct term once) that

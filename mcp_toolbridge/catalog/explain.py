@@ -17,7 +17,8 @@ from mcp_toolbridge.catalog.text import strip_courtesies
 class Explained:
     """One hit's evidence: ``named`` (the query names it), ``keyword`` (its BM25F score over
     the whole request, 0 when no term matched), ``terms`` (the analysed query terms it
-    matched), ``coverage`` (the share of the request's specificity they cover), ``semantic``
+    matched, and as ``~word`` the near words of query words no tool has, ``expansion.py``),
+    ``coverage`` (the share of the request's specificity they cover), ``semantic``
     (cosine with the request; None without the semantic leg), ``namespace`` (the group
     whose coverage of the terms mixes into its rank)."""
 
@@ -38,7 +39,8 @@ def explain(index: SearchIndex, query: str, k: int = 10) -> list[Explained]:
     request = strip_courtesies(query.strip())
     terms = index._analyzer.terms(request)
     named = set(index._named_in(query.strip()))
-    scores, _ = index._scores(terms, None)
+    near = index._expanded(terms)
+    scores, _ = index._scores(terms, None, near)
     cosines = None
     if index._vectors is not None and request:
         cosines = index._vectors.cosines([request])[0]
@@ -51,6 +53,9 @@ def explain(index: SearchIndex, query: str, k: int = 10) -> list[Explained]:
             tid = index._term_ids.get(term)
             if tid is not None and doc in index._docs[tid]:
                 matched.append(term)
+        for term in near:
+            if doc in index._docs[index._term_ids[term]]:
+                matched.append(f"~{term}")
         found.append(
             Explained(
                 name=hit.name,

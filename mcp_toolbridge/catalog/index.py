@@ -246,8 +246,12 @@ class SearchIndex(Mentions, Needs, Evidence):
         ranked first without that evidence, best first."""
         lists: list[list[tuple[float, int]]] = []
         cosines = None
+        near_terms = [self._expanded(terms) for _, terms in parts]
         if self._vectors is None:
-            lists = [self._top(terms, n, visible) for _, terms in parts]
+            lists = [
+                self._top(terms, n, visible, extra=extra)
+                for (_, terms), extra in zip(parts, near_terms, strict=True)
+            ]
         else:
             from mcp_toolbridge.catalog.embedding import best, fuse
 
@@ -256,14 +260,14 @@ class SearchIndex(Mentions, Needs, Evidence):
             for column, (text, terms) in enumerate(parts):
                 if not english(text):  # the model reads English: the lexical leg alone
                     cosines[column] = 0.0
-                    lists.append(self._top(terms, n, visible))
+                    lists.append(self._top(terms, n, visible, extra=near_terms[column]))
                     continue
                 near = best(cosines[column], pool if visible is None else pool_size(pool))
                 if visible is not None:
                     near = [d for d in near if visible(self._names[d])][:pool]
                 # a clause of stop words alone asks for nothing
                 fused = fuse(
-                    self._top(terms, n, visible, depth=pool),
+                    self._top(terms, n, visible, depth=pool, extra=near_terms[column]),
                     cosines[column],
                     near,
                     config.SEMANTIC_WEIGHT,
@@ -274,10 +278,14 @@ class SearchIndex(Mentions, Needs, Evidence):
         dropped: list[tuple[int, int]] = []
         for column, ((_, terms), ranked) in enumerate(zip(parts, lists, strict=True)):
             cover = self._coverage(terms, [d for _, d in ranked])
+            bridged = self._coverage(
+                list(near_terms[column]), [d for d, c in cover.items() if not c]
+            )
             sure = [
                 hit
                 for hit in ranked
                 if cover[hit[1]] > config.EVIDENCE_MIN
+                or bridged.get(hit[1], 0.0) > 0.0
                 or (cosines is not None and float(cosines[column][hit[1]]) >= config.SEMANTIC_MIN)
             ]
             kept.append(sure)
@@ -287,16 +295,22 @@ class SearchIndex(Mentions, Needs, Evidence):
         return kept, closest
 
     def _top(
-        self, terms: list[str], n: int, visible: Visible | None, depth: int = 0
+        self,
+        terms: list[str],
+        n: int,
+        visible: Visible | None,
+        depth: int = 0,
+        extra: dict[str, float] | None = None,
     ) -> list[tuple[float, int]]:
-        """The ``n`` best visible docs for ``terms``, best first (sibling evidence included),
-        then the plain ranking of the others down to ``depth`` docs in all."""
+        """The ``n`` best visible docs for ``terms`` (and the ``extra`` terms near them, each
+        at its weight), best first (sibling evidence included), then the plain ranking of the
+        others down to ``depth`` docs in all."""
         pool = n * config.SIBLING_POOL if config.SIBLING_WEIGHT else n
         wide = max(pool, depth)
-        scores, complete = self._scores(terms, pool_size(wide))
+        scores, complete = self._scores(terms, pool_size(wide), extra)
         ranked = top_visible(scores, wide, self._names, visible, complete)
         if ranked is None:  # hidden tools ate the pool: score everything
-            ranked = top_visible(self._scores(terms, None)[0], wide, self._names, visible)
+            ranked = top_visible(self._scores(terms, None, extra)[0], wide, self._names, visible)
         assert ranked is not None
         head = (
             self._with_siblings(terms, ranked[:pool])[:n] if config.SIBLING_WEIGHT else ranked[:n]
@@ -343,10 +357,12 @@ class SearchIndex(Mentions, Needs, Evidence):
         )
         return [(score, -neg) for (score, _), (_, neg) in zip(ranked, mixed, strict=True)]
 
-    def _scores(self, terms: list[str], keep: int | None) -> tuple[dict[int, float], bool]:
-        """BM25F score of every doc matching at least one of ``terms``; with ``keep``, only of
-        the docs that can still be among the ``keep`` best (the flag is False when others
-        were left out).
+    def _scores(
+        self, terms: list[str], keep: int | None, extra: dict[str, float] | None = None
+    ) -> tuple[dict[int, float], bool]:
+        """BM25F score of every doc matching at least one of ``terms`` (or of the ``extra``
+        terms, each counted at its weight); with ``keep``, only of the docs that can still be
+        among the ``keep`` best (the flag is False when others were left out).
 
         When some posting list is long, terms are added rarest first, and before each long
         list: if the terms left could add less to a doc than the ``keep``-th best score so
@@ -363,6 +379,10 @@ class SearchIndex(Mentions, Needs, Evidence):
             tid = self._term_ids.get(term)
             if tid is not None:
                 found.append((self._idf[tid] * count, tid))
+        for term, weight in (extra or {}).items():
+            tid = self._term_ids.get(term)
+            if tid is not None:
+                found.append((self._idf[tid] * weight, tid))
         if not found:
             return {}, True
         if any(len(self._docs[tid]) >= _PRUNE_FROM for _, tid in found):

@@ -60,7 +60,19 @@ the lowest of 0.55 / 0.6 / 0.65 / 0.7 above which no more than 5% of nonsense qu
 tool on every visible set (``benchmarks/search_gate.py --semantic``; the static MiniLM
 table's cosines run high: nonsense reaches 0.66 on BFCL at the 95th percentile). Paraphrases
 below it are lost too: MetaTool's Hit@10 83.9 -> 80.9 with the leg."""
-RANKING_REVISION = 7
+EXPANSION_WEIGHT = 0.5
+"""A query term's nearest terms (``expansion.py``: the shipped model's neighbours, no numpy)
+join its clause at this weight × their cosine, and a tool's near word is evidence of a match
+(0: no expansion). This and the three below were chosen by ``benchmarks/search_protocol.py``
+on the visible sets (left out: BFCL +0.3 nDCG@10, MetaTool +1.9, Seal-Tools +0.1)."""
+EXPANSION_KNOWN = 0.0
+"""The share of ``EXPANSION_WEIGHT`` at which a query term the catalog has itself is
+expanded: none (its tools already match it; only the words no tool has are bridged)."""
+EXPANSION_TOP = 8
+"""With expansion: how many nearest terms of each query term."""
+EXPANSION_MIN = 0.4
+"""With expansion: the least cosine of a nearest term (the table holds none below it)."""
+RANKING_REVISION = 8
 """Raised whenever ranking or analysis code changes in a way the constants below miss."""
 RANKING_CONFIG = hashlib.sha256(
     repr(
@@ -86,6 +98,10 @@ RANKING_CONFIG = hashlib.sha256(
             SEMANTIC_POOL,
             EVIDENCE_MIN,
             SEMANTIC_MIN,
+            EXPANSION_WEIGHT,
+            EXPANSION_TOP,
+            EXPANSION_MIN,
+            EXPANSION_KNOWN,
         )
     ).encode()
 ).hexdigest()[:16]

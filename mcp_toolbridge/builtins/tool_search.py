@@ -99,7 +99,7 @@ class ToolSearch:
         index = self._index
         if isinstance(index, DeferredIndex):
             index = await index.ready()
-        if not index.warm:  # the first search reads the model and embeds the catalog
+        if not index.warm:  # the first search reads the tables and embeds the catalog
             await anyio.to_thread.run_sync(index.warm_up)
         return index
 

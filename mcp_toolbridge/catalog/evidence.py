@@ -33,7 +33,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from mcp_toolbridge.catalog import ranking_config as config
-from mcp_toolbridge.catalog.expansion import expand
+from mcp_toolbridge.catalog.expansion import expand, loaded, neighbours
 
 _WORD = re.compile(r"[^\W\d_]")
 """A term with a letter in it (any script)."""
@@ -61,6 +61,13 @@ class Evidence:
     _docs: list[array[int]]
     _idf: list[float]
     _names: list[str]
+
+    def _expansion_ready(self, load: bool = False) -> bool:
+        """Whether expansion runs without first reading its table (off, or read); with
+        ``load``, read it now."""
+        if load and config.EXPANSION_WEIGHT > 0.0:
+            neighbours()
+        return config.EXPANSION_WEIGHT <= 0.0 or loaded()
 
     def _expanded(self, terms: list[str]) -> dict[str, float]:
         """The terms near ``terms`` (``expansion.py``) that the catalog has, at their weights;

@@ -13,28 +13,42 @@ use (``neighbours``).
 from __future__ import annotations
 
 import gzip
+import sys
 from functools import cache
 from pathlib import Path
 
 TABLE = Path(__file__).resolve().parent / "model" / "neighbours.tsv.gz"
 
-Neighbours = dict[str, tuple[tuple[str, float], ...]]
+Neighbours = dict[str, tuple[str | float, ...]]
+"""Stem -> its nearest stems and their cosines, alternating, nearest first (one flat tuple
+per stem, each stem string and cosine value one shared object: 4 MB in memory)."""
 
 
 @cache
 def neighbours() -> Neighbours:
-    """Stem -> its nearest stems and their cosines, nearest first (empty when the table is
-    missing: search is then lexical without expansion)."""
+    """The table (empty when its file is missing: search is then lexical without
+    expansion). Read once per process: a tenth of a second, which ``SearchIndex.warm_up``
+    spends off the event loop."""
     out: Neighbours = {}
     try:
         text = gzip.decompress(TABLE.read_bytes()).decode("utf-8")
     except OSError:
         return out
+    cosines: dict[str, float] = {}
     for line in text.splitlines():
         stem, _, rest = line.partition("\t")
-        parts = rest.split(" ")
-        out[stem] = tuple((parts[i], float(parts[i + 1])) for i in range(0, len(parts) - 1, 2))
+        words = rest.split(" ")
+        row: list[str | float] = []
+        for i in range(0, len(words) - 1, 2):
+            row.append(sys.intern(words[i]))
+            row.append(cosines.setdefault(words[i + 1], float(words[i + 1])))
+        out[sys.intern(stem)] = tuple(row)
     return out
+
+
+def loaded() -> bool:
+    """Whether the table has been read in this process."""
+    return neighbours.cache_info().currsize > 0
 
 
 def expand(terms: list[str], top: int, floor: float, weight: float) -> dict[str, float]:
@@ -47,7 +61,9 @@ def expand(terms: list[str], top: int, floor: float, weight: float) -> dict[str,
     have = set(terms)
     out: dict[str, float] = {}
     for term in have:
-        for near, cosine in table.get(term, ())[:top]:
+        row = table.get(term, ())
+        for i in range(0, min(len(row), 2 * top), 2):
+            near, cosine = str(row[i]), float(row[i + 1])
             if cosine < floor:
                 break
             if near not in have and weight * cosine > out.get(near, 0.0):

@@ -128,12 +128,15 @@ class SearchIndex(Mentions, Needs, Evidence):
 
     @property
     def warm(self) -> bool:
-        """Whether a search runs without first making the catalog's vectors (see ``warm_up``)."""
-        return self._vectors is None or self._vectors.ready
+        """Whether a search runs without first reading the expansion table or making the
+        catalog's vectors (see ``warm_up``)."""
+        return self._expansion_ready() and (self._vectors is None or self._vectors.ready)
 
     def warm_up(self) -> None:
-        """Make the catalog's vectors now (reads the model on first use in the process): a
-        second or more for a big catalog, so an async caller runs it in a worker thread."""
+        """Read the expansion table and make the catalog's vectors now (reads the model on
+        first use in the process): a second or more for a big catalog, so an async caller
+        runs it in a worker thread."""
+        self._expansion_ready(load=True)
         if self._vectors is not None:
             self._vectors.matrix()
 

@@ -94,6 +94,8 @@ def test_building_an_index_reads_no_model_and_imports_no_numpy() -> None:
         "from tests.catalog.test_index import tool\n"
         "index = SearchIndex.build([tool('a', 'Send a mail'), tool('b', 'Read a file')])\n"
         "assert index.search('select:a') and not index.warm\n"
+        "from mcp_toolbridge.catalog.expansion import loaded\n"
+        "assert not loaded()  # nor the expansion table: the first search's warm-up reads it\n"
         "print(sorted(m for m in ('numpy', 'tokenizers') if m in sys.modules))\n"
     )
     out = subprocess.run(
@@ -121,7 +123,8 @@ def test_without_numpy_or_its_model_the_leg_is_off_and_says_how(
         status = semantic_status()
         assert status.startswith("off:") and said in status and "search is lexical" in status
         index = SearchIndex.build(CATALOG)
-        assert index.warm  # nothing to load: lexical only
+        index.warm_up()  # the expansion table only: no vectors to make
+        assert index.warm and index._vectors is None
         assert index.search("current temperature in a city", 1)[0].name == "weather_now"
         # no word shared: found lexically, through the near words of "rain" (expansion.py)
         assert index.search("is it going to rain tomorrow in Paris", 3)[0].name == "weather_now"

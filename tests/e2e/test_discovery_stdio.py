@@ -107,3 +107,16 @@ async def test_serve_pin_lists_the_tool_under_expose_search_with_its_meta(
     assert list(tools) == [*LOCKED_IDS, "call_tool", "send_email"]
     assert (tools["send_email"].meta or {})["anthropic/alwaysLoad"] is True
     assert "anthropic/alwaysLoad" not in (tools["call_tool"].meta or {})
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_request_without_the_tools_words_finds_it_in_the_core_install(
+    tmp_path: Path, mode: str
+) -> None:
+    # "mail" and "landlord" are words of no tool: "mail" is near "email" (expansion.py)
+    with anyio.fail_after(30):
+        async with Client(_catalog(tmp_path), mode=mode) as client:
+            found = await client.call_tool("tool_search", {"query": "mail my landlord"})
+            assert found_tools(found)[0] == "send_email"
+            nothing = await client.call_tool("tool_search", {"query": "zzqxunmatched"})
+            assert found_tools(nothing) == [] and "No tool matches" in text_of(nothing)

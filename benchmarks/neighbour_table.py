@@ -1,7 +1,7 @@
 """Make the core install's term neighbours (``mcp_toolbridge/catalog/model/neighbours.tsv.gz``)
 from the shipped static model, so lexical search can bridge vocabulary without numpy.
 
-    .venv/bin/python benchmarks/neighbour_table.py [--top 8] [--min 0.4]
+    .venv/bin/python benchmarks/neighbour_table.py [--top 16] [--min 0.4]
 
 Every whole-word token of the model's WordPiece vocabulary (letters only, three or more) is
 analysed as the index analyses text (stop words out, abbreviations read, Snowball stems); the
@@ -32,7 +32,7 @@ from mcp_toolbridge.catalog.text import default_analyzer  # noqa: E402
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--top", type=int, default=8)
+    parser.add_argument("--top", type=int, default=16)
     parser.add_argument("--min", type=float, default=0.4)
     parser.add_argument("--out", type=Path, default=TABLE)
     args = parser.parse_args()

@@ -82,8 +82,13 @@ class Evidence:
             weight = config.EXPANSION_WEIGHT * factor
             found = expand(group, config.EXPANSION_TOP, config.EXPANSION_MIN, weight)
             for term, value in found.items():
-                if term in self._term_ids and term not in terms and value > out.get(term, 0.0):
-                    out[term] = value
+                tid = self._term_ids.get(term)
+                if tid is None or term in terms or value <= out.get(term, 0.0):
+                    continue
+                common = max(config.EXPANSION_COMMON * len(self._names), config.EXPANSION_MANY)
+                if len(self._docs[tid]) > common:
+                    continue
+                out[term] = value
         return out
 
     def _coverage(self, terms: list[str], docs: list[int]) -> dict[int, float]:

@@ -21,13 +21,13 @@ TABLE = Path(__file__).resolve().parent / "model" / "neighbours.tsv.gz"
 
 Neighbours = dict[str, tuple[str | float, ...]]
 """Stem -> its nearest stems and their cosines, alternating, nearest first (one flat tuple
-per stem, each stem string and cosine value one shared object: 4 MB in memory)."""
+per stem, each stem string and cosine value one shared object: 4.1 MB in memory)."""
 
 
 @cache
 def neighbours() -> Neighbours:
     """The table (empty when its file is missing: search is then lexical without
-    expansion). Read once per process: a tenth of a second, which ``SearchIndex.warm_up``
+    expansion). Read once per process: about 0.4 s of CPU, which ``SearchIndex.warm_up``
     spends off the event loop."""
     out: Neighbours = {}
     try:

@@ -58,11 +58,15 @@ SECURITY_HEADERS = [
     (b"cross-origin-resource-policy", b"same-origin"),
 ]
 USER_KEY = "toolbridge.console.user"
+LOGIN_PATHS = ("/login", "/callback")
+"""The browser sign-in's own paths (login.py), open without a session."""
 SESSION_KEY = "toolbridge.console.session"
 KEEPER_KEY = "toolbridge.console.keeper"
 PASS_S = 120.0
 """How long a sign-in pass may wait to be opened."""
 DEFAULT_ADMIN_ROLE = "admin"
+MAX_LOGINS = 256
+"""Browser sign-ins under way kept at once in memory; the oldest is forgotten first."""
 
 
 def is_loopback(host: str) -> bool:
@@ -77,9 +81,18 @@ def is_loopback(host: str) -> bool:
 class PassBook(Protocol):
     """Where one-time sign-in passes are kept when replicas share them (Redis)."""
 
-    async def put_pass(self, given: str, who: str, ttl_s: float) -> None: ...
+    async def put_pass(self, given: str, who: str, ttl_s: float, *, kind: str = ...) -> None: ...
 
-    async def take_pass(self, given: str) -> str | None: ...
+    async def take_pass(self, given: str, *, kind: str = ...) -> str | None: ...
+
+
+class BrowserLogin(Protocol):
+    """The sign-in in the browser with the issuer (login.py): its own paths and the page a
+    visit without a session gets."""
+
+    async def handle(self, scope: Scope, send: Send, at: str) -> None: ...
+
+    async def sign_in_page(self, scope: Scope, send: Send, at: str) -> None: ...
 
 
 @dataclass
@@ -100,6 +113,8 @@ class Gatekeeper:
     _sessions: OrderedDict[str, str] = field(default_factory=OrderedDict)
     """Session id -> who it is (``user`` for the token, the admin's subject for a pass)."""
     _passes: dict[str, tuple[str, float]] = field(default_factory=dict)
+    _logins: OrderedDict[bytes, tuple[str, float]] = field(default_factory=OrderedDict)
+    """Browser sign-ins under way (login.py): the digest of their state -> what they keep."""
     signer: SessionSigner | None = None
     passes: PassBook | None = None
 
@@ -152,6 +167,25 @@ class Gatekeeper:
         self._passes[given] = (who, time.monotonic() + PASS_S)
         return given
 
+    async def put_login(self, state: str, kept: str, ttl_s: float) -> None:
+        """Keep a browser sign-in under way under its ``state`` for ``ttl_s``, where every
+        replica finds it (StateUnavailable: the shared store did not answer)."""
+        if self.passes is not None:
+            await self.passes.put_pass(state, kept, ttl_s, kind="login")
+            return
+        self._logins[hashlib.sha256(state.encode()).digest()] = (kept, time.monotonic() + ttl_s)
+        while len(self._logins) > MAX_LOGINS:
+            self._logins.popitem(last=False)
+
+    async def take_login(self, state: str) -> str | None:
+        """What a sign-in under way keeps, once; None: unknown, used or forgotten."""
+        if self.passes is not None:
+            return await self.passes.take_pass(state, kind="login")
+        found = self._logins.pop(hashlib.sha256(state.encode()).digest(), None)
+        if found is None or found[1] < time.monotonic():
+            return None
+        return found[0]
+
     def open_session(self, who: str) -> str:
         if self.signer is not None:
             return self.signer.session(who)
@@ -185,12 +219,27 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return found[0].decode("latin-1") if len(found) == 1 else None
 
 
+def cookie_of(scope: Scope, name: str) -> str | None:
+    """The value of the request's cookie ``name``; None without it."""
+    raw = _header(scope, b"cookie")
+    if raw is None:
+        return None
+    jar: SimpleCookie = SimpleCookie()
+    try:
+        jar.load(raw)
+    except Exception:  # a malformed Cookie header holds no cookie
+        return None
+    morsel = jar.get(name)
+    return morsel.value if morsel is not None and morsel.value else None
+
+
 class Guard:
     """ASGI middleware: Host, Origin and session checks, and the security headers."""
 
-    def __init__(self, app: ASGIApp, keeper: Gatekeeper) -> None:
+    def __init__(self, app: ASGIApp, keeper: Gatekeeper, login: BrowserLogin | None = None) -> None:
         self._app = app
         self._keeper = keeper
+        self._login = login
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -205,6 +254,11 @@ class Guard:
         if origin is not None and not keeper.origin_ok(origin, host):
             await _refuse(send, 403, "Requests from other sites are refused.")
             return
+        login = self._login
+        at = _within(scope)
+        if login is not None and at in LOGIN_PATHS:
+            await login.handle(scope, send, at)
+            return
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         if "token" in query:
             who = await keeper.admit(query["token"])
@@ -216,6 +270,12 @@ class Guard:
         sid = self._session(scope)
         who = keeper.who(sid) if sid is not None else None
         if sid is None or who is None:
+            if login is not None and scope.get("method") in ("GET", "HEAD"):
+                if at.startswith("/static/"):  # the sign-in page's stylesheet
+                    await self._app(scope, receive, _secured(send))
+                else:
+                    await login.sign_in_page(scope, send, at)
+                return
             await _refuse(
                 send,
                 401,
@@ -226,25 +286,10 @@ class Guard:
         scope[SESSION_KEY] = sid
         scope[USER_KEY] = who
         scope[KEEPER_KEY] = keeper
-
-        async def secured(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
-            await send(message)
-
-        await self._app(scope, receive, secured)
+        await self._app(scope, receive, _secured(send))
 
     def _session(self, scope: Scope) -> str | None:
-        raw = _header(scope, b"cookie")
-        if raw is None:
-            return None
-        jar: SimpleCookie = SimpleCookie()
-        try:
-            jar.load(raw)
-        except Exception:  # a malformed Cookie header is no session
-            return None
-        morsel = jar.get(self._keeper.cookie)
-        return morsel.value if morsel is not None else None
+        return cookie_of(scope, self._keeper.cookie)
 
     async def _welcome(self, scope: Scope, send: Send, query: dict[str, str], who: str) -> None:
         """Trade the URL's token for a session cookie, and go on to the page without it."""
@@ -269,6 +314,24 @@ class Guard:
             }
         )
         await send({"type": "http.response.body", "body": b""})
+
+
+def _secured(send: Send) -> Send:
+    async def secured(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+        await send(message)
+
+    return secured
+
+
+def _within(scope: Scope) -> str:
+    """The request's path within the console (Starlette's Mount keeps the whole path)."""
+    prefix = scope.get("root_path", "")
+    path: str = scope.get("path", "/")
+    if prefix and path.startswith(prefix):
+        return path[len(prefix) :] or "/"
+    return path
 
 
 async def _refuse(send: Send, status: int, text: str) -> None:

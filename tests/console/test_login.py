@@ -246,3 +246,38 @@ async def _authorized_call(url: str, token: str, out: list[Any]) -> None:
         Client(streamable_http_client(url, http_client=http)) as client,
     ):
         out.append(await client.call_tool("note", {"text": "signed in"}))
+
+
+def test_the_console_client_needs_the_console_http_and_an_issuer(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from mcp_toolbridge.cli.main import main
+
+    assert main(["serve", "--no-audit", "--console-client-id", "console"]) == 2
+    assert "--console-client-id applies to --console only" in capsys.readouterr().err
+    argv = ["serve", "--no-audit", "--console", ":0", "--console-client-id", "console"]
+    assert main(argv) == 2
+    assert "needs --http and an authorization server" in capsys.readouterr().err
+    assert main([*argv, "--http", ":0"]) == 2
+    assert "needs --http and an authorization server" in capsys.readouterr().err
+
+
+def test_the_policy_file_names_the_console_client_and_its_secret_by_id(tmp_path: Path) -> None:
+    from mcp_toolbridge.cli.http import console_for
+    from mcp_toolbridge.cli.main import parse_args, settings_of
+    from mcp_toolbridge.runtime import BUILTIN_SPECS, load_catalog
+
+    policy = tmp_path / "policy.toml"
+    policy.write_text(
+        '[auth]\nissuer = "https://login.example.com"\nconsole_client_id = "console"\n'
+        'console_client_secret = "console-secret"\nconsole_admin_role = "ops"\n',
+        encoding="utf-8",
+    )
+    args = parse_args(["serve", "--http", ":0", "--console", ":0", "--policy", str(policy)])
+    settings = settings_of(args)
+    environ = {"TOOLBRIDGE_SECRET_CONSOLE_SECRET": "s3cret-from-the-store"}
+    settings = replace(settings, environ={**settings.environ, **environ})
+    console = console_for(args, settings, load_catalog(settings, BUILTIN_SPECS))
+    assert console is not None and console.options.admin_role == "ops"
+    assert console.options.login == LoginClient("console", "s3cret-from-the-store")
+    assert "s3cret" not in repr(console.options)

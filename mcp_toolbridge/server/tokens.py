@@ -15,6 +15,9 @@ OAuth authorization server issued for this MCP server.
   among them makes the server fetch the keys again (the issuer rotated them), at most once
   per :data:`REFETCH_AFTER_S` whatever the tokens say; keys older than :data:`KEYS_MAX_AGE_S`
   are fetched again before use.
+- **ID tokens** of the web console's sign-in in the browser (console_login.py) are checked
+  with the same keys and algorithms: ``iss``, ``aud`` the console's client, ``exp``, ``iat``,
+  ``sub`` and the sign-in's ``nonce``; never remembered.
 - **Opaque tokens** (anything that is not a JWS) are sent to the issuer's introspection
   endpoint (RFC 7662) when the server has introspection credentials. An active answer is
   kept (by the token's SHA-256, the last :data:`MAX_REMEMBERED`) for

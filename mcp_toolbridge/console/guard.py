@@ -67,8 +67,9 @@ KEEPER_KEY = "toolbridge.console.keeper"
 PASS_S = 120.0
 """How long a sign-in pass may wait to be opened."""
 DEFAULT_ADMIN_ROLE = "admin"
-MAX_LOGINS = 256
-"""Browser sign-ins under way kept at once in memory; the oldest is forgotten first."""
+MAX_LOGINS = 1024
+"""Completed browser sign-ins remembered at once in memory (the oldest is forgotten first;
+the issuer refuses a code redeemed twice anyway)."""
 
 
 def is_loopback(host: str) -> bool:
@@ -81,11 +82,14 @@ def is_loopback(host: str) -> bool:
 
 
 class PassBook(Protocol):
-    """Where one-time sign-in passes are kept when replicas share them (Redis)."""
+    """Where one-time sign-in passes (and the browser sign-ins completed) are kept when
+    replicas share them (Redis)."""
 
     async def put_pass(self, given: str, who: str, ttl_s: float, *, kind: str = ...) -> None: ...
 
     async def take_pass(self, given: str, *, kind: str = ...) -> str | None: ...
+
+    async def has_pass(self, given: str, *, kind: str = ...) -> bool: ...
 
 
 class BrowserLogin(Protocol):
@@ -115,8 +119,8 @@ class Gatekeeper:
     _sessions: OrderedDict[str, str] = field(default_factory=OrderedDict)
     """Session id -> who it is (``user`` for the token, the admin's subject for a pass)."""
     _passes: dict[str, tuple[str, float]] = field(default_factory=dict)
-    _logins: OrderedDict[bytes, tuple[str, float]] = field(default_factory=OrderedDict)
-    """Browser sign-ins under way (login.py): the digest of their state -> what they keep."""
+    _logins: OrderedDict[bytes, float] = field(default_factory=OrderedDict)
+    """Browser sign-ins completed (login.py): the digest of their state -> until when."""
     signer: SessionSigner | None = None
     passes: PassBook | None = None
 
@@ -169,24 +173,22 @@ class Gatekeeper:
         self._passes[given] = (who, time.monotonic() + PASS_S)
         return given
 
-    async def put_login(self, state: str, kept: str, ttl_s: float) -> None:
-        """Keep a browser sign-in under way under its ``state`` for ``ttl_s``, where every
+    async def spend_login(self, state: str, ttl_s: float) -> None:
+        """Remember for ``ttl_s`` that the browser sign-in ``state`` completed, where every
         replica finds it (StateUnavailable: the shared store did not answer)."""
         if self.passes is not None:
-            await self.passes.put_pass(state, kept, ttl_s, kind="login")
+            await self.passes.put_pass(state, "spent", ttl_s, kind="login")
             return
-        self._logins[hashlib.sha256(state.encode()).digest()] = (kept, time.monotonic() + ttl_s)
+        self._logins[hashlib.sha256(state.encode()).digest()] = time.monotonic() + ttl_s
         while len(self._logins) > MAX_LOGINS:
             self._logins.popitem(last=False)
 
-    async def take_login(self, state: str) -> str | None:
-        """What a sign-in under way keeps, once; None: unknown, used or forgotten."""
+    async def login_spent(self, state: str) -> bool:
+        """Whether the browser sign-in ``state`` already completed (a replay)."""
         if self.passes is not None:
-            return await self.passes.take_pass(state, kind="login")
-        found = self._logins.pop(hashlib.sha256(state.encode()).digest(), None)
-        if found is None or found[1] < time.monotonic():
-            return None
-        return found[0]
+            return await self.passes.has_pass(state, kind="login")
+        until = self._logins.get(hashlib.sha256(state.encode()).digest())
+        return until is not None and until >= time.monotonic()
 
     def open_session(self, who: str) -> str:
         if self.signer is not None:

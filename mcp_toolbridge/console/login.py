@@ -9,20 +9,22 @@ endpoint does) is the :class:`Issuer` the server gives (server/console_login.py)
   a link to ``<console>/login`` at the console's canonical address (beside the canonical URL
   of the MCP endpoint), so the whole sign-in happens at the address the issuer sends back to.
 - ``GET <console>/login?next=PATH``: a new attempt: random ``state``, ``nonce`` and PKCE
-  verifier (``secrets``); the attempt (verifier, nonce, where to go back, its deadline, after
-  :data:`LOGIN_S`) is kept under its state where every replica finds it (the keeper: memory,
-  or the replicas' Redis), and the browser holds the state in a short-lived cookie
-  (HttpOnly; SameSite=Lax, since the issuer's redirect back is a cross-site navigation) and
-  goes to the issuer's authorization endpoint.
+  verifier (``secrets``); the attempt (those, where to go back, its deadline after
+  :data:`LOGIN_S`) is sealed (Fernet: encrypted and authenticated, under keys derived from
+  the service's shared state keys on replicas, so any replica opens it; else this process's
+  own) into a short-lived cookie (HttpOnly; SameSite=Lax, since the issuer's redirect back is
+  a cross-site navigation), and the browser goes to the issuer's authorization endpoint.
+  Nothing is written on the server for an attempt: starting sign-ins costs it nothing.
 - ``GET <console>/callback?code=…&state=…``: refused, with a page that says why, when the
-  browser holds no attempt (the cookie is gone: expired, another browser or address), the
-  state is not the cookie's (forged, or another attempt's), the attempt was already used or
-  is forgotten (a replay), it is past its deadline, it keeps no verifier, or the issuer said
-  no (``error=access_denied``…); then the issuer's side redeems the code and names the
-  caller, who must carry the admin role (a group or role claim value) or gets a 403 page.
-  The console session opens as a one-time URL's does (answers audited as
-  ``console:<subject>``); the next page is reached from a page of the console itself, so the
-  session's SameSite=Strict cookie goes with it.
+  browser holds no attempt it can open (the cookie is gone: expired, another browser or
+  address; no verifier), the state is not the attempt's (forged, or another attempt's), the
+  attempt is past its deadline, it already completed (a replay: a completed sign-in is
+  remembered until its deadline where every replica finds it, memory or the replicas'
+  Redis), or the issuer said no (``error=access_denied``…); then the issuer's side redeems
+  the code and names the caller, who must carry the admin role (a group or role claim
+  value) or gets a 403 page. The console session opens as a one-time URL's does (answers
+  audited as ``console:<subject>``); the next page is reached from a page of the console
+  itself, so the session's SameSite=Strict cookie goes with it.
 """
 
 from __future__ import annotations
@@ -31,23 +33,29 @@ import base64
 import hashlib
 import hmac
 import json
+import logging
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit
 
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from mcp_toolbridge.console.guard import SECURITY_HEADERS, Gatekeeper, Scope, Send, cookie_of
 from mcp_toolbridge.host import Caller, SignInRefused
 from mcp_toolbridge.state import StateUnavailable
 
+log = logging.getLogger("mcp_toolbridge.console")
+
 LOGIN_S = 600.0
 """How long a person may take at the issuer to sign in."""
 KEPT_S = LOGIN_S + 300.0
-"""How long an attempt is kept (past its deadline, to say it expired)."""
+"""How long the browser keeps an attempt's cookie (past its deadline, to say it expired)."""
+LOGIN_KEY_LABEL = b"mcp-toolbridge console login v1"
+"""What the service's keys are derived for to seal attempts (replicas: signed.py)."""
 
 
 def s256(verifier: str) -> str:
@@ -101,13 +109,18 @@ class BrowserLogin:
         issuer: Issuer,
         client: Callable[[], LoginClient | None],
         *,
+        keys: Sequence[bytes] = (),
         clock: Callable[[], float] = time.time,
     ) -> None:
+        """``keys``: the service's keys for sealing attempts (replicas: derived from the
+        shared state keys, newest first); none: a key of this process's own."""
         self._keeper = keeper
         self._prefix = prefix
         self._role = role
         self._issuer = issuer
         self._client = client
+        sealing = list(keys) or [secrets.token_bytes(32)]
+        self._sealer = MultiFernet([Fernet(base64.urlsafe_b64encode(k)) for k in sealing])
         self.clock = clock
         """The wall clock an attempt's deadline is checked against (a test's own)."""
         self._env = Environment(
@@ -171,7 +184,13 @@ class BrowserLogin:
             return
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         state, nonce, verifier = (secrets.token_urlsafe(n) for n in (32, 32, 64))
-        kept = {"v": verifier, "n": nonce, "r": _local(query.get("next", ""), self._prefix)}
+        attempt = {
+            "s": state,
+            "v": verifier,
+            "n": nonce,
+            "r": _local(query.get("next", ""), self._prefix),
+            "e": self.clock() + LOGIN_S,
+        }
         try:
             target = self._issuer.authorization_url(
                 client_id=client.client_id,
@@ -180,22 +199,26 @@ class BrowserLogin:
                 nonce=nonce,
                 challenge=s256(verifier),
             )
-            await self._keeper.put_login(
-                state, json.dumps(kept | {"e": self.clock() + LOGIN_S}), KEPT_S
-            )
         except SignInRefused as exc:
             await self._page(send, exc.status, title="Cannot sign in now", problem=exc.reason)
             return
-        except StateUnavailable as exc:
-            await self._unavailable(send, exc)
-            return
-        cookie = f"{self.cookie}={state}; Max-Age={int(KEPT_S)}{self._attributes('Lax')}"
+        sealed = self._sealer.encrypt(json.dumps(attempt).encode()).decode("ascii")
+        cookie = f"{self.cookie}={sealed}; Max-Age={int(KEPT_S)}{self._attributes('Lax')}"
         headers = [(b"location", target.encode()), (b"set-cookie", cookie.encode())]
         await _respond(send, 303, b"", headers)
 
+    def _opened(self, held: str | None) -> dict[str, Any] | None:
+        """The attempt a cookie seals; None: no cookie, or not sealed by this service."""
+        if held is None:
+            return None
+        try:
+            return _attempt(self._sealer.decrypt(held.encode("ascii")).decode())
+        except (InvalidToken, UnicodeError):
+            return None
+
     async def _callback(self, scope: Scope, send: Send) -> None:
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
-        held = cookie_of(scope, self.cookie)
+        kept = self._opened(cookie_of(scope, self.cookie))
         state = query.get("state", "")
         again = f"{self.console_url}/login?{urlencode({'next': self._prefix + '/'})}"
 
@@ -204,7 +227,7 @@ class BrowserLogin:
                 send, status, title="Not signed in", problem=problem, login_url=again, forget=True
             )
 
-        if held is None:
+        if kept is None:
             await refuse(
                 400,
                 "This browser has no sign-in under way here (no PKCE verifier for it: its "
@@ -212,30 +235,25 @@ class BrowserLogin:
                 f"another address than {self.console_url}). Sign in again.",
             )
             return
-        if not state or not hmac.compare_digest(state.encode(), held.encode()):
+        if not state or not hmac.compare_digest(state.encode(), kept["s"].encode()):
             await refuse(
                 400,
                 "The sign-in's state is not the one this browser started: the link is forged "
                 "or belongs to another sign-in. Sign in again.",
             )
             return
-        try:
-            raw = await self._keeper.take_login(state)
-        except StateUnavailable as exc:
-            await self._unavailable(send, exc)
-            return
-        kept = _attempt(raw)
-        if kept is None:
-            await refuse(
-                400,
-                "This sign-in was already used, or is forgotten: each completes once. "
-                "Sign in again.",
-            )
-            return
         if self.clock() > kept["e"]:
             await refuse(
                 400, f"This sign-in took longer than {LOGIN_S / 60:g} minutes. Sign in again."
             )
+            return
+        try:
+            spent = await self._keeper.login_spent(state)
+        except StateUnavailable as exc:
+            await self._unavailable(send, exc)
+            return
+        if spent:
+            await refuse(400, "This sign-in was already used: each completes once. Sign in again.")
             return
         if "error" in query:
             said = ": ".join(query[k][:300] for k in ("error", "error_description") if query.get(k))
@@ -259,6 +277,10 @@ class BrowserLogin:
         except SignInRefused as exc:
             await refuse(exc.status, f"{exc.reason}.")
             return
+        try:  # the code is redeemed: this callback never counts again
+            await self._keeper.spend_login(state, max(1.0, kept["e"] - self.clock() + 1))
+        except StateUnavailable as exc:  # the issuer refuses the code again anyway
+            log.warning("console sign-in: cannot record it as used: %s", exc.reason)
         name = caller.subject or caller.client_id
         if name is None or self._role not in caller.groups:
             await refuse(
@@ -306,16 +328,16 @@ class BrowserLogin:
         await _respond(send, status, body.encode(), headers)
 
 
-def _attempt(raw: str | None) -> dict[str, Any] | None:
-    """A kept attempt with its verifier, nonce, deadline and page; None when there is none
-    or it lacks one of them."""
+def _attempt(raw: str) -> dict[str, Any] | None:
+    """An attempt with its state, verifier, nonce, deadline and page; None when it lacks one
+    of them."""
     try:
-        kept = json.loads(raw) if raw is not None else None
+        kept = json.loads(raw)
     except ValueError:
         return None
     if not isinstance(kept, dict):
         return None
-    fields = (("v", str), ("n", str), ("r", str), ("e", int | float))
+    fields = (("s", str), ("v", str), ("n", str), ("r", str), ("e", int | float))
     if not all(isinstance(kept.get(name), kind) for name, kind in fields) or not kept["v"]:
         return None
     return kept

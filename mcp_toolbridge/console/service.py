@@ -34,7 +34,7 @@ from mcp_toolbridge.console.guard import (
     SignIn,
     is_loopback,
 )
-from mcp_toolbridge.console.login import BrowserLogin, Issuer, LoginClient
+from mcp_toolbridge.console.login import LOGIN_KEY_LABEL, BrowserLogin, Issuer, LoginClient
 from mcp_toolbridge.console.pages import Pages
 from mcp_toolbridge.console.replicated import (
     Replicated,
@@ -205,7 +205,10 @@ class Console:
         role = self.options.admin_role
         sign_in = SignIn(keeper, prefix, role) if oauth else None
         if issuer is not None:
-            login = BrowserLogin(keeper, prefix, role, issuer, lambda: self.options.login)
+            keys = self._signer.derived(LOGIN_KEY_LABEL) if self._signer is not None else ()
+            login = BrowserLogin(
+                keeper, prefix, role, issuer, lambda: self.options.login, keys=keys
+            )
             self.browser_login = login
         return Guard(self._pages.app(), keeper, self.browser_login), sign_in
 

@@ -175,6 +175,12 @@ async def test_a_callback_without_the_browsers_attempt_has_no_verifier_and_is_re
         async with httpx2.AsyncClient() as elsewhere:  # another browser: no attempt of its own
             refused = await elsewhere.get(back)
         assert refused.status_code == 400 and "no PKCE verifier" in refused.text
+        name = _login_cookie(http)
+        sealed = http.cookies.get(name)
+        assert sealed is not None and _params(back)["state"] not in sealed  # sealed, not shown
+        for altered in (sealed[:-4] + "AAAA", sealed.replace("g", "h", 1), "plain-state"):
+            refused = await http.get(back, headers={"cookie": f"{name}={altered}"})
+            assert refused.status_code == 400 and "no PKCE verifier" in refused.text
 
 
 async def test_an_expired_attempt_and_the_issuers_refusal_are_refused(

@@ -3,7 +3,9 @@ HTTP against a real OpenID provider (oidc-provider on 127.0.0.1; its login and c
 driven as a browser would): the authorization request carries PKCE (S256), state, nonce and
 the resource; an admin who signs in answers as themselves; and each refusal says why: a
 person without the role (403), a forged state, a callback without the browser's attempt
-(no verifier), a replayed one, an expired one, the issuer's own refusal (access_denied)."""
+(no verifier) or with an altered cookie, a replayed one, an expired one, the issuer's own
+refusals (access_denied; invalid_grant for a code it never issued); and the flags and the
+policy file that configure the console's client."""
 
 from __future__ import annotations
 
@@ -183,7 +185,7 @@ async def test_a_callback_without_the_browsers_attempt_has_no_verifier_and_is_re
             assert refused.status_code == 400 and "no PKCE verifier" in refused.text
 
 
-async def test_an_expired_attempt_and_the_issuers_refusal_are_refused(
+async def test_an_expired_attempt_and_the_issuers_refusals_are_refused(
     tmp_path: Path, provider: Provider
 ) -> None:
     async with (
@@ -203,6 +205,10 @@ async def test_an_expired_attempt_and_the_issuers_refusal_are_refused(
         )
         assert denied.status_code == 403
         assert "did not sign you in (access_denied: End-User aborted)" in denied.text
+        state = _params(await _start(http, base))["state"]
+        bogus = await http.get(base + "/callback", params={"code": "made-up", "state": state})
+        assert bogus.status_code == 502  # the issuer's own words on a code it never issued
+        assert "the issuer refused to redeem the sign-in: invalid_grant" in bogus.text
         state = _params(await _start(http, base))["state"]
         login.clock = lambda: time.time() + LOGIN_S + 1  # the person took too long
         late = await http.get(base + "/callback", params={"code": "any", "state": state})

@@ -1,16 +1,19 @@
 """How long the event loop is kept from running: a ticker task that sleeps a few milliseconds
 at a time and records how late each wake-up is (a blocked loop wakes everyone late).
 
-Late by our own doing, not the machine's: on a loaded machine the OS alone can keep a runnable
-thread off every CPU for tens of milliseconds. Linux counts that wait for each thread
-(``/proc/thread-self/schedstat``, its second field: nanoseconds spent runnable on a run queue),
-and :func:`own_clock` is the wall clock minus it. A loop the process itself blocks still counts
-in full: computing on the loop's thread is time on a CPU, and a blocking system call or a wait
-for the GIL is time asleep; only waiting for a CPU while ready to run is left out. Where the
-count cannot be read (not Linux) :func:`own_clock` is the wall clock."""
+Late by this process's doing, not the machine's: on a loaded machine the OS alone can keep a
+runnable thread off every CPU for tens of milliseconds, and the loop's thread waits as long
+for the GIL when the thread holding it is the one kept off. Linux counts those waits for each
+thread (``/proc/self/task/*/schedstat``, its second field: nanoseconds spent runnable on a run
+queue). :func:`held_s` is the time that passed less what every thread of the process waited so,
+but never less than the CPU time the loop's thread used meanwhile: computing on the loop's
+thread counts in full however busy the machine is, and so does a blocking system call (no
+wait for a CPU comes with it). Where the kernel does not say (not Linux) it is the wall
+clock."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -20,29 +23,50 @@ import anyio
 import anyio.lowlevel
 
 TICK_S = 0.005
-_SCHEDSTAT = "/proc/thread-self/schedstat"
+_TASKS = "/proc/self/task"
 
 
 def queued_s() -> float:
-    """Seconds the calling thread has spent ready to run but waiting for a CPU (0.0 where
-    the kernel does not say)."""
+    """Seconds the threads of this process have spent ready to run but waiting for a CPU (0.0
+    where the kernel does not say)."""
+    total = 0
     try:
-        with open(_SCHEDSTAT, encoding="ascii") as handle:
-            return int(handle.read().split()[1]) / 1e9
-    except (OSError, IndexError, ValueError):
+        threads = os.listdir(_TASKS)
+    except OSError:
         return 0.0
+    for thread in threads:
+        try:
+            with open(f"{_TASKS}/{thread}/schedstat", encoding="ascii") as handle:
+                total += int(handle.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # the thread has ended (its waits no longer count)
+    return total / 1e9
 
 
-def own_clock() -> float:
-    """``time.perf_counter()`` less :func:`queued_s`: differences of two readings (in one
-    thread) are the time that passed less the time the OS kept this thread from a CPU."""
-    return time.perf_counter() - queued_s()
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """A moment, as :func:`held_s` measures from it (taken on the loop's thread)."""
+
+    wall: float
+    queued: float
+    cpu: float
+
+
+def mark() -> Mark:
+    return Mark(time.perf_counter(), queued_s(), time.thread_time())
+
+
+def held_s(since: Mark) -> float:
+    """The time since ``since`` less the process's waits for a CPU meanwhile, at least the CPU
+    time this thread used (see the module docstring)."""
+    now = mark()
+    return max(now.wall - since.wall - (now.queued - since.queued), now.cpu - since.cpu)
 
 
 @dataclass
 class Lag:
     worst_s: float = 0.0
-    """The longest a wake-up came after it was due, on :func:`own_clock`."""
+    """The longest a wake-up came after it was due, as :func:`held_s` counts."""
     ticks: int = 0
 
 
@@ -53,9 +77,9 @@ async def loop_lag(tick_s: float = TICK_S) -> AsyncIterator[Lag]:
 
     async def tick() -> None:
         while True:
-            due = own_clock() + tick_s
+            started = mark()
             await anyio.sleep(tick_s)
-            lag.worst_s = max(lag.worst_s, own_clock() - due)
+            lag.worst_s = max(lag.worst_s, held_s(started) - tick_s)
             lag.ticks += 1
 
     async with anyio.create_task_group() as group:

@@ -187,9 +187,15 @@ async def test_a_rate_limit_holds_exactly_over_three_replicas_at_once(
             group.start_soon(one, i)
     ran = [r for r in results if not r.get("isError")]
     limited = [r for r in results if _code(r) == "rate.limited"]
-    assert len(ran) == CALLS_PER_WINDOW - len(counted)  # exactly what was left of the limit
-    others = [r for r in results if r.get("isError") and _code(r) != "rate.limited"]
-    assert len(ran) + len(limited) == len(results), [r["content"][0]["text"] for r in others]
+    # On a loaded machine a replica may wait on Redis past its command deadline (2 s) and
+    # refuse the call, closed (state.unavailable); such a call may have taken a slot (its
+    # count reached Redis, the answer did not), never more than one. Without such refusals
+    # exactly what was left of the limit runs; never more.
+    unavailable = [r for r in results if _code(r) == "state.unavailable"]
+    others = [r for r in results if r not in ran + limited + unavailable]
+    assert not others, [r["content"][0]["text"] for r in others]
+    left = CALLS_PER_WINDOW - len(counted)
+    assert left - len(unavailable) <= len(ran) <= left, (len(ran), left, len(unavailable))
     text = limited[0]["content"][0]["text"]
     assert f"may make {CALLS_PER_WINDOW} calls per 3600 s" in text and "Retry in " in text
     replicas = {line["session"] for line in service.all_audits() if line["tool"] == "echo"}

@@ -6,8 +6,10 @@ one replica is answered on another (request state sealed with the shared keys); 
 result's link made on one replica is read on another. 2025-11-25: session ids name their
 replica and the load balancer keeps a session there; a call's stream cut mid-call is resumed
 through another replica and the result arrives once, the tool having run once. kill -9 of a
-replica mid-call, in both eras: the client hears of it (no hang), a survivor audits the call
-as ``lost``, and a 2025 client's session gets 404 and a new session works elsewhere.
+replica mid-call, in both eras and through the SDK's client: the client hears of it at once
+(the 2026 client from the load balancer's 502, naming the replica; the 2025 client from the
+stream it resumes on a survivor), a survivor audits the call as ``lost``, and a 2025 client's
+session gets 404 and a new session works elsewhere.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import httpx2
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 from mcp_toolbridge.server.resume import RETRY_MS
 from mcp_toolbridge.state import RedisLink
@@ -228,36 +231,62 @@ async def test_a_dropped_stream_resumes_through_another_replica_and_the_tool_run
     assert started.read_text().splitlines() == ["started"]  # the tool ran once
 
 
-async def test_kill_9_mid_call_2026_the_client_hears_at_once_and_a_survivor_audits_it_lost(
-    tmp_path_factory: pytest.TempPathFactory,
+@pytest.mark.parametrize("streamed", [False, True], ids=["json", "sse"])
+async def test_kill_9_mid_call_2026_the_client_hears_its_replica_stopped_and_a_survivor_audits_it(
+    tmp_path_factory: pytest.TempPathFactory, streamed: bool
 ) -> None:
+    """The SDK client (2026-07-28) through HAProxy, its call's replica killed mid-call. Before
+    the answer started (a plain JSON answer, the usual case) the load balancer's 502 is a
+    JSON-RPC error the SDK raises as is: it names the replica and says the call may have run.
+    Once the answer is an SSE stream under way (the client listens to progress, which the
+    server sent) nothing can be added to it: the SDK says the stream ended without a
+    response. Either way at once, never a hang, and a survivor audits the call ``lost``."""
     work = tmp_path_factory.mktemp("kill-2026")
     folder = _catalog(work / "manifests")
     gate, started = work / "gate", work / "started"
     args = ("--sandbox", "off", "--workspace", str(work), str(folder))
+    heard = anyio.Event()
+
+    async def progress(_done: float, _total: float | None, _message: str | None) -> None:
+        heard.set()
+
     with anyio.fail_after(120):
-        async with cluster(work, ("r1", "r2"), *args) as service:
-            failure: list[BaseException] = []
+        async with (
+            cluster(work, ("r1", "r2"), *args) as service,
+            Client(service.url, mode="auto") as client,
+        ):
+            failure: list[MCPError] = []
 
             async def calling() -> None:
-                try:
-                    async with Client(service.url, mode="auto") as client:
-                        await client.call_tool(
-                            "wait_gate", {"gate": str(gate), "started": str(started)}
-                        )
-                except Exception as exc:  # the connection to the dead replica broke
-                    failure.append(exc)
+                with pytest.raises(MCPError) as raised:
+                    await client.call_tool(
+                        "wait_gate",
+                        {"gate": str(gate), "started": str(started)},
+                        progress_callback=progress if streamed else None,
+                    )
+                failure.append(raised.value)
 
             async with anyio.create_task_group() as group:
                 group.start_soon(calling)
                 await _started(started)  # the tool runs (the lease has noted its decision)
+                if streamed:
+                    await heard.wait()  # the answer is an SSE stream now
                 runner = await _runner_of(service)
                 service.kill(runner)
-            assert failure, "the call to a killed replica must fail, not hang"
             survivor = next(n for n in service.replicas if n != runner)
             lines = await _audit_line(service, survivor, "wait_gate")
+            after = await client.call_tool("echo", {"text": "again"})  # the survivor answers
+    (error,) = failure
+    if streamed:
+        assert error.error.message == "SSE stream ended without a response"
+    else:
+        assert error.error.code == -32001
+        message = error.error.message
+        assert f"the server replica serving this request ({runner}) stopped" in message
+        assert "may have done part of its work" in message and "outcome lost" in message
     assert lines["outcome"] == "lost" and lines["errorCode"] == "exec.cancelled"
     assert lines["decision"] == "allow"
+    assert after.structured_content == {"echo": {"text": "again"}}
 
 
 async def _resume(http: httpx2.AsyncClient, url: str, headers: dict[str, str]) -> httpx2.Response:
@@ -325,6 +354,45 @@ async def test_kill_9_mid_call_2025_the_resumed_stream_says_the_replica_stopped(
             assert answer["result"]["structuredContent"] == {"echo": {"text": "y"}}
             survivor = next(n for n in service.replicas if n != home)
             lost = await _audit_line(service, survivor, "wait_gate")
+    assert lost["outcome"] == "lost"
+
+
+async def test_kill_9_mid_call_2025_the_sdk_client_resumes_and_hears_its_replica_stopped(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The SDK client (2025-11-25, a session) through HAProxy, its session's replica killed
+    mid-call: the SDK resumes the call's stream by itself (Last-Event-ID), the load balancer
+    takes the resume to a survivor, and the error the survivor stored ends it: the SDK raises
+    it, naming the replica. A new session then works."""
+    work = tmp_path_factory.mktemp("kill-2025-sdk")
+    folder = _catalog(work / "manifests")
+    gate, started = work / "gate", work / "started"
+    args = ("--sandbox", "off", "--workspace", str(work), str(folder))
+    with anyio.fail_after(120):
+        async with cluster(work, ("r1", "r2"), *args) as service:
+            async with Client(service.url, mode="legacy") as client:
+                failure: list[MCPError] = []
+
+                async def calling() -> None:
+                    with pytest.raises(MCPError) as raised:
+                        await client.call_tool(
+                            "wait_gate", {"gate": str(gate), "started": str(started)}
+                        )
+                    failure.append(raised.value)
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(calling)
+                    await _started(started)
+                    runner = await _runner_of(service)
+                    service.kill(runner)
+            async with Client(service.url, mode="legacy") as again:
+                answer = await again.call_tool("echo", {"text": "y"})
+            survivor = next(n for n in service.replicas if n != runner)
+            lost = await _audit_line(service, survivor, "wait_gate")
+    (error,) = failure
+    assert error.error.code == -32001
+    assert f"replica running this call ({runner}) stopped" in error.error.message
+    assert answer.structured_content == {"echo": {"text": "y"}}
     assert lost["outcome"] == "lost"
 
 

@@ -18,7 +18,8 @@ What HAProxy answers itself is a JSON-RPC error an MCP client shows its caller (
 body): above all 502, when the replica serving a request stopped before answering (killed,
 crashed): it names the replica and says that a tool call may have run (its audit line, written
 by a survivor, says ``lost``). HAProxy sends that 502 only to the first request of a client
-connection, so each client connection carries one request (``option httpclose``).
+connection, so each client connection carries one request (``option httpclose``;
+``--keep-alive`` leaves it out, see docs/deploy.md for what each costs).
 
 Standard library only: operators run it where HAProxy is configured; scripts/cluster and the
 tests run this same file.
@@ -66,11 +67,13 @@ def _answer(status: int, code: int, message: str) -> str:
     return f"    http-error status {status} content-type application/json {kind} '{body}'"
 
 
-ANSWERS = [
+ONE_REQUEST_PER_CONNECTION = [
     "    # One request per client connection: HAProxy answers 502 only to the first request",
     "    # of a connection; a later one whose replica dies is cut without a word, for the",
     "    # client to send it again, which a tool call must not be (it may have run).",
     "    option httpclose",
+]
+ANSWERS = [
     "    # What the load balancer answers itself, as JSON-RPC errors an MCP client shows (a",
     "    # non-2xx JSON body): a replica that stopped mid-request (%s: the server's name), none",
     "    # ready, one too slow. A response already under way (SSE) cannot be changed: it ends.",
@@ -80,10 +83,18 @@ ANSWERS = [
 ]
 
 
-def render(listen: str, replicas: list[tuple[str, str]], *, resolve: bool = False) -> str:
+def render(
+    listen: str,
+    replicas: list[tuple[str, str]],
+    *,
+    resolve: bool = False,
+    keep_alive: bool = False,
+) -> str:
     """The configuration text for HAProxy 2.6 or later. ``resolve``: the addresses are DNS
     names that may not resolve yet and may move (Kubernetes pods): start anyway, and look
-    them up again through the system's resolvers."""
+    them up again through the system's resolvers. ``keep_alive``: keep client connections
+    open between requests (cheaper for clients far away; but a request whose replica dies,
+    past the first of its connection, is then cut without HAProxy's 502)."""
     lines = [
         "# mcp-toolbridge replicas behind HAProxy: written by deploy/haproxy.py",
         "global",
@@ -106,6 +117,7 @@ def render(listen: str, replicas: list[tuple[str, str]], *, resolve: bool = Fals
         "    # short is not retried (the call may have run).",
         "    retry-on conn-failure 503",
         "    option http-buffer-request",
+        *([] if keep_alive else ONE_REQUEST_PER_CONNECTION),
         *ANSWERS,
     ]
     if resolve:
@@ -153,9 +165,17 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the addresses are DNS names (Kubernetes pods): resolve them at run time",
     )
+    parser.add_argument(
+        "--keep-alive",
+        action="store_true",
+        help="keep client connections open between requests (no 502 for a request whose "
+        "replica dies past the first of its connection: it is cut without a word)",
+    )
     parser.add_argument("replicas", nargs="+", type=_replica, metavar="NAME=HOST:PORT")
     args = parser.parse_args(argv)
-    sys.stdout.write(render(args.listen, args.replicas, resolve=args.resolve))
+    sys.stdout.write(
+        render(args.listen, args.replicas, resolve=args.resolve, keep_alive=args.keep_alive)
+    )
     return 0
 
 

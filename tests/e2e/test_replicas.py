@@ -247,7 +247,7 @@ async def test_kill_9_mid_call_2026_the_client_hears_its_replica_stopped_and_a_s
     args = ("--sandbox", "off", "--workspace", str(work), str(folder))
     heard = anyio.Event()
 
-    async def progress(_done: float, _total: float | None, _message: str | None) -> None:
+    async def progress(progress: float, total: float | None, message: str | None) -> None:
         heard.set()
 
     with anyio.fail_after(120):

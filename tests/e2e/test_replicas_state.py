@@ -200,8 +200,9 @@ async def test_redis_restarted_mid_load_fails_closed_then_counts_each_call_once(
 ) -> None:
     """Calls keep coming through the load balancer while Redis is shut down and started
     again (its append-only log replayed): while it is away a replica refuses limited calls
-    with state.unavailable, /readyz turns 503 (the load balancer then answers 503 itself);
-    once it is back calls run again, and the window holds exactly the calls that ran."""
+    with state.unavailable, /readyz turns 503 (the load balancer then answers 503 itself, a
+    JSON-RPC error saying no replica can take requests); once it is back calls run again,
+    and the window holds exactly the calls that ran."""
     caller = await _caller(provider, service, AGENT, AGENT_SECRET)
     await _forget_windows(service)  # the earlier tests' calls leave this one the whole limit
     before = await _counted(service)
@@ -242,7 +243,9 @@ async def _outcome(http: httpx2.AsyncClient, caller: Caller, url: str) -> str:
     body = modern(call("echo", {"text": "load"}))
     headers = {**modern_headers(body), "Authorization": f"Bearer {caller.token}"}
     response = await http.post(url, json=body, headers=headers)
-    if response.status_code == 503:
+    if response.status_code == 503:  # the load balancer's own, as a JSON-RPC error
+        error = answer_from(response.content)["error"]
+        assert error["message"].startswith("no replica of this service can take requests")
         return "503"
     result = answer_from(response.content)["result"]
     return "ok" if not result.get("isError") else str(_code(result))

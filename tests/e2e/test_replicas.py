@@ -36,6 +36,7 @@ from tests.support.cluster import Cluster, cluster, need_haproxy
 from tests.support.httpserve import (
     answer_from,
     call,
+    http_server,
     modern,
     modern_headers,
     open_session,
@@ -43,7 +44,7 @@ from tests.support.httpserve import (
 )
 from tests.support.manifests import agentcli_manifest, echo_tool
 from tests.support.rawstdio import REPO
-from tests.support.redis_server import need_redis
+from tests.support.redis_server import RedisServer, need_redis
 
 pytestmark = pytest.mark.e2e
 
@@ -122,6 +123,18 @@ async def test_every_replica_lists_the_same_tools_in_the_same_order(service: Clu
     assert "wait_gate" in lists[0] and "confirm_echo" in lists[0]
 
 
+async def test_each_replica_answers_the_load_balancers_probes_without_a_credential(
+    service: Cluster,
+) -> None:
+    async with httpx2.AsyncClient(timeout=5) as http:
+        for name in service.replicas:
+            base = service.direct(name).rsplit("/mcp", 1)[0]
+            alive, ready = await http.get(f"{base}/healthz"), await http.get(f"{base}/readyz")
+            assert alive.status_code == 200 and alive.json() == {"status": "ok"}
+            assert ready.status_code == 200
+            assert ready.json() == {"status": "ready", "replica": name}
+
+
 async def test_a_confirmation_asked_on_one_replica_is_answered_on_another(
     service: Cluster,
 ) -> None:
@@ -141,6 +154,63 @@ async def test_a_confirmation_asked_on_one_replica_is_answered_on_another(
     forged["params"].update(requestState="v1.forged", inputResponses={key: accept})
     refused = await _post_modern(service.direct("r3"), forged, ELICITING)
     assert refused["error"]["code"] == -32602  # Invalid or expired requestState
+
+
+async def test_request_state_keys_rotate_a_new_key_seals_and_the_old_one_still_opens(
+    tmp_path: Path,
+) -> None:
+    """A rotation under way (docs/deploy.md): r-new has ``TOOLBRIDGE_STATE_KEYS=new,old``,
+    r-old still ``old``. A confirmation r-old sealed (with old) is answered on r-new (old
+    still opens there); one r-new sealed (with new) is refused by r-old, which lacks it."""
+    need_redis()
+    old, new = secrets.token_hex(32), secrets.token_hex(32)
+    folder = _catalog(tmp_path / "manifests")
+    redis = RedisServer(tmp_path / "redis")
+    (tmp_path / "redis").mkdir()
+    await anyio.to_thread.run_sync(redis.start)
+    shared = ("--state", redis.url(), "--sandbox", "off", "--workspace", str(tmp_path))
+    arguments = {"text": "rotate"}
+    accept = {"action": "accept", "content": {"decision": "Allow once"}}
+
+    async def asked_on(url: str) -> tuple[dict[str, Any], str]:
+        asked = await _post_modern(url, call("confirm_echo", arguments), ELICITING)
+        result = asked["result"]
+        assert result["resultType"] == "input_required", result
+        (key,) = result["inputRequests"]
+        retry = call("confirm_echo", arguments)
+        retry["params"].update(requestState=result["requestState"], inputResponses={key: accept})
+        return retry, key
+
+    try:
+        with anyio.fail_after(90):
+            async with (
+                http_server(
+                    tmp_path,
+                    *shared,
+                    "--replica",
+                    "r-old",
+                    str(folder),
+                    env={"TOOLBRIDGE_STATE_KEYS": old},
+                ) as r_old,
+                http_server(
+                    tmp_path,
+                    *shared,
+                    "--replica",
+                    "r-new",
+                    str(folder),
+                    env={"TOOLBRIDGE_STATE_KEYS": f"{new},{old}"},
+                ) as r_new,
+            ):
+                sealed_old, _ = await asked_on(r_old.url)
+                done = await _post_modern(r_new.url, sealed_old, ELICITING)
+                sealed_new, _ = await asked_on(r_new.url)
+                refused = await _post_modern(r_old.url, sealed_new, ELICITING)
+                mine = await _post_modern(r_new.url, sealed_new, ELICITING)
+    finally:
+        redis.stop()
+    assert done["result"]["structuredContent"] == {"echo": arguments}
+    assert refused["error"]["code"] == -32602  # Invalid or expired requestState
+    assert mine["result"]["structuredContent"] == {"echo": arguments}
 
 
 async def test_a_truncated_results_link_made_on_one_replica_reads_on_another(
@@ -451,6 +521,7 @@ async def test_sigterm_drains_a_replica_then_ends_what_outlives_the_deadline(
                 await _started(started)
                 service.replicas["r1"].process.terminate()
                 await _until_ready(service.direct("r1"), 503)
+                await _alive_but_stopping(service.direct("r1"))
                 async with httpx2.AsyncClient(timeout=30) as http:
                     body = modern(request("tools/list"))
                     refused = await http.post(
@@ -470,6 +541,20 @@ async def test_sigterm_drains_a_replica_then_ends_what_outlives_the_deadline(
     else:
         assert isinstance(outcome[0], Exception)  # the stream ended without an answer
         assert [line["outcome"] for line in lines] == ["shutdown"]
+
+
+async def _alive_but_stopping(url: str) -> None:
+    """A draining replica is alive (``/healthz`` 200: no orchestrator restarts it) and
+    unready (``/readyz`` 503, saying why); neither needs a credential."""
+    base = url.rsplit("/mcp", 1)[0]
+    async with httpx2.AsyncClient(timeout=5) as http:
+        alive = await http.get(f"{base}/healthz")
+        ready = await http.get(f"{base}/readyz")
+    assert alive.status_code == 200 and alive.json() == {"status": "ok"}
+    assert ready.status_code == 503
+    body = ready.json()
+    assert body["status"] == "unready" and body["replica"] == "r1"
+    assert body["reasons"] == ["stopping: finishing the calls it runs, taking no new ones"]
 
 
 async def _until_ready(url: str, status: int) -> None:

@@ -3,6 +3,9 @@ in-memory store and on a real Redis; and what the Redis one does when Redis is a
 
 from __future__ import annotations
 
+import os
+import signal
+
 import anyio
 import pytest
 
@@ -15,6 +18,7 @@ from mcp_toolbridge.state import (
     StateUnavailable,
     Usage,
 )
+from mcp_toolbridge.state.redis_client import MAX_CONNECTIONS
 from mcp_toolbridge.state.redis_state import SESSION_TTL_S
 from tests.support.redis_server import RedisServer, free_port, unique_prefix
 
@@ -170,3 +174,49 @@ async def test_every_key_a_person_has_in_redis_expires_with_person_idle_s(link: 
     assert 5 < await link.run("TTL", usage) <= 3600  # any call renews all of a person's keys
     with pytest.raises(ValueError):
         RedisState(link, person_ttl_s=0)
+
+
+async def test_a_redis_that_hangs_is_unavailable_within_the_deadline_not_waited_for(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Redis stopped dead (SIGSTOP: connections open, nothing answered): a command fails
+    with StateUnavailable at its deadline instead of hanging the call; once Redis answers
+    again, so does the link."""
+    server = RedisServer(tmp_path_factory.mktemp("redis-hang")).start()
+    assert server.process is not None
+    link = RedisLink(server.url(), timeout_s=0.5)
+    state = RedisState(link, prefix=unique_prefix())
+    try:
+        assert await state.take("a", "n", 5)
+        os.kill(server.process.pid, signal.SIGSTOP)
+        try:
+            with anyio.fail_after(30), pytest.raises(StateUnavailable) as caught:
+                await state.take("a", "n", 5)
+            assert "did not answer" in caught.value.reason
+        finally:
+            os.kill(server.process.pid, signal.SIGCONT)
+        with anyio.fail_after(30):
+            while not await link.ping():  # the connection that timed out is dropped once
+                pass
+        assert await state.take("a", "n", 5)
+    finally:
+        await link.aclose()
+        server.stop()
+
+
+async def test_one_link_holds_a_bounded_pool_however_many_commands_wait(
+    link: RedisLink, redis_server: RedisServer
+) -> None:
+    """Five times the pool's size of commands at once: all are answered, over at most
+    MAX_CONNECTIONS connections of this link (the rest wait for one, within their deadline)."""
+    own = RedisLink(redis_server.url())
+    state = RedisState(own, prefix=unique_prefix())
+    try:
+        before = int((await link.run("INFO", "clients"))["connected_clients"])
+        async with anyio.create_task_group() as group:
+            for i in range(5 * MAX_CONNECTIONS):
+                group.start_soon(state.take, f"owner{i}", "n", 5)
+        during = int((await link.run("INFO", "clients"))["connected_clients"])
+    finally:
+        await own.aclose()
+    assert 0 < during - before <= MAX_CONNECTIONS

@@ -52,9 +52,9 @@ NONE_READY = (
     "2025-era session whose replica stopped then gets 404: start a new session"
 )
 SLOW = (
-    "the server replica serving this request (%s) did not answer within the time the load "
-    "balancer waits (timeout server); the request was ended when its connection closed, and "
-    "its audit line says so. Ask for less at once, or raise timeout server"
+    "the server replica serving this request (%s) did not start its answer within the time "
+    "the load balancer waits (timeout server): it is stuck or overloaded. A tool call may "
+    "have done part of its work: check its effects before making it again"
 )
 
 

@@ -90,9 +90,11 @@ async def service(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Clu
     policy = work / "policy.toml"
     policy.write_text(SEQ_ALLOWED)
     args = ("--sandbox", "off", "--workspace", str(work), "--policy", str(policy), str(folder))
-    with anyio.fail_after(90):
-        async with cluster(work, ("r1", "r2", "r3"), *args) as running:
-            yield running
+    # No deadline around the yield: a scope held across it would cancel whichever later
+    # test runs when it expires (the fixture runs in the tests' task). Each step of the
+    # start has its own (a server's first line, Redis's, the load balancer's readiness).
+    async with cluster(work, ("r1", "r2", "r3"), *args) as running:
+        yield running
 
 
 ELICITING: dict[str, Any] = {"elicitation": {"form": {}}}

@@ -90,9 +90,11 @@ async def service(
     policy.write_text(POLICY)
     args = ["--sandbox", "off", "--workspace", str(work), "--policy", str(policy)]
     args += ["--auth-issuer", provider.issuer, "--auth-resource", "{lb}", *_catalog(work)]
-    with anyio.fail_after(120):
-        async with cluster(work, ("r1", "r2", "r3"), *args) as running:
-            yield running
+    # No deadline around the yield: a scope held across it would cancel whichever later
+    # test runs when it expires (the fixture runs in the tests' task). Each step of the
+    # start has its own (a server's first line, Redis's, the load balancer's readiness).
+    async with cluster(work, ("r1", "r2", "r3"), *args) as running:
+        yield running
 
 
 class Caller:

@@ -254,7 +254,9 @@ async def opened_state(
     try:
         if http:
             replica = Replica(name, SharedStore(link, prefix=table.prefix), keys)
-        yield Sessions(state=RedisState(link, prefix=table.prefix)), replica
+        person_ttl_s = loaded.policy.file.auth.person_idle_s  # max_people: memory only
+        state = RedisState(link, prefix=table.prefix, person_ttl_s=person_ttl_s)
+        yield Sessions(state=state), replica
     finally:
         await link.aclose()
 

@@ -49,7 +49,7 @@ async def test_a_sign_in_begun_on_one_replica_completes_on_another_once(
         "--console-client-id", client_id, str(folder),
     )  # fmt: skip
     env = {"TOOLBRIDGE_CONSOLE_CLIENT_SECRET": secret}
-    with anyio.fail_after(90):
+    with anyio.fail_after(300):
         async with (
             cluster(tmp_path, ("r1", "r2"), *args, env=env) as service,
             httpx2.AsyncClient(timeout=30) as browser,

@@ -17,7 +17,10 @@ client's own start is in every row alike):
 
 The servers' cache folder is a temporary one (``TOOLBRIDGE_CACHE_DIR``), filled before the
 first repetition; the user's own cache is never touched. Cells show the median over
-repetitions with [min-max]; repetitions rotate the row order.
+repetitions with [min-max]; repetitions rotate the row order. "CPU s" is the CPU the server
+(and any process it started) had used when its first ``tools/list`` answer arrived, read from
+``/proc`` (benchmarks/cpu_meter.py, the process tree): on a shared machine the wall times move
+with the load, the CPU far less.
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks.cpu_meter import tree_cpu
+
 ROOT = Path(__file__).resolve().parent.parent
 SDK_SERVER = Path(__file__).with_name("sdk_server.py")
 
@@ -43,7 +49,11 @@ Row = tuple[list[str], str]
 """A server's arguments and the PYTHONPATH it runs with."""
 
 
-async def start_once(row: Row, quiet: TextIO) -> tuple[float, float, int]:
+Start = tuple[float, float, int, float]
+"""Seconds to initialized, seconds to the first tools/list, tools listed, CPU seconds."""
+
+
+async def start_once(row: Row, quiet: TextIO) -> Start:
     args, pythonpath = row
     env = {k: os.environ[k] for k in ("PATH", "HOME", "TOOLBRIDGE_CACHE_DIR") if k in os.environ}
     env["PYTHONPATH"] = pythonpath
@@ -53,7 +63,8 @@ async def start_once(row: Row, quiet: TextIO) -> tuple[float, float, int]:
         ready = time.perf_counter() - begun
         listed = len((await client.list_tools()).tools)
         first_list = time.perf_counter() - begun
-    return ready, first_list, listed
+        cpu = tree_cpu(os.getpid(), include_root=False)
+    return ready, first_list, listed, cpu
 
 
 async def settled(cache: Path) -> None:
@@ -92,30 +103,37 @@ async def measure(options: argparse.Namespace, quiet: TextIO) -> None:
         if name.endswith("warm"):
             await start_once(args, quiet)
             await settled(Path(os.environ["TOOLBRIDGE_CACHE_DIR"]))
-    times: dict[str, list[tuple[float, float, int]]] = {name: [] for name in rows}
+    times: dict[str, list[Start]] = {name: [] for name in rows}
     names = list(rows)
     for rep in range(options.reps):
         for name in names[rep % len(names) :] + names[: rep % len(names)]:
             times[name].append(await start_once(rows[name], quiet))
     print(f"repetitions: {options.reps}; Python {sys.version.split()[0]}, {os.cpu_count()} cores")
     print()
-    print("| server | initialized s | first tools/list s | tools listed |")
-    print("|---|---|---|---|")
+    print("| server | initialized s | first tools/list s | CPU s | tools listed |")
+    print("|---|---|---|---|---|")
     for name, cells in times.items():
         ready = [c[0] for c in cells]
         listed = [c[1] for c in cells]
-        print(f"| {name} | {span(ready)} | {span(listed)} | {cells[-1][2]} |")
+        cpu = [c[3] for c in cells]
+        print(f"| {name} | {span(ready)} | {span(listed)} | {span(cpu)} | {cells[-1][2]} |")
     print()
     print("first tools/list against the hand-written server's in the same repetition:")
     print()
-    print("| server | ratio | difference s |")
-    print("|---|---|---|")
-    hand = [c[1] for c in times["sdk-server"]]
+    print("| server | ratio | difference s | CPU ratio | CPU difference s |")
+    print("|---|---|---|---|---|")
+    hand = times["sdk-server"]
     for name, cells in times.items():
         if name != "sdk-server":
-            ratios = [c[1] / b for c, b in zip(cells, hand, strict=True)]
-            diffs = [c[1] - b for c, b in zip(cells, hand, strict=True)]
-            print(f"| {name} | {span(ratios)} | {span(diffs)} |")
+            pairs = list(zip(cells, hand, strict=True))
+            ratios = [c[1] / b[1] for c, b in pairs]
+            diffs = [c[1] - b[1] for c, b in pairs]
+            cpu_ratios = [c[3] / b[3] for c, b in pairs if b[3] > 0]
+            cpu_diffs = [c[3] - b[3] for c, b in pairs]
+            print(
+                f"| {name} | {span(ratios)} | {span(diffs)} | {span(cpu_ratios or [0.0])} "
+                f"| {span(cpu_diffs)} |"
+            )
 
 
 def main() -> None:

@@ -14,6 +14,13 @@ traffic; a request it refuses while draining, 503 before reading it, is sent to 
 replica). Streams are long: SSE responses and resumed GET streams stay open while a call
 runs, so the client and server timeouts are an hour.
 
+What HAProxy answers itself is a JSON-RPC error an MCP client shows its caller (a non-2xx JSON
+body): above all 502, when the replica serving a request stopped before answering (killed,
+crashed): it names the replica and says that a tool call may have run (its audit line, written
+by a survivor, says ``lost``). HAProxy sends that 502 only to the first request of a client
+connection, so each client connection carries one request (``option httpclose``;
+``--keep-alive`` leaves it out, see docs/deploy.md for what each costs).
+
 Standard library only: operators run it where HAProxy is configured; scripts/cluster and the
 tests run this same file.
 """
@@ -21,6 +28,7 @@ tests run this same file.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 
@@ -28,10 +36,65 @@ NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 CHECK = "check inter 500ms fall 2 rise 1"
 
 
-def render(listen: str, replicas: list[tuple[str, str]], *, resolve: bool = False) -> str:
+LOST = -32001
+"""The code of the error a survivor ends a 2025-era stream with, for the same loss."""
+UNAVAILABLE = -32000
+STOPPED = (
+    "the server replica serving this request (%s) stopped before answering: it was killed, "
+    "crashed or lost its machine (the load balancer got no answer from it). A tool call may "
+    "have done part of its work: another replica records it in the audit log with outcome "
+    "lost within seconds. Check the effects of the call before making it again; any other "
+    "request may be sent again now, another replica answers it"
+)
+NONE_READY = (
+    "no replica of this service can take requests now: they are starting, stopping, or "
+    "cannot reach the shared state (Redis). Nothing was run. Retry in a few seconds; a "
+    "2025-era session whose replica stopped then gets 404: start a new session"
+)
+SLOW = (
+    "the server replica serving this request (%s) did not start its answer within the time "
+    "the load balancer waits (timeout server): it is stuck or overloaded. A tool call may "
+    "have done part of its work: check its effects before making it again"
+)
+
+
+def _answer(status: int, code: int, message: str) -> str:
+    """HAProxy's own answer ``status`` as a JSON-RPC error with no id (HAProxy cannot know
+    it; a client takes it as its request's): an MCP SDK client shows the error of a non-2xx
+    JSON body to its caller. ``%s`` in ``message`` is the name of the server (the replica)."""
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}})
+    kind = "lf-string" if "%s" in message else "string"
+    return f"    http-error status {status} content-type application/json {kind} '{body}'"
+
+
+ONE_REQUEST_PER_CONNECTION = [
+    "    # One request per client connection: HAProxy answers 502 only to the first request",
+    "    # of a connection; a later one whose replica dies is cut without a word, for the",
+    "    # client to send it again, which a tool call must not be (it may have run).",
+    "    option httpclose",
+]
+ANSWERS = [
+    "    # What the load balancer answers itself, as JSON-RPC errors an MCP client shows (a",
+    "    # non-2xx JSON body): a replica that stopped mid-request (%s: the server's name), none",
+    "    # ready, one too slow. A response already under way (SSE) cannot be changed: it ends.",
+    _answer(502, LOST, STOPPED),
+    _answer(503, UNAVAILABLE, NONE_READY),
+    _answer(504, LOST, SLOW),
+]
+
+
+def render(
+    listen: str,
+    replicas: list[tuple[str, str]],
+    *,
+    resolve: bool = False,
+    keep_alive: bool = False,
+) -> str:
     """The configuration text for HAProxy 2.6 or later. ``resolve``: the addresses are DNS
     names that may not resolve yet and may move (Kubernetes pods): start anyway, and look
-    them up again through the system's resolvers."""
+    them up again through the system's resolvers. ``keep_alive``: keep client connections
+    open between requests (cheaper for clients far away; but a request whose replica dies,
+    past the first of its connection, is then cut without HAProxy's 502)."""
     lines = [
         "# mcp-toolbridge replicas behind HAProxy: written by deploy/haproxy.py",
         "global",
@@ -54,6 +117,8 @@ def render(listen: str, replicas: list[tuple[str, str]], *, resolve: bool = Fals
         "    # short is not retried (the call may have run).",
         "    retry-on conn-failure 503",
         "    option http-buffer-request",
+        *([] if keep_alive else ONE_REQUEST_PER_CONNECTION),
+        *ANSWERS,
     ]
     if resolve:
         lines.append("    default-server init-addr last,libc,none resolvers system")
@@ -100,9 +165,17 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the addresses are DNS names (Kubernetes pods): resolve them at run time",
     )
+    parser.add_argument(
+        "--keep-alive",
+        action="store_true",
+        help="keep client connections open between requests (no 502 for a request whose "
+        "replica dies past the first of its connection: it is cut without a word)",
+    )
     parser.add_argument("replicas", nargs="+", type=_replica, metavar="NAME=HOST:PORT")
     args = parser.parse_args(argv)
-    sys.stdout.write(render(args.listen, args.replicas, resolve=args.resolve))
+    sys.stdout.write(
+        render(args.listen, args.replicas, resolve=args.resolve, keep_alive=args.keep_alive)
+    )
     return 0
 
 

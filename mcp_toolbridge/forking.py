@@ -146,16 +146,18 @@ def write_behind(work: Callable[[], None]) -> bool:
         code = 0
         try:
             in_child()
+            # before the second fork, which the parent waits for: once write_behind returns,
+            # the writer holds none of this process's sockets or pipes
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            _close_sockets()
             os.setsid()
             if os.fork() != 0:
                 os._exit(0)  # the writer is the grandchild, reparented to init
             signal.alarm(WRITE_LIMIT_S)
             with contextlib.suppress(OSError, AttributeError):
                 os.nice(19)
-            devnull = os.open(os.devnull, os.O_RDWR)
-            for fd in (0, 1, 2):
-                os.dup2(devnull, fd)
-            _close_sockets()
             work()
         except BaseException:
             code = 1

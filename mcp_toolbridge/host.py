@@ -211,6 +211,17 @@ class CouldNotSample(Exception):
         self.reason = reason
 
 
+class SignInRefused(Exception):
+    """Raised by the issuer's side of the console's browser sign-in (the authorization code
+    redeemed, the tokens checked) when the person may not sign in: ``reason`` says why in
+    words for them, ``status`` is the HTTP status of the page that says it."""
+
+    def __init__(self, reason: str, *, status: int = 403) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.status = status
+
+
 @dataclass(frozen=True, slots=True)
 class Caller:
     """Who calls: the person or agent a validated access token names, or the local caller.

@@ -3,7 +3,9 @@
 
 The console runs beside the bundled example catalog and the locked tools (in a temporary
 workspace), a headless SDK client makes a few calls over streamable HTTP (one of them waits
-for an answer), and each page is captured at 1100x720 into docs/console/."""
+for an answer), and each page is captured at 1100x720 into docs/console/; then, when the
+OpenID provider the tests run is installed (scripts/install-oidc), the sign-in page of the
+console at the path of a server that an authorization server protects."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from mcp_toolbridge.runtime import Settings, load_catalog, open_runtime
 from mcp_toolbridge.server.http import HttpOptions, HttpService
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.browser import CHROMIUM, FLAGS
+from tests.support.oidc import oidc_provider, oidc_skip_reason
 
 OUT = ROOT / "docs" / "console"
 SIZE: ViewportSize = {"width": 1100, "height": 720}
@@ -52,6 +55,23 @@ async def _calls(url: str, waiting: list[Any]) -> None:
 async def _shot(page: Page, name: str) -> None:
     await page.screenshot(path=str(OUT / f"{name}.png"))
     print(f"docs/console/{name}.png")
+
+
+async def _sign_in_page(browser: Any, workdir: Path) -> None:
+    """The console's sign-in page, with a console client at a real OpenID provider."""
+    from tests.console.test_login import console_with_login
+
+    if (why := oidc_skip_reason()) is not None:
+        print(f"docs/console/sign-in.png not taken: {why}")
+        return
+    (workdir / "oidc").mkdir(parents=True)
+    async with (
+        oidc_provider(workdir / "oidc") as provider,
+        console_with_login(workdir, provider) as (_, _console, base),
+    ):
+        page = await browser.new_page(viewport={"width": 1100, "height": 420})
+        await page.goto(base + "/")
+        await _shot(page, "sign-in")
 
 
 async def main() -> None:
@@ -94,6 +114,7 @@ async def main() -> None:
                     await other.list_tools()
                     await page.goto(base + "/sessions")
                     await _shot(page, "sessions")
+                await _sign_in_page(browser, workspace / "signin")
                 await browser.close()
                 service.stop()
                 console.stop()

@@ -14,6 +14,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
+from mcp_types import JSONRPCError, jsonrpc_message_adapter
 
 from mcp_toolbridge.cli.parsing import parse_args
 from mcp_toolbridge.loaders import load_manifests
@@ -116,3 +117,28 @@ def test_haproxy_accepts_the_shipped_configuration() -> None:
         check=False,
     )
     assert checked.returncode == 0, checked.stderr.decode()
+
+
+def test_what_haproxy_answers_itself_is_a_json_rpc_error_an_mcp_client_reads() -> None:
+    """Each ``http-error`` body of the shipped configuration, its ``%s`` made a server name
+    as HAProxy does, is a JSON-RPC error the SDK's client reads (the error of a non-2xx JSON
+    body is what it raises); the 502 and 504 name the replica, and each client connection
+    carries one request unless ``--keep-alive`` was asked (docs/deploy.md)."""
+    render = haproxy_module().render
+    config = render("127.0.0.1:8700", [("r1", "127.0.0.1:8701"), ("r2", "127.0.0.1:8702")])
+    answers: dict[int, str] = {}
+    for line in config.splitlines():
+        words = line.split(maxsplit=6)
+        if words[:2] == ["http-error", "status"]:
+            assert words[3:5] == ["content-type", "application/json"], line
+            assert words[5] == ("lf-string" if "%s" in words[6] else "string"), line
+            body = words[6].strip("'").replace("%s", "r1")
+            parsed = jsonrpc_message_adapter.validate_json(body, by_name=False)
+            assert isinstance(parsed, JSONRPCError) and parsed.id is None
+            answers[int(words[2])] = parsed.error.message
+    assert sorted(answers) == [502, 503, 504]
+    assert answers[502].startswith("the server replica serving this request (r1) stopped")
+    assert "(r1)" in answers[504] and "Nothing was run" in answers[503]
+    assert "    option httpclose" in config.splitlines()
+    kept = render("127.0.0.1:8700", [("r1", "127.0.0.1:8701")], keep_alive=True)
+    assert "httpclose" not in kept and "http-error status 502" in kept

@@ -115,11 +115,10 @@ def test_a_writer_holds_no_socket_of_the_server(tmp_path: Path) -> None:
         if server.stdout is not None:
             server.stdout.close()
     try:
-        again = socket.socket()
-        again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        again.bind(("127.0.0.1", port))  # EADDRINUSE while anyone still listens on it
-        again.listen()
-        again.close()
+        with socket.socket() as again:
+            again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            again.bind(("127.0.0.1", port))  # EADDRINUSE while anyone still listens on it
+            again.listen()
     finally:
         go.write_text("now")  # the writer, still waiting until now, ends
     assert _wait_for(done, 60) == "written"

@@ -64,8 +64,10 @@ def cover(
         share * min(1.0, max(0.0, lst[0][0]) / best) if lst and best > 0 else 0.0 for lst in lists
     ]
     left = [1.0] * len(per)
-    # per doc, the clauses that list it: most docs are in one or two lists of many
-    clauses: dict[int, list[tuple[int, float]]] = {doc: [] for doc in set(rel).union(*per)}
+    # per doc, the clauses that list it: most docs are in one or two lists of many (a doc
+    # listed with a score of 0 is still a candidate, valued 0: it matched)
+    listed_docs = {doc for _, doc in whole}.union(*({doc for _, doc in lst} for lst in lists))
+    clauses: dict[int, list[tuple[int, float]]] = {doc: [] for doc in listed_docs}
     for c, scores in enumerate(per):
         for doc, value in scores.items():
             clauses[doc].append((c, value))

@@ -2,7 +2,8 @@
 token (``--token``, ``TOOLBRIDGE_TOKEN``) or an OAuth issuer (``--auth-issuer`` and the policy
 file's ``[auth]`` table, the flags winning; the introspection secret resolved from the secrets:
 ``TOOLBRIDGE_SECRET_<ID>`` or the secrets file); and how long and for how many people the
-server keeps what it keeps of them (``[auth]`` too).
+server keeps what it keeps of them (``[auth]`` too). The web console, with its OAuth client
+at that issuer for a person's sign-in in the browser (``--console-client-id``, ``[auth]``).
 
 ``serve --state``: where what outlives a call is kept, from the flag or the policy's
 ``[state]`` table: this process's memory (the default), or a Redis that replicas of one
@@ -18,6 +19,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin
 
 from mcp_toolbridge.builtins import Sessions
 from mcp_toolbridge.errors import ConfigError, ErrorCode
@@ -35,26 +37,56 @@ from mcp_toolbridge.state import (
 
 if TYPE_CHECKING:
     from mcp_toolbridge.console import Console
-    from mcp_toolbridge.server import AuthOptions, ConsoleMount, HttpOptions, Replica
+    from mcp_toolbridge.server import (
+        AuthOptions,
+        ConsoleMount,
+        HttpOptions,
+        IssuerLogin,
+        Replica,
+    )
 
 CONSOLE_PATH = "/console"
+CONSOLE_SECRET_ENV = "TOOLBRIDGE_CONSOLE_CLIENT_SECRET"
+"""The console's OAuth client secret (else the secret ``[auth] console_client_secret`` names)."""
 
 
-def console_for(args: argparse.Namespace) -> Console | None:
-    """The web console ``--console [HOST:]PORT`` asks for (not yet listening), or None."""
+def console_for(args: argparse.Namespace, settings: Settings, loaded: Loaded) -> Console | None:
+    """The web console ``--console [HOST:]PORT`` asks for (not yet listening), or None; with
+    its OAuth client at the issuer (``--console-client-id`` or ``[auth] console_client_id``,
+    the secret from ``TOOLBRIDGE_CONSOLE_CLIENT_SECRET`` or the secret ``[auth]
+    console_client_secret`` names) when one is configured."""
+    table = loaded.policy.file.auth
     if args.console is None:
-        if args.console_admin_role:
-            raise ConfigError(
-                "--console-admin-role applies to --console only", code=ErrorCode.CONFIG_INVALID
-            )
+        for flag, value in (
+            ("--console-admin-role", args.console_admin_role),
+            ("--console-client-id", args.console_client_id),
+        ):
+            if value:
+                raise ConfigError(
+                    f"{flag} applies to --console only", code=ErrorCode.CONFIG_INVALID
+                )
         return None
-    from mcp_toolbridge.console import Console, ConsoleOptions  # Starlette, Jinja2: on use
+    from mcp_toolbridge.console import Console, ConsoleOptions, LoginClient  # Starlette: on use
     from mcp_toolbridge.server import parse_address
 
     host, port = parse_address(args.console, flag="--console")
     options = ConsoleOptions(host=host, port=port, allowed_hosts=tuple(args.allow_host))
-    if args.console_admin_role:
-        options = replace(options, admin_role=args.console_admin_role)
+    role = args.console_admin_role or table.console_admin_role
+    if role:
+        options = replace(options, admin_role=role)
+    client_id = args.console_client_id or table.console_client_id
+    if client_id:
+        if args.http is None or not (args.auth_issuer or table.issuer):
+            raise ConfigError(
+                "--console-client-id (a person signs in to /console in the browser) needs "
+                "--http and an authorization server (--auth-issuer or [auth] issuer)",
+                code=ErrorCode.CONFIG_INVALID,
+            )
+        secret = settings.environ.get(CONSOLE_SECRET_ENV) or os.environ.get(CONSOLE_SECRET_ENV)
+        if not secret and (secret_id := table.console_client_secret) is not None:
+            resolver = SecretResolver.from_sources(settings.environ, settings.secrets_file)
+            secret = resolver.resolve([secret_id], tool="[auth]")[secret_id]
+        options = replace(options, login=LoginClient(client_id, secret or None))
     return Console(options)
 
 
@@ -66,8 +98,10 @@ def mount_of(console: Console | None, http: HttpOptions) -> ConsoleMount | None:
     if http.host not in ("0.0.0.0", "::", ""):
         hosts.append(http.host)
 
-    def mount(port: int, oauth: bool) -> Any:
-        return console.mounted(CONSOLE_PATH, port=port, hosts=hosts, token=http.token, oauth=oauth)
+    def mount(port: int, issuer: IssuerLogin | None) -> Any:
+        return console.mounted(
+            CONSOLE_PATH, port=port, hosts=hosts, token=http.token, issuer=issuer
+        )
 
     return mount
 
@@ -76,9 +110,20 @@ def console_path_line(url: str, http: HttpOptions, console: Console) -> str:
     """Where the console is on the MCP server, and how to open it there."""
     base = url.rsplit("/", 1)[0] + CONSOLE_PATH
     if http.auth is not None:
+        role = console.options.admin_role
+        login = console.options.login
+        if login is not None:
+            resource = (http.auth.resource or url).rstrip("/")
+            redirect = urljoin(resource, CONSOLE_PATH.lstrip("/")) + "/callback"
+            return (
+                f"console also at {base}/: people whose groups or roles include {role!r} sign "
+                f"in there with {http.auth.issuer} (client {login.client_id!r}, redirect URI "
+                f"{redirect}); or GET {base}/sign-in with an access token for a one-time URL"
+            )
         return (
             f"console also at {base}/: GET {base}/sign-in with an access token whose groups "
-            f"or roles include {console.options.admin_role!r} gives a one-time URL"
+            f"or roles include {role!r} gives a one-time URL (--console-client-id: sign in "
+            "in the browser)"
         )
     if http.token:
         return f"console also at {base}/?token=<the server's bearer token>"
@@ -209,7 +254,9 @@ async def opened_state(
     try:
         if http:
             replica = Replica(name, SharedStore(link, prefix=table.prefix), keys)
-        yield Sessions(state=RedisState(link, prefix=table.prefix)), replica
+        person_ttl_s = loaded.policy.file.auth.person_idle_s  # max_people: memory only
+        state = RedisState(link, prefix=table.prefix, person_ttl_s=person_ttl_s)
+        yield Sessions(state=state), replica
     finally:
         await link.aclose()
 

@@ -106,7 +106,16 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="NAME",
         help="HTTP with --auth-issuer: the group or role a caller's token must name to sign in "
-        "to the console at /console (default: admin)",
+        "to the console at /console (default: admin; also [auth] console_admin_role)",
+    )
+    parser.add_argument(
+        "--console-client-id",
+        default=None,
+        metavar="ID",
+        help="HTTP with --auth-issuer: the console's OAuth client at the issuer, so a person "
+        "signs in to /console in the browser (code flow with PKCE; register the redirect URI "
+        "<console>/callback; the secret, if any, from $TOOLBRIDGE_CONSOLE_CLIENT_SECRET or "
+        "[auth] console_client_secret, never the command line; also [auth] console_client_id)",
     )
     parser.add_argument(
         "--drain-timeout",
@@ -163,7 +172,7 @@ def run_server(
     from mcp_toolbridge.server import HttpService, ToolbridgeServer
 
     http = http_options(args, settings, loaded)
-    console = console_for(args)
+    console = console_for(args, settings, loaded)
     loop_options = backend_options(args.loop)
     recorder = Recorder.open(args.record) if args.record is not None else None
     pin_mmap_threshold()

@@ -3,7 +3,9 @@
 - **Who**: the first visit carries the random token printed on stderr (``?token=``); it is
   exchanged for a session cookie (HttpOnly, SameSite=Strict, this port's own name) and the
   browser is sent on to the same page without the token, so it stays out of the history and
-  of every Referer. Any other request without a known session is 401.
+  of every Referer. Any other request without a known session is 401; at the MCP server's
+  path with an authorization server, a page that signs in with it (login.py: its ``/login``
+  and ``/callback`` and the stylesheet are the only paths open without a session).
 - **Where from**: the Host header must name this machine's loopback, the bound address or an
   ``--allow-host`` name (DNS rebinding), and an Origin header, when sent, must be this very
   console's origin; otherwise 403 before anything runs.
@@ -58,11 +60,16 @@ SECURITY_HEADERS = [
     (b"cross-origin-resource-policy", b"same-origin"),
 ]
 USER_KEY = "toolbridge.console.user"
+LOGIN_PATHS = ("/login", "/callback")
+"""The browser sign-in's own paths (login.py), open without a session."""
 SESSION_KEY = "toolbridge.console.session"
 KEEPER_KEY = "toolbridge.console.keeper"
 PASS_S = 120.0
 """How long a sign-in pass may wait to be opened."""
 DEFAULT_ADMIN_ROLE = "admin"
+MAX_LOGINS = 1024
+"""Completed browser sign-ins remembered at once in memory (the oldest is forgotten first;
+the issuer refuses a code redeemed twice anyway)."""
 
 
 def is_loopback(host: str) -> bool:
@@ -75,11 +82,23 @@ def is_loopback(host: str) -> bool:
 
 
 class PassBook(Protocol):
-    """Where one-time sign-in passes are kept when replicas share them (Redis)."""
+    """Where one-time sign-in passes (and the browser sign-ins completed) are kept when
+    replicas share them (Redis)."""
 
-    async def put_pass(self, given: str, who: str, ttl_s: float) -> None: ...
+    async def put_pass(self, given: str, who: str, ttl_s: float, *, kind: str = ...) -> None: ...
 
-    async def take_pass(self, given: str) -> str | None: ...
+    async def take_pass(self, given: str, *, kind: str = ...) -> str | None: ...
+
+    async def has_pass(self, given: str, *, kind: str = ...) -> bool: ...
+
+
+class BrowserLogin(Protocol):
+    """The sign-in in the browser with the issuer (login.py): its own paths and the page a
+    visit without a session gets."""
+
+    async def handle(self, scope: Scope, send: Send, at: str) -> None: ...
+
+    async def sign_in_page(self, scope: Scope, send: Send, at: str) -> None: ...
 
 
 @dataclass
@@ -100,6 +119,8 @@ class Gatekeeper:
     _sessions: OrderedDict[str, str] = field(default_factory=OrderedDict)
     """Session id -> who it is (``user`` for the token, the admin's subject for a pass)."""
     _passes: dict[str, tuple[str, float]] = field(default_factory=dict)
+    _logins: OrderedDict[bytes, float] = field(default_factory=OrderedDict)
+    """Browser sign-ins completed (login.py): the digest of their state -> until when."""
     signer: SessionSigner | None = None
     passes: PassBook | None = None
 
@@ -152,6 +173,23 @@ class Gatekeeper:
         self._passes[given] = (who, time.monotonic() + PASS_S)
         return given
 
+    async def spend_login(self, state: str, ttl_s: float) -> None:
+        """Remember for ``ttl_s`` that the browser sign-in ``state`` completed, where every
+        replica finds it (StateUnavailable: the shared store did not answer)."""
+        if self.passes is not None:
+            await self.passes.put_pass(state, "spent", ttl_s, kind="login")
+            return
+        self._logins[hashlib.sha256(state.encode()).digest()] = time.monotonic() + ttl_s
+        while len(self._logins) > MAX_LOGINS:
+            self._logins.popitem(last=False)
+
+    async def login_spent(self, state: str) -> bool:
+        """Whether the browser sign-in ``state`` already completed (a replay)."""
+        if self.passes is not None:
+            return await self.passes.has_pass(state, kind="login")
+        until = self._logins.get(hashlib.sha256(state.encode()).digest())
+        return until is not None and until >= time.monotonic()
+
     def open_session(self, who: str) -> str:
         if self.signer is not None:
             return self.signer.session(who)
@@ -185,12 +223,27 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return found[0].decode("latin-1") if len(found) == 1 else None
 
 
+def cookie_of(scope: Scope, name: str) -> str | None:
+    """The value of the request's cookie ``name``; None without it."""
+    raw = _header(scope, b"cookie")
+    if raw is None:
+        return None
+    jar: SimpleCookie = SimpleCookie()
+    try:
+        jar.load(raw)
+    except Exception:  # a malformed Cookie header holds no cookie
+        return None
+    morsel = jar.get(name)
+    return morsel.value if morsel is not None and morsel.value else None
+
+
 class Guard:
     """ASGI middleware: Host, Origin and session checks, and the security headers."""
 
-    def __init__(self, app: ASGIApp, keeper: Gatekeeper) -> None:
+    def __init__(self, app: ASGIApp, keeper: Gatekeeper, login: BrowserLogin | None = None) -> None:
         self._app = app
         self._keeper = keeper
+        self._login = login
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -205,6 +258,11 @@ class Guard:
         if origin is not None and not keeper.origin_ok(origin, host):
             await _refuse(send, 403, "Requests from other sites are refused.")
             return
+        login = self._login
+        at = _within(scope)
+        if login is not None and at in LOGIN_PATHS:
+            await login.handle(scope, send, at)
+            return
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         if "token" in query:
             who = await keeper.admit(query["token"])
@@ -216,6 +274,12 @@ class Guard:
         sid = self._session(scope)
         who = keeper.who(sid) if sid is not None else None
         if sid is None or who is None:
+            if login is not None and scope.get("method") in ("GET", "HEAD"):
+                if at.startswith("/static/"):  # the sign-in page's stylesheet
+                    await self._app(scope, receive, _secured(send))
+                else:
+                    await login.sign_in_page(scope, send, at)
+                return
             await _refuse(
                 send,
                 401,
@@ -226,25 +290,10 @@ class Guard:
         scope[SESSION_KEY] = sid
         scope[USER_KEY] = who
         scope[KEEPER_KEY] = keeper
-
-        async def secured(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
-            await send(message)
-
-        await self._app(scope, receive, secured)
+        await self._app(scope, receive, _secured(send))
 
     def _session(self, scope: Scope) -> str | None:
-        raw = _header(scope, b"cookie")
-        if raw is None:
-            return None
-        jar: SimpleCookie = SimpleCookie()
-        try:
-            jar.load(raw)
-        except Exception:  # a malformed Cookie header is no session
-            return None
-        morsel = jar.get(self._keeper.cookie)
-        return morsel.value if morsel is not None else None
+        return cookie_of(scope, self._keeper.cookie)
 
     async def _welcome(self, scope: Scope, send: Send, query: dict[str, str], who: str) -> None:
         """Trade the URL's token for a session cookie, and go on to the page without it."""
@@ -269,6 +318,24 @@ class Guard:
             }
         )
         await send({"type": "http.response.body", "body": b""})
+
+
+def _secured(send: Send) -> Send:
+    async def secured(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+        await send(message)
+
+    return secured
+
+
+def _within(scope: Scope) -> str:
+    """The request's path within the console (Starlette's Mount keeps the whole path)."""
+    prefix = scope.get("root_path", "")
+    path: str = scope.get("path", "/")
+    if prefix and path.startswith(prefix):
+        return path[len(prefix) :] or "/"
+    return path
 
 
 async def _refuse(send: Send, status: int, text: str) -> None:

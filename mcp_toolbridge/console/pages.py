@@ -52,14 +52,14 @@ class Pages:
         desk: Desk,
         feed: AuditFeed,
         serving: Serving,
-        searcher: Searcher,
+        searcher: Searcher | None = None,
         connections: Connections,
         local_session: str,
     ) -> None:
         self.desk = desk
         self.feed = feed
         self.serving = serving
-        self.searcher = searcher
+        self.searcher = searcher or Searcher(serving)
         self.connections = connections
         self.local_session = local_session
         self.stopping = anyio.Event()

@@ -34,6 +34,7 @@ from mcp_toolbridge.console.guard import (
     SignIn,
     is_loopback,
 )
+from mcp_toolbridge.console.login import LOGIN_KEY_LABEL, BrowserLogin, Issuer, LoginClient
 from mcp_toolbridge.console.pages import Pages
 from mcp_toolbridge.console.replicated import (
     Replicated,
@@ -41,7 +42,6 @@ from mcp_toolbridge.console.replicated import (
     SharedDesk,
     SharedFeed,
 )
-from mcp_toolbridge.console.search import Searcher
 from mcp_toolbridge.console.sessions import Connections
 from mcp_toolbridge.console.signed import SessionSigner
 from mcp_toolbridge.console.views import Serving
@@ -69,6 +69,9 @@ class ConsoleOptions:
     admin_role: str = DEFAULT_ADMIN_ROLE
     """Over HTTP with an authorization server: the group or role claim value a caller needs
     to sign in to the console at the MCP server's path."""
+    login: LoginClient | None = None
+    """Over HTTP with an authorization server: the console's OAuth client there, with which
+    a person signs in in the browser (login.py); None: only ``/sign-in`` with a token."""
 
 
 class _Uvicorn(uvicorn.Server):
@@ -96,6 +99,8 @@ class Console:
         self._share: ConsoleShare | None = None
         self._signer: SessionSigner | None = None
         self._replicated: Replicated | None = None
+        self.browser_login: BrowserLogin | None = None
+        """The sign-in in the browser at the MCP server's path (with an issuer), once mounted."""
         self.mounted_token: str | None = None
         """The URL token of the console at the MCP server's path (None: a sign-in pass)."""
 
@@ -135,7 +140,6 @@ class Console:
             desk=self.desk,
             feed=self.feed,
             serving=serving,
-            searcher=Searcher(serving),
             connections=listed,
             local_session=local_session,
         )
@@ -171,13 +175,22 @@ class Console:
             self._socket.close()
 
     def mounted(
-        self, prefix: str, *, port: int, hosts: Sequence[str], token: str | None, oauth: bool
+        self,
+        prefix: str,
+        *,
+        port: int,
+        hosts: Sequence[str],
+        token: str | None,
+        issuer: Issuer | None,
     ) -> tuple[Guard, SignIn | None]:
         """The console again at ``prefix`` of the MCP server on ``port``, behind its
         authentication: its static bearer ``token`` opens a session from the URL
-        (``<prefix>/?token=…``); with an authorization server (``oauth``) only a sign-in pass
-        does (:class:`SignIn`, which the server protects with the same token check as the MCP
-        endpoint); with neither, the console's own token. Returns the pages and the sign-in."""
+        (``<prefix>/?token=…``); with an authorization server (``issuer``, the server's side
+        of it) a person signs in in the browser (login.py, with ``options.login``, read at
+        each request) or a script fetches a sign-in pass (:class:`SignIn`, which the server
+        protects with the same token check as the MCP endpoint); with neither, the console's
+        own token. Returns the pages and the sign-in."""
+        oauth = issuer is not None
         assert self._pages is not None and self.keeper is not None, "attach() first"
         own = self._signer.url_token() if self._signer is not None else self.keeper.token
         self.mounted_token = None if oauth else (token or own)
@@ -189,8 +202,15 @@ class Console:
             signer=self._signer,
             passes=self._share,
         )
-        sign_in = SignIn(keeper, prefix, self.options.admin_role) if oauth else None
-        return Guard(self._pages.app(), keeper), sign_in
+        role = self.options.admin_role
+        sign_in = SignIn(keeper, prefix, role) if oauth else None
+        if issuer is not None:
+            keys = self._signer.derived(LOGIN_KEY_LABEL) if self._signer is not None else ()
+            login = BrowserLogin(
+                keeper, prefix, role, issuer, lambda: self.options.login, keys=keys
+            )
+            self.browser_login = login
+        return Guard(self._pages.app(), keeper, self.browser_login), sign_in
 
     async def history(self, audit: Path | None) -> None:
         """Show the last hour of the audit log at ``audit`` (a restart keeps the timeline)."""

@@ -53,6 +53,11 @@ class SessionSigner:
         """A short name of the service's key (the cookie's name carries it)."""
         return self._mac(self._keys[0], b"cookie").hex()[:12]
 
+    def derived(self, label: bytes) -> list[bytes]:
+        """Keys for another use of the service's keys, apart from the sessions' (newest
+        first: each replica derives the same)."""
+        return [self._mac(key, label) for key in self._keys]
+
     def url_token(self) -> str:
         """The console's URL token when the server has no credential of its own."""
         return _b64(self._mac(self._keys[0], b"url token"))

@@ -45,6 +45,7 @@ from mcp_toolbridge.executors.progress import Companion, Heartbeat, run_beside
 from mcp_toolbridge.executors.progress_channel import ProgressChannel
 from mcp_toolbridge.executors.subprocess import ProcessOutcome, run_process
 from mcp_toolbridge.executors.tool_log import ToolLog
+from mcp_toolbridge.host import LOG_LEVELS
 from mcp_toolbridge.model import EnvSpec, ExecTransport
 from mcp_toolbridge.secrets import redact, redact_value, secret_env_name
 
@@ -153,11 +154,14 @@ class ExecToolExecutor:
 def _listened(request: ExecRequest, beat: Heartbeat, voice: ToolLog) -> list[Companion]:
     """The heartbeat and the log lines, when someone listens: without a progress callback the
     heartbeat sends nothing, and without a client log no line is queued or counted as sent
-    (the progress channel still reads, and ignores, what the tool writes)."""
+    (the progress channel still reads, and ignores, what the tool writes). A client that
+    wants no level at all (a 2026-07-28 request without ``io.modelcontextprotocol/logLevel``
+    in its ``_meta``: fixed for the request) gets no log companion either: one task less a
+    call, and nothing it would have sent."""
     companions: list[Companion] = []
     if request.progress is not None:
         companions.append(beat)
-    if request.context.log is not None:
+    if voice.wants(LOG_LEVELS[-1]):  # the most severe level: wanted if any is
         companions.append(voice)
     return companions
 

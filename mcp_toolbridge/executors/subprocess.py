@@ -244,16 +244,19 @@ async def _run(
     child = await _start(launch, argv[0], stdin, cwd, pass_fds)
     stdout = Sink(max_output_bytes, keep_tail=False, on_output=on_output)
     stderr = Sink(stderr_tail_bytes, keep_tail=True, on_output=on_output)
-    timed_out = False
+    timed_out = cut = False
     try:
         rest = child.write_stdin_now(stdin) if stdin is not None else b""
-        with anyio.move_on_after(timeout_s):
+        with anyio.move_on_after(timeout_s) as deadline:
             if launch.info is not None and isinstance(child, PopenChild):
                 child.sandbox_init = await follow_sandbox(launch.info.read)
             await _communicate(
                 child, rest, stdout, stderr, max_output_bytes, on_stderr_line, launch.serve
             )
         timed_out = not child.reaped
+        # The child ended in time but the deadline cut the reading of its pipes short (a
+        # loaded machine runs the child before its reader): the rest is in the pipes.
+        cut = deadline.cancelled_caught and child.reaped
     except BaseExceptionGroup as group:  # a failing on_stderr_line: surface the one error
         raise _first_leaf(group) from None
     finally:
@@ -263,7 +266,7 @@ async def _run(
         if child.sandbox_init is not None:  # nothing of the sandbox outlives the call
             with anyio.CancelScope(shield=True):
                 await wait_ended(child.sandbox_init, REAP_LIMIT_S)
-        if timed_out:
+        if timed_out or cut:
             child.read_leftovers(stdout, stderr)
         child.close()
     if isinstance(child, WarmChild) and child.start_error is not None:

@@ -255,6 +255,15 @@ class AuthModel(_Model):
     list) outlives their last call (state/memory.py)."""
     max_people: int = Field(default=MAX_PEOPLE, ge=1, le=10_000_000)
     """How many people's state the server keeps at most (state/memory.py)."""
+    console_client_id: str | None = Field(default=None, min_length=1)
+    """The web console's OAuth client at the issuer: a person signs in to ``/console`` in
+    the browser with it (``serve --console-client-id`` wins; docs/console.md)."""
+    console_client_secret: str | None = None
+    """Its secret's id (``TOOLBRIDGE_SECRET_<ID>`` or the secrets file), never the secret;
+    none: a public client (PKCE alone), unless TOOLBRIDGE_CONSOLE_CLIENT_SECRET is set."""
+    console_admin_role: str | None = Field(default=None, min_length=1)
+    """The group or role a person needs to sign in to the console (default ``admin``;
+    ``serve --console-admin-role`` wins)."""
 
 
 class LimitsModel(_Model):

@@ -5,6 +5,7 @@ resource server in front of HTTP (auth.py, tokens.py: who calls).
 
 May import: the vocabulary, catalog, bridge. Not runtime, cli."""
 
+from mcp_toolbridge.server.console_login import IssuerLogin
 from mcp_toolbridge.server.http import (
     SESSION_IDLE_TIMEOUT_S,
     TOKEN_ENV,
@@ -28,6 +29,7 @@ __all__ = [
     "ConsoleMount",
     "HttpOptions",
     "HttpService",
+    "IssuerLogin",
     "Replica",
     "ToolbridgeServer",
     "check_binding",

@@ -48,6 +48,7 @@ from typing import Any
 import mcp_types as types
 from mcp.server import ServerRequestContext
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -334,7 +335,11 @@ def caller_in(scope: Mapping[str, Any]) -> Caller:
     user = scope.get("user")
     if not isinstance(user, AuthenticatedUser):
         return LOCAL
-    access = user.access_token
+    return caller_from(user.access_token)
+
+
+def caller_from(access: AccessToken) -> Caller:
+    """The caller a validated access token names (never the token)."""
     claims = access.claims or {}
     issuer = claims.get("iss")
     groups = claims.get("groups") or ()

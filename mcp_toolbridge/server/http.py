@@ -52,6 +52,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.host import CALLER_KEY
 from mcp_toolbridge.server.auth import ResourceServer
+from mcp_toolbridge.server.console_login import IssuerLogin
 from mcp_toolbridge.server.health import HEALTH_PATHS, Draining, health_routes
 from mcp_toolbridge.server.host import caller_in
 from mcp_toolbridge.server.http_sessions import PrimedStreams, ResumableSessions, SharedSessions
@@ -83,9 +84,10 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-ConsoleMount = Callable[[int, bool], tuple[ASGIApp, ASGIApp | None]]
-"""(the bound port, whether an authorization server guards the endpoint) -> the web
-console's pages and its sign-in (``serve --http --console``: ``Console.mounted``)."""
+ConsoleMount = Callable[[int, IssuerLogin | None], tuple[ASGIApp, ASGIApp | None]]
+"""(the bound port, the console's OAuth client at the authorization server that guards the
+endpoint, if one does) -> the web console's pages and its sign-in (``serve --http
+--console``: ``Console.mounted``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -275,7 +277,7 @@ def build_app(
     routes += health_routes(server)
     routes += guard.routes() if guard else []
     if console is not None:
-        pages, sign_in = console(options.port, guard is not None)
+        pages, sign_in = console(options.port, IssuerLogin(guard) if guard else None)
         if guard is not None and sign_in is not None:
             protected = guard.protect(_with_caller(sign_in))
             routes.append(Route(CONSOLE_PATH + "/sign-in", endpoint=protected))

@@ -15,6 +15,9 @@ OAuth authorization server issued for this MCP server.
   among them makes the server fetch the keys again (the issuer rotated them), at most once
   per :data:`REFETCH_AFTER_S` whatever the tokens say; keys older than :data:`KEYS_MAX_AGE_S`
   are fetched again before use.
+- **ID tokens** of the web console's sign-in in the browser (console_login.py) are checked
+  with the same keys and algorithms: ``iss``, ``aud`` the console's client, ``exp``, ``iat``,
+  ``sub`` and the sign-in's ``nonce``; never remembered.
 - **Opaque tokens** (anything that is not a JWS) are sent to the issuer's introspection
   endpoint (RFC 7662) when the server has introspection credentials. An active answer is
   kept (by the token's SHA-256, the last :data:`MAX_REMEMBERED`) for
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import ipaddress
 import json
 import logging
@@ -298,6 +302,42 @@ class TokenValidator:
         return await self._introspect(token, digest)
 
     async def _verify_jwt(self, token: str, digest: bytes) -> AccessToken | None:
+        claims = await self._decoded(token, audience=self._audiences, require=("exp", "iss", "aud"))
+        if claims is None:
+            return None
+        access = self._access(token, claims)
+        nbf = claims.get("nbf")
+        not_before = nbf - self.options.leeway_s if isinstance(nbf, int | float) else 0.0
+        _remember(self._remembered, digest, access, not_before)
+        return access
+
+    async def verify_id_token(
+        self, token: str, *, client_id: str, nonce: str
+    ) -> dict[str, Any] | None:
+        """The claims of an OpenID Connect ID token (the console's browser sign-in) when it
+        is the issuer's, for ``client_id``, of the sign-in whose ``nonce`` it carries, and
+        not expired; else None. Checked as access tokens are (the issuer's keys, the
+        algorithm allow-list, the leeway), never remembered."""
+        claims = await self._decoded(
+            token, audience=[client_id], require=("exp", "iat", "iss", "aud", "sub")
+        )
+        if claims is None:
+            return None
+        given = claims.get("nonce")
+        if not isinstance(given, str) or not hmac.compare_digest(given.encode(), nonce.encode()):
+            log.info("auth: refused an ID token: its nonce is not the sign-in's")
+            return None
+        audience = claims.get("aud")
+        if isinstance(audience, list) and len(audience) > 1 and claims.get("azp") != client_id:
+            log.info("auth: refused an ID token: several audiences and azp is not the client")
+            return None
+        return claims
+
+    async def _decoded(
+        self, token: str, *, audience: list[str], require: tuple[str, ...]
+    ) -> dict[str, Any] | None:
+        """A JWS's claims when one of the issuer's keys verifies it with an allowed algorithm
+        and its iss, aud, exp and nbf hold (with the leeway); else None (logged why)."""
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError:
@@ -312,25 +352,21 @@ class TokenValidator:
             if key is None:
                 continue
             try:
-                claims = jwt.decode(
+                claims: dict[str, Any] = jwt.decode(
                     token,
                     key=key,
                     algorithms=[alg],
-                    audience=self._audiences,
+                    audience=audience,
                     issuer=self.options.issuer,
                     leeway=self.options.leeway_s,
-                    options={"require": ["exp", "iss", "aud"]},
+                    options={"require": list(require)},
                 )
             except jwt.InvalidSignatureError:
                 continue
             except jwt.PyJWTError as exc:
                 log.info("auth: refused a token: %s", exc)
                 return None
-            access = self._access(token, claims)
-            nbf = claims.get("nbf")
-            not_before = nbf - self.options.leeway_s if isinstance(nbf, int | float) else 0.0
-            _remember(self._remembered, digest, access, not_before)
-            return access
+            return claims
         log.info("auth: refused a token: no published key (kid %r) verifies it", kid)
         return None
 

@@ -1,7 +1,7 @@
 """What the web console of every replica shares in Redis, so a person's page shows the whole
 service whichever replica serves it: the questions waiting for a person (and their answers,
-given once), the audit records of every replica's calls, who is connected where, and the
-one-time sign-in passes.
+given once), the audit records of every replica's calls, who is connected where, the
+one-time sign-in passes and the browser sign-ins completed.
 
 Keys (under the prefix, ``tb:`` by default; a single Redis, as for the rest of shared.py):
 
@@ -15,6 +15,8 @@ Keys (under the prefix, ``tb:`` by default; a single Redis, as for the rest of s
   redacted), ``w`` who called (JSON: the caller's identity facts, never a credential);
 - ``conns:NAME``: string, replica NAME's connections (JSON list), with a short TTL it renews;
 - ``console:pass:DIGEST``: string, who a one-time sign-in pass stands for (its SHA-256);
+- ``console:login:DIGEST``: string, a browser sign-in completed (its ``state``'s SHA-256),
+  until the attempt's deadline: the same callback again is refused;
 - channel ``console``: JSON ``{"k": "desk"}`` (a question came or went) and
   ``{"k": "answer", "id": ID, "a": ANSWER}`` (the waiting replica takes it).
 
@@ -264,15 +266,21 @@ class ConsoleShare:
         raw = await self.link.script(_LIVE, [f"{self.prefix}replicas"], [self.prefix])
         return sorted(r.decode() for r in raw or ())
 
-    # -- one-time sign-in passes ---------------------------------------------------------------
+    # -- one-time sign-in passes and browser sign-ins completed ---------------------------------
 
-    def _pass(self, given: str) -> str:
-        return f"{self.prefix}console:pass:{hashlib.sha256(given.encode()).hexdigest()}"
+    def _pass(self, given: str, kind: str) -> str:
+        return f"{self.prefix}console:{kind}:{hashlib.sha256(given.encode()).hexdigest()}"
 
-    async def put_pass(self, given: str, who: str, ttl_s: float) -> None:
-        await self.link.run("SET", self._pass(given), who, "PX", max(1, round(ttl_s * 1000)))
+    async def put_pass(self, given: str, who: str, ttl_s: float, *, kind: str = "pass") -> None:
+        """Keep ``who`` under ``given`` (its digest) for ``ttl_s``; ``kind`` keeps one-time
+        passes (``pass``) and sign-ins completed (``login``) apart."""
+        await self.link.run("SET", self._pass(given, kind), who, "PX", max(1, round(ttl_s * 1000)))
 
-    async def take_pass(self, given: str) -> str | None:
-        """Who the pass stands for, once (it is gone after); None: unknown or expired."""
-        raw = await self.link.run("GETDEL", self._pass(given))
+    async def has_pass(self, given: str, *, kind: str = "pass") -> bool:
+        """Whether something is kept under ``given`` (it stays)."""
+        return bool(await self.link.run("EXISTS", self._pass(given, kind)))
+
+    async def take_pass(self, given: str, *, kind: str = "pass") -> str | None:
+        """What was kept under ``given``, once (it is gone after); None: unknown or expired."""
+        raw = await self.link.run("GETDEL", self._pass(given, kind))
         return raw.decode() if isinstance(raw, bytes) else None

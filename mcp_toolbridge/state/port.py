@@ -23,7 +23,8 @@ with :class:`~mcp_toolbridge.errors.StateFullError` from a method that would kee
 for them (``usage``, ``admit`` and ``hit`` included: they are the checks before a call),
 never from ``add_usage`` or ``settle``, and never by dropping a person's budget usage or
 counts before their idle expiry (memory.py says how the in-memory store does it; the Redis
-store lets a person's keys expire 30 days after their last change, with no cap).
+store lets a person's keys expire ``[auth] person_idle_s`` after their last call or change,
+with no cap: redis_state.py).
 """
 
 from __future__ import annotations

@@ -27,10 +27,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
-import redis.asyncio as aioredis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
-from redis.exceptions import RedisError
 
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.state.port import StateUnavailable
@@ -45,9 +41,6 @@ POLL_S = 1.0
 
 Reply = Any
 """What Redis answered, as redis-py gives it (bytes, int, list, None)."""
-_FAILURES = (RedisError, TimeoutError, OSError)
-"""A lost or refused connection, a timeout, and Redis refusing the command (loading its
-data, out of memory, read-only): the store cannot do it now, so the caller fails closed."""
 
 
 def check_url(url: str) -> str:
@@ -83,6 +76,13 @@ class RedisLink:
     """Pooled, deadline-bound access to one Redis server."""
 
     def __init__(self, url: str, *, timeout_s: float = COMMAND_TIMEOUT_S) -> None:
+        # Imported here, not with this module: redis-py (with the OpenTelemetry SDK it brings)
+        # takes about 0.2 s to import, and only a server given --state redis://... needs it.
+        import redis.asyncio as aioredis
+        from redis.asyncio.retry import Retry
+        from redis.backoff import NoBackoff
+        from redis.exceptions import RedisError
+
         self.url = check_url(url)
         self.where = where(url)
         self.timeout_s = timeout_s
@@ -98,6 +98,10 @@ class RedisLink:
         self._redis: Any = aioredis.Redis(connection_pool=pool, retry=Retry(NoBackoff(), 0))
         """Typed Any: redis-py's asyncio methods are partly unannotated."""
         self._scripts: dict[str, Any] = {}
+        self._failures: tuple[type[BaseException], ...] = (RedisError, TimeoutError, OSError)
+        """A lost or refused connection, a timeout, and Redis refusing the command (loading
+        its data, out of memory, read-only): the store cannot do it now, so the caller fails
+        closed."""
 
     def _unavailable(self, exc: BaseException) -> StateUnavailable:
         what = (str(exc).strip() or type(exc).__name__).rstrip(".")
@@ -108,7 +112,7 @@ class RedisLink:
         try:
             with anyio.fail_after(self.timeout_s):
                 return await self._redis.execute_command(*args)
-        except _FAILURES as exc:
+        except self._failures as exc:
             raise self._unavailable(exc) from exc
 
     async def script(
@@ -121,7 +125,7 @@ class RedisLink:
         try:
             with anyio.fail_after(self.timeout_s):
                 return await script(keys=list(keys), args=list(args))
-        except _FAILURES as exc:
+        except self._failures as exc:
             raise self._unavailable(exc) from exc
 
     async def transaction(self, commands: Sequence[Sequence[str | bytes | int | float]]) -> Reply:
@@ -132,7 +136,7 @@ class RedisLink:
                     for command in commands:
                         pipe.execute_command(*command)
                     return await pipe.execute()
-        except _FAILURES as exc:
+        except self._failures as exc:
             raise self._unavailable(exc) from exc
 
     async def blocking(self, block_s: float, *args: str | bytes | int | float) -> Reply:
@@ -145,7 +149,7 @@ class RedisLink:
         try:
             with anyio.fail_after(block_s + self.timeout_s):
                 return await self._redis.execute_command(*args)
-        except _FAILURES as exc:
+        except self._failures as exc:
             raise self._unavailable(exc) from exc
 
     @asynccontextmanager
@@ -156,7 +160,7 @@ class RedisLink:
         try:
             with anyio.fail_after(self.timeout_s):
                 await pubsub.subscribe(channel)
-        except _FAILURES as exc:
+        except self._failures as exc:
             with anyio.CancelScope(shield=True):
                 await pubsub.aclose()
             raise self._unavailable(exc) from exc
@@ -169,7 +173,7 @@ class RedisLink:
                         with anyio.fail_after(self.timeout_s):
                             await pubsub.ping()
                         continue
-                except _FAILURES as exc:
+                except self._failures as exc:
                     raise self._unavailable(exc) from exc
                 if message.get("type") == "message":
                     data = message.get("data")
@@ -194,7 +198,7 @@ class RedisLink:
             try:
                 await self._redis.aclose()
                 await self._redis.connection_pool.disconnect()
-            except RedisError:
+            except self._failures[0]:
                 pass
 
 

@@ -13,14 +13,20 @@ so a Redis Cluster keeps them in one slot and each script touches one slot):
   clock (ms); ``{owner}:hitkeys`` names them.
 
 Every check-and-change is one Lua script, so it is atomic however many replicas call it, and
-time is Redis's own (``TIME``), never a replica's. Every owner key lives :data:`PERSON_TTL_S`
-(a person: ``caller:…``) or :data:`SESSION_TTL_S` (an anonymous session, whose replica may die
-before it can forget it) after its last change.
+time is Redis's own (``TIME``), never a replica's. Every owner key lives ``person_ttl_s`` (a
+person: ``caller:…``; the policy's ``[auth] person_idle_s``, a day by default, as in memory) or
+:data:`SESSION_TTL_S` (an anonymous session, whose replica may die before it can forget it)
+after its last change or the owner's last call (each call's gate reads the "always" answers,
+and that read renews every key of the owner, as any call does in memory). That TTL bounds the
+people kept: ``[auth] max_people`` caps one process's memory (state/memory.py), not Redis,
+whose own cap is its ``maxmemory`` (deploy/redis.conf: a full Redis refuses writes, and calls
+that need one fail closed).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -28,9 +34,18 @@ from typing import Any
 from mcp_toolbridge.state.port import UNKNOWN_CALL_USAGE, Admission, Grant, JsonValue, Usage
 from mcp_toolbridge.state.redis_client import RedisLink, Reply, number
 
-PERSON_TTL_S = 30 * 24 * 3600
+PERSON_TTL_S = 24 * 3600
+"""A person's keys' TTL when none is given (the policy's ``[auth] person_idle_s`` default)."""
 SESSION_TTL_S = 24 * 3600
 DEFAULT_PREFIX = "tb:"
+
+_GRANTS = """
+for i = 1, #KEYS do redis.call('EXPIRE', KEYS[i], ARGV[1]) end
+return redis.call('LRANGE', KEYS[1], 0, -1)
+"""
+"""The "always" answers, read at every call's gate: that call is activity, so every key of the
+owner (but a rate-limit window, which has its own length) lives its whole TTL again, as a
+person in memory does after any call."""
 
 _ADD_GRANTS = """
 for i = 2, #ARGV do
@@ -115,10 +130,6 @@ return 1
 """
 
 
-def _ttl(owner: str) -> int:
-    return PERSON_TTL_S if owner.startswith("caller:") else SESSION_TTL_S
-
-
 def _grant_text(grant: Grant) -> str:
     return json.dumps([grant.permission, grant.pattern, grant.action])
 
@@ -138,22 +149,32 @@ def _usage(reply: Reply, at: int = 0) -> Usage:
 class RedisState:
     """:class:`~mcp_toolbridge.state.port.State` in a Redis server shared by replicas."""
 
-    def __init__(self, link: RedisLink, *, prefix: str = DEFAULT_PREFIX) -> None:
+    def __init__(
+        self, link: RedisLink, *, prefix: str = DEFAULT_PREFIX, person_ttl_s: float = PERSON_TTL_S
+    ) -> None:
+        if not person_ttl_s >= 1:
+            raise ValueError("person_ttl_s must be at least a second")
         self.link = link
         self.prefix = prefix
+        self.person_ttl_s = math.ceil(person_ttl_s)
+
+    def _ttl(self, owner: str) -> int:
+        return self.person_ttl_s if owner.startswith("caller:") else SESSION_TTL_S
 
     def _key(self, owner: str, what: str) -> str:
         return f"{self.prefix}{{{owner}}}:{what}"
 
     async def grants(self, owner: str) -> tuple[Grant, ...]:
-        raw = await self.link.run("LRANGE", self._key(owner, "grants"), 0, -1)
+        kept = ("grants", "usage", "running", "largest", "values", "counters", "hitkeys")
+        keys = [self._key(owner, what) for what in kept]
+        raw = await self.link.script(_GRANTS, keys, [self._ttl(owner)])
         found = (_grant(item) for item in raw or ())
         return tuple(g for g in found if g is not None)
 
     async def add_grants(self, owner: str, grants: Sequence[Grant]) -> None:
         if grants:
             texts = [_grant_text(g) for g in grants]
-            args: list[Any] = [_ttl(owner), *texts]
+            args: list[Any] = [self._ttl(owner), *texts]
             await self.link.script(_ADD_GRANTS, [self._key(owner, "grants")], args)
 
     async def usage(self, owner: str, tool: str) -> Usage:
@@ -163,7 +184,7 @@ class RedisState:
         return _usage(reply)
 
     async def add_usage(self, owner: str, tool: str, usage: Usage) -> Usage:
-        args: list[Any] = [tool, usage.tokens, repr(usage.usd), _ttl(owner)]
+        args: list[Any] = [tool, usage.tokens, repr(usage.usd), self._ttl(owner)]
         return _usage(await self.link.script(_ADD_USAGE, [self._key(owner, "usage")], args))
 
     async def load(self, owner: str, name: str) -> JsonValue | None:
@@ -173,17 +194,17 @@ class RedisState:
     async def save(self, owner: str, name: str, value: JsonValue) -> None:
         key = self._key(owner, "values")
         await self.link.transaction(
-            [("HSET", key, name, json.dumps(value)), ("EXPIRE", key, _ttl(owner))]
+            [("HSET", key, name, json.dumps(value)), ("EXPIRE", key, self._ttl(owner))]
         )
 
     async def take(self, owner: str, counter: str, limit: int) -> bool:
         key = self._key(owner, "counters")
-        return bool(await self.link.script(_TAKE, [key], [counter, limit, _ttl(owner)]))
+        return bool(await self.link.script(_TAKE, [key], [counter, limit, self._ttl(owner)]))
 
     async def hit(self, owner: str, counter: str, limit: int, window_s: float) -> float:
         keys = [self._key(owner, f"hits:{counter}"), self._key(owner, "hitkeys")]
         window_ms = max(1, round(window_s * 1000))
-        args: list[Any] = [limit, window_ms, uuid.uuid4().hex, _ttl(owner)]
+        args: list[Any] = [limit, window_ms, uuid.uuid4().hex, self._ttl(owner)]
         wait_ms = number(await self.link.script(_HIT, keys, args))
         return wait_ms / 1000
 
@@ -199,7 +220,7 @@ class RedisState:
             "" if usd is None else repr(usd),
             UNKNOWN_CALL_USAGE.tokens,
             repr(UNKNOWN_CALL_USAGE.usd),
-            _ttl(owner),
+            self._ttl(owner),
         ]
         reply = await self.link.script(_ADMIT, self._budget_keys(owner), args)
         used, running, held = _usage(reply, 1), _usage(reply, 3), _usage(reply, 5)
@@ -208,7 +229,7 @@ class RedisState:
     async def settle(self, owner: str, tool: str, held: Usage, used: Usage | None) -> Usage:
         args: list[str | int] = [tool, held.tokens, repr(held.usd)]
         args += ["", ""] if used is None else [used.tokens, repr(used.usd)]
-        args.append(_ttl(owner))
+        args.append(self._ttl(owner))
         return _usage(await self.link.script(_SETTLE, self._budget_keys(owner), args))
 
     async def forget(self, owner: str) -> None:

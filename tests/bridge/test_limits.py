@@ -1,6 +1,7 @@
 """Per-caller rate limits (the policy's ``[limits]``) and budgets held by running calls:
 a refused call says which limit and when to retry; with the state store away, budgeted and
-limited calls fail closed (nothing runs) with ``state.unavailable``."""
+limited calls, and any call whose gate must read the caller's "always" answers, fail closed
+(nothing runs) with ``state.unavailable``."""
 
 from __future__ import annotations
 
@@ -102,3 +103,30 @@ async def test_with_the_state_store_away_limited_calls_fail_closed(tmp_path):
     assert f"Redis at redis://127.0.0.1:{port}/0" in refused.error
     assert "refused rather than let through unchecked" in refused.error
     assert _audit(settings)[0]["errorCode"] == "state.unavailable"
+
+
+async def test_with_the_state_store_away_budgets_and_grants_fail_closed_too(tmp_path):
+    """No ``[limits]``: a budgeted call (its admission) and a plain one (the gate reads the
+    caller's "always" answers) are refused with state.unavailable; nothing runs."""
+    settings = _settings(tmp_path)
+    loaded = load_catalog(settings, BUILTIN_SPECS)
+    link = RedisLink(f"redis://127.0.0.1:{free_port()}/0")  # no Redis there
+    try:
+        with anyio.fail_after(30):
+            sessions = Sessions(state=RedisState(link))
+            async with open_runtime(settings, loaded, sessions=sessions) as runtime:
+                paid = await runtime.bridge.call(
+                    "paid_call", {"message": "m"}, CallContext(caller=ALICE)
+                )
+                plain = await runtime.bridge.call(
+                    "plain_echo", {"message": "m"}, CallContext(caller=BOB)
+                )
+    finally:
+        await link.aclose()
+    assert paid.code == plain.code == ErrorCode.STATE_UNAVAILABLE
+    lines = _audit(settings)
+    assert [(line["tool"], line["outcome"]) for line in lines] == [
+        ("paid_call", "error"),
+        ("plain_echo", "error"),
+    ]
+    assert all(line["errorCode"] == "state.unavailable" for line in lines)

@@ -61,7 +61,7 @@ def _survivors(token: str) -> list[int]:
 
 
 async def _wait_gone(token: str) -> None:
-    with anyio.fail_after(5):
+    with anyio.fail_after(20):  # a guard: the sleeps, if not killed, would last 30-49 s
         # Polling /proc: no event tells us that an unrelated process has exited.
         while _survivors(token):  # noqa: ASYNC110
             await anyio.sleep(0.02)

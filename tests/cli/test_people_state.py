@@ -4,20 +4,25 @@ are policy errors that name the key."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
 
-from mcp_toolbridge.cli.http import people_sessions
+from mcp_toolbridge.cli.http import opened_state, people_sessions
 from mcp_toolbridge.errors import ConfigError, ErrorCode
-from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog
-from mcp_toolbridge.state import MAX_PEOPLE, PERSON_IDLE_S, MemoryState
+from mcp_toolbridge.runtime import BUILTIN_SPECS, Loaded, Settings, load_catalog
+from mcp_toolbridge.state import MAX_PEOPLE, PERSON_IDLE_S, MemoryState, RedisState
+
+
+def _loaded(tmp_path: Path, auth: str) -> Loaded:
+    policy = tmp_path / "policy.toml"
+    policy.write_text(f"[auth]\n{auth}", encoding="utf-8")
+    return load_catalog(Settings(policy_file=policy, audit=False), BUILTIN_SPECS)
 
 
 def _sessions_of(tmp_path: Path, auth: str) -> MemoryState:
-    policy = tmp_path / "policy.toml"
-    policy.write_text(f"[auth]\n{auth}", encoding="utf-8")
-    loaded = load_catalog(Settings(policy_file=policy, audit=False), BUILTIN_SPECS)
+    loaded = _loaded(tmp_path, auth)
     state = people_sessions(loaded).state
     assert isinstance(state, MemoryState)
     return state
@@ -43,3 +48,16 @@ def test_a_window_shorter_than_ten_minutes_or_no_room_is_a_policy_error(tmp_path
         _sessions_of(tmp_path, auth)
     assert info.value.code == ErrorCode.POLICY_INVALID
     assert expected in str(info.value)
+
+
+@pytest.mark.anyio
+async def test_with_redis_a_persons_keys_live_person_idle_s(tmp_path: Path) -> None:
+    """``--state redis://…``: the same ``person_idle_s`` is each of a person's keys' TTL
+    (``max_people`` caps one process's memory only: in Redis the TTL bounds the people)."""
+    settings = Settings(audit=False)
+    args = argparse.Namespace(state="redis://127.0.0.1:6379/0")  # opened lazily: not here
+    for auth, expected in (("person_idle_s = 3600\n", 3600), ("", PERSON_IDLE_S)):
+        loaded = _loaded(tmp_path, auth)
+        async with opened_state(args, settings, loaded, http=False) as (sessions, replica):
+            assert isinstance(sessions.state, RedisState) and replica is None
+            assert sessions.state.person_ttl_s == expected

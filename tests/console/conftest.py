@@ -17,7 +17,9 @@ import httpx2
 
 from mcp_toolbridge.console import Console, ConsoleOptions
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_runtime
+from mcp_toolbridge.server import IssuerLogin
 from mcp_toolbridge.server.http import HttpOptions, HttpService
+from mcp_toolbridge.server.tokens import AuthOptions
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 
@@ -68,6 +70,34 @@ async def serving(
             url = await group.start(service.serve)
             try:
                 yield Stack(url, console, audit)
+            finally:
+                service.stop()
+                console.stop()
+
+
+@asynccontextmanager
+async def mounted_serving(
+    tmp_path: Path, *, token: str | None = None, auth: AuthOptions | None = None
+) -> AsyncIterator[tuple[str, Console]]:
+    """``serve --http --console`` in this process, stateless: the MCP endpoint's URL and the
+    console, also at ``/console`` of the server (behind ``token`` or the issuer of ``auth``)."""
+    settings = Settings(paths=[catalog(tmp_path)], audit_path=tmp_path / "audit.ndjson")
+    loaded = load_catalog(settings, BUILTIN_SPECS)
+    console = Console(ConsoleOptions(port=0))
+    async with open_runtime(settings, loaded, observers=(console.feed.observe,)) as runtime:
+        server = ToolbridgeServer(runtime.bridge, console=console.host)
+        console.attach(runtime, connections=server.connected, local_session=server.session_id)
+
+        def mount(port: int, issuer: IssuerLogin | None) -> Any:
+            return console.mounted("/console", port=port, hosts=(), token=token, issuer=issuer)
+
+        options = HttpOptions(port=0, token=token, auth=auth, stateless=True)
+        service = HttpService(server, options, console=mount)
+        async with anyio.create_task_group() as group:
+            await group.start(console.serve)
+            url = await group.start(service.serve)
+            try:
+                yield url, console
             finally:
                 service.stop()
                 console.stop()

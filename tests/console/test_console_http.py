@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +15,8 @@ import anyio
 import httpx2
 import pytest
 
-from mcp_toolbridge.console import Console, ConsoleOptions
-from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_runtime
-from mcp_toolbridge.server.http import HttpOptions, HttpService
 from mcp_toolbridge.server.tokens import AuthOptions
-from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
-from tests.console.conftest import Person, catalog
+from tests.console.conftest import Person, mounted_serving
 from tests.support.oauth import AGENT, AGENT_SECRET, needs_oidc
 from tests.support.oidc import Provider, oidc_provider
 
@@ -30,39 +25,13 @@ TOKEN = "static-token-0123456789abcdef"
 ADMIN, ADMIN_SECRET = "ops-admin", "admin-secret-0123456789abcdef"
 
 
-@asynccontextmanager
-async def _served(
-    tmp_path: Path, *, token: str | None = None, auth: AuthOptions | None = None
-) -> AsyncIterator[tuple[str, Console]]:
-    settings = Settings(paths=[catalog(tmp_path)], audit_path=tmp_path / "audit.ndjson")
-    loaded = load_catalog(settings, BUILTIN_SPECS)
-    console = Console(ConsoleOptions(port=0))
-    async with open_runtime(settings, loaded, observers=(console.feed.observe,)) as runtime:
-        server = ToolbridgeServer(runtime.bridge, console=console.host)
-        console.attach(runtime, connections=server.connected, local_session=server.session_id)
-
-        def mount(port: int, oauth: bool) -> Any:
-            return console.mounted("/console", port=port, hosts=(), token=token, oauth=oauth)
-
-        options = HttpOptions(port=0, token=token, auth=auth, stateless=True)
-        service = HttpService(server, options, console=mount)
-        async with anyio.create_task_group() as group:
-            await group.start(console.serve)
-            url = await group.start(service.serve)
-            try:
-                yield url, console
-            finally:
-                service.stop()
-                console.stop()
-
-
 class _At:
     def __init__(self, url: str) -> None:
         self.url = url
 
 
 async def test_with_the_static_token_the_console_opens_at_its_path(tmp_path: Path) -> None:
-    async with _served(tmp_path, token=TOKEN) as (url, _), httpx2.AsyncClient() as http:
+    async with mounted_serving(tmp_path, token=TOKEN) as (url, _), httpx2.AsyncClient() as http:
         base = url.rsplit("/", 1)[0] + "/console"
         assert (await http.get(base + "/")).status_code == 401
         assert (await http.get(base + "/?token=wrong")).status_code == 401
@@ -91,7 +60,7 @@ async def test_with_oauth_only_an_admins_token_signs_in_and_answers_as_them(
     tmp_path: Path, admins: Provider
 ) -> None:
     auth = AuthOptions(issuer=admins.issuer, scopes=("tools",))
-    async with _served(tmp_path, auth=auth) as (url, console), httpx2.AsyncClient() as http:
+    async with mounted_serving(tmp_path, auth=auth) as (url, console), httpx2.AsyncClient() as http:
         base = url.rsplit("/", 1)[0] + "/console"
         assert (await http.get(base + "/sign-in")).status_code == 401
         bot = await admins.client_credentials(AGENT, AGENT_SECRET, resource=url)

@@ -6,8 +6,10 @@ one replica is answered on another (request state sealed with the shared keys); 
 result's link made on one replica is read on another. 2025-11-25: session ids name their
 replica and the load balancer keeps a session there; a call's stream cut mid-call is resumed
 through another replica and the result arrives once, the tool having run once. kill -9 of a
-replica mid-call, in both eras: the client hears of it (no hang), a survivor audits the call
-as ``lost``, and a 2025 client's session gets 404 and a new session works elsewhere.
+replica mid-call, in both eras and through the SDK's client: the client hears of it at once
+(the 2026 client from the load balancer's 502, naming the replica; the 2025 client from the
+stream it resumes on a survivor), a survivor audits the call as ``lost``, and a 2025 client's
+session gets 404 and a new session works elsewhere.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import httpx2
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 from mcp_toolbridge.server.resume import RETRY_MS
 from mcp_toolbridge.state import RedisLink
@@ -33,6 +36,7 @@ from tests.support.cluster import Cluster, cluster, need_haproxy
 from tests.support.httpserve import (
     answer_from,
     call,
+    http_server,
     modern,
     modern_headers,
     open_session,
@@ -40,7 +44,7 @@ from tests.support.httpserve import (
 )
 from tests.support.manifests import agentcli_manifest, echo_tool
 from tests.support.rawstdio import REPO
-from tests.support.redis_server import need_redis
+from tests.support.redis_server import RedisServer, need_redis
 
 pytestmark = pytest.mark.e2e
 
@@ -77,6 +81,9 @@ pattern = { prefix = "seq " }
 action = "allow"
 """
 _ECHO = "import json, sys\nprint(json.dumps({'echo': json.load(sys.stdin)}))\n"
+CLUSTER_TEST_S = 300
+"""A guard against a hang of a test that starts a cluster of its own (Redis, replicas,
+HAProxy; a start takes seconds on an idle machine and a minute on a loaded one)."""
 
 
 @pytest.fixture(scope="module")
@@ -86,9 +93,11 @@ async def service(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Clu
     policy = work / "policy.toml"
     policy.write_text(SEQ_ALLOWED)
     args = ("--sandbox", "off", "--workspace", str(work), "--policy", str(policy), str(folder))
-    with anyio.fail_after(90):
-        async with cluster(work, ("r1", "r2", "r3"), *args) as running:
-            yield running
+    # No deadline around the yield: a scope held across it would cancel whichever later
+    # test runs when it expires (the fixture runs in the tests' task). Each step of the
+    # start has its own (a server's first line, Redis's, the load balancer's readiness).
+    async with cluster(work, ("r1", "r2", "r3"), *args) as running:
+        yield running
 
 
 ELICITING: dict[str, Any] = {"elicitation": {"form": {}}}
@@ -119,6 +128,18 @@ async def test_every_replica_lists_the_same_tools_in_the_same_order(service: Clu
     assert "wait_gate" in lists[0] and "confirm_echo" in lists[0]
 
 
+async def test_each_replica_answers_the_load_balancers_probes_without_a_credential(
+    service: Cluster,
+) -> None:
+    async with httpx2.AsyncClient(timeout=5) as http:
+        for name in service.replicas:
+            base = service.direct(name).rsplit("/mcp", 1)[0]
+            alive, ready = await http.get(f"{base}/healthz"), await http.get(f"{base}/readyz")
+            assert alive.status_code == 200 and alive.json() == {"status": "ok"}
+            assert ready.status_code == 200
+            assert ready.json() == {"status": "ready", "replica": name}
+
+
 async def test_a_confirmation_asked_on_one_replica_is_answered_on_another(
     service: Cluster,
 ) -> None:
@@ -138,6 +159,63 @@ async def test_a_confirmation_asked_on_one_replica_is_answered_on_another(
     forged["params"].update(requestState="v1.forged", inputResponses={key: accept})
     refused = await _post_modern(service.direct("r3"), forged, ELICITING)
     assert refused["error"]["code"] == -32602  # Invalid or expired requestState
+
+
+async def test_request_state_keys_rotate_a_new_key_seals_and_the_old_one_still_opens(
+    tmp_path: Path,
+) -> None:
+    """A rotation under way (docs/deploy.md): r-new has ``TOOLBRIDGE_STATE_KEYS=new,old``,
+    r-old still ``old``. A confirmation r-old sealed (with old) is answered on r-new (old
+    still opens there); one r-new sealed (with new) is refused by r-old, which lacks it."""
+    need_redis()
+    old, new = secrets.token_hex(32), secrets.token_hex(32)
+    folder = _catalog(tmp_path / "manifests")
+    redis = RedisServer(tmp_path / "redis")
+    (tmp_path / "redis").mkdir()
+    await anyio.to_thread.run_sync(redis.start)
+    shared = ("--state", redis.url(), "--sandbox", "off", "--workspace", str(tmp_path))
+    arguments = {"text": "rotate"}
+    accept = {"action": "accept", "content": {"decision": "Allow once"}}
+
+    async def asked_on(url: str) -> tuple[dict[str, Any], str]:
+        asked = await _post_modern(url, call("confirm_echo", arguments), ELICITING)
+        result = asked["result"]
+        assert result["resultType"] == "input_required", result
+        (key,) = result["inputRequests"]
+        retry = call("confirm_echo", arguments)
+        retry["params"].update(requestState=result["requestState"], inputResponses={key: accept})
+        return retry, key
+
+    try:
+        with anyio.fail_after(90):
+            async with (
+                http_server(
+                    tmp_path,
+                    *shared,
+                    "--replica",
+                    "r-old",
+                    str(folder),
+                    env={"TOOLBRIDGE_STATE_KEYS": old},
+                ) as r_old,
+                http_server(
+                    tmp_path,
+                    *shared,
+                    "--replica",
+                    "r-new",
+                    str(folder),
+                    env={"TOOLBRIDGE_STATE_KEYS": f"{new},{old}"},
+                ) as r_new,
+            ):
+                sealed_old, _ = await asked_on(r_old.url)
+                done = await _post_modern(r_new.url, sealed_old, ELICITING)
+                sealed_new, _ = await asked_on(r_new.url)
+                refused = await _post_modern(r_old.url, sealed_new, ELICITING)
+                mine = await _post_modern(r_new.url, sealed_new, ELICITING)
+    finally:
+        redis.stop()
+    assert done["result"]["structuredContent"] == {"echo": arguments}
+    assert refused["error"]["code"] == -32602  # Invalid or expired requestState
+    assert mine["result"]["structuredContent"] == {"echo": arguments}
 
 
 async def test_a_truncated_results_link_made_on_one_replica_reads_on_another(
@@ -228,36 +306,62 @@ async def test_a_dropped_stream_resumes_through_another_replica_and_the_tool_run
     assert started.read_text().splitlines() == ["started"]  # the tool ran once
 
 
-async def test_kill_9_mid_call_2026_the_client_hears_at_once_and_a_survivor_audits_it_lost(
-    tmp_path_factory: pytest.TempPathFactory,
+@pytest.mark.parametrize("streamed", [False, True], ids=["json", "sse"])
+async def test_kill_9_mid_call_2026_the_client_hears_its_replica_stopped_and_a_survivor_audits_it(
+    tmp_path_factory: pytest.TempPathFactory, streamed: bool
 ) -> None:
+    """The SDK client (2026-07-28) through HAProxy, its call's replica killed mid-call. Before
+    the answer started (a plain JSON answer, the usual case) the load balancer's 502 is a
+    JSON-RPC error the SDK raises as is: it names the replica and says the call may have run.
+    Once the answer is an SSE stream under way (the client listens to progress, which the
+    server sent) nothing can be added to it: the SDK says the stream ended without a
+    response. Either way at once, never a hang, and a survivor audits the call ``lost``."""
     work = tmp_path_factory.mktemp("kill-2026")
     folder = _catalog(work / "manifests")
     gate, started = work / "gate", work / "started"
     args = ("--sandbox", "off", "--workspace", str(work), str(folder))
-    with anyio.fail_after(120):
-        async with cluster(work, ("r1", "r2"), *args) as service:
-            failure: list[BaseException] = []
+    heard = anyio.Event()
+
+    async def progress(progress: float, total: float | None, message: str | None) -> None:
+        heard.set()
+
+    with anyio.fail_after(CLUSTER_TEST_S):
+        async with (
+            cluster(work, ("r1", "r2"), *args) as service,
+            Client(service.url, mode="auto") as client,
+        ):
+            failure: list[MCPError] = []
 
             async def calling() -> None:
-                try:
-                    async with Client(service.url, mode="auto") as client:
-                        await client.call_tool(
-                            "wait_gate", {"gate": str(gate), "started": str(started)}
-                        )
-                except Exception as exc:  # the connection to the dead replica broke
-                    failure.append(exc)
+                with pytest.raises(MCPError) as raised:
+                    await client.call_tool(
+                        "wait_gate",
+                        {"gate": str(gate), "started": str(started)},
+                        progress_callback=progress if streamed else None,
+                    )
+                failure.append(raised.value)
 
             async with anyio.create_task_group() as group:
                 group.start_soon(calling)
                 await _started(started)  # the tool runs (the lease has noted its decision)
+                if streamed:
+                    await heard.wait()  # the answer is an SSE stream now
                 runner = await _runner_of(service)
                 service.kill(runner)
-            assert failure, "the call to a killed replica must fail, not hang"
             survivor = next(n for n in service.replicas if n != runner)
             lines = await _audit_line(service, survivor, "wait_gate")
+            after = await client.call_tool("echo", {"text": "again"})  # the survivor answers
+    (error,) = failure
+    if streamed:
+        assert error.error.message == "SSE stream ended without a response"
+    else:
+        assert error.error.code == -32001
+        message = error.error.message
+        assert f"the server replica serving this request ({runner}) stopped" in message
+        assert "may have done part of its work" in message and "outcome lost" in message
     assert lines["outcome"] == "lost" and lines["errorCode"] == "exec.cancelled"
     assert lines["decision"] == "allow"
+    assert after.structured_content == {"echo": {"text": "again"}}
 
 
 async def _resume(http: httpx2.AsyncClient, url: str, headers: dict[str, str]) -> httpx2.Response:
@@ -288,7 +392,7 @@ async def test_kill_9_mid_call_2025_the_resumed_stream_says_the_replica_stopped(
     folder = _catalog(work / "manifests")
     gate, started = work / "gate", work / "started"
     args = ("--sandbox", "off", "--workspace", str(work), str(folder))
-    with anyio.fail_after(120):
+    with anyio.fail_after(CLUSTER_TEST_S):
         async with (
             cluster(work, ("r1", "r2"), *args) as service,
             httpx2.AsyncClient(timeout=60) as http,
@@ -328,6 +432,45 @@ async def test_kill_9_mid_call_2025_the_resumed_stream_says_the_replica_stopped(
     assert lost["outcome"] == "lost"
 
 
+async def test_kill_9_mid_call_2025_the_sdk_client_resumes_and_hears_its_replica_stopped(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The SDK client (2025-11-25, a session) through HAProxy, its session's replica killed
+    mid-call: the SDK resumes the call's stream by itself (Last-Event-ID), the load balancer
+    takes the resume to a survivor, and the error the survivor stored ends it: the SDK raises
+    it, naming the replica. A new session then works."""
+    work = tmp_path_factory.mktemp("kill-2025-sdk")
+    folder = _catalog(work / "manifests")
+    gate, started = work / "gate", work / "started"
+    args = ("--sandbox", "off", "--workspace", str(work), str(folder))
+    with anyio.fail_after(120):
+        async with cluster(work, ("r1", "r2"), *args) as service:
+            async with Client(service.url, mode="legacy") as client:
+                failure: list[MCPError] = []
+
+                async def calling() -> None:
+                    with pytest.raises(MCPError) as raised:
+                        await client.call_tool(
+                            "wait_gate", {"gate": str(gate), "started": str(started)}
+                        )
+                    failure.append(raised.value)
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(calling)
+                    await _started(started)
+                    runner = await _runner_of(service)
+                    service.kill(runner)
+            async with Client(service.url, mode="legacy") as again:
+                answer = await again.call_tool("echo", {"text": "y"})
+            survivor = next(n for n in service.replicas if n != runner)
+            lost = await _audit_line(service, survivor, "wait_gate")
+    (error,) = failure
+    assert error.error.code == -32001
+    assert f"replica running this call ({runner}) stopped" in error.error.message
+    assert answer.structured_content == {"echo": {"text": "y"}}
+    assert lost["outcome"] == "lost"
+
+
 async def test_a_reload_on_one_replica_reaches_listen_streams_on_another(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
@@ -337,7 +480,7 @@ async def test_a_reload_on_one_replica_reaches_listen_streams_on_another(
     folder = work / "manifests"
     agentcli_manifest(folder, [echo_tool()], {"echo": _ECHO})
     args = ("--sandbox", "off", "--locked", "none", "--workspace", str(work), str(folder))
-    with anyio.fail_after(120):
+    with anyio.fail_after(CLUSTER_TEST_S):
         async with (
             cluster(work, ("r1", "r2"), *args, per_replica={"r1": ("--watch",)}) as service,
             Client(service.direct("r2"), mode="auto") as client,
@@ -368,7 +511,7 @@ async def test_sigterm_drains_a_replica_then_ends_what_outlives_the_deadline(
     drain = "30" if finishes else "1"
     args = ("--sandbox", "off", "--workspace", str(work), "--drain-timeout", drain, str(folder))
     outcome: list[Any] = []
-    with anyio.fail_after(120):
+    with anyio.fail_after(CLUSTER_TEST_S):
         async with cluster(work, ("r1", "r2"), *args) as service:
             message = call("wait_gate", {"gate": str(gate), "started": str(started)})
 
@@ -383,6 +526,7 @@ async def test_sigterm_drains_a_replica_then_ends_what_outlives_the_deadline(
                 await _started(started)
                 service.replicas["r1"].process.terminate()
                 await _until_ready(service.direct("r1"), 503)
+                await _alive_but_stopping(service.direct("r1"))
                 async with httpx2.AsyncClient(timeout=30) as http:
                     body = modern(request("tools/list"))
                     refused = await http.post(
@@ -402,6 +546,20 @@ async def test_sigterm_drains_a_replica_then_ends_what_outlives_the_deadline(
     else:
         assert isinstance(outcome[0], Exception)  # the stream ended without an answer
         assert [line["outcome"] for line in lines] == ["shutdown"]
+
+
+async def _alive_but_stopping(url: str) -> None:
+    """A draining replica is alive (``/healthz`` 200: no orchestrator restarts it) and
+    unready (``/readyz`` 503, saying why); neither needs a credential."""
+    base = url.rsplit("/mcp", 1)[0]
+    async with httpx2.AsyncClient(timeout=5) as http:
+        alive = await http.get(f"{base}/healthz")
+        ready = await http.get(f"{base}/readyz")
+    assert alive.status_code == 200 and alive.json() == {"status": "ok"}
+    assert ready.status_code == 503
+    body = ready.json()
+    assert body["status"] == "unready" and body["replica"] == "r1"
+    assert body["reasons"] == ["stopping: finishing the calls it runs, taking no new ones"]
 
 
 async def _until_ready(url: str, status: int) -> None:

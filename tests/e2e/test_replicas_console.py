@@ -56,9 +56,10 @@ def _catalog(folder: Path) -> Path:
 async def _service(work: Path) -> AsyncIterator[Cluster]:
     folder = _catalog(work / "manifests")
     args = ("--sandbox", "off", "--workspace", str(work), "--console", "127.0.0.1:0")
-    with anyio.fail_after(90):
-        async with cluster(work, ("r1", "r2"), *args, str(folder)) as running:
-            yield running
+    # No deadline around the yield: it would run through the body (a module's tests) and
+    # cancel whichever test it found running; each step of the start has its own guard.
+    async with cluster(work, ("r1", "r2"), *args, str(folder)) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")

@@ -100,6 +100,26 @@ async def test_nothing_is_sent_below_the_clients_level_or_without_a_listener(
     assert result.ok
 
 
+class Deaf(Recorded):
+    """A CallLog that wants no level (a 2026-07-28 request that did not opt in)."""
+
+    def wants(self, level: LogLevel) -> bool:
+        return False
+
+
+async def test_a_call_whose_client_wants_no_level_runs_without_a_log_companion(
+    tmp_path: Path,
+) -> None:
+    deaf = Deaf()
+    channel = '{"log": "careful", "level": "error"}\nnot json\n'
+    result = await _run(tmp_path, {"stderr": "a line\n", "channel": channel, "exit": 1}, deaf)
+    assert deaf.lines == []  # no line, and no count of ignored channel lines
+    assert result.error is not None and result.error.endswith("a line")  # stderr as always
+    listening = Recorded("error")  # the severe levels only: the companion runs
+    await _run(tmp_path, {"channel": channel}, listening)
+    assert [line[:2] for line in listening.lines] == [("error", "scripted")]
+
+
 async def test_lines_over_the_rate_are_counted_and_the_count_is_sent_once(
     tmp_path: Path,
 ) -> None:

@@ -40,8 +40,9 @@ def live_members(pgid: int) -> list[int]:
 
 async def assert_group_gone(pgid: int) -> None:
     """Every member exits promptly: SIGKILL is sent at once, but dying takes the target a
-    moment, so each one still listed is awaited through a pidfd (readable once it exits)."""
-    with anyio.fail_after(2):
+    moment, so each one still listed is awaited through a pidfd (readable once it exits); the
+    limit only guards against a hang (a loaded machine may take seconds)."""
+    with anyio.fail_after(30):
         for pid in live_members(pgid):
             try:
                 pidfd = PIDFD_OPEN(pid)

@@ -18,10 +18,10 @@ from tests.support.manifests import agentcli_manifest, echo_tool
 HANG = """
 import json, subprocess, sys, time
 args = json.load(sys.stdin)
-subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", args["text"]])
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", args["text"]])
 with open(args["ready"], "w") as ready:
     ready.write("ready")
-time.sleep(60)
+time.sleep(600)
 """
 
 PROGRESS = """
@@ -32,6 +32,11 @@ with open(int(os.environ["TOOLBRIDGE_PROGRESS_FD"]), "w") as channel:
               flush=True)
 print(json.dumps({"done": True}))
 """
+
+
+GONE_WITHIN_S = 60.0
+"""How long a cancelled call's processes may take to be gone: a guard against their living on
+(they would sleep 600 s, past their 120 s deadline), with room for a loaded 2-core machine."""
 
 
 def _alive_with(marker: str) -> list[int]:
@@ -82,14 +87,12 @@ async def _wait_ready(path: Path) -> None:
         with open(path, encoding="utf-8") as fifo:
             return fifo.read()
 
-    with anyio.fail_after(10):
+    with anyio.fail_after(GONE_WITHIN_S):  # a guard against a hang: a start may be slow
         assert await anyio.to_thread.run_sync(read, abandon_on_cancel=True) == "ready"
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-async def test_cancelled_call_kills_the_tool_and_its_children_within_a_second(
-    tmp_path: Path, mode: str
-) -> None:
+async def test_cancelled_call_kills_the_tool_and_its_children(tmp_path: Path, mode: str) -> None:
     settings = Settings(paths=[_catalog(tmp_path)], audit=False, workspace=tmp_path)
     loaded = load_catalog(settings, BUILTIN_SPECS)
     marker = f"marker-{uuid.uuid4().hex}"
@@ -101,7 +104,7 @@ async def test_cancelled_call_kills_the_tool_and_its_children_within_a_second(
             await _wait_ready(ready)
             assert _alive_with(marker)
             tg.cancel_scope.cancel()
-        await _wait_gone(marker, 1.0)
+        await _wait_gone(marker, GONE_WITHIN_S)
         assert (await bridge.call("progress", {})).ok
 
 
@@ -121,13 +124,13 @@ async def test_cancel_over_stdio_frees_the_process_group_and_the_server_keeps_se
         ],
         env=env,
     )
-    with anyio.fail_after(30):
+    with anyio.fail_after(3 * GONE_WITHIN_S):
         async with Client(params, mode="legacy") as client:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(client.call_tool, "hang", {"text": marker, "ready": str(ready)})
                 await _wait_ready(ready)
                 tg.cancel_scope.cancel()
-            await _wait_gone(marker, 1.0)
+            await _wait_gone(marker, GONE_WITHIN_S)
             result = await client.call_tool("progress", {})
             assert result.structured_content == {"done": True}
 

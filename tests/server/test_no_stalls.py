@@ -3,8 +3,11 @@ answering other requests (tools/list; ping in the 2025 era, which has it) within
 its event loop is never kept from running for more than 50 ms.
 
 The server runs in this process (the SDK's in-memory client), so the ticker that measures the
-loop's lag measures the server's own loop. Each case starts one call, probes the server until
-the call ends or a window has passed, then cancels the call if it still runs.
+loop's lag measures the server's own loop. Both leave out the process's waits for a CPU
+(tests/support/loop_lag.py: the time that passed less them, never less than the CPU time the
+loop used), which on a loaded 2-core machine alone come to more than these limits. Each case
+starts one call, probes the server until the call ends or a window has passed, then cancels
+the call if it still runs.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from mcp import Client
 
 from mcp_toolbridge.builtins import LOCKED_IDS
 from mcp_toolbridge.runtime import Settings
-from tests.support.loop_lag import loop_lag
+from tests.support.loop_lag import held_s, loop_lag, mark
 from tests.support.manifests import agentcli_manifest, echo_tool
 from tests.support.served import locked_settings, served_client
 from tests.support.web_fixture import Reply, serving
@@ -116,9 +119,9 @@ CASES = {
 BOTH_ERAS = ("grep", "read", "bash", "flood")
 """The cases also run on a 2026-07-28 connection (tools/list only: that era has no ping)."""
 ATTEMPTS = 3
-"""A case passes when one of this many runs stays within the limits: on a shared 2-core
-machine the OS alone can keep a process off the CPU for 50 ms; a stall of ours fails every
-run."""
+"""A case passes when one of this many runs stays within the limits: the waits for a CPU the
+kernel counts are left out, not those it cannot see (a virtual machine's host taking its CPU
+away), nor the collector running once; a stall of ours fails every run."""
 
 
 def test_every_locked_tool_has_a_worst_case_here():
@@ -136,13 +139,13 @@ def _slow_body() -> Iterator[bytes]:
 
 async def _probe(client: Client, legacy: bool) -> float:
     """The slowest of one tools/list (bypassing the client's cache) and, in 2025, one ping."""
-    started = time.perf_counter()
+    started = mark()
     await client.list_tools(cache_mode="bypass")
-    worst = time.perf_counter() - started
+    worst = held_s(started)
     if legacy:
-        started = time.perf_counter()
+        started = mark()
         await client.send_ping()
-        worst = max(worst, time.perf_counter() - started)
+        worst = max(worst, held_s(started))
     return worst
 
 

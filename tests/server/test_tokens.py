@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import jwt
@@ -240,3 +241,44 @@ async def test_refusals_are_never_kept_and_the_kept_answers_are_bounded(
                 assert await off.verify_token(issued[1]) is not None
     assert refused == [None, None]
     assert off.asked == 3  # 0: the issuer is asked on every request
+
+
+@needs_oidc
+async def test_an_id_token_verifies_only_for_its_client_nonce_issuer_and_time(
+    tmp_path: Path,
+) -> None:
+    """The console's sign-in checks the ID token with the issuer's keys: each claim that is
+    not the sign-in's refuses it (the tokens signed here with the provider's own key)."""
+    signing = rsa_jwk("id-key")
+    key = jwt.PyJWK(signing).key
+    with anyio.fail_after(60):
+        async with oidc_provider(tmp_path, keys=[signing], clients=CLIENTS) as provider:
+            validator = TokenValidator(AuthOptions(issuer=provider.issuer), RESOURCE)
+            await validator.start()
+            now = int(time.time())
+            good = {"iss": provider.issuer, "aud": "console", "sub": "alice", "iat": now,
+                    "exp": now + 300, "nonce": "n-1"}  # fmt: skip
+
+            def signed(claims: dict[str, object], with_key: Any = key) -> str:
+                return jwt.encode(claims, with_key, algorithm="RS256", headers={"kid": "id-key"})
+
+            async def verdict(claims: dict[str, object], **other: Any) -> object:
+                return await validator.verify_id_token(
+                    signed(claims, **other), client_id="console", nonce="n-1"
+                )
+
+            accepted = await verdict(good)
+            refused = [
+                await verdict({**good, "nonce": "n-2"}),
+                await verdict({k: v for k, v in good.items() if k != "nonce"}),
+                await verdict({**good, "aud": "another-client"}),
+                await verdict({**good, "aud": ["console", "another-client"]}),
+                await verdict({**good, "iss": provider.issuer + "/other"}),
+                await verdict({**good, "exp": now - 3600}),
+                await verdict({k: v for k, v in good.items() if k != "sub"}),
+                await verdict(good, with_key=jwt.PyJWK(rsa_jwk("id-key")).key),
+            ]
+            several = await verdict({**good, "aud": ["console", "x"], "azp": "console"})
+    assert isinstance(accepted, dict) and accepted["sub"] == "alice"
+    assert refused == [None] * len(refused)
+    assert several is not None

@@ -83,6 +83,17 @@ async def test_a_sign_in_pass_opens_once(link: RedisLink) -> None:
     assert await share.take_pass("never-issued") is None
 
 
+async def test_a_completed_browser_sign_in_is_remembered_apart_from_passes(
+    link: RedisLink,
+) -> None:
+    share, _ = _stores(link)
+    await share.put_pass("state-1", "spent", ttl_s=60, kind="login")
+    assert await share.has_pass("state-1", kind="login")
+    assert await share.has_pass("state-1", kind="login")  # it stays until it expires
+    assert not await share.has_pass("state-2", kind="login")
+    assert await share.take_pass("state-1") is None  # never a sign-in pass
+
+
 async def test_the_audit_stream_reads_on_from_where_a_reader_left_off(link: RedisLink) -> None:
     share, _ = _stores(link)
     for n in range(3):

@@ -3,17 +3,23 @@ in-memory store and on a real Redis; and what the Redis one does when Redis is a
 
 from __future__ import annotations
 
+import os
+import signal
+
 import anyio
 import pytest
 
 from mcp_toolbridge.state import (
     UNKNOWN_CALL_USAGE,
+    Grant,
     RedisLink,
     RedisState,
     State,
     StateUnavailable,
     Usage,
 )
+from mcp_toolbridge.state.redis_client import MAX_CONNECTIONS
+from mcp_toolbridge.state.redis_state import SESSION_TTL_S
 from tests.support.redis_server import RedisServer, free_port, unique_prefix
 
 
@@ -137,3 +143,80 @@ async def test_state_survives_nothing_of_a_restart_but_answers_again(
     finally:
         await link.aclose()
         server.stop()
+
+
+async def test_every_key_a_person_has_in_redis_expires_with_person_idle_s(link: RedisLink) -> None:
+    """What bounds the people kept in Redis (``[auth] max_people`` caps one process's memory
+    only): each key of a person lives ``person_ttl_s`` (``[auth] person_idle_s``) after its
+    last change or the person's last call, an anonymous session's a day; none lives for
+    ever."""
+    prefix = unique_prefix()
+    state = RedisState(link, prefix=prefix, person_ttl_s=3600)
+    for owner in ("caller:person", "session:anonymous"):
+        await state.add_grants(owner, [Grant("read", None)])
+        await state.save(owner, "todo", [{"content": "x"}])
+        assert await state.take(owner, "web_search", 5)
+        await state.hit(owner, "calls", 10, 60.0)
+        admitted = await state.admit(owner, "t", tokens=5, usd=None)
+        await state.settle(owner, "t", admitted.held, Usage(1, 0.0))
+    keys = await link.run("KEYS", f"{prefix}*")
+    ttls = {key.decode(): await link.run("TTL", key) for key in keys}
+    person = {k: t for k, t in ttls.items() if "caller:person" in k}
+    session = {k: t for k, t in ttls.items() if "session:anonymous" in k}
+    assert len(person) >= 6 and len(session) == len(person), ttls
+    windows = [k for k in person if ":hits:" in k]
+    assert windows and all(0 < person[k] <= 60 for k in windows)  # the window's own length
+    assert all(0 < t <= 3600 for k, t in person.items() if k not in windows), person
+    assert all(3600 < t <= SESSION_TTL_S for k, t in session.items() if ":hits:" not in k)
+    usage = next(k for k in person if k.endswith(":usage"))
+    await link.run("EXPIRE", usage, 5)  # as if its last change were long ago
+    assert await state.grants("caller:person") == (Grant("read", None),)  # a call's gate
+    assert 5 < await link.run("TTL", usage) <= 3600  # any call renews all of a person's keys
+    with pytest.raises(ValueError):
+        RedisState(link, person_ttl_s=0)
+
+
+async def test_a_redis_that_hangs_is_unavailable_within_the_deadline_not_waited_for(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Redis stopped dead (SIGSTOP: connections open, nothing answered): a command fails
+    with StateUnavailable at its deadline instead of hanging the call; once Redis answers
+    again, so does the link."""
+    server = RedisServer(tmp_path_factory.mktemp("redis-hang")).start()
+    assert server.process is not None
+    link = RedisLink(server.url(), timeout_s=0.5)
+    state = RedisState(link, prefix=unique_prefix())
+    try:
+        assert await state.take("a", "n", 5)
+        os.kill(server.process.pid, signal.SIGSTOP)
+        try:
+            with anyio.fail_after(30), pytest.raises(StateUnavailable) as caught:
+                await state.take("a", "n", 5)
+            assert "did not answer" in caught.value.reason
+        finally:
+            os.kill(server.process.pid, signal.SIGCONT)
+        with anyio.fail_after(30):
+            while not await link.ping():  # the connection that timed out is dropped once
+                pass
+        assert await state.take("a", "n", 5)
+    finally:
+        await link.aclose()
+        server.stop()
+
+
+async def test_one_link_holds_a_bounded_pool_however_many_commands_wait(
+    link: RedisLink, redis_server: RedisServer
+) -> None:
+    """Five times the pool's size of commands at once: all are answered, over at most
+    MAX_CONNECTIONS connections of this link (the rest wait for one, within their deadline)."""
+    own = RedisLink(redis_server.url())
+    state = RedisState(own, prefix=unique_prefix())
+    try:
+        before = int((await link.run("INFO", "clients"))["connected_clients"])
+        async with anyio.create_task_group() as group:
+            for i in range(5 * MAX_CONNECTIONS):
+                group.start_soon(state.take, f"owner{i}", "n", 5)
+        during = int((await link.run("INFO", "clients"))["connected_clients"])
+    finally:
+        await own.aclose()
+    assert 0 < during - before <= MAX_CONNECTIONS

@@ -13,6 +13,10 @@ from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.schemas import compile_schema
 
 SESSION = "s1"
+CALL_TIMEOUT_S = 120.0
+"""The deadline of a :func:`call`: it only guards against a hang (the tests of deadlines make
+their own requests), so it is far above what a search of a 5 MB line or the diagnostics of
+a 15 MB file take on a loaded 2-core machine."""
 
 
 @dataclass(frozen=True)
@@ -39,7 +43,7 @@ async def call(tool: BuiltinTool, session: str = SESSION, **arguments: Any) -> E
     request = ExecRequest(
         spec=tool.spec,
         arguments=arguments,
-        timeout_s=20.0,
+        timeout_s=CALL_TIMEOUT_S,
         context=CallContext(session_id=session),
     )
     return await tool.run(request)

@@ -81,7 +81,7 @@ async def _wait_ready(url: str, *, expect: int = 200) -> None:
     pass): a bounded poll, since HAProxy announces neither."""
     base = url.rsplit("/mcp", 1)[0]
     async with httpx2.AsyncClient(timeout=2) as http:
-        with anyio.fail_after(30):
+        with anyio.fail_after(60):  # a guard: HAProxy's checks pass within seconds
             while True:
                 try:
                     if (await http.get(f"{base}/readyz")).status_code == expect:

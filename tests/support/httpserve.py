@@ -78,7 +78,7 @@ async def http_server(
     lines: list[str] = []
     try:
         url = None
-        with anyio.fail_after(30):
+        with anyio.fail_after(60):  # a guard: a start on a loaded machine takes seconds
             while url is None:
                 try:
                     line = await stream.receive_until(b"\n", 1 << 20)

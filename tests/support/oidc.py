@@ -100,6 +100,22 @@ class Provider:
         assert response.status_code == 200, response.text
         return str(response.json()["access_token"])
 
+    async def register(self, redirect_uri: str, *, public: bool = False) -> tuple[str, str | None]:
+        """A web client registered now (RFC 7591) for the authorization code flow back to
+        ``redirect_uri``: its id and secret (None for a ``public`` client, PKCE alone)."""
+        metadata = {
+            "client_name": "mcp-toolbridge console",
+            "redirect_uris": [redirect_uri],
+            "grant_types": ["authorization_code"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "none" if public else "client_secret_basic",
+        }
+        async with httpx2.AsyncClient() as http:
+            response = await http.post(f"{self.issuer}/reg", json=metadata)
+        assert response.status_code == 201, response.text
+        found = response.json()
+        return str(found["client_id"]), None if public else str(found["client_secret"])
+
     async def revoke(self, token: str, client_id: str, secret: str) -> None:
         async with httpx2.AsyncClient() as http:
             response = await http.post(

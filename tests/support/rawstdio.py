@@ -23,6 +23,9 @@ MODERN_META = {
 }
 """The per-request envelope of a 2026-07-28 request."""
 MAX_LINE = 64 << 20
+ANSWER_WITHIN_S = 60.0
+"""How long an answer is waited for by default: a guard against a hang, not a timing (a
+server starting on a loaded 2-core machine takes several seconds to answer initialize)."""
 REPO = Path(__file__).resolve().parents[2]
 _started = itertools.count()
 
@@ -98,7 +101,9 @@ class RawServer:
         self.seen.append(message)
         return message
 
-    async def answer_to(self, request_id: object, within_s: float = 10.0) -> dict[str, Any]:
+    async def answer_to(
+        self, request_id: object, within_s: float = ANSWER_WITHIN_S
+    ) -> dict[str, Any]:
         """Read until the response to ``request_id`` (a result or an error) arrives."""
         with anyio.fail_after(within_s):
             while True:
@@ -106,7 +111,9 @@ class RawServer:
                 if message.get("id") == request_id and ("result" in message or "error" in message):
                     return message
 
-    async def call(self, message: dict[str, Any], within_s: float = 10.0) -> dict[str, Any]:
+    async def call(
+        self, message: dict[str, Any], within_s: float = ANSWER_WITHIN_S
+    ) -> dict[str, Any]:
         await self.send_json(message)
         return await self.answer_to(message["id"], within_s)
 

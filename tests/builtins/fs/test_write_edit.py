@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from mcp_toolbridge.builtins.fs import edit as edit_module
 from mcp_toolbridge.builtins.fs import edit_text
 from mcp_toolbridge.builtins.fs.atomic import PathLocks
 from mcp_toolbridge.builtins.fs.edit import EditTool
@@ -17,7 +18,7 @@ from mcp_toolbridge.errors import ErrorCode, PermissionDeniedError
 from mcp_toolbridge.executors.base import ExecRequest
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.policy.paths import PathRejectedError
-from tests.support.builtin_fs import Layout, call, err
+from tests.support.builtin_fs import CALL_TIMEOUT_S, Layout, call, err
 
 
 @pytest.fixture
@@ -264,7 +265,7 @@ async def test_edit_refuses_binary_files_and_directories(edit, layout):
 
 async def test_edit_refuses_a_fifo_without_blocking(edit, layout):
     os.mkfifo(layout.ws / "pipe")
-    with anyio.fail_after(5):
+    with anyio.fail_after(60):  # opening the FIFO to read would block for ever
         result = await call(edit, file_path="pipe", old_string="a", new_string="b")
     assert not result.ok and "FIFO" in err(result)
 
@@ -282,7 +283,7 @@ async def test_concurrent_edits_of_one_file_serialize_and_none_is_lost(edit, lay
             )
         )
 
-    with anyio.fail_after(10):
+    with anyio.fail_after(60):  # a lock never released would hang
         async with anyio.create_task_group() as group:
             for name in names:
                 group.start_soon(bump, name)
@@ -310,11 +311,15 @@ def _big_source(target: Path, near_line: int) -> None:
     target.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-async def test_no_match_in_a_15_mb_file_answers_promptly_with_the_closest_line(edit, layout):
+async def test_no_match_in_a_15_mb_file_answers_with_the_closest_line(edit, layout, monkeypatch):
     """difflib over every line of a 15 MB file took 39 s; the lines it scores are now
-    preselected by shared words (this took about 2 s here)."""
+    preselected by shared words (this took about 2 s here: measured by --durations, not
+    asserted). The diagnostics' budget (at most MAX_DIAGNOSE_S of wall time) is lifted: on a
+    loaded machine the search may need longer, and what is proved here is what it finds;
+    stopping at the budget is the next test's."""
+    monkeypatch.setattr(edit_module, "MAX_DIAGNOSE_S", CALL_TIMEOUT_S)
     _big_source(layout.ws / "big.py", 280_000)
-    with anyio.fail_after(60):
+    with anyio.fail_after(CALL_TIMEOUT_S):
         result = await call(
             edit,
             file_path="big.py",

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import functools
-import time
 import tracemalloc
 import zlib
 from collections.abc import Mapping, Sequence
@@ -399,10 +398,10 @@ async def test_a_server_that_does_not_answer_in_time_is_a_timeout() -> None:
     extra = {"/slow": Reply(body=b"late", hold=True)}
     tool = loopback_tool(resolver(public_test="127.0.0.1"), timeout_s=0.5)
     with serving(routes(**extra)) as server:
-        started = time.monotonic()
-        with pytest.raises(ExecTimeoutError, match=r"took longer than 0\.5s"):
+        # The page is held for ever: only the tool's deadline ends the fetch (the limit
+        # guards against a hang).
+        with anyio.fail_after(60), pytest.raises(ExecTimeoutError, match=r"longer than 0\.5s"):
             await fetch(tool, server.url("/slow", "public.test"))
-    assert time.monotonic() - started < 5
 
 
 def test_the_spec_declares_net_fetch_for_the_url_and_a_read_only_open_world_tool() -> None:

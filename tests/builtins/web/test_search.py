@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import anyio
@@ -187,10 +186,10 @@ async def test_each_session_may_search_only_up_to_its_cap() -> None:
 async def test_a_provider_that_does_not_answer_in_time_is_a_timeout() -> None:
     with serving(ROUTES) as server:
         tool = WebSearchTool([searxng(server, "/slow")], Sessions(), timeout_s=0.3)
-        started = time.monotonic()
-        with pytest.raises(ExecTimeoutError, match=r"did not answer within 0\.3s"):
+        # The provider never answers: only the tool's deadline ends the search (the limit
+        # guards against a hang).
+        with anyio.fail_after(60), pytest.raises(ExecTimeoutError, match=r"within 0\.3s"):
             await search(tool)
-    assert time.monotonic() - started < 5
 
 
 async def test_the_provider_is_stable_per_session_and_sessions_spread_over_providers() -> None:

@@ -46,19 +46,21 @@ def _wait_for(path: Path, limit_s: float) -> str:
     raise AssertionError(f"{path} was never written")
 
 
-def test_a_writer_survives_the_end_of_its_process_group(tmp_path: Path) -> None:
-    go, done = tmp_path / "go", tmp_path / "done"
+def _run_then_kill_group(script: str, go: Path, done: Path) -> tuple[int, str]:
+    """Start ``script`` as the SDK's stdio client starts a server (its own session), read its
+    first line, and end its whole process group as that client does on its way out: the
+    server's pid and that line."""
     server = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(SERVER), str(go), str(done)],
+        [sys.executable, "-c", textwrap.dedent(script), str(go), str(done)],
         cwd=ROOT,
         stdout=subprocess.PIPE,
-        start_new_session=True,  # as the SDK's stdio client starts a server
+        start_new_session=True,
         text=True,
     )
     try:
         assert server.stdout is not None
-        assert server.stdout.readline().strip() == "forked"
-        os.killpg(server.pid, signal.SIGKILL)  # what the SDK's client does on its way out
+        line = server.stdout.readline().strip()
+        os.killpg(server.pid, signal.SIGKILL)
         server.wait(timeout=30)
     finally:
         if server.poll() is None:
@@ -66,10 +68,17 @@ def test_a_writer_survives_the_end_of_its_process_group(tmp_path: Path) -> None:
             server.wait()
         if server.stdout is not None:
             server.stdout.close()
+    return server.pid, line
+
+
+def test_a_writer_survives_the_end_of_its_process_group(tmp_path: Path) -> None:
+    go, done = tmp_path / "go", tmp_path / "done"
+    server_pid, line = _run_then_kill_group(SERVER, go, done)
+    assert line == "forked"
     go.write_text("now")
     pid, session, parent = map(int, _wait_for(done, 60).split())
-    assert session != server.pid  # another session (and process group) than the server's
-    assert parent != server.pid and pid != server.pid  # and outside the server's tree
+    assert session != server_pid  # another session (and process group) than the server's
+    assert parent != server_pid and pid != server_pid  # and outside the server's tree
 
 
 LISTENING_SERVER = """
@@ -96,24 +105,8 @@ time.sleep(600)
 def test_a_writer_holds_no_socket_of_the_server(tmp_path: Path) -> None:
     """serve --http's port is free once the server ends, though its cache writer works on."""
     go, done = tmp_path / "go", tmp_path / "done"
-    server = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(LISTENING_SERVER), str(go), str(done)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        start_new_session=True,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        port = int(server.stdout.readline())
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait(timeout=30)
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
-        if server.stdout is not None:
-            server.stdout.close()
+    _, line = _run_then_kill_group(LISTENING_SERVER, go, done)
+    port = int(line)
     try:
         with socket.socket() as again:
             again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

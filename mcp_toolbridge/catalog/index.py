@@ -165,8 +165,8 @@ class SearchIndex(Mentions, Needs, Evidence):
         parts = [(p, t) for p in split_clauses(request) if (t := self._analyzer.terms(p))]
         if len(parts) <= 1:
             parts = [(request, self._analyzer.terms(request))]
-        lists, closest = self._ranked(parts, want, visible)
-        ranked = self._merged(request, parts, lists, want, visible)
+        lists, closest, tops = self._ranked(parts, want, visible)
+        ranked = self._merged(request, parts, lists, tops, want, visible)
         if config.DEPENDENCIES and (ranked or pinned):
             terms = [term for _, clause in parts for term in clause]
             ranked = self._with_dependencies(ranked, lists, pinned, terms, visible)[:want]
@@ -184,6 +184,7 @@ class SearchIndex(Mentions, Needs, Evidence):
         request: str,
         parts: list[tuple[str, list[str]]],
         lists: list[list[tuple[float, int]]],
+        tops: list[float],
         n: int,
         visible: Visible | None,
     ) -> list[tuple[float, int]]:
@@ -193,7 +194,11 @@ class SearchIndex(Mentions, Needs, Evidence):
             return interleave(lists, n)
         whole = [term for _, clause in parts for term in clause]
         if config.CLAUSE_MERGE == "cover":
-            return cover(self._ranked([(request, whole)], n, visible)[0][0], lists, n)
+            # how strongly each clause matches, as its best keyword score over the whole
+            # request's: fused scores are z-scores, the same size for any clause's best
+            wholes, _, best = self._ranked([(request, whole)], n, visible)
+            strengths = [min(1.0, top / best[0]) if best[0] > 0 else 0.0 for top in tops]
+            return cover(wholes[0], lists, n, strengths)
         if not config.WHOLE_FIRST:
             return interleave(lists, n)
         # The tool the request as a whole asks for leads: context and detail sentences
@@ -243,11 +248,12 @@ class SearchIndex(Mentions, Needs, Evidence):
 
     def _ranked(
         self, parts: list[tuple[str, list[str]]], n: int, visible: Visible | None
-    ) -> tuple[list[list[tuple[float, int]]], list[int]]:
+    ) -> tuple[list[list[tuple[float, int]]], list[int], list[float]]:
         """Per clause (its text and terms), its ``n`` best tools with evidence of a match:
-        lexical, fused with the semantic leg when the index has one; and the tools that
-        ranked first without that evidence, best first."""
+        lexical, fused with the semantic leg when the index has one; the tools that ranked
+        first without that evidence, best first; and per clause its best keyword score."""
         lists: list[list[tuple[float, int]]] = []
+        tops: list[float] = []
         cosines = None
         near_terms = [self._expanded(terms) for _, terms in parts]
         if self._vectors is None:
@@ -255,6 +261,7 @@ class SearchIndex(Mentions, Needs, Evidence):
                 self._top(terms, n, visible, extra=extra)
                 for (_, terms), extra in zip(parts, near_terms, strict=True)
             ]
+            tops = [ranked[0][0] if ranked else 0.0 for ranked in lists]
         else:
             from mcp_toolbridge.catalog.embedding import best, fuse
 
@@ -264,13 +271,16 @@ class SearchIndex(Mentions, Needs, Evidence):
                 if not english(text):  # the model reads English: the lexical leg alone
                     cosines[column] = 0.0
                     lists.append(self._top(terms, n, visible, extra=near_terms[column]))
+                    tops.append(lists[-1][0][0] if lists[-1] else 0.0)
                     continue
                 near = best(cosines[column], pool if visible is None else pool_size(pool))
                 if visible is not None:
                     near = [d for d in near if visible(self._names[d])][:pool]
                 # a clause of stop words alone asks for nothing
+                lexical = self._top(terms, n, visible, depth=pool, extra=near_terms[column])
+                tops.append(lexical[0][0] if lexical else 0.0)
                 fused = fuse(
-                    self._top(terms, n, visible, depth=pool, extra=near_terms[column]),
+                    lexical,
                     cosines[column],
                     near,
                     config.SEMANTIC_WEIGHT,
@@ -295,7 +305,7 @@ class SearchIndex(Mentions, Needs, Evidence):
             if not sure:  # a hint shares a word at least: a nearest vector alone is noise
                 dropped += [(rank, d) for rank, (_, d) in enumerate(ranked) if cover[d] > 0.0]
         closest = list(dict.fromkeys(d for _, d in sorted(dropped)))
-        return kept, closest
+        return kept, closest, tops
 
     def _top(
         self,

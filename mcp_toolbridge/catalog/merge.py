@@ -35,7 +35,10 @@ def interleave(lists: list[list[tuple[float, int]]], n: int) -> list[tuple[float
 
 
 def cover(
-    whole: list[tuple[float, int]], lists: list[list[tuple[float, int]]], n: int
+    whole: list[tuple[float, int]],
+    lists: list[list[tuple[float, int]]],
+    n: int,
+    strengths: list[float] | None = None,
 ) -> list[tuple[float, int]]:
     """A request's tools from its whole ranking (``whole``) and its clauses' (``lists``),
     chosen one at a time so that every clause is covered before anyone's near-duplicates,
@@ -50,7 +53,10 @@ def cover(
     March 10") matches weakly and weighs little, while each of "find the flight, book the
     hotel" matches as strongly as the whole. Choosing a tool leaves ``1 - CLAUSE_TRUST ×
     P(tool | clause)`` of each clause uncovered: a clause's best tool is not always the one
-    it needs, so its second still counts for something. Values are returned as the scores,
+    it needs, so its second still counts for something. ``strengths`` (per clause, 0 to 1)
+    replace the strengths read from the lists' scores: with the semantic leg those are
+    z-scores, whose best is about the same for any clause, so the index passes each clause's
+    best keyword score over the whole request's instead. Values are returned as the scores,
     capped so they never increase down the list."""
     share, sharp, trust = config.CLAUSE_SHARE, config.CLAUSE_SHARPNESS, config.CLAUSE_TRUST
     rel = _relative(whole, 1.0)
@@ -60,8 +66,12 @@ def cover(
         if whole and whole[0][0] > 0
         else max((lst[0][0] for lst in lists if lst), default=0.0)
     )
+    if strengths is None:
+        strengths = [
+            min(1.0, max(0.0, lst[0][0]) / best) if lst and best > 0 else 0.0 for lst in lists
+        ]
     weights = [
-        share * min(1.0, max(0.0, lst[0][0]) / best) if lst and best > 0 else 0.0 for lst in lists
+        share * strength if lst else 0.0 for lst, strength in zip(lists, strengths, strict=True)
     ]
     left = [1.0] * len(per)
     # per doc, the clauses that list it: most docs are in one or two lists of many (a doc

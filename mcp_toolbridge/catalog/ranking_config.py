@@ -80,8 +80,9 @@ this cap, 2.0x with it). Set for cost, not quality: the visible sets are identic
 without it (docs/search.md gives the held-out ones)."""
 EXPANSION_MANY = 1000
 """See ``EXPANSION_COMMON``: a small catalog keeps every near word (the cap is for cost)."""
-RANKING_REVISION = 8
-"""Raised whenever ranking or analysis code changes in a way the constants below miss."""
+RANKING_REVISION = 9
+"""Raised whenever ranking or analysis code changes in a way the constants below miss
+(9: contractions dropped in analysis; clause strengths in keyword units with the semantic leg)."""
 RANKING_CONFIG = hashlib.sha256(
     repr(
         (

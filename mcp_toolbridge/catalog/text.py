@@ -105,16 +105,27 @@ ABBREVIATIONS: dict[str, str] = {
 }
 
 
+# English contractions: "I'm", "we've", "you'll", "they're", "I'd" would leave a word "m",
+# "ve", "ll", "re" or "d" (and "m" is metres in a physics tool's text), and "don't", "can't",
+# "isn't" a word "don", "ca", "isn": the contracted part is a function word, so it goes ("'s"
+# and "'t" alone give "s" and "t", stop words). Only after a letter, so a quoted name ('m')
+# is left alone.
+_CONTRACTION = re.compile(r"(?<=[A-Za-z])['’](?:m|ve|ll|re|d)\b|\b[A-Za-z]+n['’]t\b", re.IGNORECASE)
+
+
 def split_words(text: str) -> list[str]:
     """Lowercase words of ``text``, splitting identifiers as well as prose.
 
     ``getUserName``, ``get_user_name``, ``get-user-name`` and ``get.user.name`` all give
-    ``["get", "user", "name"]``. Text that is not ASCII is folded first (``café`` -> ``cafe``,
-    ``ＡＰＩ`` -> ``API``), and a run of a script written without spaces gives its character
-    bigrams, then its characters. Other non-ASCII words are kept whole, case-folded.
+    ``["get", "user", "name"]``; "I'm" gives ``["i"]`` and "don't" nothing (contractions).
+    Text that is not ASCII is folded first (``café`` -> ``cafe``, ``ＡＰＩ`` -> ``API``), and a
+    run of a script written without spaces gives its character bigrams, then its characters.
+    Other non-ASCII words are kept whole, case-folded.
     """
     if not text.isascii():
         text = fold(text)
+    if "'" in text or "’" in text:
+        text = _CONTRACTION.sub(" ", text)
     if text.isascii():  # the common case: one regex pass over the whole text
         words = _CAMEL.findall(text)
         return "\0".join(words).lower().split("\0") if words else []

@@ -535,3 +535,40 @@ def test_the_request_as_a_whole_leads_before_its_detail_clauses() -> None:
     assert split_clauses("criminal cases of Mr. X in Washington, D.C. in 2015") == [
         "criminal cases of Mr. X in Washington, D.C. in 2015"
     ]
+
+
+def test_given_strengths_weigh_clauses_whatever_their_lists_scores() -> None:
+    from mcp_toolbridge.catalog.merge import cover
+
+    # fused lists: z-scores, the same size at the top of a strong and a context clause
+    whole = [(3.0, 1), (2.9, 2), (2.0, 4)]
+    lists = [[(3.0, 1), (2.9, 2)], [(3.0, 4), (1.0, 2)]]
+    assert [doc for _, doc in cover(whole, lists, 3)][:2] == [1, 4]
+    # the context clause's keyword score was a tenth of the request's: its tool waits
+    assert [doc for _, doc in cover(whole, lists, 3, [1.0, 0.1])][:2] == [1, 2]
+
+
+def test_contractions_leave_no_stray_words() -> None:
+    assert split_words("I'm sure we've got it, don’t you? I'll see; they're here") == [
+        "i",
+        "sure",
+        "we",
+        "got",
+        "it",
+        "you",
+        "i",
+        "see",
+        "they",
+        "here",
+    ]
+    # a quoted one-letter name is not a contraction
+    assert "m" in split_words("call 'm' now")
+    catalog = [
+        tool("free_fall_speed", "Final speed of a falling object", {"unit": "m or ft"}),
+        tool("find_events", "Find music events and concerts in a city"),
+    ]
+    index = SearchIndex.build(catalog, semantic=False)
+    # "I'm" once left the word "m", metres in the physics tool's text
+    assert names(index.search("I'm in Chicago and I'm looking for a music event", 5)) == [
+        "find_events"
+    ]

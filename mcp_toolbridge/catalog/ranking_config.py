@@ -82,7 +82,8 @@ EXPANSION_MANY = 1000
 """See ``EXPANSION_COMMON``: a small catalog keeps every near word (the cap is for cost)."""
 RANKING_REVISION = 9
 """Raised whenever ranking or analysis code changes in a way the constants below miss
-(9: contractions dropped in analysis; clause strengths in keyword units with the semantic leg)."""
+(9: contractions and framing phrases dropped from requests; clause strengths in keyword
+units with the semantic leg)."""
 RANKING_CONFIG = hashlib.sha256(
     repr(
         (

@@ -192,16 +192,23 @@ def default_analyzer() -> Analyzer:
     return Analyzer(snowball_english())
 
 
-# Courtesy phrases of a request that are not about what is requested: the "like" of "I would
-# like to", and "thank you". Removed from queries before analysis so that "I would like to know
-# the weather" does not look for tools about likes.
+# Courtesy and framing phrases of a request that are not about what is requested: the "like"
+# of "I would like to", "thank you", and the words a person frames a wish with ("I'm
+# interested in", "looking for", "curious", "wondering", "planning / trying / hoping / going
+# to"). Removed from queries before analysis so that "I would like to know the weather" does
+# not look for tools about likes, nor "I'm interested in a music event" for compound interest.
+# Only in those phrases: "interest rate", "look up" and "plan a trip" keep their words.
 _COURTESY = re.compile(
-    r"(?<=\bwould )like\b|(?<=['’]d )like\b|\bthank(?:s|\s+you)\b", re.IGNORECASE
+    r"(?<=\bwould )like\b|(?<=['’]d )like\b|\bthank(?:s|\s+you)\b"
+    r"|\binterested(?=\s+in\b)|\blooking(?=\s+(?:for|to)\b)|\bcurious\b|\bwondering\b"
+    r"|\b(?:planning|trying|going|hoping)(?=\s+to\b)",
+    re.IGNORECASE,
 )
 
 
 def strip_courtesies(query: str) -> str:
-    """``query`` without courtesy phrases ("would like", "thank you"); other words untouched."""
+    """``query`` without courtesy and framing phrases ("would like", "thank you", "interested
+    in", "looking for"); other words untouched."""
     return _COURTESY.sub(" ", query)
 
 

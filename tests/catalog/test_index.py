@@ -179,6 +179,28 @@ def test_courtesies_are_not_part_of_the_request() -> None:
     assert found[0] == "word_count" and "like_post" not in found
 
 
+def test_the_words_a_wish_is_framed_with_are_not_part_of_the_request() -> None:
+    assert strip_courtesies("I'm interested in jazz, looking for a bar").split() == [
+        "I'm",
+        "in",
+        "jazz,",
+        "for",
+        "a",
+        "bar",
+    ]
+    # only in those phrases: "interest rate" and "look up" keep their words
+    assert strip_courtesies("the interest rate; look up a word") == (
+        "the interest rate; look up a word"
+    )
+    catalog = [
+        tool("compound_interest", "Compound interest earned on a principal", {"rate": "Rate"}),
+        tool("find_events", "Find music events and concerts in a city", {"city": "City"}),
+    ]
+    index = SearchIndex.build(catalog, semantic=False)
+    assert names(index.search("I'm interested in attending a music event", 5)) == ["find_events"]
+    assert names(index.search("compound interest at a 3% rate", 5))[0] == "compound_interest"
+
+
 def test_a_full_stem_memo_still_analyzes_new_words_the_same_way() -> None:
     small = Analyzer(snowball_english(), max_memo=3)
     warm = default_analyzer()

@@ -72,24 +72,10 @@ def test_the_requests_own_words_outrank_their_neighbours() -> None:
     ]
     index = lexical(specs)
     assert names(index, "movie reviews", 2)[0] == "movie_reviews"
-    # a word only one tool uses (EXPANSION_RARE) is expanded like one no tool has: the film
-    # tool follows the one that has the request's own word
-    assert names(index, "any good movies tonight", 5) == ["movie_reviews", "cinema_showtimes"]
-
-
-def test_a_word_the_catalog_uses_widely_is_not_expanded() -> None:
-    specs = [
-        *CATALOG,
-        *(
-            tool(f"movie_{what}", f"The {what} of a movie")
-            for what in ("reviews", "cast", "trailer")
-        ),
-    ]
-    # a term more than EXPANSION_RARE tools have is not expanded (EXPANSION_KNOWN 0): no film
-    # tool tags along for a request that the catalog answers in its own words
-    assert ranking_config.EXPANSION_RARE < 3
-    found = names(lexical(specs), "movie reviews", 10)
-    assert found[0] == "movie_reviews" and "cinema_showtimes" not in found
+    # a term the catalog has is not expanded (EXPANSION_KNOWN 0): no film tool tags along
+    # for a request that the catalog answers in its own words
+    assert "cinema_showtimes" not in names(index, "movie reviews", 5)
+    assert names(index, "any good movies tonight", 5) == ["movie_reviews"]
 
 
 def test_nonsense_still_finds_nothing() -> None:

@@ -392,15 +392,11 @@ MUSIC = [
 ]
 
 
-def test_tools_of_the_server_that_covers_the_whole_request_come_first(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_tools_of_the_server_that_covers_the_whole_request_come_first() -> None:
     # Each word alone is matched as well by another server's tool; only spotify's tools
     # cover "queue" and "album" together, so both of its tools rise above the others. Sibling
     # evidence belongs to the lexical leg; in a six-tool catalog the semantic leg's own
-    # preference (a song queue for "queue") would decide instead, so it is left out here,
-    # and so are the near words of words one or two tools use (every word, in six tools).
-    monkeypatch.setattr(ranking_config, "EXPANSION_RARE", 0)
+    # preference (a song queue for "queue") would decide instead, so it is left out here.
     hits = names(SearchIndex.build(MUSIC, semantic=False).search("queue the album", 4))
     assert hits[:2] == ["spotify_play_album", "spotify_queue_track"]
 

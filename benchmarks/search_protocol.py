@@ -74,7 +74,6 @@ GRID: dict[str, list[Any]] = {
     "EXPANSION_KNOWN": [0.0, 0.3],
     "EXPANSION_TOP": [8, 16],
     "EXPANSION_MIN": [0.5, 0.4],
-    "EXPANSION_RARE": [0, 1, 2, 3],
     "SEMANTIC_WEIGHT": [0.0, 0.5],
 }
 """Each knob's values, round 2's behaviour first (the reference a change must beat).
@@ -145,7 +144,6 @@ def label(config: Config) -> str:
         "EXPANSION_KNOWN": "known",
         "EXPANSION_TOP": "top",
         "EXPANSION_MIN": "min",
-        "EXPANSION_RARE": "rare",
     }
     out = []
     for knob, value in config:

@@ -71,18 +71,12 @@ class Evidence:
 
     def _expanded(self, terms: list[str]) -> dict[str, float]:
         """The terms near ``terms`` (``expansion.py``) that the catalog has, at their weights;
-        a term the catalog has itself (in more than ``config.EXPANSION_RARE`` tools) is
-        expanded at ``config.EXPANSION_KNOWN`` of that (its tools already match it)."""
+        a term the catalog has itself is expanded at ``config.EXPANSION_KNOWN`` of that (its
+        tools already match it)."""
         if config.EXPANSION_WEIGHT <= 0.0:
             return {}
-        rare = config.EXPANSION_RARE
-
-        def scarce(term: str) -> bool:  # no tool has it, or too few to be the catalog's word
-            tid = self._term_ids.get(term)
-            return tid is None or len(self._docs[tid]) <= rare
-
-        known = [t for t in terms if not scarce(t)]
-        unknown = [t for t in terms if scarce(t)]
+        known = [t for t in terms if t in self._term_ids]
+        unknown = [t for t in terms if t not in self._term_ids]
         out: dict[str, float] = {}
         for group, factor in ((known, config.EXPANSION_KNOWN), (unknown, 1.0)):
             weight = config.EXPANSION_WEIGHT * factor

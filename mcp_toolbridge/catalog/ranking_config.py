@@ -68,11 +68,6 @@ on the visible sets (left out: BFCL +0.3 nDCG@10, MetaTool +1.9, Seal-Tools +0.1
 EXPANSION_KNOWN = 0.0
 """The share of ``EXPANSION_WEIGHT`` at which a query term the catalog has itself is
 expanded: none (its tools already match it; only the words no tool has are bridged)."""
-EXPANSION_RARE = 2
-"""A query term that at most this many of the catalog's tools have is expanded like one it
-lacks (at the full weight, not ``EXPANSION_KNOWN``'s): a word one or two tools happen to use
-("song" in one tool about lyrics, where the music tool says "music") is as good as unknown.
-Chosen by ``benchmarks/search_protocol.py`` from 0 / 1 / 2 / 3 (fourth pass, docs/search.md)."""
 EXPANSION_TOP = 8
 """With expansion: how many nearest terms of each query term."""
 EXPANSION_MIN = 0.4
@@ -117,7 +112,6 @@ RANKING_CONFIG = hashlib.sha256(
             EXPANSION_TOP,
             EXPANSION_MIN,
             EXPANSION_KNOWN,
-            EXPANSION_RARE,
             EXPANSION_COMMON,
             EXPANSION_MANY,
         )

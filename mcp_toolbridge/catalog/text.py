@@ -206,9 +206,20 @@ _COURTESY = re.compile(
 )
 
 
+_COURTESY_WORDS = (
+    "like", "thank", "interest", "looking", "curious", "wondering", "planning", "trying",
+    "going", "hoping",
+)  # fmt: skip
+"""A word each phrase of ``_COURTESY`` has: a request without any is not scanned (a dozen
+substring tests cost a third of the scan, most requests have none)."""
+
+
 def strip_courtesies(query: str) -> str:
     """``query`` without courtesy and framing phrases ("would like", "thank you", "interested
     in", "looking for"); other words untouched."""
+    lower = query.lower()
+    if not any(word in lower for word in _COURTESY_WORDS):
+        return query
     return _COURTESY.sub(" ", query)
 
 

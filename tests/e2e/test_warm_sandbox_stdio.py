@@ -15,10 +15,9 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from mcp_toolbridge.sandbox.warm import ZYGOTE_INSIDE
 from tests.sandbox.conftest import sandbox_support  # noqa: F401 (the fixture)
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
-from tests.support.procs import alive_with, parent_of, wait_gone
+from tests.support.procs import alive_with, keeps_warm_sandbox, wait_gone
 from tests.support.results import text_of
 
 pytestmark = [
@@ -33,20 +32,6 @@ PLANT = (
     "open(os.path.join('/tmp', name), 'w').close()\n"
     "print(json.dumps({'echo': {'text': ' '.join(sorted(os.listdir('/tmp')))}}))\n"
 )
-
-
-async def _keeps_warm_sandbox(server: int, within_s: float = 10.0) -> bool:
-    """Whether ``server`` has a warm sandbox (bubblewrap around a zygote, its child). One is
-    made beside the calls, which never wait for it: after the second call that needs it, or
-    after a call that left it unusable, it may still be starting on a busy machine."""
-    with anyio.move_on_after(within_s):
-        # Polling /proc: no event tells this process that an unrelated one has started.
-        while not any(  # noqa: ASYNC110
-            parent_of(p) == server for p in alive_with(ZYGOTE_INSIDE, warm=True)
-        ):
-            await anyio.sleep(0.02)
-        return True
-    return False
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
@@ -71,7 +56,7 @@ async def test_tools_called_again_answer_each_call_sandboxed_and_leave_nothing(
                 assert echoed.structured_content == {"echo": {"text": f"{marker}-{i}"}}
                 said = await client.call_tool("bash", {"command": f"echo {marker}-{i}"})
                 assert text_of(said) == f"{marker}-{i}\nexit code 0", said
-                warm_seen.append(await _keeps_warm_sandbox(served))
+                warm_seen.append(await keeps_warm_sandbox(served))
                 # Each call plants a file in /tmp and lists it: it sees only its own, in a
                 # fresh sandbox or a warm one (which such a call leaves unusable).
                 planted = await client.call_tool("plant", {"text": str(i)})

@@ -183,13 +183,16 @@ def product_scores(benches: list[BenchSet], grid: list[Config]) -> dict[Config, 
 
 
 def bm25_scores(benches: list[BenchSet], cache: Path | None) -> dict[str, list[list[QueryScore]]]:
-    """Per set, per BM25 variant, per query (kept in ``cache`` between runs)."""
+    """Per set, per BM25 variant, per query (kept in ``cache`` between runs, keyed by the
+    ranking configuration too: the baselines share the analyzer, so a change of stop words or
+    of the analysis code, which raises ``RANKING_REVISION``, scores them again)."""
     stored: dict[str, Any] = {}
     if cache is not None and cache.is_file():
         stored = pickle.loads(cache.read_bytes())
     out: dict[str, list[list[QueryScore]]] = {}
+    analysis = ranking_config.RANKING_CONFIG
     for bench in benches:
-        key = f"{bench.name}:{len(bench.specs)}:{len(bench.queries)}"
+        key = f"{bench.name}:{len(bench.specs)}:{len(bench.queries)}:{analysis}"
         if key not in stored:
             rows = []
             for names in (1, 2):

@@ -9,7 +9,7 @@ May import: the vocabulary only."""
 
 from mcp_toolbridge.leaks.engine import ENGINE, OFF_BY_DEFAULT, OWN_RULES, Engine, Found
 from mcp_toolbridge.leaks.markers import MARKER, count_markers, marker, markers_in
-from mcp_toolbridge.leaks.scan import OFF, SecretScan, summary
+from mcp_toolbridge.leaks.scan import OFF, SecretScan, scanned_text, summary
 from mcp_toolbridge.leaks.settings import AllowEntry, SecretScanSettings
 
 __all__ = [
@@ -26,5 +26,6 @@ __all__ = [
     "count_markers",
     "marker",
     "markers_in",
+    "scanned_text",
     "summary",
 ]

@@ -42,7 +42,7 @@ import hashlib
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -202,7 +202,7 @@ class Engine:
         engine fails."""
         seen: dict[str, str] = {}
         text = _scannable(text)
-        if len(text) <= CHUNK_CHARS and not self._may_find(text):
+        if not self._may_find(text, whole=len(text) <= CHUNK_CHARS):
             return []
         for piece in chunks(text):
             try:
@@ -219,16 +219,23 @@ class Engine:
                         seen[value] = rule
         return [Found(rule, value) for value, rule in seen.items()]
 
-    def _may_find(self, text: str) -> bool:
+    def may_find(self, texts: Iterable[str]) -> bool:
+        """False only when :meth:`scan` of each of ``texts`` would find nothing: one pass of the
+        prefilter over them all (builds it the first time: call :meth:`warm` first)."""
+        parts = [_scannable(text) for text in texts]
+        whole = all(len(part) <= CHUNK_CHARS for part in parts)
+        return self._may_find("\n".join(parts), whole=whole)
+
+    def _may_find(self, text: str, *, whole: bool) -> bool:
         if not self._judged:  # built once, by warm() in a server
             self.prefilter = prefilter_for(self.disabled)
             self._judged = True
-        return self.prefilter is None or self.prefilter.may_find(text)
+        return self.prefilter is None or self.prefilter.may_find(text, whole=whole)
 
     def warm(self) -> None:
         """Load the engine and build its detector (~0.1 s, once per process and config), and
         the prefilter (~0.05 s)."""
-        self._may_find("")
+        self._may_find("", whole=True)
         try:
             betterleaks.scan_string("", config_path=self._config)
         except betterleaks.BetterleaksError as exc:

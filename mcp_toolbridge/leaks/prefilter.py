@@ -25,9 +25,11 @@ own rules (its embedded default config, read out of its library, and our own_rul
   not (``/tmp/...``, ``src/...``: any run that starts with ``/``, a digit or ``g``-``z``) is
   left as it is, by the engine and here. Any other candidate goes to the engine.
 
-Only texts up to the engine's piece (:data:`engine.CHUNK_CHARS`) are judged: a longer one is
-cut into pieces, and a base64 run cut in two starts elsewhere in the second piece. The
-equivalence is tested on the clean corpus and every planted secret (tests/leaks/).
+A text longer than the engine's piece (:data:`engine.CHUNK_CHARS`) is cut into pieces, and a
+base64 run cut in two starts elsewhere in the second piece: there (``whole=False``) any run of
+16 goes to the engine. Texts joined by a line end are judged at once: a line end is in no
+keyword and ends every run, so the joined text can hold something only where one of them
+can. The equivalence is tested on the clean corpus and every planted secret (tests/leaks/).
 """
 
 from __future__ import annotations
@@ -116,7 +118,8 @@ class Prefilter:
         options.max_mem = _MAX_MEM
         self.keywords = tuple(words)
         any_keyword = "|".join(re2.escape(w) for w in words)
-        self._gates = re2.compile(f"(?i:{any_keyword})|{_ENCODED}", options)
+        # Bytes in, bytes out: the binding's own wrapper converts no offsets then.
+        self._gates = re2.compile(f"(?i:{any_keyword})|{_ENCODED}".encode(), options)
 
     @classmethod
     def of(cls, rules: Iterable[Rule], disabled: frozenset[str]) -> Prefilter | None:
@@ -132,11 +135,15 @@ class Prefilter:
                 keywords.extend(rule.keywords)
         return cls(keywords) if keywords else None
 
-    def may_find(self, text: str) -> bool:
-        """False only when the engine cannot find anything in ``text``."""
-        if self._gates.search(text) is not None:  # a keyword, or text it decodes
+    def may_find(self, text: str, *, whole: bool = True) -> bool:
+        """False only when the engine cannot find anything in ``text`` (given to it ``whole``,
+        or in pieces)."""
+        data = text.encode("utf-8", "replace")
+        if self._gates.search(data) is not None:  # a keyword, or text it decodes
             return True
-        runs = text.encode("utf-8", "replace").translate(_RUN_BYTES).split()
+        runs = data.translate(_RUN_BYTES).split()
         if not runs or max(map(len, runs)) < MIN_BASE64_RUN:
             return False
+        if not whole:
+            return True
         return any(len(run) >= MIN_BASE64_RUN and _may_decode(run) for run in runs)

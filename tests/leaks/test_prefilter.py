@@ -12,7 +12,7 @@ import pytest
 
 from benchmarks.secrets_corpus import clean_texts, planted
 from mcp_toolbridge.leaks import Engine
-from mcp_toolbridge.leaks.engine import OFF_BY_DEFAULT, embedded_rules, prefilter_for
+from mcp_toolbridge.leaks.engine import CHUNK_CHARS, OFF_BY_DEFAULT, embedded_rules, prefilter_for
 from mcp_toolbridge.leaks.prefilter import Prefilter, Rule
 
 GENERIC_ON: frozenset[str] = frozenset()
@@ -95,3 +95,17 @@ def test_a_rule_without_keywords_turns_it_off() -> None:
     assert Prefilter.of([keyed, bare], frozenset({"bare"})) is not None
     built = Prefilter.of([keyed, path_only], frozenset())
     assert built is not None and built.keywords == ("abc_",)
+
+
+def test_texts_judged_together_are_judged_as_each_would_be() -> None:
+    engine = Engine()
+    engine.warm()
+    pieces = _pieces()
+    for start in range(0, 600, 3):  # three pieces at a time, as a call's parts are
+        group = pieces[start : start + 3]
+        if not engine.may_find(group):
+            assert [f.rule for piece in group for f in engine.scan(piece)] == []
+    run = "Zm9v" * 10  # a run that may decode: in a text cut into pieces it goes to the engine
+    long_text = "x " * CHUNK_CHARS + "/tmp" + run
+    assert not engine.may_find(["/tmp" + run]) and engine.may_find([long_text])
+    assert not engine.may_find(["ghp", "_"])  # a line end between them: no keyword

@@ -48,8 +48,7 @@ _ENCODED = (
     rf"%[0-9A-Fa-f]{{2}}|U\+[0-9A-Fa-f]{{4}}|\\[uU][0-9A-Fa-f]{{4}}|[0-9A-Fa-f]{{{MIN_HEX_RUN}}}"
 )
 """Encoded text the engine decodes whatever it holds."""
-_A_RUN = re2.compile(rb"[A-Za-z0-9_/+\-]{%d}" % MIN_BASE64_RUN)
-"""Whether there is a run at all: one DFA pass, cheaper than cutting the text into runs."""
+_A_RUN = rf"[A-Za-z0-9_/+\-]{{{MIN_BASE64_RUN}}}"
 _LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 _RUN_BYTES = bytes(b if b in _LETTERS + b"+/-_" else 0x20 for b in range(256))
 """Every byte of either base64 alphabet kept, every other one a space: what the engine calls
@@ -122,6 +121,8 @@ class Prefilter:
         any_keyword = "|".join(re2.escape(w) for w in words)
         # Bytes in, bytes out: the binding's own wrapper converts no offsets then.
         self._gates = re2.compile(f"(?i:{any_keyword})|{_ENCODED}".encode(), options)
+        # Any keyword, encoded text or run: one pass tells the most trivial text.
+        self._anything = re2.compile(f"(?i:{any_keyword})|{_ENCODED}|{_A_RUN}".encode(), options)
 
     @classmethod
     def of(cls, rules: Iterable[Rule], disabled: frozenset[str]) -> Prefilter | None:
@@ -141,11 +142,11 @@ class Prefilter:
         """False only when the engine cannot find anything in ``text`` (given to it ``whole``,
         or in pieces)."""
         data = text.encode("utf-8", "replace")
+        if self._anything.search(data) is None:
+            return False
         if self._gates.search(data) is not None:  # a keyword, or text it decodes
             return True
-        if _A_RUN.search(data) is None:
-            return False
-        if not whole:
+        if not whole:  # then there is a run
             return True
         runs = data.translate(_RUN_BYTES).split()
         return any(len(run) >= MIN_BASE64_RUN and _may_decode(run) for run in runs)

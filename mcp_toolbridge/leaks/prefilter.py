@@ -48,7 +48,11 @@ _ENCODED = (
     rf"%[0-9A-Fa-f]{{2}}|U\+[0-9A-Fa-f]{{4}}|\\[uU][0-9A-Fa-f]{{4}}|[0-9A-Fa-f]{{{MIN_HEX_RUN}}}"
 )
 """Encoded text the engine decodes whatever it holds."""
-_A_RUN = rf"[A-Za-z0-9_/+\-]{{{MIN_BASE64_RUN}}}"
+_DECODABLE_RUN = rf"(?:^|[^A-Za-z0-9_/+\-])[A-Za-f][A-Za-z0-9_/+\-]{{{MIN_BASE64_RUN - 1}}}"
+"""A run whose first character can start a printable decoding: the first byte is the first
+character's 6 bits and 2 more, so its value must be under 32 (``A``-``Z``, ``a``-``f``) in
+either alphabet. A run that starts with ``/``, a digit or ``g``-``z`` (paths, words) cannot."""
+_ANY_RUN = re2.compile(rb"[A-Za-z0-9_/+\-]{%d}" % MIN_BASE64_RUN)
 _LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 _RUN_BYTES = bytes(b if b in _LETTERS + b"+/-_" else 0x20 for b in range(256))
 """Every byte of either base64 alphabet kept, every other one a space: what the engine calls
@@ -121,8 +125,9 @@ class Prefilter:
         any_keyword = "|".join(re2.escape(w) for w in words)
         # Bytes in, bytes out: the binding's own wrapper converts no offsets then.
         self._gates = re2.compile(f"(?i:{any_keyword})|{_ENCODED}".encode(), options)
-        # Any keyword, encoded text or run: one pass tells the most trivial text.
-        self._anything = re2.compile(f"(?i:{any_keyword})|{_ENCODED}|{_A_RUN}".encode(), options)
+        # Any keyword, encoded text or run that may decode: one pass tells a trivial text.
+        anything = f"(?i:{any_keyword})|{_ENCODED}|{_DECODABLE_RUN}"
+        self._anything = re2.compile(anything.encode(), options)
 
     @classmethod
     def of(cls, rules: Iterable[Rule], disabled: frozenset[str]) -> Prefilter | None:
@@ -143,7 +148,7 @@ class Prefilter:
         or in pieces)."""
         data = text.encode("utf-8", "replace")
         if self._anything.search(data) is None:
-            return False
+            return not whole and _ANY_RUN.search(data) is not None
         if self._gates.search(data) is not None:  # a keyword, or text it decodes
             return True
         if not whole:  # then there is a run

@@ -6,6 +6,7 @@ secrets encoded, upper-cased and spelled with the runes that fold to ASCII lette
 from __future__ import annotations
 
 import base64
+import string
 import urllib.parse
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from benchmarks.secrets_corpus import clean_texts, planted
 from mcp_toolbridge.leaks import Engine
 from mcp_toolbridge.leaks.engine import CHUNK_CHARS, OFF_BY_DEFAULT, embedded_rules, prefilter_for
-from mcp_toolbridge.leaks.prefilter import Prefilter, Rule
+from mcp_toolbridge.leaks.prefilter import Prefilter, Rule, _may_decode
 
 GENERIC_ON: frozenset[str] = frozenset()
 
@@ -109,3 +110,18 @@ def test_texts_judged_together_are_judged_as_each_would_be() -> None:
     long_text = "x " * CHUNK_CHARS + "/tmp" + run
     assert not engine.may_find(["/tmp" + run]) and engine.may_find([long_text])
     assert not engine.may_find(["ghp", "_"])  # a line end between them: no keyword
+
+
+def test_only_a_run_starting_with_a_to_f_can_decode_to_printable_text() -> None:
+    """What lets the prefilter's one pass skip a run by its first character: whatever
+    follows, a run that starts with another character of either base64 alphabet decodes to
+    a first byte that is not printable."""
+    alphabet = string.ascii_letters + string.digits + "+/-_"
+    starts = {c for c in alphabet if c not in string.ascii_uppercase + "abcdef"}
+    assert not any(
+        _may_decode(f"{a}{b}{c}AAAAAAAAAAAAA".encode())
+        for a in starts
+        for b in alphabet
+        for c in "Ag/"
+    )
+    assert _may_decode(base64.b64encode(b"plain words, printable").decode().encode())

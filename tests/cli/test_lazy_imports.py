@@ -1,7 +1,8 @@
 """A stdio server imports what its first answers need, not what only some servers or only
 calls need (docs/performance.md, "Server start-up as a client sees it"): PyJWT (about 20 ms of
-a start) comes with ``--auth-issuer``, and jsonschema (about 30 ms) with the first schema
-checked or compiled (a manifest loaded without the start-up cache, a call's arguments)."""
+a start) comes with ``--auth-issuer``, the HTTP service's modules with ``--http``, and
+jsonschema (about 30 ms) with the first schema checked or compiled (a manifest loaded without
+the start-up cache, a call's arguments)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,8 @@ async def test_a_stdio_start_without_auth_issuer_never_imports_pyjwt(
     assert "mcp_toolbridge.server.toolbridge_server" in imported  # it is the server's list
     assert "jsonschema" in imported  # the call's arguments were validated
     assert sorted(m for m in imported if m == "jwt" or m.startswith("jwt.")) == []
+    http = ("mcp_toolbridge.server.http", "mcp_toolbridge.server.auth")
+    assert sorted(m for m in imported if m.startswith(http)) == []  # the HTTP service's
 
 
 def test_importing_the_cli_and_the_server_loads_neither_pyjwt_nor_jsonschema() -> None:

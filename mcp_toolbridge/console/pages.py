@@ -193,12 +193,16 @@ class Pages:
         """Server-sent events: ``desk`` when a confirmation arrives or goes, ``audit`` when a
         call ends, ``sessions`` when who is connected changed (with replicas: the registry;
         else with each call) (``data`` is the new version); a comment every few seconds
-        keeps it open."""
+        keeps it open.
+
+        The versions are read before the response starts: the page fetches its parts once
+        the stream is open (console.js), so a change the stream does not report is in them."""
+        desk_seen, audit_seen = self.desk.version, self.feed.version
+        sessions_seen = self.connections.version
 
         async def stream() -> AsyncIterator[str]:
+            nonlocal desk_seen, audit_seen, sessions_seen
             yield "retry: 2000\n\n"
-            desk_seen, audit_seen = self.desk.version, self.feed.version
-            sessions_seen = self.connections.version
             with anyio.move_on_after(EVENTS_MAX_S):
                 while not self.stopping.is_set():
                     with anyio.move_on_after(PING_S):

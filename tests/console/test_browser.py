@@ -1,6 +1,7 @@
 """The console in a real browser (Debian's Chromium, driven by Playwright): a person approves
 and denies a headless SDK client's waiting call with the page's own buttons, by mouse and by
-keyboard (both protocol eras), filters the live timeline without a reload, and a
+keyboard (both protocol eras), sees a call that began waiting before its page's event stream
+opened, filters the live timeline without a reload, and a
 cross-origin form post and a visit without the token are refused."""
 
 from __future__ import annotations
@@ -61,6 +62,34 @@ async def test_a_person_approves_then_denies_waiting_calls_in_the_browser(
             assert _audit(stack.audit)[-1]["outcome"] == expected
             assert result[0].is_error is (expected == "denied")
             await page.get_by_text("Nothing is waiting").wait_for()
+
+
+async def test_a_call_that_waits_before_the_page_hears_of_it_is_shown(tmp_path: Path) -> None:
+    """The page is made, a call starts waiting, and only then does the page's event stream
+    open (held back here; on a busy machine it just comes late): the card still shows."""
+    async with serving(tmp_path, stateless=True) as stack, chromium() as browser:
+        page = await browser.new_page()
+        may_open = anyio.Event()
+
+        async def hold(route: Any) -> None:
+            await may_open.wait()
+            await route.continue_()
+
+        await page.route(re.compile(r"/events(\?|$)"), hold)
+        await page.goto(stack.console.url)
+        await page.get_by_text("Nothing is waiting").wait_for()
+        desk = stack.console.desk
+        result: list[Any] = []
+        async with anyio.create_task_group() as group:
+            seen = desk.version
+            group.start_soon(_call, stack.url, "auto", "note", {"text": "late"}, result)
+            await desk.changed(seen)  # the call waits for an answer; the page has not heard
+            may_open.set()
+            card = page.locator(".card", has_text="late")
+            await card.wait_for(timeout=60_000)
+            await card.get_by_role("button", name="Allow once").click()
+        assert not result[0].is_error
+        assert _audit(stack.audit)[-1]["outcome"] == "ok"
 
 
 async def test_the_timeline_filters_live_without_a_reload(tmp_path: Path) -> None:

@@ -54,16 +54,13 @@
   }
 
   const events = new EventSource(base + "/events");
-  let opened = false;
   events.addEventListener("open", function () {
-    // A stream opened again (the server restarted, or another replica serves it now) may
-    // have missed events: fetch every part once.
-    if (opened) {
-      for (const part of parts) {
-        refresh(part);
-      }
+    // The stream reports what changes from the moment it opened: what changed before (since
+    // the page was made, or while a stream was down, a server restarted, another replica
+    // took over) is fetched once now.
+    for (const part of parts) {
+      refresh(part);
     }
-    opened = true;
   });
   const wanted = new Set(parts.map(function (part) { return part.dataset.on; }));
   for (const name of wanted) {

@@ -60,15 +60,26 @@ async def test_a_stdio_start_without_auth_issuer_never_imports_pyjwt(
 
 def test_importing_the_cli_and_the_server_loads_neither_pyjwt_nor_jsonschema() -> None:
     """What a start from the start-up cache imports before its first answer: the command
-    line, serving, and the server; jsonschema and PyJWT come later, when they are needed."""
+    line, serving, and the server; jsonschema, PyJWT and the bash sub-policy come later, when
+    they are needed (the sub-policy in a worker thread once the first list is answered)."""
     code = (
         "import sys\n"
         "import mcp_toolbridge.cli.main, mcp_toolbridge.cli.serve, mcp_toolbridge.server\n"
         "import mcp_toolbridge.runtime, mcp_toolbridge.bridge\n"
-        "print(sorted(m.split('.')[0] for m in sys.modules if m.split('.')[0] in "
-        "{'jwt', 'jsonschema', 'referencing'}))\n"
+        "late = ('jwt', 'jsonschema', 'referencing', 'mcp_toolbridge.policy.shell')\n"
+        "print(sorted({m for m in sys.modules for p in late if m == p or m.startswith(p + '.')}))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_the_bash_sub_policy_is_there_when_asked_for() -> None:
+    """Its names import their modules on first use, and say so when one does not exist."""
+    from mcp_toolbridge import policy
+
+    assert policy.splitter("ls -l | wc") == (("ls", "-l"), ("wc",))
+    assert callable(policy.shell_floor) and callable(policy.shell_targets)
+    with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
+        policy.nothing  # noqa: B018

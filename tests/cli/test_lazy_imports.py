@@ -52,7 +52,6 @@ async def test_a_stdio_start_without_auth_issuer_never_imports_pyjwt(
     assert "echo" in listed and result.structured_content == {"echo": {"text": "hi"}}
     imported = set(json.loads(modules.read_text(encoding="utf-8")))
     assert "mcp_toolbridge.server.toolbridge_server" in imported  # it is the server's list
-    assert "jsonschema" in imported  # the call's arguments were validated
     assert sorted(m for m in imported if m == "jwt" or m.startswith("jwt.")) == []
     http = ("mcp_toolbridge.server.http", "mcp_toolbridge.server.auth")
     assert sorted(m for m in imported if m.startswith(http)) == []  # the HTTP service's

@@ -15,10 +15,9 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from mcp_toolbridge.sandbox.warm import ZYGOTE_INSIDE
 from tests.sandbox.conftest import sandbox_support  # noqa: F401 (the fixture)
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
-from tests.support.procs import alive_with, parent_of, wait_gone
+from tests.support.procs import alive_with, keeps_warm_sandbox, wait_gone
 from tests.support.results import text_of
 
 pytestmark = [
@@ -57,9 +56,7 @@ async def test_tools_called_again_answer_each_call_sandboxed_and_leave_nothing(
                 assert echoed.structured_content == {"echo": {"text": f"{marker}-{i}"}}
                 said = await client.call_tool("bash", {"command": f"echo {marker}-{i}"})
                 assert text_of(said) == f"{marker}-{i}\nexit code 0", said
-                # The server's warm sandboxes: bubblewrap around a zygote, its children.
-                zygotes = alive_with(ZYGOTE_INSIDE, warm=True)
-                warm_seen.append(any(parent_of(p) == served for p in zygotes))
+                warm_seen.append(await keeps_warm_sandbox(served))
                 # Each call plants a file in /tmp and lists it: it sees only its own, in a
                 # fresh sandbox or a warm one (which such a call leaves unusable).
                 planted = await client.call_tool("plant", {"text": str(i)})

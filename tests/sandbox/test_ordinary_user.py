@@ -29,11 +29,10 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from mcp_toolbridge.sandbox.warm import ZYGOTE_INSIDE
 from tests.sandbox.test_kernel import KNOBS
 from tests.support import as_user
 from tests.support.manifests import agentcli_manifest, echo_tool
-from tests.support.procs import alive_with, parent_of
+from tests.support.procs import alive_with, keeps_warm_sandbox
 
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sandbox"),
@@ -144,7 +143,6 @@ async def test_a_call_over_stdio_as_an_ordinary_user_runs_sandboxed_fresh_and_wa
         command=command[0], args=command[1:], env=user_env(place), cwd=str(place)
     )
     uid = as_user.ordinary_ids()[0]
-    warm = []
     with anyio.fail_after(60):
         async with Client(server, mode=mode) as client:
             (served,) = alive_with(marker)
@@ -155,9 +153,8 @@ async def test_a_call_over_stdio_as_an_ordinary_user_runs_sandboxed_fresh_and_wa
                 knobs = {path: probe for path, probe in seen["knobs"].items() if probe}
                 assert "/proc/sys/kernel/core_pattern" in knobs
                 assert {probe["open"] for probe in knobs.values()} <= {"EROFS", "EACCES"}
-                zygotes = alive_with(ZYGOTE_INSIDE, warm=True)
-                warm.append(any(parent_of(p) == served for p in zygotes))
-    assert any(warm), "no warm sandbox was set up for the ordinary user's server"
+            warm = await keeps_warm_sandbox(served)
+    assert warm, "no warm sandbox was set up for the ordinary user's server"
     lines = [json.loads(line) for line in audit.read_text(encoding="utf-8").splitlines()]
     calls = [line for line in lines if line.get("tool") == "probe"]
     assert [(c["outcome"], c["sandboxed"]) for c in calls] == [("ok", True)] * 4

@@ -62,6 +62,20 @@ async def wait_gone(
             await anyio.sleep(0.02)
 
 
+async def keeps_warm_sandbox(server: int, within_s: float = 10.0) -> bool:
+    """Whether ``server`` has a warm sandbox (bubblewrap around a zygote, its child). One is
+    made beside the calls, which never wait for it: after the second call that needs it, or
+    after a call that left it unusable, it may still be starting on a busy machine."""
+    with anyio.move_on_after(within_s):
+        # Polling /proc: no event tells this process that an unrelated one has started.
+        while not any(  # noqa: ASYNC110
+            parent_of(p) == server for p in alive_with(ZYGOTE_INSIDE, warm=True)
+        ):
+            await anyio.sleep(0.02)
+        return True
+    return False
+
+
 def is_running(pid: int) -> bool:
     """True while ``pid`` exists and is not a zombie."""
     return _state(str(pid)) not in (None, "Z", "X")

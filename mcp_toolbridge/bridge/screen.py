@@ -22,7 +22,7 @@ import logging
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_toolbridge.bridge.outcome import CallOutcome
 from mcp_toolbridge.errors import ErrorCode
@@ -32,7 +32,9 @@ from mcp_toolbridge.leaks import SecretScan, scanned_text, summary
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.policy import Decision, Policy
 from mcp_toolbridge.sandbox import Sandbox
-from mcp_toolbridge.schemas import CompiledSchema
+
+if TYPE_CHECKING:  # jsonschema loads with the first schema compiled, not at start
+    from mcp_toolbridge.schemas import CompiledSchema
 
 log = logging.getLogger("mcp_toolbridge")
 

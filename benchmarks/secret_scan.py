@@ -22,22 +22,28 @@
    (the default) and with ``[secret_scan] mode = "off"``: both servers run at once and their
    calls alternate one by one, so both see the same load on a shared machine. A trivial call
    of ``read`` (a 1 kB file, no process) and of the manifest tool ``echo_json``
-   (``#!/bin/sh`` + ``exec cat``). The added p50 is on - off, paired per repetition; cells
-   show the median [min-max] over repetitions. Beside it, the scan's own work for the same
-   call (its arguments and its result) timed in process, which no load can blur much.
+   (``#!/bin/sh`` + ``exec cat``; its arguments differ from call to call, as a model's do).
+   The added p50 is on - off, paired per repetition; cells show the median [min-max] over
+   repetitions. Beside it, the CPU per call of each server, every thread counted (the
+   engine's Go runtime has threads of its own; /proc/PID/task/*/schedstat, Linux), which a
+   loaded machine blurs much less than the wall time, and the added CPU per call in this
+   process (``Bridge.call`` on both runtimes, alternating, this thread's CPU).
+   ``--latency-only`` skips the first table.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import statistics
 import sys
 import tempfile
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -47,7 +53,9 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from benchmarks.secrets_corpus import FAMILIES, clean_texts, planted
+from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.leaks import ENGINE, SecretScan, SecretScanSettings
+from mcp_toolbridge.runtime import Settings, load_catalog, open_runtime
 
 Scanner = Callable[[str], list[str]]
 """text -> the values found."""
@@ -172,46 +180,112 @@ async def _client(folder: Path, errlog: TextIO) -> AsyncIterator[Client]:
         yield client
 
 
-CALLS = {"read": {"file_path": "notes.txt"}, "echo_json": {"text": "hello from the benchmark"}}
+NOTES = {"file_path": "notes.txt"}
 
 
-async def _rep(folders: dict[bool, Path], calls: int, rep: int) -> dict[tuple[bool, str], float]:
+def _arguments(tool: str, i: int) -> dict[str, Any]:
+    """Each call's arguments: read's are the same every time (the file is), echo_json's
+    differ (as a model's do), so no remembered scan of the arguments serves them."""
+    return dict(NOTES) if tool == "read" else {"text": f"hello from the benchmark, call {i}"}
+
+
+TOOLS_CALLED = ("read", "echo_json")
+
+
+def _children() -> set[int]:
+    """This process's children (Linux: /proc), to find the servers the SDK started."""
+    found = set()
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = entry.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid():
+            found.add(int(entry.parent.name))
+    return found
+
+
+def _cpu_s(pid: int | None) -> float:
+    """The CPU time of every thread of ``pid`` so far (the Go runtime's threads included),
+    from /proc/PID/task/*/schedstat; NaN where it cannot be read."""
+    if pid is None:
+        return math.nan
+    total = 0
+    for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        try:
+            total += int(stat.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / 1e9 if total else math.nan
+
+
+@asynccontextmanager
+async def _server(folder: Path, errlog: TextIO) -> AsyncIterator[tuple[Client, int | None]]:
+    before = _children()
+    async with _client(folder, errlog) as client:
+        started = _children() - before
+        yield client, (started.pop() if len(started) == 1 else None)
+
+
+Cell = dict[tuple[bool, str], float]
+
+
+async def _rep(folders: dict[bool, Path], calls: int, rep: int) -> tuple[Cell, Cell]:
     """Both servers at once, their calls alternating one by one (the order flipped every
-    call), so that both see the same load: the p50 of each."""
+    call), so that both see the same load: the p50 of each, and its CPU per call."""
     times: dict[tuple[bool, str], list[float]] = {}
+    cpu: Cell = {}
     with open(folders[True].parent / "stderr.log", "a", encoding="utf-8") as errlog:  # noqa: ASYNC230
-        async with _client(folders[True], errlog) as on, _client(folders[False], errlog) as off:
-            clients = {True: on, False: off}
-            for tool, arguments in CALLS.items():
+        async with _server(folders[True], errlog) as on, _server(folders[False], errlog) as off:
+            servers = {True: on, False: off}
+            for tool in TOOLS_CALLED:
                 for i in range(calls + 20):
+                    if i == 20:
+                        used = {scan: _cpu_s(servers[scan][1]) for scan in (True, False)}
                     for scan in (True, False) if (i + rep) % 2 == 0 else (False, True):
                         started = time.perf_counter()
-                        result = await clients[scan].call_tool(tool, arguments)
+                        result = await servers[scan][0].call_tool(tool, _arguments(tool, i))
                         if result.is_error:
                             raise RuntimeError(result.content)
                         if i >= 20:
                             elapsed = (time.perf_counter() - started) * 1000
                             times.setdefault((scan, tool), []).append(elapsed)
-    return {key: statistics.median(values) for key, values in times.items()}
+                for scan in (True, False):
+                    cpu[scan, tool] = (_cpu_s(servers[scan][1]) - used[scan]) / calls * 1e6
+    return {key: statistics.median(values) for key, values in times.items()}, cpu
 
 
-def _in_process(iterations: int = 2000) -> dict[str, float]:
-    """The scan's own work for each trivial call (arguments, then result), in microseconds."""
-    scan = SecretScan(SecretScanSettings())
-    notes = "a line of notes, nothing secret\n" * 32
-    result = {"content": notes, "path": "notes.txt"}
-    out: dict[str, float] = {}
-    for tool, arguments in CALLS.items():
-        value: Any = result if tool == "read" else {"echo": arguments}
-        scan.in_arguments(arguments, tool)
-        started = time.perf_counter()
-        for _ in range(iterations):
-            scan.in_arguments(arguments, tool)
-            scan.redact_value(value, tool)
-            if tool == "read":
-                scan.redact_text(notes, tool)
-        out[tool] = (time.perf_counter() - started) / iterations * 1e6
-    return out
+async def _in_process(folders: dict[bool, Path], calls: int) -> dict[str, float]:
+    """The scan's added CPU per call in this process, paired: ``Bridge.call`` of the same
+    call on the runtime of each folder, alternating, the CPU of this thread (where the scan
+    and the engine run) summed for each, with 3 ms of rest after each call (as a server's
+    calls have) so that caches cool as they do between calls; µs per call, on - off."""
+    used = dict.fromkeys(((scan, tool) for scan in (True, False) for tool in TOOLS_CALLED), 0.0)
+    async with AsyncExitStack() as stack:
+        bridges = {}
+        for scan, folder in folders.items():
+            settings = Settings(
+                paths=[folder],
+                policy_file=folder / "policy.toml",
+                workspace=folder,
+                audit_path=folder / "audit-in-process.ndjson",
+            )
+            runtime = await stack.enter_async_context(
+                open_runtime(settings, load_catalog(settings, locked=True))
+            )
+            bridges[scan] = runtime.bridge
+        await bridges[True].secret_scan.loaded()
+        for tool in TOOLS_CALLED:
+            for i in range(calls + 20):
+                for scan in (True, False) if i % 2 == 0 else (False, True):
+                    started = time.thread_time()
+                    outcome = await bridges[scan].call(tool, _arguments(tool, i), CallContext())
+                    if i >= 20:
+                        used[scan, tool] += time.thread_time() - started
+                    if not outcome.ok:
+                        raise RuntimeError(outcome.error)
+                    await anyio.sleep(0.003)
+    return {tool: (used[True, tool] - used[False, tool]) / calls * 1e6 for tool in TOOLS_CALLED}
 
 
 async def latency_table(reps: int, calls: int) -> None:
@@ -220,23 +294,36 @@ async def latency_table(reps: int, calls: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folders = {scan: _folder(Path(tmp), scan) for scan in (True, False)}
         runs = [await _rep(folders, calls, rep) for rep in range(reps)]
-    work = _in_process()
-    head = "| call | p50 scan off ms | p50 scan on ms | added p50 ms (paired) |"
-    print(head + " scan work in process µs |")
-    print("|---|---|---|---|---|")
-    for tool in CALLS:
-        off = [r[(False, tool)] for r in runs]
-        on = [r[(True, tool)] for r in runs]
+        work = [await _in_process(folders, calls) for _ in range(reps)]
+    head = "| call | p50 scan off ms | p50 scan on ms | **added p50 ms (paired)** |"
+    print(head + " server CPU µs/call off | on | added CPU µs/call | added CPU in process µs |")
+    print("|---|---|---|---|---|---|---|---|")
+    for tool in TOOLS_CALLED:
+        off = [r[(False, tool)] for r, _ in runs]
+        on = [r[(True, tool)] for r, _ in runs]
         added = [a - b for a, b in zip(on, off, strict=True)]
+        cpu_off = [c[(False, tool)] for _, c in runs]
+        cpu_on = [c[(True, tool)] for _, c in runs]
+        cpu_added = [a - b for a, b in zip(cpu_on, cpu_off, strict=True)]
+        in_process = [w[tool] for w in work]
         print(
-            f"| {tool} | {_cell(off)} | {_cell(on)} | {statistics.median(added):+.3f} "
-            f"[{min(added):+.3f} to {max(added):+.3f}] | {work[tool]:.0f} |"
+            f"| {tool} | {_cell(off)} | {_cell(on)} | **{_range(added, 3)}** | "
+            f"{_cell(cpu_off, 0)} | {_cell(cpu_on, 0)} | {_range(cpu_added, 0)} | "
+            f"{_range(in_process, 0)} |"
         )
+    print()
+    print("Cells: median [min-max] over repetitions; the goal is an added p50 under 0.2 ms.")
     print()
 
 
-def _cell(values: list[float]) -> str:
-    return f"{statistics.median(values):.3f} [{min(values):.3f}-{max(values):.3f}]"
+def _range(values: list[float], digits: int) -> str:
+    low, high = min(values), max(values)
+    return f"{statistics.median(values):+.{digits}f} [{low:+.{digits}f} to {high:+.{digits}f}]"
+
+
+def _cell(values: list[float], digits: int = 3) -> str:
+    low, high = min(values), max(values)
+    return f"{statistics.median(values):.{digits}f} [{low:.{digits}f}-{high:.{digits}f}]"
 
 
 def main() -> None:
@@ -245,8 +332,10 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--engines", action="store_true", help="also measure detect-secrets")
     parser.add_argument("--no-server", action="store_true", help="skip the latency table")
+    parser.add_argument("--latency-only", action="store_true", help="only the latency table")
     options = parser.parse_args()
-    engine_table(options.reps, options.engines)
+    if not options.latency_only:
+        engine_table(options.reps, options.engines)
     if not options.no_server:
         anyio.run(latency_table, options.reps, options.calls)
 

@@ -53,11 +53,13 @@ Start = tuple[float, float, int, float]
 """Seconds to initialized, seconds to the first tools/list, tools listed, CPU seconds."""
 
 
-async def start_once(row: Row, quiet: TextIO) -> Start:
+async def start_once(row: Row, quiet: TextIO, cwd: str) -> Start:
     args, pythonpath = row
     env = {k: os.environ[k] for k in ("PATH", "HOME", "TOOLBRIDGE_CACHE_DIR") if k in os.environ}
     env["PYTHONPATH"] = pythonpath
-    params = StdioServerParameters(command=sys.executable, args=args, env=env)
+    # Started in a folder of their own: `python -m` puts the working directory first on
+    # sys.path, so started in this checkout every row would run this checkout's code.
+    params = StdioServerParameters(command=sys.executable, args=args, env=env, cwd=cwd)
     begun = time.perf_counter()
     async with Client(stdio_client(params, errlog=quiet)) as client:
         ready = time.perf_counter() - begun
@@ -83,7 +85,7 @@ def span(values: list[float]) -> str:
     return f"{statistics.median(values):.2f} [{min(values):.2f}-{max(values):.2f}]"
 
 
-async def measure(options: argparse.Namespace, quiet: TextIO) -> None:
+async def measure(options: argparse.Namespace, quiet: TextIO, cwd: str) -> None:
     serve = ["-m", "mcp_toolbridge", "serve", "--no-audit"]
     cold = [*serve, "--no-index-cache"]
     here = str(ROOT)
@@ -101,13 +103,13 @@ async def measure(options: argparse.Namespace, quiet: TextIO) -> None:
         rows[f"toolbridge {p}, warm"] = ([*serve, str(p.resolve())], here)
     for name, args in rows.items():  # fill the cache (and the page cache): not timed
         if name.endswith("warm"):
-            await start_once(args, quiet)
+            await start_once(args, quiet, cwd)
             await settled(Path(os.environ["TOOLBRIDGE_CACHE_DIR"]))
     times: dict[str, list[Start]] = {name: [] for name in rows}
     names = list(rows)
     for rep in range(options.reps):
         for name in names[rep % len(names) :] + names[: rep % len(names)]:
-            times[name].append(await start_once(rows[name], quiet))
+            times[name].append(await start_once(rows[name], quiet, cwd))
     print(f"repetitions: {options.reps}; Python {sys.version.split()[0]}, {os.cpu_count()} cores")
     print()
     print("| server | initialized s | first tools/list s | CPU s | tools listed |")
@@ -147,9 +149,10 @@ def main() -> None:
     with (
         open(os.devnull, "w", encoding="utf-8") as quiet,  # the servers' stderr
         tempfile.TemporaryDirectory(prefix="tb-startup-cache-") as cache,
+        tempfile.TemporaryDirectory(prefix="tb-startup-cwd-") as cwd,
     ):
         os.environ["TOOLBRIDGE_CACHE_DIR"] = cache
-        anyio.run(measure, options, quiet)
+        anyio.run(measure, options, quiet, cwd)
 
 
 if __name__ == "__main__":

@@ -93,16 +93,11 @@ from mcp_toolbridge.policy import (
     failure,
     hidden_from_it,
     is_within,
-    load_parser,
     named_files,
     parse_verdict,
-    parser_loaded,
-    shell_floor,
-    shell_targets,
     watchdog_payload,
     way_out,
 )
-from mcp_toolbridge.policy import splitter as shell_splitter
 from mcp_toolbridge.sandbox import Confinement, Sandbox
 from mcp_toolbridge.state import MemoryState, State
 
@@ -193,7 +188,7 @@ class PolicyGate:
         policy: Policy,
         *,
         environ: Mapping[str, str] | None = None,
-        splitter: CommandSplitter = shell_splitter,
+        splitter: CommandSplitter | None = None,
         sidecars: Callable[[str], Path | None] | None = None,
         sandbox: Sandbox | None = None,
         state: State | None = None,
@@ -276,11 +271,18 @@ class PolicyGate:
     async def _clear(
         self, spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext
     ) -> Clearance:
+        # The bash sub-policy is imported on first use (cli.startup.warm_up loads it early).
+        from mcp_toolbridge.policy import load_parser, parser_loaded, shell_floor, shell_targets
+        from mcp_toolbridge.policy import splitter as shell_splitter
+
         policy = self.policy.for_caller(ctx.caller)  # the rules for everyone and for it
         if not parser_loaded() and any("shell.run" in r for r in spec.argument_roles.values()):
             await anyio.to_thread.run_sync(load_parser)  # not on the event loop: 0.1-0.3 s
         targets = policy.targets(
-            spec, arguments, roles=spec.argument_roles or None, splitter=self._splitter
+            spec,
+            arguments,
+            roles=spec.argument_roles or None,
+            splitter=self._splitter or shell_splitter,
         )
         targets = shell_targets(policy, spec, arguments, targets)
         targets = self._own_sidecars_readable(spec, targets, ctx.session_id)

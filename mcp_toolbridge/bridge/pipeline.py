@@ -266,7 +266,6 @@ class Bridge:
         try:
             try:
                 self._validate(entry, args)
-                found = await self.secret_scan.arguments(args, name)
                 ticket = await self._budgets.admit_call(entry.spec, ctx, self._rate_limit)
                 clearance = await self._gate(entry.spec, args, ctx)
                 if not clearance.allowed:
@@ -288,7 +287,9 @@ class Bridge:
             except StateUnavailable as exc:  # fail closed: nothing unchecked runs
                 closed = StateUnavailableError(f"{exc.reason}. {FAIL_CLOSED}", tool=name)
                 outcome = self._failed(name, closed.message, closed.code, started, clearance)
-            outcome = await screened(self.secret_scan, entry.output, outcome, found or Counter())
+            # The arguments are scanned here, with the result (the gate has scanned them
+            # before the call when the tool can reach the network).
+            outcome, found = await screened(self.secret_scan, entry.output, outcome, args)
         except InputPending:
             pending = CallOutcome(
                 tool=name,

@@ -22,17 +22,19 @@ import logging
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_toolbridge.bridge.outcome import CallOutcome
 from mcp_toolbridge.errors import ErrorCode
 from mcp_toolbridge.executors import ExecResult
 from mcp_toolbridge.host import CallContext, CallLog, LogLevel, ProgressFn
-from mcp_toolbridge.leaks import SecretScan, summary
+from mcp_toolbridge.leaks import SecretScan, scanned_text, summary
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.policy import Decision, Policy
 from mcp_toolbridge.sandbox import Sandbox
-from mcp_toolbridge.schemas import CompiledSchema
+
+if TYPE_CHECKING:  # jsonschema loads with the first schema compiled, not at start
+    from mcp_toolbridge.schemas import CompiledSchema
 
 log = logging.getLogger("mcp_toolbridge")
 
@@ -40,6 +42,8 @@ SECRETS_SCOPE = "secrets"
 """The scope of a decision the argument scan made (audit ``decisionScope``)."""
 MAX_SHOWN_CHARS = 100_000
 """The most of a redacted value an ``output.invalid`` failure shows."""
+JOINT_CHARS = 16_384
+"""A call's texts up to this long in all are first judged together by the prefilter."""
 
 
 def _size(value: Any, limit: int = 1 << 20) -> int:
@@ -239,12 +243,36 @@ def argument_hint(spec: ToolSpec, found: Counter[str]) -> str:
     )
 
 
+def _read(outcome: CallOutcome, arguments: Mapping[str, Any]) -> list[str] | None:
+    """The texts that :func:`screen` and the scan of ``arguments`` read, each as it reads it;
+    None when they are too long to be judged together."""
+    value, result = outcome.value, outcome.result
+    argv = list(result.argv) if result is not None else []
+    parts: list[Any] = [arguments, outcome.text, outcome.error]
+    parts += [[value, argv]] if argv and not isinstance(value, str) else [value, argv or None]
+    if result is not None:
+        parts.append(result.url)
+        parts.append(result.value if result.value is not value else None)
+        parts.append(result.text if result.text != outcome.text else None)
+        parts.append(result.error if result.error != outcome.error else None)
+    if _size(parts, JOINT_CHARS) > JOINT_CHARS:
+        return None
+    return [text for text in map(scanned_text, parts) if text]
+
+
 async def screened(
-    scan: SecretScan, output: CompiledSchema | None, outcome: CallOutcome, found: Counter[str]
-) -> CallOutcome:
-    """``outcome`` with secrets redacted; off its output schema (``output``): a failure."""
+    scan: SecretScan, output: CompiledSchema | None, outcome: CallOutcome, arguments: Any
+) -> tuple[CallOutcome, Counter[str]]:
+    """``outcome`` with secrets redacted (off its output schema, ``output``: a failure), and
+    the secrets its ``arguments`` carry, per rule. A call whose arguments and result hold no
+    text the engine could find anything in (one pass of its prefilter over them all, the most
+    trivial call's case) is returned as it is, without a call of the engine."""
     if not scan.enabled:
-        return outcome
+        return outcome, Counter()
+    texts = _read(outcome, arguments)
+    if texts is not None and not await scan.may_find(texts):
+        return outcome, Counter()
+    found = await scan.arguments(arguments, outcome.tool)
     parts = await screen(
         scan,
         outcome.tool,
@@ -266,7 +294,8 @@ async def screened(
         problems = output.validate(parts.value)
         if problems:
             error = off_schema(parts, problems[0])
-            return replace(
+            failed = replace(
                 outcome, ok=False, value=None, error=error, code=ErrorCode.OUTPUT_INVALID
             )
-    return outcome
+            return failed, found
+    return outcome, found

@@ -17,8 +17,6 @@ from typing import Any
 import anyio
 
 from mcp_toolbridge.cli.allocator import started
-from mcp_toolbridge.cli.ask import TerminalHost
-from mcp_toolbridge.cli.config import print_config, run_doctor
 from mcp_toolbridge.cli.console import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERRUPTED,
@@ -27,7 +25,6 @@ from mcp_toolbridge.cli.console import (
     EXIT_PROBLEMS,
     err,
 )
-from mcp_toolbridge.cli.inspect import print_interface, show_policy
 from mcp_toolbridge.cli.parsing import parse_args, settings_of
 from mcp_toolbridge.cli.serve import run_server
 from mcp_toolbridge.errors import Severity, ToolbridgeError, UnknownToolError
@@ -114,6 +111,7 @@ def _cmd_call(args: argparse.Namespace) -> int:
     loaded = _load_or_exit(args, builtins=True)
     if isinstance(loaded, int):
         return loaded
+    from mcp_toolbridge.cli.ask import TerminalHost  # the verbs' own modules: on use
 
     async def run() -> int:
         ctx = CallContext(host=TerminalHost.attached())  # no terminal: headless, ask = deny
@@ -196,6 +194,8 @@ def _cmd_policy(args: argparse.Namespace) -> int:
     if args.policy_verb is None:
         print(args.policy_help, end="")
         return EXIT_OK
+    from mcp_toolbridge.cli.inspect import show_policy
+
     loaded = load_catalog(settings_of(args), locked=True)
     if loaded.errors:
         _print_problems(loaded)
@@ -234,14 +234,20 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     loaded = _load_or_exit(args, builtins=True)
     if isinstance(loaded, int):
         return loaded
+    from mcp_toolbridge.cli.inspect import print_interface
+
     return print_interface(args, settings_of(args), loaded)
 
 
 def _cmd_config(args: argparse.Namespace) -> int:
+    from mcp_toolbridge.cli.config import print_config
+
     return print_config(args)
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
+    from mcp_toolbridge.cli.config import run_doctor
+
     return run_doctor(args, parse_args, settings_of)
 
 

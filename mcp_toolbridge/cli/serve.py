@@ -169,7 +169,7 @@ def run_server(
     what: str = "serving",
 ) -> int:
     """Serve ``loaded`` over stdio or HTTP until the client (or a signal) ends it."""
-    from mcp_toolbridge.server import HttpService, ToolbridgeServer
+    from mcp_toolbridge.server import ToolbridgeServer
 
     http = http_options(args, settings, loaded)
     console = console_for(args, settings, loaded)
@@ -246,6 +246,8 @@ def run_server(
                     await group.start(_stop_on_sigterm, group.cancel_scope)
                     await server.run_stdio()
                 else:
+                    from mcp_toolbridge.server import HttpService  # only for HTTP
+
                     service = HttpService(server, http, console=mount_of(console, http))
                     url = service.listen()
                     mode = "stateless" if http.stateless else "stateful"

@@ -13,9 +13,9 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
+import mcp_toolbridge.policy
 from mcp_toolbridge.cli.reload import Publisher, left_out_lines
 from mcp_toolbridge.errors import Problem
-from mcp_toolbridge.policy import load_parser, parser_loaded
 from mcp_toolbridge.runtime import Loaded, Runtime, Settings
 from mcp_toolbridge.workspace import unfit_reason, workspace_from_roots
 
@@ -112,16 +112,23 @@ def follow_roots(
 
 async def warm_up(runtime: Runtime, listed: anyio.Event) -> None:
     """Once the first tools/list is answered (what a client waits for at start), load in
-    worker threads what calls will need: the secret scanner's engine (~0.1 s of compiling its
-    rules, ~40 MB) and, when bash is served, its command parser (bashlex builds its tables on
-    import: 0.1-0.3 s). A call that needs either before waits for it, off the event loop."""
+    worker threads what calls will need: the bash sub-policy (our own modules, ~10 ms, which
+    every call's gate uses), the secret scanner's engine (~0.1 s of compiling its rules,
+    ~40 MB) and, when bash is served, its command parser (bashlex builds its tables on
+    import: 0.1-0.3 s). A call that needs the engine or the parser before waits for it, off
+    the event loop; one that comes before the sub-policy is loaded imports it (once)."""
     await listed.wait()
     async with anyio.create_task_group() as group:
         if runtime.gate.secret_scan.enabled:
             group.start_soon(runtime.gate.secret_scan.loaded)
-        if "bash" in runtime.bridge.catalog and not parser_loaded():
-            group.start_soon(_load_parser)
+        group.start_soon(_load_shell_policy, "bash" in runtime.bridge.catalog)
 
 
-async def _load_parser() -> None:
-    await anyio.to_thread.run_sync(load_parser, abandon_on_cancel=True)  # a stop does not wait
+async def _load_shell_policy(with_parser: bool) -> None:
+    def load() -> None:
+        policy = mcp_toolbridge.policy  # its shell names import their modules on first use
+        policy.shell_floor  # noqa: B018 (the gate of every call uses it)
+        if with_parser and not policy.parser_loaded():
+            policy.load_parser()
+
+    await anyio.to_thread.run_sync(load, abandon_on_cancel=True)  # a stop does not wait

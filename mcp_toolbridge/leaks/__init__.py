@@ -1,6 +1,7 @@
 """Secrets nobody declared: finding them in what tools print and in what a model sends, with a
 maintained engine and rule set (betterleaks), and redacting them as ``[REDACTED:<rule-id>]``
-(markers.py: the marker, and counting it where a file tool must not write it over a secret).
+(markers.py: the marker, and counting it where a file tool must not write it over a secret;
+prefilter.py: which texts the engine cannot find anything in, from its own rules).
 The policy file's ``[secret_scan]`` table (its model is here) switches rules, allows findings
 and turns the scan off. engine.py is the only importer of ``betterleaks``.
 
@@ -8,7 +9,7 @@ May import: the vocabulary only."""
 
 from mcp_toolbridge.leaks.engine import ENGINE, OFF_BY_DEFAULT, OWN_RULES, Engine, Found
 from mcp_toolbridge.leaks.markers import MARKER, count_markers, marker, markers_in
-from mcp_toolbridge.leaks.scan import OFF, SecretScan, summary
+from mcp_toolbridge.leaks.scan import OFF, SecretScan, scanned_text, summary
 from mcp_toolbridge.leaks.settings import AllowEntry, SecretScanSettings
 
 __all__ = [
@@ -25,5 +26,6 @@ __all__ = [
     "count_markers",
     "marker",
     "markers_in",
+    "scanned_text",
     "summary",
 ]

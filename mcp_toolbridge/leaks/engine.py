@@ -23,6 +23,9 @@ What this adds to the engine, and why (docs/performance.md, "Secret scan"):
   ``password =``, a URL's password) would find the marker, and its components (a user name
   near it): a finding whose secret is only markers is dropped with its components, so a
   redacted text redacted again stays as it was.
+- **Texts it cannot find anything in** are not given to it: :mod:`prefilter` tells them from
+  the engine's own rules (its embedded config, read out of its library) without the cost of a
+  call into its Go runtime, which is most of the cost of a short text.
 - **Text it can take.** The binding passes a C string: a NUL byte would end the text early, so
   NULs are scanned as spaces; text that is not valid UTF-8 (lone surrogates) is scanned with
   them replaced.
@@ -39,13 +42,14 @@ import hashlib
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import betterleaks
 
 from mcp_toolbridge.leaks.markers import only_markers
+from mcp_toolbridge.leaks.prefilter import Prefilter, Rule, rules_of
 
 OFF_BY_DEFAULT = frozenset({"generic-api-key"})
 """Rules off unless switched on: ``generic-api-key`` matches a secret-sounding key followed by
@@ -61,6 +65,7 @@ ENGINE = (
 )
 
 _OWN_RULES = Path(__file__).with_name("own_rules.toml")
+_CONFIG_START = b"# This file has been auto-generated"
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +87,39 @@ def known_rule_ids() -> frozenset[str]:
         return frozenset()
     ids = frozenset(m.decode() for m in re.findall(rb'\nid = "([a-z0-9][a-z0-9._-]*)"', data))
     return ids if len(ids) > 50 else frozenset()
+
+
+@functools.cache
+def embedded_rules() -> tuple[Rule, ...] | None:
+    """The rules of the engine's embedded default config (kept in its library as TOML text,
+    ended by a NUL byte), None when it cannot be read whole: their ids must be those
+    :func:`known_rule_ids` finds."""
+    library = Path(betterleaks.__file__).parent / "libbetterleaks.so"
+    try:
+        data = library.read_bytes()
+    except OSError:
+        return None
+    start = data.find(_CONFIG_START)
+    end = data.find(b"\x00", start)
+    if start == -1 or end == -1 or data.find(_CONFIG_START, start + 1) != -1:
+        return None
+    try:
+        rules = rules_of(data[start:end].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if not rules or {rule.id for rule in rules} != known_rule_ids():
+        return None
+    return tuple(rules)
+
+
+@functools.cache
+def prefilter_for(disabled: frozenset[str]) -> Prefilter | None:
+    """The prefilter of the engine with ``disabled`` off (None: every text is scanned)."""
+    rules = embedded_rules()
+    if rules is None:
+        return None
+    own = rules_of(_OWN_RULES.read_text(encoding="utf-8"))
+    return Prefilter.of((*rules, *own), disabled)
 
 
 @functools.cache
@@ -147,18 +185,26 @@ def _parts(finding: betterleaks.Finding) -> Iterator[tuple[str, str]]:
 
 
 class Engine:
-    """betterleaks with every rule on but ``disabled``."""
+    """betterleaks with every rule on but ``disabled``; ``prefilter=False``: every text is
+    given to it (what the prefilter is compared with)."""
 
-    def __init__(self, disabled: frozenset[str] = OFF_BY_DEFAULT) -> None:
+    def __init__(
+        self, disabled: frozenset[str] = OFF_BY_DEFAULT, *, prefilter: bool = True
+    ) -> None:
         self.disabled = disabled
         self._config = _config(disabled)
+        self.prefilter: Prefilter | None = None
+        self._judged = not prefilter
 
     def scan(self, text: str) -> list[Found]:
         """Every secret in ``text``, each value once (the first rule that found it). Runs the
         engine: call it from a worker thread for long texts. Raises RuntimeError when the
         engine fails."""
         seen: dict[str, str] = {}
-        for piece in chunks(_scannable(text)):
+        text = _scannable(text)
+        if not self._may_find(text, whole=len(text) <= CHUNK_CHARS):
+            return []
+        for piece in chunks(text):
             try:
                 findings = betterleaks.scan_string(piece, config_path=self._config)
             except betterleaks.BetterleaksError as exc:
@@ -173,6 +219,24 @@ class Engine:
                         seen[value] = rule
         return [Found(rule, value) for value, rule in seen.items()]
 
+    def may_find(self, texts: Iterable[str]) -> bool:
+        """False only when :meth:`scan` of each of ``texts`` would find nothing: one pass of the
+        prefilter over them all (builds it the first time: call :meth:`warm` first)."""
+        parts = [_scannable(text) for text in texts]
+        whole = all(len(part) <= CHUNK_CHARS for part in parts)
+        return self._may_find("\n".join(parts), whole=whole)
+
+    def _may_find(self, text: str, *, whole: bool) -> bool:
+        if not self._judged:  # built once, by warm() in a server
+            self.prefilter = prefilter_for(self.disabled)
+            self._judged = True
+        return self.prefilter is None or self.prefilter.may_find(text, whole=whole)
+
     def warm(self) -> None:
-        """Load the engine and build its detector (~0.1 s, once per process and config)."""
-        self.scan("")
+        """Load the engine and build its detector (~0.1 s, once per process and config), and
+        the prefilter (~0.05 s)."""
+        self._may_find("", whole=True)
+        try:
+            betterleaks.scan_string("", config_path=self._config)
+        except betterleaks.BetterleaksError as exc:
+            raise RuntimeError(f"the secret scanner failed: {exc}") from exc

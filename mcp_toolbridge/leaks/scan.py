@@ -125,8 +125,21 @@ def _walk(value: Any, swaps: list[_Swap], counts: Counter[str]) -> Any:
     return value
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+
+
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return _ENCODER.encode(value)
+
+
+def scanned_text(value: Any) -> str | None:
+    """The text a scan of ``value`` reads: a string itself, a JSON-like value its JSON text;
+    None for anything else (a number, None: not scanned)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping | list | tuple):
+        return _json(value)
+    return None
 
 
 class SecretScan:
@@ -204,6 +217,14 @@ class SecretScan:
             counts: Counter[str] = Counter()
             done.append((_walk(value, swaps, counts), counts))
         return done
+
+    async def may_find(self, texts: Iterable[str]) -> bool:
+        """False only when no scan of any of ``texts`` could find a secret, told in one pass
+        of the engine's prefilter, without calling it (engine.py)."""
+        if self._engine is None:
+            return False
+        await self.loaded()
+        return self._engine.may_find(texts)
 
     def in_arguments(self, arguments: Mapping[str, Any], tool: str) -> Counter[str]:
         """The secrets a call's arguments carry, per rule."""

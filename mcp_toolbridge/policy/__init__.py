@@ -4,6 +4,9 @@ containment, the watchdog hook, and ``shell/`` (the bash sub-policy).
 
 May import: the vocabulary only."""
 
+import importlib
+from typing import TYPE_CHECKING
+
 from mcp_toolbridge.policy.compiled import Decision, Policy, combine
 from mcp_toolbridge.policy.file import PolicyFile, SandboxMode
 from mcp_toolbridge.policy.grants import SessionRules, always_grants
@@ -36,8 +39,6 @@ from mcp_toolbridge.policy.rules import (
     is_manifest_path,
     resolve,
 )
-from mcp_toolbridge.policy.shell.hooks import shell_floor, shell_targets
-from mcp_toolbridge.policy.shell.parse import load_parser, parser_loaded, splitter
 from mcp_toolbridge.policy.show import render_policy
 from mcp_toolbridge.policy.watchdog import (
     Verdict,
@@ -48,6 +49,31 @@ from mcp_toolbridge.policy.watchdog import (
     parse_verdict,
     watchdog_payload,
 )
+
+if TYPE_CHECKING:
+    from mcp_toolbridge.policy.shell.hooks import shell_floor, shell_targets
+    from mcp_toolbridge.policy.shell.parse import load_parser, parser_loaded, splitter
+
+_ON_USE = {
+    "shell_floor": "mcp_toolbridge.policy.shell.hooks",
+    "shell_targets": "mcp_toolbridge.policy.shell.hooks",
+    "load_parser": "mcp_toolbridge.policy.shell.parse",
+    "parser_loaded": "mcp_toolbridge.policy.shell.parse",
+    "splitter": "mcp_toolbridge.policy.shell.parse",
+}
+"""Names imported on first use: the bash sub-policy (``shell/``, about 10 ms of a start),
+which only a call needs; a server loads it in a worker thread once it has answered its first
+tools/list (cli.startup.warm_up)."""
+
+
+def __getattr__(name: str) -> object:
+    module = _ON_USE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "ACTION_RANK",

@@ -25,7 +25,6 @@ from mcp_toolbridge.policy.grants import SessionRules
 from mcp_toolbridge.policy.layers import LAYER_COMMAND_LINE, LAYER_FILE
 from mcp_toolbridge.policy.requirements import Denial, Targets
 from mcp_toolbridge.policy.rules import Rule, Subject, Who, compile_rule, subjects
-from mcp_toolbridge.policy.shell.hooks import shell_floor
 
 NEW_FILE = "toolbridge-policy.toml"
 MAX_ENTRIES = 6
@@ -73,6 +72,8 @@ def _outcome(
     targets: Targets,
     session: SessionRules | None,
 ) -> Decision:
+    from mcp_toolbridge.policy.shell.hooks import shell_floor  # on use: see __init__
+
     decision = policy.decide(spec, targets, session)
     return shell_floor(policy, spec, arguments, decision, session)
 

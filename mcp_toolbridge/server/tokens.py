@@ -44,15 +44,17 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import anyio
-import jwt
 from mcp.server.auth.provider import AccessToken
 
 from mcp_toolbridge.errors import ConfigError, ErrorCode, ExecError
 from mcp_toolbridge.executors import fetch_plain
+
+if TYPE_CHECKING:
+    import jwt
 
 log = logging.getLogger("mcp_toolbridge.auth")
 
@@ -186,6 +188,10 @@ class TokenValidator:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.options = options.checked()
+        # PyJWT (~20 ms to import) loads with a validator (--auth-issuer), not at every start;
+        # a broken install still fails at start, not at the first token.
+        import jwt  # noqa: F401
+
         self.clock = clock
         """The wall clock the remembered tokens' times are checked against (a test's own)."""
         self._refetch_after_s = refetch_after_s
@@ -262,6 +268,8 @@ class TokenValidator:
         return [found] if found is not None else []
 
     def _prepared_key(self, data: dict[str, Any], alg: str) -> jwt.PyJWK | None:
+        import jwt
+
         kty, crv = KEY_TYPES[alg]
         if data.get("kty") != kty or (crv is not None and data.get("crv") != crv):
             return None
@@ -338,6 +346,8 @@ class TokenValidator:
     ) -> dict[str, Any] | None:
         """A JWS's claims when one of the issuer's keys verifies it with an allowed algorithm
         and its iss, aud, exp and nbf hold (with the leeway); else None (logged why)."""
+        import jwt
+
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError:

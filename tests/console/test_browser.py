@@ -1,8 +1,8 @@
 """The console in a real browser (Debian's Chromium, driven by Playwright): a person approves
 and denies a headless SDK client's waiting call with the page's own buttons, by mouse and by
 keyboard (both protocol eras), sees a call that began waiting before its page's event stream
-opened, filters the live timeline without a reload, and a
-cross-origin form post and a visit without the token are refused."""
+opened and one an older refresh answered late does not hide, filters the live timeline
+without a reload, and a cross-origin form post and a visit without the token are refused."""
 
 from __future__ import annotations
 
@@ -90,6 +90,41 @@ async def test_a_call_that_waits_before_the_page_hears_of_it_is_shown(tmp_path: 
             await card.get_by_role("button", name="Allow once").click()
         assert not result[0].is_error
         assert _audit(stack.audit)[-1]["outcome"] == "ok"
+
+
+async def test_an_older_refresh_answered_late_does_not_hide_a_waiting_call(
+    tmp_path: Path,
+) -> None:
+    """The page's first refresh (its stream opened, nothing waiting yet) is answered only
+    after the refresh a waiting call brought: its older list is not shown over the card."""
+    async with serving(tmp_path, stateless=True) as stack, chromium() as browser:
+        page = await browser.new_page()
+        first_fetched, release = anyio.Event(), anyio.Event()
+        held: list[Any] = []
+
+        async def hold_the_first(route: Any) -> None:
+            if held:
+                await route.continue_()
+                return
+            held.append(route)
+            answer = await route.fetch()  # made now: nothing is waiting
+            first_fetched.set()
+            await release.wait()
+            await route.fulfill(response=answer)
+
+        await page.route(re.compile(r"/part/approvals(\?|$)"), hold_the_first)
+        await page.goto(stack.console.url)
+        await first_fetched.wait()
+        result: list[Any] = []
+        async with anyio.create_task_group() as group:
+            group.start_soon(_call, stack.url, "auto", "note", {"text": "newer"}, result)
+            card = page.locator(".card", has_text="newer")
+            await card.wait_for(timeout=60_000)
+            release.set()  # the older answer arrives now
+            await page.locator("#approvals:not([aria-busy])").wait_for(timeout=60_000)
+            assert await card.is_visible()
+            await card.get_by_role("button", name="Allow once").click()
+        assert not result[0].is_error
 
 
 async def test_the_timeline_filters_live_without_a_reload(tmp_path: Path) -> None:

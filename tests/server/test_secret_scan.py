@@ -293,3 +293,27 @@ async def test_the_allow_list_and_off_let_secrets_through(tmp_path: Path, mode: 
         value = (await client.call_tool("leaky", {})).structured_content
     assert value is not None and value["key"] == PEM and AWS_SECRET in value["env"]
     assert _audit(off)[-1]["redacted"] is None
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_secret_in_the_arguments_of_a_closed_world_tool_is_counted_with_its_result(
+    tmp_path: Path, mode: str
+) -> None:
+    """A tool that cannot reach the network runs without asking, and its arguments are
+    scanned after the call, with its result (in one pass of the prefilter when neither holds
+    anything, the trivial call): the audit line records the rule and the count all the same,
+    never the value."""
+    settings = _settings(tmp_path)
+    assert settings.workspace is not None
+    (settings.workspace / "plain.txt").write_text("nothing to see here\n", encoding="utf-8")
+    async with served_client(settings, mode, locked=True) as client:
+        missing = await client.call_tool("read", {"file_path": f"notes-{GITHUB}.txt"})
+        trivial = await client.call_tool("read", {"file_path": "plain.txt"})
+    assert missing.is_error and GITHUB not in error_text(missing)
+    assert not trivial.is_error
+    secret_line, trivial_line = _audit(settings)[-2:]
+    assert secret_line["decision"] == "allow" and secret_line.get("answer") is None
+    assert secret_line["argumentSecrets"] == {"github-pat": 1}
+    assert trivial_line["outcome"] == "ok"
+    assert trivial_line.get("argumentSecrets") is None and trivial_line.get("redacted") is None
+    _no_secret_in(_audit_text(settings))

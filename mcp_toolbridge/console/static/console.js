@@ -26,14 +26,34 @@
     return text ? "?" + text : "";
   }
 
+  // Refreshes of one part may overlap and their answers arrive in any order: an answer is
+  // shown only if no refresh begun after it has been shown already. The part is aria-busy
+  // while any of its refreshes is unanswered.
+  const begun = new Map();
+  const shown = new Map();
+  const pending = new Map();
+
   async function refresh(part) {
-    const response = await fetch(part.dataset.part + query(part), {
-      credentials: "same-origin",
-      headers: { "Accept": "text/html" },
-    });
-    if (response.ok) {
-      part.innerHTML = await response.text();
-      part.dataset.version = String(Number(part.dataset.version || "0") + 1);
+    const ticket = (begun.get(part) || 0) + 1;
+    begun.set(part, ticket);
+    pending.set(part, (pending.get(part) || 0) + 1);
+    part.setAttribute("aria-busy", "true");
+    try {
+      const response = await fetch(part.dataset.part + query(part), {
+        credentials: "same-origin",
+        headers: { "Accept": "text/html" },
+      });
+      const html = response.ok ? await response.text() : null;
+      if (html !== null && ticket > (shown.get(part) || 0)) {
+        shown.set(part, ticket);
+        part.innerHTML = html;
+        part.dataset.version = String(Number(part.dataset.version || "0") + 1);
+      }
+    } finally {
+      pending.set(part, pending.get(part) - 1);
+      if (pending.get(part) === 0) {
+        part.removeAttribute("aria-busy");
+      }
     }
   }
 

@@ -54,17 +54,9 @@ def _size(value: Any, limit: int = 1 << 20) -> int:
     stack = [value]
     while stack and total <= limit:
         item = stack.pop()
-        kind = type(item)  # the JSON kinds first: an ABC check costs more than a call's walk
-        if kind is str:
+        if isinstance(item, str):
             total += len(item) + 2
-        elif kind is dict:
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif kind is list or kind is tuple:
-            stack.extend(item)
-        elif isinstance(item, str):
-            total += len(item) + 2
-        elif isinstance(item, Mapping):
+        elif type(item) is dict or isinstance(item, Mapping):  # the ABC check only if not
             stack.extend(item.keys())
             stack.extend(item.values())
         elif isinstance(item, list | tuple):

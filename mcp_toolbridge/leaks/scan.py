@@ -135,14 +135,9 @@ def _json(value: Any) -> str:
 def scanned_text(value: Any) -> str | None:
     """The text a scan of ``value`` reads: a string itself, a JSON-like value its JSON text;
     None for anything else (a number, None: not scanned)."""
-    kind = type(value)  # the JSON kinds first: an ABC check costs more than the rest
-    if kind is str:
-        return value  # type: ignore[no-any-return]
-    if kind is dict or kind is list or kind is tuple:
-        return _json(value)
     if isinstance(value, str):
         return value
-    if isinstance(value, Mapping | list | tuple):
+    if type(value) is dict or isinstance(value, Mapping | list | tuple):  # the ABC check last
         return _json(value)
     return None
 

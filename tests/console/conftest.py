@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 import httpx2
+import pytest
 
 from mcp_toolbridge.console import Console, ConsoleOptions
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_runtime
@@ -22,6 +23,8 @@ from mcp_toolbridge.server.http import HttpOptions, HttpService
 from mcp_toolbridge.server.tokens import AuthOptions
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
+from tests.support.oauth import AGENT, AGENT_SECRET
+from tests.support.oidc import Provider, oidc_provider
 
 NOTE = "import json, sys\nprint(json.dumps({'noted': json.load(sys.stdin)['text']}))\n"
 
@@ -151,3 +154,20 @@ class Person:
             f"{self.base}/answer/{waiting_id}",
             data={"csrf": found["csrf"], "choice": choice},
         )
+
+
+PEOPLE = {"alice": ["admin", "ops"], "bob": ["staff"]}
+"""The people the OpenID provider of the sign-in tests knows, and their groups."""
+
+
+@pytest.fixture(scope="module")
+async def provider(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Provider]:
+    """A real OpenID provider (per module) that knows :data:`PEOPLE` and a headless agent."""
+    clients = [
+        {"client_id": AGENT, "client_secret": AGENT_SECRET, "grant_types": ["client_credentials"],
+         "response_types": [], "redirect_uris": [], "groups": ["bots"]},
+    ]  # fmt: skip
+    async with oidc_provider(
+        tmp_path_factory.mktemp("oidc"), accounts=PEOPLE, clients=clients
+    ) as running:
+        yield running

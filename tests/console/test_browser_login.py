@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
 
-from tests.console.test_login import PEOPLE, _authorized_call, console_with_login
+from tests.console.test_login import _authorized_call, console_with_login
 from tests.support.browser import chromium, need_chromium
 from tests.support.oauth import AGENT, AGENT_SECRET, needs_oidc
-from tests.support.oidc import Provider, oidc_provider
+from tests.support.oidc import Provider
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page
@@ -29,18 +28,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.e2e, needs_oidc]
 @pytest.fixture(autouse=True)
 def _chromium_here() -> None:
     need_chromium()
-
-
-@pytest.fixture(scope="module")
-async def provider(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Provider]:
-    clients = [
-        {"client_id": AGENT, "client_secret": AGENT_SECRET, "grant_types": ["client_credentials"],
-         "response_types": [], "redirect_uris": [], "groups": ["bots"]},
-    ]  # fmt: skip
-    async with oidc_provider(
-        tmp_path_factory.mktemp("oidc"), accounts=PEOPLE, clients=clients
-    ) as running:
-        yield running
 
 
 async def _offline(context: BrowserContext) -> None:

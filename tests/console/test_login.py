@@ -27,22 +27,9 @@ from mcp_toolbridge.console.login import LOGIN_S, s256
 from mcp_toolbridge.server.tokens import AuthOptions
 from tests.console.conftest import Person, mounted_serving
 from tests.support.oauth import AGENT, AGENT_SECRET, needs_oidc
-from tests.support.oidc import Provider, oidc_provider, sign_in
+from tests.support.oidc import Provider, sign_in
 
 pytestmark = [pytest.mark.anyio, needs_oidc]
-PEOPLE = {"alice": ["admin", "ops"], "bob": ["staff"]}
-
-
-@pytest.fixture(scope="module")
-async def provider(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Provider]:
-    clients = [
-        {"client_id": AGENT, "client_secret": AGENT_SECRET, "grant_types": ["client_credentials"],
-         "response_types": [], "redirect_uris": [], "groups": ["bots"]},
-    ]  # fmt: skip
-    async with oidc_provider(
-        tmp_path_factory.mktemp("oidc"), accounts=PEOPLE, clients=clients
-    ) as running:
-        yield running
 
 
 @asynccontextmanager

@@ -15,7 +15,7 @@ import anyio
 import httpx2
 import pytest
 
-from tests.console.test_login import PEOPLE
+from tests.console.conftest import PEOPLE
 from tests.support.cluster import cluster
 from tests.support.manifests import agentcli_manifest, echo_tool
 from tests.support.oauth import needs_oidc

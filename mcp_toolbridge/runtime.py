@@ -13,19 +13,10 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import platformdirs
 
-from mcp_toolbridge.bridge import (
-    AuditLog,
-    Bridge,
-    CallOutcome,
-    Observer,
-    PolicyGate,
-    audit_observer,
-    span_observer,
-)
 from mcp_toolbridge.builtins import (
     LOCKED_IDS,
     TOOL_SEARCH_SPEC,
@@ -40,14 +31,7 @@ from mcp_toolbridge.builtins import (
 )
 from mcp_toolbridge.catalog import Catalog, DeferredIndex, Pin, SearchIndex
 from mcp_toolbridge.errors import ConfigError, ErrorCode, Problem, Severity
-from mcp_toolbridge.executors import (
-    DEFAULT_MAX_OUTPUT_BYTES,
-    DEFAULT_TIMEOUT_S,
-    ExecToolExecutor,
-    Executor,
-    HttpExecutor,
-    probe_sandbox_at_start,
-)
+from mcp_toolbridge.executors import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
 from mcp_toolbridge.host import CallContext, Caller
 from mcp_toolbridge.loaders import LoadReport, Manifests, load_manifests
 from mcp_toolbridge.model import ToolSpec
@@ -66,6 +50,10 @@ from mcp_toolbridge.runtime_cache import (
 )
 from mcp_toolbridge.secrets import SecretResolver
 from mcp_toolbridge.workspace import UNSET_ROOT, default_workspace
+
+if TYPE_CHECKING:  # the call machinery: imported when a runtime is opened (open_runtime)
+    from mcp_toolbridge.bridge import Bridge, CallOutcome, Observer, PolicyGate
+    from mcp_toolbridge.executors import Executor
 
 BUILTIN_SPECS: tuple[ToolSpec, ...] = (TOOL_SEARCH_SPEC,)
 """The smallest built-in set (tool_search alone), for catalogs loaded without the locked
@@ -276,11 +264,18 @@ class _Shared:
 
 
 def _catalog_parts(
-    settings: Settings, loaded: Loaded, shared: _Shared
+    settings: Settings,
+    loaded: Loaded,
+    shared: _Shared,
+    index: SearchIndex | DeferredIndex | None = None,
 ) -> tuple[PolicyGate, BuiltinExecutor]:
-    """What depends on the catalog and the policy, rebuilt on every reload."""
+    """What depends on the catalog and the policy, rebuilt on every reload (``index``: the
+    catalog's search index as already made, see :func:`open_runtime`)."""
+    from mcp_toolbridge.bridge import PolicyGate
+
     catalog = loaded.catalog
-    search = ToolSearch(serving_index(settings, loaded), catalog, access=loaded.policy)
+    index = index if index is not None else serving_index(settings, loaded)
+    search = ToolSearch(index, catalog, access=loaded.policy)
     if loaded.locked is None:
         builtins = BuiltinExecutor([search])
     else:
@@ -400,6 +395,13 @@ class Runtime:
         return problems
 
 
+def import_call_machinery() -> None:
+    """Import what :func:`open_runtime` opens (the bridge, the executors), for a server that
+    opens it later: in a worker thread, so the event loop does not wait for the imports."""
+    from mcp_toolbridge.bridge import AuditLog, Bridge, PolicyGate  # noqa: F401
+    from mcp_toolbridge.executors import ExecToolExecutor, HttpExecutor  # noqa: F401
+
+
 @asynccontextmanager
 async def open_runtime(
     settings: Settings,
@@ -408,13 +410,19 @@ async def open_runtime(
     observers: Sequence[Observer] = (),
     stand_in: Executor | None = None,
     sessions: Sessions | None = None,
+    index: SearchIndex | DeferredIndex | None = None,
 ) -> AsyncIterator[Runtime]:
     """Everything a server or a CLI call needs; shared clients and files close on exit.
 
     ``observers`` see every finished call after the audit log and the telemetry span (the
     recorder is one); ``stand_in`` runs every call instead of the real transports (replay),
     after validation and the policy as usual; ``sessions`` holds the State that keeps what
-    outlives a call (default: in this process's memory)."""
+    outlives a call (default: in this process's memory); ``index``: the catalog's search
+    index, made before (a server that opens its runtime after its first list makes it before
+    serving, so that the start-up cache is written as early as before)."""
+    from mcp_toolbridge.bridge import AuditLog, Bridge, audit_observer, span_observer
+    from mcp_toolbridge.executors import ExecToolExecutor, HttpExecutor, probe_sandbox_at_start
+
     secrets = SecretResolver.from_sources(settings.environ, settings.secrets_file)
     sessions = sessions if sessions is not None else Sessions()
     current: list[Runtime] = []
@@ -427,7 +435,7 @@ async def open_runtime(
         return [s for s in subagent_offer(bridge.catalog) if bridge.callable_by(s, caller)]
 
     shared = _Shared(sessions, PathLocks(), call_tool, offer)
-    gate, builtins = _catalog_parts(settings, loaded, shared)
+    gate, builtins = _catalog_parts(settings, loaded, shared, index)
     if gate.sandbox is not None:  # once per process: say now, not at the first call, if it fails
         await probe_sandbox_at_start(gate.sandbox)
     async with AsyncExitStack() as stack:

@@ -30,6 +30,7 @@ LEVELS = {
     "state/": 0,
     "progress.py": 0,
     "workspace.py": 0,
+    "lazy.py": 0,
     # what the core works on
     "loaders/": 1,
     "catalog/": 1,

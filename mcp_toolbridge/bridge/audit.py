@@ -24,10 +24,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
 
-import platformdirs
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from mcp_toolbridge.bridge.audit_file import open_audit_file
 from mcp_toolbridge.bridge.outcome import CallOutcome, Outcome, classify, outcome_of
 from mcp_toolbridge.bridge.pipeline import Observer
 from mcp_toolbridge.bridge.redaction import redact_argv, redact_url
@@ -36,11 +36,6 @@ from mcp_toolbridge.executors import ExecResult
 from mcp_toolbridge.host import LOCAL, CallContext, Caller
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.policy import Decision
-
-
-def default_audit_path() -> Path:
-    """Where the audit log goes without ``--audit``: the per-user data directory."""
-    return Path(platformdirs.user_data_dir("mcp-toolbridge")) / "audit.ndjson"
 
 
 class AuditRecord(BaseModel):
@@ -178,10 +173,7 @@ class AuditLog:
     @classmethod
     def open(cls, path: Path | None = None) -> AuditLog:
         """Open (creating with mode 0600) ``path``, or the default location. Raises OSError."""
-        target = path if path is not None else default_audit_path()
-        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
-        return cls(target, os.open(target, flags, 0o600))
+        return cls(*open_audit_file(path))
 
     async def write(self, record: AuditRecord) -> None:
         self._write_line(record.to_line())

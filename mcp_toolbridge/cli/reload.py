@@ -17,15 +17,17 @@ import logging
 import os
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 from anyio.abc import TaskStatus
 
-from mcp_toolbridge.bridge import Bridge
 from mcp_toolbridge.errors import Problem
 from mcp_toolbridge.host import LogLevel
 from mcp_toolbridge.runtime_cache import LeftOut
+
+if TYPE_CHECKING:
+    from mcp_toolbridge.bridge import Bridge
 
 log = logging.getLogger("mcp_toolbridge")
 

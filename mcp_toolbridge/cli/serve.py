@@ -7,14 +7,16 @@ from __future__ import annotations
 import argparse
 import json
 import signal
+from collections.abc import Sequence
 from contextlib import AsyncExitStack
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 from anyio.abc import TaskStatus
 
 from mcp_toolbridge import __version__
-from mcp_toolbridge.bridge import Observer, Recorder, default_audit_path
 from mcp_toolbridge.cli.allocator import pin_mmap_threshold, started
 from mcp_toolbridge.cli.clients import args_for, server_command
 from mcp_toolbridge.cli.console import EXIT_OK, err
@@ -33,12 +35,17 @@ from mcp_toolbridge.cli.reload import not_served, reload_on_change, reload_once
 from mcp_toolbridge.cli.startup import (
     follow_roots,
     loaded_lines,
+    open_later,
     problem_lines,
+    runtime_later,
     warm_up,
     workspace_line,
 )
-from mcp_toolbridge.executors import Executor
-from mcp_toolbridge.runtime import Loaded, Settings, open_runtime
+from mcp_toolbridge.runtime import Loaded, Runtime, Settings, open_runtime, serving_index
+
+if TYPE_CHECKING:
+    from mcp_toolbridge.bridge import Observer
+    from mcp_toolbridge.executors import Executor
 
 
 def add_serve_options(parser: argparse.ArgumentParser) -> None:
@@ -174,7 +181,11 @@ def run_server(
     http = http_options(args, settings, loaded)
     console = console_for(args, settings, loaded)
     loop_options = backend_options(args.loop)
-    recorder = Recorder.open(args.record) if args.record is not None else None
+    recorder = None
+    if args.record is not None:
+        from mcp_toolbridge.bridge import Recorder
+
+        recorder = Recorder.open(args.record)
     pin_mmap_threshold()
 
     async def run() -> None:
@@ -190,32 +201,49 @@ def run_server(
                 if replica is not None:  # every replica's questions, calls and connections
                     console.replicate(shared_console(replica), replica.name, replica.keys)
                 observers = (*observers, console.feed.observe)
-            runtime = await stack.enter_async_context(
-                open_runtime(
-                    settings,
-                    loaded,
-                    observers=observers,
-                    stand_in=stand_in,
-                    sessions=sessions,
-                )
-            )
+            opening = runtime_later(args, settings, loaded, http=http, console=console)
+            opened = partial(open_runtime, settings, loaded, observers=observers)
+            opened = partial(opened, stand_in=stand_in, sessions=sessions)
+            if opening is not None:  # the index (and its cache) is made before serving
+                opened = partial(opened, index=serving_index(settings, loaded))
+            if opening is None:  # open now: its checks fail the start (--sandbox required)
+                runtime = await stack.enter_async_context(opened())
+                ready: list[Runtime] = [runtime]
+            else:  # opened once the first list is answered (open_later below)
+                ready = []
             follows = settings.workspace is None and http is None  # one client: its roots
             left_out = not_served(loaded.errors, loaded.left_out)
             listed = anyio.Event()
+            runtime_open = anyio.Event()
+
+            def end_session(session_id: str, *, keep_files: bool = False) -> None:
+                if ready:  # else no call has run: nothing to forget
+                    ready[0].end_session(session_id, keep_files=keep_files)
+
+            def first_list() -> None:  # answered: what calls need can be opened now
+                listed.set()
+                if opening is not None:
+                    opening.wanted.set()
+
+            async def moved(roots: Sequence[Path]) -> None:
+                if opening is not None:  # the roots move the runtime's workspace: open it
+                    opening.wanted.set()
+                    await runtime_open.wait()
+                await follow_roots(ready[0], server, say)(roots)
+
             server = ToolbridgeServer(
-                runtime.bridge,
+                ready[0].bridge if opening is None else opening,
                 expose=args.expose,
-                on_session_end=runtime.end_session,
-                roots=(lambda roots: moved(roots)) if follows else None,
-                sidecar_dir=runtime.sessions.sidecar_dir,
+                on_session_end=end_session,
+                roots=moved if follows else None,
+                sidecar_dir=sessions.sidecar_dir,
                 notices=[left_out] if left_out else [],
-                on_first_list=listed.set,
+                on_first_list=first_list,
                 console=console.host if console is not None else None,
                 replica=replica,
             )
             if replica is not None:  # another replica reloaded: read the files again now
                 replica.on_remote_change = lambda: reload_once(runtime, server)
-            moved = follow_roots(runtime, server, say)
             where = ", ".join(str(p) for p in settings.manifest_paths())
             head = (
                 f"mcp-toolbridge {__version__}: {what} {len(loaded.catalog)} tools from "
@@ -225,9 +253,23 @@ def run_server(
                 head += f", recording to {recorder.path}"
             if args.watch:
                 head += ", watching for changes"
+            if opening is not None:  # opened in a task that ends after serving (the stack)
+                later = await stack.enter_async_context(anyio.create_task_group())
+                done = anyio.Event()
+                stack.callback(opening.wanted.set)
+                stack.callback(done.set)
+
+                def serve_calls(runtime: Runtime) -> None:
+                    ready.append(runtime)
+                    server.opened(runtime.bridge)
+                    runtime_open.set()
+
+                later.start_soon(open_later, opening, done, opened, serve_calls, listed)
             started()
             async with anyio.create_task_group() as group:
-                group.start_soon(warm_up, runtime, listed)
+                if opening is None:
+                    group.start_soon(warm_up, runtime, listed)
+                    runtime_open.set()
                 if console is not None:
                     url = console.attach(
                         runtime, connections=server.connected, local_session=server.session_id
@@ -287,6 +329,8 @@ def audit_file(settings: Settings) -> Path | None:
     """Where this server's audit lines go (None: --no-audit)."""
     if not settings.audit:
         return None
+    from mcp_toolbridge.bridge import default_audit_path
+
     return settings.audit_path or default_audit_path()
 
 

@@ -7,16 +7,21 @@ server defers until it has answered its first tools/list (:func:`warm_up`).
 
 from __future__ import annotations
 
+import argparse
+import os
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.to_thread
 
 import mcp_toolbridge.policy
 from mcp_toolbridge.cli.reload import Publisher, left_out_lines
-from mcp_toolbridge.errors import Problem
-from mcp_toolbridge.runtime import Loaded, Runtime, Settings
+from mcp_toolbridge.errors import ConfigError, ErrorCode, Problem
+from mcp_toolbridge.runtime import Loaded, Runtime, Settings, import_call_machinery
+from mcp_toolbridge.server import Opening
 from mcp_toolbridge.workspace import unfit_reason, workspace_from_roots
 
 MANIFESTS_SHOWN = 8
@@ -132,3 +137,53 @@ async def _load_shell_policy(with_parser: bool) -> None:
             policy.load_parser()
 
     await anyio.to_thread.run_sync(load, abandon_on_cancel=True)  # a stop does not wait
+
+
+def runtime_later(
+    args: argparse.Namespace, settings: Settings, loaded: Loaded, *, http: Any, console: Any
+) -> Opening | None:
+    """What a server lists with when it can open its runtime (the call machinery) after its
+    first tools/list: a stdio server without ``--console`` or ``--watch`` whose sandbox is not
+    ``required`` (that probe must fail the start). None: open it before serving. The audit
+    log is opened (and closed) here, so that one that cannot be opened still fails the start."""
+    mode = settings.sandbox or loaded.policy.file.sandbox.mode
+    if http is not None or console is not None or args.watch or mode == "required":
+        return None
+    if settings.audit:
+        from mcp_toolbridge.bridge import open_audit_file  # not the bridge: its file alone
+
+        try:
+            os.close(open_audit_file(settings.audit_path)[1])
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot open the audit log: {exc}", code=ErrorCode.CONFIG_INVALID
+            ) from exc
+    return Opening(loaded.catalog, loaded.policy)
+
+
+async def open_later(
+    opening: Opening,
+    done: anyio.Event,
+    open_runtime: Callable[[], AbstractAsyncContextManager[Runtime]],
+    serve: Callable[[Runtime], None],
+    listed: anyio.Event,
+) -> None:
+    """Open the runtime of a server that listed first, once it is wanted (the first list is
+    answered, or a request needs it): its modules imported in a worker thread (the event loop
+    goes on answering), then opened and given to ``serve``, with :func:`warm_up`; closed when
+    ``done`` (serving has ended), in this task, not cancelled. Nothing is opened after
+    ``done``: a client that lists and leaves does not wait for it."""
+    await opening.wanted.wait()
+    if done.is_set():
+        return
+    await anyio.to_thread.run_sync(import_call_machinery)
+    if done.is_set():
+        return
+    async with open_runtime() as runtime:
+        if done.is_set():
+            return
+        serve(runtime)
+        async with anyio.create_task_group() as group:
+            group.start_soon(warm_up, runtime, listed)
+            await done.wait()
+            group.cancel_scope.cancel()

@@ -6,32 +6,72 @@ web built-ins alike).
 
 May import: the vocabulary, ``policy`` and ``sandbox``."""
 
-from mcp_toolbridge.executors.base import (
-    DEFAULT_MAX_OUTPUT_BYTES,
-    DEFAULT_TIMEOUT_S,
-    ExecRequest,
-    ExecResult,
-    Executor,
+from typing import TYPE_CHECKING
+
+from mcp_toolbridge.lazy import on_first_use
+
+if TYPE_CHECKING:
+    from mcp_toolbridge.executors.base import (
+        DEFAULT_MAX_OUTPUT_BYTES,
+        DEFAULT_TIMEOUT_S,
+        ExecRequest,
+        ExecResult,
+        Executor,
+    )
+    from mcp_toolbridge.executors.exec_tool import ExecToolExecutor
+    from mcp_toolbridge.executors.http import HttpExecutor
+    from mcp_toolbridge.executors.http_fetch import (
+        FetchedBody,
+        FetchTarget,
+        fetch_pinned,
+        fetch_plain,
+        parse_target,
+    )
+    from mcp_toolbridge.executors.progress import Heartbeat, run_beside
+    from mcp_toolbridge.executors.progress_channel import PROGRESS_FD_ENV
+    from mcp_toolbridge.executors.subprocess import (
+        ProcessOutcome,
+        ProcessTimeout,
+        probe_sandbox,
+        probe_sandbox_at_start,
+        run_process,
+    )
+    from mcp_toolbridge.executors.tool_log import ToolLog
+
+__getattr__ = on_first_use(
+    __name__,
+    {
+        "mcp_toolbridge.executors.base": (
+            "DEFAULT_MAX_OUTPUT_BYTES",
+            "DEFAULT_TIMEOUT_S",
+            "ExecRequest",
+            "ExecResult",
+            "Executor",
+        ),
+        "mcp_toolbridge.executors.exec_tool": ("ExecToolExecutor",),
+        "mcp_toolbridge.executors.http": ("HttpExecutor",),
+        "mcp_toolbridge.executors.http_fetch": (
+            "FetchedBody",
+            "FetchTarget",
+            "fetch_pinned",
+            "fetch_plain",
+            "parse_target",
+        ),
+        "mcp_toolbridge.executors.progress": (
+            "Heartbeat",
+            "run_beside",
+        ),
+        "mcp_toolbridge.executors.progress_channel": ("PROGRESS_FD_ENV",),
+        "mcp_toolbridge.executors.subprocess": (
+            "ProcessOutcome",
+            "ProcessTimeout",
+            "probe_sandbox",
+            "probe_sandbox_at_start",
+            "run_process",
+        ),
+        "mcp_toolbridge.executors.tool_log": ("ToolLog",),
+    },
 )
-from mcp_toolbridge.executors.exec_tool import ExecToolExecutor
-from mcp_toolbridge.executors.http import HttpExecutor
-from mcp_toolbridge.executors.http_fetch import (
-    FetchedBody,
-    FetchTarget,
-    fetch_pinned,
-    fetch_plain,
-    parse_target,
-)
-from mcp_toolbridge.executors.progress import Heartbeat, run_beside
-from mcp_toolbridge.executors.progress_channel import PROGRESS_FD_ENV
-from mcp_toolbridge.executors.subprocess import (
-    ProcessOutcome,
-    ProcessTimeout,
-    probe_sandbox,
-    probe_sandbox_at_start,
-    run_process,
-)
-from mcp_toolbridge.executors.tool_log import ToolLog
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_BYTES",

@@ -7,10 +7,44 @@ and turns the scan off. engine.py is the only importer of ``betterleaks``.
 
 May import: the vocabulary only."""
 
-from mcp_toolbridge.leaks.engine import ENGINE, OFF_BY_DEFAULT, OWN_RULES, Engine, Found
-from mcp_toolbridge.leaks.markers import MARKER, count_markers, marker, markers_in
-from mcp_toolbridge.leaks.scan import OFF, SecretScan, scanned_text, summary
-from mcp_toolbridge.leaks.settings import AllowEntry, SecretScanSettings
+from typing import TYPE_CHECKING
+
+from mcp_toolbridge.lazy import on_first_use
+
+if TYPE_CHECKING:
+    from mcp_toolbridge.leaks.engine import ENGINE, OFF_BY_DEFAULT, OWN_RULES, Engine, Found
+    from mcp_toolbridge.leaks.markers import MARKER, count_markers, marker, markers_in
+    from mcp_toolbridge.leaks.scan import OFF, SecretScan, scanned_text, summary
+    from mcp_toolbridge.leaks.settings import AllowEntry, SecretScanSettings
+
+__getattr__ = on_first_use(
+    __name__,
+    {
+        "mcp_toolbridge.leaks.engine": (
+            "ENGINE",
+            "OFF_BY_DEFAULT",
+            "OWN_RULES",
+            "Engine",
+            "Found",
+        ),
+        "mcp_toolbridge.leaks.markers": (
+            "MARKER",
+            "count_markers",
+            "marker",
+            "markers_in",
+        ),
+        "mcp_toolbridge.leaks.scan": (
+            "OFF",
+            "SecretScan",
+            "scanned_text",
+            "summary",
+        ),
+        "mcp_toolbridge.leaks.settings": (
+            "AllowEntry",
+            "SecretScanSettings",
+        ),
+    },
+)
 
 __all__ = [
     "ENGINE",

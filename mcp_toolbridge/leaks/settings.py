@@ -20,8 +20,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from mcp_toolbridge.leaks.engine import OFF_BY_DEFAULT, OWN_RULES, known_rule_ids
-
 RULE_ID = r"^[a-z0-9][a-z0-9._-]{0,99}$"
 
 
@@ -71,6 +69,8 @@ class SecretScanSettings(_Model):
     def _known_rules(cls, value: dict[str, bool]) -> dict[str, bool]:
         if not value:
             return value
+        from mcp_toolbridge.leaks.engine import OWN_RULES, known_rule_ids  # the engine: on use
+
         known = known_rule_ids() | OWN_RULES
         for rule in value:
             if re.match(RULE_ID, rule) is None:
@@ -87,6 +87,8 @@ class SecretScanSettings(_Model):
     def disabled(self) -> frozenset[str]:
         """The rule ids that are off: the default-off ones unless switched on, and those
         switched off."""
+        from mcp_toolbridge.leaks.engine import OFF_BY_DEFAULT
+
         off = {rule for rule in OFF_BY_DEFAULT if not self.rules.get(rule, False)}
         off.update(rule for rule, on in self.rules.items() if not on)
         return frozenset(off)

@@ -5,17 +5,52 @@ specific hosts. ``relay.py`` runs inside sandboxes only. See docs/security.md.
 
 May import: the vocabulary and ``policy`` (its scope types)."""
 
+from typing import TYPE_CHECKING
+
+from mcp_toolbridge.lazy import on_first_use
 from mcp_toolbridge.policy import SandboxMode
-from mcp_toolbridge.sandbox.bwrap import Plan
-from mcp_toolbridge.sandbox.confine import Confinement, Launch, Sandbox, find_bwrap
-from mcp_toolbridge.sandbox.diagnosis import BWRAP_VARIABLE, Fix, Support, diagnose, unrunnable
-from mcp_toolbridge.sandbox.profile import (
-    SANDBOX_MODES,
-    SECRET_PATHS,
-    SandboxProfile,
-    profile_for,
+
+if TYPE_CHECKING:
+    from mcp_toolbridge.sandbox.bwrap import Plan
+    from mcp_toolbridge.sandbox.confine import Confinement, Launch, Sandbox, find_bwrap
+    from mcp_toolbridge.sandbox.diagnosis import BWRAP_VARIABLE, Fix, Support, diagnose, unrunnable
+    from mcp_toolbridge.sandbox.profile import (
+        SANDBOX_MODES,
+        SECRET_PATHS,
+        SandboxProfile,
+        profile_for,
+    )
+    from mcp_toolbridge.sandbox.warm import WarmLost, WarmSandbox
+
+__getattr__ = on_first_use(
+    __name__,
+    {
+        "mcp_toolbridge.sandbox.bwrap": ("Plan",),
+        "mcp_toolbridge.sandbox.confine": (
+            "Confinement",
+            "Launch",
+            "Sandbox",
+            "find_bwrap",
+        ),
+        "mcp_toolbridge.sandbox.diagnosis": (
+            "BWRAP_VARIABLE",
+            "Fix",
+            "Support",
+            "diagnose",
+            "unrunnable",
+        ),
+        "mcp_toolbridge.sandbox.profile": (
+            "SANDBOX_MODES",
+            "SECRET_PATHS",
+            "SandboxProfile",
+            "profile_for",
+        ),
+        "mcp_toolbridge.sandbox.warm": (
+            "WarmLost",
+            "WarmSandbox",
+        ),
+    },
 )
-from mcp_toolbridge.sandbox.warm import WarmLost, WarmSandbox
 
 __all__ = [
     "BWRAP_VARIABLE",

@@ -5,9 +5,10 @@ resource server in front of HTTP (auth.py, tokens.py: who calls).
 
 May import: the vocabulary, catalog, bridge. Not runtime, cli."""
 
-import importlib
 from typing import TYPE_CHECKING
 
+from mcp_toolbridge.lazy import on_first_use
+from mcp_toolbridge.server.listing import Opening
 from mcp_toolbridge.server.replicas import KEYS_ENV, Replica, replica_name, state_keys
 from mcp_toolbridge.server.toolbridge_server import SEARCH_THRESHOLD, ToolbridgeServer
 from mcp_toolbridge.server.wire import to_tool
@@ -25,9 +26,10 @@ if TYPE_CHECKING:
     )
     from mcp_toolbridge.server.tokens import AuthOptions
 
-_ON_USE = {
-    **dict.fromkeys(
-        (
+__getattr__ = on_first_use(  # what a stdio server never needs (a part of its start-up)
+    __name__,
+    {
+        "mcp_toolbridge.server.http": (
             "SESSION_IDLE_TIMEOUT_S",
             "TOKEN_ENV",
             "ConsoleMount",
@@ -36,22 +38,10 @@ _ON_USE = {
             "check_binding",
             "parse_address",
         ),
-        "mcp_toolbridge.server.http",
-    ),
-    "IssuerLogin": "mcp_toolbridge.server.console_login",
-    "AuthOptions": "mcp_toolbridge.server.tokens",
-}
-"""Names imported on first use: the HTTP service, its OAuth resource server and the console's
-sign-in, which a stdio server never needs (their modules are a part of its start-up)."""
-
-
-def __getattr__(name: str) -> object:
-    module = _ON_USE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+        "mcp_toolbridge.server.console_login": ("IssuerLogin",),
+        "mcp_toolbridge.server.tokens": ("AuthOptions",),
+    },
+)
 
 
 __all__ = [
@@ -64,6 +54,7 @@ __all__ = [
     "HttpOptions",
     "HttpService",
     "IssuerLogin",
+    "Opening",
     "Replica",
     "ToolbridgeServer",
     "check_binding",

@@ -28,6 +28,7 @@ import logging
 import os
 import re
 import socket
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -39,6 +40,7 @@ from mcp.server.request_state import RequestStateSecurity
 from mcp.server.subscriptions import ServerEvent, ToolsListChanged
 
 from mcp_toolbridge.errors import ConfigError, ErrorCode
+from mcp_toolbridge.host import CallContext, CallLease
 from mcp_toolbridge.server.shared_events import end_lost_streams
 from mcp_toolbridge.state import SharedStore, StateUnavailable
 
@@ -292,3 +294,24 @@ class CallRecord:
                 await self._replica.shared.end_call(self._replica.name, self._id)
             except StateUnavailable:
                 pass
+
+
+@asynccontextmanager
+async def call_lease(
+    replica: Replica | None, call_ctx: CallContext, tool: str
+) -> AsyncIterator[CallLease | None]:
+    """A call's lease while it runs, with replicas (else None)."""
+    if replica is None:
+        yield None
+        return
+    caller = call_ctx.caller
+    record = {
+        "tool": tool,
+        "session": call_ctx.session_id,
+        "subject": caller.subject,
+        "client_id": caller.client_id,
+        "issuer": caller.issuer,
+        "started": time.time(),
+    }
+    async with replica.lease(record) as lease:
+        yield lease

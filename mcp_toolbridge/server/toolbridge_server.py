@@ -11,12 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import mcp_types as types
 from mcp.server import ServerRequestContext
@@ -26,12 +24,10 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from mcp_toolbridge.bridge import Bridge
 from mcp_toolbridge.errors import ErrorCode, UnknownToolError
 from mcp_toolbridge.host import (
     CallContext,
     Caller,
-    CallLease,
     Connected,
     FoundTools,
     Host,
@@ -41,17 +37,26 @@ from mcp_toolbridge.host import (
 from mcp_toolbridge.names import PROXY_TOOL
 from mcp_toolbridge.server.connections import ConnectionLog
 from mcp_toolbridge.server.host import ClientLog, McpHost, asks_progress, caller_of
-from mcp_toolbridge.server.listing import SdkServer, decode_cursor, encode_cursor, runs
+from mcp_toolbridge.server.listing import (
+    Opening,
+    SdkServer,
+    decode_cursor,
+    encode_cursor,
+    runs,
+)
 from mcp_toolbridge.server.outputs import (
     Outputs,
     SidecarDir,
     credential_owner,
     session_owner,
 )
-from mcp_toolbridge.server.replicas import CallsRunning, Replica, SharedBus
+from mcp_toolbridge.server.replicas import CallsRunning, Replica, SharedBus, call_lease
 from mcp_toolbridge.server.roots import RootsChanged, RootsFollower
 from mcp_toolbridge.server.stdio import stdio_transport
 from mcp_toolbridge.server.wire import Published, to_result
+
+if TYPE_CHECKING:
+    from mcp_toolbridge.bridge import Bridge
 
 log = logging.getLogger("mcp_toolbridge")
 
@@ -91,7 +96,7 @@ class ToolbridgeServer:
 
     def __init__(
         self,
-        bridge: Bridge,
+        bridge: Bridge | Opening,
         *,
         expose: Expose = "auto",
         on_session_end: SessionEnd | None = None,
@@ -102,7 +107,9 @@ class ToolbridgeServer:
         console: Host | None = None,
         replica: Replica | None = None,
     ) -> None:
-        """``console``: where a person answers the confirmations a headless client cannot
+        """``bridge``: the bridge calls go through, or an :class:`Opening` to list with
+        until :meth:`opened` gives it (a call waits for it meanwhile).
+        ``console``: where a person answers the confirmations a headless client cannot
         ask (``serve --console``); None: they are refused.
         ``roots``: follow the client's MCP roots (stdio and in-memory connections), calling
         it with them on every change; None leaves the workspace as it is.
@@ -173,7 +180,7 @@ class ToolbridgeServer:
             RequestStateBoundary(security, default_audience="mcp-toolbridge")
         )
 
-    def _publish(self, bridge: Bridge) -> None:
+    def _publish(self, bridge: Bridge | Opening) -> None:
         """Build the wire form of every tool once, and what is always listed."""
         self.bridge = bridge
         self._published = Published(bridge.catalog)
@@ -200,6 +207,16 @@ class ToolbridgeServer:
             for scope, names in self._loaded.items()
         }
         self._list_cache.clear()
+
+    def opened(self, bridge: Bridge) -> None:
+        """The bridge an :class:`Opening` stood for is open (the same catalog): calls go on."""
+        opening, self.bridge = self.bridge, bridge
+        if isinstance(opening, Opening):
+            opening.open(bridge)
+
+    async def _open_bridge(self) -> Bridge:
+        bridge = self.bridge
+        return await bridge.bridge() if isinstance(bridge, Opening) else bridge
 
     async def swap(self, bridge: Bridge) -> None:
         """Serve a reloaded catalog from now on and tell every client its list changed (with
@@ -386,9 +403,10 @@ class ToolbridgeServer:
         link = None
         self.calls.began()
         try:
-            async with self._leased(ctx, call_ctx, params.name) as lease:
+            async with call_lease(self.replica, call_ctx, params.name) as lease:
                 call_ctx = replace(call_ctx, lease=lease)
-                outcome = await self.bridge.call(params.name, params.arguments, call_ctx)
+                bridge = await self._open_bridge()
+                outcome = await bridge.call(params.name, params.arguments, call_ctx)
             link = await self._outputs.link(
                 outcome.output_path,
                 tool=params.name,
@@ -415,29 +433,9 @@ class ToolbridgeServer:
             await self.load([n for n in found if isinstance(n, str)], ctx)
         return to_result(outcome, entry.spec, modern=modern, link=link)
 
-    @asynccontextmanager
-    async def _leased(
-        self, ctx: ServerRequestContext[Any], call_ctx: CallContext, tool: str
-    ) -> AsyncIterator[CallLease | None]:
-        """The call's lease while it runs, with replicas (else None)."""
-        if self.replica is None:
-            yield None
-            return
-        caller = call_ctx.caller
-        record = {
-            "tool": tool,
-            "session": call_ctx.session_id,
-            "subject": caller.subject,
-            "client_id": caller.client_id,
-            "issuer": caller.issuer,
-            "started": time.time(),
-        }
-        async with self.replica.lease(record) as lease:
-            yield lease
-
     async def bridge_lost(self, record: dict[str, Any]) -> None:
         """A call of a dead replica (claimed by this one): its audit line."""
-        await self.bridge.lost(record)
+        await (await self._open_bridge()).lost(record)
 
     def _output_expired(self, session_id: str) -> None:
         """The link of a call without a session expired: its files go now."""
@@ -459,7 +457,8 @@ class ToolbridgeServer:
     async def _read_resource(
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        return await self._outputs.read(params.uri, self._callers(ctx), self.bridge.read_back)
+        bridge = await self._open_bridge()
+        return await self._outputs.read(params.uri, self._callers(ctx), bridge.read_back)
 
     def _session_id(self, ctx: ServerRequestContext[Any]) -> str:
         """The session of audit lines and "always" grants: the process's on stdio, one per

@@ -13,13 +13,15 @@ clients that defer tools by themselves read: ``anthropic/alwaysLoad`` on a pinne
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 
-from mcp_toolbridge.bridge import CallOutcome
 from mcp_toolbridge.catalog import Catalog
 from mcp_toolbridge.model import ToolSpec, tool_kind
+
+if TYPE_CHECKING:
+    from mcp_toolbridge.bridge import CallOutcome
 
 META_PREFIX = "toolbridge/"
 ALWAYS_LOAD = "anthropic/alwaysLoad"

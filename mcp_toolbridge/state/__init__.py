@@ -13,23 +13,65 @@ the background.
 
 May import: the vocabulary only (it is part of it)."""
 
-from mcp_toolbridge.state.console_share import AuditEntry, ConsoleShare
-from mcp_toolbridge.state.forgetting import forgetting
-from mcp_toolbridge.state.memory import MAX_PEOPLE, PERSON_IDLE_S, MemoryState
-from mcp_toolbridge.state.port import (
-    PERSON_PREFIX,
-    UNKNOWN_CALL_USAGE,
-    Admission,
-    Grant,
-    GrantAction,
-    JsonValue,
-    State,
-    StateUnavailable,
-    Usage,
+from typing import TYPE_CHECKING
+
+from mcp_toolbridge.lazy import on_first_use
+
+if TYPE_CHECKING:
+    from mcp_toolbridge.state.console_share import AuditEntry, ConsoleShare
+    from mcp_toolbridge.state.forgetting import forgetting
+    from mcp_toolbridge.state.memory import MAX_PEOPLE, PERSON_IDLE_S, MemoryState
+    from mcp_toolbridge.state.port import (
+        PERSON_PREFIX,
+        UNKNOWN_CALL_USAGE,
+        Admission,
+        Grant,
+        GrantAction,
+        JsonValue,
+        State,
+        StateUnavailable,
+        Usage,
+    )
+    from mcp_toolbridge.state.redis_client import RedisLink, check_url, where
+    from mcp_toolbridge.state.redis_state import RedisState
+    from mcp_toolbridge.state.shared import SharedStore, StreamEvent
+
+__getattr__ = on_first_use(
+    __name__,
+    {
+        "mcp_toolbridge.state.console_share": (
+            "AuditEntry",
+            "ConsoleShare",
+        ),
+        "mcp_toolbridge.state.forgetting": ("forgetting",),
+        "mcp_toolbridge.state.memory": (
+            "MAX_PEOPLE",
+            "PERSON_IDLE_S",
+            "MemoryState",
+        ),
+        "mcp_toolbridge.state.port": (
+            "PERSON_PREFIX",
+            "UNKNOWN_CALL_USAGE",
+            "Admission",
+            "Grant",
+            "GrantAction",
+            "JsonValue",
+            "State",
+            "StateUnavailable",
+            "Usage",
+        ),
+        "mcp_toolbridge.state.redis_client": (
+            "RedisLink",
+            "check_url",
+            "where",
+        ),
+        "mcp_toolbridge.state.redis_state": ("RedisState",),
+        "mcp_toolbridge.state.shared": (
+            "SharedStore",
+            "StreamEvent",
+        ),
+    },
 )
-from mcp_toolbridge.state.redis_client import RedisLink, check_url, where
-from mcp_toolbridge.state.redis_state import RedisState
-from mcp_toolbridge.state.shared import SharedStore, StreamEvent
 
 __all__ = [
     "MAX_PEOPLE",

@@ -7,7 +7,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_toolbridge.bridge.audit import AuditLog, AuditRecord, default_audit_path
+from mcp_toolbridge.bridge.audit import AuditLog, AuditRecord
+from mcp_toolbridge.bridge.audit_file import default_audit_path
 from mcp_toolbridge.bridge.redaction import REDACTED, redact_argv, redact_url
 from mcp_toolbridge.errors import ErrorCode, ExecError, ExecTimeoutError, PermissionDeniedError
 from mcp_toolbridge.executors.base import ExecResult

@@ -1,8 +1,9 @@
 """A stdio server imports what its first answers need, not what only some servers or only
 calls need (docs/performance.md, "Server start-up as a client sees it"): PyJWT (about 20 ms of
-a start) comes with ``--auth-issuer``, the HTTP service's modules with ``--http``, and
-jsonschema (about 30 ms) with the first schema checked or compiled (a manifest loaded without
-the start-up cache, a call's arguments)."""
+a start) comes with ``--auth-issuer``, the HTTP service's modules with ``--http``, jsonschema
+(about 30 ms) with the first schema checked or compiled (a manifest loaded without the
+start-up cache, a call's arguments), and the call machinery (the bridge, the tool executors,
+the secret scanner's engine) once the first tools/list is answered."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
+from mcp_toolbridge.executors import probe_sandbox
+from mcp_toolbridge.sandbox import Sandbox
+from tests.support.manifests import ECHO, NOT_DESTRUCTIVE, agentcli_manifest, echo_tool
 
 # The real command line's main(), in a child that writes the modules it imported when it ends.
 CHILD = (
@@ -28,6 +31,95 @@ CHILD = (
     "from mcp_toolbridge.cli import main\n"
     "raise SystemExit(main(sys.argv[1:]))\n"
 )
+
+# The same, also writing the modules imported when the first tools/list has been answered
+# (the server's own on_first_list callback, called before the answer is sent).
+AT_FIRST_LIST = (
+    "import json, sys\n"
+    "first = sys.argv.pop(1)\n"
+    "from mcp_toolbridge.server import toolbridge_server as ts\n"
+    "made = ts.ToolbridgeServer.__init__\n"
+    "def init(self, *a, on_first_list=None, **k):\n"
+    "    def listed():\n"
+    "        open(first, 'w').write(json.dumps(sorted(sys.modules)))\n"
+    "        if on_first_list is not None: on_first_list()\n"
+    "    made(self, *a, on_first_list=listed, **k)\n"
+    "ts.ToolbridgeServer.__init__ = init\n"
+) + CHILD
+CALL_MACHINERY = {
+    "mcp_toolbridge.bridge.pipeline",
+    "mcp_toolbridge.bridge.gate",
+    "mcp_toolbridge.bridge.audit",
+    "mcp_toolbridge.bridge.screen",
+    "mcp_toolbridge.executors.exec_tool",
+    "mcp_toolbridge.executors.http",
+    "mcp_toolbridge.leaks.engine",
+    "mcp_toolbridge.leaks.scan",
+    "betterleaks",
+    "jsonschema",
+}
+"""What a call needs and a listing does not: none of it is imported before the first list."""
+KEY = "-----BEGIN OPENSSH PRIVATE KEY----- not a real one -----END OPENSSH PRIVATE KEY-----\n"
+PEEK = (
+    "import json, sys\n"
+    "path = json.load(sys.stdin)['path']\n"
+    "try:\n"
+    "    found = open(path).read()\n"
+    "except OSError as exc:\n"
+    "    found = type(exc).__name__\n"
+    "print(json.dumps({'found': found}))\n"
+)
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_the_first_list_comes_before_the_call_machinery_and_calls_are_still_sandboxed(
+    tmp_path: Path, mode: Literal["auto", "legacy"]
+) -> None:
+    """A stdio server started from the start-up cache answers its first tools/list from the
+    catalog and the policy; the bridge, the executors and the secret scanner are imported and
+    opened after it, and the first call runs in the OS sandbox (the home folder's keys stay
+    hidden) and is audited."""
+    support = await probe_sandbox(Sandbox("auto", home=None))
+    if not support.ok:
+        pytest.skip(f"this machine cannot run the OS sandbox: {support.reason}")
+    home, workspace = tmp_path / "home", tmp_path / "ws"
+    workspace.mkdir()
+    key = home / ".ssh" / "id_ed25519"
+    key.parent.mkdir(parents=True)
+    key.write_text(KEY, encoding="utf-8")
+    peek = {
+        "name": "peek",
+        "description": "Read a file",
+        "schema": {"type": "object", "properties": {"path": {"type": "string"}}},
+        "command": ["./tools/bin/peek"],
+        "annotations": NOT_DESTRUCTIVE,
+    }
+    manifest = agentcli_manifest(tmp_path / "m", [peek], {"peek": PEEK})
+    first, modules, audit = (tmp_path / n for n in ("first.json", "modules.json", "audit.nd"))
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home)}
+    env["TOOLBRIDGE_CACHE_DIR"] = str(tmp_path / "cache")
+    argv = ["serve", str(manifest.parent), "--workspace", str(workspace), "--audit", str(audit)]
+    child = [sys.executable, "-c", AT_FIRST_LIST, str(first), str(modules), *argv]
+    params = StdioServerParameters(command=child[0], args=child[1:], env=env, cwd=tmp_path)
+    with anyio.fail_after(60), (tmp_path / "stderr.txt").open("w", encoding="utf-8") as err:
+        for start in ("fills the start-up cache", "starts from it"):
+            async with Client(stdio_client(params, errlog=err), mode=mode) as client:
+                listed = {t.name for t in (await client.list_tools()).tools}
+                if start == "starts from it":
+                    result = await client.call_tool("peek", {"path": str(key)})
+    assert "peek" in listed and "read" in listed, listed
+    at_first_list = json.loads(first.read_text(encoding="utf-8"))
+    assert "mcp_toolbridge.server.toolbridge_server" in at_first_list
+    assert sorted(CALL_MACHINERY.intersection(at_first_list)) == []
+    assert result.is_error is False, result
+    assert result.structured_content in (
+        {"found": "FileNotFoundError"},
+        {"found": "PermissionError"},
+    )
+    imported = json.loads(modules.read_text(encoding="utf-8"))
+    assert CALL_MACHINERY - {"jsonschema"} <= set(imported)  # opened since
+    lines = [json.loads(line) for line in audit.read_text(encoding="utf-8").splitlines()]
+    assert [(r["tool"], r["sandboxed"]) for r in lines] == [("peek", True)]
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])

@@ -1,5 +1,5 @@
-"""``config``: a client's config file content for this installation, and its install links;
-``doctor``, which checks such a config as the client launches it, is reached from here."""
+"""``config``: a client's config file content for this installation, and its install links
+(``doctor``, which checks such a config as the client launches it, is in doctor.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from mcp_toolbridge.cli.clients import (
     serving_options,
 )
 from mcp_toolbridge.cli.console import EXIT_OK, err, out
-from mcp_toolbridge.cli.doctor import run_doctor
 from mcp_toolbridge.cli.installed import temporary_warning
 from mcp_toolbridge.cli.links import install_links
 
@@ -50,4 +49,4 @@ def print_config(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-__all__ = ["add_client_option", "print_config", "run_doctor"]
+__all__ = ["add_client_option", "print_config"]

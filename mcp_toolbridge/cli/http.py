@@ -25,17 +25,9 @@ from mcp_toolbridge.builtins import Sessions
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.runtime import Loaded, Settings
 from mcp_toolbridge.secrets import SecretResolver
-from mcp_toolbridge.state import (
-    ConsoleShare,
-    MemoryState,
-    RedisLink,
-    RedisState,
-    SharedStore,
-    check_url,
-    where,
-)
+from mcp_toolbridge.state import MemoryState, check_url, where
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # Redis: imported by a server that uses it (--state redis://...)
     from mcp_toolbridge.console import Console
     from mcp_toolbridge.server import (
         AuthOptions,
@@ -44,6 +36,7 @@ if TYPE_CHECKING:
         IssuerLogin,
         Replica,
     )
+    from mcp_toolbridge.state import ConsoleShare
 
 CONSOLE_PATH = "/console"
 CONSOLE_SECRET_ENV = "TOOLBRIDGE_CONSOLE_CLIENT_SECRET"
@@ -250,6 +243,8 @@ async def opened_state(
 
         keys = state_keys(_keys_text(settings, loaded))
         name = replica_name(getattr(args, "replica", None) or table.replica)
+    from mcp_toolbridge.state import RedisLink, RedisState, SharedStore
+
     link = RedisLink(url)
     try:
         if http:
@@ -263,6 +258,8 @@ async def opened_state(
 
 def shared_console(replica: Replica) -> ConsoleShare:
     """What the consoles of the replicas share, in the replicas' Redis."""
+    from mcp_toolbridge.state import ConsoleShare
+
     return ConsoleShare(replica.shared.link, prefix=replica.shared.prefix)
 
 

@@ -20,7 +20,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from mcp_toolbridge.executors import probe_sandbox
-from mcp_toolbridge.sandbox import Sandbox
+from mcp_toolbridge.sandbox import BWRAP_VARIABLE, Sandbox
 from tests.support.manifests import ECHO, NOT_DESTRUCTIVE, agentcli_manifest, echo_tool
 
 # The real command line's main(), in a child that writes the modules it imported when it ends.
@@ -174,3 +174,59 @@ def test_the_bash_sub_policy_is_there_when_asked_for() -> None:
     assert callable(policy.shell_floor) and callable(policy.shell_targets)
     with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
         policy.nothing  # noqa: B018
+
+
+@pytest.mark.parametrize("how", ["--sandbox", "policy"])
+def test_a_required_sandbox_that_cannot_work_still_fails_the_start(
+    tmp_path: Path, how: str
+) -> None:
+    """The runtime opened after the first list is not the required sandbox's: its probe still
+    refuses the start, before anything is served (from the flag or the policy file)."""
+    manifest = agentcli_manifest(tmp_path / "m", [echo_tool("echo")], {"echo": ECHO})
+    argv = ["serve", str(manifest.parent), "--no-audit", "--workspace", str(tmp_path)]
+    if how == "--sandbox":
+        argv += ["--sandbox", "required"]
+    else:
+        policy = tmp_path / "policy.toml"
+        policy.write_text('[sandbox]\nmode = "required"\n', encoding="utf-8")
+        argv += ["--policy", str(policy)]
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "TOOLBRIDGE_CACHE_DIR": str(tmp_path / "cache"),
+        BWRAP_VARIABLE: str(tmp_path / "no-bwrap"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_toolbridge", *argv],
+        input="",
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "the OS sandbox is required (--sandbox required) but cannot be used" in done.stderr
+    assert done.stdout == ""  # nothing was answered
+
+
+def test_an_audit_log_that_cannot_be_opened_still_fails_the_start(tmp_path: Path) -> None:
+    """The audit log is opened before anything is served, though its observer comes later."""
+    manifest = agentcli_manifest(tmp_path / "m", [echo_tool("echo")], {"echo": ECHO})
+    blocker = tmp_path / "a-file"
+    blocker.write_text("", encoding="utf-8")
+    argv = ["serve", str(manifest.parent), "--workspace", str(tmp_path)]
+    argv += ["--audit", str(blocker / "audit.ndjson")]  # its folder is a file
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
+    env["TOOLBRIDGE_CACHE_DIR"] = str(tmp_path / "cache")
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_toolbridge", *argv],
+        input="",
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "cannot open the audit log" in done.stderr and done.stdout == ""

@@ -17,18 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import platformdirs
 
-from mcp_toolbridge.builtins import (
-    LOCKED_IDS,
-    TOOL_SEARCH_SPEC,
-    BuiltinExecutor,
-    CallTool,
-    LockedPlan,
-    PathLocks,
-    Sessions,
-    ToolSearch,
-    plan_locked,
-    subagent_offer,
-)
+from mcp_toolbridge.builtins import LOCKED_IDS, TOOL_SEARCH_SPEC, plan_locked
 from mcp_toolbridge.catalog import Catalog, DeferredIndex, Pin, SearchIndex
 from mcp_toolbridge.errors import ConfigError, ErrorCode, Problem, Severity
 from mcp_toolbridge.executors import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
@@ -53,6 +42,7 @@ from mcp_toolbridge.workspace import UNSET_ROOT, default_workspace
 
 if TYPE_CHECKING:  # the call machinery: imported when a runtime is opened (open_runtime)
     from mcp_toolbridge.bridge import Bridge, CallOutcome, Observer, PolicyGate
+    from mcp_toolbridge.builtins import BuiltinExecutor, CallTool, LockedPlan, PathLocks, Sessions
     from mcp_toolbridge.executors import Executor
 
 BUILTIN_SPECS: tuple[ToolSpec, ...] = (TOOL_SEARCH_SPEC,)
@@ -264,14 +254,12 @@ class _Shared:
 
 
 def _catalog_parts(
-    settings: Settings,
-    loaded: Loaded,
-    shared: _Shared,
-    index: SearchIndex | DeferredIndex | None = None,
+    settings: Settings, loaded: Loaded, shared: _Shared, index: SearchIndex | DeferredIndex | None
 ) -> tuple[PolicyGate, BuiltinExecutor]:
     """What depends on the catalog and the policy, rebuilt on every reload (``index``: the
     catalog's search index as already made, see :func:`open_runtime`)."""
     from mcp_toolbridge.bridge import PolicyGate
+    from mcp_toolbridge.builtins import BuiltinExecutor, ToolSearch, bind_locked
 
     catalog = loaded.catalog
     index = index if index is not None else serving_index(settings, loaded)
@@ -280,7 +268,8 @@ def _catalog_parts(
         builtins = BuiltinExecutor([search])
     else:
         builtins = BuiltinExecutor(
-            loaded.locked.tools(
+            bind_locked(
+                loaded.locked,
                 sessions=shared.sessions,
                 locks=shared.locks,
                 search=search,
@@ -371,7 +360,7 @@ class Runtime:
         if loaded.errors:
             return loaded.errors
         self.manifests = loaded.manifests
-        gate, executor = _catalog_parts(self.settings, loaded, self.shared)
+        gate, executor = _catalog_parts(self.settings, loaded, self.shared, None)
         if self.gate.sandbox is not None:  # its warm sandboxes end (those in use after use)
             self.gate.sandbox.close()
         self.gate = gate
@@ -396,9 +385,10 @@ class Runtime:
 
 
 def import_call_machinery() -> None:
-    """Import what :func:`open_runtime` opens (the bridge, the executors), for a server that
-    opens it later: in a worker thread, so the event loop does not wait for the imports."""
+    """Import what :func:`open_runtime` opens (the bridge, the executors, the locked tools),
+    for a server that opens it later: in a worker thread, so the event loop does not wait."""
     from mcp_toolbridge.bridge import AuditLog, Bridge, PolicyGate  # noqa: F401
+    from mcp_toolbridge.builtins import bind_locked  # noqa: F401
     from mcp_toolbridge.executors import ExecToolExecutor, HttpExecutor  # noqa: F401
 
 
@@ -418,9 +408,9 @@ async def open_runtime(
     recorder is one); ``stand_in`` runs every call instead of the real transports (replay),
     after validation and the policy as usual; ``sessions`` holds the State that keeps what
     outlives a call (default: in this process's memory); ``index``: the catalog's search
-    index, made before (a server that opens its runtime after its first list makes it before
-    serving, so that the start-up cache is written as early as before)."""
+    index, made before (by a server that opens its runtime after its first list)."""
     from mcp_toolbridge.bridge import AuditLog, Bridge, audit_observer, span_observer
+    from mcp_toolbridge.builtins import PathLocks, Sessions, subagent_offer
     from mcp_toolbridge.executors import ExecToolExecutor, HttpExecutor, probe_sandbox_at_start
 
     secrets = SecretResolver.from_sources(settings.environ, settings.secrets_file)

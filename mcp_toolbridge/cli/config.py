@@ -1,10 +1,12 @@
-"""``config``: a client's config file content for this installation, and its install links
-(``doctor``, which checks such a config as the client launches it, is in doctor.py)."""
+"""``config``: a client's config file content for this installation, and its install links;
+``doctor``, which checks such a config as the client launches it, is reached from here (its
+module is imported by that verb alone)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
 from mcp_toolbridge.cli.clients import (
     CLIENTS,
@@ -16,6 +18,9 @@ from mcp_toolbridge.cli.clients import (
 from mcp_toolbridge.cli.console import EXIT_OK, err, out
 from mcp_toolbridge.cli.installed import temporary_warning
 from mcp_toolbridge.cli.links import install_links
+
+if TYPE_CHECKING:
+    from mcp_toolbridge.cli.doctor import Parse, SettingsOf
 
 
 def add_client_option(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
@@ -49,4 +54,11 @@ def print_config(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-__all__ = ["add_client_option", "print_config"]
+def run_doctor(args: argparse.Namespace, parse: Parse, settings_of: SettingsOf) -> int:
+    """The ``doctor`` verb (doctor.py, imported by this verb, not by every start)."""
+    from mcp_toolbridge.cli.doctor import run_doctor as run
+
+    return run(args, parse, settings_of)
+
+
+__all__ = ["add_client_option", "print_config", "run_doctor"]

@@ -246,7 +246,7 @@ def _cmd_config(args: argparse.Namespace) -> int:
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
-    from mcp_toolbridge.cli.doctor import run_doctor
+    from mcp_toolbridge.cli.config import run_doctor
 
     return run_doctor(args, parse_args, settings_of)
 

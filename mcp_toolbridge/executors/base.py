@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_toolbridge.errors import ErrorCode
 from mcp_toolbridge.host import CallContext, ProgressFn
 from mcp_toolbridge.model import ToolSpec
-from mcp_toolbridge.sandbox import Confinement
+
+if TYPE_CHECKING:  # the sandbox's modules: imported by what launches processes
+    from mcp_toolbridge.sandbox import Confinement
 
 __all__ = ["CallContext", "ExecRequest", "ExecResult", "Executor", "ProgressFn"]
 

@@ -33,14 +33,16 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mcp_toolbridge.errors import ConfigError, ExecError, ExecOutputError, SecretError
-from mcp_toolbridge.executors import FetchedBody, fetch_plain
 from mcp_toolbridge.secrets import SecretResolver
+
+if TYPE_CHECKING:  # the HTTP client's modules: imported by the first search (fetch_plain)
+    from mcp_toolbridge.executors import FetchedBody
 
 BRAVE_ENDPOINT = "https://api.search.brave.com/res/v1/web/search"
 BRAVE_MAX_COUNT = 20
@@ -86,6 +88,8 @@ class SearxngProvider:
         self.host = _host(url)
 
     async def search(self, query: str, max_results: int) -> list[SearchResult]:
+        from mcp_toolbridge.executors import fetch_plain  # on the first search
+
         page = await fetch_plain(
             self.endpoint,
             params={"q": query, "format": "json"},
@@ -113,6 +117,8 @@ class BraveProvider:
         self.host = _host(url)
 
     async def search(self, query: str, max_results: int) -> list[SearchResult]:
+        from mcp_toolbridge.executors import fetch_plain  # on the first search
+
         page = await fetch_plain(
             self.endpoint,
             params={"q": query, "count": str(min(max_results, BRAVE_MAX_COUNT))},

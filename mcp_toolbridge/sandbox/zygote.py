@@ -23,6 +23,10 @@ clean: the next call starts in a fresh one. Nor one left idle for IDLE_S seconds
 Processes started here cannot trace or read this one (it is not dumpable). They can signal it,
 being the same user: that ends the warm sandbox, and with it their own call, nothing else.
 
+It runs only as bubblewrap's command in a PID namespace of its own (PID 2, under bubblewrap's
+init, PID 1): anywhere else it exits at once, without touching anything, since its sweep
+(``kill(-1)``) would reach every process its user may signal.
+
 Standard library only, started with ``-I -S``: it must not depend on the server's
 environment. It decides nothing: what runs was decided by the server, what it can reach by the
 sandbox around it.
@@ -249,7 +253,17 @@ def next_request(control: socket.socket, idle_s: float) -> tuple[dict[str, Any],
     return request, fds, True
 
 
+def in_own_namespace() -> bool:
+    """Whether this is bubblewrap's command in a PID namespace of its own: PID 2, its parent
+    bubblewrap's init (PID 1). In the host's namespace PID 2 is the kernel's ``kthreadd``, so
+    no process started there passes this; a ``kill(-1)`` from here reaches only the sandbox."""
+    return os.getpid() == 2 and os.getppid() == 1
+
+
 def main() -> None:
+    if not in_own_namespace():
+        sys.stderr.write("zygote.py: not in a sandbox's PID namespace of its own: nothing done\n")
+        raise SystemExit(2)
     control = socket.socket(fileno=int(sys.argv[1]))
     control.set_inheritable(False)
     idle_s = float(sys.argv[2])

@@ -19,7 +19,7 @@ import pytest
 
 from mcp_toolbridge.errors import ExecSpawnError, ExecTimeoutError
 from mcp_toolbridge.executors import run_process
-from mcp_toolbridge.sandbox import Plan, warm
+from mcp_toolbridge.sandbox import Plan, warm, zygote
 from tests.sandbox.conftest import Box, report
 from tests.sandbox.test_escapes import _lock_is_free
 
@@ -83,6 +83,23 @@ async def test_the_zygote_cannot_be_read_by_the_calls_it_starts(box: Box) -> Non
     ((cmdline, environ, mem),) = seen.values()
     assert any("zygote" in part for part in cmdline)
     assert environ == "PermissionError" and mem == "PermissionError"
+
+
+async def test_the_zygote_refuses_to_run_anywhere_but_as_a_sandboxs_command(
+    box: Box, tmp_path: Path
+) -> None:
+    """Its sweep (``kill(-1)``) would reach every process its user may signal outside a PID
+    namespace of its own: run as PID 1 of one (where, were the guard broken, ``kill(-1)``
+    would still reach nothing outside), it does nothing and says why."""
+    assert not zygote.in_own_namespace()  # this test's process, in the host's namespace
+    sandbox = box.confine().sandbox
+    assert sandbox.bwrap is not None
+    argv = [sandbox.bwrap, "--unshare-all", "--unshare-user", "--as-pid-1", "--die-with-parent"]
+    argv += ["--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--"]
+    argv += [sys.executable, "-I", "-S", str(warm.ZYGOTE), "0", "60", str(tmp_path)]
+    outcome = await run_process(argv, stdin=b"", cwd=None, env={}, timeout_s=30, sandbox=None)
+    assert outcome.exit_code == 2
+    assert b"not in a sandbox's PID namespace of its own" in outcome.stderr_tail
 
 
 async def test_a_call_that_kills_the_zygote_ends_only_itself(box: Box) -> None:

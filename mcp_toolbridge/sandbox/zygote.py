@@ -167,10 +167,14 @@ def start(request: dict[str, Any], fds: list[int]) -> int:
     targets = [int(t) for t in request["fds"]]
     if len(targets) != len(fds):
         raise OSError(22, "descriptors and their numbers do not match")
-    # Above every target first, so that no placement overwrites a descriptor still to place.
-    floor = max(targets, default=2) + 1
-    high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, floor) for fd in fds]
-    actions = [(os.POSIX_SPAWN_DUP2, fd, target) for fd, target in zip(high, targets, strict=True)]
+    high: list[int] = []
+    if not set(targets).isdisjoint(fds):
+        # Above every target first, so that no placement overwrites a descriptor still to
+        # place (received descriptors are above 2 and usually above every target: no copy).
+        floor = max(targets, default=2) + 1
+        high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, floor) for fd in fds]
+        fds = high
+    actions = [(os.POSIX_SPAWN_DUP2, fd, target) for fd, target in zip(fds, targets, strict=True)]
     os.chdir(request["cwd"])
     try:
         return os.posix_spawn(
@@ -188,21 +192,29 @@ def start(request: dict[str, Any], fds: list[int]) -> int:
             os.close(fd)
 
 
-def sweep() -> None:
-    """Kill every process of the sandbox but this one, and wait until each is gone."""
+def sweep(command: int = 0) -> int:
+    """Kill every process of the sandbox but this one, and wait until each is gone; the wait
+    status of ``command`` (an exited child not reaped yet) among them, 0 if none."""
     try:
         os.kill(-1, signal.SIGKILL)
     except ProcessLookupError:
         pass
+    found = 0
     while True:
         try:
-            os.waitpid(-1, 0)
+            pid, status = os.waitpid(-1, 0)
         except ChildProcessError:
-            return
+            return found
+        if pid == command:
+            found = status
 
 
-def run(control: socket.socket, request: dict[str, Any], fds: list[int]) -> int | None:
-    """One call: start, follow the server's signals, return the command's status."""
+def run(
+    control: socket.socket, poller: select.poll, request: dict[str, Any], fds: list[int]
+) -> int | None:
+    """One call: start, follow the server's signals until the command exits, end every process
+    left (:func:`sweep`), return the command's status (None: it could not be started).
+    ``poller`` watches ``control``."""
     try:
         pid = start(request, fds)
     except OSError as exc:
@@ -212,9 +224,7 @@ def run(control: socket.socket, request: dict[str, Any], fds: list[int]) -> int 
         for fd in fds:
             os.close(fd)
     pidfd = os.pidfd_open(pid)
-    poller = select.poll()
     poller.register(pidfd, select.POLLIN)
-    poller.register(control, select.POLLIN)
     try:
         while True:
             ready = dict(poller.poll())
@@ -232,9 +242,10 @@ def run(control: socket.socket, request: dict[str, Any], fds: list[int]) -> int 
                     except ProcessLookupError:
                         pass
     finally:
+        poller.unregister(pidfd)
         os.close(pidfd)
-    _, status = os.waitpid(pid, 0)
-    code = os.waitstatus_to_exitcode(status)
+    # The command is a zombie until reaped here: its id (and its group's) is still reserved.
+    code = os.waitstatus_to_exitcode(sweep(pid))
     return 128 - code if code < 0 else code
 
 
@@ -272,6 +283,8 @@ def main() -> None:
     prctl(PR_SET_CHILD_SUBREAPER, 1)
     os.chdir("/")
     clean = Places(roots)
+    poller = select.poll()
+    poller.register(control, select.POLLIN)
     answer(control, {"ready": True})
     while True:
         try:
@@ -284,9 +297,9 @@ def main() -> None:
             if last:
                 return
             continue
-        status = run(control, request, fds)
-        sweep()
+        status = run(control, poller, request, fds)
         if status is None:
+            sweep()
             if last:
                 return
             continue

@@ -169,6 +169,40 @@ async def test_stdin_argv0_cwd_environment_and_passed_descriptors_arrive(box: Bo
     assert set(fds) - {"3"} == {"0", "1", "2", str(write)}  # 3: the listing itself
 
 
+def test_the_zygote_places_descriptors_whose_numbers_cross(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Descriptors usually arrive above every number they go to and are placed directly; when
+    one arrives at a number another goes to, each is first copied above them all, so that no
+    placement overwrites one still to place. (``start`` only spawns: run here, outside a
+    sandbox, on two pipes whose numbers each go to the other's.)"""
+    monkeypatch.chdir(tmp_path)  # start() leaves the working directory at /
+    a_read, a_write = os.pipe()
+    b_read, b_write = os.pipe()
+    script = f"import os; os.write({b_write}, b'to a'); os.write({a_write}, b'to b')"
+    request = {
+        "program": sys.executable,
+        "argv": [sys.executable, "-I", "-c", script],
+        "env": {},
+        "cwd": str(tmp_path),
+        "fds": [b_write, a_write],
+    }
+    try:
+        pid = zygote.start(request, [a_write, b_write])
+        assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+        assert (os.read(a_read, 16), os.read(b_read, 16)) == (b"to a", b"to b")
+    finally:
+        for fd in (a_read, a_write, b_read, b_write):
+            os.close(fd)
+
+
+async def test_a_warm_call_reports_its_exit_status_and_signal(box: Box) -> None:
+    await box.python("pass")
+    assert (await box.python("raise SystemExit(7)")).exit_code == 7
+    killed = await box.python("import os, signal; os.kill(os.getpid(), signal.SIGTERM)")
+    assert (killed.exit_code, killed.signal) == (None, 15)
+
+
 async def test_a_command_the_zygote_cannot_start_fails_as_execve_says(
     box: Box, monkeypatch: pytest.MonkeyPatch
 ) -> None:

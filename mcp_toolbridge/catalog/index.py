@@ -43,7 +43,13 @@ from mcp_toolbridge.catalog.mentions import QUOTES, Mentions
 from mcp_toolbridge.catalog.merge import cover, interleave
 from mcp_toolbridge.catalog.needs import Needs
 from mcp_toolbridge.catalog.semantic_model import english, semantic_ready
-from mcp_toolbridge.catalog.text import Analyzer, default_analyzer, split_clauses, strip_courtesies
+from mcp_toolbridge.catalog.text import (
+    Analyzer,
+    default_analyzer,
+    split_clauses,
+    strip_courtesies,
+    without_values,
+)
 from mcp_toolbridge.catalog.vectors import CatalogVectors, VectorStore
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.progress import Meter
@@ -266,7 +272,9 @@ class SearchIndex(Mentions, Needs, Evidence):
             from mcp_toolbridge.catalog.embedding import best, fuse
 
             pool = max(n, config.SEMANTIC_POOL)
-            cosines = self._vectors.cosines([text for text, _ in parts])
+            # the values a request gives (quoted literals, numbers) are not what it asks for
+            embedded = [without_values(t) if config.SEMANTIC_VALUES_OUT else t for t, _ in parts]
+            cosines = self._vectors.cosines(embedded)
             for column, (text, terms) in enumerate(parts):
                 if not english(text):  # the model reads English: the lexical leg alone
                     cosines[column] = 0.0

@@ -16,6 +16,7 @@ from mcp_toolbridge.catalog.text import (
     split_clauses,
     split_words,
     strip_courtesies,
+    without_values,
 )
 from mcp_toolbridge.model import BuiltinTransport, Format, Source, ToolSpec
 from mcp_toolbridge.names import sanitize_name
@@ -177,6 +178,26 @@ def test_courtesies_are_not_part_of_the_request() -> None:
     index = SearchIndex.build([*CATALOG, tool("like_post", "Like a post", {"post_id": "Post"})])
     found = names(index.search("I would like to count the words in this text. Thank you!", 3))
     assert found[0] == "word_count" and "like_post" not in found
+
+
+def test_without_values_drops_quoted_literals_and_numbers_only() -> None:
+    assert without_values("reverse the string 'Hello, World!' please").split() == [
+        "reverse",
+        "the",
+        "string",
+        "please",
+    ]
+    assert without_values("budget $200 from 2020-12-25, the 25th").split() == [
+        "budget",
+        "$",
+        "from",
+        "the",
+    ]
+    # apostrophes, and digits inside words, are not values
+    assert without_values("I'm sure it's the user's base64 mp3") == (
+        "I'm sure it's the user's base64 mp3"
+    )
+    assert without_values("say “good morning” to ‘Ann’").split() == ["say", "to"]
 
 
 def test_the_words_a_wish_is_framed_with_are_not_part_of_the_request() -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from mcp_toolbridge.catalog import index as index_module
 from mcp_toolbridge.catalog import ranking_config
 from mcp_toolbridge.catalog.index import SearchHit, SearchIndex
 from mcp_toolbridge.catalog.text import (
@@ -450,10 +451,14 @@ def test_equal_scores_are_ordered_by_name_whatever_the_input_order() -> None:
         assert len({h.score for h in hits}) == 1
 
 
+@pytest.mark.parametrize("walk_ratio", [0, 8, 10**9])
 def test_pruned_scoring_returns_exactly_the_ranking_of_a_full_walk(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, walk_ratio: int
 ) -> None:
     monkeypatch.setattr(ranking_config, "EVIDENCE_MIN", 0.0)  # every scored tool, matched or not
+    # the docs left after pruning get the other terms by binary search (0), by a walk over
+    # each posting list (10**9), or by whichever is cheaper (8, shipped): the same scores
+    monkeypatch.setattr(index_module, "_WALK_RATIO", walk_ratio)
     rng = random.Random(7)
     words = [f"w{i}" for i in range(300)]
     tools = [

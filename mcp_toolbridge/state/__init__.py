@@ -16,10 +16,10 @@ May import: the vocabulary only (it is part of it)."""
 from typing import TYPE_CHECKING
 
 from mcp_toolbridge.lazy import on_first_use
+from mcp_toolbridge.state.forgetting import forgetting  # as its module is named: not lazy
 
 if TYPE_CHECKING:
     from mcp_toolbridge.state.console_share import AuditEntry, ConsoleShare
-    from mcp_toolbridge.state.forgetting import forgetting
     from mcp_toolbridge.state.memory import MAX_PEOPLE, PERSON_IDLE_S, MemoryState
     from mcp_toolbridge.state.port import (
         PERSON_PREFIX,
@@ -43,7 +43,6 @@ __getattr__ = on_first_use(
             "AuditEntry",
             "ConsoleShare",
         ),
-        "mcp_toolbridge.state.forgetting": ("forgetting",),
         "mcp_toolbridge.state.memory": (
             "MAX_PEOPLE",
             "PERSON_IDLE_S",

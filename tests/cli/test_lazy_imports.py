@@ -230,3 +230,31 @@ def test_an_audit_log_that_cannot_be_opened_still_fails_the_start(tmp_path: Path
     )
     assert done.returncode == 2, done.stderr
     assert "cannot open the audit log" in done.stderr and done.stdout == ""
+
+
+def test_every_exported_name_is_what_it_names_after_every_module_is_imported() -> None:
+    """A name a package imports on first use must not also be one of its modules' names: once
+    that module is imported, the package's attribute is the module and the name is never
+    looked up (such names are imported eagerly, as ``catalog.explain`` is). Checked in a
+    fresh interpreter, with every module of the package imported first."""
+    code = (
+        "import importlib, pkgutil, types\n"
+        "import mcp_toolbridge\n"
+        "wrong = []\n"
+        "for info in pkgutil.walk_packages(mcp_toolbridge.__path__, 'mcp_toolbridge.'):\n"
+        "    if info.name.endswith('__main__') or '.examples' in info.name:\n"
+        "        continue\n"
+        "    importlib.import_module(info.name)\n"
+        "for info in pkgutil.walk_packages(mcp_toolbridge.__path__, 'mcp_toolbridge.'):\n"
+        "    if not info.ispkg or '.examples' in info.name:\n"
+        "        continue\n"
+        "    package = importlib.import_module(info.name)\n"
+        "    for name in getattr(package, '__all__', ()):\n"
+        "        if isinstance(getattr(package, name), types.ModuleType):\n"
+        "            wrong.append(f'{info.name}.{name}')\n"
+        "print(wrong)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300
+    )
+    assert out.stdout.strip() == "[]", out.stdout

@@ -1,13 +1,15 @@
 """Where a call's CPU goes, process by process: the client, the server, each warm sandbox's
 zygote (its own CPU, and the tools it reaped), against the hand-written SDK server.
 
-    .venv/bin/python benchmarks/cpu_split.py [--calls 1000] [--inflight 8] [--reps 2]
+    .venv/bin/python benchmarks/cpu_split.py [--calls 1000] [--inflight 8] [--reps 2] [--base DIR]
 
 For each server (``sdk/anchor``: benchmarks/sdk_server.py ``--anchor``, the performance
 anchors' hand-written server; ``toolbridge``: ``python -m mcp_toolbridge serve`` with the
 sandbox on, its default), alternated per repetition: a fresh server over stdio with the SDK
 ``Client``, 30 untimed calls (the warm sandboxes are made), then ``--calls`` calls of the
-trivial exec tool of benchmarks/roundtrip.py with ``--inflight`` in flight. The CPU of every
+trivial exec tool of benchmarks/roundtrip.py with ``--inflight`` in flight. ``--base DIR``
+adds ``toolbridge/base``: the same ``serve`` from another copy of the code (before and after
+in one run). The CPU of every
 live process under this one (``/proc/<pid>/stat``: utime, stime, and cutime + cstime, what
 it reaped) is read before and after the timed calls; rows are ms per call. The client's CPU
 is this process's. Processes of the same kind (the zygotes, bubblewrap) are summed.
@@ -75,10 +77,15 @@ def snapshot() -> Snapshot:
 
 
 async def one(
-    args: list[str], folder: Path, calls: int, inflight: int, quiet: TextIO
+    args: list[str],
+    folder: Path,
+    calls: int,
+    inflight: int,
+    quiet: TextIO,
+    code: Path = ROOT,
 ) -> dict[str, float]:
     params = StdioServerParameters(
-        command=sys.executable, args=args, cwd=str(folder), env={"PYTHONPATH": str(ROOT)}
+        command=sys.executable, args=args, cwd=str(folder), env={"PYTHONPATH": str(code)}
     )
     async with Client(stdio_client(params, errlog=quiet)) as client:
         await client.list_tools()
@@ -114,6 +121,12 @@ async def main(quiet: TextIO) -> None:
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--inflight", type=int, default=8)
     parser.add_argument("--reps", type=int, default=2)
+    parser.add_argument(
+        "--base",
+        type=Path,
+        help="another copy of the code (git archive main mcp_toolbridge manifests | tar -x -C "
+        "DIR): a toolbridge/base column, the same serve from there",
+    )
     options = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="tb-cpu-split-"))
     tool = make_catalog(folder)
@@ -129,11 +142,18 @@ async def main(quiet: TextIO) -> None:
             str(audit),
         ],
     }
+    codes = dict.fromkeys(servers, ROOT)
+    if options.base is not None:
+        servers["toolbridge/base"] = servers["toolbridge"]
+        codes["toolbridge/base"] = options.base.resolve()
     results: dict[str, list[dict[str, float]]] = {name: [] for name in servers}
     for rep in range(options.reps):
-        for name in list(servers)[rep % 2 :] + list(servers)[: rep % 2]:
+        turn = rep % len(servers)
+        for name in list(servers)[turn:] + list(servers)[:turn]:
             results[name].append(
-                await one(servers[name], folder, options.calls, options.inflight, quiet)
+                await one(
+                    servers[name], folder, options.calls, options.inflight, quiet, codes[name]
+                )
             )
     print(f"{options.calls} calls, {options.inflight} in flight, {options.reps} repetitions; ")
     print(f"load average {os.getloadavg()[0]:.1f} at the end; ms of CPU per call, each repetition")

@@ -101,7 +101,8 @@ class ExecToolExecutor:
     ) -> ExecResult:
         beat = Heartbeat(request.progress, beats=not transport.reports_progress)
         voice = ToolLog(request.context.log, request.spec.name, redact.text)
-        channel = ProgressChannel(beat, voice, redact.text)
+        listeners = _listened(request, beat, voice)
+        channel = ProgressChannel(beat, voice, redact.text, listened=bool(listeners))
         try:
             launch = _prepare(request, transport, self._environ, channel.env)
             sandbox = request.sandbox
@@ -122,8 +123,7 @@ class ExecToolExecutor:
                         on_output=beat.count,
                         pass_fds=(channel.fd,),
                     ),
-                    channel,  # first: it feeds the others
-                    *_listened(request, beat, voice),
+                    *([channel, *listeners] if listeners else []),  # it feeds the others
                 )
             finally:
                 launch.cleanup()
@@ -157,7 +157,8 @@ def _listened(request: ExecRequest, beat: Heartbeat, voice: ToolLog) -> list[Com
     (the progress channel still reads, and ignores, what the tool writes). A client that
     wants no level at all (a 2026-07-28 request without ``io.modelcontextprotocol/logLevel``
     in its ``_meta``: fixed for the request) gets no log companion either: one task less a
-    call, and nothing it would have sent."""
+    call, and nothing it would have sent. With neither, nothing the progress channel carries
+    can reach anyone: it is /dev/null, and read by no task (:class:`ProgressChannel`)."""
     companions: list[Companion] = []
     if request.progress is not None:
         companions.append(beat)

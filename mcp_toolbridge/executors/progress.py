@@ -66,6 +66,8 @@ async def run_beside(work: Callable[[], Awaitable[T]], *companions: Companion) -
     first), and what they still have to send is sent before this returns. An exception of
     ``work`` is raised as it is (not in an ExceptionGroup), after the companions have
     finished."""
+    if not companions:  # nothing beside it: no task group
+        return await work()
     failure: Exception | None = None
     finished = [anyio.Event() for _ in companions]
     async with anyio.create_task_group() as tg:

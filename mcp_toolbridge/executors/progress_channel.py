@@ -15,7 +15,9 @@ POSIX ``sh`` cannot name in a ``>&N`` redirection. Anything else (not JSON, not 
 wrong types, a line over ``MAX_LINE_BYTES``) is ignored and counted, never an error. Messages
 get the call's secrets redacted and are cut like log lines. A tool that never writes to the
 descriptor is unaffected; the descriptor is there for every call of every exec tool, whether
-or not the client listens.
+or not the client listens (when nothing written there could reach the client during the call,
+no progress token and no log level wanted, it is /dev/null: what is written vanishes, as
+it would have unread, and no task reads it).
 
 The pipe is read while the tool runs. Once the process is gone, our copy of the write end is
 closed, so the rest is read to its end (for at most ``DRAIN_GRACE_S``, should a process that
@@ -50,12 +52,26 @@ def _number(value: object) -> float | None:
 class ProgressChannel:
     """The pipe of one call (see the module doc)."""
 
-    def __init__(self, beat: Heartbeat, voice: ToolLog, redact: Callable[[str], str]) -> None:
+    def __init__(
+        self,
+        beat: Heartbeat,
+        voice: ToolLog,
+        redact: Callable[[str], str],
+        *,
+        listened: bool = True,
+    ) -> None:
+        """``listened`` False: nothing the tool writes here could reach anyone during this
+        call (no progress token, no log level wanted, both fixed when the call starts), so
+        the descriptor is /dev/null (writes vanish, never block) and :meth:`serve` returns
+        at once: no pipe to read, no task reading it."""
         self._beat = beat
         self._voice = voice
         self._redact = redact
-        self._read, self._write = os.pipe()  # neither is inherited, but for pass_fds
-        os.set_blocking(self._read, False)
+        if listened:
+            self._read, self._write = os.pipe()  # neither is inherited, but for pass_fds
+            os.set_blocking(self._read, False)
+        else:
+            self._read, self._write = -1, os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
         self._pending = b""
         self._overlong = False
         self._scope: anyio.CancelScope | None = None
@@ -89,6 +105,8 @@ class ProgressChannel:
             self._write = -1
 
     async def serve(self) -> None:
+        if self._read < 0:
+            return
         with anyio.CancelScope() as self._scope:
             if self._stopped_at is not None:
                 self._scope.deadline = self._stopped_at + DRAIN_GRACE_S

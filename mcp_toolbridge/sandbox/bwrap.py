@@ -30,8 +30,9 @@ import errno
 import functools
 import os
 import shutil
+import stat
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -117,6 +118,10 @@ class HostView:
         )
 
 
+Resolve = Callable[[str | os.PathLike[str]], str]
+"""What a path leads to (:func:`real_path`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Mount:
     path: str
@@ -167,12 +172,13 @@ def plan_launch(
     Raises OSError (as ``execve`` would, with the file name) when the program or the working
     directory cannot be used, so spawn errors read the same with and without the sandbox.
     """
-    workdir = real_path(cwd if cwd is not None else os.getcwd())
+    resolve = _resolver()
+    workdir = resolve(cwd if cwd is not None else os.getcwd())
     if cwd is not None and not os.path.isdir(workdir):
         raise FileNotFoundError(errno.ENOENT, "No such directory", cwd)
-    program, needs = _program(argv[0], workdir, env)
+    program, needs = _program(argv[0], workdir, env, resolve)
     implicit = _implicit(view, profile, needs, workdir, env, proxy=proxy_dir is not None)
-    mounts = _mounts(view, profile, implicit)
+    mounts = _mounts(view, profile, implicit, resolve)
     options = ["--unshare-all", "--unshare-user", "--disable-userns"]
     if profile.network == "full":
         options.append("--share-net")
@@ -242,13 +248,15 @@ def shows(
     host's folder, not an empty or private one, a mask, or nothing."""
     workdir = real_path(cwd if cwd is not None else os.getcwd())
     try:
-        _, needs = _program(argv[0], workdir, env)
+        _, needs = _program(argv[0], workdir, env, real_path)
     except OSError:
         needs = []
     implicit = _implicit(view, profile, needs, workdir, env, proxy=profile.network == "proxy")
     target = real_path(path)
     holder: _Mount | None = None
-    for mount in _mounts(view, profile, implicit):  # parents first: the last one holding it
+    for mount in _mounts(
+        view, profile, implicit, real_path
+    ):  # parents first: the last one holding it
         if _within(target, mount.path):
             holder = mount
     if holder is not None and holder.kind == _KERNEL:  # the host's, read-only, or hidden
@@ -256,14 +264,19 @@ def shows(
     return holder is not None and holder.kind in (_RO, _RW)
 
 
-def _mounts(view: HostView, profile: SandboxProfile, implicit: list[str]) -> tuple[_Mount, ...]:
+def _mounts(
+    view: HostView,
+    profile: SandboxProfile,
+    implicit: list[str],
+    resolve: Resolve,
+) -> tuple[_Mount, ...]:
     """Every mount, parents first, leaving out those nested in one of the same kind.
 
     What can change between launches is looked up every time (where each root leads, which
     secret paths exist and whether they are folders, whether the home folder exists); placing
     the mounts from those facts is done once per distinct set of facts."""
-    read = tuple(real_path(p) for p in profile.read)
-    write = tuple(real_path(p) for p in profile.write)
+    read = tuple(resolve(p) for p in profile.read)
+    write = tuple(resolve(p) for p in profile.write)
     if any(map(kernel_path, write)):  # the kernel's knobs are never writable
         read += tuple(filter(kernel_path, write))
         write = tuple(p for p in write if not kernel_path(p))
@@ -385,7 +398,12 @@ def _with_prefixes(view: HostView, folders: Sequence[str]) -> list[str]:
     return out
 
 
-def _program(command: str, workdir: str, env: Mapping[str, str]) -> tuple[str, list[str]]:
+def _program(
+    command: str,
+    workdir: str,
+    env: Mapping[str, str],
+    resolve: Resolve,
+) -> tuple[str, list[str]]:
     """The program's absolute path (found on PATH, or relative to the working directory) and
     what it needs to be visible; raises OSError the way execve would."""
     if "/" in command:
@@ -395,21 +413,23 @@ def _program(command: str, workdir: str, env: Mapping[str, str]) -> tuple[str, l
         if located is None:
             raise FileNotFoundError(errno.ENOENT, "No such file or directory", command)
         found = os.path.abspath(located)
-    if not os.path.exists(found):
-        raise FileNotFoundError(errno.ENOENT, "No such file or directory", command)
-    if os.path.isdir(found) or not os.access(found, os.X_OK):
+    try:
+        info = os.stat(found)
+    except (OSError, ValueError):  # what os.path.exists says False to
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", command) from None
+    if stat.S_ISDIR(info.st_mode) or not os.access(found, os.X_OK):
         raise PermissionError(errno.EACCES, "Permission denied", command)
     folders = [os.path.dirname(found)]
     interpreter = _shebang(found)
     if interpreter is not None:
         folders.append(os.path.dirname(interpreter))
-    return found, [*_prefixes_of(folders), real_path(found), found]
+    return found, [*_prefixes_of(folders, resolve), resolve(found), found]
 
 
-def _prefixes_of(folders: Sequence[str]) -> list[str]:
+def _prefixes_of(folders: Sequence[str], resolve: Resolve) -> list[str]:
     out: list[str] = []
     for folder in folders:
-        for path in dict.fromkeys((folder, real_path(folder))):
+        for path in dict.fromkeys((folder, resolve(folder))):
             out.append(path)
             head, name = os.path.split(path)
             if name in _PREFIX_FOLDERS and head:
@@ -420,11 +440,16 @@ def _prefixes_of(folders: Sequence[str]) -> list[str]:
 def _shebang(path: str) -> str | None:
     """The interpreter of a ``#!`` script; raises ENOEXEC for a file that is neither a
     script nor an ELF binary (what execve says)."""
-    try:
-        with open(path, "rb") as file:
-            head = file.read(_SHEBANG_BYTES)
+    try:  # a bare descriptor: a file object costs an fstat, an ioctl, a seek and a read more
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None  # executable but unreadable: let the kernel decide
+    try:
+        head = os.read(fd, _SHEBANG_BYTES)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     if head.startswith(b"#!"):
         line = head[2:].split(b"\n", 1)[0].strip()
         word = line.split(maxsplit=1)[0] if line else b""
@@ -432,6 +457,21 @@ def _shebang(path: str) -> str | None:
     if head.startswith(b"\x7fELF"):
         return None
     raise OSError(errno.ENOEXEC, "Exec format error", path)
+
+
+def _resolver() -> Resolve:
+    """:func:`real_path` for one launch, each path resolved once (a launch names the same
+    folder several times: its working directory, a read root, the program's folder)."""
+    seen: dict[str, str] = {}
+
+    def resolve(path: str | os.PathLike[str]) -> str:
+        key = os.fspath(path)
+        found = seen.get(key)
+        if found is None:
+            found = seen[key] = real_path(key)
+        return found
+
+    return resolve
 
 
 def real_path(path: str | os.PathLike[str]) -> str:

@@ -341,15 +341,19 @@ def sandbox_key(plan: Plan) -> tuple[object, ...]:
     found on the host (a folder made, removed or replaced since the sandbox was set up would
     be mounted otherwise now)."""
     found: list[object] = []
+    seen: dict[str, object] = {}  # a source bound more than once (/dev/null) is looked at once
     options = plan.options
     for i, option in enumerate(options):
         if option in _BINDS:
-            try:
-                info = os.stat(options[i + 1])
-            except OSError:
-                found.append(None)
-            else:
-                found.append((info.st_dev, info.st_ino))
+            source = options[i + 1]
+            if source not in seen:
+                try:
+                    info = os.stat(source)
+                except OSError:
+                    seen[source] = None
+                else:
+                    seen[source] = (info.st_dev, info.st_ino)
+            found.append(seen[source])
     return (options, tuple(found))
 
 

@@ -23,6 +23,10 @@ clean: the next call starts in a fresh one. Nor one left idle for IDLE_S seconds
 Processes started here cannot trace or read this one (it is not dumpable). They can signal it,
 being the same user: that ends the warm sandbox, and with it their own call, nothing else.
 
+It runs only as bubblewrap's command in a PID namespace of its own (PID 2, under bubblewrap's
+init, PID 1): anywhere else it exits at once, without touching anything, since its sweep
+(``kill(-1)``) would reach every process its user may signal.
+
 Standard library only, started with ``-I -S``: it must not depend on the server's
 environment. It decides nothing: what runs was decided by the server, what it can reach by the
 sandbox around it.
@@ -163,10 +167,14 @@ def start(request: dict[str, Any], fds: list[int]) -> int:
     targets = [int(t) for t in request["fds"]]
     if len(targets) != len(fds):
         raise OSError(22, "descriptors and their numbers do not match")
-    # Above every target first, so that no placement overwrites a descriptor still to place.
-    floor = max(targets, default=2) + 1
-    high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, floor) for fd in fds]
-    actions = [(os.POSIX_SPAWN_DUP2, fd, target) for fd, target in zip(high, targets, strict=True)]
+    high: list[int] = []
+    if not set(targets).isdisjoint(fds):
+        # Above every target first, so that no placement overwrites a descriptor still to
+        # place (received descriptors are above 2 and usually above every target: no copy).
+        floor = max(targets, default=2) + 1
+        high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, floor) for fd in fds]
+        fds = high
+    actions = [(os.POSIX_SPAWN_DUP2, fd, target) for fd, target in zip(fds, targets, strict=True)]
     os.chdir(request["cwd"])
     try:
         return os.posix_spawn(
@@ -184,21 +192,29 @@ def start(request: dict[str, Any], fds: list[int]) -> int:
             os.close(fd)
 
 
-def sweep() -> None:
-    """Kill every process of the sandbox but this one, and wait until each is gone."""
+def sweep(command: int = 0) -> int:
+    """Kill every process of the sandbox but this one, and wait until each is gone; the wait
+    status of ``command`` (an exited child not reaped yet) among them, 0 if none."""
     try:
         os.kill(-1, signal.SIGKILL)
     except ProcessLookupError:
         pass
+    found = 0
     while True:
         try:
-            os.waitpid(-1, 0)
+            pid, status = os.waitpid(-1, 0)
         except ChildProcessError:
-            return
+            return found
+        if pid == command:
+            found = status
 
 
-def run(control: socket.socket, request: dict[str, Any], fds: list[int]) -> int | None:
-    """One call: start, follow the server's signals, return the command's status."""
+def run(
+    control: socket.socket, poller: select.poll, request: dict[str, Any], fds: list[int]
+) -> int | None:
+    """One call: start, follow the server's signals until the command exits, end every process
+    left (:func:`sweep`), return the command's status (None: it could not be started).
+    ``poller`` watches ``control``."""
     try:
         pid = start(request, fds)
     except OSError as exc:
@@ -208,9 +224,7 @@ def run(control: socket.socket, request: dict[str, Any], fds: list[int]) -> int 
         for fd in fds:
             os.close(fd)
     pidfd = os.pidfd_open(pid)
-    poller = select.poll()
     poller.register(pidfd, select.POLLIN)
-    poller.register(control, select.POLLIN)
     try:
         while True:
             ready = dict(poller.poll())
@@ -228,9 +242,10 @@ def run(control: socket.socket, request: dict[str, Any], fds: list[int]) -> int 
                     except ProcessLookupError:
                         pass
     finally:
+        poller.unregister(pidfd)
         os.close(pidfd)
-    _, status = os.waitpid(pid, 0)
-    code = os.waitstatus_to_exitcode(status)
+    # The command is a zombie until reaped here: its id (and its group's) is still reserved.
+    code = os.waitstatus_to_exitcode(sweep(pid))
     return 128 - code if code < 0 else code
 
 
@@ -249,7 +264,17 @@ def next_request(control: socket.socket, idle_s: float) -> tuple[dict[str, Any],
     return request, fds, True
 
 
+def in_own_namespace() -> bool:
+    """Whether this is bubblewrap's command in a PID namespace of its own: PID 2, its parent
+    bubblewrap's init (PID 1). In the host's namespace PID 2 is the kernel's ``kthreadd``, so
+    no process started there passes this; a ``kill(-1)`` from here reaches only the sandbox."""
+    return os.getpid() == 2 and os.getppid() == 1
+
+
 def main() -> None:
+    if not in_own_namespace():
+        sys.stderr.write("zygote.py: not in a sandbox's PID namespace of its own: nothing done\n")
+        raise SystemExit(2)
     control = socket.socket(fileno=int(sys.argv[1]))
     control.set_inheritable(False)
     idle_s = float(sys.argv[2])
@@ -258,6 +283,8 @@ def main() -> None:
     prctl(PR_SET_CHILD_SUBREAPER, 1)
     os.chdir("/")
     clean = Places(roots)
+    poller = select.poll()
+    poller.register(control, select.POLLIN)
     answer(control, {"ready": True})
     while True:
         try:
@@ -270,9 +297,9 @@ def main() -> None:
             if last:
                 return
             continue
-        status = run(control, request, fds)
-        sweep()
+        status = run(control, poller, request, fds)
         if status is None:
+            sweep()
             if last:
                 return
             continue

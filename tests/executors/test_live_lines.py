@@ -193,6 +193,23 @@ async def test_an_unobserved_progress_channel_costs_the_tool_nothing(tmp_path: P
     assert result.ok and result.value["env"]["TOOLBRIDGE_PROGRESS_FD"].isdigit()
 
 
+@pytest.mark.parametrize("listens", [False, True])
+async def test_more_than_a_pipe_holds_on_the_channel_never_blocks_the_tool(
+    tmp_path: Path, listens: bool
+) -> None:
+    """Whether anyone listens or not (then the descriptor is /dev/null and nothing reads it),
+    a tool may write as much as it likes on its progress channel and finishes as usual."""
+    seen: list[float] = []
+
+    async def progress(current: float, total: float | None, message: str | None) -> None:
+        seen.append(current)
+
+    lines = [[n, None, "x" * 200] for n in range(2_000)]  # about 0.5 MB
+    result = await _run(tmp_path, {"progress": lines}, None, progress if listens else None)
+    assert result.ok and result.value["args"]["progress"] == lines
+    assert bool(seen) is listens and seen == sorted(seen)
+
+
 @pytest.mark.parametrize("threshold", ["info", "warning"])
 async def test_bash_stderr_lines_are_sent_when_the_client_listens(
     tmp_path: Path, threshold: LogLevel

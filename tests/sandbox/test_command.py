@@ -1,11 +1,17 @@
-"""The bubblewrap command line: placing the mounts is cached, what it depends on is not."""
+"""The bubblewrap command line: placing the mounts is cached, what it depends on is not; a
+program it cannot run is refused as execve would refuse it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from mcp_toolbridge.errors import ExecSpawnError
+from mcp_toolbridge.executors import run_process
 from mcp_toolbridge.sandbox.bwrap import HostView, plan_launch
 from mcp_toolbridge.sandbox.profile import SandboxProfile, secret_paths
+from tests.sandbox.conftest import Box
 
 
 def _command(view: HostView, profile: SandboxProfile, cwd: Path) -> list[str]:
@@ -50,3 +56,32 @@ def test_a_root_that_now_leads_elsewhere_is_mounted_where_it_leads(tmp_path: Pat
 def _slice(argv: list[str], path: Path) -> list[str]:
     at = argv.index(str(path))
     return argv[at - 1 : at + 2]
+
+
+@pytest.mark.parametrize(
+    ("content", "mode", "said"),
+    [
+        (None, 0o755, "no such file"),
+        (b"#!/bin/sh\necho hi\n", 0o644, "permission denied"),
+        (b"just words, no interpreter line\n", 0o755, "not an executable format"),
+    ],
+)
+async def test_a_program_the_sandbox_cannot_run_fails_as_execve_says(
+    tmp_path: Path, sandbox_support: None, content: bytes | None, mode: int, said: str
+) -> None:
+    """What the launch finds out about the program before the sandbox is built (missing, not
+    executable, neither a script nor a binary) reads as the spawn error execve would give."""
+    box = Box(tmp_path)
+    program = box.ws / "tool"
+    if content is not None:
+        program.write_bytes(content)
+        program.chmod(mode)
+    with pytest.raises(ExecSpawnError, match=said):
+        await run_process(
+            ["./tool"],
+            stdin=None,
+            cwd=str(box.ws),
+            env=box.env,
+            timeout_s=20,
+            sandbox=box.confine(),
+        )

@@ -19,7 +19,7 @@ import pytest
 
 from mcp_toolbridge.errors import ExecSpawnError, ExecTimeoutError
 from mcp_toolbridge.executors import run_process
-from mcp_toolbridge.sandbox import Plan, warm
+from mcp_toolbridge.sandbox import Plan, warm, zygote
 from tests.sandbox.conftest import Box, report
 from tests.sandbox.test_escapes import _lock_is_free
 
@@ -83,6 +83,23 @@ async def test_the_zygote_cannot_be_read_by_the_calls_it_starts(box: Box) -> Non
     ((cmdline, environ, mem),) = seen.values()
     assert any("zygote" in part for part in cmdline)
     assert environ == "PermissionError" and mem == "PermissionError"
+
+
+async def test_the_zygote_refuses_to_run_anywhere_but_as_a_sandboxs_command(
+    box: Box, tmp_path: Path
+) -> None:
+    """Its sweep (``kill(-1)``) would reach every process its user may signal outside a PID
+    namespace of its own: run as PID 1 of one (where, were the guard broken, ``kill(-1)``
+    would still reach nothing outside), it does nothing and says why."""
+    assert not zygote.in_own_namespace()  # this test's process, in the host's namespace
+    sandbox = box.confine().sandbox
+    assert sandbox.bwrap is not None
+    argv = [sandbox.bwrap, "--unshare-all", "--unshare-user", "--as-pid-1", "--die-with-parent"]
+    argv += ["--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--"]
+    argv += [sys.executable, "-I", "-S", str(warm.ZYGOTE), "0", "60", str(tmp_path)]
+    outcome = await run_process(argv, stdin=b"", cwd=None, env={}, timeout_s=30, sandbox=None)
+    assert outcome.exit_code == 2
+    assert b"not in a sandbox's PID namespace of its own" in outcome.stderr_tail
 
 
 async def test_a_call_that_kills_the_zygote_ends_only_itself(box: Box) -> None:
@@ -150,6 +167,40 @@ async def test_stdin_argv0_cwd_environment_and_passed_descriptors_arrive(box: Bo
     stdin, cwd, mark, fds = json.loads(outcome.stdout)
     assert (stdin, cwd, mark) == ("the input", str(box.ws), "here")
     assert set(fds) - {"3"} == {"0", "1", "2", str(write)}  # 3: the listing itself
+
+
+def test_the_zygote_places_descriptors_whose_numbers_cross(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Descriptors usually arrive above every number they go to and are placed directly; when
+    one arrives at a number another goes to, each is first copied above them all, so that no
+    placement overwrites one still to place. (``start`` only spawns: run here, outside a
+    sandbox, on two pipes whose numbers each go to the other's.)"""
+    monkeypatch.chdir(tmp_path)  # start() leaves the working directory at /
+    a_read, a_write = os.pipe()
+    b_read, b_write = os.pipe()
+    script = f"import os; os.write({b_write}, b'to a'); os.write({a_write}, b'to b')"
+    request = {
+        "program": sys.executable,
+        "argv": [sys.executable, "-I", "-c", script],
+        "env": {},
+        "cwd": str(tmp_path),
+        "fds": [b_write, a_write],
+    }
+    try:
+        pid = zygote.start(request, [a_write, b_write])
+        assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+        assert (os.read(a_read, 16), os.read(b_read, 16)) == (b"to a", b"to b")
+    finally:
+        for fd in (a_read, a_write, b_read, b_write):
+            os.close(fd)
+
+
+async def test_a_warm_call_reports_its_exit_status_and_signal(box: Box) -> None:
+    await box.python("pass")
+    assert (await box.python("raise SystemExit(7)")).exit_code == 7
+    killed = await box.python("import os, signal; os.kill(os.getpid(), signal.SIGTERM)")
+    assert (killed.exit_code, killed.signal) == (None, 15)
 
 
 async def test_a_command_the_zygote_cannot_start_fails_as_execve_says(

@@ -43,7 +43,13 @@ from mcp_toolbridge.catalog.mentions import QUOTES, Mentions
 from mcp_toolbridge.catalog.merge import cover, interleave
 from mcp_toolbridge.catalog.needs import Needs
 from mcp_toolbridge.catalog.semantic_model import english, semantic_ready
-from mcp_toolbridge.catalog.text import Analyzer, default_analyzer, split_clauses, strip_courtesies
+from mcp_toolbridge.catalog.text import (
+    Analyzer,
+    default_analyzer,
+    split_clauses,
+    strip_courtesies,
+    without_values,
+)
 from mcp_toolbridge.catalog.vectors import CatalogVectors, VectorStore
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.progress import Meter
@@ -58,6 +64,8 @@ CLOSEST = 3
 """At most this many closest names when nothing matches."""
 _PRUNE_FROM = 1024
 """Posting lists shorter than this are always walked; pruning only pays on long ones."""
+_WALK_RATIO = 8
+"""A walk over a posting list costs about an eighth of a binary search per element."""
 
 
 class SearchIndex(Mentions, Needs, Evidence):
@@ -266,7 +274,9 @@ class SearchIndex(Mentions, Needs, Evidence):
             from mcp_toolbridge.catalog.embedding import best, fuse
 
             pool = max(n, config.SEMANTIC_POOL)
-            cosines = self._vectors.cosines([text for text, _ in parts])
+            # the values a request gives (quoted literals, numbers) are not what it asks for
+            embedded = [without_values(t) if config.SEMANTIC_VALUES_OUT else t for t, _ in parts]
+            cosines = self._vectors.cosines(embedded)
             for column, (text, terms) in enumerate(parts):
                 if not english(text):  # the model reads English: the lexical leg alone
                     cosines[column] = 0.0
@@ -424,11 +434,19 @@ class SearchIndex(Mentions, Needs, Evidence):
     def _complete(
         self, scores: dict[int, float], rest: list[tuple[float, int]], cut: float
     ) -> dict[int, float]:
-        """The docs scoring at least ``cut`` so far, with the ``rest`` terms added."""
+        """The docs scoring at least ``cut`` so far, with the ``rest`` terms added: by binary
+        search for each kept doc, or, when the term's posting list is shorter than
+        ``_WALK_RATIO`` times the kept docs (the semantic leg's lexical pool of 100 keeps most
+        of what it scored), by one walk over the list: the same sums in the same order."""
         kept = {doc: score for doc, score in scores.items() if score >= cut}
         for factor, tid in rest:
             docs, weights = self._docs[tid], self._weights[tid]
             size = len(docs)
+            if size < _WALK_RATIO * len(kept):
+                for doc, weight in zip(docs, weights, strict=True):
+                    if doc in kept:
+                        kept[doc] += factor * weight
+                continue
             for doc in kept:
                 at = bisect_left(docs, doc)
                 if at < size and docs[at] == doc:

@@ -223,6 +223,24 @@ def strip_courtesies(query: str) -> str:
     return _COURTESY.sub(" ", query)
 
 
+# The values a request gives rather than what it asks for: quoted literals ("reverse the string
+# 'Hello, World!'", "the 'Asia/Tokyo' timezone") and numbers with what is written on them
+# ("$200", "2020-12-25", "25th", "40.7128"). Left out of the text the semantic leg embeds: an
+# averaged vector of "Hello, World" or of a date points at tools about greetings or calendars.
+_VALUES = re.compile(
+    r"""(?<!\w)(?:'[^'\n]{1,80}?'|"[^"\n]{1,80}?"|‘[^’\n]{1,80}?’|“[^”\n]{1,80}?”)(?!\w)"""
+    r"|\b\d[\d.,:/-]*\w*"
+)
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def without_values(text: str) -> str:
+    """``text`` without its quoted literals and numbers (``_VALUES``); ``text`` itself when
+    nothing with a letter would be left (a request that is only a value is about it)."""
+    left = _VALUES.sub(" ", text)
+    return left if _LETTER.search(left) else text
+
+
 # Where one request turns into the next: sentence ends (closing quotes and brackets may follow
 # the stop), semicolons and line breaks, and sequencing connectives ("then", "also",
 # "additionally", "after that", "in addition", "first,", "next,", ...) when they open a clause

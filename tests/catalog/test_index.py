@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from mcp_toolbridge.catalog import index as index_module
 from mcp_toolbridge.catalog import ranking_config
 from mcp_toolbridge.catalog.index import SearchHit, SearchIndex
 from mcp_toolbridge.catalog.text import (
@@ -16,6 +17,7 @@ from mcp_toolbridge.catalog.text import (
     split_clauses,
     split_words,
     strip_courtesies,
+    without_values,
 )
 from mcp_toolbridge.model import BuiltinTransport, Format, Source, ToolSpec
 from mcp_toolbridge.names import sanitize_name
@@ -177,6 +179,26 @@ def test_courtesies_are_not_part_of_the_request() -> None:
     index = SearchIndex.build([*CATALOG, tool("like_post", "Like a post", {"post_id": "Post"})])
     found = names(index.search("I would like to count the words in this text. Thank you!", 3))
     assert found[0] == "word_count" and "like_post" not in found
+
+
+def test_without_values_drops_quoted_literals_and_numbers_only() -> None:
+    assert without_values("reverse the string 'Hello, World!' please").split() == [
+        "reverse",
+        "the",
+        "string",
+        "please",
+    ]
+    assert without_values("budget $200 from 2020-12-25, the 25th").split() == [
+        "budget",
+        "$",
+        "from",
+        "the",
+    ]
+    # apostrophes, and digits inside words, are not values
+    assert without_values("I'm sure it's the user's base64 mp3") == (
+        "I'm sure it's the user's base64 mp3"
+    )
+    assert without_values("say “good morning” to ‘Ann’").split() == ["say", "to"]
 
 
 def test_the_words_a_wish_is_framed_with_are_not_part_of_the_request() -> None:
@@ -429,10 +451,14 @@ def test_equal_scores_are_ordered_by_name_whatever_the_input_order() -> None:
         assert len({h.score for h in hits}) == 1
 
 
+@pytest.mark.parametrize("walk_ratio", [0, 8, 10**9])
 def test_pruned_scoring_returns_exactly_the_ranking_of_a_full_walk(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, walk_ratio: int
 ) -> None:
     monkeypatch.setattr(ranking_config, "EVIDENCE_MIN", 0.0)  # every scored tool, matched or not
+    # the docs left after pruning get the other terms by binary search (0), by a walk over
+    # each posting list (10**9), or by whichever is cheaper (8, shipped): the same scores
+    monkeypatch.setattr(index_module, "_WALK_RATIO", walk_ratio)
     rng = random.Random(7)
     words = [f"w{i}" for i in range(300)]
     tools = [

@@ -5,14 +5,21 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from mcp_toolbridge.catalog import ranking_config, semantic_model, semantic_status
 from mcp_toolbridge.catalog.index import SearchIndex
 from mcp_toolbridge.catalog.semantic_model import semantic_ready
+from mcp_toolbridge.catalog.text import without_values
+from mcp_toolbridge.catalog.vectors import CatalogVectors
 from tests.catalog.test_index import tool
+
+if TYPE_CHECKING:
+    from mcp_toolbridge.catalog.embedding import Matrix
 
 pytestmark = pytest.mark.skipif(
     not semantic_ready(), reason=f"the semantic leg is {semantic_status()} (the dev extra has it)"
@@ -137,3 +144,24 @@ def test_the_model_ships_with_the_package_and_its_licence() -> None:
     assert semantic_model.model_files() == (semantic_model.TABLE, semantic_model.VOCAB)
     assert "Apache License" in (folder / "LICENSE").read_text(encoding="utf-8")
     assert "all-MiniLM-L6-v2" in (folder / "NOTICE").read_text(encoding="utf-8")
+
+
+def test_the_values_a_request_gives_are_not_embedded(
+    index: SearchIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # what the leg embeds, recorded around the real method
+    embedded: list[str] = []
+    real = CatalogVectors.cosines
+
+    def recording(self: CatalogVectors, texts: Sequence[str]) -> Matrix:
+        embedded.extend(texts)
+        return real(self, texts)
+
+    monkeypatch.setattr(CatalogVectors, "cosines", recording)
+    query = "Translate 'Hello, my friend' into French, then the weather on 2024-12-25 at 40.71"
+    found = [hit.name for hit in index.search(query, 3)]
+    assert found[:2] == ["translate_text", "weather_now"]
+    assert embedded and all("Hello" not in t and "2024" not in t for t in embedded)
+    assert any("Translate" in t and "French" in t for t in embedded)
+    # a request that is only a value is about it
+    assert without_values("'quarterly report'") == "'quarterly report'"

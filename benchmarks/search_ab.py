@@ -13,7 +13,8 @@ clause interleaving (with the whole request's best first) instead of covering;
 ``--against unexpanded`` with the same but no query expansion (``expansion.py``);
 ``--against bisect`` with the same but every term left after max-score pruning found by
 binary search per kept doc (before the fifth pass's walk over short posting lists), and
-checks that both give the same hits. ``--semantic`` uses the index with the semantic leg.
+checks that both give the same hits; ``--against nokinds`` with the same but no kinds of
+value (``text.value_kinds``). ``--semantic`` uses the index with the semantic leg.
 """
 
 from __future__ import annotations
@@ -37,9 +38,13 @@ from mcp_toolbridge.loaders.discovery import load_paths
 AGAINST = "round2"
 EXPANSION = ranking_config.EXPANSION_WEIGHT
 WALK_RATIO = index_module._WALK_RATIO
+KINDS = ranking_config.VALUE_KIND_WEIGHT
 
 
 def knobs(round3: bool) -> None:
+    if AGAINST == "nokinds":
+        ranking_config.VALUE_KIND_WEIGHT = KINDS if round3 else 0.0
+        return
     if AGAINST == "bisect":
         index_module._WALK_RATIO = WALK_RATIO if round3 else 0
         return
@@ -59,7 +64,9 @@ def main() -> None:
     parser.add_argument("folder", type=Path)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument(
-        "--against", choices=["round2", "interleave", "unexpanded", "bisect"], default="round2"
+        "--against",
+        choices=["round2", "interleave", "unexpanded", "bisect", "nokinds"],
+        default="round2",
     )
     parser.add_argument("--semantic", action="store_true", help="with the semantic leg")
     args = parser.parse_args()

@@ -74,6 +74,7 @@ GRID: dict[str, list[Any]] = {
     "EXPANSION_KNOWN": [0.0, 0.3],
     "EXPANSION_TOP": [8, 16],
     "EXPANSION_MIN": [0.5, 0.4],
+    "VALUE_KIND_WEIGHT": [0.0, 0.3, 0.5, 1.0],
     "SEMANTIC_WEIGHT": [0.0, 0.5],
 }
 """Each knob's values, round 2's behaviour first (the reference a change must beat).
@@ -144,6 +145,7 @@ def label(config: Config) -> str:
         "EXPANSION_KNOWN": "known",
         "EXPANSION_TOP": "top",
         "EXPANSION_MIN": "min",
+        "VALUE_KIND_WEIGHT": "kinds",
     }
     out = []
     for knob, value in config:

@@ -14,7 +14,10 @@ returned only with evidence, per clause of the request:
   Paris" against a weather tool covers "current" and "temperature". A tool must cover more
   than ``ranking_config.EVIDENCE_MIN``.
 - near words: a word of the tool's text near a word of the clause that no tool has
-  (``expansion.py``: "movies" and a tool about films; ``_expanded``).
+  (``expansion.py``: "movies" and a tool about films; ``_expanded``). The word for a kind of
+  value the clause gives (a date, a time, an e-mail address, a URL: ``text.value_kinds``)
+  weighs in the ranking but is no evidence: a tool that takes a date is not a match for any
+  request that gives one.
 - semantic: the cosine of the clause and the tool above what held-out data shows noise
   reaches (``ranking_config.SEMANTIC_MIN``).
 
@@ -30,6 +33,7 @@ import math
 import re
 from array import array
 from bisect import bisect_left
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from mcp_toolbridge.catalog import ranking_config as config
@@ -69,15 +73,23 @@ class Evidence:
             neighbours()
         return config.EXPANSION_WEIGHT <= 0.0 or loaded()
 
-    def _expanded(self, terms: list[str]) -> dict[str, float]:
+    def _expanded(self, terms: list[str], kinds: Iterable[str] = ()) -> dict[str, float]:
         """The terms near ``terms`` (``expansion.py``) that the catalog has, at their weights;
         a term the catalog has itself is expanded at ``config.EXPANSION_KNOWN`` of that (its
-        tools already match it)."""
+        tools already match it). ``kinds``: the terms of the kinds of value the clause gives
+        (``text.value_kinds``: a date asks for a tool that takes one), at
+        ``config.VALUE_KIND_WEIGHT``."""
+        out: dict[str, float] = {}
+        common = max(config.EXPANSION_COMMON * len(self._names), config.EXPANSION_MANY)
+        if config.VALUE_KIND_WEIGHT > 0.0:
+            for term in kinds:
+                tid = self._term_ids.get(term)
+                if tid is not None and term not in terms and len(self._docs[tid]) <= common:
+                    out[term] = config.VALUE_KIND_WEIGHT
         if config.EXPANSION_WEIGHT <= 0.0:
-            return {}
+            return out
         known = [t for t in terms if t in self._term_ids]
         unknown = [t for t in terms if t not in self._term_ids]
-        out: dict[str, float] = {}
         for group, factor in ((known, config.EXPANSION_KNOWN), (unknown, 1.0)):
             weight = config.EXPANSION_WEIGHT * factor
             found = expand(group, config.EXPANSION_TOP, config.EXPANSION_MIN, weight)
@@ -85,7 +97,6 @@ class Evidence:
                 tid = self._term_ids.get(term)
                 if tid is None or term in terms or value <= out.get(term, 0.0):
                     continue
-                common = max(config.EXPANSION_COMMON * len(self._names), config.EXPANSION_MANY)
                 if len(self._docs[tid]) > common:
                     continue
                 out[term] = value

@@ -48,6 +48,7 @@ from mcp_toolbridge.catalog.text import (
     default_analyzer,
     split_clauses,
     strip_courtesies,
+    value_kinds,
     without_values,
 )
 from mcp_toolbridge.catalog.vectors import CatalogVectors, VectorStore
@@ -263,7 +264,12 @@ class SearchIndex(Mentions, Needs, Evidence):
         lists: list[list[tuple[float, int]]] = []
         tops: list[float] = []
         cosines = None
-        near_terms = [self._expanded(terms) for _, terms in parts]
+        # the words for the kinds of value a clause gives rank, but are no evidence alone
+        terms_of = self._analyzer.terms
+        kinds = [{t for k in value_kinds(text) for t in terms_of(k)} for text, _ in parts]
+        near_terms = [
+            self._expanded(terms, kind) for (_, terms), kind in zip(parts, kinds, strict=True)
+        ]
         if self._vectors is None:
             lists = [
                 self._top(terms, n, visible, extra=extra)
@@ -302,7 +308,8 @@ class SearchIndex(Mentions, Needs, Evidence):
         for column, ((_, terms), ranked) in enumerate(zip(parts, lists, strict=True)):
             cover = self._coverage(terms, [d for _, d in ranked])
             bridged = self._coverage(
-                list(near_terms[column]), [d for d, c in cover.items() if not c]
+                [t for t in near_terms[column] if t not in kinds[column]],
+                [d for d, c in cover.items() if not c],
             )
             sure = [
                 hit

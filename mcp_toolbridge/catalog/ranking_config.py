@@ -84,10 +84,16 @@ this cap, 2.0x with it). Set for cost, not quality: the visible sets are identic
 without it (docs/search.md gives the held-out ones)."""
 EXPANSION_MANY = 1000
 """See ``EXPANSION_COMMON``: a small catalog keeps every near word (the cap is for cost)."""
-RANKING_REVISION = 10
+VALUE_KIND_WEIGHT = 1.0
+"""The weight, as a word of the request, of the word for a kind of value a clause gives
+(``text.value_kinds``: date, time, email, url); it ranks, but is no evidence of a match
+alone (0: none). Chosen by ``benchmarks/search_protocol.py`` from 0 / 0.3 / 0.5 / 1 on the
+visible sets (round 3's fifth pass, docs/search.md)."""
+RANKING_REVISION = 11
 """Raised whenever ranking or analysis code changes in a way the constants below miss
 (9: contractions and framing phrases dropped from requests; clause strengths in keyword
-units with the semantic leg; 10: values left out of the semantic leg's text)."""
+units with the semantic leg; 10: values left out of the semantic leg's text; 11: kinds of
+value)."""
 RANKING_CONFIG = hashlib.sha256(
     repr(
         (
@@ -119,6 +125,7 @@ RANKING_CONFIG = hashlib.sha256(
             EXPANSION_KNOWN,
             EXPANSION_COMMON,
             EXPANSION_MANY,
+            VALUE_KIND_WEIGHT,
         )
     ).encode()
 ).hexdigest()[:16]

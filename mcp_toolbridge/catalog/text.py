@@ -241,6 +241,38 @@ def without_values(text: str) -> str:
     return left if _LETTER.search(left) else text
 
 
+# What kind of value a request gives, when it has one of a kind a parameter is named for: a
+# date ("2024-12-25", "12/25/2024", "March 3rd", "3 March"), a time of day ("15:30", "3 pm"),
+# an e-mail address, a URL. A request that gives a date asks for a tool that takes one,
+# whether or not it says "date".
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+_VALUE_KINDS = (
+    (
+        "date",
+        re.compile(
+            rf"\b\d{{4}}-\d{{1,2}}-\d{{1,2}}\b|\b\d{{1,2}}/\d{{1,2}}/\d{{2,4}}\b"
+            rf"|\b{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b"
+            rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b",
+            re.IGNORECASE,
+        ),
+    ),
+    ("time", re.compile(r"\b(?:[01]?\d|2[0-3]):[0-5]\d\b|\b\d{1,2}\s*[ap]\.?m\b", re.IGNORECASE)),
+    ("email", re.compile(r"\b[\w.+-]+@[\w-]+\.[\w.]+\b")),
+    ("url", re.compile(r"\bhttps?://\S+", re.IGNORECASE)),
+)
+
+
+def value_kinds(text: str) -> list[str]:
+    """The kinds of value ``text`` gives (``date``, ``time``, ``email``, ``url``), in that
+    order; a text without a digit, an ``@`` or a ``://`` has none (no scan)."""
+    if not any(c.isdigit() for c in text) and "@" not in text and "://" not in text:
+        return []
+    return [kind for kind, pattern in _VALUE_KINDS if pattern.search(text)]
+
+
 # Where one request turns into the next: sentence ends (closing quotes and brackets may follow
 # the stop), semicolons and line breaks, and sequencing connectives ("then", "also",
 # "additionally", "after that", "in addition", "first,", "next,", ...) when they open a clause

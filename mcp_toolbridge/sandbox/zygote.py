@@ -194,19 +194,25 @@ def start(request: dict[str, Any], fds: list[int]) -> int:
 
 def sweep(command: int = 0) -> int:
     """Kill every process of the sandbox but this one, and wait until each is gone; the wait
-    status of ``command`` (an exited child not reaped yet) among them, 0 if none."""
+    status of ``command`` (an exited child not reaped yet), 0 if none.
+
+    Every process of the sandbox but its init descends from this one (an orphan comes back
+    to it, the sub-reaper), so when this one has no child left, none is left at all, and
+    nothing is killed: ``kill(-1)`` looks at every process of the machine."""
+    found = os.waitpid(command, 0)[1] if command else 0
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return found  # nothing was left
     try:
         os.kill(-1, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    found = 0
     while True:
         try:
-            pid, status = os.waitpid(-1, 0)
+            os.waitpid(-1, 0)
         except ChildProcessError:
             return found
-        if pid == command:
-            found = status
 
 
 def run(
@@ -244,7 +250,6 @@ def run(
     finally:
         poller.unregister(pidfd)
         os.close(pidfd)
-    # The command is a zombie until reaped here: its id (and its group's) is still reserved.
     code = os.waitstatus_to_exitcode(sweep(pid))
     return 128 - code if code < 0 else code
 

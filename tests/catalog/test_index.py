@@ -17,6 +17,7 @@ from mcp_toolbridge.catalog.text import (
     split_clauses,
     split_words,
     strip_courtesies,
+    value_kinds,
     without_values,
 )
 from mcp_toolbridge.model import BuiltinTransport, Format, Source, ToolSpec
@@ -199,6 +200,38 @@ def test_without_values_drops_quoted_literals_and_numbers_only() -> None:
         "I'm sure it's the user's base64 mp3"
     )
     assert without_values("say “good morning” to ‘Ann’").split() == ["say", "to"]
+
+
+def test_the_kinds_of_value_a_request_gives_are_read() -> None:
+    assert value_kinds("weather on 2024-12-25 or 12/26/2024") == ["date"]
+    assert value_kinds("March 3rd at 3 pm") == ["date", "time"]
+    assert value_kinds("the 3rd of March, 15:30") == ["date", "time"]
+    assert value_kinds("mail bob@example.com the page https://example.com/a") == ["email", "url"]
+    # a ratio, a count and a year are no date or time; no digit, @ or :// is no scan
+    assert value_kinds("a 16:9 screen, 3 apples in 2024") == []
+    assert value_kinds("what is the date today") == []
+
+
+def test_a_request_that_gives_a_date_prefers_the_tool_that_takes_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    catalog = [
+        tool("weather_current", "Current weather conditions in a city", {"city": "City name"}),
+        tool(
+            "weather_history",
+            "Weather observations in a city for a past day",
+            {"city": "City name", "date": "The day, YYYY-MM-DD"},
+        ),
+        tool("alarm_set", "Set an alarm", {"time": "Time of day, HH:MM"}),
+    ]
+    index = SearchIndex.build(catalog, semantic=False)
+    asked = "What was the weather in Boston on 2023-04-02?"
+    assert names(index.search(asked, 3)) == ["weather_history", "weather_current"]
+    assert names(index.search("weather in Boston", 3)) == ["weather_current", "weather_history"]
+    # the kind of value ranks, but is no evidence alone: no reminder tool here
+    assert index.search("remind me on 2023-04-02 at 6:30", 3) == []
+    monkeypatch.setattr(ranking_config, "VALUE_KIND_WEIGHT", 0.0)
+    assert names(index.search(asked, 3)) == ["weather_current", "weather_history"]
 
 
 def test_the_words_a_wish_is_framed_with_are_not_part_of_the_request() -> None:

@@ -137,6 +137,32 @@ async def test_a_timed_out_call_in_a_warm_sandbox_leaves_nothing(box: Box) -> No
     assert _lock_is_free(lock)  # both holders are gone
 
 
+@pytest.mark.parametrize("depth", [1, 2])
+async def test_what_a_warm_call_leaves_running_is_gone_when_it_returns(
+    box: Box, depth: int
+) -> None:
+    """The command exits at once and leaves a process holding a lock: its child, or (a
+    double fork) an orphan the zygote inherited. The call returns only once it is gone, and
+    the sandbox serves the next call (a process is nothing left in its private places)."""
+    lock = box.ws / "held.lock"
+    script = (
+        "import fcntl, os, time\n"
+        f"handle = open({str(lock)!r}, 'w')\n"
+        "fcntl.flock(handle, fcntl.LOCK_EX)\n"
+        + "if os.fork():\n    os._exit(0)\n"
+        * (depth - 1)
+        + "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    time.sleep(60)\n"
+        "os._exit(0)\n"
+    )
+    pool = box.confine().sandbox.warm
+    assert (await box.python(script)).exit_code == 0  # the box runs it warm, or fails
+    assert _lock_is_free(lock)  # the process it left is gone
+    assert any(s.reusable and not s.gone for s in pool.sandboxes)  # and the sandbox is kept
+    assert report(await box.python("print('[1]')")) == [1]
+
+
 async def test_stdin_argv0_cwd_environment_and_passed_descriptors_arrive(box: Box) -> None:
     await box.python("pass")  # a warm sandbox for these options is ready now
     confinement = box.confine()

@@ -33,6 +33,7 @@ from mcp_toolbridge.cli.http import (
 )
 from mcp_toolbridge.cli.reload import not_served, reload_on_change, reload_once
 from mcp_toolbridge.cli.startup import (
+    first_error,
     follow_roots,
     loaded_lines,
     open_later,
@@ -308,7 +309,13 @@ def run_server(
                     console.stop()
                 group.cancel_scope.cancel()  # the client is gone: stop watching too
 
-    anyio.run(run, backend_options=loop_options)
+    try:
+        anyio.run(run, backend_options=loop_options)
+    except BaseExceptionGroup as group:  # a task's error: the runtime opened after the list
+        error = first_error(group)
+        if error is None:
+            raise
+        raise error from None  # said in one line, as a start that fails before serving
     return EXIT_OK
 
 

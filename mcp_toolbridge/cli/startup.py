@@ -19,7 +19,7 @@ import anyio.to_thread
 
 import mcp_toolbridge.policy
 from mcp_toolbridge.cli.reload import Publisher, left_out_lines
-from mcp_toolbridge.errors import ConfigError, ErrorCode, Problem
+from mcp_toolbridge.errors import ConfigError, ErrorCode, Problem, ToolbridgeError
 from mcp_toolbridge.runtime import Loaded, Runtime, Settings, import_call_machinery
 from mcp_toolbridge.server import Opening
 from mcp_toolbridge.workspace import unfit_reason, workspace_from_roots
@@ -187,3 +187,17 @@ async def open_later(
             group.start_soon(warm_up, runtime, listed)
             await done.wait()
             group.cancel_scope.cancel()
+
+
+def first_error(group: BaseExceptionGroup[BaseException]) -> ToolbridgeError | None:
+    """The first of our errors in ``group`` (a task group's), nested groups included: what a
+    runtime opened after the first list failed with (an audit log that cannot be opened
+    since the start checked it), reported like a start that fails before serving."""
+    for inner in group.exceptions:
+        if isinstance(inner, ToolbridgeError):
+            return inner
+        if isinstance(inner, BaseExceptionGroup):
+            found = first_error(inner)
+            if found is not None:
+                return found
+    return None

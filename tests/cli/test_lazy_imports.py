@@ -22,6 +22,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_toolbridge.executors import probe_sandbox
 from mcp_toolbridge.sandbox import BWRAP_VARIABLE, Sandbox
 from tests.support.manifests import ECHO, NOT_DESTRUCTIVE, agentcli_manifest, echo_tool
+from tests.support.rawstdio import raw_server, request
 
 # The real command line's main(), in a child that writes the modules it imported when it ends.
 CHILD = (
@@ -258,3 +259,26 @@ def test_every_exported_name_is_what_it_names_after_every_module_is_imported() -
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300
     )
     assert out.stdout.strip() == "[]", out.stdout
+
+
+async def test_a_runtime_that_cannot_open_after_the_first_list_ends_the_server_in_one_line(
+    tmp_path: Path,
+) -> None:
+    """What the start checked can change before the runtime opens (here the audit log's path
+    becomes a folder after the start): the server then ends as a start that fails does, exit
+    2 and one line that says why, never a traceback, and the call that was waiting never
+    runs."""
+    manifest = agentcli_manifest(tmp_path / "m", [echo_tool("echo")], {"echo": ECHO})
+    audit = tmp_path / "audit.ndjson"
+    async with raw_server(tmp_path, str(manifest.parent), audit=audit) as server:
+        await server.initialize()  # answered after the start's checks: the log was opened
+        audit.unlink()
+        audit.mkdir()
+        listed = await server.call(request(1, "tools/list"))
+        assert "echo" in {tool["name"] for tool in listed["result"]["tools"]}
+        await server.send_json(request(2, "tools/call", {"name": "echo", "arguments": {}}))
+        assert await server.wait_exit(120) == 2, server.stderr()
+    stderr = server.stderr()
+    assert "mcp-toolbridge: cannot open the audit log:" in stderr
+    assert "Traceback" not in stderr and "Exception Group" not in stderr, stderr
+    assert [m for m in server.seen if m.get("id") == 2] == []  # no call ran

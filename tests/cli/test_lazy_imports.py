@@ -177,6 +177,24 @@ def test_the_bash_sub_policy_is_there_when_asked_for() -> None:
         policy.nothing  # noqa: B018
 
 
+def _failed_start(
+    argv: list[str], env: dict[str, str], cwd: Path
+) -> subprocess.CompletedProcess[str]:
+    """``python -m mcp_toolbridge *argv`` with nothing on stdin, which must fail its start
+    (exit 2)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_toolbridge", *argv],
+        input="",
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    return done
+
+
 @pytest.mark.parametrize("how", ["--sandbox", "policy"])
 def test_a_required_sandbox_that_cannot_work_still_fails_the_start(
     tmp_path: Path, how: str
@@ -197,16 +215,7 @@ def test_a_required_sandbox_that_cannot_work_still_fails_the_start(
         "TOOLBRIDGE_CACHE_DIR": str(tmp_path / "cache"),
         BWRAP_VARIABLE: str(tmp_path / "no-bwrap"),
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "mcp_toolbridge", *argv],
-        input="",
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=120,
-    )
-    assert done.returncode == 2, done.stderr
+    done = _failed_start(argv, env, tmp_path)
     assert "the OS sandbox is required (--sandbox required) but cannot be used" in done.stderr
     assert done.stdout == ""  # nothing was answered
 
@@ -220,16 +229,7 @@ def test_an_audit_log_that_cannot_be_opened_still_fails_the_start(tmp_path: Path
     argv += ["--audit", str(blocker / "audit.ndjson")]  # its folder is a file
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
     env["TOOLBRIDGE_CACHE_DIR"] = str(tmp_path / "cache")
-    done = subprocess.run(
-        [sys.executable, "-m", "mcp_toolbridge", *argv],
-        input="",
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=120,
-    )
-    assert done.returncode == 2, done.stderr
+    done = _failed_start(argv, env, tmp_path)
     assert "cannot open the audit log" in done.stderr and done.stdout == ""
 
 

@@ -10,7 +10,7 @@ May import: the vocabulary, catalog, policy, leaks, executors. Not bridge, serve
 
 from typing import TYPE_CHECKING
 
-from mcp_toolbridge.builtins.tool_search import SPEC as TOOL_SEARCH_SPEC
+from mcp_toolbridge.builtins.tool_search_spec import SPEC as TOOL_SEARCH_SPEC
 from mcp_toolbridge.lazy import on_first_use
 from mcp_toolbridge.names import LOCKED_IDS, PROXY_TOOL
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_toolbridge.errors import ErrorCode, ExecError
-from mcp_toolbridge.executors import ExecRequest, ExecResult
 from mcp_toolbridge.model import BuiltinTransport, Format, Safety, Source, ToolSpec
+
+if TYPE_CHECKING:  # the executors' request types: a declaration imports no executor module
+    from mcp_toolbridge.executors import ExecRequest, ExecResult
 
 BUILTIN_SOURCE = Source(path="<builtin>", index=0, format=Format.BUILTIN)
 

@@ -19,7 +19,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mcp_toolbridge.builtins import bash_spec, question_spec, todo_spec, tool_search
+from mcp_toolbridge.builtins import bash_spec, question_spec, todo_spec, tool_search_spec
 from mcp_toolbridge.builtins.base import BuiltinTool
 from mcp_toolbridge.builtins.fs import EDIT_SPEC, GLOB_SPEC, GREP_SPEC, READ_SPEC, WRITE_SPEC
 from mcp_toolbridge.builtins.task import Limits, build_task_spec
@@ -64,6 +64,6 @@ class LockedPlan:
             "web_search": build_web_search_spec([p.host for p in self.providers]),
             "web_fetch": WEB_FETCH_SPEC,
             "skill": self.skills.spec,
-            "tool_search": tool_search.SPEC,
+            "tool_search": tool_search_spec.SPEC,
         }
         return tuple(declared[name] for name in self.names)

@@ -11,13 +11,7 @@ from typing import TYPE_CHECKING
 from mcp_toolbridge.lazy import on_first_use
 
 if TYPE_CHECKING:
-    from mcp_toolbridge.executors.base import (
-        DEFAULT_MAX_OUTPUT_BYTES,
-        DEFAULT_TIMEOUT_S,
-        ExecRequest,
-        ExecResult,
-        Executor,
-    )
+    from mcp_toolbridge.executors.base import ExecRequest, ExecResult, Executor
     from mcp_toolbridge.executors.exec_tool import ExecToolExecutor
     from mcp_toolbridge.executors.http import HttpExecutor
     from mcp_toolbridge.executors.http_fetch import (
@@ -27,6 +21,7 @@ if TYPE_CHECKING:
         fetch_plain,
         parse_target,
     )
+    from mcp_toolbridge.executors.limits import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
     from mcp_toolbridge.executors.progress import Heartbeat, run_beside
     from mcp_toolbridge.executors.progress_channel import PROGRESS_FD_ENV
     from mcp_toolbridge.executors.subprocess import (
@@ -41,9 +36,8 @@ if TYPE_CHECKING:
 __getattr__ = on_first_use(
     __name__,
     {
+        "mcp_toolbridge.executors.limits": ("DEFAULT_MAX_OUTPUT_BYTES", "DEFAULT_TIMEOUT_S"),
         "mcp_toolbridge.executors.base": (
-            "DEFAULT_MAX_OUTPUT_BYTES",
-            "DEFAULT_TIMEOUT_S",
             "ExecRequest",
             "ExecResult",
             "Executor",

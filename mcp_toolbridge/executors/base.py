@@ -7,16 +7,22 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_toolbridge.errors import ErrorCode
+from mcp_toolbridge.executors.limits import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
 from mcp_toolbridge.host import CallContext, ProgressFn
 from mcp_toolbridge.model import ToolSpec
 
 if TYPE_CHECKING:  # the sandbox's modules: imported by what launches processes
     from mcp_toolbridge.sandbox import Confinement
 
-__all__ = ["CallContext", "ExecRequest", "ExecResult", "Executor", "ProgressFn"]
-
-DEFAULT_TIMEOUT_S = 60.0
-DEFAULT_MAX_OUTPUT_BYTES = 10 * 1024 * 1024
+__all__ = [
+    "DEFAULT_MAX_OUTPUT_BYTES",
+    "DEFAULT_TIMEOUT_S",
+    "CallContext",
+    "ExecRequest",
+    "ExecResult",
+    "Executor",
+    "ProgressFn",
+]
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ import copy
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_toolbridge.cache import fingerprint
 from mcp_toolbridge.errors import ErrorCode, Problem
@@ -54,8 +54,10 @@ from mcp_toolbridge.policy.requirements import (
     split_command,
 )
 from mcp_toolbridge.policy.rules import Action, Rule, Subject, resolve, subjects
-from mcp_toolbridge.policy.watchdog import Verdict, WatchdogConfig
 from mcp_toolbridge.workspace import needs_workspace, no_workspace_hint
+
+if TYPE_CHECKING:  # the watchdog's module: imported when a policy names a watchdog
+    from mcp_toolbridge.policy.watchdog import Verdict, WatchdogConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,11 +111,11 @@ class Policy:
         self.sources = sources
         self.project_file = project_file
         self.confirm_external_actions = file.security.confirm_external_actions
-        self.watchdog: WatchdogConfig | None = (
-            WatchdogConfig.of(file.watchdog, layers.user_file)
-            if file.watchdog is not None
-            else None
-        )
+        self.watchdog: WatchdogConfig | None = None
+        if file.watchdog is not None:
+            from mcp_toolbridge.policy.watchdog import WatchdogConfig
+
+            self.watchdog = WatchdogConfig.of(file.watchdog, layers.user_file)
         self._tool_scopes: dict[RequirementSet, Scope] = {}
         self._identity = tuple(i for i, r in enumerate(rules) if r.who is not None)
         self._views: dict[tuple[int, ...], Policy] = {}

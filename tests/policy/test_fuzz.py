@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_toolbridge.builtins import bash, tool_search
+from mcp_toolbridge.builtins import bash, tool_search_spec
 from mcp_toolbridge.builtins.fs import read as fs_read
 from mcp_toolbridge.builtins.fs import write as fs_write
 from mcp_toolbridge.errors import ConfigError, ErrorCode
@@ -32,7 +32,7 @@ SPECS = [
     bash.SPEC,
     fs_read.SPEC,
     fs_write.SPEC,
-    tool_search.SPEC,
+    tool_search_spec.SPEC,
 ]
 ARGUMENTS: list[dict[str, Any]] = [
     {},

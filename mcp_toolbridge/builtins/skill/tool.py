@@ -10,13 +10,15 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_toolbridge.builtins.skill.discovery import SKILL_FILE, Skill, discover_skills
 from mcp_toolbridge.builtins.skill.spec import build_spec
 from mcp_toolbridge.errors import Problem
-from mcp_toolbridge.executors import ExecRequest, ExecResult
 from mcp_toolbridge.model import ToolSpec
+
+if TYPE_CHECKING:
+    from mcp_toolbridge.executors import ExecRequest, ExecResult
 
 MAX_FILES = 100
 SKIPPED_DIRS = frozenset({".git", "__pycache__", "node_modules"})
@@ -54,6 +56,10 @@ class SkillTool:
         return self._spec
 
     async def run(self, request: ExecRequest) -> ExecResult:
+        # Imported on the first call: the tool is made at load, with the listing, which needs
+        # no executor module (docs/performance.md, "Start-up").
+        from mcp_toolbridge.executors import ExecResult
+
         name = str(request.arguments["name"])
         skill = self.skills.get(name)
         if skill is None:

@@ -2,20 +2,18 @@
 
 from typing import TYPE_CHECKING
 
+from mcp_toolbridge.builtins.task.spec import Limits
 from mcp_toolbridge.builtins.task.spec import build_spec as build_task_spec
 from mcp_toolbridge.lazy import on_first_use
 
 if TYPE_CHECKING:
-    from mcp_toolbridge.builtins.task.subagent import CallTool, Limits
+    from mcp_toolbridge.builtins.task.subagent import CallTool
     from mcp_toolbridge.builtins.task.tool import ListTools, TaskTool, subagent_offer
 
 __getattr__ = on_first_use(
     __name__,
     {
-        "mcp_toolbridge.builtins.task.subagent": (
-            "CallTool",
-            "Limits",
-        ),
+        "mcp_toolbridge.builtins.task.subagent": ("CallTool",),
         "mcp_toolbridge.builtins.task.tool": (
             "ListTools",
             "TaskTool",

@@ -6,8 +6,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_toolbridge.builtins.base import builtin_spec
-from mcp_toolbridge.builtins.task.subagent import Limits
 from mcp_toolbridge.model import Safety, ToolSpec
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one task call may use (the policy file's ``[subagents]``); in this module so
+    that declaring task imports no subagent machinery."""
+
+    max_turns: int = 8
+    max_seconds: float = 300.0
+    max_tokens: int = 4096
+    """Per sampling request."""
+    max_result_chars: int = 64_000
+    """A tool result longer than this reaches the model cut, with a note."""
 
 
 @dataclass(frozen=True, slots=True)

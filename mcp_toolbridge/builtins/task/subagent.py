@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol
 
 import anyio
 
+from mcp_toolbridge.builtins.task.spec import Limits
 from mcp_toolbridge.errors import CallError
 from mcp_toolbridge.host import (
     CallContext,
@@ -54,16 +55,6 @@ SEARCH_TOOL = "tool_search"
 
 CallTool = Callable[[str, Mapping[str, Any], CallContext], Awaitable[ToolOutcome]]
 """call_tool(name, arguments, context): one call through the full pipeline."""
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    max_turns: int = 8
-    max_seconds: float = 300.0
-    max_tokens: int = 4096
-    """Per sampling request."""
-    max_result_chars: int = 64_000
-    """A tool result longer than this reaches the model cut, with a note."""
 
 
 @dataclass

@@ -15,11 +15,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from mcp_toolbridge.builtins.task.spec import GENERAL, SUBAGENT_TYPES, build_spec
+from mcp_toolbridge.builtins.task.spec import GENERAL, SUBAGENT_TYPES, Limits, build_spec
 from mcp_toolbridge.builtins.task.subagent import (
     CallTool,
     Conversation,
-    Limits,
     SubagentRun,
     offered_tools,
     run_subagent,

@@ -293,6 +293,15 @@ class CacheFolder:
 
     # -- files ---------------------------------------------------------------------------------
 
+    def path(self, name: str) -> Path:
+        """Where the file stored under ``name`` is: its name tagged with the code that writes
+        it (``index-….<code>.bin``), so that two installs sharing this folder (a Claude
+        Desktop bundle and a pip install, two checkouts) each keep their own files instead of
+        discarding each other's at every start; :meth:`prune` bounds them together."""
+        stem, dot, suffix = name.rpartition(".")
+        tag = code_fingerprint()[:8]
+        return self.folder / (f"{stem}.{tag}.{suffix}" if dot else f"{name}.{tag}")
+
     def read(self, name: str, kind: str) -> Any | None:
         """The object stored under ``name`` as ``kind``, or None (absent, or not authentic:
         warned once)."""
@@ -306,7 +315,7 @@ class CacheFolder:
         key = self.key()
         if key is None:
             return None
-        path = self.folder / name
+        path = self.path(name)
         try:
             with open(path, "rb") as fh:
                 info = os.fstat(fh.fileno())
@@ -360,8 +369,8 @@ class CacheFolder:
         head = _head(kind)
         length = len(meta).to_bytes(8, "little")
         mac = blake3(head, key=key).update(length).update(meta).digest()
-        path = self.folder / name
-        temp = self.folder / f"{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        path = self.path(name)
+        temp = self.folder / f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
         try:
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with open(fd, "wb") as fh:
@@ -391,8 +400,9 @@ class CacheFolder:
 
     def prune(self, prefix: str, keep: Iterable[str], most: int) -> None:
         """Remove files named ``prefix*`` beyond the ``most`` most recently written (never
-        those in ``keep``), and temporary files a crash left behind."""
-        kept = set(keep)
+        those in ``keep``, whichever code wrote the rest), and temporary files a crash left
+        behind."""
+        kept = {self.path(name).name for name in keep}
         now = time.time()
         found: list[tuple[float, Path]] = []
         try:

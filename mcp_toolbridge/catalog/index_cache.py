@@ -120,7 +120,7 @@ def vector_store(folder: CacheFolder, catalog_key: bytes) -> VectorStore:
 def is_stored(folder: CacheFolder, catalog_key: bytes) -> bool:
     """Whether the cache has a file for this index (whether it is authentic is checked when
     it is read)."""
-    return (folder.folder / index_key(catalog_key)).is_file()
+    return folder.path(index_key(catalog_key)).is_file()
 
 
 class DeferredIndex:

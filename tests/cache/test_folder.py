@@ -42,7 +42,7 @@ def test_the_folder_and_its_key_are_private(folder: CacheFolder) -> None:
     key = folder.folder / "key"
     assert stat.S_IMODE(key.stat().st_mode) == 0o600
     assert len(key.read_bytes()) == cachefile.KEY_BYTES
-    assert stat.S_IMODE((folder.folder / "thing.bin").stat().st_mode) == 0o600
+    assert stat.S_IMODE(folder.path("thing.bin").stat().st_mode) == 0o600
 
 
 def test_blobs_are_read_on_demand_and_checked_one_by_one(folder: CacheFolder) -> None:
@@ -63,7 +63,7 @@ def test_a_blob_changed_in_place_is_refused(
     places = folder.blob_places(blobs)
     assert places is not None
     folder.write("packed.bin", "test/1", places, blobs)
-    path = folder.folder / "packed.bin"
+    path = folder.path("packed.bin")
     data = bytearray(path.read_bytes())
     data[-10] ^= 0x01  # inside the blob: the object's own MAC still holds
     path.write_bytes(bytes(data))
@@ -74,7 +74,7 @@ def test_a_blob_changed_in_place_is_refused(
 
 
 def _damaged(folder: CacheFolder, how: str) -> None:
-    path = folder.folder / "thing.bin"
+    path = folder.path("thing.bin")
     data = path.read_bytes()
     if how == "flipped":
         middle = len(data) - 20
@@ -118,7 +118,7 @@ def test_a_damaged_or_foreign_file_is_ignored_with_one_warning(
     assert unpickled == []  # never unpickled
     warnings = _warnings(caplog)
     assert len(warnings) == 1, warnings
-    assert "thing.bin" in warnings[0]
+    assert folder.path("thing.bin").name in warnings[0]
 
 
 def test_a_key_others_can_read_is_replaced(
@@ -203,22 +203,44 @@ def test_a_crash_mid_write_leaves_the_old_file_and_no_broken_one(tmp_path: Path)
 def test_prune_keeps_the_newest_files_of_a_kind(folder: CacheFolder) -> None:
     for i in range(5):
         folder.write(f"index-{i}.bin", "test/1", i)
-        os.utime(folder.folder / f"index-{i}.bin", (1000 + i, 1000 + i))
+        os.utime(folder.path(f"index-{i}.bin"), (1000 + i, 1000 + i))
     folder.write("specs-0.bin", "test/1", 0)
     folder.prune("index-", keep=["index-0.bin"], most=3)
     left = sorted(p.name for p in folder.folder.glob("*.bin"))
-    assert left == ["index-0.bin", "index-3.bin", "index-4.bin", "specs-0.bin"]
+    names = ["index-0.bin", "index-3.bin", "index-4.bin", "specs-0.bin"]
+    assert left == [folder.path(name).name for name in names]
 
 
 def test_files_written_by_other_code_are_foreign(
     folder: CacheFolder, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same version number with edited source (a development checkout, a patched
-    install) must not read what the other code cached."""
+    install) must not read what the other code cached, even found under its own name."""
     folder.write("thing.bin", "test/1", 1)
+    written = folder.path("thing.bin")
     monkeypatch.setattr(cachefile, "code_fingerprint", lambda: "edited")
+    os.replace(written, folder.path("thing.bin"))
     assert CacheFolder(folder.folder).read("thing.bin", "test/1") is None
     assert any("another version" in m for m in _warnings(caplog))
+
+
+def test_two_installs_sharing_the_folder_keep_their_own_files(
+    folder: CacheFolder, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two installs of different code using one cache folder (a Claude Desktop bundle and a
+    pip install, two checkouts) starting in turn each find what they wrote last: neither
+    discards the other's file, and neither warns."""
+    folder.write("index-1.bin", "test/1", "the first install's")
+    with monkeypatch.context() as other_code:
+        other_code.setattr(cachefile, "code_fingerprint", lambda: "another install")
+        other = CacheFolder(folder.folder)
+        assert other.read("index-1.bin", "test/1") is None  # not written yet by this code
+        assert other.write("index-1.bin", "test/1", "the second install's")
+        other.prune("index-", keep=["index-1.bin"], most=8)
+        assert CacheFolder(folder.folder).read("index-1.bin", "test/1") == "the second install's"
+    assert CacheFolder(folder.folder).read("index-1.bin", "test/1") == "the first install's"
+    assert len(list(folder.folder.glob("index-1.*.bin"))) == 2
+    assert _warnings(caplog) == []
 
 
 def test_fingerprints_are_the_same_in_every_process() -> None:

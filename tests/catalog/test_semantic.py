@@ -3,8 +3,6 @@ it; the exact-name and ``select:`` paths are unchanged; the model is read on fir
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,6 +15,7 @@ from mcp_toolbridge.catalog.semantic_model import semantic_ready
 from mcp_toolbridge.catalog.text import without_values
 from mcp_toolbridge.catalog.vectors import CatalogVectors
 from tests.catalog.test_index import tool
+from tests.support.fresh_python import run_json_script
 
 if TYPE_CHECKING:
     from mcp_toolbridge.catalog.embedding import Matrix
@@ -96,19 +95,16 @@ def test_warm_up_makes_the_vectors_once() -> None:
 
 def test_building_an_index_reads_no_model_and_imports_no_numpy() -> None:
     code = (
-        "import sys\n"
+        "import json, sys\n"
         "from mcp_toolbridge.catalog import SearchIndex\n"
         "from tests.catalog.test_index import tool\n"
         "index = SearchIndex.build([tool('a', 'Send a mail'), tool('b', 'Read a file')])\n"
         "assert index.search('select:a') and not index.warm\n"
         "from mcp_toolbridge.catalog.expansion import loaded\n"
         "assert not loaded()  # nor the expansion table: the first search's warm-up reads it\n"
-        "print(sorted(m for m in ('numpy', 'tokenizers') if m in sys.modules))\n"
+        "print(json.dumps(sorted(m for m in ('numpy', 'tokenizers') if m in sys.modules)))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    )
-    assert out.stdout.strip() == "[]"
+    assert run_json_script(code) == []
 
 
 @pytest.mark.parametrize(

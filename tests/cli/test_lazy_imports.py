@@ -21,6 +21,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from mcp_toolbridge.executors import probe_sandbox
 from mcp_toolbridge.sandbox import BWRAP_VARIABLE, Sandbox
+from tests.support.fresh_python import run_json_script
 from tests.support.manifests import ECHO, NOT_DESTRUCTIVE, agentcli_manifest, echo_tool
 from tests.support.rawstdio import raw_server, request
 
@@ -159,16 +160,14 @@ def test_importing_the_cli_and_the_server_loads_neither_pyjwt_nor_jsonschema() -
     line, serving, and the server; jsonschema, PyJWT and the bash sub-policy come later, when
     they are needed (the sub-policy in a worker thread once the first list is answered)."""
     code = (
-        "import sys\n"
+        "import json, sys\n"
         "import mcp_toolbridge.cli.main, mcp_toolbridge.cli.serve, mcp_toolbridge.server\n"
         "import mcp_toolbridge.runtime, mcp_toolbridge.bridge\n"
         "late = ('jwt', 'jsonschema', 'referencing', 'mcp_toolbridge.policy.shell')\n"
-        "print(sorted({m for m in sys.modules for p in late if m == p or m.startswith(p + '.')}))\n"
+        "found = {m for m in sys.modules for p in late if m == p or m.startswith(p + '.')}\n"
+        "print(json.dumps(sorted(found)))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    )
-    assert out.stdout.strip() == "[]"
+    assert run_json_script(code) == []
 
 
 def test_the_bash_sub_policy_is_there_when_asked_for() -> None:

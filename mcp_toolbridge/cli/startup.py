@@ -193,11 +193,7 @@ def first_error(group: BaseExceptionGroup[BaseException]) -> ToolbridgeError | N
     """The first of our errors in ``group`` (a task group's), nested groups included: what a
     runtime opened after the first list failed with (an audit log that cannot be opened
     since the start checked it), reported like a start that fails before serving."""
-    for inner in group.exceptions:
-        if isinstance(inner, ToolbridgeError):
-            return inner
-        if isinstance(inner, BaseExceptionGroup):
-            found = first_error(inner)
-            if found is not None:
-                return found
-    return None
+    found: BaseException | None = group.subgroup(ToolbridgeError)
+    while isinstance(found, BaseExceptionGroup):
+        found = found.exceptions[0]
+    return found if isinstance(found, ToolbridgeError) else None

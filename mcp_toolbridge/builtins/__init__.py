@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from mcp_toolbridge.builtins.plan import parse_locked, plan_locked
     from mcp_toolbridge.builtins.registry import LockedPlan
     from mcp_toolbridge.builtins.session import Sessions
+    from mcp_toolbridge.builtins.skill import default_skill_dirs
     from mcp_toolbridge.builtins.task import CallTool, subagent_offer
     from mcp_toolbridge.builtins.tool_search import ToolSearch
 
@@ -38,6 +39,7 @@ __getattr__ = on_first_use(
         ),
         "mcp_toolbridge.builtins.registry": ("LockedPlan",),
         "mcp_toolbridge.builtins.session": ("Sessions",),
+        "mcp_toolbridge.builtins.skill": ("default_skill_dirs",),
         "mcp_toolbridge.builtins.task": (
             "CallTool",
             "subagent_offer",
@@ -57,6 +59,7 @@ __all__ = [
     "Sessions",
     "ToolSearch",
     "bind_locked",
+    "default_skill_dirs",
     "parse_locked",
     "plan_locked",
     "proxy_spec",

@@ -1,7 +1,9 @@
 """The start-up caches' files: the per-user cache folder, whose files are written atomically
 and read back only when authentic (``folder.py``), and big tables kept in columns that read
-back fast (``columns.py``). What is cached, and when it is trusted, is decided by the modules
-that cache (``loaders/cache.py``, ``catalog/index_cache.py``, ``runtime_cache.py``).
+back fast (``columns.py``); and the opening of a stdio session, kept to answer the next
+start's first requests before the server is imported (``opening.py``, ``front.py``). What is
+cached, and when it is trusted, is decided by the modules that cache (``loaders/cache.py``,
+``catalog/index_cache.py``, ``runtime_cache.py``, ``opening.py``).
 
 May import: the vocabulary only (it is part of it)."""
 
@@ -15,6 +17,18 @@ from mcp_toolbridge.cache.folder import (
     digest,
     fingerprint,
 )
+from mcp_toolbridge.cache.front import answer_opening
+from mcp_toolbridge.cache.opening import (
+    Handoff,
+    Input,
+    Recorder,
+    file_input,
+    folder_input,
+    folder_inputs,
+    forget,
+    handed_over,
+    take,
+)
 
 __all__ = [
     "CACHE_DIR_ENV",
@@ -22,9 +36,19 @@ __all__ = [
     "Blobs",
     "CacheFolder",
     "Compact",
+    "Handoff",
+    "Input",
+    "Recorder",
+    "answer_opening",
     "compact",
     "default_cache_dir",
     "digest",
     "expand",
+    "file_input",
     "fingerprint",
+    "folder_input",
+    "folder_inputs",
+    "forget",
+    "handed_over",
+    "take",
 ]

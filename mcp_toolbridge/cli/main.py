@@ -26,7 +26,7 @@ from mcp_toolbridge.cli.console import (
     err,
 )
 from mcp_toolbridge.cli.parsing import parse_args, settings_of
-from mcp_toolbridge.cli.serve import run_server
+from mcp_toolbridge.cli.serve import inputs_before, run_server
 from mcp_toolbridge.errors import Severity, ToolbridgeError, UnknownToolError
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.runtime import Loaded, bundled_manifests, load_catalog, open_bridge
@@ -212,10 +212,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if args.expose == "search" and "tool_search" not in args.locked:
         err("mcp-toolbridge: --expose search needs tool_search; add it to --locked")
         return EXIT_LOAD
+    inputs = inputs_before(settings_of(args))  # what the opening kept answers from
     loaded = _load_for_serving(args)
     if isinstance(loaded, int):
         return loaded
-    return run_server(args, settings_of(args), loaded)
+    return run_server(args, settings_of(args), loaded, inputs=inputs)
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:

@@ -35,9 +35,11 @@ from mcp_toolbridge.cli.reload import not_served, reload_on_change, reload_once
 from mcp_toolbridge.cli.startup import (
     first_error,
     follow_roots,
+    inputs_before,
     loaded_lines,
     open_later,
     problem_lines,
+    recorder_for,
     runtime_later,
     warm_up,
     workspace_line,
@@ -46,6 +48,7 @@ from mcp_toolbridge.runtime import Loaded, Runtime, Settings, open_runtime, serv
 
 if TYPE_CHECKING:
     from mcp_toolbridge.bridge import Observer
+    from mcp_toolbridge.cli.startup import Input
     from mcp_toolbridge.executors import Executor
 
 
@@ -175,8 +178,11 @@ def run_server(
     *,
     stand_in: Executor | None = None,
     what: str = "serving",
+    inputs: list[Input] | None = None,
 ) -> int:
-    """Serve ``loaded`` over stdio or HTTP until the client (or a signal) ends it."""
+    """Serve ``loaded`` over stdio or HTTP until the client (or a signal) ends it; a stdio
+    server that lists before opening its runtime keeps its opening (``inputs``: taken by
+    :func:`inputs_before` before ``loaded`` was loaded)."""
     from mcp_toolbridge.server import ToolbridgeServer
 
     http = http_options(args, settings, loaded)
@@ -287,7 +293,8 @@ def run_server(
                     err(f"{head}, over stdio; connect a client with {json.dumps(entry)}")
                     report(loaded, settings, follows)
                     await group.start(_stop_on_sigterm, group.cancel_scope)
-                    await server.run_stdio()
+                    keeps = opening is not None and stand_in is None and recorder is None
+                    await server.run_stdio(recorder_for(loaded, inputs) if keeps else None)
                 else:
                     from mcp_toolbridge.server import HttpService  # only for HTTP
 
@@ -330,6 +337,9 @@ async def _stop_on_sigterm(
             say("SIGTERM: stopping; calls still running are cancelled")
             scope.cancel()
             return
+
+
+__all__ = ["inputs_before", "run_server"]
 
 
 def audit_file(settings: Settings) -> Path | None:

@@ -2,7 +2,10 @@
 gave, every tool left out and why (one line per reason, a few examples each, so a catalog of
 thousands stays readable), the pinned tools and the pins that name none, and where the
 workspace is; the workspace following the client's MCP roots while serving; and the work a
-server defers until it has answered its first tools/list (:func:`warm_up`).
+server defers until it has answered its first tools/list (:func:`warm_up`); and what a
+stdio server's opening, kept in the start-up cache (cache/opening.py), is a function of
+besides the command line, the folder and the environment its file name stands for
+(:func:`inputs_before`, :func:`recorder_for`).
 """
 
 from __future__ import annotations
@@ -18,11 +21,21 @@ import anyio
 import anyio.to_thread
 
 import mcp_toolbridge.policy
+from mcp_toolbridge.builtins import default_skill_dirs
+from mcp_toolbridge.cache import (
+    CacheFolder,
+    Recorder,
+    file_input,
+    folder_input,
+    folder_inputs,
+    handed_over,
+)
+from mcp_toolbridge.cache import Input as Input  # serve names it
 from mcp_toolbridge.cli.reload import Publisher, left_out_lines
 from mcp_toolbridge.errors import ConfigError, ErrorCode, Problem, ToolbridgeError
 from mcp_toolbridge.runtime import Loaded, Runtime, Settings, import_call_machinery
 from mcp_toolbridge.server import Opening
-from mcp_toolbridge.workspace import unfit_reason, workspace_from_roots
+from mcp_toolbridge.workspace import UNSET_ROOT, unfit_reason, workspace_from_roots
 
 MANIFESTS_SHOWN = 8
 """Manifests named one by one on the "loaded" line; the rest are counted."""
@@ -197,3 +210,43 @@ def first_error(group: BaseExceptionGroup[BaseException]) -> ToolbridgeError | N
     while isinstance(found, BaseExceptionGroup):
         found = found.exceptions[0]
     return found if isinstance(found, ToolbridgeError) else None
+
+
+PROJECT_POLICY = Path(".toolbridge") / "policy.toml"
+"""policy/file.py's: the rules a project adds (read from the workspace at start)."""
+SKILL_FILE = "SKILL.md"
+
+
+def inputs_before(settings: Settings) -> list[Input] | None:
+    """The inputs of this start's opening, taken now, before the load (a change made
+    meanwhile is then a miss next time, never a stale answer): the manifest folders' listings,
+    the policy, secrets and project policy files, and the skills the skill tool lists. None
+    when the start keeps none (not started through the entry point's front, no cache)."""
+    if handed_over() is None or not settings.cache:
+        return None
+    found = folder_inputs(settings.manifest_paths())
+    for path in (settings.policy_file, settings.secrets_file):
+        if path is not None:
+            found.append(file_input(path))
+    workspace = settings.workspace_root()
+    if workspace is not None:
+        found.append(file_input(workspace / PROJECT_POLICY))
+    skills = list(settings.skills_dirs) or default_skill_dirs(workspace or UNSET_ROOT)
+    for root in skills:
+        found.append(folder_input(root))
+        if root.is_dir():
+            found += [file_input(sub / SKILL_FILE) for sub in sorted(root.iterdir())]
+    return found
+
+
+def recorder_for(loaded: Loaded, before: list[Input] | None) -> Recorder | None:
+    """What keeps this start's opening, with the files its manifests read; None when it
+    cannot be kept (a manifest that lists the environment, or not cacheable)."""
+    handoff = handed_over()
+    if before is None or handoff is None:
+        return None
+    files = loaded.manifests.files()
+    if not all(load.cacheable for load in files):
+        return None
+    reads: list[Input] = [read for load in files for read in load.reads]
+    return Recorder(CacheFolder(handoff.folder), handoff.name, [*before, *reads])

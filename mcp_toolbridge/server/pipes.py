@@ -44,10 +44,10 @@ def _non_blocking(fd: int, restores: list[Callable[[], None]]) -> None:
 class _PipeLines:
     """Lines from a non-blocking pipe, read in chunks and kept in a buffer."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, pending: bytes = b"", ended: bool = False) -> None:
         self._fd = fd
-        self._buffer = bytearray()
-        self._ended = False
+        self._buffer = bytearray(pending)
+        self._ended = ended
 
     async def readline(self, limit: int) -> bytes:
         while True:
@@ -69,10 +69,14 @@ class _PipeLines:
             self._buffer += chunk
 
 
-def line_reader(stream: BinaryIO, restores: list[Callable[[], None]]) -> ReadLine:
-    """``readline`` for ``stream``: on the event loop for a pipe, in a thread otherwise."""
+def line_reader(
+    stream: BinaryIO, restores: list[Callable[[], None]], pending: bytes = b"", ended: bool = False
+) -> ReadLine:
+    """``readline`` for ``stream``: on the event loop for a pipe, in a thread otherwise;
+    ``pending`` (bytes read from a pipe before, up to its end when ``ended``) comes first."""
     fd = _pollable_fd(stream)
     if fd is None:
+        assert not pending and not ended, "only a pipe is read ahead (cache/front.py)"
 
         async def in_thread(limit: int) -> bytes:
             line: bytes = await anyio.to_thread.run_sync(stream.readline, limit)
@@ -80,7 +84,7 @@ def line_reader(stream: BinaryIO, restores: list[Callable[[], None]]) -> ReadLin
 
         return in_thread
     _non_blocking(fd, restores)
-    return _PipeLines(fd).readline
+    return _PipeLines(fd, pending, ended).readline
 
 
 def writer(stream: BinaryIO, restores: list[Callable[[], None]]) -> WriteAll:

@@ -43,6 +43,8 @@ import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
+from mcp_toolbridge.cache import Handoff, forget, take
+from mcp_toolbridge.cache import Recorder as Recorder  # the server's run_stdio names it
 from mcp_toolbridge.server.exchange import Exchange
 from mcp_toolbridge.server.pipes import ReadLine, WriteAll, line_reader, writer
 
@@ -74,21 +76,30 @@ async def stdio_transport(
     max_frame_bytes: int = MAX_FRAME_BYTES,
     grace_s: float = EOF_GRACE_S,
     on_eof: Callable[[], None] | None = None,
+    recorder: Recorder | None = None,
 ) -> AsyncIterator[Streams]:
     """Serve the process's stdin and stdout (or the given binary streams, which are used as
     they are) until stdin ends and the requests read are answered (at most ``grace_s``
     later); yields ``(read_stream, write_stream)`` for ``Server.run``. ``on_eof`` is called
     when stdin ends, before the drain (calls still in flight after it are then ended by the
-    shutdown)."""
+    shutdown). ``recorder`` keeps the session's opening (cache/opening.py); what a warm
+    start's front answered before this process served (cache/front.py) is taken over: the
+    bytes it read ahead come first, the messages it answered are given to the server again
+    and the server's answers to them are not written (they were), only compared."""
     restores: list[Callable[[], None]] = []
+    handoff = take() if stdin is None else None
     try:
         if stdin is None:
             stdin = _claim(0, sys.stdin.buffer, "rb", _stdin_diversion, restores)
         if stdout is None:
             sys.stdout.flush()
             stdout = _claim(1, sys.stdout.buffer, "wb", _stdout_diversion, restores)
-        readline = line_reader(stdin, restores)
+        if handoff is not None:
+            readline = line_reader(stdin, restores, handoff.pending, handoff.ended)
+        else:
+            readline = line_reader(stdin, restores)
         write = writer(stdout, restores)
+        seen = _Seen(recorder, handoff)
         to_server, from_client = anyio.create_memory_object_stream[ReadItem](0)
         to_client, from_server = anyio.create_memory_object_stream[SessionMessage](0)
         async with anyio.create_task_group() as tg:
@@ -100,11 +111,14 @@ async def stdio_transport(
                 to_client.clone(),
                 max_frame_bytes,
                 exchange,
+                seen,
                 on_eof,
             )
-            tg.start_soon(_write_frames, write, from_server, exchange)
+            tg.start_soon(_write_frames, write, from_server, exchange, seen)
             yield from_client, to_client
     finally:
+        if recorder is not None:
+            recorder.save()  # what was answered of the opening (a client gone after its list)
         with suppress(OSError, ValueError):
             sys.stdout.flush()  # what a handler printed while serving goes to stderr, not the wire
         for restore in reversed(restores):
@@ -117,6 +131,7 @@ async def _read_frames(
     to_client: MemoryObjectSendStream[SessionMessage],
     limit: int,
     exchange: Exchange,
+    seen: _Seen,
     on_eof: Callable[[], None] | None = None,
 ) -> None:
     parts: list[bytes] = []
@@ -124,6 +139,8 @@ async def _read_frames(
     head: bytes | None = None  # the frame's start, once it is known to be too long
     try:
         async with to_server, to_client:
+            for text in seen.replays():  # what the front answered, to the server first
+                await _pass_on(text, to_server, to_client, exchange, seen)
             while True:
                 chunk = await readline(_CHUNK_BYTES)
                 ended = chunk.endswith(b"\n")
@@ -144,7 +161,7 @@ async def _read_frames(
                 elif size:
                     text = b"".join(parts).decode("utf-8", errors="replace")
                     parts.clear()
-                    await _pass_on(text, to_server, to_client, exchange)
+                    await _pass_on(text, to_server, to_client, exchange, seen)
                 parts.clear()
                 size, head = 0, None
                 if not chunk:
@@ -161,11 +178,14 @@ async def _pass_on(
     to_server: MemoryObjectSendStream[ReadItem],
     to_client: MemoryObjectSendStream[SessionMessage],
     exchange: Exchange,
+    seen: _Seen,
 ) -> None:
     """One frame: a message to the server, or an answer to the client and the SDK's
     ``Exception`` item to the server."""
     if text.isspace():
         return
+    if seen.recorder is not None:
+        seen.recorder.read(text)
     try:
         message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
     except Exception as exc:  # the SDK's transport catches the same
@@ -179,13 +199,48 @@ async def _pass_on(
 
 
 async def _write_frames(
-    write: WriteAll, from_server: MemoryObjectReceiveStream[SessionMessage], exchange: Exchange
+    write: WriteAll,
+    from_server: MemoryObjectReceiveStream[SessionMessage],
+    exchange: Exchange,
+    seen: _Seen,
 ) -> None:
     async with from_server:
         async for item in from_server:
             line = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-            await write(line.encode())
+            if seen.recorder is not None:
+                seen.recorder.written(line)
+            if not seen.answered_before(item.message, line):
+                await write(line.encode())
             exchange.written(item.message)
+
+
+class _Seen:
+    """The session's opening: kept by the recorder, and what a front answered before."""
+
+    def __init__(self, recorder: Recorder | None, handoff: Handoff | None) -> None:
+        self.recorder = recorder
+        self._handoff = handoff
+        self._sent = {i: r for _, i, r in handoff.replayed if i} if handoff is not None else {}
+
+    def replays(self) -> list[str]:
+        return [line for line, _, _ in self._handoff.replayed] if self._handoff else []
+
+    def answered_before(self, message: types.JSONRPCMessage, line: str) -> bool:
+        """Whether ``message`` answers a request the front answered (then it is not written:
+        when it differs from what was sent, the opening is forgotten, as wrong)."""
+        if not isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            return False
+        if not isinstance(message.id, str) or message.id not in self._sent:
+            return False
+        sent = self._sent.pop(message.id)
+        try:
+            same = sent is not None and json.loads(line).get("result") == json.loads(sent)
+        except ValueError:
+            same = False
+        if not same and self._handoff is not None:
+            log.warning("the start-up cache's opening was answered otherwise now; forgotten")
+            forget(self._handoff.folder, self._handoff.name)
+        return True
 
 
 def reply_to_invalid(text: str) -> types.JSONRPCError | None:

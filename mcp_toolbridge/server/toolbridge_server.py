@@ -52,7 +52,7 @@ from mcp_toolbridge.server.outputs import (
 )
 from mcp_toolbridge.server.replicas import CallsRunning, Replica, SharedBus, call_lease
 from mcp_toolbridge.server.roots import RootsChanged, RootsFollower
-from mcp_toolbridge.server.stdio import stdio_transport
+from mcp_toolbridge.server.stdio import Recorder, stdio_transport
 from mcp_toolbridge.server.wire import Published, to_result
 
 if TYPE_CHECKING:
@@ -485,11 +485,12 @@ class ToolbridgeServer:
         shutdown (the bridge of a later reload shares this)."""
         self.bridge.stopping()
 
-    async def run_stdio(self) -> None:
-        """Serve this connection over the process's stdin and stdout until EOF. A client gone
-        away (its end of stdout closed: a broken pipe) ends the session the same way."""
+    async def run_stdio(self, recorder: Recorder | None = None) -> None:
+        """Serve this connection over the process's stdin and stdout until EOF (``recorder``
+        keeps its opening). A client gone away (a broken pipe) ends the session the same way."""
         try:
-            async with stdio_transport(on_eof=self.stopping) as (read_stream, write_stream):
+            streams = stdio_transport(on_eof=self.stopping, recorder=recorder)
+            async with streams as (read_stream, write_stream):
                 await self.server.run(
                     read_stream, write_stream, self.server.create_initialization_options()
                 )

@@ -38,6 +38,7 @@ from mcp_toolbridge.cli.startup import (
     inputs_before,
     loaded_lines,
     open_later,
+    opening_line,
     problem_lines,
     recorder_for,
     runtime_later,
@@ -359,6 +360,9 @@ def report(loaded: Loaded, settings: Settings, follows_roots: bool) -> None:
     """What was loaded and left out, and where the workspace is, after the banner."""
     for line in loaded_lines(loaded):
         say(line)
+    answered = opening_line()
+    if answered is not None:
+        say(answered)
     for line in problem_lines(loaded.errors):
         err(line)
     say(workspace_line(settings, follows_roots=follows_roots))

@@ -239,6 +239,15 @@ def inputs_before(settings: Settings) -> list[Input] | None:
     return found
 
 
+def opening_line() -> str | None:
+    """What a warm start's front answered from the start-up cache before serving, if any."""
+    handoff = handed_over()
+    answered = sum(1 for _, i, _ in handoff.replayed if i) if handoff is not None else 0
+    if not answered:
+        return None
+    return f"answered the client's first {answered} request(s) from the start-up cache"
+
+
 def recorder_for(loaded: Loaded, before: list[Input] | None) -> Recorder | None:
     """What keeps this start's opening, with the files its manifests read; None when it
     cannot be kept (a manifest that lists the environment, or not cacheable)."""

@@ -139,11 +139,12 @@ class RawServer:
 
 @asynccontextmanager
 async def raw_server(
-    workdir: Path, *serve_args: str, audit: Path | None = None
+    workdir: Path, *serve_args: str, audit: Path | None = None, env: dict[str, str] | None = None
 ) -> AsyncIterator[RawServer]:
     """Start ``serve *serve_args`` (stderr to a file in ``workdir``; audit lines to ``audit``,
-    else none); kill it on the way out if the test has not ended it."""
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(workdir)}
+    else none; ``env`` added to its environment); kill it on the way out if the test has not
+    ended it."""
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(workdir), **(env or {})}
     stderr_path = workdir / f"server-stderr-{next(_started)}.txt"
     read_fd, write_fd = os.pipe()
     auditing = ["--audit", str(audit)] if audit is not None else ["--no-audit"]

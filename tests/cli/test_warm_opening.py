@@ -1,0 +1,217 @@
+"""A warm stdio start answers the client's opening from the start-up cache before the MCP SDK
+is imported (cache/opening.py, cache/front.py), and the real server takes over: the same
+answers as a cold start, in both protocol eras, through the SDK client over real stdio; calls
+in the same session still run sandboxed and audited; any changed input (a manifest, the
+policy, the environment, the client's request) is a miss; the end of stdin, a malformed line
+and a cancellation behave as they do without it."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from mcp_toolbridge.executors import probe_sandbox
+from mcp_toolbridge.sandbox import Sandbox
+from tests.support.manifests import ECHO, NOT_DESTRUCTIVE, agentcli_manifest, echo_tool
+from tests.support.rawstdio import RawServer, raw_server, request
+
+ANSWERED = "from the start-up cache"
+"""What the server's stderr says when its front answered the opening."""
+
+# The real entry point (__main__.run) in a child that writes the modules imported when its
+# front has written the first tools/list answer; the server's imports begin only then, so
+# what the list is answered with is the front's alone.
+AT_FRONT_LIST = (
+    "import json, sys, threading\n"
+    "out = sys.argv.pop(1)\n"
+    "sys.argv[0] = 'mcp-toolbridge'\n"
+    "import mcp_toolbridge.__main__ as entry\n"
+    "import mcp_toolbridge.cache.front as front\n"
+    "listed = threading.Event()\n"
+    "write = front._write\n"
+    "def spy(data):\n"
+    "    if b'\"tools\"' in data and not listed.is_set():\n"
+    "        open(out, 'w').write(json.dumps(sorted(sys.modules)))\n"
+    "        listed.set()\n"
+    "    write(data)\n"
+    "front._write = spy\n"
+    "load = entry._import_cli\n"
+    "def held():\n"
+    "    listed.wait(20)\n"
+    "    load()\n"
+    "entry._import_cli = held\n"
+    "entry.run()\n"
+)
+NOT_AT_FIRST_LIST = {"mcp", "mcp_types", "pydantic", "anyio", "mcp_toolbridge.policy"}
+"""The SDK, its wire models, pydantic, the event loop's library, the policy: none of them."""
+
+
+def _catalog(root: Path, description: str = "Echo the arguments back") -> Path:
+    tool = echo_tool("echo", description=description, annotations=NOT_DESTRUCTIVE)
+    return agentcli_manifest(root / "m", [tool], {"echo": ECHO}).parent
+
+
+async def _session(
+    params: StdioServerParameters, mode: Literal["auto", "legacy"], err: Any
+) -> dict[str, Any]:
+    """What a client learns at the opening, and a call's outcome, in one session."""
+    async with Client(stdio_client(params, errlog=err), mode=mode) as client:
+        listed = await client.list_tools()
+        called = await client.call_tool("echo", {"text": "hi"})
+        return {
+            "protocol": client.protocol_version,
+            "server": client.server_info.model_dump(mode="json") if client.server_info else None,
+            "capabilities": client.server_capabilities.model_dump(mode="json")
+            if client.server_capabilities
+            else None,
+            "tools": listed.model_dump(mode="json"),
+            "call": (called.is_error, called.structured_content),
+        }
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_warm_start_answers_as_a_cold_one_before_importing_the_sdk(
+    tmp_path: Path, mode: Literal["auto", "legacy"]
+) -> None:
+    support = await probe_sandbox(Sandbox("auto", home=None))
+    if not support.ok:
+        pytest.skip(f"this machine cannot run the OS sandbox: {support.reason}")
+    catalog, workspace, audit = _catalog(tmp_path), tmp_path / "ws", tmp_path / "audit.nd"
+    workspace.mkdir()
+    modules = tmp_path / "modules.json"
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path / "home")}
+    env["TOOLBRIDGE_CACHE_DIR"] = str(tmp_path / "cache")
+    argv = ["serve", str(catalog), "--workspace", str(workspace), "--audit", str(audit)]
+    child = ["-c", AT_FRONT_LIST, str(modules), *argv]
+    params = StdioServerParameters(command=sys.executable, args=child, env=env, cwd=tmp_path)
+    seen = []
+    with anyio.fail_after(90):
+        for start in ("cold", "warm"):
+            with (tmp_path / f"{start}.txt").open("w", encoding="utf-8") as err:
+                seen.append(await _session(params, mode, err))
+    cold, warm = seen
+    assert ANSWERED not in (tmp_path / "cold.txt").read_text(encoding="utf-8")
+    assert ANSWERED in (tmp_path / "warm.txt").read_text(encoding="utf-8")
+    assert warm == cold
+    assert "echo" in {t["name"] for t in warm["tools"]["tools"]}
+    assert warm["call"] == (False, {"echo": {"text": "hi"}})
+    at_list = set(json.loads(modules.read_text(encoding="utf-8")))
+    assert sorted(NOT_AT_FIRST_LIST & at_list) == []
+    lines = [json.loads(line) for line in audit.read_text(encoding="utf-8").splitlines()]
+    assert [(r["tool"], r["sandboxed"]) for r in lines] == [("echo", True), ("echo", True)]
+
+
+async def _opening(server: RawServer, version: str = "2025-11-25") -> tuple[Any, Any]:
+    params = {
+        "protocolVersion": version,
+        "capabilities": {},
+        "clientInfo": {"name": "raw-test-client", "version": "0"},
+    }
+    init = await server.call(request(0, "initialize", params))
+    await server.send_json({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    listed = await server.call(request(1, "tools/list"))
+    return init, listed
+
+
+async def _start(
+    home: Path, *args: str, env: dict[str, str] | None = None, version: str = "2025-11-25"
+) -> tuple[Any, Any, bool]:
+    """A start whose client opens, lists, and leaves: the answers, and whether the front
+    gave them."""
+    async with raw_server(home, *args, env=env) as server:
+        init, listed = await _opening(server, version)
+        await server.close_stdin()
+        assert await server.wait_exit(60) == 0
+        return init["result"], listed["result"], ANSWERED in server.stderr()
+
+
+def _descriptions(listed: Any) -> dict[str, str]:
+    return {t["name"]: t.get("description", "") for t in listed["tools"]}
+
+
+async def test_a_changed_manifest_policy_environment_or_request_is_never_answered_from_it(
+    tmp_path: Path,
+) -> None:
+    catalog = _catalog(tmp_path)
+    policy = tmp_path / "policy.toml"
+    policy.write_text("", encoding="utf-8")
+    args = (str(catalog), "--workspace", str(tmp_path), "--policy", str(policy))
+    first = await _start(tmp_path, *args)
+    assert first[2] is False
+    assert await _start(tmp_path, *args) == (first[0], first[1], True)
+
+    _catalog(tmp_path, "Echo, described anew")
+    changed = await _start(tmp_path, *args)
+    assert changed[2] is False
+    assert _descriptions(changed[1])["echo"] == "Echo, described anew"
+    assert (await _start(tmp_path, *args))[1] == changed[1]
+
+    policy.write_text('[[rules]]\npermission = "echo"\naction = "deny"\n', encoding="utf-8")
+    denied = await _start(tmp_path, *args)
+    assert denied[2] is False
+    assert "echo" not in _descriptions(denied[1])
+
+    other_env = await _start(tmp_path, *args, env={"SOME_SETTING": "1"})
+    assert other_env[2] is False
+    assert other_env[1] == denied[1]
+
+    older = await _start(tmp_path, *args, version="2025-06-18")
+    assert older[2] is False
+    assert older[0]["protocolVersion"] == "2025-06-18"
+
+
+async def test_a_client_that_leaves_after_its_first_list_leaves_the_cache_usable(
+    tmp_path: Path,
+) -> None:
+    args = (str(_catalog(tmp_path)), "--workspace", str(tmp_path))
+    await _start(tmp_path, *args)
+    for _ in range(2):  # answered by the front, then the server starts and ends as usual
+        async with raw_server(tmp_path, *args) as server:
+            await server.send(
+                b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":'
+                b'"2025-11-25","capabilities":{},"clientInfo":{"name":"raw-test-client",'
+                b'"version":"0"}}}\n{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+                b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n'
+            )
+            await server.close_stdin()
+            assert (await server.answer_to(1))["result"]["tools"]
+            assert await server.wait_exit(60) == 0
+            assert ANSWERED in server.stderr()
+            assert [m.get("id") for m in server.seen] == [0, 1]
+
+
+async def test_a_malformed_line_and_a_cancellation_on_a_warm_start_are_answered_as_ever(
+    tmp_path: Path,
+) -> None:
+    args = (str(_catalog(tmp_path)), "--workspace", str(tmp_path))
+    expected = await _start(tmp_path, *args)
+    async with raw_server(tmp_path, *args) as server:
+        await server.send(b"not json\n")
+        refused = await server.read_message()
+        assert refused["id"] is None and refused["error"]["code"] == -32700
+        init, listed = await _opening(server)
+        assert (init["result"], listed["result"]) == expected[:2]
+        assert ANSWERED not in server.stderr()
+    async with raw_server(tmp_path, *args) as server:
+        init, listed = await _opening(server)
+        assert (init["result"], listed["result"]) == expected[:2]
+        await server.send(b'{"jsonrpc": "2.0", "method": \n')
+        assert (await server.read_message())["error"]["code"] == -32700
+        cancel = {"requestId": 1, "reason": "the client gave up"}
+        await server.send_json(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel}
+        )
+        called = await server.call(
+            request(2, "tools/call", {"name": "echo", "arguments": {"text": "x"}})
+        )
+        assert called["result"]["structuredContent"] == {"echo": {"text": "x"}}
+        assert [m.get("id") for m in server.seen] == [0, 1, None, 2]
+        assert ANSWERED in server.stderr()

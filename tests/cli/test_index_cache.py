@@ -121,7 +121,7 @@ async def test_serve_from_a_warm_cache_lists_and_calls_over_real_stdio(
                 result = await client.call_tool("forecast", {"text": "Oslo"})
         assert names == {"send_message", "create_issue", "forecast"}
         assert result.structured_content == {"echo": {"text": "Oslo"}}
-    assert _cache_files(tmp_path) == ["index", "key", "served", "specs"]
+    assert _cache_files(tmp_path) == ["index", "key", "opening", "served", "specs"]
 
 
 async def _list_and_leave(home: Path, catalog: Path, errlog: Path) -> str:

@@ -55,6 +55,28 @@ async def test_the_inspector_lists_and_calls_over_stdio_from_the_printed_config(
     assert called["structuredContent"] == {"words": 2, "lines": 1, "characters": 7}
 
 
+async def test_the_inspectors_second_start_is_answered_from_the_start_up_cache(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A second stdio start from the same config answers the Inspector's initialize and
+    tools/list from the start-up cache (cache/front.py) with what the first start answered;
+    a call after the opening is the real server's."""
+    assert main(["config", "--client", "claude-desktop"]) == 0
+    config = tmp_path / "claude_desktop_config.json"
+    config.write_text(capsys.readouterr().out, encoding="utf-8")
+    target = ["--config", str(config), "--server", "toolbridge", "--method"]
+    cold, warm = [await run_inspector(tmp_path, *target, "tools/list") for _ in range(2)]
+    assert cold.returncode == warm.returncode == 0, (cold.error, warm.error)
+    assert "from the start-up cache" not in cold.stderr
+    assert "from the start-up cache" in warm.stderr
+    assert warm.result == cold.result
+    call = ["tools/call", "--tool-name", "slugify", "--tool-args-json", '{"text": "A b"}']
+    called = await run_inspector(tmp_path, *target, *call)
+    assert called.returncode == 0, called.error
+    assert "from the start-up cache" in called.stderr
+    assert called.result["structuredContent"] == {"result": {"ok": True, "slug": "a-b"}}
+
+
 async def test_the_inspector_lists_and_calls_over_http_with_the_bearer_token(
     tmp_path: Path,
 ) -> None:

@@ -59,6 +59,8 @@ class Inspected:
     """The printed result (``None`` when it printed none)."""
     error: Any
     """The JSON error line on stderr (``None`` when it printed none)."""
+    stderr: str = ""
+    """Everything on its stderr (a stdio server's own stderr comes through it)."""
 
 
 def _env(home: Path) -> dict[str, str]:
@@ -78,7 +80,8 @@ async def run_inspector(home: Path, *argv: str) -> Inspected:
         done = await anyio.run_process(
             [str(INSPECTOR), "--cli", *argv, "--format", "json"], env=_env(home), check=False
         )
-    return Inspected(done.returncode, _last_json(done.stdout, "result"), _last_json(done.stderr))
+    result, error = _last_json(done.stdout, "result"), _last_json(done.stderr)
+    return Inspected(done.returncode, result, error, done.stderr.decode(errors="replace"))
 
 
 async def run_inspector_signing_in(home: Path, login: str, url: str, *argv: str) -> Inspected:

@@ -21,6 +21,12 @@ repetitions with [min-max]; repetitions rotate the row order. "CPU s" is the CPU
 (and any process it started) had used when its first ``tools/list`` answer arrived, read from
 ``/proc`` (benchmarks/cpu_meter.py, the process tree): on a shared machine the wall times move
 with the load, the CPU far less.
+
+With ``--first-call``, each session then calls one tool (the hand-written server's echo, the
+bundled catalog's word_count, which runs a process in the sandbox) and "first call s" is the
+time from spawn to that answer: a warm start answers its opening from the start-up cache
+while its modules are still importing (cache/front.py), and this shows what a call right
+after waits for.
 """
 
 from __future__ import annotations
@@ -49,11 +55,14 @@ Row = tuple[list[str], str]
 """A server's arguments and the PYTHONPATH it runs with."""
 
 
-Start = tuple[float, float, int, float]
-"""Seconds to initialized, seconds to the first tools/list, tools listed, CPU seconds."""
+Start = tuple[float, float, int, float, float]
+"""Seconds to initialized, seconds to the first tools/list, tools listed, CPU seconds, seconds
+to the first call's answer (0: not called)."""
+FIRST_CALLS = {"echo_json": {}, "word_count": {"text": "one two"}}
+"""The tool a --first-call session calls, whichever of these it lists."""
 
 
-async def start_once(row: Row, quiet: TextIO, cwd: str) -> Start:
+async def start_once(row: Row, quiet: TextIO, cwd: str, call: bool = False) -> Start:
     args, pythonpath = row
     env = {k: os.environ[k] for k in ("PATH", "HOME", "TOOLBRIDGE_CACHE_DIR") if k in os.environ}
     env["PYTHONPATH"] = pythonpath
@@ -63,10 +72,16 @@ async def start_once(row: Row, quiet: TextIO, cwd: str) -> Start:
     begun = time.perf_counter()
     async with Client(stdio_client(params, errlog=quiet)) as client:
         ready = time.perf_counter() - begun
-        listed = len((await client.list_tools()).tools)
+        tools = (await client.list_tools()).tools
         first_list = time.perf_counter() - begun
         cpu = tree_cpu(os.getpid(), include_root=False)
-    return ready, first_list, listed, cpu
+        first_call = 0.0
+        callable_ = [t.name for t in tools if t.name in FIRST_CALLS]
+        if call and callable_:
+            result = await client.call_tool(callable_[0], FIRST_CALLS[callable_[0]])
+            assert not result.is_error, result
+            first_call = time.perf_counter() - begun
+    return ready, first_list, len(tools), cpu, first_call
 
 
 async def settled(cache: Path) -> None:
@@ -109,16 +124,20 @@ async def measure(options: argparse.Namespace, quiet: TextIO, cwd: str) -> None:
     names = list(rows)
     for rep in range(options.reps):
         for name in names[rep % len(names) :] + names[: rep % len(names)]:
-            times[name].append(await start_once(rows[name], quiet, cwd))
+            times[name].append(await start_once(rows[name], quiet, cwd, options.first_call))
     print(f"repetitions: {options.reps}; Python {sys.version.split()[0]}, {os.cpu_count()} cores")
     print()
-    print("| server | initialized s | first tools/list s | CPU s | tools listed |")
-    print("|---|---|---|---|---|")
+    called = " first call s |" if options.first_call else ""
+    print(f"| server | initialized s | first tools/list s | CPU s | tools listed |{called}")
+    print("|---|---|---|---|---|" + ("---|" if called else ""))
     for name, cells in times.items():
         ready = [c[0] for c in cells]
         listed = [c[1] for c in cells]
         cpu = [c[3] for c in cells]
-        print(f"| {name} | {span(ready)} | {span(listed)} | {span(cpu)} | {cells[-1][2]} |")
+        row = f"| {name} | {span(ready)} | {span(listed)} | {span(cpu)} | {cells[-1][2]} |"
+        if called:
+            row += f" {span([c[4] for c in cells])} |"
+        print(row)
     print()
     print("first tools/list against the hand-written server's in the same repetition:")
     print()
@@ -144,6 +163,9 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=5, help="repetitions of every row")
     parser.add_argument(
         "--base", type=Path, default=None, help="a folder holding another mcp_toolbridge"
+    )
+    parser.add_argument(
+        "--first-call", action="store_true", help="call a tool after the first list, timed"
     )
     options = parser.parse_args()
     with (

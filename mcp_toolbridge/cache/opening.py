@@ -270,7 +270,9 @@ class Recorder:
             return
         found = message_key(text)
         if found is None or len(self._messages) >= MAX_MESSAGES:
-            self.closed = True
+            self.closed = True  # the opening is over: kept once its requests are answered
+            if self._all_answered():
+                self.save()
             return
         self._messages.append(found)
 

@@ -168,6 +168,31 @@ async def test_a_changed_manifest_policy_environment_or_request_is_never_answere
     assert older[0]["protocolVersion"] == "2025-06-18"
 
 
+async def test_a_new_skill_or_project_policy_in_the_workspace_is_never_answered_from_it(
+    tmp_path: Path,
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    args = (str(_catalog(tmp_path)), "--workspace", str(workspace))
+    await _start(tmp_path, *args)
+    assert (await _start(tmp_path, *args))[2] is True
+
+    skill = workspace / ".toolbridge" / "skills" / "tidy"
+    skill.mkdir(parents=True)
+    text = "---\nname: tidy\ndescription: Tidy the imports of a module\n---\nSort them.\n"
+    (skill / "SKILL.md").write_text(text, encoding="utf-8")
+    with_skill = await _start(tmp_path, *args)
+    assert with_skill[2] is False
+    assert "Tidy the imports" in _descriptions(with_skill[1])["skill"]
+    assert (await _start(tmp_path, *args))[2] is True
+
+    project = workspace / ".toolbridge" / "policy.toml"
+    project.write_text('[[rules]]\npermission = "echo"\naction = "deny"\n', encoding="utf-8")
+    denied = await _start(tmp_path, *args)
+    assert denied[2] is False
+    assert "echo" not in _descriptions(denied[1])
+
+
 async def test_a_client_that_leaves_after_its_first_list_leaves_the_cache_usable(
     tmp_path: Path,
 ) -> None:

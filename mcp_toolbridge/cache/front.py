@@ -36,6 +36,8 @@ from mcp_toolbridge.cache.opening import (
 REPLAY_ID = "toolbridge-opening-{}"
 """The id a request answered by the front carries when it is given to the SDK again."""
 _READ_BYTES = 1 << 16
+_MAX_LINE = 1 << 20
+"""A longer line is never part of an opening: the server reads it (to its own limit)."""
 _WAIT_S = 0.05
 """How often a front waiting for the client looks whether the server's import is done."""
 
@@ -75,18 +77,31 @@ def answer_opening(argv: Sequence[str], load: Callable[[], object]) -> None:
         finally:
             done.set()
 
-    threading.Thread(target=imports, name="toolbridge-imports", daemon=True).start()
-    _answer(handoff, list(handoff.snapshot.openings), done)
-    done.wait()
+    thread = threading.Thread(target=imports, name="toolbridge-imports", daemon=True)
+    thread.start()
+    try:
+        _answer(handoff, list(handoff.snapshot.openings), done)
+    except Exception:  # never a failed start: the server answers what is left, as ever
+        pass
+    thread.join()  # one thread again: the start forks its loaders and cache writers
 
 
 def _answer(handoff: Handoff, openings: list[Opening], done: threading.Event) -> None:
     buffer = bytearray()
+    try:
+        _answer_from(buffer, handoff, openings, done)
+    finally:
+        handoff.pending = bytes(buffer)
+
+
+def _answer_from(
+    buffer: bytearray, handoff: Handoff, openings: list[Opening], done: threading.Event
+) -> None:
     at = 0
     while any(len(o) > at for o in openings):
         end = buffer.find(b"\n")
         if end < 0:
-            if handoff.ended or not _more(buffer, handoff, done):
+            if handoff.ended or len(buffer) > _MAX_LINE or not _more(buffer, handoff, done):
                 break
             continue
         line = bytes(buffer[: end + 1])
@@ -100,19 +115,18 @@ def _answer(handoff: Handoff, openings: list[Opening], done: threading.Event) ->
         openings = [o for o in openings if len(o) > at and o[at][0] == key]
         if not openings:
             break
-        del buffer[: end + 1]
         result = openings[0][at][1]
         at += 1
-        if request_id is None or result is None:
-            handoff.replayed.append((line.decode(), None, None))
+        private = REPLAY_ID.format(at) if request_id is not None and result else None
+        replay = with_id(line, private) if private is not None else line.decode()
+        del buffer[: end + 1]  # taken: the server is given it again (replay) below
+        handoff.replayed.append((replay, private, result))
+        if private is None or result is None or request_id is None:
             continue
-        private = REPLAY_ID.format(at)
-        handoff.replayed.append((with_id(line, private), private, result))
         try:
             _write(answer_line(result, request_id))
         except OSError:  # the client is gone: the server finds out as it would have
             break
-    handoff.pending = bytes(buffer)
 
 
 def _more(buffer: bytearray, handoff: Handoff, done: threading.Event) -> bool:

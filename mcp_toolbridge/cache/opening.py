@@ -120,38 +120,51 @@ def file_input(path: str | Path) -> Input:
     return ("read", where, blake3(data).digest(), _signature(before) if settled else None)
 
 
-def _listing(path: str) -> bytes | None:
+def _scan(path: str) -> tuple[bytes | None, list[tuple[str, bool]]]:
+    """A digest of a folder's listing (None: not a readable folder), and its subfolders
+    (whether each is a symbolic link)."""
     try:
         with os.scandir(path) as entries:
-            names = sorted(f"{e.name}/{int(e.is_dir())}" for e in entries)
+            listed = [(e.name, e.is_dir(), e.is_symlink()) for e in entries]
     except OSError:
-        return None
-    return digest(*names)
+        return None, []
+    found = digest(*sorted(f"{name}/{int(is_dir)}" for name, is_dir, _ in listed))
+    return found, [(os.path.join(path, name), link) for name, is_dir, link in listed if is_dir]
+
+
+def _listing(path: str) -> bytes | None:
+    return _scan(path)[0]
 
 
 def folder_input(path: str | Path) -> Input:
     """One folder with a digest of its listing (a file or nothing there otherwise)."""
     where = os.path.abspath(path)
-    if os.path.isdir(where):
-        return ("folder", where, _listing(where), None)
+    return _folder_input(where, _scan(where)[0])
+
+
+def _folder_input(where: str, listing: bytes | None) -> Input:
+    if listing is not None:
+        return ("folder", where, listing, None)
     return file_input(where) if os.path.isfile(where) else ("entry", where, "-", None)
 
 
 def folder_inputs(roots: Iterable[str | Path]) -> list[Input]:
     """Every folder under ``roots`` (and each root itself, a file or absent) with a digest of
-    its listing: a manifest added, removed or renamed anywhere changes one."""
+    its listing: a manifest added, removed or renamed anywhere changes one. Symlinked folders
+    are followed, each real folder once."""
     found: list[Input] = []
-    stack = [os.path.abspath(root) for root in roots]
+    seen: set[str] = set()
+    stack = [(os.path.abspath(root), True) for root in roots]
     while stack:
-        path = stack.pop()
-        found.append(folder_input(path))
-        if found[-1][0] != "folder":
-            continue
-        try:
-            with os.scandir(path) as entries:
-                stack.extend(e.path for e in entries if e.is_dir())
-        except OSError:
-            continue
+        path, linked = stack.pop()
+        if linked:  # only a link (or a root) can lead back to a folder already walked
+            real = os.path.realpath(path)
+            if real in seen:
+                continue
+            seen.add(real)
+        listing, folders = _scan(path)
+        found.append(_folder_input(path, listing))
+        stack.extend(folders)
     return found
 
 

@@ -59,11 +59,19 @@ Opening = tuple[Exchange, ...]
 
 
 def snapshot_name(argv: Sequence[str], cwd: str, environ: dict[str, str]) -> str:
-    """The file a start with this command line, folder and environment keeps its openings in."""
+    """The file a start with this command line, folder, environment, interpreter and
+    installed distributions keeps its openings in."""
     uid = str(os.getuid()) if hasattr(os, "getuid") else ""
     env = json.dumps(sorted(environ.items()))
-    key = digest(json.dumps(list(argv)), cwd, env, sys.executable, sys.version, uid)
+    key = digest(json.dumps(list(argv)), cwd, env, sys.executable, sys.version, uid, _installed())
     return PREFIX + key.hex()[:32] + ".bin"
+
+
+def _installed() -> bytes:
+    """The distributions installed where this interpreter imports from (their
+    ``*.dist-info`` names carry their versions): an upgraded MCP SDK may answer otherwise."""
+    folders = [p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")]
+    return digest(*(_listing(folder) or b"" for folder in folders))
 
 
 def message_key(text: str | bytes) -> tuple[str, int | str | None] | None:

@@ -291,11 +291,16 @@ class Recorder:
             return
         found = message_key(text)
         if found is None or len(self._messages) >= MAX_MESSAGES:
-            self.closed = True  # the opening is over: kept once its requests are answered
-            if self._all_answered():
-                self.save()
+            self.close()
             return
         self._messages.append(found)
+
+    def close(self) -> None:
+        """The opening is over (a message that is no part of one, or the end of stdin): it
+        is kept as soon as its requests are answered, before the server may be stopped."""
+        self.closed = True
+        if self._all_answered():
+            self.save()
 
     def written(self, line: str) -> None:
         if self.spoiled or self.saved:

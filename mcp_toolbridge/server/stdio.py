@@ -165,6 +165,8 @@ async def _read_frames(
                 parts.clear()
                 size, head = 0, None
                 if not chunk:
+                    if seen.recorder is not None:
+                        seen.recorder.close()  # a client that lists and leaves kills us soon
                     if on_eof is not None:
                         on_eof()
                     await exchange.drain()

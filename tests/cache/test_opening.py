@@ -149,3 +149,15 @@ def test_a_snapshot_the_server_answers_otherwise_is_forgotten(tmp_path: Path) ->
     answer = types.JSONRPCResponse(jsonrpc="2.0", id="p", result={"tools": []})
     assert _Seen(None, same).answered_before(answer, answer.model_dump_json(by_alias=True))
     assert folder.path("opening-y.bin").exists()
+
+
+def test_the_end_of_stdin_keeps_the_opening_at_once_when_it_is_answered(tmp_path: Path) -> None:
+    """A client that lists and leaves: kept before the server is stopped (the SDK's client
+    kills the server's process group soon after closing its stdin)."""
+    recorder, folder = _recorded(tmp_path)
+    recorder.read(_line({"jsonrpc": "2.0", "id": 0, "method": "tools/list"}))
+    recorder.close()
+    assert read_snapshot(folder, "opening-test.bin") is None  # the list is not answered yet
+    recorder.written(_answer(0, '{"tools":[]}'))
+    snapshot = read_snapshot(folder, "opening-test.bin")
+    assert snapshot is not None and [r for _, r in snapshot.openings[0]] == ['{"tools":[]}']

@@ -271,12 +271,23 @@ def take() -> Handoff | None:
 class Recorder:
     """Watches the lines of a stdio session from its start and keeps its opening: the client
     messages up to the first that cannot be part of one, each request with the result the
-    SDK wrote for it. :meth:`save` stores it (answered requests only, in order)."""
+    SDK wrote for it. Kept (:meth:`save`) each time every request read so far is answered,
+    until the server writes anything else (the answered part stays kept: it came first): a
+    client that lists and leaves may have the server killed before it has read its EOF.
+    ``old``: the snapshot found under ``name`` (its openings are kept beside this one when
+    its inputs are these)."""
 
-    def __init__(self, folder: CacheFolder, name: str, inputs: Sequence[Input]) -> None:
+    def __init__(
+        self,
+        folder: CacheFolder,
+        name: str,
+        inputs: Sequence[Input],
+        old: Snapshot | None = None,
+    ) -> None:
         self._folder = folder
         self._name = name
         self._inputs = tuple(inputs)
+        self._kept = list(old.openings) if old is not None and old.inputs == self._inputs else []
         self._messages: list[tuple[str, int | str | None]] = []
         self._results: dict[int | str, str] = {}
         self._size = 0
@@ -284,7 +295,6 @@ class Recorder:
         """No more client messages are taken."""
         self.spoiled = False
         """The server wrote something that is not a result to a recorded request."""
-        self.saved = False
 
     def read(self, text: str) -> None:
         if self.closed:
@@ -296,21 +306,23 @@ class Recorder:
         self._messages.append(found)
 
     def close(self) -> None:
-        """The opening is over (a message that is no part of one, or the end of stdin): it
-        is kept as soon as its requests are answered, before the server may be stopped."""
+        """The opening is over (a message that is no part of one, or the end of stdin)."""
         self.closed = True
-        if self._all_answered():
-            self.save()
 
     def written(self, line: str) -> None:
-        if self.spoiled or self.saved:
+        if self.spoiled:
             return
         try:
             frame = json.loads(line)
         except ValueError:
             frame = None
         request_id = frame.get("id") if isinstance(frame, dict) else None
-        if not isinstance(frame, dict) or "result" not in frame or request_id is None:
+        if not isinstance(request_id, int | str):
+            request_id = None
+        recorded = request_id is not None and any(i == request_id for _, i in self._messages)
+        if not recorded and self.closed and self._all_answered():
+            return  # after the opening: a call's answer, its progress, whatever
+        if not isinstance(frame, dict) or "result" not in frame or not recorded:
             self.spoiled = True  # the server's own message, or an error: not an opening
             return
         prefix = f'{{"jsonrpc":"2.0","id":{json.dumps(request_id, ensure_ascii=False)},"result":'
@@ -319,8 +331,9 @@ class Recorder:
             return
         result = line.rstrip("\n")[len(prefix) : -1]
         self._size += len(result)
+        assert request_id is not None
         self._results[request_id] = result
-        if self.closed and self._all_answered():
+        if self._all_answered():
             self.save()
 
     def _all_answered(self) -> bool:
@@ -339,21 +352,16 @@ class Recorder:
         return tuple(kept)
 
     def save(self) -> None:
-        """Store the opening beside the ones already kept for the same inputs (once)."""
-        if self.saved or self.spoiled:
+        """Store the opening answered so far beside the others kept for the same inputs (an
+        opening it extends is replaced: it answers the same, and more)."""
+        if self.spoiled or self._size > MAX_ANSWER_BYTES:
             return
-        self.saved = True
         opening = self.opening()
-        if not any(result is not None for _, result in opening):
+        if not any(result is not None for _, result in opening) or opening in self._kept:
             return
-        if self._size > MAX_ANSWER_BYTES:
-            return
-        old = read_snapshot(self._folder, self._name)
-        kept = list(old.openings) if old is not None and old.inputs == self._inputs else []
-        if opening in kept:
-            return
-        kept = [opening, *kept][:KEPT_OPENINGS]
-        self._folder.write(self._name, KIND, Snapshot(self._inputs, tuple(kept)))
+        others = [o for o in self._kept if o != opening[: len(o)]]
+        self._kept = [opening, *others][:KEPT_OPENINGS]
+        self._folder.write(self._name, KIND, Snapshot(self._inputs, tuple(self._kept)))
         self._folder.prune(PREFIX, keep=[self._name], most=16)
 
 

@@ -258,4 +258,5 @@ def recorder_for(loaded: Loaded, before: list[Input] | None) -> Recorder | None:
     if not all(load.cacheable for load in files):
         return None
     reads: list[Input] = [read for load in files for read in load.reads]
-    return Recorder(CacheFolder(handoff.folder), handoff.name, [*before, *reads])
+    inputs = [*before, *reads]
+    return Recorder(CacheFolder(handoff.folder), handoff.name, inputs, handoff.snapshot)

@@ -76,16 +76,19 @@ def _answer(request_id: object, result: str) -> str:
     return f'{{"jsonrpc":"2.0","id":{json.dumps(request_id)},"result":{result}}}\n'
 
 
-def test_a_recording_keeps_the_answered_opening_once_the_first_call_comes(tmp_path: Path) -> None:
+def test_a_recording_keeps_what_is_answered_as_it_is_answered(tmp_path: Path) -> None:
     recorder, folder = _recorded(tmp_path)
     recorder.read(_line({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT}))
     recorder.written(_answer(0, '{"protocolVersion":"2025-11-25"}'))
+    first = read_snapshot(folder, "opening-test.bin")
+    assert first is not None and len(first.openings) == 1 and len(first.openings[0]) == 1
     recorder.read(_line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
     recorder.read(_line({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
     recorder.written(_answer(1, '{"tools":[]}'))
-    assert read_snapshot(folder, "opening-test.bin") is None  # the opening may go on
     recorder.read(_line({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {}}))
-    snapshot = read_snapshot(folder, "opening-test.bin")
+    recorder.written('{"jsonrpc":"2.0","method":"notifications/progress","params":{}}\n')
+    recorder.written(_answer(2, '{"content":[]}'))
+    snapshot = read_snapshot(folder, "opening-test.bin")  # the longer opening replaced it
     assert snapshot is not None and len(snapshot.openings) == 1
     assert [result for _, result in snapshot.openings[0]] == [
         '{"protocolVersion":"2025-11-25"}',
@@ -102,6 +105,7 @@ def test_a_server_message_or_an_error_in_the_opening_keeps_nothing(tmp_path: Pat
         recorder, folder = _recorded(tmp_path)
         recorder.read(_line({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT}))
         recorder.written(written)
+        recorder.written(_answer(0, "{}"))
         recorder.save()
         assert read_snapshot(folder, "opening-test.bin") is None
 

@@ -85,8 +85,8 @@ def message_key(text: str | bytes) -> tuple[str, int | str | None] | None:
         return None
     if frame.get("method") not in METHODS:
         return None
+    is_request = "id" in frame  # an id of null is no notification: the SDK's to judge
     request_id = frame.pop("id", None)
-    is_request = request_id is not None
     if is_request and (not isinstance(request_id, int | str) or isinstance(request_id, bool)):
         return None
     if is_request == (frame["method"] == "notifications/initialized"):

@@ -53,6 +53,9 @@ def test_only_the_opening_s_own_messages_can_be_part_of_one() -> None:
         is None
     )
     assert message_key(_line({"jsonrpc": "2.0", "method": "tools/list"})) is None
+    initialized: dict[str, object] = {"jsonrpc": "2.0", "id": None}
+    initialized["method"] = "notifications/initialized"
+    assert message_key(_line(initialized)) is None
     assert message_key(_line({"jsonrpc": "2.0", "method": "notifications/initialized"})) == (
         '{"jsonrpc":"2.0","method":"notifications/initialized"}',
         None,

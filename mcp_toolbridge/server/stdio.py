@@ -213,7 +213,14 @@ async def _write_frames(
                 seen.recorder.written(line)
             if not seen.answered_before(item.message, line):
                 await write(line.encode())
+            elif seen.list_changed:  # the list sent is not the one served: say so (2025)
+                seen.list_changed = False
+                await write(LIST_CHANGED)
             exchange.written(item.message)
+
+
+LIST_CHANGED = b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n'
+MODERN_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 
 
 class _Seen:
@@ -222,7 +229,12 @@ class _Seen:
     def __init__(self, recorder: Recorder | None, handoff: Handoff | None) -> None:
         self.recorder = recorder
         self._handoff = handoff
-        self._sent = {i: r for _, i, r in handoff.replayed if i} if handoff is not None else {}
+        replayed = handoff.replayed if handoff is not None else []
+        self._sent = {i: r for _, i, r in replayed if i}
+        self._lines = {i: line for line, i, _ in replayed if i}
+        self.list_changed = False
+        """A tools/list of a 2025 session was answered otherwise now (a manifest changed
+        between the front's check and the load): the client is told to list again."""
 
     def replays(self) -> list[str]:
         return [line for line, _, _ in self._handoff.replayed] if self._handoff else []
@@ -242,6 +254,10 @@ class _Seen:
         if not same and self._handoff is not None:
             log.warning("the start-up cache's opening was answered otherwise now; forgotten")
             forget(self._handoff.folder, self._handoff.name)
+            request = json.loads(self._lines[message.id])
+            meta = (request.get("params") or {}).get("_meta") or {}
+            legacy = MODERN_VERSION_KEY not in meta
+            self.list_changed = request.get("method") == "tools/list" and legacy
         return True
 
 

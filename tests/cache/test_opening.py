@@ -146,11 +146,13 @@ def test_a_snapshot_the_server_answers_otherwise_is_forgotten(tmp_path: Path) ->
     folder = CacheFolder(tmp_path)
     folder.write("opening-x.bin", KIND, "anything")
     handoff = Handoff(tmp_path, "opening-x.bin")
-    handoff.replayed = [("{}", "toolbridge-opening-1", '{"tools":[]}')]
+    listing = '{"jsonrpc":"2.0","id":"toolbridge-opening-1","method":"tools/list"}'
+    handoff.replayed = [(listing, "toolbridge-opening-1", '{"tools":[]}')]
     seen = _Seen(None, handoff)
     message = types.JSONRPCResponse(jsonrpc="2.0", id="toolbridge-opening-1", result={"tools": [1]})
     assert seen.answered_before(message, message.model_dump_json(by_alias=True) + "\n")
     assert not folder.path("opening-x.bin").exists()
+    assert seen.list_changed  # a 2025 client is told to list again
     same = Handoff(tmp_path, "opening-y.bin", replayed=[("{}", "p", '{"tools":[]}')])
     folder.write("opening-y.bin", KIND, "anything")
     answer = types.JSONRPCResponse(jsonrpc="2.0", id="p", result={"tools": []})

@@ -58,23 +58,32 @@ def prctl(option: int, value: int) -> None:
         raise OSError(ctypes.get_errno(), f"prctl({option})")
 
 
+BUFFER = bytearray(MESSAGE_BYTES)
+"""Every message is read into this one buffer: ``recvmsg`` would map (and unmap) a fresh
+megabyte for each."""
+ANCILLARY_BYTES = socket.CMSG_SPACE(MAX_FDS * array.array("i").itemsize)
+RECEIVE_FLAGS = int(socket.MSG_CMSG_CLOEXEC)
+"""A plain int: or-ing the enum flag with another runs the enum module's Python a call."""
+
+
 def receive(control: socket.socket, flags: int = 0) -> tuple[dict[str, Any], list[int]]:
     fds = array.array("i")
-    data, ancillary, _, _ = control.recvmsg(
-        MESSAGE_BYTES,
-        socket.CMSG_SPACE(MAX_FDS * fds.itemsize),
-        socket.MSG_CMSG_CLOEXEC | flags,
-    )
+    size, ancillary, _, _ = control.recvmsg_into([BUFFER], ANCILLARY_BYTES, RECEIVE_FLAGS | flags)
     for level, kind, payload in ancillary:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
             fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
-    if not data:
+    if not size:
         raise EOFError
-    return json.loads(data), list(fds)
+    return json.loads(BUFFER[:size]), list(fds)
 
 
 def answer(control: socket.socket, message: dict[str, Any]) -> None:
     control.send(json.dumps(message).encode())
+
+
+def answer_exit(control: socket.socket, status: int, clean: bool) -> None:
+    """``{"exit": status, "clean": clean}``, written out without the JSON encoder."""
+    control.send(b'{"exit": %d, "clean": %s}' % (status, b"true" if clean else b"false"))
 
 
 class Places:
@@ -149,13 +158,15 @@ def _ipc_objects() -> tuple[int, ...]:
     them: shared memory segments (``shmctl(SHM_INFO)``: ``used_ids``), message queues
     (``msgctl(MSG_INFO)``: ``msgpool``) and semaphore sets (``semctl(SEM_INFO)``: ``semusz``);
     -1 where a count cannot be read."""
-    info = (ctypes.c_int * 32)()  # larger than each of shm_info, msginfo and seminfo
-    counts = [LIBC.shmctl(0, SHM_INFO, info) >= 0 and info[0]]
-    ctypes.memset(info, 0, ctypes.sizeof(info))
-    counts.append(LIBC.msgctl(0, MSG_INFO, info) >= 0 and info[0])
-    ctypes.memset(info, 0, ctypes.sizeof(info))
-    counts.append(LIBC.semctl(0, 0, SEM_INFO, info) >= 0 and info[7])
-    return tuple(-1 if count is False else int(count) for count in counts)
+    info = _IPC_INFO  # each call that succeeds writes its whole structure over it
+    shm = info[0] if LIBC.shmctl(0, SHM_INFO, info) >= 0 else -1
+    msg = info[0] if LIBC.msgctl(0, MSG_INFO, info) >= 0 else -1
+    sem = info[7] if LIBC.semctl(0, 0, SEM_INFO, info) >= 0 else -1
+    return (shm, msg, sem)
+
+
+_IPC_INFO = (ctypes.c_int * 32)()
+"""Larger than each of ``shm_info``, ``msginfo`` and ``seminfo``."""
 
 
 def _state(info: os.stat_result) -> tuple[int, int, int, int, int]:
@@ -254,16 +265,19 @@ def run(
     return 128 - code if code < 0 else code
 
 
-def next_request(control: socket.socket, idle_s: float) -> tuple[dict[str, Any], list[int], bool]:
+def next_request(
+    control: socket.socket, poller: select.poll, idle_s: float
+) -> tuple[dict[str, Any], list[int], bool]:
     """The next call, and whether it is the last: after ``idle_s`` without one, reading is shut
     down (the server's next send fails, so it runs that call in a fresh sandbox) and a call
-    sent just before that is the last one served. Raises EOFError when there is none."""
-    if select.select([control], [], [], idle_s)[0]:
+    sent just before that is the last one served. Raises EOFError when there is none.
+    ``poller`` watches ``control`` only."""
+    if poller.poll(idle_s * 1000):
         request, fds = receive(control)
         return request, fds, False
     control.shutdown(socket.SHUT_RD)
     try:
-        request, fds = receive(control, socket.MSG_DONTWAIT)
+        request, fds = receive(control, int(socket.MSG_DONTWAIT))
     except BlockingIOError:
         raise EOFError from None
     return request, fds, True
@@ -293,7 +307,7 @@ def main() -> None:
     answer(control, {"ready": True})
     while True:
         try:
-            request, fds, last = next_request(control, idle_s)
+            request, fds, last = next_request(control, poller, idle_s)
         except (EOFError, OSError):
             return
         if "program" not in request:  # a signal for a call that has ended: nothing to do
@@ -309,7 +323,7 @@ def main() -> None:
                 return
             continue
         now_clean = not last and clean.same()
-        answer(control, {"exit": status, "clean": now_clean})
+        answer_exit(control, status, now_clean)
         if not now_clean:
             return
 

@@ -26,6 +26,7 @@ import os
 import select
 import signal
 import socket
+import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
@@ -46,6 +47,9 @@ REQUEST_BYTES = 128 * 1024
 """A call whose command and environment need more than this runs in a fresh sandbox (one
 datagram carries them, and a socket's send buffer bounds a datagram)."""
 REAP_S = 1.0
+TIDY_S = 1.0
+"""A launch that finds a warm sandbox looks for ended ones at most this often (each look
+polls every idle sandbox's bubblewrap: a ``waitpid`` each)."""
 _SEEN = 256
 
 
@@ -235,11 +239,15 @@ class WarmPool:
         self.taken = 0
         """Launches given a warm sandbox (one found lost before the hand-over falls back to a
         fresh sandbox)."""
+        self._tidied = float("-inf")
         weakref.finalize(self, _end_all, self.sandboxes)  # a pool dropped without close()
 
     def take(self, plan: Plan) -> WarmSandbox | None:
         """A ready sandbox for ``plan``, marked busy; None: run it in a fresh one."""
-        self._tidy()
+        now = time.monotonic()
+        if now >= self._tidied + TIDY_S:
+            self._tidy()
+            self._tidied = now
         cooling = self.cooling.get((plan.options, plan.program))
         if cooling is not None and cooling.skip > 0:
             cooling.skip -= 1
@@ -259,6 +267,7 @@ class WarmPool:
         is room."""
         if self.closed or self.spawn is None or not self.enabled:
             return
+        self._tidy()  # the count below is of sandboxes not ended
         launches = self.seen.pop(plan.options, 0) + 1
         self.seen[plan.options] = launches
         _bound(self.seen)

@@ -290,8 +290,11 @@ async def test_an_idle_warm_sandbox_ends_by_itself(
         os.close(pidfd)
     taken = pool.taken
     box.warm = False
+    pool.total = 1  # the ended one must not count: the fresh launch warms the next
     assert report(await box.python("print('[2]')")) == [2]
     assert pool.taken == taken  # nothing ready: a fresh sandbox, at once
+    assert idle not in pool.sandboxes and idle.ended  # forgotten, and bubblewrap reaped
+    assert [s for s in pool.sandboxes if not s.gone], "no sandbox warmed for the next call"
 
 
 async def test_a_warm_sandbox_lost_before_the_hand_over_falls_back_to_a_fresh_one(

@@ -47,6 +47,9 @@ REQUEST_BYTES = 128 * 1024
 """A call whose command and environment need more than this runs in a fresh sandbox (one
 datagram carries them, and a socket's send buffer bounds a datagram)."""
 REAP_S = 1.0
+SETTLE_S = 5.0
+"""The longest a launch waits for a warm sandbox's word that its last call left nothing
+(the zygote's look at its private places: well under a millisecond of CPU)."""
 TIDY_S = 1.0
 """A launch that finds a warm sandbox looks for ended ones at most this often (each look
 polls every idle sandbox's bubblewrap: a ``waitpid`` each)."""
@@ -87,7 +90,10 @@ class WarmSandbox:
         self.busy = False
         self.gone = False
         self.reusable = False
-        """Set by the end of a call that left the sandbox as it found it."""
+        """Set by the end of a call whose command exited (not killed with its sandbox)."""
+        self.settling = False
+        """After such a call, until the zygote says the call left nothing behind (ready
+        again): it looks after sending the exit, so the call's answer need not wait."""
         self.program: str | None = None
         """The program of the call it was last handed."""
 
@@ -111,6 +117,25 @@ class WarmSandbox:
         """Whether it can take a call now (without waiting)."""
         if self.gone or self.busy:
             return False
+        return self._heard()
+
+    async def settled(self) -> bool:
+        """Whether it is ready for the call it was taken for: after a call, the zygote's word
+        that the call left nothing behind, waited for (at most :data:`SETTLE_S`); False when
+        it ended instead (the call left something: the zygote ends the sandbox) or is
+        silent."""
+        if self.ready:
+            return not self.gone
+        with anyio.move_on_after(SETTLE_S):
+            while not self.gone and not self._heard():
+                try:
+                    await anyio.wait_readable(self.control)
+                except (OSError, anyio.ClosedResourceError):
+                    self.end()
+        return self.ready and not self.gone
+
+    def _heard(self) -> bool:
+        """Whether it has said it is ready (read without waiting); ends it when it is gone."""
         if self.proc.poll() is not None:
             self.end()
             return False
@@ -119,9 +144,10 @@ class WarmSandbox:
                 self.ready = bool(_decode(self.control.recv(4096)).get("ready"))
             except (BlockingIOError, InterruptedError):
                 return False
-            except (OSError, ValueError):
+            except (OSError, ValueError):  # the end of the stream (b""): the zygote ended
                 self.end()
                 return False
+            self.settling = not self.ready
         return self.ready
 
     def start(self, plan: Plan, fds: Sequence[tuple[int, int]]) -> None:
@@ -144,17 +170,19 @@ class WarmSandbox:
             raise WarmLost(f"the warm sandbox did not take the call ({exc})", sent=False) from exc
         self.program = plan.program
 
-    async def wait_exit(self) -> tuple[int, bool]:
+    async def wait_exit(self) -> int:
         """The command's status (128 + N when killed by signal N) once it and every process it
-        left are gone, and whether the sandbox is as it was before the call. Raises OSError as
-        ``execve`` would when the command could not be started, WarmLost when the sandbox
-        ended."""
+        left are gone. Raises OSError as ``execve`` would when the command could not be
+        started, WarmLost when the sandbox ended. The sandbox is then :attr:`settling`: the
+        zygote looks at its private places and says whether it is ready again."""
         reply = await self._receive()
         if "error" in reply:
             number, text, name = reply["error"]
             raise OSError(number, text, name)
-        self.reusable = reply.get("clean") is True
-        return int(reply["exit"]), self.reusable
+        code = int(reply["exit"])
+        self.ready = False
+        self.settling = self.reusable = True
+        return code
 
     def signal_group(self, signum: int) -> None:
         self._tell({"signal": int(signum)})
@@ -252,14 +280,15 @@ class WarmPool:
         if cooling is not None and cooling.skip > 0:
             cooling.skip -= 1
             return None
-        for sandbox in self._of(sandbox_key(plan)):
-            if sandbox.poll_ready():
-                if _request_bytes(plan) > REQUEST_BYTES:
-                    return None
-                sandbox.busy = True
-                self.taken += 1
-                return sandbox
-        return None
+        ours = list(self._of(sandbox_key(plan)))
+        chosen = next((s for s in ours if self._poll(s)), None) or next(
+            (s for s in ours if s.settling and not s.busy and not s.gone), None
+        )  # one still looking after its last call: see WarmSandbox.settled
+        if chosen is None or _request_bytes(plan) > REQUEST_BYTES:
+            return None
+        chosen.busy = True
+        self.taken += 1
+        return chosen
 
     def missed(self, plan: Plan) -> None:
         """A launch of ``plan`` ran in a fresh sandbox: warm one for the next when it is
@@ -274,7 +303,8 @@ class WarmPool:
         if launches < 2 or len(self.sandboxes) >= self.total or not _warmable(plan.options):
             return
         ours = list(self._of(sandbox_key(plan)))
-        if len(ours) >= self.per_key or any(s.poll_ready() for s in ours):
+        ready = [self._poll(s) for s in ours]  # each looked at: a strike for one ended
+        if len(ours) >= self.per_key or any(ready):
             return  # at the cap, or one is ready (this launch was not given it: see take)
         try:
             self.sandboxes.append(WarmSandbox.spawn(plan, self.python, self.spawn))
@@ -290,6 +320,20 @@ class WarmPool:
         if sandbox.reusable and not self.closed and not sandbox.gone:
             return
         sandbox.end()
+        self._strike(sandbox)
+        self._tidy()
+
+    def _poll(self, sandbox: WarmSandbox) -> bool:
+        """``sandbox.poll_ready()``; a strike when it ended after a call instead (see
+        :meth:`give_back`)."""
+        ready = sandbox.poll_ready()
+        if sandbox.gone and sandbox.settling:
+            self._strike(sandbox)
+        return ready
+
+    def _strike(self, sandbox: WarmSandbox) -> None:
+        """Its last call's program left it unusable: that program runs fresh for a while."""
+        sandbox.settling = False
         if sandbox.program is not None and not self.closed:
             key = (sandbox.options, sandbox.program)
             cooling = self.cooling.pop(key, None) or _Cooling()
@@ -297,7 +341,6 @@ class WarmPool:
             cooling.skip = 2**cooling.strikes
             self.cooling[key] = cooling
             _bound(self.cooling)
-        self._tidy()
 
     def close(self) -> None:
         """End the warm sandboxes (the server is stopping, or reloaded): the idle ones now,
@@ -316,6 +359,8 @@ class WarmPool:
         for sandbox in self.sandboxes:
             if not sandbox.busy and not sandbox.gone and sandbox.proc.poll() is not None:
                 sandbox.end()
+                if sandbox.settling:
+                    self._strike(sandbox)
         self.sandboxes[:] = [s for s in self.sandboxes if not s.ended]
 
 

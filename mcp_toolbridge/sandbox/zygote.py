@@ -14,11 +14,14 @@ the server may send ``{"signal": N}`` (to the command's process group) and ``{"k
 (to every process of the sandbox). When the command exits, everything else left in the
 sandbox is killed and waited for (this process is the sandbox's sub-reaper, so every orphan
 is its child), then it answers ``{"exit": STATUS}`` (128 + N for a command killed by signal
-N, as a shell reports it, and as a sandbox made for one call reports it too) with
-``"clean": false`` when the call left anything behind in the sandbox's private places (the
+N, as a shell reports it, and as a sandbox made for one call reports it too). Only then does
+it look whether the call left anything behind in the sandbox's private places (the
 PRIVATE_ROOTs: its own ``/``, ``/tmp``, ``/dev`` and home folder, which are not bind mounts
-of the host; or a System V IPC object). The server does not reuse a sandbox that is not
-clean: the next call starts in a fresh one. Nor one left idle for IDLE_S seconds: it ends.
+of the host; or a System V IPC object), so that the call's answer does not wait for the
+look: when nothing was left it says ``{"ready": true}`` again (as when it was set up), else
+it ends, and the sandbox with it. The server hands a sandbox its next call only after that
+word (and runs the call in a fresh sandbox when the sandbox ended instead). Nor is one left
+idle for IDLE_S seconds reused: it ends.
 
 Processes started here cannot trace or read this one (it is not dumpable). They can signal it,
 being the same user: that ends the warm sandbox, and with it their own call, nothing else.
@@ -47,6 +50,7 @@ from typing import Any
 MESSAGE_BYTES = 1024 * 1024
 MAX_FDS = 16
 MAX_ENTRIES = 10_000
+READY = b'{"ready": true}'
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 SHM_INFO, MSG_INFO, SEM_INFO = 14, 12, 19
@@ -81,9 +85,9 @@ def answer(control: socket.socket, message: dict[str, Any]) -> None:
     control.send(json.dumps(message).encode())
 
 
-def answer_exit(control: socket.socket, status: int, clean: bool) -> None:
-    """``{"exit": status, "clean": clean}``, written out without the JSON encoder."""
-    control.send(b'{"exit": %d, "clean": %s}' % (status, b"true" if clean else b"false"))
+def answer_exit(control: socket.socket, status: int) -> None:
+    """``{"exit": status}``, written out without the JSON encoder."""
+    control.send(b'{"exit": %d}' % status)
 
 
 class Places:
@@ -304,7 +308,7 @@ def main() -> None:
     clean = Places(roots)
     poller = select.poll()
     poller.register(control, select.POLLIN)
-    answer(control, {"ready": True})
+    control.send(READY)
     while True:
         try:
             request, fds, last = next_request(control, poller, idle_s)
@@ -322,10 +326,10 @@ def main() -> None:
             if last:
                 return
             continue
-        now_clean = not last and clean.same()
-        answer_exit(control, status, now_clean)
-        if not now_clean:
-            return
+        answer_exit(control, status)  # the call's answer need not wait for the look below
+        if last or not clean.same():
+            return  # the sandbox ends with this process: the server sees the socket's end
+        control.send(READY)
 
 
 if __name__ == "__main__":

@@ -5,17 +5,20 @@ CPU, and a network namespace's teardown more after the call. A tool called again
 the same sandbox every time (the same :attr:`~.bwrap.Plan.options`), so the server keeps one
 ready: bubblewrap runs ``zygote.py`` in it, which starts each call's command when the server
 sends it (its descriptors passed over a unix socket), ends every process the call left once its
-command exits, and reports whether the call left anything in the sandbox's private places. A
-sandbox is reused only when nothing was left (otherwise it ends, and the next call gets a fresh
-one), so a call in a warm sandbox sees what a call in a fresh sandbox sees.
+command exits, and then (once the call's status is sent: the answer does not wait for it)
+looks whether the call left anything in the sandbox's private places. A sandbox is reused only
+after its word that nothing was left (otherwise it ends, and the next call gets a fresh one),
+so a call in a warm sandbox sees what a call in a fresh sandbox sees.
 
 The pool: a sandbox is made for a set of options the second time a call needs it (a one-off
 never costs one) and after a call that found none of them ready (up to :data:`PER_KEY` a set,
 for calls in flight together, and :data:`TOTAL` in all); an idle one ends by itself after
 :data:`IDLE_S`. A program whose calls leave its sandbox unusable runs fresh for a while. A
-call never waits for one: it runs in a fresh sandbox when none is ready. Launches with a proxy
-(a profile granting specific hosts) are never warm: their proxy is per call; nor are those of
-a tool granted ``/`` for writing (the zygote's mount point would be made in the host's /run).
+call never waits for one to be made: it runs in a fresh sandbox when none is ready (it
+waits only for one still looking after its last call, :meth:`WarmSandbox.settled`). Launches
+with a proxy (a profile granting specific hosts) are never warm: their proxy is per call; nor
+are those of a tool granted ``/`` for writing (the zygote's mount point would be made in the
+host's /run).
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 chosen the way ``search_protocol.py`` chooses the ranking, and measured per set.
 
     .venv/bin/python benchmarks/search_gate.py [--sets NAME ...] [--semantic]
+    .venv/bin/python benchmarks/search_gate.py --noise [--sets NAME ...]
 
 Per set (its catalog as the target):
 
@@ -14,12 +15,17 @@ Per set (its catalog as the target):
 A threshold is chosen on the visible sets as the strictest one that costs no tuning set more
 than ``MAX_HIT_DROP`` points of Hit@10; each visible set is reported under the threshold
 chosen on the others (left out), the others under the one chosen on all visible sets.
+
+``--noise`` measures what a cut made from the catalog alone would be (round 3's sixth pass):
+per catalog, the best lexical coverage (``Evidence._coverage``) any tool has of random bags
+of 3 to 8 words of the near-word table (requests about nothing in particular), as quantiles.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import random
 import sys
 from pathlib import Path
 
@@ -35,6 +41,7 @@ from benchmarks.search_sets import (
     run,
 )
 from mcp_toolbridge.catalog import ranking_config
+from mcp_toolbridge.catalog.expansion import neighbours
 from mcp_toolbridge.catalog.index import SearchIndex
 from mcp_toolbridge.catalog.text import split_words
 
@@ -161,6 +168,37 @@ def report(benches: list[BenchSet], semantic: bool | None = None, log: Path | No
         print(f"- {key[0]:.2f}, {key[1]:.2f}: " + "; ".join(cells))
 
 
+NOISE_BAGS = 2000
+
+
+def noise_cuts(benches: list[BenchSet]) -> None:
+    """Per catalog, quantiles of the best coverage of ``NOISE_BAGS`` random word bags."""
+    vocabulary = sorted(neighbours())
+    quantiles = [0.5, 0.75, 0.9, 0.95]
+    print("\n## Best lexical coverage of random word bags, per catalog\n")
+    print(
+        "| catalog | tools | table words it has | bags covering nothing | "
+        + " | ".join(f"q{q}" for q in quantiles)
+        + " |"
+    )
+    print("|---|---|---|---|" + "---|" * len(quantiles))
+    for bench in benches:
+        index = SearchIndex.build(bench.specs, semantic=False)
+        rng = random.Random(7)
+        best = []
+        for _ in range(NOISE_BAGS):
+            bag = rng.sample(vocabulary, rng.randint(3, 8))
+            docs = sorted(
+                {d for t in bag if t in index._term_ids for d in index._docs[index._term_ids[t]]}
+            )
+            best.append(max(index._coverage(bag, docs).values(), default=0.0))
+        best.sort()
+        known = sum(1 for t in vocabulary if t in index._term_ids) / len(vocabulary)
+        zero = sum(1 for b in best if b == 0.0) / len(best)
+        cells = " | ".join(f"{best[int(q * len(best)) - 1]:.3f}" for q in quantiles)
+        print(f"| {bench.name} | {len(bench.specs)} | {known:.1%} | {zero:.0%} | {cells} |")
+
+
 def main() -> None:
     from benchmarks.search_sets import load_sets
 
@@ -170,7 +208,11 @@ def main() -> None:
     parser.add_argument("--lexical", type=float, nargs="+", help="lexical cuts to sweep")
     parser.add_argument("--cosine", type=float, nargs="+", help="cosine cuts to sweep")
     parser.add_argument("--from-log", type=Path, help="report a sweep's stderr, not a new one")
+    parser.add_argument("--noise", action="store_true", help="cuts from random word bags only")
     args = parser.parse_args()
+    if args.noise:
+        noise_cuts(load_sets(args.sets))
+        return
     if args.lexical:
         LEXICAL[:] = args.lexical
     if args.cosine:

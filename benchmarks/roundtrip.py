@@ -472,34 +472,30 @@ def report(rows: dict[tuple[str, int], list[Cell]], args: argparse.Namespace, be
                 f"{span([c.cpu_ms for c in cells], '.2f')} | "
                 f"{span([c.others * 100 for c in cells], '.0f')} |"
             )
-    print()
-    print("toolbridge against the hand-written SDK servers (and toolbridge/base), paired per")
-    print("repetition (median [min to max]; CPU per call: the server's and everything it started,")
-    print("its sandboxes included):")
-    print()
-    print(
-        "| server | against | in flight | p50 overhead ms | p50 ratio | calls/s ratio | CPU ratio |"
-    )
-    print("|---|---|---|---|---|---|---|")
     compared = [("toolbridge", base) for base in (*FLOORS, "toolbridge/base")]
     compared += [("toolbridge/base", base) for base in FLOORS]
+    lines = []
     for product, base in compared:
         for inflight in levels:
             if (product, inflight) not in rows or (base, inflight) not in rows:
                 continue
             pairs = list(zip(rows[(product, inflight)], rows[(base, inflight)], strict=True))
-            print(
+            lines.append(
                 f"| {product} | {base} | {inflight} | "
                 f"{signed_span([t.p50 - s.p50 for t, s in pairs])} | "
                 f"{span([t.p50 / s.p50 for t, s in pairs], '.2f')} | "
                 f"{span([t.rate / s.rate for t, s in pairs], '.2f')} | "
                 f"{span([t.cpu_ms / s.cpu_ms for t, s in pairs if s.cpu_ms], '.2f')} |"
             )
-    print()
-    print("toolbridge against each spawn, paired per repetition (median [min to max]):")
-    print()
-    print("| against | in flight | p50 overhead ms | p50 ratio | p99 overhead ms | calls/s ratio |")
-    print("|---|---|---|---|---|---|")
+    table(
+        "toolbridge against the hand-written SDK servers (and toolbridge/base), paired per\n"
+        "repetition (median [min to max]; CPU per call: the server's and everything it started,\n"
+        "its sandboxes included):",
+        "| server | against | in flight | p50 overhead ms | p50 ratio | calls/s ratio"
+        " | CPU ratio |",
+        lines,
+    )
+    lines = []
     for base in SPAWNS:
         for inflight in levels:
             if ("toolbridge", inflight) not in rows or (base, inflight) not in rows:
@@ -509,31 +505,32 @@ def report(rows: dict[tuple[str, int], list[Cell]], args: argparse.Namespace, be
             ratio = [t.p50 / s.p50 for t, s in pairs]
             p99 = [t.p99 - s.p99 for t, s in pairs]
             rate = [t.rate / s.rate for t, s in pairs]
-            print(
+            lines.append(
                 f"| {base} | {inflight} | {signed_span(p50)} | {span(ratio, '.2f')} | "
                 f"{signed_span(p99)} | {span(rate, '.2f')} |"
             )
-    print()
-    print("what the OS sandbox adds, paired per repetition (median [min to max]):")
-    print()
-    print("| sandboxed | against | in flight | p50 overhead ms | p99 overhead ms | calls/s ratio |")
-    print("|---|---|---|---|---|---|")
+    table(
+        "toolbridge against each spawn, paired per repetition (median [min to max]):",
+        "| against | in flight | p50 overhead ms | p50 ratio | p99 overhead ms | calls/s ratio |",
+        lines,
+    )
+    lines = []
     for sandboxed, plain in SANDBOX_PAIRS:
         for inflight in levels:
             if (sandboxed, inflight) not in rows or (plain, inflight) not in rows:
                 continue
             pairs = list(zip(rows[(sandboxed, inflight)], rows[(plain, inflight)], strict=True))
-            print(
+            lines.append(
                 f"| {sandboxed} | {plain} | {inflight} | "
                 f"{signed_span([s.p50 - p.p50 for s, p in pairs])} | "
                 f"{signed_span([s.p99 - p.p99 for s, p in pairs])} | "
                 f"{span([s.rate / p.rate for s, p in pairs], '.2f')} |"
             )
-    print()
-    print("where the p50 at 1 in flight goes, from the median p50s of the first table:")
-    print()
-    print("| part | ms |")
-    print("|---|---|")
+    table(
+        "what the OS sandbox adds, paired per repetition (median [min to max]):",
+        "| sandboxed | against | in flight | p50 overhead ms | p99 overhead ms | calls/s ratio |",
+        lines,
+    )
     if set(DRIVERS) - set(drivers) - {"sdk/anchor", "toolbridge/base"} or 1 not in levels:
         return  # the breakdown needs every driver at 1 in flight
     at1 = {driver: statistics.median(c.p50 for c in rows[(driver, 1)]) for driver in DRIVERS}
@@ -549,8 +546,28 @@ def report(rows: dict[tuple[str, int], list[Cell]], args: argparse.Namespace, be
         ("(of which in process: bridge - spawn/product)", ["bridge"], ["spawn/product"]),
         ("total: toolbridge - spawn/anyio", ["toolbridge"], ["spawn/anyio"]),
     )
-    for label, plus, minus in parts:
-        print(f"| {label} | {sum(at1[d] for d in plus) - sum(at1[d] for d in minus):+.2f} |")
+    table(
+        "where the p50 at 1 in flight goes, from the median p50s of the first table:",
+        "| part | ms |",
+        [
+            f"| {label} | {sum(at1[d] for d in plus) - sum(at1[d] for d in minus):+.2f} |"
+            for label, plus, minus in parts
+        ],
+    )
+
+
+def table(title: str, header: str, lines: list[str]) -> None:
+    """A titled Markdown table, or nothing when the run has no row for it (its drivers were
+    not run)."""
+    if not lines:
+        return
+    print()
+    print(title)
+    print()
+    print(header)
+    print("|" + "---|" * header.count(" | ") + "---|")
+    for line in lines:
+        print(line)
 
 
 async def main() -> None:

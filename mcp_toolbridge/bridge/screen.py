@@ -56,6 +56,8 @@ def _size(value: Any, limit: int = 1 << 20) -> int:
         item = stack.pop()
         if isinstance(item, str):
             total += len(item) + 2
+        elif item is None:  # a call's absent parts: no ABC check (the slow one) for them
+            total += 8
         elif type(item) is dict or isinstance(item, Mapping):  # the ABC check only if not
             stack.extend(item.keys())
             stack.extend(item.values())

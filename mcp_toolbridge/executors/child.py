@@ -223,7 +223,7 @@ class WarmChild(Child):
             return
         code: int | None
         try:
-            code, _ = await self.warm.wait_exit()
+            code = await self.warm.wait_exit()
         except WarmLost:
             self.warm.end()  # its processes were killed with it
             code = _KILLED

@@ -71,7 +71,7 @@ class ProgressChannel:
             self._read, self._write = os.pipe()  # neither is inherited, but for pass_fds
             os.set_blocking(self._read, False)
         else:
-            self._read, self._write = -1, os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+            self._read, self._write = -1, _dev_null()
         self._pending = b""
         self._overlong = False
         self._scope: anyio.CancelScope | None = None
@@ -101,7 +101,8 @@ class ProgressChannel:
 
     def _close_write(self) -> None:
         if self._write >= 0:
-            os.close(self._write)
+            if self._read >= 0:  # else the server's one /dev/null: kept for the next call
+                os.close(self._write)
             self._write = -1
 
     async def serve(self) -> None:
@@ -172,3 +173,14 @@ class ProgressChannel:
             return False
         self._voice.line(level, text)
         return True
+
+
+_null: list[int] = []
+
+
+def _dev_null() -> int:
+    """The server's one descriptor of /dev/null for writing (close-on-exec, passed to each
+    unheard call's command at its own number): opened once, not once a call."""
+    if not _null:
+        _null.append(os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC))
+    return _null[0]

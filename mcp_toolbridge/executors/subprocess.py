@@ -304,13 +304,16 @@ async def _start(
     """The command started: in the launch's warm sandbox when it has one that still works,
     else spawned (in a fresh sandbox when sandboxed)."""
     if launch.warm is not None and launch.plan is not None:
-        try:
-            return WarmChild.start(launch.warm, launch.plan, stdin, pass_fds)
-        except WarmLost as exc:
+        if not await launch.warm.settled():  # its last call left something: it ended
             launch.warm.end()
-            if exc.sent:  # it may have started: never run a call twice
-                raise ExecSpawnError(f'cannot start "{program}": {exc}') from exc
-            # nothing was sent: the call goes on in a fresh sandbox
+        else:
+            try:
+                return WarmChild.start(launch.warm, launch.plan, stdin, pass_fds)
+            except WarmLost as exc:
+                launch.warm.end()
+                if exc.sent:  # it may have started: never run a call twice
+                    raise ExecSpawnError(f'cannot start "{program}": {exc}') from exc
+        # nothing was sent: the call goes on in a fresh sandbox
     info = launch.info
     argv = launch.fresh_argv()
     passed = (*pass_fds, info.write) if info is not None else tuple(pass_fds)

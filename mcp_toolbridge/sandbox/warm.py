@@ -5,17 +5,20 @@ CPU, and a network namespace's teardown more after the call. A tool called again
 the same sandbox every time (the same :attr:`~.bwrap.Plan.options`), so the server keeps one
 ready: bubblewrap runs ``zygote.py`` in it, which starts each call's command when the server
 sends it (its descriptors passed over a unix socket), ends every process the call left once its
-command exits, and reports whether the call left anything in the sandbox's private places. A
-sandbox is reused only when nothing was left (otherwise it ends, and the next call gets a fresh
-one), so a call in a warm sandbox sees what a call in a fresh sandbox sees.
+command exits, and then (once the call's status is sent: the answer does not wait for it)
+looks whether the call left anything in the sandbox's private places. A sandbox is reused only
+after its word that nothing was left (otherwise it ends, and the next call gets a fresh one),
+so a call in a warm sandbox sees what a call in a fresh sandbox sees.
 
 The pool: a sandbox is made for a set of options the second time a call needs it (a one-off
 never costs one) and after a call that found none of them ready (up to :data:`PER_KEY` a set,
 for calls in flight together, and :data:`TOTAL` in all); an idle one ends by itself after
 :data:`IDLE_S`. A program whose calls leave its sandbox unusable runs fresh for a while. A
-call never waits for one: it runs in a fresh sandbox when none is ready. Launches with a proxy
-(a profile granting specific hosts) are never warm: their proxy is per call; nor are those of
-a tool granted ``/`` for writing (the zygote's mount point would be made in the host's /run).
+call never waits for one to be made: it runs in a fresh sandbox when none is ready (it
+waits only for one still looking after its last call, :meth:`WarmSandbox.settled`). Launches
+with a proxy (a profile granting specific hosts) are never warm: their proxy is per call; nor
+are those of a tool granted ``/`` for writing (the zygote's mount point would be made in the
+host's /run).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import os
 import select
 import signal
 import socket
+import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
@@ -46,6 +50,12 @@ REQUEST_BYTES = 128 * 1024
 """A call whose command and environment need more than this runs in a fresh sandbox (one
 datagram carries them, and a socket's send buffer bounds a datagram)."""
 REAP_S = 1.0
+SETTLE_S = 5.0
+"""The longest a launch waits for a warm sandbox's word that its last call left nothing
+(the zygote's look at its private places: well under a millisecond of CPU)."""
+TIDY_S = 1.0
+"""A launch that finds a warm sandbox looks for ended ones at most this often (each look
+polls every idle sandbox's bubblewrap: a ``waitpid`` each)."""
 _SEEN = 256
 
 
@@ -83,7 +93,10 @@ class WarmSandbox:
         self.busy = False
         self.gone = False
         self.reusable = False
-        """Set by the end of a call that left the sandbox as it found it."""
+        """Set by the end of a call whose command exited (not killed with its sandbox)."""
+        self.settling = False
+        """After such a call, until the zygote says the call left nothing behind (ready
+        again): it looks after sending the exit, so the call's answer need not wait."""
         self.program: str | None = None
         """The program of the call it was last handed."""
 
@@ -107,6 +120,25 @@ class WarmSandbox:
         """Whether it can take a call now (without waiting)."""
         if self.gone or self.busy:
             return False
+        return self._heard()
+
+    async def settled(self) -> bool:
+        """Whether it is ready for the call it was taken for: after a call, the zygote's word
+        that the call left nothing behind, waited for (at most :data:`SETTLE_S`); False when
+        it ended instead (the call left something: the zygote ends the sandbox) or is
+        silent."""
+        if self.ready:
+            return not self.gone
+        with anyio.move_on_after(SETTLE_S):
+            while not self.gone and not self._heard():
+                try:
+                    await anyio.wait_readable(self.control)
+                except (OSError, anyio.ClosedResourceError):
+                    self.end()
+        return self.ready and not self.gone
+
+    def _heard(self) -> bool:
+        """Whether it has said it is ready (read without waiting); ends it when it is gone."""
         if self.proc.poll() is not None:
             self.end()
             return False
@@ -115,9 +147,10 @@ class WarmSandbox:
                 self.ready = bool(_decode(self.control.recv(4096)).get("ready"))
             except (BlockingIOError, InterruptedError):
                 return False
-            except (OSError, ValueError):
+            except (OSError, ValueError):  # the end of the stream (b""): the zygote ended
                 self.end()
                 return False
+            self.settling = not self.ready
         return self.ready
 
     def start(self, plan: Plan, fds: Sequence[tuple[int, int]]) -> None:
@@ -140,17 +173,19 @@ class WarmSandbox:
             raise WarmLost(f"the warm sandbox did not take the call ({exc})", sent=False) from exc
         self.program = plan.program
 
-    async def wait_exit(self) -> tuple[int, bool]:
+    async def wait_exit(self) -> int:
         """The command's status (128 + N when killed by signal N) once it and every process it
-        left are gone, and whether the sandbox is as it was before the call. Raises OSError as
-        ``execve`` would when the command could not be started, WarmLost when the sandbox
-        ended."""
+        left are gone. Raises OSError as ``execve`` would when the command could not be
+        started, WarmLost when the sandbox ended. The sandbox is then :attr:`settling`: the
+        zygote looks at its private places and says whether it is ready again."""
         reply = await self._receive()
         if "error" in reply:
             number, text, name = reply["error"]
             raise OSError(number, text, name)
-        self.reusable = reply.get("clean") is True
-        return int(reply["exit"]), self.reusable
+        code = int(reply["exit"])
+        self.ready = False
+        self.settling = self.reusable = True
+        return code
 
     def signal_group(self, signum: int) -> None:
         self._tell({"signal": int(signum)})
@@ -235,23 +270,28 @@ class WarmPool:
         self.taken = 0
         """Launches given a warm sandbox (one found lost before the hand-over falls back to a
         fresh sandbox)."""
+        self._tidied = float("-inf")
         weakref.finalize(self, _end_all, self.sandboxes)  # a pool dropped without close()
 
     def take(self, plan: Plan) -> WarmSandbox | None:
         """A ready sandbox for ``plan``, marked busy; None: run it in a fresh one."""
-        self._tidy()
+        now = time.monotonic()
+        if now >= self._tidied + TIDY_S:
+            self._tidy()
+            self._tidied = now
         cooling = self.cooling.get((plan.options, plan.program))
         if cooling is not None and cooling.skip > 0:
             cooling.skip -= 1
             return None
-        for sandbox in self._of(sandbox_key(plan)):
-            if sandbox.poll_ready():
-                if _request_bytes(plan) > REQUEST_BYTES:
-                    return None
-                sandbox.busy = True
-                self.taken += 1
-                return sandbox
-        return None
+        ours = list(self._of(sandbox_key(plan)))
+        chosen = next((s for s in ours if self._poll(s)), None) or next(
+            (s for s in ours if s.settling and not s.busy and not s.gone), None
+        )  # one still looking after its last call: see WarmSandbox.settled
+        if chosen is None or _request_bytes(plan) > REQUEST_BYTES:
+            return None
+        chosen.busy = True
+        self.taken += 1
+        return chosen
 
     def missed(self, plan: Plan) -> None:
         """A launch of ``plan`` ran in a fresh sandbox: warm one for the next when it is
@@ -259,13 +299,15 @@ class WarmPool:
         is room."""
         if self.closed or self.spawn is None or not self.enabled:
             return
+        self._tidy()  # the count below is of sandboxes not ended
         launches = self.seen.pop(plan.options, 0) + 1
         self.seen[plan.options] = launches
         _bound(self.seen)
         if launches < 2 or len(self.sandboxes) >= self.total or not _warmable(plan.options):
             return
         ours = list(self._of(sandbox_key(plan)))
-        if len(ours) >= self.per_key or any(s.poll_ready() for s in ours):
+        ready = [self._poll(s) for s in ours]  # each looked at: a strike for one ended
+        if len(ours) >= self.per_key or any(ready):
             return  # at the cap, or one is ready (this launch was not given it: see take)
         try:
             self.sandboxes.append(WarmSandbox.spawn(plan, self.python, self.spawn))
@@ -281,6 +323,20 @@ class WarmPool:
         if sandbox.reusable and not self.closed and not sandbox.gone:
             return
         sandbox.end()
+        self._strike(sandbox)
+        self._tidy()
+
+    def _poll(self, sandbox: WarmSandbox) -> bool:
+        """``sandbox.poll_ready()``; a strike when it ended after a call instead (see
+        :meth:`give_back`)."""
+        ready = sandbox.poll_ready()
+        if sandbox.gone and sandbox.settling:
+            self._strike(sandbox)
+        return ready
+
+    def _strike(self, sandbox: WarmSandbox) -> None:
+        """Its last call's program left it unusable: that program runs fresh for a while."""
+        sandbox.settling = False
         if sandbox.program is not None and not self.closed:
             key = (sandbox.options, sandbox.program)
             cooling = self.cooling.pop(key, None) or _Cooling()
@@ -288,7 +344,6 @@ class WarmPool:
             cooling.skip = 2**cooling.strikes
             self.cooling[key] = cooling
             _bound(self.cooling)
-        self._tidy()
 
     def close(self) -> None:
         """End the warm sandboxes (the server is stopping, or reloaded): the idle ones now,
@@ -307,6 +362,8 @@ class WarmPool:
         for sandbox in self.sandboxes:
             if not sandbox.busy and not sandbox.gone and sandbox.proc.poll() is not None:
                 sandbox.end()
+                if sandbox.settling:
+                    self._strike(sandbox)
         self.sandboxes[:] = [s for s in self.sandboxes if not s.ended]
 
 

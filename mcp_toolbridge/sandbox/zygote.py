@@ -14,11 +14,14 @@ the server may send ``{"signal": N}`` (to the command's process group) and ``{"k
 (to every process of the sandbox). When the command exits, everything else left in the
 sandbox is killed and waited for (this process is the sandbox's sub-reaper, so every orphan
 is its child), then it answers ``{"exit": STATUS}`` (128 + N for a command killed by signal
-N, as a shell reports it, and as a sandbox made for one call reports it too) with
-``"clean": false`` when the call left anything behind in the sandbox's private places (the
+N, as a shell reports it, and as a sandbox made for one call reports it too). Only then does
+it look whether the call left anything behind in the sandbox's private places (the
 PRIVATE_ROOTs: its own ``/``, ``/tmp``, ``/dev`` and home folder, which are not bind mounts
-of the host; or a System V IPC object). The server does not reuse a sandbox that is not
-clean: the next call starts in a fresh one. Nor one left idle for IDLE_S seconds: it ends.
+of the host; or a System V IPC object), so that the call's answer does not wait for the
+look: when nothing was left it says ``{"ready": true}`` again (as when it was set up), else
+it ends, and the sandbox with it. The server hands a sandbox its next call only after that
+word (and runs the call in a fresh sandbox when the sandbox ended instead). Nor is one left
+idle for IDLE_S seconds reused: it ends.
 
 Processes started here cannot trace or read this one (it is not dumpable). They can signal it,
 being the same user: that ends the warm sandbox, and with it their own call, nothing else.
@@ -47,6 +50,7 @@ from typing import Any
 MESSAGE_BYTES = 1024 * 1024
 MAX_FDS = 16
 MAX_ENTRIES = 10_000
+READY = b'{"ready": true}'
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 SHM_INFO, MSG_INFO, SEM_INFO = 14, 12, 19
@@ -58,23 +62,32 @@ def prctl(option: int, value: int) -> None:
         raise OSError(ctypes.get_errno(), f"prctl({option})")
 
 
+BUFFER = bytearray(MESSAGE_BYTES)
+"""Every message is read into this one buffer: ``recvmsg`` would map (and unmap) a fresh
+megabyte for each."""
+ANCILLARY_BYTES = socket.CMSG_SPACE(MAX_FDS * array.array("i").itemsize)
+RECEIVE_FLAGS = int(socket.MSG_CMSG_CLOEXEC)
+"""A plain int: or-ing the enum flag with another runs the enum module's Python a call."""
+
+
 def receive(control: socket.socket, flags: int = 0) -> tuple[dict[str, Any], list[int]]:
     fds = array.array("i")
-    data, ancillary, _, _ = control.recvmsg(
-        MESSAGE_BYTES,
-        socket.CMSG_SPACE(MAX_FDS * fds.itemsize),
-        socket.MSG_CMSG_CLOEXEC | flags,
-    )
+    size, ancillary, _, _ = control.recvmsg_into([BUFFER], ANCILLARY_BYTES, RECEIVE_FLAGS | flags)
     for level, kind, payload in ancillary:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
             fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
-    if not data:
+    if not size:
         raise EOFError
-    return json.loads(data), list(fds)
+    return json.loads(BUFFER[:size]), list(fds)
 
 
 def answer(control: socket.socket, message: dict[str, Any]) -> None:
     control.send(json.dumps(message).encode())
+
+
+def answer_exit(control: socket.socket, status: int) -> None:
+    """``{"exit": status}``, written out without the JSON encoder."""
+    control.send(b'{"exit": %d}' % status)
 
 
 class Places:
@@ -149,13 +162,15 @@ def _ipc_objects() -> tuple[int, ...]:
     them: shared memory segments (``shmctl(SHM_INFO)``: ``used_ids``), message queues
     (``msgctl(MSG_INFO)``: ``msgpool``) and semaphore sets (``semctl(SEM_INFO)``: ``semusz``);
     -1 where a count cannot be read."""
-    info = (ctypes.c_int * 32)()  # larger than each of shm_info, msginfo and seminfo
-    counts = [LIBC.shmctl(0, SHM_INFO, info) >= 0 and info[0]]
-    ctypes.memset(info, 0, ctypes.sizeof(info))
-    counts.append(LIBC.msgctl(0, MSG_INFO, info) >= 0 and info[0])
-    ctypes.memset(info, 0, ctypes.sizeof(info))
-    counts.append(LIBC.semctl(0, 0, SEM_INFO, info) >= 0 and info[7])
-    return tuple(-1 if count is False else int(count) for count in counts)
+    info = _IPC_INFO  # each call that succeeds writes its whole structure over it
+    shm = info[0] if LIBC.shmctl(0, SHM_INFO, info) >= 0 else -1
+    msg = info[0] if LIBC.msgctl(0, MSG_INFO, info) >= 0 else -1
+    sem = info[7] if LIBC.semctl(0, 0, SEM_INFO, info) >= 0 else -1
+    return (shm, msg, sem)
+
+
+_IPC_INFO = (ctypes.c_int * 32)()
+"""Larger than each of ``shm_info``, ``msginfo`` and ``seminfo``."""
 
 
 def _state(info: os.stat_result) -> tuple[int, int, int, int, int]:
@@ -254,16 +269,19 @@ def run(
     return 128 - code if code < 0 else code
 
 
-def next_request(control: socket.socket, idle_s: float) -> tuple[dict[str, Any], list[int], bool]:
+def next_request(
+    control: socket.socket, poller: select.poll, idle_s: float
+) -> tuple[dict[str, Any], list[int], bool]:
     """The next call, and whether it is the last: after ``idle_s`` without one, reading is shut
     down (the server's next send fails, so it runs that call in a fresh sandbox) and a call
-    sent just before that is the last one served. Raises EOFError when there is none."""
-    if select.select([control], [], [], idle_s)[0]:
+    sent just before that is the last one served. Raises EOFError when there is none.
+    ``poller`` watches ``control`` only."""
+    if poller.poll(idle_s * 1000):
         request, fds = receive(control)
         return request, fds, False
     control.shutdown(socket.SHUT_RD)
     try:
-        request, fds = receive(control, socket.MSG_DONTWAIT)
+        request, fds = receive(control, int(socket.MSG_DONTWAIT))
     except BlockingIOError:
         raise EOFError from None
     return request, fds, True
@@ -290,10 +308,10 @@ def main() -> None:
     clean = Places(roots)
     poller = select.poll()
     poller.register(control, select.POLLIN)
-    answer(control, {"ready": True})
+    control.send(READY)
     while True:
         try:
-            request, fds, last = next_request(control, idle_s)
+            request, fds, last = next_request(control, poller, idle_s)
         except (EOFError, OSError):
             return
         if "program" not in request:  # a signal for a call that has ended: nothing to do
@@ -308,10 +326,10 @@ def main() -> None:
             if last:
                 return
             continue
-        now_clean = not last and clean.same()
-        answer(control, {"exit": status, "clean": now_clean})
-        if not now_clean:
-            return
+        answer_exit(control, status)  # the call's answer need not wait for the look below
+        if last or not clean.same():
+            return  # the sandbox ends with this process: the server sees the socket's end
+        control.send(READY)
 
 
 if __name__ == "__main__":

@@ -193,6 +193,27 @@ async def test_an_unobserved_progress_channel_costs_the_tool_nothing(tmp_path: P
     assert result.ok and result.value["env"]["TOOLBRIDGE_PROGRESS_FD"].isdigit()
 
 
+async def test_unobserved_calls_one_after_another_and_together_each_get_a_channel(
+    tmp_path: Path,
+) -> None:
+    """The /dev/null behind an unobserved channel is the server's one descriptor: a call that
+    ends does not close it under the next call, nor under calls running beside it."""
+    lines = [[n, 100, None] for n in range(50)]
+    for name in ("row", "beside-0", "beside-1", "beside-2"):
+        (tmp_path / name).mkdir()
+    results = [await _run(tmp_path / "row", {"progress": lines}, None) for _ in range(3)]
+    together: list[ExecResult] = []
+
+    async def one(folder: Path) -> None:
+        together.append(await _run(folder, {"progress": lines}, None))
+
+    async with anyio.create_task_group() as group:
+        for n in range(3):
+            group.start_soon(one, tmp_path / f"beside-{n}")
+    for result in results + together:
+        assert result.ok and result.value["args"]["progress"] == lines
+
+
 @pytest.mark.parametrize("listens", [False, True])
 async def test_more_than_a_pipe_holds_on_the_channel_never_blocks_the_tool(
     tmp_path: Path, listens: bool

@@ -60,9 +60,25 @@ async def test_what_a_call_leaves_never_reaches_the_next(box: Box, leave: str) -
     before = report(await box.python(LOOK))
     planted = await box.python("import os\n" + LEFTOVERS[leave] + "\nprint('[]')")
     assert planted.exit_code == 0, planted.stderr_tail.decode()
-    assert not [s for s in pool.sandboxes if not s.gone], "the sandbox it dirtied was kept"
+    (dirtied,) = [s for s in pool.sandboxes if s.settling]  # its zygote looks after the exit
+    await _ended(dirtied)  # found what the call left, and ended the sandbox
+    assert not dirtied.poll_ready() and dirtied.gone, "the sandbox it dirtied was kept"
     box.warm = False  # the next call may run fresh or warm: either way it sees nothing
     assert report(await box.python(LOOK)) == before
+
+
+async def test_a_call_right_after_one_that_left_something_never_sees_it(box: Box) -> None:
+    """The zygote answers a call before it looks at what the call left; the next call, sent
+    at once (when the sandbox may still be looking), waits for that look and runs in a
+    fresh sandbox when it found something."""
+    pool = box.confine().sandbox.warm
+    before = report(await box.python(LOOK))
+    planted = await box.python("import os\n" + LEFTOVERS["tmp"] + "\nprint('[]')")
+    assert planted.exit_code == 0, planted.stderr_tail.decode()
+    (dirtied,) = [s for s in pool.sandboxes if s.settling]
+    box.warm = False  # fresh or warm: either way it sees nothing
+    assert report(await box.python(LOOK)) == before
+    assert dirtied.gone  # the launch looked at it (or took it and waited for its word)
 
 
 async def test_the_zygote_cannot_be_read_by_the_calls_it_starts(box: Box) -> None:
@@ -275,6 +291,16 @@ async def test_stdin_larger_than_a_pipe_arrives_whole_in_a_warm_sandbox(box: Box
     assert outcome.stdout.strip() == str(len(data)).encode()
 
 
+async def _ended(sandbox: warm.WarmSandbox) -> None:
+    """Until the sandbox's bubblewrap exits (its zygote has ended)."""
+    pidfd = os.pidfd_open(sandbox.proc.pid)
+    try:
+        with anyio.fail_after(10):
+            await anyio.wait_readable(pidfd)
+    finally:
+        os.close(pidfd)
+
+
 async def test_an_idle_warm_sandbox_ends_by_itself(
     box: Box, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -290,8 +316,11 @@ async def test_an_idle_warm_sandbox_ends_by_itself(
         os.close(pidfd)
     taken = pool.taken
     box.warm = False
+    pool.total = 1  # the ended one must not count: the fresh launch warms the next
     assert report(await box.python("print('[2]')")) == [2]
     assert pool.taken == taken  # nothing ready: a fresh sandbox, at once
+    assert idle not in pool.sandboxes and idle.ended  # forgotten, and bubblewrap reaped
+    assert [s for s in pool.sandboxes if not s.gone], "no sandbox warmed for the next call"
 
 
 async def test_a_warm_sandbox_lost_before_the_hand_over_falls_back_to_a_fresh_one(
@@ -337,7 +366,9 @@ async def test_a_program_that_leaves_things_behind_runs_fresh_and_others_stay_wa
         await until_ready()
         taken = pool.taken
         await run(*dirty)  # warm, and leaves it unusable: it ends
-        assert pool.taken == taken + 1 and not [s for s in pool.sandboxes if not s.gone]
+        assert pool.taken == taken + 1
+        (dirtied,) = [s for s in pool.sandboxes if s.settling]
+        await _ended(dirtied)
         await run(*clean)  # fresh; a new warm sandbox is made for the options
         await until_ready()
         await run(*dirty)  # this program now runs fresh

@@ -130,10 +130,12 @@ class WarmSandbox:
         if self.ready:
             return not self.gone
         with anyio.move_on_after(SETTLE_S):
-            while not self.gone and not self._heard():
+            # `_heard` ends a sandbox it finds gone (its socket then closed): look at `gone`
+            # after it, never wait on a closed socket
+            while not self._heard() and not self.gone:
                 try:
                     await anyio.wait_readable(self.control)
-                except (OSError, anyio.ClosedResourceError):
+                except (OSError, ValueError, anyio.ClosedResourceError):
                     self.end()
         return self.ready and not self.gone
 

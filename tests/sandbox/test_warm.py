@@ -81,6 +81,21 @@ async def test_a_call_right_after_one_that_left_something_never_sees_it(box: Box
     assert dirtied.gone  # the launch looked at it (or took it and waited for its word)
 
 
+async def test_a_launch_that_finds_its_sandbox_already_ended_runs_fresh(box: Box) -> None:
+    """The sandbox a call dirtied has ended (its bubblewrap exited) before the next launch
+    asks whether it is ready: the answer is no, and that call runs in a fresh sandbox (the
+    closed socket is never waited on)."""
+    pool = box.confine().sandbox.warm
+    before = report(await box.python(LOOK))
+    planted = await box.python("import os\n" + LEFTOVERS["tmp"] + "\nprint('[]')")
+    assert planted.exit_code == 0, planted.stderr_tail.decode()
+    (dirtied,) = [s for s in pool.sandboxes if s.settling]
+    await _ended(dirtied)  # exited, not yet seen: the next look finds it gone
+    assert not await dirtied.settled() and dirtied.gone
+    box.warm = False
+    assert report(await box.python(LOOK)) == before
+
+
 async def test_the_zygote_cannot_be_read_by_the_calls_it_starts(box: Box) -> None:
     script = (
         "import json, os\n"

@@ -27,6 +27,7 @@ from mcp_toolbridge.cache.opening import (
     folder_inputs,
     forget,
     handed_over,
+    real_input,
     take,
 )
 
@@ -50,5 +51,6 @@ __all__ = [
     "folder_inputs",
     "forget",
     "handed_over",
+    "real_input",
     "take",
 ]

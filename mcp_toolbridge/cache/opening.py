@@ -9,8 +9,10 @@ A snapshot is trusted only for exactly what its answers were a function of:
   (whatever the catalog, the policy and the settings read of it), the interpreter and the
   user; its header (every cache file's): this package's version and source;
 - its inputs, checked at every use: every manifest folder's listing, every file the loaders
-  read or probed (their own records), the policy, secrets and project policy files; a file
-  is compared by its signature when it had settled when it was read, else by its bytes;
+  read or probed (their own records), the policy, secrets and project policy files, the
+  real folder each folder the policy names (the workspace, ``{user-data}``, ``{ad-hoc}``)
+  stands for (a link moved to another project is a miss); a file is compared by its
+  signature when it had settled when it was read, else by its bytes;
 - each request as the client wrote it, id aside (method and params: the protocol era, the
   client's capabilities and version), in order, nothing unrecorded before it.
 
@@ -51,7 +53,8 @@ Signature = tuple[int, int, int, int, int]
 Input = tuple[str, str, object, object]
 """("read", path, BLAKE3 of its bytes or None when unreadable, its signature when settled),
 ("probe", path, whether it is a file, None), ("folder", path, digest of its listing,
-None), or ("entry", path, "-" for nothing there, None)."""
+None), ("entry", path, "-" for nothing there, None), or ("real", path, the path it resolves
+to through its links, None)."""
 Exchange = tuple[str, str | None]
 """A client message (its canonical JSON, id aside) and, for a request, the result the SDK
 answered (JSON text as written); None for a notification."""
@@ -128,6 +131,12 @@ def file_input(path: str | Path) -> Input:
     return ("read", where, blake3(data).digest(), _signature(before) if settled else None)
 
 
+def real_input(path: str | Path) -> Input:
+    """A path with what it resolves to now: the folder it stands for, through its links."""
+    where = os.path.abspath(path)
+    return ("real", where, os.path.realpath(where), None)
+
+
 def _scan(path: str) -> tuple[bytes | None, list[tuple[str, bool]]]:
     """A digest of a folder's listing (None: not a readable folder), and its subfolders
     (whether each is a symbolic link)."""
@@ -187,6 +196,9 @@ def unchanged(inputs: Iterable[Input]) -> bool:
                 return False
         elif kind == "probe":
             if os.path.isfile(path) != value:
+                return False
+        elif kind == "real":
+            if os.path.realpath(path) != value:
                 return False
         elif not _same_file(path, value, settled):
             return False

@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
+import platformdirs
 
 import mcp_toolbridge.policy
 from mcp_toolbridge.builtins import default_skill_dirs
@@ -29,6 +30,7 @@ from mcp_toolbridge.cache import (
     folder_input,
     folder_inputs,
     handed_over,
+    real_input,
 )
 from mcp_toolbridge.cache import Input as Input  # serve names it
 from mcp_toolbridge.cli.reload import Publisher, left_out_lines
@@ -215,16 +217,22 @@ def first_error(group: BaseExceptionGroup[BaseException]) -> ToolbridgeError | N
 PROJECT_POLICY = Path(".toolbridge") / "policy.toml"
 """policy/file.py's: the rules a project adds (read from the workspace at start)."""
 SKILL_FILE = "SKILL.md"
+DATA_NAME = "mcp-toolbridge"
+"""runtime.py's: the user data folder ``{user-data}`` stands for."""
 
 
 def inputs_before(settings: Settings) -> list[Input] | None:
     """The inputs of this start's opening, taken now, before the load (a change made
     meanwhile is then a miss next time, never a stale answer): the manifest folders' listings,
-    the policy, secrets and project policy files, and the skills the skill tool lists. None
-    when the start keeps none (not started through the entry point's front, no cache)."""
+    the policy, secrets and project policy files, the skills the skill tool lists, and the
+    real folders the policy's variables stand for (``--workspace``, ``--ad-hoc`` and the
+    user data folder may be links, moved to another folder between two starts). None when
+    the start keeps none (not started through the entry point's front, no cache)."""
     if handed_over() is None or not settings.cache:
         return None
     found = folder_inputs(settings.manifest_paths())
+    linked = [settings.workspace, *settings.ad_hoc, platformdirs.user_data_dir(DATA_NAME)]
+    found += [real_input(path) for path in linked if path is not None]
     for path in (settings.policy_file, settings.secrets_file):
         if path is not None:
             found.append(file_input(path))

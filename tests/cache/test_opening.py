@@ -9,7 +9,14 @@ from pathlib import Path
 
 import mcp_types as types
 
-from mcp_toolbridge.cache import CacheFolder, Handoff, Recorder, file_input, folder_inputs
+from mcp_toolbridge.cache import (
+    CacheFolder,
+    Handoff,
+    Recorder,
+    file_input,
+    folder_inputs,
+    real_input,
+)
 from mcp_toolbridge.cache.opening import (
     KIND,
     answer_line,
@@ -142,6 +149,23 @@ def test_inputs_hold_until_a_file_or_a_listing_changes(tmp_path: Path) -> None:
     assert not unchanged(policy)
 
 
+def test_a_link_is_an_input_by_the_folder_it_names(tmp_path: Path) -> None:
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "one", target_is_directory=True)
+    inputs = [real_input(link), real_input(tmp_path / "absent")]
+    assert unchanged(inputs)
+    link.unlink()
+    link.symlink_to(tmp_path / "two", target_is_directory=True)
+    assert not unchanged(inputs)
+    link.unlink()
+    link.symlink_to(tmp_path / "one", target_is_directory=True)
+    assert unchanged(inputs)
+    (tmp_path / "absent").symlink_to(tmp_path / "one", target_is_directory=True)
+    assert not unchanged(inputs)
+
+
 def test_a_snapshot_the_server_answers_otherwise_is_forgotten(tmp_path: Path) -> None:
     folder = CacheFolder(tmp_path)
     folder.write("opening-x.bin", KIND, "anything")
@@ -158,6 +182,17 @@ def test_a_snapshot_the_server_answers_otherwise_is_forgotten(tmp_path: Path) ->
     answer = types.JSONRPCResponse(jsonrpc="2.0", id="p", result={"tools": []})
     assert _Seen(None, same).answered_before(answer, answer.model_dump_json(by_alias=True))
     assert folder.path("opening-y.bin").exists()
+    # A 2026-07-28 list (stateless): no notification reaches a client that has no listen
+    # stream open yet, but the snapshot is forgotten all the same, so the next start is right.
+    folder.write("opening-z.bin", KIND, "anything")
+    meta = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}
+    modern = json.dumps({"jsonrpc": "2.0", "id": "q", "method": "tools/list", "params": meta})
+    later = Handoff(tmp_path, "opening-z.bin", replayed=[(modern, "q", '{"tools":[]}')])
+    seen = _Seen(None, later)
+    message = types.JSONRPCResponse(jsonrpc="2.0", id="q", result={"tools": [1]})
+    assert seen.answered_before(message, message.model_dump_json(by_alias=True) + "\n")
+    assert not folder.path("opening-z.bin").exists()
+    assert not seen.list_changed
 
 
 def test_the_end_of_stdin_keeps_the_opening_at_once_when_it_is_answered(tmp_path: Path) -> None:

@@ -244,3 +244,28 @@ async def test_a_malformed_line_and_a_cancellation_on_a_warm_start_are_answered_
         assert called["result"]["structuredContent"] == {"echo": {"text": "x"}}
         assert [m.get("id") for m in server.seen] == [0, 1, None, 2]
         assert ANSWERED in server.stderr()
+
+
+async def test_a_workspace_link_pointed_elsewhere_is_never_answered_from_it(
+    tmp_path: Path,
+) -> None:
+    """``--workspace LINK`` is the folder the link names at each start: a link moved to another
+    project (whose policy denies a tool) is a miss, though the command line and the files
+    recorded for the first project are unchanged."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    (second / ".toolbridge").mkdir(parents=True)
+    first.mkdir()
+    (second / ".toolbridge" / "policy.toml").write_text(
+        '[[rules]]\npermission = "echo"\naction = "deny"\n', encoding="utf-8"
+    )
+    link = tmp_path / "current"
+    link.symlink_to(first, target_is_directory=True)
+    args = (str(_catalog(tmp_path)), "--workspace", str(link))
+    await _start(tmp_path, *args)
+    assert (await _start(tmp_path, *args))[2] is True
+
+    link.unlink()
+    link.symlink_to(second, target_is_directory=True)
+    moved = await _start(tmp_path, *args)
+    assert moved[2] is False
+    assert "echo" not in _descriptions(moved[1])

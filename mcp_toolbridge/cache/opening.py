@@ -139,14 +139,20 @@ def real_input(path: str | Path) -> Input:
 
 def _scan(path: str) -> tuple[bytes | None, list[tuple[str, bool]]]:
     """A digest of a folder's listing (None: not a readable folder), and its subfolders
-    (whether each is a symbolic link)."""
+    (whether each is a symbolic link). A link counts with the real path it leads to: the
+    loaders read two links to one manifest once, so the other's target is no file read."""
     try:
         with os.scandir(path) as entries:
             listed = [(e.name, e.is_dir(), e.is_symlink()) for e in entries]
     except OSError:
         return None, []
-    found = digest(*sorted(f"{name}/{int(is_dir)}" for name, is_dir, _ in listed))
+    found = digest(*sorted(_listed(path, *entry) for entry in listed))
     return found, [(os.path.join(path, name), link) for name, is_dir, link in listed if is_dir]
+
+
+def _listed(folder: str, name: str, is_dir: bool, link: bool) -> str:
+    target = os.path.realpath(os.path.join(folder, name)) if link else ""
+    return f"{name}/{int(is_dir)}/{target}"
 
 
 def _listing(path: str) -> bytes | None:

@@ -243,7 +243,8 @@ def inputs_before(settings: Settings) -> list[Input] | None:
     for root in skills:
         found.append(folder_input(root))
         if root.is_dir():
-            found += [file_input(sub / SKILL_FILE) for sub in sorted(root.iterdir())]
+            for sub in sorted(root.iterdir()):  # by content, and where a link leads (kept in)
+                found += [file_input(sub / SKILL_FILE), real_input(sub / SKILL_FILE)]
     return found
 
 

@@ -164,6 +164,14 @@ def test_a_link_is_an_input_by_the_folder_it_names(tmp_path: Path) -> None:
     assert unchanged(inputs)
     (tmp_path / "absent").symlink_to(tmp_path / "one", target_is_directory=True)
     assert not unchanged(inputs)
+    (tmp_path / "one" / "a.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "one" / "b.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "two" / "tools.json").symlink_to(tmp_path / "one" / "a.json")
+    listed = folder_inputs([tmp_path / "two"])
+    assert unchanged(listed)
+    (tmp_path / "two" / "tools.json").unlink()
+    (tmp_path / "two" / "tools.json").symlink_to(tmp_path / "one" / "b.json")
+    assert not unchanged(listed)  # the same names, a link leading elsewhere
 
 
 def test_a_snapshot_the_server_answers_otherwise_is_forgotten(tmp_path: Path) -> None:

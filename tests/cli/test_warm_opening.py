@@ -269,3 +269,27 @@ async def test_a_workspace_link_pointed_elsewhere_is_never_answered_from_it(
     moved = await _start(tmp_path, *args)
     assert moved[2] is False
     assert "echo" not in _descriptions(moved[1])
+
+
+async def test_a_manifest_link_pointed_elsewhere_is_never_answered_from_it(
+    tmp_path: Path,
+) -> None:
+    """Two manifest links to one file are loaded once (by their real path): the second is
+    never read, so only the folder's listing can tell that it now names another manifest."""
+    sources = {}
+    for name in ("echo", "shout"):
+        sources[name] = tmp_path / f"{name}.json"
+        sources[name].write_text(json.dumps({"tools": [echo_tool(name)]}), encoding="utf-8")
+    catalog = tmp_path / "catalog"
+    for sub in ("one", "two"):
+        agentcli_manifest(catalog / sub, [], {"echo": ECHO, "shout": ECHO}).unlink()
+        (catalog / sub / "tools.json").symlink_to(sources["echo"])
+    args = (str(catalog), "--workspace", str(tmp_path))
+    await _start(tmp_path, *args)
+    assert (await _start(tmp_path, *args))[2] is True
+
+    (catalog / "two" / "tools.json").unlink()
+    (catalog / "two" / "tools.json").symlink_to(sources["shout"])
+    moved = await _start(tmp_path, *args)
+    assert moved[2] is False
+    assert {"echo", "shout"} <= set(_descriptions(moved[1]))

@@ -293,3 +293,19 @@ async def test_a_manifest_link_pointed_elsewhere_is_never_answered_from_it(
     moved = await _start(tmp_path, *args)
     assert moved[2] is False
     assert {"echo", "shout"} <= set(_descriptions(moved[1]))
+
+
+async def test_a_truncated_or_foreign_snapshot_is_a_miss_and_written_anew(tmp_path: Path) -> None:
+    """The snapshot is a cache file as any other: MAC'd under the user's key, so a file cut
+    short, or written by someone without the key, is never answered from."""
+    args = (str(_catalog(tmp_path)), "--workspace", str(tmp_path))
+    cold = await _start(tmp_path, *args)
+    (snapshot,) = (tmp_path / ".cache" / "mcp-toolbridge").glob("opening-*.bin")
+    whole = snapshot.read_bytes()
+    snapshot.write_bytes(whole[: len(whole) // 2])
+    assert await _start(tmp_path, *args) == (cold[0], cold[1], False)
+    assert (await _start(tmp_path, *args))[2] is True  # the miss wrote it anew
+    forged = bytearray(snapshot.read_bytes())
+    forged[-8] ^= 1  # a byte of the recorded answers changed, the MAC not remade
+    snapshot.write_bytes(bytes(forged))
+    assert await _start(tmp_path, *args) == (cold[0], cold[1], False)

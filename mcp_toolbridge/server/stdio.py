@@ -41,6 +41,7 @@ from typing import BinaryIO, Literal
 import anyio
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.server.subscriptions import InMemorySubscriptionBus, ServerEvent, ToolsListChanged
 from mcp.shared.message import SessionMessage
 
 from mcp_toolbridge.cache import Handoff, forget, take
@@ -77,6 +78,7 @@ async def stdio_transport(
     grace_s: float = EOF_GRACE_S,
     on_eof: Callable[[], None] | None = None,
     recorder: Recorder | None = None,
+    bus: object = None,
 ) -> AsyncIterator[Streams]:
     """Serve the process's stdin and stdout (or the given binary streams, which are used as
     they are) until stdin ends and the requests read are answered (at most ``grace_s``
@@ -85,7 +87,9 @@ async def stdio_transport(
     shutdown). ``recorder`` keeps the session's opening (cache/opening.py); what a warm
     start's front answered before this process served (cache/front.py) is taken over: the
     bytes it read ahead come first, the messages it answered are given to the server again
-    and the server's answers to them are not written (they were), only compared."""
+    and the server's answers to them are not written (they were), only compared. ``bus``:
+    the server's listen streams' bus; a :class:`StaleList` is told when a 2026 list the
+    front sent differs from the server's."""
     restores: list[Callable[[], None]] = []
     handoff = take() if stdin is None else None
     try:
@@ -99,7 +103,7 @@ async def stdio_transport(
         else:
             readline = line_reader(stdin, restores)
         write = writer(stdout, restores)
-        seen = _Seen(recorder, handoff)
+        seen = _Seen(recorder, handoff, bus if isinstance(bus, StaleList) else None)
         to_server, from_client = anyio.create_memory_object_stream[ReadItem](0)
         to_client, from_server = anyio.create_memory_object_stream[SessionMessage](0)
         async with anyio.create_task_group() as tg:
@@ -196,6 +200,8 @@ async def _pass_on(
             await to_client.send(SessionMessage(reply))
         await to_server.send(exc)
         return
+    if seen.stale is not None and getattr(message, "method", None) == "tools/list":
+        seen.stale.stale = False  # listed again: what it gets now is the server's own
     exchange.read(message)
     await to_server.send(SessionMessage(message))
 
@@ -216,6 +222,8 @@ async def _write_frames(
             elif seen.list_changed:  # the list sent is not the one served: say so (2025)
                 seen.list_changed = False
                 await write(LIST_CHANGED)
+            elif seen.stale is not None and seen.stale.stale:  # 2026: on its listen streams
+                await seen.stale.publish(ToolsListChanged())
             exchange.written(item.message)
 
 
@@ -226,8 +234,11 @@ MODERN_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 class _Seen:
     """The session's opening: kept by the recorder, and what a front answered before."""
 
-    def __init__(self, recorder: Recorder | None, handoff: Handoff | None) -> None:
+    def __init__(
+        self, recorder: Recorder | None, handoff: Handoff | None, stale: StaleList | None = None
+    ) -> None:
         self.recorder = recorder
+        self.stale = stale
         self._handoff = handoff
         replayed = handoff.replayed if handoff is not None else []
         self._sent = {i: r for _, i, r in replayed if i}
@@ -258,7 +269,28 @@ class _Seen:
             meta = (request.get("params") or {}).get("_meta") or {}
             legacy = MODERN_VERSION_KEY not in meta
             self.list_changed = request.get("method") == "tools/list" and legacy
+            if request.get("method") == "tools/list" and not legacy and self.stale is not None:
+                self.stale.stale = True
         return True
+
+
+class StaleList(InMemorySubscriptionBus):
+    """The listen streams' bus of a stdio server whose front may answer a 2026 client's
+    list. A 2026-07-28 client hears of a change only on a listen stream, and one it opens
+    after the server found the front's list differed from its own would hear nothing: until
+    the client lists again, every stream that opens is given ``tools/list_changed`` first
+    (buffered before its acknowledgement, which still comes first), so it lists again."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stale = False
+        """The client holds a list the server would not answer (till its next tools/list)."""
+
+    def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
+        unsubscribe = super().subscribe(listener)
+        if self.stale:
+            listener(ToolsListChanged())
+        return unsubscribe
 
 
 def reply_to_invalid(text: str) -> types.JSONRPCError | None:

@@ -52,7 +52,7 @@ from mcp_toolbridge.server.outputs import (
 )
 from mcp_toolbridge.server.replicas import CallsRunning, Replica, SharedBus, call_lease
 from mcp_toolbridge.server.roots import RootsChanged, RootsFollower
-from mcp_toolbridge.server.stdio import Recorder, stdio_transport
+from mcp_toolbridge.server.stdio import Recorder, StaleList, stdio_transport
 from mcp_toolbridge.server.wire import Published, to_result
 
 if TYPE_CHECKING:
@@ -136,7 +136,7 @@ class ToolbridgeServer:
         """An opaque session id per Mcp-Session-Id: the header value is never logged."""
         self._on_session_end = on_session_end
         self._list_cache: dict[tuple[bool, str | None, str | None, Hashable], HandlerResult] = {}
-        self._bus: InMemorySubscriptionBus | SharedBus = InMemorySubscriptionBus()
+        self._bus: InMemorySubscriptionBus | SharedBus = StaleList()
         if replica is not None:
             self._bus = replica.bus
             replica.bus.digest = self.listing_digest
@@ -489,7 +489,7 @@ class ToolbridgeServer:
         """Serve this connection over the process's stdin and stdout until EOF (``recorder``
         keeps its opening). A client gone away (a broken pipe) ends the session the same way."""
         try:
-            streams = stdio_transport(on_eof=self.stopping, recorder=recorder)
+            streams = stdio_transport(on_eof=self.stopping, recorder=recorder, bus=self._bus)
             async with streams as (read_stream, write_stream):
                 await self.server.run(
                     read_stream, write_stream, self.server.create_initialization_options()

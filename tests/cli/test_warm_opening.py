@@ -309,3 +309,56 @@ async def test_a_truncated_or_foreign_snapshot_is_a_miss_and_written_anew(tmp_pa
     forged[-8] ^= 1  # a byte of the recorded answers changed, the MAC not remade
     snapshot.write_bytes(bytes(forged))
     assert await _start(tmp_path, *args) == (cold[0], cold[1], False)
+
+
+# The real entry point in a child whose server imports wait, once the front has answered,
+# until the test opens the FIFO named first: what changes meanwhile is seen by the server's
+# load alone, after the front's check (the race a warm start can lose).
+HELD_AFTER_FRONT = (
+    "import sys\n"
+    "fifo = sys.argv.pop(1)\n"
+    "sys.argv[0] = 'mcp-toolbridge'\n"
+    "import mcp_toolbridge.__main__ as entry\n"
+    "load = entry._import_cli\n"
+    "def held():\n"
+    "    open(fifo).close()\n"
+    "    load()\n"
+    "entry._import_cli = held\n"
+    "entry.run()\n"
+)
+
+
+async def test_a_2026_client_sent_a_list_the_server_would_not_send_is_told_to_list_again(
+    tmp_path: Path,
+) -> None:
+    """A manifest changed between the front's check and the load: the server finds the list
+    the front sent differs from its own; a 2026-07-28 client, which hears of a change only on
+    a listen stream, is told on the first one it opens after, and lists the server's own."""
+    catalog = _catalog(tmp_path)
+    fifo = tmp_path / "go"
+    os.mkfifo(fifo)
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path / "home")}
+    env["TOOLBRIDGE_CACHE_DIR"] = str(tmp_path / "cache")
+    argv = ["serve", str(catalog), "--workspace", str(tmp_path), "--no-audit"]
+    plain = StdioServerParameters(command=sys.executable, args=["-m", "mcp_toolbridge", *argv])
+    plain.env, plain.cwd = env, tmp_path
+    held = ["-c", HELD_AFTER_FRONT, str(fifo), *argv]
+    params = StdioServerParameters(command=sys.executable, args=held, env=env, cwd=tmp_path)
+    with anyio.fail_after(90):
+        with (tmp_path / "cold.txt").open("w", encoding="utf-8") as err:
+            async with Client(stdio_client(plain, errlog=err), mode="auto") as client:
+                await client.list_tools()
+        with (tmp_path / "warm.txt").open("w", encoding="utf-8") as err:
+            async with Client(stdio_client(params, errlog=err), mode="auto") as client:
+                first = await client.list_tools()  # the front's answer: the imports wait
+                assert {t.name: t.description for t in first.tools}["echo"] == (
+                    "Echo the arguments back"
+                )
+                _catalog(tmp_path, "Echo, described anew")
+                await anyio.to_thread.run_sync(lambda: open(fifo, "w").close())
+                async with client.listen(tools_list_changed=True) as sub:
+                    async for _ in sub:
+                        break
+                again = await client.list_tools()
+    assert ANSWERED in (tmp_path / "warm.txt").read_text(encoding="utf-8")
+    assert {t.name: t.description for t in again.tools}["echo"] == "Echo, described anew"

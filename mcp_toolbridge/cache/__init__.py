@@ -1,6 +1,7 @@
 """The start-up caches' files: the per-user cache folder, whose files are written atomically
 and read back only when authentic (``folder.py``), and big tables kept in columns that read
-back fast (``columns.py``); and the opening of a stdio session, kept to answer the next
+back fast (``columns.py``), the rule that tells whether a file a cache was made from is
+still that file (``files.py``); and the opening of a stdio session, kept to answer the next
 start's first requests before the server is imported (``opening.py``, ``front.py``). What is
 cached, and when it is trusted, is decided by the modules that cache (``loaders/cache.py``,
 ``catalog/index_cache.py``, ``runtime_cache.py``, ``opening.py``).
@@ -8,6 +9,7 @@ cached, and when it is trusted, is decided by the modules that cache (``loaders/
 May import: the vocabulary only (it is part of it)."""
 
 from mcp_toolbridge.cache.columns import Compact, compact, expand
+from mcp_toolbridge.cache.files import Signature, settled_signature, signature, unchanged_file
 from mcp_toolbridge.cache.folder import (
     CACHE_DIR_ENV,
     BlobPlace,
@@ -40,6 +42,7 @@ __all__ = [
     "Handoff",
     "Input",
     "Recorder",
+    "Signature",
     "answer_opening",
     "compact",
     "default_cache_dir",
@@ -52,5 +55,8 @@ __all__ = [
     "forget",
     "handed_over",
     "real_input",
+    "settled_signature",
+    "signature",
     "take",
+    "unchanged_file",
 ]

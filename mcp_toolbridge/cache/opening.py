@@ -27,13 +27,13 @@ import json
 import os
 import stat
 import sys
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from blake3 import blake3
 
+from mcp_toolbridge.cache.files import settled_signature, signature, unchanged_file
 from mcp_toolbridge.cache.folder import CacheFolder, digest
 
 KIND = "opening"
@@ -46,10 +46,6 @@ MAX_MESSAGES = 12
 MAX_ANSWER_BYTES = 16 << 20
 KEPT_OPENINGS = 4
 """Openings kept per snapshot (clients of both eras, or of several kinds, sharing a server)."""
-SETTLED_NS = 2_000_000_000
-"""As the loaders' (``loaders/report.py``): an older change keeps its signature."""
-
-Signature = tuple[int, int, int, int, int]
 Input = tuple[str, str, object, object]
 """("read", path, BLAKE3 of its bytes or None when unreadable, its signature when settled),
 ("probe", path, whether it is a file, None), ("folder", path, digest of its listing,
@@ -114,21 +110,17 @@ def with_id(text: str | bytes, request_id: str) -> str:
 # -- inputs ----------------------------------------------------------------------------------
 
 
-def _signature(info: os.stat_result) -> Signature:
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-
-
 def file_input(path: str | Path) -> Input:
     """A file as it is now: its bytes' digest (None: unreadable) and its settled signature."""
     where = os.path.abspath(path)
     try:
-        before = os.stat(where)
+        before = signature(os.stat(where))
         with open(where, "rb") as fh:
             data = fh.read()
+        after = signature(os.stat(where))
     except OSError:
         return ("read", where, None, None)
-    settled = time.time_ns() - before.st_ctime_ns > SETTLED_NS
-    return ("read", where, blake3(data).digest(), _signature(before) if settled else None)
+    return ("read", where, blake3(data).digest(), settled_signature(before, after))
 
 
 def real_input(path: str | Path) -> Input:
@@ -206,7 +198,7 @@ def unchanged(inputs: Iterable[Input]) -> bool:
         elif kind == "real":
             if os.path.realpath(path) != value:
                 return False
-        elif not _same_file(path, value, settled):
+        elif not unchanged_file(path, value, settled):
             return False
     return True
 
@@ -217,16 +209,6 @@ def _entry(path: str) -> str:
     except OSError:
         return "-"
     return "d" if stat.S_ISDIR(mode) else "f"
-
-
-def _same_file(path: str, value: object, settled: object) -> bool:
-    try:
-        if settled is not None and _signature(os.stat(path)) == settled:
-            return True
-        with open(path, "rb") as fh:
-            return blake3(fh.read()).digest() == value
-    except OSError:
-        return value is None
 
 
 # -- the snapshot ----------------------------------------------------------------------------

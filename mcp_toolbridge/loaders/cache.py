@@ -27,17 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from blake3 import blake3
-
-from mcp_toolbridge.cache import BlobPlace, Blobs, CacheFolder, digest
+from mcp_toolbridge.cache import BlobPlace, Blobs, CacheFolder, digest, unchanged_file
 from mcp_toolbridge.errors import Problem
-from mcp_toolbridge.loaders.report import (
-    LoadReport,
-    Read,
-    Signature,
-    recording_reads,
-    signature,
-)
+from mcp_toolbridge.loaders.report import LoadReport, Read, recording_reads
 from mcp_toolbridge.model import ToolSpec
 
 __all__ = ["FileLoad", "Manifests", "Probed", "load_recorded", "read_pack", "unchanged"]
@@ -226,19 +218,6 @@ def _sources(tools: Sequence[ToolSpec]) -> tuple[tuple[str, int], ...]:
     return tuple(Counter(spec.source.path for spec in tools).items())
 
 
-def _unchanged_file(path: str, digest: object, settled: Signature | None) -> bool:
-    """Whether ``path`` still holds the bytes whose BLAKE3 is ``digest`` (None: it could not
-    be read). A settled file whose signature is the one recorded is not read again (see
-    ``report.SETTLED_NS``); any other is hashed."""
-    try:
-        if settled is not None and signature(os.stat(path)) == settled:
-            return True
-        with open(path, "rb") as fh:
-            return blake3(fh.read()).digest() == digest
-    except OSError:
-        return digest is None
-
-
 def unchanged(entry: FileLoad, environ: Mapping[str, str]) -> bool:
     """Whether every input ``entry`` recorded is still as it was."""
     for name, set_to in entry.env:
@@ -246,7 +225,7 @@ def unchanged(entry: FileLoad, environ: Mapping[str, str]) -> bool:
             return False
     for kind, path, value, settled in entry.reads:
         if kind == "read":
-            if not _unchanged_file(path, value, settled):
+            if not unchanged_file(path, value, settled):
                 return False
         elif os.path.isfile(path) != value:
             return False

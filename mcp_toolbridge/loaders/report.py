@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -15,6 +14,7 @@ from typing import Any
 
 from blake3 import blake3
 
+from mcp_toolbridge.cache import Signature, settled_signature, signature
 from mcp_toolbridge.errors import ErrorCode, Problem, Severity
 from mcp_toolbridge.model import ToolSpec
 
@@ -28,7 +28,6 @@ __all__ = [
     "probe_file",
     "read_bytes",
     "recording_reads",
-    "signature",
 ]
 
 
@@ -85,22 +84,10 @@ def json_quote(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-Signature = tuple[int, int, int, int, int]
-"""A file's device, inode, size, modification and change times (ns)."""
 Read = tuple[str, str, bytes | bool | None, Signature | None]
 """A file a load looked at: ("read", absolute path, BLAKE3 of its bytes or None when it could
 not be read, its signature when settled) or ("probe", absolute path, whether it is a file,
 None)."""
-
-SETTLED_NS = 2_000_000_000
-"""A file last changed longer ago than this when it was read keeps its signature: a later
-write changes its change time (ctime, which no user can set back), so an equal signature
-means equal bytes. A file changed more recently could change again within the same clock
-tick, keeping its signature; it is hashed again every time (git's "racily clean" rule)."""
-
-
-def signature(info: os.stat_result) -> Signature:
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 _reads: ContextVar[list[Read] | None] = ContextVar("reads", default=None)
@@ -137,13 +124,12 @@ def read_bytes(path: Path, log: ProblemLog) -> bytes | None:
         before = None
     data = _read(path, log)
     settled = None
-    if data is not None and before is not None:
+    if data is not None:
         try:
-            after = signature(os.stat(path))
+            after: Signature | None = signature(os.stat(path))
         except OSError:
             after = None
-        if after == before and time.time_ns() - max(before[3], before[4]) > SETTLED_NS:
-            settled = before
+        settled = settled_signature(before, after)
     digest = None if data is None else blake3(data).digest()
     reads.append(("read", os.path.abspath(path), digest, settled))
     return data

@@ -208,10 +208,9 @@ def test_the_same_files_named_differently_are_kept_apart(
 def test_settled_files_are_checked_by_signature_and_a_write_still_shows(
     catalog: Path, cache: CacheFolder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mcp_toolbridge.loaders import cache as cache_module
-    from mcp_toolbridge.loaders import report
+    from mcp_toolbridge.cache import files
 
-    monkeypatch.setattr(report, "SETTLED_NS", -1)  # every file counts as settled
+    monkeypatch.setattr(files, "SETTLED_NS", -1)  # every file counts as settled
     _load(catalog, cache)
     hashed: list[str] = []
     real_open = open
@@ -220,7 +219,7 @@ def test_settled_files_are_checked_by_signature_and_a_write_still_shows(
         hashed.append(str(path))
         return real_open(path, *args, **kwargs)  # type: ignore[call-overload]
 
-    monkeypatch.setattr(cache_module, "open", counting_open, raising=False)
+    monkeypatch.setattr(files, "open", counting_open, raising=False)
     second = _load(catalog, CacheFolder(cache.folder))
     assert second.reused == 4 and hashed == []  # nothing read again
     path = catalog / "a" / "tools.json"

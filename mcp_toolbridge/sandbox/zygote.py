@@ -54,6 +54,9 @@ READY = b'{"ready": true}'
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 SHM_INFO, MSG_INFO, SEM_INFO = 14, 12, 19
+TMPFS_MAGIC = 0x01021994
+BOGO_DIRENT_BYTES = 20
+"""What tmpfs counts in a folder's size for each entry (``shmem``'s ``BOGO_DIRENT_SIZE``)."""
 LIBC = ctypes.CDLL(None, use_errno=True)
 
 
@@ -95,16 +98,21 @@ class Places:
     name and every entry's ``lstat`` (what changes when anything is created, removed, renamed,
     written or made unreadable there), not crossing into mounts; and the IPC objects.
 
-    :meth:`same` looks again: every folder's names (one ``getdents`` each) and a ``stat`` of
-    every entry that is not a mount. Mount points are not looked at again: nothing in the
-    sandbox can unmount, move or remove one (no capabilities: ``EPERM``/``EBUSY``), and a name
-    that disappears or appears changes its folder's list. Past MAX_ENTRIES nothing is ever the
-    same (the sandbox is not reused)."""
+    :meth:`same` looks again: a ``stat`` of every entry that is not a mount, and the names of
+    every folder whose entries its own ``stat`` does not count (one ``getdents`` each). Mount
+    points are not looked at again: nothing in the sandbox can unmount, move or remove one (no
+    capabilities: ``EPERM``/``EBUSY``). A name that disappears fails its ``stat``, one replaced
+    (renamed over, exchanged) shows another inode, and one that appears changes its folder's
+    count: on tmpfs (the sandbox's ``/``, ``/dev``, ``/tmp`` and home are) a folder's size is
+    :data:`BOGO_DIRENT_BYTES` per entry, two more for ``.`` and ``..``, kept exactly by the
+    kernel, so a folder found so at set-up (on a file system that says it is tmpfs) is not
+    listed again: its size, in its ``stat``, proves its names as a listing would. Any other
+    folder is listed. Past MAX_ENTRIES nothing is ever the same (the sandbox is not reused)."""
 
     def __init__(self, roots: list[str]) -> None:
         self.roots = roots
         self.names: dict[str, list[str]] = {}
-        """Each folder walked: its entries' names, sorted."""
+        """Each folder walked whose size does not count its entries: their names, sorted."""
         self.states: dict[str, object] = {}
         """Each entry that is not a mount (the roots too): its state."""
         self.complete = self._walk()
@@ -119,14 +127,16 @@ class Places:
                 continue
             device = info.st_dev
             self.states[root] = _state(info)
-            stack = [root]
+            counts = _on_tmpfs(root)
+            stack = [(root, info.st_size)]
             while stack:
-                folder = stack.pop()
+                folder, size = stack.pop()
                 try:
                     entries = list(os.scandir(folder))
                 except OSError:
                     return False  # not readable now: never the same after a call
-                self.names[folder] = sorted(entry.name for entry in entries)
+                if not counts or size != BOGO_DIRENT_BYTES * (len(entries) + 2):
+                    self.names[folder] = sorted(entry.name for entry in entries)
                 for entry in entries:
                     try:
                         info = entry.stat(follow_symlinks=False)
@@ -138,7 +148,7 @@ class Places:
                     if len(self.states) > MAX_ENTRIES:
                         return False
                     if stat.S_ISDIR(info.st_mode):
-                        stack.append(entry.path)
+                        stack.append((entry.path, info.st_size))
         return True
 
     def same(self) -> bool:
@@ -155,6 +165,16 @@ class Places:
         except OSError:
             return False
         return _ipc_objects() == self.ipc
+
+
+def _on_tmpfs(path: str) -> bool:
+    """Whether ``path`` is on tmpfs (``statfs``'s ``f_type``, the struct's first field: a
+    ``long`` where Linux's ``__fsword_t`` is one; elsewhere the value read is not the magic
+    number, and every folder is listed)."""
+    buffer = (ctypes.c_long * 32)()
+    if LIBC.statfs(os.fsencode(path), buffer) != 0:
+        return False
+    return buffer[0] == TMPFS_MAGIC
 
 
 def _ipc_objects() -> tuple[int, ...]:

@@ -40,6 +40,13 @@ LEFTOVERS = {
     "home": "open(os.path.join(os.environ['HOME'], 'planted'), 'w').write('x')",
     "dev-link": "os.unlink('/dev/stdout'); os.symlink('/tmp', '/dev/stdout')",
     "tmp-removed-and-made-again": "os.makedirs('/tmp/d'); os.rmdir('/tmp/d')",
+    # a folder's names as many as before: told by the names' inodes, not by its size
+    "dev-one-for-another": "os.unlink('/dev/stderr'); os.symlink('/tmp', '/dev/planted')",
+    "dev-renamed": "os.rename('/dev/stderr', '/dev/planted')",
+    "dev-swapped": (
+        "import ctypes; libc = ctypes.CDLL(None)\n"
+        "assert libc.renameat2(-100, b'/dev/stdout', -100, b'/dev/stderr', 2) == 0"  # EXCHANGE
+    ),
     "tmp-unreadable": "os.chmod('/tmp', 0)",
     "too-many-to-list": "[open(f'/dev/shm/{i}', 'w').close() for i in range(10_001)]",
     "sysv-shm": (
@@ -50,7 +57,8 @@ LOOK = (
     "import json, os\n"
     "print(json.dumps({'tmp': os.listdir('/tmp'), 'shm': os.listdir('/dev/shm'),"
     " 'root': 'planted' in os.listdir('/'), 'home': os.listdir(os.environ['HOME']),"
-    " 'stdout': os.readlink('/dev/stdout'), 'ipc': open('/proc/sysvipc/shm').read().count('\\n')}))"
+    " 'stdout': os.readlink('/dev/stdout'), 'dev': sorted(os.listdir('/dev')),"
+    " 'ipc': open('/proc/sysvipc/shm').read().count('\\n')}))"
 )
 
 

@@ -221,6 +221,8 @@ def ceiling(data: dict[str, dict[str, list[Query]]], twin: float) -> list[str]:
             for signal in SIGNALS
         ]
         share = np.mean([q.twin >= twin for q in d["cross"]]) * 100
+        shipped = [measure(d, lambda q: False, foreign)[3] for foreign in (2.0, twin)]
+        cells = [f"{shipped[0]:.1f} / {shipped[1]:.1f}", *cells]
         rows.append(f"| {name} | {share:.0f}% | " + " | ".join(cells) + " |")
     return rows
 
@@ -249,11 +251,11 @@ def main() -> None:
         print("\n".join(loso(data, args.quantile, keep)))
     print(
         "\n## Ceiling: Hit@10 cost of each set's own best cut refusing 50 / 80 / 95%\n\n"
-        f"| set | cross requests with a twin (≥ {args.twin}) | "
+        f"| set | cross requests with a twin (≥ {args.twin}) | shipped no-match, all / foreign | "
         + " | ".join(f"{s}, all cross" for s in SIGNALS)
         + " | "
         + " | ".join(f"{s}, foreign only" for s in SIGNALS)
-        + " |\n|---|---|"
+        + " |\n|---|---|---|"
         + "---|" * (2 * len(SIGNALS))
     )
     print("\n".join(ceiling(data, args.twin)))

@@ -108,9 +108,12 @@ def follow_roots(
     runtime: Runtime, server: Publisher, say: Callable[[str], None]
 ) -> Callable[[Sequence[Path]], Awaitable[None]]:
     """The server's roots callback: move the workspace to the first fit root (the default
-    one when there is none), serve the rebuilt catalog, and say so with ``say``."""
+    one when there is none), serve the rebuilt catalog, and say so with ``say`` when the
+    workspace moved (roots that leave it where it was, such as the empty list a client
+    without folders sends, would repeat the start-up's workspace line)."""
 
     async def moved(roots: Sequence[Path]) -> None:
+        before = runtime.settings.workspace_root()
         chosen, passed_over = workspace_from_roots(roots)
         for note in passed_over:
             say(f"MCP roots: {note}")
@@ -122,6 +125,8 @@ def follow_roots(
             return
         await server.swap(runtime.bridge)
         now = runtime.settings.workspace_root()
+        if now == before:
+            return
         if chosen is not None:
             say(f"workspace {now} (the client's MCP roots)")
         else:

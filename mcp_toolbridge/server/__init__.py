@@ -8,9 +8,10 @@ May import: the vocabulary, catalog, bridge. Not runtime, cli."""
 from typing import TYPE_CHECKING
 
 from mcp_toolbridge.lazy import on_first_use
+from mcp_toolbridge.server.exposure import SEARCH_THRESHOLD
 from mcp_toolbridge.server.listing import Opening
 from mcp_toolbridge.server.replicas import KEYS_ENV, Replica, replica_name, state_keys
-from mcp_toolbridge.server.toolbridge_server import SEARCH_THRESHOLD, ToolbridgeServer
+from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from mcp_toolbridge.server.wire import to_tool
 
 if TYPE_CHECKING:

@@ -1,6 +1,7 @@
 """The ports of ``mcp_toolbridge.host`` over MCP: asking the person (elicitation, sampling),
-the log messages of a call and of the server (MCP logging), and who calls
-(:func:`caller_of`: the identity of a request's validated access token, see auth.py).
+the log messages of a call and of the server (MCP logging), who calls
+(:func:`caller_of`: the identity of a request's validated access token, see auth.py), and
+whose state a request uses (:func:`is_modern`, :func:`scope_of`).
 
 **Asking**, in both protocol eras. 2025 era: a server-initiated ``elicitation/create`` request
 on the connection (needs the client's elicitation capability and a back channel). A client
@@ -350,3 +351,22 @@ def caller_from(access: AccessToken) -> Caller:
         groups=frozenset(g for g in groups if isinstance(g, str)),
         scopes=frozenset(access.scopes),
     )
+
+
+PROCESS_SCOPE = ""
+"""The visibility scope of the process's one connection (stdio, in-memory clients)."""
+
+
+def is_modern(ctx: ServerRequestContext[Any]) -> bool:
+    """The request is of the 2026-07-28 era (no per-connection state)."""
+    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+def scope_of(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """Whose visible set and session state a request uses: PROCESS_SCOPE for the connection of
+    stdio (no HTTP request), the Mcp-Session-Id of a stateful HTTP session, None for a
+    sessionless HTTP request (``--stateless``, and every 2026-era request)."""
+    if ctx.request is None:
+        return PROCESS_SCOPE
+    session_id = getattr(getattr(ctx.session, "_connection", None), "session_id", None)
+    return session_id if isinstance(session_id, str) and session_id else None

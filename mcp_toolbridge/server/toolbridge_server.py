@@ -14,7 +14,7 @@ import logging
 import uuid
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import mcp_types as types
 from mcp.server import ServerRequestContext
@@ -22,7 +22,6 @@ from mcp.server.context import CallNext, HandlerResult
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.exceptions import MCPError
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_toolbridge.errors import ErrorCode, UnknownToolError
 from mcp_toolbridge.host import (
@@ -34,9 +33,22 @@ from mcp_toolbridge.host import (
     InputPending,
     LogLevel,
 )
-from mcp_toolbridge.names import PROXY_TOOL
 from mcp_toolbridge.server.connections import ConnectionLog
-from mcp_toolbridge.server.host import ClientLog, McpHost, asks_progress, caller_of
+from mcp_toolbridge.server.exposure import (
+    SEARCH_TOOL,
+    Expose,
+    always_listed,
+    found_directly,
+)
+from mcp_toolbridge.server.host import (
+    PROCESS_SCOPE,
+    ClientLog,
+    McpHost,
+    asks_progress,
+    caller_of,
+    is_modern,
+    scope_of,
+)
 from mcp_toolbridge.server.listing import (
     Opening,
     SdkServer,
@@ -60,28 +72,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcp_toolbridge")
 
-Expose = Literal["auto", "search", "all"]
-SEARCH_THRESHOLD = 64
-"""--expose auto lists everything up to this many manifest tools, and switches to search."""
 PAGE_SIZE = 200
-SEARCH_TOOL = "tool_search"
 INTERNAL_ERROR = "internal error in mcp-toolbridge; see the server log"
-PROCESS_SCOPE = ""
-"""The visibility scope of the process's one connection (stdio, in-memory clients)."""
-
-
-def _is_modern(ctx: ServerRequestContext[Any]) -> bool:
-    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
-
-
-def _scope(ctx: ServerRequestContext[Any, Any]) -> str | None:
-    """Whose visible set and session state a request uses: PROCESS_SCOPE for the connection of
-    stdio (no HTTP request), the Mcp-Session-Id of a stateful HTTP session, None for a
-    sessionless HTTP request (``--stateless``, and every 2026-era request)."""
-    if ctx.request is None:
-        return PROCESS_SCOPE
-    session_id = getattr(getattr(ctx.session, "_connection", None), "session_id", None)
-    return session_id if isinstance(session_id, str) and session_id else None
 
 
 class SessionEnd(Protocol):
@@ -184,24 +176,7 @@ class ToolbridgeServer:
         """Build the wire form of every tool once, and what is always listed."""
         self.bridge = bridge
         self._published = Published(bridge.catalog)
-        manifest_tools = bridge.catalog.manifest_names()  # names only: no record is read
-        builtins = bridge.catalog.builtin_names()
-        expose = self._requested_expose
-        if expose == "auto":
-            searchable = SEARCH_TOOL in bridge.catalog
-            expose = "search" if searchable and len(manifest_tools) > SEARCH_THRESHOLD else "all"
-        if expose == "search" and SEARCH_TOOL not in bridge.catalog:
-            raise ValueError("--expose search needs the tool_search built-in in the catalog")
-        self.expose: Expose = expose
-        if expose == "search":
-            locked = set(builtins)  # names only: a restored catalog's records stay unread
-            pinned = [n for n in bridge.catalog.pinned_names() if n not in locked]
-            self._always = [*builtins, *pinned]
-        else:  # everything is listed: the proxy is not needed, unless pinned
-            proxy = bridge.catalog.get(PROXY_TOOL)
-            unneeded = proxy is not None and not proxy.spec.pinned
-            self._always = [n for n in builtins if not (unneeded and n == PROXY_TOOL)]
-            self._always += manifest_tools
+        self.expose, self._always = always_listed(bridge.catalog, self._requested_expose)
         self._loaded = {
             scope: [n for n in names if n in bridge.catalog and n not in self._always]
             for scope, names in self._loaded.items()
@@ -235,7 +210,7 @@ class ToolbridgeServer:
         """list_changed on 2026 listen streams and to every 2025 connection seen so far."""
         await self._bus.publish(ToolsListChanged())
         sessions = list(self._legacy_sessions.values())
-        if ctx is not None and not _is_modern(ctx) and ctx.session not in sessions:
+        if ctx is not None and not is_modern(ctx) and ctx.session not in sessions:
             sessions.append(ctx.session)
         for session in sessions:
             try:
@@ -257,15 +232,15 @@ class ToolbridgeServer:
         request, so one is kept per connection (the private ``_connection``) and dropped
         when that connection closes."""
         connection = getattr(ctx.session, "_connection", None)
-        if not _is_modern(ctx) and connection is not None:
+        if not is_modern(ctx) and connection is not None:
             key = id(connection)
             if key not in self._legacy_sessions:
                 connection.exit_stack.callback(self._legacy_sessions.pop, key, None)
-                scope = _scope(ctx)
+                scope = scope_of(ctx)
                 if scope:  # a stateful HTTP session: forget its state when it closes
                     connection.exit_stack.callback(self._end_http_session, scope)
             self._legacy_sessions[key] = ctx.session
-            if _scope(ctx) is not None:  # a sessionless request is a connection of its own
+            if scope_of(ctx) is not None:  # a sessionless request is a connection of its own
                 await self._client_log.greet(ctx)
         return await call_next(ctx)
 
@@ -288,8 +263,8 @@ class ToolbridgeServer:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        modern = _is_modern(ctx)
-        names = self._callable(self.visible_names(_scope(ctx), modern=modern), caller_of(ctx))
+        modern = is_modern(ctx)
+        names = self._callable(self.visible_names(scope_of(ctx), modern=modern), caller_of(ctx))
         start = decode_cursor(params.cursor) if params and params.cursor else 0
         page = names[start : start + PAGE_SIZE]
         following = start + PAGE_SIZE
@@ -314,8 +289,8 @@ class ToolbridgeServer:
         if ctx.method != "tools/list":
             return await call_next(ctx)
         cursor = (ctx.params or {}).get("cursor")
-        modern = _is_modern(ctx)
-        scope = None if modern else _scope(ctx)  # one list for every 2026-07-28 request
+        modern = is_modern(ctx)
+        scope = None if modern else scope_of(ctx)  # one list for every 2026-07-28 request
         view = self.bridge.caller_view(caller_of(ctx))
         key = (modern, cursor if isinstance(cursor, str) else None, scope, view)
         cached = self._list_cache.get(key)
@@ -328,20 +303,18 @@ class ToolbridgeServer:
         return cached
 
     def _found_tools(self, ctx: ServerRequestContext[Any]) -> FoundTools:
-        """How this caller calls what tool_search finds: directly when every tool is listed,
-        or on a 2025-era connection whose list the hits join; else through the proxy (a
-        2026-07-28 list never changes as a side effect, and a sessionless one has no set)."""
-        if self.expose == "all" or PROXY_TOOL not in self.bridge.catalog:
-            return "direct"
-        return "direct" if not _is_modern(ctx) and _scope(ctx) is not None else "proxy"
+        """How this caller calls what tool_search finds (see exposure.found_directly)."""
+        catalog, modern = self.bridge.catalog, is_modern(ctx)
+        direct = found_directly(self.expose, catalog, modern=modern, scope=scope_of(ctx))
+        return "direct" if direct else "proxy"
 
     async def load(self, names: list[str], ctx: ServerRequestContext[Any]) -> list[str]:
         """Add tools to the visible set of the caller, a 2025-era connection, and tell that
         connection its list changed. A 2026-07-28 or sessionless request has no set to add
         to: its list depends on the catalog and the options alone, and its found tools are
         called through the proxy. Returns the names added."""
-        scope = _scope(ctx)
-        if scope is None or _is_modern(ctx):
+        scope = scope_of(ctx)
+        if scope is None or is_modern(ctx):
             return []
         shown = set(self.visible_names(scope))
         new = [n for n in names if n not in shown and n in self.bridge.catalog]
@@ -373,12 +346,12 @@ class ToolbridgeServer:
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
-        modern = _is_modern(ctx)
+        modern = is_modern(ctx)
         try:
             entry = self.bridge.entry(params.name)
         except UnknownToolError as exc:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {exc.tool}") from exc
-        if self._roots is not None and _scope(ctx) == PROCESS_SCOPE:
+        if self._roots is not None and scope_of(ctx) == PROCESS_SCOPE:
             target = runs(self.bridge.catalog, params, entry.spec)
             ask = await self._roots.before_call(ctx, params, target)
             if ask is not None:
@@ -389,7 +362,7 @@ class ToolbridgeServer:
 
         host = McpHost(ctx, params)
         session_id = self._session_id(ctx)
-        scope = _scope(ctx)
+        scope = scope_of(ctx)
         call_ctx = CallContext(
             session_id=session_id,
             progress=progress if asks_progress(ctx, params) else None,
@@ -445,7 +418,7 @@ class ToolbridgeServer:
     # -- resources: the whole output of truncated results (outputs.py) ---------------------
 
     def _callers(self, ctx: ServerRequestContext[Any, Any]) -> tuple[str, ...]:
-        scope = _scope(ctx)
+        scope = scope_of(ctx)
         credential = credential_owner(ctx)
         return (credential,) if scope is None else (session_owner(scope), credential)
 
@@ -464,7 +437,7 @@ class ToolbridgeServer:
         """The session of audit lines and "always" grants: the process's on stdio, one per
         stateful HTTP session, and a fresh one per sessionless HTTP call (nothing carries over
         between such calls, so an "always" answer counts once)."""
-        scope = _scope(ctx)
+        scope = scope_of(ctx)
         if scope == PROCESS_SCOPE:
             return self.session_id
         if scope is None:
@@ -473,7 +446,7 @@ class ToolbridgeServer:
         return f"{self.session_id}:{opaque}"
 
     def _audit_session(self, ctx: ServerRequestContext[Any]) -> tuple[str, str | None]:
-        scope = _scope(ctx)
+        scope = scope_of(ctx)
         return ("" if scope is None else self._session_id(ctx)), scope
 
     def connected(self) -> list[Connected]:

@@ -9,6 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.session import ClientRequestContext
+from mcp.client.stdio import stdio_client
+
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 
 HTTP_TOOLS = 40
@@ -95,3 +102,40 @@ def test_skip_invalid_shows_the_first_problems_and_counts_the_rest(tmp_path: Pat
         "mcp-toolbridge: not served: 12 invalid declaration(s) (--skip-invalid); 2 more not "
         "shown (mcp-toolbridge lint lists them all)"
     ) in lines
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_roots_that_leave_the_workspace_where_it_was_do_not_repeat_its_line(
+    mode: str, tmp_path: Path
+) -> None:
+    """A client with no folders to share (the MCP Inspector's CLI) answers roots/list with an
+    empty list: the workspace stays the working directory, said once at start-up."""
+    (tmp_path / "notes.txt").write_text("here\n", encoding="utf-8")
+    home = tmp_path / "home"
+    home.mkdir()
+    asked: list[bool] = []
+
+    async def list_roots(context: ClientRequestContext) -> types.ListRootsResult:
+        asked.append(True)
+        return types.ListRootsResult(roots=[])
+
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "mcp_toolbridge", "serve", "--no-audit"],
+        env={"PATH": os.environ.get("PATH", ""), "HOME": str(home)},
+        cwd=str(tmp_path),
+    )
+    errlog = tmp_path / "stderr.txt"
+    with anyio.fail_after(60), errlog.open("w", encoding="utf-8") as err:
+        async with Client(
+            stdio_client(server, errlog=err), mode=mode, list_roots_callback=list_roots
+        ) as client:
+            read = await client.call_tool("read", {"file_path": "notes.txt"})
+    assert asked, "the server never asked for the client's roots"
+    assert not read.is_error
+    said = errlog.read_text(encoding="utf-8").splitlines()
+    where = await anyio.Path(tmp_path).resolve()
+    workspace = [line for line in said if line.startswith("mcp-toolbridge: workspace ")]
+    assert workspace == [
+        f"mcp-toolbridge: workspace {where} (the working directory; the client's MCP roots move it)"
+    ], said

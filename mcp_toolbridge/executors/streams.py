@@ -57,21 +57,31 @@ class Sink:
 
 
 async def drain(fd: int, sink: Sink, lines: LineSplitter | None = None) -> None:
-    """Read ``fd`` to its end into ``sink``, through ``lines`` when stderr lines are watched."""
+    """Read ``fd`` (non-blocking) to its end into ``sink``, through ``lines`` when stderr lines
+    are watched.
+
+    After each wait it reads twice: the chunk the wait announced, then, without waiting, what
+    came next. A tool that writes its answer and exits has usually closed its end by then, so
+    the pipe's end costs no second wait (under uvloop a wait is about 12 µs and 8 system calls,
+    a read that finds nothing one). Never more than two reads a wait: a flood still yields to
+    the loop, and to the call's deadline, at every other chunk."""
     try:
-        while True:
+        ended = False
+        while not ended:
             await anyio.wait_readable(fd)
-            try:
-                chunk = os.read(fd, READ_SIZE)
-            except BlockingIOError:
-                continue
-            if not chunk:
-                break
-            if lines is None:
-                sink.take(chunk)
-            else:
-                sink.counted(len(chunk))
-                await lines.feed(chunk)
+            for _ in range(2):
+                try:
+                    chunk = os.read(fd, READ_SIZE)
+                except BlockingIOError:
+                    break
+                if not chunk:
+                    ended = True
+                    break
+                if lines is None:
+                    sink.take(chunk)
+                else:
+                    sink.counted(len(chunk))
+                    await lines.feed(chunk)
         if lines is not None:
             await lines.finish()
     finally:

@@ -6,7 +6,8 @@ waiting again, so that end costs no second wait; the baseline here is the loop i
 (wait, read, wait, read), run in the same process on the same loop. Each drain gets a fresh
 pipe holding one short answer with its writing end closed, as a trivial tool leaves it.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/drain.py [--drains 20000] [--reps 5] [--loop uvloop|asyncio]
+    PYTHONPATH=. .venv/bin/python benchmarks/drain.py [--drains 20000] [--reps 5] \
+        [--loop uvloop|asyncio]
 """
 
 from __future__ import annotations

@@ -11,7 +11,9 @@ A snapshot is trusted only for exactly what its answers were a function of:
 - its inputs, checked at every use: every manifest folder's listing, every file the loaders
   read or probed (their own records), the policy, secrets and project policy files, the
   real folder each folder the policy names (the workspace, ``{user-data}``, ``{ad-hoc}``)
-  stands for (a link moved to another project is a miss); a file is compared by its
+  stands for (a link moved to another project is a miss), and the real path of each path
+  pattern the policy grants or a tool requires (up to its first wildcard: whether a tool is
+  listed can depend on where it leads); a file is compared by its
   signature when it had settled when it was read, else by its bytes;
 - each request as the client wrote it, id aside (method and params: the protocol era, the
   client's capabilities and version), in order, nothing unrecorded before it.
@@ -123,10 +125,12 @@ def file_input(path: str | Path) -> Input:
     return ("read", where, blake3(data).digest(), settled_signature(before, after))
 
 
-def real_input(path: str | Path) -> Input:
-    """A path with what it resolves to now: the folder it stands for, through its links."""
+def real_input(path: str | Path, resolved: str | None = None) -> Input:
+    """A path with what it resolves to through its links: ``resolved`` when the answers were
+    made from what it resolved to then (a tool's required path, compiled at the load), else
+    what it resolves to now."""
     where = os.path.abspath(path)
-    return ("real", where, os.path.realpath(where), None)
+    return ("real", where, os.path.realpath(where) if resolved is None else resolved, None)
 
 
 def _scan(path: str) -> tuple[bytes | None, list[tuple[str, bool]]]:

@@ -223,6 +223,8 @@ def serving_options(args: argparse.Namespace, *, expose: bool = True) -> list[st
             out += [flag, _absolute(getattr(args, attr))]
     if getattr(args, "no_audit", False):
         out.append("--no-audit")
+    if getattr(args, "eof_grace", None) is not None:
+        out += ["--eof-grace", repr(args.eof_grace)]
     if expose and getattr(args, "expose", None) not in (None, "auto"):
         out += ["--expose", args.expose]
     for flag, attr in (("--skip-invalid", "skip_invalid"), ("--watch", "watch")):

@@ -9,11 +9,15 @@ at that issuer for a person's sign-in in the browser (``--console-client-id``, `
 ``[state]`` table: this process's memory (the default), or a Redis that replicas of one
 service share; then (over HTTP) this process as one replica: its name (``--replica``, the
 policy's ``[state] replica``, else the host name) and the request-state keys every replica
-shares (``TOOLBRIDGE_STATE_KEYS``, else the secret ``[state] keys`` names)."""
+shares (``TOOLBRIDGE_STATE_KEYS``, else the secret ``[state] keys`` names).
+
+The flags that apply to one transport only are refused with the other: the HTTP ones over
+stdio, and stdio's ``--eof-grace`` (checked and bounded here) over HTTP."""
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -157,6 +161,29 @@ def people_sessions(loaded: Loaded) -> Sessions:
     table = loaded.policy.file.auth
     state = MemoryState(person_idle_s=table.person_idle_s, max_people=table.max_people)
     return Sessions(state=state)
+
+
+MAX_EOF_GRACE_S = 3600.0
+"""The longest ``--eof-grace``: a server whose client has gone does not linger for hours."""
+
+
+def eof_grace(args: argparse.Namespace) -> float | None:
+    """``--eof-grace`` checked (None: not given, the stdio transport's default)."""
+    grace: float | None = getattr(args, "eof_grace", None)
+    if grace is None:
+        return None
+    if args.http is not None:
+        raise ConfigError(
+            "--eof-grace applies to stdio only (over HTTP, --drain-timeout bounds the calls "
+            "running when the server stops); drop it or serve over stdio",
+            code=ErrorCode.CONFIG_INVALID,
+        )
+    if not math.isfinite(grace) or not 0 <= grace <= MAX_EOF_GRACE_S:
+        raise ConfigError(
+            f"--eof-grace must be 0 to {MAX_EOF_GRACE_S:g} seconds, not {grace:g}",
+            code=ErrorCode.CONFIG_INVALID,
+        )
+    return grace
 
 
 def http_options(

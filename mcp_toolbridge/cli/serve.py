@@ -22,9 +22,11 @@ from mcp_toolbridge.cli.clients import args_for, server_command
 from mcp_toolbridge.cli.console import EXIT_OK, err
 from mcp_toolbridge.cli.event_loop import LOOPS, backend_options
 from mcp_toolbridge.cli.http import (
+    MAX_EOF_GRACE_S,
     console_for,
     console_path_line,
     describe,
+    eof_grace,
     http_options,
     mount_of,
     opened_state,
@@ -114,6 +116,14 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
         "instead of being refused",
     )
     parser.add_argument(
+        "--eof-grace",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stdio: once the client closes stdin, let the requests it sent run this long to "
+        f"send their answers, then end them (default 10; 0 to {MAX_EOF_GRACE_S:g})",
+    )
+    parser.add_argument(
         "--console-admin-role",
         default=None,
         metavar="NAME",
@@ -187,6 +197,7 @@ def run_server(
     from mcp_toolbridge.server import ToolbridgeServer
 
     http = http_options(args, settings, loaded)
+    grace = eof_grace(args)
     console = console_for(args, settings, loaded)
     loop_options = backend_options(args.loop)
     recorder = None
@@ -295,7 +306,8 @@ def run_server(
                     report(loaded, settings, follows)
                     await group.start(_stop_on_sigterm, group.cancel_scope)
                     keeps = opening is not None and stand_in is None and recorder is None
-                    await server.run_stdio(recorder_for(loaded, inputs) if keeps else None)
+                    keeper = recorder_for(loaded, inputs) if keeps else None
+                    await server.run_stdio(keeper, grace_s=grace)
                 else:
                     from mcp_toolbridge.server import HttpService  # only for HTTP
 

@@ -263,8 +263,10 @@ def opening_line() -> str | None:
 
 
 def recorder_for(loaded: Loaded, before: list[Input] | None) -> Recorder | None:
-    """What keeps this start's opening, with the files its manifests read; None when it
-    cannot be kept (a manifest that lists the environment, or not cacheable)."""
+    """What keeps this start's opening, with the files its manifests read and where the path
+    patterns of the policy's grant and the tools' requirements led through their links when
+    they were compiled (a link moved can list or hide a tool); None when it cannot be kept (a
+    manifest that lists the environment, or not cacheable)."""
     handoff = handed_over()
     if before is None or handoff is None:
         return None
@@ -272,5 +274,6 @@ def recorder_for(loaded: Loaded, before: list[Input] | None) -> Recorder | None:
     if not all(load.cacheable for load in files):
         return None
     reads: list[Input] = [read for load in files for read in load.reads]
-    inputs = [*before, *reads]
+    resolved = dict.fromkeys(loaded.policy.resolved_paths())
+    inputs = [*before, *reads, *(real_input(path, real) for path, real in resolved)]
     return Recorder(CacheFolder(handoff.folder), handoff.name, inputs, handoff.snapshot)

@@ -117,6 +117,7 @@ class Policy:
 
             self.watchdog = WatchdogConfig.of(file.watchdog, layers.user_file)
         self._tool_scopes: dict[RequirementSet, Scope] = {}
+        self._first_compiled: dict[RequirementSet, Scope] = {}
         self._identity = tuple(i for i, r in enumerate(rules) if r.who is not None)
         self._views: dict[tuple[int, ...], Policy] = {}
         self._callable: dict[tuple[tuple[int, ...], str], bool] = {}
@@ -245,14 +246,29 @@ class Policy:
         not compile): path patterns are canonicalized against the file system, so the same
         declaration can compile differently from one run to the next."""
         try:
-            return fingerprint(compile_requirements(requires, self.variables))
+            return fingerprint(self._compiled(requires))
         except ValueError as exc:
             return fingerprint(f"invalid: {exc}")
+
+    def _compiled(self, requires: RequirementSet) -> Scope:
+        """``requires`` compiled now; the first compilation of each is kept for
+        :meth:`resolved_paths`."""
+        compiled = compile_requirements(requires, self.variables)
+        self._first_compiled.setdefault(requires, compiled)
+        return compiled
+
+    def resolved_paths(self) -> list[tuple[str, str]]:
+        """Each path pattern of the grant and of every requirement set compiled so far (at a
+        start: every tool's) as (its part before any wildcard, the real path that part resolved
+        to through its links then): what is exposed and granted is a function of them."""
+        scopes = (self.scope, *self._first_compiled.values())
+        patterns = [p for scope in scopes for p in (*scope.fs_read, *scope.fs_write)]
+        return [(p.literal, str(p.root)) for p in patterns]
 
     def requirement_problems(self, spec: ToolSpec) -> list[Problem]:
         """Load problems in a tool's requirements (an undefined variable is one)."""
         try:
-            compile_requirements(spec.requires, self.variables)
+            self._compiled(spec.requires)
         except ValueError as exc:
             return [
                 Problem(

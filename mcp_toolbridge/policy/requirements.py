@@ -115,6 +115,12 @@ class PathPattern:
             return is_within(path, self.root)
         return is_within(path, self.root) and self.regex.match(path.as_posix()) is not None
 
+    @property
+    def literal(self) -> str:
+        """Its part before any wildcard, as written: ``root`` is where that part resolved to
+        through its links when it was compiled."""
+        return split_glob(self.source)[0]
+
 
 def compile_path(expanded: str, variables: Variables) -> tuple[PathPattern, ...]:
     """Compile one expanded pattern (variables substituted escaped: see :func:`expand`); a

@@ -64,7 +64,7 @@ from mcp_toolbridge.server.outputs import (
 )
 from mcp_toolbridge.server.replicas import CallsRunning, Replica, SharedBus, call_lease
 from mcp_toolbridge.server.roots import RootsChanged, RootsFollower
-from mcp_toolbridge.server.stdio import Recorder, StaleList, stdio_transport
+from mcp_toolbridge.server.stdio import EOF_GRACE_S, Recorder, StaleList, stdio_transport
 from mcp_toolbridge.server.wire import Published, to_result
 
 if TYPE_CHECKING:
@@ -458,11 +458,18 @@ class ToolbridgeServer:
         shutdown (the bridge of a later reload shares this)."""
         self.bridge.stopping()
 
-    async def run_stdio(self, recorder: Recorder | None = None) -> None:
+    async def run_stdio(
+        self, recorder: Recorder | None = None, *, grace_s: float | None = None
+    ) -> None:
         """Serve this connection over the process's stdin and stdout until EOF (``recorder``
-        keeps its opening). A client gone away (a broken pipe) ends the session the same way."""
+        keeps its opening; ``grace_s``: how long the requests read may still answer after it,
+        None for ``EOF_GRACE_S``). A client gone away (a broken pipe) ends the session the
+        same way."""
         try:
-            streams = stdio_transport(on_eof=self.stopping, recorder=recorder, bus=self._bus)
+            grace = EOF_GRACE_S if grace_s is None else grace_s
+            streams = stdio_transport(
+                on_eof=self.stopping, recorder=recorder, bus=self._bus, grace_s=grace
+            )
             async with streams as (read_stream, write_stream):
                 await self.server.run(
                     read_stream, write_stream, self.server.create_initialization_options()

@@ -15,7 +15,6 @@ from mcp import Client
 
 from mcp_toolbridge.errors import ErrorCode
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_bridge, open_runtime
-from mcp_toolbridge.server.stdio import EOF_GRACE_S
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.manifests import ECHO, FAIL, agentcli_manifest, echo_tool
 from tests.support.rawstdio import raw_server, request
@@ -164,13 +163,14 @@ async def test_a_call_in_flight_when_stdin_closes_is_audited_as_ended_by_shutdow
     folder = _catalog(tmp_path / "tools")
     ready = _fifo(tmp_path)
     serving = ("--workspace", str(tmp_path), str(folder))  # the FIFO is in the workspace
-    async with raw_server(tmp_path, *serving, audit=audit) as server:
+    grace = ("--eof-grace", "1")  # the call outlives it: no 10 s default to wait out
+    async with raw_server(tmp_path, *serving, *grace, audit=audit) as server:
         await server.initialize()
         call = {"name": "hang", "arguments": {"ready": str(ready)}}
         await server.send_json(request(7, "tools/call", call))
         await _wait_ready(ready)
-        await server.close_stdin()  # the call outlives the grace for answers (EOF_GRACE_S)
-        assert await server.wait_exit(EOF_GRACE_S + 60) == 0  # the grace, then a guard
+        await server.close_stdin()  # the call outlives the grace for answers (--eof-grace)
+        assert await server.wait_exit(1 + 60) == 0  # the grace, then a guard
     [entry] = _lines(audit)
     assert entry["tool"] == "hang" and entry["outcome"] == "shutdown"
     assert entry["errorCode"] == "exec.cancelled" and entry["isError"]

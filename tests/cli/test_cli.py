@@ -294,3 +294,16 @@ def test_a_reader_that_goes_away_gets_no_traceback() -> None:
         os.close(write_end)
     assert b"Traceback" not in done.stderr, done.stderr.decode()
     assert b"BrokenPipeError" not in done.stderr
+
+
+def test_the_eof_grace_is_bounded_and_applies_to_stdio_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    serving = ("serve", "--no-audit", "--workspace", str(tmp_path))
+    for wrong in ("-1", "3601", "nan", "inf"):
+        code, _, err = _run(capsys, *serving, "--eof-grace", wrong)
+        assert code == 2
+        assert "--eof-grace must be 0 to 3600 seconds" in err
+    code, _, err = _run(capsys, *serving, "--http", ":0", "--eof-grace", "1")
+    assert code == 2
+    assert "--eof-grace applies to stdio only" in err

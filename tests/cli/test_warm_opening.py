@@ -362,3 +362,42 @@ async def test_a_2026_client_sent_a_list_the_server_would_not_send_is_told_to_li
                 again = await client.list_tools()
     assert ANSWERED in (tmp_path / "warm.txt").read_text(encoding="utf-8")
     assert {t.name: t.description for t in again.tools}["echo"] == "Echo, described anew"
+
+
+async def test_a_required_path_through_a_link_pointed_elsewhere_is_never_answered_from_it(
+    tmp_path: Path,
+) -> None:
+    """A tool's ``fs.read`` requirement is compared with the policy's grant where it resolves
+    (``grant = "policy"``): a link on the way moved to a folder the policy does not grant hides
+    the tool, though the manifest, the policy and the command line are unchanged."""
+    granted, elsewhere = tmp_path / "granted", tmp_path / "elsewhere"
+    (granted / "data").mkdir(parents=True)
+    (elsewhere / "data").mkdir(parents=True)
+    link = tmp_path / "current"
+    link.symlink_to(granted, target_is_directory=True)
+    tool = {
+        "id": "notes.read",
+        "description": "Read the notes.",
+        "transport": {"kind": "exec", "command": "/bin/true"},
+        "input_schema": {"type": "object"},
+        "result_schema": {"type": "object"},
+        "annotations": {"readOnlyHint": True},
+        "capabilities": [f"fs.read:{link}/data/*.md"],
+    }
+    manifest = tmp_path / "m" / "tools.json"
+    manifest.parent.mkdir()
+    manifest.write_text(json.dumps({"version": 1, "tools": [tool]}), encoding="utf-8")
+    policy = tmp_path / "policy.toml"
+    policy.write_text(f'grant = "policy"\n[requires]\nfs.read = ["{granted}"]\n', "utf-8")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    args = (str(manifest.parent), "--workspace", str(workspace), "--policy", str(policy))
+    first = await _start(tmp_path, *args)
+    assert "notes_read" in _descriptions(first[1])
+    assert (await _start(tmp_path, *args))[2] is True
+
+    link.unlink()
+    link.symlink_to(elsewhere, target_is_directory=True)
+    moved = await _start(tmp_path, *args)
+    assert moved[2] is False
+    assert "notes_read" not in _descriptions(moved[1])

@@ -1,7 +1,7 @@
 """Over real stdio: a catastrophic grep pattern that needs backtracking runs in a child
 process, the server answers pings meanwhile, and closing stdin ends the server once the grace
-for requests already read is over (EOF_GRACE_S), kills the child and audits the call as ended
-by the shutdown."""
+for requests already read is over (``--eof-grace``, 1 s here), kills the child and audits the
+call as ended by the shutdown."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_toolbridge.server.stdio import EOF_GRACE_S
 from tests.support.rawstdio import raw_server, request
 
 pytestmark = pytest.mark.e2e
@@ -58,7 +57,8 @@ async def test_a_catastrophic_grep_neither_stalls_nor_outlives_the_server(tmp_pa
     (workspace / "aaa.txt").write_text("a" * 5_000 + "b\n", encoding="utf-8")
     audit = tmp_path / "audit.ndjson"
     args = ("--workspace", str(workspace), "--locked", "grep", "--timeout", "120")
-    async with raw_server(tmp_path, *args, audit=audit) as server:
+    grace = ("--eof-grace", "1")  # the grep outlives it: no 10 s default to wait out
+    async with raw_server(tmp_path, *args, *grace, audit=audit) as server:
         await server.initialize()
         call = {"name": "grep", "arguments": {"pattern": r"(a+)+(?=c)"}}
         await server.send_json(request(7, "tools/call", call))
@@ -72,7 +72,7 @@ async def test_a_catastrophic_grep_neither_stalls_nor_outlives_the_server(tmp_pa
             assert answer["result"] == {}
             assert all(_alive(pid) for pid in children)
         await server.close_stdin()
-        assert await server.wait_exit(EOF_GRACE_S + 60) == 0  # the grace, then a guard
+        assert await server.wait_exit(1 + 60) == 0  # the grace, then a guard
     await _wait_for(lambda: not any(_alive(pid) for pid in children), 30)
     [entry] = [json.loads(line) for line in audit.read_text(encoding="utf-8").splitlines()]
     assert entry["tool"] == "grep" and entry["outcome"] == "shutdown"

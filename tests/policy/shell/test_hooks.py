@@ -356,6 +356,8 @@ def test_cd_is_followed_for_the_paths_after_it(audit):
         ("grep -R needle .", "follows symbolic links"),
         ("cp hook.sh .git/hooks/pre-commit", "inside .git"),
         ("echo '[alias]' >> .git/config", "inside .git"),
+        ("echo pwn >&.git/hooks/pre-commit", "inside .git"),
+        ("cat x <> .git/hooks/post-checkout", "inside .git"),
     ],
 )
 def test_paths_that_cannot_be_followed_ask(audit, command: str, fragment: str):

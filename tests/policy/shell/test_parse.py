@@ -341,6 +341,16 @@ def test_redirect_targets_are_listed_for_the_path_check():
     assert parsed.redirect_writes == ("out.txt", "err.log", "all.log", "rw")
 
 
+def test_every_spelling_of_a_file_redirect_is_a_write_target():
+    """``>&word`` and ``&>>`` write a file when the word is not a descriptor number, ``>|``
+    writes past noclobber and ``<>`` opens for writing: none is taken for duplication."""
+    parsed = parse_command(
+        "echo a >&hook; echo b >| clob; cat x <> rw; echo c &>> both; cat x 1<>fd1; echo d >&1"
+    )
+    assert parsed.checkable
+    assert parsed.redirect_writes == ("hook", "clob", "rw", "both", "fd1")
+
+
 def test_descriptor_duplication_and_safe_devices_are_not_targets():
     parsed = parse_command("make 2>&1 >/dev/null | tee -a /dev/stderr; echo x >&2 2>&-")
     assert parsed.checkable

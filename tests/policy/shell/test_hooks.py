@@ -281,6 +281,27 @@ def test_git_reads_of_its_own_config_stay_allowed(audit):
         assert _action(policy, command).action == "allow", command
 
 
+@pytest.mark.parametrize(
+    ("command", "permission"),
+    [
+        ("cat /dev/fd/../../..{base}/outside.txt", "fs.read"),  # /dev/fd is /proc/self/fd
+        ("cat /dev/fd/0/../../../..{base}/outside.txt", "fs.read"),
+        ("echo pwn > /dev/fd/../../..{base}/planted", "fs.write"),
+        ("cat notes.txt < /dev/fd/../../..{base}/outside.txt", "fs.read"),
+        ("echo pwn >> /dev/fd/1/../../../..{base}/planted", "fs.write"),
+    ],
+)
+def test_a_path_through_dev_fd_is_a_path_like_any_other(audit, command: str, permission: str):
+    """Only a descriptor itself (``/dev/fd/3``) names no file: ``/dev/fd/../../..`` climbs
+    from /proc/self/fd to the root, so what follows is checked like any path."""
+    policy, base = audit
+    decision = _action(policy, command.format(base=base))
+    assert decision.action == "deny" and decision.scope == "capability", decision
+    assert permission in decision.rule
+    for command in ("cat notes.txt /dev/fd/0", "echo x > /dev/fd/2", "cat < /dev/fd/3"):
+        assert _action(policy, command).action != "deny", command
+
+
 def test_path_operands_are_checked_like_path_arguments(audit):
     policy, base = audit
     refused = {

@@ -302,6 +302,34 @@ def test_a_path_through_dev_fd_is_a_path_like_any_other(audit, command: str, per
         assert _action(policy, command).action != "deny", command
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat /proc/self/cwd/../notes.txt",
+        "cat /proc/thread-self/cwd/../notes.txt",
+        "cat /dev/fd/../cwd/../notes.txt",  # /dev/fd is /proc/self/fd
+        "cat proclink/../notes.txt",  # a link in the workspace to /proc/self/cwd
+        "echo x > /proc/self/cwd/../notes.txt",
+        "cd /proc/self/cwd && cat ../notes.txt",
+    ],
+)
+def test_a_path_through_proc_self_asks_because_it_names_the_process_that_opens_it(
+    audit, monkeypatch: pytest.MonkeyPatch, command: str
+):
+    """The check resolves /proc/self in the server, bash in itself: with the server started
+    in ws/sub, ``/proc/self/cwd/../notes.txt`` was ws/notes.txt to the check and the file
+    beside the workspace to bash (which runs in ws)."""
+    _, base = audit
+    policy = _policy(base, AUDIT_RULES + ALLOW_ALL_BASH)
+    (base / "notes.txt").write_text("beside the workspace\n")
+    (base / "ws" / "proclink").symlink_to("/proc/self/cwd")
+    monkeypatch.chdir(base / "ws" / "sub")
+    decision = _action(policy, command)
+    assert decision.action == "ask", decision
+    assert "goes through /proc/self, which names the process" in decision.rule, decision
+    assert _action(policy, "cat notes.txt sub/../notes.txt").action == "allow"
+
+
 def test_path_operands_are_checked_like_path_arguments(audit):
     policy, base = audit
     refused = {

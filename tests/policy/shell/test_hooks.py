@@ -223,13 +223,17 @@ def test_git_options_that_write_files_are_write_targets(audit, command: str):
     ["git -C {base}/ws_evil init", "git -C ../ws_evil status", "git --git-dir={base}/x/.git log",
      "git --work-tree=/ checkout .", "git init {base}/ws_evil/repo",
      "git clone https://example.org/r.git {base}/clone", "git worktree add ../wt",
-     "git -C sub log --output=../../escape"],
+     "git -C sub log --output=../../escape",
+     "git clone file://{base}/ws_evil y", "git fetch file://{base}/ws_evil",
+     "git pull file://{base}/ws_evil main", "git remote add o file://{base}/ws_evil",
+     "git clone file://{base}/ws%5Fevil y"],
 )  # fmt: skip
 def test_git_working_outside_the_workspace_is_refused(audit, command: str):
     policy, base = audit
     decision = _action(policy, command.format(base=base))
     assert decision.action == "deny" and decision.scope == "capability", decision
     assert _action(policy, "git -C sub status").action == "allow"
+    assert _action(policy, f"git fetch file://localhost{base}/ws/sub").action == "allow"
 
 
 @pytest.mark.parametrize(

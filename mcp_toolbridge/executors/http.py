@@ -6,7 +6,8 @@ Request building:
 
 - ``{name}`` in the URL is replaced by argument ``name`` (strings as is, other values as JSON
   text), percent-encoded with nothing kept safe; a missing or null argument is an
-  :class:`ArgumentsError`.
+  :class:`ArgumentsError`, and so is a value that leaves its path segment empty, ``.`` or
+  ``..`` (the request would reach another endpoint).
 - ``${secret:ID}`` in the URL (percent-encoded) and in header values (verbatim) is replaced by
   the resolved secret; an id the call did not resolve is a :class:`SecretError`.
 - The arguments the URL does not use go in the query string for GET, HEAD, DELETE and OPTIONS
@@ -39,7 +40,7 @@ from __future__ import annotations
 import http.cookiejar
 import json
 import re
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -108,6 +109,27 @@ def _secret_value(secret_id: str, secrets: Mapping[str, str], tool: str) -> str:
     return value
 
 
+def _check_segments(template: str, expand: Callable[[re.Match[str]], str], tool: str) -> None:
+    """A placeholder in the URL's path fills one segment: a value that makes its segment
+    empty, ``.`` or ``..`` would move the request to another endpoint once the dot segments
+    are resolved (``/users/../sessions`` is ``/sessions``), so it is an
+    :class:`ArgumentsError`."""
+    head = template.partition("#")[0].partition("?")[0]
+    _, sep, after = head.partition("://")
+    path = (after[after.find("/") :] if "/" in after else "") if sep else head
+    for segment in path.split("/")[1:]:
+        names = [match.group(2) for match in _PLACEHOLDER.finditer(segment) if match.group(2)]
+        value = _PLACEHOLDER.sub(expand, segment)
+        if names and value in ("", ".", ".."):
+            shown = " and ".join(f"{{{name}}}" for name in names)
+            raise ArgumentsError(
+                f'URL placeholder {shown} would make the path segment "{value}" of {template}: '
+                'an empty, "." or ".." segment moves the request to another endpoint. Give '
+                f"{' and '.join(names)} a value that names one path segment.",
+                tool=tool,
+            )
+
+
 def build_call(
     transport: HttpTransport, arguments: Mapping[str, Any], secrets: Mapping[str, str], tool: str
 ) -> HttpCall:
@@ -128,6 +150,7 @@ def build_call(
         return quote(_text(value), safe="")
 
     method = transport.method.upper()
+    _check_segments(transport.url, expand, tool)
     url = _PLACEHOLDER.sub(expand, transport.url).partition("#")[0]
     rest = {key: value for key, value in arguments.items() if key not in used}
     body: bytes | None = None

@@ -153,6 +153,9 @@ async def test_bash_refuses_the_audited_bypasses_behind_prefix_allows(tmp_path):
         "cat */secret.txt",
         "cat secrets/key.env",
         "cat notes.txt; cat ../ws_evil/secret.txt",
+        f"cat /dev/fd/../../..{base}/ws_evil/secret.txt",  # /dev/fd/.. is /proc/self
+        f"cat notes.txt > /dev/fd/../../..{base}/pwnB",
+        "cat /dev/fd/../cwd/notes.txt",  # the server's working directory, not bash's
     ]
     async with served_client(settings, locked=True) as client:
         for command in refused:
@@ -164,7 +167,7 @@ async def test_bash_refuses_the_audited_bypasses_behind_prefix_allows(tmp_path):
         assert text_of(ok).startswith("workspace notes")
     assert not (base / "x").exists()
     assert not (base / "ws_evil" / ".git").exists()
-    assert not (base / "pwnA").exists()
+    assert not (base / "pwnA").exists() and not (base / "pwnB").exists()
     lines = [json.loads(x) for x in settings.audit_path.read_text().splitlines()]  # type: ignore[union-attr]
     assert [line["decision"] for line in lines] == ["deny"] * len(refused) + ["allow"]
 

@@ -229,6 +229,26 @@ async def test_get_reaches_the_server_with_path_query_and_default_headers(
     assert result.url == server.base_url + "/echo/a%2Fb?q=x%20y"
 
 
+@pytest.mark.parametrize("value", ["..", ".", ""])
+async def test_a_path_placeholder_cannot_leave_its_segment_and_call_another_endpoint(
+    executor: HttpExecutor, server: FixtureServer, value: str
+):
+    """``/`` is encoded, but a value of ``..`` would still climb out of its segment:
+    ``DELETE /users/../sessions`` is normalized to ``DELETE /sessions`` on its way out. An
+    empty or ``.`` value drops the segment the same way. Refused before anything is sent."""
+    spec = http_spec(server.base_url + "/echo/users/{user}/x", net_hosts=("127.0.0.1",))
+    control = await run(executor, call(spec, {"user": "%2e%2e", "q": ".."}))
+    assert control.value["path"] == "/echo/users/%252e%252e/x" and control.value["query"] == (
+        "q=.."
+    )  # encoded dots and dots in the query stay where they are
+
+    with pytest.raises(ArgumentsError) as caught:
+        await run(executor, call(spec, {"user": value}))
+
+    message = str(caught.value)
+    assert "URL placeholder {user}" in message and "one path segment" in message
+
+
 async def test_secret_header_values_reach_the_server_but_come_back_redacted(
     executor: HttpExecutor, server: FixtureServer
 ):

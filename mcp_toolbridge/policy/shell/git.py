@@ -11,6 +11,7 @@ rewrite the work tree (checkout, reset, merge, ...) name written paths; pathspec
 from __future__ import annotations
 
 import os
+from urllib.parse import unquote
 
 from mcp_toolbridge.policy.shell.scan import Access, Found, Links, Operand, Syntax, in_directory
 
@@ -167,6 +168,9 @@ def git_operands(argv: tuple[str, ...]) -> Found:
         add(*operands[1], "write")
         operands = operands[2:]
     for index, text in operands:
+        if text.lower().startswith("file://"):  # a repository on this machine, by URL
+            add(index, _file_url_path(text), "read", whole=False)
+            continue
         if "://" in text:
             continue
         _rev, colon, path = text.partition(":")
@@ -176,6 +180,15 @@ def git_operands(argv: tuple[str, ...]) -> Found:
             continue
         add(index, text, "read", follows=False)  # git never follows a link in a pathspec
     return out
+
+
+def _file_url_path(url: str) -> str:
+    """The path git opens for a ``file://`` URL: after the host (``localhost`` or none),
+    percent-decoded as git decodes it (``file:///srv/r%5Fx`` is /srv/r_x)."""
+    rest = url[len("file://") :]
+    if not rest.startswith("/"):
+        rest = "/" + rest.partition("/")[2]
+    return unquote(rest)
 
 
 def _at(argv: tuple[str, ...], i: int) -> str:

@@ -26,6 +26,8 @@ import dataclasses
 import glob
 import itertools
 import os
+import re
+from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +44,9 @@ from mcp_toolbridge.policy.shell.parse import Chain, ParsedCommand, PathRef, par
 MAX_GLOB_MATCHES = 1000
 """Matches of one glob operand that are checked; past this the command asks."""
 MAX_DIRECTORY_STATES = 32
+MAX_LINK_HOPS = 40
+"""Symbolic links followed while looking for /proc/self in a path (the kernel's own limit)."""
+_PROCESS_DIR = re.compile(r"/proc/(?:self|thread-self)(?:/|$)")
 PROTECTED = (".git", ".toolbridge")
 """Folders whose files change what later runs (git hooks and config; the project policy):
 a command that writes inside one asks."""
@@ -125,6 +130,38 @@ def _through_new_links(resolved: list[tuple[PathRef | None, Path]]) -> list[str]
     return found
 
 
+def through_process(path: str) -> bool:
+    """Whether the absolute ``path`` goes through /proc/self or /proc/thread-self, written or
+    behind a symbolic link (/dev/fd, /dev/stdin, a link planted in the workspace). Those name
+    the process that opens them: the server resolves them to its own working directory and
+    descriptors, bash to its own, so no check made here holds for the command."""
+    parts = deque(Path(path).parts[1:])
+    current = "/"
+    hops = 0
+    while parts:
+        part = parts.popleft()
+        if part in ("", "."):
+            continue
+        if part == "..":
+            current = os.path.dirname(current)
+            continue
+        step = os.path.join(current, part)
+        if _PROCESS_DIR.match(step):
+            return True
+        try:
+            target = os.readlink(step)
+        except OSError:  # not a link, or not there: a plain component
+            current = step
+            continue
+        hops += 1
+        if hops > MAX_LINK_HOPS:
+            return False  # a loop: canonicalize refuses it
+        if target.startswith("/"):
+            current = "/"
+        parts.extendleft(reversed(Path(target).parts[1 if target.startswith("/") else 0 :]))
+    return False
+
+
 class _Resolver:
     """Canonicalizes paths against the directories a command may be in."""
 
@@ -146,6 +183,7 @@ class _Resolver:
         step = chain[-1]
         for logical, physical in self._resolve(chain[:-1]):
             lexical = os.path.normpath(os.path.join(logical, step))
+            self._process_relative(os.path.join(physical, step), step)
             states.add((lexical, canonicalize(lexical, base=self.base)))
             real = canonicalize(step, base=physical)
             states.add((str(real), real))
@@ -155,7 +193,15 @@ class _Resolver:
         self._states[chain] = states
         return states
 
+    def _process_relative(self, joined: str, text: str) -> None:
+        if through_process(joined):
+            self.reasons.append(
+                f"the path {text!r} goes through /proc/self, which names the process that "
+                "opens it: where it leads is only known when the command runs"
+            )
+
     def paths(self, ref: PathRef, directory: Path) -> list[Path]:
+        self._process_relative(os.path.join(directory, ref.text), ref.text)
         found = [self._canonical(ref.text, directory, remove=ref.access == "remove")]
         if ref.pattern is None:
             return found

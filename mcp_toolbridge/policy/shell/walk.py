@@ -14,6 +14,7 @@ reason the line cannot be checked.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +49,14 @@ SAFE_DEVICES = frozenset(
     {"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/zero", "/dev/tty"}
 )
 _HIDDEN_SUBSTITUTION = ("$(", "`", "<(", ">(")
+_DESCRIPTOR = re.compile(r"/dev/fd/[0-9]+")
+"""A descriptor itself names no file; anything under it (``/dev/fd/../../etc/x``: /dev/fd
+is /proc/self/fd) is a path like any other."""
+
+
+def names_no_file(path: str) -> bool:
+    """Whether ``path`` is a device or descriptor that no path check is about."""
+    return path in SAFE_DEVICES or _DESCRIPTOR.fullmatch(path) is not None
 
 
 @dataclass
@@ -309,10 +318,8 @@ class Walker:
             if XARGS_INPUT in operand.text:
                 state.refuse(f"xargs gives {name} file names that are only known when it runs")
                 continue
-            if not operand.text or operand.text in SAFE_DEVICES:
+            if not operand.text or names_no_file(operand.text):
                 continue  # an empty argument names no file
-            if operand.text.startswith("/dev/fd/"):
-                continue
             raw = None
             if raws is not None and operand.index is not None and operand.index < len(raws):
                 raw = raws[operand.index]
@@ -411,7 +418,7 @@ class Walker:
         if path.startswith(("/dev/tcp/", "/dev/udp/")):
             self.state.refuse(f"the redirect {path!r} opens a network connection")
             return
-        if path in SAFE_DEVICES or path.startswith("/dev/fd/"):
+        if names_no_file(path):
             return
         self.state.targets.append(path)
         if write:

@@ -234,6 +234,16 @@ async def test_a_symlinked_parent_folder_pointing_outside_is_refused(tool, layou
         await call(tool, file_path="linked/secret.txt")
 
 
+async def test_proc_magic_links_resolve_to_what_they_name_and_are_refused_outside(tool, layout):
+    """/proc/self/root is a symbolic link the kernel makes: followed, it names the
+    outside file, so the capability check refuses it like any other link."""
+    secret = layout.evil / "secret.txt"
+    with pytest.raises(PermissionDeniedError):
+        await call(tool, file_path=f"/proc/self/root{secret}")
+    with pytest.raises(PermissionDeniedError):  # the server's own environment
+        await call(tool, file_path="/proc/self/environ")
+
+
 async def test_nul_and_control_characters_in_the_path_are_refused(tool, layout):
     (layout.ws / "a.txt").write_text("x", encoding="utf-8")
     for bad in ("a.txt\x00.png", "a\x1b.txt"):

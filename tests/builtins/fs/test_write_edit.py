@@ -129,6 +129,7 @@ async def test_escapes_are_refused_and_nothing_outside_changes(tool_name, write,
         "leak.txt",
         "dangling.txt",
         "linked/secret.txt",
+        f"/proc/self/root{layout.evil / 'secret.txt'}",  # the magic link resolves outside
     ]
     for path in attempts:
         with pytest.raises(PermissionDeniedError) as caught:
@@ -138,6 +139,25 @@ async def test_escapes_are_refused_and_nothing_outside_changes(tool_name, write,
     assert not (layout.evil / "planted.txt").exists()
     with pytest.raises(PathRejectedError):
         await call(tool, file_path="x.txt\x00.md", **extra)
+
+
+@pytest.mark.parametrize("tool_name", ["write", "edit"])
+async def test_a_hard_link_to_an_outside_file_is_replaced_never_written_through(
+    tool_name, write, edit, layout
+):
+    """A hard link planted in the workspace shares the outside file's inode: writing it in
+    place would change that file. Both tools write a new file and rename it over the link."""
+    outside = layout.evil / "secret.txt"
+    planted = layout.ws / "planted.txt"
+    os.link(outside, planted)
+    if tool_name == "write":
+        result = await call(write, file_path="planted.txt", content="pwned\n")
+    else:
+        result = await call(edit, file_path="planted.txt", old_string="top", new_string="pwned")
+    assert result.ok, result
+    assert outside.read_text(encoding="utf-8") == "top secret\n"
+    assert outside.stat().st_nlink == 1
+    assert "pwned" in planted.read_text(encoding="utf-8")
 
 
 # -- edit ----------------------------------------------------------------------------------

@@ -223,13 +223,17 @@ def test_git_options_that_write_files_are_write_targets(audit, command: str):
     ["git -C {base}/ws_evil init", "git -C ../ws_evil status", "git --git-dir={base}/x/.git log",
      "git --work-tree=/ checkout .", "git init {base}/ws_evil/repo",
      "git clone https://example.org/r.git {base}/clone", "git worktree add ../wt",
-     "git -C sub log --output=../../escape"],
+     "git -C sub log --output=../../escape",
+     "git clone file://{base}/ws_evil y", "git fetch file://{base}/ws_evil",
+     "git pull file://{base}/ws_evil main", "git remote add o file://{base}/ws_evil",
+     "git clone file://{base}/ws%5Fevil y"],
 )  # fmt: skip
 def test_git_working_outside_the_workspace_is_refused(audit, command: str):
     policy, base = audit
     decision = _action(policy, command.format(base=base))
     assert decision.action == "deny" and decision.scope == "capability", decision
     assert _action(policy, "git -C sub status").action == "allow"
+    assert _action(policy, f"git fetch file://localhost{base}/ws/sub").action == "allow"
 
 
 @pytest.mark.parametrize(
@@ -279,6 +283,55 @@ def test_git_reads_of_its_own_config_stay_allowed(audit):
                     "git config get user.email", "git status",
                     "git log -n 3 --oneline"):  # fmt: skip
         assert _action(policy, command).action == "allow", command
+
+
+@pytest.mark.parametrize(
+    ("command", "permission"),
+    [
+        ("cat /dev/fd/../../..{base}/outside.txt", "fs.read"),  # /dev/fd is /proc/self/fd
+        ("cat /dev/fd/0/../../../..{base}/outside.txt", "fs.read"),
+        ("echo pwn > /dev/fd/../../..{base}/planted", "fs.write"),
+        ("cat notes.txt < /dev/fd/../../..{base}/outside.txt", "fs.read"),
+        ("echo pwn >> /dev/fd/1/../../../..{base}/planted", "fs.write"),
+    ],
+)
+def test_a_path_through_dev_fd_is_a_path_like_any_other(audit, command: str, permission: str):
+    """Only a descriptor itself (``/dev/fd/3``) names no file: ``/dev/fd/../../..`` climbs
+    from /proc/self/fd to the root, so what follows is checked like any path."""
+    policy, base = audit
+    decision = _action(policy, command.format(base=base))
+    assert decision.action == "deny" and decision.scope == "capability", decision
+    assert permission in decision.rule
+    for command in ("cat notes.txt /dev/fd/0", "echo x > /dev/fd/2", "cat < /dev/fd/3"):
+        assert _action(policy, command).action != "deny", command
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat /proc/self/cwd/../notes.txt",
+        "cat /proc/thread-self/cwd/../notes.txt",
+        "cat /dev/fd/../cwd/../notes.txt",  # /dev/fd is /proc/self/fd
+        "cat proclink/../notes.txt",  # a link in the workspace to /proc/self/cwd
+        "echo x > /proc/self/cwd/../notes.txt",
+        "cd /proc/self/cwd && cat ../notes.txt",
+    ],
+)
+def test_a_path_through_proc_self_asks_because_it_names_the_process_that_opens_it(
+    audit, monkeypatch: pytest.MonkeyPatch, command: str
+):
+    """The check resolves /proc/self in the server, bash in itself: with the server started
+    in ws/sub, ``/proc/self/cwd/../notes.txt`` was ws/notes.txt to the check and the file
+    beside the workspace to bash (which runs in ws)."""
+    _, base = audit
+    policy = _policy(base, AUDIT_RULES + ALLOW_ALL_BASH)
+    (base / "notes.txt").write_text("beside the workspace\n")
+    (base / "ws" / "proclink").symlink_to("/proc/self/cwd")
+    monkeypatch.chdir(base / "ws" / "sub")
+    decision = _action(policy, command)
+    assert decision.action == "ask", decision
+    assert "goes through /proc/self, which names the process" in decision.rule, decision
+    assert _action(policy, "cat notes.txt sub/../notes.txt").action == "allow"
 
 
 def test_path_operands_are_checked_like_path_arguments(audit):
@@ -356,6 +409,8 @@ def test_cd_is_followed_for_the_paths_after_it(audit):
         ("grep -R needle .", "follows symbolic links"),
         ("cp hook.sh .git/hooks/pre-commit", "inside .git"),
         ("echo '[alias]' >> .git/config", "inside .git"),
+        ("echo pwn >&.git/hooks/pre-commit", "inside .git"),
+        ("cat x <> .git/hooks/post-checkout", "inside .git"),
     ],
 )
 def test_paths_that_cannot_be_followed_ask(audit, command: str, fragment: str):

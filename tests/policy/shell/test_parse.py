@@ -105,6 +105,7 @@ def test_assignment_prefixes_are_stripped_and_risky_ones_refused():
     assert _commands("X=1") == ()
     _refused("PATH=/tmp/evil:$PATH git status", "sets PATH")
     _refused("LD_PRELOAD=/tmp/x.so ls", "sets LD_PRELOAD")
+    _refused("CDPATH=/srv; cd x && cat s.txt", "sets CDPATH")
     _refused("GIT_SSH_COMMAND='sh -c id' git fetch", "sets GIT_SSH_COMMAND")
     _refused("export PATH=/tmp", "export sets PATH")
     _refused("read PATH < f", "read sets PATH")
@@ -341,6 +342,16 @@ def test_redirect_targets_are_listed_for_the_path_check():
     assert parsed.redirect_writes == ("out.txt", "err.log", "all.log", "rw")
 
 
+def test_every_spelling_of_a_file_redirect_is_a_write_target():
+    """``>&word`` and ``&>>`` write a file when the word is not a descriptor number, ``>|``
+    writes past noclobber and ``<>`` opens for writing: none is taken for duplication."""
+    parsed = parse_command(
+        "echo a >&hook; echo b >| clob; cat x <> rw; echo c &>> both; cat x 1<>fd1; echo d >&1"
+    )
+    assert parsed.checkable
+    assert parsed.redirect_writes == ("hook", "clob", "rw", "both", "fd1")
+
+
 def test_descriptor_duplication_and_safe_devices_are_not_targets():
     parsed = parse_command("make 2>&1 >/dev/null | tee -a /dev/stderr; echo x >&2 2>&-")
     assert parsed.checkable
@@ -435,7 +446,7 @@ def test_more_than_fifty_subcommands_are_refused():
 def test_risky_variable_names():
     for name in ("PATH", "LD_PRELOAD", "DYLD_INSERT_LIBRARIES", "GIT_SSH_COMMAND", "BASH_ENV",
                  "PYTHONPATH", "NODE_OPTIONS", "PROMPT_COMMAND", "IFS", "npm_config_script_shell",
-                 "PAGER", "EDITOR", "RUSTC_WRAPPER"):  # fmt: skip
+                 "PAGER", "EDITOR", "RUSTC_WRAPPER", "CDPATH"):  # fmt: skip
         assert risky_variable(name), name
     for name in ("CI", "NODE_ENV", "RUST_LOG", "DEBUG", "PYTHONUNBUFFERED", "TZ", "NO_COLOR"):
         assert not risky_variable(name), name

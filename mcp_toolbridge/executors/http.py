@@ -44,7 +44,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import anyio
 import httpx2
@@ -114,10 +114,7 @@ def _check_segments(template: str, expand: Callable[[re.Match[str]], str], tool:
     empty, ``.`` or ``..`` would move the request to another endpoint once the dot segments
     are resolved (``/users/../sessions`` is ``/sessions``), so it is an
     :class:`ArgumentsError`."""
-    head = template.partition("#")[0].partition("?")[0]
-    _, sep, after = head.partition("://")
-    path = (after[after.find("/") :] if "/" in after else "") if sep else head
-    for segment in path.split("/")[1:]:
+    for segment in urlsplit(template).path.split("/")[1:]:
         names = [match.group(2) for match in _PLACEHOLDER.finditer(segment) if match.group(2)]
         value = _PLACEHOLDER.sub(expand, segment)
         if names and value in ("", ".", ".."):

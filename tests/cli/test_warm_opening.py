@@ -264,8 +264,7 @@ async def test_a_workspace_link_pointed_elsewhere_is_never_answered_from_it(
     await _start(tmp_path, *args)
     assert (await _start(tmp_path, *args))[2] is True
 
-    link.unlink()
-    link.symlink_to(second, target_is_directory=True)
+    _repoint(link, second)
     moved = await _start(tmp_path, *args)
     assert moved[2] is False
     assert "echo" not in _descriptions(moved[1])
@@ -288,8 +287,7 @@ async def test_a_manifest_link_pointed_elsewhere_is_never_answered_from_it(
     await _start(tmp_path, *args)
     assert (await _start(tmp_path, *args))[2] is True
 
-    (catalog / "two" / "tools.json").unlink()
-    (catalog / "two" / "tools.json").symlink_to(sources["shout"])
+    _repoint(catalog / "two" / "tools.json", sources["shout"])
     moved = await _start(tmp_path, *args)
     assert moved[2] is False
     assert {"echo", "shout"} <= set(_descriptions(moved[1]))
@@ -396,8 +394,13 @@ async def test_a_required_path_through_a_link_pointed_elsewhere_is_never_answere
     assert "notes_read" in _descriptions(first[1])
     assert (await _start(tmp_path, *args))[2] is True
 
-    link.unlink()
-    link.symlink_to(elsewhere, target_is_directory=True)
+    _repoint(link, elsewhere)
     moved = await _start(tmp_path, *args)
     assert moved[2] is False
     assert "notes_read" not in _descriptions(moved[1])
+
+
+def _repoint(link: Path, target: Path) -> None:
+    """``link`` made to lead to ``target`` instead (a folder or a file)."""
+    link.unlink()
+    link.symlink_to(target, target_is_directory=target.is_dir())

@@ -314,6 +314,13 @@ async def test_stdin_larger_than_a_pipe_arrives_whole_in_a_warm_sandbox(box: Box
     assert outcome.stdout.strip() == str(len(data)).encode()
 
 
+async def _until_ready(pool: warm.WarmPool) -> None:
+    """Wait (on their sockets, no sleep) until every live sandbox of the pool has said ready."""
+    for sandbox in pool.sandboxes:
+        while not sandbox.gone and not sandbox.poll_ready() and not sandbox.busy:
+            await anyio.wait_readable(sandbox.control)
+
+
 async def _ended(sandbox: warm.WarmSandbox) -> None:
     """Until the sandbox's bubblewrap exits (its zygote has ended)."""
     pidfd = os.pidfd_open(sandbox.proc.pid)
@@ -351,6 +358,8 @@ async def test_a_warm_sandbox_lost_before_the_hand_over_falls_back_to_a_fresh_on
 ) -> None:
     await box.python("pass")
     pool = box.confine().sandbox.warm
+    with anyio.fail_after(30):
+        await _until_ready(pool)  # the next warm sandbox may still be starting
     (ready,) = [s for s in pool.sandboxes if s.poll_ready()]
     # The zygote is gone the moment the call is sent: the send fails, nothing is handed over.
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -377,23 +386,18 @@ async def test_a_program_that_leaves_things_behind_runs_fresh_and_others_stay_wa
         )
         assert outcome.exit_code == 0, outcome.stderr_tail
 
-    async def until_ready() -> None:
-        for sandbox in pool.sandboxes:
-            if not sandbox.gone and not sandbox.ready:
-                await anyio.wait_readable(sandbox.control)
-
     clean, dirty = ("/usr/bin/env", "true"), ("/bin/sh", "-c", "touch /tmp/left")
     with anyio.fail_after(30):
         await run(*clean)
         await run(*clean)  # the second launch of these options: a warm sandbox is made
-        await until_ready()
+        await _until_ready(pool)
         taken = pool.taken
         await run(*dirty)  # warm, and leaves it unusable: it ends
         assert pool.taken == taken + 1
         (dirtied,) = [s for s in pool.sandboxes if s.settling]
         await _ended(dirtied)
         await run(*clean)  # fresh; a new warm sandbox is made for the options
-        await until_ready()
+        await _until_ready(pool)
         await run(*dirty)  # this program now runs fresh
         assert pool.taken == taken + 1
         await run(*clean)  # the others keep their warm sandbox

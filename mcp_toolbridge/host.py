@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias, get_args
 
@@ -23,6 +23,18 @@ FoundTools = Literal["direct", "proxy"]
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 """progress(current, total, message): forwarded to the client when it asked for progress."""
+
+RedactCut = Callable[[str, Sequence[tuple[int, int]]], list[str]]
+"""redact_cut(text, spans) -> ``text[start:end]`` of each span, with every part of it that
+belongs to a secret found in the text around it replaced by ``[REDACTED:<rule-id>]`` (a
+secret the cut shows only part of too). For code that shows part of a longer text (a window
+of a file, a long line cut, the head and tail of an output): it passes what it holds around
+what it shows, up to :data:`CUT_MARGIN_CHARS` on each side. Blocking (it runs the secret
+scan on up to that margin around each edge of what is shown): call it in a worker thread."""
+CUT_MARGIN_CHARS = 16_384
+"""How much text on each side of a cut is scanned with it (a PEM block of an 8192-bit RSA
+key is about 6.5 KB, ~100 lines; code that reads lines keeps up to :data:`CUT_MARGIN_LINES`)."""
+CUT_MARGIN_LINES = 128
 
 LogLevel: TypeAlias = Literal[
     "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
@@ -334,6 +346,9 @@ class CallContext:
     console: Host | None = None
     """Where a person answers a confirmation this call's client cannot ask (``serve
     --console``): the call waits there up to its deadline. None: such a call is refused."""
+    redact_cut: RedactCut | None = None
+    """What a tool that cuts its output calls for the part it shows (:data:`RedactCut`);
+    None: the secret scan is off (or nothing screens this call), a cut shows what it cuts."""
 
     @property
     def owner(self) -> str:

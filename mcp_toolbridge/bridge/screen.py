@@ -7,7 +7,9 @@
   matches the tool's output schema becomes an ``output.invalid`` failure that still carries
   the redacted output as text (:func:`off_schema`; Bridge.call decides, it holds the schema).
   :func:`screened_context` does the same to the log lines and progress messages a running call
-  sends to the client.
+  sends to the client, and gives the tools that cut their output (a window of a file, a long
+  line, the head and tail of a command's output) the redaction of what they show, scanned
+  with the text around the cut before it is cut (:class:`CutRedactor`, leaks/cuts.py).
 - **In**: :func:`argument_question` is the gate's question when a call's arguments carry a
   secret and the tool can reach the network (:func:`reaches_network`): the call asks, naming
   the rules, never the value; headless, it is refused.
@@ -20,7 +22,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +30,7 @@ from mcp_toolbridge.bridge.outcome import CallOutcome
 from mcp_toolbridge.errors import ErrorCode
 from mcp_toolbridge.executors import ExecResult
 from mcp_toolbridge.host import CallContext, CallLog, LogLevel, ProgressFn
-from mcp_toolbridge.leaks import SecretScan, scanned_text, summary
+from mcp_toolbridge.leaks import SecretScan, redact_cut, scanned_text, summary
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.policy import Decision, Policy
 from mcp_toolbridge.sandbox import Sandbox
@@ -188,9 +190,24 @@ class ScreenedLog:
         await self._inner.send(level, redacted, logger=logger)
 
 
+class CutRedactor:
+    """The :data:`~mcp_toolbridge.host.RedactCut` of one call: what a cut shows, redacted
+    with the text around it (leaks/cuts.py), the secrets found there logged by rule."""
+
+    def __init__(self, scan: SecretScan, tool: str) -> None:
+        self._scan = scan
+        self._tool = tool
+
+    def __call__(self, text: str, spans: Sequence[tuple[int, int]]) -> list[str]:
+        shown, found = redact_cut(self._scan, text, spans, self._tool)
+        if found:
+            log.info("secret scan: redacted %s at a cut of %s", summary(found), self._tool)
+        return shown
+
+
 def screened_context(scan: SecretScan, ctx: CallContext, tool: str) -> CallContext:
     """``ctx`` whose log lines and progress messages are redacted on their way to the
-    client."""
+    client, and whose tools redact what they cut (:class:`CutRedactor`)."""
     if not scan.enabled:
         return ctx
     log_ = ScreenedLog(ctx.log, scan, tool) if ctx.log is not None else None
@@ -203,7 +220,7 @@ def screened_context(scan: SecretScan, ctx: CallContext, tool: str) -> CallConte
                 message, _ = await scan.text(message, tool)
             await inner(current, total, message)
 
-    return replace(ctx, log=log_, progress=progress)
+    return replace(ctx, log=log_, progress=progress, redact_cut=CutRedactor(scan, tool))
 
 
 def reaches_network(spec: ToolSpec, policy: Policy, sandbox: Sandbox | None) -> bool:

@@ -1,7 +1,8 @@
 """Secrets nobody declared: finding them in what tools print and in what a model sends, with a
 maintained engine and rule set (betterleaks), and redacting them as ``[REDACTED:<rule-id>]``
 (markers.py: the marker, and counting it where a file tool must not write it over a secret;
-prefilter.py: which texts the engine cannot find anything in, from its own rules).
+prefilter.py: which texts the engine cannot find anything in, from its own rules; cuts.py:
+redacting what a cut shows of a longer text, scanned with the text around the cut).
 The policy file's ``[secret_scan]`` table (its model is here) switches rules, allows findings
 and turns the scan off. engine.py is the only importer of ``betterleaks``.
 
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING
 from mcp_toolbridge.lazy import on_first_use
 
 if TYPE_CHECKING:
+    from mcp_toolbridge.leaks.cuts import redact_cut
     from mcp_toolbridge.leaks.engine import ENGINE, OFF_BY_DEFAULT, OWN_RULES, Engine, Found
     from mcp_toolbridge.leaks.markers import MARKER, count_markers, marker, markers_in
     from mcp_toolbridge.leaks.scan import OFF, SecretScan, scanned_text, summary
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
 __getattr__ = on_first_use(
     __name__,
     {
+        "mcp_toolbridge.leaks.cuts": ("redact_cut",),
         "mcp_toolbridge.leaks.engine": (
             "ENGINE",
             "OFF_BY_DEFAULT",
@@ -60,6 +63,7 @@ __all__ = [
     "count_markers",
     "marker",
     "markers_in",
+    "redact_cut",
     "scanned_text",
     "summary",
 ]

@@ -15,7 +15,9 @@ The value is ``{exit_code, stdout, stderr, timed_out, signal}``; the model reads
 stdout and stderr as printed with the exit code last. A non-zero exit is still a successful
 call. stdout and stderr together are capped at 200 KB: past it each stream keeps its head and
 its tail (errors come last) around a marker, and everything captured goes to a session
-sidecar file named by ``output_path`` and, by its path, in the note.
+sidecar file named by ``output_path`` and, by its path, in the note. With the secret scan on
+(the call's ``redact_cut``), each part shown is redacted with up to 16 KB of the output on
+either side of its cut first, so a secret the cut splits is not shown in part.
 
 While it runs, a client that asked for progress gets the elapsed time and the output bytes
 so far, twice a second after the first second (:mod:`~mcp_toolbridge.executors.progress`),
@@ -54,6 +56,7 @@ from mcp_toolbridge.executors import (
     run_beside,
     run_process,
 )
+from mcp_toolbridge.host import CUT_MARGIN_CHARS, RedactCut
 
 MAX_OUTPUT_BYTES = 200 * 1024
 """stdout + stderr shown inline; the rest goes to the sidecar."""
@@ -124,7 +127,7 @@ class BashTool:
             "env_keys": tuple(sorted(self._env)),
         }
         beat = Heartbeat(request.progress)
-        voice = ToolLog(request.context.log, SPEC.name)
+        voice = ToolLog(request.context.log, SPEC.name, redact_cut=request.context.redact_cut)
         try:
             outcome = await run_beside(
                 lambda: run_process(
@@ -232,9 +235,17 @@ class BashTool:
         err_share = min(len(outcome.stderr_tail), MAX_OUTPUT_BYTES // 4)
         out_share = min(len(outcome.stdout), MAX_OUTPUT_BYTES - err_share)
         err_share = min(len(outcome.stderr_tail), MAX_OUTPUT_BYTES - out_share)
+        redact = request.context.redact_cut
         return _Shown(
-            clip(outcome.stdout, out_share, outcome.stdout_bytes, where),
-            clip(outcome.stderr_tail, err_share, outcome.stderr_bytes, where, is_tail=True),
+            clip(outcome.stdout, out_share, outcome.stdout_bytes, where, redact=redact),
+            clip(
+                outcome.stderr_tail,
+                err_share,
+                outcome.stderr_bytes,
+                where,
+                is_tail=True,
+                redact=redact,
+            ),
             note=(
                 f"The output ({outcome.stdout_bytes} bytes of stdout, {outcome.stderr_bytes} "
                 f"of stderr) was cut to {MAX_OUTPUT_BYTES // 1024} KB: the head and the tail "
@@ -319,10 +330,31 @@ def _tail(data: bytes, size: int) -> bytes:
     return data[start:]
 
 
-def clip(data: bytes, share: int, total: int, where: str, *, is_tail: bool = False) -> str:
+def _part(data: bytes, start: int, end: int, redact: RedactCut | None) -> str:
+    """``data[start:end]`` as text; with ``redact``, redacted with up to the margin of
+    ``data`` on either side (a secret the cut splits is replaced, not shown in part)."""
+    if redact is None:
+        return _decode(data[start:end])
+    before = _decode(data[max(0, start - CUT_MARGIN_CHARS) : start])
+    shown = _decode(data[start:end])
+    after = _decode(data[end : end + CUT_MARGIN_CHARS])
+    [part] = redact(before + shown + after, [(len(before), len(before) + len(shown))])
+    return part
+
+
+def clip(
+    data: bytes,
+    share: int,
+    total: int,
+    where: str,
+    *,
+    is_tail: bool = False,
+    redact: RedactCut | None = None,
+) -> str:
     """At most ``share`` bytes of one stream as text: the head (3/4) and the tail (1/4) around
     a marker. ``data`` is what was captured of ``total`` bytes: its head, or its tail when
-    ``is_tail``; a part that was not captured cannot be shown and the marker says so."""
+    ``is_tail``; a part that was not captured cannot be shown and the marker says so. Each
+    part shown is redacted by ``redact`` with the text around its cut (blocking)."""
     complete = len(data) == total
     if complete and total <= share:
         return _decode(data)
@@ -331,12 +363,15 @@ def clip(data: bytes, share: int, total: int, where: str, *, is_tail: bool = Fal
         tail = _tail(data, share - len(head))
         omitted = total - len(head) - len(tail)
         marker = f"\n… {omitted} bytes omitted, full output in {where} …\n"
-        return _decode(head) + marker + _decode(tail)
+        shown_tail = _part(data, len(data) - len(tail), len(data), redact)
+        return _part(data, 0, len(head), redact) + marker + shown_tail
     if is_tail:
         tail = _tail(data, share)
-        return f"… {total - len(tail)} earlier bytes omitted, see {where} …\n" + _decode(tail)
+        return f"… {total - len(tail)} earlier bytes omitted, see {where} …\n" + _part(
+            data, len(data) - len(tail), len(data), redact
+        )
     head = _head(data, share)
-    return _decode(head) + (
+    return _part(data, 0, len(head), redact) + (
         f"\n… {total - len(head)} more bytes omitted (only the first {len(data)} were kept), "
         f"see {where} …\n"
     )

@@ -100,7 +100,12 @@ class ExecToolExecutor:
         self, request: ExecRequest, transport: ExecTransport, redact: _Redactor
     ) -> ExecResult:
         beat = Heartbeat(request.progress, beats=not transport.reports_progress)
-        voice = ToolLog(request.context.log, request.spec.name, redact.text)
+        voice = ToolLog(
+            request.context.log,
+            request.spec.name,
+            redact.text,
+            redact_cut=request.context.redact_cut,
+        )
         listeners = _listened(request, beat, voice)
         channel = ProgressChannel(beat, voice, redact.text, listened=bool(listeners))
         try:

@@ -4,7 +4,10 @@ written (MCP ``notifications/message``, level ``info``, logger = the tool's MCP 
 Only when the client listens (:class:`~mcp_toolbridge.host.CallLog`): nothing is queued, cut
 or counted for a client that asked for no log at that level. Each line has every secret value
 of the call replaced by ``[redacted:<id>]`` (as in the result), then is cut to
-``MAX_LINE_CHARS``; blank lines are skipped. At most ``LINE_BURST`` lines at once, then
+``MAX_LINE_CHARS``; blank lines are skipped. With the secret scan on (the call's
+``redact_cut``), a line cut is redacted with up to ``CUT_MARGIN_CHARS`` of what follows the
+cut before it is cut (in a worker thread, as the line is sent), so a token the cut would split
+is still recognised. At most ``LINE_BURST`` lines at once, then
 ``LINES_PER_S`` a second, are sent per call: lines over that (or over the small queue a slow
 client fills) are counted, and the count is sent once when the call ends, as are the lines of
 the progress channel that were not understood. The lines never reach the audit log, and the
@@ -13,14 +16,16 @@ result keeps stderr as it always did.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import deque
 from collections.abc import Callable
 
 import anyio
+import anyio.to_thread
 
 from mcp_toolbridge.executors.progress import FLUSH_LIMIT_S, Rate
-from mcp_toolbridge.host import CallLog, LogLevel
+from mcp_toolbridge.host import CUT_MARGIN_CHARS, CallLog, LogLevel, RedactCut
 
 log = logging.getLogger("mcp_toolbridge")
 
@@ -37,11 +42,18 @@ def _same(text: str) -> str:
     return text
 
 
-def cut(text: str, limit: int = MAX_LINE_CHARS) -> str:
-    """``text`` cut to ``limit`` characters, saying how many more there were."""
+def cut(
+    text: str, limit: int = MAX_LINE_CHARS, redact: RedactCut | None = None, *, more: int = 0
+) -> str:
+    """``text`` cut to ``limit`` characters, saying how many more there were (``more``: those
+    already cut off it); what is shown redacted by ``redact`` with what follows the cut (up
+    to the margin; blocking then: call it in a worker thread)."""
     if len(text) <= limit:
         return text
-    return f"{text[:limit]}… [{len(text) - limit} more characters]"
+    head = text[:limit]
+    if redact is not None:
+        [head] = redact(text[: limit + CUT_MARGIN_CHARS], [(0, limit)])
+    return f"{head}… [{len(text) + more - limit} more characters]"
 
 
 class ToolLog:
@@ -53,14 +65,19 @@ class ToolLog:
         logger: str,
         redact: Callable[[str], str] = _same,
         *,
+        redact_cut: RedactCut | None = None,
         per_s: float = LINES_PER_S,
         burst: int = LINE_BURST,
     ) -> None:
         self._sink = sink
         self._logger = logger
         self._redact = redact
+        self._redact_cut = redact_cut
         self._rate = Rate(per_s, burst)
-        self._queue: deque[tuple[LogLevel, str]] = deque()
+        self._queue: deque[tuple[LogLevel, str, int | None]] = deque()
+        """(level, the line as sent and None; or, to be cut with ``redact_cut`` as it is sent,
+        its head up to the margin past the cut and how many characters were dropped past
+        that)."""
         self._wake = anyio.Event()
         self._scope: anyio.CancelScope | None = None
         self._stopped_at: float | None = None
@@ -83,7 +100,12 @@ class ToolLog:
         if len(self._queue) >= QUEUE_LINES or self._stopped_at is not None:
             self.dropped += 1
             return
-        self._queue.append((level, cut(self._redact(text.rstrip("\r\n")))))
+        text = self._redact(text.rstrip("\r\n"))
+        if self._redact_cut is None or len(text) <= MAX_LINE_CHARS:
+            self._queue.append((level, cut(text), None))
+        else:  # cut as it is sent, redacted with what follows the cut
+            kept = MAX_LINE_CHARS + CUT_MARGIN_CHARS
+            self._queue.append((level, text[:kept], max(0, len(text) - kept)))
         self._wake.set()
 
     async def stderr_line(self, raw: bytes) -> bool:
@@ -104,7 +126,12 @@ class ToolLog:
                 self._scope.deadline = self._stopped_at + FLUSH_LIMIT_S
             while True:
                 while self._queue:
-                    await self._send(*self._queue.popleft())
+                    level, text, more = self._queue.popleft()
+                    if more is not None:
+                        text = await anyio.to_thread.run_sync(
+                            functools.partial(cut, text, redact=self._redact_cut, more=more)
+                        )
+                    await self._send(level, text)
                 if self._stopped_at is not None:
                     break
                 await self._wake.wait()

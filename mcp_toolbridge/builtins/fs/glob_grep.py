@@ -335,6 +335,8 @@ class GrepTool:
             context=context,
             head_limit=int(head_limit) if head_limit is not None else None,
             keep=functools.partial(state.write_sidecar, "grep"),
+            redact=request.context.redact_cut if mode == "content" else None,
+            reopen=functools.partial(self._fs.open_file, tool="grep", extra=extra),
         )
         formatted = await anyio.to_thread.run_sync(shape)  # up to 20,000 lines: off the loop
         return ExecResult(

@@ -5,7 +5,8 @@ file by line number. Content lines look like ripgrep's: ``path:12:text`` for a m
 ``path-13-text`` for a context line, ``--`` between separate groups. An entry is a file
 (files_with_matches, count) or a matching line (content). Past 200 entries, the head is
 returned and the full output goes to a sidecar file, which the note names; ``head_limit`` is a
-limit the caller chose, so what it leaves out is only counted.
+limit the caller chose, so what it leaves out is only counted. With the secret scan on, the
+content lines shown are redacted with the lines around them first (:mod:`grep_cut`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mcp_toolbridge.builtins.fs.grep_cut import LineRedactor, Opener
 from mcp_toolbridge.builtins.fs.grep_engine import FileHits, GrepRun, Mode
+from mcp_toolbridge.host import RedactCut
 
 MAX_ENTRIES = 200
 MAX_LINE_CHARS = 2000
@@ -45,10 +48,17 @@ def format_run(
     context: int,
     head_limit: int | None,
     keep: Keep,
+    redact: RedactCut | None = None,
+    reopen: Opener | None = None,
 ) -> Formatted:
     """The value and the text of ``run``. Past the cap (not ``head_limit``), the whole output
     goes to ``keep`` and the note names the file, so a model reading the text alone can go on.
-    Blocking (sorting up to 20,000 lines, writing the sidecar): run it in a worker thread."""
+    With ``redact`` (the secret scan on), the content lines shown are redacted with the lines
+    around them, read again through ``reopen`` (:mod:`grep_cut`). Blocking (sorting up to
+    20,000 lines, reading files again, writing the sidecar): run it in a worker thread."""
+    redactor = None
+    if redact is not None and reopen is not None:
+        redactor = LineRedactor(redact, reopen, MAX_LINE_CHARS)
     files = sorted(run.files, key=lambda f: (-f.mtime, display(f.path)))
     limit = head_limit if head_limit is not None else MAX_ENTRIES
     num_matches = sum(f.match_lines for f in files)
@@ -70,7 +80,7 @@ def format_run(
         full = [f"{c['file']}:{c['count']}" for c in counts]
         total, unit = len(counts), "files"
     else:
-        full, cut_at = _content_lines(files, display, line_numbers, context, limit)
+        full, cut_at = _content_lines(files, display, line_numbers, context, limit, redactor)
         value["content"] = "\n".join(full[:cut_at])
         total, unit = num_matches, "matching lines"
     notes: list[str] = []
@@ -132,13 +142,17 @@ def _content_lines(
     line_numbers: bool,
     context: int,
     limit: int,
+    redactor: LineRedactor | None = None,
 ) -> tuple[list[str], int]:
     """Every output line, and how many of them form the head: up to the ``limit``-th matching
-    line plus its after-context."""
+    line plus its after-context (its lines redacted by ``redactor``)."""
     out: list[str] = []
     kinds: list[str] = []
+    matches = 0
     for hits in files:
         shown = display(hits.path)
+        redacted = redactor.lines(hits) if redactor is not None and matches < limit else {}
+        matches += hits.match_lines
         previous: int | None = None
         if out and context:
             out.append("--")
@@ -149,8 +163,10 @@ def _content_lines(
                 out.append("--")
                 kinds.append("sep")
             previous = number
-            if len(text) > MAX_LINE_CHARS:
-                text = f"{text[:MAX_LINE_CHARS]}… [line cut at {MAX_LINE_CHARS} characters]"
+            cut = len(text) > MAX_LINE_CHARS
+            text = redacted.get(number, text[:MAX_LINE_CHARS])
+            if cut:
+                text = f"{text}… [line cut at {MAX_LINE_CHARS} characters]"
             sep = ":" if is_match else "-"
             out.append(
                 f"{shown}{sep}{number}{sep}{text}" if line_numbers else f"{shown}{sep}{text}"

@@ -8,6 +8,11 @@ A window costs what the window costs: the lines after it are counted (``total_li
 when at most ``COUNT_LIMIT_BYTES`` follow it; past that ``total_lines`` is null and the note
 says the count was not taken, so lines 1-2 of a 2 GiB file read a few KB, not 2 GiB. Skipping
 to a far ``offset`` reads up to it, checking the call's deadline between chunks.
+
+When the secret scan is on (the call's ``redact_cut``), what the window shows is redacted
+with the text around it before it is cut: up to 128 lines (16 KB) before and after the window
+and 16 KB past the cut of a long line are read with it, so a private key whose BEGIN line is
+above the window, or a token cut at 2,000 characters, is still recognised (leaks/cuts.py).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from mcp_toolbridge.builtins.fs.read_spec import SPEC as SPEC  # the tool's own,
 from mcp_toolbridge.builtins.session import Sessions
 from mcp_toolbridge.errors import ErrorCode
 from mcp_toolbridge.executors import ExecRequest, ExecResult
+from mcp_toolbridge.host import CUT_MARGIN_CHARS, CUT_MARGIN_LINES, RedactCut
 
 MAX_OUTPUT_BYTES = 200 * 1024
 MAX_SIDECAR_BYTES = 16 * 1024 * 1024
@@ -69,6 +75,9 @@ class _Window:
     bom: bool = False
     invalid_utf8: bool = False
     cut_lines: int = 0
+    sources: list[tuple[int, str, str]] | None = None
+    """With a secret scan: each line of ``head`` as (number, its text up to the margin past
+    the cut, the cut notice), to be redacted with the lines around the window."""
 
 
 class ReadTool:
@@ -90,7 +99,14 @@ class ReadTool:
         deadline = _Deadline(time.monotonic() + request.timeout_s)
         try:
             window = await anyio.to_thread.run_sync(
-                self._read, path, offset, limit, extra, deadline, abandon_on_cancel=True
+                self._read,
+                path,
+                offset,
+                limit,
+                extra,
+                deadline,
+                request.context.redact_cut,
+                abandon_on_cancel=True,
             )
         except FileProblem as exc:
             return ExecResult(ok=False, error=str(exc))
@@ -109,7 +125,13 @@ class ReadTool:
         return self._result(request, path, window, offset)
 
     def _read(
-        self, path: Path, offset: int, limit: int, extra: Sequence[Path], deadline: _Deadline
+        self,
+        path: Path,
+        offset: int,
+        limit: int,
+        extra: Sequence[Path],
+        deadline: _Deadline,
+        redact: RedactCut | None,
     ) -> _Window:
         fd = self._fs.open_file(path, tool="read", extra=extra)
         with os.fdopen(fd, "rb") as handle:
@@ -128,7 +150,13 @@ class ReadTool:
                 window.total = total_if_short
                 return window
             window.last = offset - 1
+            before: list[str] = []
+            if redact is not None:
+                window.sources = []
+                before = _lines_before(handle)
             _take_lines(handle, window, offset, limit, deadline)
+            if redact is not None:
+                _redact_head(window, redact, before, _lines_after(handle, window))
             left = os.fstat(handle.fileno()).st_size - handle.tell()
             if not window.counted:
                 window.total = window.last
@@ -244,8 +272,9 @@ def _take_lines(
     handle: IO[bytes], window: _Window, offset: int, limit: int, deadline: _Deadline
 ) -> None:
     number = offset
+    reach = _HEAD_BYTES if window.sources is None else _HEAD_BYTES + CUT_MARGIN_CHARS
     while number < offset + limit:
-        head = handle.readline(_HEAD_BYTES)
+        head = handle.readline(reach)
         if not head:
             return
         total_bytes = len(head)
@@ -268,27 +297,86 @@ def _take_lines(
         except UnicodeDecodeError:
             text = body.decode("utf-8", "replace")
             window.invalid_utf8 = window.invalid_utf8 or total_bytes <= _HEAD_BYTES
+        notice = ""
         if len(text) > MAX_LINE_CHARS or total_bytes > _HEAD_BYTES:
             window.cut_lines += 1
-            text = (
-                f"{text[:MAX_LINE_CHARS]}… [line cut at {MAX_LINE_CHARS} characters; "
+            notice = (
+                f"… [line cut at {MAX_LINE_CHARS} characters; "
                 f"the whole line is {whole}{total_bytes} bytes]"
             )
-        _add(window, f"{number:>6}\t{text}")
+        if (
+            _add(window, f"{number:>6}\t{text[:MAX_LINE_CHARS]}{notice}")
+            and window.sources is not None
+        ):
+            window.sources.append((number, text[: MAX_LINE_CHARS + CUT_MARGIN_CHARS], notice))
         window.last = number
         number += 1
         if not window.counted:
             return
 
 
-def _add(window: _Window, line: str) -> None:
+def _add(window: _Window, line: str) -> bool:
+    """Add a formatted line to the head, else to the rest; True when it went to the head."""
     size = len(line.encode("utf-8", "replace")) + 1
     if not window.rest and window.head_bytes + size <= MAX_OUTPUT_BYTES:
         window.head.append(line)
         window.head_bytes += size
-    elif window.rest_bytes + size <= MAX_SIDECAR_BYTES:
+        return True
+    if window.rest_bytes + size <= MAX_SIDECAR_BYTES:
         window.rest.append(line)
         window.rest_bytes += size
+    return False
+
+
+def _decoded(line: bytes) -> str:
+    return line.rstrip(b"\r").decode("utf-8", "replace")
+
+
+def _lines_before(handle: IO[bytes]) -> list[str]:
+    """Up to the margin of lines before the handle's position (the start of a line), which
+    stays where it was."""
+    at = handle.tell()
+    start = max(0, at - CUT_MARGIN_CHARS)
+    handle.seek(start)
+    data = handle.read(at - start)
+    handle.seek(at)
+    if start == 0 and data.startswith(_BOM):
+        data = data[len(_BOM) :]
+    lines = data.split(b"\n")[:-1]  # it ends with the newline before the window
+    if start > 0:
+        lines = lines[1:]  # the first is a part of a line
+    return [_decoded(line) for line in lines[-CUT_MARGIN_LINES:]]
+
+
+def _lines_after(handle: IO[bytes], window: _Window) -> list[str]:
+    """Up to the margin of lines after the window: those past the 200 KB cap (kept for the
+    sidecar), then those after the handle's position, which stays where it was."""
+    kept = [line.partition("\t")[2] for line in window.rest[:CUT_MARGIN_LINES]]
+    if len(kept) >= CUT_MARGIN_LINES or not window.counted:
+        return kept
+    at = handle.tell()
+    data = handle.read(CUT_MARGIN_CHARS)
+    handle.seek(at)
+    return kept + [_decoded(line) for line in data.split(b"\n")[: CUT_MARGIN_LINES - len(kept)]]
+
+
+def _redact_head(window: _Window, redact: RedactCut, before: list[str], after: list[str]) -> None:
+    """Redact the lines the window shows with the lines around it (see the module doc). A
+    window that shows the whole file, no line cut, is left as it is."""
+    sources = window.sources or []
+    if not sources or (not before and not window.cut_lines and not any(after)):
+        return
+    spans: list[tuple[int, int]] = []
+    at = sum(len(line) + 1 for line in before)
+    for _, text, _ in sources:
+        spans.append((at, at + min(len(text), MAX_LINE_CHARS)))
+        at += len(text) + 1
+    context = "\n".join([*before, *(text for _, text, _ in sources), *after])
+    shown = redact(context, spans)
+    window.head = [
+        f"{number:>6}\t{text}{notice}"
+        for (number, _, notice), text in zip(sources, shown, strict=True)
+    ]
 
 
 def _skip_rest_of_line(

@@ -1,0 +1,188 @@
+"""Secrets in output that is cut before it is shown, through a real server over stdio with the
+SDK client in both protocol eras: a read window inside a private key, a grep on its body
+lines, a token split by the 2,000-character cut of a line (read, and a live log line) and by
+bash's head/tail cut come back as ``[REDACTED:<rule-id>]``, never a fragment the scan did not
+recognise; each result still says what was cut. With the secret scan off, the cuts show what
+they cut, as before."""
+
+from __future__ import annotations
+
+import os
+import random
+import string
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client, StdioServerParameters
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning"),  # setLevel
+]
+MODES = ["auto", "legacy"]
+ALNUM = string.ascii_letters + string.digits
+_rng = random.Random(41)
+
+
+def _r(alphabet: str, n: int) -> str:
+    return "".join(_rng.choice(alphabet) for _ in range(n))
+
+
+GITHUB = "ghp_" + _r(ALNUM, 36)
+PEM_LINES = [_r(ALNUM + "+/", 64) for _ in range(24)]
+PEM = "\n".join(["-----BEGIN RSA PRIVATE KEY-----", *PEM_LINES, "-----END RSA PRIVATE KEY-----"])
+LONG_LINE = "x" * 1974 + " " + GITHUB + " and more"
+"""The token starts 25 characters before the 2,000-character cut: 21 of its 36 characters
+after ``ghp_`` would show."""
+BIG = f"""import sys
+token = {GITHUB!r}
+total, head = 250 * 1024, 200 * 1024 * 3 // 4
+tail = total - (200 * 1024 - head)
+sys.stdout.write("a" * (head - 25) + token + "b" * (tail - head - 40 + 25 - 15))
+sys.stdout.write(token + "c" * (total - tail - 25))
+"""
+"""250 KB of stdout, over bash's 200 KB: its first 150 KB and its last 50 KB are shown, a
+token straddling each edge (25 of its characters on the shown side)."""
+POLICY = """
+default_action = "allow"
+extends = "none"
+[requires]
+fs.read = ["{workspace}"]
+fs.write = ["{workspace}"]
+"""
+SCAN_OFF = '\n[secret_scan]\nmode = "off"\n'
+
+
+def _fragments(text: str) -> list[str]:
+    """The parts of the secrets that must not show: any key line, any 16 characters of the
+    token."""
+    found = [line for line in PEM_LINES if line in text]
+    found += [GITHUB[i : i + 16] for i in range(len(GITHUB) - 15) if GITHUB[i : i + 16] in text]
+    return found
+
+
+def _workspace(tmp_path: Path) -> Path:
+    workspace = Path(os.path.realpath(tmp_path)) / "ws"
+    workspace.mkdir()
+    (workspace / "id_rsa").write_text(PEM + "\n", encoding="utf-8")
+    (workspace / "long.txt").write_text(f"first\n{LONG_LINE}\nlast\n", encoding="utf-8")
+    (workspace / "big.py").write_text(BIG, encoding="utf-8")
+    return workspace
+
+
+class Heard:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.long_line = anyio.Event()
+
+    async def __call__(self, params: types.LoggingMessageNotificationParams) -> None:
+        self.lines.append(str(params.data))
+        if "more characters" in str(params.data):
+            self.long_line.set()
+
+
+@asynccontextmanager
+async def _served(
+    tmp_path: Path, mode: str, heard: Heard | None = None, *, policy: str = POLICY
+) -> AsyncIterator[Client]:
+    workspace = _workspace(tmp_path)
+    policy_file = tmp_path / "policy.toml"
+    policy_file.write_text(policy.replace("{workspace}", str(workspace)), encoding="utf-8")
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            *("-m", "mcp_toolbridge", "serve", "--no-audit", "--locked", "read,grep,bash"),
+            *("--policy", str(policy_file), "--workspace", str(workspace)),
+        ],
+        env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)},
+    )
+    level = {"log_level": "info"} if mode == "auto" else {}
+    with anyio.fail_after(60):
+        async with Client(server, mode=mode, logging_callback=heard, **level) as client:  # type: ignore[arg-type]
+            if mode == "legacy" and heard is not None:
+                await client.set_logging_level("info")
+            yield client
+
+
+async def _text(client: Client, tool: str, arguments: dict[str, object]) -> str:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result
+    return "".join(c.text for c in result.content if isinstance(c, types.TextContent))
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_read_window_and_a_grep_inside_a_private_key_show_no_key_line(
+    tmp_path: Path, mode: str
+) -> None:
+    async with _served(tmp_path, mode) as client:
+        window = await _text(client, "read", {"file_path": "id_rsa", "offset": 3, "limit": 4})
+        first = await _text(client, "read", {"file_path": "id_rsa", "limit": 3})
+        last = await _text(client, "read", {"file_path": "id_rsa", "offset": 24})
+        body = await _text(
+            client, "grep", {"pattern": "^[A-Za-z0-9+/]{64}$", "output_mode": "content"}
+        )
+        whole = await _text(client, "read", {"file_path": "id_rsa"})
+    assert window.splitlines()[:4] == [f"{n:>6}\t[REDACTED:private-key]" for n in range(3, 7)]
+    assert "showing lines 3-6 of 26; continue with offset=7" in window
+    assert first.splitlines()[0] == "     1\t[REDACTED:private-key]"
+    assert "showing lines 1-3 of 26" in first
+    assert last.splitlines()[-1] == "    26\t[REDACTED:private-key]"
+    assert "id_rsa:2:[REDACTED:private-key]" in body.splitlines()
+    assert "[REDACTED:private-key]" in whole
+    for text in (window, first, last, body, whole):
+        assert _fragments(text) == [], text
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_token_split_by_a_line_cut_is_redacted_in_read_and_in_a_live_log_line(
+    tmp_path: Path, mode: str
+) -> None:
+    heard = Heard()
+    async with _served(tmp_path, mode, heard) as client:
+        read = await _text(client, "read", {"file_path": "long.txt"})
+        grep = await _text(client, "grep", {"pattern": "and more", "output_mode": "content"})
+        await _text(client, "bash", {"command": "cat long.txt >&2"})
+        with anyio.fail_after(10):  # the line's notification may arrive after the result
+            await heard.long_line.wait()
+    line = read.splitlines()[1]
+    assert line == (
+        f"     2\t{'x' * 1974} [REDACTED:github-pat]… [line cut at 2000 characters; "
+        f"the whole line is {len(LONG_LINE) + 1} bytes]"
+    )
+    assert "1 line(s) longer than 2000 characters were cut" in read
+    assert grep.splitlines()[0] == (
+        f"long.txt:2:{'x' * 1974} [REDACTED:github-pat]… [line cut at 2000 characters]"
+    )
+    [logged] = [text for text in heard.lines if "more characters" in text]
+    assert (
+        logged == f"{'x' * 1974} [REDACTED:github-pat]… [{len(LONG_LINE) - 2000} more characters]"
+    )
+    for text in (read, grep, *heard.lines):
+        assert _fragments(text) == [], text
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_token_split_by_bash_head_and_tail_cut_is_redacted(
+    tmp_path: Path, mode: str
+) -> None:
+    async with _served(tmp_path, mode) as client:
+        text = await _text(client, "bash", {"command": f"{sys.executable} big.py"})
+    assert "[REDACTED:github-pat]" in text
+    assert "bytes omitted, full output in" in text
+    assert _fragments(text) == [], text[:200]
+
+
+@pytest.mark.parametrize("mode", ["auto"])
+async def test_with_the_secret_scan_off_the_cuts_show_what_they_cut(
+    tmp_path: Path, mode: str
+) -> None:
+    async with _served(tmp_path, mode, policy=POLICY + SCAN_OFF) as client:
+        window = await _text(client, "read", {"file_path": "id_rsa", "offset": 3, "limit": 4})
+        read = await _text(client, "read", {"file_path": "long.txt"})
+    assert window.splitlines()[:4] == [f"{n:>6}\t{PEM_LINES[n - 2]}" for n in range(3, 7)]
+    assert f"{'x' * 1974} {GITHUB[:25]}… [line cut" in read

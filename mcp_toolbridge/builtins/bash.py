@@ -55,8 +55,9 @@ from mcp_toolbridge.executors import (
     ToolLog,
     run_beside,
     run_process,
+    shown_bytes,
 )
-from mcp_toolbridge.host import CUT_MARGIN_CHARS, RedactCut
+from mcp_toolbridge.host import RedactCut
 
 MAX_OUTPUT_BYTES = 200 * 1024
 """stdout + stderr shown inline; the rest goes to the sidecar."""
@@ -330,18 +331,6 @@ def _tail(data: bytes, size: int) -> bytes:
     return data[start:]
 
 
-def _part(data: bytes, start: int, end: int, redact: RedactCut | None) -> str:
-    """``data[start:end]`` as text; with ``redact``, redacted with up to the margin of
-    ``data`` on either side (a secret the cut splits is replaced, not shown in part)."""
-    if redact is None:
-        return _decode(data[start:end])
-    before = _decode(data[max(0, start - CUT_MARGIN_CHARS) : start])
-    shown = _decode(data[start:end])
-    after = _decode(data[end : end + CUT_MARGIN_CHARS])
-    [part] = redact(before + shown + after, [(len(before), len(before) + len(shown))])
-    return part
-
-
 def clip(
     data: bytes,
     share: int,
@@ -363,15 +352,15 @@ def clip(
         tail = _tail(data, share - len(head))
         omitted = total - len(head) - len(tail)
         marker = f"\n… {omitted} bytes omitted, full output in {where} …\n"
-        shown_tail = _part(data, len(data) - len(tail), len(data), redact)
-        return _part(data, 0, len(head), redact) + marker + shown_tail
+        shown_tail = shown_bytes(data, len(data) - len(tail), len(data), redact)
+        return shown_bytes(data, 0, len(head), redact) + marker + shown_tail
     if is_tail:
         tail = _tail(data, share)
-        return f"… {total - len(tail)} earlier bytes omitted, see {where} …\n" + _part(
+        return f"… {total - len(tail)} earlier bytes omitted, see {where} …\n" + shown_bytes(
             data, len(data) - len(tail), len(data), redact
         )
     head = _head(data, share)
-    return _part(data, 0, len(head), redact) + (
+    return shown_bytes(data, 0, len(head), redact) + (
         f"\n… {total - len(head)} more bytes omitted (only the first {len(data)} were kept), "
         f"see {where} …\n"
     )

@@ -2,7 +2,7 @@
 ``subprocess`` is the only module that starts processes, each inside the OS sandbox its caller
 passes (``sandbox`` builds it); the ``http*`` modules are the only httpx2 users, and
 ``http_errors`` the one place its exceptions are translated (for the Runloop http tools and the
-web built-ins alike).
+web built-ins alike); ``cuts`` shows part of an output redacted with the text around the cut.
 
 May import: the vocabulary, ``policy`` and ``sandbox``."""
 
@@ -12,6 +12,7 @@ from mcp_toolbridge.lazy import on_first_use
 
 if TYPE_CHECKING:
     from mcp_toolbridge.executors.base import ExecRequest, ExecResult, Executor
+    from mcp_toolbridge.executors.cuts import shown_bytes, shown_head, shown_part, shown_tail
     from mcp_toolbridge.executors.exec_tool import ExecToolExecutor
     from mcp_toolbridge.executors.http import HttpExecutor
     from mcp_toolbridge.executors.http_fetch import (
@@ -41,6 +42,12 @@ __getattr__ = on_first_use(
             "ExecRequest",
             "ExecResult",
             "Executor",
+        ),
+        "mcp_toolbridge.executors.cuts": (
+            "shown_bytes",
+            "shown_head",
+            "shown_part",
+            "shown_tail",
         ),
         "mcp_toolbridge.executors.exec_tool": ("ExecToolExecutor",),
         "mcp_toolbridge.executors.http": ("HttpExecutor",),
@@ -89,4 +96,8 @@ __all__ = [
     "probe_sandbox_at_start",
     "run_beside",
     "run_process",
+    "shown_bytes",
+    "shown_head",
+    "shown_part",
+    "shown_tail",
 ]

@@ -22,7 +22,10 @@ a JSON line last on stderr, else the stderr tail, else ``tool exited with code N
 signal). With ``ok_flag``, a result ``{"ok": false, "error": ...}`` is a failure too.
 
 Every resolved (non-empty) secret value is replaced by ``[redacted:<id>]`` in what goes back:
-the result value, error texts, progress messages and argv.
+the result value, error texts, progress messages and argv. With the secret scan on, the ends of
+stderr and the start of stdout an error text quotes are redacted with the output around the
+cut first (:mod:`~mcp_toolbridge.executors.cuts`; once per failed call, on the event loop when
+the output is small: a scan of about 16 KB).
 """
 
 from __future__ import annotations
@@ -41,11 +44,12 @@ import anyio.to_thread
 
 from mcp_toolbridge.errors import ErrorCode, ExecError, ExecOutputError, ExecSpawnError
 from mcp_toolbridge.executors.base import ExecRequest, ExecResult
+from mcp_toolbridge.executors.cuts import shown_bytes, shown_tail
 from mcp_toolbridge.executors.progress import Companion, Heartbeat, run_beside
 from mcp_toolbridge.executors.progress_channel import ProgressChannel
 from mcp_toolbridge.executors.subprocess import ProcessOutcome, run_process
 from mcp_toolbridge.executors.tool_log import ToolLog
-from mcp_toolbridge.host import LOG_LEVELS
+from mcp_toolbridge.host import LOG_LEVELS, RedactCut
 from mcp_toolbridge.model import EnvSpec, ExecTransport
 from mcp_toolbridge.secrets import redact, redact_value, secret_env_name
 
@@ -88,7 +92,7 @@ class ExecToolExecutor:
                 tool=spec.name,
                 code=ErrorCode.EXEC_UNSUPPORTED,
             )
-        redact = _Redactor(request.secrets)
+        redact = _Redactor(request.secrets, request.context.redact_cut)
         try:
             return await self._run(request, transport, redact)
         except ExecError as exc:
@@ -237,7 +241,7 @@ def _interpret(
 ) -> tuple[bool, Any, str | None]:
     """(ok, value, error) from what the process did."""
     if outcome.exit_code != 0:
-        return False, None, redact.text(_failure_text(outcome))
+        return False, None, redact.text(_failure_text(outcome, redact.cut))
     if transport.stdout == "json":
         value = _parse_json(outcome, redact)
     else:
@@ -248,7 +252,7 @@ def _interpret(
     return True, value, None
 
 
-def _failure_text(outcome: ProcessOutcome) -> str:
+def _failure_text(outcome: ProcessOutcome, cut: RedactCut | None = None) -> str:
     text = outcome.stderr_tail.decode("utf-8", "replace").strip()
     lines = [line for line in text.splitlines() if line.strip()]
     if lines:
@@ -259,7 +263,9 @@ def _failure_text(outcome: ProcessOutcome) -> str:
         if isinstance(last, dict) and "error" in last:
             error = last["error"]
             text = error if isinstance(error, str) else json.dumps(error)
-        return text if len(text) <= ERROR_TEXT_CHARS else "…" + text[-ERROR_TEXT_CHARS:]
+        return (
+            text if len(text) <= ERROR_TEXT_CHARS else "…" + shown_tail(text, ERROR_TEXT_CHARS, cut)
+        )
     if outcome.signal is not None:
         return f"tool was killed by signal {_signal_name(outcome.signal)}"
     return f"tool exited with code {outcome.exit_code}"
@@ -311,7 +317,7 @@ def _parse_first_object(outcome: ProcessOutcome, redact: _Redactor) -> Any:
 
 
 def _output_problem(head: str, outcome: ProcessOutcome, redact: _Redactor) -> str:
-    quoted = outcome.stdout[:QUOTE_BYTES].decode("utf-8", "replace")
+    quoted = shown_bytes(outcome.stdout, 0, QUOTE_BYTES, redact.cut)
     message = f"{head}: {redact.text(quoted)!r}"
     if outcome.stdout_truncated:
         message += (
@@ -320,15 +326,17 @@ def _output_problem(head: str, outcome: ProcessOutcome, redact: _Redactor) -> st
         )
     stderr = outcome.stderr_tail.decode("utf-8", "replace").strip()
     if stderr:
-        message += f"; stderr: {redact.text(stderr[-ERROR_TEXT_CHARS:])}"
+        message += f"; stderr: {redact.text(shown_tail(stderr, ERROR_TEXT_CHARS, redact.cut))}"
     return message
 
 
 class _Redactor:
     """Replaces every secret value by ``[redacted:<id>]`` (see :mod:`mcp_toolbridge.secrets`)."""
 
-    def __init__(self, secrets: Mapping[str, str]) -> None:
+    def __init__(self, secrets: Mapping[str, str], cut: RedactCut | None = None) -> None:
         self._secrets = {sid: value for sid, value in secrets.items() if value}
+        self.cut = cut
+        """The call's redaction of a cut (the secret scan's; None when it is off)."""
 
     def text(self, text: str) -> str:
         return redact(text, self._secrets) if self._secrets else text

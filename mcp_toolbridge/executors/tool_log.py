@@ -24,6 +24,7 @@ from collections.abc import Callable
 import anyio
 import anyio.to_thread
 
+from mcp_toolbridge.executors.cuts import shown_head
 from mcp_toolbridge.executors.progress import FLUSH_LIMIT_S, Rate
 from mcp_toolbridge.host import CUT_MARGIN_CHARS, CallLog, LogLevel, RedactCut
 
@@ -50,10 +51,7 @@ def cut(
     to the margin; blocking then: call it in a worker thread)."""
     if len(text) <= limit:
         return text
-    head = text[:limit]
-    if redact is not None:
-        [head] = redact(text[: limit + CUT_MARGIN_CHARS], [(0, limit)])
-    return f"{head}… [{len(text) + more - limit} more characters]"
+    return f"{shown_head(text, limit, redact)}… [{len(text) + more - limit} more characters]"
 
 
 class ToolLog:

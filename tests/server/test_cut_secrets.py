@@ -20,6 +20,9 @@ import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
+from tests.support.manifests import NOT_DESTRUCTIVE, agentcli_manifest
+from tests.support.web_fixture import Reply, serving
+
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning"),  # setLevel
@@ -48,12 +51,24 @@ sys.stdout.write(token + "c" * (total - tail - 25))
 """
 """250 KB of stdout, over bash's 200 KB: its first 150 KB and its last 50 KB are shown, a
 token straddling each edge (25 of its characters on the shown side)."""
+FAILS = f"""import sys
+sys.stderr.write("z" * 500 + {GITHUB!r} + "e" * 975)
+sys.exit(1)
+"""
+"""Fails; the error shows the last 1,000 characters of stderr, 25 of them the token's end."""
+GARBLED = f"""import sys
+sys.stdout.write("o" * 175 + {GITHUB!r} + " is not JSON")
+"""
+"""Prints what is not JSON; the error quotes the first 200 bytes, 25 of them the token's."""
 POLICY = """
 default_action = "allow"
 extends = "none"
 [requires]
 fs.read = ["{workspace}"]
 fs.write = ["{workspace}"]
+net.hosts = ["127.0.0.1"]
+[web_fetch]
+allow_loopback = true
 """
 SCAN_OFF = '\n[secret_scan]\nmode = "off"\n'
 
@@ -91,12 +106,24 @@ async def _served(
     tmp_path: Path, mode: str, heard: Heard | None = None, *, policy: str = POLICY
 ) -> AsyncIterator[Client]:
     workspace = _workspace(tmp_path)
+    tools = [
+        {
+            "name": name,
+            "description": "Fails, printing a token",
+            "schema": {"type": "object", "properties": {}, "additionalProperties": False},
+            "command": [f"./tools/bin/{name}"],
+            "annotations": NOT_DESTRUCTIVE,
+        }
+        for name in ("fails", "garbled")
+    ]
+    agentcli_manifest(tmp_path / "m", tools, {"fails": FAILS, "garbled": GARBLED})
     policy_file = tmp_path / "policy.toml"
     policy_file.write_text(policy.replace("{workspace}", str(workspace)), encoding="utf-8")
     server = StdioServerParameters(
         command=sys.executable,
         args=[
-            *("-m", "mcp_toolbridge", "serve", "--no-audit", "--locked", "read,grep,bash"),
+            *("-m", "mcp_toolbridge", "serve", str(tmp_path / "m"), "--no-audit"),
+            *("--locked", "read,grep,bash,web_fetch"),
             *("--policy", str(policy_file), "--workspace", str(workspace)),
         ],
         env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)},
@@ -175,6 +202,44 @@ async def test_a_token_split_by_bash_head_and_tail_cut_is_redacted(
     assert "[REDACTED:github-pat]" in text
     assert "bytes omitted, full output in" in text
     assert _fragments(text) == [], text[:200]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_token_split_by_web_fetch_cuts_is_redacted(tmp_path: Path, mode: str) -> None:
+    cap = 200 * 1024  # the content shown; the token starts 25 characters before its end
+    page = ("p" * (cap - 25) + GITHUB + "q" * 50_000).encode()
+    missing = ("n" * 275 + " " + GITHUB + " gone").encode()  # the error shows 300 characters
+    routes = {
+        "/page": Reply(body=page, content_type="text/plain; charset=utf-8"),
+        "/missing": Reply(status=404, body=missing, content_type="text/plain; charset=utf-8"),
+    }
+    with serving(routes) as web:
+        async with _served(tmp_path, mode) as client:
+            fetched = await _text(client, "web_fetch", {"url": web.url("/page")})
+            failed = await client.call_tool("web_fetch", {"url": web.url("/missing")})
+    assert "p" * 100 + "[REDACTED:github-pat]" in fetched
+    assert f"content capped at 200 KB: the first {cap} of {len(page)} bytes are shown" in fetched
+    assert failed.is_error
+    error = "".join(c.text for c in failed.content if isinstance(c, types.TextContent))
+    assert error.endswith("n" * 100 + " [REDACTED:github-pat]"), error[-200:]
+    assert _fragments(fetched) == [] and _fragments(error) == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_token_split_where_a_manifest_tool_s_error_quotes_its_output_is_redacted(
+    tmp_path: Path, mode: str
+) -> None:
+    async with _served(tmp_path, mode) as client:
+        fails = await client.call_tool("fails", {})
+        garbled = await client.call_tool("garbled", {})
+    errors = []
+    for result in (fails, garbled):
+        assert result.is_error, result
+        errors.append("".join(c.text for c in result.content if isinstance(c, types.TextContent)))
+    assert "…[REDACTED:github-pat]" + "e" * 975 in errors[0], errors[0][:300]
+    assert "o" * 175 + "[REDACTED:github-pat]'" in errors[1], errors[1]
+    for error in errors:
+        assert _fragments(error) == [], error
 
 
 @pytest.mark.parametrize("mode", ["auto"])

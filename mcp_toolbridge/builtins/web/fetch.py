@@ -12,8 +12,9 @@ second lookup: DNS rebinding cannot move it).
 The body is streamed with a cap on its decoded size (``max_bytes``, default 5 MB). HTML
 becomes Markdown (default) or text; other text is returned as it came; binary content is
 saved to a session sidecar file and not shown. The returned content is capped at 200 KB: past
-it the head is returned, ``truncated`` is set and the whole text is in ``output_path``, which
-the note names.
+it the head is returned (with the secret scan on, redacted with the 16 KB after the cut
+first: a secret the cap splits is a marker, not its first half), ``truncated`` is set and
+the whole text is in ``output_path``, which the note names.
 """
 
 from __future__ import annotations
@@ -45,7 +46,9 @@ from mcp_toolbridge.executors import (
     FetchTarget,
     fetch_pinned,
     parse_target,
+    shown_head,
 )
+from mcp_toolbridge.host import CUT_MARGIN_CHARS, RedactCut
 from mcp_toolbridge.policy import Policy, Targets, host_of
 
 MAX_OUTPUT_BYTES = 200 * 1024
@@ -210,7 +213,7 @@ class WebFetchTool:
             "stdout_bytes": len(page.body),
         }
         if not 200 <= page.status < 300:
-            return _http_error(page, kind, common)
+            return _http_error(page, kind, common, request.context.redact_cut)
         state = self._sessions.get(request.context.session_id)
         value: dict[str, Any] = {"url": page.url, "status": page.status}
         value["content_type"] = page.content_type or "unknown"
@@ -246,6 +249,10 @@ class WebFetchTool:
         if extracted.title:
             value["title"] = extracted.title
         head, cut = _cap(extracted.text, MAX_OUTPUT_BYTES)
+        cut_at = len(head.encode("utf-8"))  # what the note counts: the text, not its markers
+        redact = request.context.redact_cut
+        if cut and redact is not None:  # redacted with the text past the cut, then cut
+            head = await anyio.to_thread.run_sync(shown_head, extracted.text, len(head), redact)
         value["content"] = head
         if not cut:
             if notes:
@@ -254,7 +261,7 @@ class WebFetchTool:
         data = extracted.text.encode("utf-8")
         kept = state.write_sidecar("web_fetch", data, suffix=_SUFFIXES[shown_fmt])
         notes.append(
-            f"content capped at 200 KB: the first {len(head.encode('utf-8'))} of {len(data)} "
+            f"content capped at 200 KB: the first {cut_at} of {len(data)} "
             "bytes are shown"
             + (
                 f"; the whole text is in {kept} (read it with offset and limit)"
@@ -279,12 +286,17 @@ def _cap(text: str, limit: int) -> tuple[str, bool]:
     return cut.decode("utf-8", errors="ignore"), True
 
 
-def _http_error(page: FetchedBody, kind: web_extract.Kind, common: dict[str, Any]) -> ExecResult:
+def _http_error(
+    page: FetchedBody, kind: web_extract.Kind, common: dict[str, Any], redact: RedactCut | None
+) -> ExecResult:
+    """The failure of an HTTP error status: the start of its page, redacted with what follows
+    it (one scan of about 16 KB, with the secret scan on)."""
     head = f"HTTP {page.status} {page.reason}".rstrip()
     excerpt = ""
     if kind != "binary":
-        text = web_extract.decode(page.body[:16384], page.content_type, html=kind == "html")
-        excerpt = " ".join(text.split())[:ERROR_EXCERPT_CHARS]
+        size = 16384 + (CUT_MARGIN_CHARS if redact is not None else 0)
+        text = web_extract.decode(page.body[:size], page.content_type, html=kind == "html")
+        excerpt = shown_head(" ".join(text.split()), ERROR_EXCERPT_CHARS, redact)
     error = f"{head} from {page.url}" + (f": {excerpt}" if excerpt else "")
     return ExecResult(ok=False, error=error, **common)
 

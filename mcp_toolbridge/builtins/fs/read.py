@@ -75,9 +75,9 @@ class _Window:
     bom: bool = False
     invalid_utf8: bool = False
     cut_lines: int = 0
-    sources: list[tuple[int, str, str]] | None = None
-    """With a secret scan: each line of ``head`` as (number, its text up to the margin past
-    the cut, the cut notice), to be redacted with the lines around the window."""
+    sources: dict[int, tuple[str, str]] | None = None
+    """With a secret scan: each cut line of ``head`` by its index there, as (its text up to
+    the margin past the cut, the cut notice), to be redacted with the lines around it."""
 
 
 class ReadTool:
@@ -152,7 +152,7 @@ class ReadTool:
             window.last = offset - 1
             before: list[str] = []
             if redact is not None:
-                window.sources = []
+                window.sources = {}
                 before = _lines_before(handle)
             _take_lines(handle, window, offset, limit, deadline)
             if redact is not None:
@@ -272,14 +272,17 @@ def _take_lines(
     handle: IO[bytes], window: _Window, offset: int, limit: int, deadline: _Deadline
 ) -> None:
     number = offset
-    reach = _HEAD_BYTES if window.sources is None else _HEAD_BYTES + CUT_MARGIN_CHARS
     while number < offset + limit:
-        head = handle.readline(reach)
+        head = handle.readline(_HEAD_BYTES)
         if not head:
             return
-        total_bytes = len(head)
         whole = ""
-        if not head.endswith(b"\n"):
+        ended = head.endswith(b"\n")
+        if not ended and window.sources is not None:
+            head += handle.readline(CUT_MARGIN_CHARS)  # the margin past the cut, to scan
+            ended = head.endswith(b"\n")
+        total_bytes = len(head)
+        if not ended:
             # A line is skipped only as far as the count would be taken: past that its size is
             # a lower bound, the window ends with it, and what follows it is not known.
             skipped, ended = _skip_rest_of_line(handle, deadline, COUNT_LIMIT_BYTES)
@@ -304,11 +307,10 @@ def _take_lines(
                 f"… [line cut at {MAX_LINE_CHARS} characters; "
                 f"the whole line is {whole}{total_bytes} bytes]"
             )
-        if (
-            _add(window, f"{number:>6}\t{text[:MAX_LINE_CHARS]}{notice}")
-            and window.sources is not None
-        ):
-            window.sources.append((number, text[: MAX_LINE_CHARS + CUT_MARGIN_CHARS], notice))
+        in_head = _add(window, f"{number:>6}\t{text[:MAX_LINE_CHARS]}{notice}")
+        if in_head and notice and window.sources is not None:
+            kept = text[: MAX_LINE_CHARS + CUT_MARGIN_CHARS]
+            window.sources[len(window.head) - 1] = (kept, notice)
         window.last = number
         number += 1
         if not window.counted:
@@ -336,6 +338,8 @@ def _lines_before(handle: IO[bytes]) -> list[str]:
     """Up to the margin of lines before the handle's position (the start of a line), which
     stays where it was."""
     at = handle.tell()
+    if at == 0:
+        return []
     start = max(0, at - CUT_MARGIN_CHARS)
     handle.seek(start)
     data = handle.read(at - start)
@@ -355,6 +359,8 @@ def _lines_after(handle: IO[bytes], window: _Window) -> list[str]:
     if len(kept) >= CUT_MARGIN_LINES or not window.counted:
         return kept
     at = handle.tell()
+    if at >= os.fstat(handle.fileno()).st_size:  # the end of the file: nothing follows
+        return kept
     data = handle.read(CUT_MARGIN_CHARS)
     handle.seek(at)
     return kept + [_decoded(line) for line in data.split(b"\n")[: CUT_MARGIN_LINES - len(kept)]]
@@ -363,19 +369,22 @@ def _lines_after(handle: IO[bytes], window: _Window) -> list[str]:
 def _redact_head(window: _Window, redact: RedactCut, before: list[str], after: list[str]) -> None:
     """Redact the lines the window shows with the lines around it (see the module doc). A
     window that shows the whole file, no line cut, is left as it is."""
-    sources = window.sources or []
-    if not sources or (not before and not window.cut_lines and not any(after)):
+    if not window.head or (not before and not window.sources and not any(after)):
         return
+    cut = window.sources or {}
+    lines = []  # (number, its text, as far as it was read, and its cut notice)
+    for index, line in enumerate(window.head):
+        number, _, text = line.partition("\t")
+        lines.append((number, *cut.get(index, (text, ""))))
     spans: list[tuple[int, int]] = []
     at = sum(len(line) + 1 for line in before)
-    for _, text, _ in sources:
+    for _, text, _ in lines:
         spans.append((at, at + min(len(text), MAX_LINE_CHARS)))
         at += len(text) + 1
-    context = "\n".join([*before, *(text for _, text, _ in sources), *after])
+    context = "\n".join([*before, *(text for _, text, _ in lines), *after])
     shown = redact(context, spans)
     window.head = [
-        f"{number:>6}\t{text}{notice}"
-        for (number, _, notice), text in zip(sources, shown, strict=True)
+        f"{number}\t{text}{notice}" for (number, _, notice), text in zip(lines, shown, strict=True)
     ]
 
 

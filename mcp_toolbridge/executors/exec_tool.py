@@ -103,15 +103,18 @@ class ExecToolExecutor:
     async def _run(
         self, request: ExecRequest, transport: ExecTransport, redact: _Redactor
     ) -> ExecResult:
-        beat = Heartbeat(request.progress, beats=not transport.reports_progress)
+        cut = request.context.redact_cut
+        beat = Heartbeat(request.progress, beats=not transport.reports_progress, redact_cut=cut)
         voice = ToolLog(
             request.context.log,
             request.spec.name,
             redact.text,
-            redact_cut=request.context.redact_cut,
+            redact_cut=cut,
         )
         listeners = _listened(request, beat, voice)
-        channel = ProgressChannel(beat, voice, redact.text, listened=bool(listeners))
+        channel = ProgressChannel(
+            beat, voice, redact.text, listened=bool(listeners), redact_cut=cut
+        )
         try:
             launch = _prepare(request, transport, self._environ, channel.env)
             sandbox = request.sandbox

@@ -33,7 +33,8 @@ from typing import Protocol, TypeVar
 import anyio
 import anyio.lowlevel
 
-from mcp_toolbridge.host import ProgressFn
+from mcp_toolbridge.executors.cuts import Pending, sent
+from mcp_toolbridge.host import ProgressFn, RedactCut
 
 log = logging.getLogger("mcp_toolbridge")
 
@@ -143,10 +144,13 @@ class Heartbeat:
         per_s: float = REPORTS_PER_S,
         burst: int = REPORT_BURST,
         beats: bool = True,
+        redact_cut: RedactCut | None = None,
     ) -> None:
         """``beats``: send heartbeats until the tool's first report (False: the tool says it
-        reports progress itself)."""
+        reports progress itself); ``redact_cut``: the call's, for a message cut as it is sent
+        (:func:`~.tool_log.pending`)."""
         self._progress = progress
+        self._redact_cut = redact_cut
         self._beats = beats
         self._first_s = first_s
         self._every_s = every_s
@@ -155,7 +159,7 @@ class Heartbeat:
         self._own = False
         self._high: float | None = None
         """The highest value sent or waiting: nothing at or below it is sent."""
-        self._pending: deque[Report] = deque()
+        self._pending: deque[tuple[float, float | None, Pending | None]] = deque()
         self._burst = burst
         self._wake = anyio.Event()
         self._stopping = False
@@ -165,16 +169,19 @@ class Heartbeat:
     def count(self, size: int) -> None:
         self.bytes += size
 
-    def report(self, current: float, total: float | None, message: str | None) -> None:
+    def report(
+        self, current: float, total: float | None, message: str | None, *, more: int | None = None
+    ) -> None:
         """The tool's own report; never blocks. Skipped when nobody listens or when it is not
-        above the last value."""
+        above the last value. ``more`` not None: ``message`` is to be cut as it is sent
+        (:func:`~.cuts.pending`)."""
         if self._progress is None or (self._high is not None and current <= self._high):
             return
         self._own = True
         self._high = current
         if len(self._pending) >= self._burst:
             self._pending.pop()
-        self._pending.append((current, total, message))
+        self._pending.append((current, total, (message, more) if message is not None else None))
         self._wake.set()
 
     def stop(self) -> None:
@@ -195,7 +202,7 @@ class Heartbeat:
         while not self._stopping:
             now = anyio.current_time()
             if self._pending and self._rate.take():
-                if not await self._send(progress, self._pending.popleft()):
+                if not await self._send_own(progress):
                     return
                 continue
             beating = self._beats and not self._own
@@ -213,7 +220,7 @@ class Heartbeat:
             self._wake = anyio.Event()
         with anyio.move_on_after(FLUSH_LIMIT_S):  # the work has ended: what waits is due now
             while self._pending:
-                if not await self._send(progress, self._pending.popleft()):
+                if not await self._send_own(progress):
                     return
 
     async def _beat(self, progress: ProgressFn, now: float) -> bool:
@@ -223,6 +230,12 @@ class Heartbeat:
         self._high = elapsed
         message = f"running for {elapsed:.1f} s; {_size(self.bytes)} of output so far"
         return await self._send(progress, (elapsed, None, message))
+
+    async def _send_own(self, progress: ProgressFn) -> bool:
+        """Send the tool's next report waiting, its message cut as it waited to be."""
+        current, total, message = self._pending.popleft()
+        shown = await sent(message, self._redact_cut) if message is not None else None
+        return await self._send(progress, (current, total, shown))
 
     async def _send(self, progress: ProgressFn, report: Report) -> bool:
         """Send one notification; False when the client is gone (stop sending)."""

@@ -32,9 +32,10 @@ from collections.abc import Callable
 
 import anyio
 
+from mcp_toolbridge.executors.cuts import pending
 from mcp_toolbridge.executors.progress import Heartbeat
-from mcp_toolbridge.executors.tool_log import ToolLog, cut
-from mcp_toolbridge.host import LogLevel
+from mcp_toolbridge.executors.tool_log import ToolLog
+from mcp_toolbridge.host import LogLevel, RedactCut
 
 PROGRESS_FD_ENV = "TOOLBRIDGE_PROGRESS_FD"
 MAX_LINE_BYTES = 64 * 1024
@@ -59,6 +60,7 @@ class ProgressChannel:
         redact: Callable[[str], str],
         *,
         listened: bool = True,
+        redact_cut: RedactCut | None = None,
     ) -> None:
         """``listened`` False: nothing the tool writes here could reach anyone during this
         call (no progress token, no log level wanted, both fixed when the call starts), so
@@ -67,6 +69,7 @@ class ProgressChannel:
         self._beat = beat
         self._voice = voice
         self._redact = redact
+        self._redact_cut = redact_cut
         if listened:
             self._read, self._write = os.pipe()  # neither is inherited, but for pass_fds
             os.set_blocking(self._read, False)
@@ -163,8 +166,11 @@ class ProgressChannel:
                 return False
             if message is not None and not isinstance(message, str):
                 return False
-            shown = cut(self._redact(message)) if message is not None else None
-            self._beat.report(current, total, shown)
+            if message is None:
+                self._beat.report(current, total, None)
+                return True
+            shown, more = pending(self._redact(message), self._redact_cut)
+            self._beat.report(current, total, shown, more=more)
             return True
         text = event.get("log")
         given = event.get("level", "info")

@@ -16,21 +16,18 @@ result keeps stderr as it always did.
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections import deque
 from collections.abc import Callable
 
 import anyio
-import anyio.to_thread
 
-from mcp_toolbridge.executors.cuts import shown_head
+from mcp_toolbridge.executors.cuts import Pending, pending, sent
 from mcp_toolbridge.executors.progress import FLUSH_LIMIT_S, Rate
-from mcp_toolbridge.host import CUT_MARGIN_CHARS, CallLog, LogLevel, RedactCut
+from mcp_toolbridge.host import CallLog, LogLevel, RedactCut
 
 log = logging.getLogger("mcp_toolbridge")
 
-MAX_LINE_CHARS = 2000
 LINES_PER_S = 20.0
 LINE_BURST = 100
 QUEUE_LINES = LINE_BURST
@@ -41,17 +38,6 @@ CHANNEL_ENV_HINT = "TOOLBRIDGE_PROGRESS_FD"
 
 def _same(text: str) -> str:
     return text
-
-
-def cut(
-    text: str, limit: int = MAX_LINE_CHARS, redact: RedactCut | None = None, *, more: int = 0
-) -> str:
-    """``text`` cut to ``limit`` characters, saying how many more there were (``more``: those
-    already cut off it); what is shown redacted by ``redact`` with what follows the cut (up
-    to the margin; blocking then: call it in a worker thread)."""
-    if len(text) <= limit:
-        return text
-    return f"{shown_head(text, limit, redact)}… [{len(text) + more - limit} more characters]"
 
 
 class ToolLog:
@@ -72,10 +58,7 @@ class ToolLog:
         self._redact = redact
         self._redact_cut = redact_cut
         self._rate = Rate(per_s, burst)
-        self._queue: deque[tuple[LogLevel, str, int | None]] = deque()
-        """(level, the line as sent and None; or, to be cut with ``redact_cut`` as it is sent,
-        its head up to the margin past the cut and how many characters were dropped past
-        that)."""
+        self._queue: deque[tuple[LogLevel, Pending]] = deque()
         self._wake = anyio.Event()
         self._scope: anyio.CancelScope | None = None
         self._stopped_at: float | None = None
@@ -98,12 +81,8 @@ class ToolLog:
         if len(self._queue) >= QUEUE_LINES or self._stopped_at is not None:
             self.dropped += 1
             return
-        text = self._redact(text.rstrip("\r\n"))
-        if self._redact_cut is None or len(text) <= MAX_LINE_CHARS:
-            self._queue.append((level, cut(text), None))
-        else:  # cut as it is sent, redacted with what follows the cut
-            kept = MAX_LINE_CHARS + CUT_MARGIN_CHARS
-            self._queue.append((level, text[:kept], max(0, len(text) - kept)))
+        line = pending(self._redact(text.rstrip("\r\n")), self._redact_cut)
+        self._queue.append((level, line))
         self._wake.set()
 
     async def stderr_line(self, raw: bytes) -> bool:
@@ -124,12 +103,8 @@ class ToolLog:
                 self._scope.deadline = self._stopped_at + FLUSH_LIMIT_S
             while True:
                 while self._queue:
-                    level, text, more = self._queue.popleft()
-                    if more is not None:
-                        text = await anyio.to_thread.run_sync(
-                            functools.partial(cut, text, redact=self._redact_cut, more=more)
-                        )
-                    await self._send(level, text)
+                    level, line = self._queue.popleft()
+                    await self._send(level, await sent(line, self._redact_cut))
                 if self._stopped_at is not None:
                     break
                 await self._wake.wait()

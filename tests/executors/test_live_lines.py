@@ -15,9 +15,10 @@ import pytest
 from mcp_toolbridge.builtins.bash import BashTool
 from mcp_toolbridge.builtins.session import Sessions
 from mcp_toolbridge.executors.base import ExecRequest, ExecResult
+from mcp_toolbridge.executors.cuts import MAX_LINE_CHARS
 from mcp_toolbridge.executors.exec_tool import ExecToolExecutor
 from mcp_toolbridge.executors.progress import Heartbeat
-from mcp_toolbridge.executors.tool_log import LINE_BURST, MAX_LINE_CHARS
+from mcp_toolbridge.executors.tool_log import LINE_BURST
 from mcp_toolbridge.host import CallContext, LogLevel, at_least
 from mcp_toolbridge.model import ExecTransport, Format, Source, ToolSpec
 from tests.support.paths import TOOLS

@@ -60,6 +60,13 @@ GARBLED = f"""import sys
 sys.stdout.write("o" * 175 + {GITHUB!r} + " is not JSON")
 """
 """Prints what is not JSON; the error quotes the first 200 bytes, 25 of them the token's."""
+REPORTER = f"""import json, os
+line = json.dumps({{"progress": 1, "total": 2, "message": {LONG_LINE!r}}})
+with open(int(os.environ["TOOLBRIDGE_PROGRESS_FD"]), "w") as channel:
+    channel.write(line + "\\n")
+print("{{}}")
+"""
+"""Reports progress with a message a token straddles the 2,000-character cut of."""
 POLICY = """
 default_action = "allow"
 extends = "none"
@@ -114,9 +121,10 @@ async def _served(
             "command": [f"./tools/bin/{name}"],
             "annotations": NOT_DESTRUCTIVE,
         }
-        for name in ("fails", "garbled")
+        for name in ("fails", "garbled", "reporter")
     ]
-    agentcli_manifest(tmp_path / "m", tools, {"fails": FAILS, "garbled": GARBLED})
+    scripts = {"fails": FAILS, "garbled": GARBLED, "reporter": REPORTER}
+    agentcli_manifest(tmp_path / "m", tools, scripts)
     policy_file = tmp_path / "policy.toml"
     policy_file.write_text(policy.replace("{workspace}", str(workspace)), encoding="utf-8")
     server = StdioServerParameters(
@@ -240,6 +248,22 @@ async def test_a_token_split_where_a_manifest_tool_s_error_quotes_its_output_is_
     assert "o" * 175 + "[REDACTED:github-pat]'" in errors[1], errors[1]
     for error in errors:
         assert _fragments(error) == [], error
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_token_split_by_the_cut_of_a_progress_message_is_redacted(
+    tmp_path: Path, mode: str
+) -> None:
+    heard: list[str | None] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        heard.append(message)
+
+    async with _served(tmp_path, mode) as client:
+        result = await client.call_tool("reporter", {}, progress_callback=on_progress)
+    assert not result.is_error, result
+    more = len(LONG_LINE) - 2000
+    assert heard == [f"{'x' * 1974} [REDACTED:github-pat]… [{more} more characters]"]
 
 
 @pytest.mark.parametrize("mode", ["auto"])

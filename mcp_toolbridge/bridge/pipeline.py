@@ -43,6 +43,7 @@ from mcp_toolbridge.bridge.screen import (
     read_back,
     screened,
     screened_context,
+    with_cuts,
 )
 from mcp_toolbridge.catalog import Catalog, CatalogEntry
 from mcp_toolbridge.errors import (
@@ -262,6 +263,7 @@ class Bridge:
         clearance: Clearance | None = None
         ticket: Ticket | None = None
         found: Counter[str] | None = None  # the secrets the arguments carry, once scanned
+        running = ctx  # the context the tool runs with: its log, progress and cuts screened
         cancelled = anyio.get_cancelled_exc_class()
         try:
             try:
@@ -273,7 +275,8 @@ class Bridge:
                 if ctx.lease is not None:  # from here on, a replica's death is a lost call
                     decided = clearance.decision
                     await ctx.lease.note(decision=[decided.action, decided.rule, decided.scope])
-                result = await self._execute(entry, args, ctx, clearance.sandbox)
+                running = screened_context(self.secret_scan, ctx, name)
+                result = await self._execute(entry, args, running, clearance.sandbox)
                 usage = reported_usage(result.value)
                 await self._budgets.release(ticket, usage)
                 ticket = None
@@ -290,6 +293,7 @@ class Bridge:
             # The arguments are scanned here, with the result (the gate has scanned them
             # before the call when the tool can reach the network).
             outcome, found = await screened(self.secret_scan, entry.output, outcome, args)
+            outcome = with_cuts(outcome, running)
         except InputPending:
             pending = CallOutcome(
                 tool=name,
@@ -405,7 +409,6 @@ class Bridge:
                 tool=spec.name,
                 code=ErrorCode.EXEC_UNSUPPORTED,
             )
-        ctx = screened_context(self.secret_scan, ctx, spec.name)
         secrets: dict[str, str] = {}
         if spec.secrets:
             if self._secrets is None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -197,12 +198,26 @@ class CutRedactor:
     def __init__(self, scan: SecretScan, tool: str) -> None:
         self._scan = scan
         self._tool = tool
+        self._lock = threading.Lock()
+        self.counts: Counter[str] = Counter()
+        """The secrets replaced at the call's cuts, per rule (:func:`with_cuts`)."""
 
     def __call__(self, text: str, spans: Sequence[tuple[int, int]]) -> list[str]:
         shown, found = redact_cut(self._scan, text, spans, self._tool)
         if found:
             log.info("secret scan: redacted %s at a cut of %s", summary(found), self._tool)
+            with self._lock:  # called from worker threads
+                self.counts.update(found)
         return shown
+
+
+def with_cuts(outcome: CallOutcome, running: CallContext) -> CallOutcome:
+    """``outcome`` whose ``redacted`` counts the secrets replaced at the cuts of the call
+    that ran with ``running`` too (they are markers by the time its result is scanned)."""
+    cuts = running.redact_cut
+    if not isinstance(cuts, CutRedactor) or not cuts.counts:
+        return outcome
+    return replace(outcome, redacted=dict(Counter(outcome.redacted or {}) + cuts.counts))
 
 
 def screened_context(scan: SecretScan, ctx: CallContext, tool: str) -> CallContext:

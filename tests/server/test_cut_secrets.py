@@ -7,6 +7,7 @@ they cut, as before."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import string
@@ -130,7 +131,8 @@ async def _served(
     server = StdioServerParameters(
         command=sys.executable,
         args=[
-            *("-m", "mcp_toolbridge", "serve", str(tmp_path / "m"), "--no-audit"),
+            *("-m", "mcp_toolbridge", "serve", str(tmp_path / "m")),
+            *("--audit", str(tmp_path / "audit.ndjson")),
             *("--locked", "read,grep,bash,web_fetch"),
             *("--policy", str(policy_file), "--workspace", str(workspace)),
         ],
@@ -169,6 +171,10 @@ async def test_a_read_window_and_a_grep_inside_a_private_key_show_no_key_line(
     assert last.splitlines()[-1] == "    26\t[REDACTED:private-key]"
     assert "id_rsa:2:[REDACTED:private-key]" in body.splitlines()
     assert "[REDACTED:private-key]" in whole
+    audit = [json.loads(line) for line in (tmp_path / "audit.ndjson").read_text().splitlines()]
+    assert [line["tool"] for line in audit] == ["read", "read", "read", "grep", "read"]
+    assert [line.get("redacted") for line in audit[:4]] == [{"private-key": 1}] * 4
+    assert not any(fragment in json.dumps(audit) for fragment in PEM_LINES)
     for text in (window, first, last, body, whole):
         assert _fragments(text) == [], text
 

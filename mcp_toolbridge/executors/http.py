@@ -61,9 +61,11 @@ from mcp_toolbridge.errors import (
     SecretError,
 )
 from mcp_toolbridge.executors.base import ExecRequest, ExecResult
+from mcp_toolbridge.executors.cuts import shown_head
 from mcp_toolbridge.executors.http_body import ACCEPT_ENCODING, read_body
 from mcp_toolbridge.executors.http_errors import host_label, too_many_redirects, translated
 from mcp_toolbridge.executors.progress import Heartbeat
+from mcp_toolbridge.host import RedactCut
 from mcp_toolbridge.model import HttpTransport, ToolSpec
 from mcp_toolbridge.secrets import ENV_PREFIX, redact, redact_value, secret_env_name
 
@@ -217,8 +219,10 @@ def host_allowed(host: str, port: int | None, patterns: Sequence[str]) -> bool:
 class _Scrubber:
     """Redacts secret values, raw and percent-encoded, from text and JSON values."""
 
-    def __init__(self, secrets: Mapping[str, str]) -> None:
+    def __init__(self, secrets: Mapping[str, str], cut: RedactCut | None = None) -> None:
         self.secrets = dict(secrets)
+        self.cut = cut
+        """The call's redaction of a cut (the secret scan's; None when it is off)."""
         self.quoted = {
             key: quote(value, safe="")
             for key, value in secrets.items()
@@ -239,9 +243,11 @@ def _default_client() -> httpx2.AsyncClient:
     )
 
 
-def _excerpt(body: bytes, limit: int) -> str:
+def _excerpt(body: bytes, limit: int, cut: RedactCut | None) -> str:
+    """The start of ``body`` for an error text, redacted with what follows it (``cut``: one
+    scan of up to 16 KB, once per failed call)."""
     text = body.decode("utf-8", errors="replace").strip()
-    return text if len(text) <= limit else text[:limit] + "…"
+    return text if len(text) <= limit else shown_head(text, limit, cut) + "…"
 
 
 class HttpExecutor:
@@ -296,7 +302,7 @@ class HttpExecutor:
                 code=ErrorCode.EXEC_UNSUPPORTED,
             )
         call = build_call(spec.transport, request.arguments, request.secrets, spec.name)
-        scrub = _Scrubber(request.secrets)
+        scrub = _Scrubber(request.secrets, request.context.redact_cut)
         limit = min(request.max_output_bytes, self.max_response_bytes)
         beat = Heartbeat(request.progress)
         try:
@@ -392,7 +398,7 @@ class HttpExecutor:
         parsed = _parse_json(body) if body.strip() and not over else _NOT_JSON
         if not success:
             head = f"HTTP {status} {response.reason_phrase}".rstrip()
-            excerpt = scrub.text(_excerpt(body, ERROR_EXCERPT_CHARS))
+            excerpt = scrub.text(_excerpt(body, ERROR_EXCERPT_CHARS, scrub.cut))
             return ExecResult(
                 ok=False,
                 value=None if parsed is _NOT_JSON else scrub.value(parsed),
@@ -418,7 +424,7 @@ class HttpExecutor:
             content_type = response.headers.get("content-type") or "no content type"
             raise ExecOutputError(
                 f"expected a JSON response from {url} but got {content_type} "
-                f"(HTTP {status}): {scrub.text(_excerpt(body, OUTPUT_EXCERPT_CHARS))!r}",
+                f"(HTTP {status}): {scrub.text(_excerpt(body, OUTPUT_EXCERPT_CHARS, scrub.cut))!r}",
                 tool=spec.name,
             )
         return ExecResult(

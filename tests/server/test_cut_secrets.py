@@ -111,9 +111,29 @@ class Heard:
 
 @asynccontextmanager
 async def _served(
-    tmp_path: Path, mode: str, heard: Heard | None = None, *, policy: str = POLICY
+    tmp_path: Path,
+    mode: str,
+    heard: Heard | None = None,
+    *,
+    policy: str = POLICY,
+    http_url: str | None = None,
 ) -> AsyncIterator[Client]:
+    """A server over stdio with the locked tools, three manifest exec tools and, given
+    ``http_url``, the Runloop HTTP tool ``cut_missing`` that GETs it."""
     workspace = _workspace(tmp_path)
+    paths = [str(tmp_path / "m")]
+    if http_url is not None:
+        tool = {
+            "id": "cut.missing",
+            "description": "Fetches a page",
+            "transport": {"kind": "http", "method": "GET", "url": http_url},
+            "input_schema": {"type": "object"},
+            "result_schema": {"type": "object"},
+        }
+        (tmp_path / "h").mkdir()
+        manifest = {"version": 1, "tools": [tool]}
+        (tmp_path / "h" / "tools.json").write_text(json.dumps(manifest), encoding="utf-8")
+        paths.append(str(tmp_path / "h"))
     tools = [
         {
             "name": name,
@@ -131,7 +151,7 @@ async def _served(
     server = StdioServerParameters(
         command=sys.executable,
         args=[
-            *("-m", "mcp_toolbridge", "serve", str(tmp_path / "m")),
+            *("-m", "mcp_toolbridge", "serve", *paths),
             *("--audit", str(tmp_path / "audit.ndjson")),
             *("--locked", "read,grep,bash,web_fetch"),
             *("--policy", str(policy_file), "--workspace", str(workspace)),
@@ -223,20 +243,26 @@ async def test_a_token_split_by_web_fetch_cuts_is_redacted(tmp_path: Path, mode:
     cap = 200 * 1024  # the content shown; the token starts 25 characters before its end
     page = ("p" * (cap - 25) + GITHUB + "q" * 50_000).encode()
     missing = ("n" * 275 + " " + GITHUB + " gone").encode()  # the error shows 300 characters
+    gone = ("g" * 475 + " " + GITHUB + " gone").encode()  # an HTTP tool's error shows 500
     routes = {
         "/page": Reply(body=page, content_type="text/plain; charset=utf-8"),
         "/missing": Reply(status=404, body=missing, content_type="text/plain; charset=utf-8"),
+        "/gone": Reply(status=410, body=gone, content_type="text/plain; charset=utf-8"),
     }
     with serving(routes) as web:
-        async with _served(tmp_path, mode) as client:
+        async with _served(tmp_path, mode, http_url=web.url("/gone")) as client:
             fetched = await _text(client, "web_fetch", {"url": web.url("/page")})
             failed = await client.call_tool("web_fetch", {"url": web.url("/missing")})
+            http = await client.call_tool("cut_missing", {})
     assert "p" * 100 + "[REDACTED:github-pat]" in fetched
     assert f"content capped at 200 KB: the first {cap} of {len(page)} bytes are shown" in fetched
     assert failed.is_error
     error = "".join(c.text for c in failed.content if isinstance(c, types.TextContent))
     assert error.endswith("n" * 100 + " [REDACTED:github-pat]"), error[-200:]
-    assert _fragments(fetched) == [] and _fragments(error) == []
+    assert http.is_error  # a manifest HTTP tool's error shows the first 500 characters
+    http_error = "".join(c.text for c in http.content if isinstance(c, types.TextContent))
+    assert "g" * 100 + " [REDACTED:github-pat]…" in http_error, http_error
+    assert _fragments(fetched) == [] and _fragments(error) == [] and _fragments(http_error) == []
 
 
 @pytest.mark.parametrize("mode", MODES)

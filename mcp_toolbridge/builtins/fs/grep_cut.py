@@ -21,8 +21,7 @@ from mcp_toolbridge.builtins.fs.paths import FileProblem
 from mcp_toolbridge.host import CUT_MARGIN_CHARS, CUT_MARGIN_LINES, RedactCut
 
 MAX_REREAD_BYTES = 64 * 1024 * 1024
-_LINE_BYTES = 4 * 2000 + 8 + CUT_MARGIN_CHARS
-"""The most of one line read again (a 2,000-character cut, then the margin)."""
+_CHUNK_BYTES = 256 * 1024
 
 Opener = Callable[[Path], int]
 """open(path) -> a read-only descriptor of the file searched (the workspace's checks)."""
@@ -40,34 +39,38 @@ class LineRedactor:
     def lines(self, hits: FileHits) -> dict[int, str]:
         """Line number -> the part of the line shown (up to ``shown_chars``), redacted."""
         numbers = sorted(hits.lines)
-        around = self._around(hits.path, numbers[-1] + CUT_MARGIN_LINES) if numbers else None
-        first = max(1, numbers[0] - CUT_MARGIN_LINES) if numbers else 1
-        texts: list[str] = []
-        spans: list[tuple[int, int]] = []
-        shown: list[int] = []
-        at = 0
+        if not numbers:
+            return {}
+        around = self._around(hits.path, numbers[-1] + CUT_MARGIN_LINES)
         if around is None:  # its own lines only
+            texts = {n: hits.lines[n][0] for n in numbers}
+            return self._redacted(texts, numbers)
+        redacted: dict[int, str] = {}
+        for first, last in _segments(numbers):
+            texts = dict(enumerate(around[first - 1 : last], start=first))
             for number in numbers:
-                text = hits.lines[number][0]
-                spans.append((at, at + min(len(text), self._shown_chars)))
-                texts.append(text)
-                at += len(text) + 1
-            return dict(zip(numbers, self._redact("\n".join(texts), spans), strict=True))
-        wanted = set(numbers)
-        for number, text in enumerate(around[first - 1 :], start=first):
-            hit = hits.lines.get(number)
-            if hit is not None and not text.startswith(hit[0][: self._shown_chars]):
-                text = hit[0]  # the file changed since it was searched
+                if not first <= number <= last:
+                    continue
+                hit = hits.lines[number][0]
+                known = texts.get(number)
+                if known is None or not known.startswith(hit[: self._shown_chars]):
+                    texts[number] = hit  # the file changed since it was searched
+            redacted |= self._redacted(texts, [n for n in numbers if first <= n <= last])
+        return redacted
+
+    def _redacted(self, texts: dict[int, str], shown: list[int]) -> dict[int, str]:
+        """The ``shown`` lines of ``texts`` (consecutive line numbers, or the lines found
+        alone), redacted with the others."""
+        wanted = set(shown)
+        spans: list[tuple[int, int]] = []
+        at = 0
+        for number in sorted(texts):
+            text = texts[number]
             if number in wanted:
                 spans.append((at, at + min(len(text), self._shown_chars)))
-                shown.append(number)
-            texts.append(text)
             at += len(text) + 1
-        redacted = dict(zip(shown, self._redact("\n".join(texts), spans), strict=True))
-        for number in wanted - set(shown):  # not in the file any more
-            text = hits.lines[number][0][: self._shown_chars]
-            redacted[number] = self._redact(text, [(0, len(text))])[0]
-        return redacted
+        joined = "\n".join(texts[number] for number in sorted(texts))
+        return dict(zip(sorted(wanted), self._redact(joined, spans), strict=True))
 
     def _around(self, path: Path, last: int) -> list[str] | None:
         """The file's first ``last`` lines, each up to the margin past the cut; None when it
@@ -78,18 +81,33 @@ class LineRedactor:
             fd = self._open(path)
         except (FileProblem, OSError):
             return None
-        lines: list[str] = []
+        chunks: list[bytes] = []
+        newlines = 0
         with os.fdopen(fd, "rb") as handle:
-            while len(lines) < last and self._budget > 0:
-                line = handle.readline(_LINE_BYTES)
-                if not line:
+            while newlines < last and self._budget > 0:
+                chunk = handle.read(_CHUNK_BYTES)
+                if not chunk:
                     break
-                self._budget -= len(line)
-                while not line.endswith(b"\n"):
-                    rest = handle.readline(1024 * 1024)
-                    self._budget -= len(rest)
-                    if not rest or rest.endswith(b"\n"):
-                        break
-                text = line.rstrip(b"\n").removesuffix(b"\r").decode("utf-8", "replace")
-                lines.append(text[: self._shown_chars + CUT_MARGIN_CHARS])
-        return lines if self._budget > 0 else None
+                self._budget -= len(chunk)
+                chunks.append(chunk)
+                newlines += chunk.count(b"\n")
+        if self._budget <= 0:
+            return None
+        keep = self._shown_chars + CUT_MARGIN_CHARS
+        return [
+            line.removesuffix(b"\r")[: 4 * keep].decode("utf-8", "replace")[:keep]
+            for line in b"".join(chunks).split(b"\n", last)[:last]
+        ]
+
+
+def _segments(numbers: list[int]) -> list[tuple[int, int]]:
+    """The line ranges read around the shown lines ``numbers`` (sorted): up to the margin of
+    lines on each side of each, merged where they meet."""
+    found: list[tuple[int, int]] = []
+    for number in numbers:
+        first, last = max(1, number - CUT_MARGIN_LINES), number + CUT_MARGIN_LINES
+        if found and first <= found[-1][1] + 1:
+            found[-1] = (found[-1][0], last)
+        else:
+            found.append((first, last))
+    return found

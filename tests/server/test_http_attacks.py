@@ -1,0 +1,86 @@
+"""One caller against the others on an OAuth-protected ``serve --http``: what one identity can
+do to the places every caller shares (the red-team pass of 2026-11-29; docs/security.md, "The
+HTTP edge and the console"). Real provider, real HTTP, raw requests as a hostile client
+sends them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+
+from mcp_toolbridge.runtime import Settings
+from mcp_toolbridge.server.http_sessions import MAX_SESSIONS_PER_CALLER
+from tests.support.httpserve import ACCEPT, LEGACY_VERSION, request
+from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
+from tests.support.oauth import (
+    AGENT,
+    AGENT_SECRET,
+    REPORTER,
+    REPORTER_SECRET,
+    needs_oidc,
+    protected_server,
+)
+from tests.support.oidc import Provider
+
+pytestmark = [needs_oidc, pytest.mark.anyio]
+
+
+def _settings(tmp_path: Path) -> Settings:
+    agentcli_manifest(tmp_path / "m", [echo_tool("status")], {"echo": ECHO})
+    return Settings(paths=[tmp_path / "m"], audit_path=tmp_path / "audit.ndjson")
+
+
+def _opening() -> dict[str, object]:
+    params = {
+        "protocolVersion": LEGACY_VERSION,
+        "capabilities": {},
+        "clientInfo": {"name": "hoarder", "version": "0"},
+    }
+    return request("initialize", params)
+
+
+async def _initialize(http: httpx2.AsyncClient, url: str, token: str) -> httpx2.Response:
+    headers = {**ACCEPT, "Authorization": f"Bearer {token}"}
+    return await http.post(url, json=_opening(), headers=headers)
+
+
+async def test_one_caller_cannot_take_every_session_place(
+    tmp_path: Path, provider: Provider
+) -> None:
+    """An agent opens sessions and never ends them: past its share it gets 503, while another
+    caller still opens one; an ended session frees a place for it again."""
+    async with protected_server(_settings(tmp_path), provider) as served:
+        hoarder = await provider.client_credentials(AGENT, AGENT_SECRET, resource=served.url)
+        other = await provider.client_credentials(REPORTER, REPORTER_SECRET, resource=served.url)
+        opened: list[str] = []
+        limits = httpx2.Limits(max_connections=8)
+        async with httpx2.AsyncClient(timeout=60, limits=limits) as http:
+
+            async def hoard() -> None:
+                response = await _initialize(http, served.url, hoarder)
+                assert response.status_code == 200, response.text
+                opened.append(response.headers["mcp-session-id"])
+
+            async with anyio.create_task_group() as group:
+                for _ in range(MAX_SESSIONS_PER_CALLER):
+                    group.start_soon(hoard)
+            assert len(set(opened)) == MAX_SESSIONS_PER_CALLER
+            refused = await _initialize(http, served.url, hoarder)
+            assert refused.status_code == 503, refused.text
+            assert "mcp-session-id" not in refused.headers
+            theirs = await _initialize(http, served.url, other)
+            assert theirs.status_code == 200, theirs.text
+            ended = await http.delete(
+                served.url,
+                headers={
+                    "Authorization": f"Bearer {hoarder}",
+                    "Mcp-Session-Id": opened[0],
+                    "MCP-Protocol-Version": LEGACY_VERSION,
+                },
+            )
+            assert ended.status_code == 200, ended.text
+            again = await _initialize(http, served.url, hoarder)
+            assert again.status_code == 200, again.text

@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
 from typing import Any, Protocol
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 from mcp_toolbridge.console.signed import SessionSigner
 from mcp_toolbridge.host import CALLER_KEY, Caller
@@ -59,6 +59,8 @@ SECURITY_HEADERS = [
     (b"cross-origin-opener-policy", b"same-origin"),
     (b"cross-origin-resource-policy", b"same-origin"),
 ]
+PATH_SAFE = "/:@!$&'()*+,;=-._~%"
+"""What a path keeps unquoted when the console sends the browser on (RFC 3986 pchar)."""
 USER_KEY = "toolbridge.console.user"
 LOGIN_PATHS = ("/login", "/callback")
 """The browser sign-in's own paths (login.py), open without a session."""
@@ -300,9 +302,11 @@ class Guard:
         sid = self._keeper.open_session(who)
         rest = urlencode([(k, v) for k, v in query.items() if k != "token"])
         prefix = scope.get("root_path", "")
-        path = scope.get("path", "/")
-        if not path.startswith(prefix):  # Starlette's Mount keeps the whole path in it
-            path = prefix + path
+        path = _within(scope)
+        # Always a path of this console: re-quoted (a tab or a backslash a browser would drop
+        # or read as "/" is sent encoded) and with one leading slash, so "//host/…" never
+        # reads as another host's URL.
+        path = prefix + "/" + quote(path, safe=PATH_SAFE).lstrip("/")
         location = path + (f"?{rest}" if rest else "")
         cookie = f"{self._keeper.cookie}={sid}; Path={prefix or '/'}; HttpOnly; SameSite=Strict"
         await send(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 import anyio
 import httpx2
@@ -15,7 +16,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.console.conftest import Person, catalog, serving
+from tests.console.conftest import Person, catalog, mounted_serving, serving
 
 pytestmark = pytest.mark.anyio
 
@@ -66,3 +67,27 @@ async def test_markup_in_a_description_or_a_calls_arguments_is_shown_as_text(
         _inert(await me.page("/search", q=f"note {MARKUP}"))
         _inert(await me.page("/timeline", tool=MARKUP, caller=MARKUP), shown=False)
         _inert(await me.page("/part/timeline", outcome=MARKUP), shown=False)
+
+
+@pytest.mark.parametrize(
+    "trick",
+    ["//evil.example/x", "/%2F%2Fevil.example/x", "/%5Cevil.example/x", "/%09/evil.example/x"],
+)
+async def test_the_token_url_goes_on_to_a_page_of_the_console_only(
+    tmp_path: Path, trick: str
+) -> None:
+    """The first visit trades the URL's token for a cookie and goes on to the page asked for:
+    a path made to read as another host (``//host``, a backslash, a tab the browser drops)
+    stays a path of the console, on its own port and at the MCP server's ``/console``."""
+    async with mounted_serving(tmp_path) as (url, console), httpx2.AsyncClient() as http:
+        assert console.keeper is not None and console.mounted_token is not None
+        own = console.url.split("/?", 1)[0]
+        mounted = url.removesuffix("/mcp") + "/console"
+        for base, token in ((own, console.keeper.token), (mounted, console.mounted_token)):
+            opened = await http.get(f"{base}{trick}?token={token}")
+            assert opened.status_code == 303, opened.text
+            location = opened.headers["location"]
+            # what a browser makes of it (it drops tabs and reads \\ as / in http URLs)
+            seen = urljoin(base + "/", location.replace("\t", "").replace("\\", "/"))
+            assert urlsplit(seen).netloc == urlsplit(base).netloc, location
+            assert "evil.example" not in urlsplit(seen).netloc

@@ -5,15 +5,27 @@ sends them."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import anyio
 import httpx2
 import pytest
 
+from mcp_toolbridge.console.desk import MAX_WAITING_PER_CALLER
 from mcp_toolbridge.runtime import Settings
 from mcp_toolbridge.server.http_sessions import MAX_SESSIONS_PER_CALLER
-from tests.support.httpserve import ACCEPT, LEGACY_VERSION, request
+from mcp_toolbridge.server.tokens import AuthOptions
+from tests.console.conftest import Person, mounted_serving
+from tests.support.httpserve import (
+    ACCEPT,
+    LEGACY_VERSION,
+    answer_from,
+    call,
+    modern,
+    modern_headers,
+    request,
+)
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 from tests.support.oauth import (
     AGENT,
@@ -84,3 +96,50 @@ async def test_one_caller_cannot_take_every_session_place(
             assert ended.status_code == 200, ended.text
             again = await _initialize(http, served.url, hoarder)
             assert again.status_code == 200, again.text
+
+
+async def _headless_call(
+    http: httpx2.AsyncClient, url: str, token: str, text: str
+) -> dict[str, object]:
+    """A 2026-07-28 ``tools/call`` of ``note`` (destructive: the policy asks) by a client that
+    cannot ask (no elicitation): its confirmation waits in the console. Its JSON-RPC answer."""
+    message = modern(call("note", {"text": text}))
+    headers = {**modern_headers(message), "Authorization": f"Bearer {token}"}
+    response = await http.post(url, json=message, headers=headers)
+    assert response.status_code == 200, response.text
+    return answer_from(response.content)
+
+
+async def test_one_caller_cannot_fill_the_consoles_desk(tmp_path: Path, provider: Provider) -> None:
+    """A headless agent makes calls that ask, until its share of the console's desk is full:
+    its next one is refused at once, saying why, while another caller's call still reaches
+    the person."""
+    auth = AuthOptions(issuer=provider.issuer, scopes=("tools",))
+    async with mounted_serving(tmp_path, auth=auth) as (url, console):
+        flooder = await provider.client_credentials(AGENT, AGENT_SECRET, resource=url)
+        other = await provider.client_credentials(REPORTER, REPORTER_SECRET, resource=url)
+        limits = httpx2.Limits(max_connections=MAX_WAITING_PER_CALLER + 8)
+        async with (
+            Person.at(console) as me,
+            httpx2.AsyncClient(timeout=120, limits=limits) as http,
+            anyio.create_task_group() as group,
+        ):
+            for n in range(MAX_WAITING_PER_CALLER):
+                group.start_soon(_headless_call, http, url, flooder, f"flood {n}")
+            await me.waiting(MAX_WAITING_PER_CALLER)
+            refused = await _headless_call(http, url, flooder, "one more")
+            result = refused["result"]
+            assert isinstance(result, dict) and result["isError"], refused
+            assert "already wait for a person's answer" in json.dumps(result)
+            answered: list[dict[str, object]] = []
+
+            async def theirs() -> None:
+                answered.append(await _headless_call(http, url, other, "mine"))
+
+            group.start_soon(theirs)
+            ids = await me.waiting(MAX_WAITING_PER_CALLER + 1)
+            page = await me.page()
+            assert "report-agent" in page  # the other caller's call is on the desk
+            for waiting in ids:
+                await me.answer(waiting, "deny")
+        assert answered and "rejected this call" in json.dumps(answered[0])

@@ -1,10 +1,15 @@
-"""Slow clients (slow loris) against ``serve --http`` and its console: a connection that
-sends nothing, or trickles its headers or its body, is closed once its request's deadline
-passes (server/deadlines.py), while other clients are served meanwhile and after.
+"""What an outsider sends ``serve --http`` and its console before any credential counts
+(docs/security.md, "The HTTP edge and the console"):
 
-Before the deadlines, uvicorn kept such connections open for ever: enough of them use up
-the process's file descriptors (its tools' pipes, its sockets), and a stalled ``initialize``
-held one of the session manager's 10,000 places for as long as its client liked."""
+- slow clients (slow loris): a connection that sends nothing, or trickles its headers or its
+  body, is closed once its request's deadline passes (server/deadlines.py), while other
+  clients are served meanwhile and after. Before the deadlines, uvicorn kept such
+  connections open for ever: enough of them use up the process's file descriptors (its
+  tools' pipes, its sockets), and a stalled ``initialize`` held one of the session manager's
+  10,000 places for as long as its client liked;
+- malformed requests (a body nested a hundred thousand deep, an oversized header, another
+  site's CORS preflight, a foreign Host in the 2026-07-28 era): refused, and the server
+  serves on."""
 
 from __future__ import annotations
 
@@ -133,3 +138,36 @@ async def test_a_request_whose_body_stalls_is_closed_and_opens_no_session(
             opened = await http.post(url, content=_OPENING, headers=ACCEPT)
             assert opened.status_code == 200, opened.text
             assert opened.headers.get("mcp-session-id")
+
+
+async def test_malformed_requests_are_refused_and_the_server_serves_on(tmp_path: Path) -> None:
+    async with _served(tmp_path, HttpOptions(port=0)) as url, httpx2.AsyncClient() as http:
+        deep = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":' + b"[" * 100_000
+        deep += b"]" * 100_000 + b"}"
+        for era in ({}, {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "initialize"}):
+            nested = await http.post(url, content=deep, headers={**ACCEPT, **era})
+            assert nested.status_code == 400, nested.text
+            assert nested.json()["error"]["code"] == -32700
+        try:  # h11's limit on a request's head: 400, or the connection closed
+            huge = await http.post(
+                url, content=_OPENING, headers={**ACCEPT, "X-Big": "a" * 1_000_000}
+            )
+            assert huge.status_code in (400, 431), huge.text
+        except httpx2.TransportError:
+            pass
+        preflight = await http.options(
+            url,
+            headers={
+                "Origin": "http://evil.example",
+                "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "content-type, mcp-session-id",
+            },
+        )
+        assert preflight.status_code >= 400
+        assert not any(h.startswith("access-control-") for h in preflight.headers)
+        modern = {**ACCEPT, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}
+        body = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+        rebound = await http.post(url, json=body, headers={**modern, "Host": "evil.example"})
+        assert rebound.status_code == 421
+        opened = await http.post(url, content=_OPENING, headers=ACCEPT)
+        assert opened.status_code == 200, opened.text

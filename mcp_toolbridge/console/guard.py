@@ -125,6 +125,9 @@ class Gatekeeper:
     """Browser sign-ins completed (login.py): the digest of their state -> until when."""
     signer: SessionSigner | None = None
     passes: PassBook | None = None
+    secure: bool = False
+    """The console is reached over HTTPS (its canonical address says so): its session cookie
+    is ``Secure``, never sent over plain HTTP."""
 
     @property
     def cookie(self) -> str:
@@ -309,6 +312,8 @@ class Guard:
         path = prefix + "/" + quote(path, safe=PATH_SAFE).lstrip("/")
         location = path + (f"?{rest}" if rest else "")
         cookie = f"{self._keeper.cookie}={sid}; Path={prefix or '/'}; HttpOnly; SameSite=Strict"
+        if self._keeper.secure:
+            cookie += "; Secure"
         await send(
             {
                 "type": "http.response.start",

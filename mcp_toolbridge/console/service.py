@@ -209,6 +209,7 @@ class Console:
             token=self.mounted_token,
             signer=self._signer,
             passes=self._share,
+            secure=issuer is not None and issuer.resource.startswith("https:"),
         )
         role = self.options.admin_role
         sign_in = SignIn(keeper, prefix, role) if oauth else None

@@ -6,6 +6,7 @@ real HTTP."""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -16,7 +17,10 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from mcp_toolbridge.server.tokens import AuthOptions
 from tests.console.conftest import Person, catalog, mounted_serving, serving
+from tests.support.oauth import needs_oidc
+from tests.support.oidc import Provider, oidc_provider
 
 pytestmark = pytest.mark.anyio
 
@@ -91,3 +95,41 @@ async def test_the_token_url_goes_on_to_a_page_of_the_console_only(
             seen = urljoin(base + "/", location.replace("\t", "").replace("\\", "/"))
             assert urlsplit(seen).netloc == urlsplit(base).netloc, location
             assert "evil.example" not in urlsplit(seen).netloc
+
+
+ADMIN, ADMIN_SECRET = "ops-admin", "ops-admin-secret-0123456789abcdef"
+CANONICAL = "https://tools.example.com/mcp"
+"""Where clients reach the server: TLS ends at a proxy in front of it (not run here)."""
+
+
+@pytest.fixture(scope="module")
+async def admins(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Provider]:
+    clients = [
+        {"client_id": ADMIN, "client_secret": ADMIN_SECRET, "grant_types": ["client_credentials"],
+         "response_types": [], "redirect_uris": [], "groups": ["admin"]},
+    ]  # fmt: skip
+    async with oidc_provider(tmp_path_factory.mktemp("oidc"), clients=clients) as running:
+        yield running
+
+
+@needs_oidc
+async def test_behind_https_a_sign_in_pass_opens_a_secure_session_cookie(
+    tmp_path: Path, admins: Provider
+) -> None:
+    """Served at an https canonical address, the session a one-time pass opens is Secure (as
+    a browser sign-in's is): the browser never sends it over plain HTTP, where anyone on the
+    way could read it and answer in the console as the admin."""
+    auth = AuthOptions(issuer=admins.issuer, scopes=("tools",), resource=CANONICAL)
+    async with mounted_serving(tmp_path, auth=auth) as (url, _), httpx2.AsyncClient() as http:
+        token = await admins.client_credentials(ADMIN, ADMIN_SECRET, resource=CANONICAL)
+        given = await http.get(
+            url.removesuffix("/mcp") + "/console/sign-in",
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        assert given.status_code == 200, given.text
+        opened = await http.get(url.removesuffix("/mcp") + given.json()["url"])
+        assert opened.status_code == 303, opened.text
+        cookie = opened.headers["set-cookie"]
+        attributes = [a.strip() for a in cookie.split(";")]
+        assert "Secure" in attributes and "HttpOnly" in attributes, cookie
+        assert "SameSite=Strict" in attributes and "Path=/console" in attributes, cookie

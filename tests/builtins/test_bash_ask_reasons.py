@@ -102,3 +102,23 @@ async def test_an_ask_for_an_unallowed_command_alone_names_only_the_rule(tmp_pat
     text = error_text(refused)
     assert "default policy rules[7] (bash, any argument, ask))" in text, text
     assert "cannot be fully checked" not in text, text
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_scope_refusal_of_the_whole_command_says_the_reason(tmp_path, mode):
+    """With shell entries in the scope, the ``bash -c <command>`` subject a reason adds is
+    refused unless bash is granted: the refusal says which reason made it, not only that
+    no entry grants ``bash``."""
+    scoped = CAT_ALLOWED + '[requires]\nshell = [{ cmd = "cat" }]\n'
+    settings = locked_settings(tmp_path, scoped)
+    assert settings.workspace is not None
+    (settings.workspace / ".git").mkdir()
+    async with served_client(settings, mode, locked=True) as client:
+        refused = await client.call_tool("bash", {"command": "cat notes.txt > .git/config"})
+        plain = await client.call_tool("bash", {"command": "ls"})
+    text = error_text(refused)
+    assert "matches no granted shell entry" in text, text
+    assert "it stands for the whole command" in text, text
+    assert "it writes '.git/config', inside .git" in text, text
+    assert "stands for the whole command" not in error_text(plain)
+    assert "inside .git" in _audit(settings)[0]["decidedBy"]

@@ -29,6 +29,7 @@ import glob
 import itertools
 import os
 import re
+import shlex
 from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -39,7 +40,7 @@ from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.policy.compiled import Decision, Policy
 from mcp_toolbridge.policy.grants import SessionRules
 from mcp_toolbridge.policy.paths import canonical_root, canonicalize, is_within
-from mcp_toolbridge.policy.requirements import Targets
+from mcp_toolbridge.policy.requirements import Denial, Targets
 from mcp_toolbridge.policy.rules import Rule, Subject, resolve
 from mcp_toolbridge.policy.shell.parse import Chain, ParsedCommand, PathRef, parse_command, whole
 
@@ -330,3 +331,22 @@ def shell_floor(
     if not whys:
         return decision
     return dataclasses.replace(decision, rule=f"{decision.rule}, and {'; '.join(whys)}")
+
+
+def shell_denial(
+    policy: Policy, spec: ToolSpec, arguments: Mapping[str, Any], denial: Denial
+) -> Denial:
+    """``denial``, saying why when it refuses the ``bash -c <command>`` subject that a command
+    with a reason of its own adds (no shell entry grants ``bash``): the model then knows it
+    is the write inside ``.git`` or the path through ``/proc/self``, not ``cat``, that the
+    scope refuses."""
+    if denial.capability != "shell.run":
+        return denial
+    for parsed in shell_commands(spec, arguments):
+        if shlex.join(whole(parsed.source)) == denial.target:
+            why = _ask_reason(parsed, shell_paths(policy, parsed).reasons)
+            if why:
+                return dataclasses.replace(
+                    denial, message=f"{denial.message}; it stands for the whole command, as {why}"
+                )
+    return denial

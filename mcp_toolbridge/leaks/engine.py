@@ -210,7 +210,7 @@ class Engine:
         text = _scannable(text)
         if not self._may_find(text, whole=len(text) <= CHUNK_CHARS):
             return []
-        ends = userinfo_ends(text)
+        ends: list[tuple[int, int, int]] | None = None  # found on the first value with an @
         for piece in chunks(text):
             try:
                 findings = betterleaks.scan_string(piece, config_path=self._config)
@@ -222,7 +222,9 @@ class Engine:
                 for rule, value in _parts(finding):
                     if only_markers(value):
                         continue
-                    credential = credential_part(value, text, ends)
+                    if ends is None and "@" in value:
+                        ends = userinfo_ends(text)
+                    credential = credential_part(value, text, ends or [])
                     for part in credential:  # named by a rule that found it alone, if any
                         cut.setdefault(part, rule)
                     if value and not credential and (value not in seen or seen[value] in OWN_RULES):

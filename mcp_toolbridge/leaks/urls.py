@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import re
 
-USERINFO = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]{0,20}://([^\s/?#'\"`<>\\]{1,512})@(?=[\w\[])")
-"""``scheme://<user information>@host``: group 1 is the user information (RFC 3986: no ``/``,
-``?`` or ``#`` inside), up to the last ``@`` before the host as URL parsers read it, so a
-password with a raw ``@`` in it is taken whole."""
+USERINFO = re.compile(r"://([^\s/?#'\"`<>\\]{1,512})@(?=[\w\[])")
+"""``://<user information>@host``, matched where ``://`` follows a scheme's character: group 1
+is the user information (RFC 3986: no ``/``, ``?`` or ``#`` inside), up to the last ``@``
+before the host as URL parsers read it, so a password with a raw ``@`` in it is taken whole."""
+SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
 MAX_OCCURRENCES = 64
 """Occurrences of one value looked at (a value repeated more often is cut where those are)."""
 
@@ -28,10 +29,14 @@ def userinfo_ends(text: str) -> list[tuple[int, int, int]]:
     if "://" not in text or "@" not in text:
         return []
     found = []
-    for match in USERINFO.finditer(text):
-        start, end = match.span(1)
-        colon = text.find(":", start, end)
-        found.append((start, colon + 1 if colon != -1 else start, end))
+    at = text.find("://", 1)
+    while at != -1:  # str.find, then the regex there: a fast pass over long text
+        match = USERINFO.match(text, at) if text[at - 1] in SCHEME_CHARS else None
+        if match is not None:
+            start, end = match.span(1)
+            colon = text.find(":", start, end)
+            found.append((start, colon + 1 if colon != -1 else start, end))
+        at = text.find("://", at + 3)
     return found
 
 

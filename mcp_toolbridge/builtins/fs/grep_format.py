@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_toolbridge.builtins.fs.grep_engine import FileHits, GrepRun, Mode
+from mcp_toolbridge.builtins.fs.paths import QUOTED_NOTE, is_quoted
 
 MAX_ENTRIES = 200
 MAX_LINE_CHARS = 2000
@@ -81,6 +82,8 @@ def format_run(
         )
     if run.partial:
         notes.append(f"results may be incomplete: {run.partial}")
+    if any(is_quoted(display(f.path)) for f in files):
+        notes.append(QUOTED_NOTE)
     if run.withheld:
         value["withheld_by_policy"] = run.withheld
         notes.append(

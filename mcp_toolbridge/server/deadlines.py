@@ -16,6 +16,10 @@ arrived. So the deadline is kept here, per connection, following h11's view of t
 
 A connection past its deadline is closed (logged as a warning, with the client's address):
 an application reading its body sees the client gone, as if it had disconnected.
+
+A client gone before its body arrived (closed by the deadline, or by the client) is one line
+in the log (:func:`quiet_disconnects`), not the SDK's traceback of fifteen: a client that
+drops requests on purpose cannot flood the log with them.
 """
 
 from __future__ import annotations
@@ -24,10 +28,13 @@ import logging
 from typing import Any
 
 import h11
+from starlette.requests import ClientDisconnect
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 log = logging.getLogger("mcp_toolbridge")
 
+SDK_TRANSPORT_LOGGER = "mcp.server.streamable_http"
+"""The SDK's logger that reports a POST whose body never arrived, with a traceback."""
 HEAD_S = 10.0
 """How long a client may take to send a request's line and headers (a client sends them at
 once; nginx allows 60 s, Go's servers as configured, typically 5 to 10)."""
@@ -99,3 +106,25 @@ class _Timed(H11Protocol):
 def timed_protocol(head_s: float = HEAD_S, body_s: float = BODY_S) -> type[H11Protocol]:
     """uvicorn's ``http`` protocol class with these deadlines (``uvicorn.Config(http=…)``)."""
     return type("TimedH11Protocol", (_Timed,), {"head_s": head_s, "body_s": body_s})
+
+
+class _Disconnects(logging.Filter):
+    """The SDK's report of a request whose client went away before its body arrived, as one
+    line without the traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, ClientDisconnect):
+            record.msg = "HTTP: a client went away before its request's body arrived"
+            record.args = ()
+            record.exc_info = None
+            record.exc_text = None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+def quiet_disconnects() -> None:
+    """Install :class:`_Disconnects` on the SDK's transport logger (once)."""
+    sdk = logging.getLogger(SDK_TRANSPORT_LOGGER)
+    if not any(isinstance(f, _Disconnects) for f in sdk.filters):
+        sdk.addFilter(_Disconnects())

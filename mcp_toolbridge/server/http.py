@@ -55,7 +55,7 @@ from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.host import CALLER_KEY
 from mcp_toolbridge.server.auth import ResourceServer
 from mcp_toolbridge.server.console_login import IssuerLogin
-from mcp_toolbridge.server.deadlines import BODY_S, HEAD_S, timed_protocol
+from mcp_toolbridge.server.deadlines import BODY_S, HEAD_S, quiet_disconnects, timed_protocol
 from mcp_toolbridge.server.health import HEALTH_PATHS, Draining, health_routes
 from mcp_toolbridge.server.host import caller_in
 from mcp_toolbridge.server.http_sessions import PrimedStreams, ResumableSessions, SharedSessions
@@ -337,6 +337,7 @@ class HttpService:
         self, server: ToolbridgeServer, options: HttpOptions, console: ConsoleMount | None = None
     ) -> None:
         check_binding(options)
+        quiet_disconnects()
         self._server = server
         self._console = console
         self.options = options

@@ -6,7 +6,8 @@
   clients are served meanwhile and after. Before the deadlines, uvicorn kept such
   connections open for ever: enough of them use up the process's file descriptors (its
   tools' pipes, its sockets), and a stalled ``initialize`` held one of the session manager's
-  10,000 places for as long as its client liked;
+  10,000 places for as long as its client liked; a client that goes away mid-body is one
+  line in the log, not a traceback;
 - malformed requests (a body nested a hundred thousand deep, an oversized header, another
   site's CORS preflight, a foreign Host in the 2026-07-28 era): refused, and the server
   serves on."""
@@ -58,6 +59,16 @@ async def _connect(url: str) -> anyio.abc.SocketStream:
     return await anyio.connect_tcp(parts.hostname, parts.port)
 
 
+def _head(host: bytes, length: int) -> bytes:
+    """The head of an ``initialize`` POST whose body is ``length`` bytes."""
+    return (
+        b"POST /mcp HTTP/1.1\r\nHost: " + host + b"\r\n"
+        b"Accept: " + ACCEPT["Accept"].encode() + b"\r\n"
+        b"Content-Type: application/json\r\n"
+        b"Content-Length: " + str(length).encode() + b"\r\n\r\n"
+    )
+
+
 async def _closed_by_the_server(stream: anyio.abc.SocketStream) -> bytes:
     """What the server sent before it closed the connection (the test fails on the guard
     if it never does)."""
@@ -86,6 +97,9 @@ async def test_connections_that_never_finish_their_headers_are_closed_and_others
             trickling = await _connect(url)  # sends part of a request's head, then stalls
             await trickling.send(b"GET /healthz HTTP/1.1\r\nHost: " + host + b"\r\nX-Slow: 1")
             slow += [silent, trickling]
+        gone = await _connect(server.url)  # part of a body, then the client goes away
+        await gone.send(_head(host, len(_OPENING) + 100) + _OPENING)
+        await gone.aclose()
         async with httpx2.AsyncClient(timeout=30) as http:
             meanwhile = await http.get(server.url.replace("/mcp", "/healthz"))
             assert meanwhile.status_code == 200
@@ -97,6 +111,8 @@ async def test_connections_that_never_finish_their_headers_are_closed_and_others
             console_after = await http.get(console)  # the console's token opens it
             assert console_after.status_code == 303
     assert "did not arrive within" in server.stderr()
+    # the client gone mid-body (seconds before the deadlines above): one line, no traceback
+    assert "went away before its request's body arrived" in server.stderr()
     assert "Traceback" not in server.stderr(), server.stderr()
 
 
@@ -125,13 +141,7 @@ async def test_a_request_whose_body_stalls_is_closed_and_opens_no_session(
     async with _served(tmp_path, HttpOptions(port=0, head_s=2.0, body_s=2.0)) as url:
         host = urlsplit(url).netloc.encode()
         stalled = await _connect(url)
-        head = (
-            b"POST /mcp HTTP/1.1\r\nHost: " + host + b"\r\n"
-            b"Accept: " + ACCEPT["Accept"].encode() + b"\r\n"
-            b"Content-Type: application/json\r\n"
-            b"Content-Length: " + str(len(_OPENING) + 100).encode() + b"\r\n\r\n"
-        )
-        await stalled.send(head + _OPENING)  # 100 bytes short, for ever
+        await stalled.send(_head(host, len(_OPENING) + 100) + _OPENING)  # 100 short, for ever
         assert b"mcp-session-id" not in (await _closed_by_the_server(stalled)).lower()
         await stalled.aclose()
         async with httpx2.AsyncClient(timeout=30) as http:  # a whole request is served

@@ -3,9 +3,10 @@
 - **Who**: the first visit carries the random token printed on stderr (``?token=``); it is
   exchanged for a session cookie (HttpOnly, SameSite=Strict, this port's own name) and the
   browser is sent on to the same page without the token, so it stays out of every Referer
-  (the history keeps the URL first opened: docs/console.md). Any other request without a known session is 401; at the MCP server's
-  path with an authorization server, a page that signs in with it (login.py: its ``/login``
-  and ``/callback`` and the stylesheet are the only paths open without a session).
+  (the history keeps the URL first opened: docs/console.md). Any other request without a
+  known session is 401; at the MCP server's path with an authorization server, a page that
+  signs in with it (login.py: its ``/login`` and ``/callback`` and the stylesheet are the
+  only paths open without a session).
 - **Where from**: the Host header must name this machine's loopback, the bound address or an
   ``--allow-host`` name (DNS rebinding), and an Origin header, when sent, must be this very
   console's origin; otherwise 403 before anything runs.

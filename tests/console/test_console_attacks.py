@@ -6,6 +6,7 @@ real HTTP."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,49 @@ async def test_markup_in_a_description_or_a_calls_arguments_is_shown_as_text(
         _inert(await me.page("/search", q=f"note {MARKUP}"))
         _inert(await me.page("/timeline", tool=MARKUP, caller=MARKUP), shown=False)
         _inert(await me.page("/part/timeline", outcome=MARKUP), shown=False)
+
+
+async def _form_token(me: Person) -> str:
+    found = re.search(r'name="csrf" value="([0-9a-f]+)"', await me.page())
+    assert found is not None
+    return found.group(1)
+
+
+async def test_two_people_answer_one_call_at_once_and_one_answer_is_taken(
+    tmp_path: Path,
+) -> None:
+    """Two console sessions answer the same waiting call at the same moment (one allows, one
+    denies): one answer is taken, the other gets 409, and the call does what the taken one
+    said. Neither can post with the other's form token."""
+    async with (
+        serving(tmp_path, stateless=True) as stack,
+        Person.at(stack.console) as one,
+        Person.at(stack.console) as two,
+    ):
+        result: list[Any] = []
+        answers: dict[str, int] = {}
+        async with anyio.create_task_group() as group:
+            group.start_soon(_call, stack.url, {"text": "twice"}, result)
+            [waiting] = await one.waiting()
+            tokens = {"once": await _form_token(one), "deny": await _form_token(two)}
+            borrowed = await two.http.post(
+                f"{two.base}/answer/{waiting}", data={"csrf": tokens["once"], "choice": "once"}
+            )
+            assert borrowed.status_code == 403  # a form token is its own session's only
+
+            async def answer(me: Person, choice: str) -> None:
+                posted = await me.http.post(
+                    f"{me.base}/answer/{waiting}", data={"csrf": tokens[choice], "choice": choice}
+                )
+                answers[choice] = posted.status_code
+
+            async with anyio.create_task_group() as both:
+                both.start_soon(answer, one, "once")
+                both.start_soon(answer, two, "deny")
+        assert sorted(answers.values()) == [303, 409], answers
+        [taken] = [choice for choice, status in answers.items() if status == 303]
+        assert result[0].is_error == (taken == "deny"), result
+        assert len(stack.console.desk) == 0
 
 
 @pytest.mark.parametrize(

@@ -143,3 +143,41 @@ async def test_one_caller_cannot_fill_the_consoles_desk(tmp_path: Path, provider
             for waiting in ids:
                 await me.answer(waiting, "deny")
         assert answered and "rejected this call" in json.dumps(answered[0])
+
+
+async def test_anothers_session_cannot_be_listened_to_resumed_or_ended(
+    tmp_path: Path, provider: Provider
+) -> None:
+    """With another identity's token, a known session id is 404 for its GET stream, a resume
+    (``Last-Event-ID``) and a DELETE, as for POST (test_oauth_people.py); the session goes on."""
+    async with protected_server(_settings(tmp_path), provider) as served:
+        mine = await provider.client_credentials(AGENT, AGENT_SECRET, resource=served.url)
+        theirs = await provider.client_credentials(REPORTER, REPORTER_SECRET, resource=served.url)
+        async with httpx2.AsyncClient(timeout=30) as http:
+            opened = await _initialize(http, served.url, mine)
+            assert opened.status_code == 200, opened.text
+            session = opened.headers["mcp-session-id"]
+            first = next(
+                line.split(":", 1)[1].strip()
+                for line in opened.text.splitlines()
+                if line.startswith("id:")
+            )
+            as_them = {
+                "Authorization": f"Bearer {theirs}",
+                "Mcp-Session-Id": session,
+                "MCP-Protocol-Version": LEGACY_VERSION,
+                "Accept": "text/event-stream",
+            }
+            listened = await http.get(served.url, headers=as_them)
+            resumed = await http.get(served.url, headers={**as_them, "Last-Event-ID": first})
+            ended = await http.delete(served.url, headers=as_them)
+            assert [listened.status_code, resumed.status_code, ended.status_code] == [404] * 3
+            headers = {
+                **ACCEPT,
+                "Authorization": f"Bearer {mine}",
+                "Mcp-Session-Id": session,
+                "MCP-Protocol-Version": LEGACY_VERSION,
+            }
+            still = await http.post(served.url, json=request("tools/list"), headers=headers)
+            assert still.status_code == 200, still.text
+            assert answer_from(still.content)["result"]["tools"]

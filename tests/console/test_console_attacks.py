@@ -117,6 +117,21 @@ async def test_two_people_answer_one_call_at_once_and_one_answer_is_taken(
         assert len(stack.console.desk) == 0
 
 
+async def test_the_packaged_assets_give_nothing_beside_them(tmp_path: Path) -> None:
+    """``/static/`` serves the package's stylesheet and script, nothing above them however
+    the path climbs (dot segments encoded, so no client folds them away first)."""
+    async with serving(tmp_path) as stack, Person.at(stack.console) as me:
+        for climb in (
+            "/static/%2e%2e/%2e%2e/%2e%2e/%2e%2e/%2e%2e/etc/passwd",
+            "/static/..%2f..%2f..%2f..%2f..%2fetc%2fpasswd",
+            "/static/%2e%2e/templates/base.html",
+            "/static/%2e%2e/__init__.py",
+        ):
+            response = await me.http.get(me.base + climb)
+            assert response.status_code == 404, (climb, response.text[:200])
+        assert (await me.http.get(me.base + "/static/console.js")).status_code == 200
+
+
 @pytest.mark.parametrize(
     "trick",
     ["//evil.example/x", "/%2F%2Fevil.example/x", "/%5Cevil.example/x", "/%09/evil.example/x"],

@@ -12,7 +12,7 @@ arrived. So the deadline is kept here, per connection, following h11's view of t
   connection's start, or of the end of the previous response;
 - **the body** within ``body_s`` of the end of its head;
 - once the request has arrived (a response being written, an SSE stream open for an hour)
-  nothing is timed_protocol here.
+  nothing is timed here.
 
 A connection past its deadline is closed (logged as a warning, with the client's address):
 an application reading its body sees the client gone, as if it had disconnected.

@@ -216,7 +216,7 @@ class BearerToken:
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self._app = app
-        self._expected = f"Bearer {token}".encode()
+        self._token = token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
@@ -246,7 +246,10 @@ class BearerToken:
 
     def _authorized(self, scope: Scope) -> bool:
         given = [v for k, v in scope.get("headers", []) if k.lower() == b"authorization"]
-        return len(given) == 1 and hmac.compare_digest(given[0], self._expected)
+        if len(given) != 1:
+            return False
+        scheme, _, token = given[0].partition(b" ")  # the scheme's name is case-insensitive
+        return scheme.lower() == b"bearer" and hmac.compare_digest(token, self._token)
 
 
 def _with_caller(app: ASGIApp) -> ASGIApp:

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from mcp_toolbridge.schemas import bundle_refs, check_schema, compile_schema, model_facing
+from mcp_toolbridge.schemas import bundle_refs, check_schema, compile_schema, meta, model_facing
 
 META = Draft202012Validator(
     Draft202012Validator.META_SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER
@@ -274,6 +274,26 @@ def test_cached_keyword_checks_still_quote_each_schema_exactly():
     assert check_schema({"minLength": 1}) == []
     assert check_schema({"$anchor": 0.0}) == ["at /$anchor: 0.0 is not of type 'string'"]
     assert check_schema({"$anchor": -0.0}) == ["at /$anchor: -0.0 is not of type 'string'"]
+
+
+def test_every_kind_of_value_the_check_knows_as_valid_is_valid_for_jsonschema():
+    """The check answers these kinds without jsonschema (a cold start need not import it), so
+    each must be one jsonschema accepts; a non-empty list of schemas is one kind, whatever its
+    length, and an empty one is not."""
+    seeded = list(meta._seed_values())
+    assert len(seeded) > 50
+    for keyword, value in seeded:
+        assert list(META.iter_errors({keyword: value})) == [], (keyword, value)
+    for keyword in ("allOf", "anyOf", "oneOf", "prefixItems"):
+        assert check_schema({keyword: [{}, True, {"type": "string"}]}) == []
+        assert check_schema({keyword: []}) == [f"at /{keyword}: [] should be non-empty"]
+
+
+def test_a_pattern_python_compiles_is_valid_and_one_it_cannot_is_told_in_jsonschemas_words():
+    assert check_schema({"pattern": "^[a-z]+(?:-[a-z]+)*$"}) == []
+    assert check_schema({"properties": {"a": {"pattern": "(?P<x>a)(?P=x)"}}}) == []
+    assert check_schema({"pattern": "a{2"}) == []  # a literal brace, as Python reads it
+    assert check_schema({"pattern": "(?<!a+)b"}) == ["at /pattern: '(?<!a+)b' is not a 'regex'"]
 
 
 def test_a_schema_keyword_that_is_not_a_string_is_a_problem_not_a_crash():

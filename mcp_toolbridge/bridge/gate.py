@@ -272,7 +272,13 @@ class PolicyGate:
         self, spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext
     ) -> Clearance:
         # The bash sub-policy is imported on first use (cli.startup.warm_up loads it early).
-        from mcp_toolbridge.policy import load_parser, parser_loaded, shell_floor, shell_targets
+        from mcp_toolbridge.policy import (
+            load_parser,
+            parser_loaded,
+            shell_denial,
+            shell_floor,
+            shell_targets,
+        )
         from mcp_toolbridge.policy import splitter as shell_splitter
 
         policy = self.policy.for_caller(ctx.caller)  # the rules for everyone and for it
@@ -288,6 +294,7 @@ class PolicyGate:
         targets = self._own_sidecars_readable(spec, targets, ctx.session_id)
         denial = policy.check_capabilities(spec, targets)
         if denial is not None:
+            denial = shell_denial(policy, spec, arguments, denial)
             return Clearance(Decision.refused(denial), hint=capability_way_out(policy, denial))
         rules = await self.session_rules(ctx.owner)
         decision = shell_floor(policy, spec, arguments, policy.decide(spec, targets, rules), rules)

@@ -64,10 +64,12 @@ def console_for(args: argparse.Namespace, settings: Settings, loaded: Loaded) ->
                 )
         return None
     from mcp_toolbridge.console import Console, ConsoleOptions, LoginClient  # Starlette: on use
-    from mcp_toolbridge.server import parse_address
+    from mcp_toolbridge.server import parse_address, timed_protocol
 
     host, port = parse_address(args.console, flag="--console")
-    options = ConsoleOptions(host=host, port=port, allowed_hosts=tuple(args.allow_host))
+    options = ConsoleOptions(
+        host=host, port=port, allowed_hosts=tuple(args.allow_host), http=timed_protocol()
+    )
     role = args.console_admin_role or table.console_admin_role
     if role:
         options = replace(options, admin_role=role)

@@ -38,6 +38,10 @@ CHOICES: dict[Choice, str] = {"once": ALLOW_ONCE, "always": ALLOW_ALWAYS, "deny"
 _DECISIONS: dict[str, str] = {"once": ALLOW_ONCE, "always": ALLOW_ALWAYS, "deny": REJECT}
 MAX_WAITING = 256
 """How many questions may wait at once; a call beyond them is refused at once."""
+MAX_WAITING_PER_CALLER = 32
+"""How many confirmations of one identified caller (OAuth) may wait at once, so one person or
+agent cannot fill the desk and have everyone else's calls refused (anonymous callers, the
+static token's, are one caller: :data:`MAX_WAITING` alone holds for them)."""
 MAX_TEXT = 4000
 """The longest free-text answer kept."""
 NOTHING_WAITS = (
@@ -160,6 +164,12 @@ class Desk:
                 f"{MAX_WAITING} calls already wait for an answer in the console; answer or "
                 "deny them there first"
             )
+        if about is not None and self._held_by(about) >= MAX_WAITING_PER_CALLER:
+            raise CouldNotAsk(
+                f"{MAX_WAITING_PER_CALLER} calls of {about.caller.describe()} already wait "
+                "for a person's answer in the console; wait for their answers before making "
+                "more calls that need one"
+            )
         waiting = Waiting(
             self._new_id(), about, time.time(), message, schema or {}, replica=self.replica
         )
@@ -186,6 +196,14 @@ class Desk:
 
     def _new_id(self) -> str:
         return secrets.token_urlsafe(12)
+
+    def _held_by(self, about: Confirmation) -> int:
+        """How many confirmations of ``about``'s caller wait here (0: an anonymous one)."""
+        who = about.caller.key
+        if who is None:
+            return 0
+        mine = [w for w in self._waiting.values() if w.about is not None]
+        return sum(1 for w in mine if w.about is not None and w.about.caller.key == who)
 
     async def _posted(self, waiting: Waiting) -> None:
         """A question is on this desk (replicas: show it on every console)."""

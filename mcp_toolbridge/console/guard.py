@@ -2,10 +2,11 @@
 
 - **Who**: the first visit carries the random token printed on stderr (``?token=``); it is
   exchanged for a session cookie (HttpOnly, SameSite=Strict, this port's own name) and the
-  browser is sent on to the same page without the token, so it stays out of the history and
-  of every Referer. Any other request without a known session is 401; at the MCP server's
-  path with an authorization server, a page that signs in with it (login.py: its ``/login``
-  and ``/callback`` and the stylesheet are the only paths open without a session).
+  browser is sent on to the same page without the token, so it stays out of every Referer
+  (the history keeps the URL first opened: docs/console.md). Any other request without a
+  known session is 401; at the MCP server's path with an authorization server, a page that
+  signs in with it (login.py: its ``/login`` and ``/callback`` and the stylesheet are the
+  only paths open without a session).
 - **Where from**: the Host header must name this machine's loopback, the bound address or an
   ``--allow-host`` name (DNS rebinding), and an Origin header, when sent, must be this very
   console's origin; otherwise 403 before anything runs.
@@ -30,7 +31,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
 from typing import Any, Protocol
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 from mcp_toolbridge.console.signed import SessionSigner
 from mcp_toolbridge.host import CALLER_KEY, Caller
@@ -59,6 +60,8 @@ SECURITY_HEADERS = [
     (b"cross-origin-opener-policy", b"same-origin"),
     (b"cross-origin-resource-policy", b"same-origin"),
 ]
+PATH_SAFE = "/:@!$&'()*+,;=-._~%"
+"""What a path keeps unquoted when the console sends the browser on (RFC 3986 pchar)."""
 USER_KEY = "toolbridge.console.user"
 LOGIN_PATHS = ("/login", "/callback")
 """The browser sign-in's own paths (login.py), open without a session."""
@@ -123,6 +126,9 @@ class Gatekeeper:
     """Browser sign-ins completed (login.py): the digest of their state -> until when."""
     signer: SessionSigner | None = None
     passes: PassBook | None = None
+    secure: bool = False
+    """The console is reached over HTTPS (its canonical address says so): its session cookie
+    is ``Secure``, never sent over plain HTTP."""
 
     @property
     def cookie(self) -> str:
@@ -300,11 +306,15 @@ class Guard:
         sid = self._keeper.open_session(who)
         rest = urlencode([(k, v) for k, v in query.items() if k != "token"])
         prefix = scope.get("root_path", "")
-        path = scope.get("path", "/")
-        if not path.startswith(prefix):  # Starlette's Mount keeps the whole path in it
-            path = prefix + path
+        path = _within(scope)
+        # Always a path of this console: re-quoted (a tab or a backslash a browser would drop
+        # or read as "/" is sent encoded) and with one leading slash, so "//host/…" never
+        # reads as another host's URL.
+        path = prefix + "/" + quote(path, safe=PATH_SAFE).lstrip("/")
         location = path + (f"?{rest}" if rest else "")
         cookie = f"{self._keeper.cookie}={sid}; Path={prefix or '/'}; HttpOnly; SameSite=Strict"
+        if self._keeper.secure:
+            cookie += "; Secure"
         await send(
             {
                 "type": "http.response.start",

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -72,6 +73,9 @@ class ConsoleOptions:
     login: LoginClient | None = None
     """Over HTTP with an authorization server: the console's OAuth client there, with which
     a person signs in in the browser (login.py); None: only ``/sign-in`` with a token."""
+    http: Any = "auto"
+    """uvicorn's HTTP protocol (``serve`` gives the server's, which closes a connection
+    whose request does not arrive in time: server/deadlines.py)."""
 
 
 class _Uvicorn(uvicorn.Server):
@@ -161,7 +165,11 @@ class Console:
         """Serve until cancelled or :meth:`stop`; started once the socket accepts."""
         assert self._socket is not None, "attach() first"
         config = uvicorn.Config(
-            self.app(), log_config=None, log_level="warning", timeout_graceful_shutdown=1
+            self.app(),
+            http=self.options.http,
+            log_config=None,
+            log_level="warning",
+            timeout_graceful_shutdown=1,
         )
         self._uvicorn = _Uvicorn(config)
         try:
@@ -201,6 +209,7 @@ class Console:
             token=self.mounted_token,
             signer=self._signer,
             passes=self._share,
+            secure=issuer is not None and issuer.resource.startswith("https:"),
         )
         role = self.options.admin_role
         sign_in = SignIn(keeper, prefix, role) if oauth else None

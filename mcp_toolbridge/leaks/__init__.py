@@ -1,8 +1,9 @@
 """Secrets nobody declared: finding them in what tools print and in what a model sends, with a
 maintained engine and rule set (betterleaks), and redacting them as ``[REDACTED:<rule-id>]``
 (markers.py: the marker, and counting it where a file tool must not write it over a secret;
-prefilter.py: which texts the engine cannot find anything in, from its own rules; cuts.py:
-redacting what a cut shows of a longer text, scanned with the text around the cut).
+prefilter.py: which texts the engine cannot find anything in, from its own rules; urls.py: a
+URL's credentials replaced without its host; cuts.py: redacting what a cut shows of a longer
+text, scanned with the text around the cut).
 The policy file's ``[secret_scan]`` table (its model is here) switches rules, allows findings
 and turns the scan off. engine.py is the only importer of ``betterleaks``.
 

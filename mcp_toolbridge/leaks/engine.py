@@ -18,6 +18,10 @@ What this adds to the engine, and why (docs/performance.md, "Secret scan"):
   PEM block is ~3.3 kB) is always seen whole in one piece. Findings seen twice count once.
 - **Composite rules** report one part (the AWS key id) and keep the others (its secret access
   key) as components: every part is a finding here.
+- **A URL keeps its host.** A rule that takes any value after a key can take a URL's
+  credentials with its host and path (``user:`` read as a key in ``https://user:TOKEN@host``):
+  such a value is cut at the ``@`` that ends the URL's user information (:mod:`urls`), and
+  the part kept is named by a rule that found it alone when there is one (``github-pat``).
 - **Markers are not secrets.** A text already redacted holds ``[REDACTED:<rule-id>]`` where
   the secret was, and a rule that takes any value there (``generic-password`` after
   ``password =``, a URL's password) would find the marker, and its components (a user name
@@ -50,6 +54,7 @@ import betterleaks
 
 from mcp_toolbridge.leaks.markers import only_markers
 from mcp_toolbridge.leaks.prefilter import Prefilter, Rule, rules_of
+from mcp_toolbridge.leaks.urls import credential_part, userinfo_ends
 
 OFF_BY_DEFAULT = frozenset({"generic-api-key"})
 """Rules off unless switched on: ``generic-api-key`` matches a secret-sounding key followed by
@@ -201,9 +206,11 @@ class Engine:
         engine: call it from a worker thread for long texts. Raises RuntimeError when the
         engine fails."""
         seen: dict[str, str] = {}
+        cut: dict[str, str] = {}
         text = _scannable(text)
         if not self._may_find(text, whole=len(text) <= CHUNK_CHARS):
             return []
+        ends: list[tuple[int, int, int]] | None = None  # found on the first value with an @
         for piece in chunks(text):
             try:
                 findings = betterleaks.scan_string(piece, config_path=self._config)
@@ -215,8 +222,16 @@ class Engine:
                 for rule, value in _parts(finding):
                     if only_markers(value):
                         continue
-                    if value and (value not in seen or seen[value] in OWN_RULES):
+                    if ends is None and "@" in value:
+                        ends = userinfo_ends(text)
+                    credential = credential_part(value, text, ends or [])
+                    for part in credential:  # named by a rule that found it alone, if any
+                        cut.setdefault(part, rule)
+                    if value and not credential and (value not in seen or seen[value] in OWN_RULES):
                         seen[value] = rule
+        for value, rule in cut.items():
+            if not only_markers(value):
+                seen.setdefault(value, rule)
         return [Found(rule, value) for value, rule in seen.items()]
 
     def may_find(self, texts: Iterable[str]) -> bool:

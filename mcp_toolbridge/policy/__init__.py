@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         glob_literal,
         glob_pattern,
         glob_regex,
+        has_control,
         has_glob,
         is_within,
         split_glob,
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
         is_manifest_path,
         resolve,
     )
-    from mcp_toolbridge.policy.shell.hooks import shell_floor, shell_targets
+    from mcp_toolbridge.policy.shell.hooks import shell_denial, shell_floor, shell_targets
     from mcp_toolbridge.policy.shell.parse import load_parser, parser_loaded, splitter
     from mcp_toolbridge.policy.show import render_policy
     from mcp_toolbridge.policy.watchdog import (
@@ -82,6 +83,7 @@ __getattr__ = on_first_use(
             "glob_literal",
             "glob_pattern",
             "glob_regex",
+            "has_control",
             "has_glob",
             "is_within",
             "split_glob",
@@ -115,7 +117,7 @@ __getattr__ = on_first_use(
         # the bash sub-policy (``shell/``, about 10 ms of a start), which only a call needs; a
         # server loads it in a worker thread once it has answered its first tools/list
         # (cli.startup.warm_up)
-        "mcp_toolbridge.policy.shell.hooks": ("shell_floor", "shell_targets"),
+        "mcp_toolbridge.policy.shell.hooks": ("shell_denial", "shell_floor", "shell_targets"),
         "mcp_toolbridge.policy.shell.parse": ("load_parser", "parser_loaded", "splitter"),
     },
 )
@@ -147,6 +149,7 @@ __all__ = [
     "glob_literal",
     "glob_pattern",
     "glob_regex",
+    "has_control",
     "has_glob",
     "hidden_from_it",
     "host_of",
@@ -159,6 +162,7 @@ __all__ = [
     "parser_loaded",
     "render_policy",
     "resolve",
+    "shell_denial",
     "shell_floor",
     "shell_targets",
     "split_glob",

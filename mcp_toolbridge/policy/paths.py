@@ -35,6 +35,11 @@ class PathRejectedError(ArgumentsError):
     """A path argument that can never be valid: control characters, empty, a symlink loop."""
 
 
+def has_control(value: str) -> bool:
+    """Whether ``value`` holds a character :func:`check_text` refuses (C0, DEL or C1)."""
+    return _CONTROL.search(value) is not None
+
+
 def check_text(value: str, *, what: str) -> None:
     """Refuse NUL and other control characters in a path, host or command argument."""
     match = _CONTROL.search(value)

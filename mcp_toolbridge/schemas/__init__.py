@@ -10,12 +10,18 @@
 - :func:`bundle_refs` and :func:`model_facing` (``refs.py``) rewrite schemas: ``schema:ID``
   refs embedded, ``"visibility": "internal"`` properties stripped.
 
-May import: nothing of the project (the vocabulary's level)."""
+May import: nothing of the project but lazy.py (the vocabulary's level). Names are imported on
+first use: a start that only rewrites and checks schemas never imports jsonschema."""
 
-from mcp_toolbridge.schemas.compiled import CompiledSchema, compile_schema
-from mcp_toolbridge.schemas.explain import SchemaProblem
-from mcp_toolbridge.schemas.meta import check_schema
-from mcp_toolbridge.schemas.refs import SCHEMA_REF_PREFIX, bundle_refs, model_facing
+from typing import TYPE_CHECKING
+
+from mcp_toolbridge.lazy import on_first_use
+
+if TYPE_CHECKING:
+    from mcp_toolbridge.schemas.compiled import CompiledSchema, compile_schema
+    from mcp_toolbridge.schemas.explain import SchemaProblem
+    from mcp_toolbridge.schemas.meta import check_schema
+    from mcp_toolbridge.schemas.refs import SCHEMA_REF_PREFIX, bundle_refs, model_facing
 
 __all__ = [
     "SCHEMA_REF_PREFIX",
@@ -26,3 +32,12 @@ __all__ = [
     "compile_schema",
     "model_facing",
 ]
+__getattr__ = on_first_use(
+    __name__,
+    {
+        "mcp_toolbridge.schemas.compiled": ("CompiledSchema", "compile_schema"),
+        "mcp_toolbridge.schemas.explain": ("SchemaProblem",),
+        "mcp_toolbridge.schemas.meta": ("check_schema",),
+        "mcp_toolbridge.schemas.refs": ("SCHEMA_REF_PREFIX", "bundle_refs", "model_facing"),
+    },
+)

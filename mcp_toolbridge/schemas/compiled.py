@@ -14,9 +14,9 @@ from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
+from mcp_toolbridge.schemas.drafts import validator_class
 from mcp_toolbridge.schemas.explain import WEAK, SchemaProblem, explain
 from mcp_toolbridge.schemas.lines import rank
-from mcp_toolbridge.schemas.meta import validator_class
 
 _ENDLESS = (
     "the schema (or the value) nests without end, e.g. a $ref that refers to itself; fix the schema"

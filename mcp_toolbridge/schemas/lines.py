@@ -5,8 +5,10 @@ of :mod:`.meta` keep jsonschema's wording: they are read by whoever wrote the sc
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from jsonschema import exceptions as js_exceptions
+if TYPE_CHECKING:  # jsonschema's errors only ever reach here once jsonschema is imported
+    from jsonschema import exceptions as js_exceptions
 
 MAX_MESSAGE = 300
 _WEAK = ("anyOf", "oneOf")
@@ -31,13 +33,15 @@ def shorten(message: str) -> str:
 def closest(error: js_exceptions.ValidationError) -> js_exceptions.ValidationError:
     """For a failed oneOf/anyOf, the error from the branch that came closest (fewest errors,
     then the earliest branch), descending as far as that goes."""
+    from jsonschema.exceptions import relevance
+
     while error.context:
         branches: dict[int, list[js_exceptions.ValidationError]] = {}
         for sub in error.context:
             head = sub.relative_schema_path[0] if sub.relative_schema_path else 0
             branches.setdefault(head if isinstance(head, int) else 0, []).append(sub)
         _, nearest = min(branches.items(), key=lambda item: (len(item[1]), item[0]))
-        error = max(nearest, key=js_exceptions.relevance)
+        error = max(nearest, key=relevance)
     return error
 
 

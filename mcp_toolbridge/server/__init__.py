@@ -16,6 +16,7 @@ from mcp_toolbridge.server.wire import to_tool
 
 if TYPE_CHECKING:
     from mcp_toolbridge.server.console_login import IssuerLogin
+    from mcp_toolbridge.server.deadlines import timed_protocol
     from mcp_toolbridge.server.http import (
         SESSION_IDLE_TIMEOUT_S,
         TOKEN_ENV,
@@ -40,6 +41,7 @@ __getattr__ = on_first_use(  # what a stdio server never needs (a part of its st
             "parse_address",
         ),
         "mcp_toolbridge.server.console_login": ("IssuerLogin",),
+        "mcp_toolbridge.server.deadlines": ("timed_protocol",),
         "mcp_toolbridge.server.tokens": ("AuthOptions",),
     },
 )
@@ -62,5 +64,6 @@ __all__ = [
     "parse_address",
     "replica_name",
     "state_keys",
+    "timed_protocol",
     "to_tool",
 ]

@@ -16,7 +16,9 @@ by uvicorn, behind an optional bearer token or an OAuth authorization server.
   runs on until its deadline, the client's ``notifications/cancelled``, the session's DELETE,
   or the session's idle expiry (``--session-idle-timeout``), whichever comes first, and a
   2025-11-25 client resumes its stream with ``Last-Event-ID`` (resume.py).
-- Request bodies are capped at 4 MiB (the SDK's limit: 413 before anything is parsed).
+- Request bodies are capped at 4 MiB (the SDK's limit: 413 before anything is parsed), and
+  a request must arrive in time: its headers within 10 s, its body within 60 s more, or the
+  connection is closed (deadlines.py: slow clients cannot hold connections for ever).
 - ``/healthz`` (the process answers) and ``/readyz`` (it should get traffic: not stopping,
   and with shared state, Redis answers) for load balancers, without credentials.
 - With shared state (``--state redis://…``, replicas.py) session ids name the replica, their
@@ -53,6 +55,7 @@ from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.host import CALLER_KEY
 from mcp_toolbridge.server.auth import ResourceServer
 from mcp_toolbridge.server.console_login import IssuerLogin
+from mcp_toolbridge.server.deadlines import BODY_S, HEAD_S, quiet_disconnects, timed_protocol
 from mcp_toolbridge.server.health import HEALTH_PATHS, Draining, health_routes
 from mcp_toolbridge.server.host import caller_in
 from mcp_toolbridge.server.http_sessions import PrimedStreams, ResumableSessions, SharedSessions
@@ -106,6 +109,10 @@ class HttpOptions:
     """Accept access tokens of this OAuth issuer (instead of the static token)."""
     drain_timeout_s: float = DRAIN_TIMEOUT_S
     """On SIGTERM: how long running calls may go on before they are ended."""
+    head_s: float = HEAD_S
+    """How long a client may take to send a request's headers (deadlines.py)."""
+    body_s: float = BODY_S
+    """And its body, after the headers."""
 
     @property
     def url(self) -> str:
@@ -209,7 +216,7 @@ class BearerToken:
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self._app = app
-        self._expected = f"Bearer {token}".encode()
+        self._token = token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
@@ -239,7 +246,10 @@ class BearerToken:
 
     def _authorized(self, scope: Scope) -> bool:
         given = [v for k, v in scope.get("headers", []) if k.lower() == b"authorization"]
-        return len(given) == 1 and hmac.compare_digest(given[0], self._expected)
+        if len(given) != 1:
+            return False
+        scheme, _, token = given[0].partition(b" ")  # the scheme's name is case-insensitive
+        return scheme.lower() == b"bearer" and hmac.compare_digest(token, self._token)
 
 
 def _with_caller(app: ASGIApp) -> ASGIApp:
@@ -330,6 +340,7 @@ class HttpService:
         self, server: ToolbridgeServer, options: HttpOptions, console: ConsoleMount | None = None
     ) -> None:
         check_binding(options)
+        quiet_disconnects()
         self._server = server
         self._console = console
         self.options = options
@@ -359,7 +370,11 @@ class HttpService:
         if self.guard is not None:
             await self.guard.start()
         config = uvicorn.Config(
-            self._app, log_config=None, log_level="warning", timeout_graceful_shutdown=1
+            self._app,
+            http=timed_protocol(self.options.head_s, self.options.body_s),
+            log_config=None,
+            log_level="warning",
+            timeout_graceful_shutdown=1,
         )
         self._uvicorn = _Uvicorn(config, self._server.stopping)
         self._uvicorn.should_exit = self._stopped

@@ -3,10 +3,16 @@ streams: resume.py in memory, shared_events.py in Redis), and the priming of GET
 
 With shared state every session id names the replica that made it (``REPLICA.<32 hex>``),
 so a load balancer can route a session's requests to it without cookies (docs/deploy.md).
+
+The SDK admits 10,000 sessions at once; an identified caller (OAuth) may hold at most
+:data:`MAX_SESSIONS_PER_CALLER` of them, so one person or agent cannot take every place and
+lock everyone else out until their sessions expire (the static token, or no credential, is
+one caller for everyone: the SDK's limit alone holds there).
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import MutableMapping
 from dataclasses import dataclass
@@ -27,7 +33,12 @@ from mcp_toolbridge.server.resume import (
 from mcp_toolbridge.server.shared_events import SharedEvents, credential_digest
 from mcp_toolbridge.state import SharedStore
 
+log = logging.getLogger("mcp_toolbridge")
+
 Scope = MutableMapping[str, Any]
+MAX_SESSIONS_PER_CALLER = 256
+"""Open sessions one identified caller may hold; another ``initialize`` of theirs gets 503
+until one of them ends (DELETE, or its idle timeout)."""
 SHARED_TTL_S = 1800.0
 """How long a shared session's keys outlive its last event without an idle timeout."""
 
@@ -79,6 +90,16 @@ class ResumableSessions(StreamableHTTPSessionManager):
     def _admit_session(
         self, requestor: AuthorizationContext | None
     ) -> StreamableHTTPServerTransport | None:
+        if requestor is not None:
+            held = sum(1 for owner in self._session_owners.values() if owner == requestor)
+            if held >= MAX_SESSIONS_PER_CALLER:
+                log.warning(
+                    "HTTP: refused a new session of %s: it holds %d open sessions already "
+                    "(end some with DELETE, or let them expire)",
+                    requestor.get("subject") or requestor.get("client_id") or "a caller",
+                    held,
+                )
+                return None
         transport = super()._admit_session(requestor)
         if transport is None or transport.mcp_session_id is None:
             return transport

@@ -1,9 +1,10 @@
 """A stdio server imports what its first answers need, not what only some servers or only
 calls need (docs/performance.md, "Server start-up as a client sees it"): PyJWT (about 20 ms of
 a start) comes with ``--auth-issuer``, the HTTP service's modules with ``--http``, jsonschema
-(about 30 ms) with the first schema checked or compiled (a manifest loaded without the
-start-up cache, a call's arguments), and the call machinery (the bridge, the tool executors,
-the secret scanner's engine) once the first tools/list is answered."""
+(about 30 ms) with the first call's arguments checked or a declared schema holding a value the
+meta-schema check does not know as valid beforehand (schemas/meta.py), and the call machinery
+(the bridge, the tool executors, the secret scanner's engine) once the first tools/list is
+answered."""
 
 from __future__ import annotations
 
@@ -65,6 +66,7 @@ CALL_MACHINERY = {
     "jsonschema",
 }
 """What a call needs and a listing does not: none of it is imported before the first list."""
+BUNDLED = Path(__file__).resolve().parents[2] / "manifests"
 KEY = "-----BEGIN OPENSSH PRIVATE KEY----- not a real one -----END OPENSSH PRIVATE KEY-----\n"
 PEEK = (
     "import json, sys\n"
@@ -126,6 +128,43 @@ async def test_the_first_list_comes_before_the_call_machinery_and_calls_are_stil
     assert CALL_MACHINERY - {"jsonschema"} <= set(imported)  # opened since
     lines = [json.loads(line) for line in audit.read_text(encoding="utf-8").splitlines()]
     assert [(r["tool"], r["sandboxed"]) for r in lines] == [("peek", True)]
+
+
+async def test_a_cold_start_checks_everyday_schemas_without_jsonschema(tmp_path: Path) -> None:
+    """Without the start-up cache every declared schema is checked before the first list: the
+    bundled manifests and one schema with the usual keywords (types, a pattern, a oneOf,
+    bounds, defaults, nested objects and arrays) are checked without importing jsonschema
+    (a wrong one is still refused in its words: tests/test_schemas.py)."""
+    fine = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "pattern": "^[a-z]+$", "minLength": 1, "default": "a"},
+            "size": {"type": ["integer", "null"], "minimum": 0, "maximum": 10},
+            "tags": {"type": "array", "items": {"type": "string", "enum": ["x", "y"]}},
+            "mode": {"oneOf": [{"const": "fast"}, {"const": "slow"}], "description": "how"},
+            "more": {"type": "object", "additionalProperties": False, "properties": {}},
+        },
+        "required": ["name"],
+        "additionalProperties": False,
+    }
+    manifest = agentcli_manifest(
+        tmp_path / "m", [{**echo_tool("fine"), "schema": fine}], {"fine": ECHO}
+    )
+    first, modules = tmp_path / "first.json", tmp_path / "modules.json"
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
+    env["TOOLBRIDGE_CACHE_DIR"] = str(tmp_path / "cache")
+    argv = ["serve", str(BUNDLED), str(manifest.parent), "--no-index-cache", "--no-audit"]
+    argv += ["--workspace", str(tmp_path)]
+    child = [sys.executable, "-c", AT_FIRST_LIST, str(first), str(modules), *argv]
+    params = StdioServerParameters(command=child[0], args=child[1:], env=env, cwd=tmp_path)
+    with anyio.fail_after(60), (tmp_path / "stderr.txt").open("w", encoding="utf-8") as err:
+        async with Client(stdio_client(params, errlog=err)) as client:
+            listed = {t.name for t in (await client.list_tools()).tools}
+    assert {"fine", "word_count"} <= listed, listed
+    at_first_list = json.loads(first.read_text(encoding="utf-8"))
+    assert "mcp_toolbridge.server.toolbridge_server" in at_first_list
+    assert "mcp_toolbridge.schemas.meta" in at_first_list  # the schemas were checked
+    assert [m for m in at_first_list if m.split(".")[0] in ("jsonschema", "referencing")] == []
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])

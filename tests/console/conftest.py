@@ -6,7 +6,7 @@ real HTTP (its cookie, its CSRF token, its forms)."""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,11 +54,13 @@ async def serving(
     stateless: bool = False,
     timeout_s: float = 60.0,
     locked: tuple[str, ...] = (),
+    catalog_of: Callable[[Path], Path] = catalog,
 ) -> AsyncIterator[Stack]:
-    """``locked``: serve these locked tools too (none by default: tool_search alone)."""
+    """``locked``: serve these locked tools too (none by default: tool_search alone);
+    ``catalog_of(tmp_path)``: the manifests' folder (default :func:`catalog`)."""
     audit = tmp_path / "audit.ndjson"
     settings = Settings(
-        paths=[catalog(tmp_path)], audit_path=audit, timeout_s=timeout_s, locked=locked
+        paths=[catalog_of(tmp_path)], audit_path=audit, timeout_s=timeout_s, locked=locked
     )
     loaded = load_catalog(settings, BUILTIN_SPECS, locked=bool(locked))
     console = Console(ConsoleOptions(port=0))

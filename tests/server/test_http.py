@@ -83,6 +83,36 @@ async def test_requests_without_the_right_token_get_401(tmp_path: Path) -> None:
         assert "TOOLBRIDGE_TOKEN" in response.json()["error"]
 
 
+async def test_the_token_is_taken_whatever_the_case_of_its_scheme_and_only_as_a_bearer_token(
+    tmp_path: Path,
+) -> None:
+    """RFC 9110 §11.1: an authentication scheme's name is case-insensitive (a client may send
+    ``bearer``); the token itself is compared exactly, and another scheme is refused."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    headers = {"Accept": "application/json, text/event-stream"}
+    sent = [f"bearer {TOKEN}", f"BEARER {TOKEN}", f"Bearer {TOKEN.upper()}", f"Basic {TOKEN}"]
+    sent += [f"Bearer  {TOKEN}", f"Bearer{TOKEN}"]
+    with anyio.fail_after(20):
+        async with _serving(tmp_path) as (url, _), httpx2.AsyncClient() as http:
+            statuses = [
+                (
+                    await http.post(url, json=body, headers={**headers, "Authorization": a})
+                ).status_code
+                for a in sent
+            ]
+    assert statuses[:2] == [200, 200]
+    assert statuses[2:] == [401, 401, 401, 401]
+
+
 async def test_a_foreign_host_or_origin_header_is_refused_against_dns_rebinding(
     tmp_path: Path,
 ) -> None:

@@ -35,7 +35,7 @@ from mcp_toolbridge.builtins.fs.grep_engine import (
     local_search,
 )
 from mcp_toolbridge.builtins.fs.grep_format import format_run
-from mcp_toolbridge.builtins.fs.paths import FileProblem, FsRoot
+from mcp_toolbridge.builtins.fs.paths import QUOTED_NOTE, FileProblem, FsRoot, is_quoted
 from mcp_toolbridge.builtins.fs.visibility import ReadVerdict, ResultFilter
 from mcp_toolbridge.builtins.fs.walk import IgnoreOracle, PathGlob, WalkReport, walk_files
 from mcp_toolbridge.builtins.session import Sessions
@@ -210,6 +210,8 @@ class GlobTool:
             )
         if report.stopped == "limit":
             notes.append(f"the walk stopped after {MAX_GLOB_WALK} entries; narrow the search")
+        if any(is_quoted(shown) for shown in paths):
+            notes.append(QUOTED_NOTE)
         truncated = len(paths) > MAX_GLOB_ENTRIES
         output_path = None
         if truncated:

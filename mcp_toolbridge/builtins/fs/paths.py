@@ -21,10 +21,37 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mcp_toolbridge.errors import PermissionDeniedError
-from mcp_toolbridge.policy import canonical_root, canonicalize, check_text, is_within
+from mcp_toolbridge.policy import canonical_root, canonicalize, check_text, has_control, is_within
 
 MAX_SIMILAR = 3
+QUOTED_NOTE = (
+    "a path in double quotes is written with escapes, as git shows a name that holds control "
+    'characters (a newline, a tab...): \\n, \\t, \\r, \\xNN, and \\" and \\\\ for '
+    "themselves; read, write and edit refuse a name with control characters (in bash, "
+    "$'...' with the same escapes names such a file, to rename it)"
+)
+"""The note of a glob or grep result that shows such a path (see :func:`shown_path`)."""
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
+
+
+def shown_path(text: str) -> str:
+    """``text`` as the file tools show it, one path per line and unambiguous: as it is, or,
+    when it holds a control character (a file named ``a<newline>b.txt`` would read as two
+    paths) or is itself enclosed in double quotes, in double quotes with C escapes, as git
+    shows such names (``"a\\nb.txt"``). A path shown as it is names that very file."""
+    if not has_control(text) and not (len(text) >= 2 and text[0] == text[-1] == '"'):
+        return text
+    inner = "".join(
+        _ESCAPES.get(char) or (f"\\x{ord(char):02x}" if has_control(char) else char)
+        for char in text
+    )
+    return f'"{inner}"'
+
+
+def is_quoted(shown: str) -> bool:
+    """Whether ``shown`` is in :func:`shown_path`'s quoted form (its escapes to be read)."""
+    return len(shown) >= 2 and shown[0] == shown[-1] == '"'
 
 
 class FileProblem(Exception):
@@ -57,11 +84,12 @@ class FsRoot:
         )
 
     def display(self, path: Path) -> str:
-        """Workspace-relative POSIX text for paths inside the workspace, else the absolute path."""
+        """Workspace-relative POSIX text for paths inside the workspace, else the absolute path;
+        quoted when it holds a control character (:func:`shown_path`)."""
         if is_within(path, self.root):
             rel = path.relative_to(self.root).as_posix()
-            return rel or "."
-        return str(path)
+            return shown_path(rel or ".")
+        return shown_path(str(path))
 
     def similar(self, path: Path) -> list[str]:
         """Up to three entries of ``path``'s folder whose names resemble its name."""
@@ -81,6 +109,12 @@ class FsRoot:
         similar = self.similar(path)
         if similar:
             message += "; did you mean: " + ", ".join(similar) + "?"
+        if is_quoted(path.name):
+            message += (
+                f"; {path.name} in double quotes is how glob and grep show a name that holds "
+                "control characters, and the file tools cannot open such a name (in bash, "
+                f"$'{path.name[1:-1]}' names it, to rename it)"
+            )
         return message + (f" {hint}" if hint else "")
 
     def check_regular(self, path: Path, *, tool: str) -> os.stat_result:

@@ -18,6 +18,8 @@ subject per simple command. Two things a splitter cannot express are added here:
   exactly the command's text (an "always" answer stores such session rules) covers each
   flagged command and, when the command is opaque or has a path reason, the whole text as
   ``bash -c <command>``. Otherwise the decision becomes ask, which is deny on a headless host.
+  An ask the rules made already keeps its rule and says those reasons after it, so the
+  question, the refusal and the audit line tell what no prefix or glob rule can approve.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import glob
 import itertools
 import os
 import re
+import shlex
 from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -37,7 +40,7 @@ from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.policy.compiled import Decision, Policy
 from mcp_toolbridge.policy.grants import SessionRules
 from mcp_toolbridge.policy.paths import canonical_root, canonicalize, is_within
-from mcp_toolbridge.policy.requirements import Targets
+from mcp_toolbridge.policy.requirements import Denial, Targets
 from mcp_toolbridge.policy.rules import Rule, Subject, resolve
 from mcp_toolbridge.policy.shell.parse import Chain, ParsedCommand, PathRef, parse_command, whole
 
@@ -95,14 +98,15 @@ def shell_paths(policy: Policy, parsed: ParsedCommand) -> ShellPaths:
                     if not ref.redirect:
                         operands.add((capability, path))
     reasons = list(resolver.reasons)
-    reasons += _through_new_links(resolved)
+    reasons += _through_new_links(resolved, base)
     for path in dict.fromkeys(writes):
         inside = path.relative_to(base).parts if is_within(path, base) else path.parts
         folder = next((part for part in inside if part in PROTECTED), None)
         if folder is not None:
             reasons.append(
-                f"it writes {str(path)!r} inside {folder}, whose files can make later "
-                "commands run programs (git hooks and config, the project policy)"
+                f"it writes {_shown(path, base)!r}, inside {folder}, whose files can make later "
+                "commands run programs (git hooks and config, the project policy), so every "
+                "write there is asked about"
             )
     return ShellPaths(
         tuple(dict.fromkeys(reads)),
@@ -112,7 +116,12 @@ def shell_paths(policy: Policy, parsed: ParsedCommand) -> ShellPaths:
     )
 
 
-def _through_new_links(resolved: list[tuple[PathRef | None, Path]]) -> list[str]:
+def _shown(path: Path, base: Path) -> str:
+    """``path`` as the model would write it: relative to the workspace when inside it."""
+    return str(path.relative_to(base)) if is_within(path, base) and path != base else str(path)
+
+
+def _through_new_links(resolved: list[tuple[PathRef | None, Path]], base: Path) -> list[str]:
     """A path that goes through a place another command of the same line may turn into a
     symbolic link (``mv dirlink y && cat y/s.txt``, ``tar -xf a.tar && cat link/x``) was
     checked against what is there now, not what will be: that command asks."""
@@ -124,8 +133,9 @@ def _through_new_links(resolved: list[tuple[PathRef | None, Path]]) -> list[str]
                 continue
             if is_within(path, place) and (path != place or mover.links == "at"):
                 found.append(
-                    f"{str(path)!r} goes through {str(place)!r}, where a command of the same "
-                    "line may leave a symbolic link; run them as separate calls"
+                    f"the path {_shown(path, base)!r} goes through {_shown(place, base)!r}, "
+                    "where a command of the same line may leave a symbolic link, so it cannot "
+                    "be checked before the line runs; run them as separate calls"
                 )
     return found
 
@@ -188,7 +198,10 @@ class _Resolver:
             real = canonicalize(step, base=physical)
             states.add((str(real), real))
         if len(states) > MAX_DIRECTORY_STATES:
-            self.reasons.append("it changes directory in too many ways to follow")
+            self.reasons.append(
+                "it changes directory in too many ways to follow; use fewer cd commands "
+                "or absolute paths"
+            )
             states = set(itertools.islice(sorted(states), MAX_DIRECTORY_STATES))
         self._states[chain] = states
         return states
@@ -197,7 +210,8 @@ class _Resolver:
         if through_process(joined):
             self.reasons.append(
                 f"the path {text!r} goes through /proc/self, which names the process that "
-                "opens it: where it leads is only known when the command runs"
+                "opens it: where it leads is only known when the command runs; name the file "
+                "by its real path instead"
             )
 
     def paths(self, ref: PathRef, directory: Path) -> list[Path]:
@@ -210,7 +224,8 @@ class _Resolver:
         )
         if len(matches) > MAX_GLOB_MATCHES:
             self.reasons.append(
-                f"the pattern {ref.text!r} matches more than {MAX_GLOB_MATCHES} paths"
+                f"the pattern {ref.text!r} matches more than {MAX_GLOB_MATCHES:,} paths, "
+                "too many to check; use a narrower pattern"
             )
         for match in matches[:MAX_GLOB_MATCHES]:
             found.append(self._canonical(match, directory, remove=ref.access == "remove"))
@@ -299,12 +314,39 @@ def shell_floor(
     decision: Decision,
     session_rules: SessionRules | None = None,
 ) -> Decision:
-    """Turn an allow into ask when a command has parts no exact rule approves."""
-    if decision.action != "allow":
+    """Turn an allow into ask when a command has parts no exact rule approves. An ask the
+    rules made already (the default's ``bash`` ask met the ``bash -c <command>`` subject a
+    path reason added) keeps its rule and says those reasons too: the question, the headless
+    refusal and the audit line then tell what no prefix or glob rule can approve."""
+    if decision.action == "deny":
         return decision
+    whys: list[str] = []
     for parsed in shell_commands(spec, arguments):
         reasons = shell_paths(policy, parsed).reasons
         why = exact_approval_missing(parsed, policy, spec, session_rules, reasons)
-        if why is not None:
+        if why is not None and decision.action == "allow":
             return Decision("ask", why, "shell")
-    return decision
+        if why is not None and why not in whys:
+            whys.append(why)
+    if not whys:
+        return decision
+    return dataclasses.replace(decision, rule=f"{decision.rule}, and {'; '.join(whys)}")
+
+
+def shell_denial(
+    policy: Policy, spec: ToolSpec, arguments: Mapping[str, Any], denial: Denial
+) -> Denial:
+    """``denial``, saying why when it refuses the ``bash -c <command>`` subject that a command
+    with a reason of its own adds (no shell entry grants ``bash``): the model then knows it
+    is the write inside ``.git`` or the path through ``/proc/self``, not ``cat``, that the
+    scope refuses."""
+    if denial.capability != "shell.run":
+        return denial
+    for parsed in shell_commands(spec, arguments):
+        if shlex.join(whole(parsed.source)) == denial.target:
+            why = _ask_reason(parsed, shell_paths(policy, parsed).reasons)
+            if why:
+                return dataclasses.replace(
+                    denial, message=f"{denial.message}; it stands for the whole command, as {why}"
+                )
+    return denial

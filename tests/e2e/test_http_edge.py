@@ -1,0 +1,183 @@
+"""What an outsider sends ``serve --http`` and its console before any credential counts
+(docs/security.md, "The HTTP edge and the console"):
+
+- slow clients (slow loris): a connection that sends nothing, or trickles its headers or its
+  body, is closed once its request's deadline passes (server/deadlines.py), while other
+  clients are served meanwhile and after. Before the deadlines, uvicorn kept such
+  connections open for ever: enough of them use up the process's file descriptors (its
+  tools' pipes, its sockets), and a stalled ``initialize`` held one of the session manager's
+  10,000 places for as long as its client liked; a client that goes away mid-body is one
+  line in the log, not a traceback;
+- malformed requests (a body nested a hundred thousand deep, an oversized header, another
+  site's CORS preflight, a foreign Host in the 2026-07-28 era): refused, and the server
+  serves on."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import anyio
+import anyio.abc
+import httpx2
+import pytest
+
+from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_runtime
+from mcp_toolbridge.server.deadlines import HEAD_S
+from mcp_toolbridge.server.http import HttpOptions, HttpService
+from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
+from tests.support.httpserve import ACCEPT, http_server
+from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+CLOSED_WITHIN_S = HEAD_S + 110.0
+"""A guard: how long the server may take to close a connection past its deadline, with room
+for a loaded machine (the deadline itself, then milliseconds)."""
+_CONSOLE = re.compile(r"console at (http://\S+)")
+_OPENING = json.dumps(
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "slow", "version": "0"},
+        },
+    }
+).encode()
+
+
+async def _connect(url: str) -> anyio.abc.SocketStream:
+    parts = urlsplit(url)
+    assert parts.hostname is not None and parts.port is not None
+    return await anyio.connect_tcp(parts.hostname, parts.port)
+
+
+def _head(host: bytes, length: int) -> bytes:
+    """The head of an ``initialize`` POST whose body is ``length`` bytes."""
+    return (
+        b"POST /mcp HTTP/1.1\r\nHost: " + host + b"\r\n"
+        b"Accept: " + ACCEPT["Accept"].encode() + b"\r\n"
+        b"Content-Type: application/json\r\n"
+        b"Content-Length: " + str(length).encode() + b"\r\n\r\n"
+    )
+
+
+async def _closed_by_the_server(stream: anyio.abc.SocketStream) -> bytes:
+    """What the server sent before it closed the connection (the test fails on the guard
+    if it never does)."""
+    received = b""
+    with anyio.fail_after(CLOSED_WITHIN_S):
+        while True:
+            try:
+                received += await stream.receive()
+            except (anyio.EndOfStream, anyio.BrokenResourceError, ConnectionResetError):
+                return received
+
+
+async def test_connections_that_never_finish_their_headers_are_closed_and_others_served(
+    tmp_path: Path,
+) -> None:
+    tools = tmp_path / "tools"
+    agentcli_manifest(tools, [echo_tool("echo")], {"echo": ECHO})
+    async with http_server(tmp_path, "--console", "127.0.0.1:0", str(tools)) as server:
+        found = _CONSOLE.search(server.stderr())
+        assert found is not None, server.stderr()
+        console = found.group(1)
+        host = urlsplit(server.url).netloc.encode()
+        slow = []
+        for url in (server.url, console):
+            silent = await _connect(url)  # connects and sends nothing
+            trickling = await _connect(url)  # sends part of a request's head, then stalls
+            await trickling.send(b"GET /healthz HTTP/1.1\r\nHost: " + host + b"\r\nX-Slow: 1")
+            slow += [silent, trickling]
+        gone = await _connect(server.url)  # part of a body, then the client goes away
+        await gone.send(_head(host, len(_OPENING) + 100) + _OPENING)
+        await gone.aclose()
+        async with httpx2.AsyncClient(timeout=30) as http:
+            meanwhile = await http.get(server.url.replace("/mcp", "/healthz"))
+            assert meanwhile.status_code == 200
+            for stream in slow:
+                assert await _closed_by_the_server(stream) == b""
+                await stream.aclose()
+            after = await http.get(server.url.replace("/mcp", "/healthz"))
+            assert after.status_code == 200
+            console_after = await http.get(console)  # the console's token opens it
+            assert console_after.status_code == 303
+    assert "did not arrive within" in server.stderr()
+    # the client gone mid-body (seconds before the deadlines above): one line, no traceback
+    assert "went away before its request's body arrived" in server.stderr()
+    assert "Traceback" not in server.stderr(), server.stderr()
+
+
+@asynccontextmanager
+async def _served(tmp_path: Path, options: HttpOptions) -> AsyncIterator[str]:
+    tools = tmp_path / "tools"
+    agentcli_manifest(tools, [echo_tool("echo")], {"echo": ECHO})
+    settings = Settings(paths=[tools], audit_path=None)
+    loaded = load_catalog(settings, BUILTIN_SPECS)
+    async with open_runtime(settings, loaded) as runtime:
+        server = ToolbridgeServer(runtime.bridge, on_session_end=runtime.end_session)
+        service = HttpService(server, options)
+        async with anyio.create_task_group() as group:
+            url = await group.start(service.serve)
+            try:
+                yield url
+            finally:
+                service.stop()
+
+
+async def test_a_request_whose_body_stalls_is_closed_and_opens_no_session(
+    tmp_path: Path,
+) -> None:
+    # Short deadlines, so the body's is reached quickly; the head's is as long as the body's,
+    # so what closes the connection below is the body's.
+    async with _served(tmp_path, HttpOptions(port=0, head_s=2.0, body_s=2.0)) as url:
+        host = urlsplit(url).netloc.encode()
+        stalled = await _connect(url)
+        await stalled.send(_head(host, len(_OPENING) + 100) + _OPENING)  # 100 short, for ever
+        assert b"mcp-session-id" not in (await _closed_by_the_server(stalled)).lower()
+        await stalled.aclose()
+        async with httpx2.AsyncClient(timeout=30) as http:  # a whole request is served
+            opened = await http.post(url, content=_OPENING, headers=ACCEPT)
+            assert opened.status_code == 200, opened.text
+            assert opened.headers.get("mcp-session-id")
+
+
+async def test_malformed_requests_are_refused_and_the_server_serves_on(tmp_path: Path) -> None:
+    async with _served(tmp_path, HttpOptions(port=0)) as url, httpx2.AsyncClient() as http:
+        deep = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":' + b"[" * 100_000
+        deep += b"]" * 100_000 + b"}"
+        for era in ({}, {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "initialize"}):
+            nested = await http.post(url, content=deep, headers={**ACCEPT, **era})
+            assert nested.status_code == 400, nested.text
+            assert nested.json()["error"]["code"] == -32700
+        try:  # h11's limit on a request's head: 400, or the connection closed
+            huge = await http.post(
+                url, content=_OPENING, headers={**ACCEPT, "X-Big": "a" * 1_000_000}
+            )
+            assert huge.status_code in (400, 431), huge.text
+        except httpx2.TransportError:
+            pass
+        preflight = await http.options(
+            url,
+            headers={
+                "Origin": "http://evil.example",
+                "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "content-type, mcp-session-id",
+            },
+        )
+        assert preflight.status_code >= 400
+        assert not any(h.startswith("access-control-") for h in preflight.headers)
+        modern = {**ACCEPT, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}
+        body = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+        rebound = await http.post(url, json=body, headers={**modern, "Host": "evil.example"})
+        assert rebound.status_code == 421
+        opened = await http.post(url, content=_OPENING, headers=ACCEPT)
+        assert opened.status_code == 200, opened.text

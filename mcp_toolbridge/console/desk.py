@@ -202,8 +202,9 @@ class Desk:
         who = about.caller.key
         if who is None:
             return 0
-        mine = [w for w in self._waiting.values() if w.about is not None]
-        return sum(1 for w in mine if w.about is not None and w.about.caller.key == who)
+        return sum(
+            1 for w in self._waiting.values() if w.about is not None and w.about.caller.key == who
+        )
 
     async def _posted(self, waiting: Waiting) -> None:
         """A question is on this desk (replicas: show it on every console)."""

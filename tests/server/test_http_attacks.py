@@ -12,9 +12,9 @@ import anyio
 import httpx2
 import pytest
 
-from mcp_toolbridge.console import desk
+from mcp_toolbridge.console.desk import MAX_WAITING_PER_CALLER
 from mcp_toolbridge.runtime import Settings
-from mcp_toolbridge.server import http_sessions
+from mcp_toolbridge.server.http_sessions import MAX_SESSIONS_PER_CALLER
 from mcp_toolbridge.server.tokens import AuthOptions
 from tests.console.conftest import Person, mounted_serving
 from tests.support.httpserve import (
@@ -60,13 +60,10 @@ async def _initialize(http: httpx2.AsyncClient, url: str, token: str) -> httpx2.
 
 
 async def test_one_caller_cannot_take_every_session_place(
-    tmp_path: Path, provider: Provider, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, provider: Provider
 ) -> None:
     """An agent opens sessions and never ends them: past its share it gets 503, while another
-    caller still opens one; an ended session frees a place for it again. (The share is made
-    small here: the mechanism is the same at 256, and 256 sessions at once made the test a
-    load test on a busy machine.)"""
-    monkeypatch.setattr(http_sessions, "MAX_SESSIONS_PER_CALLER", 12)
+    caller still opens one; an ended session frees a place for it again."""
     async with protected_server(_settings(tmp_path), provider) as served:
         hoarder = await provider.client_credentials(AGENT, AGENT_SECRET, resource=served.url)
         other = await provider.client_credentials(REPORTER, REPORTER_SECRET, resource=served.url)
@@ -80,9 +77,9 @@ async def test_one_caller_cannot_take_every_session_place(
                 opened.append(response.headers["mcp-session-id"])
 
             async with anyio.create_task_group() as group:
-                for _ in range(http_sessions.MAX_SESSIONS_PER_CALLER):
+                for _ in range(MAX_SESSIONS_PER_CALLER):
                     group.start_soon(hoard)
-            assert len(set(opened)) == http_sessions.MAX_SESSIONS_PER_CALLER
+            assert len(set(opened)) == MAX_SESSIONS_PER_CALLER
             refused = await _initialize(http, served.url, hoarder)
             assert refused.status_code == 503, refused.text
             assert "mcp-session-id" not in refused.headers
@@ -113,26 +110,23 @@ async def _headless_call(
     return answer_from(response.content)
 
 
-async def test_one_caller_cannot_fill_the_consoles_desk(
-    tmp_path: Path, provider: Provider, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_one_caller_cannot_fill_the_consoles_desk(tmp_path: Path, provider: Provider) -> None:
     """A headless agent makes calls that ask, until its share of the console's desk is full:
     its next one is refused at once, saying why, while another caller's call still reaches
-    the person. (The share is made small here, as above: the mechanism is the same at 32.)"""
-    monkeypatch.setattr(desk, "MAX_WAITING_PER_CALLER", 6)
+    the person."""
     auth = AuthOptions(issuer=provider.issuer, scopes=("tools",))
     async with mounted_serving(tmp_path, auth=auth) as (url, console):
         flooder = await provider.client_credentials(AGENT, AGENT_SECRET, resource=url)
         other = await provider.client_credentials(REPORTER, REPORTER_SECRET, resource=url)
-        limits = httpx2.Limits(max_connections=desk.MAX_WAITING_PER_CALLER + 8)
+        limits = httpx2.Limits(max_connections=MAX_WAITING_PER_CALLER + 8)
         async with (
             Person.at(console) as me,
             httpx2.AsyncClient(timeout=120, limits=limits) as http,
             anyio.create_task_group() as group,
         ):
-            for n in range(desk.MAX_WAITING_PER_CALLER):
+            for n in range(MAX_WAITING_PER_CALLER):
                 group.start_soon(_headless_call, http, url, flooder, f"flood {n}")
-            await me.waiting(desk.MAX_WAITING_PER_CALLER)
+            await me.waiting(MAX_WAITING_PER_CALLER)
             refused = await _headless_call(http, url, flooder, "one more")
             result = refused["result"]
             assert isinstance(result, dict) and result["isError"], refused
@@ -143,7 +137,7 @@ async def test_one_caller_cannot_fill_the_consoles_desk(
                 answered.append(await _headless_call(http, url, other, "mine"))
 
             group.start_soon(theirs)
-            ids = await me.waiting(desk.MAX_WAITING_PER_CALLER + 1)
+            ids = await me.waiting(MAX_WAITING_PER_CALLER + 1)
             page = await me.page()
             assert "report-agent" in page  # the other caller's call is on the desk
             for waiting in ids:

@@ -7,6 +7,7 @@ until that line (an event, not a poll) and keeps draining it into ``HttpServer.s
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import os
@@ -123,7 +124,8 @@ def modern_headers(message: dict[str, Any]) -> dict[str, str]:
 
 def modern(message: dict[str, Any]) -> dict[str, Any]:
     """``message`` as a 2026-07-28 request: its params carry the per-request envelope."""
-    return {**message, "params": {**(message.get("params") or {}), "_meta": MODERN_META}}
+    params = {**(message.get("params") or {}), "_meta": copy.deepcopy(MODERN_META)}
+    return {**message, "params": params}
 
 
 def answer_from(body: bytes) -> dict[str, Any]:

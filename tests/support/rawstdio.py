@@ -4,6 +4,7 @@ well-behaved client would)."""
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import os
@@ -21,7 +22,9 @@ MODERN_META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {},
 }
-"""The per-request envelope of a 2026-07-28 request."""
+"""The per-request envelope of a 2026-07-28 request. Never put in a message as it is: a test
+that sets the client's capabilities in one message would set them in every later one of the
+process (``modern`` copies it)."""
 MAX_LINE = 64 << 20
 ANSWER_WITHIN_S = 60.0
 """How long an answer is waited for by default: a guard against a hang, not a timing (a
@@ -39,7 +42,7 @@ def request(request_id: object, method: str, params: object = None) -> dict[str,
 
 def modern(request_id: object, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
     """A 2026-07-28 request: ``params._meta`` carries the protocol version."""
-    return request(request_id, method, {**(params or {}), "_meta": MODERN_META})
+    return request(request_id, method, {**(params or {}), "_meta": copy.deepcopy(MODERN_META)})
 
 
 class PipeReader(ByteReceiveStream):

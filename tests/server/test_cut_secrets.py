@@ -22,6 +22,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from tests.support.manifests import NOT_DESTRUCTIVE, agentcli_manifest
+from tests.support.served import OPEN_LOOPBACK_POLICY
 from tests.support.web_fixture import Reply, serving
 
 pytestmark = [
@@ -68,16 +69,7 @@ with open(int(os.environ["TOOLBRIDGE_PROGRESS_FD"]), "w") as channel:
 print("{{}}")
 """
 """Reports progress with a message a token straddles the 2,000-character cut of."""
-POLICY = """
-default_action = "allow"
-extends = "none"
-[requires]
-fs.read = ["{workspace}"]
-fs.write = ["{workspace}"]
-net.hosts = ["127.0.0.1"]
-[web_fetch]
-allow_loopback = true
-"""
+POLICY = OPEN_LOOPBACK_POLICY
 SCAN_OFF = '\n[secret_scan]\nmode = "off"\n'
 
 

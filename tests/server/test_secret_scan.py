@@ -23,7 +23,7 @@ from mcp import Client
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_runtime
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.manifests import NOT_DESTRUCTIVE, agentcli_manifest
-from tests.support.served import error_text, locked_settings, served_client
+from tests.support.served import OPEN_LOOPBACK_POLICY, error_text, locked_settings, served_client
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")  # setLevel
 MODES = ["auto", "legacy"]
@@ -66,16 +66,7 @@ STRIPE_SECRET_KEY={STRIPE}
 SLACK_BOT_TOKEN={SLACK}
 DATABASE_URL=postgres://app:{DB_PASSWORD}@db.internal:5432/app
 """
-POLICY = """
-default_action = "allow"
-extends = "none"
-[requires]
-fs.read = ["{workspace}"]
-fs.write = ["{workspace}"]
-net.hosts = ["127.0.0.1"]
-[web_fetch]
-allow_loopback = true
-"""
+POLICY = OPEN_LOOPBACK_POLICY
 CLOSED = "http://127.0.0.1:9"
 """Nothing listens there: an allowed fetch fails at once, and nothing leaves the machine."""
 

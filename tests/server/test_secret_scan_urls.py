@@ -16,7 +16,7 @@ import pytest
 
 from mcp_toolbridge.leaks.engine import Engine
 from mcp_toolbridge.leaks.urls import credential_part, userinfo_ends
-from tests.support.served import locked_settings, served_client
+from tests.support.served import OPEN_POLICY, locked_settings, served_client
 
 MODES = ["auto", "legacy"]
 ALNUM = string.ascii_letters + string.digits
@@ -53,13 +53,7 @@ EXPECTED = [
     "login: https://deploy:[REDACTED:url-password]@git.internal.net/a/b.git",
     "password = [REDACTED:generic-password]",
 ]
-POLICY = """
-default_action = "allow"
-extends = "none"
-[requires]
-fs.read = ["{workspace}"]
-fs.write = ["{workspace}"]
-"""
+POLICY = OPEN_POLICY
 
 
 @pytest.mark.parametrize("mode", MODES)

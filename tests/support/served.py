@@ -39,6 +39,21 @@ async def served_client(
             yield client
 
 
+OPEN_POLICY = """
+default_action = "allow"
+extends = "none"
+[requires]
+fs.read = ["{workspace}"]
+fs.write = ["{workspace}"]
+"""
+"""An operator's policy that allows every call and grants the workspace, nothing else (no
+default rules): what the secret-scan tests serve the locked tools under."""
+OPEN_LOOPBACK_POLICY = (
+    OPEN_POLICY + 'net.hosts = ["127.0.0.1"]\n[web_fetch]\nallow_loopback = true\n'
+)
+""":data:`OPEN_POLICY` that also grants 127.0.0.1, and web_fetch's fetches of it."""
+
+
 def locked_settings(tmp_path: Path, policy: str | None = None, **extra: Any) -> Settings:
     """Settings for serving the locked tools: a workspace ``ws`` beside its prefix twin
     ``ws_evil`` (holding ``secret.txt``), one echo manifest tool, the audit log in

@@ -18,7 +18,7 @@ import pytest
 from mcp_toolbridge.leaks import count_markers, marker
 from mcp_toolbridge.runtime import Settings
 from tests.support.results import text_of
-from tests.support.served import error_text, locked_settings, served_client
+from tests.support.served import OPEN_POLICY, error_text, locked_settings, served_client
 
 MODES = ["auto", "legacy"]
 _rng = random.Random(2025)
@@ -33,13 +33,7 @@ export RETRIES=3
 """
 ID_MARKER = marker("aws-access-token")
 SECRET_MARKER = marker("aws-secret-access-key")
-POLICY = """
-default_action = "allow"
-extends = "none"
-[requires]
-fs.read = ["{workspace}"]
-fs.write = ["{workspace}"]
-"""
+POLICY = OPEN_POLICY
 _LINE_PREFIX = re.compile(r"^ *\d+\t", re.MULTILINE)
 
 

@@ -1,0 +1,124 @@
+"""The first hour of a person plugging in their own tool, through the real command line (a
+process per verb, as a user types it): the slips a first manifest makes are named with the
+file, the tool, the field and the fix, and once fixed the tool runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.http_fixture import running_server
+
+TIMEOUT_S = 60.0
+
+
+def cli(home: Path, *argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``mcp-toolbridge ARGV...`` as its own process, with a home folder of its own."""
+    env = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache")}
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_toolbridge", *argv],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        env=env,
+        cwd=cwd,
+        check=False,
+    )
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    folder = tmp_path / "home"
+    folder.mkdir()
+    return folder
+
+
+def test_a_misspelt_field_is_named_with_the_field_it_was_meant_to_be(tmp_path, home):
+    """``inputSchema`` for ``schema`` left the model without a schema and ``timeout`` for
+    ``timeoutSec`` left the server's deadline, and lint said nothing: agentcli ignores fields
+    it does not know. The tool still loads (as in agentcli), and lint says which field."""
+    folder = tmp_path / "mine"
+    (folder / "tools" / "bin").mkdir(parents=True)
+    entry = {
+        "name": "wc_file",
+        "description": "Count the words of a file",
+        "command": ["./tools/bin/wc_file"],
+        "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}},
+        "timeout": 5,
+    }
+    (folder / "tools.json").write_text(json.dumps({"tools": [entry]}), encoding="utf-8")
+    shown = str(folder / "tools.json")
+
+    done = cli(home, "lint", "--no-index-cache", str(folder))
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines() == [
+        f'notice: {shown}: tool[0] "wc_file": inputSchema: unknown field, ignored; '
+        'did you mean "schema"?',
+        f'notice: {shown}: tool[0] "wc_file": timeout: unknown field, ignored; '
+        'did you mean "timeoutSec"?',
+        "1 tools in 1 manifests, 0 problem(s)",
+    ]
+
+
+def _runloop(folder: Path, capability: str, url: str) -> None:
+    folder.mkdir(exist_ok=True)
+    tool = {
+        "id": "kv.get",
+        "description": "Read a key from the local service",
+        "transport": {"kind": "http", "method": "GET", "url": url},
+        "input_schema": {"type": "object", "properties": {"key": {"type": "string"}}},
+        "result_schema": {"type": "object"},
+        "capabilities": [capability],
+    }
+    (folder / "tools.json").write_text(
+        json.dumps({"version": 1, "tools": [tool]}), encoding="utf-8"
+    )
+
+
+def test_a_net_capability_with_a_port_is_an_error_that_gives_the_host_to_write(tmp_path, home):
+    """``net:127.0.0.1:PORT`` matched no URL's host (127.0.0.1), so the tool was left out with
+    a notice telling the user to declare the host the manifest already declared, and lint
+    exited 0. Now lint names the capability and what to write; written so, the tool runs
+    against the local service."""
+    folder = tmp_path / "kv"
+    with running_server() as server:
+        url = f"{server.base_url}/echo/{{key}}"
+        _runloop(folder, f"net:127.0.0.1:{server.port}", url)
+        shown = str(folder / "tools.json")
+
+        refused = cli(home, "lint", "--no-index-cache", str(folder))
+
+        assert refused.returncode == 1
+        assert refused.stdout.splitlines()[0] == (
+            f'{shown}: tool[0] "kv.get": capabilities[0] "net:127.0.0.1:{server.port}": '
+            "net:HOST names a host without a port (a host is granted on every port); "
+            'write "net:127.0.0.1"'
+        )
+
+        _runloop(folder, "net:127.0.0.1", url)
+        args = json.dumps({"key": "abc"})
+        done = cli(home, "call", "kv_get", "--no-index-cache", str(folder), "--args", args)
+
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["path"] == "/echo/abc"
+
+
+def test_a_policy_host_with_a_port_is_refused_with_the_host_to_write(tmp_path, home):
+    """``net.hosts = ["127.0.0.1:8931"]`` parsed, granted nothing (hosts are matched without
+    their port) and web_fetch was then refused for a host the file seemed to grant."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[requires]\nnet.hosts = ["127.0.0.1:8931"]\n', encoding="utf-8")
+
+    done = cli(home, "policy", "show", "--policy", str(policy))
+
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"mcp-toolbridge: {policy}: line 2: requires.net.hosts[0]: invalid host pattern "
+        "'127.0.0.1:8931': a host is granted without a port (on every port); write '127.0.0.1'"
+    )

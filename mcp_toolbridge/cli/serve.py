@@ -309,7 +309,7 @@ def run_server(
                     keeper = recorder_for(loaded, inputs) if keeps else None
                     await server.run_stdio(keeper, grace_s=grace)
                 else:
-                    from mcp_toolbridge.server import HttpService  # only for HTTP
+                    from mcp_toolbridge.server import HttpService, reach_line  # only for HTTP
 
                     service = HttpService(server, http, console=mount_of(console, http))
                     url = service.listen()
@@ -321,6 +321,8 @@ def run_server(
                     if replica is not None:
                         where += f", replica {replica.name}"
                     err(f"{head}, over streamable HTTP at {url} ({mode}, {auth}, {where})")
+                    if (reach := reach_line(http)) is not None:
+                        say(reach)
                     if console is not None:
                         say(console_path_line(url, http, console))
                     report(loaded, settings, follows)

@@ -325,7 +325,7 @@ def _output_problem(head: str, outcome: ProcessOutcome, redact: _Redactor) -> st
     if outcome.stdout_truncated:
         message += (
             f" (stdout exceeded the {len(outcome.stdout)}-byte limit and was cut;"
-            " print less or raise the output limit)"
+            " print less, or start the server with a larger --max-output BYTES)"
         )
     stderr = outcome.stderr_tail.decode("utf-8", "replace").strip()
     if stderr:

@@ -122,3 +122,31 @@ def test_a_policy_host_with_a_port_is_refused_with_the_host_to_write(tmp_path, h
         f"mcp-toolbridge: {policy}: line 2: requires.net.hosts[0]: invalid host pattern "
         "'127.0.0.1:8931': a host is granted without a port (on every port); write '127.0.0.1'"
     )
+
+
+def test_output_over_the_cap_names_the_flag_that_raises_it(tmp_path, home):
+    """A tool that prints more than the cap was told to "raise the output limit", a setting
+    no doc or --help calls by that name: the message names --max-output."""
+    folder = tmp_path / "big"
+    (folder / "tools" / "bin").mkdir(parents=True)
+    script = folder / "tools" / "bin" / "big"
+    script.write_text(
+        f"#!{sys.executable}\nimport json\nprint(json.dumps({{'data': 'x' * 5000}}))\n",
+        encoding="utf-8",
+    )
+    script.chmod(0o755)
+    entry = {
+        "name": "big",
+        "command": ["./tools/bin/big"],
+        "annotations": {"readOnlyHint": True},
+    }
+    (folder / "tools.json").write_text(json.dumps({"tools": [entry]}), encoding="utf-8")
+
+    done = cli(home, "call", "big", str(folder), "--max-output", "1024", "--args", "{}", cwd=home)
+
+    assert done.returncode == 1, done.stderr
+    error = json.loads(done.stdout)["error"]
+    assert error.endswith(
+        "(stdout exceeded the 1024-byte limit and was cut; print less, or start the server with "
+        "a larger --max-output BYTES)"
+    ), error

@@ -150,3 +150,32 @@ def test_output_over_the_cap_names_the_flag_that_raises_it(tmp_path, home):
         "(stdout exceeded the 1024-byte limit and was cut; print less, or start the server with "
         "a larger --max-output BYTES)"
     ), error
+
+
+def test_doctor_names_the_tools_whose_program_cannot_start(tmp_path, home):
+    """A command that is not there, or a script without its executable bit, loaded and linted
+    clean and failed only at the first call ("cannot start ..."): doctor, which says it
+    checks that the tools can run as the client starts them, said ok. It now names them."""
+    folder = tmp_path / "mine"
+    (folder / "tools" / "bin").mkdir(parents=True)
+    (folder / "tools" / "bin" / "noexec").write_text("#!/bin/sh\necho '{}'\n", encoding="utf-8")
+    tools = [
+        {"name": "gone", "command": [str(tmp_path / "no-such-tool")]},
+        {"name": "noexec", "command": ["./tools/bin/noexec"]},
+    ]
+    (folder / "tools.json").write_text(json.dumps({"tools": tools}), encoding="utf-8")
+    project = tmp_path / "project"
+    project.mkdir()
+
+    done = cli(home, "doctor", "--workspace", str(project), str(folder), cwd=project)
+
+    assert done.returncode == 1
+    manifests = [line for line in done.stdout.splitlines() if " manifests " in line]
+    assert manifests == [
+        f'problem  manifests    2 tool(s) cannot start: tool "gone": {tmp_path}/no-such-tool '
+        f'does not exist; tool "noexec": {folder}/tools/bin/noexec is not executable'
+    ], done.stdout
+    assert (
+        "fix: install the program, or correct the command in the manifest (chmod +x a script)"
+        in (done.stdout)
+    )

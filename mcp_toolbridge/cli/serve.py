@@ -264,9 +264,11 @@ def run_server(
             if replica is not None:  # another replica reloaded: read the files again now
                 replica.on_remote_change = lambda: reload_once(runtime, server)
             where = ", ".join(str(p) for p in settings.manifest_paths())
+            own = sum(loaded.served_sources.values())
             head = (
-                f"mcp-toolbridge {__version__}: {what} {len(loaded.catalog)} tools from "
-                f"{len(loaded.manifests.manifests)} manifests ({where}), expose={server.expose}"
+                f"mcp-toolbridge {__version__}: {what} {own} tools from "
+                f"{len(loaded.manifests.manifests)} manifests ({where}) and "
+                f"{len(loaded.catalog) - own} locked tools, expose={server.expose}"
             )
             if recorder is not None:
                 head += f", recording to {recorder.path}"

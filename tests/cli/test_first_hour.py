@@ -22,6 +22,7 @@ def cli(home: Path, *argv: str, cwd: Path | None = None) -> subprocess.Completed
     env = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache")}
     return subprocess.run(
         [sys.executable, "-m", "mcp_toolbridge", *argv],
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=TIMEOUT_S,
@@ -179,3 +180,20 @@ def test_doctor_names_the_tools_whose_program_cannot_start(tmp_path, home):
         "fix: install the program, or correct the command in the manifest (chmod +x a script)"
         in (done.stdout)
     )
+
+
+def test_serve_counts_the_manifests_tools_apart_from_the_locked_ones(tmp_path, home):
+    """ "serving 18 tools from 3 manifests" for four manifest tools: the locked tools were
+    counted as the manifests'. The start-up line counts them apart."""
+    folder = tmp_path / "mine"
+    (folder / "tools" / "bin").mkdir(parents=True)
+    entry = {"name": "one", "command": ["./tools/bin/one"]}
+    (folder / "tools.json").write_text(json.dumps({"tools": [entry]}), encoding="utf-8")
+    project = tmp_path / "project"
+    project.mkdir()
+
+    done = cli(home, "serve", "--workspace", str(project), "--locked", "read,glob", str(folder))
+
+    assert done.returncode == 0, done.stderr
+    head = done.stderr.splitlines()[0]
+    assert f": serving 1 tools from 1 manifests ({folder}) and 2 locked tools, " in head, head

@@ -197,3 +197,30 @@ def test_serve_counts_the_manifests_tools_apart_from_the_locked_ones(tmp_path, h
     assert done.returncode == 0, done.stderr
     head = done.stderr.splitlines()[0]
     assert f": serving 1 tools from 1 manifests ({folder}) and 2 locked tools, " in head, head
+
+
+def test_a_tool_that_logs_on_stdout_is_told_where_log_lines_go(tmp_path, home):
+    """ "loading..." before the JSON result made the call fail with "tool printed output that
+    is not JSON: ...", which quoted the output and said nothing of the fix."""
+    folder = tmp_path / "chatty"
+    (folder / "tools" / "bin").mkdir(parents=True)
+    script = folder / "tools" / "bin" / "chatty"
+    script.write_text(
+        f"#!{sys.executable}\nimport json\nprint('loading...')\nprint(json.dumps({{'ok': 1}}))\n",
+        encoding="utf-8",
+    )
+    script.chmod(0o755)
+    entry = {
+        "name": "chatty",
+        "command": ["./tools/bin/chatty"],
+        "annotations": {"readOnlyHint": True},
+    }
+    (folder / "tools.json").write_text(json.dumps({"tools": [entry]}), encoding="utf-8")
+
+    done = cli(home, "call", "chatty", str(folder), "--args", "{}", cwd=home)
+
+    assert done.returncode == 1, done.stderr
+    assert json.loads(done.stdout) == {
+        "error": "tool printed output that is not JSON: 'loading...\\n{\"ok\": 1}\\n' (stdout is "
+        "the result: print the JSON there and log lines on stderr)"
+    }

@@ -199,16 +199,27 @@ def host_names(options: HttpOptions) -> list[str]:
 
 
 def reach_line(options: HttpOptions) -> str | None:
-    """Said at start-up when the server listens on every address but answers only some
-    names: a client on another machine uses one it was not told about, and gets 421."""
-    if options.host not in WILDCARDS or options.allowed_hosts:
+    """Said at start-up when the server listens on every address (its URL then names the
+    loopback address): the names it answers, since a client on another machine that uses one
+    it was not told about gets 421."""
+    if options.host not in WILDCARDS:
         return None
     names = ", ".join(_bracketed(n) for n in host_names(options))
+    if options.allowed_hosts:
+        return f"listening on every address, answering the Host names {names}"
     return (
         f"listening on every address, but answering only the Host names {names} (DNS-rebinding "
         "protection): for clients on other machines, add --allow-host with each name or "
         "address they use (--allow-host tools.internal); any other is answered 421"
     )
+
+
+def connect_url(options: HttpOptions) -> str:
+    """The URL to give a client: bound to every address (0.0.0.0, ::), the loopback one, as
+    neither 0.0.0.0 nor :: is an address to connect to, nor a Host the server answers."""
+    if options.host not in WILDCARDS:
+        return options.url
+    return dataclasses.replace(options, host="::1" if options.host == "::" else "127.0.0.1").url
 
 
 class ExplainedHost:
@@ -420,7 +431,7 @@ class HttpService:
             if auth is not None:  # its canonical URL may name the port just picked
                 self.guard = ResourceServer(auth, auth.resource or self.options.url)
             self._app = build_app(self._server, self.options, self.guard, self._console)
-        return self.options.url
+        return connect_url(self.options)
 
     async def serve(self, *, task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED) -> None:
         """Serve until :meth:`stop` (or SIGINT/SIGTERM). Started with the URL: the socket is

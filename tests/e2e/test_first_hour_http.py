@@ -12,7 +12,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp_toolbridge.server.http import HttpOptions, reach_line
+from mcp_toolbridge.server.http import HttpOptions, connect_url, reach_line
 from tests.support.httpserve import ACCEPT, LEGACY_VERSION, http_server, request
 
 pytestmark = pytest.mark.e2e
@@ -75,5 +75,17 @@ def test_listening_on_every_address_says_which_names_it_answers() -> None:
         "each name or address they use (--allow-host tools.internal); any other is answered 421"
     )
     named = HttpOptions(host="0.0.0.0", port=8765, token=TOKEN, allowed_hosts=("tools.internal",))
-    assert reach_line(named) is None
+    assert reach_line(named) == (
+        "listening on every address, answering the Host names 127.0.0.1, localhost, [::1], "
+        "tools.internal"
+    )
     assert reach_line(HttpOptions(host="127.0.0.1", port=8765)) is None
+
+
+def test_the_url_printed_for_every_address_is_one_a_client_can_use() -> None:
+    """Bound to 0.0.0.0, the start-up line said "at http://0.0.0.0:8765/mcp": a client given
+    that URL sends Host 0.0.0.0, which the server does not answer (421). It prints the
+    loopback URL; clients elsewhere use the names --allow-host admits."""
+    assert connect_url(HttpOptions(host="0.0.0.0", port=8765)) == "http://127.0.0.1:8765/mcp"
+    assert connect_url(HttpOptions(host="::", port=8765)) == "http://[::1]:8765/mcp"
+    assert connect_url(HttpOptions(host="10.0.0.5", port=8765)) == "http://10.0.0.5:8765/mcp"

@@ -333,7 +333,7 @@ def check_manifests(settings: Settings) -> Finding:
             f"{len(missing)} tool(s) cannot start: {'; '.join(missing[:3])}{more}",
             "install the program, or correct the command in the manifest (chmod +x a script)",
         )
-    locked = len(specs) - len(own)
+    locked = loaded.catalog.locked_count()
     return Finding(
         True, "manifests", f"{len(own)} tools from {manifests} manifests, and {locked} locked tools"
     )

@@ -268,7 +268,7 @@ def run_server(
             head = (
                 f"mcp-toolbridge {__version__}: {what} {own} tools from "
                 f"{len(loaded.manifests.manifests)} manifests ({where}) and "
-                f"{len(loaded.catalog) - own} locked tools, expose={server.expose}"
+                f"{loaded.catalog.locked_count()} locked tools, expose={server.expose}"
             )
             if recorder is not None:
                 head += f", recording to {recorder.path}"

@@ -197,6 +197,11 @@ def test_serve_counts_the_manifests_tools_apart_from_the_locked_ones(tmp_path, h
     assert done.returncode == 0, done.stderr
     head = done.stderr.splitlines()[0]
     assert f": serving 1 tools from 1 manifests ({folder}) and 2 locked tools, " in head, head
+    # the proxy beside tool_search (call_tool) is not a locked tool: 13, not 14
+    done = cli(home, "serve", "--workspace", str(project), str(folder))
+    assert " and 13 locked tools, " in done.stderr.splitlines()[0], done.stderr
+    done = cli(home, "serve", "--workspace", str(project), "--locked", "tool_search", str(folder))
+    assert " and 1 locked tools, " in done.stderr.splitlines()[0], done.stderr
 
 
 def test_a_tool_that_logs_on_stdout_is_told_where_log_lines_go(tmp_path, home):

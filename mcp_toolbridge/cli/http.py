@@ -233,7 +233,36 @@ def http_options(
     if args.drain_timeout is not None:
         options = replace(options, drain_timeout_s=args.drain_timeout)
     check_binding(options)
+    _check_resource(options, replicated=state_url(args, loaded) != MEMORY)
     return options
+
+
+def _check_resource(options: HttpOptions, *, replicated: bool) -> None:
+    """An issuer's tokens are for the URL clients reach: without ``--auth-resource`` it is
+    the ``--http`` URL, which no client reaches when the server listens on every address
+    (``http://0.0.0.0:PORT/mcp``) or is one replica behind a load balancer (the replica's own
+    URL): every client would refuse the metadata, or every token would be for another
+    audience. Refused at start (exit 2) rather than at every sign-in."""
+    from mcp_toolbridge.server import WILDCARDS
+
+    if options.auth is None or options.auth.resource is not None:
+        return
+    if options.host in WILDCARDS:
+        why = f"it listens on every address ({options.url} is no URL a client can use)"
+    elif replicated:
+        why = (
+            f"it is a replica (--state redis://...): clients reach the load balancer, not "
+            f"{options.url}"
+        )
+    else:
+        return
+    raise ConfigError(
+        f"--auth-issuer needs --auth-resource here, since {why}. Give the URL clients "
+        "reach this MCP endpoint at, e.g. --auth-resource https://tools.example.com/mcp (or "
+        "[auth] resource in the policy): it is the resource the metadata names and the "
+        "audience the issuer puts in the tokens",
+        code=ErrorCode.CONFIG_INVALID,
+    )
 
 
 MEMORY = "memory"

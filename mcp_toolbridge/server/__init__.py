@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from mcp_toolbridge.server.http import (
         SESSION_IDLE_TIMEOUT_S,
         TOKEN_ENV,
+        WILDCARDS,
         ConsoleMount,
         HttpOptions,
         HttpService,
@@ -35,6 +36,7 @@ __getattr__ = on_first_use(  # what a stdio server never needs (a part of its st
         "mcp_toolbridge.server.http": (
             "SESSION_IDLE_TIMEOUT_S",
             "TOKEN_ENV",
+            "WILDCARDS",
             "ConsoleMount",
             "HttpOptions",
             "HttpService",
@@ -54,6 +56,7 @@ __all__ = [
     "SEARCH_THRESHOLD",
     "SESSION_IDLE_TIMEOUT_S",
     "TOKEN_ENV",
+    "WILDCARDS",
     "AuthOptions",
     "ConsoleMount",
     "HttpOptions",

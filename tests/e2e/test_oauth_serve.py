@@ -60,3 +60,25 @@ def test_a_static_token_beside_an_issuer_is_refused_at_start(tmp_path: Path) -> 
     done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "--token (TOOLBRIDGE_TOKEN) and --auth-issuer exclude each other" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("where", "why"),
+    [
+        (["--http", "0.0.0.0:0"], "it listens on every address"),
+        (["--http", ":0", "--state", "redis://127.0.0.1:9/0"], "it is a replica"),
+    ],
+)
+def test_an_issuer_without_the_resource_clients_reach_is_refused_at_start(
+    tmp_path: Path, where: list[str], why: str
+) -> None:
+    """Bound to every address, the default resource was http://0.0.0.0:PORT/mcp, and a
+    replica's its own URL: the SDK's client refused the metadata ("Protected resource ...
+    does not match expected ...") at every sign-in, through the load balancer too."""
+    agentcli_manifest(tmp_path / "m", [echo_tool("echo_a")], {"echo": ECHO})
+    argv = [sys.executable, "-m", "mcp_toolbridge", "serve", "--no-audit", *where]
+    argv += ["--auth-issuer", "https://id.example", str(tmp_path / "m")]
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert f"--auth-issuer needs --auth-resource here, since {why}" in done.stderr
+    assert "--auth-resource https://tools.example.com/mcp" in done.stderr

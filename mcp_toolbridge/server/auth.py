@@ -9,7 +9,8 @@
   when scopes are required; ``error="invalid_token"`` when a token was sent). A token without
   a required scope: ``403`` with ``error="insufficient_scope"`` and the scopes needed. A token
   in the URL's query (``access_token=``) is refused with ``400 invalid_request`` before
-  anything else, valid or not: it would end up in logs and browser histories.
+  anything else, valid or not: it would end up in logs and browser histories. A refused
+  token's ``error_description`` says why (refusals.py: expired, another audience...).
 - A validated token becomes the request's caller (:func:`~.tokens.caller_of`); the SDK binds
   a stateful session to the identity that opened it (another identity gets 404).
 """
@@ -29,6 +30,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.routing import Route
 
+from mcp_toolbridge.server.refusals import REFUSAL
 from mcp_toolbridge.server.tokens import AuthOptions, TokenValidator
 
 Scope = MutableMapping[str, Any]
@@ -72,7 +74,7 @@ class RequireCaller:
         if not isinstance(user, AuthenticatedUser):
             sent = any(k.lower() == b"authorization" for k, _ in scope.get("headers", []))
             if sent:
-                why = (
+                why = REFUSAL.get() or (
                     "the access token is invalid, expired, revoked, or not issued for this "
                     f"server; get a new one from {self._issuer} for this server"
                 )

@@ -52,6 +52,7 @@ from mcp.server.auth.provider import AccessToken
 
 from mcp_toolbridge.errors import ConfigError, ErrorCode, ExecError
 from mcp_toolbridge.executors import fetch_plain
+from mcp_toolbridge.server.refusals import REFUSAL, refuse, refuse_claims, shown
 
 if TYPE_CHECKING:
     import jwt
@@ -287,6 +288,7 @@ class TokenValidator:
     async def verify_token(self, token: str) -> AccessToken | None:
         """An AccessToken for a valid token issued for this server, else None."""
         digest = hashlib.sha256(token.encode()).digest()
+        REFUSAL.set(None)
         if token.count(".") == 2:
             known = self._remembered.get(digest)
             if known is not None:
@@ -296,10 +298,16 @@ class TokenValidator:
                     self._remembered.move_to_end(digest)
                     return access.model_copy(update={"token": token})
                 del self._remembered[digest]
+                refuse(f"the access token has expired; get a new one from {self.options.issuer}")
                 return None
             return await self._verify_jwt(token, digest)
         if not self.introspects:
-            log.info("auth: refused an opaque token: introspection is not configured")
+            refuse(
+                "the access token is not a JWT, and this server does not introspect opaque "
+                f"tokens: ask {self.options.issuer} for a JWT access token",
+                operator="refused opaque access tokens: set [auth] introspection_client_id "
+                "and introspection_secret to have the issuer introspect them",
+            )
             return None
         kept = self._introspected.get(digest)
         if kept is not None:
@@ -351,10 +359,12 @@ class TokenValidator:
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError:
+            refuse("the access token is not a JWT this server can read (its header)")
             return None
         alg = header.get("alg")
         if alg not in self.options.algorithms:
-            log.info("auth: refused a token signed with %r (not an allowed algorithm)", alg)
+            allowed = ", ".join(self.options.algorithms)
+            refuse(f"the access token is signed with {shown(repr(alg))}, not one of {allowed}")
             return None
         kid = header.get("kid") if isinstance(header.get("kid"), str) else None
         for data in await self._key_data(kid):
@@ -374,10 +384,14 @@ class TokenValidator:
             except jwt.InvalidSignatureError:
                 continue
             except jwt.PyJWTError as exc:
-                log.info("auth: refused a token: %s", exc)
+                issuer, resource = self.options.issuer, self.resource
+                refuse_claims(exc, token, issuer=issuer, resource=resource)
                 return None
             return claims
-        log.info("auth: refused a token: no published key (kid %r) verifies it", kid)
+        refuse(
+            f"no key {self.options.issuer} publishes verifies the access token's signature "
+            f"(its kid: {shown(repr(kid))})"
+        )
         return None
 
     async def _introspect(self, token: str, digest: bytes) -> AccessToken | None:
@@ -389,20 +403,34 @@ class TokenValidator:
             found = await _get_json(self.metadata["introspection_endpoint"], form=form, auth=auth)
         except (ExecError, ValueError, TimeoutError) as exc:
             log.warning("auth: token introspection failed: %s", getattr(exc, "message", exc))
+            refuse(f"{self.options.issuer} could not be asked about the token: retry")
             return None
         if not isinstance(found, dict) or found.get("active") is not True:
+            refuse(f"{self.options.issuer} says the access token is not active (revoked, expired)")
             return None
         now = self.clock()
         audience = found.get("aud")
         audiences = audience if isinstance(audience, list) else [audience]
         checks = (
-            found.get("iss", options.issuer) == options.issuer,
-            any(a in self._audiences for a in audiences),
-            not isinstance(found.get("exp"), int | float) or found["exp"] + options.leeway_s > now,
-            not isinstance(found.get("nbf"), int | float) or found["nbf"] - options.leeway_s < now,
+            (found.get("iss", options.issuer) == options.issuer, f"from {shown(found.get('iss'))}"),
+            (any(a in self._audiences for a in audiences), f"for {shown(audience)}"),
+            (
+                not isinstance(found.get("exp"), int | float)
+                or found["exp"] + options.leeway_s > now,
+                "expired",
+            ),
+            (
+                not isinstance(found.get("nbf"), int | float)
+                or found["nbf"] - options.leeway_s < now,
+                "not valid yet",
+            ),
         )
-        if not all(checks):
-            log.info("auth: refused an introspected token (issuer, audience or time)")
+        failed = [why for holds, why in checks if not holds]
+        if failed:
+            refuse(
+                f"the access token is {', '.join(failed)} (the issuer's introspection); this "
+                f"server is {self.resource} and accepts the tokens of {options.issuer}"
+            )
             return None
         access = self._access(token, {"iss": options.issuer, **found})
         if options.introspection_cache_s > 0:

@@ -351,7 +351,7 @@ def build_app(
     )
     endpoint: ASGIApp = ExplainedHost(StreamableHTTPASGIApp(sessions), options)
     if replica is not None:
-        endpoint = RemoteResume(endpoint, replica.shared, sessions.holds)
+        endpoint = RemoteResume(endpoint, replica.shared, sessions, replica.name)
     routes: list[BaseRoute] = [
         Route(options.path, endpoint=guard.protect(endpoint) if guard else endpoint)
     ]

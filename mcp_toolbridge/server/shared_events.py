@@ -11,10 +11,11 @@ and a resume that needs it gets error -32000); every key expires with the sessio
 
 :class:`RemoteResume` is the ASGI middleware that serves such a ``GET`` on a replica that does
 not hold the session: it checks that the session exists in Redis and that the request
-carries the credential that opened it (else the request goes on to the SDK: ``404``), then
-streams the replay. When the session's replica died, the survivor that claimed its calls
-stored an error as their final message (replicas.py), so the client gets that error instead
-of waiting.
+carries the credential that opened it, then streams the replay. Any other request for a
+session this replica does not hold gets the ``404`` the SDK would give, with words that say
+why (its replica stopped or restarted, or it ended) and what to do (a new session). When
+the session's replica died, the survivor that claimed its calls stored an error as their
+final message (replicas.py), so the client gets that error instead of waiting.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable, MutableMapping
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
@@ -253,27 +254,37 @@ def _sse(event: EventMessage) -> bytes:
     return f"{head}event: message\r\ndata: {data}\r\n\r\n".encode()
 
 
+class Held(Protocol):
+    """The sessions of this replica (http_sessions.ResumableSessions)."""
+
+    stateless: bool
+
+    def holds(self, session_id: str) -> bool: ...
+
+
 class RemoteResume:
     """ASGI middleware: a resumed GET of a session this replica does not hold, served from
-    Redis (see the module doc)."""
+    Redis; any other request for such a session answered 404 (see the module doc)."""
 
-    def __init__(self, app: Any, shared: SharedStore, holds: Callable[[str], bool]) -> None:
+    def __init__(self, app: Any, shared: SharedStore, sessions: Held, replica: str) -> None:
         self._app = app
         self._shared = shared
-        self._holds = holds
+        self._sessions = sessions
+        self._replica = replica
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         session_id = _header(scope, b"mcp-session-id")
         last = _header(scope, b"last-event-id")
         if (
             scope["type"] != "http"
-            or scope.get("method") != "GET"
             or not session_id
-            or last is None
-            or self._holds(session_id)
-            or parse_event_id(last) is None
+            or self._sessions.stateless
+            or self._sessions.holds(session_id)
         ):
             await self._app(scope, receive, send)
+            return
+        if scope.get("method") != "GET" or last is None or parse_event_id(last) is None:
+            await self._not_held(session_id, send)
             return
         try:
             meta = await self._shared.session(session_id)
@@ -283,9 +294,27 @@ class RemoteResume:
         requestor = authorization_context(user) if isinstance(user, AuthenticatedUser) else None
         credential = credential_digest(requestor)
         if meta is None or meta.get("credential") != credential:
-            await self._app(scope, receive, send)  # the SDK answers 404
+            await self._not_held(session_id, send)
             return
         await self._stream(session_id, last, send)
+
+    async def _not_held(self, session_id: str, send: Any) -> None:
+        """The SDK's 404 for a session this replica does not hold ("Session not found"),
+        saying what happened and what to do: the same words whoever asks, whether the
+        session exists elsewhere or not."""
+        opened = session_id.split(".", 1)[0] if "." in session_id else "another replica"
+        message = (
+            f"Session not found: replica {self._replica} does not hold this session. The "
+            f"replica that opened it ({opened[:64]}) stopped or restarted, or the session "
+            "ended (closed, or idle too long). Start a new session (initialize again); "
+            "what is kept for the caller (always answers, budgets, the to-do list) is still "
+            "there"
+        )
+        error = {"code": -32600, "message": message}
+        body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+        await send({"type": "http.response.start", "status": 404, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
 
     async def _stream(self, session_id: str, last: str, send: Any) -> None:
         headers = [

@@ -472,6 +472,34 @@ async def test_kill_9_mid_call_2025_the_sdk_client_resumes_and_hears_its_replica
     assert lost["outcome"] == "lost"
 
 
+async def test_a_session_whose_replica_died_is_told_so_and_to_start_a_new_one(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The SDK client's session through HAProxy, its replica killed between calls: the next
+    call reaches a survivor, whose 404 said only "Session not found"; it names the replica
+    that held the session and says to start a new one. A new session then works."""
+    work = tmp_path_factory.mktemp("dead-session")
+    args = ("--sandbox", "off", "--workspace", str(work), str(_catalog(work / "manifests")))
+    with anyio.fail_after(CLUSTER_TEST_S):
+        async with cluster(work, ("r1", "r2"), *args) as service:
+            async with Client(service.url, mode="legacy") as client:
+                await client.call_tool("echo", {"text": "x"})
+                (home,) = [n for n in service.replicas if service.audit(n)]
+                service.kill(home)
+                await service.replicas[home].process.wait()
+                with pytest.raises(MCPError) as raised:
+                    await client.call_tool("echo", {"text": "y"})
+            async with Client(service.url, mode="legacy") as again:
+                answer = await again.call_tool("echo", {"text": "z"})
+    survivor = next(n for n in service.replicas if n != home)
+    assert raised.value.error.message.startswith(
+        f"Session not found: replica {survivor} does not hold this session. The replica that "
+        f"opened it ({home}) stopped or restarted"
+    )
+    assert "Start a new session (initialize again)" in raised.value.error.message
+    assert answer.structured_content == {"echo": {"text": "z"}}
+
+
 async def test_a_reload_on_one_replica_reaches_listen_streams_on_another(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:

@@ -154,7 +154,8 @@ async def test_a_token_for_another_server_is_refused_with_what_to_do(
             )
     assert refused.returncode == AUTH_REQUIRED_EXIT, refused
     message = refused.error["error"]["message"]
-    assert "invalid_token" in message and "not issued for this server" in message
+    assert "invalid_token" in message
+    assert f"the access token is for {elsewhere}, not for this server ({served.url})" in message
     assert served.audit_lines() == []
 
 

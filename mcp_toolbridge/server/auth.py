@@ -2,7 +2,7 @@
 
 - ``GET /.well-known/oauth-protected-resource<path>`` serves this server's protected
   resource metadata (RFC 9728: the resource's canonical URL, its authorization server, the
-  scopes), through the SDK's route.
+  scopes), through the SDK's route; the same at ``/.well-known/oauth-protected-resource``.
 - Every request to the MCP endpoint needs ``Authorization: Bearer <access token>``, checked by
   the SDK's ``BearerAuthBackend`` with our :class:`~.tokens.TokenValidator`. Without a valid
   token: ``401`` with ``WWW-Authenticate: Bearer resource_metadata="…"`` (and ``scope="…"``
@@ -40,6 +40,7 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 RESOURCE_NAME = "mcp-toolbridge"
+ROOT_METADATA = "/.well-known/oauth-protected-resource"
 QUERY_TOKEN = (
     "access tokens are not accepted in the URL (it ends up in logs and histories): send it "
     "in the Authorization header as 'Bearer <token>'"
@@ -140,14 +141,20 @@ class ResourceServer:
         await self.validator.start()
 
     def routes(self) -> list[Route]:
+        """The metadata at ``/.well-known/oauth-protected-resource/mcp`` (RFC 9728, the URL
+        the 401 names) and at the root one too, which a client that reads no
+        ``WWW-Authenticate`` tries next (the MCP authorization spec's fallback)."""
         settings = self.settings
         assert settings.resource_server_url is not None
-        return create_protected_resource_routes(
+        found = create_protected_resource_routes(
             resource_url=settings.resource_server_url,
             authorization_servers=[settings.issuer_url],
             scopes_supported=settings.required_scopes,
             resource_name=RESOURCE_NAME,
         )
+        if found[0].path != ROOT_METADATA:
+            found.append(Route(ROOT_METADATA, found[0].endpoint, methods=["GET", "OPTIONS"]))
+        return found
 
     def middleware(self) -> list[Middleware]:
         return [

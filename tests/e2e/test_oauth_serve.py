@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import anyio
+import httpx2
 import pytest
 
 from tests.support.httpserve import http_server
@@ -82,3 +83,25 @@ def test_an_issuer_without_the_resource_clients_reach_is_refused_at_start(
     assert done.returncode == 2, done.stderr
     assert f"--auth-issuer needs --auth-resource here, since {why}" in done.stderr
     assert "--auth-resource https://tools.example.com/mcp" in done.stderr
+
+
+async def test_the_metadata_is_at_the_url_the_401_names_and_at_the_root_fallback(
+    tmp_path: Path,
+) -> None:
+    """A client that reads no WWW-Authenticate tries /.well-known/oauth-protected-resource
+    (the MCP authorization spec's fallback); it was 404."""
+    agentcli_manifest(tmp_path / "m", [echo_tool("echo_a")], {"echo": ECHO})
+    with anyio.fail_after(90):
+        async with oidc_provider(tmp_path, clients=CLIENTS) as provider:
+            serving = ["--auth-issuer", provider.issuer, str(tmp_path / "m")]
+            async with http_server(tmp_path, *serving) as server, httpx2.AsyncClient() as http:
+                base = server.url.removesuffix("/mcp")
+                refused = await http.post(server.url, json={})
+                named = await http.get(f"{base}/.well-known/oauth-protected-resource/mcp")
+                root = await http.get(f"{base}/.well-known/oauth-protected-resource")
+    assert refused.status_code == 401
+    assert f'resource_metadata="{named.url}"' in refused.headers["www-authenticate"]
+    assert named.status_code == root.status_code == 200, root.text
+    assert root.json() == named.json()
+    assert named.json()["resource"] == server.url
+    assert named.json()["authorization_servers"] == [provider.issuer]

@@ -109,6 +109,8 @@ def running(folder: Path) -> list[dict[str, Any]]:
     """The URL files of servers still running, oldest process first; files of servers that
     are gone are removed."""
     found: list[dict[str, Any]] = []
+    if not folder.is_dir() or not _private_dir(folder):
+        return []
     try:
         names = sorted(folder.glob("*.json"))
     except OSError:

@@ -96,7 +96,7 @@ AGAIN = "a new one: mcp-toolbridge console-url"
 async def told_url(urls: UrlFile, say: Callable[[str], None], where: str, url: str) -> None:
     """The printed console URL was spent: the next, on stderr and for ``console-url``."""
     what = "console also" if where == "mounted" else "console"
-    say(f"{what} at {url} (the URL before it was opened; this one opens once too)")
+    say(f"{what} at {url} (the URL before it is used or lapsed; this one opens once too)")
     await urls.keep(where, url)
 
 

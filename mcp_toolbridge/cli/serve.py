@@ -299,11 +299,11 @@ def run_server(
                     )
                     await console.history(audit_file(settings))
                     await group.start(console.serve)
-                    say(f"console at {url} (open it in a browser: it opens once; {AGAIN})")
-                    urls = url_file()
+                    urls = url_file()  # kept and followed before anyone can open it
                     stack.callback(urls.remove)
                     await urls.keep("console", url)
                     console.on_url(partial(told_url, urls, say))
+                    say(f"console at {url} (open it in a browser: it opens once; {AGAIN})")
                 if args.watch:
                     await group.start(reload_on_change, runtime, server)
                 if http is None:

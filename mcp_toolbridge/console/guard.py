@@ -37,6 +37,8 @@ from http.cookies import SimpleCookie
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, quote, urlencode
 
+import anyio
+
 from mcp_toolbridge.console.signed import SessionSigner
 from mcp_toolbridge.state import StateUnavailable
 
@@ -133,8 +135,9 @@ class Gatekeeper:
     """How a person gets a new URL (the page a spent token gets says it)."""
     announce: Callable[[str], Awaitable[None]] | None = None
     """Told each next printed URL, once the one before is spent."""
-    printed: str | None = None
+    printed: str | None = field(default=None, repr=False)
     """The printed URL's token, not yet spent (None: none printed yet, or none at all)."""
+    _printing: anyio.Lock = field(default_factory=anyio.Lock)
     _key: bytes = field(default_factory=lambda: secrets.token_bytes(32))
     _sessions: OrderedDict[str, str] = field(default_factory=OrderedDict)
     """Session id -> who it is (``user`` for the token, the admin's subject for a pass)."""
@@ -195,14 +198,21 @@ class Gatekeeper:
         except StateUnavailable as exc:  # the replicas' watch prints it once Redis answers
             log.warning("console: no next URL yet: %s", exc.reason)
 
+    async def _renew(self, spent: str) -> None:
+        """Print the next token once, when ``spent`` is still the printed one (a visit here
+        and the watch may both find it spent)."""
+        async with self._printing:
+            if self.printed == spent:
+                await self.print_next()
+
     async def watch_printed(self) -> None:
         """With replicas: the printed token was spent on another replica (or lapsed): print
         the next (StateUnavailable: Redis did not answer)."""
         printed = self.printed
         if printed is None or self.passes is None:
             return
-        if not await self.passes.has_pass(printed) and self.printed == printed:
-            await self.print_next()
+        if not await self.passes.has_pass(printed):
+            await self._renew(printed)
 
     async def forget_printed(self) -> None:
         """The server ends: its printed token opens nothing more, on any replica."""
@@ -223,7 +233,10 @@ class Gatekeeper:
             except StateUnavailable:
                 return None
             if who is not None and self._is_printed(given):
-                await self._printed_spent()
+                try:
+                    await self._renew(given)
+                except StateUnavailable as exc:  # the watch prints it once Redis answers
+                    log.warning("console: no next URL yet: %s", exc.reason)
             return who
         now = time.monotonic()
         for known, (who, until) in list(self._passes.items()):

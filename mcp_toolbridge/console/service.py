@@ -61,8 +61,8 @@ DEFAULT_HOST = "127.0.0.1"
 WATCH_S = 1.0
 """With replicas: how often a replica looks whether its printed URL was spent on another."""
 RENEW = (
-    "run `mcp-toolbridge console-url` on the machine the server runs on, or read the newest "
-    "'console at' line of the server's stderr (its log)"
+    "run `mcp-toolbridge console-url` on the machine the server runs on, or take the newest "
+    "console URL on the server's stderr (its log)"
 )
 """How a person gets a new one-time URL (the page a spent one gets says it)."""
 

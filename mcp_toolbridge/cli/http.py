@@ -19,13 +19,14 @@ from __future__ import annotations
 import argparse
 import math
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 from mcp_toolbridge.builtins import Sessions
+from mcp_toolbridge.cli.console_url import UrlFile, print_urls
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.runtime import Loaded, Settings
 from mcp_toolbridge.secrets import SecretResolver
@@ -89,6 +90,26 @@ def console_for(args: argparse.Namespace, settings: Settings, loaded: Loaded) ->
     return Console(options)
 
 
+AGAIN = "a new one: mcp-toolbridge console-url"
+
+
+async def told_url(urls: UrlFile, say: Callable[[str], None], where: str, url: str) -> None:
+    """The printed console URL was spent: the next, on stderr and for ``console-url``."""
+    what = "console also" if where == "mounted" else "console"
+    say(f"{what} at {url} (the URL before it is used or lapsed; this one opens once too)")
+    await urls.keep(where, url)
+
+
+def url_file() -> UrlFile:
+    """Where this server keeps its console URLs not yet spent, for ``console-url``."""
+    return UrlFile()
+
+
+def console_urls(args: argparse.Namespace) -> int:
+    """``console-url``: the one-time URLs of the consoles of servers running here."""
+    return print_urls(args)
+
+
 def mount_of(console: Console | None, http: HttpOptions) -> ConsoleMount | None:
     """The console at ``/console`` of the MCP server too, behind its authentication."""
     if console is None:
@@ -97,9 +118,12 @@ def mount_of(console: Console | None, http: HttpOptions) -> ConsoleMount | None:
     if http.host not in ("0.0.0.0", "::", ""):
         hosts.append(http.host)
 
+    shown = http.host if http.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+    shown = f"[{shown}]" if ":" in shown else shown
+
     def mount(port: int, issuer: IssuerLogin | None) -> Any:
         return console.mounted(
-            CONSOLE_PATH, port=port, hosts=hosts, token=http.token, issuer=issuer
+            CONSOLE_PATH, port=port, hosts=hosts, token=http.token, issuer=issuer, shown=shown
         )
 
     return mount
@@ -124,9 +148,10 @@ def console_path_line(url: str, http: HttpOptions, console: Console) -> str:
             f"or roles include {role!r} gives a one-time URL (--console-client-id: sign in "
             "in the browser)"
         )
+    opens = f"console also at {console.mounted_url} (it opens once"
     if http.token:
-        return f"console also at {base}/?token=<the server's bearer token>"
-    return f"console also at {base}/?token={console.mounted_token}"
+        return f"{opens}; GET {base}/sign-in with the bearer token gives another)"
+    return f"{opens})"
 
 
 def auth_options(

@@ -1,5 +1,5 @@
 """The command line: serve, replay, lint, list, call, export, search, policy, inspect, config,
-doctor.
+doctor, console-url.
 
 stdout carries the MCP stream while serving, so everything human-facing goes to stderr there.
 """
@@ -253,6 +253,12 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     return run_doctor(args, parse_args, settings_of)
 
 
+def _cmd_console_url(args: argparse.Namespace) -> int:
+    from mcp_toolbridge.cli.serve import print_console_urls
+
+    return print_console_urls(args)
+
+
 COMMANDS = {
     "serve": _cmd_serve,
     "replay": _cmd_replay,
@@ -265,6 +271,7 @@ COMMANDS = {
     "export": _cmd_export,
     "search": _cmd_search,
     "policy": _cmd_policy,
+    "console-url": _cmd_console_url,
 }
 
 

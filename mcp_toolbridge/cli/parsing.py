@@ -274,6 +274,17 @@ def _config(verbs: Subparsers) -> None:
     _add_expose_option(config, default=None)  # None: the mode that fits the client
 
 
+def _console_url(verbs: Subparsers) -> None:
+    console_url = verbs.add_parser(
+        "console-url",
+        help="print a one-time URL that opens the console of a server running on this machine "
+        "(as this user)",
+    )
+    console_url.add_argument(
+        "--pid", type=int, default=None, metavar="PID", help="only the server of this process"
+    )
+
+
 Subparsers = Any  # argparse's _SubParsersAction (private)
 VERBS: dict[str, Callable[[Subparsers], object]] = {
     "serve": _serve,
@@ -287,6 +298,7 @@ VERBS: dict[str, Callable[[Subparsers], object]] = {
     "inspect": _inspect,
     "config": _config,
     "doctor": _doctor,
+    "console-url": _console_url,
 }
 
 
@@ -294,7 +306,7 @@ def _parser(
     only: str | None = None,
 ) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The top-level parser, and each verb's parser by name; with ``only``, that verb's
-    alone (building all eleven costs a start ≈ 3 ms of CPU; a command line that names its verb
+    alone (building all twelve costs a start ≈ 3 ms of CPU; a command line that names its verb
     first needs only that one)."""
     parser = argparse.ArgumentParser(
         prog="mcp-toolbridge",

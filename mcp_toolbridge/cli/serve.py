@@ -22,9 +22,11 @@ from mcp_toolbridge.cli.clients import args_for, server_command
 from mcp_toolbridge.cli.console import EXIT_OK, err
 from mcp_toolbridge.cli.event_loop import LOOPS, backend_options
 from mcp_toolbridge.cli.http import (
+    AGAIN,
     MAX_EOF_GRACE_S,
     console_for,
     console_path_line,
+    console_urls,
     describe,
     eof_grace,
     http_options,
@@ -32,6 +34,8 @@ from mcp_toolbridge.cli.http import (
     opened_state,
     shared_console,
     state_url,
+    told_url,
+    url_file,
 )
 from mcp_toolbridge.cli.reload import not_served, reload_on_change, reload_once
 from mcp_toolbridge.cli.startup import (
@@ -297,7 +301,11 @@ def run_server(
                     )
                     await console.history(audit_file(settings))
                     await group.start(console.serve)
-                    say(f"console at {url} (open it in a browser; the token is its key)")
+                    urls = url_file()  # kept and followed before anyone can open it
+                    stack.callback(urls.remove)
+                    await urls.keep("console", url)
+                    console.on_url(partial(told_url, urls, say))
+                    say(f"console at {url} (open it in a browser: it opens once; {AGAIN})")
                 if args.watch:
                     await group.start(reload_on_change, runtime, server)
                 if http is None:
@@ -326,6 +334,8 @@ def run_server(
                     if (reach := reach_line(http)) is not None:
                         say(reach)
                     if console is not None:
+                        await urls.keep("mounted", await console.open_mounted())
+                        console.on_url(partial(told_url, urls, say))  # the mounted one's too
                         say(console_path_line(url, http, console))
                     report(loaded, settings, follows)
                     await service.serve()
@@ -382,3 +392,8 @@ def report(loaded: Loaded, settings: Settings, follows_roots: bool) -> None:
     for line in problem_lines(loaded.errors):
         err(line)
     say(workspace_line(settings, follows_roots=follows_roots))
+
+
+def print_console_urls(args: argparse.Namespace) -> int:
+    """``console-url`` (cli/console_url.py)."""
+    return console_urls(args)

@@ -1,12 +1,15 @@
 """What keeps the console a page only its person can use (docs/console.md, "Safety").
 
-- **Who**: the first visit carries the random token printed on stderr (``?token=``); it is
-  exchanged for a session cookie (HttpOnly, SameSite=Strict, this port's own name) and the
-  browser is sent on to the same page without the token, so it stays out of every Referer
-  (the history keeps the URL first opened: docs/console.md). Any other request without a
-  known session is 401; at the MCP server's path with an authorization server, a page that
-  signs in with it (login.py: its ``/login`` and ``/callback`` and the stylesheet are the
-  only paths open without a session).
+- **Who**: a visit opens a session with a one-time token in its URL (``?token=``): the one
+  the server printed on stderr (and keeps for ``console-url``: cli/console_url.py), or a
+  sign-in pass (``/sign-in``, a browser sign-in). It is exchanged, once, for a session cookie
+  (HttpOnly, SameSite=Strict, this port's own name) and the browser is sent on to the same
+  page without it, so it stays out of every Referer; the history keeps the URL first opened,
+  whose token is spent by then. Once the printed token is spent the next is printed (and
+  told to :attr:`Gatekeeper.announce`). A spent or unknown token gets a page that says how
+  to get a new URL. Any other request without a known session is 401; at the MCP server's
+  path with an authorization server, a page that signs in with it (login.py: its ``/login``
+  and ``/callback`` and the stylesheet are the only paths open without a session).
 - **Where from**: the Host header must name this machine's loopback, the bound address or an
   ``--allow-host`` name (DNS rebinding), and an Origin header, when sent, must be this very
   console's origin; otherwise 403 before anything runs.
@@ -22,8 +25,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import html
 import ipaddress
-import json
+import logging
 import secrets
 import time
 from collections import OrderedDict
@@ -33,9 +37,12 @@ from http.cookies import SimpleCookie
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, quote, urlencode
 
+import anyio
+
 from mcp_toolbridge.console.signed import SessionSigner
-from mcp_toolbridge.host import CALLER_KEY, Caller
 from mcp_toolbridge.state import StateUnavailable
+
+log = logging.getLogger("mcp_toolbridge.console")
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -45,8 +52,8 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 MAX_SESSIONS = 64
-"""Browser sessions kept at once; the oldest is forgotten first (its person opens the URL
-printed on stderr again)."""
+"""Browser sessions kept at once; the oldest is forgotten first (its person opens a new
+one-time URL)."""
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
@@ -69,6 +76,9 @@ SESSION_KEY = "toolbridge.console.session"
 KEEPER_KEY = "toolbridge.console.keeper"
 PASS_S = 120.0
 """How long a sign-in pass may wait to be opened."""
+PRINTED_S = 7 * 24 * 3600.0
+"""How long the printed URL's token is kept in the replicas' Redis; unspent by then, its
+replica prints the next. In one process it waits until it is spent or the server ends."""
 DEFAULT_ADMIN_ROLE = "admin"
 MAX_LOGINS = 1024
 """Completed browser sign-ins remembered at once in memory (the oldest is forgotten first;
@@ -116,8 +126,18 @@ class Gatekeeper:
     user: str
     """Who answers through this console (``console:<name>`` in the audit)."""
     hosts: tuple[str, ...] = LOOPBACK_NAMES
-    token: str | None = field(default_factory=lambda: secrets.token_urlsafe(32))
-    """The URL token; None: only a sign-in pass opens a session (OAuth, see SignIn)."""
+    printing: bool = True
+    """Whether a URL with a one-time token is printed for ``user`` (False: only a sign-in
+    pass opens a session: OAuth, see SignIn)."""
+    base: str = ""
+    """The console's address: the printed URL without its token."""
+    renew: str = "run `mcp-toolbridge console-url` on the machine the server runs on"
+    """How a person gets a new URL (the page a spent token gets says it)."""
+    announce: Callable[[str], Awaitable[None]] | None = None
+    """Told each next printed URL, once the one before is spent."""
+    printed: str | None = field(default=None, repr=False)
+    """The printed URL's token, not yet spent (None: none printed yet, or none at all)."""
+    _printing: anyio.Lock = field(default_factory=anyio.Lock)
     _key: bytes = field(default_factory=lambda: secrets.token_bytes(32))
     _sessions: OrderedDict[str, str] = field(default_factory=OrderedDict)
     """Session id -> who it is (``user`` for the token, the admin's subject for a pass)."""
@@ -148,15 +168,76 @@ class Gatekeeper:
         """An Origin is accepted only when it is this console's own (scheme, Host)."""
         return origin in (f"http://{host_header}", f"https://{host_header}")
 
+    @property
+    def url(self) -> str | None:
+        """The printed URL not yet spent; None: none."""
+        return f"{self.base}/?token={self.printed}" if self.printed is not None else None
+
+    def _is_printed(self, given: str) -> bool:
+        printed = self.printed
+        return printed is not None and hmac.compare_digest(given.encode(), printed.encode())
+
+    async def print_next(self) -> str | None:
+        """A new printed one-time token (kept where every replica finds it), told to
+        :attr:`announce` when set; its URL (None: nothing is printed here). StateUnavailable:
+        the shared store did not answer."""
+        if not self.printing:
+            return None
+        given = secrets.token_urlsafe(32)
+        if self.passes is not None:
+            await self.passes.put_pass(given, self.user, PRINTED_S)
+        self.printed = given
+        url = self.url
+        if self.announce is not None and url is not None:
+            await self.announce(url)
+        return url
+
+    async def _printed_spent(self) -> None:
+        try:
+            await self.print_next()
+        except StateUnavailable as exc:  # the replicas' watch prints it once Redis answers
+            log.warning("console: no next URL yet: %s", exc.reason)
+
+    async def _renew(self, spent: str) -> None:
+        """Print the next token once, when ``spent`` is still the printed one (a visit here
+        and the watch may both find it spent)."""
+        async with self._printing:
+            if self.printed == spent:
+                await self.print_next()
+
+    async def watch_printed(self) -> None:
+        """With replicas: the printed token was spent on another replica (or lapsed): print
+        the next (StateUnavailable: Redis did not answer)."""
+        printed = self.printed
+        if printed is None or self.passes is None:
+            return
+        if not await self.passes.has_pass(printed):
+            await self._renew(printed)
+
+    async def forget_printed(self) -> None:
+        """The server ends: its printed token opens nothing more, on any replica."""
+        printed, self.printed = self.printed, None
+        if printed is not None and self.passes is not None:
+            await self.passes.take_pass(printed)
+
     async def admit(self, given: str) -> str | None:
-        """Who the URL's token (or a one-time sign-in pass) stands for; None: nobody."""
-        if self.token is not None and hmac.compare_digest(given.encode(), self.token.encode()):
+        """Who the URL's one-time token (printed, or a sign-in pass) stands for, once; None:
+        nobody (spent, lapsed or never issued)."""
+        if self.passes is None and self._is_printed(given):
+            self.printed = None  # once: nothing awaited since the check
+            await self._printed_spent()
             return self.user
         if self.passes is not None:
             try:
-                return await self.passes.take_pass(given)
+                who = await self.passes.take_pass(given)
             except StateUnavailable:
                 return None
+            if who is not None and self._is_printed(given):
+                try:
+                    await self._renew(given)
+                except StateUnavailable as exc:  # the watch prints it once Redis answers
+                    log.warning("console: no next URL yet: %s", exc.reason)
+            return who
         now = time.monotonic()
         for known, (who, until) in list(self._passes.items()):
             if until < now:
@@ -270,14 +351,15 @@ class Guard:
             await login.handle(scope, send, at)
             return
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+        sid = self._session(scope)
         if "token" in query:
             who = await keeper.admit(query["token"])
             if who is None:
-                await _refuse(send, 401, "Wrong or used token: open the URL printed on stderr.")
+                held = sid is not None and keeper.who(sid) is not None
+                await _spent(send, keeper.renew, scope.get("root_path", "") + "/" if held else None)
                 return
             await self._welcome(scope, send, query, who)
             return
-        sid = self._session(scope)
         who = keeper.who(sid) if sid is not None else None
         if sid is None or who is None:
             if login is not None and scope.get("method") in ("GET", "HEAD"):
@@ -289,8 +371,8 @@ class Guard:
             await _refuse(
                 send,
                 401,
-                "Open the console with the URL the server printed on stderr (it carries the "
-                "console's token).",
+                "Open the console with the one-time URL the server printed on stderr; for a "
+                f"new one, {keeper.renew}.",
             )
             return
         scope[SESSION_KEY] = sid
@@ -348,14 +430,30 @@ def _within(scope: Scope) -> str:
     return path
 
 
-async def _refuse(send: Send, status: int, text: str) -> None:
-    body = f"mcp-toolbridge console: {text}\n".encode()
+async def _spent(send: Send, renew: str, console: str | None) -> None:
+    """The page a spent, lapsed or unknown token gets (401): how to get a new URL; with a
+    session already open in this browser, the way on to the console."""
+    on = ""
+    if console is not None:
+        link = html.escape(quote(console, safe=PATH_SAFE))
+        on = (
+            "<p>This browser has a console session already: "
+            f'<a href="{link}">open the console</a>.</p>\n'
+        )
+    body = (
+        '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        "<title>This console URL was used · mcp-toolbridge console</title>\n</head>\n<body>\n"
+        "<main>\n<h1>This console URL was used already</h1>\n"
+        "<p>Each console URL opens one session, once, and this one is spent (or it was never "
+        "valid here). Whoever opened it first has the console.</p>\n"
+        f"{on}<p>For a new URL, {html.escape(renew)}.</p>\n</main>\n</body>\n</html>\n"
+    ).encode()
     await send(
         {
             "type": "http.response.start",
-            "status": status,
+            "status": 401,
             "headers": [
-                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-type", b"text/html; charset=utf-8"),
                 (b"content-length", str(len(body)).encode()),
                 *SECURITY_HEADERS,
             ],
@@ -364,39 +462,14 @@ async def _refuse(send: Send, status: int, text: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-class SignIn:
-    """``GET <console>/sign-in`` on an MCP server with an authorization server: the edge has
-    validated the request's access token (its Caller in ``scope``); a caller with the admin
-    role (a group or role claim) gets a one-time URL that opens a console session as them
-    (answers are audited as ``console:<subject>``), anyone else 403."""
-
-    def __init__(self, keeper: Gatekeeper, prefix: str, role: str = DEFAULT_ADMIN_ROLE) -> None:
-        self._keeper = keeper
-        self._prefix = prefix
-        self._role = role
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        caller = scope.get(CALLER_KEY)
-        name = (caller.subject or caller.client_id) if isinstance(caller, Caller) else None
-        if not isinstance(caller, Caller) or name is None or self._role not in caller.groups:
-            await _json(send, 403, {"error": f"the console needs the {self._role!r} role"})
-            return
-        try:
-            given = await self._keeper.issue_pass(str(name))
-        except StateUnavailable as exc:
-            await _json(send, 503, {"error": f"no sign-in pass now: {exc.reason}"})
-            return
-        await _json(send, 200, {"url": f"{self._prefix}/?token={given}", "expires_in": int(PASS_S)})
-
-
-async def _json(send: Send, status: int, value: object) -> None:
-    body = json.dumps(value).encode()
+async def _refuse(send: Send, status: int, text: str) -> None:
+    body = f"mcp-toolbridge console: {text}\n".encode()
     await send(
         {
             "type": "http.response.start",
             "status": status,
             "headers": [
-                (b"content-type", b"application/json"),
+                (b"content-type", b"text/plain; charset=utf-8"),
                 (b"content-length", str(len(body)).encode()),
                 *SECURITY_HEADERS,
             ],

@@ -25,6 +25,8 @@ endpoint does) is the :class:`Issuer` the server gives (server/console_login.py)
   value) or gets a 403 page. The console session opens as a one-time URL's does (answers
   audited as ``console:<subject>``); the next page is reached from a page of the console
   itself, so the session's SameSite=Strict cookie goes with it.
+- ``GET <console>/sign-in`` (:class:`SignIn`): a one-time URL for a caller the server's edge
+  let through, with the admin role, or holding the static bearer token.
 """
 
 from __future__ import annotations
@@ -44,8 +46,17 @@ from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from mcp_toolbridge.console.guard import SECURITY_HEADERS, Gatekeeper, Scope, Send, cookie_of
-from mcp_toolbridge.host import Caller, SignInRefused
+from mcp_toolbridge.console.guard import (
+    DEFAULT_ADMIN_ROLE,
+    PASS_S,
+    SECURITY_HEADERS,
+    Gatekeeper,
+    Receive,
+    Scope,
+    Send,
+    cookie_of,
+)
+from mcp_toolbridge.host import CALLER_KEY, Caller, SignInRefused
 from mcp_toolbridge.state import StateUnavailable
 
 log = logging.getLogger("mcp_toolbridge.console")
@@ -362,6 +373,56 @@ async def _respond(
             "status": status,
             "headers": [
                 *headers,
+                (b"content-length", str(len(body)).encode()),
+                *SECURITY_HEADERS,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class SignIn:
+    """``GET <console>/sign-in`` on an MCP server: the edge has checked the request's
+    credential. With an authorization server (its Caller in ``scope``) a caller with the
+    admin role (a group or role claim) gets a one-time URL that opens a console session as
+    them (answers are audited as ``console:<subject>``), anyone else 403; with the static
+    bearer token (``role`` None) its holder gets one that opens a session as the console's
+    person, as the printed URL does."""
+
+    def __init__(
+        self, keeper: Gatekeeper, prefix: str, role: str | None = DEFAULT_ADMIN_ROLE
+    ) -> None:
+        self._keeper = keeper
+        self._prefix = prefix
+        self._role = role
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._role is None:
+            name: str | None = self._keeper.user
+        else:
+            caller = scope.get(CALLER_KEY)
+            name = (caller.subject or caller.client_id) if isinstance(caller, Caller) else None
+            if not isinstance(caller, Caller) or self._role not in caller.groups:
+                name = None
+        if name is None:
+            await _json(send, 403, {"error": f"the console needs the {self._role!r} role"})
+            return
+        try:
+            given = await self._keeper.issue_pass(str(name))
+        except StateUnavailable as exc:
+            await _json(send, 503, {"error": f"no sign-in pass now: {exc.reason}"})
+            return
+        await _json(send, 200, {"url": f"{self._prefix}/?token={given}", "expires_in": int(PASS_S)})
+
+
+async def _json(send: Send, status: int, value: object) -> None:
+    body = json.dumps(value).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),
                 *SECURITY_HEADERS,
             ],

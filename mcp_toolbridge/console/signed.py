@@ -7,10 +7,9 @@ it is and when it ends (:data:`SESSION_S` after sign-in), the signature an HMAC 
 derived from the request-state keys every replica already shares (``TOOLBRIDGE_STATE_KEYS``:
 the newest signs, each opens, so rotating them rotates these too). The CSRF token is an HMAC
 of the session under the same key; the cookie's name is derived from it, so two services on
-one host keep their sessions apart; and, with no other credential (loopback only), the URL
-token every replica accepts is derived from it too (each prints the same URL). One-time
-sign-in passes are kept in Redis (state/console_share.py), so a pass issued by one replica
-opens on another, once.
+one host keep their sessions apart. One-time tokens (the URL each replica prints, sign-in
+passes) are kept in Redis (state/console_share.py), so one issued by one replica opens on
+another, once.
 """
 
 from __future__ import annotations
@@ -57,10 +56,6 @@ class SessionSigner:
         """Keys for another use of the service's keys, apart from the sessions' (newest
         first: each replica derives the same)."""
         return [self._mac(key, label) for key in self._keys]
-
-    def url_token(self) -> str:
-        """The console's URL token when the server has no credential of its own."""
-        return _b64(self._mac(self._keys[0], b"url token"))
 
     def session(self, who: str, now: float | None = None) -> str:
         """A session id that opens as ``who`` on every replica until it expires."""

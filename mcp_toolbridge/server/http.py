@@ -66,6 +66,7 @@ from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 log = logging.getLogger("mcp_toolbridge")
 
 CONSOLE_PATH = "/console"
+CONSOLE_SIGN_IN = CONSOLE_PATH + "/sign-in"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 MCP_PATH = "/mcp"
@@ -283,7 +284,8 @@ def security_settings(options: HttpOptions) -> TransportSecuritySettings:
 
 class BearerToken:
     """ASGI middleware: HTTP requests must carry ``Authorization: Bearer <token>`` (but those
-    to the web console, which a browser opens with the same token in its URL)."""
+    to the web console, which a browser opens with a one-time URL: its ``/sign-in``, which
+    gives one, needs the token too)."""
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self._app = app
@@ -292,6 +294,7 @@ class BearerToken:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
         console = path == CONSOLE_PATH or path.startswith(CONSOLE_PATH + "/")
+        console = console and path != CONSOLE_SIGN_IN
         public = path in HEALTH_PATHS
         if scope["type"] != "http" or console or public or self._authorized(scope):
             await self._app(scope, receive, send)
@@ -361,7 +364,9 @@ def build_app(
         pages, sign_in = console(options.port, IssuerLogin(guard) if guard else None)
         if guard is not None and sign_in is not None:
             protected = guard.protect(_with_caller(sign_in))
-            routes.append(Route(CONSOLE_PATH + "/sign-in", endpoint=protected))
+            routes.append(Route(CONSOLE_SIGN_IN, endpoint=protected))
+        elif options.token and sign_in is not None:  # behind BearerToken, below
+            routes.append(Route(CONSOLE_SIGN_IN, endpoint=sign_in))
         routes.append(Mount(CONSOLE_PATH, app=pages))
     middleware = guard.middleware() if guard else []
     app: ASGIApp = Starlette(

@@ -139,7 +139,8 @@ NEEDED: dict[str, list[str]] = {
     "config": ["--client", "cursor"],
     "doctor": [],
 }
-"""What each verb needs besides the option under test (its positionals, its required options)."""
+"""What each verb needs besides the option under test (its positionals, its required options);
+``console-url`` loads nothing, so it has none of the shared options (its own below)."""
 
 
 def _sample(action: argparse.Action) -> list[str]:
@@ -170,7 +171,7 @@ def _verb_parsers() -> dict[str, argparse.ArgumentParser]:
     return _parser()[1]
 
 
-@pytest.mark.parametrize("verb", sorted(VERBS))
+@pytest.mark.parametrize("verb", sorted(NEEDED))
 def test_every_option_of_every_verb_may_come_before_the_verb(verb: str) -> None:
     """Each option alone before the verb, then all of them at once, parse exactly as they do
     after it."""
@@ -181,6 +182,14 @@ def test_every_option_of_every_verb_may_come_before_the_verb(verb: str) -> None:
         assert vars(parse_args([*option, verb, *needed])) == vars(
             parse_args([verb, *needed, *option])
         ), option
+
+
+def test_console_urls_option_may_come_before_it() -> None:
+    assert set(VERBS) == {*NEEDED, "console-url"}
+    assert vars(parse_args(["--pid", "3", "console-url"])) == vars(
+        parse_args(["console-url", "--pid", "3"])
+    )
+    assert parse_args(["console-url", "--pid", "3"]).pid == 3
 
 
 def test_a_prefix_of_a_long_option_before_the_verb_takes_its_value() -> None:

@@ -101,6 +101,7 @@ async def mounted_serving(
         async with anyio.create_task_group() as group:
             await group.start(console.serve)
             url = await group.start(service.serve)
+            await console.open_mounted()  # its first one-time URL, as serve prints it
             try:
                 yield url, console
             finally:
@@ -113,7 +114,8 @@ _CSRF = re.compile(r'name="csrf" (?:value|content)="(?P<csrf>[0-9a-f]+)"')
 
 
 class Person:
-    """Someone at the console: logged in with the URL's token, answering with its forms."""
+    """Someone at the console: logged in with the URL's one-time token (the one not yet
+    spent: a Console gives the next once one is), answering with its forms."""
 
     def __init__(self, http: httpx2.AsyncClient, base: str) -> None:
         self.http = http

@@ -2,12 +2,14 @@
 and denies a headless SDK client's waiting call with the page's own buttons, by mouse and by
 keyboard (both protocol eras), sees a call that began waiting before its page's event stream
 opened and one an older refresh answered late does not hide, filters the live timeline
-without a reload, and a cross-origin form post and a visit without the token are refused."""
+without a reload, and a cross-origin form post and a visit without the token are refused; the
+printed URL opens once, and its token in the browser's history opens nothing."""
 
 from __future__ import annotations
 
 import re
 import socket
+import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
@@ -27,7 +29,7 @@ from starlette.routing import Route
 
 from tests.console.conftest import serving
 from tests.console.test_approvals import _audit, _call
-from tests.support.browser import chromium, need_chromium
+from tests.support.browser import chromium, chromium_profile, need_chromium
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -197,3 +199,45 @@ async def test_a_cross_origin_form_post_and_a_visit_without_the_token_are_refuse
             await page.goto(base + "/")
             await page.get_by_role("button", name="Deny").click()
         assert result[0].is_error
+
+
+def _history(profile: Path) -> list[str]:
+    """The URLs in the profile's history (Chromium's ``urls`` table), the browser closed."""
+    with sqlite3.connect(profile / "Default" / "History") as db:
+        return [url for (url,) in db.execute("SELECT url FROM urls")]
+
+
+async def test_the_printed_url_opens_once_and_its_token_in_the_history_opens_nothing(
+    tmp_path: Path,
+) -> None:
+    """A person opens the URL printed on stderr in their own browser (a profile on disk):
+    the console shows; opened again, the same URL gets the page that says it was used and how
+    to get a new one (with the way on to the session this browser holds); and the URL the
+    history keeps, token and all, opens nothing in another browser (who read the profile or
+    a synced history)."""
+    profile = tmp_path / "profile"
+    async with serving(tmp_path, stateless=True) as stack:
+        printed = stack.console.url
+        async with chromium_profile(str(profile)) as mine:
+            page = await mine.new_page()
+            await page.goto(printed)
+            assert "token" not in page.url
+            await page.get_by_text("Nothing is waiting").wait_for()
+            again = await page.goto(printed)
+            assert again is not None and again.status == 401
+            await page.get_by_text("This console URL was used already").wait_for()
+            assert "mcp-toolbridge console-url" in await page.content()
+            await page.get_by_role("link", name="open the console").click()
+            await page.get_by_text("Nothing is waiting").wait_for()  # the session goes on
+        kept = [url for url in _history(profile) if "token=" in url]
+        assert kept, _history(profile)  # the browser keeps it: it must open nothing
+        async with chromium() as browser:
+            theirs = await browser.new_page()
+            for url in kept:
+                seen = await theirs.goto(url)
+                assert seen is not None and seen.status == 401
+                await theirs.get_by_text("This console URL was used already").wait_for()
+                assert "Nothing is waiting" not in await theirs.content()
+            base = printed.split("/?", 1)[0]
+            refused = await theirs.goto(base + "/")
+            assert refused is not None and refused.status == 401

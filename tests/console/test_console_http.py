@@ -30,17 +30,36 @@ class _At:
         self.url = url
 
 
-async def test_with_the_static_token_the_console_opens_at_its_path(tmp_path: Path) -> None:
-    async with mounted_serving(tmp_path, token=TOKEN) as (url, _), httpx2.AsyncClient() as http:
+async def test_with_the_static_token_the_console_opens_with_a_one_time_url_not_the_token(
+    tmp_path: Path,
+) -> None:
+    """The server's bearer token never opens the console (a proxy that logs request lines
+    would log it): the URL printed at start carries a one-time token, and a client holding
+    the bearer token gets another from ``/console/sign-in``."""
+    async with (
+        mounted_serving(tmp_path, token=TOKEN) as (url, console),
+        httpx2.AsyncClient() as http,
+    ):
         base = url.rsplit("/", 1)[0] + "/console"
         assert (await http.get(base + "/")).status_code == 401
         assert (await http.get(base + "/?token=wrong")).status_code == 401
         assert (await http.post(url, json={})).status_code == 401  # the MCP endpoint: as ever
-        welcome = await http.get(f"{base}/timeline?token={TOKEN}&outcome=ok")
+        with_token = await http.get(f"{base}/?token={TOKEN}")
+        assert with_token.status_code == 401 and "set-cookie" not in with_token.headers
+        printed = console.mounted_url
+        assert printed is not None and TOKEN not in printed
+        assert printed.startswith(f"{base}/?token=")
+        welcome = await http.get(printed.replace("/?", "/timeline?") + "&outcome=ok")
         assert welcome.status_code == 303  # on to the same page under /console, token left out
         assert welcome.headers["location"] == "/console/timeline?outcome=ok"
-        async with Person.at(_At(f"{base}/?token={TOKEN}")) as me:  # type: ignore[arg-type]
+        assert (await http.get(printed)).status_code == 401  # spent
+        assert (await http.get(base + "/sign-in")).status_code == 401  # the bearer token first
+        given = await http.get(base + "/sign-in", headers={"Authorization": f"Bearer {TOKEN}"})
+        assert given.status_code == 200 and TOKEN not in given.text
+        one_time = url.rsplit("/", 1)[0] + given.json()["url"]
+        async with Person.at(_At(one_time)) as me:  # type: ignore[arg-type]
             assert "Calls waiting for your answer" in await me.page("/")
+            assert (await http.get(one_time)).status_code == 401  # once only
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +85,7 @@ async def test_with_oauth_only_an_admins_token_signs_in_and_answers_as_them(
         bot = await admins.client_credentials(AGENT, AGENT_SECRET, resource=url)
         refused = await http.get(base + "/sign-in", headers={"Authorization": f"Bearer {bot}"})
         assert refused.status_code == 403 and "admin" in refused.json()["error"]
-        assert console.keeper is not None
-        own = await http.get(f"{base}/?token={console.keeper.token}")
+        own = await http.get(f"{base}/?token={console.url.split('?token=', 1)[1]}")
         assert own.status_code == 401  # the console's own token does not open this path
         admin = await admins.client_credentials(ADMIN, ADMIN_SECRET, resource=url)
         given = await http.get(base + "/sign-in", headers={"Authorization": f"Bearer {admin}"})

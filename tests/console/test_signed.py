@@ -17,10 +17,9 @@ def test_a_session_signed_by_one_replica_opens_on_another_and_nowhere_else() -> 
     sid = here.session("alice")
     assert there.open(sid) == "alice"
     assert there.csrf_ok(sid, here.csrf(sid)) and not there.csrf_ok(sid, "0" * 64)
-    assert here.tag == there.tag and here.url_token() == there.url_token()
+    assert here.tag == there.tag
     stranger = SessionSigner([OLD])
     assert stranger.open(sid) is None and stranger.tag != here.tag
-    assert stranger.url_token() != here.url_token()
 
 
 def test_an_altered_or_expired_session_opens_as_nobody() -> None:

@@ -8,7 +8,8 @@ Whichever replica serves a person's page, it shows the whole service:
   replica; neither it nor the shared stream ever holds a call's arguments;
 - the sessions page lists who is connected on which replica; a replica killed leaves it (its
   sessions and its questions), and an answer for its question is refused;
-- a console session opened through the load balancer holds on every replica behind it.
+- a console session opened through the load balancer holds on every replica behind it;
+- the one-time URL a replica prints opens on another, once, and its replica prints the next.
 """
 
 from __future__ import annotations
@@ -73,14 +74,27 @@ class _At:
         self.url = url
 
 
-async def console_url(service: Cluster, through: str | None = None) -> str:
-    """The console's URL at a replica (``through`` its name) or the load balancer, with the
-    token a replica printed on stderr (every replica prints the same one)."""
+_OPENED: set[str] = set()
+"""The printed tokens the tests opened already (each opens once)."""
+
+
+async def console_url(
+    service: Cluster, through: str | None = None, *, printed_by: str | None = None
+) -> str:
+    """The console's URL at a replica (``through`` its name) or the load balancer, with a
+    one-time token a replica (``printed_by``, else any) printed on stderr that no test opened
+    yet: once one is opened, on any replica, the replica that printed it prints the next."""
+    names = [printed_by] if printed_by is not None else list(service.replicas)
     with anyio.fail_after(30):
-        lines = service.replicas["r1"].lines
-        while not (found := [m for x in lines if (m := _CONSOLE.search(x))]):  # noqa: ASYNC110
+        while True:
+            lines = [x for name in names for x in service.replicas[name].lines]
+            fresh = [m["token"] for x in lines if (m := _CONSOLE.search(x))]
+            fresh = [token for token in fresh if token not in _OPENED]
+            if fresh:
+                break
             await anyio.sleep(0.05)  # a bounded wait for the line after the one awaited
-        token = found[0]["token"]
+    token = fresh[-1]
+    _OPENED.add(token)
     base = service.direct(through) if through is not None else service.url
     return base.rsplit("/mcp", 1)[0] + f"/console/?token={token}"
 
@@ -261,6 +275,25 @@ async def test_a_killed_replicas_sessions_and_questions_leave_every_console(
             assert refused.status_code == 409 and "(r1) stopped" in refused.text
         assert failed
         await clients.aclose()  # the r1 client ends with its dead server, as it may
+
+
+async def test_a_url_printed_by_one_replica_opens_once_on_another_and_the_next_is_printed(
+    service: Cluster,
+) -> None:
+    """The token r1 printed is kept in Redis: it opens a session on r2, once; opened again,
+    on r1 or r2, it gets the page that says it was used; r1 (the token was its) prints the
+    next, which opens too."""
+    url = await console_url(service, "r2", printed_by="r1")
+    token = url.split("token=", 1)[1]
+    async with httpx2.AsyncClient(timeout=30) as mine, httpx2.AsyncClient(timeout=30) as theirs:
+        assert (await mine.get(url)).status_code == 303
+        for name in ("r1", "r2"):
+            base = service.direct(name).rsplit("/mcp", 1)[0]
+            again = await theirs.get(f"{base}/console/?token={token}")
+            assert again.status_code == 401 and "used already" in again.text
+            assert (await mine.get(f"{base}/console/")).status_code == 200
+        nxt = await console_url(service, "r2", printed_by="r1")  # printed by r1 within seconds
+        assert nxt != url and (await theirs.get(nxt)).status_code == 303
 
 
 async def test_a_console_session_opened_through_the_load_balancer_holds_on_every_replica(

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from playwright.async_api import Browser
+    from playwright.async_api import Browser, BrowserContext
 
 CHROMIUM = os.environ.get("TOOLBRIDGE_CHROMIUM", "/usr/bin/chromium")
 FLAGS = [
@@ -49,3 +49,19 @@ async def chromium() -> AsyncIterator[Browser]:
             yield browser
         finally:
             await browser.close()
+
+
+@asynccontextmanager
+async def chromium_profile(profile: str) -> AsyncIterator[BrowserContext]:
+    """Chromium with a profile on disk (``profile``: its folder), as a person's browser keeps
+    one: its history is in ``<profile>/Default/History`` once the browser is closed."""
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as driver:
+        context = await driver.chromium.launch_persistent_context(
+            profile, executable_path=CHROMIUM, args=FLAGS
+        )
+        try:
+            yield context
+        finally:
+            await context.close()

@@ -325,8 +325,9 @@ def run_server(
                     url = service.listen()
                     mode = "stateless" if http.stateless else "stateful"
                     auth = "bearer token required" if http.token else "no token (loopback only)"
-                    if http.auth is not None:
-                        auth = f"OAuth access tokens of {http.auth.issuer}"
+                    if (guard := service.guard) is not None:  # the tokens' audience: resource
+                        issuer = guard.options.issuer
+                        auth = f"OAuth access tokens of {issuer} for {guard.resource}"
                     where = describe(state_url(args, loaded))
                     if replica is not None:
                         where += f", replica {replica.name}"

@@ -47,8 +47,9 @@ def refuse(why: str, *, operator: str | None = None) -> None:
         log.warning("%s", operator)
 
 
-def refuse_claims(exc: jwt.PyJWTError, token: str, *, issuer: str, resource: str) -> None:
-    """The reason of a JWT whose signature verified and whose claims did not."""
+def refuse_claims(exc: jwt.PyJWTError, token: str, *, issuer: str, resource: str | None) -> None:
+    """The reason of a JWT whose signature verified and whose claims did not; ``resource``
+    None: an ID token (the console's sign-in), whose audience is no server setting."""
     import jwt
 
     claims: dict[str, Any] = {}
@@ -60,6 +61,8 @@ def refuse_claims(exc: jwt.PyJWTError, token: str, *, issuer: str, resource: str
         refuse(f"the access token has expired; get a new one from {issuer}")
     elif isinstance(exc, jwt.ImmatureSignatureError):
         refuse("the access token is not valid yet (its nbf or iat is ahead of this server's clock)")
+    elif isinstance(exc, jwt.InvalidAudienceError) and resource is None:
+        refuse(f"the ID token is for {shown(claims.get('aud'))}, not for this client")
     elif isinstance(exc, jwt.InvalidAudienceError):
         audience = shown(claims.get("aud"))
         refuse(

@@ -318,7 +318,10 @@ class TokenValidator:
         return await self._introspect(token, digest)
 
     async def _verify_jwt(self, token: str, digest: bytes) -> AccessToken | None:
-        claims = await self._decoded(token, audience=self._audiences, require=("exp", "iss", "aud"))
+        required = ("exp", "iss", "aud")
+        claims = await self._decoded(
+            token, audience=self._audiences, require=required, resource=self.resource
+        )
         if claims is None:
             return None
         access = self._access(token, claims)
@@ -350,10 +353,16 @@ class TokenValidator:
         return claims
 
     async def _decoded(
-        self, token: str, *, audience: list[str], require: tuple[str, ...]
+        self,
+        token: str,
+        *,
+        audience: list[str],
+        require: tuple[str, ...],
+        resource: str | None = None,
     ) -> dict[str, Any] | None:
         """A JWS's claims when one of the issuer's keys verifies it with an allowed algorithm
-        and its iss, aud, exp and nbf hold (with the leeway); else None (logged why)."""
+        and its iss, aud, exp and nbf hold (with the leeway); else None (why in
+        :data:`~.refusals.REFUSAL`; ``resource``: an access token's, None for an ID token)."""
         import jwt
 
         try:
@@ -384,8 +393,7 @@ class TokenValidator:
             except jwt.InvalidSignatureError:
                 continue
             except jwt.PyJWTError as exc:
-                issuer, resource = self.options.issuer, self.resource
-                refuse_claims(exc, token, issuer=issuer, resource=resource)
+                refuse_claims(exc, token, issuer=self.options.issuer, resource=resource)
                 return None
             return claims
         refuse(

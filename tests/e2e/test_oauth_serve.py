@@ -42,7 +42,7 @@ async def test_serve_with_an_issuer_accepts_an_agents_token_and_audits_who_calle
                     result = await client.call_tool("echo_a", {"text": "hi"})
                 banner = server.stderr()
     assert not result.is_error
-    assert f"OAuth access tokens of {provider.issuer}" in banner
+    assert f"OAuth access tokens of {provider.issuer} for {server.url}" in banner
     assert f'"subject":"{AGENT}"' in audit.read_text(encoding="utf-8")
     (recording,) = (tmp_path / "rec").glob("*.jsonl")
     frames = [json.loads(line) for line in recording.read_text(encoding="utf-8").splitlines()]

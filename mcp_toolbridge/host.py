@@ -190,6 +190,14 @@ class Host(Protocol):
         ...
 
 
+class SharedHost(Host, Protocol):
+    """A Host every caller's calls share (the web console's desk): each call asks through
+    the view :meth:`for_caller` gives it, so the host knows whose question it holds and can
+    keep each caller to its share."""
+
+    def for_caller(self, caller: Caller) -> Host: ...
+
+
 class InputPending(Exception):
     """Raised by a Host that must return to the client before it can answer (MCP 2026
     multi-round-trip requests): the call ends now and is retried with the answer."""

@@ -171,3 +171,22 @@ async def test_the_exact_rule_the_refusal_names_lets_the_real_attack_through(
         assert list(workspace.iterdir()) == []
     else:
         assert (workspace / ".PWNED").exists()
+
+
+async def test_a_pattern_that_matches_a_name_with_a_control_character_asks_and_says_why(
+    tmp_path: Path,
+):
+    """A name the model never wrote cannot be judged as a path (control characters are never
+    accepted in one): the line asks, naming the pattern and the name escaped, instead of
+    refusing with a path error about a path the command does not spell."""
+    settings = locked_settings(tmp_path, 'allow = ["bash=cat *"]\n')
+    assert settings.workspace is not None
+    (settings.workspace / "red\x1b[31m.txt").write_text("odd\n", encoding="utf-8")
+    (settings.workspace / "plain.txt").write_text("plain\n", encoding="utf-8")
+    async with served_client(settings, locked=True) as client:
+        error = error_text(await _call(client, "cat *.txt"))
+        assert error.startswith("Denied") and HEADLESS_DENIED in error, error
+        assert "the pattern '*.txt' matches 'red\\x1b[31m.txt'" in error, error
+        assert "control character" in error and "\x1b" not in error, error
+        plain = await _call(client, "cat plain.txt")
+        assert text_of(plain) == "plain\nexit code 0", plain

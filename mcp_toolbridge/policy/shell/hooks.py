@@ -39,7 +39,7 @@ from typing import Any
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.policy.compiled import Decision, Policy
 from mcp_toolbridge.policy.grants import SessionRules
-from mcp_toolbridge.policy.paths import canonical_root, canonicalize, is_within
+from mcp_toolbridge.policy.paths import canonical_root, canonicalize, has_control, is_within
 from mcp_toolbridge.policy.requirements import Denial, Targets
 from mcp_toolbridge.policy.rules import Rule, Subject, resolve
 from mcp_toolbridge.policy.shell.parse import Chain, ParsedCommand, PathRef, parse_command, whole
@@ -228,6 +228,12 @@ class _Resolver:
                 "too many to check; use a narrower pattern"
             )
         for match in matches[:MAX_GLOB_MATCHES]:
+            if has_control(match):  # a name the model never wrote: judged by a person
+                self.reasons.append(
+                    f"the pattern {ref.text!r} matches {match!r}, a name that holds a control "
+                    "character, which this check does not judge; name the files you mean"
+                )
+                continue
             found.append(self._canonical(match, directory, remove=ref.access == "remove"))
         return found
 

@@ -353,7 +353,8 @@ class CallContext:
     """The call's record in shared state, when replicas share one (else None)."""
     console: Host | None = None
     """Where a person answers a confirmation this call's client cannot ask (``serve
-    --console``): the call waits there up to its deadline. None: such a call is refused."""
+    --console``): the call waits there up to its deadline. None: such a call is refused.
+    The console's view for this call's caller (:meth:`SharedHost.for_caller`)."""
     redact_cut: RedactCut | None = None
     """What a tool that cuts its output calls for the part it shows (:data:`RedactCut`);
     None: the secret scan is off (or nothing screens this call), a cut shows what it cuts."""

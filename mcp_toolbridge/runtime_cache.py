@@ -85,7 +85,7 @@ EXAMPLES = 3
 
 HOST_NOT_GRANTED = (
     "its host is not in the granted net.hosts; grant it in the policy's [requires] net.hosts, "
-    "or declare it in the tool's requirements"
+    'or declare it in the tool\'s capabilities ("net:HOST" in its Runloop entry)'
 )
 REFUSED_WHATEVER = (
     "the policy refuses it whatever its arguments, or does not grant what it requires"

@@ -267,6 +267,11 @@ class Catalog:
             return list(self._builtins)
         return [name for name, entry in self._entries.items() if entry.builtin]
 
+    def locked_count(self) -> int:
+        """How many locked tools are served: the built-in tools without the proxy beside
+        tool_search (``call_tool``), which is not one of them."""
+        return sum(1 for name in self.builtin_names() if name != PROXY_TOOL)
+
     def manifest_names(self) -> list[str]:
         """The names of the tools that come from manifests, in catalog order."""
         if self._builtins is not None:

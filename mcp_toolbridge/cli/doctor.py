@@ -35,6 +35,7 @@ from mcp_toolbridge.cli.console import EXIT_OK, EXIT_PROBLEMS, out
 from mcp_toolbridge.cli.installed import in_pipx_cache, in_uv_cache, server_command
 from mcp_toolbridge.errors import ToolbridgeError
 from mcp_toolbridge.executors import probe_sandbox
+from mcp_toolbridge.model import ExecTransport, ToolSpec
 from mcp_toolbridge.runtime import Settings, load_catalog, load_policy
 from mcp_toolbridge.sandbox import Sandbox
 from mcp_toolbridge.workspace import unfit_reason
@@ -321,7 +322,39 @@ def check_manifests(settings: Settings) -> Finding:
             "fix them (`mcp-toolbridge lint PATH` lists every one), or serve the valid "
             "tools with --skip-invalid",
         )
-    return Finding(True, "manifests", f"{len(loaded.catalog)} tools from {manifests} manifests")
+    specs = loaded.catalog.specs()
+    own = [spec for spec in specs if not spec.is_locked]
+    missing = _missing_programs(own, settings.environ.get("PATH", ""))
+    if missing:
+        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        return Finding(
+            False,
+            "manifests",
+            f"{len(missing)} tool(s) cannot start: {'; '.join(missing[:3])}{more}",
+            "install the program, or correct the command in the manifest (chmod +x a script)",
+        )
+    locked = loaded.catalog.locked_count()
+    return Finding(
+        True, "manifests", f"{len(own)} tools from {manifests} manifests, and {locked} locked tools"
+    )
+
+
+def _missing_programs(specs: Sequence[ToolSpec], path: str) -> list[str]:
+    """``tool "NAME": PROGRAM ...`` for each exec tool whose program is not there or cannot
+    be run (a call would fail with "cannot start"), as the client's PATH finds it."""
+    found: list[str] = []
+    for spec in specs:
+        if not isinstance(spec.transport, ExecTransport):
+            continue
+        program = spec.transport.argv[0]
+        where = program if os.path.isabs(program) else shutil.which(program, path=path)
+        if where is None:
+            found.append(f'tool "{spec.name}": {program} is not on the PATH')
+        elif not os.path.isfile(where):
+            found.append(f'tool "{spec.name}": {program} does not exist')
+        elif not os.access(where, os.X_OK):
+            found.append(f'tool "{spec.name}": {program} is not executable')
+    return found
 
 
 def check_sandbox(settings: Settings, environ: dict[str, str]) -> Finding:

@@ -44,7 +44,8 @@ def _load_or_exit(
     loaded = load_catalog(settings_of(args), locked=builtins)
     if loaded.errors and not allow_errors:
         _print_problems(loaded)
-        err(f"mcp-toolbridge: {len(loaded.errors)} problem(s) found; nothing served")
+        skip = " (or serve the valid tools with --skip-invalid)" if "skip_invalid" in args else ""
+        err(f"mcp-toolbridge: {len(loaded.errors)} problem(s) found; nothing served{skip}")
         return EXIT_LOAD
     return loaded
 

@@ -264,9 +264,11 @@ def run_server(
             if replica is not None:  # another replica reloaded: read the files again now
                 replica.on_remote_change = lambda: reload_once(runtime, server)
             where = ", ".join(str(p) for p in settings.manifest_paths())
+            own = sum(loaded.served_sources.values())
             head = (
-                f"mcp-toolbridge {__version__}: {what} {len(loaded.catalog)} tools from "
-                f"{len(loaded.manifests.manifests)} manifests ({where}), expose={server.expose}"
+                f"mcp-toolbridge {__version__}: {what} {own} tools from "
+                f"{len(loaded.manifests.manifests)} manifests ({where}) and "
+                f"{loaded.catalog.locked_count()} locked tools, expose={server.expose}"
             )
             if recorder is not None:
                 head += f", recording to {recorder.path}"
@@ -309,7 +311,7 @@ def run_server(
                     keeper = recorder_for(loaded, inputs) if keeps else None
                     await server.run_stdio(keeper, grace_s=grace)
                 else:
-                    from mcp_toolbridge.server import HttpService  # only for HTTP
+                    from mcp_toolbridge.server import HttpService, reach_line  # only for HTTP
 
                     service = HttpService(server, http, console=mount_of(console, http))
                     url = service.listen()
@@ -321,6 +323,8 @@ def run_server(
                     if replica is not None:
                         where += f", replica {replica.name}"
                     err(f"{head}, over streamable HTTP at {url} ({mode}, {auth}, {where})")
+                    if (reach := reach_line(http)) is not None:
+                        say(reach)
                     if console is not None:
                         say(console_path_line(url, http, console))
                     report(loaded, settings, follows)

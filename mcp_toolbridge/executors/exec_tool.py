@@ -325,8 +325,10 @@ def _output_problem(head: str, outcome: ProcessOutcome, redact: _Redactor) -> st
     if outcome.stdout_truncated:
         message += (
             f" (stdout exceeded the {len(outcome.stdout)}-byte limit and was cut;"
-            " print less or raise the output limit)"
+            " print less, or start the server with a larger --max-output BYTES)"
         )
+    else:
+        message += " (stdout is the result: print the JSON there and log lines on stderr)"
     stderr = outcome.stderr_tail.decode("utf-8", "replace").strip()
     if stderr:
         message += f"; stderr: {redact.text(shown_tail(stderr, ERROR_TEXT_CHARS, redact.cut))}"

@@ -16,7 +16,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from mcp_toolbridge.loaders.report import ProblemLog, checked_schema, input_schemas, json_quote
+from mcp_toolbridge.loaders.report import (
+    ProblemLog,
+    checked_schema,
+    input_schemas,
+    json_quote,
+    unknown_fields,
+)
 from mcp_toolbridge.loaders.safety import declared_safety
 from mcp_toolbridge.model import EnvSpec, ExecTransport, Format, Source, ToolSpec
 from mcp_toolbridge.names import sanitize_name
@@ -25,6 +31,25 @@ __all__ = ["load_agentcli", "normalize_command", "normalize_env_passthrough"]
 
 _ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 _BIN_PREFIX = "./tools/bin/"
+_FIELDS = (
+    "name",
+    "description",
+    "schema",
+    "command",
+    "timeoutSec",
+    "envPassthrough",
+    "progress",
+    "annotations",
+)
+_MEANT = {
+    "inputSchema": "schema",
+    "input_schema": "schema",
+    "parameters": "schema",
+    "inputs": "schema",
+    "args": "command",
+    "argv": "command",
+    "env": "envPassthrough",
+}
 
 
 def normalize_command(raw: str) -> tuple[str | None, str | None]:
@@ -178,6 +203,7 @@ def _tool(entry: dict[str, Any], i: int, seen: set[str], file: _File) -> ToolSpe
     elif (declared := checked_schema(entry["schema"], "schema", log, locator)) is not None:
         schemas = input_schemas(declared, "schema", log, locator)
     facts = declared_safety(entry.get("annotations"), log, locator)
+    unknown_fields(entry, _FIELDS, log, locator, meant=_MEANT)
     if log.error_count() > before or name is None or program is None or schemas is None:
         return None
     assert facts is not None

@@ -16,7 +16,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mcp_toolbridge.loaders.report import ProblemLog, checked_schema, input_schemas, json_quote
+from mcp_toolbridge.loaders.report import (
+    ProblemLog,
+    checked_schema,
+    input_schemas,
+    json_quote,
+    unknown_fields,
+)
 from mcp_toolbridge.loaders.safety import declared_safety
 from mcp_toolbridge.model import EnvSpec, ExecTransport, Format, Source, ToolSpec
 from mcp_toolbridge.names import sanitize_name
@@ -33,6 +39,13 @@ _SEMVER = re.compile(
 _PYTHON = re.compile(r"^python(3(\.\d+)?)?$")
 _RUNTIME_VERSION = re.compile(r"\d+(\.\d+){0,2}")
 _ALLOWED = "node|nodejs|python|python3"
+_FIELDS = (
+    *("$schema", "kind", "name", "version", "description", "entrypoint", "inputs", "outputs"),
+    *("files", "runtime", "environment", "readme", "license", "annotations"),
+)
+_ENTRYPOINT_FIELDS = ("command", "args", "cwd", "timeout_ms", "env", "progress")
+_MEANT = {"schema": "inputs", "parameters": "inputs", "inputSchema": "inputs"}
+_MEANT |= {"timeout": "timeout_ms", "timeoutMs": "timeout_ms"}
 
 
 def interpreter_family(command: str) -> str | None:
@@ -94,6 +107,7 @@ def _entrypoint(
     progress = value.get("progress")
     if progress is not None and not isinstance(progress, bool):
         log.error("entrypoint.progress must be true or false (the tool reports progress)")
+    unknown_fields(value, _ENTRYPOINT_FIELDS, log, prefix="entrypoint.", meant=_MEANT)
     if log.error_count() > before or command is None:
         return None
     transport = ExecTransport(
@@ -194,13 +208,17 @@ def _documentation(doc: dict[str, Any], log: ProblemLog) -> None:
 
 def _identity(doc: dict[str, Any], log: ProblemLog) -> tuple[str | None, str | None, str]:
     name = doc.get("name")
-    if not isinstance(name, str) or not _NAME.match(name):
-        shown = json_quote(name) if isinstance(name, str) else "missing"
+    if name is None:
+        log.error("name is required: lower-case letters, digits and '-' (^[a-z][a-z0-9-]{0,63}$)")
+    elif not isinstance(name, str) or not _NAME.match(name):
+        shown = json_quote(name) if isinstance(name, str) else json_quote(str(name))
         log.error(f"name {shown} must match ^[a-z][a-z0-9-]{{0,63}}$")
         name = None
     version = doc.get("version")
-    if not isinstance(version, str) or not _SEMVER.match(version):
-        shown = json_quote(version) if isinstance(version, str) else "missing"
+    if version is None:
+        log.error("version is required: a SemVer string like 1.2.3 (pre-release/build allowed)")
+    elif not isinstance(version, str) or not _SEMVER.match(version):
+        shown = json_quote(version) if isinstance(version, str) else json_quote(str(version))
         log.error(f"version {shown} must be a SemVer string like 1.2.3 (pre-release/build allowed)")
         version = None
     description = doc.get("description")
@@ -239,11 +257,15 @@ def load_agentpm(
         log.error("files must be a non-empty list of paths or globs to package")
     fixed = entry[0].env.values if entry is not None else {}
     env = _environment(doc.get("environment"), (fixed, environ), log)
+    for key in ("inputs", "outputs"):
+        if key not in doc:
+            log.error(f"{key} is required: a JSON Schema object ({{}} for none)")
     schemas = None
-    if (inputs := checked_schema(doc.get("inputs"), "inputs", log)) is not None:
+    if "inputs" in doc and (inputs := checked_schema(doc["inputs"], "inputs", log)) is not None:
         schemas = input_schemas(inputs, "inputs", log)
-    outputs = checked_schema(doc.get("outputs"), "outputs", log)
+    outputs = checked_schema(doc["outputs"], "outputs", log) if "outputs" in doc else None
     declared = declared_safety(doc.get("annotations"), log)
+    unknown_fields(doc, _FIELDS, log, meant=_MEANT)
     if log.error_count() or name is None or entry is None or schemas is None:
         return []
     assert declared is not None

@@ -3,9 +3,10 @@ with clear errors, and the normalization of declared schemas into MCP input sche
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ __all__ = [
     "probe_file",
     "read_bytes",
     "recording_reads",
+    "unknown_fields",
 ]
 
 
@@ -77,6 +79,35 @@ class ProblemLog:
         return LoadReport(
             tools, list(self.problems), [self.path] if manifests is None else manifests
         )
+
+
+def unknown_fields(
+    value: Mapping[str, Any],
+    known: Sequence[str],
+    log: ProblemLog,
+    locator: str = "",
+    *,
+    prefix: str = "",
+    meant: Mapping[str, str] | None = None,
+) -> None:
+    """A notice for each key of ``value`` the format does not define, naming the field it was
+    probably meant to be. The formats' own loaders ignore such keys, so a misspelt optional
+    field (``inputSchema`` for ``schema``, ``timeout`` for ``timeoutSec``) would otherwise
+    change the tool without a word: no schema for the model, the server's deadline.
+    ``meant`` maps the common slips difflib cannot guess (``parameters`` -> ``schema``)."""
+    for key in value:
+        if key in known:
+            continue
+        guess = (meant or {}).get(key)
+        if guess is None:
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            guess = close[0] if close else None
+        hint = (
+            f'did you mean "{prefix}{guess}"?'
+            if guess is not None
+            else "the fields are " + ", ".join(known)
+        )
+        log.notice(f"{prefix}{key}: unknown field, ignored; {hint}", locator)
 
 
 def json_quote(text: str) -> str:

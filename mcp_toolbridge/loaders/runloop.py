@@ -31,6 +31,7 @@ from mcp_toolbridge.loaders.report import (
     parse_json,
     probe_file,
     read_bytes,
+    unknown_fields,
 )
 from mcp_toolbridge.loaders.safety import declared_safety, http_method_facts
 from mcp_toolbridge.model import (
@@ -48,6 +49,18 @@ from mcp_toolbridge.names import sanitize_name
 __all__ = ["bundle_tools_path", "load_bundle", "load_runloop"]
 
 Lookup = Callable[[str], dict[str, Any] | None]
+
+_FIELDS = (
+    *("id", "description", "transport", "input_schema", "result_schema", "schema_refs"),
+    *("capabilities", "secrets", "budget", "requires_confirmation", "observability"),
+    "annotations",
+)
+_MEANT = {"name": "id", "schema": "input_schema", "parameters": "input_schema"}
+_MEANT |= dict.fromkeys(("output_schema", "outputSchema", "outputs"), "result_schema")
+_TRANSPORT_FIELDS = {
+    "exec": ("kind", "command", "args", "progress"),
+    "http": ("kind", "method", "url", "headers"),
+}
 
 
 def _display_join(display: str, relative: str) -> str:
@@ -138,6 +151,8 @@ def _transport(value: object, log: ProblemLog, locator: str) -> Transport | None
         )
         return None
     kind = value.get("kind")
+    if isinstance(kind, str) and kind in _TRANSPORT_FIELDS:
+        unknown_fields(value, _TRANSPORT_FIELDS[kind], log, locator, prefix="transport.")
     if kind == "exec":
         command = value.get("command")
         args = value.get("args", [])
@@ -232,6 +247,22 @@ def _requires(capabilities: tuple[str, ...]) -> RequirementSet:
     )
 
 
+_PORTED = re.compile(r"net:(?:\[(?P<v6>[^\]]+)\]|(?P<host>[^:\[\]]+)):\d+")
+
+
+def _net_ports(capabilities: tuple[str, ...], log: ProblemLog, locator: str) -> None:
+    """``net:HOST`` names a host; a port after it would match no URL's host, so the tool
+    would never be served, with nothing in the manifest looking wrong."""
+    for j, cap in enumerate(capabilities):
+        if ported := _PORTED.fullmatch(cap):
+            host = ported["v6"] or ported["host"]
+            log.error(
+                f"capabilities[{j}] {json_quote(cap)}: net:HOST names a host without a port "
+                f"(a host is granted on every port); write {json_quote('net:' + host)}",
+                locator,
+            )
+
+
 def _extras(entry: dict[str, Any], log: ProblemLog, locator: str) -> dict[str, Any]:
     """Budget, confirmation and tags: the optional fields."""
     out: dict[str, Any] = {}
@@ -298,11 +329,13 @@ def _tool(
         else None
     )
     capabilities = _str_list(entry, "capabilities", log, locator)
+    _net_ports(capabilities, log, locator)
     secrets = _str_list(entry, "secrets", log, locator)
     extras = _extras(entry, log, locator)
     confirm = extras["confirm"] if isinstance(extras["confirm"], bool) else None
     derived = _derived_safety(transport, capabilities, confirm) if transport else None
     declared = declared_safety(entry.get("annotations"), log, locator, derived)
+    unknown_fields(entry, _FIELDS, log, locator, meant=_MEANT)
     if log.error_count() > before or transport is None or facing is None or declared is None:
         return None
     return ToolSpec(

@@ -195,6 +195,19 @@ def _folder(path: Path) -> Path:
     return path if path.is_dir() else path.parent
 
 
+def _too_wide(folder: Path) -> str | None:
+    """What ``folder`` is when it must never be suggested as a workspace: the file system
+    root, the home folder or a folder above it (``rm -rf /`` must not be answered with
+    ``--workspace /``)."""
+    if folder == Path(folder.anchor):
+        return "the file system root"
+    try:
+        home = Path.home().resolve()
+    except RuntimeError:  # no home folder can be determined
+        return None
+    return "the home folder or a folder above it" if home.is_relative_to(folder) else None
+
+
 def capability_way_out(policy: Policy, denial: Denial) -> str:
     """How to grant what the capability check refused: the missing path, host or command."""
     where = _where(policy, table=True)
@@ -207,6 +220,11 @@ def capability_way_out(policy: Policy, denial: Denial) -> str:
         listed = requires.read if denial.capability == "fs.read" else requires.write
         if any("{ad-hoc}" in p for p in listed) and not policy.variables.ad_hoc:
             return f"To allow it, start the server with --ad-hoc {folder}, or {grant}."
+        if (what := _too_wide(_folder(Path(denial.target)))) is not None:
+            return (
+                f"No workspace is suggested for it: {folder} is {what}. "
+                f"If a tool needs it, {grant}."
+            )
         return (
             f"To allow it, serve a workspace that contains it (--workspace {folder}), or {grant}."
         )

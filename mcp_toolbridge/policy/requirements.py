@@ -166,6 +166,13 @@ class HostPattern:
 
 def compile_host(raw: str) -> HostPattern:
     host = normalize_host(raw)
+    name, colon, port = host.rpartition(":")
+    if colon and port.isdigit() and name and (":" not in name or name.endswith("]")):
+        bare = name.removesuffix("]")
+        raise ValueError(
+            f"invalid host pattern {raw!r}: a host is granted without a port (on every port); "
+            f"write {bare!r}"
+        )
     if not host or any(ch in host for ch in "/@ \t") or "*" in host.lstrip("*."):
         raise ValueError(f"invalid host pattern {raw!r}: use a host name, an IP, '*.domain' or '*'")
     return HostPattern(host)

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         HttpService,
         check_binding,
         parse_address,
+        reach_line,
     )
     from mcp_toolbridge.server.tokens import AuthOptions
 
@@ -39,6 +40,7 @@ __getattr__ = on_first_use(  # what a stdio server never needs (a part of its st
             "HttpService",
             "check_binding",
             "parse_address",
+            "reach_line",
         ),
         "mcp_toolbridge.server.console_login": ("IssuerLogin",),
         "mcp_toolbridge.server.deadlines": ("timed_protocol",),
@@ -62,6 +64,7 @@ __all__ = [
     "ToolbridgeServer",
     "check_binding",
     "parse_address",
+    "reach_line",
     "replica_name",
     "state_keys",
     "timed_protocol",

@@ -192,14 +192,85 @@ def _bracketed(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def security_settings(options: HttpOptions) -> TransportSecuritySettings:
-    """The Host/Origin allow-list: loopback, the bound address, the --allow-host names."""
+def host_names(options: HttpOptions) -> list[str]:
+    """The names a client may reach the server by: loopback, the bound address (unless it is
+    a wildcard), the --allow-host names."""
     names = [*LOOPBACK_NAMES, *options.allowed_hosts]
     if options.host not in WILDCARDS:
         names.append(options.host)
+    return list(dict.fromkeys(names))
+
+
+def reach_line(options: HttpOptions) -> str | None:
+    """Said at start-up when the server listens on every address (its URL then names the
+    loopback address): the names it answers, since a client on another machine that uses one
+    it was not told about gets 421."""
+    if options.host not in WILDCARDS:
+        return None
+    names = ", ".join(_bracketed(n) for n in host_names(options))
+    if options.allowed_hosts:
+        return f"listening on every address, answering the Host names {names}"
+    return (
+        f"listening on every address, but answering only the Host names {names} (DNS-rebinding "
+        "protection): for clients on other machines, add --allow-host with each name or "
+        "address they use (--allow-host tools.internal); any other is answered 421"
+    )
+
+
+def connect_url(options: HttpOptions) -> str:
+    """The URL to give a client: bound to every address (0.0.0.0, ::), the loopback one, as
+    neither 0.0.0.0 nor :: is an address to connect to, nor a Host the server answers."""
+    if options.host not in WILDCARDS:
+        return options.url
+    return dataclasses.replace(options, host="::1" if options.host == "::" else "127.0.0.1").url
+
+
+class ExplainedHost:
+    """ASGI middleware: the SDK's 421 for a Host not on the allow-list says only "Invalid Host
+    header"; this one names the Host and the flag that allows it. The decision stays the
+    SDK's: only the answer's body is replaced."""
+
+    def __init__(self, app: ASGIApp, options: HttpOptions) -> None:
+        self._app = app
+        self._names = ", ".join(_bracketed(n) for n in host_names(options))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        replaced = False
+
+        async def sending(message: Message) -> None:
+            nonlocal replaced
+            if message["type"] == "http.response.start" and message["status"] == 421:
+                replaced = True
+                await self._explain(scope, message, send)
+            elif not replaced:
+                await send(message)
+
+        await self._app(scope, receive, sending)
+
+    async def _explain(self, scope: Scope, start: Message, send: Send) -> None:
+        given = next((v for k, v in scope.get("headers", []) if k.lower() == b"host"), b"")
+        host = given.decode("latin-1")
+        name = host[1:].partition("]")[0] if host.startswith("[") else host.partition(":")[0]
+        body = json.dumps(
+            {
+                "error": f"this server does not answer to the Host {host!r} (DNS-rebinding "
+                f"protection; it answers {self._names}): start it with --allow-host "
+                f"{name or 'NAME'} to reach it by that name"
+            }
+        ).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+        await send({**start, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+
+def security_settings(options: HttpOptions) -> TransportSecuritySettings:
+    """The Host/Origin allow-list: loopback, the bound address, the --allow-host names."""
     hosts: list[str] = []
     origins: list[str] = []
-    for name in dict.fromkeys(names):
+    for name in host_names(options):
         shown = _bracketed(name)
         hosts += [shown, f"{shown}:*"]
         origins += [
@@ -281,7 +352,7 @@ def build_app(
         session_idle_timeout=options.session_idle_timeout_s,
         shared=SharedSessions(replica.shared, replica.name) if replica is not None else None,
     )
-    endpoint: ASGIApp = StreamableHTTPASGIApp(sessions)
+    endpoint: ASGIApp = ExplainedHost(StreamableHTTPASGIApp(sessions), options)
     if replica is not None:
         endpoint = RemoteResume(endpoint, replica.shared, sessions.holds)
     endpoint = StreamShares(endpoint)
@@ -364,7 +435,7 @@ class HttpService:
             if auth is not None:  # its canonical URL may name the port just picked
                 self.guard = ResourceServer(auth, auth.resource or self.options.url)
             self._app = build_app(self._server, self.options, self.guard, self._console)
-        return self.options.url
+        return connect_url(self.options)
 
     async def serve(self, *, task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED) -> None:
         """Serve until :meth:`stop` (or SIGINT/SIGTERM). Started with the URL: the socket is

@@ -258,7 +258,8 @@ def test_serve_refuses_invalid_manifests_with_every_problem_and_exit_2(
     assert (code, out) == (2, "")
     assert err.splitlines() == [
         *(f"{broken}/{line}" for line in BROKEN_LINES),
-        "mcp-toolbridge: 3 problem(s) found; nothing served",
+        "mcp-toolbridge: 3 problem(s) found; nothing served "
+        "(or serve the valid tools with --skip-invalid)",
     ]
 
 

@@ -80,7 +80,7 @@ def test_serve_names_what_each_manifest_gave_and_summarises_what_it_left_out(
     )
     assert left_out.endswith(
         "its host is not in the granted net.hosts; grant it in the policy's [requires] "
-        "net.hosts, or declare it in the tool's requirements"
+        'net.hosts, or declare it in the tool\'s capabilities ("net:HOST" in its Runloop entry)'
     )
     assert (
         lines[3] == f"mcp-toolbridge: workspace {tmp_path.resolve()} (the working directory; "

@@ -253,10 +253,23 @@ def test_a_schema_without_type_gets_object_in_the_model_facing_copy(tmp_path):
     assert report.tools[0].runtime_input_schema == declared
 
 
-def test_unknown_keys_are_ignored(tmp_path):
-    report = load(tmp_path, {"tools": [tool(extra={"x": 1})], "comment": "hi"})
-    assert report.problems == []
+def test_unknown_keys_are_ignored_with_a_notice_naming_the_field_meant(tmp_path):
+    """agentcli ignores fields it does not know, and so does the load; but a misspelt optional
+    field changes the tool silently (no schema for the model, the server's deadline), so each
+    one is a notice that names the field it was probably meant to be."""
+    doc = {
+        "tools": [tool(extra={"x": 1}, inputSchema={"type": "object"}, timeout=5)],
+        "comment": "hi",
+    }
+    report = load(tmp_path, doc)
     assert len(report.tools) == 1
+    assert report.errors == []
+    assert rendered(report) == [
+        f'{SHOWN}: tool[0] "t": extra: unknown field, ignored; the fields are name, description, '
+        "schema, command, timeoutSec, envPassthrough, progress, annotations",
+        f'{SHOWN}: tool[0] "t": inputSchema: unknown field, ignored; did you mean "schema"?',
+        f'{SHOWN}: tool[0] "t": timeout: unknown field, ignored; did you mean "timeoutSec"?',
+    ]
 
 
 def test_current_shape_loads_every_tool_from_tools_bin_with_its_env_names():

@@ -128,6 +128,30 @@ def test_runtime_type_must_match_the_interpreter_family(tmp_path):
     assert load(tmp_path, doc).problems == []
 
 
+def test_a_missing_field_is_required_and_a_misspelt_one_names_the_field_meant(tmp_path):
+    """The slips of a first agent.json: ``input`` for ``inputs``, no version, no outputs, a
+    ``timeout`` in the entrypoint. Each message names the field and what it takes."""
+    doc = manifest(
+        version=None,
+        inputs=None,
+        outputs=None,
+        input={"type": "object"},
+        entrypoint={"command": "python3", "args": ["main.py"], "timeout": 5000},
+    )
+    assert [p.render() for p in load(tmp_path, doc).problems] == [
+        f"{SHOWN}: version is required: a SemVer string like 1.2.3 (pre-release/build allowed)",
+        f"{SHOWN}: entrypoint.timeout: unknown field, ignored; "
+        'did you mean "entrypoint.timeout_ms"?',
+        f"{SHOWN}: inputs is required: a JSON Schema object ({{}} for none)",
+        f"{SHOWN}: outputs is required: a JSON Schema object ({{}} for none)",
+        f'{SHOWN}: input: unknown field, ignored; did you mean "inputs"?',
+    ]
+    doc = manifest(name=None)
+    assert [p.message for p in load(tmp_path, doc).problems] == [
+        "name is required: lower-case letters, digits and '-' (^[a-z][a-z0-9-]{0,63}$)"
+    ]
+
+
 def test_every_field_problem_is_collected(tmp_path):
     doc = manifest(
         name="Bad_Name",
@@ -156,7 +180,7 @@ def test_every_field_problem_is_collected(tmp_path):
     assert any(
         m.startswith("inputs: at /properties/n/type: 'integr' is not one of") for m in messages
     )
-    assert "outputs: must be a JSON Schema object, got null" in messages
+    assert "outputs is required: a JSON Schema object ({} for none)" in messages
     assert len(messages) == 10
 
 

@@ -133,7 +133,9 @@ async def test_config_from_the_installed_package_launches_that_install(
     assert f"problem  command      {script} is in a temporary folder" in doctor.stdout
     assert "ENOENT" not in doctor.stdout
     assert f"ok       workspace    {project}" in doctor.stdout, doctor.stdout
-    assert "ok       manifests    19 tools from 3 manifests" in doctor.stdout, doctor.stdout
+    assert "ok       manifests    5 tools from 3 manifests, and 13 locked tools" in doctor.stdout, (
+        doctor.stdout
+    )
     assert doctor.returncode == 1
 
 

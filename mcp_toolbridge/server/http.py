@@ -18,7 +18,9 @@ by uvicorn, behind an optional bearer token or an OAuth authorization server.
   2025-11-25 client resumes its stream with ``Last-Event-ID`` (resume.py).
 - Request bodies are capped at 4 MiB (the SDK's limit: 413 before anything is parsed), and
   a request must arrive in time: its headers within 10 s, its body within 60 s more, or the
-  connection is closed (deadlines.py: slow clients cannot hold connections for ever).
+  connection is closed (deadlines.py: slow clients cannot hold connections for ever). Once
+  it has arrived, an identified caller holds at most 64 streams open at once, everyone
+  together at most half the process's file descriptors (streams.py).
 - ``/healthz`` (the process answers) and ``/readyz`` (it should get traffic: not stopping,
   and with shared state, Redis answers) for load balancers, without credentials.
 - With shared state (``--state redis://…``, replicas.py) session ids name the replica, their
@@ -60,6 +62,7 @@ from mcp_toolbridge.server.health import HEALTH_PATHS, Draining, health_routes
 from mcp_toolbridge.server.host import caller_in
 from mcp_toolbridge.server.http_sessions import PrimedStreams, ResumableSessions, SharedSessions
 from mcp_toolbridge.server.shared_events import RemoteResume
+from mcp_toolbridge.server.streams import StreamShares
 from mcp_toolbridge.server.tokens import AuthOptions
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 
@@ -355,6 +358,7 @@ def build_app(
     endpoint: ASGIApp = ExplainedHost(StreamableHTTPASGIApp(sessions), options)
     if replica is not None:
         endpoint = RemoteResume(endpoint, replica.shared, sessions.holds)
+    endpoint = StreamShares(endpoint)
     routes: list[BaseRoute] = [
         Route(options.path, endpoint=guard.protect(endpoint) if guard else endpoint)
     ]

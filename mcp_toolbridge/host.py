@@ -190,6 +190,14 @@ class Host(Protocol):
         ...
 
 
+class SharedHost(Host, Protocol):
+    """A Host every caller's calls share (the web console's desk): each call asks through
+    the view :meth:`for_caller` gives it, so the host knows whose question it holds and can
+    keep each caller to its share."""
+
+    def for_caller(self, caller: Caller) -> Host: ...
+
+
 class InputPending(Exception):
     """Raised by a Host that must return to the client before it can answer (MCP 2026
     multi-round-trip requests): the call ends now and is retried with the answer."""
@@ -345,7 +353,8 @@ class CallContext:
     """The call's record in shared state, when replicas share one (else None)."""
     console: Host | None = None
     """Where a person answers a confirmation this call's client cannot ask (``serve
-    --console``): the call waits there up to its deadline. None: such a call is refused."""
+    --console``): the call waits there up to its deadline. None: such a call is refused.
+    The console's view for this call's caller (:meth:`SharedHost.for_caller`)."""
     redact_cut: RedactCut | None = None
     """What a tool that cuts its output calls for the part it shows (:data:`RedactCut`);
     None: the secret scan is off (or nothing screens this call), a cut shows what it cuts."""

@@ -82,6 +82,11 @@ class HttpTransport(Frozen):
 class BuiltinTransport(Frozen):
     kind: Literal["builtin"] = "builtin"
     name: str
+    holds_place: bool = True
+    """Whether a call holds one of the bridge's places (its limit on calls running at once)
+    while it runs. False for a tool that waits on a person or the client's model rather
+    than this machine (question, task): held, a few such calls would stop every caller's
+    tools, and a subagent's own calls would wait for the place its task holds."""
 
 
 Transport = Annotated[ExecTransport | HttpTransport | BuiltinTransport, Field(discriminator="kind")]

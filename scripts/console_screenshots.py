@@ -25,7 +25,8 @@ sys.path.insert(0, str(ROOT))
 
 from mcp_toolbridge.console import Console, ConsoleOptions
 from mcp_toolbridge.runtime import Settings, load_catalog, open_runtime
-from mcp_toolbridge.server.http import HttpOptions, HttpService
+from mcp_toolbridge.server.http import HttpService
+from mcp_toolbridge.server.http_options import HttpOptions
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.browser import CHROMIUM, FLAGS
 from tests.support.oidc import oidc_provider, oidc_skip_reason

@@ -66,7 +66,7 @@ from mcp_toolbridge.executors import (
 )
 from mcp_toolbridge.host import CallContext, Caller, InputPending
 from mcp_toolbridge.leaks import OFF, SecretScan
-from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.model import BuiltinTransport, ToolSpec
 from mcp_toolbridge.names import PROXY_TOOL
 from mcp_toolbridge.sandbox import Confinement
 
@@ -428,6 +428,8 @@ class Bridge:
             context=ctx,
             sandbox=sandbox,
         )
+        if isinstance(spec.transport, BuiltinTransport) and not spec.transport.holds_place:
+            return await executor.run(request)  # it waits on a person or the client's model
         async with self._limiter:
             return await executor.run(request)
 

@@ -21,11 +21,13 @@ def builtin_spec(
     description: str,
     input_schema: dict[str, Any],
     safety: Safety,
+    holds_place: bool = True,
     **facts: Any,
 ) -> ToolSpec:
     """A locked tool's declaration: its id is its name, its namespace ``builtin``, the model
     sees the runtime schema as it is, and calls go to the built-in executor by name.
-    ``facts``: the rest of ToolSpec (requires, argument_roles, timeout_s, ...)."""
+    ``holds_place``: see BuiltinTransport. ``facts``: the rest of ToolSpec (requires,
+    argument_roles, timeout_s, ...)."""
     return ToolSpec(
         name=name,
         id=name,
@@ -34,7 +36,7 @@ def builtin_spec(
         description=description,
         input_schema=input_schema,
         runtime_input_schema=input_schema,
-        transport=BuiltinTransport(name=name),
+        transport=BuiltinTransport(name=name, holds_place=holds_place),
         safety=safety,
         source=BUILTIN_SOURCE,
         **facts,

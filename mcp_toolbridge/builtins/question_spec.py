@@ -98,6 +98,7 @@ SPEC = builtin_spec(
     ),
     input_schema=INPUT_SCHEMA,
     output_schema=OUTPUT_SCHEMA,
+    holds_place=False,  # it waits on a person, not on this machine
     safety=Safety(
         read_only=True, destructive=False, idempotent=False, open_world=False, inferred=frozenset()
     ),

@@ -65,7 +65,8 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="calls executing at once (default 2 x cores)",
+        help="calls executing at once (default 2 x cores); question and task, which wait on a "
+        "person or the client's model, are not counted",
     )
     parser.add_argument(
         "--max-output",

@@ -25,9 +25,12 @@ import anyio
 
 from mcp_toolbridge.bridge import ALLOW_ALWAYS, ALLOW_ONCE, REJECT
 from mcp_toolbridge.host import (
+    LOCAL,
     Answer,
+    Caller,
     Confirmation,
     CouldNotAsk,
+    Host,
     SamplingRequest,
     SamplingResult,
 )
@@ -39,9 +42,10 @@ _DECISIONS: dict[str, str] = {"once": ALLOW_ONCE, "always": ALLOW_ALWAYS, "deny"
 MAX_WAITING = 256
 """How many questions may wait at once; a call beyond them is refused at once."""
 MAX_WAITING_PER_CALLER = 32
-"""How many confirmations of one identified caller (OAuth) may wait at once, so one person or
-agent cannot fill the desk and have everyone else's calls refused (anonymous callers, the
-static token's, are one caller: :data:`MAX_WAITING` alone holds for them)."""
+"""How many questions of one identified caller (OAuth), confirmations and the question tool's
+forms together, may wait at once, so one person or agent cannot fill the desk and have
+everyone else's calls refused (anonymous callers, the static token's, are one caller:
+:data:`MAX_WAITING` alone holds for them)."""
 MAX_TEXT = 4000
 """The longest free-text answer kept."""
 NOTHING_WAITS = (
@@ -62,6 +66,8 @@ class Waiting:
     schema: dict[str, Any] = field(default_factory=dict)
     replica: str = ""
     """The replica whose call waits ("": this process, with no replicas)."""
+    caller: Caller = LOCAL
+    """Whose call asks (a confirmation's is its ``about.caller``)."""
     answered: anyio.Event = field(default_factory=anyio.Event)
     answer: Answer | None = None
 
@@ -155,23 +161,36 @@ class Desk:
         self._changed = anyio.Event()
 
     async def wait(
-        self, about: Confirmation | None, message: str = "", schema: dict[str, Any] | None = None
+        self,
+        about: Confirmation | None,
+        message: str = "",
+        schema: dict[str, Any] | None = None,
+        caller: Caller = LOCAL,
     ) -> Answer:
-        """Put ``about`` (or the form ``message``, ``schema``) on the desk and wait for its
-        answer: a confirmation up to ``about.wait_s``, a form as long as its call runs."""
+        """Put ``about`` (or the form ``message``, ``schema`` of ``caller``'s call) on the
+        desk and wait for its answer: a confirmation up to ``about.wait_s``, a form as long
+        as its call runs."""
+        if about is not None:
+            caller = about.caller
         if len(self._waiting) >= MAX_WAITING:
             raise CouldNotAsk(
                 f"{MAX_WAITING} calls already wait for an answer in the console; answer or "
                 "deny them there first"
             )
-        if about is not None and self._held_by(about) >= MAX_WAITING_PER_CALLER:
+        if self._held_by(caller) >= MAX_WAITING_PER_CALLER:
             raise CouldNotAsk(
-                f"{MAX_WAITING_PER_CALLER} calls of {about.caller.describe()} already wait "
+                f"{MAX_WAITING_PER_CALLER} calls of {caller.describe()} already wait "
                 "for a person's answer in the console; wait for their answers before making "
                 "more calls that need one"
             )
         waiting = Waiting(
-            self._new_id(), about, time.time(), message, schema or {}, replica=self.replica
+            self._new_id(),
+            about,
+            time.time(),
+            message,
+            schema or {},
+            replica=self.replica,
+            caller=caller,
         )
         self._waiting[waiting.id] = waiting
         self.touch()
@@ -197,14 +216,12 @@ class Desk:
     def _new_id(self) -> str:
         return secrets.token_urlsafe(12)
 
-    def _held_by(self, about: Confirmation) -> int:
-        """How many confirmations of ``about``'s caller wait here (0: an anonymous one)."""
-        who = about.caller.key
+    def _held_by(self, caller: Caller) -> int:
+        """How many questions of ``caller`` wait here (0: an anonymous one)."""
+        who = caller.key
         if who is None:
             return 0
-        return sum(
-            1 for w in self._waiting.values() if w.about is not None and w.about.caller.key == who
-        )
+        return sum(1 for w in self._waiting.values() if w.caller.key == who)
 
     async def _posted(self, waiting: Waiting) -> None:
         """A question is on this desk (replicas: show it on every console)."""
@@ -243,10 +260,15 @@ class Desk:
 
 class ConsoleHost:
     """The Host a headless call is asked through: the console's desk (confirmations, and the
-    question tool's forms)."""
+    question tool's forms). Every call asks through :meth:`for_caller`'s view, which brings
+    its caller to the desk: a caller's forms count toward its share as its confirmations do."""
 
-    def __init__(self, desk: Desk) -> None:
+    def __init__(self, desk: Desk, caller: Caller = LOCAL) -> None:
         self.desk = desk
+        self.caller = caller
+
+    def for_caller(self, caller: Caller) -> Host:
+        return ConsoleHost(self.desk, caller)
 
     @property
     def can_elicit(self) -> bool:
@@ -263,7 +285,7 @@ class ConsoleHost:
         schema: dict[str, Any],
         about: Confirmation | None = None,
     ) -> Answer:
-        return await self.desk.wait(about, message, schema)
+        return await self.desk.wait(about, message, schema, self.caller)
 
     async def sample(self, key: str, request: SamplingRequest) -> SamplingResult:
         raise NotImplementedError("the console has no model to sample")

@@ -98,6 +98,7 @@ def waiting_json(waiting: Waiting) -> dict[str, Any]:
         "message": waiting.message if about is None else "",
         "schema": waiting.schema,
         "about": about,
+        "caller": _caller_json(waiting.caller),
     }
 
 
@@ -114,6 +115,7 @@ def waiting_from(entry: Mapping[str, Any]) -> Waiting | None:
             str(entry.get("message") or ""),
             dict(entry.get("schema") or {}),
             replica=str(entry["replica"]),
+            caller=about.caller if about is not None else _caller(entry.get("caller")),
         )
     except (KeyError, TypeError, ValueError):
         return None

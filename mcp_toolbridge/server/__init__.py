@@ -17,13 +17,12 @@ from mcp_toolbridge.server.wire import to_tool
 if TYPE_CHECKING:
     from mcp_toolbridge.server.console_login import IssuerLogin
     from mcp_toolbridge.server.deadlines import timed_protocol
-    from mcp_toolbridge.server.http import (
+    from mcp_toolbridge.server.http import ConsoleMount, HttpService
+    from mcp_toolbridge.server.http_options import (
         SESSION_IDLE_TIMEOUT_S,
         TOKEN_ENV,
         WILDCARDS,
-        ConsoleMount,
         HttpOptions,
-        HttpService,
         check_binding,
         parse_address,
         reach_line,
@@ -33,13 +32,12 @@ if TYPE_CHECKING:
 __getattr__ = on_first_use(  # what a stdio server never needs (a part of its start-up)
     __name__,
     {
-        "mcp_toolbridge.server.http": (
+        "mcp_toolbridge.server.http": ("ConsoleMount", "HttpService"),
+        "mcp_toolbridge.server.http_options": (
             "SESSION_IDLE_TIMEOUT_S",
             "TOKEN_ENV",
             "WILDCARDS",
-            "ConsoleMount",
             "HttpOptions",
-            "HttpService",
             "check_binding",
             "parse_address",
             "reach_line",

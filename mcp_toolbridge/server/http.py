@@ -18,7 +18,9 @@ by uvicorn, behind an optional bearer token or an OAuth authorization server.
   2025-11-25 client resumes its stream with ``Last-Event-ID`` (resume.py).
 - Request bodies are capped at 4 MiB (the SDK's limit: 413 before anything is parsed), and
   a request must arrive in time: its headers within 10 s, its body within 60 s more, or the
-  connection is closed (deadlines.py: slow clients cannot hold connections for ever).
+  connection is closed (deadlines.py: slow clients cannot hold connections for ever). Once
+  it has arrived, an identified caller holds at most 64 streams open at once, everyone
+  together at most half the process's file descriptors (streams.py).
 - ``/healthz`` (the process answers) and ``/readyz`` (it should get traffic: not stopping,
   and with shared state, Redis answers) for load balancers, without credentials.
 - With shared state (``--state redis://…``, replicas.py) session ids name the replica, their
@@ -33,10 +35,8 @@ from __future__ import annotations
 
 import dataclasses
 import hmac
-import ipaddress
 import json
 import logging
-import math
 import signal
 import socket
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -47,7 +47,6 @@ import anyio
 import uvicorn
 from anyio.abc import TaskStatus
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
-from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Mount, Route
 
@@ -55,33 +54,31 @@ from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.host import CALLER_KEY
 from mcp_toolbridge.server.auth import ResourceServer
 from mcp_toolbridge.server.console_login import IssuerLogin
-from mcp_toolbridge.server.deadlines import BODY_S, HEAD_S, quiet_disconnects, timed_protocol
+from mcp_toolbridge.server.deadlines import quiet_disconnects, timed_protocol
 from mcp_toolbridge.server.health import HEALTH_PATHS, Draining, health_routes
 from mcp_toolbridge.server.host import caller_in
+from mcp_toolbridge.server.http_options import (
+    TOKEN_ENV,
+    ExplainedHost,
+    HttpOptions,
+    bracketed,
+    check_binding,
+    connect_url,
+    security_settings,
+)
 from mcp_toolbridge.server.http_sessions import PrimedStreams, ResumableSessions, SharedSessions
 from mcp_toolbridge.server.shared_events import RemoteResume
-from mcp_toolbridge.server.tokens import AuthOptions
+from mcp_toolbridge.server.streams import StreamShares
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 
 log = logging.getLogger("mcp_toolbridge")
 
 CONSOLE_PATH = "/console"
 CONSOLE_SIGN_IN = CONSOLE_PATH + "/sign-in"
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8765
-MCP_PATH = "/mcp"
-SESSION_IDLE_TIMEOUT_S = 30 * 60.0
-"""A stateful session no request has used for this long is closed (the SDK's default)."""
-TOKEN_ENV = "TOOLBRIDGE_TOKEN"
-DRAIN_TIMEOUT_S = 30.0
-"""On SIGTERM, running calls may finish for this long; then they are ended (audited as
-ended by the shutdown)."""
 SIGNAL_POLL_S = 0.1
 ENDING_S = 10.0
 """After serving, how long calls the shutdown cancelled may take to end (their process
 groups killed, their audit lines written) before the server's state is closed."""
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
-WILDCARDS = ("0.0.0.0", "::", "")
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -92,194 +89,6 @@ ConsoleMount = Callable[[int, IssuerLogin | None], tuple[ASGIApp, ASGIApp | None
 """(the bound port, the console's OAuth client at the authorization server that guards the
 endpoint, if one does) -> the web console's pages and its sign-in (``serve --http
 --console``: ``Console.mounted``)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class HttpOptions:
-    host: str = DEFAULT_HOST
-    port: int = DEFAULT_PORT
-    token: str | None = None
-    stateless: bool = False
-    allowed_hosts: tuple[str, ...] = ()
-    """More Host names clients use to reach this server (a DNS name, a LAN address)."""
-    path: str = MCP_PATH
-    session_idle_timeout_s: float = SESSION_IDLE_TIMEOUT_S
-    """Close a stateful session after this long without a request in flight: its calls are
-    cancelled (their processes killed) and its state dropped."""
-    auth: AuthOptions | None = None
-    """Accept access tokens of this OAuth issuer (instead of the static token)."""
-    drain_timeout_s: float = DRAIN_TIMEOUT_S
-    """On SIGTERM: how long running calls may go on before they are ended."""
-    head_s: float = HEAD_S
-    """How long a client may take to send a request's headers (deadlines.py)."""
-    body_s: float = BODY_S
-    """And its body, after the headers."""
-
-    @property
-    def url(self) -> str:
-        return f"http://{_bracketed(self.host or DEFAULT_HOST)}:{self.port}{self.path}"
-
-
-def parse_address(text: str, *, flag: str = "--http") -> tuple[str, int]:
-    """``HOST:PORT``, ``[V6]:PORT``, ``:PORT`` or ``PORT`` (host 127.0.0.1)."""
-    host, port = DEFAULT_HOST, text
-    if text.startswith("["):
-        inner, _, rest = text[1:].partition("]")
-        host, port = inner, rest.removeprefix(":")
-    elif ":" in text:
-        head, _, port = text.rpartition(":")
-        host = head or DEFAULT_HOST
-    try:
-        number = int(port)
-    except ValueError:
-        number = -1
-    if not 0 <= number <= 65535:
-        raise ConfigError(
-            f"{flag} {text}: expected HOST:PORT with a port from 0 to 65535, e.g. 127.0.0.1:8765",
-            code=ErrorCode.CONFIG_INVALID,
-        )
-    return host, number
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def check_binding(options: HttpOptions) -> None:
-    """Refuse to listen beyond this machine without a token (and settings that make no
-    sense)."""
-    if not math.isfinite(options.drain_timeout_s) or options.drain_timeout_s < 0:
-        raise ConfigError(
-            f"--drain-timeout must be 0 or more seconds, not {options.drain_timeout_s:g}",
-            code=ErrorCode.CONFIG_INVALID,
-        )
-    if not math.isfinite(options.session_idle_timeout_s) or options.session_idle_timeout_s <= 0:
-        raise ConfigError(
-            "--session-idle-timeout must be a positive number of seconds, "
-            f"not {options.session_idle_timeout_s:g}",
-            code=ErrorCode.CONFIG_INVALID,
-        )
-    if options.token is not None and not options.token.strip():
-        raise ConfigError(
-            f"the bearer token is empty; pass a long random value with --token or {TOKEN_ENV}",
-            code=ErrorCode.CONFIG_INVALID,
-        )
-    if options.token and options.auth is not None:
-        raise ConfigError(
-            f"--token ({TOKEN_ENV}) and --auth-issuer exclude each other: with an "
-            "authorization server every caller has their own token; drop the static one",
-            code=ErrorCode.CONFIG_INVALID,
-        )
-    if options.auth is not None:
-        options.auth.checked()
-    if not is_loopback(options.host) and not options.token and options.auth is None:
-        raise ConfigError(
-            f"refusing to serve on {options.host or 'every address'} without a bearer token: "
-            f"anyone who can reach it could run the tools. Set {TOKEN_ENV} (or --token), or "
-            f"--auth-issuer, or bind {DEFAULT_HOST}",
-            code=ErrorCode.CONFIG_INVALID,
-        )
-
-
-def _bracketed(host: str) -> str:
-    return f"[{host}]" if ":" in host else host
-
-
-def host_names(options: HttpOptions) -> list[str]:
-    """The names a client may reach the server by: loopback, the bound address (unless it is
-    a wildcard), the --allow-host names."""
-    names = [*LOOPBACK_NAMES, *options.allowed_hosts]
-    if options.host not in WILDCARDS:
-        names.append(options.host)
-    return list(dict.fromkeys(names))
-
-
-def reach_line(options: HttpOptions) -> str | None:
-    """Said at start-up when the server listens on every address (its URL then names the
-    loopback address): the names it answers, since a client on another machine that uses one
-    it was not told about gets 421."""
-    if options.host not in WILDCARDS:
-        return None
-    names = ", ".join(_bracketed(n) for n in host_names(options))
-    if options.allowed_hosts:
-        return f"listening on every address, answering the Host names {names}"
-    return (
-        f"listening on every address, but answering only the Host names {names} (DNS-rebinding "
-        "protection): for clients on other machines, add --allow-host with each name or "
-        "address they use (--allow-host tools.internal); any other is answered 421"
-    )
-
-
-def connect_url(options: HttpOptions) -> str:
-    """The URL to give a client: bound to every address (0.0.0.0, ::), the loopback one, as
-    neither 0.0.0.0 nor :: is an address to connect to, nor a Host the server answers."""
-    if options.host not in WILDCARDS:
-        return options.url
-    return dataclasses.replace(options, host="::1" if options.host == "::" else "127.0.0.1").url
-
-
-class ExplainedHost:
-    """ASGI middleware: the SDK's 421 for a Host not on the allow-list says only "Invalid Host
-    header"; this one names the Host and the flag that allows it. The decision stays the
-    SDK's: only the answer's body is replaced."""
-
-    def __init__(self, app: ASGIApp, options: HttpOptions) -> None:
-        self._app = app
-        self._names = ", ".join(_bracketed(n) for n in host_names(options))
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self._app(scope, receive, send)
-            return
-        replaced = False
-
-        async def sending(message: Message) -> None:
-            nonlocal replaced
-            if message["type"] == "http.response.start" and message["status"] == 421:
-                replaced = True
-                await self._explain(scope, message, send)
-            elif not replaced:
-                await send(message)
-
-        await self._app(scope, receive, sending)
-
-    async def _explain(self, scope: Scope, start: Message, send: Send) -> None:
-        given = next((v for k, v in scope.get("headers", []) if k.lower() == b"host"), b"")
-        host = given.decode("latin-1")
-        name = host[1:].partition("]")[0] if host.startswith("[") else host.partition(":")[0]
-        body = json.dumps(
-            {
-                "error": f"this server does not answer to the Host {host!r} (DNS-rebinding "
-                f"protection; it answers {self._names}): start it with --allow-host "
-                f"{name or 'NAME'} to reach it by that name"
-            }
-        ).encode()
-        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
-        await send({**start, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
-
-
-def security_settings(options: HttpOptions) -> TransportSecuritySettings:
-    """The Host/Origin allow-list: loopback, the bound address, the --allow-host names."""
-    hosts: list[str] = []
-    origins: list[str] = []
-    for name in host_names(options):
-        shown = _bracketed(name)
-        hosts += [shown, f"{shown}:*"]
-        origins += [
-            f"http://{shown}",
-            f"http://{shown}:*",
-            f"https://{shown}",
-            f"https://{shown}:*",
-        ]
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
-    )
 
 
 class BearerToken:
@@ -355,6 +164,7 @@ def build_app(
     endpoint: ASGIApp = ExplainedHost(StreamableHTTPASGIApp(sessions), options)
     if replica is not None:
         endpoint = RemoteResume(endpoint, replica.shared, sessions, replica.name)
+    endpoint = StreamShares(endpoint)
     routes: list[BaseRoute] = [
         Route(options.path, endpoint=guard.protect(endpoint) if guard else endpoint)
     ]
@@ -382,7 +192,7 @@ def _listen(host: str, port: int) -> socket.socket:
         return socket.create_server((host, port), family=family, reuse_port=False)
     except OSError as exc:
         raise ConfigError(
-            f"cannot listen on {_bracketed(host)}:{port}: {exc.strerror or exc}; pick another "
+            f"cannot listen on {bracketed(host)}:{port}: {exc.strerror or exc}; pick another "
             "--http address or port",
             code=ErrorCode.CONFIG_INVALID,
         ) from exc

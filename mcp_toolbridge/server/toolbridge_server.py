@@ -29,9 +29,9 @@ from mcp_toolbridge.host import (
     Caller,
     Connected,
     FoundTools,
-    Host,
     InputPending,
     LogLevel,
+    SharedHost,
 )
 from mcp_toolbridge.server.connections import ConnectionLog
 from mcp_toolbridge.server.exposure import (
@@ -96,13 +96,14 @@ class ToolbridgeServer:
         sidecar_dir: SidecarDir | None = None,
         notices: Sequence[str] = (),
         on_first_list: Callable[[], None] | None = None,
-        console: Host | None = None,
+        console: SharedHost | None = None,
         replica: Replica | None = None,
     ) -> None:
         """``bridge``: the bridge calls go through, or an :class:`Opening` to list with
         until :meth:`opened` gives it (a call waits for it meanwhile).
-        ``console``: where a person answers the confirmations a headless client cannot
-        ask (``serve --console``); None: they are refused.
+        ``console``: where a person answers the confirmations and questions a headless
+        client cannot ask (``serve --console``), each call through its caller's view; None:
+        they are refused.
         ``roots``: follow the client's MCP roots (stdio and in-memory connections), calling
         it with them on every change; None leaves the workspace as it is.
         ``sidecar_dir(session_id)``: the session's sidecar folder (Sessions.sidecar_dir);
@@ -361,6 +362,7 @@ class ToolbridgeServer:
             await ctx.session.report_progress(current, total, message)
 
         host = McpHost(ctx, params)
+        caller = caller_of(ctx)
         session_id = self._session_id(ctx)
         scope = scope_of(ctx)
         call_ctx = CallContext(
@@ -370,8 +372,8 @@ class ToolbridgeServer:
             found_tools=self._found_tools(ctx),
             budget_session=self.service if scope is None else None,  # summed server-wide
             log=self._client_log.for_call(ctx),
-            caller=caller_of(ctx),
-            console=self._console,
+            caller=caller,
+            console=self._console.for_caller(caller) if self._console is not None else None,
         )
         link = None
         self.calls.began()

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types as types
 import pytest
 
@@ -187,6 +188,42 @@ async def test_question_asks_the_person_through_elicitation(tmp_path):
         )
     assert not result.is_error, result
     assert result.structured_content == {"answers": [["blue"]]}
+
+
+async def test_questions_waiting_on_the_person_hold_no_place_of_the_running_calls(tmp_path):
+    """A question waits on a person, not on this machine: with one place for running calls
+    (--max-concurrency 1) and two questions open, another call still runs at once; before,
+    the questions held the places and every caller's tools waited for the answers."""
+    asked = [anyio.Event(), anyio.Event()]
+    answer = anyio.Event()
+
+    async def person(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        assert isinstance(params, types.ElicitRequestFormParams)
+        field = next(iter(params.requested_schema["properties"]))
+        asked[0 if not asked[0].is_set() else 1].set()
+        await answer.wait()
+        return types.ElicitResult(action="accept", content={field: "blue"})
+
+    settings = locked_settings(tmp_path, max_concurrency=1)
+    ask = {"questions": [{"question": "Which colour?", "options": [{"label": "blue"}]}]}
+    answered: list[types.CallToolResult] = []
+    async with served_client(
+        settings, "legacy", locked=True, elicitation_callback=person
+    ) as client:
+
+        async def question() -> None:
+            answered.append(await client.call_tool("question", ask))
+
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as group:
+                group.start_soon(question)
+                group.start_soon(question)
+                for event in asked:
+                    await event.wait()
+                echoed = await client.call_tool("echo", {"text": "meanwhile"})
+                assert not echoed.is_error, echoed
+                answer.set()
+    assert [r.structured_content for r in answered] == [{"answers": [["blue"]]}] * 2
 
 
 async def test_question_the_client_could_not_ask_is_a_headless_style_tool_error(tmp_path):

@@ -45,7 +45,12 @@ class Server:
     """Every call the gate saw: tool name and the caller's context."""
 
 
-def serve(tmp_path: Path, deny: frozenset[str] = frozenset(), **task_options: Any) -> Server:
+def serve(
+    tmp_path: Path,
+    deny: frozenset[str] = frozenset(),
+    concurrency: int | None = None,
+    **task_options: Any,
+) -> Server:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "notes.txt").write_text("the answer is 42\n", encoding="utf-8")
@@ -74,7 +79,8 @@ def serve(tmp_path: Path, deny: frozenset[str] = frozenset(), **task_options: An
             return Clearance(Decision("deny", f"the project rule 'deny {spec.name}'", "project"))
         return Clearance(Decision("allow", "test policy", "default"))
 
-    server = Server(Bridge(catalog, {"builtin": BuiltinExecutor(tools)}, gate=gate), seen)
+    executors = {"builtin": BuiltinExecutor(tools)}
+    server = Server(Bridge(catalog, executors, gate=gate, max_concurrency=concurrency), seen)
     holder.append(server.bridge)
     return server
 
@@ -131,6 +137,17 @@ async def test_the_subagent_calls_a_tool_then_its_final_text_is_the_result(tmp_p
     keys = [key for key, _ in host.sampled]
     assert keys[0].endswith(":1") and keys[1].endswith(":2")
     assert keys[0][:-2] == keys[1][:-2]
+
+
+async def test_a_task_holds_no_place_its_subagents_calls_need(tmp_path):
+    """A task waits on the client's model and its subagent's calls run through the same
+    bridge: with one place for running calls, the task held it and its subagent's first
+    call waited for it until the task's deadline."""
+    server = serve(tmp_path, concurrency=1)
+    host = ScriptedHost(replies=[use("read", {"file_path": "notes.txt"}), answer("42.")])
+    outcome = await run_task(server, host)
+    assert outcome.ok, outcome.error
+    assert outcome.value["tool_calls"] == ["read"] and outcome.value["result"] == "42."
 
 
 async def test_the_subagent_calls_carry_the_parent_session_and_host_one_level_down(tmp_path):

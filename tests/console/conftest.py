@@ -19,7 +19,8 @@ import pytest
 from mcp_toolbridge.console import Console, ConsoleOptions
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_runtime
 from mcp_toolbridge.server import IssuerLogin
-from mcp_toolbridge.server.http import HttpOptions, HttpService
+from mcp_toolbridge.server.http import HttpService
+from mcp_toolbridge.server.http_options import HttpOptions
 from mcp_toolbridge.server.tokens import AuthOptions
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
@@ -82,12 +83,19 @@ async def serving(
 
 @asynccontextmanager
 async def mounted_serving(
-    tmp_path: Path, *, token: str | None = None, auth: AuthOptions | None = None
+    tmp_path: Path,
+    *,
+    token: str | None = None,
+    auth: AuthOptions | None = None,
+    locked: tuple[str, ...] = (),
 ) -> AsyncIterator[tuple[str, Console]]:
     """``serve --http --console`` in this process, stateless: the MCP endpoint's URL and the
-    console, also at ``/console`` of the server (behind ``token`` or the issuer of ``auth``)."""
-    settings = Settings(paths=[catalog(tmp_path)], audit_path=tmp_path / "audit.ndjson")
-    loaded = load_catalog(settings, BUILTIN_SPECS)
+    console, also at ``/console`` of the server (behind ``token`` or the issuer of ``auth``);
+    ``locked``: serve these locked tools too."""
+    settings = Settings(
+        paths=[catalog(tmp_path)], audit_path=tmp_path / "audit.ndjson", locked=locked
+    )
+    loaded = load_catalog(settings, BUILTIN_SPECS, locked=bool(locked))
     console = Console(ConsoleOptions(port=0))
     async with open_runtime(settings, loaded, observers=(console.feed.observe,)) as runtime:
         server = ToolbridgeServer(runtime.bridge, console=console.host)

@@ -12,7 +12,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp_toolbridge.server.http import HttpOptions, connect_url, reach_line
+from mcp_toolbridge.server.http_options import HttpOptions, connect_url, reach_line
 from tests.support.httpserve import ACCEPT, LEGACY_VERSION, http_server, request
 
 pytestmark = pytest.mark.e2e

@@ -28,7 +28,8 @@ import pytest
 
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_runtime
 from mcp_toolbridge.server.deadlines import HEAD_S
-from mcp_toolbridge.server.http import HttpOptions, HttpService
+from mcp_toolbridge.server.http import HttpService
+from mcp_toolbridge.server.http_options import HttpOptions
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.httpserve import ACCEPT, http_server
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool

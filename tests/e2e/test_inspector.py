@@ -16,7 +16,8 @@ import pytest
 
 from mcp_toolbridge.cli.main import main
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_runtime
-from mcp_toolbridge.server.http import HttpOptions, HttpService
+from mcp_toolbridge.server.http import HttpService
+from mcp_toolbridge.server.http_options import HttpOptions
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.inspector import require_inspector, run_inspector
 

@@ -17,7 +17,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_toolbridge.cli.main import main
 from mcp_toolbridge.errors import ConfigError
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_runtime
-from mcp_toolbridge.server.http import HttpOptions, HttpService, check_binding, parse_address
+from mcp_toolbridge.server.http import HttpService
+from mcp_toolbridge.server.http_options import HttpOptions, check_binding, parse_address
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.httpserve import ACCEPT, http_server
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool

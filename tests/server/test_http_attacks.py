@@ -6,6 +6,7 @@ sends them."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import anyio
@@ -143,6 +144,64 @@ async def test_one_caller_cannot_fill_the_consoles_desk(tmp_path: Path, provider
             for waiting in ids:
                 await me.answer(waiting, "deny")
         assert answered and "rejected this call" in json.dumps(answered[0])
+
+
+async def _headless_question(
+    http: httpx2.AsyncClient, url: str, token: str, text: str
+) -> dict[str, object]:
+    """A 2026-07-28 ``question`` call of a client that cannot ask: its form waits in the
+    console. Its JSON-RPC answer."""
+    message = modern(call("question", {"questions": [{"question": text}]}))
+    headers = {**modern_headers(message), "Authorization": f"Bearer {token}"}
+    response = await http.post(url, json=message, headers=headers)
+    assert response.status_code == 200, response.text
+    return answer_from(response.content)
+
+
+async def test_a_callers_questions_and_confirmations_share_its_place_on_the_desk(
+    tmp_path: Path, provider: Provider
+) -> None:
+    """A headless agent fills its share of the desk with confirmations and a question tool's
+    form: its next confirmation and its next question are refused at once, saying why, while
+    another caller's question still reaches the person, who sees whose it is. (One form
+    only: a form waits inside its call, which holds one of the bridge's places for running
+    tools, twice the cores.)"""
+    auth = AuthOptions(issuer=provider.issuer, scopes=("tools",))
+    async with mounted_serving(tmp_path, auth=auth, locked=("question",)) as (url, console):
+        flooder = await provider.client_credentials(AGENT, AGENT_SECRET, resource=url)
+        other = await provider.client_credentials(REPORTER, REPORTER_SECRET, resource=url)
+        limits = httpx2.Limits(max_connections=MAX_WAITING_PER_CALLER + 8)
+        async with (
+            Person.at(console) as me,
+            httpx2.AsyncClient(timeout=120, limits=limits) as http,
+            anyio.create_task_group() as group,
+        ):
+            group.start_soon(_headless_question, http, url, flooder, "which one?")
+            await me.waiting(1)
+            for n in range(MAX_WAITING_PER_CALLER - 1):
+                group.start_soon(_headless_call, http, url, flooder, f"flood {n}")
+            await me.waiting(MAX_WAITING_PER_CALLER)
+            with anyio.fail_after(30):  # refused at once; before, they waited on the desk
+                confirmation = await _headless_call(http, url, flooder, "one more")
+                question = await _headless_question(http, url, flooder, "one more?")
+            for refused in (confirmation, question):
+                result = refused["result"]
+                assert isinstance(result, dict) and result["isError"], refused
+                assert "already wait for a person's answer" in json.dumps(result)
+            answered: list[dict[str, object]] = []
+
+            async def theirs() -> None:
+                answered.append(await _headless_question(http, url, other, "mine?"))
+
+            group.start_soon(theirs)
+            ids = await me.waiting(MAX_WAITING_PER_CALLER + 1)
+            page = await me.page()
+            assert "Asked by report-agent" in page
+            forms = set(re.findall(r'class="card question" id="waiting-([^"]+)"', page))
+            assert len(forms) == 2
+            for waiting in ids:
+                await me.answer(waiting, "decline" if waiting in forms else "deny")
+        assert answered and "declined" in json.dumps(answered[0])
 
 
 async def test_anothers_session_cannot_be_listened_to_resumed_or_ended(

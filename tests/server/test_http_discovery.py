@@ -17,7 +17,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_runtime
-from mcp_toolbridge.server.http import HttpOptions, HttpService
+from mcp_toolbridge.server.http import HttpService
+from mcp_toolbridge.server.http_options import HttpOptions
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.discovery import BLOCKED_NOTE, audit_lines, proxied, write_catalog
 from tests.support.results import found_tools, text_of

@@ -24,7 +24,8 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp_toolbridge.runtime import Settings, load_catalog, open_runtime
-from mcp_toolbridge.server.http import HttpOptions, HttpService
+from mcp_toolbridge.server.http import HttpService
+from mcp_toolbridge.server.http_options import HttpOptions
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.manifests import write_script
 

@@ -27,7 +27,8 @@ from mcp.shared.exceptions import MCPError
 
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_runtime
 from mcp_toolbridge.server import outputs
-from mcp_toolbridge.server.http import HttpOptions, HttpService
+from mcp_toolbridge.server.http import HttpService
+from mcp_toolbridge.server.http_options import HttpOptions
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.served import locked_settings
 

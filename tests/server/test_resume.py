@@ -22,7 +22,8 @@ import httpx2
 import pytest
 
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_runtime
-from mcp_toolbridge.server.http import HttpOptions, HttpService
+from mcp_toolbridge.server.http import HttpService
+from mcp_toolbridge.server.http_options import HttpOptions
 from mcp_toolbridge.server.resume import RETRY_MS
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.faulty_tools import Fault, write_catalog

@@ -20,7 +20,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from mcp_toolbridge.cli.reload import not_served, reload_on_change
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_runtime
-from mcp_toolbridge.server.http import HttpOptions, HttpService
+from mcp_toolbridge.server.http import HttpService
+from mcp_toolbridge.server.http_options import HttpOptions
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.manifests import ECHO, SLEEP, agentcli_manifest, echo_tool
 

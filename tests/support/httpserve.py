@@ -30,6 +30,11 @@ ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "appl
 LEGACY_VERSION = "2025-11-25"
 MODERN_VERSION = "2026-07-28"
 _URL_LINE = re.compile(rb"over streamable HTTP at (\S+)")
+_LIMITED = (
+    "import os, resource, sys; resource.setrlimit(resource.RLIMIT_NOFILE, ({nofile}, {nofile})); "
+    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
+)
+"""``python -c`` that runs ``python ARGS…`` under a lower limit of file descriptors."""
 _ids = itertools.count(1)
 
 
@@ -63,13 +68,16 @@ async def http_server(
     *serve_args: str,
     env: Mapping[str, str] | None = None,
     audit: Path | None = None,
+    nofile: int | None = None,
 ) -> AsyncIterator[HttpServer]:
     """Start ``serve --no-audit --http 127.0.0.1:0 *serve_args`` (``--audit AUDIT`` instead of
-    ``--no-audit`` when given); yield once it listens; kill it on the way out if the test has
-    not ended it."""
+    ``--no-audit`` when given; with ``nofile``, under ``ulimit -n NOFILE``); yield once it
+    listens; kill it on the way out if the test has not ended it."""
     environ = {"PATH": os.environ.get("PATH", ""), "HOME": str(workdir), **(env or {})}
     auditing = ["--audit", str(audit)] if audit is not None else ["--no-audit"]
     argv = [sys.executable, "-m", "mcp_toolbridge", "serve", *auditing]
+    if nofile is not None:
+        argv[1:1] = ["-c", _LIMITED.format(nofile=nofile)]
     argv += ["--http", "127.0.0.1:0", *serve_args]
     process = await anyio.open_process(
         argv, env=environ, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, cwd=REPO

@@ -93,6 +93,7 @@ def build_spec(limits: Limits) -> ToolSpec:
         # client shows a model as it is (server/wire.py). The value (result, turns,
         # tool_calls, subagent_type) stays what `call` prints.
         timeout_s=limits.max_seconds,
+        holds_place=False,  # it waits on the client's model; its subagent's calls take places
         safety=Safety(
             read_only=False,
             destructive=False,

@@ -95,25 +95,6 @@ def _cap(text: str, limit: int) -> str:
     return text[:limit] + f"\n[cut: {len(text) - limit} more characters not shown]"
 
 
-async def _in_own_task(call_tool: CallTool, use: ToolUseBlock, ctx: CallContext) -> ToolOutcome:
-    """Run the call in a child task: the bridge's capacity limiter counts per task, and the
-    task tool's own call already holds a token in this one."""
-    results: list[ToolOutcome] = []
-    failures: list[Exception] = []
-
-    async def call() -> None:
-        try:
-            results.append(await call_tool(use.name, use.input, ctx))
-        except Exception as exc:  # re-raised below, outside the task group
-            failures.append(exc)
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(call)
-    if failures:
-        raise failures[0]
-    return results[0]
-
-
 async def _run_one(
     use: ToolUseBlock, offered: dict[str, SamplingTool], call_tool: CallTool, ctx: CallContext
 ) -> tuple[str, bool]:
@@ -126,7 +107,7 @@ async def _run_one(
             True,
         )
     try:
-        outcome = await _in_own_task(call_tool, use, ctx)
+        outcome = await call_tool(use.name, use.input, ctx)
     except CallError as exc:
         return exc.message, True
     if use.name == SEARCH_TOOL and outcome.ok and isinstance(outcome.value, dict):

@@ -79,6 +79,9 @@ SIGNAL_POLL_S = 0.1
 ENDING_S = 10.0
 """After serving, how long calls the shutdown cancelled may take to end (their process
 groups killed, their audit lines written) before the server's state is closed."""
+STREAMS_END_S = 1.0
+"""On SIGTERM, after the drain: how long the sessions' GET streams may take to end (their
+responses completed: a client resumes them elsewhere) before uvicorn stops."""
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -148,11 +151,12 @@ def build_app(
     options: HttpOptions,
     guard: ResourceServer | None = None,
     console: ConsoleMount | None = None,
-) -> ASGIApp:
+) -> tuple[ASGIApp, PrimedStreams]:
     """The SDK's streamable HTTP app (as ``Server.streamable_http_app`` builds it), with a
     session manager that makes stateful sessions resumable (resume.py), behind the static
     token or, with ``guard``, an OAuth resource server; with ``console``, the web console at
-    ``/console`` (its sign-in behind the same token check as the MCP endpoint)."""
+    ``/console`` (its sign-in behind the same token check as the MCP endpoint). And its GET
+    streams, which the shutdown ends first."""
     replica = server.replica
     sessions = ResumableSessions(
         server.server,
@@ -182,8 +186,9 @@ def build_app(
     app: ASGIApp = Starlette(
         routes=routes, middleware=middleware, lifespan=lambda _app: sessions.run()
     )
-    app = Draining(PrimedStreams(app, sessions), server, options.path)
-    return BearerToken(app, options.token) if options.token else app
+    primed = PrimedStreams(app, sessions, server.end_listens)
+    app = Draining(primed, server, options.path)
+    return (BearerToken(app, options.token) if options.token else app), primed
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -231,6 +236,7 @@ class HttpService:
         self._console = console
         self.options = options
         self._app: ASGIApp | None = None
+        self._streams: PrimedStreams | None = None
         self.guard: ResourceServer | None = None
         self._uvicorn: uvicorn.Server | None = None
         self._stopped = False
@@ -245,7 +251,8 @@ class HttpService:
             auth = self.options.auth
             if auth is not None:  # its canonical URL may name the port just picked
                 self.guard = ResourceServer(auth, auth.resource or self.options.url)
-            self._app = build_app(self._server, self.options, self.guard, self._console)
+            built = build_app(self._server, self.options, self.guard, self._console)
+            self._app, self._streams = built
         return connect_url(self.options)
 
     async def serve(self, *, task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -300,6 +307,9 @@ class HttpService:
         if left:
             log.warning("SIGTERM: %d call(s) still running at the deadline are ended", left)
         self._server.stopping()  # what is cancelled from now on was ended by the shutdown
+        if self._streams is not None:  # ended whole, before uvicorn's shutdown cuts them
+            with anyio.move_on_after(STREAMS_END_S):
+                await self._streams.end_streams()
         self.stop()
 
     def stop(self) -> None:

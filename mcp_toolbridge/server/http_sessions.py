@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
 from mcp.server.streamable_http import GET_STREAM_KEY, StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -39,6 +40,8 @@ Scope = MutableMapping[str, Any]
 MAX_SESSIONS_PER_CALLER = 256
 """Open sessions one identified caller may hold; another ``initialize`` of theirs gets 503
 until one of them ends (DELETE, or its idle timeout)."""
+LISTEN = "subscriptions/listen"
+"""The ``Mcp-Method`` of a 2026-07-28 listen stream's POST."""
 SHARED_TTL_S = 1800.0
 """How long a shared session's keys outlive its last event without an idle timeout."""
 
@@ -134,6 +137,12 @@ class ResumableSessions(StreamableHTTPSessionManager):
             store.close()
         await super()._discard_session(session_id, transport)
 
+    def close_get_streams(self) -> None:
+        """End every session's GET stream (the SDK's ``close_standalone_sse_stream``): its
+        response completes, and its client may resume it with ``Last-Event-ID``."""
+        for transport in list(self._server_instances.values()):
+            transport.close_standalone_sse_stream()
+
 
 def _priming(event_id: str) -> bytes:
     return f"id: {event_id}\r\nretry: {RETRY_MS}\r\ndata: \r\n\r\n".encode()
@@ -150,16 +159,58 @@ def _header(scope: Scope, name: bytes) -> str | None:
 class PrimedStreams:
     """ASGI middleware: a GET stream of a resumable session starts with a priming event, as
     each POST's stream does. A new standalone stream gets a new event id; a resumed one
-    repeats the id it resumes from (what follows it comes next)."""
+    repeats the id it resumes from (what follows it comes next).
 
-    def __init__(self, app: Any, sessions: ResumableSessions) -> None:
+    It also counts the streams that stand open until the server ends them (GET streams,
+    2026-07-28 ``subscriptions/listen``), so the shutdown can end them whole first
+    (:meth:`end_streams`, with ``end_listens`` ending the listen streams)."""
+
+    def __init__(
+        self, app: Any, sessions: ResumableSessions, end_listens: Callable[[], None]
+    ) -> None:
         self._app = app
         self._sessions = sessions
+        self._end_listens = end_listens
+        self._standing = 0
+        self._none_standing = anyio.Event()
+        self._none_standing.set()
+
+    async def end_streams(self) -> None:
+        """End the sessions' GET streams and the listen streams, and return once each has
+        been answered whole.
+
+        uvicorn's shutdown would otherwise cut them: sse-starlette (the SDK's SSE responses)
+        cancels a stream once uvicorn's ``should_exit`` is set, without its last body
+        message ("ASGI callable returned without completing response"), and uvicorn
+        cancels a listen stream after its graceful timeout (an error and a traceback)."""
+        self._sessions.close_get_streams()
+        self._end_listens()
+        await self._none_standing.wait()
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope.get("method") != "GET":
+        if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
+        method = scope.get("method")
+        listen = method == "POST" and _header(scope, b"mcp-method") == LISTEN
+        if method != "GET" and not listen:
+            await self._app(scope, receive, send)
+            return
+        if self._standing == 0:
+            self._none_standing = anyio.Event()
+        self._standing += 1
+        try:
+            await (
+                self._get(scope, receive, send)
+                if method == "GET"
+                else self._app(scope, receive, send)
+            )
+        finally:
+            self._standing -= 1
+            if self._standing == 0:
+                self._none_standing.set()
+
+    async def _get(self, scope: Scope, receive: Any, send: Any) -> None:
         version = _header(scope, b"mcp-protocol-version") or ""
         store = self._sessions.events_of(_header(scope, b"mcp-session-id") or "")
         resumable = version in HANDSHAKE_PROTOCOL_VERSIONS and is_version_at_least(

@@ -147,11 +147,12 @@ class ToolbridgeServer:
             else ConnectionLog(self._audit_session, replica.name)
         )
         self._publish(bridge)
+        self._listens = ListenHandler(self._bus)
         self.server = SdkServer(
             "mcp-toolbridge",
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
-            on_subscriptions_listen=ListenHandler(self._bus),
+            on_subscriptions_listen=self._listens,
             on_list_resources=self._list_resources,
             on_read_resource=self._read_resource,
             get_tool_input_schema=self._input_schema,
@@ -454,6 +455,11 @@ class ToolbridgeServer:
     def connected(self) -> list[Connected]:
         """Who is connected now (the console's sessions page)."""
         return self._connections.rows()
+
+    def end_listens(self) -> None:
+        """End every ``subscriptions/listen`` stream with its final result (the SDK's graceful
+        close: the client knows it was ended on purpose)."""
+        self._listens.close()
 
     def stopping(self) -> None:
         """The server is going away: calls cancelled from now on are audited as ended by the

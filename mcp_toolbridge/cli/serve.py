@@ -341,7 +341,7 @@ def run_server(
                     report(loaded, settings, follows)
                     await service.serve()
                 if console is not None:
-                    console.stop()
+                    await console.close()
                 group.cancel_scope.cancel()  # the client is gone: stop watching too
 
     try:

@@ -60,6 +60,9 @@ from mcp_toolbridge.state import ConsoleShare, StateUnavailable
 DEFAULT_HOST = "127.0.0.1"
 WATCH_S = 1.0
 """With replicas: how often a replica looks whether its printed URL was spent on another."""
+CLOSE_S = 3.0
+"""How long :meth:`Console.close` waits for uvicorn's shutdown (1 s for connections, then its
+lifespan)."""
 RENEW = (
     "run `mcp-toolbridge console-url` on the machine the server runs on, or take the newest "
     "console URL on the server's stderr (its log)"
@@ -111,6 +114,7 @@ class Console:
         self.host = ConsoleHost(self.desk)
         self._socket: socket.socket | None = None
         self._uvicorn: _Uvicorn | None = None
+        self._served = anyio.Event()
         self._pages: Pages | None = None
         self.keeper: Gatekeeper | None = None
         self.mounted_keeper: Gatekeeper | None = None
@@ -221,6 +225,7 @@ class Console:
         finally:
             self._socket.close()
             await self._forget_printed()
+            self._served.set()
 
     async def _watch_printed(self) -> None:
         """With replicas: print the next URL of the console at the MCP server's path once its
@@ -317,6 +322,15 @@ class Console:
         """Show the last hour of the audit log at ``audit`` (a restart keeps the timeline)."""
         if audit is not None:
             await anyio.to_thread.run_sync(self.feed.history, audit, time.time())
+
+    async def close(self) -> None:
+        """:meth:`stop`, and wait (at most :data:`CLOSE_S`) until :meth:`serve` has ended:
+        cancelled during uvicorn's shutdown instead, its app's lifespan is cancelled too, and
+        uvicorn logs that as a failed shutdown, with a traceback."""
+        self.stop()
+        if self._uvicorn is not None:
+            with anyio.move_on_after(CLOSE_S):
+                await self._served.wait()
 
     def stop(self) -> None:
         if self._pages is not None:

@@ -10,6 +10,7 @@ in its shutdown (a lifespan ``CancelledError`` traceback).
 
 from __future__ import annotations
 
+import secrets
 from pathlib import Path
 
 import anyio
@@ -20,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.support.httpserve import http_server
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
+from tests.support.redis_server import RedisServer, need_redis
 
 NOISE = ("Traceback", "CancelledError", "ERROR", "error:", "without completing response")
 
@@ -37,14 +39,12 @@ async def _hold(url: str, mode: str, holding: anyio.Event) -> None:
                 await anyio.sleep_forever()
 
 
-@pytest.mark.parametrize("console", [False, True], ids=["plain", "console"])
-@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
-async def test_sigterm_ends_serve_http_cleanly_with_streams_open(
-    tmp_path: Path, mode: str, console: bool
+async def _stopped_cleanly(
+    tmp_path: Path, mode: str, *extra: str, env: dict[str, str] | None = None
 ) -> None:
+    """Serve, hold a stream in ``mode``, SIGTERM: exit 0 and no error line on stderr."""
     agentcli_manifest(tmp_path / "tools", [echo_tool("tool_00")], {"echo": ECHO})
-    extra = ["--console", "127.0.0.1:0"] if console else []
-    async with http_server(tmp_path, str(tmp_path / "tools"), *extra) as server:
+    async with http_server(tmp_path, str(tmp_path / "tools"), *extra, env=env) as server:
         async with anyio.create_task_group() as group:
             holding = anyio.Event()
 
@@ -65,3 +65,24 @@ async def test_sigterm_ends_serve_http_cleanly_with_streams_open(
     assert "SIGTERM: draining" in stderr
     noisy = [line for line in stderr.splitlines() if any(n in line for n in NOISE)]
     assert noisy == [], stderr
+
+
+@pytest.mark.parametrize("console", [False, True], ids=["plain", "console"])
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_sigterm_ends_serve_http_cleanly_with_streams_open(
+    tmp_path: Path, mode: str, console: bool
+) -> None:
+    await _stopped_cleanly(tmp_path, mode, *(["--console", "127.0.0.1:0"] if console else []))
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_sigterm_ends_a_replica_cleanly_with_streams_open(tmp_path: Path, mode: str) -> None:
+    """The same on a replica sharing its state in Redis (its session's events there)."""
+    need_redis()
+    redis = RedisServer(tmp_path).start()
+    try:
+        replica = ["--state", redis.url(), "--replica", "r1"]
+        keys = {"TOOLBRIDGE_STATE_KEYS": secrets.token_hex(32)}
+        await _stopped_cleanly(tmp_path, mode, *replica, env=keys)
+    finally:
+        redis.stop()

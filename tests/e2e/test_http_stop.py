@@ -23,6 +23,8 @@ from tests.support.httpserve import http_server
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 from tests.support.redis_server import RedisServer, need_redis
 
+pytestmark = pytest.mark.e2e
+
 NOISE = ("Traceback", "CancelledError", "ERROR", "error:", "without completing response")
 
 

@@ -398,7 +398,8 @@ def check_scope(scope: Scope, targets: Targets) -> Denial | None:
                 "net.fetch",
                 host,
                 f"host {host!r} is not in the granted net.hosts ({granted}); "
-                "declare it in the policy's [requires] net.hosts or in the tool's requirements",
+                "declare it in the policy's [requires] net.hosts, or in the tool's capabilities "
+                '("net:HOST" in its Runloop entry)',
             )
     for argv in targets.commands:
         text = shlex.join(argv)

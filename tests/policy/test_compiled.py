@@ -83,6 +83,8 @@ def test_default_policy_denies_hosts_nobody_declared(ws):
     fetch = builtin("web_fetch", requires=RequirementSet(capabilities=("net.fetch",)))
     decision = call(policy, fetch, {"url": "https://example.org/"}, FETCH)
     assert decision.action == "deny" and "not in the granted net.hosts" in decision.rule
+    # the fix is named in words a manifest uses ("requirements" is none of the formats')
+    assert 'in the tool\'s capabilities ("net:HOST" in its Runloop entry)' in decision.rule
 
 
 def test_default_policy_allows_served_manifest_tools_and_asks_for_destructive_ones(ws):

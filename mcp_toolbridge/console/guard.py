@@ -448,28 +448,23 @@ async def _spent(send: Send, renew: str, console: str | None) -> None:
         "valid here). Whoever opened it first has the console.</p>\n"
         f"{on}<p>For a new URL, {html.escape(renew)}.</p>\n</main>\n</body>\n</html>\n"
     ).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 401,
-            "headers": [
-                (b"content-type", b"text/html; charset=utf-8"),
-                (b"content-length", str(len(body)).encode()),
-                *SECURITY_HEADERS,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await answer(send, 401, b"text/html; charset=utf-8", body)
 
 
 async def _refuse(send: Send, status: int, text: str) -> None:
-    body = f"mcp-toolbridge console: {text}\n".encode()
+    await answer(
+        send, status, b"text/plain; charset=utf-8", f"mcp-toolbridge console: {text}\n".encode()
+    )
+
+
+async def answer(send: Send, status: int, content_type: bytes, body: bytes) -> None:
+    """A whole answer of the console's own (a refusal, a page, JSON), with its headers."""
     await send(
         {
             "type": "http.response.start",
             "status": status,
             "headers": [
-                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-type", content_type),
                 (b"content-length", str(len(body)).encode()),
                 *SECURITY_HEADERS,
             ],

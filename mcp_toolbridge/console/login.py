@@ -54,6 +54,7 @@ from mcp_toolbridge.console.guard import (
     Receive,
     Scope,
     Send,
+    answer,
     cookie_of,
 )
 from mcp_toolbridge.host import CALLER_KEY, Caller, SignInRefused
@@ -416,16 +417,4 @@ class SignIn:
 
 
 async def _json(send: Send, status: int, value: object) -> None:
-    body = json.dumps(value).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                *SECURITY_HEADERS,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await answer(send, status, b"application/json", json.dumps(value).encode())

@@ -93,6 +93,18 @@ def risky_variable(name: str) -> bool:
 # -- option scanning -------------------------------------------------------------------------
 
 
+def long_option(word: str, names: tuple[str, ...] | frozenset[str]) -> str | None:
+    """The long option of ``names`` that ``word`` names, or None: the option itself
+    (``--in-place``, ``--in-place=.bak``) or an abbreviation of it (``--in-pl``), which GNU
+    getopt_long, argp, less and git's parse-options all accept when it is unambiguous among
+    the program's own options. Any prefix counts here, since the program's other options are
+    not known: an abbreviation the program finds ambiguous is refused by it anyway."""
+    name = word.split("=", 1)[0]
+    if not name.startswith("--") or len(name) <= 2:
+        return None
+    return next((full for full in sorted(names) if full.startswith(name)), None)
+
+
 def scan_options(
     args: tuple[str, ...], short_value: str = "", long_value: frozenset[str] = frozenset()
 ) -> tuple[list[str], int]:

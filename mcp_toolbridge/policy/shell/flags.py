@@ -6,6 +6,10 @@ with ``w``/``e``, ``git -c``, ``git config`` that sets anything, ``git difftool`
 ``tar -I``/``--to-command``, ``awk`` with ``system()``, recursive walks that follow symbolic
 links such as ``grep -R``) is uncheckable by prefix or glob rules: it needs an exact allow rule
 of its own.
+
+Long options are matched as the programs read them: written out or abbreviated
+(``sed --in-pl``, ``tar --checkpoint-act=exec=...``, ``git fetch --upl=...``), since getopt_long
+and git's parse-options take any unambiguous prefix (:func:`~.argv.long_option`).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from mcp_toolbridge.policy.shell.argv import basename
+from mcp_toolbridge.policy.shell.argv import basename, long_option
 
 _FIND_ACTIONS = frozenset(
     {"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"}
@@ -102,16 +106,17 @@ def _git(argv: tuple[str, ...]) -> str | None:
     if sub == "config":
         return _git_config(rest)
     for arg in rest:
-        if arg.startswith(_GIT_SUB_FLAGS):
+        if long_option(arg, _GIT_SUB_FLAGS):
             return f"git option {arg.split('=', 1)[0]} runs another program"
     risky = _GIT_SUB_OPTIONS.get(sub, ())
     for arg in rest:
         if arg == "--":
             break
         name = arg.split("=", 1)[0]
-        short = len(name) > 2 and name[0] == "-" and name[1] != "-" and f"-{name[1]}" in risky
-        if name in risky or short:
-            return f"git {sub} {name if not short else name[:2]} runs another program"
+        bundle = name[1:] if len(name) > 1 and name[0] == "-" and name[1] != "-" else ""
+        short = next((f"-{ch}" for ch in bundle if f"-{ch}" in risky), None)  # -ix: -i -x
+        if name in risky or short or long_option(arg, risky):
+            return f"git {sub} {short or name} runs another program"
     return None
 
 
@@ -125,13 +130,13 @@ def _git_config(args: tuple[str, ...]) -> str | None:
         arg = args[i]
         name, eq, _ = arg.partition("=")
         i += 1
-        if name in _GIT_CONFIG_SCOPES:
+        if name in _GIT_CONFIG_SCOPES or long_option(arg, _GIT_CONFIG_SCOPES):
             return f"git config {name} reads or writes configuration outside the repository"
-        if name in _GIT_CONFIG_WRITES:
+        if name in _GIT_CONFIG_WRITES or long_option(arg, _GIT_CONFIG_WRITES):
             return GIT_CONFIG_RISK
-        if name in _GIT_CONFIG_READS:
+        if name in _GIT_CONFIG_READS or long_option(arg, _GIT_CONFIG_READS):
             reads = True
-        elif name in _GIT_CONFIG_VALUES and not eq:
+        elif (name in _GIT_CONFIG_VALUES or long_option(arg, _GIT_CONFIG_VALUES)) and not eq:
             i += 1
         elif not arg.startswith("-"):
             operands.append(arg)
@@ -144,7 +149,7 @@ def _git_config(args: tuple[str, ...]) -> str | None:
 
 def _rg(argv: tuple[str, ...]) -> str | None:
     for arg in argv[1:]:
-        if arg == "--pre" or arg.startswith(("--pre=", "--hostname-bin")):
+        if long_option(arg, ("--pre", "--hostname-bin")):
             return f"rg {arg.split('=', 1)[0]} runs another program on every file"
     return _follows(argv, "L", ("--follow",))
 
@@ -158,7 +163,7 @@ def _follows(argv: tuple[str, ...], letters: str, long: tuple[str, ...]) -> str 
     for arg in argv[1:]:
         if arg == "--":
             break
-        if arg.split("=", 1)[0] in long or (
+        if long_option(arg, long) or (
             arg.startswith("-") and not arg.startswith("--") and set(arg[1:]) & set(letters)
         ):
             return f"{basename(argv[0])} {arg} {FOLLOWS}"
@@ -207,8 +212,9 @@ def _options(table: dict[str, str]) -> Callable[[tuple[str, ...]], str | None]:
             if arg == "--":
                 break
             name = arg.split("=", 1)[0]
-            if name in table:
-                return f"{basename(argv[0])} {name} {table[name]}"
+            full = name if name in table else long_option(arg, frozenset(table))
+            if full is not None:
+                return f"{basename(argv[0])} {full} {table[full]}"
             if len(arg) > 2 and arg[0] == "-" and arg[1] != "-" and arg[:2] in table:
                 return f"{basename(argv[0])} {arg[:2]} {table[arg[:2]]}"
         return None
@@ -245,9 +251,9 @@ def _ssh(argv: tuple[str, ...]) -> str | None:
 def _tar(argv: tuple[str, ...]) -> str | None:
     args = argv[1:]
     for index, arg in enumerate(args):
-        if arg.startswith(_TAR_LONG):
-            return f"tar {arg.split('=', 1)[0]} runs another program"
-        if arg.split("=", 1)[0] in ("--dereference", "--absolute-names"):
+        if full := long_option(arg, _TAR_LONG):
+            return f"tar {full} runs another program"
+        if long_option(arg, ("--dereference", "--absolute-names")):
             return f"tar {arg} reaches outside the directories it is given"
         short = arg[1:] if arg.startswith("-") and not arg.startswith("--") else ""
         if index == 0 and not arg.startswith("-"):
@@ -259,18 +265,27 @@ def _tar(argv: tuple[str, ...]) -> str | None:
     return None
 
 
+_AWK_LOADS = ("--file", "--include", "--load", "--exec")
+_AWK_VALUES = ("--assign", "--field-separator")
+
+
 def _awk(argv: tuple[str, ...]) -> str | None:
     args = argv[1:]
     program: str | None = None
     i = 0
     while i < len(args):
         arg = args[i]
-        if arg in ("-f", "--file", "-i", "--include", "-l", "--load", "-E", "--exec"):
-            return f"awk {arg} loads program code from a file"
-        if arg in ("-e", "--source") and i + 1 < len(args):
-            program = (program or "") + "\n" + args[i + 1]
-            i += 2
-        elif arg in ("-v", "-F", "--assign", "--field-separator"):
+        name, eq, value = arg.partition("=")
+        if arg[:2] in ("-f", "-i", "-l", "-E") or long_option(arg, _AWK_LOADS):
+            return f"awk {name if arg.startswith('--') else arg[:2]} loads program code from a file"
+        if arg[:2] == "-W":  # mawk -W exec FILE, gawk -W file=FILE: any long option
+            return "awk -W sets options that can load program code from a file"
+        if arg[:2] == "-e" or long_option(arg, ("--source",)):
+            attached = value if arg.startswith("--") and eq else arg[2:] * (arg[1] != "-")
+            following = attached or (args[i + 1] if i + 1 < len(args) else "")
+            program = (program or "") + "\n" + following
+            i += 1 if attached else 2
+        elif arg in ("-v", "-F") or (long_option(arg, _AWK_VALUES) and not eq):
             i += 2
         elif arg == "--":
             i += 1
@@ -299,15 +314,15 @@ def _sed(argv: tuple[str, ...]) -> str | None:
             operands.extend(args[i:])
             break
         if arg.startswith("--"):
-            name, eq, value = arg.partition("=")
-            if name.startswith("--in-place"):
+            _name, eq, value = arg.partition("=")
+            if long_option(arg, ("--in-place",)):
                 return "sed --in-place edits files"
-            if name == "--file":
+            if long_option(arg, ("--file",)):
                 return "sed --file reads its script from a file"
-            if name == "--expression":
+            if long_option(arg, ("--expression",)):
                 scripts.append(value if eq else following)
                 i += 0 if eq else 1
-            elif name == "--line-length" and not eq:
+            elif long_option(arg, ("--line-length",)) and not eq:
                 i += 1
             continue
         if not arg.startswith("-") or len(arg) == 1:

@@ -51,6 +51,14 @@ R, W, X = "read", "write", "remove"
         ("sort -o out.txt -k 2 in.txt", [("in.txt", R), ("out.txt", W)]),
         ("sort --output=/tmp/o in", [("/tmp/o", W), ("in", R)]),
         ("sort --outp=/tmp/o in", [("/tmp/o", W), ("in", R)]),
+        ("sort --o=.git/config in", [(".git/config", W), ("in", R)]),  # GNU sort: --output
+        ("cp --t=.git/hooks pre-commit", [(".git/hooks", W), ("pre-commit", R)]),
+        ("chmod --r=/etc/shadow f", [("/etc/shadow", R), ("f", W)]),
+        ("touch --r=/etc/shadow f", [("/etc/shadow", R), ("f", W)]),
+        ("grep --fil=/etc/shadow f", [("/etc/shadow", R)]),  # f: the pattern, to be safe
+        ("git format-patch --o=/tmp/x HEAD~1", [("/tmp/x", W), ("HEAD~1", R)]),
+        ("tar --dir=.git/hooks -xf a.tar", [(".git/hooks", W), ("a.tar", R)]),
+        ("tar --fil=/tmp/a.tar -c f", [("/tmp/a.tar", W), ("f", R)]),
         ("uniq in out", [("in", R), ("out", W)]),
         ("diff -U 3 a b", [("a", R), ("b", R)]),
         ("diff --from-file=base a b", [("a", R), ("b", R), ("base", R)]),
@@ -120,6 +128,8 @@ def test_path_operands(command: str, expected: list[tuple[str, str]]):
         ("wc --files0-from=list", "--files0-from"),
         ("du --files0-from list", "--files0-from"),
         ("sort --files0-from=list", "--files0-from"),
+        ("sort --files0=list", "--files0"),
+        ("tar -cf a.tar --files-f=list", "tar -T"),
         ("tar -cf a.tar -T list", "tar -T"),
         ("tar -xf host:a.tar", "remote archive"),
         ("find . -files0-from list", "-files0-from"),

@@ -67,14 +67,23 @@ def canonicalize(path: str, *, base: Path) -> Path:
 
 
 def _refuse_loops(real: Path) -> None:
-    """After realpath, an existing symlink left in the result means resolution gave up (loop)."""
+    """After realpath, an existing symlink left in the result means resolution gave up (loop).
+    A path the system cannot look up at all (``ENAMETOOLONG``: a name over 255 bytes, a path
+    over 4,096) is refused here too, saying why, rather than failing inside a tool."""
     for candidate in (real, *real.parents):
-        if candidate.is_symlink():
+        try:
+            if candidate.is_symlink():
+                raise PathRejectedError(
+                    f"the path {str(real)!r} goes through a symlink loop at {str(candidate)!r}"
+                )
+            if candidate.exists():
+                return
+        except OSError as exc:
+            shown = str(real) if len(str(real)) <= 200 else f"{str(real)[:200]}..."
             raise PathRejectedError(
-                f"the path {str(real)!r} goes through a symlink loop at {str(candidate)!r}"
-            )
-        if candidate.exists():
-            return
+                f"the path {shown!r} ({len(str(real))} characters) cannot be looked up: "
+                f"{exc.strerror}"
+            ) from None
 
 
 def canonical_root(root: Path) -> Path:

@@ -61,7 +61,11 @@ def canonicalize(path: str, *, base: Path) -> Path:
         raise PathRejectedError("the path is empty; give a file or directory path")
     check_text(path, what="the path")
     joined = os.path.join(os.fspath(base), path)
-    real = Path(os.path.realpath(joined))
+    try:
+        real = Path(os.path.realpath(joined))
+    except OSError as exc:  # a link the server may not read (/proc/1/root as root, EACCES)
+        shown = joined if len(joined) <= 200 else f"{joined[:200]}..."
+        raise PathRejectedError(f"the path {shown!r} cannot be resolved: {exc.strerror}") from None
     _refuse_loops(real)
     return real
 

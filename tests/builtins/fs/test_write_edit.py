@@ -19,7 +19,7 @@ from mcp_toolbridge.errors import ErrorCode, PermissionDeniedError
 from mcp_toolbridge.executors.base import ExecRequest
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.policy.paths import PathRejectedError
-from tests.support.builtin_fs import CALL_TIMEOUT_S, Layout, call, err
+from tests.support.builtin_fs import CALL_TIMEOUT_S, FLIPPER, Layout, call, err
 
 
 @pytest.fixture
@@ -372,18 +372,6 @@ def test_closest_lines_past_the_deadline_is_an_incomplete_empty_answer():
     assert found.candidates == [] and not found.complete and found.total == 3
     complete = edit_text.closest_lines("a = 1\nb = 2\n", "a = 2")
     assert complete.complete and complete.candidates[0][0] == 1
-
-
-FLIPPER = """
-import ctypes, sys
-libc = ctypes.CDLL(None, use_errno=True)
-folder, link = (p.encode() for p in sys.argv[1:3])
-print("ready", flush=True)
-while True:  # renameat2(AT_FDCWD, folder, AT_FDCWD, link, RENAME_EXCHANGE)
-    libc.syscall(316, -100, folder, -100, link, 2)
-"""
-"""Swaps a folder of the workspace with a symlink to outside it, atomically, as fast as it
-can: what a process of another call (a bash line, a manifest tool) can do meanwhile."""
 
 
 @pytest.mark.skipif(os.uname().machine != "x86_64", reason="renameat2's number is x86_64's")

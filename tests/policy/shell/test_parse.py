@@ -518,6 +518,18 @@ def test_risky_variable_names():
         assert not risky_variable(name), name
 
 
+@pytest.mark.parametrize(
+    "name",
+    # each makes its program run a command or read a config file that can run one; found by
+    # the red-team pass of 2026-11-29 (RSYNC_RSH=sh rsync ... ran sh under rsync *)
+    ["RSYNC_RSH", "RSYNC_CONNECT_PROG", "WGETRC", "CURL_HOME", "OPENSSL_CONF", "VIMINIT",
+     "EXINIT", "LUA_INIT", "LUA_INIT_5_4", "PHPRC", "PSQLRC", "R_PROFILE_USER", "ERL_AFLAGS"],
+)  # fmt: skip
+def test_variables_that_name_a_command_or_a_config_file_are_risky(name: str):
+    assert risky_variable(name)
+    _refused(f"{name}=x rsync a b", f"it sets {name}")
+
+
 # -- the splitter and the policy --------------------------------------------------------------
 
 

@@ -68,7 +68,7 @@ GIT_CONFIG_RISK = (
     "core.hooksPath, core.fsmonitor, filters, credential helpers and other options that make "
     "git run programs"
 )
-_AWK_RISK = re.compile(r"system|getline|\||\bprintf?\b[^;{}\n]*>")
+_AWK_RISK = re.compile(r"system|getline|\||\bprintf?\b[^;{}\n]*>|@\s*(?:include|load)\b")
 
 
 def flag_reason(argv: tuple[str, ...]) -> str | None:
@@ -215,9 +215,13 @@ def _options(table: dict[str, str]) -> Callable[[tuple[str, ...]], str | None]:
             full = name if name in table else long_option(arg, frozenset(table))
             if full is not None:
                 return f"{basename(argv[0])} {full} {table[full]}"
-            if len(arg) > 2 and arg[0] == "-" and arg[1] != "-" and arg[:2] in table:
-                return f"{basename(argv[0])} {arg[:2]} {table[arg[:2]]}"
+            if len(arg) > 2 and arg[0] == "-" and arg[1] != "-":  # a bundle: rsync -avze CMD
+                hit = next((k for k in shorts if k[1:] in arg[1:]), None)
+                if hit is not None:
+                    return f"{basename(argv[0])} {hit} {table[hit]}"
         return None
+
+    shorts = sorted(k for k in table if not k.startswith("--"))
 
     return check
 
@@ -229,22 +233,31 @@ _SSH_OPTIONS = re.compile(
 )
 
 
+_SSH_VALUES = frozenset("BbcDEeFIiJLlmOopPQRSsWw")
+"""Letters of ssh, scp and sftp that take a value: the rest of a bundle is that value."""
+
+
 def _ssh(argv: tuple[str, ...]) -> str | None:
     """ssh, scp, sftp: options that run a local program (``-o ProxyCommand=...``, ``-F``
-    config files that can hold them, scp/sftp ``-S``)."""
+    config files that can hold them, scp/sftp ``-S``), alone or in a bundle (``-qo``)."""
+    name = basename(argv[0])
     args = argv[1:]
     for i, arg in enumerate(args):
         if arg == "--":
             break
-        value = args[i + 1] if i + 1 < len(args) else ""
-        if arg.startswith("-o"):
-            option = arg[2:] or value
-            if _SSH_OPTIONS.match(option):
-                return f"{basename(argv[0])} -o {option.split('=')[0].split()[0]} {_RUNS}"
-        if arg.startswith("-F"):
-            return f"{basename(argv[0])} -F reads a config file that can run programs"
-        if basename(argv[0]) in ("scp", "sftp") and arg.startswith(("-S", "-D")):
-            return f"{basename(argv[0])} {arg[:2]} {_RUNS}"
+        if not arg.startswith("-") or arg.startswith("--"):
+            continue
+        letters = arg[1:]
+        for k, ch in enumerate(letters):
+            value = letters[k + 1 :] or (args[i + 1] if i + 1 < len(args) else "")
+            if ch == "o" and _SSH_OPTIONS.match(value):
+                return f"{name} -o {value.split('=')[0].split()[0]} {_RUNS}"
+            if ch == "F":
+                return f"{name} -F reads a config file that can run programs"
+            if name in ("scp", "sftp") and ch in "SD":
+                return f"{name} -{ch} {_RUNS}"
+            if ch in _SSH_VALUES:
+                break
     return None
 
 

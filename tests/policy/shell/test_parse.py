@@ -343,6 +343,32 @@ def test_abbreviated_long_options_are_the_dangerous_flags_they_abbreviate(
 
 
 @pytest.mark.parametrize(
+    ("command", "fragment"),
+    [
+        ("rsync -avze 'sh -c id' a h:b", "rsync -e"),
+        ("wget -qe robots=off url", "wget -e"),
+        ("curl -sK opts.txt url", "curl -K"),
+        ("man -aP id ls", "man -P"),
+        ("zip -rTT=id a.zip f", "zip -TT"),
+        ("ssh -qo ProxyCommand=id host", "ssh -o ProxyCommand"),
+        ("ssh -qoProxyCommand=id host", "ssh -o ProxyCommand"),
+        ("ssh -qF cfg host", "ssh -F"),
+        ("scp -qS ./prog a h:b", "scp -S"),
+        ("awk '@include \"lib.awk\"; { print }' f", "awk program"),
+        ("gawk '@load \"ext\"' f", "awk program"),
+    ],
+)
+def test_a_dangerous_short_option_in_a_bundle_or_an_awk_directive_is_found(
+    command: str, fragment: str
+):
+    """``rsync -avze CMD`` is ``-e CMD``, ``ssh -qo X`` is ``-o X``, and gawk's ``@include``
+    and ``@load`` load program code (the red-team pass of 2026-11-29: each ran under its
+    program's ``*`` rule)."""
+    parsed = _refused(command, fragment)
+    assert len(parsed.flagged) == 1
+
+
+@pytest.mark.parametrize(
     "command",
     [
         "find . -name '*.py' -type f",
@@ -373,6 +399,11 @@ def test_abbreviated_long_options_are_the_dangerous_flags_they_abbreviate(
         "git rebase -Xours main",
         "awk -F: -v x=1 '{ print $1 }' f",
         "awk --assign=x=1 '{ print x }' f",
+        "rsync -avz src/ host:dst/",
+        "curl -fsSL url",
+        "wget -qO- url",
+        "ssh -p 22 -o BatchMode=yes host uptime",
+        "scp -P 22 a host:b",
     ],
 )
 def test_the_same_programs_without_dangerous_flags_are_checkable(command: str):

@@ -7,7 +7,8 @@ result passes the client's own outputSchema check, a call with a wrong argument 
 tool error and not as a client failure, a confirmation is asked and answered through the
 client's elicitation handler (a server request in 2025, an input request in 2026), and a call
 the client aborts once the server reports it running is stopped on the server (its audit line
-says cancelled) while the session goes on.
+says cancelled) while the session goes on. And an agent on it signs in to a server with an
+authorization server (OAuth client credentials, a real OpenID provider).
 
 Installed by scripts/install-ts-client; skipped without node or without it.
 """
@@ -20,9 +21,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from tests.support.httpserve import http_server
+from tests.support.oauth import AGENT, AGENT_SECRET, CLIENTS, needs_oidc
+from tests.support.oidc import oidc_provider
 from tests.support.paths import ROOT
 from tests.support.ts_client import require_ts_client, run_ts_client
 
@@ -111,3 +115,30 @@ async def test_the_typescript_client_over_http(tmp_path: Path, era: str) -> None
 
     _check(report, era, workspace)
     assert ("bash", "cancelled") in _audit(audit)
+
+
+@needs_oidc
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_the_typescript_client_signs_in_as_an_agent(tmp_path: Path, era: str) -> None:
+    """An agent built on the TypeScript SDK signs in with OAuth client credentials: on the
+    server's 401 the client reads the protected resource metadata, asks the provider for a
+    token for the resource and calls with it; the audit line names the agent."""
+    audit = tmp_path / "audit.ndjson"
+    with anyio.fail_after(90):
+        async with oidc_provider(tmp_path, clients=CLIENTS) as provider:
+            serving = ("--workspace", str(tmp_path), "--auth-issuer", provider.issuer)
+            async with http_server(tmp_path, *serving, audit=audit) as server:
+                credentials = {
+                    "clientId": AGENT,
+                    "clientSecret": AGENT_SECRET,
+                    "scope": "tools",
+                    "issuer": provider.issuer,
+                }
+                target = {"url": server.url, "clientCredentials": credentials}
+                steps = [{"tool": "word_count", "arguments": {"text": "one two"}}]
+                plan = {"era": era, "target": target, "decision": None, "steps": steps}
+                report = await run_ts_client(plan)
+    (counted,) = report["steps"]
+    assert counted["result"]["structuredContent"]["words"] == 2, counted
+    (line,) = map(json.loads, audit.read_text(encoding="utf-8").splitlines())
+    assert (line["tool"], line["subject"], line["clientId"]) == ("word_count", AGENT, AGENT)

@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable
 
 from mcp_toolbridge.policy.shell.argv import basename, long_option
+from mcp_toolbridge.policy.shell.sed import sed_check
 
 _FIND_ACTIONS = frozenset(
     {"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"}
@@ -314,54 +315,6 @@ def _awk(argv: tuple[str, ...]) -> str | None:
     return None
 
 
-def _sed(argv: tuple[str, ...]) -> str | None:
-    args = argv[1:]
-    scripts: list[str] = []
-    operands: list[str] = []
-    i = 0
-    while i < len(args):  # GNU sed also takes options after operands
-        arg = args[i]
-        following = args[i + 1] if i + 1 < len(args) else ""
-        i += 1
-        if arg == "--":
-            operands.extend(args[i:])
-            break
-        if arg.startswith("--"):
-            _name, eq, value = arg.partition("=")
-            if long_option(arg, ("--in-place",)):
-                return "sed --in-place edits files"
-            if long_option(arg, ("--file",)):
-                return "sed --file reads its script from a file"
-            if long_option(arg, ("--expression",)):
-                scripts.append(value if eq else following)
-                i += 0 if eq else 1
-            elif long_option(arg, ("--line-length",)) and not eq:
-                i += 1
-            continue
-        if not arg.startswith("-") or len(arg) == 1:
-            operands.append(arg)
-            continue
-        letters = arg[1:]
-        for k, ch in enumerate(letters):
-            if ch == "i":
-                return "sed -i edits files"
-            if ch == "f":
-                return "sed -f reads its script from a file"
-            if ch in "el":
-                rest = letters[k + 1 :]
-                if ch == "e":
-                    scripts.append(rest or following)
-                i += 0 if rest else 1
-                break
-    if not scripts and operands:
-        scripts.append(operands[0])
-    for script in scripts:
-        why = sed_script_risk(script)
-        if why is not None:
-            return why
-    return None
-
-
 def _find_all(argv: tuple[str, ...]) -> str | None:
     return _find(argv) or _find_follows(argv)
 
@@ -394,8 +347,8 @@ _FLAG_CHECKS: dict[str, Callable[[tuple[str, ...]], str | None]] = {
     "ssh": _ssh,
     "scp": _ssh,
     "sftp": _ssh,
-    "sed": _sed,
-    "gsed": _sed,
+    "sed": sed_check,
+    "gsed": sed_check,
     "git": _git,
     "rg": _rg,
     "tar": _tar,
@@ -410,98 +363,3 @@ _FLAG_CHECKS: dict[str, Callable[[tuple[str, ...]], str | None]] = {
 
 FLAG_CHECKED = frozenset(_FLAG_CHECKS)
 """Programs with flags that run programs or write files (each checked above)."""
-
-
-# -- sed scripts -----------------------------------------------------------------------------
-
-_SED_SIMPLE = frozenset("pdDnNgGhHxlLqQ=zFPv{}")
-_SED_TO_EOL = frozenset("aicrR")
-_SED_LABEL = frozenset(":btT")
-
-
-def sed_script_risk(script: str) -> str | None:
-    """Why a sed script can run commands or write files (``e``, ``w``, ``W``, the ``s///w``
-    and ``s///e`` flags), or cannot be read; None when it only edits the stream."""
-    i, n = 0, len(script)
-    while i < n:
-        if script[i] in " \t\n;}":
-            i += 1
-            continue
-        if script[i] == "#":
-            i = _line_end(script, i)
-            continue
-        i = _sed_address(script, i)
-        while i < n and script[i] in " \t!":
-            i += 1
-        if i >= n:
-            return "the sed script ends after an address"
-        cmd = script[i]
-        i += 1
-        if cmd in "ewW":
-            return f"the sed command {cmd!r} runs a command or writes a file"
-        if cmd == "s":
-            end = _sed_delimited(script, i, 2)
-            if end is None:
-                return "the sed s command could not be read"
-            j = end
-            while j < n and script[j] not in ";\n}":
-                if script[j] in "we":
-                    return f"the sed s///{script[j]} flag runs a command or writes a file"
-                j += 1
-            i = j
-        elif cmd == "y":
-            end = _sed_delimited(script, i, 2)
-            if end is None:
-                return "the sed y command could not be read"
-            i = end
-        elif cmd in _SED_TO_EOL:
-            i = _line_end(script, i)
-        elif cmd in _SED_LABEL:
-            while i < n and script[i] not in ";\n":
-                i += 1
-        elif cmd in _SED_SIMPLE:
-            while i < n and script[i].isdigit():
-                i += 1
-        else:
-            return f"the sed script has a command that could not be read ({cmd!r})"
-    return None
-
-
-def _line_end(text: str, i: int) -> int:
-    end = text.find("\n", i)
-    return len(text) if end < 0 else end + 1
-
-
-def _sed_delimited(text: str, i: int, parts: int) -> int | None:
-    """Index after ``parts`` delimited fields that start at ``text[i]`` (the delimiter)."""
-    if i >= len(text) or text[i] in "\n\\":
-        return None
-    delimiter = text[i]
-    i += 1
-    for _ in range(parts):
-        while i < len(text) and text[i] != delimiter:
-            i += 2 if text[i] == "\\" else 1
-        if i >= len(text):
-            return None
-        i += 1
-    return i
-
-
-def _sed_address(text: str, i: int) -> int:
-    for _ in range(2):
-        n = len(text)
-        if i < n and (text[i].isdigit() or text[i] in "$+~"):
-            i += 1
-            while i < n and (text[i].isdigit() or text[i] == "~"):
-                i += 1
-        elif i < n and text[i] in "/\\":
-            start = i + 1 if text[i] == "\\" else i
-            end = _sed_delimited(text, start, 1)
-            i = n if end is None else end
-            while i < n and text[i] in "IM":
-                i += 1
-        if i < n and text[i] == ",":
-            i += 1
-            continue
-        break
-    return i

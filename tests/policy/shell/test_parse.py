@@ -14,7 +14,6 @@ from mcp_toolbridge.errors import ArgumentsError
 from mcp_toolbridge.model import ShellRequirement
 from mcp_toolbridge.policy.requirements import Scope, argument_targets, check_scope
 from mcp_toolbridge.policy.shell.argv import XARGS_INPUT, risky_variable
-from mcp_toolbridge.policy.shell.flags import sed_script_risk
 from mcp_toolbridge.policy.shell.parse import (
     MAX_COMMAND_CHARS,
     ParsedCommand,
@@ -22,6 +21,7 @@ from mcp_toolbridge.policy.shell.parse import (
     splitter,
     whole,
 )
+from mcp_toolbridge.policy.shell.sed import sed_script_risk
 from tests.support.policy_fixtures import load_policy_text
 
 

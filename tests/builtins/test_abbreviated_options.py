@@ -34,6 +34,7 @@ ATTACKS = {
     "git fetch --upl='touch PWNED; false' .": "runs a command as upload-pack",
     "git rebase --exe 'touch PWNED' HEAD~1": "runs a command after each commit",
     "git grep --open='touch PWNED;' keep": "runs a command as the pager",
+    "tar cf out.tar --lab -- *": "runs pwn.sh: '--' is --label's value, '*' the planted options",
 }
 """Each abbreviated line and what it does once it runs."""
 
@@ -44,6 +45,9 @@ def _git(workspace: Path, *args: str) -> None:
 
 def _workspace(workspace: Path) -> None:
     (workspace / "a.txt").write_text("keep\n", encoding="utf-8")
+    for name in ("--checkpoint=1", "--checkpoint-action=exec=sh pwn.sh"):  # issue 25's names
+        (workspace / name).write_text("planted\n", encoding="utf-8")
+    (workspace / "pwn.sh").write_text("touch PWNED\n", encoding="utf-8")
     hook = workspace / "pre-commit"
     hook.write_text("#!/bin/sh\ntouch PWNED\n", encoding="utf-8")
     hook.chmod(0o755)
@@ -103,5 +107,5 @@ async def test_each_abbreviated_line_is_a_real_attack_once_allowed_exactly(
     after = _state(settings.workspace)
     changed = {key for key in before if before[key] != after[key]}
     assert changed, f"{command!r} changed nothing: {result}"
-    if "PWNED" in command:
+    if "PWNED" in command or "*" in command:
         assert after["PWNED"] == "True", result

@@ -108,7 +108,10 @@ def _long(argv: tuple[str, ...], i: int, syntax: Syntax, found: Scan) -> int:
     )
     if names_from:
         found.reasons.append(f"{name} reads file names from a file, which cannot be checked")
-    if access is not None or names_from or name in syntax.long_values:
+    takes_value = name in syntax.long_values or (
+        len(name) > 2 and any(known.startswith(name) for known in syntax.long_values)
+    )  # --excl is --exclude: the word after it is its value, a ``--`` too
+    if access is not None or names_from or takes_value:
         if eq:
             if access is not None:
                 found.paths.append(Operand(i, value, access, whole=False))

@@ -24,7 +24,7 @@ from mcp_toolbridge.bridge.gate import HEADLESS_DENIED
 from tests.support.results import text_of
 from tests.support.served import error_text, locked_settings, served_client
 
-RULES = ["bash=sed *", "bash=tar *", "bash=sort *", "bash=cp *", "bash=git *"]
+RULES = ["bash=sed *", "bash=tar *", "bash=sort *", "bash=cp *", "bash=git *", "bash=split *"]
 ATTACKS = {
     "sed --exp='1e touch PWNED' a.txt": "runs a command (sed's e)",
     "sed --in-pl s/keep/gone/ a.txt": "edits a.txt in place",
@@ -35,8 +35,10 @@ ATTACKS = {
     "git rebase --exe 'touch PWNED' HEAD~1": "runs a command after each commit",
     "git grep --open='touch PWNED;' keep": "runs a command as the pager",
     "tar cf out.tar --lab -- *": "runs pwn.sh: '--' is --label's value, '*' the planted options",
+    "split -l 1 -a 1 --additional-suffix=ig lines.txt .git/con": "writes .git/config (piece f)",
 }
-"""Each abbreviated line and what it does once it runs."""
+"""Each abbreviated line and what it does once it runs (and split, whose output prefix was
+not a path the sub-policy checked: its pieces can be named exactly)."""
 
 
 def _git(workspace: Path, *args: str) -> None:
@@ -48,6 +50,7 @@ def _workspace(workspace: Path) -> None:
     for name in ("--checkpoint=1", "--checkpoint-action=exec=sh pwn.sh"):  # issue 25's names
         (workspace / name).write_text("planted\n", encoding="utf-8")
     (workspace / "pwn.sh").write_text("touch PWNED\n", encoding="utf-8")
+    (workspace / "lines.txt").write_text("a\nb\nc\nd\ne\n[core]\n", encoding="utf-8")
     hook = workspace / "pre-commit"
     hook.write_text("#!/bin/sh\ntouch PWNED\n", encoding="utf-8")
     hook.chmod(0o755)

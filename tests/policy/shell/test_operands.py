@@ -60,6 +60,8 @@ R, W, X = "read", "write", "remove"
         ("tar --dir=.git/hooks -xf a.tar", [(".git/hooks", W), ("a.tar", R)]),
         ("tar --fil=/tmp/a.tar -c f", [("/tmp/a.tar", W), ("f", R)]),
         ("uniq in out", [("in", R), ("out", W)]),
+        ("split -l 10 in out_", [("in", R), ("out_", W)]),
+        ("split -a 1 --additional-suffix=ig in .git/con", [(".git/con", W), ("in", R)]),
         ("diff -U 3 a b", [("a", R), ("b", R)]),
         ("diff --from-file=base a b", [("a", R), ("b", R), ("base", R)]),
         ("stat -c %s f", [("f", R)]),

@@ -314,10 +314,11 @@ def run_server(
                     entry = {"command": command[0], "args": hint}
                     err(f"{head}, over stdio; connect a client with {json.dumps(entry)}")
                     report(loaded, settings, follows)
-                    await group.start(_stop_on_sigterm, group.cancel_scope)
                     keeps = opening is not None and stand_in is None and recorder is None
                     keeper = recorder_for(loaded, inputs) if keeps else None
-                    await server.run_stdio(keeper, grace_s=grace)
+                    with anyio.CancelScope() as serving:  # SIGTERM ends serving, then below
+                        await group.start(_stop_on_sigterm, serving)
+                        await server.run_stdio(keeper, grace_s=grace)
                 else:
                     from mcp_toolbridge.server import HttpService, reach_line  # only for HTTP
 

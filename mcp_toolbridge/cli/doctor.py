@@ -32,7 +32,12 @@ import anyio
 from mcp_toolbridge.cache import CACHE_DIR_ENV, default_cache_dir
 from mcp_toolbridge.cli.clients import CLIENTS, SERVER_NAME, client_config, serving_options
 from mcp_toolbridge.cli.console import EXIT_OK, EXIT_PROBLEMS, out
-from mcp_toolbridge.cli.installed import in_pipx_cache, in_uv_cache, server_command
+from mcp_toolbridge.cli.installed import (
+    in_pipx_cache,
+    in_uv_cache,
+    server_command,
+    source_problem,
+)
 from mcp_toolbridge.errors import ToolbridgeError
 from mcp_toolbridge.executors import probe_sandbox
 from mcp_toolbridge.model import ExecTransport, ToolSpec
@@ -422,6 +427,8 @@ def diagnose(args: argparse.Namespace, parse: Parse, settings_of: SettingsOf) ->
     if isinstance(entry, Finding):
         return [entry]
     findings += check_command(str(entry.get("command", "")), launch, title)
+    if (gone := source_problem(_argv(entry)[1:], launch.cwd)) is not None:
+        findings = [f for f in findings if not f.ok] + [Finding(False, "command", *gone)]
     parsed = _serve_options(entry, launch, parse) if args.client or args.config else args
     if isinstance(parsed, Finding):
         return [*findings, parsed]

@@ -18,6 +18,7 @@ import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -124,12 +125,63 @@ def server_command(prefix: Path | None = None) -> list[str]:
 
 
 def temporary_warning(prefix: Path | None = None) -> str | None:
-    """What to say when a config would name an installation in a temporary folder."""
+    """What to say when a config would name an installation, or the local package uvx or
+    ``pipx run`` made it from, in a temporary folder."""
     prefix = Path(sys.prefix) if prefix is None else prefix
-    if in_uv_cache(prefix) or in_pipx_cache(prefix) or not in_temporary_folder(prefix):
+    if in_uv_cache(prefix) or in_pipx_cache(prefix):
+        source = install_source()
+        if not (local_source(source) and in_temporary_folder(Path(source))):
+            return None
+        return (
+            f"the package it runs from ({source}) is in a temporary folder; a config naming "
+            "it stops working when that folder is removed: keep the package where it lasts "
+            f"and run config from there, or install it (`uv tool install {source}`)"
+        )
+    if not in_temporary_folder(prefix):
         return None
     return (
         f"this installation is in a temporary folder ({prefix}); a config naming it stops "
         "working when that folder is removed: install it where it lasts (`uv tool install "
         "mcp-toolbridge` or `pipx install mcp-toolbridge`) and run config from there"
     )
+
+
+def local_source(source: str) -> bool:
+    """Whether a ``--from``/``--spec`` source is a path on this machine (a wheel, an sdist, a
+    folder), not a URL or a requirement of an index."""
+    return "://" not in source and "+" not in source.partition("/")[0] and "/" in source
+
+
+def launcher_source(argv: Sequence[str]) -> str | None:
+    """The package a launcher's arguments name (``uvx --from SOURCE``, ``pipx run --spec
+    SOURCE``), before the server's own arguments."""
+    for i, word in enumerate(argv):
+        if word in ("serve", "replay"):
+            return None
+        for flag in ("--from", "--spec"):
+            if word == flag and i + 1 < len(argv):
+                return argv[i + 1]
+            if word.startswith(flag + "="):
+                return word.partition("=")[2]
+    return None
+
+
+def source_problem(argv: Sequence[str], cwd: str | None) -> tuple[str, str] | None:
+    """What stops a launcher from finding its local package again, and its fix: the path is
+    not there, or lies in a temporary folder."""
+    source = launcher_source(argv)
+    if source is None or not local_source(source):
+        return None
+    path = Path(cwd or os.getcwd()) / source  # an absolute source stays itself
+    fix = (
+        "keep the package where it lasts and write the entry from there (`uvx --from PATH "
+        "mcp-toolbridge config --client NAME`), or install it (`uv tool install PATH`)"
+    )
+    if not path.exists():
+        return (
+            f"{source}, the package the entry runs, is not there: the client cannot start it",
+            fix,
+        )
+    if in_temporary_folder(path):
+        return f"{source}, the package the entry runs, is in a temporary folder", fix
+    return None

@@ -218,3 +218,21 @@ def test_an_installation_in_a_temporary_folder_is_said_to_not_last(tmp_path: Pat
     assert warning is not None and "uv tool install mcp-toolbridge" in warning
     assert temporary_warning(tmp_path / ".cache/uv/archive-v0/Xk2p9") is None  # uvx: its form
     assert temporary_warning(Path.home() / ".local/share/uv/tools/mcp-toolbridge") is None
+
+
+def test_uvx_from_a_wheel_in_a_temporary_folder_is_said_to_not_last(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``uvx --from /tmp/.../the.whl mcp-toolbridge config``: the environment is uv's (it
+    lasts as uv keeps it), but the config names the wheel, which goes with its folder."""
+    from mcp_toolbridge.cli.installed import temporary_warning
+
+    wheel = tmp_path / "dist" / "mcp_toolbridge-1.2.3-py3-none-any.whl"
+    direct = json.dumps({"url": wheel.as_uri(), "archive_info": {}})
+    monkeypatch.setattr(importlib.metadata, "distribution", lambda name: _Dist(direct))
+    warning = temporary_warning(tmp_path / ".cache/uv/archive-v0/Xk2p9")
+    assert warning is not None
+    assert f"the package it runs from ({wheel}) is in a temporary folder" in warning
+    assert f"uv tool install {wheel}" in warning
+    monkeypatch.setattr(importlib.metadata, "distribution", lambda name: _Dist(None))
+    assert temporary_warning(tmp_path / ".cache/uv/archive-v0/Xk2p9") is None  # from an index

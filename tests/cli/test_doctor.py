@@ -183,3 +183,33 @@ def test_the_entry_config_writes_for_claude_desktop_passes(
     assert code == 0, text
     assert lines["workspace"] == f"ok       workspace    {project.resolve()}"
     assert lines["sandbox"].startswith("ok       sandbox      off")
+
+
+def test_a_launchers_package_that_is_gone_or_temporary_is_a_problem(
+    project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An entry ``uvx --from WHEEL mcp-toolbridge serve ...`` (what config run through uvx
+    writes) starts only while that wheel is there: gone, the client's start fails; in a
+    temporary folder, it goes. A package from an index has nothing to check."""
+    wheel = tmp_path / "dist" / "mcp_toolbridge-1.2.3-py3-none-any.whl"
+    config = tmp_path / "claude_desktop_config.json"
+
+    def doctor_with(*launcher: str) -> tuple[int, str]:
+        args = [*launcher, "serve", "--workspace", str(project)]
+        entry = {"command": sys.executable, "args": args}  # stands for uvx: it lasts
+        config.write_text(json.dumps({"mcpServers": {"toolbridge": entry}}), encoding="utf-8")
+        code, lines, _ = _doctor(capsys, "--client", "claude-desktop", "--config", str(config))
+        return code, lines["command"]
+
+    code, line = doctor_with("--from", str(wheel), "mcp-toolbridge")
+    assert code == 1
+    assert line.startswith(f"problem  command      {wheel}, the package the entry runs, is not")
+    assert "mcp-toolbridge config --client NAME" in line
+    wheel.parent.mkdir()
+    wheel.write_bytes(b"")
+    code, line = doctor_with(f"--from={wheel}", "mcp-toolbridge")
+    assert line.startswith(f"problem  command      {wheel}, the package the entry runs, is in a")
+    code, line = doctor_with("--spec", str(wheel), "mcp-toolbridge")  # pipx run
+    assert line.startswith(f"problem  command      {wheel}, the package the entry runs, is in a")
+    code, line = doctor_with("mcp-toolbridge@1.2.3")
+    assert line == f"ok       command      {sys.executable}"

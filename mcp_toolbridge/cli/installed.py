@@ -85,6 +85,47 @@ def install_source() -> str:
     return url
 
 
+_EXTRA_MARKER = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def installed_extras() -> list[str]:
+    """The extras of this installation (``[semantic]``) whose every requirement is installed
+    here, as uvx ``--from 'mcp-toolbridge[semantic]'`` made it; never ``dev``."""
+    try:
+        requires = metadata.distribution(DIST).requires or []
+    except metadata.PackageNotFoundError:
+        return []
+    needs: dict[str, list[str]] = {}
+    for requirement in requires:
+        marker = _EXTRA_MARKER.search(requirement)
+        name = _NAME.match(requirement)
+        if marker is not None and name is not None and marker.group(1) != "dev":
+            needs.setdefault(marker.group(1), []).append(name.group(0))
+    return sorted(extra for extra, names in needs.items() if all(map(_installed, names)))
+
+
+def _installed(name: str) -> bool:
+    try:
+        metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def with_extras(source: str, extras: Sequence[str]) -> str:
+    """``source`` (as :func:`install_source` gives it) asking for ``extras`` too: a path takes
+    them after it, a pinned requirement in brackets, a URL as a PEP 508 direct reference."""
+    if not extras:
+        return source
+    wanted = f"[{','.join(extras)}]"
+    if source.startswith(f"{DIST}=="):
+        return f"{DIST}{wanted}=={source.partition('==')[2]}"
+    if local_source(source):
+        return source + wanted
+    return f"{DIST}{wanted} @ {source}"
+
+
 def _uvx() -> list[str]:
     """uvx by its absolute path: beside ``$UV`` (uv sets it for what it runs), else on PATH;
     ``uv tool run`` when only uv is found."""
@@ -109,12 +150,18 @@ def server_command(prefix: Path | None = None) -> list[str]:
     when uvx or ``pipx run`` runs it from their caches."""
     prefix = Path(sys.prefix) if prefix is None else prefix
     if in_uv_cache(prefix):
-        source = install_source()
-        if source.startswith(f"{DIST}=="):
+        source, extras = install_source(), installed_extras()
+        if source.startswith(f"{DIST}==") and not extras:
             return [*_uvx(), f"{DIST}@{source.partition('==')[2]}"]
-        return [*_uvx(), "--from", source, SCRIPT]
+        return [*_uvx(), "--from", with_extras(source, extras), SCRIPT]
     if in_pipx_cache(prefix):
-        return [*_pipx(), "run", "--spec", install_source(), SCRIPT]
+        return [
+            *_pipx(),
+            "run",
+            "--spec",
+            with_extras(install_source(), installed_extras()),
+            SCRIPT,
+        ]
     beside = Path(sys.executable).parent / SCRIPT
     if beside.is_file():
         return [str(beside)]
@@ -172,6 +219,8 @@ def source_problem(argv: Sequence[str], cwd: str | None) -> tuple[str, str] | No
     source = launcher_source(argv)
     if source is None or not local_source(source):
         return None
+    if source.endswith("]") and "[" in source:  # the extras it asks for: PATH[semantic]
+        source = source[: source.rindex("[")]
     path = Path(cwd or os.getcwd()) / source  # an absolute source stays itself
     fix = (
         "keep the package where it lasts and write the entry from there (`uvx --from PATH "

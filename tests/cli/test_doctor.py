@@ -213,3 +213,5 @@ def test_a_launchers_package_that_is_gone_or_temporary_is_a_problem(
     assert line.startswith(f"problem  command      {wheel}, the package the entry runs, is in a")
     code, line = doctor_with("mcp-toolbridge@1.2.3")
     assert line == f"ok       command      {sys.executable}"
+    code, line = doctor_with("--from", f"{wheel}[semantic]", "mcp-toolbridge")  # an extra
+    assert line.startswith(f"problem  command      {wheel}, the package the entry runs, is in a")

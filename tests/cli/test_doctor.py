@@ -64,6 +64,7 @@ def test_a_good_setup_is_all_ok_and_exits_zero(
         "sandbox",
         "index cache",
         "grep",
+        "search",
     }
     for name in ("command", "workspace", "policy", "manifests", "index cache", "grep"):
         assert lines[name].startswith("ok "), text
@@ -72,6 +73,8 @@ def test_a_good_setup_is_all_ok_and_exits_zero(
     assert re.search(
         r"ok +manifests +5 tools from 3 manifests, and \d+ locked tools$", lines["manifests"]
     )
+    # The dev extra brings numpy: tool_search searches by meaning too ([semantic]).
+    assert lines["search"].startswith("ok       search       by words and by meaning: MiniLM"), text
     # The sandbox line is what the sandbox's own probe says on this machine.
     assert code == (0 if _sandbox_ok(lines) else 1)
     assert text.rstrip().endswith("no problems" if code == 0 else "1 problem(s)")
@@ -215,3 +218,27 @@ def test_a_launchers_package_that_is_gone_or_temporary_is_a_problem(
     assert line == f"ok       command      {sys.executable}"
     code, line = doctor_with("--from", f"{wheel}[semantic]", "mcp-toolbridge")  # an extra
     assert line.startswith(f"problem  command      {wheel}, the package the entry runs, is in a")
+
+
+def test_without_the_semantic_extra_the_search_line_says_how_to_add_it(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An install without numpy (no [semantic]): still ok, and the line says what adds the
+    search by meaning. (semantic_status is the catalog's own check, find_spec on numpy.)"""
+    import importlib.util
+
+    from mcp_toolbridge.catalog import semantic_model
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "numpy" else real(name, *a)
+    )
+    semantic_model.semantic_status.cache_clear()
+    try:
+        _, lines, _ = _doctor(capsys, "--workspace", str(project))
+    finally:
+        semantic_model.semantic_status.cache_clear()
+    assert lines["search"] == (
+        "ok       search       by words only: numpy not installed "
+        "(pip install 'mcp-toolbridge[semantic]' adds search by meaning)"
+    )

@@ -242,3 +242,28 @@ def test_without_the_semantic_extra_the_search_line_says_how_to_add_it(
         "ok       search       by words only: numpy not installed "
         "(pip install 'mcp-toolbridge[semantic]' adds search by meaning)"
     )
+
+
+def test_a_tilde_in_a_clients_config_is_the_home_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Clients expand no ``~`` (no shell starts the server), so a path copied from a shell
+    command into a config arrives as written: ``--workspace ~/code/proj`` is the home folder's
+    code/proj, as at a shell, not a folder named ``~`` in the client's working directory."""
+    from mcp_toolbridge.cli.main import parse_args
+
+    home = tmp_path / "home"
+    (home / "code" / "proj").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    examples = Path(__file__).resolve().parents[2] / "manifests" / "text-tools"
+    args = parse_args(["serve", "--workspace", "~/code/proj", "--policy", "~/p.toml", "~/tools"])
+    assert args.workspace == home / "code" / "proj"
+    assert args.policy == home / "p.toml" and args.paths == [home / "tools"]
+    (home / "tools").symlink_to(examples)
+    config = tmp_path / "claude_desktop_config.json"
+    serve = ["-m", "mcp_toolbridge", "serve", "--workspace", "~/code/proj", "~/tools"]
+    entry = {"command": sys.executable, "args": serve}
+    config.write_text(json.dumps({"mcpServers": {"toolbridge": entry}}), encoding="utf-8")
+    _, lines, text = _doctor(capsys, "--client", "claude-desktop", "--config", str(config))
+    assert lines["workspace"] == f"ok       workspace    {home / 'code' / 'proj'}", text
+    assert lines["manifests"].startswith("ok       manifests    3 tools from 1 manifests"), text

@@ -307,6 +307,10 @@ class HttpService:
         if left:
             log.warning("SIGTERM: %d call(s) still running at the deadline are ended", left)
         self._server.stopping()  # what is cancelled from now on was ended by the shutdown
+        if left:  # ended here, each answered with an error result before uvicorn stops
+            self._server.calls.end_all()
+            with anyio.move_on_after(ENDING_S):
+                await self._server.calls.idle()
         if self._streams is not None:  # ended whole, before uvicorn's shutdown cuts them
             with anyio.move_on_after(STREAMS_END_S):
                 await self._streams.end_streams()

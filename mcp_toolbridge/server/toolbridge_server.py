@@ -74,6 +74,11 @@ log = logging.getLogger("mcp_toolbridge")
 
 PAGE_SIZE = 200
 INTERNAL_ERROR = "internal error in mcp-toolbridge; see the server log"
+ENDED_AT_DRAIN = (
+    "the server shut down during the call: it was still running at the drain deadline "
+    "(--drain-timeout) and was ended; what it did may be partial. Call it again if it "
+    "should still run"
+)
 
 
 class SessionEnd(Protocol):
@@ -377,12 +382,19 @@ class ToolbridgeServer:
             console=self._console.for_caller(caller) if self._console is not None else None,
         )
         link = None
-        self.calls.began()
+        cut = self.calls.began()
         try:
-            async with call_lease(self.replica, call_ctx, params.name) as lease:
-                call_ctx = replace(call_ctx, lease=lease)
-                bridge = await self._open_bridge()
-                outcome = await bridge.call(params.name, params.arguments, call_ctx)
+            with cut:  # cancelled at the drain deadline: the call ends, the request answers
+                async with call_lease(self.replica, call_ctx, params.name) as lease:
+                    call_ctx = replace(call_ctx, lease=lease)
+                    bridge = await self._open_bridge()
+                    outcome = await bridge.call(params.name, params.arguments, call_ctx)
+            if cut.cancelled_caught:
+                return types.CallToolResult(
+                    content=[types.TextContent(type="text", text=ENDED_AT_DRAIN)],
+                    is_error=True,
+                    meta={"toolbridge/code": ErrorCode.EXEC_CANCELLED.value},
+                )
             link = await self._outputs.link(
                 outcome.output_path,
                 tool=params.name,
@@ -401,7 +413,7 @@ class ToolbridgeServer:
                 meta={"toolbridge/code": ErrorCode.SERVER_INTERNAL.value},
             )
         finally:
-            self.calls.ended()
+            self.calls.ended(cut)
             if scope is None and self._on_session_end is not None:  # a call without a session
                 self._on_session_end(session_id, keep_files=link is not None)
         if outcome.ok and params.name == SEARCH_TOOL and isinstance(outcome.value, dict):

@@ -31,6 +31,8 @@ LEVELS = {
     "progress.py": 0,
     "workspace.py": 0,
     "lazy.py": 0,
+    "asgi.py": 0,
+    "binding.py": 0,
     # what the core works on
     "loaders/": 1,
     "catalog/": 1,

@@ -29,8 +29,9 @@ from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.routing import Route
 
 from mcp_toolbridge.asgi import ASGIApp, Receive, Scope, Send, send_json_reply
+from mcp_toolbridge.server.auth_options import AuthOptions
 from mcp_toolbridge.server.refusals import REFUSAL
-from mcp_toolbridge.server.tokens import AuthOptions, TokenValidator
+from mcp_toolbridge.server.tokens import TokenValidator
 
 RESOURCE_NAME = "mcp-toolbridge"
 ROOT_METADATA = "/.well-known/oauth-protected-resource"

@@ -19,8 +19,8 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp_toolbridge.asgi import ASGIApp, Message, Receive, Scope, Send, send_json_reply
 from mcp_toolbridge.binding import LOOPBACK_NAMES, bracketed, is_loopback, listen_on
 from mcp_toolbridge.errors import ConfigError, ErrorCode
+from mcp_toolbridge.server.auth_options import AuthOptions
 from mcp_toolbridge.server.deadlines import BODY_S, HEAD_S
-from mcp_toolbridge.server.tokens import AuthOptions
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765

@@ -49,6 +49,7 @@ LEVELS = {
     "console/": 4,
     "runtime.py": 4,
     "runtime_cache.py": 4,
+    "runtime_snapshot.py": 4,
     "cli/": 5,
     "__main__.py": 5,
 }

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import shutil
 import subprocess
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -29,6 +27,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
+from tests.support.node import find_node
 from tests.support.rawstdio import REPO
 
 FIXTURE = REPO / "tests" / "fixtures" / "oidc"
@@ -37,26 +36,8 @@ INSTALLED = FIXTURE / "node_modules" / "oidc-provider" / "package.json"
 MIN_NODE = (20, 19)
 
 
-def _node() -> str | None:
-    """A node new enough for oidc-provider 9: CI's Node 22 (the LTS it supports) when
-    installed, else the one on PATH."""
-    for candidate in (REPO / ".ci/node/conformance/node_modules/.bin/node", shutil.which("node")):
-        if candidate is None or not Path(candidate).exists():
-            continue
-        try:
-            out = subprocess.run(
-                [str(candidate), "--version"], capture_output=True, text=True, timeout=10
-            ).stdout
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        found = re.match(r"v(\d+)\.(\d+)", out)
-        if found and (int(found[1]), int(found[2])) >= MIN_NODE:
-            return str(candidate)
-    return None
-
-
 def oidc_skip_reason() -> str | None:
-    if _node() is None:
+    if find_node(MIN_NODE) is None:
         return f"node {MIN_NODE[0]}.{MIN_NODE[1]}+ is not installed (oidc-provider needs it)"
     if not INSTALLED.is_file():
         return "oidc-provider is not installed: run `npm ci --prefix tests/fixtures/oidc`"
@@ -199,7 +180,7 @@ async def oidc_provider(
     """Run oidc-provider until the block ends. ``accounts``: login name -> groups;
     ``clients``: static client metadata (``client_id``, ``client_secret``, ``grant_types``,
     ``groups``...); ``access_token_ttl``: the seconds its access tokens live."""
-    node = _node()
+    node = find_node(MIN_NODE)
     assert node is not None, oidc_skip_reason()
     signing = list(keys) if keys is not None else [rsa_jwk("key-1")]
     config: dict[str, Any] = {

@@ -10,7 +10,8 @@ Each check prints one line, ``ok`` or ``problem``, and a problem the fix on the 
 status is 1 when there is a problem. The checks: the command resolves (and its script's
 interpreter exists), the workspace exists and is not ``/`` or the home folder, the policy
 parses, the manifests load, the OS sandbox works here (the sandbox's own probe says what stops
-it), the index cache is writable, and whether grep runs ripgrep or its built-in engine.
+it), the index cache is writable, whether grep runs ripgrep or its built-in engine, and
+whether tool_search also searches by meaning (the ``semantic`` extra).
 """
 
 from __future__ import annotations
@@ -30,9 +31,15 @@ from typing import Any
 import anyio
 
 from mcp_toolbridge.cache import CACHE_DIR_ENV, default_cache_dir
+from mcp_toolbridge.catalog import semantic_status
 from mcp_toolbridge.cli.clients import CLIENTS, SERVER_NAME, client_config, serving_options
 from mcp_toolbridge.cli.console import EXIT_OK, EXIT_PROBLEMS, out
-from mcp_toolbridge.cli.installed import in_pipx_cache, in_uv_cache, server_command
+from mcp_toolbridge.cli.installed import (
+    in_pipx_cache,
+    in_uv_cache,
+    server_command,
+    source_problem,
+)
 from mcp_toolbridge.errors import ToolbridgeError
 from mcp_toolbridge.executors import probe_sandbox
 from mcp_toolbridge.model import ExecTransport, ToolSpec
@@ -413,6 +420,19 @@ def check_grep(launch: ClientLaunch) -> Finding:
     return Finding(True, "grep", f"the built-in engine (RE2): no rg on PATH{where}")
 
 
+def check_search() -> Finding:
+    """Never a problem: whether tool_search also searches by meaning (the semantic extra)."""
+    status = semantic_status()
+    if status.startswith("on: "):
+        return Finding(True, "search", f"by words and by meaning: {status[4:]}")
+    missing = "numpy not installed" if "numpy" in status else status.removeprefix("off: ")
+    return Finding(
+        True,
+        "search",
+        f"by words only: {missing} (pip install 'mcp-toolbridge[semantic]' adds search by meaning)",
+    )
+
+
 def diagnose(args: argparse.Namespace, parse: Parse, settings_of: SettingsOf) -> list[Finding]:
     environ = dict(os.environ)
     launch = client_launch(args.client, environ)
@@ -422,6 +442,8 @@ def diagnose(args: argparse.Namespace, parse: Parse, settings_of: SettingsOf) ->
     if isinstance(entry, Finding):
         return [entry]
     findings += check_command(str(entry.get("command", "")), launch, title)
+    if (gone := source_problem(_argv(entry)[1:], launch.cwd)) is not None:
+        findings = [f for f in findings if not f.ok] + [Finding(False, "command", *gone)]
     parsed = _serve_options(entry, launch, parse) if args.client or args.config else args
     if isinstance(parsed, Finding):
         return [*findings, parsed]
@@ -439,6 +461,7 @@ def diagnose(args: argparse.Namespace, parse: Parse, settings_of: SettingsOf) ->
     findings.append(check_sandbox(settings, client_env))
     findings.append(check_cache(settings))
     findings.append(check_grep(launch))
+    findings.append(check_search())
     return findings
 
 

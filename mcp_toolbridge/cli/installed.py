@@ -18,6 +18,7 @@ import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -84,6 +85,47 @@ def install_source() -> str:
     return url
 
 
+_EXTRA_MARKER = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def installed_extras() -> list[str]:
+    """The extras of this installation (``[semantic]``) whose every requirement is installed
+    here, as uvx ``--from 'mcp-toolbridge[semantic]'`` made it; never ``dev``."""
+    try:
+        requires = metadata.distribution(DIST).requires or []
+    except metadata.PackageNotFoundError:
+        return []
+    needs: dict[str, list[str]] = {}
+    for requirement in requires:
+        marker = _EXTRA_MARKER.search(requirement)
+        name = _NAME.match(requirement)
+        if marker is not None and name is not None and marker.group(1) != "dev":
+            needs.setdefault(marker.group(1), []).append(name.group(0))
+    return sorted(extra for extra, names in needs.items() if all(map(_installed, names)))
+
+
+def _installed(name: str) -> bool:
+    try:
+        metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def with_extras(source: str, extras: Sequence[str]) -> str:
+    """``source`` (as :func:`install_source` gives it) asking for ``extras`` too: a path takes
+    them after it, a pinned requirement in brackets, a URL as a PEP 508 direct reference."""
+    if not extras:
+        return source
+    wanted = f"[{','.join(extras)}]"
+    if source.startswith(f"{DIST}=="):
+        return f"{DIST}{wanted}=={source.partition('==')[2]}"
+    if local_source(source):
+        return source + wanted
+    return f"{DIST}{wanted} @ {source}"
+
+
 def _uvx() -> list[str]:
     """uvx by its absolute path: beside ``$UV`` (uv sets it for what it runs), else on PATH;
     ``uv tool run`` when only uv is found."""
@@ -108,12 +150,18 @@ def server_command(prefix: Path | None = None) -> list[str]:
     when uvx or ``pipx run`` runs it from their caches."""
     prefix = Path(sys.prefix) if prefix is None else prefix
     if in_uv_cache(prefix):
-        source = install_source()
-        if source.startswith(f"{DIST}=="):
+        source, extras = install_source(), installed_extras()
+        if source.startswith(f"{DIST}==") and not extras:
             return [*_uvx(), f"{DIST}@{source.partition('==')[2]}"]
-        return [*_uvx(), "--from", source, SCRIPT]
+        return [*_uvx(), "--from", with_extras(source, extras), SCRIPT]
     if in_pipx_cache(prefix):
-        return [*_pipx(), "run", "--spec", install_source(), SCRIPT]
+        return [
+            *_pipx(),
+            "run",
+            "--spec",
+            with_extras(install_source(), installed_extras()),
+            SCRIPT,
+        ]
     beside = Path(sys.executable).parent / SCRIPT
     if beside.is_file():
         return [str(beside)]
@@ -124,12 +172,65 @@ def server_command(prefix: Path | None = None) -> list[str]:
 
 
 def temporary_warning(prefix: Path | None = None) -> str | None:
-    """What to say when a config would name an installation in a temporary folder."""
+    """What to say when a config would name an installation, or the local package uvx or
+    ``pipx run`` made it from, in a temporary folder."""
     prefix = Path(sys.prefix) if prefix is None else prefix
-    if in_uv_cache(prefix) or in_pipx_cache(prefix) or not in_temporary_folder(prefix):
+    if in_uv_cache(prefix) or in_pipx_cache(prefix):
+        source = install_source()
+        if not (local_source(source) and in_temporary_folder(Path(source))):
+            return None
+        return (
+            f"the package it runs from ({source}) is in a temporary folder; a config naming "
+            "it stops working when that folder is removed: keep the package where it lasts "
+            f"and run config from there, or install it (`uv tool install {source}`)"
+        )
+    if not in_temporary_folder(prefix):
         return None
     return (
         f"this installation is in a temporary folder ({prefix}); a config naming it stops "
         "working when that folder is removed: install it where it lasts (`uv tool install "
         "mcp-toolbridge` or `pipx install mcp-toolbridge`) and run config from there"
     )
+
+
+def local_source(source: str) -> bool:
+    """Whether a ``--from``/``--spec`` source is a path on this machine (a wheel, an sdist, a
+    folder), not a URL or a requirement of an index."""
+    return "://" not in source and "+" not in source.partition("/")[0] and "/" in source
+
+
+def launcher_source(argv: Sequence[str]) -> str | None:
+    """The package a launcher's arguments name (``uvx --from SOURCE``, ``pipx run --spec
+    SOURCE``), before the server's own arguments."""
+    for i, word in enumerate(argv):
+        if word in ("serve", "replay"):
+            return None
+        for flag in ("--from", "--spec"):
+            if word == flag and i + 1 < len(argv):
+                return argv[i + 1]
+            if word.startswith(flag + "="):
+                return word.partition("=")[2]
+    return None
+
+
+def source_problem(argv: Sequence[str], cwd: str | None) -> tuple[str, str] | None:
+    """What stops a launcher from finding its local package again, and its fix: the path is
+    not there, or lies in a temporary folder."""
+    source = launcher_source(argv)
+    if source is None or not local_source(source):
+        return None
+    if source.endswith("]") and "[" in source:  # the extras it asks for: PATH[semantic]
+        source = source[: source.rindex("[")]
+    path = Path(cwd or os.getcwd()) / source  # an absolute source stays itself
+    fix = (
+        "keep the package where it lasts and write the entry from there (`uvx --from PATH "
+        "mcp-toolbridge config --client NAME`), or install it (`uv tool install PATH`)"
+    )
+    if not path.exists():
+        return (
+            f"{source}, the package the entry runs, is not there: the client cannot start it",
+            fix,
+        )
+    if in_temporary_folder(path):
+        return f"{source}, the package the entry runs, is in a temporary folder", fix
+    return None

@@ -26,7 +26,7 @@ def _add_load_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "paths",
         nargs="*",
-        type=Path,
+        type=user_path,
         metavar="PATH",
         help="manifest files or folders to search (default: the bundled examples)",
     )
@@ -84,7 +84,7 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--audit",
-        type=Path,
+        type=user_path,
         default=None,
         metavar="FILE",
         help="append one NDJSON line per call here (default: the user data directory)",
@@ -112,7 +112,7 @@ def _add_policy_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--workspace",
-        type=Path,
+        type=user_path,
         default=None,
         metavar="DIR",
         help="the folder the file tools and bash work in (default: the client's MCP roots, "
@@ -120,7 +120,7 @@ def _add_policy_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--ad-hoc",
-        type=Path,
+        type=user_path,
         action="append",
         default=[],
         metavar="DIR",
@@ -144,7 +144,7 @@ def _add_policy_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--skills",
-        type=Path,
+        type=user_path,
         action="append",
         default=[],
         metavar="DIR",
@@ -156,7 +156,17 @@ def _add_policy_options(parser: argparse.ArgumentParser) -> None:
 def _file_or_none(text: str) -> Path | None:
     """A file option's value; empty means none, as a launcher that fills options in from
     settings the user left blank writes it (an MCP bundle's ``--policy=${user_config.policy}``)."""
-    return Path(text) if text else None
+    return user_path(text) if text else None
+
+
+def user_path(text: str) -> Path:
+    """A path given on the command line, a leading ``~`` the home folder as a shell reads it:
+    a client starts servers without a shell, so ``--workspace ~/code/proj`` copied into its
+    config arrives as written."""
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:  # no home folder can be determined: the path as written
+        return Path(text)
 
 
 def _locked_names(text: str) -> tuple[str, ...]:
@@ -175,7 +185,7 @@ def _replay(verbs: Subparsers) -> None:
     replay = verbs.add_parser(
         "replay", help="serve recorded results (serve --record DIR) instead of running tools"
     )
-    replay.add_argument("recording", type=Path, metavar="DIR", help="the --record folder")
+    replay.add_argument("recording", type=user_path, metavar="DIR", help="the --record folder")
     _add_serve_options(replay)
 
 
@@ -257,7 +267,7 @@ def _doctor(verbs: Subparsers) -> None:
     add_client_option(doctor, required=False)
     doctor.add_argument(
         "--config",
-        type=Path,
+        type=user_path,
         default=None,
         metavar="FILE",
         help="check the entry of this client config file that starts mcp-toolbridge "

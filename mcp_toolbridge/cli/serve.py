@@ -19,7 +19,7 @@ from anyio.abc import TaskStatus
 from mcp_toolbridge import __version__
 from mcp_toolbridge.cli.allocator import pin_mmap_threshold, started
 from mcp_toolbridge.cli.clients import args_for, server_command
-from mcp_toolbridge.cli.console import EXIT_OK, err
+from mcp_toolbridge.cli.console import EXIT_INTERRUPTED, EXIT_OK, err
 from mcp_toolbridge.cli.event_loop import LOOPS, backend_options
 from mcp_toolbridge.cli.http import (
     AGAIN,
@@ -210,6 +210,7 @@ def run_server(
 
         recorder = Recorder.open(args.record)
     pin_mmap_threshold()
+    stopped_by: list[signal.Signals] = []  # over stdio, the signal that ended serving
 
     async def run() -> None:
         async with AsyncExitStack() as stack:
@@ -314,10 +315,11 @@ def run_server(
                     entry = {"command": command[0], "args": hint}
                     err(f"{head}, over stdio; connect a client with {json.dumps(entry)}")
                     report(loaded, settings, follows)
-                    await group.start(_stop_on_sigterm, group.cancel_scope)
                     keeps = opening is not None and stand_in is None and recorder is None
                     keeper = recorder_for(loaded, inputs) if keeps else None
-                    await server.run_stdio(keeper, grace_s=grace)
+                    with anyio.CancelScope() as serving:  # a signal ends serving, then below
+                        await group.start(_stop_on_signal, serving, stopped_by)
+                        await server.run_stdio(keeper, grace_s=grace)
                 else:
                     from mcp_toolbridge.server import HttpService, reach_line  # only for HTTP
 
@@ -351,18 +353,25 @@ def run_server(
         if error is None:
             raise
         raise error from None  # said in one line, as a start that fails before serving
-    return EXIT_OK
+    return EXIT_INTERRUPTED if signal.SIGINT in stopped_by else EXIT_OK
 
 
-async def _stop_on_sigterm(
-    scope: anyio.CancelScope, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+async def _stop_on_signal(
+    scope: anyio.CancelScope,
+    stopped_by: list[signal.Signals],
+    *,
+    task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """SIGTERM (how clients stop a server that outlives the end of its stdin) cancels the
-    calls still running, so their process groups are killed, and ends serving."""
-    with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+    """SIGTERM (how clients stop a server that outlives the end of its stdin) or Ctrl-C at a
+    terminal (SIGINT) cancels the calls still running, so their process groups are killed,
+    and ends serving; the caller then closes the console. Without this, SIGINT cancelled
+    the whole run, the console's uvicorn in the middle of its run, and while stdin stayed
+    open (a terminal) the run waited for a line first."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         task_status.started()
-        async for _ in signals:
-            say("SIGTERM: stopping; calls still running are cancelled")
+        async for number in signals:
+            stopped_by.append(signal.Signals(number))
+            say(f"{signal.Signals(number).name}: stopping; calls still running are cancelled")
             scope.cancel()
             return
 

@@ -92,6 +92,11 @@ def workspace_line(settings: Settings, *, follows_roots: bool) -> str:
     workspace = settings.workspace_root()
     roots = "; the client's MCP roots move it" if follows_roots else ""
     if settings.workspace is not None:
+        if workspace is not None and not workspace.is_dir():  # a mistyped path in a config
+            return (
+                f"workspace {workspace} (--workspace) is not a folder: read, write, edit, glob, "
+                "grep and bash fail until it is one; check the path in the client's config"
+            )
         return f"workspace {workspace} (--workspace)"
     if workspace is not None:
         return f"workspace {workspace} (the working directory{roots})"

@@ -3,8 +3,12 @@
 A worker thread per read and per write costs about 0.25 ms of a round trip (measured with
 benchmarks/roundtrip.py). When stdin or stdout is a pipe or a socket, the transport switches its
 private descriptor to non-blocking mode and waits for readiness on the event loop instead; any
-other kind of file (a regular file, a terminal, an in-memory stream in tests) keeps the
-blocking read or write in a worker thread. Blocking mode is restored when serving ends.
+other kind of file (a regular file, an in-memory stream in tests) keeps the blocking read or
+write in a worker thread. Blocking mode is restored when serving ends.
+
+A terminal as stdin (``serve`` typed at a shell) is waited for on the event loop too, and read
+in the blocking mode it shares with the shell once it is readable: read in a worker thread, a
+stop (Ctrl-C, SIGTERM) waited for the next line typed, since the thread cannot be abandoned.
 """
 
 from __future__ import annotations
@@ -59,24 +63,47 @@ class _PipeLines:
                 return line
             if self._ended:
                 return b""
-            try:
-                chunk = os.read(self._fd, 1 << 16)
-            except BlockingIOError:
-                await anyio.wait_readable(self._fd)
-                continue
+            chunk = await self._chunk()
             if not chunk:
                 self._ended = True
             self._buffer += chunk
+
+    async def _chunk(self) -> bytes:
+        while True:
+            try:
+                return os.read(self._fd, 1 << 16)
+            except BlockingIOError:
+                await anyio.wait_readable(self._fd)
+
+
+class _TerminalLines(_PipeLines):
+    """Lines from a terminal, left in blocking mode (the shell shares it): a read waits until
+    the terminal is readable, and then returns what was typed at once."""
+
+    async def _chunk(self) -> bytes:
+        await anyio.wait_readable(self._fd)
+        return os.read(self._fd, 1 << 16)
+
+
+def _terminal_fd(stream: BinaryIO) -> int | None:
+    try:
+        fd = stream.fileno()
+        return fd if os.isatty(fd) else None
+    except (AttributeError, OSError, ValueError):
+        return None
 
 
 def line_reader(
     stream: BinaryIO, restores: list[Callable[[], None]], pending: bytes = b"", ended: bool = False
 ) -> ReadLine:
-    """``readline`` for ``stream``: on the event loop for a pipe, in a thread otherwise;
-    ``pending`` (bytes read from a pipe before, up to its end when ``ended``) comes first."""
+    """``readline`` for ``stream``: on the event loop for a pipe or a terminal, in a thread
+    otherwise; ``pending`` (bytes read from a pipe before, up to its end when ``ended``) comes
+    first."""
     fd = _pollable_fd(stream)
     if fd is None:
         assert not pending and not ended, "only a pipe is read ahead (cache/front.py)"
+        if (terminal := _terminal_fd(stream)) is not None:
+            return _TerminalLines(terminal).readline
 
         async def in_thread(limit: int) -> bytes:
             line: bytes = await anyio.to_thread.run_sync(stream.readline, limit)

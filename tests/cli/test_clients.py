@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from mcp_toolbridge.cli.installed import server_command
+from mcp_toolbridge.cli.installed import installed_extras, server_command
 from mcp_toolbridge.cli.main import main
 
 EXPECTED = {
@@ -116,9 +116,12 @@ def test_under_uvx_the_command_names_the_package_not_a_path_in_uvs_cache(
 ) -> None:
     command = server_command(tmp_path / prefix)
     assert Path(command[0]).name == "uvx"
-    # This checkout is installed editable: uvx is told to take the package from it again
-    # (tests/package/ runs a real uvx on a built wheel).
-    assert command[1:] == ["--from", str(Path(__file__).resolve().parents[2]), "mcp-toolbridge"]
+    # This checkout is installed editable: uvx is told to take the package from it again, with
+    # the extras whose dependencies are here (the dev extra brings numpy: [semantic]);
+    # tests/package/ runs a real uvx on a built wheel.
+    checkout = str(Path(__file__).resolve().parents[2])
+    extras = f"[{','.join(installed_extras())}]" if installed_extras() else ""
+    assert command[1:] == ["--from", checkout + extras, "mcp-toolbridge"]
     assert not any(str(tmp_path) in part for part in command)
 
 
@@ -166,9 +169,10 @@ def test_a_manifest_path_given_to_allow_reaches_the_client_absolute(
 class _Dist:
     """A distribution's metadata as importlib.metadata gives it."""
 
-    def __init__(self, direct_url: str | None) -> None:
+    def __init__(self, direct_url: str | None, requires: list[str] | None = None) -> None:
         self.version = "1.2.3"
         self._direct_url = direct_url
+        self.requires = requires
 
     def read_text(self, name: str) -> str | None:
         return self._direct_url if name == "direct_url.json" else None
@@ -218,3 +222,64 @@ def test_an_installation_in_a_temporary_folder_is_said_to_not_last(tmp_path: Pat
     assert warning is not None and "uv tool install mcp-toolbridge" in warning
     assert temporary_warning(tmp_path / ".cache/uv/archive-v0/Xk2p9") is None  # uvx: its form
     assert temporary_warning(Path.home() / ".local/share/uv/tools/mcp-toolbridge") is None
+
+
+def test_uvx_from_a_wheel_in_a_temporary_folder_is_said_to_not_last(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``uvx --from /tmp/.../the.whl mcp-toolbridge config``: the environment is uv's (it
+    lasts as uv keeps it), but the config names the wheel, which goes with its folder."""
+    from mcp_toolbridge.cli.installed import temporary_warning
+
+    wheel = tmp_path / "dist" / "mcp_toolbridge-1.2.3-py3-none-any.whl"
+    direct = json.dumps({"url": wheel.as_uri(), "archive_info": {}})
+    monkeypatch.setattr(importlib.metadata, "distribution", lambda name: _Dist(direct))
+    warning = temporary_warning(tmp_path / ".cache/uv/archive-v0/Xk2p9")
+    assert warning is not None
+    assert f"the package it runs from ({wheel}) is in a temporary folder" in warning
+    assert f"uv tool install {wheel}" in warning
+    monkeypatch.setattr(importlib.metadata, "distribution", lambda name: _Dist(None))
+    assert temporary_warning(tmp_path / ".cache/uv/archive-v0/Xk2p9") is None  # from an index
+
+
+@pytest.mark.parametrize(
+    ("direct_url", "source"),
+    [
+        (None, "mcp-toolbridge[semantic]==1.2.3"),
+        (
+            '{"url": "file:///home/me/dist/mcp_toolbridge-1.2.3-py3-none-any.whl",'
+            ' "archive_info": {}}',
+            "/home/me/dist/mcp_toolbridge-1.2.3-py3-none-any.whl[semantic]",
+        ),
+        (
+            '{"url": "https://example.org/x.git",'
+            ' "vcs_info": {"vcs": "git", "commit_id": "abc123"}}',
+            "mcp-toolbridge[semantic] @ git+https://example.org/x.git@abc123",
+        ),
+    ],
+)
+def test_uvx_and_pipx_run_keep_the_extras_this_run_has(
+    direct_url: str | None, source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``uvx --from 'mcp-toolbridge[semantic]' mcp-toolbridge config``: the entry runs the
+    package with the same extra (its dependencies installed here), or the client's server
+    would search without the semantic leg. The dev extra is never carried over."""
+    requires = ["anyio>=4.11", "numpy>=2; extra == 'semantic'", "numpy>=2; extra == 'dev'"]
+    requires.append("pytest>=8.3; extra == 'dev'")
+    installed = {"mcp-toolbridge": _Dist(direct_url, requires), "numpy": _Dist(None)}
+
+    def distribution(name: str) -> _Dist:
+        if name not in installed:
+            raise importlib.metadata.PackageNotFoundError(name)
+        return installed[name]
+
+    monkeypatch.setattr(importlib.metadata, "distribution", distribution)
+    monkeypatch.setenv("UV", str(tmp_path / "bin" / "uv"))
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "uvx").write_text("", encoding="utf-8")
+    uvx = server_command(tmp_path / ".cache/uv/archive-v0/Xk2p9")
+    assert uvx == [str(tmp_path / "bin" / "uvx"), "--from", source, "mcp-toolbridge"]
+    pipx = server_command(tmp_path / ".local/pipx/.cache/0a1b2c3d")
+    assert pipx[1:] == ["run", "--spec", source, "mcp-toolbridge"]
+    del installed["numpy"]  # the extra's dependency is not here: the run had no such extra
+    assert "[semantic]" not in " ".join(server_command(tmp_path / ".cache/uv/archive-v0/Xk2p9"))

@@ -64,6 +64,7 @@ def test_a_good_setup_is_all_ok_and_exits_zero(
         "sandbox",
         "index cache",
         "grep",
+        "search",
     }
     for name in ("command", "workspace", "policy", "manifests", "index cache", "grep"):
         assert lines[name].startswith("ok "), text
@@ -72,6 +73,8 @@ def test_a_good_setup_is_all_ok_and_exits_zero(
     assert re.search(
         r"ok +manifests +5 tools from 3 manifests, and \d+ locked tools$", lines["manifests"]
     )
+    # The dev extra brings numpy: tool_search searches by meaning too ([semantic]).
+    assert lines["search"].startswith("ok       search       by words and by meaning: MiniLM"), text
     # The sandbox line is what the sandbox's own probe says on this machine.
     assert code == (0 if _sandbox_ok(lines) else 1)
     assert text.rstrip().endswith("no problems" if code == 0 else "1 problem(s)")
@@ -183,3 +186,84 @@ def test_the_entry_config_writes_for_claude_desktop_passes(
     assert code == 0, text
     assert lines["workspace"] == f"ok       workspace    {project.resolve()}"
     assert lines["sandbox"].startswith("ok       sandbox      off")
+
+
+def test_a_launchers_package_that_is_gone_or_temporary_is_a_problem(
+    project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An entry ``uvx --from WHEEL mcp-toolbridge serve ...`` (what config run through uvx
+    writes) starts only while that wheel is there: gone, the client's start fails; in a
+    temporary folder, it goes. A package from an index has nothing to check."""
+    wheel = tmp_path / "dist" / "mcp_toolbridge-1.2.3-py3-none-any.whl"
+    config = tmp_path / "claude_desktop_config.json"
+
+    def doctor_with(*launcher: str) -> tuple[int, str]:
+        args = [*launcher, "serve", "--workspace", str(project)]
+        entry = {"command": sys.executable, "args": args}  # stands for uvx: it lasts
+        config.write_text(json.dumps({"mcpServers": {"toolbridge": entry}}), encoding="utf-8")
+        code, lines, _ = _doctor(capsys, "--client", "claude-desktop", "--config", str(config))
+        return code, lines["command"]
+
+    code, line = doctor_with("--from", str(wheel), "mcp-toolbridge")
+    assert code == 1
+    assert line.startswith(f"problem  command      {wheel}, the package the entry runs, is not")
+    assert "mcp-toolbridge config --client NAME" in line
+    wheel.parent.mkdir()
+    wheel.write_bytes(b"")
+    code, line = doctor_with(f"--from={wheel}", "mcp-toolbridge")
+    assert line.startswith(f"problem  command      {wheel}, the package the entry runs, is in a")
+    code, line = doctor_with("--spec", str(wheel), "mcp-toolbridge")  # pipx run
+    assert line.startswith(f"problem  command      {wheel}, the package the entry runs, is in a")
+    code, line = doctor_with("mcp-toolbridge@1.2.3")
+    assert line == f"ok       command      {sys.executable}"
+    code, line = doctor_with("--from", f"{wheel}[semantic]", "mcp-toolbridge")  # an extra
+    assert line.startswith(f"problem  command      {wheel}, the package the entry runs, is in a")
+
+
+def test_without_the_semantic_extra_the_search_line_says_how_to_add_it(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An install without numpy (no [semantic]): still ok, and the line says what adds the
+    search by meaning. (semantic_status is the catalog's own check, find_spec on numpy.)"""
+    import importlib.util
+
+    from mcp_toolbridge.catalog import semantic_model
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "numpy" else real(name, *a)
+    )
+    semantic_model.semantic_status.cache_clear()
+    try:
+        _, lines, _ = _doctor(capsys, "--workspace", str(project))
+    finally:
+        semantic_model.semantic_status.cache_clear()
+    assert lines["search"] == (
+        "ok       search       by words only: numpy not installed "
+        "(pip install 'mcp-toolbridge[semantic]' adds search by meaning)"
+    )
+
+
+def test_a_tilde_in_a_clients_config_is_the_home_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Clients expand no ``~`` (no shell starts the server), so a path copied from a shell
+    command into a config arrives as written: ``--workspace ~/code/proj`` is the home folder's
+    code/proj, as at a shell, not a folder named ``~`` in the client's working directory."""
+    from mcp_toolbridge.cli.main import parse_args
+
+    home = tmp_path / "home"
+    (home / "code" / "proj").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    examples = Path(__file__).resolve().parents[2] / "manifests" / "text-tools"
+    args = parse_args(["serve", "--workspace", "~/code/proj", "--policy", "~/p.toml", "~/tools"])
+    assert args.workspace == home / "code" / "proj"
+    assert args.policy == home / "p.toml" and args.paths == [home / "tools"]
+    (home / "tools").symlink_to(examples)
+    config = tmp_path / "claude_desktop_config.json"
+    serve = ["-m", "mcp_toolbridge", "serve", "--workspace", "~/code/proj", "~/tools"]
+    entry = {"command": sys.executable, "args": serve}
+    config.write_text(json.dumps({"mcpServers": {"toolbridge": entry}}), encoding="utf-8")
+    _, lines, text = _doctor(capsys, "--client", "claude-desktop", "--config", str(config))
+    assert lines["workspace"] == f"ok       workspace    {home / 'code' / 'proj'}", text
+    assert lines["manifests"].startswith("ok       manifests    3 tools from 1 manifests"), text

@@ -139,3 +139,24 @@ async def test_roots_that_leave_the_workspace_where_it_was_do_not_repeat_its_lin
     assert workspace == [
         f"mcp-toolbridge: workspace {where} (the working directory; the client's MCP roots move it)"
     ], said
+
+
+def test_a_workspace_that_is_not_a_folder_is_said_at_start_up(tmp_path: Path) -> None:
+    """A mistyped --workspace in a client's config: the start-up line says the folder is not
+    there, where before it read like any workspace and only the calls failed later."""
+    from mcp_toolbridge.cli.main import parse_args, settings_of
+    from mcp_toolbridge.cli.startup import workspace_line
+
+    missing = tmp_path / "projcet"
+    line = workspace_line(
+        settings_of(parse_args(["serve", "--workspace", str(missing)])), follows_roots=False
+    )
+    assert line == (
+        f"workspace {missing} (--workspace) is not a folder: read, write, edit, glob, grep "
+        "and bash fail until it is one; check the path in the client's config"
+    )
+    missing.mkdir()
+    line = workspace_line(
+        settings_of(parse_args(["serve", "--workspace", str(missing)])), follows_roots=False
+    )
+    assert line == f"workspace {missing} (--workspace)"

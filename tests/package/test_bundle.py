@@ -1,18 +1,16 @@
 """The MCP bundle (.mcpb) scripts/bundle builds, validated by the official CLI: unpacked with
-it (as a host unpacks it: file modes restored), then started exactly as its manifest says, the
-way a host starts a bundle's server: ``${__dirname}`` and ``${user_config.*}`` substituted by
-the bundle format's rules (a setting left blank takes its default; a ``multiple`` setting
-standing alone as an argument becomes one argument per value), a minimal PATH holding only the
-system and the host's own uv (the ``uv`` server type: the host provides uv and Python), in /.
-
-The substitution follows the format's reference (MANIFEST.md and the CLI's
-``getMcpConfigForManifest``), written here from its description."""
+it (as a host unpacks it: file modes restored) into a folder named as Claude Desktop names its
+extensions' (spaces in it), then started exactly as its manifest says, the way a host starts a
+bundle's server: the command, arguments and environment from the bundle format's own
+``getMcpConfigForManifest`` (the mcpb package's: ``${__dirname}`` and ``${user_config.*}``
+substituted, a setting left blank taking its default, a ``multiple`` setting standing alone as
+an argument becoming one argument per value), a minimal PATH holding only the system and the
+host's own uv (the ``uv`` server type: the host provides uv and Python), in /."""
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import tomllib
 from collections.abc import Mapping
@@ -52,7 +50,7 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def unpacked(bundle: Path, tmp_path: Path) -> Path:
-    folder = tmp_path / "extension"
+    folder = tmp_path / "Application Support" / "Claude" / "Claude Extensions" / "mcp-toolbridge"
     subprocess.run(
         [str(MCPB), "unpack", str(bundle), str(folder)],
         capture_output=True,
@@ -63,45 +61,42 @@ def unpacked(bundle: Path, tmp_path: Path) -> Path:
     return folder
 
 
-def substitute(value: Any, variables: Mapping[str, str | list[str]]) -> Any:
-    """A bundle host's substitution of ``${name}`` in mcp_config."""
-    if isinstance(value, str):
-        for name, replacement in variables.items():
-            if isinstance(replacement, str):
-                value = value.replace("${" + name + "}", replacement)
-        return value
-    if isinstance(value, list):
-        out: list[Any] = []
-        for item in value:
-            whole = (
-                re.fullmatch(r"\$\{(user_config\.[^}]+)\}", item) if isinstance(item, str) else None
-            )
-            if whole and whole.group(1) in variables:
-                found = variables[whole.group(1)]
-                out += found if isinstance(found, list) else [found]
-            else:
-                out.append(substitute(item, variables))
-        return out
-    if isinstance(value, dict):
-        return {k: substitute(v, variables) for k, v in value.items()}
-    return value
+_HOST_CONFIG = """
+import { getMcpConfigForManifest } from "@anthropic-ai/mcpb";
+import { readFileSync } from "node:fs";
+const [folder, given, home] = process.argv.slice(1);
+const manifest = JSON.parse(readFileSync(folder + "/manifest.json", "utf8"));
+const config = await getMcpConfigForManifest({
+  manifest, extensionPath: folder, systemDirs: { HOME: home }, userConfig: JSON.parse(given),
+  pathSeparator: "/",
+});
+process.stdout.write(JSON.stringify(config ?? null));
+"""
 
 
-def host_config(manifest: dict[str, Any], folder: Path, given: Mapping[str, Any]) -> dict[str, Any]:
-    """The command, arguments and environment a host starts the bundle's server with."""
-    options = manifest.get("user_config", {})
-    missing = [k for k, o in options.items() if o.get("required") and given.get(k) in (None, "")]
-    assert not missing, f"a host refuses to start with required settings missing: {missing}"
-    merged = {k: o["default"] for k, o in options.items() if "default" in o} | dict(given)
-    variables: dict[str, str | list[str]] = {"__dirname": str(folder), "/": os.sep}
-    for key, value in merged.items():
-        if isinstance(value, list):
-            variables[f"user_config.{key}"] = [str(v) for v in value]
-        elif isinstance(value, bool):
-            variables[f"user_config.{key}"] = "true" if value else "false"
-        else:
-            variables[f"user_config.{key}"] = str(value)
-    config: dict[str, Any] = substitute(manifest["server"]["mcp_config"], variables)
+def host_config(folder: Path, given: Mapping[str, Any], home: Path) -> dict[str, Any] | None:
+    """The command, arguments and environment a host starts the bundle's server with: the
+    bundle format's own ``getMcpConfigForManifest`` (the mcpb package's, which hosts share),
+    run by node on the unpacked manifest; None when the host would not start it (a required
+    setting missing)."""
+    done = subprocess.run(
+        [
+            "node",
+            "--input-type=module",
+            "-e",
+            _HOST_CONFIG,
+            str(folder),
+            json.dumps(given),
+            str(home),
+        ],
+        cwd=MCPB.parents[2],  # where @anthropic-ai/mcpb is installed, for the import
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        stdin=subprocess.DEVNULL,
+    )
+    config: dict[str, Any] | None = json.loads(done.stdout)
     return config
 
 
@@ -156,6 +151,12 @@ async def _served(config: dict[str, Any], env: dict[str, str]) -> tuple[set[str]
     return names, texts[0], texts[1]
 
 
+def test_a_host_starts_no_server_without_the_workspace(unpacked: Path, home: Path) -> None:
+    """The workspace is required: a host does not start the bundle's server without it."""
+    assert host_config(unpacked, {}, home) is None
+    assert host_config(unpacked, {"workspace": ""}, home) is None
+
+
 async def test_the_bundle_starts_as_its_manifest_says_with_only_the_workspace_set(
     unpacked: Path,
     uv: Path,
@@ -164,9 +165,8 @@ async def test_the_bundle_starts_as_its_manifest_says_with_only_the_workspace_se
     project: Path,
     home: Path,
 ) -> None:
-    manifest = json.loads((unpacked / "manifest.json").read_text(encoding="utf-8"))
-    config = host_config(manifest, unpacked, {"workspace": str(project)})
-    assert config["command"] == "uv"
+    config = host_config(unpacked, {"workspace": str(project)}, home)
+    assert config is not None and config["command"] == "uv"
     env = {"PATH": _host_path(uv, tmp_path), "HOME": str(home), **uv_env}
     names, counted, notes = await _served(config, env)
     assert {"word_count", "slugify", "read", "bash"} <= names  # the bundled examples
@@ -201,14 +201,14 @@ async def test_the_bundle_serves_the_manifests_policy_and_secrets_its_settings_n
     secrets = tmp_path / "secrets.toml"
     secrets.write_text('"some/key" = "s3cret"\n', encoding="utf-8")
     secrets.chmod(0o600)
-    manifest = json.loads((unpacked / "manifest.json").read_text(encoding="utf-8"))
     settings = {
         "workspace": str(project),
         "manifests": [str(tools)],
         "policy": str(policy),
         "secrets": str(secrets),
     }
-    config = host_config(manifest, unpacked, settings)
+    config = host_config(unpacked, settings, home)
+    assert config is not None
     assert str(tools) in config["args"]  # one argument per folder
     env = {"PATH": _host_path(uv, tmp_path), "HOME": str(home), **uv_env}
     names, echoed, notes = await _served(config, env)

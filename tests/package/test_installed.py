@@ -195,25 +195,43 @@ async def test_the_registry_entry_starts_as_a_registry_client_starts_it(
     artifacts: Artifacts,
     uv: Path,
     uv_env: dict[str, str],
+    tmp_path: Path,
     project: Path,
     home: Path,
 ) -> None:
-    """server.json's package: its runtime hint, identifier and arguments. The version is not
-    on PyPI from this checkout, so uvx takes that package from the built wheel."""
+    """server.json's package: its runtime hint, transport, identifier and every argument it
+    declares, each given a value (the workspace, a policy, two manifest folders). The version
+    is not on PyPI from this checkout, so uvx takes that package from the built wheel."""
     (package,) = json.loads((ROOT / "server.json").read_text(encoding="utf-8"))["packages"]
     assert package["runtimeHint"] == "uvx"
+    assert package["transport"] == {"type": "stdio"}
     assert artifacts.wheel.name.startswith(f"mcp_toolbridge-{package['version']}-")
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[[rules]]\npermission = "hash_text"\naction = "deny"\n', encoding="utf-8")
+    # What a user fills in for each argument the entry declares, as a registry client asks.
+    values = {"--workspace": [str(project)], "--policy": [str(policy)]}
+    values["manifests"] = [
+        str(ROOT / "manifests" / "text-tools"),
+        str(ROOT / "manifests" / "slugify"),
+    ]
     args = ["--from", str(artifacts.wheel), package["identifier"]]
     for argument in package["packageArguments"]:
-        if argument["type"] == "named" and argument.get("isRequired"):
-            args += [argument["name"], str(project)]
-        elif "value" in argument:
+        if "value" in argument:
             args.append(argument["value"])
+        elif argument["type"] == "named":
+            (value,) = values.pop(argument["name"])
+            args += [argument["name"], value]
+        else:
+            given = values.pop(argument["valueHint"])
+            assert argument.get("isRepeated") or len(given) == 1
+            args += given
+    assert values == {}, "every argument the test fills in is one server.json declares"
     env = {"PATH": GUI_PATH, "HOME": str(home), **uv_env}
     names, _, text = await _list_and_call(
         StdioServerParameters(command=str(uv.with_name("uvx")), args=args, env=env, cwd="/")
     )
-    assert EXAMPLES <= names and "the folder meant" in text
+    assert {"word_count", "slugify"} <= names and "the folder meant" in text
+    assert "hash_text" not in names and "debug_echo" not in names  # the policy; not named
 
 
 def test_the_wheel_carries_the_consoles_templates_and_assets(artifacts: Artifacts) -> None:

@@ -38,9 +38,17 @@ from urllib.parse import parse_qsl, quote, urlencode
 
 import anyio
 
-from mcp_toolbridge.asgi import ASGIApp, Header, Message, Receive, Scope, Send, send_reply
-from mcp_toolbridge.binding import LOOPBACK_NAMES
 from mcp_toolbridge.console.signed import SessionSigner
+from mcp_toolbridge.edge import (
+    LOOPBACK_NAMES,
+    ASGIApp,
+    Header,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    send_reply,
+)
 from mcp_toolbridge.state import StateUnavailable
 
 log = logging.getLogger("mcp_toolbridge.console")

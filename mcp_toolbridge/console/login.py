@@ -46,8 +46,8 @@ from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from mcp_toolbridge.asgi import Receive, Scope, Send
 from mcp_toolbridge.console.guard import DEFAULT_ADMIN_ROLE, PASS_S, Gatekeeper, answer, cookie_of
+from mcp_toolbridge.edge import Receive, Scope, Send
 from mcp_toolbridge.host import CALLER_KEY, Caller, SignInRefused
 from mcp_toolbridge.state import StateUnavailable
 

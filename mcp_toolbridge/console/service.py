@@ -27,7 +27,6 @@ import anyio.to_thread
 import uvicorn
 from anyio.abc import TaskStatus
 
-from mcp_toolbridge.binding import LOOPBACK_NAMES, is_loopback, listen_on
 from mcp_toolbridge.console.desk import ConsoleHost, Desk
 from mcp_toolbridge.console.feed import AuditFeed
 from mcp_toolbridge.console.guard import (
@@ -52,6 +51,7 @@ from mcp_toolbridge.console.replicated import (
 from mcp_toolbridge.console.sessions import Connections
 from mcp_toolbridge.console.signed import SessionSigner
 from mcp_toolbridge.console.views import Serving
+from mcp_toolbridge.edge import LOOPBACK_NAMES, is_loopback, listen_on
 from mcp_toolbridge.host import Connected
 from mcp_toolbridge.state import ConsoleShare, StateUnavailable
 

@@ -28,7 +28,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.routing import Route
 
-from mcp_toolbridge.asgi import ASGIApp, Receive, Scope, Send, send_json_reply
+from mcp_toolbridge.edge import ASGIApp, Receive, Scope, Send, send_json_reply
 from mcp_toolbridge.server.auth_options import AuthOptions
 from mcp_toolbridge.server.refusals import REFUSAL
 from mcp_toolbridge.server.tokens import TokenValidator

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from mcp_toolbridge.binding import is_loopback
+from mcp_toolbridge.edge import is_loopback
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 
 DEFAULT_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384")

@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from mcp_toolbridge.asgi import Scope, send_json_reply
+from mcp_toolbridge.edge import Scope, send_json_reply
 
 HEALTH_PATHS = frozenset({"/healthz", "/readyz"})
 

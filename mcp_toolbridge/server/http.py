@@ -48,7 +48,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Mount, Route
 
-from mcp_toolbridge.asgi import ASGIApp, Receive, Scope, Send, send_json_reply
+from mcp_toolbridge.edge import ASGIApp, Receive, Scope, Send, send_json_reply
 from mcp_toolbridge.host import CALLER_KEY
 from mcp_toolbridge.server.auth import ResourceServer
 from mcp_toolbridge.server.console_login import IssuerLogin

@@ -16,8 +16,18 @@ import socket
 
 from mcp.server.transport_security import TransportSecuritySettings
 
-from mcp_toolbridge.asgi import ASGIApp, Message, Receive, Scope, Send, send_json_reply
-from mcp_toolbridge.binding import LOOPBACK_NAMES, bracketed, is_loopback, listen_on
+from mcp_toolbridge.edge import (
+    LOOPBACK_NAMES,
+    ASGIApp,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    bracketed,
+    is_loopback,
+    listen_on,
+    send_json_reply,
+)
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.server.auth_options import AuthOptions
 from mcp_toolbridge.server.deadlines import BODY_S, HEAD_S

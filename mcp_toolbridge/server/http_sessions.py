@@ -25,7 +25,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, is_version_at_least
 
-from mcp_toolbridge.asgi import Scope
+from mcp_toolbridge.edge import Scope
 from mcp_toolbridge.server.resume import (
     RESUMABLE_SINCE,
     RETRY_MS,

@@ -42,7 +42,7 @@ from mcp_types import (
     jsonrpc_message_adapter,
 )
 
-from mcp_toolbridge.asgi import Scope, send_json_reply
+from mcp_toolbridge.edge import Scope, send_json_reply
 from mcp_toolbridge.server.resume import (
     FOLLOW_IDLE_S,
     MAX_BYTES,

@@ -32,7 +32,7 @@ import resource
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, RequestBodyLimitMiddleware
 
-from mcp_toolbridge.asgi import ASGIApp, Message, Receive, Scope, Send, send_json_reply
+from mcp_toolbridge.edge import ASGIApp, Message, Receive, Scope, Send, send_json_reply
 
 log = logging.getLogger("mcp_toolbridge")
 

@@ -49,7 +49,7 @@ from mcp_toolbridge.loaders import FileLoad, Manifests
 from mcp_toolbridge.model import HttpTransport, RequirementSet, ToolSpec
 from mcp_toolbridge.policy import Policy, Targets, host_of
 from mcp_toolbridge.progress import Meter, stderr_line
-from mcp_toolbridge.runtime_snapshot import (
+from mcp_toolbridge.runtime.snapshot import (
     KIND,
     LeftOut,
     Ref,

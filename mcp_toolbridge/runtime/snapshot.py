@@ -1,4 +1,4 @@
-"""A composed catalog as the start-up cache keeps it (runtime_cache.py composes it): the key
+"""A composed catalog as the start-up cache keeps it (runtime/cache.py composes it): the key
 it is kept under, the stored form (:class:`Snapshot`: the locked tools as they are,
 references instead of manifest tool records, big tables in columns), and the specs read back
 through those references, on demand."""
@@ -65,7 +65,7 @@ def catalog_key(
     keep_names: bool,
     pins: Sequence[Pin],
 ) -> bytes | None:
-    """What a composed catalog is a function of, digested (see runtime_cache's doc); None
+    """What a composed catalog is a function of, digested (see runtime/cache.py); None
     when the manifests cannot be fingerprinted."""
     tools = manifests.fingerprint()
     if tools is None:

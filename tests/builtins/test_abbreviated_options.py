@@ -112,3 +112,43 @@ async def test_each_abbreviated_line_is_a_real_attack_once_allowed_exactly(
     assert changed, f"{command!r} changed nothing: {result}"
     if "PWNED" in command or "*" in command:
         assert after["PWNED"] == "True", result
+
+
+OS_RELEASE = Path("/etc/os-release")
+OUTSIDE_READ = (
+    "git commit -q --allow-empty --allow-empty-message --templ=/etc/os-release"
+    " && git log -1 --format=%B"
+)
+"""``--templ`` is ``--template``: the commit message starts as the file, a read outside the
+workspace that the sub-policy let through under ``git *`` (found after the red-team pass of
+2026-11-29); ``--allow-empty-message`` keeps the unedited message (``core.editor`` is ``true``
+in the workspace, so no editor waits)."""
+
+
+async def test_an_abbreviated_read_option_asks_for_the_file_outside(tmp_path: Path):
+    settings = locked_settings(tmp_path, f"allow = {json.dumps(RULES)}\n")
+    assert settings.workspace is not None
+    _workspace(settings.workspace)
+    _git(settings.workspace, "config", "core.editor", "true")
+    async with served_client(settings, locked=True) as client:
+        error = error_text(await _call(client, OUTSIDE_READ))
+    assert error.startswith("Denied by capability check: '/usr/lib/os-release'"), error
+
+
+async def test_the_abbreviated_template_reads_the_file_once_allowed_exactly(tmp_path: Path):
+    """The control: allowed exactly, the commit's message is the outside file's text."""
+    first = _first_line(OS_RELEASE)
+    exact = [f"bash=bash -c {shlex.quote(OUTSIDE_READ)}"]
+    granted = '[requires]\nfs.read = ["/etc/os-release", "/usr/lib/os-release"]\n'
+    settings = locked_settings(tmp_path, f"allow = {json.dumps([*RULES, *exact])}\n{granted}")
+    assert settings.workspace is not None
+    _workspace(settings.workspace)
+    _git(settings.workspace, "config", "core.editor", "true")
+    async with served_client(settings, locked=True) as client:
+        result = await _call(client, OUTSIDE_READ)
+    assert not result.is_error, text_of(result)
+    assert first in text_of(result), text_of(result)
+
+
+def _first_line(path: Path) -> str:
+    return path.read_text(encoding="utf-8").splitlines()[0]

@@ -131,7 +131,11 @@ def git_operands(argv: tuple[str, ...]) -> Found:
             or (abbreviated and any(o.startswith(name) for o in _GIT_WRITE_OPTIONS))
         ):
             access = "write"
-        elif name in _GIT_READ_OPTIONS or name in reads:
+        elif (
+            name in _GIT_READ_OPTIONS
+            or name in reads
+            or (abbreviated and any(o.startswith(name) for o in _GIT_READ_OPTIONS))
+        ):
             access = "read"
         if access is not None:
             if eq:

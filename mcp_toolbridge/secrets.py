@@ -26,14 +26,20 @@ id (without the ``TOOLBRIDGE_SECRET_`` prefix).
 
 from __future__ import annotations
 
+import base64
+import functools
 import json
 import os
 import re
 import stat
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote, quote_plus
+
+import re2
 
 from mcp_toolbridge.errors import ConfigError, ErrorCode, SecretError
 
@@ -48,19 +54,67 @@ def secret_env_name(secret_id: str) -> str:
 
 MIN_LINE_CHARS = 8
 """A line of a secret of several lines this long or longer is redacted on its own too."""
+MIN_ENCODED_CHARS = 8
+"""A value this long or longer is redacted encoded too (base64, hex, reversed), and an
+encoded form only this long or longer: shorter ones would redact ordinary text."""
+BASE64_LINE_CHARS = 76
+"""``base64`` (coreutils) and MIME wrap their output at this width."""
+_B64_LINE = r"(?:[A-Za-z0-9+/_-]|\[redacted:[^\]\n]*\]){40,}"
+_WRAPPED = re.compile(rf"(?m)^{_B64_LINE}\r?\n(?:{_B64_LINE}\r?\n)*{_B64_LINE[:-5]}+={{0,2}}$")
+"""Two or more lines of base64 (40 characters or more but the last; a marker counts as one)."""
+_BLOCK_START = r"(?m)^[A-Za-z0-9+/_-]{40,}\r?\n[A-Za-z0-9+/_-]"
 _MARKER = re.compile(r"\[redacted:[^\]\n]*\]")
 
 
 def secret_forms(value: str) -> set[str]:
     """The texts a secret value is written as: the value; JSON-escaped, with non-ASCII kept
-    and as ``\\uXXXX`` (a tool that logs JSON, an error object quoted whole); and, for a value
+    and as ``\\uXXXX`` (a tool that logs JSON, an error object quoted whole); for a value
     of several lines (a private key, a service account's JSON), each line of at least
-    :data:`MIN_LINE_CHARS` characters, since a tool's log lines are sent one by one."""
-    forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
+    :data:`MIN_LINE_CHARS` characters, since a tool's log lines are sent one by one;
+    :func:`percent_forms`; and, for a value of at least :data:`MIN_ENCODED_CHARS`
+    characters, :func:`encoded_forms`."""
+    forms = _escaped(value)
     lines = value.splitlines()
     if len(lines) > 1:
         forms.update(line.strip() for line in lines if len(line.strip()) >= MIN_LINE_CHARS)
+    forms.update(percent_forms(value))
+    if len(value) >= MIN_ENCODED_CHARS:
+        forms.update(encoded_forms(value))
     return {form for form in forms if form}
+
+
+def _escaped(text: str) -> set[str]:
+    """``text``, and JSON-escaped with non-ASCII kept and as ``\\uXXXX``."""
+    return {text, json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]}
+
+
+def encoded_forms(value: str) -> set[str]:
+    """The value as a tool prints it encoded: base64 (standard and URL-safe) at each of the
+    three byte alignments, so it is found inside a longer encoded text (only the characters
+    its own bytes decide), and whole with its padding, and in the 76-character lines
+    ``base64`` wraps it in; hex (lower- and upper-case); and reversed (``rev``), as written and
+    JSON-escaped."""
+    data = value.encode("utf-8")
+    whole = base64.b64encode(data).decode("ascii")
+    encoded = {whole}
+    if len(whole) > BASE64_LINE_CHARS:
+        step = BASE64_LINE_CHARS
+        encoded.update(whole[i : i + step] for i in range(0, len(whole), step))
+    for skip in range(3):
+        aligned = base64.b64encode(bytes(skip) + data).decode("ascii")
+        first = -(-8 * skip // 6)  # the first character no byte before the value decides
+        last = (8 * (skip + len(data))) // 6  # the characters the value's bytes alone decide
+        encoded.add(aligned[first:last])
+    encoded |= {form.replace("+", "-").replace("/", "_") for form in encoded}
+    forms = encoded | {data.hex(), data.hex().upper()} | _escaped(value[::-1])
+    return {form for form in forms if len(form) >= MIN_ENCODED_CHARS}
+
+
+def percent_forms(value: str) -> set[str]:
+    """The value percent-encoded as a URL's query or path carries it: every reserved character,
+    ``/`` kept, ``+`` for a space (those that differ from the value)."""
+    forms = {quote(value, safe=""), quote(value), quote_plus(value, safe="")}
+    return forms - {value}
 
 
 def redact(text: str, secrets: Mapping[str, str]) -> str:
@@ -70,16 +124,65 @@ def redact(text: str, secrets: Mapping[str, str]) -> str:
     Longer texts are matched first, in one pass, so a value that contains another is
     redacted whole and a replacement marker is never redacted again.
     """
-    by_form: dict[str, str] = {}
-    for secret_id, value in secrets.items():
-        if value:
-            for form in secret_forms(value):
-                by_form.setdefault(form, secret_id)
-    if not by_form or not text:
+    if not text or not secrets:
         return text
-    ordered = sorted(by_form, key=len, reverse=True)
-    pattern = re.compile("|".join(re.escape(form) for form in ordered))
-    return pattern.sub(lambda match: f"[redacted:{by_form[match.group(0)]}]", text)
+    matcher = _matcher(tuple(sorted((k, v) for k, v in secrets.items() if v)))
+    if matcher is None or matcher.gate.search(text) is None:
+        return text
+    by_form = matcher.ids
+    return _sub(matcher.pattern, lambda match: f"[redacted:{by_form[match.group(0)]}]", text)
+
+
+def replace_forms(text: str, values: Iterable[str], replacement: str) -> str:
+    """``text`` with each of the :func:`secret_forms` of ``values`` replaced by
+    ``replacement`` (the audit line's ``***``), in one pass as :func:`redact`."""
+    matcher = _matcher(tuple(sorted((value, value) for value in set(values) if value)))
+    if matcher is None or not text or matcher.gate.search(text) is None:
+        return text
+    return _sub(matcher.pattern, lambda _: replacement, text)
+
+
+def _sub(pattern: re.Pattern[str], marker: Callable[[re.Match[str]], str], text: str) -> str:
+    """``pattern.sub(marker, text)``, then each block of base64 lines left (``base64`` wraps
+    at 76 columns, PEM at 64) searched joined: a value the wrap cut in two is found, and its
+    block is given back as one line."""
+
+    def joined(block: re.Match[str]) -> str:
+        whole = block.group(0)
+        flat = whole.replace("\r", "").replace("\n", "")
+        if pattern.search(flat) is None:
+            return whole
+        return pattern.sub(marker, flat) + ("\n" if whole.endswith("\n") else "")
+
+    text = pattern.sub(marker, text)
+    return _WRAPPED.sub(joined, text) if "\n" in text else text
+
+
+@dataclass(frozen=True, slots=True)
+class _Matcher:
+    gate: Any
+    """RE2: any form, or the start of a block of base64 lines; one linear pass, and the only
+    one over a text that holds neither (the common path)."""
+    pattern: re.Pattern[str]
+    """Every form, longest first (Python's ``re``: the replacement needs its leftmost-longest
+    order and a function per match)."""
+    ids: dict[str, str]
+    """The id of each form."""
+
+
+@functools.lru_cache(maxsize=128)
+def _matcher(secrets: tuple[tuple[str, str], ...]) -> _Matcher | None:
+    """The forms of every secret of a set, built once per set (a call's; the same set on the
+    next call of the tool finds it here)."""
+    ids: dict[str, str] = {}
+    for secret_id, value in secrets:
+        for form in secret_forms(value):
+            ids.setdefault(form, secret_id)
+    if not ids:
+        return None
+    ordered = sorted(ids, key=len, reverse=True)
+    gate = re2.compile("|".join([_BLOCK_START, *(re2.escape(form) for form in ordered)]))
+    return _Matcher(gate, re.compile("|".join(re.escape(form) for form in ordered)), ids)
 
 
 def whole_markers(text: str, start: int, end: int) -> tuple[int, int]:

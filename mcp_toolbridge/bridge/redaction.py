@@ -10,6 +10,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from mcp_toolbridge.secrets import replace_forms
+
 REDACTED = "***"
 MAX_ARG_CHARS = 2000
 MIN_SECRET_CHARS = 4
@@ -22,9 +24,9 @@ _SECRET_NAME = re.compile(
 
 
 def redact_text(text: str, secrets: Iterable[str]) -> str:
-    for value in sorted({s for s in secrets if len(s) >= MIN_SECRET_CHARS}, key=len, reverse=True):
-        text = text.replace(value, REDACTED)
-    return text
+    """``text`` with every form of each secret value (as written, JSON-escaped, base64, hex,
+    percent-encoded...: :func:`~mcp_toolbridge.secrets.secret_forms`) replaced by ``***``."""
+    return replace_forms(text, (s for s in secrets if len(s) >= MIN_SECRET_CHARS), REDACTED)
 
 
 def redact_argv(argv: Sequence[str], secrets: Iterable[str] = ()) -> list[str]:

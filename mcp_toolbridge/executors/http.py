@@ -217,23 +217,19 @@ def host_allowed(host: str, port: int | None, patterns: Sequence[str]) -> bool:
 
 
 class _Scrubber:
-    """Redacts secret values, raw and percent-encoded, from text and JSON values."""
+    """Redacts secret values, in every form they are written in (percent-encoded, base64...:
+    :func:`~mcp_toolbridge.secrets.secret_forms`), from text and JSON values."""
 
     def __init__(self, secrets: Mapping[str, str], cut: RedactCut | None = None) -> None:
         self.secrets = dict(secrets)
         self.cut = cut
         """The call's redaction of a cut (the secret scan's; None when it is off)."""
-        self.quoted = {
-            key: quote(value, safe="")
-            for key, value in secrets.items()
-            if value and quote(value, safe="") != value
-        }
 
     def text(self, text: str) -> str:
-        return redact(redact(text, self.secrets), self.quoted)
+        return redact(text, self.secrets)
 
     def value(self, value: object) -> object:
-        return redact_value(redact_value(value, self.secrets), self.quoted)
+        return redact_value(value, self.secrets)
 
 
 def _default_client() -> httpx2.AsyncClient:

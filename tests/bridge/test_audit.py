@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import base64
 import json
 import stat
 from pathlib import Path
+from urllib.parse import quote, quote_plus
 
 import anyio
 import pytest
@@ -163,3 +165,25 @@ async def test_concurrent_writers_never_interleave_lines(tmp_path):
 def test_the_default_path_is_under_the_user_data_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     assert default_audit_path() == tmp_path / "mcp-toolbridge" / "audit.ndjson"
+
+
+async def test_the_audit_line_shows_no_encoded_form_of_a_resolved_secret(tmp_path):
+    """A tool's argv and URL carrying its secret base64-encoded (after ``user:``, as in a Basic
+    credential), hex-encoded or percent-encoded: written as is until after the red-team pass
+    of 2026-11-29 (only the value as written was replaced)."""
+    secret = "pa ss/wörd+0123456789"
+    basic = base64.b64encode(f"user:{secret}".encode()).decode()
+    result = ExecResult(
+        ok=True,
+        argv=("/usr/bin/curl", "-H", f"X-Basic: {basic}", secret.encode().hex()),
+        url=f"https://api.example/v1?q={quote(secret, safe='')}&p={quote_plus(secret)}",
+    )
+    record = AuditRecord.build(
+        SPEC, session="s", decision=ALLOW, ms=1, result=result, secrets=[secret]
+    )
+    path = tmp_path / "audit.ndjson"
+    async with AuditLog.open(path) as log:
+        await log.write(record)
+    [entry] = lines(path)
+    assert entry["argv"] == ["/usr/bin/curl", "-H", f"X-Basic: {basic[:7]}{REDACTED}", REDACTED]
+    assert entry["url"] == f"https://api.example/v1?q={REDACTED}&p={REDACTED}"

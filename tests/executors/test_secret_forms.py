@@ -11,13 +11,15 @@ lines)."""
 from __future__ import annotations
 
 import json
+import re
+import sys
 from pathlib import Path
 
 from mcp_toolbridge.executors.base import ExecRequest
 from mcp_toolbridge.executors.exec_tool import ERROR_TEXT_CHARS, QUOTE_BYTES, ExecToolExecutor
 from mcp_toolbridge.executors.http import ERROR_EXCERPT_CHARS, HttpExecutor
 from mcp_toolbridge.host import CallContext
-from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.model import ExecTransport, ToolSpec
 from mcp_toolbridge.secrets import redact, whole_markers
 from tests.executors.test_exec_tool import call
 from tests.executors.test_http import run
@@ -113,3 +115,64 @@ def test_a_cut_never_splits_a_marker():
     inside = text.index(MARK) + 3
     assert whole_markers(text, inside, inside + 1) == (3, 3 + len(MARK))
     assert whole_markers(text, 0, 2) == (0, 2)
+
+
+ENCODES = r"""
+exec >&2
+export LC_ALL=C.UTF-8
+v="$DEMO_KEY"
+printf '%s' "$v" | base64 -w0; echo
+printf 'x%s' "$v" | base64 -w0; echo
+printf 'user:%s' "$v" | base64 -w0; echo
+printf 'xy%s;' "$v" | basenc --base64url -w0; echo
+printf 'DB_HOST=db.internal\nDB_PASSWORD=%s\nDB_USER=app\n' "$v" | base64
+printf '%s' "$v" | od -An -v -tx1 | tr -d ' \n'; echo
+printf '%s' "$v" | PYTHON -c 'import sys,urllib.parse as u;print(u.quote(sys.stdin.read(),safe=""))'
+printf '%s\n' "$v" | rev
+exit 1
+"""
+"""A tool that prints its own secret encoded, each line a form a real program writes: base64
+of the value alone, at the two other byte alignments after a prefix, URL-safe, inside a file
+of several lines that ``base64`` wraps at 76 columns; hex; percent-encoded; reversed."""
+BESIDE = [(0, 4), (2, 4), (7, 4), (3, 6), (43, 22), (0, 0), (0, 0), (0, 0)]
+"""How many characters before and after each line's marker the bytes around the value decide,
+at most: ``x`` is two base64 characters, ``user:`` seven, ``xy`` three, the .env file's lines
+before the value 43 and after it 18 (its wrapped block is given back as one line); after the
+value, one character it shares with the next bytes, and the padding."""
+
+
+def _shown(line: str, before: int, after: int) -> bool:
+    """True when ``line`` is one marker between at most ``before`` and ``after`` characters."""
+    pattern = f"[A-Za-z0-9+/_=-]{{0,{before}}}{re.escape(MARK)}[A-Za-z0-9+/_=-]{{0,{after}}}"
+    return re.fullmatch(pattern, line) is not None
+
+
+async def test_a_secret_a_tool_prints_encoded_is_a_marker_in_its_error_text(tmp_path: Path):
+    argv = ["/bin/sh", "-c", ENCODES.replace("PYTHON", sys.executable)]
+    request = ExecRequest(
+        spec=_spec(tmp_path).model_copy(update={"transport": ExecTransport(argv=argv)}),
+        arguments={},
+        timeout_s=10,
+        secrets={SECRET_ID: SECRET},
+        context=CallContext(log=Recorded()),
+    )
+    result = await ExecToolExecutor({"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}).run(request)
+    assert result.error is not None
+    lines = result.error.splitlines()
+    assert len(lines) == len(BESIDE), result.error
+    wrong = [line for line, at in zip(lines, BESIDE, strict=True) if not _shown(line, *at)]
+    assert not wrong, result.error
+
+
+async def test_an_http_error_body_shows_no_encoded_secret():
+    with running_server() as server:
+        async with HttpExecutor.open() as executor:
+            spec = http_spec(server.base_url + "/encoded/401", headers={"X-Key": "${secret:k}"})
+            result = await run(executor, _request(spec, HTTP_SECRET))
+    assert result.error is not None
+    seen = json.loads(result.error[result.error.index("{") :].rstrip("…"))["seen"]
+    assert set(seen) == {"base64", "base64url", "hex", "quoted", "reversed"}
+    beside = {"base64": (8, 4), "base64url": (3, 6), "hex": (0, 0), "quoted": (0, 0)}
+    for key, (before, after) in {**beside, "reversed": (0, 0)}.items():
+        pattern = f"[A-Za-z0-9+/_=-]{{0,{before}}}\\[redacted:k\\][A-Za-z0-9+/_=-]{{0,{after}}}"
+        assert re.fullmatch(pattern, seen[key]), (key, seen)

@@ -3,6 +3,8 @@
 Routes:
     /echo...              JSON {method, path, query, body, headers} (any path under /echo)
     /status/<code>        JSON error {"error": ..., "headers": {...}} with that status
+    /encoded/<code>       JSON error quoting the X-Key header encoded: base64 after a prefix,
+                          URL-safe base64, hex, percent-encoded and reversed
     /long-error           500 with a 2000-character text body
     /text                 200 text/html
     /empty                200 with an empty body
@@ -17,13 +19,14 @@ Routes:
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 from mcp_toolbridge.model import Format, HttpTransport, RequirementSet, Source, ToolSpec
 
@@ -97,6 +100,16 @@ class _Handler(BaseHTTPRequestHandler):
                     "headers": headers,
                 },
             )
+        elif path.startswith("/encoded/"):
+            key = headers.get("x-key", "").encode()
+            encoded = {
+                "base64": base64.b64encode(b"token:" + key).decode(),
+                "base64url": base64.urlsafe_b64encode(b"k=" + key + b";").decode(),
+                "hex": key.hex(),
+                "quoted": quote(key, safe=""),
+                "reversed": key.decode()[::-1],
+            }
+            self._json(int(path.rsplit("/", 1)[1]), {"error": "bad key", "seen": encoded})
         elif path.startswith("/status/"):
             status = int(path.rsplit("/", 1)[1])
             self._json(status, {"error": "the fixture failed on purpose", "headers": headers})

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import functools
 import json
 import random
 import re
@@ -93,8 +94,8 @@ def main() -> None:
         print(f"\n{count} secret(s) of 40 characters: µs per redaction, median of {args.reps}")
         print(f"{'text':<28}{'before':>10}{'after':>10}{'ratio':>8}")
         for name, (text, inner) in cases.items():
-            before = _time(lambda t=text, s=secrets: old_redact(t, s), args.reps, inner)
-            after = _time(lambda t=text, s=secrets: redact(t, s), args.reps, inner)
+            before = _time(functools.partial(old_redact, text, secrets), args.reps, inner)
+            after = _time(functools.partial(redact, text, secrets), args.reps, inner)
             print(f"{name:<28}{before:>10.1f}{after:>10.1f}{after / before:>8.2f}")
 
         def cold(s: Mapping[str, str] = secrets) -> None:

@@ -10,6 +10,7 @@ from mcp_toolbridge.builtins.base import BuiltinTool
 from mcp_toolbridge.builtins.fs import (
     GLOB_SPEC,
     GREP_SPEC,
+    READ_SPEC,
     EditTool,
     GlobTool,
     GrepTool,
@@ -42,7 +43,7 @@ def bind_locked(
     ws = plan.workspace
     subagents = plan.config.subagents
     make: dict[str, Callable[[], BuiltinTool]] = {
-        "read": lambda: ReadTool(ws, sessions),
+        "read": lambda: ReadTool(ws, sessions, readable=read_verdict(policy, READ_SPEC)),
         "write": lambda: WriteTool(ws, locks),
         "edit": lambda: EditTool(ws, locks),
         "glob": lambda: GlobTool(ws, sessions, readable=read_verdict(policy, GLOB_SPEC)),

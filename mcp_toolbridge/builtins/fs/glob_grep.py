@@ -309,7 +309,7 @@ class GrepTool:
             run = await self._search(query, request)
             if self._readable is not None and query.ignore_base is not None:
                 await anyio.to_thread.run_sync(
-                    _withhold, run, ResultFilter.for_grep(self._readable, root)
+                    _withhold, run, ResultFilter.for_grep(self._readable, root, self._fs.root)
                 )
         except FileProblem as exc:
             return ExecResult(ok=False, error=str(exc))

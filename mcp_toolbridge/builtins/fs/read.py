@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 import anyio.to_thread
 
+from mcp_toolbridge.builtins.fs.links import HardLinks, refusal
 from mcp_toolbridge.builtins.fs.paths import FileProblem, FsRoot
 from mcp_toolbridge.builtins.fs.read_spec import DEFAULT_LIMIT, MAX_LINE_CHARS
 from mcp_toolbridge.builtins.fs.read_spec import SPEC as SPEC  # the tool's own, as before
@@ -33,6 +34,7 @@ from mcp_toolbridge.builtins.session import Sessions
 from mcp_toolbridge.errors import ErrorCode
 from mcp_toolbridge.executors import ExecRequest, ExecResult
 from mcp_toolbridge.host import CUT_MARGIN_CHARS, CUT_MARGIN_LINES, RedactCut
+from mcp_toolbridge.policy import Action, is_within
 
 MAX_OUTPUT_BYTES = 200 * 1024
 MAX_SIDECAR_BYTES = 16 * 1024 * 1024
@@ -85,9 +87,13 @@ class ReadTool:
 
     spec = SPEC
 
-    def __init__(self, workspace: Path, sessions: Sessions) -> None:
+    def __init__(
+        self, workspace: Path, sessions: Sessions, readable: Callable[[Path], Action] | None = None
+    ) -> None:
         self._fs = FsRoot(workspace)
         self._sessions = sessions
+        self._readable = readable
+        """The policy's verdict on reading a path, for a file's other names (hard links)."""
 
     async def run(self, request: ExecRequest) -> ExecResult:
         args = request.arguments
@@ -135,6 +141,11 @@ class ReadTool:
     ) -> _Window:
         fd = self._fs.open_file(path, tool="read", extra=extra)
         with os.fdopen(fd, "rb") as handle:
+            if self._readable is not None and is_within(path, self._fs.root):
+                links = HardLinks(self._fs.root, self._readable)
+                stricter = links.stricter(path, os.fstat(handle.fileno()))
+                if stricter is not None:
+                    raise FileProblem(refusal(self._fs.display(path), stricter, self._fs.display))
             probe = handle.read(BINARY_PROBE_BYTES)
             if b"\0" in probe:
                 raise FileProblem(

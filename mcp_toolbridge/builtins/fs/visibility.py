@@ -10,15 +10,18 @@ counting it without naming it:
 - grep withholds those, and also the files whose reading asks (default policy: ``.env``
   files), because grep shows their content without anyone being asked; naming such a file
   (or a folder whose reading asks too) in ``path`` searches it, since the call itself was
-  then asked about.
+  then asked about. A file with several hard links is judged by its strictest name in the
+  workspace (links.py): ``config.txt`` hard-linked to ``.env`` is withheld as ``.env`` is.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
 from mcp_toolbridge.builtins.fs import read as fs_read
+from mcp_toolbridge.builtins.fs.links import HardLinks
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.policy import (
     ACTION_RANK,
@@ -41,9 +44,12 @@ class ResultFilter:
     """Keeps the paths a call may show and counts the ones it withholds (not thread-safe:
     one filter per call)."""
 
-    def __init__(self, verdict: ReadVerdict, *, show_ask: bool) -> None:
+    def __init__(
+        self, verdict: ReadVerdict, *, show_ask: bool, links: HardLinks | None = None
+    ) -> None:
         self._verdict = verdict
         self._show_ask = show_ask
+        self._links = links
         self.withheld = 0
 
     @classmethod
@@ -51,12 +57,21 @@ class ResultFilter:
         return cls(verdict, show_ask=True)
 
     @classmethod
-    def for_grep(cls, verdict: ReadVerdict, root: Path) -> ResultFilter:
-        """``root``: the folder or file the call named (already cleared by the gate)."""
-        return cls(verdict, show_ask=verdict(root) == "ask")
+    def for_grep(cls, verdict: ReadVerdict, root: Path, workspace: Path) -> ResultFilter:
+        """``root``: the folder or file the call named (already cleared by the gate); a file
+        with several hard links is judged by its strictest name in ``workspace`` too."""
+        links = HardLinks(workspace, verdict)
+        return cls(verdict, show_ask=verdict(root) == "ask", links=links)
 
     def keep(self, path: Path) -> bool:
         action = self._verdict(path)
+        if action != "deny" and self._links is not None:
+            try:
+                stricter = self._links.stricter(path, os.stat(path, follow_symlinks=False))
+            except OSError:
+                stricter = None
+            if stricter is not None:
+                action = stricter.action
         if action == "allow" or (action == "ask" and self._show_ask):
             return True
         self.withheld += 1

@@ -63,6 +63,8 @@ _B64_LINE = r"(?:[A-Za-z0-9+/_-]|\[redacted:[^\]\n]*\]){40,}"
 _WRAPPED = re.compile(rf"(?m)^{_B64_LINE}\r?\n(?:{_B64_LINE}\r?\n)*{_B64_LINE[:-5]}+={{0,2}}$")
 """Two or more lines of base64 (40 characters or more but the last; a marker counts as one)."""
 _BLOCK_START = r"(?m)^[A-Za-z0-9+/_-]{40,}\r?\n[A-Za-z0-9+/_-]"
+_LEAD = re.compile(r"[A-Za-z0-9+/_-]{8,}")
+_TRAIL = re.compile(r"[A-Za-z0-9+/_-]{8,}$")
 _MARKER = re.compile(r"\[redacted:[^\]\n]*\]")
 
 
@@ -100,14 +102,22 @@ def encoded_forms(value: str) -> set[str]:
     if len(whole) > BASE64_LINE_CHARS:
         step = BASE64_LINE_CHARS
         encoded.update(whole[i : i + step] for i in range(0, len(whole), step))
+    encoded |= {form.replace("+", "-").replace("/", "_") for form in encoded}
+    forms = encoded | _cores(data) | {data.hex().upper()} | _escaped(value[::-1])
+    return {form for form in forms if len(form) >= MIN_ENCODED_CHARS}
+
+
+def _cores(data: bytes) -> set[str]:
+    """The encodings of ``data`` a longer encoded text holds whatever surrounds it: base64's
+    characters its bytes alone decide, at each alignment, standard and URL-safe; hex."""
+    cores = {data.hex()}
     for skip in range(3):
         aligned = base64.b64encode(bytes(skip) + data).decode("ascii")
         first = -(-8 * skip // 6)  # the first character no byte before the value decides
         last = (8 * (skip + len(data))) // 6  # the characters the value's bytes alone decide
-        encoded.add(aligned[first:last])
-    encoded |= {form.replace("+", "-").replace("/", "_") for form in encoded}
-    forms = encoded | {data.hex(), data.hex().upper()} | _escaped(value[::-1])
-    return {form for form in forms if len(form) >= MIN_ENCODED_CHARS}
+        cores.add(aligned[first:last])
+        cores.add(aligned[first:last].replace("+", "-").replace("/", "_"))
+    return cores
 
 
 def percent_forms(value: str) -> set[str]:
@@ -131,6 +141,49 @@ def redact(text: str, secrets: Mapping[str, str]) -> str:
         return text
     by_form = matcher.ids
     return _sub(matcher.pattern, lambda match: f"[redacted:{by_form[match.group(0)]}]", text)
+
+
+def redact_line(line: str, secrets: Mapping[str, str]) -> str:
+    """:func:`redact`, for one line of a tool's live log: also the start or end of a value
+    that an encoder's wrap (``base64`` at 76 columns, ``xxd -p`` at 60) left at the line's end
+    or carried to the next line's start, :data:`MIN_ENCODED_CHARS` characters or more (the
+    lines are sent one by one, so neither holds the value whole)."""
+    line = redact(line, secrets)
+    key = tuple(sorted((k, v) for k, v in secrets.items() if len(v) >= MIN_ENCODED_CHARS))
+    if not key or len(line) < MIN_ENCODED_CHARS:
+        return line
+    starts, ends, longest = _pieces(key)
+    lead = _LEAD.match(line[:longest])  # no piece is longer: each search is bounded
+    if lead is not None:
+        run = lead.group(0)
+        for k in range(len(run), MIN_ENCODED_CHARS - 1, -1):
+            if run[:k] in starts:
+                line = f"[redacted:{starts[run[:k]]}]{line[k:]}"
+                break
+    trail = _TRAIL.search(line[-longest:])
+    if trail is not None:
+        run = trail.group(0)
+        for k in range(len(run), MIN_ENCODED_CHARS - 1, -1):
+            if run[-k:] in ends:
+                line = f"{line[: len(line) - k]}[redacted:{ends[run[-k:]]}]"
+                break
+    return line
+
+
+@functools.lru_cache(maxsize=128)
+def _pieces(
+    secrets: tuple[tuple[str, str], ...],
+) -> tuple[dict[str, str], dict[str, str], int]:
+    """(each end of an encoded value that can start a line, each start that can end one, of
+    at least :data:`MIN_ENCODED_CHARS` characters, with the id of each; the longest)."""
+    starts: dict[str, str] = {}
+    ends: dict[str, str] = {}
+    for secret_id, value in secrets:
+        for core in _cores(value.encode("utf-8")):
+            for k in range(MIN_ENCODED_CHARS, len(core)):
+                starts.setdefault(core[-k:], secret_id)
+                ends.setdefault(core[:k], secret_id)
+    return starts, ends, max(map(len, starts), default=0)
 
 
 def replace_forms(text: str, values: Iterable[str], replacement: str) -> str:

@@ -51,7 +51,7 @@ from mcp_toolbridge.executors.subprocess import ProcessOutcome, run_process
 from mcp_toolbridge.executors.tool_log import ToolLog
 from mcp_toolbridge.host import CUT_MARGIN_CHARS, LOG_LEVELS, RedactCut
 from mcp_toolbridge.model import EnvSpec, ExecTransport
-from mcp_toolbridge.secrets import redact, redact_value, secret_env_name
+from mcp_toolbridge.secrets import redact, redact_line, redact_value, secret_env_name
 
 __all__ = ["ExecToolExecutor", "build_env", "secret_env_name"]
 
@@ -108,12 +108,12 @@ class ExecToolExecutor:
         voice = ToolLog(
             request.context.log,
             request.spec.name,
-            redact.text,
+            redact.line,
             redact_cut=cut,
         )
         listeners = _listened(request, beat, voice)
         channel = ProgressChannel(
-            beat, voice, redact.text, listened=bool(listeners), redact_cut=cut
+            beat, voice, redact.line, listened=bool(listeners), redact_cut=cut
         )
         try:
             launch = _prepare(request, transport, self._environ, channel.env)
@@ -350,3 +350,7 @@ class _Redactor:
 
     def value(self, value: Any) -> Any:
         return redact_value(value, self._secrets) if self._secrets else value
+
+    def line(self, text: str) -> str:
+        """One live log line or progress message (:func:`~mcp_toolbridge.secrets.redact_line`)."""
+        return redact_line(text, self._secrets) if self._secrets else text

@@ -147,14 +147,17 @@ def _shown(line: str, before: int, after: int) -> bool:
     return re.fullmatch(pattern, line) is not None
 
 
-async def test_a_secret_a_tool_prints_encoded_is_a_marker_in_its_error_text(tmp_path: Path):
+async def test_a_secret_a_tool_prints_encoded_is_a_marker_in_its_error_text_and_log(
+    tmp_path: Path,
+):
     argv = ["/bin/sh", "-c", ENCODES.replace("PYTHON", sys.executable)]
+    log = Recorded()
     request = ExecRequest(
         spec=_spec(tmp_path).model_copy(update={"transport": ExecTransport(argv=argv)}),
         arguments={},
         timeout_s=10,
         secrets={SECRET_ID: SECRET},
-        context=CallContext(log=Recorded()),
+        context=CallContext(log=log),
     )
     result = await ExecToolExecutor({"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}).run(request)
     assert result.error is not None
@@ -162,6 +165,10 @@ async def test_a_secret_a_tool_prints_encoded_is_a_marker_in_its_error_text(tmp_
     assert len(lines) == len(BESIDE), result.error
     wrong = [line for line, at in zip(lines, BESIDE, strict=True) if not _shown(line, *at)]
     assert not wrong, result.error
+    sent = [text for _, _, text in log.lines]  # live, line by line: the .env block's 2 lines
+    assert sent[:4] + sent[6:] == lines[:4] + lines[5:], sent
+    assert re.fullmatch(f"[A-Za-z0-9]{{43}}{re.escape(MARK)}", sent[4]), sent[4]  # wrapped:
+    assert re.fullmatch(f"{re.escape(MARK)}[A-Za-z0-9=]{{0,22}}", sent[5]), sent[5]  # its ends
 
 
 async def test_an_http_error_body_shows_no_encoded_secret():

@@ -215,9 +215,14 @@ def test_uvx_and_pipx_run_are_told_where_the_package_came_from(
     assert pipx[1:] == ["run", "--spec", source, "mcp-toolbridge"]
 
 
-def test_an_installation_in_a_temporary_folder_is_said_to_not_last(tmp_path: Path) -> None:
+def test_an_installation_in_a_temporary_folder_is_said_to_not_last(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Installed from an index (no direct URL): where the test's own checkout lies (a clone
+    in /tmp, say) has nothing to do with it."""
     from mcp_toolbridge.cli.installed import temporary_warning
 
+    monkeypatch.setattr(importlib.metadata, "distribution", lambda name: _Dist(None))
     warning = temporary_warning(tmp_path / "venv")  # pytest's tmp_path is in the temp folder
     assert warning is not None and "uv tool install mcp-toolbridge" in warning
     assert temporary_warning(tmp_path / ".cache/uv/archive-v0/Xk2p9") is None  # uvx: its form

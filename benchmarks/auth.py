@@ -62,7 +62,8 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from mcp_toolbridge.server.auth import ResourceServer
-from mcp_toolbridge.server.tokens import AuthOptions, TokenValidator
+from mcp_toolbridge.server.auth_options import AuthOptions
+from mcp_toolbridge.server.tokens import TokenValidator
 from tests.support.httpserve import http_server
 from tests.support.oauth import (
     AGENT,

@@ -137,7 +137,7 @@ async def _list_times(folder: Path, calls: int) -> dict[str, float]:
             for uncached in (False, True):
                 for _ in range(calls):
                     if uncached:
-                        served._list_cache.clear()  # benchmark only: force the handler to run
+                        served._lists._pages.clear()  # benchmark only: force the handler to run
                     begun = time.perf_counter()
                     listed = len((await client.list_tools()).tools)
                     round_trip.append(time.perf_counter() - begun)

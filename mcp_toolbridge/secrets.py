@@ -26,6 +26,7 @@ id (without the ``TOOLBRIDGE_SECRET_`` prefix).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -45,21 +46,52 @@ def secret_env_name(secret_id: str) -> str:
     return _NOT_ALNUM.sub("_", secret_id.upper())
 
 
-def redact(text: str, secrets: Mapping[str, str]) -> str:
-    """Replace every occurrence of each non-empty secret value with ``[redacted:<id>]``.
+MIN_LINE_CHARS = 8
+"""A line of a secret of several lines this long or longer is redacted on its own too."""
+_MARKER = re.compile(r"\[redacted:[^\]\n]*\]")
 
-    Longer values are matched first, in one pass, so a value that contains another is
+
+def secret_forms(value: str) -> set[str]:
+    """The texts a secret value is written as: the value; JSON-escaped, with non-ASCII kept
+    and as ``\\uXXXX`` (a tool that logs JSON, an error object quoted whole); and, for a value
+    of several lines (a private key, a service account's JSON), each line of at least
+    :data:`MIN_LINE_CHARS` characters, since a tool's log lines are sent one by one."""
+    forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
+    lines = value.splitlines()
+    if len(lines) > 1:
+        forms.update(line.strip() for line in lines if len(line.strip()) >= MIN_LINE_CHARS)
+    return {form for form in forms if form}
+
+
+def redact(text: str, secrets: Mapping[str, str]) -> str:
+    """Replace every occurrence of each non-empty secret value, in each of its
+    :func:`secret_forms`, with ``[redacted:<id>]``.
+
+    Longer texts are matched first, in one pass, so a value that contains another is
     redacted whole and a replacement marker is never redacted again.
     """
-    by_value: dict[str, str] = {}
+    by_form: dict[str, str] = {}
     for secret_id, value in secrets.items():
-        if value and value not in by_value:
-            by_value[value] = secret_id
-    if not by_value or not text:
+        if value:
+            for form in secret_forms(value):
+                by_form.setdefault(form, secret_id)
+    if not by_form or not text:
         return text
-    ordered = sorted(by_value, key=len, reverse=True)
-    pattern = re.compile("|".join(re.escape(value) for value in ordered))
-    return pattern.sub(lambda match: f"[redacted:{by_value[match.group(0)]}]", text)
+    ordered = sorted(by_form, key=len, reverse=True)
+    pattern = re.compile("|".join(re.escape(form) for form in ordered))
+    return pattern.sub(lambda match: f"[redacted:{by_form[match.group(0)]}]", text)
+
+
+def whole_markers(text: str, start: int, end: int) -> tuple[int, int]:
+    """``[start, end)`` widened so that it cuts no ``[redacted:<id>]`` marker of ``text`` in
+    two: a redacted text is cut after its secrets were replaced, never before (a cut that
+    split a secret would show the part of it no exact match finds)."""
+    for match in _MARKER.finditer(text):
+        if match.start() < start < match.end():
+            start = match.start()
+        if match.start() < end < match.end():
+            end = match.end()
+    return start, end
 
 
 def redact_value(value: object, secrets: Mapping[str, str]) -> object:

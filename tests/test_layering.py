@@ -31,6 +31,7 @@ LEVELS = {
     "progress.py": 0,
     "workspace.py": 0,
     "lazy.py": 0,
+    "edge/": 0,
     # what the core works on
     "loaders/": 1,
     "catalog/": 1,
@@ -45,8 +46,7 @@ LEVELS = {
     # the edges
     "server/": 4,
     "console/": 4,
-    "runtime.py": 4,
-    "runtime_cache.py": 4,
+    "runtime/": 4,
     "cli/": 5,
     "__main__.py": 5,
 }

@@ -250,7 +250,7 @@ import json, os, sys, time
 from pathlib import Path
 from mcp_toolbridge import runtime
 
-from mcp_toolbridge import runtime_cache
+from mcp_toolbridge.runtime import cache as runtime_cache
 runtime_cache.WRITE_BEHIND_FROM = 1  # this small catalog writes behind too
 settings = runtime.Settings(paths=[Path(sys.argv[1])], audit=False, cache=True)
 began = time.monotonic()
@@ -321,8 +321,9 @@ def test_requirements_are_compiled_again_on_every_start(tmp_path: Path) -> None:
 async def test_a_server_reads_a_big_cached_index_in_the_background(
     catalog: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mcp_toolbridge import runtime, runtime_cache
     from mcp_toolbridge.catalog import DeferredIndex
+    from mcp_toolbridge.runtime import cache as runtime_cache
+    from mcp_toolbridge.runtime import composition as runtime
 
     monkeypatch.setattr(runtime_cache, "DEFER_FROM", 1)
     settings = _settings(catalog)

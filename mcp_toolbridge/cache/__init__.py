@@ -4,7 +4,7 @@ back fast (``columns.py``), the rule that tells whether a file a cache was made 
 still that file (``files.py``); and the opening of a stdio session, kept to answer the next
 start's first requests before the server is imported (``opening.py``, ``front.py``). What is
 cached, and when it is trusted, is decided by the modules that cache (``loaders/cache.py``,
-``catalog/index_cache.py``, ``runtime_cache.py``, ``opening.py``).
+``catalog/index_cache.py``, ``runtime/cache.py``, ``opening.py``).
 
 May import: the vocabulary only (it is part of it)."""
 

@@ -24,7 +24,7 @@ from anyio.abc import TaskStatus
 
 from mcp_toolbridge.errors import Problem
 from mcp_toolbridge.host import LogLevel
-from mcp_toolbridge.runtime_cache import LeftOut
+from mcp_toolbridge.runtime import LeftOut
 
 if TYPE_CHECKING:
     from mcp_toolbridge.bridge import Bridge

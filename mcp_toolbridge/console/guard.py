@@ -26,31 +26,33 @@ from __future__ import annotations
 import hashlib
 import hmac
 import html
-import ipaddress
 import logging
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
-from typing import Any, Protocol
+from typing import Protocol
 from urllib.parse import parse_qsl, quote, urlencode
 
 import anyio
 
 from mcp_toolbridge.console.signed import SessionSigner
+from mcp_toolbridge.edge import (
+    LOOPBACK_NAMES,
+    ASGIApp,
+    Header,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    send_reply,
+)
 from mcp_toolbridge.state import StateUnavailable
 
 log = logging.getLogger("mcp_toolbridge.console")
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 MAX_SESSIONS = 64
 """Browser sessions kept at once; the oldest is forgotten first (its person opens a new
 one-time URL)."""
@@ -83,15 +85,6 @@ DEFAULT_ADMIN_ROLE = "admin"
 MAX_LOGINS = 1024
 """Completed browser sign-ins remembered at once in memory (the oldest is forgotten first;
 the issuer refuses a code redeemed twice anyway)."""
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class PassBook(Protocol):
@@ -397,19 +390,9 @@ class Guard:
         cookie = f"{self._keeper.cookie}={sid}; Path={prefix or '/'}; HttpOnly; SameSite=Strict"
         if self._keeper.secure:
             cookie += "; Secure"
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 303,
-                "headers": [
-                    (b"location", location.encode()),
-                    (b"set-cookie", cookie.encode()),
-                    (b"content-length", b"0"),
-                    *SECURITY_HEADERS,
-                ],
-            }
+        await answer(
+            send, 303, headers=[(b"location", location.encode()), (b"set-cookie", cookie.encode())]
         )
-        await send({"type": "http.response.body", "body": b""})
 
 
 def _secured(send: Send) -> Send:
@@ -448,26 +431,24 @@ async def _spent(send: Send, renew: str, console: str | None) -> None:
         "valid here). Whoever opened it first has the console.</p>\n"
         f"{on}<p>For a new URL, {html.escape(renew)}.</p>\n</main>\n</body>\n</html>\n"
     ).encode()
-    await answer(send, 401, b"text/html; charset=utf-8", body)
+    await answer(send, 401, body, content_type=b"text/html; charset=utf-8")
 
 
 async def _refuse(send: Send, status: int, text: str) -> None:
-    await answer(
-        send, status, b"text/plain; charset=utf-8", f"mcp-toolbridge console: {text}\n".encode()
-    )
+    refusal = f"mcp-toolbridge console: {text}\n".encode()
+    await answer(send, status, refusal, content_type=b"text/plain; charset=utf-8")
 
 
-async def answer(send: Send, status: int, content_type: bytes, body: bytes) -> None:
-    """A whole answer of the console's own (a refusal, a page, JSON), with its headers."""
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", content_type),
-                (b"content-length", str(len(body)).encode()),
-                *SECURITY_HEADERS,
-            ],
-        }
+async def answer(
+    send: Send,
+    status: int,
+    body: bytes = b"",
+    *,
+    content_type: bytes | None = None,
+    headers: Sequence[Header] = (),
+) -> None:
+    """A whole answer of the console's own (a refusal, a page, a redirect, JSON), with the
+    console's security headers."""
+    await send_reply(
+        send, status, body, content_type=content_type, headers=[*headers, *SECURITY_HEADERS]
     )
-    await send({"type": "http.response.body", "body": body})

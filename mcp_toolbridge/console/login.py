@@ -46,17 +46,8 @@ from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from mcp_toolbridge.console.guard import (
-    DEFAULT_ADMIN_ROLE,
-    PASS_S,
-    SECURITY_HEADERS,
-    Gatekeeper,
-    Receive,
-    Scope,
-    Send,
-    answer,
-    cookie_of,
-)
+from mcp_toolbridge.console.guard import DEFAULT_ADMIN_ROLE, PASS_S, Gatekeeper, answer, cookie_of
+from mcp_toolbridge.edge import Receive, Scope, Send
 from mcp_toolbridge.host import CALLER_KEY, Caller, SignInRefused
 from mcp_toolbridge.state import StateUnavailable
 
@@ -217,7 +208,7 @@ class BrowserLogin:
         sealed = self._sealer.encrypt(json.dumps(attempt).encode()).decode("ascii")
         cookie = f"{self.cookie}={sealed}; Max-Age={int(KEPT_S)}{self._attributes('Lax')}"
         headers = [(b"location", target.encode()), (b"set-cookie", cookie.encode())]
-        await _respond(send, 303, b"", headers)
+        await answer(send, 303, headers=headers)
 
     def _opened(self, held: str | None) -> dict[str, Any] | None:
         """The attempt a cookie seals; None: no cookie, or not sealed by this service."""
@@ -331,13 +322,14 @@ class BrowserLogin:
         body = self._env.get_template("signin.html").render(
             title=title, base=self._prefix, issuer=self._issuer.issuer, **shown
         )
-        headers = [(b"content-type", b"text/html; charset=utf-8")]
+        headers = []
         for cookie in cookies or []:
             headers.append((b"set-cookie", cookie.encode()))
         if forget:
             gone = f"{self.cookie}=; Max-Age=0{self._attributes('Lax')}"
             headers.append((b"set-cookie", gone.encode()))
-        await _respond(send, status, body.encode(), headers)
+        page = b"text/html; charset=utf-8"
+        await answer(send, status, body.encode(), content_type=page, headers=headers)
 
 
 def _attempt(raw: str) -> dict[str, Any] | None:
@@ -363,23 +355,6 @@ def _local(wanted: str, prefix: str) -> str:
     if parts.scheme or parts.netloc or "\\" in wanted or not wanted.startswith(home):
         return home
     return wanted
-
-
-async def _respond(
-    send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]
-) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                *headers,
-                (b"content-length", str(len(body)).encode()),
-                *SECURITY_HEADERS,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
 
 
 class SignIn:
@@ -417,4 +392,4 @@ class SignIn:
 
 
 async def _json(send: Send, status: int, value: object) -> None:
-    await answer(send, status, b"application/json", json.dumps(value).encode())
+    await answer(send, status, json.dumps(value).encode(), content_type=b"application/json")

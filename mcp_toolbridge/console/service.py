@@ -31,10 +31,8 @@ from mcp_toolbridge.console.desk import ConsoleHost, Desk
 from mcp_toolbridge.console.feed import AuditFeed
 from mcp_toolbridge.console.guard import (
     DEFAULT_ADMIN_ROLE,
-    LOOPBACK_NAMES,
     Gatekeeper,
     Guard,
-    is_loopback,
 )
 from mcp_toolbridge.console.login import (
     LOGIN_KEY_LABEL,
@@ -53,7 +51,7 @@ from mcp_toolbridge.console.replicated import (
 from mcp_toolbridge.console.sessions import Connections
 from mcp_toolbridge.console.signed import SessionSigner
 from mcp_toolbridge.console.views import Serving
-from mcp_toolbridge.errors import ConfigError, ErrorCode
+from mcp_toolbridge.edge import LOOPBACK_NAMES, is_loopback, listen_on
 from mcp_toolbridge.host import Connected
 from mcp_toolbridge.state import ConsoleShare, StateUnavailable
 
@@ -163,7 +161,7 @@ class Console:
         """Bind the socket for the runtime being served; the URL to open (with its one-time
         token)."""
         host = self.options.host or DEFAULT_HOST
-        self._socket = _listen(host, self.options.port)
+        self._socket = listen_on(host, self.options.port, "--console")
         port = self._socket.getsockname()[1]
         names = [*LOOPBACK_NAMES, *self.options.allowed_hosts]
         if host not in ("0.0.0.0", "::"):
@@ -337,15 +335,3 @@ class Console:
             self._pages.stopping.set()
         if self._uvicorn is not None:
             self._uvicorn.should_exit = True
-
-
-def _listen(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    try:
-        return socket.create_server((host, port), family=family)
-    except OSError as exc:
-        raise ConfigError(
-            f"--console: cannot listen on {host}:{port}: {exc.strerror or exc}; pick another "
-            "address or port",
-            code=ErrorCode.CONFIG_INVALID,
-        ) from exc

@@ -18,6 +18,7 @@ import functools
 import anyio.to_thread
 
 from mcp_toolbridge.host import CUT_MARGIN_CHARS, RedactCut
+from mcp_toolbridge.secrets import whole_markers
 
 MAX_LINE_CHARS = 2000
 """The most of a log line or progress message sent to the client."""
@@ -40,6 +41,21 @@ def shown_head(text: str, size: int, redact: RedactCut | None) -> str:
 def shown_tail(text: str, size: int, redact: RedactCut | None) -> str:
     """The last ``size`` characters of ``text``."""
     return shown_part(text, max(0, len(text) - size), len(text), redact)
+
+
+def redacted_head(text: str, size: int, redact: RedactCut | None) -> str:
+    """The first ``size`` characters of ``text``, a text whose secret values were already
+    replaced by their markers (:func:`~mcp_toolbridge.secrets.redact`): a marker the cut
+    would split is shown whole."""
+    _, end = whole_markers(text, 0, min(size, len(text)))
+    return shown_part(text, 0, end, redact)
+
+
+def redacted_tail(text: str, size: int, redact: RedactCut | None) -> str:
+    """The last ``size`` characters of ``text`` (secret values already replaced), a marker
+    the cut would split shown whole."""
+    start, _ = whole_markers(text, max(0, len(text) - size), len(text))
+    return shown_part(text, start, len(text), redact)
 
 
 def shown_bytes(data: bytes, start: int, end: int, redact: RedactCut | None) -> str:

@@ -44,12 +44,12 @@ import anyio.to_thread
 
 from mcp_toolbridge.errors import ErrorCode, ExecError, ExecOutputError, ExecSpawnError
 from mcp_toolbridge.executors.base import ExecRequest, ExecResult
-from mcp_toolbridge.executors.cuts import shown_bytes, shown_tail
+from mcp_toolbridge.executors.cuts import redacted_head, redacted_tail
 from mcp_toolbridge.executors.progress import Companion, Heartbeat, run_beside
 from mcp_toolbridge.executors.progress_channel import ProgressChannel
 from mcp_toolbridge.executors.subprocess import ProcessOutcome, run_process
 from mcp_toolbridge.executors.tool_log import ToolLog
-from mcp_toolbridge.host import LOG_LEVELS, RedactCut
+from mcp_toolbridge.host import CUT_MARGIN_CHARS, LOG_LEVELS, RedactCut
 from mcp_toolbridge.model import EnvSpec, ExecTransport
 from mcp_toolbridge.secrets import redact, redact_value, secret_env_name
 
@@ -244,7 +244,7 @@ def _interpret(
 ) -> tuple[bool, Any, str | None]:
     """(ok, value, error) from what the process did."""
     if outcome.exit_code != 0:
-        return False, None, redact.text(_failure_text(outcome, redact.cut))
+        return False, None, _failure_text(outcome, redact)
     if transport.stdout == "json":
         value = _parse_json(outcome, redact)
     else:
@@ -255,8 +255,10 @@ def _interpret(
     return True, value, None
 
 
-def _failure_text(outcome: ProcessOutcome, cut: RedactCut | None = None) -> str:
-    text = outcome.stderr_tail.decode("utf-8", "replace").strip()
+def _failure_text(outcome: ProcessOutcome, redact: _Redactor) -> str:
+    """The error text of a failed run, its secrets replaced before it is cut (a cut through
+    a secret would show the part of it that no exact match finds)."""
+    text = redact.text(outcome.stderr_tail.decode("utf-8", "replace").strip())
     lines = [line for line in text.splitlines() if line.strip()]
     if lines:
         try:
@@ -264,11 +266,11 @@ def _failure_text(outcome: ProcessOutcome, cut: RedactCut | None = None) -> str:
         except ValueError:
             last = None
         if isinstance(last, dict) and "error" in last:
-            error = last["error"]
+            error = redact.value(last["error"])  # dumped below, with escapes no match finds
             text = error if isinstance(error, str) else json.dumps(error)
-        return (
-            text if len(text) <= ERROR_TEXT_CHARS else "…" + shown_tail(text, ERROR_TEXT_CHARS, cut)
-        )
+        if len(text) <= ERROR_TEXT_CHARS:
+            return text
+        return "…" + redacted_tail(text, ERROR_TEXT_CHARS, redact.cut)
     if outcome.signal is not None:
         return f"tool was killed by signal {_signal_name(outcome.signal)}"
     return f"tool exited with code {outcome.exit_code}"
@@ -320,8 +322,8 @@ def _parse_first_object(outcome: ProcessOutcome, redact: _Redactor) -> Any:
 
 
 def _output_problem(head: str, outcome: ProcessOutcome, redact: _Redactor) -> str:
-    quoted = shown_bytes(outcome.stdout, 0, QUOTE_BYTES, redact.cut)
-    message = f"{head}: {redact.text(quoted)!r}"
+    start = redact.text(outcome.stdout[: QUOTE_BYTES + CUT_MARGIN_CHARS].decode("utf-8", "replace"))
+    message = f"{head}: {redacted_head(start, QUOTE_BYTES, redact.cut)!r}"
     if outcome.stdout_truncated:
         message += (
             f" (stdout exceeded the {len(outcome.stdout)}-byte limit and was cut;"
@@ -331,7 +333,7 @@ def _output_problem(head: str, outcome: ProcessOutcome, redact: _Redactor) -> st
         message += " (stdout is the result: print the JSON there and log lines on stderr)"
     stderr = outcome.stderr_tail.decode("utf-8", "replace").strip()
     if stderr:
-        message += f"; stderr: {redact.text(shown_tail(stderr, ERROR_TEXT_CHARS, redact.cut))}"
+        message += f"; stderr: {redacted_tail(redact.text(stderr), ERROR_TEXT_CHARS, redact.cut)}"
     return message
 
 

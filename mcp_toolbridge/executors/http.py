@@ -61,11 +61,11 @@ from mcp_toolbridge.errors import (
     SecretError,
 )
 from mcp_toolbridge.executors.base import ExecRequest, ExecResult
-from mcp_toolbridge.executors.cuts import shown_head
+from mcp_toolbridge.executors.cuts import redacted_head
 from mcp_toolbridge.executors.http_body import ACCEPT_ENCODING, read_body
 from mcp_toolbridge.executors.http_errors import host_label, too_many_redirects, translated
 from mcp_toolbridge.executors.progress import Heartbeat
-from mcp_toolbridge.host import RedactCut
+from mcp_toolbridge.host import CUT_MARGIN_CHARS, RedactCut
 from mcp_toolbridge.model import HttpTransport, ToolSpec
 from mcp_toolbridge.secrets import ENV_PREFIX, redact, redact_value, secret_env_name
 
@@ -243,11 +243,15 @@ def _default_client() -> httpx2.AsyncClient:
     )
 
 
-def _excerpt(body: bytes, limit: int, cut: RedactCut | None) -> str:
-    """The start of ``body`` for an error text, redacted with what follows it (``cut``: one
-    scan of up to 16 KB, once per failed call)."""
-    text = body.decode("utf-8", errors="replace").strip()
-    return text if len(text) <= limit else shown_head(text, limit, cut) + "…"
+def _excerpt(body: bytes, limit: int, scrub: _Scrubber) -> str:
+    """The start of ``body`` for an error text: the call's secret values replaced before it is
+    cut (a cut through one would show the part no exact match finds), then redacted with what
+    follows it (``scrub.cut``: one scan of up to 16 KB, once per failed call)."""
+    head = body[: 4 * limit + CUT_MARGIN_CHARS]  # every character of the limit, and a margin
+    text = scrub.text(head.decode("utf-8", errors="replace").strip())
+    if len(text) <= limit and len(head) == len(body):
+        return text
+    return redacted_head(text, limit, scrub.cut) + "…"
 
 
 class HttpExecutor:
@@ -398,7 +402,7 @@ class HttpExecutor:
         parsed = _parse_json(body) if body.strip() and not over else _NOT_JSON
         if not success:
             head = f"HTTP {status} {response.reason_phrase}".rstrip()
-            excerpt = scrub.text(_excerpt(body, ERROR_EXCERPT_CHARS, scrub.cut))
+            excerpt = _excerpt(body, ERROR_EXCERPT_CHARS, scrub)
             return ExecResult(
                 ok=False,
                 value=None if parsed is _NOT_JSON else scrub.value(parsed),
@@ -424,7 +428,7 @@ class HttpExecutor:
             content_type = response.headers.get("content-type") or "no content type"
             raise ExecOutputError(
                 f"expected a JSON response from {url} but got {content_type} "
-                f"(HTTP {status}): {scrub.text(_excerpt(body, OUTPUT_EXCERPT_CHARS, scrub.cut))!r}",
+                f"(HTTP {status}): {_excerpt(body, OUTPUT_EXCERPT_CHARS, scrub)!r}",
                 tool=spec.name,
             )
         return ExecResult(

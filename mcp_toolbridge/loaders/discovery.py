@@ -27,7 +27,8 @@ from mcp_toolbridge.loaders.cache import (
 )
 from mcp_toolbridge.loaders.parallel import load_in_shares
 from mcp_toolbridge.loaders.report import LoadReport, ProblemLog, parse_json, read_bytes
-from mcp_toolbridge.loaders.runloop import bundle_tools_path, load_bundle, load_runloop
+from mcp_toolbridge.loaders.runloop import load_runloop
+from mcp_toolbridge.loaders.runloop_bundle import bundle_tools_path, load_bundle
 from mcp_toolbridge.model import Format, ToolSpec
 from mcp_toolbridge.progress import Meter
 

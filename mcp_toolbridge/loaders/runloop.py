@@ -1,4 +1,4 @@
-"""Runloop ``tools.json`` v1 and the bundles (``manifest.toml``) that pin it by BLAKE3.
+"""Runloop ``tools.json`` v1 (the bundles that pin it by BLAKE3 are runloop_bundle.py's).
 
 Error texts follow Runloop's loader and bundle audit (spec/runloop-tools-json-v1.txt). Beyond
 Runloop, this loader also requires what the spec says is required (the schemas), an absolute
@@ -13,17 +13,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from blake3 import blake3
-
-from mcp_toolbridge.errors import ErrorCode
 from mcp_toolbridge.loaders.report import (
-    LoadReport,
     ProblemLog,
     checked_schema,
     input_schemas,
@@ -46,7 +41,7 @@ from mcp_toolbridge.model import (
 )
 from mcp_toolbridge.names import sanitize_name
 
-__all__ = ["bundle_tools_path", "load_bundle", "load_runloop"]
+__all__ = ["display_join", "json_shown", "load_runloop"]
 
 Lookup = Callable[[str], dict[str, Any] | None]
 
@@ -63,7 +58,8 @@ _TRANSPORT_FIELDS = {
 }
 
 
-def _display_join(display: str, relative: str) -> str:
+def display_join(display: str, relative: str) -> str:
+    """``relative`` to the file shown as ``display``, shown the same way."""
     return os.path.normpath(os.path.join(os.path.dirname(display), relative))
 
 
@@ -77,7 +73,7 @@ class _SchemaSource:
         self.files: dict[Path, dict[str, Any]] = {}
 
     def where(self) -> str:
-        return f"schema_refs and {_display_join(self.display, 'schemas')}/"
+        return f"schema_refs and {display_join(self.display, 'schemas')}/"
 
     def _file(self, path: Path, shown: str, locator: str) -> dict[str, Any]:
         if path not in self.files:
@@ -102,12 +98,12 @@ class _SchemaSource:
                     return value
                 if isinstance(value, str):
                     return self._file(
-                        self.folder / value, _display_join(self.display, value), locator
+                        self.folder / value, display_join(self.display, value), locator
                     )
             base = Path(os.path.normpath(self.folder / "schemas"))
             candidate = Path(os.path.normpath(base / f"{ident}.json"))
             if candidate.parent == base and probe_file(candidate):
-                shown = _display_join(self.display, f"schemas/{ident}.json")
+                shown = display_join(self.display, f"schemas/{ident}.json")
                 return self._file(candidate, shown, locator)
             return None
 
@@ -371,7 +367,7 @@ def load_runloop(
         log.error("tools.json version is missing (expected 1)")
         return []
     if type(version) is not int or version != 1:  # Runloop reads an unsigned integer
-        log.error(f"unsupported tools.json version {_shown(version)} (expected 1)")
+        log.error(f"unsupported tools.json version {json_shown(version)} (expected 1)")
         return []
     entries = doc.get("tools")
     if entries is None:  # missing means no attachments
@@ -391,103 +387,10 @@ def load_runloop(
     return tools
 
 
-def _shown(value: object) -> str:
+def json_shown(value: object) -> str:
     """A scalar as written in JSON (``"1"``, ``1.0``, ``true``); other values by their type."""
     if isinstance(value, str):
         return json_quote(value[:40] + ("…" if len(value) > 40 else ""))
     if value is None or isinstance(value, bool | int | float):
         return json.dumps(value)
     return f"of type {type(value).__name__}"
-
-
-def _artifact(path: Path, log: ProblemLog) -> dict[str, Any] | None:
-    """The ``[artifacts.tools]`` table, or None (logged when the file is broken)."""
-    data = read_bytes(path, log)
-    if data is None:
-        return None
-    try:
-        doc = tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        log.error(f"invalid TOML: {exc}")
-        return None
-    except RecursionError:  # tomllib recurses per nesting level of arrays and tables
-        log.error("invalid TOML: nested too deeply to parse")
-        return None
-    artifacts = doc.get("artifacts")
-    table = artifacts.get("tools") if isinstance(artifacts, dict) else None
-    if table is not None and not isinstance(table, dict):
-        log.error("[artifacts.tools] must be a table {path, blake3, version}")
-        return None
-    return table
-
-
-_DIGEST = re.compile(r"[0-9a-fA-F]{64}")
-
-
-def _inside(path: Path, folder: Path) -> bool:
-    """Whether ``path`` (normalized, symlinks not followed) lies in ``folder`` or below."""
-    normal = os.path.normpath(path)
-    try:
-        return os.path.commonpath([normal, str(folder)]) == str(folder) and normal != str(folder)
-    except ValueError:  # different drives on Windows
-        return False
-
-
-def bundle_tools_path(path: Path) -> Path | None:
-    """The absolute tools.json a bundle's manifest.toml points at (None if none/broken)."""
-    table = _artifact(path, ProblemLog(str(path)))
-    rel = table.get("path") if table else None
-    folder = Path(os.path.normpath(path.absolute().parent))
-    if not isinstance(rel, str) or not rel or not _inside(folder / rel, folder):
-        return None
-    return Path(os.path.normpath(folder / rel))
-
-
-def load_bundle(path: Path, display: str) -> LoadReport:
-    """A Runloop bundle: its manifest.toml, the digest check, then the pinned tools.json.
-    The report's ``manifests`` names the bundle's manifest.toml only (one entry per bundle);
-    problems inside the tools.json name the tools.json."""
-    log = ProblemLog(display)
-    table = _artifact(path, log)
-    if table is None:
-        return log.report([])
-    version = table.get("version", 1)
-    if type(version) is not int or version != 1:
-        log.error(f"unsupported tools.json version {_shown(version)} (supported: 1)")
-    rel, digest = table.get("path"), table.get("blake3")
-    folder = Path(os.path.normpath(path.absolute().parent))
-    if not isinstance(rel, str) or not rel:
-        log.error('[artifacts.tools] path is required (e.g. path = "tools.json")')
-    elif not _inside(folder / rel, folder):
-        log.error(
-            f"[artifacts.tools] path {json_quote(rel)} must stay inside the bundle folder",
-            code=ErrorCode.MANIFEST_DIGEST,
-        )
-    if not isinstance(digest, str) or not digest:
-        log.error("[artifacts.tools] blake3 is required (the BLAKE3 hex digest of tools.json)")
-    elif not _DIGEST.fullmatch(digest.strip()):
-        log.error(
-            f"[artifacts.tools] blake3 must be 64 hex digits (got {_shown(digest)})",
-            code=ErrorCode.MANIFEST_DIGEST,
-        )
-    if log.error_count() or not isinstance(rel, str) or not isinstance(digest, str):
-        return log.report([])
-    tools_path = folder / rel
-    tools_display = _display_join(display, rel)
-    if not probe_file(tools_path):
-        log.error(f"missing tools.json at {tools_display}", code=ErrorCode.MANIFEST_UNREADABLE)
-        return log.report([])
-    data = read_bytes(tools_path, log)
-    if data is None:
-        return log.report([])
-    actual = blake3(data).hexdigest()
-    if actual != digest.strip().lower():
-        log.error(
-            f"tools.json digest mismatch (expected {digest}, got {actual})",
-            code=ErrorCode.MANIFEST_DIGEST,
-        )
-        return log.report([])
-    tools_log = ProblemLog(tools_display)
-    ok, doc = parse_json(data, tools_log)
-    tools = load_runloop(doc, tools_path, tools_log, path.absolute().parent.name) if ok else []
-    return LoadReport(tools, log.problems + tools_log.problems, [display])

@@ -61,20 +61,33 @@ def canonicalize(path: str, *, base: Path) -> Path:
         raise PathRejectedError("the path is empty; give a file or directory path")
     check_text(path, what="the path")
     joined = os.path.join(os.fspath(base), path)
-    real = Path(os.path.realpath(joined))
+    try:
+        real = Path(os.path.realpath(joined))
+    except OSError as exc:  # a link the server may not read (/proc/1/root as root, EACCES)
+        shown = joined if len(joined) <= 200 else f"{joined[:200]}..."
+        raise PathRejectedError(f"the path {shown!r} cannot be resolved: {exc.strerror}") from None
     _refuse_loops(real)
     return real
 
 
 def _refuse_loops(real: Path) -> None:
-    """After realpath, an existing symlink left in the result means resolution gave up (loop)."""
+    """After realpath, an existing symlink left in the result means resolution gave up (loop).
+    A path the system cannot look up at all (``ENAMETOOLONG``: a name over 255 bytes, a path
+    over 4,096) is refused here too, saying why, rather than failing inside a tool."""
     for candidate in (real, *real.parents):
-        if candidate.is_symlink():
+        try:
+            if candidate.is_symlink():
+                raise PathRejectedError(
+                    f"the path {str(real)!r} goes through a symlink loop at {str(candidate)!r}"
+                )
+            if candidate.exists():
+                return
+        except OSError as exc:
+            shown = str(real) if len(str(real)) <= 200 else f"{str(real)[:200]}..."
             raise PathRejectedError(
-                f"the path {str(real)!r} goes through a symlink loop at {str(candidate)!r}"
-            )
-        if candidate.exists():
-            return
+                f"the path {shown!r} ({len(str(real))} characters) cannot be looked up: "
+                f"{exc.strerror}"
+            ) from None
 
 
 def canonical_root(root: Path) -> Path:

@@ -1,20 +1,21 @@
 """The MCP adapter, the only package that imports ``mcp``: the low-level Server with its
 handlers for both protocol eras, the wire mapping of specs and outcomes, the host adapter
 (elicitation, sampling, progress), stdio and streamable HTTP transports, and the OAuth
-resource server in front of HTTP (auth.py, tokens.py: who calls).
+resource server in front of HTTP (auth.py, auth_options.py, tokens.py: who calls).
 
 May import: the vocabulary, catalog, bridge. Not runtime, cli."""
 
 from typing import TYPE_CHECKING
 
 from mcp_toolbridge.lazy import on_first_use
-from mcp_toolbridge.server.exposure import SEARCH_THRESHOLD
 from mcp_toolbridge.server.listing import Opening
 from mcp_toolbridge.server.replicas import KEYS_ENV, Replica, replica_name, state_keys
+from mcp_toolbridge.server.tool_lists import SEARCH_THRESHOLD
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from mcp_toolbridge.server.wire import to_tool
 
 if TYPE_CHECKING:
+    from mcp_toolbridge.server.auth_options import AuthOptions
     from mcp_toolbridge.server.console_login import IssuerLogin
     from mcp_toolbridge.server.deadlines import timed_protocol
     from mcp_toolbridge.server.http import ConsoleMount, HttpService
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
         parse_address,
         reach_line,
     )
-    from mcp_toolbridge.server.tokens import AuthOptions
 
 __getattr__ = on_first_use(  # what a stdio server never needs (a part of its start-up)
     __name__,
@@ -44,7 +44,7 @@ __getattr__ = on_first_use(  # what a stdio server never needs (a part of its st
         ),
         "mcp_toolbridge.server.console_login": ("IssuerLogin",),
         "mcp_toolbridge.server.deadlines": ("timed_protocol",),
-        "mcp_toolbridge.server.tokens": ("AuthOptions",),
+        "mcp_toolbridge.server.auth_options": ("AuthOptions",),
     },
 )
 

@@ -17,9 +17,7 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Awaitable, Callable, MutableMapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 from urllib.parse import parse_qsl
 
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
@@ -30,14 +28,10 @@ from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.routing import Route
 
+from mcp_toolbridge.edge import ASGIApp, Receive, Scope, Send, send_json_reply
+from mcp_toolbridge.server.auth_options import AuthOptions
 from mcp_toolbridge.server.refusals import REFUSAL
-from mcp_toolbridge.server.tokens import AuthOptions, TokenValidator
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+from mcp_toolbridge.server.tokens import TokenValidator
 
 RESOURCE_NAME = "mcp-toolbridge"
 ROOT_METADATA = "/.well-known/oauth-protected-resource"
@@ -101,19 +95,9 @@ class RequireCaller:
             parts.append(f"scope={_quoted(' '.join(self._scopes))}")
         if error is not None:
             parts += [f"error={_quoted(error)}", f"error_description={_quoted(why)}"]
-        body = json.dumps({"error": error or "unauthorized", "error_description": why}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"www-authenticate", ("Bearer " + ", ".join(parts)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        value = {"error": error or "unauthorized", "error_description": why}
+        challenge = (b"www-authenticate", ("Bearer " + ", ".join(parts)).encode())
+        await send_json_reply(send, status, value, headers=[challenge])
 
 
 class ResourceServer:

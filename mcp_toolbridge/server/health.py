@@ -15,12 +15,13 @@ Requests of sessions this replica holds still come in: their calls may finish.
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+
+from mcp_toolbridge.edge import Scope, send_json_reply
 
 HEALTH_PATHS = frozenset({"/healthz", "/readyz"})
 
@@ -48,9 +49,6 @@ def health_routes(server: Any) -> list[Route]:
     return [Route("/healthz", healthz, methods=["GET"]), Route("/readyz", readyz, methods=["GET"])]
 
 
-Scope = MutableMapping[str, Any]
-
-
 class Draining:
     """ASGI middleware: 503 for new work while the server drains (see the module doc)."""
 
@@ -67,14 +65,8 @@ class Draining:
             and scope.get("path") == self._path
             and not any(k.lower() == b"mcp-session-id" for k, _ in scope.get("headers", ()))
         ):
-            body = b'{"error": "this replica is stopping; send the request again"}'
-            headers = [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"retry-after", b"1"),
-                (b"connection", b"close"),
-            ]
-            await send({"type": "http.response.start", "status": 503, "headers": headers})
-            await send({"type": "http.response.body", "body": body})
+            error = {"error": "this replica is stopping; send the request again"}
+            headers = [(b"retry-after", b"1"), (b"connection", b"close")]
+            await send_json_reply(send, 503, error, headers=headers)
             return
         await self._app(scope, receive, send)

@@ -35,13 +35,11 @@ from __future__ import annotations
 
 import dataclasses
 import hmac
-import json
 import logging
 import signal
 import socket
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Callable
 from types import FrameType
-from typing import Any
 
 import anyio
 import uvicorn
@@ -50,7 +48,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Mount, Route
 
-from mcp_toolbridge.errors import ConfigError, ErrorCode
+from mcp_toolbridge.edge import ASGIApp, Receive, Scope, Send, send_json_reply
 from mcp_toolbridge.host import CALLER_KEY
 from mcp_toolbridge.server.auth import ResourceServer
 from mcp_toolbridge.server.console_login import IssuerLogin
@@ -61,9 +59,9 @@ from mcp_toolbridge.server.http_options import (
     TOKEN_ENV,
     ExplainedHost,
     HttpOptions,
-    bracketed,
     check_binding,
     connect_url,
+    listen,
     security_settings,
 )
 from mcp_toolbridge.server.http_sessions import PrimedStreams, ResumableSessions, SharedSessions
@@ -83,11 +81,6 @@ STREAMS_END_S = 1.0
 """On SIGTERM, after the drain: how long the sessions' GET streams may take to end (their
 responses completed: a client resumes them elsewhere) before uvicorn stops."""
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 ConsoleMount = Callable[[int, IssuerLogin | None], tuple[ASGIApp, ASGIApp | None]]
 """(the bound port, the console's OAuth client at the authorization server that guards the
 endpoint, if one does) -> the web console's pages and its sign-in (``serve --http
@@ -111,24 +104,12 @@ class BearerToken:
         if scope["type"] != "http" or console or public or self._authorized(scope):
             await self._app(scope, receive, send)
             return
-        body = json.dumps(
-            {
-                "error": "missing or wrong bearer token: send 'Authorization: Bearer <token>' "
-                f"with the token the server was started with (--token or {TOKEN_ENV})"
-            }
-        ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"www-authenticate", b'Bearer realm="mcp-toolbridge"'),
-                ],
-            }
+        error = (
+            "missing or wrong bearer token: send 'Authorization: Bearer <token>' with the "
+            f"token the server was started with (--token or {TOKEN_ENV})"
         )
-        await send({"type": "http.response.body", "body": body})
+        challenge = (b"www-authenticate", b'Bearer realm="mcp-toolbridge"')
+        await send_json_reply(send, 401, {"error": error}, headers=[challenge])
 
     def _authorized(self, scope: Scope) -> bool:
         given = [v for k, v in scope.get("headers", []) if k.lower() == b"authorization"]
@@ -191,18 +172,6 @@ def build_app(
     return (BearerToken(app, options.token) if options.token else app), primed
 
 
-def _listen(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    try:
-        return socket.create_server((host, port), family=family, reuse_port=False)
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot listen on {bracketed(host)}:{port}: {exc.strerror or exc}; pick another "
-            "--http address or port",
-            code=ErrorCode.CONFIG_INVALID,
-        ) from exc
-
-
 class _Uvicorn(uvicorn.Server):
     """uvicorn's server, telling ours first when it starts shutting down: the calls its
     shutdown then cancels are audited as ended by the shutdown. SIGTERM first drains
@@ -245,7 +214,7 @@ class HttpService:
     def listen(self) -> str:
         """Bind the socket now (errors are ConfigErrors, before anything runs); the URL."""
         if self._socket is None:
-            self._socket = _listen(self.options.host or "0.0.0.0", self.options.port)
+            self._socket = listen(self.options)
             port = self._socket.getsockname()[1]
             self.options = dataclasses.replace(self.options, port=port)
             auth = self.options.auth
@@ -307,6 +276,10 @@ class HttpService:
         if left:
             log.warning("SIGTERM: %d call(s) still running at the deadline are ended", left)
         self._server.stopping()  # what is cancelled from now on was ended by the shutdown
+        if left:  # ended here, each answered with an error result before uvicorn stops
+            self._server.calls.end_all()
+            with anyio.move_on_after(ENDING_S):
+                await self._server.calls.idle()
         if self._streams is not None:  # ended whole, before uvicorn's shutdown cuts them
             with anyio.move_on_after(STREAMS_END_S):
                 await self._streams.end_streams()

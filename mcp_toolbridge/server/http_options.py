@@ -11,17 +11,26 @@ elsewhere; its 421 for any other Host names the Host and the flag that admits it
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
-import json
 import math
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+import socket
 
 from mcp.server.transport_security import TransportSecuritySettings
 
+from mcp_toolbridge.edge import (
+    LOOPBACK_NAMES,
+    ASGIApp,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    bracketed,
+    is_loopback,
+    listen_on,
+    send_json_reply,
+)
 from mcp_toolbridge.errors import ConfigError, ErrorCode
+from mcp_toolbridge.server.auth_options import AuthOptions
 from mcp_toolbridge.server.deadlines import BODY_S, HEAD_S
-from mcp_toolbridge.server.tokens import AuthOptions
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -32,14 +41,7 @@ TOKEN_ENV = "TOOLBRIDGE_TOKEN"
 DRAIN_TIMEOUT_S = 30.0
 """On SIGTERM, running calls may finish for this long; then they are ended (audited as
 ended by the shutdown)."""
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 WILDCARDS = ("0.0.0.0", "::", "")
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,10 +68,6 @@ class HttpOptions:
     @property
     def url(self) -> str:
         return f"http://{bracketed(self.host or DEFAULT_HOST)}:{self.port}{self.path}"
-
-
-def bracketed(host: str) -> str:
-    return f"[{host}]" if ":" in host else host
 
 
 def host_names(options: HttpOptions) -> list[str]:
@@ -134,16 +132,12 @@ class ExplainedHost:
         given = next((v for k, v in scope.get("headers", []) if k.lower() == b"host"), b"")
         host = given.decode("latin-1")
         name = host[1:].partition("]")[0] if host.startswith("[") else host.partition(":")[0]
-        body = json.dumps(
-            {
-                "error": f"this server does not answer to the Host {host!r} (DNS-rebinding "
-                f"protection; it answers {self._names}): start it with --allow-host "
-                f"{name or 'NAME'} to reach it by that name"
-            }
-        ).encode()
-        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
-        await send({**start, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        error = {
+            "error": f"this server does not answer to the Host {host!r} (DNS-rebinding "
+            f"protection; it answers {self._names}): start it with --allow-host "
+            f"{name or 'NAME'} to reach it by that name"
+        }
+        await send_json_reply(send, start["status"], error)
 
 
 def security_settings(options: HttpOptions) -> TransportSecuritySettings:
@@ -185,13 +179,9 @@ def parse_address(text: str, *, flag: str = "--http") -> tuple[str, int]:
     return host, number
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+def listen(options: HttpOptions) -> socket.socket:
+    """The socket ``serve --http`` listens on (every address when the host is empty)."""
+    return listen_on(options.host or "0.0.0.0", options.port, "--http")
 
 
 def check_binding(options: HttpOptions) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, is_version_at_least
 
+from mcp_toolbridge.edge import Scope
 from mcp_toolbridge.server.resume import (
     RESUMABLE_SINCE,
     RETRY_MS,
@@ -36,7 +37,6 @@ from mcp_toolbridge.state import SharedStore
 
 log = logging.getLogger("mcp_toolbridge")
 
-Scope = MutableMapping[str, Any]
 MAX_SESSIONS_PER_CALLER = 256
 """Open sessions one identified caller may hold; another ``initialize`` of theirs gets 503
 until one of them ends (DELETE, or its idle timeout)."""

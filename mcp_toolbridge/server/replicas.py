@@ -98,22 +98,36 @@ def state_keys(text: str | None) -> tuple[str, ...]:
 
 
 class CallsRunning:
-    """How many calls the server is running, and when none is (a drain waits for that)."""
+    """How many calls the server is running, and when none is (a drain waits for that); at
+    the drain deadline :meth:`end_all` ends those left, each in its own cancel scope (the
+    one :meth:`began` gave it), so its handler still answers (the request is not cut)."""
 
     def __init__(self) -> None:
-        self.count = 0
+        self._running: set[anyio.CancelScope] = set()
         self._idle = anyio.Event()
         self._idle.set()
 
-    def began(self) -> None:
-        self.count += 1
+    @property
+    def count(self) -> int:
+        return len(self._running)
+
+    def began(self) -> anyio.CancelScope:
+        """A call began: the scope to run it in (cancelled by :meth:`end_all`)."""
+        scope = anyio.CancelScope()
+        self._running.add(scope)
         if self._idle.is_set():
             self._idle = anyio.Event()
+        return scope
 
-    def ended(self) -> None:
-        self.count -= 1
-        if self.count == 0:
+    def ended(self, scope: anyio.CancelScope) -> None:
+        self._running.discard(scope)
+        if not self._running:
             self._idle.set()
+
+    def end_all(self) -> None:
+        """End every call running now (the drain deadline passed)."""
+        for scope in self._running:
+            scope.cancel()
 
     async def idle(self) -> None:
         await self._idle.wait()

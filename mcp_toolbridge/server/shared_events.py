@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import anyio
@@ -42,6 +42,7 @@ from mcp_types import (
     jsonrpc_message_adapter,
 )
 
+from mcp_toolbridge.edge import Scope, send_json_reply
 from mcp_toolbridge.server.resume import (
     FOLLOW_IDLE_S,
     MAX_BYTES,
@@ -55,7 +56,6 @@ from mcp_toolbridge.state import SharedStore, StateUnavailable, StreamEvent
 
 log = logging.getLogger("mcp_toolbridge")
 
-Scope = MutableMapping[str, Any]
 BLOCK_S = 1.0
 """One blocking read's wait (under the link's 2 s command deadline); a follow repeats it
 until the stream's end or its idle limit."""
@@ -311,10 +311,7 @@ class RemoteResume:
             "there"
         )
         error = {"code": -32600, "message": message}
-        body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
-        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
-        await send({"type": "http.response.start", "status": 404, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        await send_json_reply(send, 404, {"jsonrpc": "2.0", "id": None, "error": error})
 
     async def _stream(self, session_id: str, last: str, send: Any) -> None:
         headers = [

@@ -28,19 +28,14 @@ from __future__ import annotations
 import json
 import logging
 import resource
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, RequestBodyLimitMiddleware
 
+from mcp_toolbridge.edge import ASGIApp, Message, Receive, Scope, Send, send_json_reply
+
 log = logging.getLogger("mcp_toolbridge")
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 Who = tuple[object, str | None, str | None]
 
 MAX_STREAMS_PER_CALLER = 64
@@ -207,17 +202,5 @@ class StreamShares:
             self._warned.add(key)
             subject = who[1] or who[2] if mine and who is not None else "everyone"
             log.warning("HTTP: refused a stream of %s: %s", subject, message)
-        body = json.dumps(
-            {"jsonrpc": "2.0", "id": None, "error": {"code": INTERNAL_ERROR, "message": message}}
-        ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 503,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        error = {"code": INTERNAL_ERROR, "message": message}
+        await send_json_reply(send, 503, {"jsonrpc": "2.0", "id": None, "error": error})

@@ -37,21 +37,20 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import ipaddress
 import json
 import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import anyio
 from mcp.server.auth.provider import AccessToken
 
-from mcp_toolbridge.errors import ConfigError, ErrorCode, ExecError
+from mcp_toolbridge.errors import ExecError
 from mcp_toolbridge.executors import fetch_plain
+from mcp_toolbridge.server.auth_options import KEY_TYPES, AuthOptions, invalid
 from mcp_toolbridge.server.refusals import REFUSAL, refuse, refuse_claims, shown
 
 if TYPE_CHECKING:
@@ -59,93 +58,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcp_toolbridge.auth")
 
-DEFAULT_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384")
-KEY_TYPES = {
-    **dict.fromkeys(("RS256", "RS384", "RS512", "PS256", "PS384", "PS512"), ("RSA", None)),
-    "ES256": ("EC", "P-256"),
-    "ES384": ("EC", "P-384"),
-    "ES512": ("EC", "P-521"),
-    "EdDSA": ("OKP", "Ed25519"),
-    "Ed25519": ("OKP", "Ed25519"),
-}
-"""The algorithms a token may be signed with, and the key type (and curve) each needs."""
-LEEWAY_S = 30.0
 REFETCH_AFTER_S = 30.0
 """An unknown key id fetches the issuer's keys again at most this often."""
 KEYS_MAX_AGE_S = 3600.0
 MAX_REMEMBERED = 10_000
 """Tokens remembered at most, JWTs and introspected ones each (least recently used go)."""
-INTROSPECTION_CACHE_S = 30.0
-"""How long an active introspection answer is kept by default (never beyond the token's exp)."""
-MAX_INTROSPECTION_CACHE_S = 300.0
 MAX_DOCUMENT_BYTES = 1 << 20
 FETCH_TIMEOUT_S = 10.0
-
-
-@dataclass(frozen=True)
-class AuthOptions:
-    """``serve --http … --auth-issuer URL`` and the policy file's ``[auth]`` table."""
-
-    issuer: str
-    resource: str | None = None
-    """This MCP endpoint's canonical URL (tokens' ``aud``); None: the URL it listens at."""
-    scopes: tuple[str, ...] = ()
-    """Scopes every request's token must carry (401/403 name them)."""
-    algorithms: tuple[str, ...] = DEFAULT_ALGORITHMS
-    leeway_s: float = LEEWAY_S
-    group_claims: tuple[str, ...] = ("groups", "roles")
-    """Claims whose values are the caller's groups (a list of strings, or one string)."""
-    introspection_client_id: str | None = None
-    introspection_secret: str | None = field(default=None, repr=False)
-    """The resource server's own client credentials at the issuer, for RFC 7662."""
-    introspection_cache_s: float = INTROSPECTION_CACHE_S
-    """How long an opaque token the issuer called active is taken without asking again
-    (never beyond its ``exp``): a revoked token is honoured at most this long. 0: ask on
-    every request."""
-
-    def checked(self) -> AuthOptions:
-        """These options, or ConfigError saying what is wrong with them."""
-        if not _acceptable_url(self.issuer):
-            raise _invalid(
-                f"the issuer {self.issuer!r} must be an https URL (http only on a loopback "
-                "address), without a query or fragment"
-            )
-        if self.resource is not None and not _acceptable_url(self.resource):
-            raise _invalid(f"the resource URL {self.resource!r} must be an http(s) URL")
-        unknown = [a for a in self.algorithms if a not in KEY_TYPES]
-        if unknown or not self.algorithms:
-            raise _invalid(
-                f"token algorithms {unknown or '[]'} are not allowed: use asymmetric ones "
-                f"({', '.join(KEY_TYPES)}); none and HMAC (HS256...) never are"
-            )
-        if (self.introspection_client_id is None) != (self.introspection_secret is None):
-            raise _invalid("introspection needs both a client id and its secret")
-        if not 0 <= self.introspection_cache_s <= MAX_INTROSPECTION_CACHE_S:
-            raise _invalid(
-                f"introspection_cache_s = {self.introspection_cache_s} is out of range: "
-                f"0 (ask the issuer on every request) to {MAX_INTROSPECTION_CACHE_S:g} seconds"
-            )
-        return self
-
-
-def _invalid(message: str) -> ConfigError:
-    return ConfigError(f"auth: {message}", code=ErrorCode.CONFIG_INVALID)
-
-
-def _acceptable_url(url: str) -> bool:
-    parts = urlsplit(url)
-    if parts.query or parts.fragment or not parts.hostname:
-        return False
-    if parts.scheme == "https":
-        return True
-    if parts.scheme != "http":
-        return False
-    if parts.hostname == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(parts.hostname).is_loopback
-    except ValueError:
-        return False
 
 
 def metadata_urls(issuer: str) -> list[str]:
@@ -224,13 +143,13 @@ class TokenValidator:
             named = found.get("issuer") if isinstance(found, dict) else None
             tried.append(f"{url}: names the issuer {named!r}, not {issuer!r}")
         else:
-            raise _invalid(f"no metadata for the issuer {issuer} ({'; '.join(tried)})")
+            raise invalid(f"no metadata for the issuer {issuer} ({'; '.join(tried)})")
         if not isinstance(self.metadata.get("jwks_uri"), str):
-            raise _invalid(f"the issuer {issuer} publishes no jwks_uri")
+            raise invalid(f"the issuer {issuer} publishes no jwks_uri")
         try:
             await self._fetch_keys()
         except (ExecError, ValueError, TimeoutError) as exc:
-            raise _invalid(f"cannot fetch the keys of {issuer}: {exc}") from exc
+            raise invalid(f"cannot fetch the keys of {issuer}: {exc}") from exc
 
     @property
     def introspects(self) -> bool:

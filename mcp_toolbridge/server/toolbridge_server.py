@@ -1,18 +1,16 @@
 """The MCP adapter's server: ToolbridgeServer on the SDK's low-level Server.
 
-It publishes the catalog through the SDK's low-level Server, serves both protocol eras,
-paginates tools/list and caches its serialized pages, keeps the session's visible set for
-deferred loading (tool_search), and maps every tools/call through Bridge.call. MCP logging
-(levels, messages of calls and of the server) is in host.py.
+It publishes the catalog through the SDK's low-level Server, serves both protocol eras, and
+maps every tools/call through Bridge.call. What each caller's tools/list shows (its pages,
+cached, and the session's visible set for deferred loading: tool_search) is in
+tool_lists.py; MCP logging (levels, messages of calls and of the server) in host.py.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import uuid
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -26,20 +24,12 @@ from mcp.shared.exceptions import MCPError
 from mcp_toolbridge.errors import ErrorCode, UnknownToolError
 from mcp_toolbridge.host import (
     CallContext,
-    Caller,
     Connected,
-    FoundTools,
     InputPending,
     LogLevel,
     SharedHost,
 )
 from mcp_toolbridge.server.connections import ConnectionLog
-from mcp_toolbridge.server.exposure import (
-    SEARCH_TOOL,
-    Expose,
-    always_listed,
-    found_directly,
-)
 from mcp_toolbridge.server.host import (
     PROCESS_SCOPE,
     ClientLog,
@@ -52,8 +42,6 @@ from mcp_toolbridge.server.host import (
 from mcp_toolbridge.server.listing import (
     Opening,
     SdkServer,
-    decode_cursor,
-    encode_cursor,
     runs,
 )
 from mcp_toolbridge.server.outputs import (
@@ -65,15 +53,20 @@ from mcp_toolbridge.server.outputs import (
 from mcp_toolbridge.server.replicas import CallsRunning, Replica, SharedBus, call_lease
 from mcp_toolbridge.server.roots import RootsChanged, RootsFollower
 from mcp_toolbridge.server.stdio import EOF_GRACE_S, Recorder, StaleList, stdio_transport
-from mcp_toolbridge.server.wire import Published, to_result
+from mcp_toolbridge.server.tool_lists import SEARCH_TOOL, Expose, ToolLists
+from mcp_toolbridge.server.wire import to_result
 
 if TYPE_CHECKING:
     from mcp_toolbridge.bridge import Bridge
 
 log = logging.getLogger("mcp_toolbridge")
 
-PAGE_SIZE = 200
 INTERNAL_ERROR = "internal error in mcp-toolbridge; see the server log"
+ENDED_AT_DRAIN = (
+    "the server shut down during the call: it was still running at the drain deadline "
+    "(--drain-timeout) and was ended; what it did may be partial. Call it again if it "
+    "should still run"
+)
 
 
 class SessionEnd(Protocol):
@@ -84,7 +77,7 @@ class SessionEnd(Protocol):
 
 
 class ToolbridgeServer:
-    """Holds the bridge, the published tools and each session's visible set."""
+    """Holds the bridge, the tool lists (tool_lists.py) and each session's state."""
 
     def __init__(
         self,
@@ -122,13 +115,9 @@ class ToolbridgeServer:
         self.draining = False
         """Stopping: /readyz says so (the HTTP service drains calls on SIGTERM)."""
         self.calls = CallsRunning()
-        self._requested_expose: Expose = expose
-        self._loaded: dict[str, list[str]] = {}
-        """Tools loaded by tool_search, per visibility scope (see _scope)."""
         self._http_sessions: dict[str, str] = {}
         """An opaque session id per Mcp-Session-Id: the header value is never logged."""
         self._on_session_end = on_session_end
-        self._list_cache: dict[tuple[bool, str | None, str | None, Hashable], HandlerResult] = {}
         self._bus: InMemorySubscriptionBus | SharedBus = StaleList()
         if replica is not None:
             self._bus = replica.bus
@@ -139,18 +128,18 @@ class ToolbridgeServer:
         shared = replica.shared if replica is not None else None
         self._outputs = Outputs(sidecar_dir, expired=self._output_expired, shared=shared)
         self._client_log = ClientLog(notices)
-        self._on_first_list = on_first_list
         self._console = console
         self._connections = (
             ConnectionLog(self._audit_session)
             if replica is None
             else ConnectionLog(self._audit_session, replica.name)
         )
-        self._publish(bridge)
+        self.bridge = bridge
+        self._lists = ToolLists(lambda: self.bridge, expose, on_first_list)
         self._listens = ListenHandler(self._bus)
         self.server = SdkServer(
             "mcp-toolbridge",
-            on_list_tools=self._list_tools,
+            on_list_tools=self._lists.list_tools,
             on_call_tool=self._call_tool,
             on_subscriptions_listen=self._listens,
             on_list_resources=self._list_resources,
@@ -162,7 +151,7 @@ class ToolbridgeServer:
         )
         self.server.middleware.append(self._remember_sessions)
         self.server.middleware.append(self._connections)
-        self.server.middleware.append(self._cache_tools_list)
+        self.server.middleware.append(self._lists.cached)
         self._roots = RootsFollower(roots) if roots is not None else None
         if self._roots is not None:
             self._roots.install(self.server)
@@ -174,16 +163,10 @@ class ToolbridgeServer:
             RequestStateBoundary(security, default_audience="mcp-toolbridge")
         )
 
-    def _publish(self, bridge: Bridge | Opening) -> None:
-        """Build the wire form of every tool once, and what is always listed."""
-        self.bridge = bridge
-        self._published = Published(bridge.catalog)
-        self.expose, self._always = always_listed(bridge.catalog, self._requested_expose)
-        self._loaded = {
-            scope: [n for n in names if n in bridge.catalog and n not in self._always]
-            for scope, names in self._loaded.items()
-        }
-        self._list_cache.clear()
+    @property
+    def expose(self) -> Expose:
+        """What tools/list shows (the requested exposure, ``auto`` resolved)."""
+        return self._lists.expose
 
     def opened(self, bridge: Bridge) -> None:
         """The bridge an :class:`Opening` stood for is open (the same catalog): calls go on."""
@@ -199,14 +182,14 @@ class ToolbridgeServer:
         """Serve a reloaded catalog from now on and tell every client its list changed (with
         replicas: when it did change, and the other replicas too)."""
         before = self.listing_digest() if self.replica is not None else None
-        self._publish(bridge)
+        self.bridge = bridge
+        self._lists.publish()
         if before is None or before != self.listing_digest():
             await self.notify_tools_changed()
 
     def listing_digest(self) -> str:
         """What a 2026-07-28 client's tools/list holds now, digested (replicas compare it)."""
-        wire = [self._published.tool(n, modern=True).model_dump(mode="json") for n in self._always]
-        return hashlib.sha256(json.dumps(wire, sort_keys=True).encode()).hexdigest()
+        return self._lists.digest()
 
     async def notify_tools_changed(self, ctx: ServerRequestContext[Any] | None = None) -> None:
         """list_changed on 2026 listen streams and to every 2025 connection seen so far."""
@@ -246,98 +229,13 @@ class ToolbridgeServer:
                 await self._client_log.greet(ctx)
         return await call_next(ctx)
 
-    # -- listing -----------------------------------------------------------------------------
-
-    def visible_names(
-        self, scope: str | None = PROCESS_SCOPE, *, modern: bool = False
-    ) -> list[str]:
-        """What tools/list shows in ``scope``: what is always listed, in catalog order, then
-        (on a 2025-era connection with a scope) what tool_search loaded there. A 2026-07-28
-        request and a sessionless one see the list of the catalog and the options alone."""
-        if modern or scope is None:
-            return list(self._always)
-        return [*self._always, *self._loaded.get(scope, [])]
-
     def _input_schema(self, name: str) -> Mapping[str, Any] | None:
         entry = self.bridge.catalog.get(name)
         return entry.spec.input_schema if entry else None
 
-    async def _list_tools(
-        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        modern = is_modern(ctx)
-        names = self._callable(self.visible_names(scope_of(ctx), modern=modern), caller_of(ctx))
-        start = decode_cursor(params.cursor) if params and params.cursor else 0
-        page = names[start : start + PAGE_SIZE]
-        following = start + PAGE_SIZE
-        next_cursor = encode_cursor(following) if following < len(names) else None
-        tools = [self._published.tool(n, modern=modern) for n in page]
-        return types.ListToolsResult(tools=tools, next_cursor=next_cursor)
-
-    def _callable(self, names: list[str], caller: Caller) -> list[str]:
-        """``names`` without the tools ``caller`` may not call (rules for some callers)."""
-        if self.bridge.caller_view(caller) is None:
-            return names
-        catalog = self.bridge.catalog
-        return [
-            n for n in names if (e := catalog.get(n)) and self.bridge.callable_by(e.spec, caller)
-        ]
-
-    async def _cache_tools_list(
-        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
-    ) -> HandlerResult:
-        """Serve repeated tools/list pages from the already serialized result (one per
-        caller view: callers whose rules differ may see different lists)."""
-        if ctx.method != "tools/list":
-            return await call_next(ctx)
-        cursor = (ctx.params or {}).get("cursor")
-        modern = is_modern(ctx)
-        scope = None if modern else scope_of(ctx)  # one list for every 2026-07-28 request
-        view = self.bridge.caller_view(caller_of(ctx))
-        key = (modern, cursor if isinstance(cursor, str) else None, scope, view)
-        cached = self._list_cache.get(key)
-        if cached is None:
-            cached = await call_next(ctx)
-            self._list_cache[key] = cached
-        if self._on_first_list is not None:
-            first, self._on_first_list = self._on_first_list, None
-            first()
-        return cached
-
-    def _found_tools(self, ctx: ServerRequestContext[Any]) -> FoundTools:
-        """How this caller calls what tool_search finds (see exposure.found_directly)."""
-        catalog, modern = self.bridge.catalog, is_modern(ctx)
-        direct = found_directly(self.expose, catalog, modern=modern, scope=scope_of(ctx))
-        return "direct" if direct else "proxy"
-
-    async def load(self, names: list[str], ctx: ServerRequestContext[Any]) -> list[str]:
-        """Add tools to the visible set of the caller, a 2025-era connection, and tell that
-        connection its list changed. A 2026-07-28 or sessionless request has no set to add
-        to: its list depends on the catalog and the options alone, and its found tools are
-        called through the proxy. Returns the names added."""
-        scope = scope_of(ctx)
-        if scope is None or is_modern(ctx):
-            return []
-        shown = set(self.visible_names(scope))
-        new = [n for n in names if n not in shown and n in self.bridge.catalog]
-        if not new:
-            return []
-        self._loaded.setdefault(scope, []).extend(new)
-        self._forget_lists(scope)
-        try:
-            await ctx.session.send_tool_list_changed()
-        except Exception:  # a closed connection: nobody to tell
-            log.debug("could not notify a closed session", exc_info=True)
-        return new
-
-    def _forget_lists(self, scope: str | None) -> None:
-        for key in [k for k in self._list_cache if k[2] == scope]:
-            del self._list_cache[key]
-
     def _end_http_session(self, scope: str) -> None:
         """A stateful HTTP session closed: drop its visible set and its session state."""
-        self._loaded.pop(scope, None)
-        self._forget_lists(scope)
+        self._lists.forget(scope)
         self._outputs.end_session(scope)
         opaque = self._http_sessions.pop(scope, None)
         if opaque is not None and self._on_session_end is not None:
@@ -370,19 +268,26 @@ class ToolbridgeServer:
             session_id=session_id,
             progress=progress if asks_progress(ctx, params) else None,
             host=host,
-            found_tools=self._found_tools(ctx),
+            found_tools=self._lists.found_tools(ctx),
             budget_session=self.service if scope is None else None,  # summed server-wide
             log=self._client_log.for_call(ctx),
             caller=caller,
             console=self._console.for_caller(caller) if self._console is not None else None,
         )
         link = None
-        self.calls.began()
+        cut = self.calls.began()
         try:
-            async with call_lease(self.replica, call_ctx, params.name) as lease:
-                call_ctx = replace(call_ctx, lease=lease)
-                bridge = await self._open_bridge()
-                outcome = await bridge.call(params.name, params.arguments, call_ctx)
+            with cut:  # cancelled at the drain deadline: the call ends, the request answers
+                async with call_lease(self.replica, call_ctx, params.name) as lease:
+                    call_ctx = replace(call_ctx, lease=lease)
+                    bridge = await self._open_bridge()
+                    outcome = await bridge.call(params.name, params.arguments, call_ctx)
+            if cut.cancelled_caught:
+                return types.CallToolResult(
+                    content=[types.TextContent(type="text", text=ENDED_AT_DRAIN)],
+                    is_error=True,
+                    meta={"toolbridge/code": ErrorCode.EXEC_CANCELLED.value},
+                )
             link = await self._outputs.link(
                 outcome.output_path,
                 tool=params.name,
@@ -401,12 +306,12 @@ class ToolbridgeServer:
                 meta={"toolbridge/code": ErrorCode.SERVER_INTERNAL.value},
             )
         finally:
-            self.calls.ended()
+            self.calls.ended(cut)
             if scope is None and self._on_session_end is not None:  # a call without a session
                 self._on_session_end(session_id, keep_files=link is not None)
         if outcome.ok and params.name == SEARCH_TOOL and isinstance(outcome.value, dict):
             found = [t.get("name") for t in outcome.value.get("tools", [])]
-            await self.load([n for n in found if isinstance(n, str)], ctx)
+            await self._lists.load([n for n in found if isinstance(n, str)], ctx)
         return to_result(outcome, entry.spec, modern=modern, link=link)
 
     async def bridge_lost(self, record: dict[str, Any]) -> None:

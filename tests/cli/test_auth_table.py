@@ -13,7 +13,7 @@ import pytest
 from mcp_toolbridge.cli.http import auth_options
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog
-from mcp_toolbridge.server.tokens import INTROSPECTION_CACHE_S, AuthOptions
+from mcp_toolbridge.server.auth_options import INTROSPECTION_CACHE_S, AuthOptions
 
 TABLE = """[auth]
 issuer = "https://id.example.com"

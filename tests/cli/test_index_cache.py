@@ -16,7 +16,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from benchmarks.catalog_gen import generate
-from mcp_toolbridge.runtime_cache import WRITE_BEHIND_FROM
+from mcp_toolbridge.runtime.cache import WRITE_BEHIND_FROM
 from tests.support.fresh_python import ROOT
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 

@@ -19,9 +19,9 @@ import pytest
 from mcp_toolbridge.console import Console, ConsoleOptions
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog, open_runtime
 from mcp_toolbridge.server import IssuerLogin
+from mcp_toolbridge.server.auth_options import AuthOptions
 from mcp_toolbridge.server.http import HttpService
 from mcp_toolbridge.server.http_options import HttpOptions
-from mcp_toolbridge.server.tokens import AuthOptions
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 from tests.support.oauth import AGENT, AGENT_SECRET

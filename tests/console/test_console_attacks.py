@@ -18,7 +18,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp_toolbridge.server.tokens import AuthOptions
+from mcp_toolbridge.server.auth_options import AuthOptions
 from tests.console.conftest import Person, catalog, mounted_serving, serving
 from tests.support.oauth import needs_oidc
 from tests.support.oidc import Provider, oidc_provider

@@ -15,7 +15,7 @@ import anyio
 import httpx2
 import pytest
 
-from mcp_toolbridge.server.tokens import AuthOptions
+from mcp_toolbridge.server.auth_options import AuthOptions
 from tests.console.conftest import Person, mounted_serving
 from tests.support.oauth import AGENT, AGENT_SECRET, needs_oidc
 from tests.support.oidc import Provider, oidc_provider

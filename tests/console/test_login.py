@@ -24,7 +24,7 @@ import pytest
 
 from mcp_toolbridge.console import Console, LoginClient
 from mcp_toolbridge.console.login import LOGIN_S, s256
-from mcp_toolbridge.server.tokens import AuthOptions
+from mcp_toolbridge.server.auth_options import AuthOptions
 from tests.console.conftest import Person, mounted_serving
 from tests.support.oauth import AGENT, AGENT_SECRET, needs_oidc
 from tests.support.oidc import Provider, sign_in

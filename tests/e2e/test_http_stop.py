@@ -5,11 +5,13 @@ A 2025-11-25 client holds its session's GET stream, a 2026-07-28 client a
 ``subscriptions/listen`` stream; with ``--console`` the console runs beside (its own port,
 and mounted at /console). Before, the GET stream was cut by uvicorn's shutdown ("ASGI
 callable returned without completing response.") and the console's uvicorn was cancelled
-in its shutdown (a lifespan ``CancelledError`` traceback).
+in its shutdown (a lifespan ``CancelledError`` traceback). A call still running at the drain
+deadline is answered with an error result, not cut.
 """
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 
@@ -18,6 +20,7 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult
 
 from tests.support.httpserve import http_server
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
@@ -88,3 +91,68 @@ async def test_sigterm_ends_a_replica_cleanly_with_streams_open(tmp_path: Path, 
         await _stopped_cleanly(tmp_path, mode, *replica, env=keys)
     finally:
         redis.stop()
+
+
+HANG = """
+import json, sys, time
+args = json.load(sys.stdin)
+with open(args["ready"], "w") as ready:
+    ready.write("ready")
+time.sleep(60)
+"""
+
+
+async def _ready(path: Path) -> None:
+    def read() -> str:
+        with open(path, encoding="utf-8") as fifo:
+            return fifo.read()
+
+    with anyio.fail_after(20):
+        assert await anyio.to_thread.run_sync(read, abandon_on_cancel=True) == "ready"
+
+
+@pytest.mark.parametrize("stateless", [False, True], ids=["session", "stateless"])
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_a_call_running_at_the_drain_deadline_gets_an_error_result(
+    tmp_path: Path, mode: str, stateless: bool
+) -> None:
+    """SIGTERM with a call that outlives ``--drain-timeout``: at the deadline the call is
+    ended, its client gets a tool result that says so (``isError``, ``exec.cancelled``),
+    the process exits 0 and stderr has no uvicorn line. Before, the response was cut (the
+    client saw its connection end) and uvicorn logged "ASGI callable returned without
+    completing response."."""
+    hang = echo_tool("hang", bin="hang")
+    hang["schema"] = {"type": "object"}
+    hang["timeoutSec"] = 60
+    agentcli_manifest(tmp_path / "tools", [hang], {"hang": HANG})
+    ready = tmp_path / "ready"
+    os.mkfifo(ready)
+    serving = ["--workspace", str(tmp_path), str(tmp_path / "tools"), "--drain-timeout", "0.5"]
+    results: list[CallToolResult] = []
+    async with http_server(tmp_path, *serving, *(["--stateless"] if stateless else [])) as server:
+        async with (
+            httpx2.AsyncClient(timeout=60) as http,
+            Client(streamable_http_client(server.url, http_client=http), mode=mode) as client,
+            anyio.create_task_group() as group,
+        ):
+            answered = anyio.Event()
+
+            async def run() -> None:
+                results.append(await client.call_tool("hang", {"ready": str(ready)}))
+                answered.set()
+
+            group.start_soon(run)
+            await _ready(ready)
+            server.process.terminate()
+            with anyio.fail_after(20):
+                assert await server.process.wait() == 0
+            with anyio.fail_after(5):  # the answer came before the process ended
+                await answered.wait()
+        stderr = server.stderr()
+    [result] = results
+    assert result.is_error
+    assert (result.meta or {}).get("toolbridge/code") == "exec.cancelled"
+    assert "drain deadline" in result.content[0].text  # type: ignore[union-attr]
+    assert "SIGTERM: 1 call(s) still running at the deadline are ended" in stderr
+    noisy = [line for line in stderr.splitlines() if any(n in line for n in NOISE)]
+    assert noisy == [], stderr

@@ -532,8 +532,9 @@ async def test_sigterm_drains_a_replica_then_ends_what_outlives_the_deadline(
 ) -> None:
     """SIGTERM to a replica running a call: it turns unready and refuses new work (503, which
     the load balancer sends to the other replica), the call goes on; finished within the
-    drain deadline it is answered and audited ok, else it is ended at the deadline and
-    audited as ended by the shutdown. Then the replica exits."""
+    drain deadline it is answered and audited ok, else it is ended at the deadline, answered
+    with an error result (exec.cancelled) and audited as ended by the shutdown. Then the
+    replica exits."""
     work = tmp_path_factory.mktemp("drain")
     folder = _catalog(work / "manifests")
     gate, started = work / "gate", work / "started"
@@ -573,7 +574,8 @@ async def test_sigterm_drains_a_replica_then_ends_what_outlives_the_deadline(
         assert outcome[0]["result"]["structuredContent"] == {"done": str(gate)}
         assert [line["outcome"] for line in lines] == ["ok"]
     else:
-        assert isinstance(outcome[0], Exception)  # the stream ended without an answer
+        ended = outcome[0]["result"]  # answered at the deadline, not cut
+        assert ended["isError"] and ended["_meta"]["toolbridge/code"] == "exec.cancelled"
         assert [line["outcome"] for line in lines] == ["shutdown"]
 
 

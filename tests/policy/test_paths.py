@@ -162,3 +162,18 @@ def test_canonical_results_never_contain_dot_components(parts):
     assert ".." not in path.parts and "." not in path.parts
     expected = os.path.normpath(os.path.join(base, *parts)) if parts else str(base)
     assert str(path) == expected
+
+
+def test_a_link_the_server_may_not_read_is_refused_saying_why(tmp_path):
+    """``os.path.realpath`` raises when it may not read a link on the way (``/proc/1/root``
+    of another user's process, or pid 1 in a container run as root): the path check failed
+    with that exception, an internal error in every tool (the red-team pass of 2026-11-29)."""
+    try:
+        os.readlink("/proc/1/root")
+    except OSError:
+        with pytest.raises(PathRejectedError, match="cannot be resolved: Permission denied"):
+            canonicalize("/proc/1/root/etc/passwd", base=tmp_path)
+    else:
+        pytest.skip("this process may read /proc/1/root here")
+    with pytest.raises(PathRejectedError, match=r"\(6002 characters\) cannot be looked up"):
+        canonicalize("a/" * 3000 + "b", base=Path("/"))

@@ -15,8 +15,8 @@ import pytest
 
 from mcp_toolbridge.console.desk import MAX_WAITING_PER_CALLER
 from mcp_toolbridge.runtime import Settings
+from mcp_toolbridge.server.auth_options import AuthOptions
 from mcp_toolbridge.server.http_sessions import MAX_SESSIONS_PER_CALLER
-from mcp_toolbridge.server.tokens import AuthOptions
 from tests.console.conftest import Person, mounted_serving
 from tests.support.httpserve import (
     ACCEPT,

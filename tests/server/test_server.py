@@ -12,7 +12,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from mcp_toolbridge.runtime import Settings
-from mcp_toolbridge.server.toolbridge_server import PAGE_SIZE
+from mcp_toolbridge.server.tool_lists import PAGE_SIZE
 from tests.support.manifests import ECHO, FAIL, SLEEP, agentcli_manifest, echo_tool
 from tests.support.results import text_of
 from tests.support.served import served_client

@@ -18,7 +18,8 @@ from mcp.server.auth.provider import AccessToken
 
 from mcp_toolbridge.errors import ConfigError
 from mcp_toolbridge.server import tokens
-from mcp_toolbridge.server.tokens import AuthOptions, TokenValidator, metadata_urls
+from mcp_toolbridge.server.auth_options import AuthOptions
+from mcp_toolbridge.server.tokens import TokenValidator, metadata_urls
 from tests.support.oauth import (
     AGENT,
     AGENT_SECRET,

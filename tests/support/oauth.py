@@ -29,9 +29,9 @@ from mcp.shared.auth import (
 from pydantic import AnyUrl
 
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Runtime, Settings, load_catalog, open_runtime
+from mcp_toolbridge.server.auth_options import AuthOptions
 from mcp_toolbridge.server.http import HttpService
 from mcp_toolbridge.server.http_options import HttpOptions
-from mcp_toolbridge.server.tokens import AuthOptions
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.oidc import Provider, oidc_skip_reason, redirect_params, sign_in
 

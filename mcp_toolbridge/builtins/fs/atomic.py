@@ -5,6 +5,13 @@ O_NOFOLLOW``, so nothing pre-planted is followed), flushes it, then renames it o
 A reader sees the old content or the new one, never a half-written file; a symlink that
 appears at the target is replaced by the rename, never followed. An existing file keeps its
 permission bits; a new one gets ``0o666`` minus the process umask (the kernel applies it).
+
+The folder is opened first and every step after that names a file relative to its
+descriptor, once ``/proc/self/fd`` says the descriptor is the folder the path check saw: a
+folder on the way swapped for a symlink to elsewhere (``renameat2(RENAME_EXCHANGE)`` in a loop,
+by a process of another call) cannot take the write outside the workspace between the check
+and the rename. Before, it could (the red-team pass of 2026-11-29: the temporary file, with
+the content, appeared outside).
 """
 
 from __future__ import annotations
@@ -45,25 +52,59 @@ def make_parents(fs: FsRoot, path: Path) -> None:
             raise FileProblem(
                 f"cannot create the folder {fs.display(created)}: {exc.strerror}"
             ) from None
-    if Path(os.path.realpath(path.parent)) != path.parent:
+    try:
+        real = Path(os.path.realpath(path.parent))
+    except OSError:  # a link on the way changed while it was read (swapped to and fro)
+        real = None
+    if real != path.parent:
         raise PermissionDeniedError(
             f"the folder {fs.display(path.parent)} was replaced by a symlink while creating it"
         )
 
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
+
+
+def _open_folder(fs: FsRoot, path: Path) -> int:
+    """A descriptor of canonical ``path``'s folder, checked to be that very folder."""
+    try:
+        fd = os.open(path.parent, _DIR_FLAGS)
+    except OSError as exc:
+        raise FileProblem(f"cannot write in {fs.display(path.parent)}: {exc.strerror}") from None
+    try:
+        opened = Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:
+        return fd  # no /proc: the canonical path and O_NOFOLLOW are the check
+    if opened != path.parent:
+        os.close(fd)
+        raise PermissionDeniedError(
+            f"the folder {fs.display(path.parent)} was replaced while writing (it led to "
+            f"{opened}); nothing was written"
+        )
+    return fd
+
+
 def atomic_write(fs: FsRoot, path: Path, data: bytes) -> bool:
     """Replace (or create) the file at canonical ``path`` with ``data``; True when created."""
+    folder = _open_folder(fs, path)
     try:
-        info = os.lstat(path)
+        return _write_in(fs, folder, path, data)
+    finally:
+        os.close(folder)
+
+
+def _write_in(fs: FsRoot, folder: int, path: Path, data: bytes) -> bool:
+    try:
+        info = os.lstat(path.name, dir_fd=folder)
     except FileNotFoundError:
         info = None
     if info is not None and stat.S_ISDIR(info.st_mode):
         raise FileProblem(f"{fs.display(path)} is a directory; give a file path")
     if info is not None and not stat.S_ISREG(info.st_mode) and not stat.S_ISLNK(info.st_mode):
         raise FileProblem(f"{fs.display(path)} is not a regular file; it cannot be written")
-    temp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+    temp = f".{path.name}.{secrets.token_hex(6)}.tmp"
     try:
-        fd = os.open(temp, _TEMP_FLAGS, 0o666)
+        fd = os.open(temp, _TEMP_FLAGS, 0o666, dir_fd=folder)
     except OSError as exc:
         raise FileProblem(f"cannot write in {fs.display(path.parent)}: {exc.strerror}") from None
     try:
@@ -73,19 +114,19 @@ def atomic_write(fs: FsRoot, path: Path, data: bytes) -> bool:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(temp, path)
+        os.replace(temp, path.name, src_dir_fd=folder, dst_dir_fd=folder)
     except OSError as exc:
-        _unlink_quietly(temp)
+        _unlink_quietly(temp, folder)
         raise FileProblem(f"cannot write {fs.display(path)}: {exc.strerror}") from None
     except BaseException:
-        _unlink_quietly(temp)
+        _unlink_quietly(temp, folder)
         raise
     return info is None
 
 
-def _unlink_quietly(path: Path) -> None:
+def _unlink_quietly(name: str, folder: int) -> None:
     try:
-        os.unlink(path)
+        os.unlink(name, dir_fd=folder)
     except OSError:
         pass
 

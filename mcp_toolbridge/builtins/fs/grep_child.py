@@ -34,12 +34,22 @@ Line = tuple[int, str, bool]
 """(1-based line number, text without its line break, is a matching line)."""
 
 
-def read_regular(path: str) -> bytes:
-    """The first bytes of a regular file, never through a symlink, never blocking on a FIFO."""
+def read_regular(path: str, within: str = "") -> bytes:
+    """The first bytes of a regular file, never through a symlink, never blocking on a FIFO;
+    with ``within`` (a canonical folder), only when ``/proc/self/fd`` says the file opened is
+    inside it: a folder on the way swapped for a symlink after the walk listed it would
+    otherwise be read through (OSError then, as for a file that cannot be read)."""
     fd = os.open(path, _OPEN_FLAGS)
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             return b""
+        if within:
+            try:
+                opened = os.readlink(f"/proc/self/fd/{handle.fileno()}")
+            except OSError:
+                opened = within  # no /proc: O_NOFOLLOW is the check
+            if opened != within and not opened.startswith(within.rstrip("/") + "/"):
+                raise OSError(f"{path} led outside {within} when opened")
         return handle.read(MAX_FILE_BYTES + 1)
 
 

@@ -253,9 +253,10 @@ def _candidates(query: GrepQuery, run: GrepRun) -> Iterator[tuple[Path, float, b
         )
     else:
         entries = [(query.root, query.root.stat().st_mtime)]
+    within = os.fspath(query.root if query.root.is_dir() else query.root.parent)
     for path, mtime in entries:
         try:
-            data = read_regular(os.fspath(path))
+            data = read_regular(os.fspath(path), within)
         except OSError:
             report.unreadable += 1
             continue

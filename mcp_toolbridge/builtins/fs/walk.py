@@ -4,7 +4,10 @@ The walk never follows or lists symlinks (like ``rg --files`` without ``--follow
 skips ``.git``, and, when asked, applies .gitignore files (root and nested, plus
 ``.git/info/exclude``): an ignored folder is not entered and is reported, an ignored file is
 yielded with ``ignored=True`` so glob can say how many matches were hidden. It stops at a
-deadline or an entry limit and says so.
+deadline or an entry limit and says so. Each folder is opened ``O_NOFOLLOW`` and listed
+through its descriptor once ``/proc/self/fd`` says it is the folder the walk meant: a folder
+swapped for a symlink to elsewhere after its parent was listed (by another call's process)
+is not listed through (it counts as unreadable).
 
 Glob patterns (:class:`PathGlob`) follow ripgrep's ``--glob`` / gitignore conventions: a pattern
 without ``/`` matches a file name at any depth (``*.py``); one with ``/`` matches the path
@@ -76,13 +79,12 @@ def walk_files(
             base = f"{prefix}/{rel_folder}" if prefix else rel_folder
             ignores = ignores.pushed(gitignore.load(folder / ".gitignore", base))
         try:
-            with os.scandir(folder) as scan:
-                entries = sorted(scan, key=lambda e: e.name)
+            entries = _listing(folder)
         except OSError:
             report.unreadable += 1
             continue
         subfolders: list[tuple[Path, str, gitignore.IgnoreStack | None]] = []
-        for entry in entries:
+        for name, info in entries:
             report.entries += 1
             if report.entries > max_entries:
                 report.stopped = "limit"
@@ -92,12 +94,10 @@ def walk_files(
             ):
                 report.stopped = "deadline"
                 return
-            if entry.name == ".git":
+            if name == ".git":
                 continue
-            rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
-            try:
-                info = entry.stat(follow_symlinks=False)
-            except OSError:
+            rel = f"{rel_folder}/{name}" if rel_folder else name
+            if info is None:
                 report.unreadable += 1
                 continue
             ws_rel = f"{prefix}/{rel}" if prefix else rel
@@ -105,11 +105,48 @@ def walk_files(
                 if ignores is not None and ignores.ignored(ws_rel, True):
                     report.ignored_dirs.append(rel)
                     continue
-                subfolders.append((Path(entry.path), rel, ignores))
+                subfolders.append((folder / name, rel, ignores))
             elif stat.S_ISREG(info.st_mode):
                 hidden = ignores is not None and ignores.ignored(ws_rel, False)
-                yield FileEntry(Path(entry.path), rel, hidden, info.st_mtime, info.st_size)
+                yield FileEntry(folder / name, rel, hidden, info.st_mtime, info.st_size)
         pending.extend(reversed(subfolders))
+
+
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
+
+
+def _listing(folder: Path) -> Iterator[tuple[str, os.stat_result | None]]:
+    """The entries of ``folder`` by name, each with its lstat (None: it could not be read) as
+    it is reached, listed through a descriptor checked to be ``folder`` itself (OSError, at
+    once, when it is not)."""
+    fd = os.open(folder, _FOLDER_FLAGS)
+    try:
+        try:
+            opened = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            opened = os.fspath(folder)  # no /proc: O_NOFOLLOW is the check
+        if opened != os.fspath(folder):
+            raise OSError(f"{folder} led to {opened} when opened")
+        with os.scandir(fd) as scan:
+            entries = sorted(scan, key=lambda e: e.name)
+    except BaseException:
+        os.close(fd)
+        raise
+    return _lstats(fd, entries)
+
+
+def _lstats(
+    fd: int, entries: list[os.DirEntry[str]]
+) -> Iterator[tuple[str, os.stat_result | None]]:
+    """Each entry's lstat, relative to the folder's descriptor (closed when done)."""
+    try:
+        for entry in entries:
+            try:
+                yield entry.name, entry.stat(follow_symlinks=False)
+            except OSError:
+                yield entry.name, None
+    finally:
+        os.close(fd)
 
 
 def _initial_ignores(root: Path, base: Path) -> gitignore.IgnoreStack:

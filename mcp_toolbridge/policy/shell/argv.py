@@ -63,10 +63,15 @@ _RISKY_EXACT = frozenset(
         "PATH", "IFS", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND", "GLOBIGNORE",
         "HOME", "EDITOR", "VISUAL", "PAGER", "BROWSER", "LESSOPEN", "LESSCLOSE", "SHELL",
         "ZDOTDIR", "XDG_CONFIG_HOME", "GNUPGHOME", "TMPDIR", "MAKEFLAGS", "MAKE", "CC", "CXX",
-        "LD", "AR", "GZIP", "RUSTC", "RUSTDOC", "GOFLAGS", "TERMINAL",
+        "LD", "AR", "GZIP", "RUSTC", "RUSTDOC", "GOFLAGS", "TERMINAL", "RSYNC_RSH",
+        "RSYNC_CONNECT_PROG", "WGETRC", "CURL_HOME", "OPENSSL_CONF", "VIMINIT", "EXINIT",
+        "PHPRC", "PSQLRC", "ERL_AFLAGS", "ERL_ZFLAGS",
     }
 )  # fmt: skip
-_RISKY_PREFIXES = ("LD_", "DYLD_", "GIT_", "BASH", "NPM_CONFIG_", "PIP_", "CARGO_", "PERL")
+_RISKY_PREFIXES = (
+    "LD_", "DYLD_", "GIT_", "BASH", "NPM_CONFIG_", "PIP_", "CARGO_", "PERL", "LUA_INIT",
+    "R_PROFILE",
+)  # fmt: skip
 _RISKY_PARTS = (
     "PATH", "_OPTIONS", "_OPTS", "OPT", "_COMMAND", "_CMD", "EDITOR", "PAGER", "ASKPASS",
     "SHELL", "WRAPPER", "PRELOAD", "HOOK", "CONFIG", "PROGRAM", "_EXEC", "RUBY", "PYTHON",
@@ -91,6 +96,18 @@ def risky_variable(name: str) -> bool:
 
 
 # -- option scanning -------------------------------------------------------------------------
+
+
+def long_option(word: str, names: tuple[str, ...] | frozenset[str]) -> str | None:
+    """The long option of ``names`` that ``word`` names, or None: the option itself
+    (``--in-place``, ``--in-place=.bak``) or an abbreviation of it (``--in-pl``), which GNU
+    getopt_long, argp, less and git's parse-options all accept when it is unambiguous among
+    the program's own options. Any prefix counts here, since the program's other options are
+    not known: an abbreviation the program finds ambiguous is refused by it anyway."""
+    name = word.split("=", 1)[0]
+    if not name.startswith("--") or len(name) <= 2:
+        return None
+    return next((full for full in sorted(names) if full.startswith(name)), None)
 
 
 def scan_options(

@@ -6,6 +6,10 @@ with ``w``/``e``, ``git -c``, ``git config`` that sets anything, ``git difftool`
 ``tar -I``/``--to-command``, ``awk`` with ``system()``, recursive walks that follow symbolic
 links such as ``grep -R``) is uncheckable by prefix or glob rules: it needs an exact allow rule
 of its own.
+
+Long options are matched as the programs read them: written out or abbreviated
+(``sed --in-pl``, ``tar --checkpoint-act=exec=...``, ``git fetch --upl=...``), since getopt_long
+and git's parse-options take any unambiguous prefix (:func:`~.argv.long_option`).
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from mcp_toolbridge.policy.shell.argv import basename
+from mcp_toolbridge.policy.shell.argv import basename, long_option
+from mcp_toolbridge.policy.shell.sed import sed_check
 
 _FIND_ACTIONS = frozenset(
     {"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"}
@@ -64,7 +69,7 @@ GIT_CONFIG_RISK = (
     "core.hooksPath, core.fsmonitor, filters, credential helpers and other options that make "
     "git run programs"
 )
-_AWK_RISK = re.compile(r"system|getline|\||\bprintf?\b[^;{}\n]*>")
+_AWK_RISK = re.compile(r"system|getline|\||\bprintf?\b[^;{}\n]*>|@\s*(?:include|load)\b")
 
 
 def flag_reason(argv: tuple[str, ...]) -> str | None:
@@ -102,16 +107,17 @@ def _git(argv: tuple[str, ...]) -> str | None:
     if sub == "config":
         return _git_config(rest)
     for arg in rest:
-        if arg.startswith(_GIT_SUB_FLAGS):
+        if long_option(arg, _GIT_SUB_FLAGS):
             return f"git option {arg.split('=', 1)[0]} runs another program"
     risky = _GIT_SUB_OPTIONS.get(sub, ())
     for arg in rest:
         if arg == "--":
             break
         name = arg.split("=", 1)[0]
-        short = len(name) > 2 and name[0] == "-" and name[1] != "-" and f"-{name[1]}" in risky
-        if name in risky or short:
-            return f"git {sub} {name if not short else name[:2]} runs another program"
+        bundle = name[1:] if len(name) > 1 and name[0] == "-" and name[1] != "-" else ""
+        short = next((f"-{ch}" for ch in bundle if f"-{ch}" in risky), None)  # -ix: -i -x
+        if name in risky or short or long_option(arg, risky):
+            return f"git {sub} {short or name} runs another program"
     return None
 
 
@@ -125,13 +131,13 @@ def _git_config(args: tuple[str, ...]) -> str | None:
         arg = args[i]
         name, eq, _ = arg.partition("=")
         i += 1
-        if name in _GIT_CONFIG_SCOPES:
+        if name in _GIT_CONFIG_SCOPES or long_option(arg, _GIT_CONFIG_SCOPES):
             return f"git config {name} reads or writes configuration outside the repository"
-        if name in _GIT_CONFIG_WRITES:
+        if name in _GIT_CONFIG_WRITES or long_option(arg, _GIT_CONFIG_WRITES):
             return GIT_CONFIG_RISK
-        if name in _GIT_CONFIG_READS:
+        if name in _GIT_CONFIG_READS or long_option(arg, _GIT_CONFIG_READS):
             reads = True
-        elif name in _GIT_CONFIG_VALUES and not eq:
+        elif (name in _GIT_CONFIG_VALUES or long_option(arg, _GIT_CONFIG_VALUES)) and not eq:
             i += 1
         elif not arg.startswith("-"):
             operands.append(arg)
@@ -144,7 +150,7 @@ def _git_config(args: tuple[str, ...]) -> str | None:
 
 def _rg(argv: tuple[str, ...]) -> str | None:
     for arg in argv[1:]:
-        if arg == "--pre" or arg.startswith(("--pre=", "--hostname-bin")):
+        if long_option(arg, ("--pre", "--hostname-bin")):
             return f"rg {arg.split('=', 1)[0]} runs another program on every file"
     return _follows(argv, "L", ("--follow",))
 
@@ -158,7 +164,7 @@ def _follows(argv: tuple[str, ...], letters: str, long: tuple[str, ...]) -> str 
     for arg in argv[1:]:
         if arg == "--":
             break
-        if arg.split("=", 1)[0] in long or (
+        if long_option(arg, long) or (
             arg.startswith("-") and not arg.startswith("--") and set(arg[1:]) & set(letters)
         ):
             return f"{basename(argv[0])} {arg} {FOLLOWS}"
@@ -207,11 +213,16 @@ def _options(table: dict[str, str]) -> Callable[[tuple[str, ...]], str | None]:
             if arg == "--":
                 break
             name = arg.split("=", 1)[0]
-            if name in table:
-                return f"{basename(argv[0])} {name} {table[name]}"
-            if len(arg) > 2 and arg[0] == "-" and arg[1] != "-" and arg[:2] in table:
-                return f"{basename(argv[0])} {arg[:2]} {table[arg[:2]]}"
+            full = name if name in table else long_option(arg, frozenset(table))
+            if full is not None:
+                return f"{basename(argv[0])} {full} {table[full]}"
+            if len(arg) > 2 and arg[0] == "-" and arg[1] != "-":  # a bundle: rsync -avze CMD
+                hit = next((k for k in shorts if k[1:] in arg[1:]), None)
+                if hit is not None:
+                    return f"{basename(argv[0])} {hit} {table[hit]}"
         return None
+
+    shorts = sorted(k for k in table if not k.startswith("--"))
 
     return check
 
@@ -223,31 +234,40 @@ _SSH_OPTIONS = re.compile(
 )
 
 
+_SSH_VALUES = frozenset("BbcDEeFIiJLlmOopPQRSsWw")
+"""Letters of ssh, scp and sftp that take a value: the rest of a bundle is that value."""
+
+
 def _ssh(argv: tuple[str, ...]) -> str | None:
     """ssh, scp, sftp: options that run a local program (``-o ProxyCommand=...``, ``-F``
-    config files that can hold them, scp/sftp ``-S``)."""
+    config files that can hold them, scp/sftp ``-S``), alone or in a bundle (``-qo``)."""
+    name = basename(argv[0])
     args = argv[1:]
     for i, arg in enumerate(args):
         if arg == "--":
             break
-        value = args[i + 1] if i + 1 < len(args) else ""
-        if arg.startswith("-o"):
-            option = arg[2:] or value
-            if _SSH_OPTIONS.match(option):
-                return f"{basename(argv[0])} -o {option.split('=')[0].split()[0]} {_RUNS}"
-        if arg.startswith("-F"):
-            return f"{basename(argv[0])} -F reads a config file that can run programs"
-        if basename(argv[0]) in ("scp", "sftp") and arg.startswith(("-S", "-D")):
-            return f"{basename(argv[0])} {arg[:2]} {_RUNS}"
+        if not arg.startswith("-") or arg.startswith("--"):
+            continue
+        letters = arg[1:]
+        for k, ch in enumerate(letters):
+            value = letters[k + 1 :] or (args[i + 1] if i + 1 < len(args) else "")
+            if ch == "o" and _SSH_OPTIONS.match(value):
+                return f"{name} -o {value.split('=')[0].split()[0]} {_RUNS}"
+            if ch == "F":
+                return f"{name} -F reads a config file that can run programs"
+            if name in ("scp", "sftp") and ch in "SD":
+                return f"{name} -{ch} {_RUNS}"
+            if ch in _SSH_VALUES:
+                break
     return None
 
 
 def _tar(argv: tuple[str, ...]) -> str | None:
     args = argv[1:]
     for index, arg in enumerate(args):
-        if arg.startswith(_TAR_LONG):
-            return f"tar {arg.split('=', 1)[0]} runs another program"
-        if arg.split("=", 1)[0] in ("--dereference", "--absolute-names"):
+        if full := long_option(arg, _TAR_LONG):
+            return f"tar {full} runs another program"
+        if long_option(arg, ("--dereference", "--absolute-names")):
             return f"tar {arg} reaches outside the directories it is given"
         short = arg[1:] if arg.startswith("-") and not arg.startswith("--") else ""
         if index == 0 and not arg.startswith("-"):
@@ -259,18 +279,27 @@ def _tar(argv: tuple[str, ...]) -> str | None:
     return None
 
 
+_AWK_LOADS = ("--file", "--include", "--load", "--exec")
+_AWK_VALUES = ("--assign", "--field-separator")
+
+
 def _awk(argv: tuple[str, ...]) -> str | None:
     args = argv[1:]
     program: str | None = None
     i = 0
     while i < len(args):
         arg = args[i]
-        if arg in ("-f", "--file", "-i", "--include", "-l", "--load", "-E", "--exec"):
-            return f"awk {arg} loads program code from a file"
-        if arg in ("-e", "--source") and i + 1 < len(args):
-            program = (program or "") + "\n" + args[i + 1]
-            i += 2
-        elif arg in ("-v", "-F", "--assign", "--field-separator"):
+        name, eq, value = arg.partition("=")
+        if arg[:2] in ("-f", "-i", "-l", "-E") or long_option(arg, _AWK_LOADS):
+            return f"awk {name if arg.startswith('--') else arg[:2]} loads program code from a file"
+        if arg[:2] == "-W":  # mawk -W exec FILE, gawk -W file=FILE: any long option
+            return "awk -W sets options that can load program code from a file"
+        if arg[:2] == "-e" or long_option(arg, ("--source",)):
+            attached = value if arg.startswith("--") and eq else arg[2:] * (arg[1] != "-")
+            following = attached or (args[i + 1] if i + 1 < len(args) else "")
+            program = (program or "") + "\n" + following
+            i += 1 if attached else 2
+        elif arg in ("-v", "-F") or (long_option(arg, _AWK_VALUES) and not eq):
             i += 2
         elif arg == "--":
             i += 1
@@ -283,54 +312,6 @@ def _awk(argv: tuple[str, ...]) -> str | None:
         program = args[i]
     if program is not None and _AWK_RISK.search(program):
         return "the awk program can run commands or write files (system, |, getline, print >)"
-    return None
-
-
-def _sed(argv: tuple[str, ...]) -> str | None:
-    args = argv[1:]
-    scripts: list[str] = []
-    operands: list[str] = []
-    i = 0
-    while i < len(args):  # GNU sed also takes options after operands
-        arg = args[i]
-        following = args[i + 1] if i + 1 < len(args) else ""
-        i += 1
-        if arg == "--":
-            operands.extend(args[i:])
-            break
-        if arg.startswith("--"):
-            name, eq, value = arg.partition("=")
-            if name.startswith("--in-place"):
-                return "sed --in-place edits files"
-            if name == "--file":
-                return "sed --file reads its script from a file"
-            if name == "--expression":
-                scripts.append(value if eq else following)
-                i += 0 if eq else 1
-            elif name == "--line-length" and not eq:
-                i += 1
-            continue
-        if not arg.startswith("-") or len(arg) == 1:
-            operands.append(arg)
-            continue
-        letters = arg[1:]
-        for k, ch in enumerate(letters):
-            if ch == "i":
-                return "sed -i edits files"
-            if ch == "f":
-                return "sed -f reads its script from a file"
-            if ch in "el":
-                rest = letters[k + 1 :]
-                if ch == "e":
-                    scripts.append(rest or following)
-                i += 0 if rest else 1
-                break
-    if not scripts and operands:
-        scripts.append(operands[0])
-    for script in scripts:
-        why = sed_script_risk(script)
-        if why is not None:
-            return why
     return None
 
 
@@ -366,8 +347,8 @@ _FLAG_CHECKS: dict[str, Callable[[tuple[str, ...]], str | None]] = {
     "ssh": _ssh,
     "scp": _ssh,
     "sftp": _ssh,
-    "sed": _sed,
-    "gsed": _sed,
+    "sed": sed_check,
+    "gsed": sed_check,
     "git": _git,
     "rg": _rg,
     "tar": _tar,
@@ -382,98 +363,3 @@ _FLAG_CHECKS: dict[str, Callable[[tuple[str, ...]], str | None]] = {
 
 FLAG_CHECKED = frozenset(_FLAG_CHECKS)
 """Programs with flags that run programs or write files (each checked above)."""
-
-
-# -- sed scripts -----------------------------------------------------------------------------
-
-_SED_SIMPLE = frozenset("pdDnNgGhHxlLqQ=zFPv{}")
-_SED_TO_EOL = frozenset("aicrR")
-_SED_LABEL = frozenset(":btT")
-
-
-def sed_script_risk(script: str) -> str | None:
-    """Why a sed script can run commands or write files (``e``, ``w``, ``W``, the ``s///w``
-    and ``s///e`` flags), or cannot be read; None when it only edits the stream."""
-    i, n = 0, len(script)
-    while i < n:
-        if script[i] in " \t\n;}":
-            i += 1
-            continue
-        if script[i] == "#":
-            i = _line_end(script, i)
-            continue
-        i = _sed_address(script, i)
-        while i < n and script[i] in " \t!":
-            i += 1
-        if i >= n:
-            return "the sed script ends after an address"
-        cmd = script[i]
-        i += 1
-        if cmd in "ewW":
-            return f"the sed command {cmd!r} runs a command or writes a file"
-        if cmd == "s":
-            end = _sed_delimited(script, i, 2)
-            if end is None:
-                return "the sed s command could not be read"
-            j = end
-            while j < n and script[j] not in ";\n}":
-                if script[j] in "we":
-                    return f"the sed s///{script[j]} flag runs a command or writes a file"
-                j += 1
-            i = j
-        elif cmd == "y":
-            end = _sed_delimited(script, i, 2)
-            if end is None:
-                return "the sed y command could not be read"
-            i = end
-        elif cmd in _SED_TO_EOL:
-            i = _line_end(script, i)
-        elif cmd in _SED_LABEL:
-            while i < n and script[i] not in ";\n":
-                i += 1
-        elif cmd in _SED_SIMPLE:
-            while i < n and script[i].isdigit():
-                i += 1
-        else:
-            return f"the sed script has a command that could not be read ({cmd!r})"
-    return None
-
-
-def _line_end(text: str, i: int) -> int:
-    end = text.find("\n", i)
-    return len(text) if end < 0 else end + 1
-
-
-def _sed_delimited(text: str, i: int, parts: int) -> int | None:
-    """Index after ``parts`` delimited fields that start at ``text[i]`` (the delimiter)."""
-    if i >= len(text) or text[i] in "\n\\":
-        return None
-    delimiter = text[i]
-    i += 1
-    for _ in range(parts):
-        while i < len(text) and text[i] != delimiter:
-            i += 2 if text[i] == "\\" else 1
-        if i >= len(text):
-            return None
-        i += 1
-    return i
-
-
-def _sed_address(text: str, i: int) -> int:
-    for _ in range(2):
-        n = len(text)
-        if i < n and (text[i].isdigit() or text[i] in "$+~"):
-            i += 1
-            while i < n and (text[i].isdigit() or text[i] == "~"):
-                i += 1
-        elif i < n and text[i] in "/\\":
-            start = i + 1 if text[i] == "\\" else i
-            end = _sed_delimited(text, start, 1)
-            i = n if end is None else end
-            while i < n and text[i] in "IM":
-                i += 1
-        if i < n and text[i] == ",":
-            i += 1
-            continue
-        break
-    return i

@@ -124,7 +124,7 @@ def git_operands(argv: tuple[str, ...]) -> Found:
             continue
         name, eq, value = arg.partition("=")
         access: Access | None = None
-        abbreviated = len(name) > 5 and name.startswith("--")  # parse-options abbreviations
+        abbreviated = len(name) > 2 and name.startswith("--")  # parse-options abbreviations
         if (
             name in _GIT_WRITE_OPTIONS
             or name in writes

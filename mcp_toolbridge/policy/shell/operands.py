@@ -155,6 +155,13 @@ _INSTALL = Syntax(
 _CHMOD = Syntax(paths={"--reference": "read"})
 _CHOWN = Syntax(long_values=frozenset({"--from"}), paths={"--reference": "read"})
 _UNIQ = Syntax("fsw", frozenset({"--skip-fields", "--skip-chars", "--check-chars", "--group"}))
+_SPLIT = Syntax(
+    "abClnt",
+    frozenset({"--suffix-length", "--additional-suffix", "--bytes", "--line-bytes", "--lines",
+               "--number", "--separator", "--filter"}),
+)  # fmt: skip
+"""split [FILE [PREFIX]]: the pieces are PREFIX plus a suffix (``--additional-suffix`` too),
+so ``split -l1 -a1 --additional-suffix=ig in .git/con`` writes ``.git/config``."""
 _XXD = Syntax("cglosn", frozenset({"-cols", "-groupsize", "-len", "-seek", "-name"}))
 _REALPATH = Syntax(paths={"--relative-to": "read", "--relative-base": "read"})
 _NL = Syntax("bdfhilnsvw")
@@ -223,6 +230,7 @@ _HANDLERS: dict[str, Handler] = {
     "sort": every_operand(_SORT, "read"),
     "uniq": second_written(_UNIQ),
     "xxd": second_written(_XXD),
+    "split": second_written(_SPLIT),
     "rm": every_operand(_PLAIN, "remove"),
     "unlink": every_operand(_PLAIN, "remove"),
     "rmdir": every_operand(_PLAIN, "write"),
@@ -257,7 +265,7 @@ KNOWN_PROGRAMS = frozenset(_HANDLERS)
 SYNTAXES: dict[str, Syntax] = {
     **READ_ONLY, "grep": _GREP, "egrep": _GREP, "fgrep": _GREP, "rg": _RG, "sed": _SED,
     "gsed": _SED, "awk": AWK, "gawk": AWK, "mawk": AWK, "nawk": AWK, "sort": _SORT,
-    "uniq": _UNIQ, "xxd": _XXD, "rm": _PLAIN, "unlink": _PLAIN, "rmdir": _PLAIN,
+    "uniq": _UNIQ, "xxd": _XXD, "split": _SPLIT, "rm": _PLAIN, "unlink": _PLAIN, "rmdir": _PLAIN,
     "mkdir": _MKDIR, "touch": _TOUCH, "truncate": _TRUNCATE, "shred": _SHRED, "tee": _PLAIN,
     "chmod": _CHMOD, "chown": _CHOWN, "chgrp": _CHOWN, "cp": _COPY, "mv": _COPY, "ln": _COPY,
     "install": _INSTALL, "make": MAKE, "gmake": MAKE, "tar": TAR, "gtar": TAR, "bsdtar": TAR,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 
+from mcp_toolbridge.policy.shell.argv import long_option
 from mcp_toolbridge.policy.shell.handlers import pattern_first
 from mcp_toolbridge.policy.shell.scan import (
     Access,
@@ -84,6 +85,22 @@ _TAR_LONG_VALUES = frozenset(
 )  # fmt: skip
 
 
+_TAR_LONG_TABLES = (
+    frozenset(_TAR_LONG_PATHS),
+    frozenset(n for n in _TAR_MODES if n.startswith("--")),
+    _TAR_LONG_VALUES,
+)
+
+
+def _tar_long(arg: str) -> str:
+    """The long option ``arg`` names, an abbreviation (``--dir=X``, ``--extr``) read as the
+    option it abbreviates; a path option first where the prefix fits several."""
+    name = arg.split("=", 1)[0]
+    if any(name in table for table in _TAR_LONG_TABLES):
+        return name
+    return next((full for t in _TAR_LONG_TABLES if (full := long_option(arg, t))), name)
+
+
 TAR = Syntax("fCTXg" + _TAR_VALUES, _TAR_LONG_VALUES | frozenset(_TAR_LONG_PATHS))
 """tar's options read as GNU getopt does (old-style bundled letters aside)."""
 
@@ -137,7 +154,8 @@ def tar_operands(argv: tuple[str, ...]) -> Found:
             only_operands = True
             continue
         if arg.startswith("--"):
-            name, eq, value = arg.partition("=")
+            _name, eq, value = arg.partition("=")
+            name = _tar_long(arg)
             mode = _TAR_MODES.get(name, mode)
             long_letter = _TAR_LONG_PATHS.get(name)
             if long_letter is not None:

@@ -100,15 +100,18 @@ def _long(argv: tuple[str, ...], i: int, syntax: Syntax, found: Scan) -> int:
     name, eq, value = argv[i].partition("=")
     found.options.add(name)
     access = syntax.paths.get(name)
-    if access is None and len(name) > 3:
+    if access is None and len(name) > 2:  # any abbreviation: sort --o=F is sort --output=F
         hits = {a for known, a in syntax.paths.items() if known.startswith(name) and "--" in known}
         access = "write" if "write" in hits else (hits.pop() if hits else None)
     names_from = name in syntax.names_from or any(
-        known.startswith(name) for known in syntax.names_from if len(name) > 3
+        known.startswith(name) for known in syntax.names_from if len(name) > 2
     )
     if names_from:
         found.reasons.append(f"{name} reads file names from a file, which cannot be checked")
-    if access is not None or names_from or name in syntax.long_values:
+    takes_value = name in syntax.long_values or (
+        len(name) > 2 and any(known.startswith(name) for known in syntax.long_values)
+    )  # --excl is --exclude: the word after it is its value, a ``--`` too
+    if access is not None or names_from or takes_value:
         if eq:
             if access is not None:
                 found.paths.append(Operand(i, value, access, whole=False))

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from mcp_toolbridge.builtins.fs.glob_grep import GlobTool, GrepTool
@@ -15,7 +16,7 @@ from mcp_toolbridge.errors import ErrorCode, PermissionDeniedError
 from mcp_toolbridge.executors.base import ExecRequest
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.policy.paths import PathRejectedError
-from tests.support.builtin_fs import SESSION, Layout, call, err, sidecar, sidecar_lines
+from tests.support.builtin_fs import FLIPPER, SESSION, Layout, call, err, sidecar, sidecar_lines
 
 HAVE_RG = shutil.which("rg") is not None
 ENGINES = [
@@ -402,3 +403,30 @@ async def test_unreadable_folders_give_partial_results_with_a_note(grep, layout)
         locked.chmod(0o755)
     assert result.ok and result.value["files"] == ["ok/a.txt"]
     assert "unreadable" in result.value["note"]
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="renameat2's number is x86_64's")
+async def test_a_folder_swapped_for_a_symlink_during_the_walk_is_never_listed_through(
+    glob: GlobTool, layout: Layout
+):
+    """glob walks in the server, outside the sandbox: a folder swapped for a symlink to
+    elsewhere after its parent was listed was listed through, naming the files outside the
+    workspace (the red-team pass of 2026-11-29). Each folder is now listed through a
+    descriptor checked to be that folder."""
+    (layout.ws / "d").mkdir()
+    (layout.ws / "d" / "inside.txt").write_text("x\n", encoding="utf-8")
+    (layout.ws / "swap").symlink_to(layout.evil, target_is_directory=True)  # secret.txt
+    argv = ["python3", "-c", FLIPPER, str(layout.ws / "d"), str(layout.ws / "swap")]
+    seen = 0
+    async with await anyio.open_process(argv) as flipper:
+        assert flipper.stdout is not None
+        assert (await flipper.stdout.receive()).startswith(b"ready")
+        try:
+            with anyio.move_on_after(5):
+                while True:
+                    result = await call(glob, pattern="**/*.txt")
+                    assert "secret.txt" not in str(result.value), f"listed after {seen}"
+                    seen += 1
+        finally:
+            flipper.kill()
+    assert seen > 50

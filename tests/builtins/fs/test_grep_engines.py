@@ -3,6 +3,7 @@ runs the rest in a child process killed at the deadline, and no pattern holds th
 
 from __future__ import annotations
 
+import os
 import re
 
 import anyio
@@ -14,7 +15,7 @@ from mcp_toolbridge.builtins.session import Sessions
 from mcp_toolbridge.errors import ErrorCode
 from mcp_toolbridge.executors.base import ExecRequest
 from mcp_toolbridge.host import CallContext
-from tests.support.builtin_fs import SESSION, Layout, call, err
+from tests.support.builtin_fs import FLIPPER, SESSION, Layout, call, err
 from tests.support.loop_lag import loop_lag
 
 LINES = [
@@ -163,3 +164,31 @@ async def test_a_catastrophic_backtracking_pattern_times_out_at_its_deadline(gre
             result = await grep.run(request)
     assert result.code == ErrorCode.EXEC_TIMEOUT and "timed out" in err(result)
     assert lag.worst_s < 0.05, lag.worst_s
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="renameat2's number is x86_64's")
+async def test_a_folder_swapped_for_a_symlink_during_the_search_is_never_read_through(
+    grep: GrepTool, layout: Layout
+):
+    """The in-process engine (RE2, run where rg is missing or gives up) walks the workspace
+    and then reads each file it listed, in the server, outside the sandbox. A folder it
+    listed swapped for a symlink before the read showed the file outside the workspace
+    (the red-team pass of 2026-11-29); now a file opened outside the searched folder is
+    skipped as unreadable."""
+    (layout.ws / "d").mkdir()
+    (layout.ws / "d" / "secret.txt").write_text("nothing here\n", encoding="utf-8")
+    (layout.ws / "swap").symlink_to(layout.evil, target_is_directory=True)  # secret.txt
+    argv = ["python3", "-c", FLIPPER, str(layout.ws / "d"), str(layout.ws / "swap")]
+    seen = 0
+    async with await anyio.open_process(argv) as flipper:
+        assert flipper.stdout is not None
+        assert (await flipper.stdout.receive()).startswith(b"ready")
+        try:
+            with anyio.move_on_after(5):
+                while True:
+                    result = await call(grep, pattern="secret", output_mode="content")
+                    assert "top secret" not in str(result.value), f"read through after {seen}"
+                    seen += 1
+        finally:
+            flipper.kill()
+    assert seen > 50

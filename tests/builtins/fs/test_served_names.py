@@ -92,3 +92,26 @@ def test_every_control_character_is_escaped_and_nothing_else():
         assert text.startswith('"x\\') and text.endswith('y"'), (code, text)
         assert all(0x20 <= ord(c) < 0x7F for c in text), (code, text)
     assert shown_path("déjà vu/ü.txt") == "déjà vu/ü.txt"
+
+
+async def test_a_path_too_long_to_look_up_is_refused_saying_why_by_every_file_tool(tmp_path):
+    """A name over 255 bytes, or a path over 4,096, made the path check itself fail
+    (``ENAMETOOLONG`` from lstat): an internal error in read, write, edit, glob and grep (the
+    red-team pass of 2026-11-29). Now the argument is refused saying why, and nothing runs."""
+    settings = locked_settings(tmp_path, 'allow = ["write", "edit"]\n')
+    assert settings.workspace is not None
+    long_name, deep = "x" * 300, "a/" * 3000 + "f.txt"
+    calls = [
+        ("read", {"file_path": long_name}),
+        ("read", {"file_path": deep}),
+        ("write", {"file_path": deep, "content": "x"}),
+        ("edit", {"file_path": long_name, "old_string": "a", "new_string": "b"}),
+        ("glob", {"pattern": "*", "path": long_name}),
+        ("grep", {"pattern": "x", "path": deep}),
+    ]
+    async with served_client(settings, locked=True) as client:
+        for tool, arguments in calls:
+            error = error_text(await client.call_tool(tool, arguments))
+            assert "cannot be looked up: File name too long" in error, (tool, error[:200])
+            assert "internal error" not in error and len(error) < 1000, (tool, error[:200])
+    assert list(settings.workspace.iterdir()) == []

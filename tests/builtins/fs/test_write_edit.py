@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from pathlib import Path
@@ -18,7 +19,7 @@ from mcp_toolbridge.errors import ErrorCode, PermissionDeniedError
 from mcp_toolbridge.executors.base import ExecRequest
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.policy.paths import PathRejectedError
-from tests.support.builtin_fs import CALL_TIMEOUT_S, Layout, call, err
+from tests.support.builtin_fs import CALL_TIMEOUT_S, FLIPPER, Layout, call, err
 
 
 @pytest.fixture
@@ -371,3 +372,40 @@ def test_closest_lines_past_the_deadline_is_an_incomplete_empty_answer():
     assert found.candidates == [] and not found.complete and found.total == 3
     complete = edit_text.closest_lines("a = 1\nb = 2\n", "a = 2")
     assert complete.complete and complete.candidates[0][0] == 1
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="renameat2's number is x86_64's")
+async def test_a_folder_swapped_for_a_symlink_while_writing_never_takes_the_write_outside(
+    write: WriteTool, edit: EditTool, layout: Layout
+):
+    """write and edit run in the server, not in the sandbox. The path is checked, then the
+    file is written; a folder on the way swapped for a symlink in between took the write
+    outside the workspace: the temporary file with the content, or the file itself, appeared
+    in ``<ws>_evil`` within a few thousand writes (the red-team pass of 2026-11-29). The
+    write now happens through a descriptor of the folder the check saw."""
+    (layout.ws / "d").mkdir()
+    (layout.ws / "d" / "e.txt").write_text("a\n", encoding="utf-8")
+    (layout.evil / "e.txt").write_text("a\n", encoding="utf-8")
+    (layout.ws / "swap").symlink_to(layout.evil, target_is_directory=True)
+    before = sorted(os.listdir(layout.evil))
+    argv = ["python3", "-c", FLIPPER, str(layout.ws / "d"), str(layout.ws / "swap")]
+    async with await anyio.open_process(argv) as flipper:
+        assert flipper.stdout is not None
+        assert (await flipper.stdout.receive()).startswith(b"ready")
+        try:
+            with anyio.move_on_after(5):
+                for n in range(20_000):
+                    for tool, arguments in (
+                        (write, {"file_path": "d/x.txt", "content": f"pwn {n}\n"}),
+                        (edit, {"file_path": "d/e.txt", "old_string": "a", "new_string": "b"}),
+                    ):
+                        with contextlib.suppress(PermissionDeniedError, PathRejectedError):
+                            await tool.run(_request(tool, **arguments))
+                    assert sorted(os.listdir(layout.evil)) == before, f"escaped after {n} writes"
+        finally:
+            flipper.kill()
+    assert (layout.evil / "e.txt").read_text(encoding="utf-8") == "a\n"
+
+
+def _request(tool: WriteTool | EditTool, **arguments: str) -> ExecRequest:
+    return ExecRequest(spec=tool.spec, arguments=arguments, timeout_s=CALL_TIMEOUT_S)

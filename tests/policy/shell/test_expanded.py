@@ -157,6 +157,11 @@ def test_programs_whose_every_option_only_changes_what_they_print_keep_their_pat
         ("bash ./x.sh *", False), ("ls | xargs curl", True),
         ("ls | xargs curl --", False), ("find * | head", True), ("bash -c 'find *'", True),
         ("echo *", False), ("python3 *", False),
+        # an abbreviated option takes the "--" as its value too (the red-team pass of
+        # 2026-11-29: tar cf out.tar --lab -- * ran a planted --checkpoint-action)
+        ("tar cf out.tar --lab -- *", True), ("sort --field-sep -- *", True),
+        ("grep --reg -- *", True), ("git commit --mess -- *", True),
+        ("cp --suf -- * d/", True), ("tar cf out.tar --label=x -- *", False),
     ],
 )  # fmt: skip
 def test_options_end_where_each_program_ends_them(command: str, asks: bool):

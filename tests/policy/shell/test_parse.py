@@ -14,7 +14,6 @@ from mcp_toolbridge.errors import ArgumentsError
 from mcp_toolbridge.model import ShellRequirement
 from mcp_toolbridge.policy.requirements import Scope, argument_targets, check_scope
 from mcp_toolbridge.policy.shell.argv import XARGS_INPUT, risky_variable
-from mcp_toolbridge.policy.shell.flags import sed_script_risk
 from mcp_toolbridge.policy.shell.parse import (
     MAX_COMMAND_CHARS,
     ParsedCommand,
@@ -22,6 +21,7 @@ from mcp_toolbridge.policy.shell.parse import (
     splitter,
     whole,
 )
+from mcp_toolbridge.policy.shell.sed import sed_script_risk
 from tests.support.policy_fixtures import load_policy_text
 
 
@@ -285,6 +285,90 @@ def test_dangerous_flags_make_a_command_need_an_exact_rule(command: str, fragmen
 
 
 @pytest.mark.parametrize(
+    ("command", "fragment"),
+    [
+        ("sed --exp='1e id' f", "'e'"),
+        ("sed --in-pl s/a/b/ f", "--in-place"),
+        ("sed --fi=script.sed f", "sed --file"),
+        ("tar --checkpoint-act=exec=id -cf a.tar x", "--checkpoint-action"),
+        ("tar --to-com=sh -xf a.tar", "--to-command"),
+        ("tar --use-compress-prog=./x -cf a.tar x", "--use-compress-program"),
+        ("tar --info-scr=./x -cf a.tar x", "--info-script"),
+        ("tar --new-vol=./x -cf a.tar x", "--new-volume-script"),
+        ("tar --rsh-com=./x -cf a.tar x", "--rsh-command"),
+        ("tar --deref -cf a.tar d", "reaches outside"),
+        ("tar --absolute-n -xf a.tar", "reaches outside"),
+        ("git fetch --upl=id origin", "--upl"),
+        ("git ls-remote --upl=id origin", "--upl"),
+        ("git push --receive-p=id origin", "--receive-p"),
+        ("git push --exe=id origin", "--exe"),
+        ("git archive --remote=r --exe=id HEAD", "--exe"),
+        ("git rebase --exe id main", "--exe runs"),
+        ("git rebase -ix id main", "git rebase -x"),
+        ("git grep --open=id x", "--open"),
+        ("git clone --conf core.fsmonitor=id r d", "git clone --conf"),
+        ("git clone --templ=t r d", "git clone --templ"),
+        ("git init --templ=t", "git init --templ"),
+        ("git config --glo user.name x", "git config --glo"),
+        ("git config --unset-a core.pager", "core.pager"),
+        ("awk --sourc='BEGIN { system(\"id\") }'", "awk program"),
+        ("awk --source='BEGIN { system(\"id\") }' f", "awk program"),
+        ("awk -e'BEGIN { system(\"id\") }' f", "awk program"),
+        ("awk --file=prog.awk f", "awk --file"),
+        ("gawk --fil=prog.awk f", "awk --fil"),
+        ("awk -fprog.awk f", "awk -f"),
+        ("awk -W exec prog.awk f", "awk -W"),
+        ("grep --derefer needle .", "follows symbolic links"),
+        ("cp -r --deref src dst", "follows symbolic links"),
+        ("sort --compress-prog=id f", "--compress-program"),
+        ("install --strip-prog=id a b", "--strip-program"),
+        ("split --filt=id f", "--filter"),
+        ("man --pag=id ls", "--pager"),
+        ("zip --unzip-com=id a.zip f", "--unzip-command"),
+        ("wget --ex=x url", "--execute"),
+        ("wget --use-ask=id url", "--use-askpass"),
+        ("rsync --rs=id a h:b", "--rsh"),
+        ("rsync --rsync-p=id a h:b", "--rsync-path"),
+        ("rg --pr=./decode x", "rg --pr"),
+    ],
+)
+def test_abbreviated_long_options_are_the_dangerous_flags_they_abbreviate(
+    command: str, fragment: str
+):
+    """getopt_long and git's parse-options take any unambiguous prefix of a long option
+    (the red-team pass of 2026-11-29: each of these ran under its program's ``*`` rule)."""
+    parsed = _refused(command, fragment)
+    assert len(parsed.flagged) == 1
+    assert not parsed.opaque
+
+
+@pytest.mark.parametrize(
+    ("command", "fragment"),
+    [
+        ("rsync -avze 'sh -c id' a h:b", "rsync -e"),
+        ("wget -qe robots=off url", "wget -e"),
+        ("curl -sK opts.txt url", "curl -K"),
+        ("man -aP id ls", "man -P"),
+        ("zip -rTT=id a.zip f", "zip -TT"),
+        ("ssh -qo ProxyCommand=id host", "ssh -o ProxyCommand"),
+        ("ssh -qoProxyCommand=id host", "ssh -o ProxyCommand"),
+        ("ssh -qF cfg host", "ssh -F"),
+        ("scp -qS ./prog a h:b", "scp -S"),
+        ("awk '@include \"lib.awk\"; { print }' f", "awk program"),
+        ("gawk '@load \"ext\"' f", "awk program"),
+    ],
+)
+def test_a_dangerous_short_option_in_a_bundle_or_an_awk_directive_is_found(
+    command: str, fragment: str
+):
+    """``rsync -avze CMD`` is ``-e CMD``, ``ssh -qo X`` is ``-o X``, and gawk's ``@include``
+    and ``@load`` load program code (the red-team pass of 2026-11-29: each ran under its
+    program's ``*`` rule)."""
+    parsed = _refused(command, fragment)
+    assert len(parsed.flagged) == 1
+
+
+@pytest.mark.parametrize(
     "command",
     [
         "find . -name '*.py' -type f",
@@ -307,6 +391,19 @@ def test_dangerous_flags_make_a_command_need_an_exact_rule(command: str, fragmen
         "cp -r src dst",
         "diff -r --no-dereference a b",
         "ssh host uptime",
+        "sed --expression=s/a/b/ f",
+        "sed --quiet --regexp-extended -e p f",
+        "tar --exclude '*.o' --to-stdout -xf a.tar",
+        "git fetch --update-head-ok origin",
+        "git clone --depth=1 r d",
+        "git rebase -Xours main",
+        "awk -F: -v x=1 '{ print $1 }' f",
+        "awk --assign=x=1 '{ print x }' f",
+        "rsync -avz src/ host:dst/",
+        "curl -fsSL url",
+        "wget -qO- url",
+        "ssh -p 22 -o BatchMode=yes host uptime",
+        "scp -P 22 a host:b",
     ],
 )
 def test_the_same_programs_without_dangerous_flags_are_checkable(command: str):
@@ -450,6 +547,18 @@ def test_risky_variable_names():
         assert risky_variable(name), name
     for name in ("CI", "NODE_ENV", "RUST_LOG", "DEBUG", "PYTHONUNBUFFERED", "TZ", "NO_COLOR"):
         assert not risky_variable(name), name
+
+
+@pytest.mark.parametrize(
+    "name",
+    # each makes its program run a command or read a config file that can run one; found by
+    # the red-team pass of 2026-11-29 (RSYNC_RSH=sh rsync ... ran sh under rsync *)
+    ["RSYNC_RSH", "RSYNC_CONNECT_PROG", "WGETRC", "CURL_HOME", "OPENSSL_CONF", "VIMINIT",
+     "EXINIT", "LUA_INIT", "LUA_INIT_5_4", "PHPRC", "PSQLRC", "R_PROFILE_USER", "ERL_AFLAGS"],
+)  # fmt: skip
+def test_variables_that_name_a_command_or_a_config_file_are_risky(name: str):
+    assert risky_variable(name)
+    _refused(f"{name}=x rsync a b", f"it sets {name}")
 
 
 # -- the splitter and the policy --------------------------------------------------------------

@@ -25,7 +25,7 @@ from mcp_toolbridge.host import CallContext, Caller
 from mcp_toolbridge.loaders import LoadReport, Manifests, load_manifests
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.policy import Policy, SandboxMode
-from mcp_toolbridge.runtime_cache import (
+from mcp_toolbridge.runtime.cache import (
     LeftOut,
     Meter,
     Skipped,
@@ -55,8 +55,9 @@ TRANSPORT_KINDS = ("exec", "http", "builtin")
 
 def bundled_manifests() -> Path:
     """The example catalog: inside the installed package, or beside it in a checkout."""
-    packaged = Path(__file__).parent / "examples"
-    return packaged if packaged.is_dir() else Path(__file__).parent.parent / "manifests"
+    package = Path(__file__).parent.parent
+    packaged = package / "examples"
+    return packaged if packaged.is_dir() else package.parent / "manifests"
 
 
 @dataclass(frozen=True)
@@ -175,7 +176,7 @@ def load_catalog(
     undefined variable) is a load error; a tool the policy refuses whatever its arguments is
     left out, with a notice. ``manifests``: the manifests as already read, instead of reading
     them again (the policy changed, the manifests did not). With ``settings.cache``, unchanged
-    manifests and an unchanged composition come from the cache folder (runtime_cache.py),
+    manifests and an unchanged composition come from the cache folder (runtime/cache.py),
     which is brought up to date afterwards, by a forked writer for a big catalog.
     """
     began = time.monotonic()
@@ -291,13 +292,13 @@ def _catalog_parts(
 
 def search_index(settings: Settings, loaded: Loaded) -> SearchIndex:
     """The search index of the catalog's manifest tools, from the cache or built (and cached):
-    see runtime_cache.index_for."""
+    see runtime/cache.py, index_for."""
     meter = partial(_meter, settings, "indexing")
     return index_for(loaded.catalog, loaded.key, cache=settings.cache, meter=meter)
 
 
 def serving_index(settings: Settings, loaded: Loaded) -> SearchIndex | DeferredIndex:
-    """:func:`search_index` for a server: see runtime_cache.serving_index_for."""
+    """:func:`search_index` for a server: see runtime/cache.py, serving_index_for."""
     meter = partial(_meter, settings, "indexing")
     return serving_index_for(loaded.catalog, loaded.key, cache=settings.cache, meter=meter)
 

@@ -23,14 +23,13 @@ something reads it: a search hit, a call, a listing of all tools.
 from __future__ import annotations
 
 import pickle
-from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
 from mcp_toolbridge.builtins import LOCKED_IDS, PROXY_TOOL, TOOL_SEARCH_SPEC, proxy_spec
-from mcp_toolbridge.cache import CacheFolder, Compact, compact, digest, expand
+from mcp_toolbridge.cache import CacheFolder, expand
 from mcp_toolbridge.catalog import (
     Catalog,
     CatalogEntry,
@@ -50,6 +49,17 @@ from mcp_toolbridge.loaders import FileLoad, Manifests
 from mcp_toolbridge.model import HttpTransport, RequirementSet, ToolSpec
 from mcp_toolbridge.policy import Policy, Targets, host_of
 from mcp_toolbridge.progress import Meter, stderr_line
+from mcp_toolbridge.runtime.snapshot import (
+    KIND,
+    LeftOut,
+    Ref,
+    Snapshot,
+    catalog_key,
+    hidden_spec,
+    served_spec,
+    snapshot_name,
+    snapshot_of,
+)
 
 __all__ = [
     "DEFER_FROM",
@@ -75,10 +85,6 @@ WRITE_BEHIND_FROM = 4_000
 DEFER_FROM = 1_000
 """A cached index of this many tools is read back in a background thread when serving."""
 
-KIND = "served-catalog/3"
-Ref = tuple[int, int]
-"""Where a manifest tool comes from: (index of its manifest in ``Manifests.items``, its
-position there)."""
 MeterOf = Callable[[str, int, str], Meter | None]
 EXAMPLES = 3
 """Tools named per reason in :attr:`Composed.left_out`."""
@@ -136,10 +142,6 @@ def _same(spec: ToolSpec) -> ToolSpec:
     return spec
 
 
-LeftOut = tuple[str, int, tuple[str, ...]]
-"""A reason tools were left out, how many, and the first few of them (``name [detail]``)."""
-
-
 @dataclass(frozen=True)
 class Composed:
     """What a start serves: the catalog, what was left out, every problem found."""
@@ -164,73 +166,6 @@ class Composed:
     """Whether it came from the cache."""
 
 
-@dataclass
-class _Snapshot:
-    """A composed catalog as stored: the locked tools as they are (a dozen), references
-    instead of manifest tool records, and big tables in columns (``cache/columns.py``), which read
-    back several times faster than 100,000 pickled tuples."""
-
-    locked: list[ToolSpec]
-    """The locked tools served (the proxy included, pins applied), in catalog order."""
-    names: Compact
-    """Each manifest tool served, by MCP name, in catalog order after the locked ones..."""
-    items: array[int]
-    positions: array[int]
-    """...and where each comes from (see ``Ref``)."""
-    pinned: frozenset[int]
-    """The manifest tools served pinned, by their place in ``names``."""
-    ids: Compact
-    """id -> MCP name of every tool served."""
-    skipped: Compact
-    skipped_refs: tuple[array[int], array[int]]
-    skipped_why: list[tuple[str, str]]
-    """Per tool left out: its name, where it comes from, its (reason, detail)."""
-    left_out: tuple[LeftOut, ...]
-    unmatched_pins: tuple[Problem, ...]
-    served_sources: dict[str, int]
-    errors: list[Problem]
-    problems: bytes
-    """Every problem, pickled: read only when asked for."""
-    requirements: list[tuple[RequirementSet, bytes]]
-    """Every distinct requirement set of the tools, and its compiled fingerprint."""
-
-
-def _spec(manifests: Manifests, ref: Ref) -> ToolSpec:
-    load = manifests.items[ref[0]]
-    assert isinstance(load, FileLoad)
-    return load.tools()[ref[1]]
-
-
-def _fetch(
-    manifests: Manifests, stored: _Snapshot, keep_names: bool, name: str, at: object
-) -> ToolSpec:
-    assert isinstance(at, int)
-    spec = _spec(manifests, (stored.items[at], stored.positions[at]))
-    if keep_names:
-        spec = named_as_written(spec)
-    return spec.model_copy(update={"pinned": True}) if at in stored.pinned else spec
-
-
-def _key(
-    manifests: Manifests,
-    policy: Policy,
-    builtins: Sequence[ToolSpec],
-    keep_names: bool,
-    pins: Sequence[Pin],
-) -> bytes | None:
-    tools = manifests.fingerprint()
-    if tools is None:
-        return None
-    served = digest(*(spec.model_dump_json() for spec in builtins))  # JSON dumps sort sets
-    return digest(
-        tools, policy.fingerprint(), served, "keep" if keep_names else "", repr(list(pins))
-    )
-
-
-def _snapshot_name(key: bytes) -> str:
-    return "served-" + key.hex()[:32] + ".bin"
-
-
 def compose(
     manifests: Manifests,
     builtins: Sequence[ToolSpec],
@@ -244,10 +179,10 @@ def compose(
     """The catalog, restored from ``cache`` when it holds it for exactly these inputs, else
     composed; and the work that brings the cache up to date (None: nothing to write), for
     the caller to run now or in a forked writer."""
-    key = _key(manifests, policy, builtins, keep_names, pins) if cache is not None else None
+    key = catalog_key(manifests, policy, builtins, keep_names, pins) if cache is not None else None
     if cache is not None and key is not None:
-        stored = cache.read(_snapshot_name(key), KIND)
-        if isinstance(stored, _Snapshot) and all(
+        stored = cache.read(snapshot_name(key), KIND)
+        if isinstance(stored, Snapshot) and all(
             policy.requirements_fingerprint(req) == fp for req, fp in stored.requirements
         ):
             composed = _restore(stored, manifests, key, keep_names)
@@ -259,19 +194,19 @@ def compose(
     def store() -> None:
         manifests.store(cache)
         if key is not None and snapshot is not None:
-            name = _snapshot_name(key)
+            name = snapshot_name(key)
             cache.write(name, KIND, snapshot)
             cache.prune("served-", keep=[name], most=8)
 
     return composed, store
 
 
-def _restore(stored: _Snapshot, manifests: Manifests, key: bytes, keep_names: bool) -> Composed:
+def _restore(stored: Snapshot, manifests: Manifests, key: bytes, keep_names: bool) -> Composed:
     locked = [CatalogEntry(spec) for spec in stored.locked]
     names: list[str] = expand(stored.names)
     pending = dict(zip(names, range(len(names)), strict=True))
     pinned = [names[at] for at in sorted(stored.pinned)]
-    fetch = partial(_fetch, manifests, stored, keep_names)
+    fetch = partial(served_spec, manifests, stored, keep_names)
     catalog = Catalog.deferred(locked, pending, fetch, partial(expand, stored.ids), pinned)
     return Composed(
         catalog,
@@ -286,20 +221,15 @@ def _restore(stored: _Snapshot, manifests: Manifests, key: bytes, keep_names: bo
     )
 
 
-def _skipped(manifests: Manifests, stored: _Snapshot, keep_names: bool) -> tuple[Skipped, ...]:
+def _skipped(manifests: Manifests, stored: Snapshot, keep_names: bool) -> tuple[Skipped, ...]:
     names: list[str] = expand(stored.skipped)
     out = []
     for name, item, pos, (reason, detail) in zip(
         names, stored.skipped_refs[0], stored.skipped_refs[1], stored.skipped_why, strict=True
     ):
-        spec = partial(_hidden_spec, manifests, (item, pos), keep_names)
+        spec = partial(hidden_spec, manifests, (item, pos), keep_names)
         out.append(Skipped(name, reason, detail, spec))
     return tuple(out)
-
-
-def _hidden_spec(manifests: Manifests, ref: Ref, keep_names: bool) -> ToolSpec:
-    spec = _spec(manifests, ref)
-    return named_as_written(spec) if keep_names else spec
 
 
 def _compose(
@@ -310,7 +240,7 @@ def _compose(
     pins: Sequence[Pin],
     key: bytes | None,
     meter: MeterOf | None,
-) -> tuple[Composed, _Snapshot | None]:
+) -> tuple[Composed, Snapshot | None]:
     """Check every tool against the policy, add the proxy, mark the pins, then build the
     catalog (and its snapshot: None when it cannot be restored as it was built)."""
     problems: list[Problem] = list(manifests.problems)
@@ -365,38 +295,23 @@ def _compose(
         key,
         restored=False,
     )
-    entries = [(entry, where.get(id(entry.spec))) for entry in catalog]
-    locked = [entry.spec for entry, _ in entries if entry.builtin]
-    from_manifests = [(entry, ref) for entry, ref in entries if not entry.builtin]
-    in_order = all(entry.builtin for entry, _ in entries[: len(locked)])
-    if key is None or not in_order or any(ref is None for _, ref in from_manifests):
-        return composed, None  # not in the shape a restored catalog has: not cached
-    if any(ref is None for _, ref in skipped):  # a locked tool left out: keep it simple
-        return composed, None
-    manifest_refs = [ref for _, ref in from_manifests if ref is not None]
-    skipped_refs = [ref for _, ref in skipped if ref is not None]
-    snapshot = _Snapshot(
-        locked=locked,
-        names=compact([entry.name for entry, _ in from_manifests]),
-        items=array("i", (r[0] for r in manifest_refs)),
-        positions=array("i", (r[1] for r in manifest_refs)),
-        pinned=frozenset(i for i, (entry, _) in enumerate(from_manifests) if entry.spec.pinned),
-        ids=compact(catalog.ids()),
-        skipped=compact([s.name for s, _ in skipped]),
-        skipped_refs=(
-            array("i", (r[0] for r in skipped_refs)),
-            array("i", (r[1] for r in skipped_refs)),
-        ),
-        skipped_why=[(s.reason, s.detail) for s, _ in skipped],
-        left_out=left_out,
-        unmatched_pins=tuple(pin_problems),
-        served_sources=dict(served),
-        errors=errors,
-        problems=pickle.dumps(problems, protocol=pickle.HIGHEST_PROTOCOL),
-        requirements=[
-            (req, policy.requirements_fingerprint(req)) for req in dict.fromkeys(declared.values())
-        ],
-    )
+    snapshot = None
+    if key is not None:  # its stored form, when it has the shape a restored catalog has
+        shown = [(left.name, left.reason, left.detail, ref) for left, ref in skipped]
+        snapshot = snapshot_of(
+            catalog,
+            where,
+            shown,
+            left_out=left_out,
+            unmatched_pins=tuple(pin_problems),
+            served_sources=dict(served),
+            errors=errors,
+            problems=problems,
+            requirements=[
+                (req, policy.requirements_fingerprint(req))
+                for req in dict.fromkeys(declared.values())
+            ],
+        )
     return composed, snapshot
 
 

@@ -122,9 +122,10 @@ def _cores(data: bytes) -> set[str]:
 
 def percent_forms(value: str) -> set[str]:
     """The value percent-encoded as a URL's query or path carries it: every reserved character,
-    ``/`` kept, ``+`` for a space (those that differ from the value)."""
+    ``/`` kept, ``+`` for a space: those that differ from the value and escape a character,
+    or are :data:`MIN_ENCODED_CHARS` long (``a+b`` for a short ``a b`` would redact noise)."""
     forms = {quote(value, safe=""), quote(value), quote_plus(value, safe="")}
-    return forms - {value}
+    return {form for form in forms - {value} if "%" in form or len(form) >= MIN_ENCODED_CHARS}
 
 
 def redact(text: str, secrets: Mapping[str, str]) -> str:

@@ -8,7 +8,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcp_toolbridge.errors import ConfigError, ErrorCode, SecretError
-from mcp_toolbridge.secrets import SecretResolver, redact, redact_value, secret_env_name
+from mcp_toolbridge.secrets import (
+    SecretResolver,
+    redact,
+    redact_value,
+    secret_env_name,
+    secret_forms,
+)
 
 
 def write_secrets(tmp_path: Path, text: str, mode: int = 0o600) -> Path:
@@ -146,3 +152,13 @@ def test_redacted_text_never_contains_the_secret_value(value: str, parts: list[s
     text = value.join(parts) + value
 
     assert value not in redact(text, {"id": value})
+
+
+def test_a_short_value_is_redacted_as_written_and_escaped_but_never_encoded():
+    """Under 8 characters a value's base64, hex or reversed text would redact noise, and so
+    would ``a+b`` for ``a b``; a percent-escape is never noise."""
+    assert secret_forms("a b/c") == {"a b/c", "a%20b%2Fc", "a%20b/c", "a+b%2Fc"}
+    assert secret_forms("a b") == {"a b", "a%20b"}
+    long = secret_forms("0123456789")
+    assert {"MDEyMzQ1Njc4OQ==", "30313233343536373839", "9876543210"} <= long
+    assert all(len(form) >= 8 for form in long - {"0123456789"})

@@ -31,7 +31,7 @@ from mcp_toolbridge.server.deadlines import HEAD_S
 from mcp_toolbridge.server.http import HttpService
 from mcp_toolbridge.server.http_options import HttpOptions
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
-from tests.support.httpserve import ACCEPT, http_server
+from tests.support.httpserve import ACCEPT, answer_from, http_server, open_session
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -182,3 +182,27 @@ async def test_malformed_requests_are_refused_and_the_server_serves_on(tmp_path:
         assert rebound.status_code == 421
         opened = await http.post(url, content=_OPENING, headers=ACCEPT)
         assert opened.status_code == 200, opened.text
+
+
+async def test_a_call_with_300000_unknown_argument_names_gets_a_short_answer(
+    tmp_path: Path,
+) -> None:
+    """A 3.5 MB call naming 300,000 properties the tool does not take: the schema error lists
+    the first 30 names and counts the rest. It listed every one, twice (the text and
+    ``_meta``), an 11 MB answer to a 3.5 MB request, with a typo search per name: two seconds
+    of the event loop, in which no other client was answered."""
+    async with http_server(tmp_path) as server, httpx2.AsyncClient(timeout=60) as http:
+        session = await open_session(http, server.url, stateless=False)
+        names = ",".join(f'"k{i}":1' for i in range(300_000))
+        body = (
+            '{"jsonrpc":"2.0","id":9,"method":"tools/call",'
+            '"params":{"name":"read","arguments":{' + names + "}}}"
+        )
+        response = await http.post(server.url, content=body, headers=session.headers)
+        assert response.status_code == 200, response.text[:300]
+        assert len(response.content) < 16_000, len(response.content)
+        result = answer_from(response.content)["result"]
+        assert result["isError"] is True
+        text = result["content"][0]["text"]
+        assert '"k29" (299970 more); expected only the properties "file_path"' in text, text
+        assert 'missing the required property "file_path"' in text

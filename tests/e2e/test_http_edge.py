@@ -206,3 +206,33 @@ async def test_a_call_with_300000_unknown_argument_names_gets_a_short_answer(
         text = result["content"][0]["text"]
         assert '"k29" (299970 more); expected only the properties "file_path"' in text, text
         assert 'missing the required property "file_path"' in text
+
+
+async def test_a_call_with_an_array_of_a_million_items_is_refused_at_once(tmp_path: Path) -> None:
+    """``todo`` takes at most 200 items. A 2 MB call sending it a million, each of the wrong
+    kind: refused for its size, in well under a second. Every item was checked first, and
+    each of its problems looked for among those found before (a list), so 8,000 items took
+    4 s of the event loop and a million, which a 4 MiB request holds, days: no other client
+    was answered meanwhile. The second call, a million items of the right kind, was checked
+    item by item too (seconds)."""
+    async with http_server(tmp_path) as server, httpx2.AsyncClient(timeout=60) as http:
+        session = await open_session(http, server.url, stateless=False)
+        for item in ("1", '{"content":"a","status":"pending","id":"1"}'):
+            items = ",".join([item] * 1_000_000)
+            body = (
+                '{"jsonrpc":"2.0","id":9,"method":"tools/call",'
+                '"params":{"name":"todo","arguments":{"todos":[' + items + "]}}}"
+            )
+            if len(body) > 4 * 1024 * 1024:  # the SDK's cap: as many as fit
+                body = body[: 4 * 1024 * 1024 - 100].rpartition(item)[0] + item + "]}}}"
+                body = body.replace(",]", "]")
+            with anyio.fail_after(20):
+                response = await http.post(server.url, content=body, headers=session.headers)
+            assert response.status_code == 200, response.text[:300]
+            assert len(response.content) < 16_000, len(response.content)
+            text = answer_from(response.content)["result"]["content"][0]["text"]
+            assert "at /todos: expected at most 200 items; got" in text, text
+            async with httpx2.AsyncClient(timeout=5) as other:
+                with anyio.fail_after(2):  # the event loop is free again at once
+                    health = await other.get(server.url.replace("/mcp", "/healthz"))
+            assert health.status_code == 200

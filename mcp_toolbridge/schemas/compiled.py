@@ -15,7 +15,7 @@ from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
-from mcp_toolbridge.schemas.drafts import validator_class
+from mcp_toolbridge.schemas.drafts import validator_class, with_linear_patterns
 from mcp_toolbridge.schemas.explain import WEAK, SchemaProblem, explain
 from mcp_toolbridge.schemas.lines import rank
 
@@ -138,7 +138,7 @@ def compile_schema(
     ``registry`` maps extra ``$ref`` targets (e.g. ``schema:mail.send.request.v1``) to schemas;
     schemas made by :func:`bundle_refs` need none.
     """
-    cls = validator_class(schema)
+    cls = with_linear_patterns(validator_class(schema))
     if registry:
         resources = [
             (uri, Resource.from_contents(body, default_specification=DRAFT202012))

@@ -31,7 +31,7 @@ from mcp_toolbridge.server.deadlines import HEAD_S
 from mcp_toolbridge.server.http import HttpService
 from mcp_toolbridge.server.http_options import HttpOptions
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
-from tests.support.httpserve import ACCEPT, answer_from, http_server, open_session
+from tests.support.httpserve import ACCEPT, answer_from, call, http_server, open_session
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -236,3 +236,39 @@ async def test_a_call_with_an_array_of_a_million_items_is_refused_at_once(tmp_pa
                 with anyio.fail_after(2):  # the event loop is free again at once
                     health = await other.get(server.url.replace("/mcp", "/healthz"))
             assert health.status_code == 200
+
+
+EMAIL_CHECK = (
+    r"^([a-zA-Z0-9])(([\-.]|[_]+)?([a-zA-Z0-9]+))*(@){1}[a-z0-9]+[.]{1}"
+    r"(([a-z]{2,3})|([a-z]{2,3}[.]{1}[a-z]{2,3}))$"
+)
+"""A known email check that backtracks: each character more doubles Python's time."""
+
+
+async def test_an_argument_that_a_manifests_pattern_backtracks_on_is_refused_at_once(
+    tmp_path: Path,
+) -> None:
+    """A manifest tool whose argument has a pattern that backtracks, and a call with 60
+    letters and a '!': refused as not matching, at once. Python's ``re`` took a minute for 30
+    letters, doubling with each one more, on the event loop: no other client was answered."""
+    tools = tmp_path / "tools"
+    schema = {
+        "type": "object",
+        "properties": {"text": {"type": "string", "pattern": EMAIL_CHECK}},
+        "required": ["text"],
+    }
+    good = {"text": "ab.c@example.com"}
+    agentcli_manifest(tools, [echo_tool("mail", schema=schema, bin="echo")], {"echo": ECHO})
+    async with (
+        http_server(tmp_path, "--allow", "mail", str(tools)) as server,
+        httpx2.AsyncClient(timeout=60) as http,
+    ):
+        session = await open_session(http, server.url, stateless=False)
+        with anyio.fail_after(10):
+            refused = await session.ask(call("mail", {"text": "a" * 60 + "!"}))
+        text = refused["result"]["content"][0]["text"]
+        assert "expected a string matching the pattern" in text, text
+        with anyio.fail_after(30):
+            echoed = await session.ask(call("mail", good))
+        assert echoed["result"].get("isError") is not True, echoed
+        assert "ab.c@example.com" in json.dumps(echoed["result"])

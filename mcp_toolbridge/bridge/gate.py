@@ -54,6 +54,7 @@ import anyio.to_thread
 from mcp_toolbridge.bridge.asking import (
     ALLOW_ALWAYS,
     ALLOW_ONCE,
+    REJECT,
     ask,
     sandbox_summary,
 )
@@ -119,6 +120,13 @@ DISMISSED = (
     "there to answer; headless clients such as `claude -p` cancel every question)"
 )
 """The start of the refusal when the client answered the question with ``cancel``."""
+NO_CHOICE = (
+    "Denied, nothing was run: this call needs a person's confirmation and the client's answer "
+    "held none of the choices offered (it accepted the question without 'Allow once', 'Allow "
+    "always (this session)' or 'Reject')"
+)
+"""The start of the refusal when the client accepted the question with no choice in it (a
+client that accepts every form as it is): nobody chose, as with ``cancel``."""
 REJECTED = "Denied, nothing was run: the person you are working with rejected this call."
 MAX_SUMMARY = 600
 APPROVED_SECRETS = "secret_scan.approved"
@@ -135,7 +143,8 @@ class Clearance:
     hint: str = ""
     """How to allow the call (empty for the person's own rejection)."""
     reason: str = ""
-    """Why the person could not be asked (the answer ``unreachable``)."""
+    """Why the person could not be asked (the answer ``unreachable``); with ``cancel``, the
+    refusal's start when it is not :data:`DISMISSED` (:data:`NO_CHOICE`)."""
     sandbox: Confinement | None = None
     """Where an allowed call's processes run (None: no sandbox configured)."""
     by: str | None = None
@@ -153,7 +162,7 @@ class Clearance:
         elif self.answer == "unreachable":
             text = f"{NOT_ASKED} ({self.reason}). {NOT_CONSENT} (asked by {self.decision.rule})"
         elif self.answer == "cancel":
-            text = f"{DISMISSED}. {NOT_CONSENT} (asked by {self.decision.rule})"
+            text = f"{self.reason or DISMISSED}. {NOT_CONSENT} (asked by {self.decision.rule})"
         else:
             text = f"Denied by {self.decision.rule}."
         return f"{text} {self.hint}" if self.hint else text
@@ -440,6 +449,9 @@ class PolicyGate:
                 log.warning("an 'always' answer counts once: %s", exc.message)
                 return Clearance(Decision("allow", decision.rule, decision.scope), "once", by=by)
             return Clearance(Decision("allow", decision.rule, decision.scope), "always", by=by)
+        if answer.action == "accept" and choice != REJECT:  # no choice in it: nobody chose
+            hint = await self._hint(policy, spec, arguments, targets, decision, rules, ctx.caller)
+            return Clearance(refused, "cancel", hint, NO_CHOICE, by=by)
         return Clearance(refused, "reject", by=by)
 
     async def _keep_always(

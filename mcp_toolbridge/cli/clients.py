@@ -7,13 +7,16 @@ installation uvx made in its cache). Manifest and policy paths are made absolute
 servers from an undefined working directory (Claude Desktop: ``/``), so nothing relative
 would work, and every snippet names the workspace: the client's own variable for its open
 folder where it has one (VS Code and Cursor: ``${workspaceFolder}``), an absolute path
-otherwise.
+otherwise. With that variable, the paths inside the folder the config is written for (the
+working directory) are written from it (``${workspaceFolder}/manifests``), so a project's
+``.vscode/mcp.json`` or ``.cursor/mcp.json`` works in every clone of the project.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +46,18 @@ class ClientKind:
     expose: str = "auto"
     """The ``--expose`` mode that fits the client (docs/clients.md says why)."""
     expose_why: str = ""
+
+    def folder(self, config: Path | None = None) -> FolderVariable | None:
+        """What the client puts in for its folder variable when it reads ``config``: the
+        project holding it (``PROJECT/.vscode/mcp.json``, ``PROJECT/.cursor/mcp.json``), else
+        the working directory (the project ``config`` writes the entry for)."""
+        if self.folder_variable is None:
+            return None
+        place = config.resolve().parent if config is not None else None
+        project = (
+            place.parent if place is not None and place.name in (".vscode", ".cursor") else None
+        )
+        return FolderVariable(self.folder_variable, project or Path.cwd().resolve())
 
 
 CLIENTS = {
@@ -89,6 +104,44 @@ CLIENTS = {
 }
 
 
+PATH_OPTIONS = frozenset({"--secrets", "--audit", "--record", "--skills", "--ad-hoc"})
+"""The options of ``serving_options`` whose value is a path."""
+
+
+@dataclass(frozen=True)
+class FolderVariable:
+    """A client's variable for the folder it has open, and the folder it stands for here."""
+
+    variable: str
+    folder: Path
+
+    def path(self, path: Path | str) -> str:
+        """``path`` absolute, or from the variable when it lies inside the folder (as named:
+        a link in the project stays one, as it is in every clone)."""
+        for absolute in (Path(os.path.abspath(path)), Path(path).resolve()):
+            if absolute.is_relative_to(self.folder):
+                inside = absolute.relative_to(self.folder).as_posix()
+                return self.variable if inside == "." else f"{self.variable}/{inside}"
+        return str(Path(path).resolve())
+
+    def options(self, options: Sequence[str]) -> list[str]:
+        return [
+            self.path(o) if i and options[i - 1] in PATH_OPTIONS else o
+            for i, o in enumerate(options)
+        ]
+
+    def expand(self, argv: Sequence[str]) -> list[str]:
+        """``argv`` as the client starts it: the variable in paths replaced by the folder
+        (``--workspace``'s value kept as written)."""
+        prefix = self.variable + "/"
+        return [
+            str(self.folder / a.removeprefix(prefix))
+            if a.startswith(prefix) or (a == self.variable and argv[i - 1 : i] != ["--workspace"])
+            else a
+            for i, a in enumerate(argv)
+        ]
+
+
 def serve_arguments(
     paths: Sequence[Path],
     *,
@@ -96,19 +149,24 @@ def serve_arguments(
     workspace: Path | str | None = None,
     options: Sequence[str] = (),
     verb: Sequence[str] = ("serve",),
+    folder: FolderVariable | None = None,
 ) -> list[str]:
-    """``serve`` (or ``verb``), its options and the manifest paths, every path absolute.
+    """``serve`` (or ``verb``), its options and the manifest paths, every path absolute, or
+    from ``folder``'s variable when it lies in that folder.
 
     ``workspace``: a path (made absolute), or a client's variable (kept as written).
     ``options`` are further options, already absolute (see ``serving_options``)."""
+    made: Callable[[Path], str] = folder.path if folder else _absolute
     args = list(verb)
     if policy is not None:
-        args += ["--policy", str(policy.resolve())]
+        args += ["--policy", made(policy)]
     if isinstance(workspace, Path):
         workspace = str(workspace.resolve())
     if workspace is not None:
         args += ["--workspace", workspace]
-    return [*args, *options, *(str(p.resolve()) for p in paths)]
+    if folder is not None:
+        options = folder.options(options)
+    return [*args, *options, *(made(p) for p in paths)]
 
 
 def fitting_expose(kind: ClientKind, locked: Sequence[str]) -> str:
@@ -138,14 +196,18 @@ def client_config(
 ) -> dict[str, Any]:
     """The whole config file content for ``client`` with one server, ``toolbridge``.
 
-    The workspace is ``workspace`` when given, else the client's folder variable, else the
-    working directory; ConfigError when that is ``/`` or the home folder. ``expose`` is the
+    The workspace is ``workspace`` when given, else the client's folder variable (and the
+    paths inside the working directory are written from it), else the working directory;
+    ConfigError when that is ``/`` or the home folder. ``expose`` is the
     ``--expose`` mode, by default the one that fits the client (``ClientKind.expose``)."""
     kind = CLIENTS[client]
     chosen_expose = expose or kind.expose
     if chosen_expose != "auto":
         options = [*options, "--expose", chosen_expose]
     chosen: Path | str | None = workspace or kind.folder_variable or default_workspace()
+    # paths from the folder variable when the config is for the project `config` runs in
+    # (not / or the home folder: a user-level file, where the variable names any project)
+    folder = kind.folder() if workspace is None and default_workspace() is not None else None
     if chosen is None:
         raise ConfigError(
             f"{kind.title} starts servers in a folder nobody chose, so the config must name "
@@ -153,7 +215,7 @@ def client_config(
             "this in the project folder, or add --workspace DIR",
             code=ErrorCode.CONFIG_INVALID,
         )
-    args = serve_arguments(paths, policy=policy, workspace=chosen, options=options)
+    args = serve_arguments(paths, policy=policy, workspace=chosen, options=options, folder=folder)
     entry = server_entry(kind, command or server_command(), args)
     return {kind.top_key: {SERVER_NAME: entry}}
 

@@ -241,11 +241,14 @@ def _interpreter(command: Path, launch: ClientLaunch) -> Finding | None:
 
 
 def _serve_options(
-    entry: dict[str, Any], launch: ClientLaunch, parse: Parse
+    entry: dict[str, Any], launch: ClientLaunch, parse: Parse, args: argparse.Namespace
 ) -> argparse.Namespace | Finding:
     """The entry's ``serve`` arguments, parsed as serve parses them, relative paths taken
-    from the client's working directory."""
+    from the client's working directory, the client's folder variable put in."""
     argv = _argv(entry)[1:]
+    kind = CLIENTS.get(args.client or "")
+    if kind is not None and (folder := kind.folder(args.config)) is not None:
+        argv = folder.expand(argv)
     verb = next((i for i, a in enumerate(argv) if a in VERBS), None)
     if verb is None:
         return Finding(
@@ -444,7 +447,7 @@ def diagnose(args: argparse.Namespace, parse: Parse, settings_of: SettingsOf) ->
     findings += check_command(str(entry.get("command", "")), launch, title)
     if (gone := source_problem(_argv(entry)[1:], launch.cwd)) is not None:
         findings = [f for f in findings if not f.ok] + [Finding(False, "command", *gone)]
-    parsed = _serve_options(entry, launch, parse) if args.client or args.config else args
+    parsed = _serve_options(entry, launch, parse, args) if args.client or args.config else args
     if isinstance(parsed, Finding):
         return [*findings, parsed]
     given = parsed.workspace

@@ -344,6 +344,13 @@ def _add_serve_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="serve the valid tools when some manifests have problems (they are logged)",
     )
+    parser.add_argument(
+        "--record",
+        type=user_path,
+        default=None,
+        metavar="DIR",
+        help="write CT_TOOL_CALL/CT_TOOL_RESULT frames of every call as JSONL into DIR",
+    )
     add_serve_options(parser)
 
 

@@ -60,7 +60,8 @@ if TYPE_CHECKING:
 
 
 def add_serve_options(parser: argparse.ArgumentParser) -> None:
-    """Transport and recording options of ``serve`` and ``replay``."""
+    """Transport and serving options of ``serve`` and ``replay`` (their path options, with
+    ``--record``, are parsing.py's: a leading ``~`` read by its ``user_path``)."""
     parser.add_argument(
         "--http",
         default=None,
@@ -176,13 +177,6 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="reload manifests and the policy when they change; an invalid change keeps the "
         "current catalog (its problems are logged)",
-    )
-    parser.add_argument(
-        "--record",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="write CT_TOOL_CALL/CT_TOOL_RESULT frames of every call as JSONL into DIR",
     )
 
 

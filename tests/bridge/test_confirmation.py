@@ -11,7 +11,13 @@ import mcp_types as types
 import pytest
 
 from mcp_toolbridge.bridge.asking import ALLOW_ALWAYS, ALLOW_ONCE, REJECT
-from mcp_toolbridge.bridge.gate import DISMISSED, HEADLESS_DENIED, NOT_ASKED, NOT_CONSENT
+from mcp_toolbridge.bridge.gate import (
+    DISMISSED,
+    HEADLESS_DENIED,
+    NO_CHOICE,
+    NOT_ASKED,
+    NOT_CONSENT,
+)
 from mcp_toolbridge.builtins.question import DISMISSED_REASON, NOT_ASKED_MESSAGE
 from mcp_toolbridge.runtime import Settings
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
@@ -54,6 +60,11 @@ CANCEL = "cancel"
 answers every question so, at once, with nobody asked)."""
 
 
+NO_DECISION = "accepted with no decision"
+"""A Person's choice that is no choice either: the client answers ``accept`` with nothing in
+the form (a client that accepts every form as it is shown)."""
+
+
 class Person:
     """The human at the client: answers each confirmation with the next scripted choice."""
 
@@ -71,6 +82,8 @@ class Person:
             return types.ElicitResult(action="decline")
         if choice == CANCEL:
             return types.ElicitResult(action="cancel")
+        if choice == NO_DECISION:
+            return types.ElicitResult(action="accept", content={})
         return types.ElicitResult(action="accept", content={"decision": choice})
 
 
@@ -148,6 +161,27 @@ async def test_a_cancelled_confirmation_is_refused_as_not_asked_never_as_a_rejec
         ("cancel", "deny", "denied")
     ]
     assert final[0]["exitCode"] is None
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_confirmation_accepted_without_a_choice_is_not_a_rejection(
+    tmp_path: Path, mode: str
+) -> None:
+    """The client answers ``accept`` with an empty form (the TypeScript SDK's client did, from
+    a handler that accepts what it is shown): nobody chose Reject, so the model is not told a
+    person rejected the call (it was: 'the person you are working with rejected this call').
+    Refused as a question nobody answered, with the way to allow it; audited as ``cancel``."""
+    settings = _setup(tmp_path)
+    person = Person(NO_DECISION)
+    async with served_client(settings, mode, elicitation_callback=person) as client:
+        result = await client.call_tool("guarded", {"text": "x"})
+    text = text_of(result)
+    assert result.is_error is True and len(person.asked) == 1
+    assert text.startswith(f"{NO_CHOICE}. {NOT_CONSENT} (asked by ")
+    assert "rejected" not in text
+    assert text.endswith("To allow it, start the server with --allow guarded.")
+    final = [line for line in _audit(settings) if line["answer"] != "pending"]
+    assert [(r["answer"], r["outcome"]) for r in final] == [("cancel", "denied")]
 
 
 @pytest.mark.parametrize("mode", MODES)

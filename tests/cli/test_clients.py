@@ -51,17 +51,19 @@ def test_each_client_gets_its_own_file_shape_with_absolute_paths_and_the_workspa
     if typed:
         assert entry["type"] == "stdio"
     assert Path(entry["command"]).is_absolute() and Path(entry["command"]).exists()
-    policy, manifests = (tmp_path / "p.toml").resolve(), (tmp_path / "m").resolve()
+    policy, manifests = str((tmp_path / "p.toml").resolve()), str((tmp_path / "m").resolve())
     workspace = FOLDER_VARIABLE.get(client, str(tmp_path.resolve()))
+    if client in FOLDER_VARIABLE:  # inside the project the file is for: from its variable
+        policy, manifests = f"{workspace}/p.toml", f"{workspace}/m"
     expose = EXPOSE.get(client)
     assert entry["args"][-8 if expose else -6 :] == [
         "serve",
         "--policy",
-        str(policy),
+        policy,
         "--workspace",
         workspace,
         *(["--expose", expose] if expose else []),
-        str(manifests),
+        manifests,
     ]
     assert "put this in" in hint
     assert (f"--expose {expose}:" in hint) is bool(expose)
@@ -101,6 +103,54 @@ def test_clients_with_a_folder_variable_need_no_workspace_from_the_home_folder(
     config, _ = _config(capsys, "--client", "vscode")
     args = config["servers"]["toolbridge"]["args"]
     assert args[args.index("--workspace") + 1] == "${workspaceFolder}"
+
+
+@pytest.mark.parametrize("client", sorted(FOLDER_VARIABLE))
+def test_a_project_config_names_the_paths_inside_the_project_from_its_folder_variable(
+    client: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """.vscode/mcp.json and .cursor/mcp.json are committed with the project: a path inside it
+    is written from ${workspaceFolder}, so the file works in a teammate's clone; a path
+    outside it stays absolute."""
+    project, elsewhere = tmp_path / "project", tmp_path / "tools"
+    for folder in (project / "manifests" / "git", project / "skills"):
+        folder.mkdir(parents=True)
+    elsewhere.mkdir()
+    (project / "policy.toml").write_text("", encoding="utf-8")
+    monkeypatch.chdir(project)
+    argv = ["--client", client, "manifests/git", str(elsewhere), ".", "--policy", "policy.toml"]
+    argv += ["--skills", "skills"]
+    config, _ = _config(capsys, *argv)
+    args = config[EXPECTED[client][0]]["toolbridge"]["args"]
+    variable = FOLDER_VARIABLE[client]
+    assert args[args.index("--policy") + 1] == f"{variable}/policy.toml"
+    assert args[args.index("--skills") + 1] == f"{variable}/skills"
+    assert args[-3:] == [f"{variable}/manifests/git", str(elsewhere.resolve()), variable]
+    assert not any(str(tmp_path) in a for a in args if a != str(elsewhere.resolve()))
+
+
+@pytest.mark.parametrize("client", sorted(EXPECTED))
+def test_with_a_workspace_given_or_for_a_user_level_file_every_path_stays_absolute(
+    client: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No variable but the workspace's own where config cannot know the folder the file is
+    for: a workspace given to config, or config run in the home folder (a user-level file)."""
+    (tmp_path / "m").mkdir()
+    monkeypatch.chdir(tmp_path)
+    config, _ = _config(capsys, "--client", client, "m", "--workspace", str(tmp_path))
+    args = config[EXPECTED[client][0]]["toolbridge"]["args"]
+    assert args[-1] == str((tmp_path / "m").resolve())
+    monkeypatch.setenv("HOME", str(tmp_path))
+    if client in FOLDER_VARIABLE:
+        config, _ = _config(capsys, "--client", client, "m")
+        args = config[EXPECTED[client][0]]["toolbridge"]["args"]
+        assert args[-1] == str((tmp_path / "m").resolve())
 
 
 @pytest.mark.parametrize(
@@ -215,9 +265,14 @@ def test_uvx_and_pipx_run_are_told_where_the_package_came_from(
     assert pipx[1:] == ["run", "--spec", source, "mcp-toolbridge"]
 
 
-def test_an_installation_in_a_temporary_folder_is_said_to_not_last(tmp_path: Path) -> None:
+def test_an_installation_in_a_temporary_folder_is_said_to_not_last(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Installed from an index (no direct URL): where the test's own checkout lies (a clone
+    in /tmp, say) has nothing to do with it."""
     from mcp_toolbridge.cli.installed import temporary_warning
 
+    monkeypatch.setattr(importlib.metadata, "distribution", lambda name: _Dist(None))
     warning = temporary_warning(tmp_path / "venv")  # pytest's tmp_path is in the temp folder
     assert warning is not None and "uv tool install mcp-toolbridge" in warning
     assert temporary_warning(tmp_path / ".cache/uv/archive-v0/Xk2p9") is None  # uvx: its form

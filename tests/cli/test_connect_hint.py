@@ -190,3 +190,30 @@ async def test_a_client_started_from_the_banner_hint_serves_the_same_tools(
             assert {t.name for t in (await client.list_tools()).tools} == served
             result = await client.call_tool("echo", {"text": "from the hint"})
     assert result.structured_content == {"echo": {"text": "from the hint"}}
+
+
+@pytest.mark.e2e
+async def test_serve_record_takes_a_leading_tilde_as_the_home_folder(tmp_path: Path) -> None:
+    """Like every other path option: a client starts serve without a shell, so ``--record
+    ~/rec`` in its config arrives as written; the frames go to the home folder's rec, not to a
+    folder named ``~`` in the client's working directory, and the hint names it by its path."""
+    good = agentcli_manifest(tmp_path / "good", [echo_tool("echo")], {"echo": ECHO})
+    home, elsewhere = tmp_path / "home", tmp_path / "started-here"
+    home.mkdir()
+    elsewhere.mkdir()
+    argv = ["serve", str(good.parent), "--record", "~/rec", "--locked", "none", "--no-audit"]
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "mcp_toolbridge", *argv, "--workspace", str(elsewhere)],
+        env={"PATH": os.environ.get("PATH", ""), "HOME": str(home)},
+        cwd=str(elsewhere),
+    )
+    errlog = tmp_path / "stderr.txt"
+    with anyio.fail_after(60), errlog.open("w", encoding="utf-8") as err:
+        async with Client(stdio_client(server, errlog=err)) as client:
+            result = await client.call_tool("echo", {"text": "recorded"})
+    assert result.structured_content == {"echo": {"text": "recorded"}}
+    assert not (elsewhere / "~").exists()
+    (frames,) = (home / "rec").glob("*.jsonl")
+    assert "recorded" in frames.read_text(encoding="utf-8")
+    assert f'"--record", "{home / "rec"}"' in errlog.read_text(encoding="utf-8")

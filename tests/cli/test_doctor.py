@@ -267,3 +267,33 @@ def test_a_tilde_in_a_clients_config_is_the_home_folder(
     _, lines, text = _doctor(capsys, "--client", "claude-desktop", "--config", str(config))
     assert lines["workspace"] == f"ok       workspace    {home / 'code' / 'proj'}", text
     assert lines["manifests"].startswith("ok       manifests    3 tools from 1 manifests"), text
+
+
+@pytest.mark.parametrize("client", ["vscode", "cursor"])
+def test_paths_from_the_folder_variable_are_the_projects_the_config_is_for(
+    client: str, project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """config writes ``${workspaceFolder}/manifests`` for a project's manifests (VS Code and
+    Cursor put in the folder they have open): doctor reads them in the project the entry is
+    written for (the working directory), or the one holding the ``--config`` file it reads
+    (``PROJECT/.vscode/mcp.json``), not as a folder named ``${workspaceFolder}``."""
+    examples = Path(__file__).resolve().parents[2] / "manifests" / "text-tools"
+    (project / "manifests").symlink_to(examples)
+    (project / "policy.toml").write_text("", encoding="utf-8")
+    monkeypatch.chdir(project)
+    given = ["--client", client, "manifests", "--policy", "policy.toml", "--sandbox", "off"]
+    code, lines, text = _doctor(capsys, *given)
+    assert lines["manifests"].startswith("ok       manifests    3 tools from 1 manifests"), text
+    assert lines["workspace"].startswith("ok       workspace    ${workspaceFolder}: the folder ")
+    assert code == 0, text
+
+    assert main(["config", *given]) == 0
+    written = capsys.readouterr().out
+    assert "${workspaceFolder}/manifests" in written
+    config = project / (".vscode" if client == "vscode" else ".cursor") / "mcp.json"
+    config.parent.mkdir()
+    config.write_text(written, encoding="utf-8")
+    monkeypatch.chdir(project.parent)  # doctor run elsewhere: the file's project counts
+    code, lines, text = _doctor(capsys, "--client", client, "--config", str(config))
+    assert lines["manifests"].startswith("ok       manifests    3 tools from 1 manifests"), text
+    assert lines["policy"].startswith("ok "), text

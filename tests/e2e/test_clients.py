@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
@@ -126,6 +127,50 @@ async def test_each_generated_config_started_as_its_client_does_works_in_the_fol
     assert outside.is_error
     assert f"'/etc/passwd' is outside the granted fs.read scope ({project})" in _text(outside)
     assert _text(listed) == "notes.txt"
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "manifests"
+
+
+def _checkout(project: Path) -> None:
+    """A project with its own manifests and a policy denying get_time."""
+    shutil.copytree(EXAMPLES / "text-tools", project / "tools" / "text-tools")
+    policy = '[[rules]]\npermission = "get_time"\naction = "deny"\n'
+    (project / "policy.toml").write_text(policy, encoding="utf-8")
+
+
+def _move(source: Path, target: Path) -> None:
+    shutil.copytree(source, target)
+    shutil.rmtree(source)
+
+
+@pytest.mark.parametrize("client", ["vscode", "cursor"])
+async def test_a_project_config_works_in_a_teammates_clone_of_the_project(
+    client: str,
+    tmp_path: Path,
+    home: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """.vscode/mcp.json (.cursor/mcp.json) written in one checkout and committed: started in
+    another, with ${workspaceFolder} the other, it serves that checkout's manifests under its
+    policy, no path of the first one left."""
+    mine, theirs = tmp_path / "mine" / "project", tmp_path / "theirs" / "project"
+    _checkout(mine)
+    monkeypatch.chdir(mine)
+    given = ["tools/text-tools", "--policy", "policy.toml", "--expose", "all"]
+    assert main(["config", "--client", client, *given]) == 0
+    launcher = LAUNCHERS[client]
+    written = capsys.readouterr().out
+    assert str(mine) not in written
+    _move(mine, theirs)
+    entry = json.loads(written)[launcher.key]["toolbridge"]
+    with anyio.fail_after(30):
+        async with Client(launcher.params(entry, theirs, home)) as session:
+            names = {t.name for t in (await session.list_tools()).tools}
+            counted = await session.call_tool("word_count", {"text": "a teammate's clone"})
+    assert "word_count" in names and "get_time" not in names  # their policy denies it
+    assert '"words": 3' in _text(counted)
 
 
 async def test_a_config_without_a_workspace_started_in_root_refuses_file_tools_with_the_hint(

@@ -5,15 +5,18 @@ bundle's server: the command, arguments and environment from the bundle format's
 ``getMcpConfigForManifest`` (the mcpb package's: ``${__dirname}`` and ``${user_config.*}``
 substituted, a setting left blank taking its default, a ``multiple`` setting standing alone as
 an argument becoming one argument per value), a minimal PATH holding only the system and the
-host's own uv (the ``uv`` server type: the host provides uv and Python), in /."""
+host's own uv (the ``uv`` server type: the host provides uv and Python), in /. The bundle
+carries uv.lock, and the environment the host's uv makes holds exactly the versions it pins."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import tomllib
 from collections.abc import Mapping
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -121,9 +124,29 @@ def test_the_manifest_kept_in_the_repository_is_the_one_the_bundle_carries(
     assert manifest["user_config"]["secrets"]["sensitive"] is True
     assert set(manifest["compatibility"]["platforms"]) == {"darwin", "linux"}
     assert (unpacked / "pyproject.toml").is_file()  # what the uv type installs from
+    # ...at the versions the package tests ran: the lock scripts/bundle wrote, which uv run
+    # --frozen installs as it is
+    assert (unpacked / "uv.lock").read_bytes() == (ROOT / "uv.lock").read_bytes()
+    assert "--frozen" in manifest["server"]["mcp_config"]["args"]
     assert not (unpacked / "server" / "lib").exists() and not (unpacked / ".venv").exists()
     word_count = unpacked / "manifests" / "text-tools" / "tools" / "bin" / "word_count"
     assert os.access(word_count, os.X_OK)
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def locked_versions(lock: Path) -> dict[str, str]:
+    packages = tomllib.loads(lock.read_text(encoding="utf-8"))["package"]
+    return {_canonical(p["name"]): p["version"] for p in packages}
+
+
+def installed_versions(venv: Path) -> dict[str, str]:
+    (site,) = venv.glob("lib/python3.*/site-packages")
+    return {
+        _canonical(d.metadata["Name"]): d.version for d in metadata.distributions(path=[str(site)])
+    }
 
 
 async def _served(config: dict[str, Any], env: dict[str, str]) -> tuple[set[str], str, str]:
@@ -172,6 +195,11 @@ async def test_the_bundle_starts_as_its_manifest_says_with_only_the_workspace_se
     assert {"word_count", "slugify", "read", "bash"} <= names  # the bundled examples
     assert '"words": 3' in counted
     assert "the folder meant" in notes
+    # the host's uv made the bundle's environment from its uv.lock, version for version
+    installed = installed_versions(unpacked / ".venv")
+    locked = locked_versions(unpacked / "uv.lock")
+    assert {"mcp-toolbridge", "mcp", "pydantic-core", "anyio"} <= set(installed)
+    assert {name: locked.get(name) for name in installed} == installed
 
 
 async def test_the_bundle_serves_the_manifests_policy_and_secrets_its_settings_name(

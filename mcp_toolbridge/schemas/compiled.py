@@ -9,18 +9,64 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
-from mcp_toolbridge.schemas.drafts import validator_class
+from mcp_toolbridge.schemas.drafts import validator_class, with_linear_patterns
 from mcp_toolbridge.schemas.explain import WEAK, SchemaProblem, explain
 from mcp_toolbridge.schemas.lines import rank
 
+MAX_PROBLEMS = 50
+"""Problems found before the search stops: an array of 8,000 wrong items took 4 s of the
+event loop (a list searched for each problem's duplicate), and the 2 million a 4 MiB request
+holds would have taken days."""
 _ENDLESS = (
     "the schema (or the value) nests without end, e.g. a $ref that refers to itself; fix the schema"
 )
+
+
+_SIZES: tuple[tuple[str, type], ...] = (
+    ("maxLength", str),
+    ("maxItems", list),
+    ("maxProperties", dict),
+)
+
+
+def _oversized(schema: object, value: object, path: tuple[str | int, ...]) -> list[SchemaProblem]:
+    """The upper size bounds ``value`` breaks, looked for from the top down through
+    ``properties`` and the ``items`` of a bounded array, and nothing below a bound broken: a
+    value too big is refused without a look inside it (an array of a million items took
+    seconds of the event loop, each item checked, before its maxItems of 200 was told)."""
+    if not isinstance(schema, dict):
+        return []
+    found: list[SchemaProblem] = []
+    for keyword, kind in _SIZES:
+        limit = schema.get(keyword)
+        if isinstance(value, kind) and isinstance(limit, int) and len(value) > limit:  # type: ignore[arg-type]
+            error = ValidationError(
+                f"{keyword} {limit}",
+                validator=keyword,
+                validator_value=limit,
+                instance=value,
+                schema=schema,
+                path=path,
+            )
+            found.append(explain(error))
+    if found:
+        return found
+    properties = schema.get("properties")
+    if isinstance(value, dict) and isinstance(properties, dict):
+        for name, sub in properties.items():
+            if name in value:
+                found += _oversized(sub, value[name], (*path, name))
+    items = schema.get("items")
+    if isinstance(value, list) and isinstance(schema.get("maxItems"), int):
+        for index, item in enumerate(value):
+            found += _oversized(items, item, (*path, index))
+    return found
 
 
 def _schema_fault(message: str) -> SchemaProblem:
@@ -38,24 +84,32 @@ class CompiledSchema:
         self.schema = schema
 
     def problems(self, instance: object) -> list[SchemaProblem]:
-        """Every way ``instance`` fails the schema, shallow ones first, then in document
-        order, failed ``oneOf``/``anyOf`` last; empty when it is valid."""
+        """The ways ``instance`` fails the schema, shallow ones first, then in document
+        order, failed ``oneOf``/``anyOf`` last; empty when it is valid. At most
+        :data:`MAX_PROBLEMS` distinct ones: the first found, in the schema's order. A value
+        that breaks an upper size bound (maxLength, maxItems, maxProperties) gets those alone,
+        found before anything inside it is checked."""
+        too_big = _oversized(self.schema, instance, ())
+        if too_big:
+            return too_big[:MAX_PROBLEMS]
         try:
             ranked: list[tuple[tuple[int, tuple[str, ...], bool], SchemaProblem]] = []
+            seen: set[SchemaProblem] = set()
             for error in self._validator.iter_errors(instance):  # type: ignore[arg-type]
                 problem = explain(error)
+                if problem in seen:
+                    continue
+                seen.add(problem)
                 ranked.append((rank(_parts(problem.path), error.validator in WEAK), problem))
+                if len(ranked) >= MAX_PROBLEMS:
+                    break
         except Unresolvable as exc:
             return [_schema_fault(f"the schema's $ref {exc.ref!r} cannot be resolved; fix it")]
         except re.error as exc:
             return [_schema_fault(f"the schema has an invalid regular expression ({exc}); fix it")]
         except RecursionError:
             return [_schema_fault(_ENDLESS)]
-        out: list[SchemaProblem] = []
-        for _, problem in sorted(ranked, key=lambda item: item[0]):
-            if problem not in out:
-                out.append(problem)
-        return out
+        return [problem for _, problem in sorted(ranked, key=lambda item: item[0])]
 
     def validate(self, instance: object) -> list[str]:
         """:meth:`problems` as lines, ``at /path: message`` (``at /: ...`` for the root)."""
@@ -84,7 +138,7 @@ def compile_schema(
     ``registry`` maps extra ``$ref`` targets (e.g. ``schema:mail.send.request.v1``) to schemas;
     schemas made by :func:`bundle_refs` need none.
     """
-    cls = validator_class(schema)
+    cls = with_linear_patterns(validator_class(schema))
     if registry:
         resources = [
             (uri, Resource.from_contents(body, default_specification=DRAFT202012))

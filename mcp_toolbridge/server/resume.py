@@ -13,7 +13,11 @@ stream is the cancellation.
   session ends: DELETE, idle expiry or shutdown.
 - Bounded by count and bytes (:data:`MAX_EVENTS`, :data:`MAX_BYTES`): past either, the oldest
   events go first. A resumed call whose result went that way is answered with error
-  :data:`RESULT_LOST` instead of being left waiting.
+  :data:`RESULT_LOST` instead of being left waiting. All the sessions of a process together
+  keep at most :data:`MAX_TOTAL_BYTES` (:class:`EventBudget`): past it, the session that
+  stores drops its own oldest events. Before, 10,000 sessions of 4 MiB each (the SDK's
+  limit; an anonymous caller's alone) could keep 40 GB, each filled by one call echoing its
+  arguments.
 - Every SSE stream to a 2025-11-25 client starts with a priming event (an event id, empty data
   and ``retry``): the SDK primes each POST's stream; ``http_sessions.PrimedStreams`` primes
   the GET streams (the standalone one, and each resumed one with the id it resumes from).
@@ -49,6 +53,8 @@ MAX_EVENTS = 1000
 MAX_BYTES = 4 << 20
 """Bytes of serialized messages kept per session. A single message larger than this (a tool
 result of more than 4 MiB) is sent but not kept: that call cannot be resumed."""
+MAX_TOTAL_BYTES = 256 << 20
+"""Bytes kept by all the sessions of a process together."""
 RETRY_MS = 1000
 """The reconnection delay suggested to clients (the SSE ``retry`` field)."""
 FOLLOW_IDLE_S = 300.0
@@ -111,13 +117,36 @@ def lost_result(stream_id: str) -> EventMessage:
     return EventMessage(JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
 
 
+@dataclass(slots=True)
+class EventBudget:
+    """The bytes every session store of a process keeps, together."""
+
+    limit: int = MAX_TOTAL_BYTES
+    kept: int = 0
+
+    @property
+    def over(self) -> bool:
+        return self.kept > self.limit
+
+
+PROCESS_EVENTS = EventBudget()
+
+
 class SessionEvents(EventStore):
     """The event store of one session: every message sent on its streams, oldest dropped
-    first past :data:`MAX_EVENTS` or :data:`MAX_BYTES`."""
+    first past :data:`MAX_EVENTS` or :data:`MAX_BYTES`, or while the process's stores
+    together keep more than their ``budget``."""
 
-    def __init__(self, *, max_events: int = MAX_EVENTS, max_bytes: int = MAX_BYTES) -> None:
+    def __init__(
+        self,
+        *,
+        max_events: int = MAX_EVENTS,
+        max_bytes: int = MAX_BYTES,
+        budget: EventBudget = PROCESS_EVENTS,
+    ) -> None:
         self._max_events = max_events
         self._max_bytes = max_bytes
+        self._budget = budget
         self._seq = 0
         self._events: deque[_Event] = deque()
         self._bytes = 0
@@ -135,6 +164,7 @@ class SessionEvents(EventStore):
         self._closed = True
         self._events.clear()
         self._streams.clear()
+        self._budget.kept -= self._bytes
         self._bytes = 0
         self._changed.set()
 
@@ -157,6 +187,7 @@ class SessionEvents(EventStore):
             stream.events.append(event)
             self._events.append(event)
             self._bytes += event.size
+            self._budget.kept += event.size
             self._evict()
         elif stream.finished and not stream.events:
             del self._streams[stream_id]
@@ -166,10 +197,13 @@ class SessionEvents(EventStore):
 
     def _evict(self) -> None:
         while self._events and (
-            len(self._events) > self._max_events or self._bytes > self._max_bytes
+            len(self._events) > self._max_events
+            or self._bytes > self._max_bytes
+            or self._budget.over
         ):
             oldest = self._events.popleft()
             self._bytes -= oldest.size
+            self._budget.kept -= oldest.size
             stream = self._streams.get(oldest.stream_id)
             if stream is None:
                 continue

@@ -25,7 +25,11 @@ OAuth authorization server issued for this MCP server.
   the token's own ``exp``: a token the issuer revokes is honoured at most that long. An
   inactive or failed answer is never kept (the next request asks again). With ``0`` every
   request asks, and a revoked token is refused at the next one. Without credentials opaque
-  tokens are refused.
+  tokens are refused. At most :data:`MAX_INTROSPECTIONS` questions are out at once; a token
+  that finds no place within :data:`FETCH_TIMEOUT_S` is refused (retry): before, a flood of
+  made-up tokens, before any credential counted, had the server open a connection to the
+  issuer for each (400 at once from 400 requests), its descriptors and the issuer's rate
+  limits used up for every caller.
 
 The token is never logged, kept beyond the request or passed on: what is remembered is keyed
 by its digest and holds the caller without the token; the server turns it into a
@@ -65,6 +69,8 @@ MAX_REMEMBERED = 10_000
 """Tokens remembered at most, JWTs and introspected ones each (least recently used go)."""
 MAX_DOCUMENT_BYTES = 1 << 20
 FETCH_TIMEOUT_S = 10.0
+MAX_INTROSPECTIONS = 16
+"""Introspection requests out to the issuer at once, from this process."""
 
 
 def metadata_urls(issuer: str) -> list[str]:
@@ -123,6 +129,7 @@ class TokenValidator:
         self._prepared: dict[tuple[int, str], jwt.PyJWK] = {}
         self._remembered: OrderedDict[bytes, tuple[AccessToken, float]] = OrderedDict()
         self._introspected: OrderedDict[bytes, tuple[AccessToken, float]] = OrderedDict()
+        self._asking = anyio.CapacityLimiter(MAX_INTROSPECTIONS)
         self._fetched_at = -refetch_after_s
         self._lock = anyio.Lock()
 
@@ -326,12 +333,19 @@ class TokenValidator:
         basic = f"{options.introspection_client_id}:{options.introspection_secret}"
         auth = "Basic " + base64.b64encode(basic.encode()).decode()
         form = {"token": token, "token_type_hint": "access_token"}
+        with anyio.move_on_after(FETCH_TIMEOUT_S) as waiting:
+            await self._asking.acquire()
+        if waiting.cancelled_caught:
+            refuse(f"{options.issuer} could not be asked about the token (too many at once): retry")
+            return None
         try:
             found = await _get_json(self.metadata["introspection_endpoint"], form=form, auth=auth)
         except (ExecError, ValueError, TimeoutError) as exc:
             log.warning("auth: token introspection failed: %s", getattr(exc, "message", exc))
             refuse(f"{self.options.issuer} could not be asked about the token: retry")
             return None
+        finally:
+            self._asking.release()
         if not isinstance(found, dict) or found.get("active") is not True:
             refuse(f"{self.options.issuer} says the access token is not active (revoked, expired)")
             return None

@@ -31,7 +31,7 @@ from mcp_toolbridge.server.deadlines import HEAD_S
 from mcp_toolbridge.server.http import HttpService
 from mcp_toolbridge.server.http_options import HttpOptions
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
-from tests.support.httpserve import ACCEPT, http_server
+from tests.support.httpserve import ACCEPT, answer_from, call, http_server, open_session
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -182,3 +182,93 @@ async def test_malformed_requests_are_refused_and_the_server_serves_on(tmp_path:
         assert rebound.status_code == 421
         opened = await http.post(url, content=_OPENING, headers=ACCEPT)
         assert opened.status_code == 200, opened.text
+
+
+async def test_a_call_with_300000_unknown_argument_names_gets_a_short_answer(
+    tmp_path: Path,
+) -> None:
+    """A 3.5 MB call naming 300,000 properties the tool does not take: the schema error lists
+    the first 30 names and counts the rest. It listed every one, twice (the text and
+    ``_meta``), an 11 MB answer to a 3.5 MB request, with a typo search per name: two seconds
+    of the event loop, in which no other client was answered."""
+    async with http_server(tmp_path) as server, httpx2.AsyncClient(timeout=60) as http:
+        session = await open_session(http, server.url, stateless=False)
+        names = ",".join(f'"k{i}":1' for i in range(300_000))
+        body = (
+            '{"jsonrpc":"2.0","id":9,"method":"tools/call",'
+            '"params":{"name":"read","arguments":{' + names + "}}}"
+        )
+        response = await http.post(server.url, content=body, headers=session.headers)
+        assert response.status_code == 200, response.text[:300]
+        assert len(response.content) < 16_000, len(response.content)
+        result = answer_from(response.content)["result"]
+        assert result["isError"] is True
+        text = result["content"][0]["text"]
+        assert '"k29" (299970 more); expected only the properties "file_path"' in text, text
+        assert 'missing the required property "file_path"' in text
+
+
+async def test_a_call_with_an_array_of_a_million_items_is_refused_at_once(tmp_path: Path) -> None:
+    """``todo`` takes at most 200 items. A 2 MB call sending it a million, each of the wrong
+    kind: refused for its size, in well under a second. Every item was checked first, and
+    each of its problems looked for among those found before (a list), so 8,000 items took
+    4 s of the event loop and a million, which a 4 MiB request holds, days: no other client
+    was answered meanwhile. The second call, a million items of the right kind, was checked
+    item by item too (seconds)."""
+    async with http_server(tmp_path) as server, httpx2.AsyncClient(timeout=60) as http:
+        session = await open_session(http, server.url, stateless=False)
+        for item in ("1", '{"content":"a","status":"pending","id":"1"}'):
+            items = ",".join([item] * 1_000_000)
+            body = (
+                '{"jsonrpc":"2.0","id":9,"method":"tools/call",'
+                '"params":{"name":"todo","arguments":{"todos":[' + items + "]}}}"
+            )
+            if len(body) > 4 * 1024 * 1024:  # the SDK's cap: as many as fit
+                body = body[: 4 * 1024 * 1024 - 100].rpartition(item)[0] + item + "]}}}"
+                body = body.replace(",]", "]")
+            with anyio.fail_after(20):
+                response = await http.post(server.url, content=body, headers=session.headers)
+            assert response.status_code == 200, response.text[:300]
+            assert len(response.content) < 16_000, len(response.content)
+            text = answer_from(response.content)["result"]["content"][0]["text"]
+            assert "at /todos: expected at most 200 items; got" in text, text
+            async with httpx2.AsyncClient(timeout=5) as other:
+                with anyio.fail_after(2):  # the event loop is free again at once
+                    health = await other.get(server.url.replace("/mcp", "/healthz"))
+            assert health.status_code == 200
+
+
+EMAIL_CHECK = (
+    r"^([a-zA-Z0-9])(([\-.]|[_]+)?([a-zA-Z0-9]+))*(@){1}[a-z0-9]+[.]{1}"
+    r"(([a-z]{2,3})|([a-z]{2,3}[.]{1}[a-z]{2,3}))$"
+)
+"""A known email check that backtracks: each character more doubles Python's time."""
+
+
+async def test_an_argument_that_a_manifests_pattern_backtracks_on_is_refused_at_once(
+    tmp_path: Path,
+) -> None:
+    """A manifest tool whose argument has a pattern that backtracks, and a call with 60
+    letters and a '!': refused as not matching, at once. Python's ``re`` took a minute for 30
+    letters, doubling with each one more, on the event loop: no other client was answered."""
+    tools = tmp_path / "tools"
+    schema = {
+        "type": "object",
+        "properties": {"text": {"type": "string", "pattern": EMAIL_CHECK}},
+        "required": ["text"],
+    }
+    good = {"text": "ab.c@example.com"}
+    agentcli_manifest(tools, [echo_tool("mail", schema=schema, bin="echo")], {"echo": ECHO})
+    async with (
+        http_server(tmp_path, "--allow", "mail", str(tools)) as server,
+        httpx2.AsyncClient(timeout=60) as http,
+    ):
+        session = await open_session(http, server.url, stateless=False)
+        with anyio.fail_after(10):
+            refused = await session.ask(call("mail", {"text": "a" * 60 + "!"}))
+        text = refused["result"]["content"][0]["text"]
+        assert "expected a string matching the pattern" in text, text
+        with anyio.fail_after(30):
+            echoed = await session.ask(call("mail", good))
+        assert echoed["result"].get("isError") is not True, echoed
+        assert "ab.c@example.com" in json.dumps(echoed["result"])

@@ -7,7 +7,7 @@ import anyio
 from mcp.server.streamable_http import GET_STREAM_KEY, EventMessage
 from mcp_types import JSONRPCError, JSONRPCNotification, JSONRPCResponse
 
-from mcp_toolbridge.server.resume import RESULT_LOST, SessionEvents, parse_event_id
+from mcp_toolbridge.server.resume import RESULT_LOST, EventBudget, SessionEvents, parse_event_id
 
 
 def _note(n: int, pad: str = "") -> JSONRPCNotification:
@@ -120,3 +120,25 @@ async def test_an_event_id_that_is_not_ours_replays_nothing() -> None:
     for foreign in ("", "abc", "12", "x-MQ", "1-%%%"):
         assert await store.replay_events_after(foreign, got) is None
     assert got.messages == []
+
+
+async def test_the_sessions_of_a_process_keep_at_most_their_budget_together() -> None:
+    """Each session keeps at most 4 MiB, and 10,000 sessions (the SDK's limit, an anonymous
+    caller's alone) each filled by one call echoing its arguments kept 40 GB; now every
+    store of a process shares one budget, and the session that stores past it drops its own
+    oldest events. A session that ends gives its bytes back."""
+    budget = EventBudget(limit=5000)
+    first = SessionEvents(max_bytes=4000, budget=budget)
+    second = SessionEvents(max_bytes=4000, budget=budget)
+    for n in range(20):
+        await first.store_event("1", _note(n, "x" * 200))
+    assert 3500 < first.kept[1] <= 4000
+    for n in range(20):
+        await second.store_event("1", _note(n, "y" * 200))
+        assert first.kept[1] + second.kept[1] == budget.kept <= 5000
+    assert second.kept[1] <= 5000 - first.kept[1]
+    first.close()
+    assert budget.kept == second.kept[1]
+    for n in range(20):
+        await second.store_event("2", _note(n, "z" * 200))
+    assert 3500 < second.kept[1] <= 4000

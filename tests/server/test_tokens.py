@@ -285,3 +285,43 @@ async def test_an_id_token_verifies_only_for_its_client_nonce_issuer_and_time(
     assert isinstance(accepted, dict) and accepted["sub"] == "alice"
     assert refused == [None] * len(refused)
     assert several is not None
+
+
+@needs_oidc
+async def test_a_flood_of_made_up_opaque_tokens_asks_the_issuer_a_bounded_number_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """200 made-up tokens at once, before any credential counts: the issuer is asked about
+    at most MAX_INTROSPECTIONS at a time, each refused, and an issued token still verifies.
+    Each was asked at once: 200 connections to the issuer from one flood, the server's
+    descriptors and the issuer's rate limits used up for every caller."""
+    out, peak = 0, 0
+    asking = tokens._get_json
+
+    async def counted(url: str, **kwargs: Any) -> Any:
+        nonlocal out, peak
+        out += 1
+        peak = max(peak, out)
+        try:
+            return await asking(url, **kwargs)
+        finally:
+            out -= 1
+
+    monkeypatch.setattr(tokens, "_get_json", counted)
+    with anyio.fail_after(60):
+        async with oidc_provider(tmp_path, clients=CLIENTS, opaque_clients=[OPAQUE]) as provider:
+            validator = Counting(_introspecting(provider.issuer, 30), RESOURCE)
+            await validator.start()
+            refused: list[AccessToken | None] = []
+
+            async def made_up(n: int) -> None:
+                refused.append(await validator.verify_token(f"made-up-{n}-token"))
+
+            async with anyio.create_task_group() as group:
+                for n in range(200):
+                    group.start_soon(made_up, n)
+            issued = await provider.client_credentials(OPAQUE, OPAQUE_SECRET, resource=RESOURCE)
+            assert await validator.verify_token(issued) is not None
+    assert refused == [None] * 200
+    assert validator.asked == 201
+    assert 1 < peak <= 16, peak  # MAX_INTROSPECTIONS

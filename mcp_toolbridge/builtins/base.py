@@ -12,6 +12,10 @@ if TYPE_CHECKING:  # the executors' request types: a declaration imports no exec
     from mcp_toolbridge.executors import ExecRequest, ExecResult
 
 BUILTIN_SOURCE = Source(path="<builtin>", index=0, format=Format.BUILTIN)
+TEXT_MAX = 4_096
+"""The longest path, file pattern, regular expression or search query a locked tool takes
+(``maxLength``): the system looks up no path longer (PATH_MAX), and a longer one only costs
+the server time (a 100 KB path took seconds to resolve, a 3.5 MB query seconds to rank)."""
 
 
 def builtin_spec(

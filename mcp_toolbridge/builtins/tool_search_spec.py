@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_toolbridge.builtins.base import builtin_spec
+from mcp_toolbridge.builtins.base import TEXT_MAX, builtin_spec
 from mcp_toolbridge.model import Safety
 
 DEFAULT_RESULTS = 5
@@ -17,6 +17,7 @@ INPUT_SCHEMA: dict[str, Any] = {
         "query": {
             "type": "string",
             "minLength": 1,
+            "maxLength": TEXT_MAX,
             "description": (
                 "What you need, in words (e.g. 'send an email', 'current time in a city'), "
                 "a tool name, or 'select:name_a,name_b' to load exactly those tools."

@@ -29,6 +29,10 @@ from mcp_toolbridge.errors import ArgumentsError
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 GLOB_CHARS = frozenset("*?[")
+PATH_MAX = 4_096
+"""The longest path, in bytes, the system looks up (Linux's PATH_MAX, the terminating NUL
+included): a longer one is refused before it is resolved, since resolving it component by
+component costs time that grows with the square of its length."""
 
 
 class PathRejectedError(ArgumentsError):
@@ -61,6 +65,12 @@ def canonicalize(path: str, *, base: Path) -> Path:
         raise PathRejectedError("the path is empty; give a file or directory path")
     check_text(path, what="the path")
     joined = os.path.join(os.fspath(base), path)
+    size = len(os.fsencode(joined))
+    if size >= PATH_MAX:
+        raise PathRejectedError(
+            f"the path {joined[:200]!r}... is {size:,} bytes long, and the system looks up "
+            f"no path of {PATH_MAX:,} bytes or more; give a shorter path"
+        )
     try:
         real = Path(os.path.realpath(joined))
     except OSError as exc:  # a link the server may not read (/proc/1/root as root, EACCES)

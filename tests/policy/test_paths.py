@@ -175,5 +175,15 @@ def test_a_link_the_server_may_not_read_is_refused_saying_why(tmp_path):
             canonicalize("/proc/1/root/etc/passwd", base=tmp_path)
     else:
         pytest.skip("this process may read /proc/1/root here")
-    with pytest.raises(PathRejectedError, match=r"\(6002 characters\) cannot be looked up"):
-        canonicalize("a/" * 3000 + "b", base=Path("/"))
+    with pytest.raises(PathRejectedError, match=r"\(301 characters\) cannot be looked up"):
+        canonicalize("x" * 300, base=Path("/"))
+
+
+def test_a_path_longer_than_the_system_looks_up_is_refused_before_it_is_resolved(tmp_path):
+    """Resolving a path costs time that grows with the square of its length: a 100 KB path
+    held the server for 38.7 s (the second red-team pass of 2026-11-29). One the system could
+    not look up anyway (PATH_MAX, 4,096 bytes) is refused before it is resolved."""
+    with pytest.raises(PathRejectedError, match=r"is 100,002 bytes long, and the system looks"):
+        canonicalize("a/" * 50_000 + "b", base=Path("/"))
+    with pytest.raises(PathRejectedError, match=r"no path of 4,096 bytes or more"):
+        canonicalize("é" * 2_048, base=Path("/"))  # 4,097 bytes, 2,049 characters

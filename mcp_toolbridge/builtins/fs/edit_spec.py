@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_toolbridge.builtins.base import builtin_spec
+from mcp_toolbridge.builtins.base import TEXT_MAX, builtin_spec
 from mcp_toolbridge.model import RequirementSet, Safety
 
 INPUT_SCHEMA: dict[str, Any] = {
@@ -13,6 +13,7 @@ INPUT_SCHEMA: dict[str, Any] = {
         "file_path": {
             "type": "string",
             "minLength": 1,
+            "maxLength": TEXT_MAX,
             "description": "The existing file to change: absolute, or relative to the "
             "workspace root.",
         },

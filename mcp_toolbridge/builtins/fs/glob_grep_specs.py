@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_toolbridge.builtins.base import builtin_spec
+from mcp_toolbridge.builtins.base import TEXT_MAX, builtin_spec
 from mcp_toolbridge.model import RequirementSet, Safety
 
 GLOB_SCHEMA: dict[str, Any] = {
@@ -14,6 +14,7 @@ GLOB_SCHEMA: dict[str, Any] = {
         "pattern": {
             "type": "string",
             "minLength": 1,
+            "maxLength": TEXT_MAX,
             "description": (
                 "The file pattern. Without '/', it matches file names at any depth ('*.py'); "
                 "with '/', paths relative to path ('src/**/*.ts'). ** spans folders, * and ? "
@@ -23,6 +24,7 @@ GLOB_SCHEMA: dict[str, Any] = {
         "path": {
             "type": "string",
             "minLength": 1,
+            "maxLength": TEXT_MAX,
             "description": "The folder to search in: absolute, or relative to the workspace "
             "root (default: the workspace root). Must be a directory.",
         },
@@ -42,6 +44,7 @@ GREP_SCHEMA: dict[str, Any] = {
         "pattern": {
             "type": "string",
             "minLength": 1,
+            "maxLength": TEXT_MAX,
             "description": (
                 "The regular expression to search for (ripgrep / Python syntax: escape "
                 "literal ( ) [ ] { } . * + ? | with a backslash)."
@@ -50,6 +53,7 @@ GREP_SCHEMA: dict[str, Any] = {
         "path": {
             "type": "string",
             "minLength": 1,
+            "maxLength": TEXT_MAX,
             "description": "The folder or file to search: absolute, or relative to the "
             "workspace root (default: the workspace root). The file an earlier truncated "
             "result names can be searched too.",
@@ -57,6 +61,7 @@ GREP_SCHEMA: dict[str, Any] = {
         "glob": {
             "type": "string",
             "minLength": 1,
+            "maxLength": TEXT_MAX,
             "description": "Only search files matching this pattern ('*.py', 'src/**/*.ts', "
             "'*.{ts,tsx}'; a leading ! excludes).",
         },

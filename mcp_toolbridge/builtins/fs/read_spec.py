@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_toolbridge.builtins.base import builtin_spec
+from mcp_toolbridge.builtins.base import TEXT_MAX, builtin_spec
 from mcp_toolbridge.model import RequirementSet, Safety
 
 DEFAULT_LIMIT = 2000
@@ -17,6 +17,7 @@ INPUT_SCHEMA: dict[str, Any] = {
         "file_path": {
             "type": "string",
             "minLength": 1,
+            "maxLength": TEXT_MAX,
             "description": "The file to read: absolute, or relative to the workspace root.",
         },
         "offset": {

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import anyio
 
 from mcp_toolbridge.builtins.base import BuiltinTool
 from mcp_toolbridge.executors.base import ExecRequest, ExecResult
@@ -29,6 +33,19 @@ while True:  # renameat2(AT_FDCWD, folder, AT_FDCWD, link, RENAME_EXCHANGE), x86
 """``python3 -c FLIPPER FOLDER LINK``: swaps a folder of the workspace with a symlink to
 outside it, atomically, as fast as it can: what a process of another call (a bash line, a
 manifest tool) can do while a file tool runs in the server."""
+
+
+@asynccontextmanager
+async def flipping(folder: Path, link: Path) -> AsyncIterator[None]:
+    """While the block runs, a process swaps ``folder`` and ``link`` (:data:`FLIPPER`)."""
+    argv = ["python3", "-c", FLIPPER, str(folder), str(link)]
+    async with await anyio.open_process(argv) as flipper:
+        assert flipper.stdout is not None
+        assert (await flipper.stdout.receive()).startswith(b"ready")
+        try:
+            yield
+        finally:
+            flipper.kill()
 
 
 @dataclass(frozen=True)

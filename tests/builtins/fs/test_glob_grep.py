@@ -16,7 +16,7 @@ from mcp_toolbridge.errors import ErrorCode, PermissionDeniedError
 from mcp_toolbridge.executors.base import ExecRequest
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.policy.paths import PathRejectedError
-from tests.support.builtin_fs import FLIPPER, SESSION, Layout, call, err, sidecar, sidecar_lines
+from tests.support.builtin_fs import SESSION, Layout, call, err, flipping, sidecar, sidecar_lines
 
 HAVE_RG = shutil.which("rg") is not None
 ENGINES = [
@@ -416,17 +416,11 @@ async def test_a_folder_swapped_for_a_symlink_during_the_walk_is_never_listed_th
     (layout.ws / "d").mkdir()
     (layout.ws / "d" / "inside.txt").write_text("x\n", encoding="utf-8")
     (layout.ws / "swap").symlink_to(layout.evil, target_is_directory=True)  # secret.txt
-    argv = ["python3", "-c", FLIPPER, str(layout.ws / "d"), str(layout.ws / "swap")]
     seen = 0
-    async with await anyio.open_process(argv) as flipper:
-        assert flipper.stdout is not None
-        assert (await flipper.stdout.receive()).startswith(b"ready")
-        try:
-            with anyio.move_on_after(5):
-                while True:
-                    result = await call(glob, pattern="**/*.txt")
-                    assert "secret.txt" not in str(result.value), f"listed after {seen}"
-                    seen += 1
-        finally:
-            flipper.kill()
+    async with flipping(layout.ws / "d", layout.ws / "swap"):
+        with anyio.move_on_after(5):
+            while True:
+                result = await call(glob, pattern="**/*.txt")
+                assert "secret.txt" not in str(result.value), f"listed after {seen}"
+                seen += 1
     assert seen > 50

@@ -15,7 +15,7 @@ from mcp_toolbridge.builtins.session import Sessions
 from mcp_toolbridge.errors import ErrorCode
 from mcp_toolbridge.executors.base import ExecRequest
 from mcp_toolbridge.host import CallContext
-from tests.support.builtin_fs import FLIPPER, SESSION, Layout, call, err
+from tests.support.builtin_fs import SESSION, Layout, call, err, flipping
 from tests.support.loop_lag import loop_lag
 
 LINES = [
@@ -178,17 +178,11 @@ async def test_a_folder_swapped_for_a_symlink_during_the_search_is_never_read_th
     (layout.ws / "d").mkdir()
     (layout.ws / "d" / "secret.txt").write_text("nothing here\n", encoding="utf-8")
     (layout.ws / "swap").symlink_to(layout.evil, target_is_directory=True)  # secret.txt
-    argv = ["python3", "-c", FLIPPER, str(layout.ws / "d"), str(layout.ws / "swap")]
     seen = 0
-    async with await anyio.open_process(argv) as flipper:
-        assert flipper.stdout is not None
-        assert (await flipper.stdout.receive()).startswith(b"ready")
-        try:
-            with anyio.move_on_after(5):
-                while True:
-                    result = await call(grep, pattern="secret", output_mode="content")
-                    assert "top secret" not in str(result.value), f"read through after {seen}"
-                    seen += 1
-        finally:
-            flipper.kill()
+    async with flipping(layout.ws / "d", layout.ws / "swap"):
+        with anyio.move_on_after(5):
+            while True:
+                result = await call(grep, pattern="secret", output_mode="content")
+                assert "top secret" not in str(result.value), f"read through after {seen}"
+                seen += 1
     assert seen > 50

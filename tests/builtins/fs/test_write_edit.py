@@ -19,7 +19,7 @@ from mcp_toolbridge.errors import ErrorCode, PermissionDeniedError
 from mcp_toolbridge.executors.base import ExecRequest
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.policy.paths import PathRejectedError
-from tests.support.builtin_fs import CALL_TIMEOUT_S, FLIPPER, Layout, call, err
+from tests.support.builtin_fs import CALL_TIMEOUT_S, Layout, call, err, flipping
 
 
 @pytest.fixture
@@ -388,22 +388,16 @@ async def test_a_folder_swapped_for_a_symlink_while_writing_never_takes_the_writ
     (layout.evil / "e.txt").write_text("a\n", encoding="utf-8")
     (layout.ws / "swap").symlink_to(layout.evil, target_is_directory=True)
     before = sorted(os.listdir(layout.evil))
-    argv = ["python3", "-c", FLIPPER, str(layout.ws / "d"), str(layout.ws / "swap")]
-    async with await anyio.open_process(argv) as flipper:
-        assert flipper.stdout is not None
-        assert (await flipper.stdout.receive()).startswith(b"ready")
-        try:
-            with anyio.move_on_after(5):
-                for n in range(20_000):
-                    for tool, arguments in (
-                        (write, {"file_path": "d/x.txt", "content": f"pwn {n}\n"}),
-                        (edit, {"file_path": "d/e.txt", "old_string": "a", "new_string": "b"}),
-                    ):
-                        with contextlib.suppress(PermissionDeniedError, PathRejectedError):
-                            await tool.run(_request(tool, **arguments))
-                    assert sorted(os.listdir(layout.evil)) == before, f"escaped after {n} writes"
-        finally:
-            flipper.kill()
+    async with flipping(layout.ws / "d", layout.ws / "swap"):
+        with anyio.move_on_after(5):
+            for n in range(20_000):
+                for tool, arguments in (
+                    (write, {"file_path": "d/x.txt", "content": f"pwn {n}\n"}),
+                    (edit, {"file_path": "d/e.txt", "old_string": "a", "new_string": "b"}),
+                ):
+                    with contextlib.suppress(PermissionDeniedError, PathRejectedError):
+                        await tool.run(_request(tool, **arguments))
+                assert sorted(os.listdir(layout.evil)) == before, f"escaped after {n} writes"
     assert (layout.evil / "e.txt").read_text(encoding="utf-8") == "a\n"
 
 

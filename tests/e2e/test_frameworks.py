@@ -54,6 +54,10 @@ def _steps(workspace: Path) -> list[dict[str, Any]]:
         {"tool": "read", "arguments": {"file_path": str(workspace / "note.txt")}},
         {"tool": "word_count", "arguments": {"text": 5}},
         {"tool": "write", "arguments": {"file_path": str(workspace / "new.txt"), "content": "x"}},
+        {
+            "tool": "grep",
+            "arguments": {"pattern": "match", "path": "many.txt", "output_mode": "content"},
+        },
     ]
 
 
@@ -81,7 +85,7 @@ def _check(framework: str, report: dict[str, Any], workspace: Path) -> None:
         assert read["additionalProperties"] is False
         assert read["required"] == ["file_path", "offset", "limit"]  # strict: all required
 
-    counted, read, wrong, refused = report["steps"]
+    counted, read, wrong, refused, cut = report["steps"]
     words = {"words": 2, "lines": 1, "characters": 7}
     # Structured: pydantic-ai hands the model structuredContent; the others the text, which
     # holds the same facts as JSON.
@@ -112,11 +116,36 @@ def _check(framework: str, report: dict[str, Any], workspace: Path) -> None:
     assert refused["failed"] is (framework != "openai-agents")
     assert not (workspace / "new.txt").exists()
 
+    _check_cut(framework, cut)
+
+
+def _check_cut(framework: str, cut: dict[str, Any]) -> None:
+    """A truncated result: the text, which names the file holding all of it, then the
+    resource link to that file, which none of the three can read and each shows otherwise."""
+    assert not cut["failed"]
+    output = cut["output"]
+    if framework == "pydantic-ai":  # a list: the model is sent it as a JSON array
+        text, uri = output
+        assert uri.startswith("toolbridge://output/")
+        assert json.loads(cut["text"]) == [text, uri]
+    else:
+        text_part, link = output
+        text = _text(framework, text_part if framework == "openai-agents" else [text_part])
+        if framework == "openai-agents":  # the link's JSON, as a second text
+            assert json.loads(link["text"])["type"] == "resource_link"
+        else:  # a file block with the link's URI, which OpenAI's messages cannot carry
+            assert (link["type"], link["url"][:20]) == ("file", "toolbridge://output/")
+            assert cut["openai_refuses"] == "OpenAI Chat Completions does not support file URLs."
+    assert text.startswith("many.txt:1:match 0\n")
+    assert "(showing the first 200 of 300 matching lines; the full output is in /" in text
+
 
 def _workspace(tmp_path: Path) -> Path:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "note.txt").write_text(NOTE, encoding="utf-8")
+    lines = "".join(f"match {number}\n" for number in range(300))
+    (workspace / "many.txt").write_text(lines, encoding="utf-8")  # past grep's 200
     return workspace
 
 
@@ -162,3 +191,65 @@ async def test_a_pydantic_ai_agent_takes_the_large_catalog_path(tmp_path: Path) 
     assert "## word_count" in found["output"], found
     assert ran["output"] == {"words": 2, "lines": 1, "characters": 3}, ran
     assert report["answer"] == "done"
+
+
+async def test_openai_agents_strict_conversion_of_manifest_schemas(tmp_path: Path) -> None:
+    """convert_schemas_to_strict takes every schema the server publishes, a Runloop one with
+    ``schema:ID`` references included (published as JSON pointers into its ``$defs``); the one
+    it cannot take, an agentcli tool without a schema (any object), falls back to a non-strict
+    tool and is still listed."""
+    fixtures = ROOT / "tests" / "fixtures" / "manifests"
+    manifests = (str(fixtures / "runloop"), str(fixtures / "agentcli"))
+    target = _stdio(tmp_path, "--workspace", str(tmp_path), "--locked", "none", *manifests)
+    plan = {"framework": "openai-agents", "target": target, "strict": True, "steps": []}
+
+    report = await run_framework(plan)
+
+    tools = {tool["name"]: tool for tool in report["tools"]}
+    assert {"notes_publish", "notes_append", "disk_usage"} <= set(tools)
+    assert {name for name, tool in tools.items() if not tool["strict"]} == {"disk_usage"}
+    assert tools["disk_usage"]["schema"] == {"type": "object", "properties": {}}
+    body = tools["notes_publish"]["schema"]["properties"]["body"]
+    assert body == {"type": "string", "maxLength": 10000}, body  # the $ref, inlined
+
+
+async def test_pydantic_ai_ends_a_run_at_a_second_refusal_unless_told_otherwise(
+    tmp_path: Path,
+) -> None:
+    """A tool error is a retry for pydantic-ai, and a tool gets one by default: a model that
+    tries a refused call twice ends the run. ``tool_error_behavior="failed"`` hands the model
+    each error without counting it."""
+    note = str(tmp_path / "note.txt")
+    target = _stdio(tmp_path, "--workspace", str(tmp_path))
+    steps = [{"tool": "write", "arguments": {"file_path": note, "content": "x"}}] * 2
+    plan = {"framework": "pydantic-ai", "target": target, "steps": steps}
+
+    ended = await run_framework(plan)
+    went_on = await run_framework({**plan, "tool_error_behavior": "failed"})
+
+    assert "Tool 'write' exceeded max retries count of 1" in ended["error"]
+    assert [step["failed"] for step in went_on["steps"]] == [True, True]
+    assert all(REFUSED in step["output"] for step in went_on["steps"])
+    assert went_on["answer"] == "done"
+
+
+async def test_a_langchain_interceptor_leaves_the_text_of_a_truncated_result(
+    tmp_path: Path,
+) -> None:
+    """The workaround docs/clients.md gives: a tool interceptor that drops resource links
+    leaves the text alone, which OpenAI's messages carry."""
+    workspace = _workspace(tmp_path)
+    grep = {"pattern": "match", "path": "many.txt", "output_mode": "content"}
+    async with http_server(tmp_path, "--workspace", str(workspace)) as server:
+        plan = {
+            "framework": "langchain",
+            "target": {"url": server.url},
+            "drop_links": True,
+            "steps": [{"tool": "grep", "arguments": grep}],
+        }
+        report = await run_framework(plan)
+
+    (cut,) = report["steps"]
+    (block,) = cut["output"]
+    assert "the full output is in /" in block["text"]
+    assert cut["openai_refuses"] is None

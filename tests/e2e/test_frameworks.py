@@ -253,3 +253,33 @@ async def test_a_langchain_interceptor_leaves_the_text_of_a_truncated_result(
     (block,) = cut["output"]
     assert "the full output is in /" in block["text"]
     assert cut["openai_refuses"] is None
+
+
+async def test_pydantic_ai_answers_a_confirmation_through_its_elicitation_handler(
+    tmp_path: Path,
+) -> None:
+    """pydantic-ai passes fastmcp's elicitation handler through: given one, it declares
+    elicitation, the confirmation is put to it (fastmcp builds a type from the form's schema)
+    and the answer runs the call."""
+    note = tmp_path / "note.txt"
+    async with http_server(tmp_path, "--workspace", str(tmp_path)) as server:
+        steps = [{"tool": "write", "arguments": {"file_path": str(note), "content": "hi\n"}}]
+        plan = {
+            "framework": "pydantic-ai",
+            "target": {"url": server.url},
+            "decision": "Allow once",
+            "steps": steps,
+        }
+        report = await run_framework(plan)
+
+    (written,) = report["steps"]
+    assert not written["failed"], written
+    assert written["output"] == {
+        "file_path": "note.txt",
+        "bytes_written": 3,
+        "lines": 1,
+        "created": True,
+    }
+    (asked,) = report["asked"]
+    assert "wants to run the tool 'write'" in asked
+    assert note.read_text(encoding="utf-8") == "hi\n"

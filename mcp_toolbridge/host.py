@@ -18,8 +18,9 @@ from typing import Any, Literal, Protocol, TypeAlias, get_args
 
 from mcp_toolbridge.state import PERSON_PREFIX
 
-FoundTools = Literal["direct", "proxy"]
-"""How a caller calls what tool_search found: by name, or through the proxy tool."""
+FoundTools = Literal["direct", "loaded", "proxy"]
+"""How a caller calls what tool_search found: by name, by name once its list has them
+(else through the proxy tool), or through the proxy tool."""
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 """progress(current, total, message): forwarded to the client when it asked for progress."""
@@ -336,10 +337,11 @@ class CallContext:
     """Tools this caller may not use whatever the policy says (a subagent: todo, question,
     task unless allowed). Inherited and only ever widened by nested subagents."""
     found_tools: FoundTools = "direct"
-    """How this caller reaches the tools tool_search finds: ``direct`` (they join its tool
-    list, or every tool is listed: a 2025-era connection, a subagent, the command line) or
-    ``proxy`` (its list never changes as a side effect: the 2026-07-28 revision; it calls
-    them through the proxy tool)."""
+    """How this caller reaches the tools tool_search finds: ``direct`` (every tool is listed,
+    or it is a subagent or the command line), ``loaded`` (a 2025-era connection: they join its
+    tool list, and a client that listed once calls them through the proxy tool) or ``proxy``
+    (its list never changes as a side effect: the 2026-07-28 revision; it calls them through
+    the proxy tool)."""
     via: str | None = None
     """The tool this call came through (the proxy), None for a direct call: recorded by the
     audit log and telemetry beside the real tool."""

@@ -19,13 +19,20 @@ from mcp_toolbridge.names import PROXY_TOOL
 
 HOW_TO_CALL: dict[FoundTools, str] = {
     "direct": "These tools are in your tool list now: call each one directly by its name.",
+    "loaded": (
+        "These tools are in your tool list now: call each one directly by its name; if it is "
+        f'not, call it through {PROXY_TOOL} with {{"name": "<its name>", "arguments": {{...}}}}.'
+    ),
     "proxy": (
         f"These tools are not in your tool list: call one through {PROXY_TOOL} with "
         '{"name": "<its name>", "arguments": {...}}, the arguments valid against its '
         "input_schema."
     ),
 }
-"""What the result says about calling the hits, by how the caller reaches them."""
+"""What the result says about calling the hits, by how the caller reaches them. "loaded": the
+server added them to a 2025 session's list and said so (tools/list_changed), but a client
+that lists its tools once (langchain-mcp-adapters) never shows them to the model, which then
+goes through the proxy."""
 NO_MATCH = (
     "Search again with other words for what you need (what the tool does, not how), or a "
     "tool name; if nothing fits, do the task without a catalog tool or tell the user none "

@@ -165,8 +165,10 @@ class ToolLists:
     def found_tools(self, ctx: ServerRequestContext[Any]) -> FoundTools:
         """How this caller calls what tool_search finds (see found_directly)."""
         catalog, modern = self._bridge().catalog, is_modern(ctx)
+        if self.expose == "all" or PROXY_TOOL not in catalog:
+            return "direct"
         direct = found_directly(self.expose, catalog, modern=modern, scope=scope_of(ctx))
-        return "direct" if direct else "proxy"
+        return "loaded" if direct else "proxy"
 
     async def load(self, names: list[str], ctx: ServerRequestContext[Any]) -> list[str]:
         """Add tools to the visible set of the caller, a 2025-era connection, and tell that

@@ -9,7 +9,9 @@ form docs/builtins.md gives for that framework, a wrong argument comes back as a
 framework reports (not a crash), and a call the policy asks about is refused at once with the
 server's text (no hang). pydantic-ai runs a real Agent whose offline FunctionModel (no LLM)
 makes the calls, so the agent loop drives the tools; it also takes the large-catalog path,
-tool_search then call_tool.
+tool_search then call_tool (as langchain does, which lists its tools only once) and the found
+tool by name. What each shows of a truncated result, pydantic-ai's retries and its elicitation
+handler, and openai-agents' strict conversion of manifest schemas are pinned too.
 
 Installed by scripts/install-frameworks; skipped without it.
 """
@@ -177,20 +179,36 @@ async def test_each_framework_over_http(tmp_path: Path, framework: str) -> None:
 
 async def test_a_pydantic_ai_agent_takes_the_large_catalog_path(tmp_path: Path) -> None:
     """With the catalog behind tool_search (--expose search), the agent loop finds a tool with
-    tool_search and runs it through call_tool; the value reaches the model as structured."""
+    tool_search and runs it through call_tool, and by its name: pydantic-ai lists again on
+    tools/list_changed, so the hits join the agent's tools. The value reaches the model as
+    structured. Given an elicitation handler (fastmcp's, passed through MCPToolset), it declares
+    elicitation: a confirmation is put to it (fastmcp builds a type from the form's schema) and
+    the answer runs the call."""
+    note = tmp_path / "note.txt"
     target = _stdio(tmp_path, "--workspace", str(tmp_path), "--expose", "search")
     steps = [
         {"tool": "tool_search", "arguments": {"query": "count the words in a text"}},
         {"tool": "call_tool", "arguments": {"name": "word_count", "arguments": {"text": "a b"}}},
+        {"tool": "word_count", "arguments": {"text": "a b"}},
+        {"tool": "write", "arguments": {"file_path": str(note), "content": "hi\n"}},
     ]
-    report = await run_framework({"framework": "pydantic-ai", "target": target, "steps": steps})
+    plan = {"framework": "pydantic-ai", "target": target, "steps": steps}
+    report = await run_framework({**plan, "decision": "Allow once"})
 
     names = {tool["name"] for tool in report["tools"]}
     assert names == LOCKED | {"call_tool"}
-    found, ran = report["steps"]
+    found, proxied, direct, written = report["steps"]
     assert "## word_count" in found["output"], found
-    assert ran["output"] == {"words": 2, "lines": 1, "characters": 3}, ran
+    assert proxied["output"] == {"words": 2, "lines": 1, "characters": 3}, proxied
+    assert direct["output"] == proxied["output"], direct
     assert report["answer"] == "done"
+
+    assert not written["failed"], written
+    created = {"file_path": "note.txt", "bytes_written": 3, "lines": 1, "created": True}
+    assert written["output"] == created
+    (asked,) = report["asked"]
+    assert "wants to run the tool 'write'" in asked
+    assert note.read_text(encoding="utf-8") == "hi\n"
 
 
 async def test_openai_agents_strict_conversion_of_manifest_schemas(tmp_path: Path) -> None:
@@ -233,53 +251,36 @@ async def test_pydantic_ai_ends_a_run_at_a_second_refusal_unless_told_otherwise(
     assert went_on["answer"] == "done"
 
 
-async def test_a_langchain_interceptor_leaves_the_text_of_a_truncated_result(
+async def test_langchain_reaches_found_tools_through_call_tool_and_can_drop_links(
     tmp_path: Path,
 ) -> None:
-    """The workaround docs/clients.md gives: a tool interceptor that drops resource links
-    leaves the text alone, which OpenAI's messages carry."""
+    """langchain-mcp-adapters lists the tools once (get_tools, load_mcp_tools) and never
+    again, so a tool tool_search loads into a 2025 session's list never reaches the agent:
+    tool_search's text says to go through call_tool then, and call_tool runs it. And the
+    workaround docs/clients.md gives for a truncated result, a tool interceptor that drops
+    resource links, leaves the text alone, which OpenAI's messages carry."""
     workspace = _workspace(tmp_path)
     grep = {"pattern": "match", "path": "many.txt", "output_mode": "content"}
-    async with http_server(tmp_path, "--workspace", str(workspace)) as server:
-        plan = {
-            "framework": "langchain",
-            "target": {"url": server.url},
-            "drop_links": True,
-            "steps": [{"tool": "grep", "arguments": grep}],
-        }
-        report = await run_framework(plan)
+    steps = [
+        {"tool": "tool_search", "arguments": {"query": "count the words in a text"}},
+        {"tool": "call_tool", "arguments": {"name": "word_count", "arguments": {"text": "a b"}}},
+        {"tool": "grep", "arguments": grep},
+    ]
+    async with http_server(tmp_path, "--workspace", str(workspace), "--expose", "search") as server:
+        plan = {"framework": "langchain", "target": {"url": server.url}, "steps": steps}
+        report = await run_framework({**plan, "drop_links": True})
 
-    (cut,) = report["steps"]
+    assert {tool["name"] for tool in report["tools"]} == LOCKED | {"call_tool"}
+    found, ran, cut = report["steps"]
+    first = _text("langchain", found["output"]).splitlines()[0]
+    assert "in your tool list now" in first
+    assert 'if it is not, call it through call_tool with {"name": "<its name>"' in first
+    assert json.loads(_text("langchain", ran["output"])) == {
+        "words": 2,
+        "lines": 1,
+        "characters": 3,
+    }
+
     (block,) = cut["output"]
     assert "the full output is in /" in block["text"]
     assert cut["openai_refuses"] is None
-
-
-async def test_pydantic_ai_answers_a_confirmation_through_its_elicitation_handler(
-    tmp_path: Path,
-) -> None:
-    """pydantic-ai passes fastmcp's elicitation handler through: given one, it declares
-    elicitation, the confirmation is put to it (fastmcp builds a type from the form's schema)
-    and the answer runs the call."""
-    note = tmp_path / "note.txt"
-    async with http_server(tmp_path, "--workspace", str(tmp_path)) as server:
-        steps = [{"tool": "write", "arguments": {"file_path": str(note), "content": "hi\n"}}]
-        plan = {
-            "framework": "pydantic-ai",
-            "target": {"url": server.url},
-            "decision": "Allow once",
-            "steps": steps,
-        }
-        report = await run_framework(plan)
-
-    (written,) = report["steps"]
-    assert not written["failed"], written
-    assert written["output"] == {
-        "file_path": "note.txt",
-        "bytes_written": 3,
-        "lines": 1,
-        "created": True,
-    }
-    (asked,) = report["asked"]
-    assert "wants to run the tool 'write'" in asked
-    assert note.read_text(encoding="utf-8") == "hi\n"

@@ -19,6 +19,7 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
@@ -272,3 +273,37 @@ async def test_an_argument_that_a_manifests_pattern_backtracks_on_is_refused_at_
             echoed = await session.ask(call("mail", good))
         assert echoed["result"].get("isError") is not True, echoed
         assert "ab.c@example.com" in json.dumps(echoed["result"])
+
+
+@pytest.mark.parametrize("closed", [True, False], ids=["additional-false", "open"])
+async def test_a_property_name_that_a_manifests_pattern_backtracks_on_is_judged_at_once(
+    tmp_path: Path, closed: bool
+) -> None:
+    """The same check on a property's name (``patternProperties``, and ``additionalProperties``
+    that tests names against them): a name of 60 letters and a '!' is judged at once, as not
+    matching; Python's ``re`` held the event loop as the value's pattern did."""
+    tools = tmp_path / "tools"
+    schema: dict[str, Any] = {
+        "type": "object",
+        "patternProperties": {EMAIL_CHECK: {"type": "string"}},
+    }
+    if closed:
+        schema["additionalProperties"] = False
+    agentcli_manifest(tools, [echo_tool("mail", schema=schema, bin="echo")], {"echo": ECHO})
+    async with (
+        http_server(tmp_path, "--allow", "mail", str(tools)) as server,
+        httpx2.AsyncClient(timeout=60) as http,
+    ):
+        session = await open_session(http, server.url, stateless=False)
+        with anyio.fail_after(10):
+            judged = await session.ask(call("mail", {"a" * 60 + "!": "x"}))
+        refused = judged["result"].get("isError") is True
+        assert refused is closed, judged
+        if closed:
+            text = judged["result"]["content"][0]["text"]
+            assert "unexpected property" in text and "names matching" in text, text
+        with anyio.fail_after(30):
+            typed = await session.ask(call("mail", {"ab.c@example.com": 7}))
+        assert typed["result"].get("isError") is True, (
+            typed
+        )  # the name matches: its value is checked

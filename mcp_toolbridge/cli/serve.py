@@ -214,7 +214,6 @@ def run_server(
         from mcp_toolbridge.bridge import Recorder
 
         recorder = Recorder.open(args.record)
-    pin_mmap_threshold()
     stopped_by: list[signal.Signals] = []  # over stdio, the signal that ended serving
 
     async def run() -> None:
@@ -231,6 +230,8 @@ def run_server(
                     console.replicate(shared_console(replica), replica.name, replica.keys)
                 observers = (*observers, console.feed.observe)
             opening = runtime_later(args, settings, loaded, http=http, console=console)
+            if opening is None:  # else once the first list is answered (prepared)
+                pin_mmap_threshold()
             opened = partial(open_runtime, settings, loaded, observers=observers)
             opened = partial(opened, stand_in=stand_in, sessions=sessions)
             index_first = len(loaded.catalog) >= INDEX_AFTER_LIST_BELOW
@@ -370,7 +371,8 @@ def prepared(
     """What :func:`open_later` runs in its worker thread before it opens the runtime: the call
     machinery imported and, when the start left it for after the first tools/list (``index_of``:
     a catalog of fewer than ``INDEX_AFTER_LIST_BELOW`` tools), the search index made, from the
-    cache or built (and cached)."""
+    cache or built (and cached). glibc's mmap threshold is pinned here too, before any call."""
+    pin_mmap_threshold()
     import_call_machinery()
     if index_of is None:
         return opened

@@ -174,11 +174,16 @@ AFTER_THE_FIRST_LIST = {
     "mcp_toolbridge.catalog.text",
     "Stemmer",
     "re2",
+    "ctypes",
 }
 """What a cold start of a small catalog imports once its first tools/list is answered: the
 search index's modules (its index is made then, in the worker thread that imports the call
-machinery; runtime/cache.py, INDEX_AFTER_LIST_BELOW) and RE2 (the secret scan's and the
-secrets' matchers, made for a call)."""
+machinery; runtime/cache.py, INDEX_AFTER_LIST_BELOW), RE2 (the secret scan's and the
+secrets' matchers, made for a call) and ctypes (glibc's mmap threshold, pinned before the first
+call: cli/allocator.py)."""
+ON_NEED = {"difflib", "concurrent.futures.process"}
+"""Imported by a start only when it needs them: a name to correct (a typo in a manifest or
+the policy file), a load big enough to share with a forked worker."""
 SHARED_STATE = (
     "mcp_toolbridge.state.shared",
     "mcp_toolbridge.state.redis_client",
@@ -209,6 +214,7 @@ async def test_a_cold_start_lists_before_the_search_modules_and_still_searches(
     at_first_list = json.loads(first.read_text(encoding="utf-8"))
     assert "mcp_toolbridge.server.toolbridge_server" in at_first_list
     assert sorted(AFTER_THE_FIRST_LIST.intersection(at_first_list)) == []
+    assert sorted(ON_NEED.intersection(at_first_list)) == []
     assert found.is_error is False, found
     assert "word_count" in "".join(getattr(c, "text", "") for c in found.content), found
     imported = set(json.loads(modules.read_text(encoding="utf-8")))

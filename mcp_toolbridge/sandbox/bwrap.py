@@ -29,15 +29,20 @@ from __future__ import annotations
 import errno
 import functools
 import os
-import shutil
-import stat
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcp_toolbridge.sandbox.kernel import SYS, kernel_mounts, kernel_path
 from mcp_toolbridge.sandbox.profile import SandboxProfile
+from mcp_toolbridge.sandbox.program import (
+    PREFIX_FOLDERS,
+    Resolve,
+    find_program,
+    real_path,
+    resolver,
+)
 
 SYSTEM_PATHS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 TMP_BYTES = 1024 * 1024 * 1024
@@ -50,8 +55,6 @@ PROXY_PORT = 3128
 """The port the relay listens on inside the sandbox's own network namespace."""
 RELAY = Path(__file__).with_name("relay.py")
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
-_PREFIX_FOLDERS = frozenset({"bin", "sbin", "shims"})
-_SHEBANG_BYTES = 256
 
 
 # Kinds of mount, in the order they are applied to one path (writable first: a read-only
@@ -118,10 +121,6 @@ class HostView:
         )
 
 
-Resolve = Callable[[str | os.PathLike[str]], str]
-"""What a path leads to (:func:`real_path`)."""
-
-
 @dataclass(frozen=True, slots=True)
 class _Mount:
     path: str
@@ -172,11 +171,11 @@ def plan_launch(
     Raises OSError (as ``execve`` would, with the file name) when the program or the working
     directory cannot be used, so spawn errors read the same with and without the sandbox.
     """
-    resolve = _resolver()
+    resolve = resolver()
     workdir = resolve(cwd if cwd is not None else os.getcwd())
     if cwd is not None and not os.path.isdir(workdir):
         raise FileNotFoundError(errno.ENOENT, "No such directory", cwd)
-    program, needs = _program(argv[0], workdir, env, resolve)
+    program, needs = find_program(argv[0], workdir, env, resolve)
     implicit = _implicit(view, profile, needs, workdir, env, proxy=proxy_dir is not None)
     mounts = _mounts(view, profile, implicit, resolve)
     options = ["--unshare-all", "--unshare-user", "--disable-userns"]
@@ -248,7 +247,7 @@ def shows(
     host's folder, not an empty or private one, a mask, or nothing."""
     workdir = real_path(cwd if cwd is not None else os.getcwd())
     try:
-        _, needs = _program(argv[0], workdir, env, real_path)
+        _, needs = find_program(argv[0], workdir, env, real_path)
     except OSError:
         needs = []
     implicit = _implicit(view, profile, needs, workdir, env, proxy=profile.network == "proxy")
@@ -389,108 +388,13 @@ def _with_prefixes(view: HostView, folders: Sequence[str]) -> list[str]:
         for path in dict.fromkeys((folder, real_path(folder))):
             out.append(path)
             head, name = os.path.split(path.rstrip("/"))
-            if name not in _PREFIX_FOLDERS or not head:
+            if name not in PREFIX_FOLDERS or not head:
                 continue
             if view.home is not None and head == str(view.home / ".local"):
                 out.append(os.path.join(head, "lib"))
             else:
                 out.append(head)
     return out
-
-
-def _program(
-    command: str,
-    workdir: str,
-    env: Mapping[str, str],
-    resolve: Resolve,
-) -> tuple[str, list[str]]:
-    """The program's absolute path (found on PATH, or relative to the working directory) and
-    what it needs to be visible; raises OSError the way execve would."""
-    if "/" in command:
-        found = os.path.join(workdir, command)
-    else:
-        located = shutil.which(command, path=env.get("PATH", os.defpath))
-        if located is None:
-            raise FileNotFoundError(errno.ENOENT, "No such file or directory", command)
-        found = os.path.abspath(located)
-    try:
-        info = os.stat(found)
-    except (OSError, ValueError):  # what os.path.exists says False to
-        raise FileNotFoundError(errno.ENOENT, "No such file or directory", command) from None
-    if stat.S_ISDIR(info.st_mode) or not os.access(found, os.X_OK):
-        raise PermissionError(errno.EACCES, "Permission denied", command)
-    folders = [os.path.dirname(found)]
-    interpreter = _shebang(found)
-    if interpreter is not None:
-        folders.append(os.path.dirname(interpreter))
-    return found, [*_prefixes_of(folders, resolve), resolve(found), found]
-
-
-def _prefixes_of(folders: Sequence[str], resolve: Resolve) -> list[str]:
-    out: list[str] = []
-    for folder in folders:
-        for path in dict.fromkeys((folder, resolve(folder))):
-            out.append(path)
-            head, name = os.path.split(path)
-            if name in _PREFIX_FOLDERS and head:
-                out.append(head)
-    return out
-
-
-def _shebang(path: str) -> str | None:
-    """The interpreter of a ``#!`` script; raises ENOEXEC for a file that is neither a
-    script nor an ELF binary (what execve says)."""
-    try:  # a bare descriptor: a file object costs an fstat, an ioctl, a seek and a read more
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None  # executable but unreadable: let the kernel decide
-    try:
-        head = os.read(fd, _SHEBANG_BYTES)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    if head.startswith(b"#!"):
-        line = head[2:].split(b"\n", 1)[0].strip()
-        word = line.split(maxsplit=1)[0] if line else b""
-        return os.fsdecode(word) if word.startswith(b"/") else None
-    if head.startswith(b"\x7fELF"):
-        return None
-    raise OSError(errno.ENOEXEC, "Exec format error", path)
-
-
-def _resolver() -> Resolve:
-    """:func:`real_path` for one launch, each path resolved once (a launch names the same
-    folder several times: its working directory, a read root, the program's folder)."""
-    seen: dict[str, str] = {}
-
-    def resolve(path: str | os.PathLike[str]) -> str:
-        key = os.fspath(path)
-        found = seen.get(key)
-        if found is None:
-            found = seen[key] = real_path(key)
-        return found
-
-    return resolve
-
-
-def real_path(path: str | os.PathLike[str]) -> str:
-    """``os.path.realpath(path)``, asked of the kernel where the path exists: the path of an
-    ``O_PATH`` descriptor on it, read back from ``/proc/self/fd`` (three system calls instead
-    of an ``lstat`` and Python's work per component; a launch resolves about ten paths)."""
-    try:
-        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-    except (OSError, ValueError):
-        return os.path.realpath(path)
-    try:
-        found = os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
-        found = ""
-    finally:
-        os.close(fd)
-    if not found.startswith("/") or found.endswith(" (deleted)"):
-        return os.path.realpath(path)
-    return found
 
 
 def _within(path: str, root: str) -> bool:

@@ -29,12 +29,14 @@ from __future__ import annotations
 import errno
 import functools
 import os
+import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcp_toolbridge.sandbox.kernel import SYS, kernel_mounts, kernel_path
+from mcp_toolbridge.sandbox.limits import Limits
 from mcp_toolbridge.sandbox.profile import SandboxProfile
 from mcp_toolbridge.sandbox.program import (
     PREFIX_FOLDERS,
@@ -54,6 +56,8 @@ PROXY_SOCKET = "proxy.sock"
 PROXY_PORT = 3128
 """The port the relay listens on inside the sandbox's own network namespace."""
 RELAY = Path(__file__).with_name("relay.py")
+RLIMIT = Path(__file__).with_name("rlimit.py")
+"""Sets the call's resource limits in a fresh sandbox where ``prlimit`` is missing."""
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
 
 
@@ -79,6 +83,9 @@ class HostView:
     kernel: tuple[tuple[str, ...], ...]
     """The mounts that put the kernel's knobs under /proc out of reach (``PROC_READ_ONLY``,
     ``PROC_HIDDEN``), for those this kernel has."""
+    prlimit: str | None = None
+    """util-linux's ``prlimit`` in the system view: what sets a fresh sandbox's resource
+    limits (``limits.py``); else ``rlimit.py`` does, with the server's interpreter."""
     mask_names: frozenset[str] = field(init=False)
     """``masks`` as strings, for lookups."""
     system_roots: frozenset[str] = field(init=False)
@@ -118,6 +125,7 @@ class HostView:
             python_exe=sys.executable or "python3",
             resolver=resolver,
             kernel=kernel_mounts(),
+            prlimit=_system_prlimit(),
         )
 
 
@@ -145,7 +153,10 @@ class Plan:
     """The sandbox's own writable places, which are not the host's: its root, ``/dev``,
     ``/tmp`` and (when not granted) the home folder."""
     run: tuple[str, ...]
-    """What bubblewrap runs: the program, or the relay around it (a proxy profile)."""
+    """What bubblewrap runs: the program, or what sets the call's resource limits and then
+    runs it (``prlimit``, or the relay of a proxy profile)."""
+    limits: str = ""
+    """The call's resource limits as the zygote and the relay read them (``limits.py``)."""
 
     def command(self, info_fd: int | None = None) -> list[str]:
         """The bubblewrap argv that runs the command."""
@@ -165,8 +176,9 @@ def plan_launch(
     cwd: str | None,
     env: Mapping[str, str],
     proxy_dir: str | None = None,
+    limits: Limits | None = None,
 ) -> Plan:
-    """How ``argv`` runs inside ``profile``.
+    """How ``argv`` runs inside ``profile`` (under ``limits``, set inside the sandbox).
 
     Raises OSError (as ``execve`` would, with the file name) when the program or the working
     directory cannot be used, so spawn errors read the same with and without the sandbox.
@@ -176,7 +188,9 @@ def plan_launch(
     if cwd is not None and not os.path.isdir(workdir):
         raise FileNotFoundError(errno.ENOENT, "No such directory", cwd)
     program, needs = find_program(argv[0], workdir, env, resolve)
+    fallback = limits is not None and proxy_dir is None and view.prlimit is None
     implicit = _implicit(view, profile, needs, workdir, env, proxy=proxy_dir is not None)
+    implicit += [str(RLIMIT)] if fallback else []
     mounts = _mounts(view, profile, implicit, resolve)
     options = ["--unshare-all", "--unshare-user", "--disable-userns"]
     if profile.network == "full":
@@ -192,6 +206,12 @@ def plan_launch(
     if "TMPDIR" in child_env:
         child_env["TMPDIR"] = "/tmp"
     run: tuple[str, ...] = (program, *argv[1:])
+    encoded = limits.encoded() if limits is not None else ""
+    if limits is not None and proxy_dir is None:
+        if view.prlimit is not None:
+            run = (*limits.prlimit_args(view.prlimit), _exec_name(program, argv[0], env), *argv[1:])
+        else:
+            run = (view.python_exe, "-I", "-S", str(RLIMIT), encoded, program, *argv)
     if proxy_dir is not None:
         options += ["--ro-bind", proxy_dir, PROXY_DIR]
         proxy = f"http://127.0.0.1:{PROXY_PORT}"
@@ -199,7 +219,7 @@ def plan_launch(
         child_env.pop("NO_PROXY", None)
         child_env.pop("no_proxy", None)
         socket = f"{PROXY_DIR}/{PROXY_SOCKET}"
-        relay = (view.python_exe, "-I", "-S", str(RELAY), socket, str(PROXY_PORT))
+        relay = (view.python_exe, "-I", "-S", str(RELAY), socket, str(PROXY_PORT), encoded)
         run = (*relay, program, *argv)
     return Plan(
         bwrap=view.bwrap,
@@ -210,7 +230,24 @@ def plan_launch(
         env=child_env,
         private=private,
         run=run,
+        limits=encoded,
     )
+
+
+def _exec_name(program: str, name: str, env: Mapping[str, str]) -> str:
+    """What ``prlimit`` is told to run (it has no ``--argv0``: the program gets what it is
+    told as ``argv[0]``): the command as given when its ``execvp`` finds ``program`` from it
+    as :func:`find_program` did (a name looked up on a ``PATH`` of absolute folders, all
+    shown), else ``program``."""
+    if name == program or "/" in name:
+        return program
+    folders = env.get("PATH", os.defpath).split(os.pathsep)
+    return name if all(folder.startswith("/") for folder in folders) else program
+
+
+def _system_prlimit() -> str | None:
+    found = shutil.which("prlimit", path="/usr/bin:/bin")
+    return os.path.realpath(found) if found is not None else None
 
 
 def _implicit(

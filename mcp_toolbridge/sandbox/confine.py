@@ -32,6 +32,7 @@ from mcp_toolbridge.errors import ExecSpawnError
 from mcp_toolbridge.policy import SandboxMode, Scope
 from mcp_toolbridge.sandbox.bwrap import PROXY_SOCKET, HostView, Plan, plan_launch, shows
 from mcp_toolbridge.sandbox.diagnosis import BWRAP_VARIABLE, Support, not_found
+from mcp_toolbridge.sandbox.limits import Limits
 from mcp_toolbridge.sandbox.profile import (
     SandboxProfile,
     profile_for,
@@ -116,6 +117,8 @@ class Launch:
     info: InfoPipe | None = None
     warm: WarmSandbox | None = None
     plan: Plan | None = None
+    limits: Limits | None = None
+    """The resource limits it runs under (sandboxed)."""
 
     def fresh_argv(self) -> list[str]:
         """The command that starts this launch in a fresh sandbox (for a warm launch, made
@@ -135,11 +138,15 @@ class Sandbox:
         home: Path | None,
         mask: Sequence[str] = (),
         bwrap: str | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.mode: SandboxMode = mode
         self.home = home
         self.masks = secret_paths(home, mask)
         self.bwrap = bwrap if bwrap is not None else find_bwrap()
+        self.limits = (limits if limits is not None else Limits()).within_hard()
+        """The resource limits of every sandboxed call (``limits.py``), none above the
+        server's own hard limits."""
         self.support: Support | None = None
         """None until probed (``executors.probe_sandbox``)."""
         self.warm = WarmPool(sys.executable or "python3")
@@ -151,7 +158,11 @@ class Sandbox:
 
     @classmethod
     def from_environ(
-        cls, mode: SandboxMode, environ: Mapping[str, str], mask: Sequence[str] = ()
+        cls,
+        mode: SandboxMode,
+        environ: Mapping[str, str],
+        mask: Sequence[str] = (),
+        limits: Limits | None = None,
     ) -> Sandbox:
         """The home folder is the environment's ``HOME``, else the user's from the password
         database (the secret paths under it are masked either way)."""
@@ -159,7 +170,7 @@ class Sandbox:
         if not home or not home.startswith("/"):
             home = _password_home()
         home_path = Path(home) if home.startswith("/") else None
-        return cls(mode, home=home_path, mask=mask, bwrap=find_bwrap(environ))
+        return cls(mode, home=home_path, mask=mask, bwrap=find_bwrap(environ), limits=limits)
 
     def unsupported(self) -> Support | None:
         """A reason the sandbox cannot work here that needs no probe; None: probe it."""
@@ -239,6 +250,7 @@ class Sandbox:
             "masked": [str(p) for p in self.masks],
             "private": ["/tmp", str(self.home) if self.home else "no home folder"],
             "processes": "own PID namespace: nothing outlives the call",
+            "limits": self.describe_limits(),
             "kernel": "/proc/sys and /proc/sysrq-trigger read-only, and what container runtimes "
             "make read-only or mask under /proc (/proc/fs, /proc/acpi, /proc/keys, "
             "/proc/timer_list, ...) where this user could write or read it; "
@@ -255,6 +267,21 @@ class Sandbox:
             "applies_to": "every process a call of this tool starts (in-process built-ins "
             "start none)",
         }
+
+    def describe_limits(self) -> str:
+        """The resource limits in words, with what weakens them here ([sandbox] settings)."""
+        said = self.limits.described()
+        if self.limits.processes and os.geteuid() == 0:
+            said += (
+                " (the process limit is not enforced: the kernel exempts uid 0, and this "
+                "server runs as root; run it as an ordinary user)"
+            )
+        if self.bwrap is not None and self._view().prlimit is None:
+            said += (
+                " (no prlimit in /usr/bin or /bin: a fresh sandbox sets them with the "
+                "interpreter, some 10 ms more a launch; install util-linux)"
+            )
+        return said
 
     def _view(self) -> HostView:
         assert self.bwrap is not None
@@ -322,11 +349,19 @@ class Confinement:
         folder: str | None = None
         try:
             if profile.network != "proxy":
-                plan = plan_launch(view, profile, argv, cwd=cwd, env=env)
+                plan = plan_launch(view, profile, argv, cwd=cwd, env=env, limits=sandbox.limits)
                 warm = sandbox.warm.take(plan)
                 command = plan.command(info.write) if warm is None else []  # see fresh_argv
                 try:
-                    yield Launch(command, plan.env, True, info=info, warm=warm, plan=plan)
+                    yield Launch(
+                        command,
+                        plan.env,
+                        True,
+                        info=info,
+                        warm=warm,
+                        plan=plan,
+                        limits=sandbox.limits,
+                    )
                 finally:
                     if warm is not None:
                         sandbox.warm.give_back(warm)
@@ -336,9 +371,18 @@ class Confinement:
             folder = tempfile.mkdtemp(prefix="mcp-toolbridge-proxy-")
             listener = await anyio.create_unix_listener(os.path.join(folder, PROXY_SOCKET))
             try:
-                plan = plan_launch(view, profile, argv, cwd=cwd, env=env, proxy_dir=folder)
+                plan = plan_launch(
+                    view, profile, argv, cwd=cwd, env=env, proxy_dir=folder, limits=sandbox.limits
+                )
                 serve = functools.partial(listener.serve, AllowlistProxy(profile).handle)
-                yield Launch(plan.command(info.write), plan.env, True, serve=serve, info=info)
+                yield Launch(
+                    plan.command(info.write),
+                    plan.env,
+                    True,
+                    serve=serve,
+                    info=info,
+                    limits=sandbox.limits,
+                )
             finally:
                 with anyio.CancelScope(shield=True):
                     await listener.aclose()

@@ -104,7 +104,7 @@ class WarmSandbox:
     def spawn(cls, plan: Plan, python: str, spawn: Spawn) -> WarmSandbox:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         zygote = ("--ro-bind", str(ZYGOTE), ZYGOTE_INSIDE, "--chdir", "/", "--")
-        run = [python, "-I", "-S", ZYGOTE_INSIDE, str(theirs.fileno()), str(IDLE_S)]
+        run = [python, "-I", "-S", ZYGOTE_INSIDE, str(theirs.fileno()), str(IDLE_S), plan.limits]
         run += plan.private
         try:
             proc = spawn([plan.bwrap, *plan.options, *zygote, *run], theirs.fileno())
@@ -396,9 +396,9 @@ def _warmable(options: Sequence[str]) -> bool:
 
 
 def sandbox_key(plan: Plan) -> tuple[object, ...]:
-    """What a warm sandbox must match to run ``plan``: its options, and what each bind mount
-    found on the host (a folder made, removed or replaced since the sandbox was set up would
-    be mounted otherwise now)."""
+    """What a warm sandbox must match to run ``plan``: its options and limits, and what each
+    bind mount found on the host (a folder made, removed or replaced since the sandbox was set
+    up would be mounted otherwise now)."""
     found: list[object] = []
     seen: dict[str, object] = {}  # a source bound more than once (/dev/null) is looked at once
     options = plan.options
@@ -413,7 +413,7 @@ def sandbox_key(plan: Plan) -> tuple[object, ...]:
                 else:
                     seen[source] = (info.st_dev, info.st_ino)
             found.append(seen[source])
-    return (options, tuple(found))
+    return (options, plan.limits, tuple(found))
 
 
 def _end_all(sandboxes: list[WarmSandbox]) -> None:

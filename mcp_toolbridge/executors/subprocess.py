@@ -327,7 +327,7 @@ async def _start(
         # nothing was sent: the call goes on in a fresh sandbox
     info = launch.info
     argv = launch.fresh_argv()
-    passed = (*pass_fds, info.write) if info is not None else tuple(pass_fds)
+    passed = (*pass_fds, *info.passed) if info is not None else tuple(pass_fds)
     proc = _spawn(argv, stdin is not None, cwd, launch.env, program=program, fds=passed)
     if info is not None:
         info.close_write()
@@ -430,8 +430,8 @@ def _block_until_exited(pid: int) -> None:
         pass
 
 
-def spawn_warm(command: Sequence[str], fd: int) -> subprocess.Popen[bytes]:
-    """A warm sandbox (``sandbox/warm.py``): ``command`` with ``fd`` inherited, in a session
+def spawn_warm(command: Sequence[str], fds: Sequence[int]) -> subprocess.Popen[bytes]:
+    """A warm sandbox (``sandbox/warm.py``): ``command`` with ``fds`` inherited, in a session
     of its own, nothing else open; it lives until the pool ends it (or the server exits)."""
     return subprocess.Popen(
         list(command),
@@ -440,7 +440,7 @@ def spawn_warm(command: Sequence[str], fd: int) -> subprocess.Popen[bytes]:
         stderr=subprocess.DEVNULL,
         env={},
         close_fds=True,
-        pass_fds=(fd,),
+        pass_fds=tuple(fds),
         start_new_session=True,
     )
 

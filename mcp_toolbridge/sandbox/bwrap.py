@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mcp_toolbridge.sandbox import seccomp
 from mcp_toolbridge.sandbox.kernel import SYS, kernel_mounts, kernel_path
 from mcp_toolbridge.sandbox.limits import Limits
 from mcp_toolbridge.sandbox.profile import SandboxProfile
@@ -84,6 +85,8 @@ class HostView:
     """The mounts that put the kernel's knobs under /proc out of reach (``PROC_READ_ONLY``,
     ``PROC_HIDDEN``), for those this kernel has."""
     prlimit: str | None = None
+    seccomp: bytes | None = None
+    """The seccomp filter every sandbox runs under (``seccomp.py``); None without libseccomp."""
     """util-linux's ``prlimit`` in the system view: what sets a fresh sandbox's resource
     limits (``limits.py``); else ``rlimit.py`` does, with the server's interpreter."""
     mask_names: frozenset[str] = field(init=False)
@@ -126,6 +129,7 @@ class HostView:
             resolver=resolver,
             kernel=kernel_mounts(),
             prlimit=_system_prlimit(),
+            seccomp=seccomp.program(),
         )
 
 
@@ -157,12 +161,17 @@ class Plan:
     runs it (``prlimit``, or the relay of a proxy profile)."""
     limits: str = ""
     """The call's resource limits as the zygote and the relay read them (``limits.py``)."""
+    seccomp: bytes | None = None
+    """The seccomp filter bubblewrap is given (``--seccomp FD``), None for none."""
 
-    def command(self, info_fd: int | None = None) -> list[str]:
-        """The bubblewrap argv that runs the command."""
+    def command(self, info_fd: int | None = None, seccomp_fd: int | None = None) -> list[str]:
+        """The bubblewrap argv that runs the command (``seccomp_fd``: where bubblewrap reads
+        :attr:`seccomp` from)."""
         command = [self.bwrap, *self.options]
         if info_fd is not None:
             command[1:1] = ["--info-fd", str(info_fd)]
+        if seccomp_fd is not None:
+            command[1:1] = ["--seccomp", str(seccomp_fd)]
         if self.run[0] == self.program and self.program != self.argv[0]:
             command += ["--argv0", self.argv[0]]
         return [*command, "--chdir", self.workdir, "--", *self.run]
@@ -231,6 +240,7 @@ def plan_launch(
         private=private,
         run=run,
         limits=encoded,
+        seccomp=view.seccomp,
     )
 
 

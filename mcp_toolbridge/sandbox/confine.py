@@ -30,6 +30,7 @@ import anyio
 
 from mcp_toolbridge.errors import ExecSpawnError
 from mcp_toolbridge.policy import SandboxMode, Scope
+from mcp_toolbridge.sandbox import seccomp
 from mcp_toolbridge.sandbox.bwrap import PROXY_SOCKET, HostView, Plan, plan_launch, shows
 from mcp_toolbridge.sandbox.diagnosis import BWRAP_VARIABLE, Support, not_found
 from mcp_toolbridge.sandbox.limits import Limits
@@ -44,6 +45,7 @@ from mcp_toolbridge.sandbox.warm import WarmPool, WarmSandbox
 log = logging.getLogger("mcp_toolbridge.sandbox")
 
 _warned: set[tuple[str, str]] = set()
+_filterless: set[str] = set()
 
 
 def find_bwrap(environ: Mapping[str, str] | None = None) -> str | None:
@@ -65,10 +67,27 @@ def find_bwrap(environ: Mapping[str, str] | None = None) -> str | None:
 class InfoPipe:
     """The pipe bwrap reports the sandbox's init on (``--info-fd``): the write end goes to
     bwrap and is closed here once it is spawned; the read end is followed by the executor.
-    Made when first asked for (a launch in a warm sandbox spawns no bwrap)."""
+    Made when first asked for (a launch in a warm sandbox spawns no bwrap). With it, the
+    descriptor bwrap reads the seccomp filter from (``--seccomp``), closed with the write end.
+    """
 
-    def __init__(self) -> None:
+    def __init__(self, seccomp: bytes | None = None) -> None:
         self._read = self._write = -1
+        self._program = seccomp
+        self._seccomp = -1
+
+    def seccomp(self) -> int | None:
+        """Where bwrap reads the filter from (None: no filter)."""
+        if self._program is None:
+            return None
+        if self._seccomp < 0:
+            self._seccomp = seccomp.open_program(self._program)
+        return self._seccomp
+
+    @property
+    def passed(self) -> tuple[int, ...]:
+        """What bwrap inherits: the write end, and the filter's descriptor once made."""
+        return (self.write, *((self._seccomp,) if self._seccomp >= 0 else ()))
 
     @property
     def read(self) -> int:
@@ -86,6 +105,9 @@ class InfoPipe:
         if self._write >= 0:
             os.close(self._write)
             self._write = -1
+        if self._seccomp >= 0:
+            os.close(self._seccomp)
+            self._seccomp = -1
 
     def close(self) -> None:
         self.close_write()
@@ -125,7 +147,9 @@ class Launch:
         only when its warm sandbox turns out to be gone)."""
         if self.argv or self.plan is None:
             return self.argv
-        return self.plan.command(self.info.write if self.info is not None else None)
+        if self.info is None:
+            return self.plan.command()
+        return self.plan.command(self.info.write, self.info.seccomp())
 
 
 class Sandbox:
@@ -191,6 +215,15 @@ class Sandbox:
         how to fix it (``auto``: tools run unsandboxed; ``required``: nothing is started).
         ``say=False``: the caller reports it itself (``doctor``)."""
         self.support = support
+        missing = seccomp.unavailable()
+        if say and support.ok and self.mode != "off" and missing and missing not in _filterless:
+            _filterless.add(missing)
+            log.warning(
+                "\n*** WARNING: tools run in the OS sandbox WITHOUT its seccomp filter (%s): "
+                "the kernel's riskier system calls (keyctl, bpf, mount, namespaces, io_uring) "
+                "stay open to them.",
+                missing,
+            )
         if not say or support.ok or self.mode == "off" or (self.mode, support.reason) in _warned:
             return
         _warned.add((self.mode, support.reason))
@@ -251,6 +284,10 @@ class Sandbox:
             "private": ["/tmp", str(self.home) if self.home else "no home folder"],
             "processes": "own PID namespace: nothing outlives the call",
             "limits": self.describe_limits(),
+            "seccomp": seccomp.unavailable()
+            or "keyctl, bpf, userfaultfd, perf_event_open, mount calls, setns, unshare and "
+            "clone with namespace flags, io_uring, module loading, kexec and more fail with "
+            "EPERM",
             "kernel": "/proc/sys and /proc/sysrq-trigger read-only, and what container runtimes "
             "make read-only or mask under /proc (/proc/fs, /proc/acpi, /proc/keys, "
             "/proc/timer_list, ...) where this user could write or read it; "
@@ -345,13 +382,15 @@ class Confinement:
             return
         profile = self.profile.with_read(self.extra_read)
         view = sandbox._view()
-        info = InfoPipe()
+        info = InfoPipe(view.seccomp)
         folder: str | None = None
         try:
             if profile.network != "proxy":
                 plan = plan_launch(view, profile, argv, cwd=cwd, env=env, limits=sandbox.limits)
                 warm = sandbox.warm.take(plan)
-                command = plan.command(info.write) if warm is None else []  # see fresh_argv
+                command = (
+                    plan.command(info.write, info.seccomp()) if warm is None else []
+                )  # see fresh_argv
                 try:
                     yield Launch(
                         command,
@@ -376,7 +415,7 @@ class Confinement:
                 )
                 serve = functools.partial(listener.serve, AllowlistProxy(profile).handle)
                 yield Launch(
-                    plan.command(info.write),
+                    plan.command(info.write, info.seccomp()),
                     plan.env,
                     True,
                     serve=serve,

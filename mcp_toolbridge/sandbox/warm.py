@@ -40,6 +40,7 @@ from typing import Any, Protocol
 import anyio
 
 from mcp_toolbridge.sandbox.bwrap import Plan
+from mcp_toolbridge.sandbox.seccomp import open_program
 
 ZYGOTE = Path(__file__).with_name("zygote.py")
 ZYGOTE_INSIDE = "/run/mcp-toolbridge/zygote.py"
@@ -77,8 +78,9 @@ class Process(Protocol):
     def poll(self) -> int | None: ...
 
 
-Spawn = Callable[[Sequence[str], int], Process]
-"""Starts a command with one descriptor inherited (the executors do: they start processes)."""
+Spawn = Callable[[Sequence[str], Sequence[int]], Process]
+"""Starts a command with these descriptors inherited (the executors do: they start
+processes)."""
 
 
 class WarmSandbox:
@@ -106,13 +108,20 @@ class WarmSandbox:
         zygote = ("--ro-bind", str(ZYGOTE), ZYGOTE_INSIDE, "--chdir", "/", "--")
         run = [python, "-I", "-S", ZYGOTE_INSIDE, str(theirs.fileno()), str(IDLE_S), plan.limits]
         run += plan.private
+        fds = [theirs.fileno()]
+        options = list(plan.options)
         try:
-            proc = spawn([plan.bwrap, *plan.options, *zygote, *run], theirs.fileno())
+            if plan.seccomp is not None:  # read by bubblewrap as it starts: nothing per call
+                fds.append(open_program(plan.seccomp))
+                options[:0] = ["--seccomp", str(fds[-1])]
+            proc = spawn([plan.bwrap, *options, *zygote, *run], fds)
         except OSError:
             ours.close()
             raise
         finally:
             theirs.close()
+            for fd in fds[1:]:
+                os.close(fd)
         ours.setblocking(False)
         return cls(plan, proc, ours)
 

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import platform
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
+from mcp_toolbridge.executors import probe_sandbox, run_process
 from mcp_toolbridge.sandbox import Sandbox, SandboxProfile, seccomp
 from mcp_toolbridge.sandbox.bwrap import plan_launch
 from tests.sandbox.conftest import Box, report
@@ -127,3 +130,39 @@ async def test_ordinary_work_goes_on_under_the_filter(box: Box) -> None:
         "personality(query)": True,
         "git": "m\n",
     }
+
+
+async def test_without_libseccomp_the_sandbox_runs_without_the_filter_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    built = (seccomp._build, seccomp.program, seccomp.unavailable)
+    monkeypatch.setattr(seccomp, "LIBRARY", "libseccomp-not-here.so.2")
+    for cached in built:
+        cached.cache_clear()
+    try:
+        said = seccomp.unavailable()
+        assert said is not None and "libseccomp-not-here.so.2 cannot be loaded" in said
+        assert "apt install libseccomp2" in said
+        sandbox = Sandbox("auto", home=tmp_path / "home")
+        sandbox.support = None
+        with caplog.at_level(logging.WARNING, logger="mcp_toolbridge.sandbox"):
+            await probe_sandbox(sandbox)
+        assert f"WITHOUT its seccomp filter ({said})" in caplog.text
+        assert sandbox.describe(SandboxProfile(tool="probe"))["seccomp"] == said
+        confinement = sandbox.confine(SandboxProfile(tool="probe"))
+        env = {"PATH": "/usr/bin:/bin"}
+        with anyio.fail_after(30):
+            outcome = await run_process(
+                [sys.executable, "-I", "-c", PROBE],
+                stdin=None,
+                cwd="/",
+                env=env,
+                timeout_s=20,
+                sandbox=confinement,
+            )
+        assert outcome.sandboxed
+        assert json.loads(outcome.stdout)["keyctl"] != "EPERM"  # sandboxed, but unfiltered
+        sandbox.close()
+    finally:
+        for cached in built:
+            cached.cache_clear()

@@ -374,3 +374,34 @@ def test_problems_carry_the_parts_the_line_is_made_of():
         "got": "9",
         "message": "at /n: expected at most 3; got 9",
     }
+
+
+NAMED = {"type": "object", "properties": {"id": {"type": "integer"}}}
+"""A schema whose property names other keywords test (patterns matched by RE2 since
+2026-11-29): the verdicts and messages must be jsonschema's own."""
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["id", "x_a", "x_1", "y", "éé", "x_"]), st.integers(), max_size=4
+    ),
+    st.sampled_from([True, False, {"type": "string"}]),
+    st.sampled_from([{}, {"^x_[a-z]$": {"type": "integer"}}, {"^x_": {"type": "string"}, "é": {}}]),
+)
+@settings(max_examples=200, deadline=None)
+def test_property_names_are_judged_as_jsonschema_judges_them(
+    instance: dict[str, int], additional: Any, patterns: dict[str, Any]
+) -> None:
+    from mcp_toolbridge.schemas.drafts import with_linear_patterns
+
+    schema = {**NAMED, "additionalProperties": additional}
+    if patterns:
+        schema["patternProperties"] = patterns
+    ours = with_linear_patterns(Draft202012Validator)(schema)
+    theirs = Draft202012Validator(schema)
+
+    def errors(validator: Any) -> list[tuple[str, list[Any]]]:
+        found = validator.iter_errors(instance)
+        return sorted((e.message, list(e.absolute_path)) for e in found)
+
+    assert errors(ours) == errors(theirs)

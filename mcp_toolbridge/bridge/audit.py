@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from mcp_toolbridge.bridge.audit_file import open_audit_file
-from mcp_toolbridge.bridge.outcome import CallOutcome, Outcome, classify, outcome_of
+from mcp_toolbridge.bridge.outcome import UNFAILED, CallOutcome, Outcome, classify, outcome_of
 from mcp_toolbridge.bridge.pipeline import Observer
 from mcp_toolbridge.bridge.redaction import redact_argv, redact_url
 from mcp_toolbridge.errors import CallError, ErrorCode
@@ -155,7 +155,7 @@ class AuditRecord(BaseModel):
             sandboxed=result.sandboxed if result else None,
             tags=list(spec.tags),
             outcome=outcome,
-            is_error=outcome is not Outcome.OK,
+            is_error=outcome not in UNFAILED,
             error_code=str(error.code) if error is not None else None,
             usage=usage,
             redacted=dict(redacted) if redacted else None,
@@ -214,8 +214,9 @@ def record_of(
     spec: ToolSpec, ctx: CallContext, outcome: CallOutcome, secrets: Iterable[str] = ()
 ) -> AuditRecord:
     """The audit record of one finished call (what the log writes, what the console shows)."""
+    came_to = outcome_of(outcome)
     error = None
-    if not outcome.ok:
+    if came_to not in UNFAILED:
         error = CallError(outcome.error or "", tool=spec.name, code=outcome.code)
     undecided = NOT_DECIDED if outcome.code is ErrorCode.EXEC_CANCELLED else NOT_CHECKED
     return AuditRecord.build(
@@ -227,7 +228,7 @@ def record_of(
         error=error,
         answer=outcome.answer,
         secrets=secrets,
-        outcome=outcome_of(outcome),
+        outcome=came_to,
         usage=outcome.usage.as_json() if outcome.usage is not None else None,
         via=ctx.via,
         redacted=outcome.redacted,

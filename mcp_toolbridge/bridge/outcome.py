@@ -14,10 +14,13 @@ A call's outcome is, in this order:
 - ``denied``: the policy denied it, the person rejected it (or could not be asked, or the
   client dismissed the question: ``cancel``), or the call failed with ``permission.denied``
   (a capability, rule or watchdog refusal);
+- ``pending``: it was asked and waits for the person's answer (a 2026-era client answers in
+  a later request, which is the call run again and has a line of its own); it ran nothing and
+  failed nothing;
 - ``ok``: it succeeded;
 - ``timeout``: it failed with ``exec.timeout``;
 - ``error``: any other failure, including arguments refused by the input schema (the gate
-  never ran: nothing denied the call) and a call still waiting for the person's answer.
+  never ran: nothing denied the call).
 """
 
 from __future__ import annotations
@@ -91,6 +94,11 @@ class Outcome(StrEnum):
     CANCELLED = "cancelled"
     SHUTDOWN = "shutdown"
     LOST = "lost"
+    PENDING = "pending"
+
+
+UNFAILED = frozenset({Outcome.OK, Outcome.PENDING})
+"""Outcomes that are not an error: the call succeeded, or it waits for an answer."""
 
 
 def classify(
@@ -111,6 +119,8 @@ def classify(
         return Outcome.SHUTDOWN if ended == "shutdown" else Outcome.CANCELLED
     if action == "deny" or answer in REFUSING_ANSWERS or code == ErrorCode.PERMISSION_DENIED:
         return Outcome.DENIED
+    if answer == "pending":
+        return Outcome.PENDING
     if ok:
         return Outcome.OK
     if code == ErrorCode.EXEC_TIMEOUT:

@@ -18,7 +18,7 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 
 from mcp_toolbridge import __version__
-from mcp_toolbridge.bridge.outcome import CallOutcome, Outcome, outcome_of
+from mcp_toolbridge.bridge.outcome import UNFAILED, CallOutcome, outcome_of
 from mcp_toolbridge.bridge.pipeline import Observer
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.model import ToolSpec
@@ -70,7 +70,7 @@ def span_observer(tracer: Tracer | None = None) -> Observer:
             attributes=span_attributes(spec, ctx, outcome),
             start_time=end - outcome.duration_ms * 1_000_000,
         )
-        if outcome_of(outcome) is not Outcome.OK:
+        if outcome_of(outcome) not in UNFAILED:
             span.set_status(Status(StatusCode.ERROR, outcome.error or "tool failed"))
         span.end(end_time=end)
 

@@ -125,10 +125,20 @@ class FolderVariable:
         return str(Path(path).resolve())
 
     def options(self, options: Sequence[str]) -> list[str]:
-        return [
-            self.path(o) if i and options[i - 1] in PATH_OPTIONS else o
-            for i, o in enumerate(options)
-        ]
+        """``options`` (of ``serving_options``: paths absolute) with the paths inside the
+        folder written from the variable: values of :data:`PATH_OPTIONS`, and the manifest
+        path of an ``--allow`` entry (``${workspaceFolder}/manifests/fx=convert``)."""
+        out = []
+        for i, option in enumerate(options):
+            before = options[i - 1] if i else None
+            if before in PATH_OPTIONS:
+                option = self.path(option)
+            elif before == "--allow":
+                name, equals, pattern = option.partition("=")
+                if is_manifest_path(name.strip()):
+                    option = self.path(name.strip()) + equals + pattern
+            out.append(option)
+        return out
 
     def expand(self, argv: Sequence[str]) -> list[str]:
         """``argv`` as the client starts it: the variable in paths replaced by the folder

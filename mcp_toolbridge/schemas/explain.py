@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import difflib
 import json
-import re
 from dataclasses import dataclass, replace
 from typing import Any
 
 from jsonschema import exceptions as js_exceptions
 
+from mcp_toolbridge.schemas.drafts import additional_names
 from mcp_toolbridge.schemas.lines import closest, pointer, shorten
 
 MAX_SHOWN = 40
@@ -205,7 +205,7 @@ def _additional(e: _Failed) -> SchemaProblem:
     allowed = list(e.schema.get("properties", {}))
     patterns = list(e.schema.get("patternProperties", {}))
     value = e.value if isinstance(e.value, dict) else {}
-    extra = [k for k in value if k not in allowed and not any(_search(p, k) for p in patterns)]
+    extra = additional_names(value, e.schema)
     if allowed:
         only = f"only the properties {_listing(allowed, MAX_NAMES)}"
     else:
@@ -219,13 +219,6 @@ def _additional(e: _Failed) -> SchemaProblem:
         f"the {noun} {_names(extra)}",
         f"unexpected {noun} {_names(extra)}; expected {only}{guess}",
     )
-
-
-def _search(pattern: str, text: str) -> bool:
-    try:
-        return re.search(pattern, text) is not None
-    except re.error:
-        return False
 
 
 def _unique(e: _Failed) -> SchemaProblem:

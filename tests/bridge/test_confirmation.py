@@ -114,6 +114,24 @@ async def test_ask_runs_the_tool_after_the_person_allows_once(tmp_path: Path, mo
     assert answers == ["once", "once"]
 
 
+async def test_a_2026_call_waiting_for_its_answer_is_audited_pending_not_failed(
+    tmp_path: Path,
+) -> None:
+    settings = _setup(tmp_path)
+    async with served_client(settings, "auto", elicitation_callback=Person(ALLOW_ONCE)) as client:
+        result = await client.call_tool("guarded", {"text": "go"})
+        assert result.is_error is False
+    waiting, ran = _audit(settings)
+    assert (waiting["outcome"], waiting["answer"], waiting["decision"]) == (
+        "pending",
+        "pending",
+        "ask",
+    )
+    assert waiting["isError"] is False and waiting["errorCode"] is None
+    assert waiting["exitCode"] is None and waiting["argv"] is None
+    assert (ran["outcome"], ran["answer"], ran["isError"]) == ("ok", "once", False)
+
+
 @pytest.mark.parametrize("mode", MODES)
 async def test_allow_always_is_remembered_for_the_session(tmp_path: Path, mode: str) -> None:
     person = Person(ALLOW_ALWAYS)

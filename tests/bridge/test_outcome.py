@@ -50,7 +50,7 @@ CASES = {
     "invalid arguments": (failed(ErrorCode.ARGS_INVALID, None), "error"),
     "pending": (
         CallOutcome(SPEC.name, ok=False, error="waiting", decision=PENDING, answer="pending"),
-        "error",
+        "pending",
     ),
 }
 
@@ -68,4 +68,5 @@ async def test_audit_span_and_recording_name_the_same_outcome(
 
     assert expected in set(Outcome)
     assert line["outcome"] == span["toolbridge.outcome"] == result_frame["outcome"] == expected
-    assert line["isError"] is (expected != "ok")
+    assert line["isError"] is (expected not in ("ok", "pending"))
+    assert (line["errorCode"] is None) is (expected in ("ok", "pending"))

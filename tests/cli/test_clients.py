@@ -122,14 +122,18 @@ def test_a_project_config_names_the_paths_inside_the_project_from_its_folder_var
     (project / "policy.toml").write_text("", encoding="utf-8")
     monkeypatch.chdir(project)
     argv = ["--client", client, "manifests/git", str(elsewhere), ".", "--policy", "policy.toml"]
-    argv += ["--skills", "skills"]
+    argv += ["--skills", "skills", "--allow", "./manifests/git=git_*", "--allow", "read"]
+    argv += ["--allow", f"{elsewhere}=*"]
     config, _ = _config(capsys, *argv)
     args = config[EXPECTED[client][0]]["toolbridge"]["args"]
     variable = FOLDER_VARIABLE[client]
     assert args[args.index("--policy") + 1] == f"{variable}/policy.toml"
     assert args[args.index("--skills") + 1] == f"{variable}/skills"
+    allowed = [args[i + 1] for i, a in enumerate(args) if a == "--allow"]
+    assert allowed == [f"{variable}/manifests/git=git_*", "read", f"{elsewhere.resolve()}=*"]
     assert args[-3:] == [f"{variable}/manifests/git", str(elsewhere.resolve()), variable]
-    assert not any(str(tmp_path) in a for a in args if a != str(elsewhere.resolve()))
+    outside = (str(elsewhere.resolve()), f"{elsewhere.resolve()}=*")
+    assert not any(str(tmp_path) in a for a in args if a not in outside)
 
 
 @pytest.mark.parametrize("client", sorted(EXPECTED))

@@ -19,6 +19,7 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
@@ -31,7 +32,14 @@ from mcp_toolbridge.server.deadlines import HEAD_S
 from mcp_toolbridge.server.http import HttpService
 from mcp_toolbridge.server.http_options import HttpOptions
 from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
-from tests.support.httpserve import ACCEPT, answer_from, call, http_server, open_session
+from tests.support.httpserve import (
+    ACCEPT,
+    Session,
+    answer_from,
+    call,
+    http_server,
+    open_session,
+)
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -245,25 +253,31 @@ EMAIL_CHECK = (
 """A known email check that backtracks: each character more doubles Python's time."""
 
 
+@asynccontextmanager
+async def _mail(tmp_path: Path, schema: dict[str, Any]) -> AsyncIterator[Session]:
+    """A stateful session with ``serve --http`` serving one tool, ``mail``, of ``schema``."""
+    tools = tmp_path / "tools"
+    agentcli_manifest(tools, [echo_tool("mail", schema=schema, bin="echo")], {"echo": ECHO})
+    async with (
+        http_server(tmp_path, "--allow", "mail", str(tools)) as server,
+        httpx2.AsyncClient(timeout=60) as http,
+    ):
+        yield await open_session(http, server.url, stateless=False)
+
+
 async def test_an_argument_that_a_manifests_pattern_backtracks_on_is_refused_at_once(
     tmp_path: Path,
 ) -> None:
     """A manifest tool whose argument has a pattern that backtracks, and a call with 60
     letters and a '!': refused as not matching, at once. Python's ``re`` took a minute for 30
     letters, doubling with each one more, on the event loop: no other client was answered."""
-    tools = tmp_path / "tools"
-    schema = {
+    schema: dict[str, Any] = {
         "type": "object",
         "properties": {"text": {"type": "string", "pattern": EMAIL_CHECK}},
         "required": ["text"],
     }
     good = {"text": "ab.c@example.com"}
-    agentcli_manifest(tools, [echo_tool("mail", schema=schema, bin="echo")], {"echo": ECHO})
-    async with (
-        http_server(tmp_path, "--allow", "mail", str(tools)) as server,
-        httpx2.AsyncClient(timeout=60) as http,
-    ):
-        session = await open_session(http, server.url, stateless=False)
+    async with _mail(tmp_path, schema) as session:
         with anyio.fail_after(10):
             refused = await session.ask(call("mail", {"text": "a" * 60 + "!"}))
         text = refused["result"]["content"][0]["text"]
@@ -272,3 +286,31 @@ async def test_an_argument_that_a_manifests_pattern_backtracks_on_is_refused_at_
             echoed = await session.ask(call("mail", good))
         assert echoed["result"].get("isError") is not True, echoed
         assert "ab.c@example.com" in json.dumps(echoed["result"])
+
+
+@pytest.mark.parametrize("closed", [True, False], ids=["additional-false", "open"])
+async def test_a_property_name_that_a_manifests_pattern_backtracks_on_is_judged_at_once(
+    tmp_path: Path, closed: bool
+) -> None:
+    """The same check on a property's name (``patternProperties``, and ``additionalProperties``
+    that tests names against them): a name of 60 letters and a '!' is judged at once, as not
+    matching; Python's ``re`` held the event loop as the value's pattern did."""
+    schema: dict[str, Any] = {
+        "type": "object",
+        "patternProperties": {EMAIL_CHECK: {"type": "string"}},
+    }
+    if closed:
+        schema["additionalProperties"] = False
+    async with _mail(tmp_path, schema) as session:
+        with anyio.fail_after(10):
+            judged = await session.ask(call("mail", {"a" * 60 + "!": "x"}))
+        refused = judged["result"].get("isError") is True
+        assert refused is closed, judged
+        if closed:
+            text = judged["result"]["content"][0]["text"]
+            assert "unexpected property" in text and "names matching" in text, text
+        with anyio.fail_after(30):
+            typed = await session.ask(call("mail", {"ab.c@example.com": 7}))
+        assert typed["result"].get("isError") is True, (
+            typed
+        )  # the name matches: its value is checked

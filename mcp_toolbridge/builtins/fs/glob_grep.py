@@ -36,7 +36,7 @@ from mcp_toolbridge.builtins.fs.grep_engine import (
 )
 from mcp_toolbridge.builtins.fs.grep_format import format_run
 from mcp_toolbridge.builtins.fs.paths import QUOTED_NOTE, FileProblem, FsRoot, is_quoted
-from mcp_toolbridge.builtins.fs.visibility import ReadVerdict, ResultFilter
+from mcp_toolbridge.builtins.fs.visibility import GrepVisibility, ReadVerdict, ResultFilter
 from mcp_toolbridge.builtins.fs.walk import IgnoreOracle, PathGlob, WalkReport, walk_files
 from mcp_toolbridge.builtins.session import Sessions
 from mcp_toolbridge.errors import ArgumentsError, ErrorCode, ExecTimeoutError
@@ -272,7 +272,7 @@ class GrepTool:
         self._fs = FsRoot(workspace)
         self._sessions = sessions
         self._engine = engine
-        self._readable = readable
+        self._shown = GrepVisibility(readable, self._fs.root) if readable is not None else None
         if engine == "ripgrep" and grep_rg.find_rg() is None:
             raise ValueError("engine='ripgrep' needs rg on PATH")
 
@@ -307,10 +307,8 @@ class GrepTool:
                 stop=stop,
             )
             run = await self._search(query, request)
-            if self._readable is not None and query.ignore_base is not None:
-                await anyio.to_thread.run_sync(
-                    _withhold, run, ResultFilter.for_grep(self._readable, root, self._fs.root)
-                )
+            if self._shown is not None and query.ignore_base is not None:
+                await anyio.to_thread.run_sync(_withhold, run, self._shown.filter(root))
         except FileProblem as exc:
             return ExecResult(ok=False, error=str(exc))
         except InvalidPattern as exc:

@@ -26,7 +26,7 @@ from typing import IO, Any
 
 import anyio.to_thread
 
-from mcp_toolbridge.builtins.fs.links import HardLinks, refusal
+from mcp_toolbridge.builtins.fs.links import LinkIndex, refusal
 from mcp_toolbridge.builtins.fs.paths import FileProblem, FsRoot
 from mcp_toolbridge.builtins.fs.read_spec import DEFAULT_LIMIT, MAX_LINE_CHARS
 from mcp_toolbridge.builtins.fs.read_spec import SPEC as SPEC  # the tool's own, as before
@@ -94,6 +94,7 @@ class ReadTool:
         self._sessions = sessions
         self._readable = readable
         """The policy's verdict on reading a path, for a file's other names (hard links)."""
+        self._links = LinkIndex(self._fs.root, readable) if readable is not None else None
 
     async def run(self, request: ExecRequest) -> ExecResult:
         args = request.arguments
@@ -141,9 +142,8 @@ class ReadTool:
     ) -> _Window:
         fd = self._fs.open_file(path, tool="read", extra=extra)
         with os.fdopen(fd, "rb") as handle:
-            if self._readable is not None and is_within(path, self._fs.root):
-                links = HardLinks(self._fs.root, self._readable)
-                stricter = links.stricter(path, os.fstat(handle.fileno()))
+            if self._links is not None and is_within(path, self._fs.root):
+                stricter = self._links.stricter(path, os.fstat(handle.fileno()))
                 if stricter is not None:
                     raise FileProblem(refusal(self._fs.display(path), stricter, self._fs.display))
             probe = handle.read(BINARY_PROBE_BYTES)

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mcp_toolbridge.builtins.fs import read as fs_read
-from mcp_toolbridge.builtins.fs.links import HardLinks
+from mcp_toolbridge.builtins.fs.links import LinkIndex
 from mcp_toolbridge.model import ToolSpec
 from mcp_toolbridge.policy import (
     ACTION_RANK,
@@ -45,7 +45,7 @@ class ResultFilter:
     one filter per call)."""
 
     def __init__(
-        self, verdict: ReadVerdict, *, show_ask: bool, links: HardLinks | None = None
+        self, verdict: ReadVerdict, *, show_ask: bool, links: LinkIndex | None = None
     ) -> None:
         self._verdict = verdict
         self._show_ask = show_ask
@@ -55,13 +55,6 @@ class ResultFilter:
     @classmethod
     def for_glob(cls, verdict: ReadVerdict) -> ResultFilter:
         return cls(verdict, show_ask=True)
-
-    @classmethod
-    def for_grep(cls, verdict: ReadVerdict, root: Path, workspace: Path) -> ResultFilter:
-        """``root``: the folder or file the call named (already cleared by the gate); a file
-        with several hard links is judged by its strictest name in ``workspace`` too."""
-        links = HardLinks(workspace, verdict)
-        return cls(verdict, show_ask=verdict(root) == "ask", links=links)
 
     def keep(self, path: Path) -> bool:
         action = self._verdict(path)
@@ -76,6 +69,22 @@ class ResultFilter:
             return True
         self.withheld += 1
         return False
+
+
+class GrepVisibility:
+    """What grep may show in one workspace under one policy: ``verdict`` on reading each path,
+    and the workspace's hard-link index, kept between calls (safe to share between them)."""
+
+    def __init__(self, verdict: ReadVerdict, workspace: Path) -> None:
+        self.verdict = verdict
+        self._links = LinkIndex(workspace, verdict)
+
+    def filter(self, root: Path) -> ResultFilter:
+        """One call's filter; ``root``: the folder or file the call named (already cleared by
+        the gate). A file with several hard links is judged by its strictest name in the
+        workspace too."""
+        verdict = self.verdict
+        return ResultFilter(verdict, show_ask=verdict(root) == "ask", links=self._links)
 
 
 def read_verdict(policy: Policy, spec: ToolSpec) -> ReadVerdict:

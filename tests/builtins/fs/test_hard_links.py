@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from mcp_toolbridge.bridge.gate import HEADLESS_DENIED
-from mcp_toolbridge.builtins.fs.links import HardLinks, Stricter
+from mcp_toolbridge.builtins.fs.links import SETTLED_NS, LinkIndex, Stricter, coarse_now
 from mcp_toolbridge.policy import Action
 from tests.builtins.fs.test_served_visibility import WITHHELD, engine
 from tests.support.results import text_of
@@ -95,13 +95,61 @@ def test_a_workspace_too_large_to_search_makes_a_hard_link_ask(tmp_path: Path):
     def verdict(path: Path) -> Action:
         return "ask" if path == tmp_path / ".env" else "allow"
 
-    links = HardLinks(tmp_path, verdict, limit=2)
+    links = LinkIndex(tmp_path, verdict, limit=2)
     config = tmp_path / "app" / "config.txt"
     assert links.stricter(config, config.stat()) == Stricter("ask", None)
     alone = tmp_path / "alone.txt"
     alone.write_text("x", encoding="utf-8")
     assert links.stricter(alone, alone.stat()) is None
-    whole = HardLinks(tmp_path, verdict)
+    whole = LinkIndex(tmp_path, verdict)
     assert whole.stricter(config, config.stat()) == Stricter("ask", tmp_path / ".env")
     notes = tmp_path / "notes.txt"
     assert whole.stricter(notes, notes.stat()) is None
+
+
+def _env_asks(path: Path) -> Action:
+    return "ask" if path.name == ".env" else "allow"
+
+
+def _package_store(tmp_path: Path, files: int) -> tuple[Path, list[Path]]:
+    """A workspace whose node_modules files are hard links into a store outside it, as pnpm
+    installs them, beside a .env."""
+    store, workspace = tmp_path / "store", tmp_path / "ws"
+    store.mkdir()
+    package = workspace / "node_modules" / ".pnpm" / "left-pad@1.3.0"
+    package.mkdir(parents=True)
+    (workspace / ".env").write_text(SECRET + "\n", encoding="utf-8")
+    linked = []
+    for i in range(files):
+        (store / f"{i}.js").write_text(f"module.exports = {i}\n", encoding="utf-8")
+        os.link(store / f"{i}.js", package / f"{i}.js")
+        linked.append(package / f"{i}.js")
+    return workspace, linked
+
+
+def test_a_package_stores_links_are_looked_up_in_one_walk(tmp_path: Path):
+    """Each multiply-linked file once walked for its other names: a store's files (whose
+    other names are outside the workspace) cost one walk in all, not one each."""
+    workspace, linked = _package_store(tmp_path, 40)
+    later = coarse_now() + 2 * SETTLED_NS  # every file here settled before the walk began
+    index = LinkIndex(workspace, _env_asks, clock=lambda: later)
+    assert all(index.stricter(path, path.stat()) is None for path in linked)
+    assert index.walks == 1
+
+
+@pytest.mark.parametrize("how", ["linked", "renamed"])
+def test_a_name_that_asks_made_after_the_walk_is_found(tmp_path: Path, how: str):
+    """A link made after the walk changes its file's ctime, so the next question about that
+    file walks again: ``ln .env innocent.txt``, or a linked file renamed to ``.env``."""
+    workspace, linked = _package_store(tmp_path, 2)
+    index = LinkIndex(workspace, _env_asks)
+    assert index.stricter(linked[0], linked[0].stat()) is None
+    innocent = workspace / "innocent.txt"
+    if how == "linked":
+        os.link(workspace / ".env", innocent)
+    else:
+        os.link(linked[1], innocent)
+        os.replace(linked[1], workspace / ".env")
+    expected = Stricter("ask", workspace / ".env")
+    assert index.stricter(innocent, innocent.stat()) == expected
+    assert index.walks == 2

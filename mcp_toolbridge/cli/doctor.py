@@ -45,7 +45,6 @@ from mcp_toolbridge.executors import probe_sandbox
 from mcp_toolbridge.model import ExecTransport, ToolSpec
 from mcp_toolbridge.runtime import Settings, load_catalog, load_policy
 from mcp_toolbridge.sandbox import Limits, Sandbox
-from mcp_toolbridge.sandbox.seccomp import unavailable
 from mcp_toolbridge.workspace import unfit_reason
 
 GUI_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"
@@ -385,7 +384,7 @@ def check_sandbox(settings: Settings, environ: dict[str, str]) -> Finding:
     if support.ok:
         said = f"bubblewrap works here ({sandbox.bwrap}); mode {mode}"
         said += f"; limits: {sandbox.describe_limits()}"
-        said += f"; {unavailable() or 'seccomp filter on'}"
+        said += f"; {sandbox.describe_filter()}"
         return Finding(True, "sandbox", said)
     what = (
         "the server refuses to start (--sandbox required)"

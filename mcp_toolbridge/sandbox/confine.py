@@ -320,6 +320,10 @@ class Sandbox:
             )
         return said
 
+    def describe_filter(self) -> str:
+        """Whether the seccomp filter is on, or why not (``seccomp.py``)."""
+        return seccomp.unavailable() or "seccomp filter on"
+
     def _view(self) -> HostView:
         assert self.bwrap is not None
         return _host_view(self.bwrap, self.home, self.masks)

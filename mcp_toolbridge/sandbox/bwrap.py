@@ -85,10 +85,10 @@ class HostView:
     """The mounts that put the kernel's knobs under /proc out of reach (``PROC_READ_ONLY``,
     ``PROC_HIDDEN``), for those this kernel has."""
     prlimit: str | None = None
-    seccomp: bytes | None = None
-    """The seccomp filter every sandbox runs under (``seccomp.py``); None without libseccomp."""
     """util-linux's ``prlimit`` in the system view: what sets a fresh sandbox's resource
     limits (``limits.py``); else ``rlimit.py`` does, with the server's interpreter."""
+    seccomp: bytes | None = None
+    """The seccomp filter every sandbox runs under (``seccomp.py``); None without libseccomp."""
     mask_names: frozenset[str] = field(init=False)
     """``masks`` as strings, for lookups."""
     system_roots: frozenset[str] = field(init=False)
@@ -172,7 +172,7 @@ class Plan:
             command[1:1] = ["--info-fd", str(info_fd)]
         if seccomp_fd is not None:
             command[1:1] = ["--seccomp", str(seccomp_fd)]
-        if self.run[0] == self.program and self.program != self.argv[0]:
+        if self.program != self.argv[0] and self.run == (self.program, *self.argv[1:]):
             command += ["--argv0", self.argv[0]]
         return [*command, "--chdir", self.workdir, "--", *self.run]
 

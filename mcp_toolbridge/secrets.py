@@ -39,8 +39,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-import re2
-
 from mcp_toolbridge.errors import ConfigError, ErrorCode, SecretError
 
 ENV_PREFIX = "TOOLBRIDGE_SECRET_"
@@ -234,6 +232,8 @@ def _matcher(secrets: tuple[tuple[str, str], ...]) -> _Matcher | None:
             ids.setdefault(form, secret_id)
     if not ids:
         return None
+    import re2  # here, not before a server's first list (what a call needs: 3 ms)
+
     ordered = sorted(ids, key=len, reverse=True)
     gate = re2.compile("|".join([_BLOCK_START, *(re2.escape(form) for form in ordered)]))
     return _Matcher(gate, re.compile("|".join(re.escape(form) for form in ordered)), ids)

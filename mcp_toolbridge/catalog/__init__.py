@@ -6,11 +6,11 @@ May import: the vocabulary only."""
 
 from typing import TYPE_CHECKING
 
-from mcp_toolbridge.catalog.explain import Explained, explain  # as its module is named: not lazy
 from mcp_toolbridge.lazy import on_first_use
 
 if TYPE_CHECKING:
     from mcp_toolbridge.catalog.catalog import Catalog, CatalogEntry, named_as_written
+    from mcp_toolbridge.catalog.explaining import Explained, explain
     from mcp_toolbridge.catalog.index import SearchIndex
     from mcp_toolbridge.catalog.index_cache import (
         DeferredIndex,
@@ -33,6 +33,7 @@ __getattr__ = on_first_use(
             "CatalogEntry",
             "named_as_written",
         ),
+        "mcp_toolbridge.catalog.explaining": ("Explained", "explain"),
         "mcp_toolbridge.catalog.index": ("SearchIndex",),
         "mcp_toolbridge.catalog.index_cache": (
             "DeferredIndex",

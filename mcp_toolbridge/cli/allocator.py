@@ -19,7 +19,6 @@ benchmark, 5,000 calls with 10 MiB output bombs grew the server by +72 MiB witho
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import os
 import platform
@@ -34,6 +33,8 @@ def pin_mmap_threshold(environ: dict[str, str] | None = None) -> bool:
     env = os.environ if environ is None else environ
     if "MALLOC_MMAP_THRESHOLD_" in env or platform.libc_ver()[0] != "glibc":
         return False
+    import ctypes  # here: a stdio server pins once its first tools/list is answered
+
     try:  # the process's own symbols, glibc's among them (find_library runs ldconfig: 5 ms)
         libc = ctypes.CDLL(None)
         return bool(libc.mallopt(M_MMAP_THRESHOLD, THRESHOLD_BYTES))

@@ -30,7 +30,7 @@ from mcp_toolbridge.cli.console_url import UrlFile, print_urls
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.runtime import Loaded, Settings
 from mcp_toolbridge.secrets import SecretResolver
-from mcp_toolbridge.state import MemoryState, check_url, where
+from mcp_toolbridge.state import MemoryState
 
 if TYPE_CHECKING:  # Redis: imported by a server that uses it (--state redis://...)
     from mcp_toolbridge.console import Console
@@ -295,7 +295,11 @@ MEMORY = "memory"
 
 def state_url(args: argparse.Namespace, loaded: Loaded) -> str:
     url: str = getattr(args, "state", None) or loaded.policy.file.state.url
-    return url if url == MEMORY else check_url(url)
+    if url == MEMORY:
+        return url
+    from mcp_toolbridge.state import check_url  # the Redis client's module: a replica's only
+
+    return check_url(url)
 
 
 def _keys_text(settings: Settings, loaded: Loaded) -> str | None:
@@ -347,4 +351,8 @@ def shared_console(replica: Replica) -> ConsoleShare:
 
 
 def describe(url: str) -> str:
-    return "state in memory" if url == MEMORY else f"shared state in Redis at {where(url)}"
+    if url == MEMORY:
+        return "state in memory"
+    from mcp_toolbridge.state import where
+
+    return f"shared state in Redis at {where(url)}"

@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 import json
 import signal
-from collections.abc import Sequence
-from contextlib import AsyncExitStack
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -51,7 +51,18 @@ from mcp_toolbridge.cli.startup import (
     warm_up,
     workspace_line,
 )
-from mcp_toolbridge.runtime import Loaded, Runtime, Settings, open_runtime, serving_index
+from mcp_toolbridge.runtime import (
+    INDEX_AFTER_LIST_BELOW,
+    Loaded,
+    Runtime,
+    Settings,
+    import_call_machinery,
+    open_runtime,
+    serving_index,
+)
+
+Opener = Callable[[], AbstractAsyncContextManager[Runtime]]
+"""Opens a server's runtime (open_runtime with what the start made)."""
 
 if TYPE_CHECKING:
     from mcp_toolbridge.bridge import Observer
@@ -203,7 +214,6 @@ def run_server(
         from mcp_toolbridge.bridge import Recorder
 
         recorder = Recorder.open(args.record)
-    pin_mmap_threshold()
     stopped_by: list[signal.Signals] = []  # over stdio, the signal that ended serving
 
     async def run() -> None:
@@ -220,9 +230,12 @@ def run_server(
                     console.replicate(shared_console(replica), replica.name, replica.keys)
                 observers = (*observers, console.feed.observe)
             opening = runtime_later(args, settings, loaded, http=http, console=console)
+            if opening is None:  # else once the first list is answered (prepared)
+                pin_mmap_threshold()
             opened = partial(open_runtime, settings, loaded, observers=observers)
             opened = partial(opened, stand_in=stand_in, sessions=sessions)
-            if opening is not None:  # the index (and its cache) is made before serving
+            index_first = len(loaded.catalog) >= INDEX_AFTER_LIST_BELOW
+            if opening is not None and index_first:  # made (and cached) before serving
                 opened = partial(opened, index=serving_index(settings, loaded))
             if opening is None:  # open now: its checks fail the start (--sandbox required)
                 runtime = await stack.enter_async_context(opened())
@@ -284,7 +297,8 @@ def run_server(
                     server.opened(runtime.bridge)
                     runtime_open.set()
 
-                later.start_soon(open_later, opening, done, opened, serve_calls, listed)
+                prepare = partial(prepared, opened, None if index_first else (settings, loaded))
+                later.start_soon(open_later, opening, done, prepare, serve_calls, listed)
             started()
             async with anyio.create_task_group() as group:
                 if opening is None:
@@ -348,6 +362,21 @@ def run_server(
             raise
         raise error from None  # said in one line, as a start that fails before serving
     return EXIT_INTERRUPTED if signal.SIGINT in stopped_by else EXIT_OK
+
+
+def prepared(
+    opened: Callable[..., AbstractAsyncContextManager[Runtime]],
+    index_of: tuple[Settings, Loaded] | None,
+) -> Opener:
+    """What :func:`open_later` runs in its worker thread before it opens the runtime: the call
+    machinery imported and, when the start left it for after the first tools/list (``index_of``:
+    a catalog of fewer than ``INDEX_AFTER_LIST_BELOW`` tools), the search index made, from the
+    cache or built (and cached). glibc's mmap threshold is pinned here too, before any call."""
+    pin_mmap_threshold()
+    import_call_machinery()
+    if index_of is None:
+        return opened
+    return partial(opened, index=serving_index(*index_of))
 
 
 async def _stop_on_signal(

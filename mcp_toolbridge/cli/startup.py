@@ -35,7 +35,7 @@ from mcp_toolbridge.cache import (
 from mcp_toolbridge.cache import Input as Input  # serve names it
 from mcp_toolbridge.cli.reload import Publisher, left_out_lines
 from mcp_toolbridge.errors import ConfigError, ErrorCode, Problem, ToolbridgeError
-from mcp_toolbridge.runtime import Loaded, Runtime, Settings, import_call_machinery
+from mcp_toolbridge.runtime import Loaded, Runtime, Settings
 from mcp_toolbridge.server import Opening
 from mcp_toolbridge.workspace import UNSET_ROOT, unfit_reason, workspace_from_roots
 
@@ -189,19 +189,20 @@ def runtime_later(
 async def open_later(
     opening: Opening,
     done: anyio.Event,
-    open_runtime: Callable[[], AbstractAsyncContextManager[Runtime]],
+    prepare: Callable[[], Callable[[], AbstractAsyncContextManager[Runtime]]],
     serve: Callable[[Runtime], None],
     listed: anyio.Event,
 ) -> None:
     """Open the runtime of a server that listed first, once it is wanted (the first list is
-    answered, or a request needs it): its modules imported in a worker thread (the event loop
-    goes on answering), then opened and given to ``serve``, with :func:`warm_up`; closed when
-    ``done`` (serving has ended), in this task, not cancelled. Nothing is opened after
+    answered, or a request needs it): ``prepare`` run in a worker thread (the event loop goes
+    on answering: it imports the call machinery and makes what the start left, and returns
+    the runtime's opener), then opened and given to ``serve``, with :func:`warm_up`; closed
+    when ``done`` (serving has ended), in this task, not cancelled. Nothing is opened after
     ``done``: a client that lists and leaves does not wait for it."""
     await opening.wanted.wait()
     if done.is_set():
         return
-    await anyio.to_thread.run_sync(import_call_machinery)
+    open_runtime = await anyio.to_thread.run_sync(prepare)
     if done.is_set():
         return
     async with open_runtime() as runtime:

@@ -16,11 +16,8 @@ loaded here. An exception raised by loading itself is raised here as it would be
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import pickle
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import TypeVar
 
@@ -124,6 +121,10 @@ def load_in_shares(
     if len(chunks) < 2:
         return _load_all(load_one, files, 0, _ticker(meter, costs, lambda: (0, 0)))
     parts = [files[r.start : r.stop] for r in chunks]
+    import multiprocessing  # a big load's: not imported by a start that loads in one process
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     before_fork()
     fork = multiprocessing.get_context("fork")
     pool = ProcessPoolExecutor(max_workers=1, mp_context=fork, initializer=in_child)

@@ -3,7 +3,6 @@ with clear errors, and the normalization of declared schemas into MCP input sche
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
@@ -100,6 +99,8 @@ def unknown_fields(
             continue
         guess = (meant or {}).get(key)
         if guess is None:
+            import difflib  # a typo's: not imported by a start without one
+
             close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
             guess = close[0] if close else None
         hint = (

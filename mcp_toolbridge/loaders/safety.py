@@ -19,7 +19,6 @@ tool whose destructiveness is inferred.
 
 from __future__ import annotations
 
-import difflib
 import functools
 from collections.abc import Mapping
 from typing import Any
@@ -87,6 +86,8 @@ def _annotations(value: object, log: ProblemLog, locator: str) -> tuple[dict[str
             continue
         fact = ANNOTATION_FACTS.get(key)
         if fact is None:
+            import difflib  # a typo's: not imported by a start without one
+
             close = difflib.get_close_matches(str(key), _KNOWN_KEYS, n=1, cutoff=0.6)
             hint = f'did you mean "{close[0]}"? ' if close else ""
             log.error(

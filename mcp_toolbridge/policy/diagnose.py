@@ -7,7 +7,6 @@ written; the model says what would have been valid there.
 
 from __future__ import annotations
 
-import difflib
 import re
 import types
 import typing
@@ -25,6 +24,8 @@ _CLASS_NAME = re.compile(r"(?:[A-Z][a-z0-9]+){2,}")
 
 def closest(name: str, choices: Iterable[str]) -> str | None:
     """The valid name ``name`` most likely meant, when one is close enough."""
+    import difflib  # a typo's: not imported by a start without one
+
     found = difflib.get_close_matches(name, sorted(set(choices)), n=1, cutoff=0.6)
     return found[0] if found else None
 

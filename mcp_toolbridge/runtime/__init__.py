@@ -5,7 +5,7 @@ runs (``cache.py``, in the stored form of ``snapshot.py``).
 
 May import: every package below the edges (it is one of them)."""
 
-from mcp_toolbridge.runtime.cache import LeftOut
+from mcp_toolbridge.runtime.cache import INDEX_AFTER_LIST_BELOW, LeftOut
 from mcp_toolbridge.runtime.composition import (
     BUILTIN_SPECS,
     TRANSPORT_KINDS,
@@ -24,6 +24,7 @@ from mcp_toolbridge.runtime.composition import (
 
 __all__ = [
     "BUILTIN_SPECS",
+    "INDEX_AFTER_LIST_BELOW",
     "TRANSPORT_KINDS",
     "LeftOut",
     "Loaded",

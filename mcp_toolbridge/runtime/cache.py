@@ -27,22 +27,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from typing import TYPE_CHECKING
 
 from mcp_toolbridge.builtins import LOCKED_IDS, PROXY_TOOL, TOOL_SEARCH_SPEC, proxy_spec
 from mcp_toolbridge.cache import CacheFolder, expand
-from mcp_toolbridge.catalog import (
-    Catalog,
-    CatalogEntry,
-    DeferredIndex,
-    Pin,
-    SearchIndex,
-    is_stored,
-    load_index,
-    named_as_written,
-    pin_tools,
-    store_index,
-    vector_store,
-)
+from mcp_toolbridge.catalog import Catalog, CatalogEntry, Pin, named_as_written, pin_tools
 from mcp_toolbridge.errors import ErrorCode, Problem, Severity
 from mcp_toolbridge.forking import write_behind
 from mcp_toolbridge.loaders import FileLoad, Manifests
@@ -61,9 +50,13 @@ from mcp_toolbridge.runtime.snapshot import (
     snapshot_of,
 )
 
+if TYPE_CHECKING:
+    from mcp_toolbridge.catalog import DeferredIndex, SearchIndex
+
 __all__ = [
     "DEFER_FROM",
     "HOST_NOT_GRANTED",
+    "INDEX_AFTER_LIST_BELOW",
     "REFUSED_WHATEVER",
     "WRITE_BEHIND_FROM",
     "Composed",
@@ -84,6 +77,12 @@ WRITE_BEHIND_FROM = 4_000
 ≈ 20 µs a tool); smaller ones write it in process."""
 DEFER_FROM = 1_000
 """A cached index of this many tools is read back in a background thread when serving."""
+INDEX_AFTER_LIST_BELOW = 1_000
+"""A stdio server that opens its runtime after its first tools/list makes the search index of
+fewer tools than this there too, in the worker thread that imports the call machinery (3 ms
+for the bundled catalog, about 0.04 s at 1,000 tools), so that its start imports none of the
+search modules before the first answer (about 0.01 s of CPU); a bigger one is made before
+serving, on two cores, or read back (``DEFER_FROM``)."""
 
 MeterOf = Callable[[str, int, str], Meter | None]
 EXAMPLES = 3
@@ -382,7 +381,11 @@ def index_for(
     catalog: Catalog, key: bytes | None, *, cache: bool, meter: IndexMeter
 ) -> SearchIndex:
     """``catalog``'s search index: the one cached for this catalog (``key``) and ranking, else
-    built and cached (see ``write``); its semantic vectors are cached too, once made."""
+    built and cached (see ``write``); its semantic vectors are cached too, once made. The
+    search modules are imported here, not before a server's first list (the index of a
+    small catalog is made after it: cli/serve.py)."""
+    from mcp_toolbridge.catalog import SearchIndex, load_index, store_index, vector_store
+
     place = (CacheFolder(), key) if cache and key is not None else None
     index = load_index(*place) if place is not None else None
     if index is not None:
@@ -409,6 +412,8 @@ def serving_index_for(
     """:func:`index_for` for a server: a big index the cache holds is read back in a
     background thread (the server answers meanwhile; a tool_search waits for it). One that
     must be built is built now, on two cores, which a thread would prevent (forking.py)."""
+    from mcp_toolbridge.catalog import DeferredIndex, is_stored
+
     if cache and key is not None and len(catalog) >= DEFER_FROM and is_stored(CacheFolder(), key):
         return DeferredIndex(partial(index_for, catalog, key, cache=cache, meter=meter))
     return index_for(catalog, key, cache=cache, meter=meter)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import platformdirs
 
 from mcp_toolbridge.builtins import LOCKED_IDS, TOOL_SEARCH_SPEC, plan_locked
-from mcp_toolbridge.catalog import Catalog, DeferredIndex, Pin, SearchIndex
+from mcp_toolbridge.catalog import Catalog, Pin
 from mcp_toolbridge.errors import ConfigError, ErrorCode, Problem, Severity
 from mcp_toolbridge.executors import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
 from mcp_toolbridge.host import CallContext, Caller
@@ -43,6 +43,7 @@ from mcp_toolbridge.workspace import UNSET_ROOT, default_workspace
 if TYPE_CHECKING:  # the call machinery: imported when a runtime is opened (open_runtime)
     from mcp_toolbridge.bridge import Bridge, CallOutcome, Observer, PolicyGate
     from mcp_toolbridge.builtins import BuiltinExecutor, CallTool, LockedPlan, PathLocks, Sessions
+    from mcp_toolbridge.catalog import DeferredIndex, SearchIndex
     from mcp_toolbridge.executors import Executor
 
 BUILTIN_SPECS: tuple[ToolSpec, ...] = (TOOL_SEARCH_SPEC,)

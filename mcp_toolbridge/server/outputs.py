@@ -38,7 +38,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as types
@@ -47,7 +47,10 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorizat
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import is_version_at_least
 
-from mcp_toolbridge.state import SharedStore, StateUnavailable
+from mcp_toolbridge.state import StateUnavailable
+
+if TYPE_CHECKING:  # a replica's: not imported by a server without shared state
+    from mcp_toolbridge.state import SharedStore
 
 log = logging.getLogger("mcp_toolbridge")
 

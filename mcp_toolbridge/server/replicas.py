@@ -32,7 +32,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import TaskStatus
@@ -41,8 +41,10 @@ from mcp.server.subscriptions import ServerEvent, ToolsListChanged
 
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.host import CallContext, CallLease
-from mcp_toolbridge.server.shared_events import end_lost_streams
-from mcp_toolbridge.state import SharedStore, StateUnavailable
+from mcp_toolbridge.state import StateUnavailable
+
+if TYPE_CHECKING:  # a replica's: not imported by a server without shared state
+    from mcp_toolbridge.state import SharedStore
 
 log = logging.getLogger("mcp_toolbridge")
 
@@ -225,6 +227,8 @@ class Replica:
             await self._renew()
 
     async def _sweep(self) -> None:
+        from mcp_toolbridge.server.shared_events import end_lost_streams
+
         while True:
             await anyio.sleep(SWEEP_S)
             try:

@@ -167,6 +167,60 @@ async def test_a_cold_start_checks_everyday_schemas_without_jsonschema(tmp_path:
     assert [m for m in at_first_list if m.split(".")[0] in ("jsonschema", "referencing")] == []
 
 
+AFTER_THE_FIRST_LIST = {
+    "mcp_toolbridge.catalog.index",
+    "mcp_toolbridge.catalog.index_build",
+    "mcp_toolbridge.catalog.index_cache",
+    "mcp_toolbridge.catalog.text",
+    "Stemmer",
+    "re2",
+    "ctypes",
+}
+"""What a cold start of a small catalog imports once its first tools/list is answered: the
+search index's modules (its index is made then, in the worker thread that imports the call
+machinery; runtime/cache.py, INDEX_AFTER_LIST_BELOW), RE2 (the secret scan's and the
+secrets' matchers, made for a call) and ctypes (glibc's mmap threshold, pinned before the first
+call: cli/allocator.py)."""
+ON_NEED = {"difflib", "concurrent.futures.process"}
+"""Imported by a start only when it needs them: a name to correct (a typo in a manifest or
+the policy file), a load big enough to share with a forked worker."""
+SHARED_STATE = (
+    "mcp_toolbridge.state.shared",
+    "mcp_toolbridge.state.redis_client",
+    "mcp_toolbridge.server.shared_events",
+    "mcp_toolbridge.server.resume",
+)
+"""The replicas' modules (state in Redis, streams resumed on another replica): a server
+without ``--state redis://...`` never imports them."""
+
+
+async def test_a_cold_start_lists_before_the_search_modules_and_still_searches(
+    tmp_path: Path,
+) -> None:
+    """A cold start (``--no-index-cache``) of the bundled catalog answers its first tools/list
+    without importing the search modules; tool_search then finds the bundled tools, the
+    index made after the list."""
+    first, modules = tmp_path / "first.json", tmp_path / "modules.json"
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
+    env["TOOLBRIDGE_CACHE_DIR"] = str(tmp_path / "cache")
+    argv = ["serve", "--no-index-cache", "--no-audit", "--workspace", str(tmp_path)]
+    child = [sys.executable, "-c", AT_FIRST_LIST, str(first), str(modules), *argv]
+    params = StdioServerParameters(command=child[0], args=child[1:], env=env, cwd=tmp_path)
+    with anyio.fail_after(60), (tmp_path / "stderr.txt").open("w", encoding="utf-8") as err:
+        async with Client(stdio_client(params, errlog=err)) as client:
+            listed = {t.name for t in (await client.list_tools()).tools}
+            found = await client.call_tool("tool_search", {"query": "count the words"})
+    assert {"tool_search", "word_count"} <= listed, listed
+    at_first_list = json.loads(first.read_text(encoding="utf-8"))
+    assert "mcp_toolbridge.server.toolbridge_server" in at_first_list
+    assert sorted(AFTER_THE_FIRST_LIST.intersection(at_first_list)) == []
+    assert sorted(ON_NEED.intersection(at_first_list)) == []
+    assert found.is_error is False, found
+    assert "word_count" in "".join(getattr(c, "text", "") for c in found.content), found
+    imported = set(json.loads(modules.read_text(encoding="utf-8")))
+    assert AFTER_THE_FIRST_LIST <= imported  # imported since
+
+
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_a_stdio_start_without_auth_issuer_never_imports_pyjwt(
     tmp_path: Path, mode: Literal["auto", "legacy"]
@@ -192,6 +246,7 @@ async def test_a_stdio_start_without_auth_issuer_never_imports_pyjwt(
     assert sorted(m for m in imported if m == "jwt" or m.startswith("jwt.")) == []
     http = ("mcp_toolbridge.server.http", "mcp_toolbridge.server.auth")
     assert sorted(m for m in imported if m.startswith(http)) == []  # the HTTP service's
+    assert sorted(m for m in imported if m.startswith(SHARED_STATE)) == []
 
 
 def test_importing_the_cli_and_the_server_loads_neither_pyjwt_nor_jsonschema() -> None:
@@ -278,7 +333,7 @@ def test_an_audit_log_that_cannot_be_opened_still_fails_the_start(tmp_path: Path
 def test_every_exported_name_is_what_it_names_after_every_module_is_imported() -> None:
     """A name a package imports on first use must not also be one of its modules' names: once
     that module is imported, the package's attribute is the module and the name is never
-    looked up (such names are imported eagerly, as ``catalog.explain`` is). Checked in a
+    looked up (such names are imported eagerly, as ``state.forgetting`` is). Checked in a
     fresh interpreter, with every module of the package imported first."""
     code = (
         "import importlib, pkgutil, types\n"

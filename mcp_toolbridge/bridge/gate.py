@@ -99,7 +99,7 @@ from mcp_toolbridge.policy import (
     watchdog_payload,
     way_out,
 )
-from mcp_toolbridge.sandbox import Confinement, Sandbox
+from mcp_toolbridge.sandbox import Confinement, Limits, Sandbox
 from mcp_toolbridge.state import MemoryState, State
 
 log = logging.getLogger("mcp_toolbridge")
@@ -233,7 +233,7 @@ class PolicyGate:
         folder (for the secret paths) from ``environ``; the secret scan of its
         ``[secret_scan]`` table."""
         config = policy.file.sandbox
-        sandbox = Sandbox.from_environ(mode or config.mode, environ, config.mask)
+        sandbox = Sandbox.from_environ(mode or config.mode, environ, config.mask, Limits.of(config))
         sandbox.warm.enabled = config.warm
         scan = SecretScan(policy.file.secret_scan)
         return cls(

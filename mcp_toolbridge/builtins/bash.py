@@ -184,6 +184,8 @@ class BashTool:
             error += f"\n{shown.note}" if shown.note else ""
         else:
             error += "\nIt printed nothing before it was killed."
+        if outcome.limit_hint:
+            error += f"\n{outcome.limit_hint}"
         return ExecResult(
             ok=False,
             value=value,
@@ -210,6 +212,8 @@ class BashTool:
         }
         if shown.note:
             value["note"] = shown.note
+        if outcome.limit_hint:
+            value["limit"] = outcome.limit_hint
         return ExecResult(
             ok=True,
             value=value,
@@ -279,6 +283,8 @@ def _text(value: dict[str, Any]) -> str:
         parts.append(f"bash was killed by {value['signal']}")
     else:
         parts.append(f"exit code {value['exit_code']}")
+    if value.get("limit"):
+        parts.append(f"\n\n{value['limit']}")
     if value.get("note"):
         parts.append(f"\n\n({value['note']})")
     return "".join(parts)

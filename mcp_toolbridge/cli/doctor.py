@@ -44,7 +44,7 @@ from mcp_toolbridge.errors import ToolbridgeError
 from mcp_toolbridge.executors import probe_sandbox
 from mcp_toolbridge.model import ExecTransport, ToolSpec
 from mcp_toolbridge.runtime import Settings, load_catalog, load_policy
-from mcp_toolbridge.sandbox import Sandbox
+from mcp_toolbridge.sandbox import Limits, Sandbox
 from mcp_toolbridge.workspace import unfit_reason
 
 GUI_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"
@@ -371,17 +371,21 @@ def check_sandbox(settings: Settings, environ: dict[str, str]) -> Finding:
     try:
         config = load_policy(settings).file.sandbox
         mode, mask = settings.sandbox or config.mode, tuple(config.mask)
+        limits: Limits | None = Limits.of(config)
     except ToolbridgeError:  # reported by the policy check; the default [sandbox] meanwhile
-        mode, mask = settings.sandbox or "auto", ()
+        mode, mask, limits = settings.sandbox or "auto", (), None
     if mode == "off":
         return Finding(True, "sandbox", "off: tools run without the OS sandbox (as asked)")
-    sandbox = Sandbox.from_environ(mode, environ, mask)
+    sandbox = Sandbox.from_environ(mode, environ, mask, limits)
     try:  # reported here, not on stderr
         support = anyio.run(functools.partial(probe_sandbox, sandbox, say=False))
     finally:
         sandbox.close()
     if support.ok:
-        return Finding(True, "sandbox", f"bubblewrap works here ({sandbox.bwrap}); mode {mode}")
+        said = f"bubblewrap works here ({sandbox.bwrap}); mode {mode}"
+        said += f"; limits: {sandbox.describe_limits()}"
+        said += f"; {sandbox.describe_filter()}"
+        return Finding(True, "sandbox", said)
     what = (
         "the server refuses to start (--sandbox required)"
         if mode == "required"

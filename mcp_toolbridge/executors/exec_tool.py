@@ -244,7 +244,8 @@ def _interpret(
 ) -> tuple[bool, Any, str | None]:
     """(ok, value, error) from what the process did."""
     if outcome.exit_code != 0:
-        return False, None, _failure_text(outcome, redact)
+        error = _failure_text(outcome, redact)
+        return False, None, f"{error}\n{outcome.limit_hint}" if outcome.limit_hint else error
     if transport.stdout == "json":
         value = _parse_json(outcome, redact)
     else:

@@ -48,7 +48,7 @@ import subprocess
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import anyio
 import anyio.lowlevel
@@ -78,6 +78,7 @@ from mcp_toolbridge.sandbox import (
     Support,
     WarmLost,
     diagnose,
+    limit_hint,
     unrunnable,
 )
 
@@ -105,6 +106,9 @@ class ProcessOutcome:
     duration_ms: float
     sandboxed: bool = False
     """Whether the child ran inside the OS sandbox."""
+    limit_hint: str | None = None
+    """For a sandboxed child that failed and seems to have hit one of the sandbox's resource
+    limits (``sandbox/limits.py``): which, and what to do; the tools add it to their error."""
 
 
 class ProcessTimeout(ExecTimeoutError):
@@ -272,8 +276,15 @@ async def _run(
     if isinstance(child, WarmChild) and child.start_error is not None:
         raise ExecSpawnError(_spawn_message(argv[0], cwd, child.start_error))
     outcome = _outcome(child.returncode, stdout, stderr, started, launch.sandboxed)
+    if launch.limits is not None:  # which of the sandbox's limits it hit, if it says so
+        tail = bytes(stderr.data[-8192:]) + b"\n" + bytes(stdout.data[-4096:])
+        failed = timed_out or outcome.exit_code != 0
+        found = limit_hint(launch.limits, outcome.signal, tail, failed=failed)
+        outcome = replace(outcome, limit_hint=found) if found else outcome
     if timed_out:
-        raise ProcessTimeout(f"tool timed out after {timeout_s:g}s", outcome=outcome)
+        said = f"tool timed out after {timeout_s:g}s"
+        said += f". {outcome.limit_hint}" if outcome.limit_hint else ""
+        raise ProcessTimeout(said, outcome=outcome)
     return outcome
 
 
@@ -316,7 +327,7 @@ async def _start(
         # nothing was sent: the call goes on in a fresh sandbox
     info = launch.info
     argv = launch.fresh_argv()
-    passed = (*pass_fds, info.write) if info is not None else tuple(pass_fds)
+    passed = (*pass_fds, *info.passed) if info is not None else tuple(pass_fds)
     proc = _spawn(argv, stdin is not None, cwd, launch.env, program=program, fds=passed)
     if info is not None:
         info.close_write()
@@ -419,8 +430,8 @@ def _block_until_exited(pid: int) -> None:
         pass
 
 
-def spawn_warm(command: Sequence[str], fd: int) -> subprocess.Popen[bytes]:
-    """A warm sandbox (``sandbox/warm.py``): ``command`` with ``fd`` inherited, in a session
+def spawn_warm(command: Sequence[str], fds: Sequence[int]) -> subprocess.Popen[bytes]:
+    """A warm sandbox (``sandbox/warm.py``): ``command`` with ``fds`` inherited, in a session
     of its own, nothing else open; it lives until the pool ends it (or the server exits)."""
     return subprocess.Popen(
         list(command),
@@ -429,7 +440,7 @@ def spawn_warm(command: Sequence[str], fd: int) -> subprocess.Popen[bytes]:
         stderr=subprocess.DEVNULL,
         env={},
         close_fds=True,
-        pass_fds=(fd,),
+        pass_fds=tuple(fds),
         start_new_session=True,
     )
 

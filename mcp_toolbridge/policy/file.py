@@ -220,6 +220,14 @@ class SandboxModel(_Model):
     warm: bool = True
     """Set sandboxes up before the calls of tools called again (each reused only when its
     call left nothing behind); false: a fresh sandbox for every call."""
+    processes: int = Field(default=1024, ge=0, le=1_000_000)
+    """Processes and threads per call (RLIMIT_NPROC, counted per sandbox); 0: no limit."""
+    open_files: int = Field(default=4096, ge=0, le=1_048_576)
+    """Open files per process (RLIMIT_NOFILE); 0: the server's own limit."""
+    memory_mib: int = Field(default=4096, ge=0, le=1_048_576)
+    """MiB of heap and private writable memory per process (RLIMIT_DATA); 0: no limit."""
+    file_size_mib: int = Field(default=4096, ge=0, le=1_048_576)
+    """The largest file a process may write, in MiB (RLIMIT_FSIZE); 0: no limit."""
 
 
 class DiscoveryModel(_Model):

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from mcp_toolbridge.sandbox.bwrap import Plan
     from mcp_toolbridge.sandbox.confine import Confinement, Launch, Sandbox, find_bwrap
     from mcp_toolbridge.sandbox.diagnosis import BWRAP_VARIABLE, Fix, Support, diagnose, unrunnable
+    from mcp_toolbridge.sandbox.limits import Limits, limit_hint
     from mcp_toolbridge.sandbox.profile import (
         SANDBOX_MODES,
         SECRET_PATHS,
@@ -39,6 +40,7 @@ __getattr__ = on_first_use(
             "diagnose",
             "unrunnable",
         ),
+        "mcp_toolbridge.sandbox.limits": ("Limits", "limit_hint"),
         "mcp_toolbridge.sandbox.profile": (
             "SANDBOX_MODES",
             "SECRET_PATHS",
@@ -59,6 +61,7 @@ __all__ = [
     "Confinement",
     "Fix",
     "Launch",
+    "Limits",
     "Plan",
     "Sandbox",
     "SandboxMode",
@@ -68,6 +71,7 @@ __all__ = [
     "WarmSandbox",
     "diagnose",
     "find_bwrap",
+    "limit_hint",
     "profile_for",
     "unrunnable",
 ]

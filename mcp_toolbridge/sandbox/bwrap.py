@@ -30,14 +30,22 @@ import errno
 import functools
 import os
 import shutil
-import stat
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mcp_toolbridge.sandbox import seccomp
 from mcp_toolbridge.sandbox.kernel import SYS, kernel_mounts, kernel_path
+from mcp_toolbridge.sandbox.limits import Limits
 from mcp_toolbridge.sandbox.profile import SandboxProfile
+from mcp_toolbridge.sandbox.program import (
+    PREFIX_FOLDERS,
+    Resolve,
+    find_program,
+    real_path,
+    resolver,
+)
 
 SYSTEM_PATHS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 TMP_BYTES = 1024 * 1024 * 1024
@@ -49,9 +57,9 @@ PROXY_SOCKET = "proxy.sock"
 PROXY_PORT = 3128
 """The port the relay listens on inside the sandbox's own network namespace."""
 RELAY = Path(__file__).with_name("relay.py")
+RLIMIT = Path(__file__).with_name("rlimit.py")
+"""Sets the call's resource limits in a fresh sandbox where ``prlimit`` is missing."""
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
-_PREFIX_FOLDERS = frozenset({"bin", "sbin", "shims"})
-_SHEBANG_BYTES = 256
 
 
 # Kinds of mount, in the order they are applied to one path (writable first: a read-only
@@ -76,6 +84,11 @@ class HostView:
     kernel: tuple[tuple[str, ...], ...]
     """The mounts that put the kernel's knobs under /proc out of reach (``PROC_READ_ONLY``,
     ``PROC_HIDDEN``), for those this kernel has."""
+    prlimit: str | None = None
+    """util-linux's ``prlimit`` in the system view: what sets a fresh sandbox's resource
+    limits (``limits.py``); else ``rlimit.py`` does, with the server's interpreter."""
+    seccomp: bytes | None = None
+    """The seccomp filter every sandbox runs under (``seccomp.py``); None without libseccomp."""
     mask_names: frozenset[str] = field(init=False)
     """``masks`` as strings, for lookups."""
     system_roots: frozenset[str] = field(init=False)
@@ -115,11 +128,9 @@ class HostView:
             python_exe=sys.executable or "python3",
             resolver=resolver,
             kernel=kernel_mounts(),
+            prlimit=_system_prlimit(),
+            seccomp=seccomp.program(),
         )
-
-
-Resolve = Callable[[str | os.PathLike[str]], str]
-"""What a path leads to (:func:`real_path`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,14 +157,22 @@ class Plan:
     """The sandbox's own writable places, which are not the host's: its root, ``/dev``,
     ``/tmp`` and (when not granted) the home folder."""
     run: tuple[str, ...]
-    """What bubblewrap runs: the program, or the relay around it (a proxy profile)."""
+    """What bubblewrap runs: the program, or what sets the call's resource limits and then
+    runs it (``prlimit``, or the relay of a proxy profile)."""
+    limits: str = ""
+    """The call's resource limits as the zygote and the relay read them (``limits.py``)."""
+    seccomp: bytes | None = None
+    """The seccomp filter bubblewrap is given (``--seccomp FD``), None for none."""
 
-    def command(self, info_fd: int | None = None) -> list[str]:
-        """The bubblewrap argv that runs the command."""
+    def command(self, info_fd: int | None = None, seccomp_fd: int | None = None) -> list[str]:
+        """The bubblewrap argv that runs the command (``seccomp_fd``: where bubblewrap reads
+        :attr:`seccomp` from)."""
         command = [self.bwrap, *self.options]
         if info_fd is not None:
             command[1:1] = ["--info-fd", str(info_fd)]
-        if self.run[0] == self.program and self.program != self.argv[0]:
+        if seccomp_fd is not None:
+            command[1:1] = ["--seccomp", str(seccomp_fd)]
+        if self.program != self.argv[0] and self.run == (self.program, *self.argv[1:]):
             command += ["--argv0", self.argv[0]]
         return [*command, "--chdir", self.workdir, "--", *self.run]
 
@@ -166,18 +185,21 @@ def plan_launch(
     cwd: str | None,
     env: Mapping[str, str],
     proxy_dir: str | None = None,
+    limits: Limits | None = None,
 ) -> Plan:
-    """How ``argv`` runs inside ``profile``.
+    """How ``argv`` runs inside ``profile`` (under ``limits``, set inside the sandbox).
 
     Raises OSError (as ``execve`` would, with the file name) when the program or the working
     directory cannot be used, so spawn errors read the same with and without the sandbox.
     """
-    resolve = _resolver()
+    resolve = resolver()
     workdir = resolve(cwd if cwd is not None else os.getcwd())
     if cwd is not None and not os.path.isdir(workdir):
         raise FileNotFoundError(errno.ENOENT, "No such directory", cwd)
-    program, needs = _program(argv[0], workdir, env, resolve)
+    program, needs = find_program(argv[0], workdir, env, resolve)
+    fallback = limits is not None and proxy_dir is None and view.prlimit is None
     implicit = _implicit(view, profile, needs, workdir, env, proxy=proxy_dir is not None)
+    implicit += [str(RLIMIT)] if fallback else []
     mounts = _mounts(view, profile, implicit, resolve)
     options = ["--unshare-all", "--unshare-user", "--disable-userns"]
     if profile.network == "full":
@@ -193,6 +215,12 @@ def plan_launch(
     if "TMPDIR" in child_env:
         child_env["TMPDIR"] = "/tmp"
     run: tuple[str, ...] = (program, *argv[1:])
+    encoded = limits.encoded() if limits is not None else ""
+    if limits is not None and proxy_dir is None:
+        if view.prlimit is not None:
+            run = (*limits.prlimit_args(view.prlimit), _exec_name(program, argv[0], env), *argv[1:])
+        else:
+            run = (view.python_exe, "-I", "-S", str(RLIMIT), encoded, program, *argv)
     if proxy_dir is not None:
         options += ["--ro-bind", proxy_dir, PROXY_DIR]
         proxy = f"http://127.0.0.1:{PROXY_PORT}"
@@ -200,7 +228,7 @@ def plan_launch(
         child_env.pop("NO_PROXY", None)
         child_env.pop("no_proxy", None)
         socket = f"{PROXY_DIR}/{PROXY_SOCKET}"
-        relay = (view.python_exe, "-I", "-S", str(RELAY), socket, str(PROXY_PORT))
+        relay = (view.python_exe, "-I", "-S", str(RELAY), socket, str(PROXY_PORT), encoded)
         run = (*relay, program, *argv)
     return Plan(
         bwrap=view.bwrap,
@@ -211,7 +239,25 @@ def plan_launch(
         env=child_env,
         private=private,
         run=run,
+        limits=encoded,
+        seccomp=view.seccomp,
     )
+
+
+def _exec_name(program: str, name: str, env: Mapping[str, str]) -> str:
+    """What ``prlimit`` is told to run (it has no ``--argv0``: the program gets what it is
+    told as ``argv[0]``): the command as given when its ``execvp`` finds ``program`` from it
+    as :func:`find_program` did (a name looked up on a ``PATH`` of absolute folders, all
+    shown), else ``program``."""
+    if name == program or "/" in name:
+        return program
+    folders = env.get("PATH", os.defpath).split(os.pathsep)
+    return name if all(folder.startswith("/") for folder in folders) else program
+
+
+def _system_prlimit() -> str | None:
+    found = shutil.which("prlimit", path="/usr/bin:/bin")
+    return os.path.realpath(found) if found is not None else None
 
 
 def _implicit(
@@ -248,7 +294,7 @@ def shows(
     host's folder, not an empty or private one, a mask, or nothing."""
     workdir = real_path(cwd if cwd is not None else os.getcwd())
     try:
-        _, needs = _program(argv[0], workdir, env, real_path)
+        _, needs = find_program(argv[0], workdir, env, real_path)
     except OSError:
         needs = []
     implicit = _implicit(view, profile, needs, workdir, env, proxy=profile.network == "proxy")
@@ -389,108 +435,13 @@ def _with_prefixes(view: HostView, folders: Sequence[str]) -> list[str]:
         for path in dict.fromkeys((folder, real_path(folder))):
             out.append(path)
             head, name = os.path.split(path.rstrip("/"))
-            if name not in _PREFIX_FOLDERS or not head:
+            if name not in PREFIX_FOLDERS or not head:
                 continue
             if view.home is not None and head == str(view.home / ".local"):
                 out.append(os.path.join(head, "lib"))
             else:
                 out.append(head)
     return out
-
-
-def _program(
-    command: str,
-    workdir: str,
-    env: Mapping[str, str],
-    resolve: Resolve,
-) -> tuple[str, list[str]]:
-    """The program's absolute path (found on PATH, or relative to the working directory) and
-    what it needs to be visible; raises OSError the way execve would."""
-    if "/" in command:
-        found = os.path.join(workdir, command)
-    else:
-        located = shutil.which(command, path=env.get("PATH", os.defpath))
-        if located is None:
-            raise FileNotFoundError(errno.ENOENT, "No such file or directory", command)
-        found = os.path.abspath(located)
-    try:
-        info = os.stat(found)
-    except (OSError, ValueError):  # what os.path.exists says False to
-        raise FileNotFoundError(errno.ENOENT, "No such file or directory", command) from None
-    if stat.S_ISDIR(info.st_mode) or not os.access(found, os.X_OK):
-        raise PermissionError(errno.EACCES, "Permission denied", command)
-    folders = [os.path.dirname(found)]
-    interpreter = _shebang(found)
-    if interpreter is not None:
-        folders.append(os.path.dirname(interpreter))
-    return found, [*_prefixes_of(folders, resolve), resolve(found), found]
-
-
-def _prefixes_of(folders: Sequence[str], resolve: Resolve) -> list[str]:
-    out: list[str] = []
-    for folder in folders:
-        for path in dict.fromkeys((folder, resolve(folder))):
-            out.append(path)
-            head, name = os.path.split(path)
-            if name in _PREFIX_FOLDERS and head:
-                out.append(head)
-    return out
-
-
-def _shebang(path: str) -> str | None:
-    """The interpreter of a ``#!`` script; raises ENOEXEC for a file that is neither a
-    script nor an ELF binary (what execve says)."""
-    try:  # a bare descriptor: a file object costs an fstat, an ioctl, a seek and a read more
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None  # executable but unreadable: let the kernel decide
-    try:
-        head = os.read(fd, _SHEBANG_BYTES)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    if head.startswith(b"#!"):
-        line = head[2:].split(b"\n", 1)[0].strip()
-        word = line.split(maxsplit=1)[0] if line else b""
-        return os.fsdecode(word) if word.startswith(b"/") else None
-    if head.startswith(b"\x7fELF"):
-        return None
-    raise OSError(errno.ENOEXEC, "Exec format error", path)
-
-
-def _resolver() -> Resolve:
-    """:func:`real_path` for one launch, each path resolved once (a launch names the same
-    folder several times: its working directory, a read root, the program's folder)."""
-    seen: dict[str, str] = {}
-
-    def resolve(path: str | os.PathLike[str]) -> str:
-        key = os.fspath(path)
-        found = seen.get(key)
-        if found is None:
-            found = seen[key] = real_path(key)
-        return found
-
-    return resolve
-
-
-def real_path(path: str | os.PathLike[str]) -> str:
-    """``os.path.realpath(path)``, asked of the kernel where the path exists: the path of an
-    ``O_PATH`` descriptor on it, read back from ``/proc/self/fd`` (three system calls instead
-    of an ``lstat`` and Python's work per component; a launch resolves about ten paths)."""
-    try:
-        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-    except (OSError, ValueError):
-        return os.path.realpath(path)
-    try:
-        found = os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
-        found = ""
-    finally:
-        os.close(fd)
-    if not found.startswith("/") or found.endswith(" (deleted)"):
-        return os.path.realpath(path)
-    return found
 
 
 def _within(path: str, root: str) -> bool:

@@ -30,8 +30,10 @@ import anyio
 
 from mcp_toolbridge.errors import ExecSpawnError
 from mcp_toolbridge.policy import SandboxMode, Scope
+from mcp_toolbridge.sandbox import seccomp
 from mcp_toolbridge.sandbox.bwrap import PROXY_SOCKET, HostView, Plan, plan_launch, shows
 from mcp_toolbridge.sandbox.diagnosis import BWRAP_VARIABLE, Support, not_found
+from mcp_toolbridge.sandbox.limits import Limits
 from mcp_toolbridge.sandbox.profile import (
     SandboxProfile,
     profile_for,
@@ -43,6 +45,7 @@ from mcp_toolbridge.sandbox.warm import WarmPool, WarmSandbox
 log = logging.getLogger("mcp_toolbridge.sandbox")
 
 _warned: set[tuple[str, str]] = set()
+_filterless: set[str] = set()
 
 
 def find_bwrap(environ: Mapping[str, str] | None = None) -> str | None:
@@ -64,10 +67,27 @@ def find_bwrap(environ: Mapping[str, str] | None = None) -> str | None:
 class InfoPipe:
     """The pipe bwrap reports the sandbox's init on (``--info-fd``): the write end goes to
     bwrap and is closed here once it is spawned; the read end is followed by the executor.
-    Made when first asked for (a launch in a warm sandbox spawns no bwrap)."""
+    Made when first asked for (a launch in a warm sandbox spawns no bwrap). With it, the
+    descriptor bwrap reads the seccomp filter from (``--seccomp``), closed with the write end.
+    """
 
-    def __init__(self) -> None:
+    def __init__(self, seccomp: bytes | None = None) -> None:
         self._read = self._write = -1
+        self._program = seccomp
+        self._seccomp = -1
+
+    def seccomp(self) -> int | None:
+        """Where bwrap reads the filter from (None: no filter)."""
+        if self._program is None:
+            return None
+        if self._seccomp < 0:
+            self._seccomp = seccomp.open_program(self._program)
+        return self._seccomp
+
+    @property
+    def passed(self) -> tuple[int, ...]:
+        """What bwrap inherits: the write end, and the filter's descriptor once made."""
+        return (self.write, *((self._seccomp,) if self._seccomp >= 0 else ()))
 
     @property
     def read(self) -> int:
@@ -85,6 +105,9 @@ class InfoPipe:
         if self._write >= 0:
             os.close(self._write)
             self._write = -1
+        if self._seccomp >= 0:
+            os.close(self._seccomp)
+            self._seccomp = -1
 
     def close(self) -> None:
         self.close_write()
@@ -116,13 +139,17 @@ class Launch:
     info: InfoPipe | None = None
     warm: WarmSandbox | None = None
     plan: Plan | None = None
+    limits: Limits | None = None
+    """The resource limits it runs under (sandboxed)."""
 
     def fresh_argv(self) -> list[str]:
         """The command that starts this launch in a fresh sandbox (for a warm launch, made
         only when its warm sandbox turns out to be gone)."""
         if self.argv or self.plan is None:
             return self.argv
-        return self.plan.command(self.info.write if self.info is not None else None)
+        if self.info is None:
+            return self.plan.command()
+        return self.plan.command(self.info.write, self.info.seccomp())
 
 
 class Sandbox:
@@ -135,11 +162,15 @@ class Sandbox:
         home: Path | None,
         mask: Sequence[str] = (),
         bwrap: str | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.mode: SandboxMode = mode
         self.home = home
         self.masks = secret_paths(home, mask)
         self.bwrap = bwrap if bwrap is not None else find_bwrap()
+        self.limits = (limits if limits is not None else Limits()).within_hard()
+        """The resource limits of every sandboxed call (``limits.py``), none above the
+        server's own hard limits."""
         self.support: Support | None = None
         """None until probed (``executors.probe_sandbox``)."""
         self.warm = WarmPool(sys.executable or "python3")
@@ -151,7 +182,11 @@ class Sandbox:
 
     @classmethod
     def from_environ(
-        cls, mode: SandboxMode, environ: Mapping[str, str], mask: Sequence[str] = ()
+        cls,
+        mode: SandboxMode,
+        environ: Mapping[str, str],
+        mask: Sequence[str] = (),
+        limits: Limits | None = None,
     ) -> Sandbox:
         """The home folder is the environment's ``HOME``, else the user's from the password
         database (the secret paths under it are masked either way)."""
@@ -159,7 +194,7 @@ class Sandbox:
         if not home or not home.startswith("/"):
             home = _password_home()
         home_path = Path(home) if home.startswith("/") else None
-        return cls(mode, home=home_path, mask=mask, bwrap=find_bwrap(environ))
+        return cls(mode, home=home_path, mask=mask, bwrap=find_bwrap(environ), limits=limits)
 
     def unsupported(self) -> Support | None:
         """A reason the sandbox cannot work here that needs no probe; None: probe it."""
@@ -180,6 +215,15 @@ class Sandbox:
         how to fix it (``auto``: tools run unsandboxed; ``required``: nothing is started).
         ``say=False``: the caller reports it itself (``doctor``)."""
         self.support = support
+        missing = seccomp.unavailable()
+        if say and support.ok and self.mode != "off" and missing and missing not in _filterless:
+            _filterless.add(missing)
+            log.warning(
+                "\n*** WARNING: tools run in the OS sandbox WITHOUT its seccomp filter (%s): "
+                "the kernel's riskier system calls (keyctl, bpf, mount, namespaces, io_uring) "
+                "stay open to them.",
+                missing,
+            )
         if not say or support.ok or self.mode == "off" or (self.mode, support.reason) in _warned:
             return
         _warned.add((self.mode, support.reason))
@@ -239,6 +283,11 @@ class Sandbox:
             "masked": [str(p) for p in self.masks],
             "private": ["/tmp", str(self.home) if self.home else "no home folder"],
             "processes": "own PID namespace: nothing outlives the call",
+            "limits": self.describe_limits(),
+            "seccomp": seccomp.unavailable()
+            or "keyctl, bpf, userfaultfd, perf_event_open, mount calls, setns, unshare and "
+            "clone with namespace flags, io_uring, module loading, kexec and more fail with "
+            "EPERM",
             "kernel": "/proc/sys and /proc/sysrq-trigger read-only, and what container runtimes "
             "make read-only or mask under /proc (/proc/fs, /proc/acpi, /proc/keys, "
             "/proc/timer_list, ...) where this user could write or read it; "
@@ -255,6 +304,25 @@ class Sandbox:
             "applies_to": "every process a call of this tool starts (in-process built-ins "
             "start none)",
         }
+
+    def describe_limits(self) -> str:
+        """The resource limits in words, with what weakens them here ([sandbox] settings)."""
+        said = self.limits.described()
+        if self.limits.processes and os.geteuid() == 0:
+            said += (
+                " (the process limit is not enforced: the kernel exempts uid 0, and this "
+                "server runs as root; run it as an ordinary user)"
+            )
+        if self.bwrap is not None and self._view().prlimit is None:
+            said += (
+                " (no prlimit in /usr/bin or /bin: a fresh sandbox sets them with the "
+                "interpreter, some 10 ms more a launch; install util-linux)"
+            )
+        return said
+
+    def describe_filter(self) -> str:
+        """Whether the seccomp filter is on, or why not (``seccomp.py``)."""
+        return seccomp.unavailable() or "seccomp filter on"
 
     def _view(self) -> HostView:
         assert self.bwrap is not None
@@ -318,15 +386,25 @@ class Confinement:
             return
         profile = self.profile.with_read(self.extra_read)
         view = sandbox._view()
-        info = InfoPipe()
+        info = InfoPipe(view.seccomp)
         folder: str | None = None
         try:
             if profile.network != "proxy":
-                plan = plan_launch(view, profile, argv, cwd=cwd, env=env)
+                plan = plan_launch(view, profile, argv, cwd=cwd, env=env, limits=sandbox.limits)
                 warm = sandbox.warm.take(plan)
-                command = plan.command(info.write) if warm is None else []  # see fresh_argv
+                command = (
+                    plan.command(info.write, info.seccomp()) if warm is None else []
+                )  # see fresh_argv
                 try:
-                    yield Launch(command, plan.env, True, info=info, warm=warm, plan=plan)
+                    yield Launch(
+                        command,
+                        plan.env,
+                        True,
+                        info=info,
+                        warm=warm,
+                        plan=plan,
+                        limits=sandbox.limits,
+                    )
                 finally:
                     if warm is not None:
                         sandbox.warm.give_back(warm)
@@ -336,9 +414,18 @@ class Confinement:
             folder = tempfile.mkdtemp(prefix="mcp-toolbridge-proxy-")
             listener = await anyio.create_unix_listener(os.path.join(folder, PROXY_SOCKET))
             try:
-                plan = plan_launch(view, profile, argv, cwd=cwd, env=env, proxy_dir=folder)
+                plan = plan_launch(
+                    view, profile, argv, cwd=cwd, env=env, proxy_dir=folder, limits=sandbox.limits
+                )
                 serve = functools.partial(listener.serve, AllowlistProxy(profile).handle)
-                yield Launch(plan.command(info.write), plan.env, True, serve=serve, info=info)
+                yield Launch(
+                    plan.command(info.write, info.seccomp()),
+                    plan.env,
+                    True,
+                    serve=serve,
+                    info=info,
+                    limits=sandbox.limits,
+                )
             finally:
                 with anyio.CancelScope(shield=True):
                     await listener.aclose()

@@ -40,6 +40,7 @@ from typing import Any, Protocol
 import anyio
 
 from mcp_toolbridge.sandbox.bwrap import Plan
+from mcp_toolbridge.sandbox.seccomp import open_program
 
 ZYGOTE = Path(__file__).with_name("zygote.py")
 ZYGOTE_INSIDE = "/run/mcp-toolbridge/zygote.py"
@@ -77,8 +78,9 @@ class Process(Protocol):
     def poll(self) -> int | None: ...
 
 
-Spawn = Callable[[Sequence[str], int], Process]
-"""Starts a command with one descriptor inherited (the executors do: they start processes)."""
+Spawn = Callable[[Sequence[str], Sequence[int]], Process]
+"""Starts a command with these descriptors inherited (the executors do: they start
+processes)."""
 
 
 class WarmSandbox:
@@ -104,15 +106,22 @@ class WarmSandbox:
     def spawn(cls, plan: Plan, python: str, spawn: Spawn) -> WarmSandbox:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         zygote = ("--ro-bind", str(ZYGOTE), ZYGOTE_INSIDE, "--chdir", "/", "--")
-        run = [python, "-I", "-S", ZYGOTE_INSIDE, str(theirs.fileno()), str(IDLE_S)]
+        run = [python, "-I", "-S", ZYGOTE_INSIDE, str(theirs.fileno()), str(IDLE_S), plan.limits]
         run += plan.private
+        fds = [theirs.fileno()]
+        options = list(plan.options)
         try:
-            proc = spawn([plan.bwrap, *plan.options, *zygote, *run], theirs.fileno())
+            if plan.seccomp is not None:  # read by bubblewrap as it starts: nothing per call
+                fds.append(open_program(plan.seccomp))
+                options[:0] = ["--seccomp", str(fds[-1])]
+            proc = spawn([plan.bwrap, *options, *zygote, *run], fds)
         except OSError:
             ours.close()
             raise
         finally:
             theirs.close()
+            for fd in fds[1:]:
+                os.close(fd)
         ours.setblocking(False)
         return cls(plan, proc, ours)
 
@@ -396,9 +405,9 @@ def _warmable(options: Sequence[str]) -> bool:
 
 
 def sandbox_key(plan: Plan) -> tuple[object, ...]:
-    """What a warm sandbox must match to run ``plan``: its options, and what each bind mount
-    found on the host (a folder made, removed or replaced since the sandbox was set up would
-    be mounted otherwise now)."""
+    """What a warm sandbox must match to run ``plan``: its options and limits, and what each
+    bind mount found on the host (a folder made, removed or replaced since the sandbox was set
+    up would be mounted otherwise now)."""
     found: list[object] = []
     seen: dict[str, object] = {}  # a source bound more than once (/dev/null) is looked at once
     options = plan.options
@@ -413,7 +422,7 @@ def sandbox_key(plan: Plan) -> tuple[object, ...]:
                 else:
                     seen[source] = (info.st_dev, info.st_ino)
             found.append(seen[source])
-    return (options, tuple(found))
+    return (options, plan.limits, tuple(found))
 
 
 def _end_all(sandboxes: list[WarmSandbox]) -> None:

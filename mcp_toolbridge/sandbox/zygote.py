@@ -1,6 +1,6 @@
 """Runs inside a warm sandbox, never in the server: starts one call's command at a time.
 
-usage: python -I -S zygote.py CONTROL_FD IDLE_S PRIVATE_ROOT [PRIVATE_ROOT...]
+usage: python -I -S zygote.py CONTROL_FD IDLE_S LIMITS PRIVATE_ROOT [PRIVATE_ROOT...]
 
 A warm sandbox is set up before its calls come (``warm.py``): bubblewrap builds the namespaces
 and the mount tree once, and this script waits inside on CONTROL_FD (a ``SOCK_SEQPACKET``
@@ -23,6 +23,12 @@ it ends, and the sandbox with it. The server hands a sandbox its next call only 
 word (and runs the call in a fresh sandbox when the sandbox ended instead). Nor is one left
 idle for IDLE_S seconds reused: it ends.
 
+LIMITS (``nproc=1024,nofile=4096,...``, see ``limits.py``) are set on this process once, when
+the sandbox is set up, after its walk of the private places: every call's command inherits
+them, as a fresh sandbox's command gets them from ``prlimit``. This process needs far less of
+each: one process (the sandbox's count is back to init and this one after each sweep), a few
+descriptors, a few MiB, no file written.
+
 Processes started here cannot trace or read this one (it is not dumpable). They can signal it,
 being the same user: that ends the warm sandbox, and with it their own call, nothing else.
 
@@ -40,6 +46,7 @@ import ctypes
 import fcntl
 import json
 import os
+import resource
 import select
 import signal
 import socket
@@ -58,6 +65,20 @@ TMPFS_MAGIC = 0x01021994
 BOGO_DIRENT_BYTES = 20
 """What tmpfs counts in a folder's size for each entry (``shmem``'s ``BOGO_DIRENT_SIZE``)."""
 LIBC = ctypes.CDLL(None, use_errno=True)
+RESOURCES = {
+    "nproc": resource.RLIMIT_NPROC,
+    "nofile": resource.RLIMIT_NOFILE,
+    "data": resource.RLIMIT_DATA,
+    "fsize": resource.RLIMIT_FSIZE,
+    "core": resource.RLIMIT_CORE,
+}
+
+
+def set_limits(encoded: str) -> None:
+    """Soft and hard limits alike (as ``rlimit.py`` and the relay set them)."""
+    for item in filter(None, encoded.split(",")):
+        name, value = item.split("=", 1)
+        resource.setrlimit(RESOURCES[name], (int(value), int(value)))
 
 
 def prctl(option: int, value: int) -> None:
@@ -321,11 +342,13 @@ def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
     control.set_inheritable(False)
     idle_s = float(sys.argv[2])
-    roots = sys.argv[3:]
+    limits = sys.argv[3]
+    roots = sys.argv[4:]
     prctl(PR_SET_DUMPABLE, 0)
     prctl(PR_SET_CHILD_SUBREAPER, 1)
     os.chdir("/")
     clean = Places(roots)
+    set_limits(limits)
     poller = select.poll()
     poller.register(control, select.POLLIN)
     control.send(READY)

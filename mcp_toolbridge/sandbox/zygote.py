@@ -31,6 +31,10 @@ descriptors, a few MiB, no file written.
 
 Processes started here cannot trace or read this one (it is not dumpable). They can signal it,
 being the same user: that ends the warm sandbox, and with it their own call, nothing else.
+They can also lower its resource limits (``prlimit(2)``), its priority, CPU affinity or I/O
+priority, which the next call's command would inherit: after each call this process compares
+them with what they were at set-up (:func:`own_state`), and ends when one changed, as when a
+call left a file behind.
 
 It runs only as bubblewrap's command in a PID namespace of its own (PID 2, under bubblewrap's
 init, PID 1): anywhere else it exits at once, without touching anything, since its sweep
@@ -79,6 +83,29 @@ def set_limits(encoded: str) -> None:
     for item in filter(None, encoded.split(",")):
         name, value = item.split("=", 1)
         resource.setrlimit(RESOURCES[name], (int(value), int(value)))
+
+
+RLIMITS = tuple(
+    getattr(resource, name) for name in sorted(dir(resource)) if name.startswith("RLIMIT_")
+)
+IOPRIO_GET = {"x86_64": 252, "aarch64": 31}.get(os.uname().machine)
+IOPRIO_WHO_PROCESS = 1
+
+
+def own_state() -> tuple[object, ...]:
+    """What this process passes on to every command it starts and a command may change from
+    outside, being the same user: its resource limits (``prlimit(2)`` lowers another process's
+    limits without a capability, and none can raise them back), its nice value, CPU
+    affinity, scheduling policy and I/O priority. Compared after each call: changed, the
+    sandbox is not reused (:func:`main`)."""
+    io = LIBC.syscall(IOPRIO_GET, IOPRIO_WHO_PROCESS, 0) if IOPRIO_GET is not None else 0
+    return (
+        *(resource.getrlimit(kind) for kind in RLIMITS),
+        os.getpriority(os.PRIO_PROCESS, 0),
+        os.sched_getaffinity(0),
+        os.sched_getscheduler(0),
+        io,
+    )
 
 
 def prctl(option: int, value: int) -> None:
@@ -349,6 +376,7 @@ def main() -> None:
     os.chdir("/")
     clean = Places(roots)
     set_limits(limits)
+    state = own_state()
     poller = select.poll()
     poller.register(control, select.POLLIN)
     control.send(READY)
@@ -370,7 +398,7 @@ def main() -> None:
                 return
             continue
         answer_exit(control, status)  # the call's answer need not wait for the look below
-        if last or not clean.same():
+        if last or not clean.same() or own_state() != state:
             return  # the sandbox ends with this process: the server sees the socket's end
         control.send(READY)
 

@@ -10,8 +10,9 @@ The sandbox's root is an empty tmpfs; into it go, in order of depth (parents fir
   (and prefix) and the working directory. None of these may be ``/``, the home folder or a
   folder above it, or lie inside a secret path: those are only visible when granted;
 - the profile's ``fs.read`` roots read-only, its ``fs.write`` roots writable;
-- a fresh ``/proc`` (of the sandbox's own PID namespace), a minimal ``/dev``, a private
-  size-capped ``/tmp`` and, when the home folder is not granted, an empty private one;
+- a fresh ``/proc`` (of the sandbox's own PID namespace), a minimal read-only ``/dev`` with
+  a private size-capped ``/dev/shm``, a private size-capped ``/tmp`` and, when the home
+  folder is not granted, an empty private one;
 - the kernel's knobs out of reach (``kernel.py``): some of ``/proc`` read-only, some hidden;
   ``/sys`` is not there (read-only under a grant of ``/``), and a root granted inside
   ``/proc`` or ``/sys`` is read-only even when granted for writing;
@@ -51,6 +52,10 @@ SYSTEM_PATHS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/l
 TMP_BYTES = 1024 * 1024 * 1024
 """The private /tmp's size limit (tmpfs: memory is only used as files are written)."""
 HOME_BYTES = 256 * 1024 * 1024
+SHM = "/dev/shm"
+SHM_BYTES = 256 * 1024 * 1024
+"""The private /dev/shm's (bubblewrap's ``--dev`` leaves it a folder of ``/dev``'s own tmpfs,
+whose size is the kernel's default: half the machine's memory); ``/dev`` itself is read-only."""
 PROXY_DIR = "/run/mcp-toolbridge"
 """Where the proxy's socket folder is mounted inside the sandbox."""
 PROXY_SOCKET = "proxy.sock"
@@ -210,6 +215,7 @@ def plan_launch(
     for mount in mounts:  # last, so that granted roots inside a masked folder could be mounted
         if mount.kind == _MASK and mount.args[0] == "--tmpfs":
             options += ["--remount-ro", mount.path]
+    options += ["--remount-ro", "/dev"]  # its size is half the machine's memory
     private = ("/", "/dev", *(m.path for m in mounts if m.kind == _PRIVATE))
     child_env = dict(env)
     if "TMPDIR" in child_env:
@@ -370,6 +376,7 @@ def _place(
         wanted.append(_Mount(mask, _MASK, args))
     wanted.append(_Mount("/proc", _FIXED, ("--proc", "/proc")))
     wanted.append(_Mount("/dev", _FIXED, ("--dev", "/dev")))
+    wanted.append(_Mount(SHM, _PRIVATE, ("--size", str(SHM_BYTES), "--tmpfs", SHM)))
     wanted += (_Mount(args[-1], _KERNEL, args) for args in view.kernel)
     wanted.append(_Mount(SYS, _KERNEL, ("--ro-bind-try", SYS, SYS)))
     wanted.sort(key=lambda m: (m.path.count("/") - (m.path == "/"), m.kind))

@@ -209,6 +209,21 @@ class WebFetchModel(_Model):
     """For tests only: lets web_fetch reach 127.0.0.1 and ::1. Never in production."""
 
 
+def _at_least(minimum: int, why: str) -> AfterValidator:
+    """A sandbox limit: 0 (none) or at least ``minimum``; below it no command starts (the
+    loader, the shell and the warm sandbox's zygote fail), so the policy is refused."""
+
+    def check(value: int) -> int:
+        if 0 < value < minimum:
+            raise ValueError(
+                f"{value} is too small for any command to start ({why}): "
+                f"set at least {minimum}, or 0 for no limit"
+            )
+        return value
+
+    return AfterValidator(check)
+
+
 class SandboxModel(_Model):
     """``[sandbox]``: the OS sandbox around every process a call starts (docs/security.md)."""
 
@@ -220,11 +235,17 @@ class SandboxModel(_Model):
     warm: bool = True
     """Set sandboxes up before the calls of tools called again (each reused only when its
     call left nothing behind); false: a fresh sandbox for every call."""
-    processes: int = Field(default=1024, ge=0, le=1_000_000)
+    processes: Annotated[int, _at_least(16, "a pipeline and the sandbox's own two")] = Field(
+        default=1024, ge=0, le=1_000_000
+    )
     """Processes and threads per call (RLIMIT_NPROC, counted per sandbox); 0: no limit."""
-    open_files: int = Field(default=4096, ge=0, le=1_048_576)
+    open_files: Annotated[int, _at_least(64, "bash and Python open about 20")] = Field(
+        default=4096, ge=0, le=1_048_576
+    )
     """Open files per process (RLIMIT_NOFILE); 0: the server's own limit."""
-    memory_mib: int = Field(default=4096, ge=0, le=1_048_576)
+    memory_mib: Annotated[int, _at_least(64, "Python maps about 20 MiB to start")] = Field(
+        default=4096, ge=0, le=1_048_576
+    )
     """MiB of heap and private writable memory per process (RLIMIT_DATA); 0: no limit."""
     file_size_mib: int = Field(default=4096, ge=0, le=1_048_576)
     """The largest file a process may write, in MiB (RLIMIT_FSIZE); 0: no limit."""

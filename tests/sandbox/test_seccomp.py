@@ -166,3 +166,70 @@ async def test_without_libseccomp_the_sandbox_runs_without_the_filter_and_says_s
     finally:
         for cached in built:
             cached.cache_clear()
+
+
+AROUND = r"""
+#include <errno.h>
+#include <stdio.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+static long x32(long nr, long a) {  /* the x32 ABI: the number with bit 30 set */
+    long r;
+    __asm__ volatile("syscall" : "=a"(r) : "0"(nr | 0x40000000L), "D"(a) : "rcx", "r11", "memory");
+    return r;
+}
+static long i386(long nr, long a) {  /* the i386 ABI from a 64-bit process */
+    long r;
+    __asm__ volatile("int $0x80" : "=a"(r) : "0"(nr), "b"(a) : "memory");
+    return r;
+}
+static long raw(long r) { return r == -1 ? -errno : r; }
+int main(int argc, char **argv) {
+    char byte = 0;
+    int zygote = argc > 1;  /* PID 2 is the zygote: in a warm sandbox only */
+    struct iovec local = {&byte, 1}, remote = {(void *)0x400000, 1};
+    long clone = raw(syscall(SYS_clone, 0x10000000L | 0x100000000L | 17, 0, 0, 0, 0));
+    if (clone == 0) _exit(0);
+    printf("{\"x32 keyctl\": %ld, \"x32 unshare(CLONE_NEWUSER)\": %ld, ", x32(250, 0),
+           x32(272, 0x10000000));
+    printf("\"i386 keyctl\": %ld, \"i386 unshare(CLONE_NEWUSER)\": %ld, ", i386(288, 0),
+           i386(310, 0x10000000));
+    printf("\"i386 io_uring_setup\": %ld, \"clone(CLONE_NEWUSER | 1 << 32)\": %ld, ",
+           i386(425, 1), clone);
+    printf("\"unshare(CLONE_NEWUSER | 1 << 32)\": %ld, ",
+           raw(syscall(SYS_unshare, 0x10000000L | 0x100000000L)));
+    printf("\"ptrace(PTRACE_ATTACH, 2)\": %ld, \"process_vm_writev(2)\": %ld}\n",
+           zygote ? raw(ptrace(PTRACE_ATTACH, 2, 0, 0)) : -1,
+           zygote ? raw(process_vm_writev(2, &local, 1, &remote, 1, 0)) : -1);
+    return 0;
+}
+"""
+
+
+async def test_the_filter_holds_for_other_abis_and_wide_flags(box: Box) -> None:
+    """A C program (compiled here) makes refused calls by their x32 and i386 numbers and with
+    flag bits above 32; in a warm sandbox it also reaches for the zygote (PID 2: not dumpable).
+    In a fresh one PID 2 is the command's own parent, which the call may trace."""
+    source = box.ws / "around.c"
+    source.write_text(AROUND)
+    await anyio.run_process(["cc", "-O1", "-o", str(box.ws / "around"), str(source)])
+    argv = ["./around", *(["zygote"] if box.warm else [])]
+    run = (
+        "import subprocess, sys\n"
+        f"ran = subprocess.run({argv!r}, capture_output=True, text=True, check=True)\n"
+        "sys.stdout.write(ran.stdout)"
+    )
+    eperm = -1
+    assert report(await box.python(run)) == {
+        "x32 keyctl": eperm,
+        "x32 unshare(CLONE_NEWUSER)": eperm,
+        "i386 keyctl": eperm,
+        "i386 unshare(CLONE_NEWUSER)": eperm,
+        "i386 io_uring_setup": eperm,
+        "clone(CLONE_NEWUSER | 1 << 32)": eperm,
+        "unshare(CLONE_NEWUSER | 1 << 32)": eperm,
+        "ptrace(PTRACE_ATTACH, 2)": eperm,
+        "process_vm_writev(2)": eperm,
+    }

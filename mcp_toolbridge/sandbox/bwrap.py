@@ -55,7 +55,10 @@ HOME_BYTES = 256 * 1024 * 1024
 SHM = "/dev/shm"
 SHM_BYTES = 256 * 1024 * 1024
 """The private /dev/shm's (bubblewrap's ``--dev`` leaves it a folder of ``/dev``'s own tmpfs,
-whose size is the kernel's default: half the machine's memory); ``/dev`` itself is read-only."""
+whose size is the kernel's default: half the machine's memory); ``/dev`` itself is read-only,
+and so is the sandbox's root (bubblewrap's tmpfs of the same size), after every mount
+(:data:`ROOT_READ_ONLY`: the last option, after a warm sandbox's zygote's too)."""
+ROOT_READ_ONLY = ("--remount-ro", "/")
 PROXY_DIR = "/run/mcp-toolbridge"
 """Where the proxy's socket folder is mounted inside the sandbox."""
 PROXY_SOCKET = "proxy.sock"
@@ -179,7 +182,7 @@ class Plan:
             command[1:1] = ["--seccomp", str(seccomp_fd)]
         if self.program != self.argv[0] and self.run == (self.program, *self.argv[1:]):
             command += ["--argv0", self.argv[0]]
-        return [*command, "--chdir", self.workdir, "--", *self.run]
+        return [*command, *ROOT_READ_ONLY, "--chdir", self.workdir, "--", *self.run]
 
 
 def plan_launch(
@@ -215,7 +218,7 @@ def plan_launch(
     for mount in mounts:  # last, so that granted roots inside a masked folder could be mounted
         if mount.kind == _MASK and mount.args[0] == "--tmpfs":
             options += ["--remount-ro", mount.path]
-    options += ["--remount-ro", "/dev"]  # its size is half the machine's memory
+    options += ["--remount-ro", "/dev"]  # a tmpfs of half the machine's memory
     private = ("/", "/dev", *(m.path for m in mounts if m.kind == _PRIVATE))
     child_env = dict(env)
     if "TMPDIR" in child_env:

@@ -39,7 +39,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from mcp_toolbridge.sandbox.bwrap import Plan
+from mcp_toolbridge.sandbox.bwrap import ROOT_READ_ONLY, Plan
 from mcp_toolbridge.sandbox.seccomp import open_program
 
 ZYGOTE = Path(__file__).with_name("zygote.py")
@@ -105,7 +105,7 @@ class WarmSandbox:
     @classmethod
     def spawn(cls, plan: Plan, python: str, spawn: Spawn) -> WarmSandbox:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        zygote = ("--ro-bind", str(ZYGOTE), ZYGOTE_INSIDE, "--chdir", "/", "--")
+        zygote = ("--ro-bind", str(ZYGOTE), ZYGOTE_INSIDE, *ROOT_READ_ONLY, "--chdir", "/", "--")
         run = [python, "-I", "-S", ZYGOTE_INSIDE, str(theirs.fileno()), str(IDLE_S), plan.limits]
         run += plan.private
         fds = [theirs.fileno()]

@@ -16,12 +16,12 @@ sandbox is killed and waited for (this process is the sandbox's sub-reaper, so e
 is its child), then it answers ``{"exit": STATUS}`` (128 + N for a command killed by signal
 N, as a shell reports it, and as a sandbox made for one call reports it too). Only then does
 it look whether the call left anything behind in the sandbox's private places (the
-PRIVATE_ROOTs: its own ``/``, ``/tmp``, ``/dev`` and home folder, which are not bind mounts
-of the host; or a System V IPC object), so that the call's answer does not wait for the
-look: when nothing was left it says ``{"ready": true}`` again (as when it was set up), else
-it ends, and the sandbox with it. The server hands a sandbox its next call only after that
-word (and runs the call in a fresh sandbox when the sandbox ended instead). Nor is one left
-idle for IDLE_S seconds reused: it ends.
+PRIVATE_ROOTs: its own ``/`` and ``/dev`` (read-only), ``/dev/shm``, ``/tmp`` and home folder,
+which are not bind mounts of the host; or a System V IPC object), so that the call's answer
+does not wait for the look: when nothing was left it says ``{"ready": true}`` again (as when
+it was set up), else it ends, and the sandbox with it. The server hands a sandbox its next
+call only after that word (and runs the call in a fresh sandbox when the sandbox ended
+instead). Nor is one left idle for IDLE_S seconds reused: it ends.
 
 LIMITS (``nproc=1024,nofile=4096,...``, see ``limits.py``) are set on this process once, when
 the sandbox is set up, after its walk of the private places: every call's command inherits

@@ -30,9 +30,10 @@ raise its nice value and pin it to one CPU, none of which needs a capability."""
 LOOK = "ulimit -n; ulimit -t; nice; nproc"
 SHM_FILL = (
     "for i in $(seq 40); do head -c 8M /dev/zero > /dev/shm/f$i || break; done; "
-    "du -sm /dev/shm; : > /dev/planted"
+    "du -sm /dev/shm; : > /dev/planted; : > /planted"
 )
-"""8 MiB files (the test policy's file size limit) up to 320 MiB, then a file in /dev: a script
+"""8 MiB files (the test policy's file size limit) up to 320 MiB, then a file in /dev and one in
+the sandbox's root (both bubblewrap's tmpfs of half the machine's memory): a script
 in the workspace (the capability check looks at the command line, not inside the script)."""
 
 
@@ -56,7 +57,7 @@ async def test_a_call_cannot_lower_the_next_calls_limits_through_the_zygote(
 
 @pytest.mark.usefixtures("sandbox_support")
 @pytest.mark.parametrize("warm", [False, True], ids=["fresh", "warm"])
-async def test_dev_shm_is_size_capped_and_dev_read_only(
+async def test_dev_shm_is_size_capped_and_dev_and_the_root_read_only(
     place: Path,  # noqa: F811
     warm: bool,
 ) -> None:
@@ -72,6 +73,7 @@ async def test_dev_shm_is_size_capped_and_dev_read_only(
     assert held <= SHM_BYTES // (1024 * 1024), said
     assert "No space left on device" in said, said
     assert "/dev/planted: Read-only file system" in said, said
+    assert "/planted: Read-only file system" in said.replace("/dev/planted", ""), said
 
 
 @pytest.mark.parametrize(

@@ -36,23 +36,28 @@ def box(tmp_path: Path, sandbox_support: None) -> Iterator[Box]:
 LEFTOVERS = {
     "tmp": "open('/tmp/planted', 'w').write('x')",
     "dev-shm": "open('/dev/shm/planted', 'w').write('x')",
-    "root": "open('/planted', 'w').write('x')",
     "home": "open(os.path.join(os.environ['HOME'], 'planted'), 'w').write('x')",
-    "dev-link": "os.unlink('/dev/stdout'); os.symlink('/tmp', '/dev/stdout')",
     "tmp-removed-and-made-again": "os.makedirs('/tmp/d'); os.rmdir('/tmp/d')",
-    # a folder's names as many as before: told by the names' inodes, not by its size
-    "dev-one-for-another": "os.unlink('/dev/stderr'); os.symlink('/tmp', '/dev/planted')",
-    "dev-renamed": "os.rename('/dev/stderr', '/dev/planted')",
-    "dev-swapped": (
-        "import ctypes; libc = ctypes.CDLL(None)\n"
-        "assert libc.renameat2(-100, b'/dev/stdout', -100, b'/dev/stderr', 2) == 0"  # EXCHANGE
-    ),
     "tmp-unreadable": "os.chmod('/tmp', 0)",
     "too-many-to-list": "[open(f'/dev/shm/{i}', 'w').close() for i in range(10_001)]",
     "sysv-shm": (
         "import ctypes; libc = ctypes.CDLL(None); assert libc.shmget(0, 4096, 0o1600) >= 0"
     ),
 }
+READ_ONLY = {
+    "root": "open('/planted', 'w').write('x')",
+    "dev-link": "os.unlink('/dev/stdout'); os.symlink('/tmp', '/dev/stdout')",
+    # a folder's names as many as before: told by the names' inodes, not by its size
+    "dev-one-for-another": "os.unlink('/dev/stderr'); os.symlink('/tmp', '/dev/planted')",
+    "dev-renamed": "os.rename('/dev/stderr', '/dev/planted')",
+    "dev-swapped": (
+        "import ctypes; libc = ctypes.CDLL(None, use_errno=True)\n"
+        "if libc.renameat2(-100, b'/dev/stdout', -100, b'/dev/stderr', 2) != 0:\n"  # EXCHANGE
+        "    raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))"
+    ),
+}
+"""What the sandbox's root and ``/dev`` (read-only: bubblewrap's tmpfs of half the machine's
+memory) no longer let a call leave."""
 LOOK = (
     "import json, os\n"
     "print(json.dumps({'tmp': os.listdir('/tmp'), 'shm': os.listdir('/dev/shm'),"
@@ -60,6 +65,15 @@ LOOK = (
     " 'stdout': os.readlink('/dev/stdout'), 'dev': sorted(os.listdir('/dev')),"
     " 'ipc': open('/proc/sysvipc/shm').read().count('\\n')}))"
 )
+
+
+@pytest.mark.parametrize("leave", sorted(READ_ONLY))
+async def test_the_root_and_dev_cannot_be_changed(box: Box, leave: str) -> None:
+    before = report(await box.python(LOOK))
+    planted = await box.python("import os\n" + READ_ONLY[leave] + "\nprint('[]')")
+    assert planted.exit_code == 1, planted.stdout.decode()
+    assert b"Read-only file system" in planted.stderr_tail, planted.stderr_tail.decode()
+    assert report(await box.python(LOOK)) == before
 
 
 @pytest.mark.parametrize("leave", sorted(LEFTOVERS))

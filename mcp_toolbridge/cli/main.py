@@ -138,13 +138,15 @@ def _cmd_export(args: argparse.Namespace) -> int:
     specs = loaded.catalog.specs()
     out: list[dict[str, Any]]
     if args.format == "openai":
+        from mcp_toolbridge.schemas import inline_refs  # as listed: OpenAI cannot follow $id
+
         out = [
             {
                 "type": "function",
                 "function": {
                     "name": s.name,
                     "description": s.description,
-                    "parameters": s.input_schema,
+                    "parameters": inline_refs(s.input_schema),
                 },
             }
             for s in specs

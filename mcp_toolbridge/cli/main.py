@@ -135,24 +135,24 @@ def _cmd_export(args: argparse.Namespace) -> int:
     loaded = _load_or_exit(args)
     if isinstance(loaded, int):
         return loaded
-    specs = loaded.catalog.specs()
+    from mcp_toolbridge.server import to_tool
+
+    tools = [to_tool(s, modern=True) for s in loaded.catalog.specs()]
     out: list[dict[str, Any]]
-    if args.format == "openai":
+    if args.format == "openai":  # the schemas as listed: a Runloop ref by $id written in place
         out = [
             {
                 "type": "function",
                 "function": {
-                    "name": s.name,
-                    "description": s.description,
-                    "parameters": s.input_schema,
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.input_schema,
                 },
             }
-            for s in specs
+            for t in tools
         ]
     else:
-        from mcp_toolbridge.server import to_tool
-
-        out = [to_tool(s, modern=True).model_dump(by_alias=True, exclude_none=True) for s in specs]
+        out = [t.model_dump(by_alias=True, exclude_none=True) for t in tools]
     print(json.dumps(out, indent=2, ensure_ascii=False))
     return EXIT_OK
 

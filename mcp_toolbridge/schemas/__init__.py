@@ -7,8 +7,9 @@
   ``problems`` and ``validate`` are on the hot path of every call and say what a value got
   wrong so that whoever sent it can fix it (``explain.py``): ``at /title: expected at most 40
   characters; got 80 ("xxxx…")``, shallow errors first, then in document order.
-- :func:`bundle_refs` and :func:`model_facing` (``refs.py``) rewrite schemas: ``schema:ID``
-  refs embedded, ``"visibility": "internal"`` properties stripped.
+- :func:`bundle_refs`, :func:`inline_refs` and :func:`model_facing` (``refs.py``) rewrite
+  schemas: ``schema:ID`` refs embedded, written in place again for clients, ``"visibility":
+  "internal"`` properties stripped.
 
 May import: nothing of the project but lazy.py (the vocabulary's level). Names are imported on
 first use: a start that only rewrites and checks schemas never imports jsonschema."""
@@ -21,7 +22,12 @@ if TYPE_CHECKING:
     from mcp_toolbridge.schemas.compiled import CompiledSchema, compile_schema
     from mcp_toolbridge.schemas.explain import SchemaProblem
     from mcp_toolbridge.schemas.meta import check_schema
-    from mcp_toolbridge.schemas.refs import SCHEMA_REF_PREFIX, bundle_refs, model_facing
+    from mcp_toolbridge.schemas.refs import (
+        SCHEMA_REF_PREFIX,
+        bundle_refs,
+        inline_refs,
+        model_facing,
+    )
 
 __all__ = [
     "SCHEMA_REF_PREFIX",
@@ -30,6 +36,7 @@ __all__ = [
     "bundle_refs",
     "check_schema",
     "compile_schema",
+    "inline_refs",
     "model_facing",
 ]
 __getattr__ = on_first_use(
@@ -38,6 +45,11 @@ __getattr__ = on_first_use(
         "mcp_toolbridge.schemas.compiled": ("CompiledSchema", "compile_schema"),
         "mcp_toolbridge.schemas.explain": ("SchemaProblem",),
         "mcp_toolbridge.schemas.meta": ("check_schema",),
-        "mcp_toolbridge.schemas.refs": ("SCHEMA_REF_PREFIX", "bundle_refs", "model_facing"),
+        "mcp_toolbridge.schemas.refs": (
+            "SCHEMA_REF_PREFIX",
+            "bundle_refs",
+            "inline_refs",
+            "model_facing",
+        ),
     },
 )

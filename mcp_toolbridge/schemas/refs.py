@@ -1,8 +1,10 @@
 """Schemas rewritten, with no validation: :func:`bundle_refs` makes a schema that uses
 ``{"$ref": "schema:ID"}`` self-contained (each referenced schema is embedded under ``$defs``
 with ``"$id": "schema:ID"``, a Draft 2020-12 compound document, so the ref resolves with no
-registry, in this process and in any client); :func:`model_facing` strips the properties
-marked ``"visibility": "internal"``."""
+registry, in this process and in any client); :func:`inline_refs` writes such a bundle's
+schemas in place of their refs again, for the clients whose schema code cannot follow a ref
+by ``$id`` (the listed form of a tool); :func:`model_facing` strips the properties marked
+``"visibility": "internal"``."""
 
 from __future__ import annotations
 
@@ -124,3 +126,68 @@ def model_facing(schema: dict[str, Any]) -> dict[str, Any]:
     if changed is None:
         return schema
     return {**schema, **changed}
+
+
+_DATA = frozenset({"const", "enum", "default", "examples"})
+"""Keywords whose values are instances, never schemas: no ``$ref`` in them is rewritten."""
+_NOTES = frozenset({"title", "description", "default", "examples", "deprecated", "$comment"})
+"""Keywords beside a ``$ref`` that only annotate: merged over the inlined schema."""
+
+
+MAX_INLINED = 256
+"""The most ``$ref``s one schema has written in place; past it (a fan-out of refs that would
+grow the schema exponentially) it is served as bundled."""
+
+
+class _Kept(Exception):
+    """The schema is served as bundled: a bundled schema refers to itself or to its own
+    parts, a pointer reaches into one, or the refs fan out past :data:`MAX_INLINED`."""
+
+
+def _inlined(node: Any, defs: dict[str, Any], stack: tuple[str, ...], budget: list[int]) -> Any:
+    if isinstance(node, list):
+        return [_inlined(item, defs, stack, budget) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#") and (stack or SCHEMA_REF_PREFIX in ref):
+        raise _Kept  # a pointer inside a bundled schema, or one into a bundled schema
+    out = {k: v if k in _DATA else _inlined(v, defs, stack, budget) for k, v in node.items()}
+    if not (isinstance(ref, str) and ref in defs):
+        return out
+    budget[0] -= 1
+    if ref in stack or budget[0] < 0:
+        raise _Kept
+    target = {k: v for k, v in defs[ref].items() if k != "$id"}
+    inlined = _inlined(target, defs, (*stack, ref), budget)
+    siblings = {k: v for k, v in out.items() if k != "$ref"}
+    if set(siblings) <= _NOTES:
+        return {**inlined, **siblings}
+    return {**siblings, "allOf": [inlined]}
+
+
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with each bundled ``schema:ID`` definition written in place of its ``$ref``
+    and ``$defs`` dropped: the form every client's schema code takes, where a ref by ``$id``
+    fails in some and openai-agents' strict conversion refuses any bare ``$ref``. The same
+    schema; the very same object when nothing is bundled, or when it is kept bundled
+    (:class:`_Kept`)."""
+    defs = schema.get("$defs")
+    if not isinstance(defs, dict):
+        return schema
+    bundled = {
+        key: value
+        for key, value in defs.items()
+        if key.startswith(SCHEMA_REF_PREFIX) and isinstance(value, dict) and value.get("$id") == key
+    }
+    if not bundled:
+        return schema
+    rest = {key: value for key, value in defs.items() if key not in bundled}
+    root = {key: value for key, value in schema.items() if key != "$defs"}
+    try:
+        out: dict[str, Any] = _inlined(root, bundled, (), [MAX_INLINED])
+    except _Kept:
+        return schema
+    if rest:
+        out["$defs"] = rest
+    return out

@@ -211,6 +211,19 @@ def test_export_openai_gives_function_tools_with_the_schema_as_parameters(
         }
 
 
+def test_export_openai_writes_a_runloop_schema_ref_in_place(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A Runloop tool's ``{"$ref": "schema:ID"}`` is exported as the schema it names, as
+    tools/list gives it: OpenAI's function tools cannot follow a ref by ``$id``."""
+    code, out, _ = _run(capsys, "export", str(BUNDLED / "runloop-echo"), "--format", "openai")
+    assert code == 0
+    (echo,) = [t["function"] for t in json.loads(out) if t["function"]["name"] == "debug_echo"]
+    assert "$ref" not in json.dumps(echo) and "$defs" not in echo["parameters"]
+    assert echo["parameters"]["required"] == ["message"]
+    assert set(echo["parameters"]["properties"]) == {"message", "count"}
+
+
 def test_export_mcp_gives_tool_json_with_schemas_annotations_and_meta(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

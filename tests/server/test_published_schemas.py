@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_toolbridge.schemas import bundle_refs, compile_schema
-from mcp_toolbridge.server.wire import inline_refs
+from mcp_toolbridge.schemas import bundle_refs, compile_schema, inline_refs
 
 TARGETS: dict[str, dict[str, Any]] = {
     "schema:body.v1": {"type": "string", "maxLength": 5},

@@ -239,12 +239,13 @@ class SessionEvents(EventStore):
         sent = seq
         while not self._closed:
             changed = self._changed
-            for event in _after(stream, sent):
+            finished = stream.finished  # before the events are taken: a final stored while
+            for event in _after(stream, sent):  # they are sent is taken on the next round
                 await send(_message(event))
                 sent = event.seq
                 if event.final:
                     return
-            if stream.finished:  # its final message is no longer kept
+            if finished:  # its final message was stored before and is no longer kept
                 await send(lost_result(stream_id))
                 return
             with anyio.move_on_after(FOLLOW_IDLE_S) as idle:

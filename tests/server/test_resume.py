@@ -246,7 +246,9 @@ async def test_another_session_cannot_resume_a_stream_of_this_one(tmp_path: Path
     stolen_messages = [e.message for e in stolen if e.message is not None]
     assert [m.get("error", {}).get("code") for m in stolen_messages] == [-32000]
     assert "for the owner" not in json.dumps(stolen_messages)
-    assert any("for the owner" in json.dumps(e.message) for e in resumed)
+    assert any("for the owner" in json.dumps(e.message) for e in resumed), [
+        (e.id, e.message) for e in resumed
+    ]
 
 
 async def test_deleting_the_session_ends_a_resumed_stream_still_waiting_for_its_result(

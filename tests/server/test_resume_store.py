@@ -142,3 +142,24 @@ async def test_the_sessions_of_a_process_keep_at_most_their_budget_together() ->
     for n in range(20):
         await second.store_event("2", _note(n, "z" * 200))
     assert 3500 < second.kept[1] <= 4000
+
+
+async def test_a_result_stored_while_the_events_before_it_are_resent_is_resent_too() -> None:
+    """The client resumes while the call runs; its result is stored while the replay sends
+    the progress before it (the send waits on the client's connection). The result follows,
+    not "no longer kept": the replay took the stream's events before the result came, and
+    saw the stream finished after."""
+    store = SessionEvents()
+    first = await store.store_event("7", None)
+    await store.store_event("7", _note(1))
+
+    class StoresTheResultWhileSending(Collected):
+        async def __call__(self, event: EventMessage) -> None:
+            await super().__call__(event)
+            if len(self.events) == 1:
+                await store.store_event("7", _result(7))
+
+    sent = StoresTheResultWhileSending()
+    with anyio.fail_after(5):
+        await store.replay_events_after(first, sent)
+    assert sent.messages == [_note(1), _result(7)]

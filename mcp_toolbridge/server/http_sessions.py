@@ -26,6 +26,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, is_version_at_least
 
 from mcp_toolbridge.edge import Scope
+from mcp_toolbridge.server.released import ReleasingTransport
 from mcp_toolbridge.server.resume import (
     RESUMABLE_SINCE,
     RETRY_MS,
@@ -61,7 +62,9 @@ class ResumableSessions(StreamableHTTPSessionManager):
     which clients number from 1 in each session, so one shared store would replay another
     session's messages. ``_admit_session`` (where the SDK makes a session's transport) and
     ``_discard_session`` (where it forgets one, however it ended) are the only hooks; should
-    a later SDK rename them, sessions simply stop being resumable (the resume tests fail)."""
+    a later SDK rename them, sessions simply stop being resumable (the resume tests fail).
+    Each session's transport is a :class:`~mcp_toolbridge.server.released.ReleasingTransport`
+    (the SDK's, reading through a stream that keeps no request once it is answered)."""
 
     def __init__(
         self,
@@ -106,6 +109,7 @@ class ResumableSessions(StreamableHTTPSessionManager):
         transport = super()._admit_session(requestor)
         if transport is None or transport.mcp_session_id is None:
             return transport
+        transport.__class__ = ReleasingTransport  # keeps no request once answered
         session_id = transport.mcp_session_id
         store: SessionEvents | SharedEvents
         if self._shared is None:

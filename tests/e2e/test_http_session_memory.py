@@ -32,6 +32,7 @@ from tests.support.httpserve import (
     open_session,
     request,
 )
+from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 from tests.support.procs import memory_kib
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -106,6 +107,36 @@ async def test_idle_sessions_keep_nothing_of_their_last_large_request(tmp_path: 
         )
         for session in sessions:  # still served
             assert "result" in await session.ask(request("ping"))
+
+
+async def test_idle_sessions_keep_nothing_of_their_last_large_answer(tmp_path: Path) -> None:
+    """A tool's result stayed with the transport's router (the last message a session sent)
+    until the session sent another: a result of more than the event store keeps of a session
+    (resume.py's MAX_BYTES, 4 MiB: it cannot be resumed) is now kept by nobody once sent."""
+    tools = tmp_path / "tools"
+    agentcli_manifest(tools, [echo_tool("echo")], {"echo": ECHO})
+    sessions_n, text = SESSIONS // 2, "y" * (5 * BODY // 4)  # echoed twice: 5 MB answers
+    async with (
+        http_server(tmp_path, str(tools), env=FREED_AT_ONCE) as server,
+        httpx2.AsyncClient(timeout=60) as http,
+    ):
+        sessions: list[Session] = []
+        for _ in range(sessions_n):
+            sessions.append(await open_session(http, server.url, stateless=False))
+        for session in sessions:
+            await session.ask(call("echo", {"text": "y"}))
+        base = _rss_kib(server)
+        for session in sessions:
+            answer = await session.ask(call("echo", {"text": text}))
+            assert answer["result"]["structuredContent"] == {"echo": {"text": text}}
+        bound = sessions_n * KEPT_PER_SESSION_KIB
+        grown = await _settled_growth(server, base, bound)
+        per_session = grown / sessions_n
+        print(f"idle sessions after a large answer each: {per_session:.0f} KiB per session")
+        assert grown < bound, (
+            f"{sessions_n} idle sessions that each got an answer of about {2 * len(text)} bytes "
+            f"keep {grown} KiB ({per_session:.0f} KiB each)"
+        )
 
 
 async def test_requests_of_the_2026_era_keep_nothing_once_answered(tmp_path: Path) -> None:

@@ -319,7 +319,10 @@ def reply_to_misread(text: str) -> types.JSONRPCError | None:
     """The answer to a frame the SDK validated as a notification although it has an ``id``:
     one it cannot take (a fraction, a number past a float's range, a boolean, null), which
     it ignores. A request so sent would wait for ever; None for a real notification."""
-    frame = json.loads(text)
+    try:
+        frame = json.loads(text)
+    except (ValueError, RecursionError):  # nested deeper than json reads: the SDK's own way
+        return None
     if "id" not in frame:
         return None  # '"id"' was inside a string
     why = "Invalid Request: id must be a string or an integer"

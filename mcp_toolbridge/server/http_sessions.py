@@ -22,7 +22,7 @@ import anyio
 from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
 from mcp.server.streamable_http import GET_STREAM_KEY, StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import RequestBodyLimitMiddleware, TransportSecuritySettings
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, is_version_at_least
 
 from mcp_toolbridge.edge import Scope
@@ -43,6 +43,11 @@ MAX_SESSIONS_PER_CALLER = 256
 until one of them ends (DELETE, or its idle timeout)."""
 LISTEN = "subscriptions/listen"
 """The ``Mcp-Method`` of a 2026-07-28 listen stream's POST."""
+MAX_LISTEN_BODY = 64 << 10
+"""The largest body of a listen stream's POST. The stream holds its request for as long as it
+stays open (it is never answered while the client listens), and a listen request names a few
+subscriptions: past this it is refused (413), where any other request may take the SDK's
+4 MiB."""
 SHARED_TTL_S = 1800.0
 """How long a shared session's keys outlive its last event without an idle timeout."""
 
@@ -204,11 +209,10 @@ class PrimedStreams:
             self._none_standing = anyio.Event()
         self._standing += 1
         try:
-            await (
-                self._get(scope, receive, send)
-                if method == "GET"
-                else self._app(scope, receive, send)
-            )
+            if method == "GET":
+                await self._get(scope, receive, send)
+            else:
+                await RequestBodyLimitMiddleware(self._app, MAX_LISTEN_BODY)(scope, receive, send)
         finally:
             self._standing -= 1
             if self._standing == 0:

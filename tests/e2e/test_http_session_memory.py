@@ -159,3 +159,26 @@ async def test_requests_of_the_2026_era_keep_nothing_once_answered(tmp_path: Pat
         bound = SESSIONS * KEPT_PER_SESSION_KIB
         grown = await _settled_growth(server, base, bound)
         assert grown < bound, f"{SESSIONS} requests of {BODY} bytes left {grown} KiB"
+
+
+async def test_a_listen_stream_cannot_hold_a_large_request_open(tmp_path: Path) -> None:
+    """A 2026-07-28 ``subscriptions/listen`` stream holds its opening request for as long as
+    it stays open (it is in flight, not answered), so ten of them opened with 2 MB each held
+    some 6 MB each. A listen request names a few subscriptions: one over 64 KiB is refused
+    (413, as a body over the SDK's 4 MiB is), and one of an ordinary size still opens."""
+    async with (
+        http_server(tmp_path, env=FREED_AT_ONCE) as server,
+        httpx2.AsyncClient(timeout=60) as http,
+    ):
+        listen = {"notifications": {"toolsListChanged": True}}
+        for pad, status in (("x" * BODY, 413), ("x" * (64 << 10), 413), ("x" * 1000, 200)):
+            message = _padded(modern(request("subscriptions/listen", listen)), pad)
+            headers = modern_headers(message)
+            async with http.stream("POST", server.url, json=message, headers=headers) as opened:
+                assert opened.status_code == status, len(pad)
+        # Nor past the check with a routing header that names another method: the SDK
+        # requires Mcp-Method to be the body's method.
+        headers = {**modern_headers(message), "Mcp-Method": "ping"}
+        message = _padded(modern(request("subscriptions/listen", listen)), "x" * BODY)
+        refused = await http.post(server.url, json=message, headers=headers)
+        assert refused.status_code == 400, refused.text[:300]

@@ -14,8 +14,6 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-import anyio
-
 from mcp_toolbridge.cli.allocator import started
 from mcp_toolbridge.cli.console import (
     EXIT_BROKEN_PIPE,
@@ -27,9 +25,8 @@ from mcp_toolbridge.cli.console import (
 )
 from mcp_toolbridge.cli.parsing import parse_args, settings_of
 from mcp_toolbridge.cli.serve import inputs_before, run_server
-from mcp_toolbridge.errors import Severity, ToolbridgeError, UnknownToolError
-from mcp_toolbridge.host import CallContext
-from mcp_toolbridge.runtime import Loaded, bundled_manifests, load_catalog, open_bridge
+from mcp_toolbridge.errors import Severity, ToolbridgeError
+from mcp_toolbridge.runtime import Loaded, bundled_manifests, load_catalog
 
 
 def _print_problems(loaded: Loaded) -> None:
@@ -112,23 +109,9 @@ def _cmd_call(args: argparse.Namespace) -> int:
     loaded = _load_or_exit(args, builtins=True)
     if isinstance(loaded, int):
         return loaded
-    from mcp_toolbridge.cli.ask import TerminalHost  # the verbs' own modules: on use
+    from mcp_toolbridge.cli.call import call_one  # the verbs' own modules: on use
 
-    async def run() -> int:
-        ctx = CallContext(host=TerminalHost.attached())  # no terminal: headless, ask = deny
-        async with open_bridge(settings_of(args), loaded) as bridge:
-            try:
-                outcome = await bridge.call(args.tool, arguments, ctx)
-            except UnknownToolError as exc:
-                err(f"mcp-toolbridge: {exc}")
-                return EXIT_LOAD
-        if outcome.ok:
-            print(json.dumps(outcome.value, indent=2, ensure_ascii=False))
-            return EXIT_OK
-        print(json.dumps({"error": outcome.error}, ensure_ascii=False))
-        return EXIT_PROBLEMS
-
-    return anyio.run(run)
+    return call_one(args, settings_of(args), loaded, arguments)
 
 
 def _cmd_export(args: argparse.Namespace) -> int:

@@ -34,6 +34,12 @@ def call_one(
             print(json.dumps(outcome.value, indent=2, ensure_ascii=False))
             return EXIT_OK
         print(json.dumps({"error": outcome.error}, ensure_ascii=False))
+        if outcome.answer == "headless":  # the refusal speaks to a model about its server
+            err(
+                "mcp-toolbridge call: nobody was asked, as stdin or stderr is not a terminal: "
+                f"run it on a terminal to be asked, or add --allow {entry.spec.name} to this "
+                "command line"
+            )
         return EXIT_PROBLEMS
 
     return anyio.run(run)

@@ -221,3 +221,24 @@ def test_every_verbs_arguments_have_help(home):
         described = re.search(rf"^  {re.escape(usage)}\s+(\S[^\n]*)$", done.stdout, re.M)
         assert described is not None, f"{verb} --help: nothing says what {usage} is"
         assert not described[1].startswith("-"), described[1]
+
+
+def test_a_call_refused_for_want_of_a_terminal_says_how_to_run_it(tmp_path, home):
+    """`mcp-toolbridge call` in a script or a pipe got the refusal written for a model ("this
+    client cannot ask one (it does not support elicitation) ... start the server with
+    --allow ..."): the command line now says what it can do."""
+    folder = _runloop(tmp_path / "rl")
+    doc = json.loads((folder / "tools.json").read_text(encoding="utf-8"))
+    del doc["tools"][0]["annotations"]  # undeclared: treated as destructive, so asked
+    (folder / "tools.json").write_text(json.dumps(doc), encoding="utf-8")
+
+    done = cli(home, "call", "text_wc", str(folder), "--args", '{"text": "a b"}')
+
+    assert done.returncode == 1
+    assert "Denied, nothing was run" in json.loads(done.stdout)["error"]
+    assert done.stderr.splitlines()[-1] == (
+        "mcp-toolbridge call: nobody was asked, as stdin or stderr is not a terminal: run it on "
+        "a terminal to be asked, or add --allow text_wc to this command line"
+    ), done.stderr
+    done = cli(home, "call", "text_wc", str(folder), "--args", '{"text": "a b"}', "--allow=text_wc")
+    assert json.loads(done.stdout) == {"words": 2}, done.stderr

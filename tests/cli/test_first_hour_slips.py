@@ -242,3 +242,22 @@ def test_a_call_refused_for_want_of_a_terminal_says_how_to_run_it(tmp_path, home
     ), done.stderr
     done = cli(home, "call", "text_wc", str(folder), "--args", '{"text": "a b"}', "--allow=text_wc")
     assert json.loads(done.stdout) == {"words": 2}, done.stderr
+
+
+def test_doctor_says_the_manifests_went_unchecked_when_the_policy_does_not_load(tmp_path, home):
+    """With a policy that did not parse, doctor printed no manifests line at all: a missing
+    manifest folder went unmentioned, as if there were nothing to check."""
+    project = tmp_path / "project"
+    project.mkdir()
+
+    done = cli(
+        home, "doctor", "--workspace", str(project), "--policy", "nope.toml", "./gone", cwd=project
+    )
+
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("problem  manifests "))
+    assert lines[at : at + 2] == [
+        "problem  manifests    not checked: they load under the policy, which does not",
+        "                      fix: correct the policy, then run doctor again",
+    ], done.stdout

@@ -24,6 +24,7 @@ from mcp_toolbridge.cli.console import (
     err,
 )
 from mcp_toolbridge.cli.parsing import parse_args, settings_of
+from mcp_toolbridge.cli.programs import missing_programs
 from mcp_toolbridge.cli.serve import inputs_before, run_server
 from mcp_toolbridge.errors import Severity, ToolbridgeError
 from mcp_toolbridge.runtime import Loaded, bundled_manifests, load_catalog
@@ -47,6 +48,9 @@ def _load_or_exit(
     return loaded
 
 
+AS_A_CLIENT = "`doctor` checks the programs as a client starts them"
+
+
 def _cmd_lint(args: argparse.Namespace) -> int:
     loaded = load_catalog(settings_of(args))
     if args.format == "json":
@@ -65,6 +69,8 @@ def _cmd_lint(args: argparse.Namespace) -> int:
         for problem in loaded.problems:
             prefix = "notice: " if problem.severity is Severity.NOTICE else ""
             print(prefix + problem.render())
+        for missing in missing_programs(loaded.catalog.specs(), os.environ.get("PATH", "")):
+            print(f"notice: {missing}: its calls cannot start ({AS_A_CLIENT})")
         manifests = len(loaded.manifests.manifests)
         print(
             f"{len(loaded.catalog)} tools in {manifests} manifests, {len(loaded.errors)} problem(s)"

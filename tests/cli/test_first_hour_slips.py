@@ -261,3 +261,22 @@ def test_doctor_says_the_manifests_went_unchecked_when_the_policy_does_not_load(
         "problem  manifests    not checked: they load under the policy, which does not",
         "                      fix: correct the policy, then run doctor again",
     ], done.stdout
+
+
+def test_lint_names_a_program_that_is_not_there(tmp_path, home):
+    """`lint` said "0 problem(s)" for a tools/bin program misspelt, and every call of it then
+    failed to start; only doctor looked. lint now says so too (a notice: agentcli loads such a
+    manifest, and lint's status stays that of the manifests)."""
+    folder = tmp_path / "mine"
+    (folder / "tools" / "bin").mkdir(parents=True)
+    entry = {"name": "greet", "command": ["./tools/bin/greeet"]}
+    (folder / "tools.json").write_text(json.dumps({"tools": [entry]}), encoding="utf-8")
+
+    done = cli(home, "lint", str(folder))
+
+    assert done.returncode == 0, done.stdout
+    assert done.stdout.splitlines() == [
+        f'notice: tool "greet": {folder}/tools/bin/greeet does not exist: its calls cannot '
+        "start (`doctor` checks the programs as a client starts them)",
+        "1 tools in 1 manifests, 0 problem(s)",
+    ]

@@ -447,6 +447,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ``policy`` without it by policy's, which prints its help."""
     given = _verb_first(list(sys.argv[1:] if argv is None else argv))
     parser, verbs = _parser(given[0] if given and given[0] in VERBS else None)
+    if given and given[0][:1] not in ("", "-") and given[0] not in VERBS:
+        import difflib  # a misspelt verb alone: not on every start
+
+        if meant := difflib.get_close_matches(given[0], VERBS, n=1):  # argparse says no more
+            parser.error(f"unknown verb {given[0]!r}; did you mean {meant[0]!r}?")
     if not given or given[0] not in verbs or given[0] == POLICY_SHOW:
         return parser.parse_args(given)  # --version, --help, a missing or unknown verb
     if given[0] == "policy":

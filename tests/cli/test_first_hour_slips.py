@@ -280,3 +280,16 @@ def test_lint_names_a_program_that_is_not_there(tmp_path, home):
         "start (`doctor` checks the programs as a client starts them)",
         "1 tools in 1 manifests, 0 problem(s)",
     ]
+
+
+def test_a_misspelt_verb_is_answered_with_the_verb_meant(home):
+    """`mcp-toolbridge serv` listed the twelve verbs and left the reader to spot 'serve'."""
+    done = cli(home, "serv", "--workspace", str(home))
+
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == (
+        "mcp-toolbridge: error: unknown verb 'serv'; did you mean 'serve'?"
+    )
+    done = cli(home, "frobnicate")
+    assert done.returncode == 2
+    assert "invalid choice: 'frobnicate' (choose from 'serve', " in done.stderr

@@ -21,11 +21,12 @@ from typing import Any
 import anyio
 from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
 from mcp.server.streamable_http import GET_STREAM_KEY, StreamableHTTPServerTransport
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import RequestBodyLimitMiddleware, TransportSecuritySettings
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, is_version_at_least
 
-from mcp_toolbridge.edge import Scope
+from mcp_toolbridge.edge import ASGIApp, Scope
+from mcp_toolbridge.server.misread import MisreadIds
 from mcp_toolbridge.server.released import ReleasingTransport
 from mcp_toolbridge.server.resume import (
     RESUMABLE_SINCE,
@@ -93,6 +94,11 @@ class ResumableSessions(StreamableHTTPSessionManager):
 
     def events_of(self, session_id: str) -> SessionEvents | SharedEvents | None:
         return self._stores.get(session_id)
+
+    def endpoint(self) -> ASGIApp:
+        """The MCP endpoint these sessions serve (the SDK's app), where a request whose id the
+        SDK cannot take is refused rather than accepted as a notification (misread.py)."""
+        return MisreadIds(StreamableHTTPASGIApp(self))
 
     def holds(self, session_id: str) -> bool:
         """Whether this process serves the session."""

@@ -7,6 +7,7 @@ written; the model says what would have been valid there.
 
 from __future__ import annotations
 
+import json
 import re
 import types
 import typing
@@ -88,8 +89,27 @@ def fields_at(model: type[BaseModel], loc: Sequence[int | str]) -> list[str]:
     ]
 
 
+def _table_header(loc: Sequence[int | str]) -> str:
+    """How the table holding ``loc``'s last key is opened in TOML: ``[requires]``,
+    ``[[rules]]``."""
+    keys = [p for p in key_path(loc[:-1]) if isinstance(p, str)]
+    many = any(isinstance(p, int) for p in loc[:-1])
+    return f"[[{'.'.join(keys)}]]" if many else f"[{'.'.join(keys)}]"
+
+
 def _explain(error: ErrorDetails, model: type[BaseModel]) -> str:
     loc = error["loc"]
+    path = key_path(loc)
+    key = path[-1] if path and isinstance(path[-1], str) else ""
+    if error["type"] == "extra_forbidden" and len(path) > 1 and key in model.model_fields:
+        table = _table_header(loc)
+        return (
+            f"unknown key here: {key} is a top-level key, so it goes above the first [table] "
+            f"(in TOML every key after {table} belongs to that table)"
+        )
+    if error["type"] == "list_type" and key and isinstance(error.get("input"), str):
+        written = json.dumps([error["input"]], ensure_ascii=False)
+        return f"a list is expected here: {key} = {written}"
     if error["type"] == "extra_forbidden":
         valid = fields_at(model, loc[:-1])
         guess = closest(str(loc[-1]), valid)

@@ -154,6 +154,25 @@ def test_an_unknown_key_names_its_line_and_the_closest_key(ws):
     assert 'line 2: requires.fs.raed: unknown key; did you mean "read"?' in nested
 
 
+def test_a_string_where_a_list_goes_says_how_to_write_the_list(ws):
+    """A first hour's slip: pydantic's "Input should be a valid list" named no fix."""
+    message = _error(ws, 'allow = "greet"\n')
+    assert message.endswith('line 1: allow: a list is expected here: allow = ["greet"]')
+    nested = _error(ws, '[requires]\ncapabilities = "fs.read"\n')
+    assert nested.endswith(
+        'line 2: requires.capabilities: a list is expected here: capabilities = ["fs.read"]'
+    )
+
+
+def test_a_top_level_key_written_under_a_table_says_where_it_goes(ws):
+    """In TOML a key after ``[requires]`` is that table's: ``allow`` there was "unknown"."""
+    message = _error(ws, '[requires]\ncapabilities = ["fs.read"]\nallow = ["greet"]\n')
+    assert message.endswith(
+        "line 3: requires.allow: unknown key here: allow is a top-level key, so it goes above "
+        "the first [table] (in TOML every key after [requires] belongs to that table)"
+    )
+
+
 def test_errors_come_in_line_order_with_suggestions_for_misspelt_values(ws):
     message = _error(
         ws, '[[rules]]\npermission = "bash"\naction = "alow"\n[[rules]]\nacton = "deny"\n'

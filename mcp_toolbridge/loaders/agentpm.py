@@ -21,6 +21,7 @@ from mcp_toolbridge.loaders.report import (
     checked_schema,
     input_schemas,
     json_quote,
+    server_env_problem,
     unknown_fields,
 )
 from mcp_toolbridge.loaders.safety import declared_safety
@@ -141,6 +142,9 @@ def _environment(
             log.error(
                 f"environment.vars: invalid name {json_quote(key)} (must match ^[A-Z][A-Z0-9_]*$)"
             )
+            continue
+        if problem := server_env_problem(key):
+            log.error(f"environment.vars: {problem}")
             continue
         if not isinstance(decl, dict):
             log.error(

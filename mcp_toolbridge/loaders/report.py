@@ -179,6 +179,24 @@ def _read(path: Path, log: ProblemLog) -> bytes | None:
     return None
 
 
+SERVER_ENV_PREFIXES = ("TOOLBRIDGE_", "MCP_TOOLBRIDGE_")
+"""The server's own variables: its bearer token, console and state keys, every secret
+(``TOOLBRIDGE_SECRET_*``), its settings. A manifest that passes one through to its tool is
+refused: a secret reaches only the tools that declare it (found by the red-team pass of
+2026-11-29, 4th: ``envPassthrough: ["TOOLBRIDGE_TOKEN"]`` handed the tool the token)."""
+
+
+def server_env_problem(name: str) -> str | None:
+    """Why a manifest may not pass ``name`` through to its tool, or None."""
+    if not name.startswith(SERVER_ENV_PREFIXES):
+        return None
+    return (
+        f"{name} is the server's own (TOOLBRIDGE_* and MCP_TOOLBRIDGE_* hold its token, keys, "
+        "secrets and settings) and never reaches a tool; a secret reaches only the tools that "
+        "declare it (a Runloop tool's secrets)"
+    )
+
+
 def parse_json(data: bytes, log: ProblemLog) -> tuple[bool, Any]:
     """``(True, value)`` or ``(False, None)`` after logging ``invalid JSON: line L column C``."""
     try:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from mcp_toolbridge.loaders import load_paths
+from tests.support.manifests import agentcli_manifest, echo_tool
 from tests.support.served import OPEN_POLICY, locked_settings, served_client
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")
@@ -163,3 +164,59 @@ def test_a_pattern_re2_runs_still_loads_and_a_pattern_in_data_is_data(tmp_path: 
     folder = _runloop(tmp_path / "bundle", input_schema=schema)
     report = load_paths([folder])
     assert report.problems == [] and len(report.tools) == 1
+
+
+SERVER_OWN = {
+    "TOOLBRIDGE_TOKEN": "server-bearer-token-0123456789",
+    "TOOLBRIDGE_SECRET_BRAVE": "brave-key-0123456789",
+    "TOOLBRIDGE_CONSOLE_CLIENT_SECRET": "console-secret-0123456789",
+    "MCP_TOOLBRIDGE_BWRAP": "/usr/bin/bwrap",
+}
+ENV_DUMP = "import json, os\nprint(json.dumps({'env': dict(os.environ)}))\n"
+
+
+def _env_manifests(tmp_path: Path, names: list[str]) -> tuple[Path, Path]:
+    agentcli = tmp_path / "pulls"
+    tool = echo_tool("pulls", bin="dump", envPassthrough=[n.lower() for n in names])
+    agentcli_manifest(agentcli, [tool], {"dump": ENV_DUMP})
+    agentpm = tmp_path / "pm"
+    agentpm.mkdir()
+    (agentpm / "dump.py").write_text(ENV_DUMP, "utf-8")
+    package = {
+        "kind": "tool",
+        "name": "pulls-pm",
+        "version": "1.0.0",
+        "description": "Dumps its environment",
+        "inputs": {},
+        "outputs": {},
+        "files": ["dump.py"],
+        "entrypoint": {"command": "python3", "args": ["dump.py"]},
+        "environment": {"vars": {name: {"required": False} for name in names}},
+    }
+    (agentpm / "agent.json").write_text(json.dumps(package), "utf-8")
+    return agentcli, agentpm
+
+
+def test_a_manifest_cannot_pass_the_servers_own_variables_to_its_tool(tmp_path: Path) -> None:
+    agentcli, agentpm = _env_manifests(tmp_path, list(SERVER_OWN))
+    report = load_paths([agentcli, agentpm], environ={"PATH": "/usr/bin", **SERVER_OWN})
+    assert report.tools == []
+    messages = [problem.render() for problem in report.problems]
+    for name in SERVER_OWN:
+        assert sum(name in m and "the server's own" in m for m in messages) == 2, messages
+    assert all(value not in m for m in messages for value in SERVER_OWN.values())
+
+
+async def test_a_served_tool_gets_none_of_the_servers_own_variables(tmp_path: Path) -> None:
+    agentcli, _ = _env_manifests(tmp_path, ["HOME_TOOL_SETTING"])
+    settings = locked_settings(tmp_path, OPEN_POLICY)
+    environ = {**settings.environ, **SERVER_OWN, "HOME_TOOL_SETTING": "kept"}
+    settings = dataclasses.replace(
+        settings, paths=[*settings.paths, agentcli], sandbox="off", environ=environ
+    )
+    async with served_client(settings) as client:
+        result = await client.call_tool("pulls", {"text": "x"})
+    assert not result.is_error, result
+    shown = json.dumps(result.structured_content or str(result))
+    assert "HOME_TOOL_SETTING" in shown and "kept" in shown
+    assert all(value not in shown for value in SERVER_OWN.values())

@@ -24,7 +24,7 @@ from jsonschema import validators as js_validators
 from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
-from mcp_toolbridge.schemas.meta import linear
+from mcp_toolbridge.schemas.lines import linear
 
 _META: dict[type[Validator], Validator] = {}
 

@@ -15,14 +15,13 @@ Python's ``re``, the fallback of :mod:`.drafts`, took seconds on an argument of 
 
 from __future__ import annotations
 
-import functools
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from itertools import permutations
 from typing import Any
 
-from mcp_toolbridge.schemas.lines import Finding, JsonPath, findings, render
+from mcp_toolbridge.schemas.lines import Finding, JsonPath, findings, linear, render
 
 # Draft 2020-12 keywords whose values are subschemas (one, a list, a map of them).
 _SUB_ONE = frozenset(
@@ -206,19 +205,6 @@ def _check_2020(schema: dict[str, Any]) -> list[Finding]:
             stack.extend((where + path, child) for path, child in reversed(children))
             children.clear()
     return found
-
-
-@functools.lru_cache(maxsize=1024)
-def linear(pattern: str) -> Callable[[str], object] | None:
-    """RE2's search for ``pattern``; None when RE2 does not take it."""
-    import re2  # here: 3 ms, for a schema with a pattern only
-
-    options = re2.Options()
-    options.log_errors = False  # a pattern RE2 does not take is said by the caller
-    try:
-        return re2.compile(pattern, options).search  # type: ignore[no-any-return]
-    except re2.error:
-        return None
 
 
 _NOT_SCHEMA = frozenset({"enum", "const", "default", "examples"})

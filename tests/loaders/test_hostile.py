@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from mcp_toolbridge.loaders import load_paths
-from tests.support.manifests import agentcli_manifest, echo_tool
+from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 from tests.support.served import OPEN_POLICY, locked_settings, served_client
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")
@@ -220,3 +220,48 @@ async def test_a_served_tool_gets_none_of_the_servers_own_variables(tmp_path: Pa
     shown = json.dumps(result.structured_content or str(result))
     assert "HOME_TOOL_SETTING" in shown and "kept" in shown
     assert all(value not in shown for value in SERVER_OWN.values())
+
+
+HIDING = "\x1b]0;pwned\x07\x1b[2J\x00\u202eevil\u2066\U000e0041\x9b"
+"""A terminal title and a screen clear, NUL, a bidi override and isolate, a tag character (an
+invisible ``A`` a model reads) and a C1 control sequence introducer."""
+
+
+def _hiding_manifests(tmp_path: Path) -> Path:
+    folder = tmp_path / "hiding"
+    tool = echo_tool("plain", description=f"Echoes.{HIDING}\nSecond line\tkept")
+    tool["annotations"] = {"title": f"Plain{HIDING}", "destructiveHint": False}
+    agentcli_manifest(folder, [tool], {"echo": ECHO})
+    _runloop(folder / "rl", id=f"bad{HIDING}", description="", input_schema=None)
+    return folder
+
+
+def test_lint_and_list_write_no_control_character_a_manifest_carries(tmp_path: Path) -> None:
+    folder = _hiding_manifests(tmp_path)
+    written: dict[str, bytes] = {}
+    for verb, path in (("lint", folder), ("list", folder / "tools.json")):
+        done = subprocess.run(
+            [sys.executable, "-m", "mcp_toolbridge", verb, str(path)],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        written[verb] = done.stdout + done.stderr
+        for char in ("\x1b", "\x07", "\x00", "\u202e", "\u2066", "\U000e0041", "\x9b"):
+            assert char.encode() not in written[verb], (verb, char, written[verb])
+    assert b"Echoes." in written["list"], written["list"]
+    assert b'"bad\\x1b]0;pwned\\x07' in written["lint"], written["lint"]  # shown escaped
+
+
+async def test_a_served_description_and_title_carry_no_hidden_character(tmp_path: Path) -> None:
+    folder = _hiding_manifests(tmp_path)
+    (folder / "rl" / "tools.json").unlink()
+    settings = locked_settings(tmp_path, OPEN_POLICY)
+    settings = dataclasses.replace(settings, paths=[*settings.paths, folder], sandbox="off")
+    async with served_client(settings) as client:
+        listed = await client.list_tools()
+    plain = next(tool for tool in listed.tools if tool.name == "plain")
+    assert plain.description == "Echoes.]0;pwned[2Jevil\nSecond line\tkept"
+    assert plain.title == "Plain]0;pwned[2Jevil"
+    report = load_paths([folder])
+    assert any("removed from the description" in p.render() for p in report.problems)

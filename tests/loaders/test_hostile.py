@@ -7,8 +7,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -265,3 +267,35 @@ async def test_a_served_description_and_title_carry_no_hidden_character(tmp_path
     assert plain.title == "Plain]0;pwned[2Jevil"
     report = load_paths([folder])
     assert any("removed from the description" in p.render() for p in report.problems)
+
+
+async def test_a_remote_schema_ref_is_never_fetched_by_the_server(tmp_path: Path) -> None:
+    fetched: list[bytes] = []
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def answer() -> None:  # a schema that accepts anything, at once: the fetch would succeed
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                fetched.append(conn.recv(4096))
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+
+    threading.Thread(target=answer, daemon=True).start()
+    remote = f"http://127.0.0.1:{listener.getsockname()[1]}/schema.json"
+    tool = echo_tool("remote_ref")
+    tool["schema"] = {"type": "object", "properties": {"text": {"$ref": remote}}}
+    agentcli_manifest(tmp_path / "remote", [tool], {"echo": ECHO})
+    settings = locked_settings(tmp_path, OPEN_POLICY)
+    settings = dataclasses.replace(
+        settings, paths=[*settings.paths, tmp_path / "remote"], sandbox="off"
+    )
+    try:
+        async with served_client(settings) as client:
+            result = await client.call_tool("remote_ref", {"text": "x"})
+    finally:
+        listener.close()
+    assert fetched == []
+    assert result.is_error and "cannot be resolved" in str(result.content), result

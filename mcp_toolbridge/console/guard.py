@@ -78,9 +78,12 @@ SESSION_KEY = "toolbridge.console.session"
 KEEPER_KEY = "toolbridge.console.keeper"
 PASS_S = 120.0
 """How long a sign-in pass may wait to be opened."""
-PRINTED_S = 7 * 24 * 3600.0
-"""How long the printed URL's token is kept in the replicas' Redis; unspent by then, its
-replica prints the next. In one process it waits until it is spent or the server ends."""
+PRINTED_LEASE_S = 120.0
+"""How long the printed URL's token is kept in the replicas' Redis past its replica's last
+renewal (:meth:`Gatekeeper.watch_printed`, every second or so): while that replica runs the
+URL waits until it is opened, and a replica killed without ending (SIGKILL) leaves a URL
+that opens elsewhere for this long at most. In one process it waits until it is spent or
+the server ends."""
 DEFAULT_ADMIN_ROLE = "admin"
 MAX_LOGINS = 1024
 """Completed browser sign-ins remembered at once in memory (the oldest is forgotten first;
@@ -96,6 +99,8 @@ class PassBook(Protocol):
     async def take_pass(self, given: str, *, kind: str = ...) -> str | None: ...
 
     async def has_pass(self, given: str, *, kind: str = ...) -> bool: ...
+
+    async def keep_pass(self, given: str, ttl_s: float, *, kind: str = ...) -> bool: ...
 
 
 class BrowserLogin(Protocol):
@@ -142,6 +147,8 @@ class Gatekeeper:
     secure: bool = False
     """The console is reached over HTTPS (its canonical address says so): its session cookie
     is ``Secure``, never sent over plain HTTP."""
+    printed_lease_s: float = PRINTED_LEASE_S
+    """How long the printed token stays in ``passes`` past its last renewal."""
 
     @property
     def cookie(self) -> str:
@@ -178,7 +185,7 @@ class Gatekeeper:
             return None
         given = secrets.token_urlsafe(32)
         if self.passes is not None:
-            await self.passes.put_pass(given, self.user, PRINTED_S)
+            await self.passes.put_pass(given, self.user, self.printed_lease_s)
         self.printed = given
         url = self.url
         if self.announce is not None and url is not None:
@@ -199,12 +206,12 @@ class Gatekeeper:
                 await self.print_next()
 
     async def watch_printed(self) -> None:
-        """With replicas: the printed token was spent on another replica (or lapsed): print
-        the next (StateUnavailable: Redis did not answer)."""
+        """With replicas: renew the printed token's lease, or, when it was spent on another
+        replica (or lapsed), print the next (StateUnavailable: Redis did not answer)."""
         printed = self.printed
         if printed is None or self.passes is None:
             return
-        if not await self.passes.has_pass(printed):
+        if not await self.passes.keep_pass(printed, self.printed_lease_s):
             await self._renew(printed)
 
     async def forget_printed(self) -> None:

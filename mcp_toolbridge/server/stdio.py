@@ -10,7 +10,9 @@ What it adds, because JSON-RPC 2.0 asks for an answer where the SDK stays silent
 
 - A frame that is not JSON gets -32700 (Parse error) with id null.
 - A frame that is JSON but not a valid message gets -32600 (Invalid Request), carrying the
-  frame's id when it has a ``method`` and a string or integer ``id``, else id null. A frame
+  frame's id when it has a ``method`` and a string or integer ``id``, else id null. So does a
+  frame with a ``method`` and an ``id`` that is neither (``1.5``, ``true``, ``null``), which
+  the SDK takes for a notification and ignores. A frame
   shaped like a response (``result`` or ``error``, no ``method``) is never answered: answering
   a response could start two peers trading errors.
 - A frame longer than ``MAX_FRAME_BYTES`` is read to its newline and thrown away, never held
@@ -200,6 +202,12 @@ async def _pass_on(
             await to_client.send(SessionMessage(reply))
         await to_server.send(exc)
         return
+    if isinstance(message, types.JSONRPCNotification) and '"id"' in text:
+        reply = reply_to_misread(text)
+        if reply is not None:  # a request with an id the SDK dropped: not a notification
+            await to_client.send(SessionMessage(reply))
+            await to_server.send(ValueError(reply.error.message))
+            return
     if seen.stale is not None and getattr(message, "method", None) == "tools/list":
         seen.stale.stale = False  # listed again: what it gets now is the server's own
     exchange.read(message)
@@ -305,6 +313,20 @@ def reply_to_invalid(text: str) -> types.JSONRPCError | None:
         return None
     request_id = _usable_id(frame.get("id")) if "method" in frame else None
     return _error(request_id, types.INVALID_REQUEST, f"Invalid Request: {_why_invalid(frame)}")
+
+
+def reply_to_misread(text: str) -> types.JSONRPCError | None:
+    """The answer to a frame the SDK validated as a notification although it has an ``id``:
+    one it cannot take (a fraction, a number past a float's range, a boolean, null), which
+    it ignores. A request so sent would wait for ever; None for a real notification."""
+    try:
+        frame = json.loads(text)
+    except (ValueError, RecursionError):  # nested deeper than json reads: the SDK's own way
+        return None
+    if "id" not in frame:
+        return None  # '"id"' was inside a string
+    why = "Invalid Request: id must be a string or an integer"
+    return _error(None, types.INVALID_REQUEST, why)
 
 
 def reply_to_oversized(head: bytes, limit: int) -> types.JSONRPCError | None:

@@ -280,6 +280,12 @@ class ConsoleShare:
         """Whether something is kept under ``given`` (it stays)."""
         return bool(await self.link.run("EXISTS", self._pass(given, kind)))
 
+    async def keep_pass(self, given: str, ttl_s: float, *, kind: str = "pass") -> bool:
+        """Keep what is under ``given`` for ``ttl_s`` from now; False: nothing is (taken, or
+        lapsed)."""
+        ttl = max(1, round(ttl_s * 1000))
+        return bool(await self.link.run("PEXPIRE", self._pass(given, kind), ttl))
+
     async def take_pass(self, given: str, *, kind: str = "pass") -> str | None:
         """What was kept under ``given``, once (it is gone after); None: unknown or expired."""
         raw = await self.link.run("GETDEL", self._pass(given, kind))

@@ -232,3 +232,23 @@ async def test_unreadable_frames_get_an_error_with_id_null_and_bad_responses_get
         (None, -32600),
     ]
     assert answers[-1]["id"] == probe["id"]
+
+
+@pytest.mark.parametrize("era", ["2025", "2026"])
+async def test_a_request_whose_id_is_neither_a_string_nor_an_integer_is_not_a_notification(
+    tmp_path: Path, era: str
+) -> None:
+    """The SDK validates a frame with a method and an id it cannot take (a fraction, a number
+    past a float's range, true, null) as a notification, so a request waiting on that id got
+    nothing; JSON-RPC 2.0 asks for an Invalid Request error with id null."""
+    ids = [b"1.5", b"1e999", b"true", b"null", b'{"n":1}']
+    async with _connection(tmp_path, era) as server:
+        before = len(server.seen)
+        for raw in ids:
+            await server.send(b'{"jsonrpc":"2.0","id":' + raw + b',"method":"ping"}\n')
+        probe = _probe(era)
+        assert "result" in await server.call(probe)
+    answers = server.seen[before:]
+    assert [(m["id"], m["error"]["code"]) for m in answers[:-1]] == [(None, -32600)] * len(ids)
+    assert all("id must be a string or an integer" in m["error"]["message"] for m in answers[:-1])
+    assert answers[-1]["id"] == probe["id"]

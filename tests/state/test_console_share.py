@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
+from mcp_toolbridge.console.guard import Gatekeeper
 from mcp_toolbridge.state import ConsoleShare, RedisLink, SharedStore
 from tests.support.redis_server import unique_prefix
 
@@ -104,3 +105,41 @@ async def test_the_audit_stream_reads_on_from_where_a_reader_left_off(link: Redi
     await share.append_audit("r3", b'{"n": 3}', {})
     [after] = await share.audit_after(tail[-1].id, 0.5)
     assert (after.replica, after.record) == ("r3", b'{"n": 3}')
+
+
+async def test_a_pass_is_kept_longer_only_while_it_is_there(link: RedisLink) -> None:
+    share, _ = _stores(link)
+    await share.put_pass("pass-1", "ops-admin", ttl_s=60)
+    assert await share.keep_pass("pass-1", 120)
+    assert await share.take_pass("pass-1") == "ops-admin"
+    assert not await share.keep_pass("pass-1", 120)  # taken: nothing to keep
+    assert not await share.keep_pass("never-issued", 120)
+    assert await share.take_pass("pass-1") is None  # keeping made nothing
+
+
+async def test_a_printed_url_outlives_its_lease_only_while_its_replica_renews_it(
+    link: RedisLink,
+) -> None:
+    """A replica killed without ending (SIGKILL) cannot take its printed URL back: the URL
+    opens on the other replicas until its lease lapses (it was a week), while a running
+    replica's URL waits for its person however long, renewed by its watch."""
+    share, _ = _stores(link)
+    lease = 0.3
+
+    def replica() -> Gatekeeper:
+        return Gatekeeper(port=1, user="me", passes=share, printed_lease_s=lease)
+
+    running, killed, other = replica(), replica(), replica()
+    kept, lost = await running.print_next(), await killed.print_next()
+    assert kept is not None and lost is not None
+    with anyio.fail_after(10):
+        while await share.has_pass(_token(lost)):  # the lease runs on Redis's clock
+            await running.watch_printed()
+            await anyio.sleep(lease / 6)
+    assert running.printed == _token(kept)  # renewed all along: not reprinted
+    assert await other.admit(_token(kept)) == "me"
+    assert await other.admit(_token(lost)) is None
+
+
+def _token(url: str) -> str:
+    return url.rsplit("token=", 1)[1]

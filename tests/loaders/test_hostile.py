@@ -299,3 +299,66 @@ async def test_a_remote_schema_ref_is_never_fetched_by_the_server(tmp_path: Path
         listener.close()
     assert fetched == []
     assert result.is_error and "cannot be resolved" in str(result.content), result
+
+
+def _path_setter(tmp_path: Path, env: dict[str, str], var_default: str | None = None) -> Path:
+    """An AgentPM tool that prints ``other/secret.txt`` (outside every grant), or the error."""
+    secret = tmp_path / "other" / "secret.txt"
+    (tmp_path / "other" / "bin").mkdir(parents=True)
+    secret.write_text("PRIVATE-DATA", "utf-8")
+    package = tmp_path / "pm"
+    package.mkdir()
+    (package / "dump.py").write_text(
+        f"import json\ntry:\n    s = open({str(secret)!r}).read()\n"
+        "except OSError as e:\n    s = repr(e)\nprint(json.dumps({'read': s}))\n",
+        "utf-8",
+    )
+    variables = {} if var_default is None else {"PATH": {"default": var_default}}
+    manifest = {
+        "kind": "tool",
+        "name": "pathy",
+        "version": "1.0.0",
+        "description": "Prints a file",
+        "inputs": {},
+        "outputs": {},
+        "files": ["dump.py"],
+        "entrypoint": {"command": "python3", "args": ["dump.py"], "env": env},
+        "environment": {"vars": variables},
+        "annotations": {"destructiveHint": False},
+    }
+    (package / "agent.json").write_text(json.dumps(manifest), "utf-8")
+    return package
+
+
+async def _sandbox_works() -> bool:
+    from mcp_toolbridge.executors import probe_sandbox
+    from mcp_toolbridge.sandbox import Sandbox
+
+    return (await probe_sandbox(Sandbox("auto", home=None))).ok
+
+
+@pytest.mark.parametrize("how", ["entrypoint.env", "environment.vars"])
+def test_a_manifest_cannot_set_the_path_the_sandbox_shows_folders_from(
+    tmp_path: Path, how: str
+) -> None:
+    path = f"{tmp_path / 'other' / 'bin'}:/usr/bin:/bin"
+    if how == "entrypoint.env":
+        package = _path_setter(tmp_path, {"PATH": path})
+    else:
+        package = _path_setter(tmp_path, {}, var_default=path)
+    report = load_paths([package], environ={"HOME": str(tmp_path)})
+    assert report.tools == []
+    messages = [problem.render() for problem in report.problems]
+    assert any("may not set PATH" in m for m in messages), messages
+
+
+async def test_a_served_tool_sees_no_folder_a_path_of_its_own_would_show(tmp_path: Path) -> None:
+    if not await _sandbox_works():
+        pytest.skip("this machine cannot run the OS sandbox")
+    package = _path_setter(tmp_path, {"LANG": "C.UTF-8"})
+    settings = locked_settings(tmp_path, OPEN_POLICY.replace("{workspace}", str(tmp_path / "ws")))
+    settings = dataclasses.replace(settings, paths=[*settings.paths, package], sandbox="required")
+    async with served_client(settings) as client:
+        result = await client.call_tool("pathy", {})
+    assert result.structured_content is not None, result
+    assert "FileNotFoundError" in result.structured_content["read"]

@@ -51,7 +51,28 @@ def print_config(args: argparse.Namespace) -> int:
     warning = temporary_warning()
     if warning is not None:
         err(f"mcp-toolbridge: {warning}")
+    for gone in _missing(args):
+        err(
+            f"mcp-toolbridge: {gone}; correct it, then check the entry with "
+            f"`mcp-toolbridge doctor --client {args.client}`"
+        )
     return EXIT_OK
+
+
+def _missing(args: argparse.Namespace) -> list[str]:
+    """What the entry names that is not there: a manifest path, the policy file, the
+    workspace folder (a client variable such as ``${workspaceFolder}`` is not checked)."""
+    stops = "the server this entry starts would refuse to start"
+    found = [f"{path} does not exist: {stops}" for path in args.paths if not path.exists()]
+    if args.policy is not None and not args.policy.is_file():
+        found.append(f"the policy file {args.policy} does not exist: {stops}")
+    workspace = args.workspace
+    if workspace is not None and "${" not in str(workspace) and not workspace.is_dir():
+        found.append(
+            f"the workspace {workspace} is not a folder: the file tools and bash of the server "
+            "this entry starts would fail every call"
+        )
+    return found
 
 
 def run_doctor(args: argparse.Namespace, parse: Parse, settings_of: SettingsOf) -> int:

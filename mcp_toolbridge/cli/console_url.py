@@ -152,10 +152,10 @@ def print_urls(args: argparse.Namespace) -> int:
     servers = [s for s in running(urls_dir()) if args.pid in (None, s["pid"])]
     lines = [(s["pid"], where, url) for s in servers for where, url in s["urls"].items()]
     if not lines:
-        which = f"process {args.pid}" if args.pid is not None else "no server"
+        which = f"process {args.pid} is no server" if args.pid is not None else "there is no server"
         err(
-            f"mcp-toolbridge: {which} running as this user on this machine serves a console "
-            "(serve --console [HOST:]PORT) with a URL to open"
+            f"mcp-toolbridge: {which} running as this user on this machine with a console "
+            "(serve --console [HOST:]PORT) and a URL to open"
         )
         return EXIT_PROBLEMS
     if len(lines) == 1:

@@ -40,9 +40,9 @@ from mcp_toolbridge.cli.installed import (
     server_command,
     source_problem,
 )
+from mcp_toolbridge.cli.programs import missing_programs
 from mcp_toolbridge.errors import ToolbridgeError
 from mcp_toolbridge.executors import probe_sandbox
-from mcp_toolbridge.model import ExecTransport, ToolSpec
 from mcp_toolbridge.runtime import Settings, load_catalog, load_policy
 from mcp_toolbridge.sandbox import Limits, Sandbox
 from mcp_toolbridge.workspace import unfit_reason
@@ -316,6 +316,14 @@ def check_policy(settings: Settings) -> Finding:
     return Finding(True, "policy", f"{where} parses")
 
 
+NOT_CHECKED = Finding(
+    False,
+    "manifests",
+    "not checked: they load under the policy, which does not",
+    "correct the policy, then run doctor again",
+)
+
+
 def check_manifests(settings: Settings) -> Finding:
     try:
         loaded = load_catalog(settings, locked=True)
@@ -334,7 +342,7 @@ def check_manifests(settings: Settings) -> Finding:
         )
     specs = loaded.catalog.specs()
     own = [spec for spec in specs if not spec.is_locked]
-    missing = _missing_programs(own, settings.environ.get("PATH", ""))
+    missing = missing_programs(own, settings.environ.get("PATH", ""))
     if missing:
         more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
         return Finding(
@@ -347,24 +355,6 @@ def check_manifests(settings: Settings) -> Finding:
     return Finding(
         True, "manifests", f"{len(own)} tools from {manifests} manifests, and {locked} locked tools"
     )
-
-
-def _missing_programs(specs: Sequence[ToolSpec], path: str) -> list[str]:
-    """``tool "NAME": PROGRAM ...`` for each exec tool whose program is not there or cannot
-    be run (a call would fail with "cannot start"), as the client's PATH finds it."""
-    found: list[str] = []
-    for spec in specs:
-        if not isinstance(spec.transport, ExecTransport):
-            continue
-        program = spec.transport.argv[0]
-        where = program if os.path.isabs(program) else shutil.which(program, path=path)
-        if where is None:
-            found.append(f'tool "{spec.name}": {program} is not on the PATH')
-        elif not os.path.isfile(where):
-            found.append(f'tool "{spec.name}": {program} does not exist')
-        elif not os.access(where, os.X_OK):
-            found.append(f'tool "{spec.name}": {program} is not executable')
-    return found
 
 
 def check_sandbox(settings: Settings, environ: dict[str, str]) -> Finding:
@@ -465,6 +455,8 @@ def diagnose(args: argparse.Namespace, parse: Parse, settings_of: SettingsOf) ->
     findings.append(policy)
     if policy.ok:
         findings.append(check_manifests(settings))
+    else:  # the catalog is composed under the policy: no line would read as nothing to check
+        findings.append(NOT_CHECKED)
     findings.append(check_sandbox(settings, client_env))
     findings.append(check_cache(settings))
     findings.append(check_grep(launch))

@@ -32,6 +32,7 @@ import anyio
 from mcp_toolbridge.bridge import PolicyGate
 from mcp_toolbridge.catalog import semantic_status
 from mcp_toolbridge.cli.console import EXIT_LOAD, EXIT_OK, err, out
+from mcp_toolbridge.cli.unknown import no_such_tool
 from mcp_toolbridge.executors import PROGRESS_FD_ENV, probe_sandbox
 from mcp_toolbridge.host import Caller
 from mcp_toolbridge.model import BuiltinTransport, ExecTransport, HttpTransport, ToolSpec
@@ -261,10 +262,7 @@ def print_interface(args: argparse.Namespace, settings: Settings, loaded: Loaded
 
     entry = loaded.catalog.resolve(args.tool)
     if entry is None:
-        err(
-            f"mcp-toolbridge: no served tool is named {args.tool!r} (by MCP name or manifest "
-            "id); `mcp-toolbridge list` shows the names, `lint` shows tools left out"
-        )
+        err(f"mcp-toolbridge: {no_such_tool(args, loaded)}")
         return EXIT_LOAD
     expose = getattr(args, "expose", "auto")
     searchable = "tool_search" in loaded.catalog

@@ -14,8 +14,6 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-import anyio
-
 from mcp_toolbridge.cli.allocator import started
 from mcp_toolbridge.cli.console import (
     EXIT_BROKEN_PIPE,
@@ -26,10 +24,10 @@ from mcp_toolbridge.cli.console import (
     err,
 )
 from mcp_toolbridge.cli.parsing import parse_args, settings_of
+from mcp_toolbridge.cli.programs import missing_programs
 from mcp_toolbridge.cli.serve import inputs_before, run_server
-from mcp_toolbridge.errors import Severity, ToolbridgeError, UnknownToolError
-from mcp_toolbridge.host import CallContext
-from mcp_toolbridge.runtime import Loaded, bundled_manifests, load_catalog, open_bridge
+from mcp_toolbridge.errors import Severity, ToolbridgeError
+from mcp_toolbridge.runtime import Loaded, bundled_manifests, load_catalog
 
 
 def _print_problems(loaded: Loaded) -> None:
@@ -50,6 +48,9 @@ def _load_or_exit(
     return loaded
 
 
+AS_A_CLIENT = "`doctor` checks the programs as a client starts them"
+
+
 def _cmd_lint(args: argparse.Namespace) -> int:
     loaded = load_catalog(settings_of(args))
     if args.format == "json":
@@ -68,6 +69,8 @@ def _cmd_lint(args: argparse.Namespace) -> int:
         for problem in loaded.problems:
             prefix = "notice: " if problem.severity is Severity.NOTICE else ""
             print(prefix + problem.render())
+        for missing in missing_programs(loaded.catalog.specs(), os.environ.get("PATH", "")):
+            print(f"notice: {missing}: its calls cannot start ({AS_A_CLIENT})")
         manifests = len(loaded.manifests.manifests)
         print(
             f"{len(loaded.catalog)} tools in {manifests} manifests, {len(loaded.errors)} problem(s)"
@@ -112,23 +115,9 @@ def _cmd_call(args: argparse.Namespace) -> int:
     loaded = _load_or_exit(args, builtins=True)
     if isinstance(loaded, int):
         return loaded
-    from mcp_toolbridge.cli.ask import TerminalHost  # the verbs' own modules: on use
+    from mcp_toolbridge.cli.call import call_one  # the verbs' own modules: on use
 
-    async def run() -> int:
-        ctx = CallContext(host=TerminalHost.attached())  # no terminal: headless, ask = deny
-        async with open_bridge(settings_of(args), loaded) as bridge:
-            try:
-                outcome = await bridge.call(args.tool, arguments, ctx)
-            except UnknownToolError as exc:
-                err(f"mcp-toolbridge: {exc}")
-                return EXIT_LOAD
-        if outcome.ok:
-            print(json.dumps(outcome.value, indent=2, ensure_ascii=False))
-            return EXIT_OK
-        print(json.dumps({"error": outcome.error}, ensure_ascii=False))
-        return EXIT_PROBLEMS
-
-    return anyio.run(run)
+    return call_one(args, settings_of(args), loaded, arguments)
 
 
 def _cmd_export(args: argparse.Namespace) -> int:

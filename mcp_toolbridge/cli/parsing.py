@@ -14,6 +14,7 @@ from mcp_toolbridge import __version__
 from mcp_toolbridge.builtins import LOCKED_IDS, parse_locked
 from mcp_toolbridge.cli.config import add_client_option
 from mcp_toolbridge.cli.serve import add_serve_options
+from mcp_toolbridge.cli.values import positive, seconds
 from mcp_toolbridge.errors import ConfigError
 from mcp_toolbridge.executors import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
 from mcp_toolbridge.runtime import Settings
@@ -26,6 +27,7 @@ def _add_load_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "paths",
         nargs="*",
+        default=[],  # not required (argparse marks a "*" positional without one required)
         type=user_path,
         metavar="PATH",
         help="manifest files or folders to search (default: the bundled examples)",
@@ -55,14 +57,14 @@ def _add_load_options(parser: argparse.ArgumentParser) -> None:
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=seconds,
         default=DEFAULT_TIMEOUT_S,
         metavar="SECONDS",
         help="default per-call deadline when a manifest sets none (default 60)",
     )
     parser.add_argument(
         "--max-concurrency",
-        type=int,
+        type=positive,
         default=None,
         metavar="N",
         help="calls executing at once (default 2 x cores); question and task, which wait on a "
@@ -70,7 +72,7 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-output",
-        type=int,
+        type=positive,
         default=DEFAULT_MAX_OUTPUT_BYTES,
         metavar="BYTES",
         help="cap on a tool's stdout and on an HTTP response (default 10 MiB)",
@@ -193,7 +195,9 @@ def _lint(verbs: Subparsers) -> None:
     lint = verbs.add_parser("lint", help="check manifests; exit 1 when there are problems")
     _add_load_options(lint)
     _add_policy_options(lint)
-    lint.add_argument("--format", choices=["text", "json"], default="text")
+    lint.add_argument(
+        "--format", choices=["text", "json"], default="text", help="how to print (default text)"
+    )
 
 
 def _list(verbs: Subparsers) -> None:
@@ -205,7 +209,7 @@ def _list(verbs: Subparsers) -> None:
 
 def _call(verbs: Subparsers) -> None:
     call = verbs.add_parser("call", help="call one tool through the same pipeline as MCP")
-    call.add_argument("tool", metavar="TOOL")
+    call.add_argument("tool", metavar="TOOL", help="the MCP name or the manifest id")
     call.add_argument("--args", default="{}", metavar="JSON", help="the arguments object")
     _add_load_options(call)
     _add_run_options(call)
@@ -214,7 +218,7 @@ def _call(verbs: Subparsers) -> None:
 
 def _search(verbs: Subparsers) -> None:
     search = verbs.add_parser("search", help="search the tools as tool_search does")
-    search.add_argument("query", metavar="QUERY")
+    search.add_argument("query", metavar="QUERY", help="what the tool should do, in words")
     _add_load_options(search)
     _add_policy_options(search)
     search.add_argument("-k", type=int, default=5, metavar="N", help="how many results (5)")
@@ -244,7 +248,9 @@ def _policy(verbs: Subparsers) -> argparse.ArgumentParser:
 
 def _export(verbs: Subparsers) -> None:
     export = verbs.add_parser("export", help="print the tools as OpenAI functions or MCP tools")
-    export.add_argument("--format", choices=["openai", "mcp"], required=True)
+    export.add_argument(
+        "--format", choices=["openai", "mcp"], required=True, help="OpenAI functions or MCP tools"
+    )
     _add_load_options(export)
     _add_policy_options(export)
 
@@ -441,6 +447,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ``policy`` without it by policy's, which prints its help."""
     given = _verb_first(list(sys.argv[1:] if argv is None else argv))
     parser, verbs = _parser(given[0] if given and given[0] in VERBS else None)
+    if given and given[0][:1] not in ("", "-") and given[0] not in VERBS:
+        import difflib  # a misspelt verb alone: not on every start
+
+        if meant := difflib.get_close_matches(given[0], VERBS, n=1):  # argparse says no more
+            parser.error(f"unknown verb {given[0]!r}; did you mean {meant[0]!r}?")
     if not given or given[0] not in verbs or given[0] == POLICY_SHOW:
         return parser.parse_args(given)  # --version, --help, a missing or unknown verb
     if given[0] == "policy":
@@ -456,6 +467,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         return args
     args = verbs[given[0]].parse_intermixed_args(given[1:])
     args.verb = given[0]
+    if getattr(args, "no_audit", False) and args.audit is not None:
+        verbs[given[0]].error("--audit FILE and --no-audit exclude each other: drop one")
     return args
 
 

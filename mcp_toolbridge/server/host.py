@@ -46,12 +46,17 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.server import ServerRequestContext
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
+from mcp.server.connection import Connection
 from mcp.server.session import ServerSession
-from mcp.shared.exceptions import MCPError
+from mcp.shared.dispatcher import CallOptions
+from mcp.shared.exceptions import MCPError, NoBackChannelError
+from mcp.shared.message import MessageMetadata
+from mcp.shared.transport_context import TransportContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
@@ -192,6 +197,43 @@ class McpHost:
 log = logging.getLogger("mcp_toolbridge")
 
 DEFAULT_LEVEL: LogLevel = "warning"
+
+
+class _NoRequest:
+    """The request channel (the SDK's ``DispatchContext``) of a session kept outside any
+    request: there is none; what it would send goes on the connection's own channel."""
+
+    transport = TransportContext(kind="standing", can_send_request=False)
+    can_send_request = False
+    request_id: types.RequestId | None = None
+    message_metadata: MessageMetadata = None
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+
+    @property
+    def cancel_requested(self) -> anyio.Event:
+        return anyio.Event()
+
+    async def send_raw_request(
+        self, method: str, params: Any, opts: CallOptions | None = None
+    ) -> dict[str, Any]:
+        raise NoBackChannelError(method)
+
+    async def notify(self, method: str, params: Any, opts: CallOptions | None = None) -> None:
+        await self._connection.notify(method, params, opts)
+
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """No request, no progress."""
+
+
+def standing_session(connection: Connection) -> ServerSession:
+    """A ServerSession of ``connection`` that holds no request (a request's ServerSession
+    holds the request, its body and its parsed params, until the session ends if kept):
+    what it sends goes on the connection's own channel (released.py)."""
+    return ServerSession(_NoRequest(connection), connection)
 
 
 def _connection(session: ServerSession) -> Any:

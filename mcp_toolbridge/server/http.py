@@ -44,7 +44,6 @@ from types import FrameType
 import anyio
 import uvicorn
 from anyio.abc import TaskStatus
-from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Mount, Route
 
@@ -146,7 +145,7 @@ def build_app(
         session_idle_timeout=options.session_idle_timeout_s,
         shared=SharedSessions(replica.shared, replica.name) if replica is not None else None,
     )
-    endpoint: ASGIApp = ExplainedHost(StreamableHTTPASGIApp(sessions), options)
+    endpoint: ASGIApp = ExplainedHost(sessions.endpoint(), options)
     if replica is not None:
         endpoint = RemoteResume(endpoint, replica.shared, sessions, replica.name)
     endpoint = StreamShares(endpoint)

@@ -21,11 +21,13 @@ from typing import Any
 import anyio
 from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
 from mcp.server.streamable_http import GET_STREAM_KEY, StreamableHTTPServerTransport
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import RequestBodyLimitMiddleware, TransportSecuritySettings
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, is_version_at_least
 
-from mcp_toolbridge.edge import Scope
+from mcp_toolbridge.edge import ASGIApp, Scope
+from mcp_toolbridge.server.misread import MisreadIds
+from mcp_toolbridge.server.released import ReleasingTransport
 from mcp_toolbridge.server.resume import (
     RESUMABLE_SINCE,
     RETRY_MS,
@@ -42,6 +44,11 @@ MAX_SESSIONS_PER_CALLER = 256
 until one of them ends (DELETE, or its idle timeout)."""
 LISTEN = "subscriptions/listen"
 """The ``Mcp-Method`` of a 2026-07-28 listen stream's POST."""
+MAX_LISTEN_BODY = 64 << 10
+"""The largest body of a listen stream's POST. The stream holds its request for as long as it
+stays open (it is never answered while the client listens), and a listen request names a few
+subscriptions: past this it is refused (413), where any other request may take the SDK's
+4 MiB."""
 SHARED_TTL_S = 1800.0
 """How long a shared session's keys outlive its last event without an idle timeout."""
 
@@ -61,7 +68,9 @@ class ResumableSessions(StreamableHTTPSessionManager):
     which clients number from 1 in each session, so one shared store would replay another
     session's messages. ``_admit_session`` (where the SDK makes a session's transport) and
     ``_discard_session`` (where it forgets one, however it ended) are the only hooks; should
-    a later SDK rename them, sessions simply stop being resumable (the resume tests fail)."""
+    a later SDK rename them, sessions simply stop being resumable (the resume tests fail).
+    Each session's transport is a :class:`~mcp_toolbridge.server.released.ReleasingTransport`
+    (the SDK's, reading through a stream that keeps no request once it is answered)."""
 
     def __init__(
         self,
@@ -86,6 +95,11 @@ class ResumableSessions(StreamableHTTPSessionManager):
     def events_of(self, session_id: str) -> SessionEvents | SharedEvents | None:
         return self._stores.get(session_id)
 
+    def endpoint(self) -> ASGIApp:
+        """The MCP endpoint these sessions serve (the SDK's app), where a request whose id the
+        SDK cannot take is refused rather than accepted as a notification (misread.py)."""
+        return MisreadIds(StreamableHTTPASGIApp(self))
+
     def holds(self, session_id: str) -> bool:
         """Whether this process serves the session."""
         return session_id in self._server_instances
@@ -106,6 +120,7 @@ class ResumableSessions(StreamableHTTPSessionManager):
         transport = super()._admit_session(requestor)
         if transport is None or transport.mcp_session_id is None:
             return transport
+        transport.__class__ = ReleasingTransport  # keeps no request once answered
         session_id = transport.mcp_session_id
         store: SessionEvents | SharedEvents
         if self._shared is None:
@@ -200,11 +215,10 @@ class PrimedStreams:
             self._none_standing = anyio.Event()
         self._standing += 1
         try:
-            await (
-                self._get(scope, receive, send)
-                if method == "GET"
-                else self._app(scope, receive, send)
-            )
+            if method == "GET":
+                await self._get(scope, receive, send)
+            else:
+                await RequestBodyLimitMiddleware(self._app, MAX_LISTEN_BODY)(scope, receive, send)
         finally:
             self._standing -= 1
             if self._standing == 0:

@@ -48,6 +48,8 @@ from mcp_types import (
     jsonrpc_message_adapter,
 )
 
+from mcp_toolbridge.server.released import PASSING
+
 MAX_EVENTS = 1000
 """Events kept per session (progress notifications, questions, results, priming events)."""
 MAX_BYTES = 4 << 20
@@ -169,6 +171,8 @@ class SessionEvents(EventStore):
         self._changed.set()
 
     async def store_event(self, stream_id: str, message: JSONRPCMessage | None) -> str:
+        if message is PASSING.message:  # holds nothing, goes nowhere (released.py)
+            return ""
         self._seq += 1
         if self._closed:
             return f"{self._seq}-{event_token(stream_id)}"

@@ -43,6 +43,7 @@ from mcp_types import (
 )
 
 from mcp_toolbridge.edge import Scope, send_json_reply
+from mcp_toolbridge.server.released import PASSING
 from mcp_toolbridge.server.resume import (
     FOLLOW_IDLE_S,
     MAX_BYTES,
@@ -186,6 +187,8 @@ class SharedEvents(EventStore):
         self._local_seq = 0
 
     async def store_event(self, stream_id: str, message: JSONRPCMessage | None) -> str:
+        if message is PASSING.message:  # holds nothing, goes nowhere (released.py)
+            return ""
         data = (
             None
             if message is None

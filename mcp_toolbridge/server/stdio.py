@@ -49,6 +49,7 @@ from mcp.shared.message import SessionMessage
 from mcp_toolbridge.cache import Handoff, forget, take
 from mcp_toolbridge.cache import Recorder as Recorder  # the server's run_stdio names it
 from mcp_toolbridge.server.exchange import Exchange
+from mcp_toolbridge.server.misread import reply_to_misread
 from mcp_toolbridge.server.pipes import ReadLine, WriteAll, line_reader, writer
 
 log = logging.getLogger("mcp_toolbridge")
@@ -313,20 +314,6 @@ def reply_to_invalid(text: str) -> types.JSONRPCError | None:
         return None
     request_id = _usable_id(frame.get("id")) if "method" in frame else None
     return _error(request_id, types.INVALID_REQUEST, f"Invalid Request: {_why_invalid(frame)}")
-
-
-def reply_to_misread(text: str) -> types.JSONRPCError | None:
-    """The answer to a frame the SDK validated as a notification although it has an ``id``:
-    one it cannot take (a fraction, a number past a float's range, a boolean, null), which
-    it ignores. A request so sent would wait for ever; None for a real notification."""
-    try:
-        frame = json.loads(text)
-    except (ValueError, RecursionError):  # nested deeper than json reads: the SDK's own way
-        return None
-    if "id" not in frame:
-        return None  # '"id"' was inside a string
-    why = "Invalid Request: id must be a string or an integer"
-    return _error(None, types.INVALID_REQUEST, why)
 
 
 def reply_to_oversized(head: bytes, limit: int) -> types.JSONRPCError | None:

@@ -38,6 +38,7 @@ from mcp_toolbridge.server.host import (
     caller_of,
     is_modern,
     scope_of,
+    standing_session,
 )
 from mcp_toolbridge.server.listing import (
     Opening,
@@ -124,7 +125,8 @@ class ToolbridgeServer:
             replica.bus.digest = self.listing_digest
             replica.on_lost = self.bridge_lost
         self._legacy_sessions: dict[int, Any] = {}
-        """A ServerSession per open 2025 connection, by id of the connection."""
+        """A ServerSession per open 2025 connection (holding no request), by id of the
+        connection."""
         shared = replica.shared if replica is not None else None
         self._outputs = Outputs(sidecar_dir, expired=self._output_expired, shared=shared)
         self._client_log = ClientLog(notices)
@@ -195,7 +197,8 @@ class ToolbridgeServer:
         """list_changed on 2026 listen streams and to every 2025 connection seen so far."""
         await self._bus.publish(ToolsListChanged())
         sessions = list(self._legacy_sessions.values())
-        if ctx is not None and not is_modern(ctx) and ctx.session not in sessions:
+        connection = getattr(ctx.session, "_connection", None) if ctx is not None else None
+        if ctx is not None and not is_modern(ctx) and id(connection) not in self._legacy_sessions:
             sessions.append(ctx.session)
         for session in sessions:
             try:
@@ -213,9 +216,10 @@ class ToolbridgeServer:
     ) -> HandlerResult:
         """Keep a session of each 2025 connection, to notify it of changes outside a request.
 
-        The SDK has no public handle for a connection; its ServerSession objects are made per
-        request, so one is kept per connection (the private ``_connection``) and dropped
-        when that connection closes."""
+        The SDK has no public handle for a connection (the private ``_connection`` of a
+        request's ServerSession), and a request's ServerSession holds that request; so one
+        that holds none is made per connection (host.standing_session) and dropped when the
+        connection closes."""
         connection = getattr(ctx.session, "_connection", None)
         if not is_modern(ctx) and connection is not None:
             key = id(connection)
@@ -224,7 +228,7 @@ class ToolbridgeServer:
                 scope = scope_of(ctx)
                 if scope:  # a stateful HTTP session: forget its state when it closes
                     connection.exit_stack.callback(self._end_http_session, scope)
-            self._legacy_sessions[key] = ctx.session
+                self._legacy_sessions[key] = standing_session(connection)
             if scope_of(ctx) is not None:  # a sessionless request is a connection of its own
                 await self._client_log.greet(ctx)
         return await call_next(ctx)

@@ -16,6 +16,7 @@ from mcp import Client, StdioServerParameters
 
 from mcp_toolbridge.cli.main import main
 from mcp_toolbridge.cli.parsing import POLICY_SHOW, VERBS, _parser, parse_args
+from mcp_toolbridge.cli.values import positive, seconds
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 from tests.support.results import text_of
 
@@ -151,7 +152,7 @@ def _sample(action: argparse.Action) -> list[str]:
         return [option]
     if action.choices is not None:
         return [option, list(action.choices)[-1]]
-    if action.type in (int, float):
+    if action.type in (int, float, positive, seconds):
         return [option, "3"]
     if option == "--locked":
         return [option, "read,grep"]
@@ -178,7 +179,8 @@ def test_every_option_of_every_verb_may_come_before_the_verb(verb: str) -> None:
     needed = NEEDED[verb]
     options = [o for o in _options(verb) if o[0] not in needed]
     assert len(options) >= 5, options  # the shared load and policy options at least
-    for option in [*options, [word for o in options for word in o]]:
+    together = [word for o in options if o != ["--no-audit"] for word in o]  # --audit excludes it
+    for option in [*options, together]:
         assert vars(parse_args([*option, verb, *needed])) == vars(
             parse_args([verb, *needed, *option])
         ), option

@@ -181,7 +181,7 @@ def test_bad_args_json_is_a_clear_error_before_anything_runs(
 def test_call_of_an_unknown_tool_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = _run(capsys, "call", "no_such_tool", str(BUNDLED))
     assert (code, out) == (2, "")
-    assert "unknown tool: no_such_tool" in err
+    assert "no served tool is named 'no_such_tool'" in err
 
 
 # -- export -----------------------------------------------------------------------------------

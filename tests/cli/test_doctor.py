@@ -159,7 +159,8 @@ def test_a_policy_that_does_not_parse_is_a_problem_naming_the_line(
     assert code == 1
     assert lines["policy"].startswith("problem ")
     assert "line 3: rules[0].action" in lines["policy"]
-    assert "manifests" not in lines  # not loaded under a policy that does not parse
+    # not loaded under a policy that does not parse, and said so
+    assert lines["manifests"].startswith("problem  manifests    not checked: ")
 
 
 def test_a_script_whose_interpreter_was_removed_is_a_problem(

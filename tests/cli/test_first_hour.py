@@ -45,6 +45,8 @@ def test_a_misspelt_field_is_named_with_the_field_it_was_meant_to_be(tmp_path, h
     it does not know. The tool still loads (as in agentcli), and lint says which field."""
     folder = tmp_path / "mine"
     (folder / "tools" / "bin").mkdir(parents=True)
+    (folder / "tools" / "bin" / "wc_file").write_text("#!/bin/sh\n", encoding="utf-8")
+    (folder / "tools" / "bin" / "wc_file").chmod(0o755)
     entry = {
         "name": "wc_file",
         "description": "Count the words of a file",

@@ -192,6 +192,36 @@ async def test_malformed_requests_are_refused_and_the_server_serves_on(tmp_path:
         assert opened.status_code == 200, opened.text
 
 
+@pytest.mark.parametrize("stateless", [False, True], ids=["session", "stateless"])
+async def test_a_request_whose_id_is_neither_a_string_nor_an_integer_is_not_accepted(
+    tmp_path: Path, stateless: bool
+) -> None:
+    """The SDK validates a 2025 POST with a method and an id it cannot take (a fraction, a
+    number past a float's range, true, null) as a notification: 202, no answer, and a client
+    waiting on that id waits for ever. It gets 400 and -32600 with id null, as the 2026 path
+    answers (server/misread.py); notifications and responses are still accepted."""
+    options = HttpOptions(port=0, stateless=stateless)
+    async with _served(tmp_path, options) as url, httpx2.AsyncClient(timeout=10) as http:
+        session = await open_session(http, url, stateless=stateless)
+        for raw in ("1.5", "1e999", "true", "null"):
+            body = '{"jsonrpc":"2.0","id":' + raw + ',"method":"ping"}'
+            refused = await http.post(url, content=body, headers=session.headers)
+            assert refused.status_code == 400, (raw, refused.status_code, refused.text)
+            error = refused.json()
+            assert error["id"] is None and error["error"]["code"] == -32600, error
+        note = await session.post(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": "nothing"},
+            }
+        )
+        assert note.status_code == 202
+        answer = await session.post({"jsonrpc": "2.0", "id": "not-asked", "result": {}})
+        assert answer.status_code == 202
+        assert "result" in await session.ask({"jsonrpc": "2.0", "id": 5, "method": "ping"})
+
+
 async def test_a_call_with_300000_unknown_argument_names_gets_a_short_answer(
     tmp_path: Path,
 ) -> None:

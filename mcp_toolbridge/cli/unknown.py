@@ -1,0 +1,36 @@
+"""What ``call`` and ``inspect`` say of a tool name no served tool has: the names it may have
+meant, and, when no manifest was named, that the tools come from the bundled examples (a first
+``mcp-toolbridge call my_tool`` forgets the manifest's path more often than it misspells)."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+
+from mcp_toolbridge.runtime import Loaded
+
+
+def no_such_tool(args: argparse.Namespace, loaded: Loaded) -> str:
+    """The line to print (without the ``mcp-toolbridge:`` prefix)."""
+    name: str = args.tool
+    known = {spec.id: spec.name for spec in loaded.catalog.specs()}  # a manifest id: its tool
+    known.update((served, served) for served in loaded.catalog.names)
+    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+    meant = list(dict.fromkeys(known[c] for c in close))
+    text = f"no served tool is named {name!r} (by MCP name or manifest id)"
+    if meant:
+        text += f"; did you mean {' or '.join(repr(m) for m in meant)}?"
+    else:
+        text += "."
+    if not args.paths:
+        return (
+            f"{text} No manifest was named, so the tools are the bundled examples: put your "
+            f"manifest files or folders after the tool (`mcp-toolbridge {args.verb} {name} "
+            "./tools.json`; `mcp-toolbridge list ./tools.json` shows its names)"
+        )
+    return (
+        f"{text} `mcp-toolbridge list PATH...` shows the names, `lint PATH...` the tools left out"
+    )
+
+
+__all__ = ["no_such_tool"]

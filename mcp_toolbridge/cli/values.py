@@ -1,0 +1,33 @@
+"""The values of the command line's number options, checked as argparse reads them: a deadline
+of 0, -5 or nan, a concurrency of -1 or an output cap of 0 is a usage error naming the option
+(exit 2), not a server that times out every call, a traceback, or empty results."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+
+def seconds(text: str) -> float:
+    """A duration above 0 seconds, finite (``--timeout``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, not {text!r}")
+    return value
+
+
+def positive(text: str) -> int:
+    """A whole number of 1 or more (``--max-concurrency``, ``--max-output``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of 1 or more, not {text!r}")
+    return value
+
+
+__all__ = ["positive", "seconds"]

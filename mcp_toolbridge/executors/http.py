@@ -19,11 +19,14 @@ Request building:
 
 Exchange: one deadline (``timeout_s``) over the whole exchange, redirects followed by hand (at
 most ``max_redirects``), each hop's host checked against ``requires.net_hosts`` when the tool
-declares any. When a redirect leaves the origin, headers that carried a secret placeholder and
-``Authorization``/``Cookie`` are dropped. The body is read by :func:`.http_body.read_body`
-(decoded, with a cap on the decoded size) up to ``min(request.max_output_bytes,
-max_response_bytes)``; a larger 2xx body gives ``ExecResult(ok=False, truncated=True,
-error="response larger than N bytes ...")``.
+declares any, and against the call's net scope (the hosts of ``request.sandbox``'s profile: the
+policy's ``net.hosts`` and the tool's own, which the capability check judged the first hop
+by; ``*`` allows any). The tool runs in the server, outside the sandbox, so a redirect is the
+one way its request could reach a host that check never saw. When a redirect leaves the
+origin, headers that carried a secret placeholder and ``Authorization``/``Cookie`` are dropped.
+The body is read by :func:`.http_body.read_body` (decoded, with a cap on the decoded size) up
+to ``min(request.max_output_bytes, max_response_bytes)``; a larger 2xx body gives
+``ExecResult(ok=False, truncated=True, error="response larger than N bytes ...")``.
 
 Progress: a long exchange reports its elapsed time and the body bytes received so far
 (:mod:`~mcp_toolbridge.executors.progress`).
@@ -43,7 +46,7 @@ import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 import anyio
@@ -68,6 +71,9 @@ from mcp_toolbridge.executors.progress import Heartbeat
 from mcp_toolbridge.host import CUT_MARGIN_CHARS, RedactCut
 from mcp_toolbridge.model import HttpTransport, ToolSpec
 from mcp_toolbridge.secrets import ENV_PREFIX, redact, redact_value, secret_env_name
+
+if TYPE_CHECKING:
+    from mcp_toolbridge.sandbox import SandboxProfile
 
 DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024
 DEFAULT_MAX_REDIRECTS = 5
@@ -305,16 +311,24 @@ class HttpExecutor:
         scrub = _Scrubber(request.secrets, request.context.redact_cut)
         limit = min(request.max_output_bytes, self.max_response_bytes)
         beat = Heartbeat(request.progress)
+        profile = request.sandbox.profile if request.sandbox is not None else None
         try:
             with anyio.fail_after(request.timeout_s):
-                return await beat.run(lambda: self._exchange(call, spec, limit, scrub, beat))
+                return await beat.run(
+                    lambda: self._exchange(call, spec, limit, scrub, beat, profile)
+                )
         except TimeoutError as exc:
             raise ExecTimeoutError(
                 f"tool timed out after {request.timeout_s:g}s", tool=spec.name
             ) from exc
 
     def _target(
-        self, url: str | httpx2.URL, spec: ToolSpec, scrub: _Scrubber, hop: int
+        self,
+        url: str | httpx2.URL,
+        spec: ToolSpec,
+        scrub: _Scrubber,
+        hop: int,
+        profile: SandboxProfile | None = None,
     ) -> httpx2.URL:
         try:
             target = httpx2.URL(url)
@@ -336,10 +350,23 @@ class HttpExecutor:
                 f"{', '.join(patterns)}",
                 tool=spec.name,
             )
+        if hop and profile is not None and not _in_scope(profile, target.host):
+            granted = ", ".join(p.source for p in profile.hosts) or "none"
+            raise PermissionDeniedError(
+                f"redirect to {host_label(target)} is not allowed: the host is not in the "
+                f"call's granted net.hosts ({granted})",
+                tool=spec.name,
+            )
         return target
 
     async def _exchange(
-        self, call: HttpCall, spec: ToolSpec, limit: int, scrub: _Scrubber, beat: Heartbeat
+        self,
+        call: HttpCall,
+        spec: ToolSpec,
+        limit: int,
+        scrub: _Scrubber,
+        beat: Heartbeat,
+        profile: SandboxProfile | None,
     ) -> ExecResult:
         method, headers, body = call.method, dict(call.headers), call.body
         target = self._target(call.url, spec, scrub, 0)
@@ -360,7 +387,7 @@ class HttpExecutor:
                 status = response.status_code
                 with translated(host_label(target), tool=spec.name, scrub=scrub.text):
                     joined = target.join(location)
-                following = self._target(joined, spec, scrub, hop + 1)
+                following = self._target(joined, spec, scrub, hop + 1, profile)
                 if _switches_to_get(status, method):
                     method, body = "GET", None
                     headers = {k: v for k, v in headers.items() if k.lower() != "content-type"}
@@ -447,6 +474,14 @@ async def _read(
     return await read_body(
         response, limit, host=host, tool=tool, scrub=scrub.text, on_chunk=beat.count
     )
+
+
+def _in_scope(profile: SandboxProfile, host: str) -> bool:
+    """Whether the call's scope grants ``host``: any with ``*`` (network ``full``)."""
+    try:
+        return profile.network == "full" or profile.allows_host(host)
+    except ArgumentsError:  # a control character: no pattern names it
+        return False
 
 
 def _switches_to_get(status: int, method: str) -> bool:

@@ -21,6 +21,7 @@ from mcp_toolbridge.loaders.report import (
     checked_schema,
     input_schemas,
     json_quote,
+    server_env_problem,
     unknown_fields,
 )
 from mcp_toolbridge.loaders.safety import declared_safety
@@ -106,6 +107,8 @@ def normalize_env_passthrough(value: object) -> tuple[tuple[str, ...], list[str]
                 f"envPassthrough[{j}]: invalid name {json_quote(entry)} "
                 "(must match [A-Z_][A-Z0-9_]*)"
             )
+        elif problem := server_env_problem(name):
+            problems.append(f"envPassthrough[{j}]: {problem}")
         elif name not in names:
             names.append(name)
     return tuple(names), problems

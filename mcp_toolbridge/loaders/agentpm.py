@@ -21,6 +21,7 @@ from mcp_toolbridge.loaders.report import (
     checked_schema,
     input_schemas,
     json_quote,
+    server_env_problem,
     unknown_fields,
 )
 from mcp_toolbridge.loaders.safety import declared_safety
@@ -104,6 +105,8 @@ def _entrypoint(
     env = value.get("env", {})
     if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
         log.error("entrypoint.env must be an object of string values")
+    elif "PATH" in env:
+        log.error(f"entrypoint.env: {_SETS_PATH}")
     progress = value.get("progress")
     if progress is not None and not isinstance(progress, bool):
         log.error("entrypoint.progress must be true or false (the tool reports progress)")
@@ -120,6 +123,13 @@ def _entrypoint(
         reports_progress=progress is True,
     )
     return transport, (timeout_ms / 1000 if timeout_ms else None), command
+
+
+_SETS_PATH = (
+    "a manifest may not set PATH: the sandbox shows every folder on a tool's PATH, and the "
+    "folder above a bin folder, so it would show what the policy never granted (found by the "
+    "red-team pass of 2026-11-29, 4th); the tool gets the server's PATH"
+)
 
 
 def _environment(
@@ -142,6 +152,9 @@ def _environment(
                 f"environment.vars: invalid name {json_quote(key)} (must match ^[A-Z][A-Z0-9_]*$)"
             )
             continue
+        if problem := server_env_problem(key):
+            log.error(f"environment.vars: {problem}")
+            continue
         if not isinstance(decl, dict):
             log.error(
                 f"environment.vars.{key} must be an object {{required, description, default}}"
@@ -150,6 +163,9 @@ def _environment(
         default = decl.get("default")
         if default is not None and not isinstance(default, str):
             log.error(f"environment.vars.{key}.default must be a string")
+            continue
+        if default is not None and key == "PATH":
+            log.error(f"environment.vars.PATH.default: {_SETS_PATH}")
             continue
         if "required" in decl and not isinstance(decl["required"], bool):
             log.error(f"environment.vars.{key}.required must be true or false")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -16,7 +17,7 @@ from blake3 import blake3
 
 from mcp_toolbridge.cache import Signature, settled_signature, signature
 from mcp_toolbridge.errors import ErrorCode, Problem, Severity
-from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.model import Format, ToolSpec
 
 __all__ = [
     "LoadReport",
@@ -64,20 +65,58 @@ class ProblemLog:
     def error(
         self, message: str, locator: str = "", code: ErrorCode = ErrorCode.MANIFEST_INVALID
     ) -> None:
-        self.problems.append(Problem(self.path, message, locator, code))
+        self.problems.append(Problem(self.path, escaped(message), escaped(locator), code))
 
     def notice(self, message: str, locator: str = "") -> None:
         self.problems.append(
-            Problem(self.path, message, locator, ErrorCode.MANIFEST_INVALID, Severity.NOTICE)
+            Problem(
+                self.path,
+                escaped(message),
+                escaped(locator),
+                ErrorCode.MANIFEST_INVALID,
+                Severity.NOTICE,
+            )
         )
 
     def error_count(self) -> int:
         return sum(1 for p in self.problems if p.severity is Severity.ERROR)
 
     def report(self, tools: list[ToolSpec], manifests: list[str] | None = None) -> LoadReport:
+        shown = [self._shown(tool) for tool in tools]
         return LoadReport(
-            tools, list(self.problems), [self.path] if manifests is None else manifests
+            shown, list(self.problems), [self.path] if manifests is None else manifests
         )
+
+    def _shown(self, tool: ToolSpec) -> ToolSpec:
+        """``tool`` with the hidden characters of its description and title removed, and a
+        notice saying so (see :data:`HIDDEN`)."""
+        description = HIDDEN.sub("", tool.description)
+        title = HIDDEN.sub("", tool.title) if tool.title is not None else None
+        if description == tool.description and title == tool.title:
+            return tool
+        gone = len(tool.description) - len(description)
+        gone += len(tool.title or "") - len(title or "")
+        where = "" if tool.source.format is Format.AGENTPM else f"tool[{tool.source.index}] "
+        self.notice(
+            f"{gone} control or hidden character(s) removed from the description or title "
+            "(terminal escapes, bidi overrides, tag characters): they hide or rewrite text for "
+            "whoever reads it",
+            f"{where}{json_quote(tool.id)}" if where else "",
+        )
+        return tool.model_copy(update={"description": description, "title": title})
+
+
+HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]")
+"""Characters a manifest's text may not carry to a terminal or a model: C0 controls but tab and
+newline, DEL, C1 controls (ANSI escapes: ``ESC [2J``, ``ESC ]0;title BEL``), bidi embeddings,
+overrides and isolates (text shown in another order than it is read), and Unicode tag
+characters (invisible text a model reads). Found by the red-team pass of 2026-11-29 (4th):
+``mcp-toolbridge list`` and ``lint`` wrote a manifest's escapes to the terminal as they were."""
+
+
+def escaped(text: str) -> str:
+    """``text`` with every :data:`HIDDEN` character written as its escape (``\\x1b``)."""
+    return HIDDEN.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def unknown_fields(
@@ -177,6 +216,24 @@ def _read(path: Path, log: ProblemLog) -> bytes | None:
     except OSError as exc:
         log.error(f"cannot read file: {exc.strerror or exc}", code=ErrorCode.MANIFEST_UNREADABLE)
     return None
+
+
+SERVER_ENV_PREFIXES = ("TOOLBRIDGE_", "MCP_TOOLBRIDGE_")
+"""The server's own variables: its bearer token, console and state keys, every secret
+(``TOOLBRIDGE_SECRET_*``), its settings. A manifest that passes one through to its tool is
+refused: a secret reaches only the tools that declare it (found by the red-team pass of
+2026-11-29, 4th: ``envPassthrough: ["TOOLBRIDGE_TOKEN"]`` handed the tool the token)."""
+
+
+def server_env_problem(name: str) -> str | None:
+    """Why a manifest may not pass ``name`` through to its tool, or None."""
+    if not name.startswith(SERVER_ENV_PREFIXES):
+        return None
+    return (
+        f"{name} is the server's own (TOOLBRIDGE_* and MCP_TOOLBRIDGE_* hold its token, keys, "
+        "secrets and settings) and never reaches a tool; a secret reaches only the tools that "
+        "declare it (a Runloop tool's secrets)"
+    )
 
 
 def parse_json(data: bytes, log: ProblemLog) -> tuple[bool, Any]:

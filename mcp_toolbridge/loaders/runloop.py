@@ -76,6 +76,8 @@ class _SchemaSource:
         return f"schema_refs and {display_join(self.display, 'schemas')}/"
 
     def _file(self, path: Path, shown: str, locator: str) -> dict[str, Any]:
+        if path not in self.files and not self._contained(path, shown, locator):
+            self.files[path] = {}
         if path not in self.files:
             sub = ProblemLog(self.log.path)
             data = read_bytes(path, sub)
@@ -86,6 +88,25 @@ class _SchemaSource:
                 self.log.error(f"schema file {shown}: {problem.message}", locator)
             self.files[path] = doc if ok and isinstance(doc, dict) else {}
         return self.files[path]
+
+    def _contained(self, path: Path, shown: str, locator: str) -> bool:
+        """Whether ``path``, its links followed, is a regular file inside the tools.json's
+        folder. A schema file is read by the server, outside any sandbox, and what it holds is
+        published in the tool's schema: a manifest that named ``~/.config/gcloud/...`` (any
+        JSON object is a schema) or ``/dev/zero`` read it (the red-team pass of 2026-11-29,
+        4th)."""
+        real, folder = os.path.realpath(path), os.path.realpath(self.folder)
+        if os.path.commonpath([real, folder]) != folder:
+            self.log.error(
+                f"schema file {shown} must stay inside the manifest folder (the tools.json's "
+                "folder; links are followed)",
+                locator,
+            )
+            return False
+        if os.path.exists(real) and not os.path.isfile(real):
+            self.log.error(f"schema file {shown} is not a regular file", locator)
+            return False
+        return True
 
     def lookup(self, refs: dict[str, Any], locator: str) -> Lookup:
         def find(ref: str) -> dict[str, Any] | None:

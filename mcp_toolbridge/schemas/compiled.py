@@ -139,12 +139,13 @@ def compile_schema(
     schemas made by :func:`bundle_refs` need none.
     """
     cls = with_linear_patterns(validator_class(schema))
-    if registry:
-        resources = [
-            (uri, Resource.from_contents(body, default_specification=DRAFT202012))
-            for uri, body in registry.items()
-        ]
-        validator = cls(schema, registry=Registry().with_resources(resources))
-    else:
-        validator = cls(schema)
+    resources = [
+        (uri, Resource.from_contents(body, default_specification=DRAFT202012))
+        for uri, body in (registry or {}).items()
+    ]
+    # Always a registry of our own, which retrieves nothing: without one, jsonschema fetches a
+    # $ref it does not hold (http://..., file:///...) with urllib, blocking, with no deadline,
+    # from the server's event loop and outside any sandbox, on every call (found by the
+    # red-team pass of 2026-11-29, 4th). Such a ref is the schema fault "cannot be resolved".
+    validator = cls(schema, registry=Registry().with_resources(resources))
     return CompiledSchema(validator, schema)

@@ -16,36 +16,25 @@ dialect JSON Schema names) does."""
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-import re2
 from jsonschema import validators as js_validators
 from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
+from mcp_toolbridge.schemas.lines import linear
+
 _META: dict[type[Validator], Validator] = {}
-_RE2_OPTIONS = re2.Options()
-_RE2_OPTIONS.log_errors = False  # a pattern RE2 does not take is Python's, said nowhere
-
-
-@functools.lru_cache(maxsize=1024)
-def _linear(pattern: str) -> Callable[[str], object] | None:
-    """RE2's search for ``pattern``; None when RE2 does not take it."""
-    try:
-        return re2.compile(pattern, _RE2_OPTIONS).search  # type: ignore[no-any-return]
-    except re2.error:
-        return None
 
 
 def search(pattern: str, text: str) -> bool:
     """Whether ``pattern`` is found in ``text``: by RE2 when it takes the pattern, else by
     Python's ``re`` (False for a pattern neither takes)."""
-    linear = _linear(pattern)
-    if linear is not None:
-        return linear(text) is not None
+    linear_search = linear(pattern)
+    if linear_search is not None:
+        return linear_search(text) is not None
     try:
         return re.search(pattern, text) is not None
     except re.error:

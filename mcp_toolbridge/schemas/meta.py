@@ -4,7 +4,14 @@ inside the schema. Like ``jsonschema``'s own ``check_schema`` it also checks tha
 and ``patternProperties`` keys are valid regular expressions. Draft 2020-12 schemas are
 checked keyword by keyword with a cache (see :func:`_check_2020`), so a 10,000-tool catalog is
 checked in about 0.15 s. The cache starts knowing the kinds of values most schemas are made of
-(:func:`_seed_values`): a schema made only of those is checked without importing jsonschema."""
+(:func:`_seed_values`): a schema made only of those is checked without importing jsonschema.
+
+A ``pattern``, or a ``patternProperties`` key, that RE2 does not take (look-arounds,
+back-references, a repeat count over 1000) is a problem too (:func:`_backtracking`): arguments
+are checked on the server's event loop, where only RE2 (linear in the value) may match them.
+Python's ``re``, the fallback of :mod:`.drafts`, took seconds on an argument of 22 letters for
+``^(?=a)(a+)+$``, doubling with each letter more (found by the red-team pass of 2026-11-29,
+4th)."""
 
 from __future__ import annotations
 
@@ -14,7 +21,7 @@ from collections.abc import Iterator
 from itertools import permutations
 from typing import Any
 
-from mcp_toolbridge.schemas.lines import Finding, JsonPath, findings, render
+from mcp_toolbridge.schemas.lines import Finding, JsonPath, findings, linear, render
 
 # Draft 2020-12 keywords whose values are subschemas (one, a list, a map of them).
 _SUB_ONE = frozenset(
@@ -200,6 +207,44 @@ def _check_2020(schema: dict[str, Any]) -> list[Finding]:
     return found
 
 
+_NOT_SCHEMA = frozenset({"enum", "const", "default", "examples"})
+"""Keywords whose values are data, not schemas: a ``pattern`` inside them is a value."""
+
+
+def _backtracking(schema: dict[str, Any]) -> list[Finding]:
+    """Each ``pattern`` and ``patternProperties`` key that Python's ``re`` compiles and RE2
+    does not take (see the module doc)."""
+    found: list[Finding] = []
+    stack: list[tuple[JsonPath, Any]] = [((), schema)]
+    while stack:
+        where, node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(((*where, i), v) for i, v in enumerate(node))
+            continue
+        if not isinstance(node, dict):
+            continue
+        patterns: list[tuple[JsonPath, object]] = []
+        for key, value in node.items():
+            if key == "pattern" and isinstance(value, str):
+                patterns.append(((key,), value))
+            elif key == "patternProperties" and isinstance(value, dict):
+                patterns.extend(((key, name), name) for name in value)
+            if key not in _NOT_SCHEMA:
+                stack.append(((*where, key), value))
+        for path, pattern in patterns:
+            if _compiles(pattern) and not linear(str(pattern)):
+                found.append((where + path, _BACKTRACKS.format(pattern=pattern), False))
+    return found
+
+
+_BACKTRACKS = (
+    "the regular expression {pattern!r} needs backtracking (a look-around, a back-reference, a "
+    "repeat count over 1000, ...), which the server does not run on arguments: one argument "
+    "could hold every call for minutes. Write it for RE2 (linear time), or drop it and check "
+    "the value in the tool"
+)
+
+
 def check_schema(schema: object) -> list[str]:
     """Problems with ``schema`` as a JSON Schema (meta-validation), empty when it is fine.
 
@@ -211,10 +256,10 @@ def check_schema(schema: object) -> list[str]:
     if not isinstance(schema, dict):
         return [f"at /: a schema must be a JSON object, got {type(schema).__name__}"]
     if "$schema" not in schema:
-        return render(_check_2020(schema))
+        return render(_check_2020(schema) + _backtracking(schema))
     from mcp_toolbridge.schemas import drafts  # jsonschema: which draft the schema names
 
     cls = drafts.validator_class(schema)
     if cls is drafts.DEFAULT:
-        return render(_check_2020(schema))
-    return render(findings(drafts.meta_validator(cls).iter_errors(schema)))
+        return render(_check_2020(schema) + _backtracking(schema))
+    return render(findings(drafts.meta_validator(cls).iter_errors(schema)) + _backtracking(schema))

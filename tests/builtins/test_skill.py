@@ -178,3 +178,45 @@ def test_the_default_directories_are_the_workspace_and_the_user_data_dir(tmp_pat
     assert user_dir.name == "skills"
     assert user_dir.parent.name == "mcp-toolbridge"
     assert user_dir.parent.parent == Path(os.environ["XDG_DATA_HOME"])
+
+
+# The red-team pass of 2026-11-29 (4th): skill folders from someone else's repository.
+
+
+def test_a_skill_description_carries_no_hidden_character_to_the_listing(tmp_path):
+    hiding = "\x1b]0;pwned\x07\x1b[2J\u202eevil\u2066\U000e0041"
+    make_skill(tmp_path, "pdf", f"name: pdf-forms\ndescription: Fill in PDF forms.{hiding}")
+    tool = SkillTool([tmp_path])
+    listed = tool.spec.description.splitlines()[-1]
+    assert listed == "- pdf-forms: Fill in PDF forms.]0;pwned[2Jevil"
+
+
+def test_skill_files_that_are_not_plain_files_inside_the_root_are_refused(tmp_path):
+    root = tmp_path / "skills"
+    outside = tmp_path / "outside.md"
+    outside.write_text("---\nname: stolen\ndescription: Outside the root.\n---\nsecret\n")
+    (root / "linked").mkdir(parents=True)
+    (root / "linked" / "SKILL.md").symlink_to(outside)
+    (root / "zero").mkdir()
+    (root / "zero" / "SKILL.md").symlink_to("/dev/zero")
+    (root / "fifo").mkdir()
+    os.mkfifo(root / "fifo" / "SKILL.md")
+    big = make_skill(root, "big", "name: big\ndescription: Big.", body="x" * (300 * 1024))
+    make_skill(root, "escape", "name: ../../etc\ndescription: Climbs.")
+    bomb = "\n".join(f"k{i}: &a{i} [*a{i - 1}, *a{i - 1}]" for i in range(1, 40))
+    make_skill(root, "bomb", f"name: bomb\ndescription: A YAML bomb.\n{bomb}")
+    tool = SkillTool([root])
+    assert list(tool.skills) == ["bomb"]  # no YAML: the anchors are text, read in linear time
+    refused = {Path(p.path).parent.name: p.message for p in tool.problems}
+    assert set(refused) == {"linked", "zero", "fifo", "big", "escape"}
+    assert "outside" in refused["linked"] and "outside" in refused["zero"]
+    assert "not a regular file" in refused["fifo"]
+    assert "limit" in refused["big"] and big.is_dir()
+    assert "not valid" in refused["escape"]
+
+
+def test_the_hidden_characters_are_those_a_manifest_loses() -> None:
+    from mcp_toolbridge.builtins.skill.discovery import HIDDEN as SKILL_HIDDEN
+    from mcp_toolbridge.loaders.report import HIDDEN
+
+    assert SKILL_HIDDEN.pattern == HIDDEN.pattern

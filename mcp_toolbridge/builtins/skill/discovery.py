@@ -16,7 +16,9 @@ ignored. ``name`` (``^[a-z0-9][a-z0-9:_-]*$``) and ``description`` are required.
 is a load problem for that skill, which is then left out; the other skills still load.
 
 A skill folder, and its SKILL.md, must really be inside the directory it was found in: a
-symlink that leads elsewhere is refused.
+symlink that leads elsewhere is refused. The description loses the characters that hide or
+rewrite text (control characters, bidi overrides, Unicode tag characters: :data:`HIDDEN`, as
+a manifest's), since it is listed to the model in the tool's own description.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ MAX_NAME = 64
 MAX_DESCRIPTION = 1024
 MAX_SKILL_BYTES = 200 * 1024
 """The result cap of the spec's other tools: a body always fits one result."""
+HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]")
+"""The characters that hide or rewrite text, as ``loaders/report.py``'s ``HIDDEN`` (a test
+keeps the two equal; the skill tool is made without importing the loaders)."""
 _KEY_LINE = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*)\s*:(?:\s+(.*))?$")
 
 
@@ -129,7 +134,7 @@ def parse_skill(text: str, folder: Path) -> Skill:
         )
     if not description:
         raise SkillFormatError("the front matter has no 'description: <one line>' line")
-    description = " ".join(description.split())
+    description = " ".join(HIDDEN.sub("", description).split())  # one line, nothing hidden
     if len(description) > MAX_DESCRIPTION:
         raise SkillFormatError(
             f"the description has {len(description)} characters; keep it under "

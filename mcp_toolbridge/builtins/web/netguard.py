@@ -15,7 +15,8 @@ Refused:
   ``2130706433``, ``0177.0.0.1``): a host whose last label is numeric is parsed as an IPv4
   address the way inet_aton and browsers do, never handed to DNS.
 - Addresses that are not global unicast: loopback, private, shared (100.64/10), link-local
-  (169.254/16 and its cloud metadata address, fe80::/10), unique-local, multicast, reserved,
+  (169.254/16 and its cloud metadata address, fe80::/10), site-local (fec0::/10, which
+  Python's ``is_global`` counts as global), unique-local, multicast, reserved,
   unspecified, documentation; and IPv6 forms that embed an IPv4 address (IPv4-mapped
   ``::ffff:a.b.c.d``, IPv4-compatible ``::a.b.c.d``, 6to4 2002::/16, NAT64 64:ff9b::/96 and
   64:ff9b:1::/48, Teredo 2001::/32), whatever the embedded address; IPv6 zone ids.
@@ -74,7 +75,8 @@ class NetPolicy:
             if self.allow_loopback:
                 return ip
             raise HostRefused(f"address {ip} is a loopback address (this machine)")
-        if not ip.is_global or ip.is_multicast or ip.is_reserved or ip.is_unspecified:
+        site_local = isinstance(ip, ipaddress.IPv6Address) and ip.is_site_local
+        if not ip.is_global or ip.is_multicast or ip.is_reserved or ip.is_unspecified or site_local:
             raise HostRefused(f"address {ip} is {_describe(ip)}, not a public internet address")
         return ip
 
@@ -193,6 +195,8 @@ def _describe(ip: IPAddress) -> str:
         return "a link-local address (this includes cloud metadata services)"
     if ip.is_multicast:
         return "a multicast address"
+    if isinstance(ip, ipaddress.IPv6Address) and ip.is_site_local:
+        return "a site-local address (fec0::/10: deprecated, still routed on some networks)"
     if ip.is_private:
         return "a private-network address"
     if isinstance(ip, ipaddress.IPv4Address) and ip in ipaddress.IPv4Network("100.64.0.0/10"):

@@ -90,6 +90,8 @@ def test_numeric_hosts_that_are_not_valid_ipv4_are_refused_not_looked_up(host: s
         "2001:db8::1",
         "::ffff:8.8.8.8",
         "fe80::1%eth0",
+        "fec0::1",  # site-local: deprecated, Python calls it global (red-team pass, 4th)
+        "[fec0::1]",
     ],
 )
 def test_non_global_addresses_and_ipv4_embeddings_are_refused(host: str) -> None:

@@ -41,13 +41,35 @@ class Source(Frozen):
         return f'tool[{self.index}] "{name}"' if name else f"tool[{self.index}]"
 
 
+SERVER_ENV_PREFIXES = ("TOOLBRIDGE_", "MCP_TOOLBRIDGE_")
+"""The server's own variables: its bearer token, console and state keys, every secret
+(``TOOLBRIDGE_SECRET_*``), its settings. None reaches a tool by its manifest: a secret reaches
+only the tools that declare it (found by the red-team pass of 2026-11-29, 4th:
+``envPassthrough: ["TOOLBRIDGE_TOKEN"]`` handed the tool the token)."""
+
+
 class EnvSpec(Frozen):
-    """The environment a child process gets, on top of PATH and HOME."""
+    """The environment a child process gets, on top of PATH and HOME.
+
+    The loaders refuse what may not be here with a message naming the manifest's line; the
+    model refuses it again, so no other way of making a ToolSpec can: the server's own
+    variables, and PATH among the fixed values (the sandbox shows every folder on the child's
+    PATH, so a manifest's PATH would choose what its tool may read)."""
 
     passthrough: tuple[str, ...] = ()
     """Names copied from the server's environment when set there (agentcli envPassthrough)."""
     values: dict[str, str] = Field(default_factory=dict)
     """Fixed values: AgentPM entrypoint env and declared variables (with defaults applied)."""
+
+    @model_validator(mode="after")
+    def _nothing_of_the_servers(self) -> EnvSpec:
+        names = [*self.passthrough, *self.values]
+        own = [name for name in names if name.startswith(SERVER_ENV_PREFIXES)]
+        if own:
+            raise ValueError(f"the server's own variables never reach a tool: {', '.join(own)}")
+        if "PATH" in self.values:
+            raise ValueError("a tool's PATH is the server's: a manifest cannot set it")
+        return self
 
 
 class ExecTransport(Frozen):

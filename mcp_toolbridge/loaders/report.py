@@ -17,7 +17,7 @@ from blake3 import blake3
 
 from mcp_toolbridge.cache import Signature, settled_signature, signature
 from mcp_toolbridge.errors import ErrorCode, Problem, Severity
-from mcp_toolbridge.model import Format, ToolSpec
+from mcp_toolbridge.model import SERVER_ENV_PREFIXES, Format, ToolSpec
 
 __all__ = [
     "LoadReport",
@@ -216,13 +216,6 @@ def _read(path: Path, log: ProblemLog) -> bytes | None:
     except OSError as exc:
         log.error(f"cannot read file: {exc.strerror or exc}", code=ErrorCode.MANIFEST_UNREADABLE)
     return None
-
-
-SERVER_ENV_PREFIXES = ("TOOLBRIDGE_", "MCP_TOOLBRIDGE_")
-"""The server's own variables: its bearer token, console and state keys, every secret
-(``TOOLBRIDGE_SECRET_*``), its settings. A manifest that passes one through to its tool is
-refused: a secret reaches only the tools that declare it (found by the red-team pass of
-2026-11-29, 4th: ``envPassthrough: ["TOOLBRIDGE_TOKEN"]`` handed the tool the token)."""
 
 
 def server_env_problem(name: str) -> str | None:

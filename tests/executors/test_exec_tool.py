@@ -301,3 +301,22 @@ async def test_declared_cwd_is_where_the_tool_runs(tmp_path: Path) -> None:
     work.mkdir()
     result = await call(tmp_path, {}, cwd=str(work))
     assert result.value["cwd"] == str(work) and result.cwd == str(work)
+
+
+@pytest.mark.parametrize(
+    ("passthrough", "values"),
+    [
+        (("TOOLBRIDGE_TOKEN",), {}),
+        (("MCP_TOOLBRIDGE_STATE_KEYS",), {}),
+        ((), {"TOOLBRIDGE_SECRET_DB": "x"}),
+        ((), {"PATH": "/anywhere/bin"}),
+    ],
+)
+def test_no_spec_hands_a_tool_the_servers_variables_or_its_own_path(
+    passthrough: tuple[str, ...], values: dict[str, str]
+) -> None:
+    """The loaders refuse these with the manifest's line; the model refuses them again, so no
+    other way of making a tool (a cached catalog, a future format) hands a tool the server's
+    token or chooses the folders its sandbox shows (red-team pass of 2026-11-29, 4th)."""
+    with pytest.raises(ValueError, match="server's"):
+        EnvSpec(passthrough=passthrough, values=values)

@@ -188,13 +188,19 @@ class Catalog:
             if malformed is not None:
                 problems.append(Problem(spec.source.path, malformed, locator))
                 continue
-            if spec.name in RESERVED_NAMES and not spec.is_locked:
-                which = "proxy" if spec.name == PROXY_TOOL else "locked"
+            reserved = spec.name.lower()
+            if reserved in RESERVED_NAMES and not spec.is_locked:
+                kind = "proxy" if reserved == PROXY_TOOL else "locked"
+                case = (
+                    f' "{reserved}" (names that differ only in case are one to a model)'
+                    if reserved != spec.name
+                    else ""
+                )
                 problems.append(
                     Problem(
                         spec.source.path,
-                        f'tool name "{spec.name}" is reserved for the {which} built-in tool; '
-                        "rename the tool",
+                        f'tool name "{spec.name}" is reserved for the {kind} built-in tool'
+                        f"{case}; rename the tool",
                         locator,
                         ErrorCode.MANIFEST_DUPLICATE,
                     )

@@ -54,6 +54,19 @@ def test_locked_ids_are_reserved_for_built_in_tools() -> None:
     ]
 
 
+def test_a_locked_name_in_other_case_is_reserved_too() -> None:
+    """``Read`` beside the locked ``read`` is the same tool to a model reading the list (and
+    the name Claude Code gives its own); found by the red-team pass of 2026-11-29 (4th)."""
+    catalog, problems = Catalog.build([spec("Read"), spec("TOOL_SEARCH", index=1), spec("Reader")])
+    assert catalog.names == ["Reader"]
+    assert [p.message for p in problems] == [
+        'tool name "Read" is reserved for the locked built-in tool "read" (names that differ '
+        "only in case are one to a model); rename the tool",
+        'tool name "TOOL_SEARCH" is reserved for the locked built-in tool "tool_search" (names '
+        "that differ only in case are one to a model); rename the tool",
+    ]
+
+
 def test_a_malformed_name_is_a_problem_and_the_tool_is_left_out() -> None:
     catalog, problems = Catalog.build([spec("bad name")])
     assert len(catalog) == 0

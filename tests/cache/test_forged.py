@@ -33,13 +33,17 @@ class _Planted:
         return (Path.write_text, (Path(self.marker), "ran outside the sandbox"))  # type: ignore[return-value]
 
 
-def _call(tmp_path: Path, command: str) -> subprocess.CompletedProcess[str]:
+def _call(
+    tmp_path: Path, command: str, *, cache: Path | None = None, cached: bool = True
+) -> subprocess.CompletedProcess[str]:
     home = tmp_path / "home"
     workspace = tmp_path / "ws"
     home.mkdir(exist_ok=True)
     workspace.mkdir(exist_ok=True)
-    env = {**os.environ, "HOME": str(home), "TOOLBRIDGE_CACHE_DIR": str(workspace / ".cache")}
+    folder = cache if cache is not None else workspace / ".cache"
+    env = {**os.environ, "HOME": str(home), "TOOLBRIDGE_CACHE_DIR": str(folder)}
     argv = ["call", "--no-audit", "--sandbox", "required", "--locked", "bash", "--allow", "bash"]
+    argv += [] if cached else ["--no-index-cache"]
     argv += ["--workspace", str(workspace), "bash", "--args", json.dumps({"command": command})]
     return subprocess.run(
         [sys.executable, "-m", "mcp_toolbridge", *argv],
@@ -63,21 +67,31 @@ def _forged(original: bytes, key: bytes, marker: Path) -> bytes:
     return head + mac + length + meta
 
 
-def test_a_tool_cannot_plant_a_cache_file_the_next_start_unpickles(tmp_path: Path) -> None:
-    first = _call(tmp_path, "true")  # the server writes its caches, in the workspace
+@pytest.mark.parametrize("made", ["by-the-server", "by-the-tool"])
+def test_a_tool_cannot_plant_a_cache_file_the_next_start_unpickles(
+    tmp_path: Path, made: str
+) -> None:
+    """``by-the-tool``: the folder did not exist yet (the server had run with
+    ``--no-index-cache``), so the tool made it, with a key of its own."""
+    if made == "by-the-server":
+        first = _call(tmp_path, "true")  # the server writes its caches, in the workspace
+    else:  # learn the file's name and head elsewhere; the workspace has no cache folder
+        first = _call(tmp_path, "true", cache=tmp_path / "elsewhere")
+        assert _call(tmp_path, "true", cached=False).returncode == 0
     assert first.returncode == 0, first.stderr
-    cache = tmp_path / "ws" / ".cache"
-    index = next(p for p in cache.iterdir() if p.name.startswith("index-"))
+    written = tmp_path / ("ws/.cache" if made == "by-the-server" else "elsewhere")
+    index = next(p for p in written.iterdir() if p.name.startswith("index-"))
     key = b"k" * cachefile.KEY_BYTES
     marker = tmp_path / "marker"
     forged = base64.b64encode(_forged(index.read_bytes(), key, marker)).decode()
     planting = (
+        "mkdir -p -m 700 .cache && "
         f"printf %s {base64.b64encode(key).decode()} | base64 -d > .cache/key.new && "
         "chmod 600 .cache/key.new && mv .cache/key.new .cache/key && "
         f"printf %s {forged} | base64 -d > .cache/{index.name} && echo planted"
     )
 
-    planted = _call(tmp_path, planting)
+    planted = _call(tmp_path, planting, cached=False)
     assert planted.returncode == 0, planted.stderr
     assert "planted" not in json.loads(planted.stdout)["stdout"]  # the folder is not writable
 

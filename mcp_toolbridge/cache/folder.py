@@ -4,10 +4,12 @@ Start-up caches (loaded manifests, the search index) are pickled Python objects,
 nothing else rebuilds 100,000 tool records fast enough. Unpickling runs code named by the
 data, so a cache file is never unpickled unless it is authentic: each file carries a keyed
 BLAKE3 MAC of its header and payload, under a per-user secret key kept beside the caches
-(``key``, mode 0600, in a 0700 folder). Whoever can replace that key can also write this
-user's files and run code as them anyway; the MAC keeps out everything else: files of another
-version or user, a truncated or corrupt file, a file planted through a shared or synced
-folder. A file that fails any check is ignored with one warning on stderr and rebuilt.
+(``key``, mode 0600, in a 0700 folder). Whoever can replace that key can sign a pickle the
+next start runs: only this user's own processes may, since the sandbox shows the folder to no
+tool (``sandbox/confine.py``, ``Sandbox.from_environ``). The MAC keeps out everything else:
+files of another version or user, a truncated or corrupt file, a file planted through a
+shared or synced folder. A file that fails any check is ignored with one warning on stderr
+and rebuilt.
 
 What another user, or a tool that may write the folder, could plant there is never trusted
 before it is read: a folder that another user owns or that others may write is not used

@@ -114,7 +114,8 @@ def test_an_unsupported_interpreter_is_rejected_with_the_sdk_text(tmp_path, comm
     report = load(tmp_path, manifest(entrypoint={"command": command, "args": ["x"]}))
     assert rendered(report) == [
         f"{SHOWN}: Unsupported agent.json.entrypoint.command {json.dumps(command)}. "
-        "Allowed: node|nodejs|python|python3"
+        "Allowed: node|nodejs|python|python3 (or an absolute path to one of them, like "
+        '"/usr/bin/python3")'
     ]
     assert report.tools == []
 
@@ -170,8 +171,8 @@ def test_every_field_problem_is_collected(tmp_path):
         "description is required (a string saying what the tool does)",
     ]
     assert (
-        'Unsupported agent.json.entrypoint.command "ruby". Allowed: node|nodejs|python|python3'
-        in messages
+        'Unsupported agent.json.entrypoint.command "ruby". Allowed: node|nodejs|python|python3 '
+        '(or an absolute path to one of them, like "/usr/bin/python3")' in messages
     )
     assert 'entrypoint.cwd "../outside" escapes the manifest folder' in messages
     assert "entrypoint.timeout_ms must be a positive number of milliseconds" in messages
@@ -320,3 +321,31 @@ def test_documented_optional_fields_are_type_checked(tmp_path, fields, message):
 def test_runtime_versions_of_one_to_three_numbers_load(tmp_path, version):
     report = load(tmp_path, manifest(runtime={"type": "python", "version": version}))
     assert report.problems == []
+
+
+@pytest.mark.parametrize(
+    ("entrypoint", "message"),
+    [
+        (
+            "python3 x.py",
+            "entrypoint must be an object {command, args, cwd, timeout_ms, env}, not a string: "
+            'write "entrypoint": {"command": "python3", "args": ["x.py"]}',
+        ),
+        (
+            ["node", "dist/x.js", "--fast"],
+            "entrypoint must be an object {command, args, cwd, timeout_ms, env}, not a list: "
+            'write "entrypoint": {"command": "node", "args": ["dist/x.js", "--fast"]}',
+        ),
+        (
+            {"command": ["python3", "x.py"]},
+            "entrypoint.command must be a string, the interpreter alone; what follows it goes "
+            'in args: "command": "python3", "args": ["x.py"]',
+        ),
+        (None, "entrypoint is required: an object {command, args, cwd, timeout_ms, env}"),
+    ],
+)
+def test_an_entrypoint_of_the_wrong_type_says_how_to_write_it(tmp_path, entrypoint, message):
+    """ "entrypoint": "python3 x.py" said "entrypoint is required" although it is there (found
+    by the first-hour walkthrough)."""
+    doc = manifest(entrypoint=entrypoint)
+    assert rendered(load(tmp_path, doc)) == [f"{SHOWN}: {message}"]

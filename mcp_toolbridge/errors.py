@@ -34,6 +34,7 @@ class ErrorCode(StrEnum):
     MANIFEST_INVALID = "manifest.invalid"
     MANIFEST_DUPLICATE = "manifest.duplicate"
     MANIFEST_DIGEST = "manifest.digest"
+    MANIFEST_PROGRAM = "manifest.program"
     CONFIG_INVALID = "config.invalid"
     POLICY_INVALID = "policy.invalid"
     SECRETS_INVALID = "secrets.invalid"

@@ -175,13 +175,13 @@ def test_doctor_names_an_agentpm_script_that_is_not_there(tmp_path, home):
     assert done.returncode == 1
     manifests = [line for line in done.stdout.splitlines() if " manifests " in line]
     assert manifests == [
-        f'problem  manifests    1 tool(s) cannot start: tool "shout": {folder}/dist/shout.py '
+        f'problem  manifests    1 tool cannot start: tool "shout": {folder}/dist/shout.py '
         "does not exist (python3 is to run it: the manifest's entrypoint.args)"
     ], done.stdout
     (folder / "dist").mkdir()
     (folder / "dist" / "shout.py").write_text("print('{}')\n", encoding="utf-8")
     done = cli(home, "doctor", "--workspace", str(project), str(folder), cwd=project)
-    assert "ok       manifests    1 tools from 1 manifests" in done.stdout, done.stdout
+    assert "ok       manifests    1 tool from 1 manifest" in done.stdout, done.stdout
 
 
 def test_console_url_for_a_process_serving_none_says_so(home):
@@ -278,8 +278,25 @@ def test_lint_names_a_program_that_is_not_there(tmp_path, home):
     assert done.stdout.splitlines() == [
         f'notice: tool "greet": {folder}/tools/bin/greeet does not exist: its calls cannot '
         "start (`doctor` checks the programs as a client starts them)",
-        "1 tools in 1 manifests, 0 problem(s)",
+        "1 tool in 1 manifest, no problems",
     ]
+
+    as_json = cli(home, "lint", "--format", "json", str(folder))
+
+    assert as_json.returncode == 0, as_json.stdout
+    assert json.loads(as_json.stdout) == {
+        "tools": 1,
+        "problems": [
+            {
+                "path": f"{folder}/tools.json",
+                "locator": 'tool[0] "greet"',
+                "message": f"{folder}/tools/bin/greeet does not exist: its calls cannot start "
+                "(`doctor` checks the programs as a client starts them)",
+                "code": "manifest.program",
+                "severity": "notice",
+            }
+        ],
+    }
 
 
 def test_a_misspelt_verb_is_answered_with_the_verb_meant(home):

@@ -57,6 +57,7 @@ def _cmd_lint(args: argparse.Namespace) -> int:
         rows = [
             {
                 "path": p.path,
+                "line": p.line,
                 "locator": p.locator,
                 "message": p.message,
                 "code": p.code.value,

@@ -25,6 +25,7 @@ from mcp_toolbridge.loaders.cache import (
     read_pack,
     unchanged,
 )
+from mcp_toolbridge.loaders.json_lines import with_lines
 from mcp_toolbridge.loaders.parallel import load_in_shares
 from mcp_toolbridge.loaders.report import LoadReport, ProblemLog, parse_json, read_bytes
 from mcp_toolbridge.loaders.runloop import load_runloop
@@ -119,6 +120,8 @@ def load_file(
         help_ = _NPM_PACKAGE if path.name == "package.json" else _FORMAT_HELP
         log.error(help_, code=ErrorCode.MANIFEST_FORMAT)
         tools = []
+    if log.problems:  # only then: a clean load never scans the text again
+        log.problems = with_lines(log.problems, data.decode("utf-8-sig"))
     return log.report(tools)
 
 

@@ -88,8 +88,9 @@ def test_lint_json_lists_every_problem_with_its_parts(
     rows = report["problems"]
     assert [r["locator"] for r in rows] == ['tool[0] "a"', "tool[1]", 'tool[2] "c"']
     for row in rows:
-        assert set(row) == {"path", "locator", "message", "code", "severity"}
+        assert set(row) == {"path", "line", "locator", "message", "code", "severity"}
         assert row["path"] == str(broken / "bad" / "tools.json")
+        assert row["line"] is None  # a one-line file: every problem would be on line 1
         assert (row["code"], row["severity"]) == ("manifest.invalid", "error")
     assert rows[1]["message"] == "name is required"
 

@@ -11,6 +11,7 @@ from mcp_toolbridge.errors import ErrorCode, Severity
 from mcp_toolbridge.loaders import LoadReport, load_file
 from mcp_toolbridge.model import ExecTransport, Format, Safety
 from tests.support.paths import FIXTURES
+from tests.support.problems import unlined
 
 FIXTURE = FIXTURES / "manifests" / "agentcli" / "tools.json"
 SHAPES = FIXTURES / "shapes" / "agentcli"
@@ -39,7 +40,8 @@ def load(tmp_path: Path, doc: object) -> LoadReport:
 
 
 def rendered(report: LoadReport) -> list[str]:
-    return [p.render() for p in report.problems]
+    """The problems as printed, but for their lines (tests/loaders/test_json_lines.py)."""
+    return [unlined(p) for p in report.problems]
 
 
 def test_fixture_loads_into_normalized_tool_specs():
@@ -241,7 +243,7 @@ def test_timeout_must_be_a_number_of_seconds(tmp_path, value):
 @pytest.mark.parametrize(("value", "shown"), [(2.5, "2.5"), (0.25, "0.25"), (5.0, "5")])
 def test_a_fractional_timeout_is_served_with_a_portability_notice(tmp_path, value, shown):
     report = load(tmp_path, {"tools": [tool("quick", timeoutSec=value)]})
-    assert [(p.severity, p.render()) for p in report.problems] == [
+    assert [(p.severity, unlined(p)) for p in report.problems] == [
         (
             Severity.NOTICE,
             f'{SHOWN}: tool[0] "quick": timeoutSec {shown} is not a whole number of seconds: '
@@ -338,7 +340,7 @@ def test_a_top_level_one_of_beside_type_object_loads_with_a_notice():
     """goagent 2f58c99's shape: valid JSON Schema that some MCP clients refuse at the root."""
     report = load_file(SHAPES / "toplevel-oneof" / "tools.json", display="o/tools.json")
     assert report.errors == []
-    assert [(p.severity, p.render()) for p in report.problems] == [
+    assert [(p.severity, unlined(p)) for p in report.problems] == [
         (
             Severity.NOTICE,
             'o/tools.json: tool[0] "encyclopedia_lookup": schema: top-level oneOf passes JSON '

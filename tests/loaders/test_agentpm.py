@@ -11,6 +11,7 @@ from mcp_toolbridge.errors import Severity
 from mcp_toolbridge.loaders import LoadReport, load_file
 from mcp_toolbridge.model import ExecTransport, Format
 from tests.support import paths
+from tests.support.problems import unlined
 
 FIXTURES = paths.FIXTURES / "manifests" / "agentpm"
 SHAPES = paths.FIXTURES / "shapes" / "agentpm"
@@ -41,7 +42,8 @@ def load(tmp_path: Path, doc: object, environ: dict[str, str] | None = None) -> 
 
 
 def rendered(report: LoadReport) -> list[str]:
-    return [p.render() for p in report.problems]
+    """The problems as printed, but for their lines (tests/loaders/test_json_lines.py)."""
+    return [unlined(p) for p in report.problems]
 
 
 def test_fixture_tool_normalizes_entrypoint_env_and_schemas():
@@ -139,7 +141,7 @@ def test_a_missing_field_is_required_and_a_misspelt_one_names_the_field_meant(tm
         input={"type": "object"},
         entrypoint={"command": "python3", "args": ["main.py"], "timeout": 5000},
     )
-    assert [p.render() for p in load(tmp_path, doc).problems] == [
+    assert [unlined(p) for p in load(tmp_path, doc).problems] == [
         f"{SHOWN}: version is required: a SemVer string like 1.2.3 (pre-release/build allowed)",
         f"{SHOWN}: entrypoint.timeout: unknown field, ignored; "
         'did you mean "entrypoint.timeout_ms"?',
@@ -267,7 +269,7 @@ def test_declared_variables_need_the_required_one_and_default_the_optional_one()
 
 def test_an_agent_composition_is_skipped_with_a_notice():
     report = load_file(SHAPES / "app" / "agent.json", display="app/agent.json")
-    assert [(p.severity, p.render()) for p in report.problems] == [
+    assert [(p.severity, unlined(p)) for p in report.problems] == [
         (Severity.NOTICE, 'app/agent.json: kind "agent" is not a tool; skipped')
     ]
     assert report.tools == []

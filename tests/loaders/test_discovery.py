@@ -270,22 +270,22 @@ def test_the_real_manifest_shapes_load_as_their_sources_say(monkeypatch):
     looked = f"(looked in schema_refs and {os.path.join('runloop', 'docs-example', 'schemas')}/)"
     j = os.path.join
     assert lines == [
-        f'{j("agentcli", "bin-prefix", "tools.json")}: tool[0] "clock_now": '
+        f'{j("agentcli", "bin-prefix", "tools.json")}:7: tool[0] "clock_now": '
         f"{must_start('./bin/clockcli')}",
-        f'{j("agentcli", "legacy-prefix", "tools.json")}: tool[0] "clock_now": '
+        f'{j("agentcli", "legacy-prefix", "tools.json")}:3: tool[0] "clock_now": '
         f"{must_start('./tools/clock_now')}",
-        f'{j("agentcli", "legacy-prefix", "tools.json")}: tool[1] "file_read": '
+        f'{j("agentcli", "legacy-prefix", "tools.json")}:4: tool[1] "file_read": '
         f"{must_start('./tools/file_read')}",
-        f'{j("agentcli", "legacy-prefix", "tools.json")}: tool[2] "file_write": '
+        f'{j("agentcli", "legacy-prefix", "tools.json")}:5: tool[2] "file_write": '
         f"{must_start('./tools/file_write')}",
-        f"notice: {j('agentcli', 'toplevel-oneof', 'tools.json')}: "
+        f"notice: {j('agentcli', 'toplevel-oneof', 'tools.json')}:6: "
         f'tool[0] "encyclopedia_lookup": {notice}',
-        f'notice: {j("agentpm", "app", "agent.json")}: kind "agent" is not a tool; skipped',
-        f"{j('agentpm', 'tools', 'chat-post', 'agent.json')}: Missing environment variable: "
+        f'notice: {j("agentpm", "app", "agent.json")}:4: kind "agent" is not a tool; skipped',
+        f"{j('agentpm', 'tools', 'chat-post', 'agent.json')}:10: Missing environment variable: "
         "CHAT_TOKEN. CHAT_TOKEN is required and has no default value.",
-        f'{j("runloop", "docs-example", "tools.json")}: tool[0] "notes.page_publish": '
+        f'{j("runloop", "docs-example", "tools.json")}:12: tool[0] "notes.page_publish": '
         f"input_schema: {unresolved}.request.v1 {looked}",
-        f'{j("runloop", "docs-example", "tools.json")}: tool[0] "notes.page_publish": '
+        f'{j("runloop", "docs-example", "tools.json")}:15: tool[0] "notes.page_publish": '
         f"result_schema: {unresolved}.result.v1 {looked}",
     ]
     assert [t.id for t in report.tools] == [

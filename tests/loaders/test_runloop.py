@@ -12,6 +12,7 @@ from mcp_toolbridge.loaders import LoadReport, load_file
 from mcp_toolbridge.model import SAFETY_FACTS, Budget, ExecTransport, Format, HttpTransport
 from mcp_toolbridge.schemas import compile_schema
 from tests.support.paths import FIXTURES
+from tests.support.problems import unlined
 
 BUNDLE = FIXTURES / "manifests" / "runloop" / "notes_bundle"
 SHAPES = FIXTURES / "shapes" / "runloop"
@@ -44,7 +45,8 @@ def load(tmp_path: Path, doc: object) -> LoadReport:
 
 
 def messages(report: LoadReport) -> list[str]:
-    return [p.render() for p in report.problems]
+    """The problems as printed, but for their lines (tests/loaders/test_json_lines.py)."""
+    return [unlined(p) for p in report.problems]
 
 
 def test_fixture_bundle_normalizes_exec_and_http_tools():

@@ -27,3 +27,11 @@ def err(line: str) -> None:
 def out(text: str) -> None:
     """Text and a newline on stdout."""
     sys.stdout.write(text + "\n")
+
+
+def counted(n: int, noun: str, *, none: str | None = None) -> str:
+    """``1 tool``, ``3 tools``; ``none`` (``no problems``) for zero when given. Nouns here
+    take an ``s``."""
+    if n == 0 and none is not None:
+        return none
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -33,7 +33,7 @@ import anyio
 from mcp_toolbridge.cache import CACHE_DIR_ENV, default_cache_dir
 from mcp_toolbridge.catalog import semantic_status
 from mcp_toolbridge.cli.clients import CLIENTS, SERVER_NAME, client_config, serving_options
-from mcp_toolbridge.cli.console import EXIT_OK, EXIT_PROBLEMS, out
+from mcp_toolbridge.cli.console import EXIT_OK, EXIT_PROBLEMS, counted, out
 from mcp_toolbridge.cli.installed import (
     in_pipx_cache,
     in_uv_cache,
@@ -336,7 +336,7 @@ def check_manifests(settings: Settings) -> Finding:
         return Finding(
             False,
             "manifests",
-            f"{len(loaded.errors)} problem(s): {shown}{more}",
+            f"{counted(len(loaded.errors), 'problem')}: {shown}{more}",
             "fix them (`mcp-toolbridge lint PATH` lists every one), or serve the valid "
             "tools with --skip-invalid",
         )
@@ -348,13 +348,12 @@ def check_manifests(settings: Settings) -> Finding:
         return Finding(
             False,
             "manifests",
-            f"{len(missing)} tool(s) cannot start: {'; '.join(missing[:3])}{more}",
+            f"{counted(len(missing), 'tool')} cannot start: {'; '.join(missing[:3])}{more}",
             "install the program, or correct the command in the manifest (chmod +x a script)",
         )
     locked = loaded.catalog.locked_count()
-    return Finding(
-        True, "manifests", f"{len(own)} tools from {manifests} manifests, and {locked} locked tools"
-    )
+    said = f"{counted(len(own), 'tool')} from {counted(manifests, 'manifest')}"
+    return Finding(True, "manifests", f"{said}, and {counted(locked, 'locked tool')}")
 
 
 def check_sandbox(settings: Settings, environ: dict[str, str]) -> Finding:
@@ -490,7 +489,7 @@ def run_doctor(args: argparse.Namespace, parse: Parse, settings_of: SettingsOf) 
     for finding in findings:
         out(finding.render())
     problems = sum(not f.ok for f in findings)
-    out(f"{problems} problem(s)" if problems else "no problems")
+    out(counted(problems, "problem", none="no problems"))
     sys.stdout.flush()
     return EXIT_PROBLEMS if problems else EXIT_OK
 

@@ -21,10 +21,11 @@ from mcp_toolbridge.cli.console import (
     EXIT_LOAD,
     EXIT_OK,
     EXIT_PROBLEMS,
+    counted,
     err,
 )
 from mcp_toolbridge.cli.parsing import parse_args, settings_of
-from mcp_toolbridge.cli.programs import missing_programs
+from mcp_toolbridge.cli.programs import AS_A_CLIENT, unstartable, unstartable_problems
 from mcp_toolbridge.cli.serve import inputs_before, run_server
 from mcp_toolbridge.errors import Severity, ToolbridgeError
 from mcp_toolbridge.runtime import Loaded, bundled_manifests, load_catalog
@@ -43,37 +44,38 @@ def _load_or_exit(
     if loaded.errors and not allow_errors:
         _print_problems(loaded)
         skip = " (or serve the valid tools with --skip-invalid)" if "skip_invalid" in args else ""
-        err(f"mcp-toolbridge: {len(loaded.errors)} problem(s) found; nothing served{skip}")
+        err(f"mcp-toolbridge: {counted(len(loaded.errors), 'problem')} found; nothing served{skip}")
         return EXIT_LOAD
     return loaded
 
 
-AS_A_CLIENT = "`doctor` checks the programs as a client starts them"
-
-
 def _cmd_lint(args: argparse.Namespace) -> int:
     loaded = load_catalog(settings_of(args))
+    path = os.environ.get("PATH", "")
     if args.format == "json":
+        problems = [*loaded.problems, *unstartable_problems(loaded.catalog.specs(), path)]
         rows = [
             {
                 "path": p.path,
+                "line": p.line,
                 "locator": p.locator,
                 "message": p.message,
                 "code": p.code.value,
                 "severity": p.severity.value,
             }
-            for p in loaded.problems
+            for p in problems
         ]
         print(json.dumps({"tools": len(loaded.catalog), "problems": rows}, indent=2))
     else:
         for problem in loaded.problems:
             prefix = "notice: " if problem.severity is Severity.NOTICE else ""
             print(prefix + problem.render())
-        for missing in missing_programs(loaded.catalog.specs(), os.environ.get("PATH", "")):
-            print(f"notice: {missing}: its calls cannot start ({AS_A_CLIENT})")
-        manifests = len(loaded.manifests.manifests)
+        for spec, what in unstartable(loaded.catalog.specs(), path):
+            print(f'notice: tool "{spec.name}": {what}: its calls cannot start ({AS_A_CLIENT})')
+        tools = counted(len(loaded.catalog), "tool")
+        manifests = counted(len(loaded.manifests.manifests), "manifest")
         print(
-            f"{len(loaded.catalog)} tools in {manifests} manifests, {len(loaded.errors)} problem(s)"
+            f"{tools} in {manifests}, {counted(len(loaded.errors), 'problem', none='no problems')}"
         )
     return EXIT_PROBLEMS if loaded.errors else EXIT_OK
 

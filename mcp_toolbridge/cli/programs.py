@@ -4,33 +4,67 @@ script an AgentPM interpreter is given, is not there or cannot be run (a call wo
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Sequence
 
+from mcp_toolbridge.errors import ErrorCode, Problem, Severity
 from mcp_toolbridge.model import ExecTransport, Format, ToolSpec
+
+AS_A_CLIENT = "`doctor` checks the programs as a client starts them"
 
 
 def missing_programs(specs: Sequence[ToolSpec], path: str) -> list[str]:
     """``tool "NAME": PROGRAM ...`` for each exec tool that cannot start."""
-    found: list[str] = []
+    return [f'tool "{spec.name}": {what}' for spec, what in unstartable(specs, path)]
+
+
+def unstartable(specs: Sequence[ToolSpec], path: str) -> list[tuple[ToolSpec, str]]:
+    """Each exec tool that cannot start, with why (``PROGRAM is not on the PATH``)."""
+    found: list[tuple[ToolSpec, str]] = []
     for spec in specs:
         if not isinstance(spec.transport, ExecTransport):
             continue
         program = spec.transport.argv[0]
         where = program if os.path.isabs(program) else shutil.which(program, path=path)
         if where is None:
-            found.append(f'tool "{spec.name}": {program} is not on the PATH')
+            found.append((spec, f"{program} is not on the PATH"))
         elif not os.path.isfile(where):
-            found.append(f'tool "{spec.name}": {program} does not exist')
+            found.append((spec, f"{program} does not exist"))
         elif not os.access(where, os.X_OK):
-            found.append(f'tool "{spec.name}": {program} is not executable')
+            found.append((spec, f"{program} is not executable"))
         elif (script := _script(spec)) is not None and not os.path.isfile(script):
             found.append(
-                f'tool "{spec.name}": {script} does not exist ({program} is to run it: '
-                "the manifest's entrypoint.args)"
+                (
+                    spec,
+                    f"{script} does not exist ({program} is to run it: the manifest's "
+                    "entrypoint.args)",
+                )
             )
     return found
+
+
+def unstartable_problems(specs: Sequence[ToolSpec], path: str) -> list[Problem]:
+    """:func:`unstartable` as ``lint`` reports it: a notice (``manifest.program``) filed under
+    the tool's manifest and locator, as its load problems are."""
+    return [
+        Problem(
+            spec.source.path,
+            f"{what}: its calls cannot start ({AS_A_CLIENT})",
+            _locator(spec),
+            ErrorCode.MANIFEST_PROGRAM,
+            Severity.NOTICE,
+        )
+        for spec, what in unstartable(specs, path)
+    ]
+
+
+def _locator(spec: ToolSpec) -> str:
+    """``tool[i] "id"`` as a load problem names the tool (an agent.json's one tool: empty)."""
+    if spec.source.format is Format.AGENTPM:
+        return ""
+    return f"tool[{spec.source.index}] {json.dumps(spec.id, ensure_ascii=False)}"
 
 
 def _script(spec: ToolSpec) -> str | None:
@@ -45,4 +79,4 @@ def _script(spec: ToolSpec) -> str | None:
     return os.path.join(folder, argv[1])
 
 
-__all__ = ["missing_programs"]
+__all__ = ["AS_A_CLIENT", "missing_programs", "unstartable", "unstartable_problems"]

@@ -19,7 +19,7 @@ from anyio.abc import TaskStatus
 from mcp_toolbridge import __version__
 from mcp_toolbridge.cli.allocator import pin_mmap_threshold, started
 from mcp_toolbridge.cli.clients import args_for, server_command
-from mcp_toolbridge.cli.console import EXIT_INTERRUPTED, EXIT_OK, err
+from mcp_toolbridge.cli.console import EXIT_INTERRUPTED, EXIT_OK, counted, err
 from mcp_toolbridge.cli.event_loop import LOOPS, backend_options
 from mcp_toolbridge.cli.http import (
     AGAIN,
@@ -278,9 +278,9 @@ def run_server(
             where = ", ".join(str(p) for p in settings.manifest_paths())
             own = sum(loaded.served_sources.values())
             head = (
-                f"mcp-toolbridge {__version__}: {what} {own} tools from "
-                f"{len(loaded.manifests.manifests)} manifests ({where}) and "
-                f"{loaded.catalog.locked_count()} locked tools, expose={server.expose}"
+                f"mcp-toolbridge {__version__}: {what} {counted(own, 'tool')} from "
+                f"{counted(len(loaded.manifests.manifests), 'manifest')} ({where}) and "
+                f"{counted(loaded.catalog.locked_count(), 'locked tool')}, expose={server.expose}"
             )
             if recorder is not None:
                 head += f", recording to {recorder.path}"

@@ -10,6 +10,7 @@ progress on ``TOOLBRIDGE_PROGRESS_FD``) is ours; agentcli ignores fields it does
 
 from __future__ import annotations
 
+import json
 import os
 import posixpath
 import re
@@ -79,7 +80,10 @@ def normalize_command(raw: str) -> tuple[str | None, str | None]:
                 f"(got {json_quote(raw)} -> {json_quote(cleaned)})"
             )
     elif not cleaned.startswith(_BIN_PREFIX):
-        return None, "relative command[0] must start with ./tools/bin/"
+        return None, (
+            f"relative command[0] must start with ./tools/bin/ (got {json_quote(raw)}; put the "
+            "program in tools/bin/ beside this tools.json, or give its absolute path)"
+        )
     return cleaned, None
 
 
@@ -112,6 +116,21 @@ def normalize_env_passthrough(value: object) -> tuple[tuple[str, ...], list[str]
         elif name not in names:
             names.append(name)
     return tuple(names), problems
+
+
+def _command_hint(command: object) -> str:
+    """What to write instead of a missing, empty or mistyped ``command`` (agentcli's own text
+    says "at least program name" for all of them, never that it is a list)."""
+    if isinstance(command, str) and command.split():
+        written = json.dumps(command.split(), ensure_ascii=False)
+        return f'command is a list, not a string: "command": {written}'
+    shape = 'a list: the program, then its fixed arguments ("command": ["./tools/bin/NAME"])'
+    if command is None:
+        return f"command is missing; it is {shape}"
+    if isinstance(command, list):
+        return f"command is {shape}"
+    got = {bool: "true/false", dict: "an object", str: "an empty string"}.get(type(command))
+    return f"command is {shape}, not {got or 'a number'}"
 
 
 def _program(command: list[Any], folder: Path, log: ProblemLog, locator: str) -> str | None:
@@ -181,7 +200,7 @@ def _tool(entry: dict[str, Any], i: int, seen: set[str], file: _File) -> ToolSpe
     command = entry.get("command")
     program: str | None = None
     if not isinstance(command, list) or not command:
-        log.error("command must have at least program name", locator)
+        log.error(f"command must have at least program name; {_command_hint(command)}", locator)
         command = []
     elif bad := [j for j, arg in enumerate(command) if not isinstance(arg, str)]:
         for j in bad:

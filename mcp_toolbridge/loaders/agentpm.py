@@ -10,6 +10,7 @@ the SDK ignores it. ``entrypoint.progress`` (true: the tool reports progress on
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Mapping
@@ -75,16 +76,23 @@ def _entrypoint(
     value: object, folder: Path, log: ProblemLog
 ) -> tuple[ExecTransport, float | None, str | None] | None:
     if not isinstance(value, dict):
-        log.error("entrypoint is required: an object {command, args, cwd, timeout_ms, env}")
+        log.error(_entrypoint_shape(value))
         return None
     before = log.error_count()
     command = value.get("command")
-    if not isinstance(command, str) or not command.strip():
+    if isinstance(command, list) and command and all(isinstance(c, str) for c in command):
+        log.error(
+            "entrypoint.command must be a string, the interpreter alone; what follows it goes "
+            f"in args: {_split_entrypoint(command)}"
+        )
+        command = None
+    elif not isinstance(command, str) or not command.strip():
         log.error(f"entrypoint.command is required ({_ALLOWED}, or an absolute path to one)")
         command = None
     elif interpreter_family(command) is None:  # an absolute path must name one of them too
         log.error(
             f"Unsupported agent.json.entrypoint.command {json_quote(command)}. Allowed: {_ALLOWED}"
+            ' (or an absolute path to one of them, like "/usr/bin/python3")'
         )
     args = value.get("args", [])
     if not _str_list(args):
@@ -123,6 +131,31 @@ def _entrypoint(
         reports_progress=progress is True,
     )
     return transport, (timeout_ms / 1000 if timeout_ms else None), command
+
+
+def _split_entrypoint(words: list[str]) -> str:
+    """``"command": "python3", "args": ["x.py"]`` for ``["python3", "x.py"]``."""
+    args = json.dumps(words[1:], ensure_ascii=False)
+    return f'"command": {json_quote(words[0])}, "args": {args}'
+
+
+def _entrypoint_shape(value: object) -> str:
+    """The problem with an ``entrypoint`` that is not an object: missing, or a command line
+    written as one string (``"python3 x.py"``), which the SDK cannot run either."""
+    shape = "an object {command, args, cwd, timeout_ms, env}"
+    if value is None:
+        return f"entrypoint is required: {shape}"
+    if isinstance(value, str) and value.split():
+        return (
+            f"entrypoint must be {shape}, not a string: write "
+            f'"entrypoint": {{{_split_entrypoint(value.split())}}}'
+        )
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return (
+            f"entrypoint must be {shape}, not a list: write "
+            f'"entrypoint": {{{_split_entrypoint(value)}}}'
+        )
+    return f"entrypoint must be {shape}"
 
 
 _SETS_PATH = (

@@ -25,6 +25,7 @@ from mcp_toolbridge.loaders.cache import (
     read_pack,
     unchanged,
 )
+from mcp_toolbridge.loaders.json_lines import with_lines
 from mcp_toolbridge.loaders.parallel import load_in_shares
 from mcp_toolbridge.loaders.report import LoadReport, ProblemLog, parse_json, read_bytes
 from mcp_toolbridge.loaders.runloop import load_runloop
@@ -44,11 +45,23 @@ _FORMAT_HELP = (
 )
 
 
-def _detect_doc(doc: Any) -> Format | None:
+_NPM_PACKAGE = (
+    "an npm package.json, not a manifest: mcp-toolbridge reads tools.json (agentcli or "
+    "Runloop), agent.json (AgentPM) and a Runloop bundle's manifest.toml; name the manifest, "
+    "or the folder that holds it"
+)
+
+
+def _detect_doc(doc: Any, name: str) -> Format | None:
+    """The format of a parsed document. A file with another name than tools.json needs one of
+    the keys that mark a manifest ("tools", "kind", "entrypoint"): a ``version`` alone marks
+    a Runloop tools.json only in a file named so."""
     if not isinstance(doc, dict):
         return None
     if "kind" in doc or "entrypoint" in doc:
         return Format.AGENTPM
+    if name != "tools.json" and "tools" not in doc:
+        return None
     tools = doc.get("tools")
     entries = [t for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
     if "version" in doc or any("transport" in t or "id" in t for t in entries):
@@ -70,7 +83,7 @@ def detect_format(path: Path) -> Format | None:
     log = ProblemLog(str(path))
     data = read_bytes(path, log)
     ok, doc = parse_json(data, log) if data is not None else (False, None)
-    return _detect_doc(doc) if ok else None
+    return _detect_doc(doc, path.name) if ok else None
 
 
 def load_file(
@@ -96,16 +109,19 @@ def load_file(
     ok, doc = parse_json(data, log)
     if not ok:
         return log.report([])
-    fmt = Format.AGENTPM if path.name == "agent.json" else _detect_doc(doc)
+    fmt = Format.AGENTPM if path.name == "agent.json" else _detect_doc(doc, path.name)
     if fmt is Format.AGENTPM:
         tools = load_agentpm(doc, path, log, os.environ if environ is None else environ)
     elif fmt is Format.RUNLOOP:
         tools = load_runloop(doc, path, log)
     elif fmt is Format.AGENTCLI:
         tools = load_agentcli(doc, path, log)
-    else:
-        log.error(_FORMAT_HELP, code=ErrorCode.MANIFEST_FORMAT)
+    else:  # a package.json has a "version" too: it was read as a Runloop tools.json
+        help_ = _NPM_PACKAGE if path.name == "package.json" else _FORMAT_HELP
+        log.error(help_, code=ErrorCode.MANIFEST_FORMAT)
         tools = []
+    if log.problems:  # only then: a clean load never scans the text again
+        log.problems = with_lines(log.problems, data.decode("utf-8-sig"))
     return log.report(tools)
 
 

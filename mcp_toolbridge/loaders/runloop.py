@@ -320,7 +320,9 @@ def _tool(
     raw_id = entry.get("id")
     tool_id = raw_id.strip() if isinstance(raw_id, str) else ""
     locator = f'tool[{i}] "{tool_id}"' if tool_id else f"tool[{i}]"
-    if raw_id is not None and not isinstance(raw_id, str):
+    if raw_id is None:
+        log.error('id is missing: a stable identifier such as "mail.smtp_send"', locator)
+    elif not isinstance(raw_id, str):
         log.error("id must be a string", locator)
     elif not tool_id:
         log.error("tool id cannot be empty", locator)
@@ -328,7 +330,11 @@ def _tool(
         log.error("duplicate id", locator)
     seen.add(tool_id)
     description = entry.get("description")
-    if not isinstance(description, str) or not description.strip():
+    if description is None:
+        log.error("description is missing: a short summary of what the tool does", locator)
+    elif not isinstance(description, str):
+        log.error("description must be a string (a short summary of what the tool does)", locator)
+    elif not description.strip():
         log.error("description cannot be empty", locator)
     transport = _transport(entry.get("transport"), log, locator)
     refs = entry.get("schema_refs") or {}

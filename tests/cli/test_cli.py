@@ -50,9 +50,11 @@ def broken(tmp_path: Path) -> Path:
 
 
 BROKEN_LINES = [
-    'bad/tools.json: tool[0] "a": relative command[0] must start with ./tools/bin/',
+    'bad/tools.json: tool[0] "a": relative command[0] must start with ./tools/bin/ (got '
+    '"echo"; put the program in tools/bin/ beside this tools.json, or give its absolute path)',
     "bad/tools.json: tool[1]: name is required",
-    'bad/tools.json: tool[2] "c": command must have at least program name',
+    'bad/tools.json: tool[2] "c": command must have at least program name; command is a list: '
+    'the program, then its fixed arguments ("command": ["./tools/bin/NAME"])',
 ]
 
 
@@ -62,7 +64,7 @@ BROKEN_LINES = [
 def test_lint_of_clean_manifests_exits_0_with_a_summary(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(capsys, "lint", str(BUNDLED))
     assert code == 0
-    assert out.splitlines() == ["5 tools in 3 manifests, 0 problem(s)"]
+    assert out.splitlines() == ["5 tools in 3 manifests, no problems"]
 
 
 def test_lint_prints_every_problem_like_compiler_output_and_exits_1(
@@ -72,7 +74,7 @@ def test_lint_prints_every_problem_like_compiler_output_and_exits_1(
     assert code == 1
     assert out.splitlines() == [
         *(f"{broken}/{line}" for line in BROKEN_LINES),
-        "1 tools in 2 manifests, 3 problem(s)",
+        "1 tool in 2 manifests, 3 problems",
     ]
 
 
@@ -86,8 +88,9 @@ def test_lint_json_lists_every_problem_with_its_parts(
     rows = report["problems"]
     assert [r["locator"] for r in rows] == ['tool[0] "a"', "tool[1]", 'tool[2] "c"']
     for row in rows:
-        assert set(row) == {"path", "locator", "message", "code", "severity"}
+        assert set(row) == {"path", "line", "locator", "message", "code", "severity"}
         assert row["path"] == str(broken / "bad" / "tools.json")
+        assert row["line"] is None  # a one-line file: every problem would be on line 1
         assert (row["code"], row["severity"]) == ("manifest.invalid", "error")
     assert rows[1]["message"] == "name is required"
 
@@ -131,7 +134,7 @@ def test_list_refuses_invalid_manifests_with_exit_2(
 ) -> None:
     code, out, err = _run(capsys, "list", str(broken))
     assert (code, out) == (2, "")
-    assert "3 problem(s) found; nothing served" in err
+    assert "3 problems found; nothing served" in err
 
 
 # -- call -------------------------------------------------------------------------------------
@@ -271,7 +274,7 @@ def test_serve_refuses_invalid_manifests_with_every_problem_and_exit_2(
     assert (code, out) == (2, "")
     assert err.splitlines() == [
         *(f"{broken}/{line}" for line in BROKEN_LINES),
-        "mcp-toolbridge: 3 problem(s) found; nothing served "
+        "mcp-toolbridge: 3 problems found; nothing served "
         "(or serve the valid tools with --skip-invalid)",
     ]
 

@@ -77,7 +77,7 @@ def test_a_good_setup_is_all_ok_and_exits_zero(
     assert lines["search"].startswith("ok       search       by words and by meaning: MiniLM"), text
     # The sandbox line is what the sandbox's own probe says on this machine.
     assert code == (0 if _sandbox_ok(lines) else 1)
-    assert text.rstrip().endswith("no problems" if code == 0 else "1 problem(s)")
+    assert text.rstrip().endswith("no problems" if code == 0 else "1 problem")
 
 
 def test_a_bare_command_missing_from_the_gui_path_is_the_classic_enoent(
@@ -267,7 +267,7 @@ def test_a_tilde_in_a_clients_config_is_the_home_folder(
     config.write_text(json.dumps({"mcpServers": {"toolbridge": entry}}), encoding="utf-8")
     _, lines, text = _doctor(capsys, "--client", "claude-desktop", "--config", str(config))
     assert lines["workspace"] == f"ok       workspace    {home / 'code' / 'proj'}", text
-    assert lines["manifests"].startswith("ok       manifests    3 tools from 1 manifests"), text
+    assert lines["manifests"].startswith("ok       manifests    3 tools from 1 manifest,"), text
 
 
 @pytest.mark.parametrize("client", ["vscode", "cursor"])
@@ -284,7 +284,7 @@ def test_paths_from_the_folder_variable_are_the_projects_the_config_is_for(
     monkeypatch.chdir(project)
     given = ["--client", client, "manifests", "--policy", "policy.toml", "--sandbox", "off"]
     code, lines, text = _doctor(capsys, *given)
-    assert lines["manifests"].startswith("ok       manifests    3 tools from 1 manifests"), text
+    assert lines["manifests"].startswith("ok       manifests    3 tools from 1 manifest,"), text
     assert lines["workspace"].startswith("ok       workspace    ${workspaceFolder}: the folder ")
     assert code == 0, text
 
@@ -296,7 +296,7 @@ def test_paths_from_the_folder_variable_are_the_projects_the_config_is_for(
     config.write_text(written, encoding="utf-8")
     monkeypatch.chdir(project.parent)  # doctor run elsewhere: the file's project counts
     code, lines, text = _doctor(capsys, "--client", client, "--config", str(config))
-    assert lines["manifests"].startswith("ok       manifests    3 tools from 1 manifests"), text
+    assert lines["manifests"].startswith("ok       manifests    3 tools from 1 manifest,"), text
     assert lines["policy"].startswith("ok "), text
 
 

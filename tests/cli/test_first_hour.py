@@ -65,7 +65,7 @@ def test_a_misspelt_field_is_named_with_the_field_it_was_meant_to_be(tmp_path, h
         'did you mean "schema"?',
         f'notice: {shown}: tool[0] "wc_file": timeout: unknown field, ignored; '
         'did you mean "timeoutSec"?',
-        "1 tools in 1 manifests, 0 problem(s)",
+        "1 tool in 1 manifest, no problems",
     ]
 
 
@@ -175,7 +175,7 @@ def test_doctor_names_the_tools_whose_program_cannot_start(tmp_path, home):
     assert done.returncode == 1
     manifests = [line for line in done.stdout.splitlines() if " manifests " in line]
     assert manifests == [
-        f'problem  manifests    2 tool(s) cannot start: tool "gone": {tmp_path}/no-such-tool '
+        f'problem  manifests    2 tools cannot start: tool "gone": {tmp_path}/no-such-tool '
         f'does not exist; tool "noexec": {folder}/tools/bin/noexec is not executable'
     ], done.stdout
     assert (
@@ -198,12 +198,12 @@ def test_serve_counts_the_manifests_tools_apart_from_the_locked_ones(tmp_path, h
 
     assert done.returncode == 0, done.stderr
     head = done.stderr.splitlines()[0]
-    assert f": serving 1 tools from 1 manifests ({folder}) and 2 locked tools, " in head, head
+    assert f": serving 1 tool from 1 manifest ({folder}) and 2 locked tools, " in head, head
     # the proxy beside tool_search (call_tool) is not a locked tool: 13, not 14
     done = cli(home, "serve", "--workspace", str(project), str(folder))
     assert " and 13 locked tools, " in done.stderr.splitlines()[0], done.stderr
     done = cli(home, "serve", "--workspace", str(project), "--locked", "tool_search", str(folder))
-    assert " and 1 locked tools, " in done.stderr.splitlines()[0], done.stderr
+    assert " and 1 locked tool, " in done.stderr.splitlines()[0], done.stderr
 
 
 def test_a_tool_that_logs_on_stdout_is_told_where_log_lines_go(tmp_path, home):

@@ -175,13 +175,13 @@ def test_doctor_names_an_agentpm_script_that_is_not_there(tmp_path, home):
     assert done.returncode == 1
     manifests = [line for line in done.stdout.splitlines() if " manifests " in line]
     assert manifests == [
-        f'problem  manifests    1 tool(s) cannot start: tool "shout": {folder}/dist/shout.py '
+        f'problem  manifests    1 tool cannot start: tool "shout": {folder}/dist/shout.py '
         "does not exist (python3 is to run it: the manifest's entrypoint.args)"
     ], done.stdout
     (folder / "dist").mkdir()
     (folder / "dist" / "shout.py").write_text("print('{}')\n", encoding="utf-8")
     done = cli(home, "doctor", "--workspace", str(project), str(folder), cwd=project)
-    assert "ok       manifests    1 tools from 1 manifests" in done.stdout, done.stdout
+    assert "ok       manifests    1 tool from 1 manifest" in done.stdout, done.stdout
 
 
 def test_console_url_for_a_process_serving_none_says_so(home):
@@ -278,7 +278,88 @@ def test_lint_names_a_program_that_is_not_there(tmp_path, home):
     assert done.stdout.splitlines() == [
         f'notice: tool "greet": {folder}/tools/bin/greeet does not exist: its calls cannot '
         "start (`doctor` checks the programs as a client starts them)",
-        "1 tools in 1 manifests, 0 problem(s)",
+        "1 tool in 1 manifest, no problems",
+    ]
+
+    as_json = cli(home, "lint", "--format", "json", str(folder))
+
+    assert as_json.returncode == 0, as_json.stdout
+    assert json.loads(as_json.stdout) == {
+        "tools": 1,
+        "problems": [
+            {
+                "path": f"{folder}/tools.json",
+                "line": None,
+                "locator": 'tool[0] "greet"',
+                "message": f"{folder}/tools/bin/greeet does not exist: its calls cannot start "
+                "(`doctor` checks the programs as a client starts them)",
+                "code": "manifest.program",
+                "severity": "notice",
+            }
+        ],
+    }
+
+
+HAND_WRITTEN = """{
+  "tools": [
+    {
+      "name": "greet",
+      "description": "Say hello",
+      "command": "./tools/bin/greet"
+    },
+    {
+      "name": "shout",
+      "command": ["shout", "--loud"]
+    }
+  ]
+}
+"""
+
+HAND_WRITTEN_PM = """{
+  "kind": "tool",
+  "name": "hello",
+  "version": "0.1.0",
+  "description": "Say hello",
+  "files": ["hello.py"],
+  "entrypoint": "python3 hello.py",
+  "inputs": {},
+  "outputs": {}
+}
+"""
+
+
+def test_lint_of_a_first_hand_written_manifest_says_how_to_write_it_and_where(tmp_path, home):
+    """The first-hour walkthrough's manifests: "command": "./x" and a missing command both said
+    only "command must have at least program name", an entrypoint string "entrypoint is
+    required", a relative program nothing of absolute paths, a package.json was read as a
+    Runloop tools.json of version "1.0.0", and no problem gave its line."""
+    mine, pkg = tmp_path / "mine", tmp_path / "pkg"
+    mine.mkdir()
+    pkg.mkdir()
+    (mine / "tools.json").write_text(HAND_WRITTEN, encoding="utf-8")
+    (pkg / "agent.json").write_text(HAND_WRITTEN_PM, encoding="utf-8")
+    (pkg / "package.json").write_text('{"name": "hello", "version": "1.0.0"}', encoding="utf-8")
+
+    done = cli(home, "lint", str(mine), str(pkg / "agent.json"), str(pkg / "package.json"))
+
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.splitlines() == [
+        f'{mine}/tools.json:6: tool[0] "greet": command must have at least program name; '
+        'command is a list, not a string: "command": ["./tools/bin/greet"]',
+        f'{mine}/tools.json:10: tool[1] "shout": relative command[0] must start with '
+        './tools/bin/ (got "shout"; put the program in tools/bin/ beside this tools.json, or '
+        "give its absolute path)",
+        f"{pkg}/agent.json:7: entrypoint must be an object {{command, args, cwd, timeout_ms, "
+        'env}, not a string: write "entrypoint": {"command": "python3", "args": ["hello.py"]}',
+        f"{pkg}/package.json: an npm package.json, not a manifest: mcp-toolbridge reads "
+        "tools.json (agentcli or Runloop), agent.json (AgentPM) and a Runloop bundle's "
+        "manifest.toml; name the manifest, or the folder that holds it",
+        "0 tools in 3 manifests, 4 problems",
+    ]
+    rows = json.loads(cli(home, "lint", "--format", "json", str(mine)).stdout)["problems"]
+    assert [(row["line"], row["locator"]) for row in rows] == [
+        (6, 'tool[0] "greet"'),
+        (10, 'tool[1] "shout"'),
     ]
 
 

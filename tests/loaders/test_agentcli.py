@@ -11,12 +11,20 @@ from mcp_toolbridge.errors import ErrorCode, Severity
 from mcp_toolbridge.loaders import LoadReport, load_file
 from mcp_toolbridge.model import ExecTransport, Format, Safety
 from tests.support.paths import FIXTURES
+from tests.support.problems import unlined
 
 FIXTURE = FIXTURES / "manifests" / "agentcli" / "tools.json"
 SHAPES = FIXTURES / "shapes" / "agentcli"
 SHOWN = "manifests/x/tools.json"
 MUST_MATCH = "(must match [A-Z_][A-Z0-9_]*)"
 ESCAPES = "command[0] escapes ./tools/bin after normalization"
+
+
+def relative(raw: str) -> str:
+    return (
+        f"relative command[0] must start with ./tools/bin/ (got {json.dumps(raw)}; put the "
+        "program in tools/bin/ beside this tools.json, or give its absolute path)"
+    )
 
 
 def tool(name: str = "t", command: object = None, **fields: Any) -> dict[str, Any]:
@@ -32,7 +40,8 @@ def load(tmp_path: Path, doc: object) -> LoadReport:
 
 
 def rendered(report: LoadReport) -> list[str]:
-    return [p.render() for p in report.problems]
+    """The problems as printed, but for their lines (tests/loaders/test_json_lines.py)."""
+    return [unlined(p) for p in report.problems]
 
 
 def test_fixture_loads_into_normalized_tool_specs():
@@ -85,9 +94,9 @@ def test_relative_command_resolves_against_the_manifest_folder_not_the_cwd(tmp_p
         ("./tools/bin/fs_read_file", None),
         (".\\tools\\bin\\fs_read_file", None),
         ("tools/bin/fs_read_file", None),
-        ("echo", "relative command[0] must start with ./tools/bin/"),
-        ("./tools/get_time", "relative command[0] must start with ./tools/bin/"),
-        ("./bin/timecli", "relative command[0] must start with ./tools/bin/"),
+        ("echo", relative("echo")),
+        ("./tools/get_time", relative("./tools/get_time")),
+        ("./bin/timecli", relative("./bin/timecli")),
         (
             "../tools/bin/get_time",
             "command[0] must not start with '..' or escape tools/bin "
@@ -107,9 +116,9 @@ def test_relative_command_resolves_against_the_manifest_folder_not_the_cwd(tmp_p
             f'{ESCAPES} (got "./tools/bin" -> "./tools/bin")',
         ),
         # Written without "./", the path is only checked once cleaned (agentcli's branch).
-        ("tools/bin/../hack", "relative command[0] must start with ./tools/bin/"),
-        ("tools", "relative command[0] must start with ./tools/bin/"),
-        ("", "relative command[0] must start with ./tools/bin/"),
+        ("tools/bin/../hack", relative("tools/bin/../hack")),
+        ("tools", relative("tools")),
+        ("", relative("")),
         ("./tools/bin/sub/../fs_read_file", None),
     ],
 )
@@ -137,8 +146,39 @@ def test_duplicate_name_rejects_the_second_tool_only(tmp_path):
 def test_empty_or_missing_command_needs_a_program(tmp_path):
     report = load(tmp_path, {"tools": [tool("a", []), {"name": "b"}]})
     assert rendered(report) == [
-        f'{SHOWN}: tool[0] "a": command must have at least program name',
-        f'{SHOWN}: tool[1] "b": command must have at least program name',
+        f'{SHOWN}: tool[0] "a": command must have at least program name; command is a list: '
+        'the program, then its fixed arguments ("command": ["./tools/bin/NAME"])',
+        f'{SHOWN}: tool[1] "b": command must have at least program name; command is missing; '
+        'it is a list: the program, then its fixed arguments ("command": ["./tools/bin/NAME"])',
+    ]
+
+
+@pytest.mark.parametrize(
+    ("command", "hint"),
+    [
+        ("./tools/bin/x", 'command is a list, not a string: "command": ["./tools/bin/x"]'),
+        (
+            "./tools/bin/x --fast",
+            'command is a list, not a string: "command": ["./tools/bin/x", "--fast"]',
+        ),
+        (
+            7,
+            'command is a list: the program, then its fixed arguments ("command": '
+            '["./tools/bin/NAME"]), not a number',
+        ),
+        (
+            {"program": "x"},
+            'command is a list: the program, then its fixed arguments ("command": '
+            '["./tools/bin/NAME"]), not an object',
+        ),
+    ],
+)
+def test_a_command_that_is_not_a_list_says_how_to_write_it(tmp_path, command, hint):
+    """agentcli's text alone ("at least program name") read as if nothing was written, for
+    "command": "./x" too (found by the first-hour walkthrough)."""
+    report = load(tmp_path, {"tools": [tool("a", command)]})
+    assert rendered(report) == [
+        f'{SHOWN}: tool[0] "a": command must have at least program name; {hint}'
     ]
 
 
@@ -171,11 +211,12 @@ def test_every_problem_of_every_tool_is_collected_in_agentcli_order(tmp_path):
     report = load(tmp_path, doc)
     assert rendered(report) == [
         f'{SHOWN}: tool[0] "a": envPassthrough[0]: invalid name "bad-name" {MUST_MATCH}',
-        f'{SHOWN}: tool[0] "a": relative command[0] must start with ./tools/bin/',
+        f'{SHOWN}: tool[0] "a": {relative("./tools/a")}',
         f'{SHOWN}: tool[1] "a": duplicate name',
-        f'{SHOWN}: tool[1] "a": relative command[0] must start with ./tools/bin/',
+        f'{SHOWN}: tool[1] "a": {relative("echo")}',
         f"{SHOWN}: tool[2]: name is required",
-        f"{SHOWN}: tool[2]: command must have at least program name",
+        f"{SHOWN}: tool[2]: command must have at least program name; command is a list: the "
+        'program, then its fixed arguments ("command": ["./tools/bin/NAME"])',
     ]
     assert [t.name for t in report.tools] == ["ok"]
     assert all(p.code is ErrorCode.MANIFEST_INVALID for p in report.problems)
@@ -202,7 +243,7 @@ def test_timeout_must_be_a_number_of_seconds(tmp_path, value):
 @pytest.mark.parametrize(("value", "shown"), [(2.5, "2.5"), (0.25, "0.25"), (5.0, "5")])
 def test_a_fractional_timeout_is_served_with_a_portability_notice(tmp_path, value, shown):
     report = load(tmp_path, {"tools": [tool("quick", timeoutSec=value)]})
-    assert [(p.severity, p.render()) for p in report.problems] == [
+    assert [(p.severity, unlined(p)) for p in report.problems] == [
         (
             Severity.NOTICE,
             f'{SHOWN}: tool[0] "quick": timeoutSec {shown} is not a whole number of seconds: '
@@ -299,7 +340,7 @@ def test_a_top_level_one_of_beside_type_object_loads_with_a_notice():
     """goagent 2f58c99's shape: valid JSON Schema that some MCP clients refuse at the root."""
     report = load_file(SHAPES / "toplevel-oneof" / "tools.json", display="o/tools.json")
     assert report.errors == []
-    assert [(p.severity, p.render()) for p in report.problems] == [
+    assert [(p.severity, unlined(p)) for p in report.problems] == [
         (
             Severity.NOTICE,
             'o/tools.json: tool[0] "encyclopedia_lookup": schema: top-level oneOf passes JSON '
@@ -331,8 +372,15 @@ def test_other_root_alternatives_are_noticed_too(tmp_path, keyword):
 @pytest.mark.parametrize(
     ("folder", "names"),
     [
-        ("legacy-prefix", ["clock_now", "file_read", "file_write"]),
-        ("bin-prefix", ["clock_now"]),
+        (
+            "legacy-prefix",
+            [
+                ("clock_now", "./tools/clock_now"),
+                ("file_read", "./tools/file_read"),
+                ("file_write", "./tools/file_write"),
+            ],
+        ),
+        ("bin-prefix", [("clock_now", "./bin/clockcli")]),
     ],
 )
 def test_older_command_prefixes_are_rejected_tool_by_tool(folder, names):
@@ -340,7 +388,7 @@ def test_older_command_prefixes_are_rejected_tool_by_tool(folder, names):
     tool[0]'s; every tool's is reported here."""
     report = load_file(SHAPES / folder / "tools.json", display="m/tools.json")
     assert rendered(report) == [
-        f'm/tools.json: tool[{i}] "{name}": relative command[0] must start with ./tools/bin/'
-        for i, name in enumerate(names)
+        f'm/tools.json: tool[{i}] "{name}": {relative(program)}'
+        for i, (name, program) in enumerate(names)
     ]
     assert report.tools == []

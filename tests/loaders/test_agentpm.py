@@ -11,6 +11,7 @@ from mcp_toolbridge.errors import Severity
 from mcp_toolbridge.loaders import LoadReport, load_file
 from mcp_toolbridge.model import ExecTransport, Format
 from tests.support import paths
+from tests.support.problems import unlined
 
 FIXTURES = paths.FIXTURES / "manifests" / "agentpm"
 SHAPES = paths.FIXTURES / "shapes" / "agentpm"
@@ -41,7 +42,8 @@ def load(tmp_path: Path, doc: object, environ: dict[str, str] | None = None) -> 
 
 
 def rendered(report: LoadReport) -> list[str]:
-    return [p.render() for p in report.problems]
+    """The problems as printed, but for their lines (tests/loaders/test_json_lines.py)."""
+    return [unlined(p) for p in report.problems]
 
 
 def test_fixture_tool_normalizes_entrypoint_env_and_schemas():
@@ -114,7 +116,8 @@ def test_an_unsupported_interpreter_is_rejected_with_the_sdk_text(tmp_path, comm
     report = load(tmp_path, manifest(entrypoint={"command": command, "args": ["x"]}))
     assert rendered(report) == [
         f"{SHOWN}: Unsupported agent.json.entrypoint.command {json.dumps(command)}. "
-        "Allowed: node|nodejs|python|python3"
+        "Allowed: node|nodejs|python|python3 (or an absolute path to one of them, like "
+        '"/usr/bin/python3")'
     ]
     assert report.tools == []
 
@@ -138,7 +141,7 @@ def test_a_missing_field_is_required_and_a_misspelt_one_names_the_field_meant(tm
         input={"type": "object"},
         entrypoint={"command": "python3", "args": ["main.py"], "timeout": 5000},
     )
-    assert [p.render() for p in load(tmp_path, doc).problems] == [
+    assert [unlined(p) for p in load(tmp_path, doc).problems] == [
         f"{SHOWN}: version is required: a SemVer string like 1.2.3 (pre-release/build allowed)",
         f"{SHOWN}: entrypoint.timeout: unknown field, ignored; "
         'did you mean "entrypoint.timeout_ms"?',
@@ -170,8 +173,8 @@ def test_every_field_problem_is_collected(tmp_path):
         "description is required (a string saying what the tool does)",
     ]
     assert (
-        'Unsupported agent.json.entrypoint.command "ruby". Allowed: node|nodejs|python|python3'
-        in messages
+        'Unsupported agent.json.entrypoint.command "ruby". Allowed: node|nodejs|python|python3 '
+        '(or an absolute path to one of them, like "/usr/bin/python3")' in messages
     )
     assert 'entrypoint.cwd "../outside" escapes the manifest folder' in messages
     assert "entrypoint.timeout_ms must be a positive number of milliseconds" in messages
@@ -266,7 +269,7 @@ def test_declared_variables_need_the_required_one_and_default_the_optional_one()
 
 def test_an_agent_composition_is_skipped_with_a_notice():
     report = load_file(SHAPES / "app" / "agent.json", display="app/agent.json")
-    assert [(p.severity, p.render()) for p in report.problems] == [
+    assert [(p.severity, unlined(p)) for p in report.problems] == [
         (Severity.NOTICE, 'app/agent.json: kind "agent" is not a tool; skipped')
     ]
     assert report.tools == []
@@ -320,3 +323,31 @@ def test_documented_optional_fields_are_type_checked(tmp_path, fields, message):
 def test_runtime_versions_of_one_to_three_numbers_load(tmp_path, version):
     report = load(tmp_path, manifest(runtime={"type": "python", "version": version}))
     assert report.problems == []
+
+
+@pytest.mark.parametrize(
+    ("entrypoint", "message"),
+    [
+        (
+            "python3 x.py",
+            "entrypoint must be an object {command, args, cwd, timeout_ms, env}, not a string: "
+            'write "entrypoint": {"command": "python3", "args": ["x.py"]}',
+        ),
+        (
+            ["node", "dist/x.js", "--fast"],
+            "entrypoint must be an object {command, args, cwd, timeout_ms, env}, not a list: "
+            'write "entrypoint": {"command": "node", "args": ["dist/x.js", "--fast"]}',
+        ),
+        (
+            {"command": ["python3", "x.py"]},
+            "entrypoint.command must be a string, the interpreter alone; what follows it goes "
+            'in args: "command": "python3", "args": ["x.py"]',
+        ),
+        (None, "entrypoint is required: an object {command, args, cwd, timeout_ms, env}"),
+    ],
+)
+def test_an_entrypoint_of_the_wrong_type_says_how_to_write_it(tmp_path, entrypoint, message):
+    """ "entrypoint": "python3 x.py" said "entrypoint is required" although it is there (found
+    by the first-hour walkthrough)."""
+    doc = manifest(entrypoint=entrypoint)
+    assert rendered(load(tmp_path, doc)) == [f"{SHOWN}: {message}"]

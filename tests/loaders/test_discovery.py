@@ -115,7 +115,8 @@ def test_display_paths_stay_relative_as_given(tmp_path, monkeypatch):
     report = load_paths([Path("manifests")])
     assert [p.render() for p in report.problems] == [
         os.path.join("manifests", "x", "tools.json")
-        + ': tool[0] "git_log": relative command[0] must start with ./tools/bin/'
+        + ': tool[0] "git_log": relative command[0] must start with ./tools/bin/ (got "git"; '
+        "put the program in tools/bin/ beside this tools.json, or give its absolute path)"
     ]
 
 
@@ -253,7 +254,13 @@ def test_the_real_manifest_shapes_load_as_their_sources_say(monkeypatch):
     lines = [
         ("notice: " if p.severity is Severity.NOTICE else "") + p.render() for p in report.problems
     ]
-    must_start = "relative command[0] must start with ./tools/bin/"
+
+    def must_start(program: str) -> str:
+        return (
+            f'relative command[0] must start with ./tools/bin/ (got "{program}"; put the '
+            "program in tools/bin/ beside this tools.json, or give its absolute path)"
+        )
+
     notice = (
         "schema: top-level oneOf passes JSON Schema validation, but some MCP clients reject it "
         "at the root of an input schema (OpenAI-style function parameters must be a plain "
@@ -263,18 +270,22 @@ def test_the_real_manifest_shapes_load_as_their_sources_say(monkeypatch):
     looked = f"(looked in schema_refs and {os.path.join('runloop', 'docs-example', 'schemas')}/)"
     j = os.path.join
     assert lines == [
-        f'{j("agentcli", "bin-prefix", "tools.json")}: tool[0] "clock_now": {must_start}',
-        f'{j("agentcli", "legacy-prefix", "tools.json")}: tool[0] "clock_now": {must_start}',
-        f'{j("agentcli", "legacy-prefix", "tools.json")}: tool[1] "file_read": {must_start}',
-        f'{j("agentcli", "legacy-prefix", "tools.json")}: tool[2] "file_write": {must_start}',
-        f"notice: {j('agentcli', 'toplevel-oneof', 'tools.json')}: "
+        f'{j("agentcli", "bin-prefix", "tools.json")}:7: tool[0] "clock_now": '
+        f"{must_start('./bin/clockcli')}",
+        f'{j("agentcli", "legacy-prefix", "tools.json")}:3: tool[0] "clock_now": '
+        f"{must_start('./tools/clock_now')}",
+        f'{j("agentcli", "legacy-prefix", "tools.json")}:4: tool[1] "file_read": '
+        f"{must_start('./tools/file_read')}",
+        f'{j("agentcli", "legacy-prefix", "tools.json")}:5: tool[2] "file_write": '
+        f"{must_start('./tools/file_write')}",
+        f"notice: {j('agentcli', 'toplevel-oneof', 'tools.json')}:6: "
         f'tool[0] "encyclopedia_lookup": {notice}',
-        f'notice: {j("agentpm", "app", "agent.json")}: kind "agent" is not a tool; skipped',
-        f"{j('agentpm', 'tools', 'chat-post', 'agent.json')}: Missing environment variable: "
+        f'notice: {j("agentpm", "app", "agent.json")}:4: kind "agent" is not a tool; skipped',
+        f"{j('agentpm', 'tools', 'chat-post', 'agent.json')}:10: Missing environment variable: "
         "CHAT_TOKEN. CHAT_TOKEN is required and has no default value.",
-        f'{j("runloop", "docs-example", "tools.json")}: tool[0] "notes.page_publish": '
+        f'{j("runloop", "docs-example", "tools.json")}:12: tool[0] "notes.page_publish": '
         f"input_schema: {unresolved}.request.v1 {looked}",
-        f'{j("runloop", "docs-example", "tools.json")}: tool[0] "notes.page_publish": '
+        f'{j("runloop", "docs-example", "tools.json")}:15: tool[0] "notes.page_publish": '
         f"result_schema: {unresolved}.result.v1 {looked}",
     ]
     assert [t.id for t in report.tools] == [
@@ -288,3 +299,26 @@ def test_the_real_manifest_shapes_load_as_their_sources_say(monkeypatch):
         "image-shrink",
     ]
     assert len(report.manifests) == 12
+
+
+def test_a_package_json_named_is_not_read_as_a_runloop_manifest(tmp_path):
+    """An npm package.json has a "version": it was read as a Runloop tools.json and refused
+    with 'unsupported tools.json version "1.0.0"' (found by the first-hour walkthrough)."""
+    package = {"name": "my-tool", "version": "1.0.0", "scripts": {"start": "node x.js"}}
+    report = load_file(write(tmp_path / "package.json", package), display="package.json")
+    assert [(p.code, p.render()) for p in report.problems] == [
+        (
+            ErrorCode.MANIFEST_FORMAT,
+            "package.json: an npm package.json, not a manifest: mcp-toolbridge reads tools.json "
+            "(agentcli or Runloop), agent.json (AgentPM) and a Runloop bundle's manifest.toml; "
+            "name the manifest, or the folder that holds it",
+        )
+    ]
+    other = load_file(write(tmp_path / "composer.json", {"version": "2.1"}), display="c.json")
+    assert [p.message.split(";")[0] for p in other.problems] == [
+        "cannot tell which manifest format this is"
+    ]
+    named = load_file(write(tmp_path / "x" / "tools.json", {"version": "1.0.0"}), display="t")
+    assert [p.message for p in named.problems] == [
+        'unsupported tools.json version "1.0.0" (expected 1)'
+    ]

@@ -12,6 +12,7 @@ from mcp_toolbridge.loaders import LoadReport, load_file
 from mcp_toolbridge.model import SAFETY_FACTS, Budget, ExecTransport, Format, HttpTransport
 from mcp_toolbridge.schemas import compile_schema
 from tests.support.paths import FIXTURES
+from tests.support.problems import unlined
 
 BUNDLE = FIXTURES / "manifests" / "runloop" / "notes_bundle"
 SHAPES = FIXTURES / "shapes" / "runloop"
@@ -44,7 +45,8 @@ def load(tmp_path: Path, doc: object) -> LoadReport:
 
 
 def messages(report: LoadReport) -> list[str]:
-    return [p.render() for p in report.problems]
+    """The problems as printed, but for their lines (tests/loaders/test_json_lines.py)."""
+    return [unlined(p) for p in report.problems]
 
 
 def test_fixture_bundle_normalizes_exec_and_http_tools():
@@ -400,3 +402,23 @@ def test_the_docs_example_shape_loads_once_its_refs_resolve(tmp_path):
 def test_both_secret_id_styles_are_kept_as_written(tmp_path, secret):
     report = load(tmp_path, {"version": 1, "tools": [entry(secrets=[secret])]})
     assert report.tools[0].secrets == (secret,)
+
+
+def test_a_missing_description_or_id_is_said_to_be_missing(tmp_path):
+    """A missing description said "description cannot be empty" (found by the first-hour
+    walkthrough); an empty one still does, as Runloop says it."""
+    doc = {
+        "version": 1,
+        "tools": [
+            {k: v for k, v in entry().items() if k not in ("id", "description")},
+            entry(id="b", description=3),
+            entry(id="c", description="  "),
+        ],
+    }
+    assert messages(load(tmp_path, doc)) == [
+        f'{SHOWN}: tool[0]: id is missing: a stable identifier such as "mail.smtp_send"',
+        f"{SHOWN}: tool[0]: description is missing: a short summary of what the tool does",
+        f'{SHOWN}: tool[1] "b": description must be a string (a short summary of what the tool '
+        "does)",
+        f'{SHOWN}: tool[2] "c": description cannot be empty',
+    ]

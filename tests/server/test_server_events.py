@@ -214,7 +214,8 @@ async def test_reloads_are_told_to_2025_clients_at_their_level(tmp_path: Path) -
             assert text == (
                 "reload refused: 1 problem(s); still serving the previous catalog\n"
                 f'{folder / "tools.json"}: tool[0] "broken": command must have at least '
-                "program name"
+                "program name; command is missing; it is a list: the program, then its fixed "
+                'arguments ("command": ["./tools/bin/NAME"])'
             )
             agentcli_manifest(folder, [echo_tool("first"), echo_tool("second")], {"echo": ECHO})
             count = len(runtime.bridge.catalog) + 1

@@ -269,6 +269,52 @@ async def test_a_served_description_and_title_carry_no_hidden_character(tmp_path
     assert any("removed from the description" in p.render() for p in report.problems)
 
 
+async def test_descriptions_and_titles_inside_served_schemas_carry_no_hidden_character(
+    tmp_path: Path,
+) -> None:
+    """Clients show a property's description and title to the model as they show the tool's
+    (found after the red-team pass of 2026-11-29, 4th: only the tool's own were cleaned)."""
+    data = {"const": f"k{HIDING}", "title": f"data{HIDING}"}  # values, not text: kept as is
+    input_schema: dict[str, Any] = {
+        "type": "object",
+        "title": f"In{HIDING}",
+        "properties": {
+            "text": {"type": "string", "description": f"The text.{HIDING}"},
+            "description": {"type": "string", "title": f"Desc{HIDING}"},
+            "list": {"type": "array", "items": {"anyOf": [{"description": f"One{HIDING}"}]}},
+            "fixed": {"enum": [f"e{HIDING}"], "default": data, "examples": [data]},
+        },
+        "$defs": {"d": {"description": f"Def{HIDING}"}},
+    }
+    result_schema = {"type": "object", "properties": {"n": {"description": f"N{HIDING}"}}}
+    folder = _runloop(
+        tmp_path / "rl",
+        id="nested.hiding",
+        input_schema=input_schema,
+        result_schema=result_schema,
+    )
+    clean = "]0;pwned[2Jevil"
+    settings = locked_settings(tmp_path, OPEN_POLICY)
+    settings = dataclasses.replace(settings, paths=[*settings.paths, folder], sandbox="off")
+    async with served_client(settings) as client:
+        listed = await client.list_tools()
+    [tool] = [tool for tool in listed.tools if "hiding" in tool.name]
+    shown_in = tool.input_schema
+    assert shown_in["title"] == f"In{clean}"
+    assert shown_in["properties"]["text"]["description"] == f"The text.{clean}"
+    assert shown_in["properties"]["description"] == {"type": "string", "title": f"Desc{clean}"}
+    assert shown_in["properties"]["list"]["items"]["anyOf"][0]["description"] == f"One{clean}"
+    assert shown_in["$defs"]["d"]["description"] == f"Def{clean}"
+    assert shown_in["properties"]["fixed"] == input_schema["properties"]["fixed"]
+    assert list(shown_in) == list(input_schema)  # otherwise the schema as written
+    assert tool.output_schema == {
+        "type": "object",
+        "properties": {"n": {"description": f"N{clean}"}},
+    }
+    [notice] = [p for p in load_paths([folder]).problems if "removed" in p.message]
+    assert "from 6 description(s) or title(s) inside its input or output schema" in notice.message
+
+
 async def test_a_remote_schema_ref_is_never_fetched_by_the_server(tmp_path: Path) -> None:
     fetched: list[bytes] = []
     listener = socket.create_server(("127.0.0.1", 0))

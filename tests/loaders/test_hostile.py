@@ -15,8 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 from mcp_toolbridge.loaders import load_paths
+from mcp_toolbridge.runtime import BUILTIN_SPECS, load_catalog, open_bridge
+from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 from tests.support.served import OPEN_POLICY, locked_settings, served_client
 
@@ -338,13 +342,52 @@ async def test_a_remote_schema_ref_is_never_fetched_by_the_server(tmp_path: Path
     settings = dataclasses.replace(
         settings, paths=[*settings.paths, tmp_path / "remote"], sandbox="off"
     )
+    loaded = load_catalog(settings, BUILTIN_SPECS)
+    [problem] = loaded.errors  # the server serves the other tools, and says which it left out
+    assert '"remote_ref"' in problem.render() and remote in problem.render()
     try:
-        async with served_client(settings) as client:
-            result = await client.call_tool("remote_ref", {"text": "x"})
+        async with open_bridge(settings, loaded) as bridge:
+            server = ToolbridgeServer(bridge).server
+            async with Client(server, mode="auto", raise_exceptions=True) as client:
+                listed = {tool.name for tool in (await client.list_tools()).tools}
+                with pytest.raises(MCPError, match="Unknown tool: remote_ref"):
+                    await client.call_tool("remote_ref", {"text": "x"})
     finally:
         listener.close()
     assert fetched == []
-    assert result.is_error and "cannot be resolved" in str(result.content), result
+    assert "remote_ref" not in listed and "echo" in listed  # left out, not served broken
+
+
+@pytest.mark.parametrize(
+    "ref",
+    ["http://127.0.0.1:9/schema.json", "file:///etc/passwd", "other.json#/$defs/x", "schema:x.v1"],
+)
+def test_a_schema_ref_outside_the_schema_is_a_load_error_naming_the_tool(
+    tmp_path: Path, ref: str
+) -> None:
+    """Each call failed 'cannot be resolved' (the server fetches nothing since the red-team
+    pass of 2026-11-29, 4th): now lint and doctor name the tool, the ref and the way out."""
+    tool = echo_tool("remote_ref")
+    tool["schema"] = {"type": "object", "properties": {"text": {"$ref": ref}}}
+    kept = echo_tool("local_ref")
+    kept["schema"] = {
+        "type": "object",
+        "properties": {"text": {"$ref": "#/$defs/t"}, "n": {"$ref": "https://x.test/n"}},
+        "$defs": {"t": {"type": "string"}, "n": {"$id": "https://x.test/n", "type": "integer"}},
+    }
+    folder = agentcli_manifest(tmp_path / "remote", [tool, kept], {"echo": ECHO})
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_toolbridge", "lint", str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode != 0
+    [line] = [line for line in done.stdout.splitlines() if "$ref" in line]
+    assert 'tool[0] "remote_ref": schema: at /properties/text/$ref: $ref ' in line, line
+    assert json.dumps(ref) in line and "inline it" in line and '"schema:ID"' in line, line
+    assert not line.startswith("notice") and "local_ref" not in done.stdout
 
 
 def _path_setter(tmp_path: Path, env: dict[str, str], var_default: str | None = None) -> Path:

@@ -4,10 +4,18 @@ Start-up caches (loaded manifests, the search index) are pickled Python objects,
 nothing else rebuilds 100,000 tool records fast enough. Unpickling runs code named by the
 data, so a cache file is never unpickled unless it is authentic: each file carries a keyed
 BLAKE3 MAC of its header and payload, under a per-user secret key kept beside the caches
-(``key``, mode 0600, in a 0700 folder). Whoever can replace that key can also write this
-user's files and run code as them anyway; the MAC keeps out everything else: files of another
-version or user, a truncated or corrupt file, a file planted through a shared or synced
-folder. A file that fails any check is ignored with one warning on stderr and rebuilt.
+(``key``, mode 0600, in a 0700 folder). Whoever can replace that key can sign a pickle the
+next start runs: only this user's own processes may, since the sandbox shows the folder to no
+tool (``sandbox/confine.py``, ``Sandbox.from_environ``). The MAC keeps out everything else:
+files of another version or user, a truncated or corrupt file, a file planted through a
+shared or synced folder. A file that fails any check is ignored with one warning on stderr
+and rebuilt.
+
+What another user, or a tool that may write the folder, could plant there is never trusted
+before it is read: a folder that another user owns or that others may write is not used
+(whoever may write it may remove the key and plant files), and the key and every file are
+opened ``O_NOFOLLOW | O_NONBLOCK`` and read only when they are regular files of this user (a
+link is not followed, a FIFO does not hold the start).
 
 A file may carry blobs after its object (the pickled tools of each manifest), each with its
 own MAC in the object: they are read, through a memory map, only when needed.
@@ -28,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import errno
 import functools
 import logging
 import mmap
@@ -202,6 +211,21 @@ class Blobs:
         return blob
 
 
+def _uid() -> int:
+    return os.getuid() if hasattr(os, "getuid") else 0
+
+
+def _open_own(path: Path) -> int:
+    """``path`` opened to read without following a link or waiting for a FIFO's writer
+    (OSError ``ELOOP`` for a link: warned as unreadable)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    return os.open(path, flags)
+
+
+def _own_file(info: os.stat_result) -> bool:
+    return stat.S_ISREG(info.st_mode) and (not hasattr(os, "getuid") or info.st_uid == _uid())
+
+
 class CacheFolder:
     """One cache folder. ``read``/``write`` take a file name and a ``kind`` (what the file
     must hold: a file of another kind is foreign); a failed read warns once per file."""
@@ -219,8 +243,15 @@ class CacheFolder:
     def _ensure_folder(self) -> bool:
         try:
             self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            info = self.folder.stat()
         except OSError as exc:
             self._disable(f"cannot create {self.folder}: {exc.strerror or exc}")
+            return False
+        if info.st_uid != _uid() or info.st_mode & 0o022:
+            self._disable(
+                f"{self.folder} is not this user's, or others may write it "
+                f"(chmod go-w, or name another folder in {CACHE_DIR_ENV})"
+            )
             return False
         return True
 
@@ -239,7 +270,7 @@ class CacheFolder:
 
     def _read_key(self, path: Path) -> bytes | None:
         try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            fd = _open_own(path)
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -249,12 +280,11 @@ class CacheFolder:
             return None
         try:
             info = os.fstat(fd)
-            data = os.read(fd, KEY_BYTES + 1)
+            data = os.read(fd, KEY_BYTES + 1) if stat.S_ISREG(info.st_mode) else b""
         finally:
             os.close(fd)
-        owner_ok = not hasattr(os, "getuid") or info.st_uid == os.getuid()
         private = stat.S_IMODE(info.st_mode) & 0o077 == 0
-        if not (stat.S_ISREG(info.st_mode) and owner_ok and private and len(data) == KEY_BYTES):
+        if not (_own_file(info) and private and len(data) == KEY_BYTES):
             self._warn(
                 "key",
                 f"cache key {path} is not a private {KEY_BYTES}-byte file of this user; "
@@ -317,14 +347,20 @@ class CacheFolder:
             return None
         path = self.path(name)
         try:
-            with open(path, "rb") as fh:
+            with open(_open_own(path), "rb") as fh:
                 info = os.fstat(fh.fileno())
+                if not _own_file(info):
+                    self._warn(name, f"{path} is not a regular file of this user; ignored")
+                    return None
                 size = info.st_size
                 data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
-            self._warn(name, f"cannot read {path} ({exc}); rebuilding it")
+            if isinstance(exc, OSError) and exc.errno == errno.ELOOP:
+                self._warn(name, f"{path} is a symbolic link, not a regular file; ignored")
+            else:
+                self._warn(name, f"cannot read {path} ({exc}); rebuilding it")
             return None
         head = _head(kind)
         start = len(head) + MAC_BYTES + 8

@@ -405,6 +405,14 @@ def check_cache(settings: Settings) -> Finding:
             f"{folder} is not writable ({exc.strerror or exc}); every start rebuilds the index",
             f"set {CACHE_DIR_ENV} to a writable folder, or start with --no-index-cache",
         )
+    seen = folder.stat()
+    if seen.st_uid != os.getuid() or seen.st_mode & 0o022:
+        return Finding(
+            False,
+            "index cache",
+            f"{folder} is not yours, or others may write it; the cache is not used there",
+            f"chmod go-w {folder}, or set {CACHE_DIR_ENV} to a folder of your own",
+        )
     return Finding(True, "index cache", f"{folder} is writable")
 
 

@@ -15,6 +15,7 @@ sandbox (``ExecSpawnError`` naming the reason: a tool error result, nothing run)
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -28,6 +29,7 @@ from pathlib import Path
 
 import anyio
 
+from mcp_toolbridge.cache import CACHE_DIR_ENV, default_cache_dir
 from mcp_toolbridge.errors import ExecSpawnError
 from mcp_toolbridge.policy import SandboxMode, Scope
 from mcp_toolbridge.sandbox import seccomp
@@ -193,14 +195,22 @@ class Sandbox:
         limits: Limits | None = None,
     ) -> Sandbox:
         """The home folder is the environment's ``HOME``, else the user's from the password
-        database (the secret paths under it are masked either way)."""
+        database (the secret paths under it are masked either way). The server's own cache
+        folder is masked too, wherever it is: a tool that could write it could sign a pickle
+        the next start loads, outside the sandbox (cache/folder.py). It is made (``0700``)
+        when missing, as only a folder that exists is masked: a tool could otherwise make it,
+        with a key of its own, before the server does."""
         home = environ.get("HOME")
         if not home or not home.startswith("/"):
             home = _password_home()
         home_path = Path(home) if home.startswith("/") else None
+        own = environ.get(CACHE_DIR_ENV) or str(default_cache_dir())
+        with contextlib.suppress(OSError):  # unusable: the cache warns and runs without
+            Path(own).mkdir(mode=0o700, parents=True, exist_ok=True)
+        masks = (*mask, own)
         bwrap = find_bwrap(environ)
         return cls(
-            mode, home=home_path, mask=mask, bwrap=bwrap, limits=limits, path=environ.get("PATH")
+            mode, home=home_path, mask=masks, bwrap=bwrap, limits=limits, path=environ.get("PATH")
         )
 
     def unsupported(self) -> Support | None:

@@ -298,3 +298,21 @@ def test_paths_from_the_folder_variable_are_the_projects_the_config_is_for(
     code, lines, text = _doctor(capsys, "--client", client, "--config", str(config))
     assert lines["manifests"].startswith("ok       manifests    3 tools from 1 manifests"), text
     assert lines["policy"].startswith("ok "), text
+
+
+def test_a_cache_folder_others_may_write_is_a_problem(
+    project: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Writable, but not used by the cache (red-team pass of 2026-11-29, 5th): doctor said ok."""
+    shared = tmp_path / "shared-cache"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv("TOOLBRIDGE_CACHE_DIR", str(shared))
+    code, lines, _ = _doctor(capsys, "--workspace", str(project))
+    assert code == 1
+    assert lines["index cache"].startswith("problem "), lines["index cache"]
+    assert "others may write it" in lines["index cache"]
+    assert "chmod go-w" in lines["index cache"]

@@ -124,9 +124,14 @@ async def test_serve_from_a_warm_cache_lists_and_calls_over_real_stdio(
     assert _cache_files(tmp_path) == ["index", "key", "opening", "served", "specs"]
 
 
-async def _list_and_leave(home: Path, catalog: Path, errlog: Path) -> str:
+async def _list_and_leave(
+    home: Path, catalog: Path, errlog: Path, *, after: str | None = None
+) -> str:
     """Start ``serve`` with a real SDK client over stdio, list once, and leave at once (the
-    SDK's client then ends the server's whole process group); the server's stderr."""
+    SDK's client then ends the server's whole process group); the server's stderr. With
+    ``after``, leave once the server has written that on its stderr: a warm start answers its
+    list from the start-up cache before it writes anything, and says where its catalog came
+    from only once it has loaded it."""
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "mcp_toolbridge", "serve", str(catalog), "--no-audit"],
@@ -136,7 +141,17 @@ async def _list_and_leave(home: Path, catalog: Path, errlog: Path) -> str:
     with anyio.fail_after(300), errlog.open("w", encoding="utf-8") as err:
         async with Client(stdio_client(params, errlog=err)) as client:
             assert (await client.list_tools()).tools
+            if after is not None:
+                await _wrote(errlog, after)
     return await anyio.Path(errlog).read_text(encoding="utf-8")
+
+
+async def _wrote(errlog: Path, text: str) -> None:
+    """Wait until the server's stderr holds ``text``."""
+    while True:
+        if text in await anyio.Path(errlog).read_text(encoding="utf-8"):
+            return
+        await anyio.sleep(0.05)  # a file the server appends to: look again
 
 
 def _cache_state(home: Path) -> dict[str, tuple[int, int]]:
@@ -175,6 +190,8 @@ async def test_a_client_that_leaves_after_its_first_list_leaves_the_cache_the_ne
     first = await _list_and_leave(tmp_path, catalog, tmp_path / "first.txt")
     assert "none from the cache" in first
     written = await _written(tmp_path, {"index", "served", "specs"})
-    second = await _list_and_leave(tmp_path, catalog, tmp_path / "second.txt")
+    second = await _list_and_leave(
+        tmp_path, catalog, tmp_path / "second.txt", after="from the cache"
+    )
     assert "all from the cache" in second, second
     assert await _written(tmp_path, {"index", "served", "specs"}) == written  # nothing rebuilt

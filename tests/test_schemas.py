@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 import jsonschema_specifications  # type: ignore[import-untyped]
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
@@ -211,6 +212,12 @@ def test_node_cache_gives_the_same_answer_for_repeated_schemas():
     assert [p.split(":")[0] for p in check_schema(again)] == ["at /properties/b/type"]
 
 
+def meta_problems(schema: Any) -> list[str]:
+    """check_schema's problems but a ref outside the schema (valid JSON Schema, which the
+    server refuses: it fetches no schema)."""
+    return [line for line in check_schema(schema) if "is outside the schema" not in line]
+
+
 PROBES: list[Any] = [5, -1, 1.5, "x", "([", None, True, [], [5], ["a", "a"], {"a": 5}, {}]
 
 
@@ -221,7 +228,7 @@ def test_every_keyword_the_meta_schema_constrains_is_checked_like_jsonschema_doe
         for value in PROBES:
             schema = {keyword: value}
             errors = list(META.iter_errors(schema))
-            got = [problem.split(": ", 1)[1] for problem in check_schema(schema)]
+            got = [problem.split(": ", 1)[1] for problem in meta_problems(schema)]
             assert (got == []) == (errors == []), (schema, got)
             # A failed anyOf/oneOf is shown by its closest branch; other messages are verbatim.
             if len(errors) == 1 and errors[0].validator not in ("anyOf", "oneOf"):
@@ -260,7 +267,7 @@ SCHEMAS = st.recursive(
 @settings(max_examples=300, deadline=None)
 @given(SCHEMAS)
 def test_a_schema_has_problems_exactly_when_jsonschema_rejects_it(schema: dict[str, Any]):
-    assert (check_schema(schema) == []) == META.is_valid(schema)
+    assert (meta_problems(schema) == []) == META.is_valid(schema)
 
 
 def test_cached_keyword_checks_still_quote_each_schema_exactly():
@@ -409,3 +416,36 @@ def test_property_names_are_judged_as_jsonschema_judges_them(
         return sorted((e.message, list(e.absolute_path)) for e in found)
 
     assert errors(ours) == errors(theirs)
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"$ref": "http://h.test/s.json"},
+        {"properties": {"a": {"$ref": "file:///etc/passwd#/x"}}},
+        {"items": {"$dynamicRef": "other.json"}},
+        {"$id": "https://x.test/root.json", "items": {"$ref": "sibling.json"}},
+        {"$defs": {"a": {"$id": "https://x.test/a"}}, "$ref": "https://x.test/b"},
+        {"$schema": "http://json-schema.org/draft-07/schema#", "$ref": "x.json"},
+    ],
+)
+def test_a_ref_to_a_document_the_schema_does_not_hold_is_a_problem(schema: dict[str, Any]):
+    [problem] = check_schema(schema)
+    assert "is outside the schema, and the server fetches none" in problem, problem
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"$ref": "#/$defs/a", "$defs": {"a": {}}},
+        {"$ref": "#anchor", "$defs": {"a": {"$anchor": "anchor"}}},
+        {"$defs": {"a": {"$id": "https://x.test/a"}}, "$ref": "https://x.test/a#/type"},
+        {"$id": "https://x.test/root.json", "items": {"$ref": "root.json#/x"}},
+        {"$id": "https://x.test/dir/r", "$defs": {"b": {"$id": "b"}}, "$ref": "/dir/b"},
+        {"$defs": {"schema:p.v1": {"$id": "schema:p.v1"}}, "items": {"$ref": "schema:p.v1"}},
+        {"enum": [{"$ref": "http://h.test/data"}], "default": {"$ref": "x"}},
+        {"$schema": "http://json-schema.org/draft-04/schema#", "id": "urn:a", "$ref": "urn:a"},
+    ],
+)
+def test_a_ref_the_schema_holds_is_no_problem(schema: dict[str, Any]):
+    assert check_schema(schema) == []

@@ -207,7 +207,9 @@ def _prepare(
         raise ExecSpawnError(
             f'working directory "{cwd}" does not exist; fix the tool\'s cwd in the manifest'
         )
-    program = _resolve_program(transport.argv[0], env.get("PATH") or os.defpath)
+    # On the server's PATH, as the sandbox looks a name up: never on the child's (a secret
+    # named "path" sets that), which would choose the folder the sandbox shows the program in.
+    program = _resolve_program(transport.argv[0], environ.get("PATH") or os.defpath)
     payload = json.dumps(dict(request.arguments)).encode()
     if transport.args_via == "stdin":
         argv = (program, *transport.argv[1:])

@@ -88,22 +88,62 @@ class ProblemLog:
         )
 
     def _shown(self, tool: ToolSpec) -> ToolSpec:
-        """``tool`` with the hidden characters of its description and title removed, and a
-        notice saying so (see :data:`HIDDEN`)."""
+        """``tool`` with the hidden characters of its description and title removed, and of
+        every description and title inside its schemas, with a notice for each kind (see
+        :data:`HIDDEN`)."""
         description = HIDDEN.sub("", tool.description)
         title = HIDDEN.sub("", tool.title) if tool.title is not None else None
-        if description == tool.description and title == tool.title:
+        schemas, nested = _shown_schemas(tool)
+        if description == tool.description and title == tool.title and not nested:
             return tool
+        where = "" if tool.source.format is Format.AGENTPM else f"tool[{tool.source.index}] "
+        locator = f"{where}{json_quote(tool.id)}" if where else ""
         gone = len(tool.description) - len(description)
         gone += len(tool.title or "") - len(title or "")
-        where = "" if tool.source.format is Format.AGENTPM else f"tool[{tool.source.index}] "
-        self.notice(
-            f"{gone} control or hidden character(s) removed from the description or title "
-            "(terminal escapes, bidi overrides, tag characters): they hide or rewrite text for "
-            "whoever reads it",
-            f"{where}{json_quote(tool.id)}" if where else "",
-        )
-        return tool.model_copy(update={"description": description, "title": title})
+        if gone:
+            self.notice(
+                f"{gone} control or hidden character(s) removed from the description or title "
+                "(terminal escapes, bidi overrides, tag characters): they hide or rewrite text "
+                "for whoever reads it",
+                locator,
+            )
+        if nested:
+            self.notice(
+                "control or hidden characters removed from "
+                f"{nested} description(s) or title(s) inside its input or output schema "
+                "(terminal escapes, bidi overrides, tag characters): clients show them to the "
+                "model as they show the tool's own",
+                locator,
+            )
+        return tool.model_copy(update={"description": description, "title": title, **schemas})
+
+
+def _shown_schemas(tool: ToolSpec) -> tuple[dict[str, Any], int]:
+    """The schemas of ``tool`` that carry hidden characters in a description or title, cleaned
+    (by field name), and how many such texts the served schemas (input, output) had."""
+    from mcp_toolbridge.schemas import cleaned_texts
+
+    def clean(text: str) -> str:
+        return HIDDEN.sub("", text)
+
+    changed: dict[str, Any] = {}
+    count = 0
+    for name in ("input_schema", "output_schema"):
+        schema = getattr(tool, name)
+        if schema is not None:
+            shown, found = cleaned_texts(schema, clean)
+            if found:
+                changed[name] = shown
+                count += found
+    runtime = tool.runtime_input_schema
+    if runtime is tool.input_schema or runtime == tool.input_schema:  # usual: no internal field
+        if "input_schema" in changed:
+            changed["runtime_input_schema"] = changed["input_schema"]
+    else:
+        shown, found = cleaned_texts(runtime, clean)
+        if found:
+            changed["runtime_input_schema"] = shown
+    return changed, count
 
 
 HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]")

@@ -6,8 +6,10 @@ The sandbox's root is an empty tmpfs; into it go, in order of depth (parents fir
   or folders; the server's interpreter (``sys.prefix``, ``sys.base_prefix``);
 - what the launch itself needs, read-only: the command (and the folder it was found in, and
   that folder's prefix when it is a ``bin``, ``sbin`` or ``shims`` folder: ``~/.nvm/.../bin/node``
-  brings its ``lib``), the interpreter named by a script's ``#!`` line, each ``PATH`` folder
-  (and prefix) and the working directory. None of these may be ``/``, the home folder or a
+  brings its ``lib``), the interpreter named by a script's ``#!`` line, each folder (and
+  prefix) on the server's ``PATH`` and the working directory. A command name is looked up on
+  the server's ``PATH`` too: never on the launch's own, so no tool's environment can choose a
+  folder its sandbox shows. None of these may be ``/``, the home folder or a
   folder above it, or lie inside a secret path: those are only visible when granted;
 - the profile's ``fs.read`` roots read-only, its ``fs.write`` roots writable;
 - a fresh ``/proc`` (of the sandbox's own PID namespace), a minimal read-only ``/dev`` with
@@ -97,6 +99,15 @@ class HostView:
     limits (``limits.py``); else ``rlimit.py`` does, with the server's interpreter."""
     seccomp: bytes | None = None
     """The seccomp filter every sandbox runs under (``seccomp.py``); None without libseccomp."""
+    path: str | None = None
+    """The server's ``PATH`` (what ``build_env`` gives a tool): the folders every launch shows
+    and where a command name is looked up. Never the launch's environment: whatever set a
+    tool's ``PATH`` would choose what its sandbox shows (found by the red-team pass of
+    2026-11-29, 4th, through an AgentPM manifest's ``PATH``)."""
+    lookup: str = field(init=False)
+    """``path``, or ``os.defpath`` without one: where :func:`find_program` looks."""
+    path_shown: tuple[str, ...] = field(init=False)
+    """The folders of ``path`` (and prefixes) a launch shows, found once."""
     mask_names: frozenset[str] = field(init=False)
     """``masks`` as strings, for lookups."""
     system_roots: frozenset[str] = field(init=False)
@@ -110,15 +121,21 @@ class HostView:
         object.__setattr__(self, "mask_names", frozenset(names))
         object.__setattr__(self, "system_roots", frozenset(args[-1] for args in self.system))
         object.__setattr__(self, "mask_index", tuple((m, frozenset(_ancestors(m))) for m in names))
+        object.__setattr__(self, "lookup", self.path if self.path is not None else os.defpath)
+        folders = [d for d in (self.path or "").split(os.pathsep) if d.startswith("/")]
+        shown = dict.fromkeys(_with_prefixes(self, folders))
+        object.__setattr__(self, "path_shown", tuple(p for p in shown if _implicit_ok(self, p)))
 
     @classmethod
-    def detect(cls, bwrap: str, *, home: Path | None, masks: Sequence[Path]) -> HostView:
+    def detect(
+        cls, bwrap: str, *, home: Path | None, masks: Sequence[Path], path: str | None = None
+    ) -> HostView:
         system: list[tuple[str, ...]] = []
-        for path in SYSTEM_PATHS:
-            if os.path.islink(path):
-                system.append(("--symlink", os.readlink(path), path))
-            elif os.path.isdir(path):
-                system.append(("--ro-bind", path, path))
+        for where in SYSTEM_PATHS:
+            if os.path.islink(where):
+                system.append(("--symlink", os.readlink(where), where))
+            elif os.path.isdir(where):
+                system.append(("--ro-bind", where, where))
         prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
         python = tuple(
             sorted({Path(os.path.realpath(p)) for p in prefixes} | set(map(Path, prefixes)))
@@ -138,6 +155,7 @@ class HostView:
             kernel=kernel_mounts(),
             prlimit=_system_prlimit(),
             seccomp=seccomp.program(),
+            path=path,
         )
 
 
@@ -204,9 +222,9 @@ def plan_launch(
     workdir = resolve(cwd if cwd is not None else os.getcwd())
     if cwd is not None and not os.path.isdir(workdir):
         raise FileNotFoundError(errno.ENOENT, "No such directory", cwd)
-    program, needs = find_program(argv[0], workdir, env, resolve)
+    program, needs = find_program(argv[0], workdir, view.lookup, resolve)
     fallback = limits is not None and proxy_dir is None and view.prlimit is None
-    implicit = _implicit(view, profile, needs, workdir, env, proxy=proxy_dir is not None)
+    implicit = _implicit(view, profile, needs, workdir, proxy=proxy_dir is not None)
     implicit += [str(RLIMIT)] if fallback else []
     mounts = _mounts(view, profile, implicit, resolve)
     options = ["--unshare-all", "--unshare-user", "--disable-userns"]
@@ -227,7 +245,8 @@ def plan_launch(
     encoded = limits.encoded() if limits is not None else ""
     if limits is not None and proxy_dir is None:
         if view.prlimit is not None:
-            run = (*limits.prlimit_args(view.prlimit), _exec_name(program, argv[0], env), *argv[1:])
+            name = _exec_name(view, program, argv[0], env)
+            run = (*limits.prlimit_args(view.prlimit), name, *argv[1:])
         else:
             run = (view.python_exe, "-I", "-S", str(RLIMIT), encoded, program, *argv)
     if proxy_dir is not None:
@@ -253,14 +272,14 @@ def plan_launch(
     )
 
 
-def _exec_name(program: str, name: str, env: Mapping[str, str]) -> str:
+def _exec_name(view: HostView, program: str, name: str, env: Mapping[str, str]) -> str:
     """What ``prlimit`` is told to run (it has no ``--argv0``: the program gets what it is
     told as ``argv[0]``): the command as given when its ``execvp`` finds ``program`` from it
-    as :func:`find_program` did (a name looked up on a ``PATH`` of absolute folders, all
-    shown), else ``program``."""
-    if name == program or "/" in name:
+    as :func:`find_program` did (a name looked up on the same ``PATH``, the server's, of
+    absolute folders, all shown), else ``program``."""
+    if name == program or "/" in name or env.get("PATH", os.defpath) != view.lookup:
         return program
-    folders = env.get("PATH", os.defpath).split(os.pathsep)
+    folders = view.lookup.split(os.pathsep)
     return name if all(folder.startswith("/") for folder in folders) else program
 
 
@@ -274,19 +293,18 @@ def _implicit(
     profile: SandboxProfile,
     needs: Sequence[str],
     workdir: str,
-    env: Mapping[str, str],
     *,
     proxy: bool,
 ) -> list[str]:
     """What a launch shows by itself: what its program needs, the working directory, the
-    interpreter, the relay (a proxy profile), the resolver (the full network), PATH folders."""
+    interpreter, the relay (a proxy profile), the resolver (the full network), the folders on
+    the server's PATH."""
     implicit = [*needs, workdir, *map(str, view.python)]
     implicit.append(str(RELAY) if proxy else "")
     if profile.network == "full":
         implicit += map(str, view.resolver)
     implicit = [p for p in implicit if p and _implicit_ok(view, p)]
-    path_dirs = [d for d in env.get("PATH", "").split(os.pathsep) if d.startswith("/")]
-    return implicit + list(_path_folders(view, tuple(path_dirs)))
+    return implicit + list(view.path_shown)
 
 
 def shows(
@@ -300,13 +318,14 @@ def shows(
 ) -> bool:
     """Whether the host's ``path`` is visible, as it is on the host, to ``argv`` launched in
     ``profile`` (what :func:`plan_launch` would mount): the deepest mount above it binds the
-    host's folder, not an empty or private one, a mask, or nothing."""
+    host's folder, not an empty or private one, a mask, or nothing. ``env`` changes nothing
+    of that (the launch's PATH included: the server's is used)."""
     workdir = real_path(cwd if cwd is not None else os.getcwd())
     try:
-        _, needs = find_program(argv[0], workdir, env, real_path)
+        _, needs = find_program(argv[0], workdir, view.lookup, real_path)
     except OSError:
         needs = []
-    implicit = _implicit(view, profile, needs, workdir, env, proxy=profile.network == "proxy")
+    implicit = _implicit(view, profile, needs, workdir, proxy=profile.network == "proxy")
     target = real_path(path)
     holder: _Mount | None = None
     for mount in _mounts(
@@ -429,12 +448,6 @@ def _ancestors(path: str) -> list[str]:
         path = path.rsplit("/", 1)[0] or "/"
         out.append(path)
     return out
-
-
-@functools.lru_cache(maxsize=64)
-def _path_folders(view: HostView, folders: tuple[str, ...]) -> tuple[str, ...]:
-    """The ``PATH`` folders a launch shows (looked up once per ``PATH``)."""
-    return tuple(p for p in dict.fromkeys(_with_prefixes(view, folders)) if _implicit_ok(view, p))
 
 
 def _with_prefixes(view: HostView, folders: Sequence[str]) -> list[str]:

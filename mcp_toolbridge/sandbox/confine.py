@@ -165,9 +165,13 @@ class Sandbox:
         mask: Sequence[str] = (),
         bwrap: str | None = None,
         limits: Limits | None = None,
+        path: str | None = None,
     ) -> None:
         self.mode: SandboxMode = mode
         self.home = home
+        self.path = path if path is not None else os.environ.get("PATH")
+        """The server's PATH (``environ``'s; None: this process's): the folders a launch
+        shows and where a command name is looked up, whatever the launch's own PATH says."""
         self.masks = secret_paths(home, mask)
         self.bwrap = bwrap if bwrap is not None else find_bwrap()
         self.limits = (limits if limits is not None else Limits()).within_hard()
@@ -204,7 +208,10 @@ class Sandbox:
         with contextlib.suppress(OSError):  # unusable: the cache warns and runs without
             Path(own).mkdir(mode=0o700, parents=True, exist_ok=True)
         masks = (*mask, own)
-        return cls(mode, home=home_path, mask=masks, bwrap=find_bwrap(environ), limits=limits)
+        bwrap = find_bwrap(environ)
+        return cls(
+            mode, home=home_path, mask=masks, bwrap=bwrap, limits=limits, path=environ.get("PATH")
+        )
 
     def unsupported(self) -> Support | None:
         """A reason the sandbox cannot work here that needs no probe; None: probe it."""
@@ -336,12 +343,14 @@ class Sandbox:
 
     def _view(self) -> HostView:
         assert self.bwrap is not None
-        return _host_view(self.bwrap, self.home, self.masks)
+        return _host_view(self.bwrap, self.home, self.masks, self.path)
 
 
 @functools.lru_cache(maxsize=8)
-def _host_view(bwrap: str, home: Path | None, masks: tuple[Path, ...]) -> HostView:
-    return HostView.detect(bwrap, home=home, masks=masks)
+def _host_view(
+    bwrap: str, home: Path | None, masks: tuple[Path, ...], path: str | None
+) -> HostView:
+    return HostView.detect(bwrap, home=home, masks=masks, path=path)
 
 
 @functools.lru_cache(maxsize=1024)

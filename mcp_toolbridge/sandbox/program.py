@@ -8,7 +8,7 @@ import errno
 import os
 import shutil
 import stat
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 PREFIX_FOLDERS = frozenset({"bin", "sbin", "shims"})
 """A folder of these names brings its prefix (``~/.nvm/.../bin/node`` brings its ``lib``)."""
@@ -21,15 +21,16 @@ Resolve = Callable[[str | os.PathLike[str]], str]
 def find_program(
     command: str,
     workdir: str,
-    env: Mapping[str, str],
+    path: str,
     resolve: Resolve,
 ) -> tuple[str, list[str]]:
-    """The program's absolute path (found on PATH, or relative to the working directory) and
-    what it needs to be visible; raises OSError the way execve would."""
+    """The program's absolute path (found on ``path``, the server's PATH, or relative to the
+    working directory) and what it needs to be visible; raises OSError the way execve
+    would."""
     if "/" in command:
         found = os.path.join(workdir, command)
     else:
-        located = shutil.which(command, path=env.get("PATH", os.defpath))
+        located = shutil.which(command, path=path)
         if located is None:
             raise FileNotFoundError(errno.ENOENT, "No such file or directory", command)
         found = os.path.abspath(located)

@@ -10,6 +10,8 @@
 - :func:`bundle_refs`, :func:`inline_refs` and :func:`model_facing` (``refs.py``) rewrite
   schemas: ``schema:ID`` refs embedded, written in place again for clients, ``"visibility":
   "internal"`` properties stripped.
+- :func:`cleaned_texts` (``texts.py``) rewrites every ``title`` and ``description`` string of a
+  schema (the loaders remove the characters that hide text from them).
 
 May import: nothing of the project but lazy.py (the vocabulary's level). Names are imported on
 first use: a start that only rewrites and checks schemas never imports jsonschema."""
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
         inline_refs,
         model_facing,
     )
+    from mcp_toolbridge.schemas.texts import cleaned_texts
 
 __all__ = [
     "SCHEMA_REF_PREFIX",
@@ -35,6 +38,7 @@ __all__ = [
     "SchemaProblem",
     "bundle_refs",
     "check_schema",
+    "cleaned_texts",
     "compile_schema",
     "inline_refs",
     "model_facing",
@@ -51,5 +55,6 @@ __getattr__ = on_first_use(
             "inline_refs",
             "model_facing",
         ),
+        "mcp_toolbridge.schemas.texts": ("cleaned_texts",),
     },
 )

@@ -7,11 +7,13 @@ checked in about 0.15 s. The cache starts knowing the kinds of values most schem
 (:func:`_seed_values`): a schema made only of those is checked without importing jsonschema.
 
 A ``pattern``, or a ``patternProperties`` key, that RE2 does not take (look-arounds,
-back-references, a repeat count over 1000) is a problem too (:func:`_backtracking`): arguments
+back-references, a repeat count over 1000) is a problem too (:func:`_ours`): arguments
 are checked on the server's event loop, where only RE2 (linear in the value) may match them.
 Python's ``re``, the fallback of :mod:`.drafts`, took seconds on an argument of 22 letters for
 ``^(?=a)(a+)+$``, doubling with each letter more (found by the red-team pass of 2026-11-29,
-4th)."""
+4th). So is a ``$ref`` to a document the schema does not hold (``http://...``, ``file:...``,
+``other.json``): the server fetches no schema, so every call would fail; the problem says to
+inline it, or to use a Runloop ``schema:ID`` ref (found by the same pass)."""
 
 from __future__ import annotations
 
@@ -211,38 +213,80 @@ _NOT_SCHEMA = frozenset({"enum", "const", "default", "examples"})
 """Keywords whose values are data, not schemas: a ``pattern`` inside them is a value."""
 
 
-def _backtracking(schema: dict[str, Any]) -> list[Finding]:
-    """Each ``pattern`` and ``patternProperties`` key that Python's ``re`` compiles and RE2
-    does not take (see the module doc)."""
-    found: list[Finding] = []
-    stack: list[tuple[JsonPath, Any]] = [((), schema)]
-    while stack:
-        where, node = stack.pop()
-        if isinstance(node, list):
-            stack.extend(((*where, i), v) for i, v in enumerate(node))
-            continue
-        if not isinstance(node, dict):
-            continue
-        patterns: list[tuple[JsonPath, object]] = []
-        for key, value in node.items():
-            if key == "pattern" and isinstance(value, str):
-                patterns.append(((key,), value))
-            elif key == "patternProperties" and isinstance(value, dict):
-                patterns.extend(((key, name), name) for name in value)
-            if key not in _NOT_SCHEMA:
-                stack.append(((*where, key), value))
-        for path, pattern in patterns:
-            if _compiles(pattern) and not linear(str(pattern)):
-                found.append((where + path, _BACKTRACKS.format(pattern=pattern), False))
-    return found
-
-
 _BACKTRACKS = (
     "the regular expression {pattern!r} needs backtracking (a look-around, a back-reference, a "
     "repeat count over 1000, ...), which the server does not run on arguments: one argument "
     "could hold every call for minutes. Write it for RE2 (linear time), or drop it and check "
     "the value in the tool"
 )
+
+
+_OUTSIDE = (
+    "$ref {ref} is outside the schema, and the server fetches none (every call would fail): "
+    'inline it under "$defs" and refer to it as "#/$defs/NAME", or, in a Runloop tools.json, '
+    'as "schema:ID"'
+)
+_SHOWN_REF = 80
+"""The characters of a ref a problem quotes: the advice after it stays within the line."""
+
+
+def _ours(schema: dict[str, Any]) -> list[Finding]:
+    """The problems the server finds beyond the meta-schema, in one walk of ``schema``:
+
+    - each ``pattern`` and ``patternProperties`` key that Python's ``re`` compiles and RE2
+      does not take (see the module doc);
+    - each ``$ref`` (or ``$dynamicRef``) to a document the schema does not hold: not a ``#``
+      pointer, and no ``$id`` in the schema names it. Validation uses a registry that
+      retrieves nothing (``compiled.py``), so such a ref would fail every call. Base URIs
+      follow the ``$id``s as ``referencing`` joins them (``id`` too under draft 4 and earlier).
+    """
+    draft = schema.get("$schema")
+    old = isinstance(draft, str) and ("draft-04" in draft or "draft-03" in draft)
+    names = ("$id", "id") if old else ("$id",)
+    found: list[Finding] = []
+    held: set[str] = {""}
+    refs: list[tuple[JsonPath, str, str]] = []
+    stack: list[tuple[JsonPath, Any, str]] = [((), schema, "")]
+    while stack:
+        where, node, base = stack.pop()
+        if type(node) is list:
+            for i, value in enumerate(node):
+                if type(value) is dict or type(value) is list:
+                    stack.append(((*where, i), value, base))
+            continue
+        for name in names:
+            ident = node.get(name)
+            if type(ident) is str and not ident.startswith("#"):
+                base = _joined(base, ident)
+                held.add(base)
+        patterns: list[tuple[JsonPath, object]] = []
+        for key, value in node.items():
+            kind = type(value)
+            if kind is str:
+                if key == "pattern":
+                    patterns.append(((key,), value))
+                elif (key == "$ref" or key == "$dynamicRef") and not value.startswith("#"):
+                    refs.append(((*where, key), value, base))
+            elif kind is dict or kind is list:
+                if key == "patternProperties" and kind is dict:
+                    patterns.extend(((key, name), name) for name in value)
+                if key not in _NOT_SCHEMA:
+                    stack.append(((*where, key), value, base))
+        for path, pattern in patterns:
+            if _compiles(pattern) and not linear(str(pattern)):
+                found.append((where + path, _BACKTRACKS.format(pattern=pattern), False))
+    for where, ref, base in refs:
+        target = _joined(base, ref)
+        if target != base and target not in held:
+            found.append((where, _OUTSIDE.format(ref=json.dumps(ref[:_SHOWN_REF])), False))
+    return found
+
+
+def _joined(base: str, ref: str) -> str:
+    """``ref`` against ``base``, without its fragment: the document it names."""
+    from urllib.parse import urldefrag, urljoin
+
+    return urldefrag(urljoin(base, ref)).url
 
 
 def check_schema(schema: object) -> list[str]:
@@ -255,11 +299,12 @@ def check_schema(schema: object) -> list[str]:
         return []  # true and false are schemas in every draft since 6
     if not isinstance(schema, dict):
         return [f"at /: a schema must be a JSON object, got {type(schema).__name__}"]
+    ours = _ours(schema)
     if "$schema" not in schema:
-        return render(_check_2020(schema) + _backtracking(schema))
+        return render(_check_2020(schema) + ours)
     from mcp_toolbridge.schemas import drafts  # jsonschema: which draft the schema names
 
     cls = drafts.validator_class(schema)
     if cls is drafts.DEFAULT:
-        return render(_check_2020(schema) + _backtracking(schema))
-    return render(findings(drafts.meta_validator(cls).iter_errors(schema)) + _backtracking(schema))
+        return render(_check_2020(schema) + ours)
+    return render(findings(drafts.meta_validator(cls).iter_errors(schema)) + ours)

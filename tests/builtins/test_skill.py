@@ -1,8 +1,11 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 
 from mcp_toolbridge.builtins.skill.discovery import (
@@ -10,10 +13,12 @@ from mcp_toolbridge.builtins.skill.discovery import (
     default_skill_dirs,
     parse_front_matter,
 )
-from mcp_toolbridge.builtins.skill.tool import MAX_FILES, SkillTool
+from mcp_toolbridge.builtins.skill.tool import MAX_ENTRIES, MAX_FILES, SkillTool, list_files
 from mcp_toolbridge.errors import Severity
 from mcp_toolbridge.executors.base import CallContext, ExecRequest, ExecResult
 from mcp_toolbridge.schemas import compile_schema
+from tests.support.results import text_of
+from tests.support.served import locked_settings, served_client
 
 
 def make_skill(root: Path, folder: str, front: str, body: str = "# Steps\n\nDo it.") -> Path:
@@ -220,3 +225,76 @@ def test_the_hidden_characters_are_those_a_manifest_loses() -> None:
     from mcp_toolbridge.loaders.report import HIDDEN
 
     assert SKILL_HIDDEN.pattern == HIDDEN.pattern
+
+
+# Found after the red-team pass of 2026-11-29 (4th): the file listing stopped after 100
+# files but not after N folders, and walked on the event loop.
+
+
+async def test_a_skill_folder_nested_deeper_than_pythons_recursion_limit_is_listed(tmp_path):
+    folder = make_skill(tmp_path, "deep", "name: deep\ndescription: Deep folders.")
+    (folder / "top.txt").write_text("x")
+    # 1,500 nested empty folders: os.walk on Python 3.11 recursed once a level (RecursionError).
+    levels = [os.open(folder, os.O_RDONLY | os.O_DIRECTORY)]
+    try:
+        for _ in range(1500):
+            os.mkdir("d", dir_fd=levels[-1])
+            levels.append(os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=levels[-1]))
+        os.close(os.open("deepest.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=levels[-1]))
+        result = await load(SkillTool([tmp_path]), "deep")
+        assert result.ok, result.error
+        assert result.value["files"] == ["top.txt", "/".join(["d"] * 1500) + "/deepest.txt"]
+        assert "files_truncated" not in result.value
+    finally:  # bottom up: shutil.rmtree (pytest's clean-up) recurses once a level too
+        os.unlink("deepest.txt", dir_fd=levels[-1])
+        while len(levels) > 1:
+            os.close(levels.pop())
+            os.rmdir("d", dir_fd=levels[-1])
+        os.close(levels[0])
+
+
+async def test_a_served_skill_with_many_empty_folders_answers_quickly_and_holds_no_call(tmp_path):
+    """60,000 empty folders took the walk 1.2 s on the event loop before: every other call
+    waited for it, and the listing did not say it had stopped."""
+    settings = locked_settings(tmp_path)
+    folder = make_skill(settings.skills_dirs[0], "wide", "name: wide\ndescription: Wide.")
+    (folder / "a.md").write_text("x")
+    for outer in range(60):
+        parent = folder / f"g{outer:02}"
+        parent.mkdir()
+        for inner in range(1000):
+            os.mkdir(parent / f"e{inner:04}")
+    async with served_client(settings, locked=True) as client:
+        await client.call_tool("skill", {"name": "wide"})  # warm: imports, first-call setup
+        done = anyio.Event()
+        results: list[Any] = []
+        took: dict[str, float] = {}
+        latencies: list[float] = []
+
+        async def load_wide() -> None:
+            start = time.monotonic()
+            results.append(await client.call_tool("skill", {"name": "wide"}))
+            took["skill"] = time.monotonic() - start
+            done.set()
+
+        async def trivial_calls() -> None:
+            while not done.is_set():
+                start = time.monotonic()
+                await client.call_tool("todo", {"todos": []})
+                latencies.append(time.monotonic() - start)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(load_wide)
+            group.start_soon(trivial_calls)
+    text = text_of(results[0])
+    assert "Files in the skill's folder:\n- a.md" in text
+    assert f"it stopped after looking at {MAX_ENTRIES:,} entries; use glob" in text, text
+    assert took["skill"] < 1.0, took
+    assert latencies and max(latencies) < 0.25, (took["skill"], latencies)
+
+
+def test_the_file_listing_stops_at_its_time_budget(tmp_path):
+    for n in range(300):
+        (tmp_path / f"e{n:03}").mkdir()
+    assert list_files(tmp_path, budget_s=0.0) == ([], "it stopped after 0 s")
+    assert list_files(tmp_path) == ([], None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import sys
 import tempfile
@@ -320,3 +321,27 @@ def test_no_spec_hands_a_tool_the_servers_variables_or_its_own_path(
     token or chooses the folders its sandbox shows (red-team pass of 2026-11-29, 4th)."""
     with pytest.raises(ValueError, match="server's"):
         EnvSpec(passthrough=passthrough, values=values)
+
+
+async def test_an_interpreter_name_is_looked_up_on_the_servers_path_not_the_childs(
+    tmp_path: Path,
+) -> None:
+    """A secret named ``path`` becomes the child's PATH (secret_env_name): the interpreter
+    is still the one on the server's PATH, and the sandbox (which shows the program's folder
+    and its prefix) is never pointed at a folder the child's environment names."""
+    elsewhere = tmp_path / "elsewhere" / "bin"
+    elsewhere.mkdir(parents=True)
+    fake = elsewhere / "python3"
+    fake.write_text('#!/bin/sh\necho "{\\"ran\\": \\"elsewhere\\"}"\n')
+    fake.chmod(0o755)
+    script = "import json, sys; print(json.dumps({'ran': 'server'}))"
+    result = await call(
+        tmp_path,
+        {},
+        argv=["python3", "-c", script],
+        environ=server_environ(tmp_path),
+        secrets={"path": str(elsewhere)},
+    )
+    server_python = shutil.which("python3", path=server_environ(tmp_path)["PATH"])
+    assert result.argv[0] == server_python != str(fake)
+    assert result.value != {"ran": "elsewhere"}  # (a shim of the server's may need its PATH)

@@ -15,8 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 from mcp_toolbridge.loaders import load_paths
+from mcp_toolbridge.runtime import BUILTIN_SPECS, load_catalog, open_bridge
+from mcp_toolbridge.server.toolbridge_server import ToolbridgeServer
 from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 from tests.support.served import OPEN_POLICY, locked_settings, served_client
 
@@ -269,6 +273,52 @@ async def test_a_served_description_and_title_carry_no_hidden_character(tmp_path
     assert any("removed from the description" in p.render() for p in report.problems)
 
 
+async def test_descriptions_and_titles_inside_served_schemas_carry_no_hidden_character(
+    tmp_path: Path,
+) -> None:
+    """Clients show a property's description and title to the model as they show the tool's
+    (found after the red-team pass of 2026-11-29, 4th: only the tool's own were cleaned)."""
+    data = {"const": f"k{HIDING}", "title": f"data{HIDING}"}  # values, not text: kept as is
+    input_schema: dict[str, Any] = {
+        "type": "object",
+        "title": f"In{HIDING}",
+        "properties": {
+            "text": {"type": "string", "description": f"The text.{HIDING}"},
+            "description": {"type": "string", "title": f"Desc{HIDING}"},
+            "list": {"type": "array", "items": {"anyOf": [{"description": f"One{HIDING}"}]}},
+            "fixed": {"enum": [f"e{HIDING}"], "default": data, "examples": [data]},
+        },
+        "$defs": {"d": {"description": f"Def{HIDING}"}},
+    }
+    result_schema = {"type": "object", "properties": {"n": {"description": f"N{HIDING}"}}}
+    folder = _runloop(
+        tmp_path / "rl",
+        id="nested.hiding",
+        input_schema=input_schema,
+        result_schema=result_schema,
+    )
+    clean = "]0;pwned[2Jevil"
+    settings = locked_settings(tmp_path, OPEN_POLICY)
+    settings = dataclasses.replace(settings, paths=[*settings.paths, folder], sandbox="off")
+    async with served_client(settings) as client:
+        listed = await client.list_tools()
+    [tool] = [tool for tool in listed.tools if "hiding" in tool.name]
+    shown_in = tool.input_schema
+    assert shown_in["title"] == f"In{clean}"
+    assert shown_in["properties"]["text"]["description"] == f"The text.{clean}"
+    assert shown_in["properties"]["description"] == {"type": "string", "title": f"Desc{clean}"}
+    assert shown_in["properties"]["list"]["items"]["anyOf"][0]["description"] == f"One{clean}"
+    assert shown_in["$defs"]["d"]["description"] == f"Def{clean}"
+    assert shown_in["properties"]["fixed"] == input_schema["properties"]["fixed"]
+    assert list(shown_in) == list(input_schema)  # otherwise the schema as written
+    assert tool.output_schema == {
+        "type": "object",
+        "properties": {"n": {"description": f"N{clean}"}},
+    }
+    [notice] = [p for p in load_paths([folder]).problems if "removed" in p.message]
+    assert "from 6 description(s) or title(s) inside its input or output schema" in notice.message
+
+
 async def test_a_remote_schema_ref_is_never_fetched_by_the_server(tmp_path: Path) -> None:
     fetched: list[bytes] = []
     listener = socket.create_server(("127.0.0.1", 0))
@@ -292,13 +342,52 @@ async def test_a_remote_schema_ref_is_never_fetched_by_the_server(tmp_path: Path
     settings = dataclasses.replace(
         settings, paths=[*settings.paths, tmp_path / "remote"], sandbox="off"
     )
+    loaded = load_catalog(settings, BUILTIN_SPECS)
+    [problem] = loaded.errors  # the server serves the other tools, and says which it left out
+    assert '"remote_ref"' in problem.render() and remote in problem.render()
     try:
-        async with served_client(settings) as client:
-            result = await client.call_tool("remote_ref", {"text": "x"})
+        async with open_bridge(settings, loaded) as bridge:
+            server = ToolbridgeServer(bridge).server
+            async with Client(server, mode="auto", raise_exceptions=True) as client:
+                listed = {tool.name for tool in (await client.list_tools()).tools}
+                with pytest.raises(MCPError, match="Unknown tool: remote_ref"):
+                    await client.call_tool("remote_ref", {"text": "x"})
     finally:
         listener.close()
     assert fetched == []
-    assert result.is_error and "cannot be resolved" in str(result.content), result
+    assert "remote_ref" not in listed and "echo" in listed  # left out, not served broken
+
+
+@pytest.mark.parametrize(
+    "ref",
+    ["http://127.0.0.1:9/schema.json", "file:///etc/passwd", "other.json#/$defs/x", "schema:x.v1"],
+)
+def test_a_schema_ref_outside_the_schema_is_a_load_error_naming_the_tool(
+    tmp_path: Path, ref: str
+) -> None:
+    """Each call failed 'cannot be resolved' (the server fetches nothing since the red-team
+    pass of 2026-11-29, 4th): now lint and doctor name the tool, the ref and the way out."""
+    tool = echo_tool("remote_ref")
+    tool["schema"] = {"type": "object", "properties": {"text": {"$ref": ref}}}
+    kept = echo_tool("local_ref")
+    kept["schema"] = {
+        "type": "object",
+        "properties": {"text": {"$ref": "#/$defs/t"}, "n": {"$ref": "https://x.test/n"}},
+        "$defs": {"t": {"type": "string"}, "n": {"$id": "https://x.test/n", "type": "integer"}},
+    }
+    folder = agentcli_manifest(tmp_path / "remote", [tool, kept], {"echo": ECHO})
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_toolbridge", "lint", str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode != 0
+    [line] = [line for line in done.stdout.splitlines() if "$ref" in line]
+    assert 'tool[0] "remote_ref": schema: at /properties/text/$ref: $ref ' in line, line
+    assert json.dumps(ref) in line and "inline it" in line and '"schema:ID"' in line, line
+    assert not line.startswith("notice") and "local_ref" not in done.stdout
 
 
 def _path_setter(tmp_path: Path, env: dict[str, str], var_default: str | None = None) -> Path:

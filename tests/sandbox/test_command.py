@@ -11,7 +11,7 @@ from mcp_toolbridge.errors import ExecSpawnError
 from mcp_toolbridge.executors import run_process
 from mcp_toolbridge.sandbox.bwrap import HostView, plan_launch
 from mcp_toolbridge.sandbox.profile import SandboxProfile, secret_paths
-from tests.sandbox.conftest import Box
+from tests.sandbox.conftest import Box, report
 
 
 def _command(view: HostView, profile: SandboxProfile, cwd: Path) -> list[str]:
@@ -85,3 +85,57 @@ async def test_a_program_the_sandbox_cannot_run_fails_as_execve_says(
             timeout_s=20,
             sandbox=box.confine(),
         )
+
+
+# Found by the red-team pass of 2026-11-29 (4th): the sandbox showed each folder on the
+# launch's PATH (and the folder above a bin folder), so whatever set a tool's PATH chose what
+# its sandbox showed. The loaders and EnvSpec refuse a PATH now; these launches carry one
+# anyway, as any future way of setting a tool's environment could.
+
+
+def _outside_bin(box: Box) -> tuple[Path, Path]:
+    """``outside/bin`` holding a ``toolbridge-probe`` script, and ``outside/secret.txt``."""
+    secret = box.outside / "secret.txt"
+    secret.write_text("PRIVATE-DATA", encoding="utf-8")
+    folder = box.outside / "bin"
+    folder.mkdir()
+    probe = folder / "toolbridge-probe"
+    probe.write_text("#!/bin/sh\necho ran\n", encoding="utf-8")
+    probe.chmod(0o755)
+    return folder, secret
+
+
+async def test_a_launch_whose_path_names_another_folder_is_not_shown_it(box: Box) -> None:
+    folder, secret = _outside_bin(box)
+    script = (
+        "import json, sys\ntry:\n    s = open(sys.argv[1]).read()\n"
+        "except OSError as e:\n    s = type(e).__name__\nprint(json.dumps({'read': s}))\n"
+    )
+    path = f"{folder}:{box.env['PATH']}"
+    outcome = await box.python(script, env={"PATH": path}, argv=[str(secret)])
+    assert report(outcome) == {"read": "FileNotFoundError"}
+
+
+async def test_a_command_name_is_looked_up_on_the_servers_path_not_the_launchs(
+    box: Box,
+) -> None:
+    folder, _ = _outside_bin(box)
+    env = {**box.env, "PATH": f"{folder}:{box.env['PATH']}"}
+    with pytest.raises(ExecSpawnError, match="no such file"):
+        await run_process(
+            ["toolbridge-probe"],
+            stdin=None,
+            cwd=str(box.ws),
+            env=env,
+            timeout_s=20,
+            sandbox=box.confine(),
+        )
+
+
+def test_the_view_holds_the_servers_path_and_shows_its_folders(tmp_path: Path) -> None:
+    folder = tmp_path / "tools" / "bin"
+    folder.mkdir(parents=True)
+    path = f"{folder}:/usr/bin:/bin"
+    view = HostView.detect("bwrap", home=None, masks=(), path=path)
+    assert view.path == view.lookup == path
+    assert view.path_shown[:2] == (str(folder), str(folder.parent))

@@ -275,7 +275,7 @@ def test_a_fresh_sandbox_sets_the_limits_inside_with_or_without_prlimit(
     interpreter where not. Either way the command keeps its name (``argv[0]``) and cannot
     raise a limit again."""
     limits = Limits(PROCESSES, OPEN_FILES, MEMORY_MIB, FILE_MIB)
-    sandbox = Sandbox("required", home=tmp_path, limits=limits)
+    sandbox = Sandbox("required", home=tmp_path, limits=limits, path=PATH)  # the server's PATH
     view = sandbox._view()
     assert view.prlimit is not None, "util-linux's prlimit is on every machine the suite runs on"
     if not prlimit:

@@ -53,8 +53,8 @@ class EnvSpec(Frozen):
 
     The loaders refuse what may not be here with a message naming the manifest's line; the
     model refuses it again, so no other way of making a ToolSpec can: the server's own
-    variables, and PATH among the fixed values (the sandbox shows every folder on the child's
-    PATH, so a manifest's PATH would choose what its tool may read)."""
+    variables, and PATH among the fixed values (a tool's PATH is the server's: the sandbox
+    shows the folders on the server's PATH, and a manifest's would not be found there)."""
 
     passthrough: tuple[str, ...] = ()
     """Names copied from the server's environment when set there (agentcli envPassthrough)."""

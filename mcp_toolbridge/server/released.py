@@ -56,7 +56,26 @@ PASSING = SessionMessage(
 """What the transport's router is given after each answer, to hold instead of it."""
 
 
-class ReleasingReads:
+class _ClosedOnExit:
+    """A stream that ``async with`` closes, as the SDK's stream protocols ask."""
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> bool | None:
+        await self.aclose()
+        return None
+
+
+class ReleasingReads(_ClosedOnExit):
     """A session's read stream (the SDK's ``ReadStream``), which empties each message it
     handed out once the next one is asked for, and forgets the sender's context with it."""
 
@@ -98,20 +117,8 @@ class ReleasingReads:
         self._release()
         await self._inner.aclose()
 
-    async def __aenter__(self) -> Self:
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> bool | None:
-        await self.aclose()
-        return None
-
-
-class ReleasingWrites:
+class ReleasingWrites(_ClosedOnExit):
     """A session's write stream (the SDK's ``WriteStream``), which passes :data:`PASSING`
     after each answer (a response or an error to a request)."""
 
@@ -125,18 +132,6 @@ class ReleasingWrites:
 
     async def aclose(self) -> None:
         await self._inner.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> bool | None:
-        await self.aclose()
-        return None
 
 
 class ReleasingTransport(StreamableHTTPServerTransport):

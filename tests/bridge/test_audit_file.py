@@ -9,10 +9,11 @@ from __future__ import annotations
 import os
 import pwd
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.cli import run_cli
 
 TIMEOUT_S = 60.0
 
@@ -24,15 +25,8 @@ def _call(tmp_path: Path, audit: Path) -> subprocess.CompletedProcess[str]:
     workspace.mkdir(exist_ok=True)
     env = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache")}
     argv = ["call", "--audit", str(audit), "--locked", "read", "--workspace", str(workspace)]
-    return subprocess.run(
-        [sys.executable, "-m", "mcp_toolbridge", *argv, "read", "--args", '{"file_path":"x"}'],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        env=env,
-        cwd=workspace,
-        check=False,
+    return run_cli(
+        [*argv, "read", "--args", '{"file_path":"x"}'], env=env, cwd=workspace, timeout_s=TIMEOUT_S
     )
 
 

@@ -19,6 +19,7 @@ import pytest
 from blake3 import blake3
 
 from mcp_toolbridge.cache import folder as cachefile
+from tests.support.cli import run_cli
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sandbox")
 
@@ -45,16 +46,7 @@ def _call(
     argv = ["call", "--no-audit", "--sandbox", "required", "--locked", "bash", "--allow", "bash"]
     argv += [] if cached else ["--no-index-cache"]
     argv += ["--workspace", str(workspace), "bash", "--args", json.dumps({"command": command})]
-    return subprocess.run(
-        [sys.executable, "-m", "mcp_toolbridge", *argv],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        env=env,
-        cwd=workspace,
-        check=False,
-    )
+    return run_cli(argv, env=env, cwd=workspace, timeout_s=TIMEOUT_S)
 
 
 def _forged(original: bytes, key: bytes, marker: Path) -> bytes:

@@ -9,12 +9,12 @@ import logging
 import os
 import pwd
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from mcp_toolbridge.cache import CacheFolder
+from tests.support.cli import run_cli
 
 TIMEOUT_S = 60.0
 
@@ -26,15 +26,8 @@ def _call(tmp_path: Path, cache: Path) -> subprocess.CompletedProcess[str]:
     workspace.mkdir(exist_ok=True)
     env = {**os.environ, "HOME": str(home), "TOOLBRIDGE_CACHE_DIR": str(cache)}
     argv = ["call", "--no-audit", "--locked", "read", "--workspace", str(workspace)]
-    return subprocess.run(
-        [sys.executable, "-m", "mcp_toolbridge", *argv, "read", "--args", '{"file_path":"x"}'],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        env=env,
-        cwd=workspace,
-        check=False,
+    return run_cli(
+        [*argv, "read", "--args", '{"file_path":"x"}'], env=env, cwd=workspace, timeout_s=TIMEOUT_S
     )
 
 

@@ -333,12 +333,13 @@ def check_manifests(settings: Settings) -> Finding:
     if loaded.errors:
         shown = "; ".join(p.render() for p in loaded.errors[:3])
         more = f" and {len(loaded.errors) - 3} more" if len(loaded.errors) > 3 else ""
+        valid = len(loaded.catalog.manifest_names())
+        skip = f", or serve the {counted(valid, 'valid tool')} with --skip-invalid" if valid else ""
         return Finding(
             False,
             "manifests",
             f"{counted(len(loaded.errors), 'problem')}: {shown}{more}",
-            "fix them (`mcp-toolbridge lint PATH` lists every one), or serve the valid "
-            "tools with --skip-invalid",
+            f"fix them (`mcp-toolbridge lint PATH` lists every one){skip}",
         )
     specs = loaded.catalog.specs()
     own = [spec for spec in specs if not spec.is_locked]

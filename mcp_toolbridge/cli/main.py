@@ -43,7 +43,12 @@ def _load_or_exit(
     loaded = load_catalog(settings_of(args), locked=builtins)
     if loaded.errors and not allow_errors:
         _print_problems(loaded)
-        skip = " (or serve the valid tools with --skip-invalid)" if "skip_invalid" in args else ""
+        valid = len(loaded.catalog.manifest_names())
+        skip = (  # with no valid tool (a mistyped path), --skip-invalid would serve none
+            f" (or serve the {counted(valid, 'valid tool')} with --skip-invalid)"
+            if "skip_invalid" in args and valid
+            else ""
+        )
         err(f"mcp-toolbridge: {counted(len(loaded.errors), 'problem')} found; nothing served{skip}")
         return EXIT_LOAD
     return loaded

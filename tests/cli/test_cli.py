@@ -275,7 +275,7 @@ def test_serve_refuses_invalid_manifests_with_every_problem_and_exit_2(
     assert err.splitlines() == [
         *(f"{broken}/{line}" for line in BROKEN_LINES),
         "mcp-toolbridge: 3 problems found; nothing served "
-        "(or serve the valid tools with --skip-invalid)",
+        "(or serve the 1 valid tool with --skip-invalid)",
     ]
 
 

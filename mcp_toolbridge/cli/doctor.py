@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import os
 import shutil
 import sys
@@ -34,6 +33,13 @@ from mcp_toolbridge.cache import CACHE_DIR_ENV, default_cache_dir
 from mcp_toolbridge.catalog import semantic_status
 from mcp_toolbridge.cli.clients import CLIENTS, SERVER_NAME, client_config, serving_options
 from mcp_toolbridge.cli.console import EXIT_OK, EXIT_PROBLEMS, counted, out
+from mcp_toolbridge.cli.entries import (
+    Finding,
+    argv_of,
+    check_key,
+    entry_from_file,
+    filled_in,
+)
 from mcp_toolbridge.cli.installed import (
     in_pipx_cache,
     in_uv_cache,
@@ -78,60 +84,9 @@ def client_launch(client: str | None, environ: dict[str, str]) -> ClientLaunch:
     return ClientLaunch(here, None, "this shell")
 
 
-@dataclass(frozen=True)
-class Finding:
-    ok: bool
-    what: str
-    detail: str
-    fix: str = ""
-
-    def render(self) -> str:
-        line = f"{'ok' if self.ok else 'problem':<8} {self.what:<12} {self.detail}"
-        indent = "\n" + " " * 27  # under the first line of the fix
-        fix = self.fix.replace("\n", indent)
-        return line + (f"\n{'':<8} {'':<12} fix: {fix}" if self.fix else "")
-
-
-def _entry_from_file(file: Path) -> dict[str, Any] | Finding:
-    """The entry of a client config file that starts mcp-toolbridge."""
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        return Finding(False, "config", f"cannot read {file}: {exc}", "give a client's JSON file")
-    servers: dict[str, Any] = {}
-    if isinstance(data, dict):
-        for key in ("mcpServers", "servers"):
-            if isinstance(data.get(key), dict):
-                servers.update(data[key])
-    chosen = servers.get(SERVER_NAME)
-    if not isinstance(chosen, dict):
-        chosen = next(
-            (
-                e
-                for e in servers.values()
-                if isinstance(e, dict)
-                and any("mcp-toolbridge" in str(p) or "mcp_toolbridge" in str(p) for p in _argv(e))
-            ),
-            None,
-        )
-    if chosen is None:
-        return Finding(
-            False,
-            "config",
-            f"{file} has no server entry that starts mcp-toolbridge",
-            "add the entry `mcp-toolbridge config --client NAME` prints",
-        )
-    return chosen
-
-
-def _argv(entry: dict[str, Any]) -> list[str]:
-    args = entry.get("args", [])
-    return [str(entry.get("command", "")), *(str(a) for a in args if isinstance(args, list))]
-
-
 def _entry(args: argparse.Namespace) -> dict[str, Any] | Finding:
     if args.config is not None:
-        return _entry_from_file(args.config)
+        return entry_from_file(args.config)
     if args.client is None:
         return {"command": server_command()[0], "args": [*server_command()[1:], "serve"]}
     try:
@@ -245,7 +200,7 @@ def _serve_options(
 ) -> argparse.Namespace | Finding:
     """The entry's ``serve`` arguments, parsed as serve parses them, relative paths taken
     from the client's working directory, the client's folder variable put in."""
-    argv = _argv(entry)[1:]
+    argv = argv_of(entry)[1:]
     kind = CLIENTS.get(args.client or "")
     if kind is not None and (folder := kind.folder(args.config)) is not None:
         argv = folder.expand(argv)
@@ -446,16 +401,24 @@ def diagnose(args: argparse.Namespace, parse: Parse, settings_of: SettingsOf) ->
     entry = _entry(args)
     if isinstance(entry, Finding):
         return [entry]
+    if args.config is not None and args.client is not None:
+        findings += [f for f in [check_key(args.config, args.client)] if f is not None]
     findings += check_command(str(entry.get("command", "")), launch, title)
-    if (gone := source_problem(_argv(entry)[1:], launch.cwd)) is not None:
+    if (gone := source_problem(argv_of(entry)[1:], launch.cwd)) is not None:
         findings = [f for f in findings if not f.ok] + [Finding(False, "command", *gone)]
     parsed = _serve_options(entry, launch, parse, args) if args.client or args.config else args
     if isinstance(parsed, Finding):
         return [*findings, parsed]
     given = parsed.workspace
-    if given is not None and not given.is_absolute() and "${" not in str(given):
-        given = (Path(launch.cwd) if launch.cwd else Path.cwd()) / given
-    findings.append(check_workspace(given, launch, title))
+    filled = None if given is None else filled_in(given, args.client, environ)
+    if isinstance(filled, Finding):
+        findings.append(filled)
+        given = None
+    else:
+        given = filled
+        if given is not None and not given.is_absolute() and "${" not in str(given):
+            given = (Path(launch.cwd) if launch.cwd else Path.cwd()) / given
+        findings.append(check_workspace(given, launch, title))
     usable = given if given is not None and "${" not in str(given) else None
     client_env = {**environ, "PATH": launch.path}
     settings = replace(settings_of(parsed), workspace=usable, environ=client_env, progress=False)

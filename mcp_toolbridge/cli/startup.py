@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -93,6 +94,13 @@ def workspace_line(settings: Settings, *, follows_roots: bool) -> str:
     roots = "; the client's MCP roots move it" if follows_roots else ""
     if settings.workspace is not None:
         if workspace is not None and not workspace.is_dir():  # a mistyped path in a config
+            if (variable := re.search(r"\$\{[^}]*\}", str(settings.workspace))) is not None:
+                return (  # copied from a VS Code or Cursor entry into another client's
+                    f"workspace {variable[0]} (--workspace) is a variable no one filled in: "
+                    "this client does not replace it (VS Code and Cursor do); read, write, "
+                    "edit, glob, grep and bash fail until the client's config names the "
+                    "project folder by its path"
+                )
             return (
                 f"workspace {workspace} (--workspace) is not a folder: read, write, edit, glob, "
                 "grep and bash fail until it is one; check the path in the client's config"

@@ -5,6 +5,7 @@ command line (a process per verb, a home folder of its own)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -67,4 +68,71 @@ def test_a_mistyped_manifest_path_is_not_answered_with_skip_invalid(home, projec
     assert done.stderr.splitlines()[-1] == (
         "mcp-toolbridge: 1 problem found; nothing served (or serve the 3 valid tools with "
         "--skip-invalid)"
+    )
+
+
+def _doctor_lines(done: subprocess.CompletedProcess[str]) -> dict[str, str]:
+    """Each check's line (and its fix) by the check's name."""
+    lines: dict[str, str] = {}
+    last = ""
+    for line in done.stdout.splitlines()[1:-1]:
+        if line.startswith(("ok ", "problem ")):
+            last = line.split()[1]
+            lines[last] = line
+        else:
+            lines[last] += "\n" + line
+    return lines
+
+
+@pytest.mark.parametrize(
+    ("client", "written", "read"),
+    [("claude-desktop", "servers", "mcpServers"), ("vscode", "mcpServers", "servers")],
+)
+def test_an_entry_under_another_clients_key_is_a_problem(home, project, client, written, read):
+    """VS Code's ``.vscode/mcp.json`` (``"servers"``) pasted into Claude Desktop's file, or the
+    other way round: the client reads its own key only and starts nothing, and doctor found
+    the entry under either key and said all was well."""
+    config = home / "config.json"
+    entry = _entry("serve", "--workspace", str(project), "--sandbox", "off")
+    config.write_text(json.dumps({written: {"toolbridge": entry}}), encoding="utf-8")
+
+    done = cli(home, "doctor", "--client", client, "--config", str(config))
+
+    assert done.returncode == 1, done.stdout
+    title = {"claude-desktop": "Claude Desktop", "vscode": "VS Code"}[client]
+    assert _doctor_lines(done)["config"] == (
+        f'problem  config       {config} has the entry under "{written}", which {title} does '
+        f"not read: it starts no server from it\n"
+        f'                      fix: rename "{written}" to "{read}"'
+    )
+
+
+@pytest.mark.parametrize("client", ["claude-desktop", "claude-code"])
+def test_a_folder_variable_the_client_does_not_fill_in_is_a_problem(home, project, client):
+    """``--workspace ${workspaceFolder}``, copied from a VS Code or Cursor entry into Claude
+    Desktop's: doctor said "the folder Claude Desktop has open", but Claude Desktop has none
+    and passes the words as written, so the file tools and bash fail on every call."""
+    config = home / "config.json"
+    entry = _entry("serve", "--workspace", "${workspaceFolder}", "--sandbox", "off")
+    config.write_text(json.dumps({"mcpServers": {"toolbridge": entry}}), encoding="utf-8")
+
+    done = cli(home, "doctor", "--client", client, "--config", str(config))
+
+    assert done.returncode == 1, done.stdout
+    title = {"claude-desktop": "Claude Desktop", "claude-code": "Claude Code"}[client]
+    assert _doctor_lines(done)["workspace"] == (
+        f"problem  workspace    ${{workspaceFolder}} is VS Code's and Cursor's variable: {title} "
+        "does not fill it in, so the server gets it as written and the file tools and bash "
+        "fail on every call\n"
+        "                      fix: write the project folder's absolute path in the entry "
+        "(`mcp-toolbridge config --client "
+        f"{client}` run in the project writes it)"
+    )
+
+    done = cli(home, "serve", "--workspace", "${workspaceFolder}", "--locked", "none", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[-1] == (
+        "mcp-toolbridge: workspace ${workspaceFolder} (--workspace) is a variable no one filled "
+        "in: this client does not replace it (VS Code and Cursor do); read, write, edit, glob, "
+        "grep and bash fail until the client's config names the project folder by its path"
     )

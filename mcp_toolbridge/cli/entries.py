@@ -1,0 +1,130 @@
+"""A client config's entry as the client reads it, for ``doctor``: the entry that starts
+mcp-toolbridge in a config file, under the key that client reads, and the variables in its
+arguments that client fills in (``${workspaceFolder}``: VS Code and Cursor; environment
+variables: Claude Code; none: Claude Desktop)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcp_toolbridge.cli.clients import CLIENTS, SERVER_NAME
+
+SERVER_KEYS = ("mcpServers", "servers")
+"""The keys of a client config's server table: Claude Desktop, Claude Code and Cursor read
+``mcpServers``, VS Code ``servers``."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    ok: bool
+    what: str
+    detail: str
+    fix: str = ""
+
+    def render(self) -> str:
+        line = f"{'ok' if self.ok else 'problem':<8} {self.what:<12} {self.detail}"
+        indent = "\n" + " " * 27  # under the first line of the fix
+        fix = self.fix.replace("\n", indent)
+        return line + (f"\n{'':<8} {'':<12} fix: {fix}" if self.fix else "")
+
+
+def entry_from_file(file: Path) -> dict[str, Any] | Finding:
+    """The entry of a client config file that starts mcp-toolbridge."""
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return Finding(False, "config", f"cannot read {file}: {exc}", "give a client's JSON file")
+    servers: dict[str, Any] = {}
+    if isinstance(data, dict):
+        for key in SERVER_KEYS:
+            if isinstance(data.get(key), dict):
+                servers.update(data[key])
+    chosen = _ours(servers)
+    if chosen is None:
+        return Finding(
+            False,
+            "config",
+            f"{file} has no server entry that starts mcp-toolbridge",
+            "add the entry `mcp-toolbridge config --client NAME` prints",
+        )
+    return chosen
+
+
+def check_key(file: Path, client: str) -> Finding | None:
+    """A problem when the entry is under another client's key (VS Code's ``servers`` pasted
+    into Claude Desktop's file, or the other way round): the client reads its own only."""
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # said by the entry's own check
+    kind = CLIENTS[client]
+    if not isinstance(data, dict) or _ours(data.get(kind.top_key)) is not None:
+        return None
+    for key in SERVER_KEYS:
+        if key != kind.top_key and _ours(data.get(key)) is not None:
+            return Finding(
+                False,
+                "config",
+                f'{file} has the entry under "{key}", which {kind.title} does not read: it '
+                "starts no server from it",
+                f'rename "{key}" to "{kind.top_key}"',
+            )
+    return None
+
+
+def _ours(servers: object) -> dict[str, Any] | None:
+    """The entry of ``servers`` (a config's server table) that starts mcp-toolbridge."""
+    if not isinstance(servers, dict):
+        return None
+    chosen = servers.get(SERVER_NAME)
+    if not isinstance(chosen, dict):
+        chosen = next(
+            (
+                e
+                for e in servers.values()
+                if isinstance(e, dict)
+                and any(
+                    "mcp-toolbridge" in str(p) or "mcp_toolbridge" in str(p) for p in argv_of(e)
+                )
+            ),
+            None,
+        )
+    return chosen
+
+
+def argv_of(entry: dict[str, Any]) -> list[str]:
+    args = entry.get("args", [])
+    return [str(entry.get("command", "")), *(str(a) for a in args if isinstance(args, list))]
+
+
+def filled_in(given: Path, client: str | None, environ: dict[str, str]) -> Path | Finding:
+    """``given`` with the variables the client fills in replaced (Claude Code: environment
+    variables), or a problem naming one it does not (``${workspaceFolder}`` in Claude
+    Desktop's entry reaches the server as written)."""
+    kind = CLIENTS.get(client or "")
+    if kind is None or kind.folder_variable is not None:
+        return given  # this shell, or the client's folder variable: said as it is
+    text = str(given)
+    if kind.name == "claude-code":  # it expands ${VAR} from its environment
+        text = os.path.expandvars(text) if "${" in text else text
+    found = re.search(r"\$\{[^}]*\}", text)
+    if found is None:
+        return Path(text)
+    variable = found[0]
+    whose = "VS Code's and Cursor's variable" if variable == "${workspaceFolder}" else "a variable"
+    return Finding(
+        False,
+        "workspace",
+        f"{variable} is {whose}: {kind.title} does not fill it in, so the server gets it as "
+        "written and the file tools and bash fail on every call",
+        "write the project folder's absolute path in the entry (`mcp-toolbridge config "
+        f"--client {kind.name}` run in the project writes it)",
+    )
+
+
+__all__ = ["SERVER_KEYS", "Finding", "argv_of", "check_key", "entry_from_file", "filled_in"]

@@ -450,6 +450,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if given and given[0][:1] not in ("", "-") and given[0] not in VERBS:
         import difflib  # a misspelt verb alone: not on every start
 
+        from mcp_toolbridge.cli.unknown import VERBS_ELSEWHERE
+
+        if (elsewhere := VERBS_ELSEWHERE.get(given[0].lower())) is not None:
+            parser.error(f"unknown verb {given[0]!r}; {elsewhere}")
         if meant := difflib.get_close_matches(given[0], VERBS, n=1):  # argparse says no more
             parser.error(f"unknown verb {given[0]!r}; did you mean {meant[0]!r}?")
     if not given or given[0] not in verbs or given[0] == POLICY_SHOW:

@@ -1,6 +1,8 @@
 """What ``call`` and ``inspect`` say of a tool name no served tool has: the names it may have
 meant, and, when no manifest was named, that the tools come from the bundled examples (a first
-``mcp-toolbridge call my_tool`` forgets the manifest's path more often than it misspells)."""
+``mcp-toolbridge call my_tool`` forgets the manifest's path more often than it misspells); and
+what the command line says of a verb other tools have (``init``, ``validate``, ``run``): the
+verb that does it here."""
 
 from __future__ import annotations
 
@@ -33,4 +35,29 @@ def no_such_tool(args: argparse.Namespace, loaded: Loaded) -> str:
     )
 
 
-__all__ = ["no_such_tool"]
+_CHECK = "to check manifests: lint PATH; a client's setup: doctor --client NAME"
+_RUN = "to run one tool: call TOOL PATH --args JSON; to serve them: serve PATH"
+VERBS_ELSEWHERE = {
+    "init": "there is none: write a manifest (docs/manifests.md), check it with lint PATH, "
+    "and config --client NAME PATH prints the client's entry",
+    "new": "there is none: write a manifest (docs/manifests.md) and check it with lint PATH",
+    "install": "to add the server to a client: config --client NAME PATH",
+    "add": "to add the server to a client: config --client NAME PATH",
+    "setup": "to add the server to a client: config --client NAME PATH",
+    "check": _CHECK,
+    "validate": _CHECK,
+    "verify": _CHECK,
+    "run": _RUN,
+    "exec": _RUN,
+    "invoke": _RUN,
+    "start": "to serve the tools: serve PATH",
+    "ls": "to list the tools: list PATH",
+    "show": "a tool's record: inspect TOOL PATH; the policy: policy show",
+    "info": "a tool's record: inspect TOOL PATH",
+    "describe": "a tool's record: inspect TOOL PATH",
+    "find": "to search the tools: search QUERY PATH",
+}
+"""Verbs other command lines have (agentpm init, npm run, ...), and what does it here."""
+
+
+__all__ = ["VERBS_ELSEWHERE", "no_such_tool"]

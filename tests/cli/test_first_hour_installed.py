@@ -136,3 +136,25 @@ def test_a_folder_variable_the_client_does_not_fill_in_is_a_problem(home, projec
         "in: this client does not replace it (VS Code and Cursor do); read, write, edit, glob, "
         "grep and bash fail until the client's config names the project folder by its path"
     )
+
+
+@pytest.mark.parametrize(
+    ("verb", "said"),
+    [
+        (
+            "init",
+            "there is none: write a manifest (docs/manifests.md), check it with lint PATH, and "
+            "config --client NAME PATH prints the client's entry",
+        ),
+        ("validate", "to check manifests: lint PATH; a client's setup: doctor --client NAME"),
+        ("run", "to run one tool: call TOOL PATH --args JSON; to serve them: serve PATH"),
+    ],
+)
+def test_a_verb_from_another_tool_is_answered_with_the_verb_that_does_it(home, verb, said):
+    """``mcp-toolbridge init`` (agentpm init, npm init) was answered "did you mean 'lint'?",
+    a verb that checks the bundled examples; ``validate`` and ``run`` listed the twelve verbs
+    and left the reader to guess."""
+    done = cli(home, verb)
+
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == f"mcp-toolbridge: error: unknown verb {verb!r}; {said}"

@@ -14,7 +14,7 @@ from mcp_toolbridge import __version__
 from mcp_toolbridge.builtins import LOCKED_IDS, parse_locked
 from mcp_toolbridge.cli.config import add_client_option
 from mcp_toolbridge.cli.serve import add_serve_options
-from mcp_toolbridge.cli.values import positive, seconds
+from mcp_toolbridge.cli.values import one_allowed, positive, seconds
 from mcp_toolbridge.errors import ConfigError
 from mcp_toolbridge.executors import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
 from mcp_toolbridge.runtime import Settings
@@ -105,12 +105,13 @@ def _add_policy_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow",
         action="append",
+        type=one_allowed,
         default=[],
         metavar="NAME[=PATTERN]",
         help="allow without asking, over the policy: a tool or capability (NAME=PATTERN: one "
         "path, host or command of it), a glob of tool names ('fx_*'), or every tool of a "
-        "manifest (its file or folder: ./manifests/fx); repeatable, e.g. --allow fs_rm "
-        "--allow 'bash=git status'",
+        "manifest (its file or folder: ./manifests/fx); repeatable, one name each, e.g. "
+        "--allow fs_rm --allow 'bash=git status'",
     )
     parser.add_argument(
         "--workspace",

@@ -158,3 +158,21 @@ def test_a_verb_from_another_tool_is_answered_with_the_verb_that_does_it(home, v
 
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1] == f"mcp-toolbridge: error: unknown verb {verb!r}; {said}"
+
+
+def test_a_list_given_to_allow_shows_the_repetition(home, project):
+    """``--allow upper,char-count`` (as ``--locked read,glob`` takes a list) was refused as
+    'unknown permission "upper,char-count": not a tool served here', which reads as if the
+    tools were not served. A path with a comma that exists is still a manifest's folder."""
+    done = cli(home, "serve", "--workspace", str(project), "--allow", "upper,char-count")
+
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == (
+        "mcp-toolbridge serve: error: argument --allow: one tool or capability per --allow, "
+        "not the list 'upper,char-count': repeat it (--allow upper --allow char-count)"
+    )
+
+    (home / "a,b").symlink_to(EXAMPLES)
+    done = cli(home, "call", "word_count", "a,b", "--allow", "./a,b", "--args", '{"text": "x y"}')
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["words"] == 2

@@ -198,8 +198,9 @@ def _interpreter(command: Path, launch: ClientLaunch) -> Finding | None:
 def _serve_options(
     entry: dict[str, Any], launch: ClientLaunch, parse: Parse, args: argparse.Namespace
 ) -> argparse.Namespace | Finding:
-    """The entry's ``serve`` arguments, parsed as serve parses them, relative paths taken
-    from the client's working directory, the client's folder variable put in."""
+    """The entry's ``serve`` arguments, parsed as serve parses them, the client's folder
+    variable put in (relative paths are taken from the client's folder by
+    :func:`_from_client_folder`)."""
     argv = argv_of(entry)[1:]
     kind = CLIENTS.get(args.client or "")
     if kind is not None and (folder := kind.folder(args.config)) is not None:
@@ -216,11 +217,34 @@ def _serve_options(
         parsed = parse(argv[verb:])
     except SystemExit:
         return Finding(False, "arguments", "the entry's arguments do not parse (above)", "fix them")
+    return parsed
+
+
+def _from_client_folder(
+    parsed: argparse.Namespace, launch: ClientLaunch, title: str
+) -> list[Finding]:
+    """The entry's relative manifest and policy paths made absolute from the folder the client
+    starts servers in, as the server reads them; a problem for each that is not there (a path
+    written from the project, which the client does not start in)."""
     base = Path(launch.cwd) if launch.cwd else Path.cwd()
+    given = [*parsed.paths, *([parsed.policy] if parsed.policy is not None else [])]
+    problems = []
+    for path in [p for p in given if not p.is_absolute() and not (base / p).exists()]:
+        meant = Path.cwd() / path
+        where = f': "{meant}"' if launch.cwd and meant.exists() else ""
+        problems.append(
+            Finding(
+                False,
+                "arguments",
+                f"{path} is relative, and {title} starts servers in {base}, where it is "
+                f"{base / path}, which is not there",
+                f"write its absolute path in the entry{where}",
+            )
+        )
     parsed.paths = [p if p.is_absolute() else base / p for p in parsed.paths]
     if parsed.policy is not None and not parsed.policy.is_absolute():
         parsed.policy = base / parsed.policy
-    return parsed
+    return problems
 
 
 def check_workspace(given: Path | None, launch: ClientLaunch, title: str) -> Finding:
@@ -409,6 +433,8 @@ def diagnose(args: argparse.Namespace, parse: Parse, settings_of: SettingsOf) ->
     parsed = _serve_options(entry, launch, parse, args) if args.client or args.config else args
     if isinstance(parsed, Finding):
         return [*findings, parsed]
+    if args.client or args.config:
+        findings += _from_client_folder(parsed, launch, title)
     given = parsed.workspace
     filled = None if given is None else filled_in(given, args.client, environ)
     if isinstance(filled, Finding):

@@ -176,3 +176,23 @@ def test_a_list_given_to_allow_shows_the_repetition(home, project):
     done = cli(home, "call", "word_count", "a,b", "--allow", "./a,b", "--args", '{"text": "x y"}')
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["words"] == 2
+
+
+def test_a_relative_manifest_path_in_a_clients_entry_names_its_absolute_path(home, project):
+    """An entry written by hand with ``mytools`` (as typed at a shell in the home folder):
+    Claude Desktop starts servers in /, so the server looks for /mytools. doctor said only
+    "/mytools: no such file or folder" with "fix them (lint ...)"; it names the path as the
+    client reads it and the absolute path to write."""
+    (home / "mytools").symlink_to(EXAMPLES)
+    config = home / "config.json"
+    entry = _entry("serve", "--workspace", str(project), "--sandbox", "off", "mytools")
+    config.write_text(json.dumps({"mcpServers": {"toolbridge": entry}}), encoding="utf-8")
+
+    done = cli(home, "doctor", "--client", "claude-desktop", "--config", str(config))
+
+    assert done.returncode == 1, done.stdout
+    assert _doctor_lines(done)["arguments"] == (
+        "problem  arguments    mytools is relative, and Claude Desktop starts servers in /, "
+        "where it is /mytools, which is not there\n"
+        f'                      fix: write its absolute path in the entry: "{home / "mytools"}"'
+    )

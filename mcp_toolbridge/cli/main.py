@@ -27,6 +27,7 @@ from mcp_toolbridge.cli.console import (
 from mcp_toolbridge.cli.parsing import parse_args, settings_of
 from mcp_toolbridge.cli.programs import AS_A_CLIENT, unstartable, unstartable_problems
 from mcp_toolbridge.cli.serve import inputs_before, run_server
+from mcp_toolbridge.cli.unknown import examples_notice
 from mcp_toolbridge.errors import Severity, ToolbridgeError
 from mcp_toolbridge.runtime import Loaded, bundled_manifests, load_catalog
 
@@ -274,6 +275,8 @@ COMMANDS = {
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(name)s: %(message)s")
+    if args.verb not in ("call", "inspect") and (notice := examples_notice(args)) is not None:
+        err(notice)  # call and inspect say it of a tool they do not find (cli/unknown.py)
     try:
         code = COMMANDS[args.verb](args)
         sys.stdout.flush()  # inside the try: a reader gone away is handled below

@@ -196,3 +196,31 @@ def test_a_relative_manifest_path_in_a_clients_entry_names_its_absolute_path(hom
         "where it is /mytools, which is not there\n"
         f'                      fix: write its absolute path in the entry: "{home / "mytools"}"'
     )
+
+
+def test_a_verb_run_beside_a_manifest_without_naming_it_says_the_examples_were_used(home):
+    """``lint`` in the folder of the tools.json just written said "5 tools in 3 manifests, no
+    problems": the bundled examples', not the user's, whose mistakes went unseen."""
+    folder = home / "mine"
+    folder.mkdir()
+    (folder / "tools.json").write_text('{"tools": [{"name": "x"}]}', encoding="utf-8")
+
+    done = cli(home, "lint", cwd=folder)
+    assert done.stdout == "5 tools in 3 manifests, no problems\n"
+    assert done.stderr.splitlines() == [
+        "mcp-toolbridge: no manifest named, so the tools are the bundled examples; ./tools.json "
+        "here was not read: name it on the command line (`mcp-toolbridge lint ./tools.json`, or "
+        ". for this folder)"
+    ]
+    done = cli(home, "config", "--client", "claude-desktop", "--workspace", str(home), cwd=folder)
+    assert done.stderr.splitlines()[0].endswith(
+        "(`mcp-toolbridge config --client NAME ./tools.json`, or . for this folder)"
+    )
+
+    done = cli(home, "lint")
+    assert done.stderr.splitlines() == [
+        "mcp-toolbridge: no manifest named, so the bundled examples were checked: name yours "
+        "(`mcp-toolbridge lint PATH`)"
+    ]
+    done = cli(home, "lint", "./mine", cwd=home)
+    assert done.returncode == 1 and done.stderr == ""

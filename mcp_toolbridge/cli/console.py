@@ -1,11 +1,14 @@
-"""What the command line gives back: its exit statuses, and lines on stdout and stderr.
+"""What the command line gives back: its exit statuses, and lines on stdout and stderr (among
+them the notice that the bundled examples stand in for manifests not named).
 
 While serving, stdout carries the MCP stream, so everything human-facing goes to stderr.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
+from pathlib import Path
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
@@ -35,3 +38,35 @@ def counted(n: int, noun: str, *, none: str | None = None) -> str:
     if n == 0 and none is not None:
         return none
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+MANIFEST_FILES = ("tools.json", "agent.json", "manifest.toml")
+_VERB_WORDS = {
+    "config": "config --client NAME",
+    "doctor": "doctor --client NAME",
+    "search": "search QUERY",
+    "export": "export --format openai",
+    "replay": "replay DIR",
+}
+
+
+def examples_notice(args: argparse.Namespace) -> str | None:
+    """With no manifest named, the tools are the bundled examples: said when the working
+    directory holds a manifest the user may think was read (``lint`` in the folder of the
+    ``tools.json`` just written), and always by ``lint``, whose "no problems" is about them."""
+    if getattr(args, "paths", None) != []:
+        return None
+    here = [name for name in MANIFEST_FILES if (Path.cwd() / name).is_file()]
+    if here:
+        verb = _VERB_WORDS.get(args.verb, args.verb)
+        return (
+            f"mcp-toolbridge: no manifest named, so the tools are the bundled examples; "
+            f"./{here[0]} here was not read: name it on the command line "
+            f"(`mcp-toolbridge {verb} ./{here[0]}`, or . for this folder)"
+        )
+    if args.verb == "lint":
+        return (
+            "mcp-toolbridge: no manifest named, so the bundled examples were checked: name "
+            "yours (`mcp-toolbridge lint PATH`)"
+        )
+    return None

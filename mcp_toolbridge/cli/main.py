@@ -23,11 +23,11 @@ from mcp_toolbridge.cli.console import (
     EXIT_PROBLEMS,
     counted,
     err,
+    examples_notice,
 )
 from mcp_toolbridge.cli.parsing import parse_args, settings_of
 from mcp_toolbridge.cli.programs import AS_A_CLIENT, unstartable, unstartable_problems
 from mcp_toolbridge.cli.serve import inputs_before, run_server
-from mcp_toolbridge.cli.unknown import examples_notice
 from mcp_toolbridge.errors import Severity, ToolbridgeError
 from mcp_toolbridge.runtime import Loaded, bundled_manifests, load_catalog
 

@@ -7,7 +7,6 @@ verb that does it here."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from mcp_toolbridge.runtime import Loaded
 
@@ -37,38 +36,6 @@ def no_such_tool(args: argparse.Namespace, loaded: Loaded) -> str:
     )
 
 
-MANIFEST_FILES = ("tools.json", "agent.json", "manifest.toml")
-_VERB_WORDS = {
-    "config": "config --client NAME",
-    "doctor": "doctor --client NAME",
-    "search": "search QUERY",
-    "export": "export --format openai",
-    "replay": "replay DIR",
-}
-
-
-def examples_notice(args: argparse.Namespace) -> str | None:
-    """With no manifest named, the tools are the bundled examples: said when the working
-    directory holds a manifest the user may think was read (``lint`` in the folder of the
-    ``tools.json`` just written), and always by ``lint``, whose "no problems" is about them."""
-    if getattr(args, "paths", None) != []:
-        return None
-    here = [name for name in MANIFEST_FILES if (Path.cwd() / name).is_file()]
-    if here:
-        verb = _VERB_WORDS.get(args.verb, args.verb)
-        return (
-            f"mcp-toolbridge: no manifest named, so the tools are the bundled examples; "
-            f"./{here[0]} here was not read: name it on the command line "
-            f"(`mcp-toolbridge {verb} ./{here[0]}`, or . for this folder)"
-        )
-    if args.verb == "lint":
-        return (
-            "mcp-toolbridge: no manifest named, so the bundled examples were checked: name "
-            "yours (`mcp-toolbridge lint PATH`)"
-        )
-    return None
-
-
 _CHECK = "to check manifests: lint PATH; a client's setup: doctor --client NAME"
 _RUN = "to run one tool: call TOOL PATH --args JSON; to serve them: serve PATH"
 VERBS_ELSEWHERE = {
@@ -94,4 +61,4 @@ VERBS_ELSEWHERE = {
 """Verbs other command lines have (agentpm init, npm run, ...), and what does it here."""
 
 
-__all__ = ["MANIFEST_FILES", "VERBS_ELSEWHERE", "examples_notice", "no_such_tool"]
+__all__ = ["VERBS_ELSEWHERE", "no_such_tool"]

@@ -37,6 +37,7 @@ from mcp_toolbridge.cli.entries import (
     Finding,
     argv_of,
     check_key,
+    client_environ,
     entry_from_file,
     filled_in,
 )
@@ -52,6 +53,9 @@ from mcp_toolbridge.executors import probe_sandbox
 from mcp_toolbridge.runtime import Settings, load_catalog, load_policy
 from mcp_toolbridge.sandbox import Limits, Sandbox
 from mcp_toolbridge.workspace import unfit_reason
+
+MISSING_VARIABLE = "Missing environment variable: "
+"""How AgentPM's load error for a required variable begins (its SDK's words, loaders/agentpm.py)."""
 
 GUI_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"
 """The PATH launchd gives an app started from the Dock or the Finder on macOS."""
@@ -314,11 +318,17 @@ def check_manifests(settings: Settings) -> Finding:
         more = f" and {len(loaded.errors) - 3} more" if len(loaded.errors) > 3 else ""
         valid = len(loaded.catalog.manifest_names())
         skip = f", or serve the {counted(valid, 'valid tool')} with --skip-invalid" if valid else ""
+        unset = [p for p in loaded.errors if p.message.startswith(MISSING_VARIABLE)]
+        fix = f"fix them (`mcp-toolbridge lint PATH` lists every one){skip}"
+        if unset:  # AgentPM's environment.vars: the client passes what its entry's env names
+            name = unset[0].message.removeprefix(MISSING_VARIABLE).split(".")[0]
+            fix = (
+                f'give the server the variable in the client\'s entry: "env": {{"{name}": '
+                f'"..."}} (a client passes the server only its own environment and the '
+                f"entry's env); {fix}"
+            )
         return Finding(
-            False,
-            "manifests",
-            f"{counted(len(loaded.errors), 'problem')}: {shown}{more}",
-            f"fix them (`mcp-toolbridge lint PATH` lists every one){skip}",
+            False, "manifests", f"{counted(len(loaded.errors), 'problem')}: {shown}{more}", fix
         )
     specs = loaded.catalog.specs()
     own = [spec for spec in specs if not spec.is_locked]
@@ -427,6 +437,9 @@ def diagnose(args: argparse.Namespace, parse: Parse, settings_of: SettingsOf) ->
         return [entry]
     if args.config is not None and args.client is not None:
         findings += [f for f in [check_key(args.config, args.client)] if f is not None]
+    given_env = entry.get("env")
+    if isinstance(given_env, dict) and isinstance(given_env.get("PATH"), str):
+        launch = replace(launch, path=given_env["PATH"])  # the spawn looks the command up in it
     findings += check_command(str(entry.get("command", "")), launch, title)
     if (gone := source_problem(argv_of(entry)[1:], launch.cwd)) is not None:
         findings = [f for f in findings if not f.ok] + [Finding(False, "command", *gone)]
@@ -446,7 +459,7 @@ def diagnose(args: argparse.Namespace, parse: Parse, settings_of: SettingsOf) ->
             given = (Path(launch.cwd) if launch.cwd else Path.cwd()) / given
         findings.append(check_workspace(given, launch, title))
     usable = given if given is not None and "${" not in str(given) else None
-    client_env = {**environ, "PATH": launch.path}
+    client_env = client_environ(args.client, environ, entry, launch.path)
     settings = replace(settings_of(parsed), workspace=usable, environ=client_env, progress=False)
     policy = check_policy(settings)
     findings.append(policy)

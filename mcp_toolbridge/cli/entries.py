@@ -33,6 +33,29 @@ class Finding:
         return line + (f"\n{'':<8} {'':<12} fix: {fix}" if self.fix else "")
 
 
+SPAWN_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
+"""What of its own environment a client built on an MCP SDK's stdio transport passes a server
+(the SDKs' default environment), the entry's ``env`` added: Claude Desktop's. A GUI app holds
+none of the shell's exports anyway."""
+
+
+def client_environ(
+    client: str | None, environ: dict[str, str], entry: dict[str, Any], path: str
+) -> dict[str, str]:
+    """The environment the client starts the server with: for Claude Desktop the SDK's
+    default variables, for the others (started from a terminal, or reading the login shell's
+    environment) this one; then the client's PATH, then the entry's ``env``."""
+    if client == "claude-desktop":
+        made = {name: environ[name] for name in SPAWN_ENV if name in environ}
+    else:
+        made = dict(environ)
+    made["PATH"] = path
+    given = entry.get("env")
+    if isinstance(given, dict):
+        made.update((str(k), str(v)) for k, v in given.items() if isinstance(v, str | int | float))
+    return made
+
+
 def entry_from_file(file: Path) -> dict[str, Any] | Finding:
     """The entry of a client config file that starts mcp-toolbridge."""
     try:
@@ -127,4 +150,13 @@ def filled_in(given: Path, client: str | None, environ: dict[str, str]) -> Path 
     )
 
 
-__all__ = ["SERVER_KEYS", "Finding", "argv_of", "check_key", "entry_from_file", "filled_in"]
+__all__ = [
+    "SERVER_KEYS",
+    "SPAWN_ENV",
+    "Finding",
+    "argv_of",
+    "check_key",
+    "client_environ",
+    "entry_from_file",
+    "filled_in",
+]

@@ -224,3 +224,55 @@ def test_a_verb_run_beside_a_manifest_without_naming_it_says_the_examples_were_u
     ]
     done = cli(home, "lint", "./mine", cwd=home)
     assert done.returncode == 1 and done.stderr == ""
+
+
+def _needs_a_key(folder: Path) -> Path:
+    """An AgentPM tool whose manifest requires MY_API_KEY (environment.vars)."""
+    folder.mkdir()
+    (folder / "count.py").write_text("print('{}')\n", encoding="utf-8")
+    manifest = {
+        "kind": "tool",
+        "name": "char-count",
+        "version": "0.1.0",
+        "description": "Count characters",
+        "files": ["count.py"],
+        "entrypoint": {"command": "python3", "args": ["count.py"]},
+        "environment": {"vars": {"MY_API_KEY": {"required": True, "description": "a key"}}},
+        "inputs": {"type": "object"},
+        "outputs": {},
+    }
+    (folder / "agent.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return folder
+
+
+def test_doctor_starts_claude_desktops_server_with_the_environment_it_gives(home, project):
+    """A variable exported in the shell doctor runs in is not in the environment Claude
+    Desktop (a GUI app) starts servers with: doctor said "no problems" while the client's
+    server refused the manifest (exit 2, nothing served). And a variable the entry's "env"
+    gives was not read. doctor now starts it with the SDK's default variables and the
+    entry's env."""
+    tools = _needs_a_key(home / "tools")
+    argv = ["doctor", "--client", "claude-desktop", "--workspace", str(project), str(tools)]
+    env = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache")}
+
+    done = run_cli([*argv, "--sandbox", "off"], env={**env, "MY_API_KEY": "k"}, cwd=home)
+
+    assert done.returncode == 1, done.stdout
+    assert _doctor_lines(done)["manifests"] == (
+        f"problem  manifests    1 problem: {tools / 'agent.json'}: Missing environment variable: "
+        "MY_API_KEY. MY_API_KEY is required and has no default value.\n"
+        '                      fix: give the server the variable in the client\'s entry: "env": '
+        '{"MY_API_KEY": "..."} (a client passes the server only its own environment and the '
+        "entry's env); fix them (`mcp-toolbridge lint PATH` lists every one)"
+    )
+
+    config = home / "config.json"
+    entry = _entry("serve", "--workspace", str(project), "--sandbox", "off", str(tools))
+    entry["env"] = {"MY_API_KEY": "k"}
+    config.write_text(json.dumps({"mcpServers": {"toolbridge": entry}}), encoding="utf-8")
+    done = run_cli(
+        ["doctor", "--client", "claude-desktop", "--config", str(config)], env=env, cwd=home
+    )
+    assert _doctor_lines(done)["manifests"].startswith(
+        "ok       manifests    1 tool from 1 manifest"
+    )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import signal
+import sys
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from functools import partial
@@ -323,6 +324,8 @@ def run_server(
                     entry = {"command": command[0], "args": hint}
                     err(f"{head}, over stdio; connect a client with {json.dumps(entry)}")
                     report(loaded, settings, follows)
+                    if sys.stdin.isatty():  # typed at a terminal: it seems to hang
+                        say(AT_A_TERMINAL)
                     keeps = opening is not None and stand_in is None and recorder is None
                     keeper = recorder_for(loaded, inputs) if keeps else None
                     with anyio.CancelScope() as serving:  # a signal ends serving, then below
@@ -400,6 +403,13 @@ async def _stop_on_signal(
 
 
 __all__ = ["inputs_before", "run_server"]
+
+
+AT_A_TERMINAL = (
+    "stdin is a terminal: this is an MCP server, which waits there for a client's JSON-RPC "
+    "messages; a client starts it itself (`mcp-toolbridge config --client NAME` writes its "
+    "entry), `mcp-toolbridge call TOOL --args JSON` runs one tool here; Ctrl-C stops it"
+)
 
 
 def audit_file(settings: Settings) -> Path | None:

@@ -11,7 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
 
 from tests.support.cli import run_cli
 
@@ -276,3 +278,43 @@ def test_doctor_starts_claude_desktops_server_with_the_environment_it_gives(home
     assert _doctor_lines(done)["manifests"].startswith(
         "ok       manifests    1 tool from 1 manifest"
     )
+
+
+async def test_serve_typed_at_a_terminal_says_it_waits_for_a_client(home, project):
+    """``mcp-toolbridge serve`` typed at a terminal printed its banner and then seemed to
+    hang; it now says it is waiting for a client's messages and what to run instead. Over a
+    pipe (a client) the line is not printed."""
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home)}
+    argv = [sys.executable, "-m", "mcp_toolbridge", "serve", "--no-audit", "--locked", "none"]
+    argv += ["--workspace", str(project)]
+    terminal, ours = os.openpty()
+    try:
+        async with await anyio.open_process(
+            argv, env=env, cwd=project, stdin=ours, stderr=subprocess.PIPE
+        ) as process:
+            try:
+                assert process.stderr is not None
+                said = BufferedByteReceiveStream(process.stderr)
+                with anyio.fail_after(30):
+                    while b"stdin is a terminal" not in (
+                        line := await said.receive_until(b"\n", 1 << 16)
+                    ):
+                        assert b"Traceback" not in line
+                os.write(terminal, b"\x04")  # Ctrl-D: the end of stdin, as typed
+                with anyio.fail_after(30):
+                    await process.wait()
+            finally:
+                if process.returncode is None:
+                    process.kill()
+    finally:
+        os.close(terminal)
+        os.close(ours)
+    assert line.decode() == (
+        "mcp-toolbridge: stdin is a terminal: this is an MCP server, which waits there for a "
+        "client's JSON-RPC messages; a client starts it itself (`mcp-toolbridge config --client "
+        "NAME` writes its entry), `mcp-toolbridge call TOOL --args JSON` runs one tool here; "
+        "Ctrl-C stops it"
+    )
+
+    done = cli(home, "serve", "--no-audit", "--locked", "none", "--workspace", str(project))
+    assert done.returncode == 0 and "stdin is a terminal" not in done.stderr

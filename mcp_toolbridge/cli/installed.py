@@ -128,15 +128,25 @@ def with_extras(source: str, extras: Sequence[str]) -> str:
 
 def _uvx() -> list[str]:
     """uvx by its absolute path: beside ``$UV`` (uv sets it for what it runs), else on PATH;
-    ``uv tool run`` when only uv is found."""
+    ``uv tool run`` when only uv is found. ``$UV`` is the file uv resolved, which a package
+    manager's link leads to (Homebrew's /opt/homebrew/bin/uvx -> .../Cellar/uv/0.9.1/bin/uvx,
+    gone at the next upgrade): the link on PATH to that same file is named when there is one."""
     uv = os.environ.get("UV")
     if uv and Path(uv).is_absolute():
         beside = Path(uv).with_name("uvx" + Path(uv).suffix)
         if beside.is_file():
-            return [str(beside)]
-        return [uv, "tool", "run"]
+            return [_by_its_link(beside)]
+        return [_by_its_link(Path(uv)), "tool", "run"]
     found = shutil.which("uvx")
     return [str(Path(found).absolute())] if found else ["uvx"]
+
+
+def _by_its_link(program: Path) -> str:
+    """``program``, or the name on PATH that leads to the same file (a lasting link)."""
+    found = shutil.which(program.name)
+    if found is not None and Path(found).resolve() == program.resolve():
+        return str(Path(found).absolute())
+    return str(program)
 
 
 def _pipx() -> list[str]:

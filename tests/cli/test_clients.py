@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -267,6 +268,31 @@ def test_uvx_and_pipx_run_are_told_where_the_package_came_from(
     pipx = server_command(tmp_path / ".local/pipx/.cache/0a1b2c3d")
     assert Path(pipx[0]).name == "pipx"
     assert pipx[1:] == ["run", "--spec", source, "mcp-toolbridge"]
+
+
+def test_uvx_is_named_by_the_link_on_path_not_the_versioned_file_it_leads_to(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Homebrew's uvx is /opt/homebrew/bin/uvx, a link to .../Cellar/uv/0.9.1/bin/uvx, and uv
+    sets $UV to the file it resolved: the entry named the Cellar path, which ``brew upgrade
+    uv`` removes. The link on PATH that leads to the same file is named instead."""
+    monkeypatch.setattr(importlib.metadata, "distribution", lambda name: _Dist(None))
+    cellar, links = tmp_path / "Cellar" / "uv" / "0.9.1" / "bin", tmp_path / "bin"
+    cellar.mkdir(parents=True)
+    links.mkdir()
+    for name in ("uv", "uvx"):
+        (cellar / name).write_text("", encoding="utf-8")
+        (cellar / name).chmod(0o755)
+        (links / name).symlink_to(cellar / name)
+    monkeypatch.setenv("UV", str(cellar / "uv"))
+    monkeypatch.setenv("PATH", f"{links}{os.pathsep}{os.environ.get('PATH', '')}")
+    uvx = server_command(tmp_path / ".cache/uv/archive-v0/Xk2p9")
+    assert uvx == [str(links / "uvx"), "mcp-toolbridge@1.2.3"]
+
+    (links / "uvx").unlink()  # only uv is linked: uv tool run, by the link
+    (cellar / "uvx").unlink()
+    uvx = server_command(tmp_path / ".cache/uv/archive-v0/Xk2p9")
+    assert uvx == [str(links / "uv"), "tool", "run", "mcp-toolbridge@1.2.3"]
 
 
 def test_an_installation_in_a_temporary_folder_is_said_to_not_last(

@@ -131,6 +131,9 @@ def test_the_manifest_kept_in_the_repository_is_the_one_the_bundle_carries(
     assert not (unpacked / "server" / "lib").exists() and not (unpacked / ".venv").exists()
     word_count = unpacked / "manifests" / "text-tools" / "tools" / "bin" / "word_count"
     assert os.access(word_count, os.X_OK)
+    # the licence the manifest names, whose terms ask its text to go with every copy
+    assert manifest["license"] == "MIT"
+    assert (unpacked / "LICENSE").read_bytes() == (ROOT / "LICENSE").read_bytes()
 
 
 def _canonical(name: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tarfile
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -242,3 +243,14 @@ def test_the_wheel_carries_the_consoles_templates_and_assets(artifacts: Artifact
     assert files
     for path in files:
         assert path.relative_to(folder.parents[1]).as_posix() in shipped
+
+
+def test_the_wheel_and_the_sdist_carry_the_licence_they_declare(artifacts: Artifacts) -> None:
+    """pyproject.toml says MIT, whose terms ask that its text go with every copy: there was
+    no LICENSE in the repository, so neither artifact carried it."""
+    wheel = zipfile.ZipFile(artifacts.wheel).namelist()
+    assert [n for n in wheel if n.endswith(".dist-info/licenses/LICENSE")], wheel
+    with tarfile.open(artifacts.sdist) as sdist:
+        names = sdist.getnames()
+    assert [n for n in names if n.endswith("/LICENSE") and n.count("/") == 1], names
+    assert "Permission is hereby granted" in (ROOT / "LICENSE").read_text(encoding="utf-8")

@@ -115,10 +115,17 @@ def _cmd_call(args: argparse.Namespace) -> int:
     try:
         arguments = json.loads(args.args)
     except json.JSONDecodeError as exc:
-        err(f"mcp-toolbridge: --args is not valid JSON: {exc}")
+        err(
+            f"mcp-toolbridge: --args is not valid JSON: {exc}; write a JSON object, its names "
+            """and strings in double quotes, the whole in single quotes at a shell: """
+            """--args '{"text": "a b"}'"""
+        )
         return EXIT_LOAD
     if not isinstance(arguments, dict):
-        err("mcp-toolbridge: --args must be a JSON object")
+        err(
+            "mcp-toolbridge: --args must be a JSON object, the arguments by name: "
+            """--args '{"text": "a b"}'"""
+        )
         return EXIT_LOAD
     loaded = _load_or_exit(args, builtins=True)
     if isinstance(loaded, int):

@@ -318,3 +318,16 @@ async def test_serve_typed_at_a_terminal_says_it_waits_for_a_client(home, projec
 
     done = cli(home, "serve", "--no-audit", "--locked", "none", "--workspace", str(project))
     assert done.returncode == 0 and "stdin is a terminal" not in done.stderr
+
+
+def test_arguments_written_as_a_javascript_object_are_shown_as_json(home):
+    """``--args "{text: 'a'}"`` (a JavaScript object, as a first try often is) was answered
+    with the JSON parser's words alone."""
+    done = cli(home, "call", "word_count", "--args", "{text: 'a'}")
+
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "mcp-toolbridge: --args is not valid JSON: Expecting property name enclosed in double "
+        "quotes: line 1 column 2 (char 1); write a JSON object, its names and strings in double "
+        """quotes, the whole in single quotes at a shell: --args '{"text": "a b"}'"""
+    ]

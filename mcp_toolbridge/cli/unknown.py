@@ -39,9 +39,10 @@ def no_such_tool(args: argparse.Namespace, loaded: Loaded) -> str:
 _CHECK = "to check manifests: lint PATH; a client's setup: doctor --client NAME"
 _RUN = "to run one tool: call TOOL PATH --args JSON; to serve them: serve PATH"
 VERBS_ELSEWHERE = {
-    "init": "there is none: write a manifest (docs/manifests.md), check it with lint PATH, "
-    "and config --client NAME PATH prints the client's entry",
-    "new": "there is none: write a manifest (docs/manifests.md) and check it with lint PATH",
+    "init": "there is none: copy a bundled example (list --json names their files), check "
+    "yours with lint PATH, and config --client NAME PATH prints the client's entry",
+    "new": "there is none: copy a bundled example (list --json names their files) and check "
+    "yours with lint PATH",
     "install": "to add the server to a client: config --client NAME PATH",
     "add": "to add the server to a client: config --client NAME PATH",
     "setup": "to add the server to a client: config --client NAME PATH",

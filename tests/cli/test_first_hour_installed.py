@@ -145,8 +145,8 @@ def test_a_folder_variable_the_client_does_not_fill_in_is_a_problem(home, projec
     [
         (
             "init",
-            "there is none: write a manifest (docs/manifests.md), check it with lint PATH, and "
-            "config --client NAME PATH prints the client's entry",
+            "there is none: copy a bundled example (list --json names their files), check yours "
+            "with lint PATH, and config --client NAME PATH prints the client's entry",
         ),
         ("validate", "to check manifests: lint PATH; a client's setup: doctor --client NAME"),
         ("run", "to run one tool: call TOOL PATH --args JSON; to serve them: serve PATH"),
@@ -155,7 +155,8 @@ def test_a_folder_variable_the_client_does_not_fill_in_is_a_problem(home, projec
 def test_a_verb_from_another_tool_is_answered_with_the_verb_that_does_it(home, verb, said):
     """``mcp-toolbridge init`` (agentpm init, npm init) was answered "did you mean 'lint'?",
     a verb that checks the bundled examples; ``validate`` and ``run`` listed the twelve verbs
-    and left the reader to guess."""
+    and left the reader to guess. An installed wheel has no docs/ to point at: the examples
+    it carries are where a manifest starts."""
     done = cli(home, verb)
 
     assert done.returncode == 2

@@ -21,7 +21,8 @@ usual, and a call the policy lets through gets the recorded transport result (or
 same tool with the same canonical arguments, redacted as they were recorded (with
 :attr:`ReplayExecutor.secret_scan`, the replaying policy's scan). Several recordings of one
 call are served in order, the last one again once they run out. A call with no recording gets
-an error result ``no recording for this call`` and a warning on stderr.
+an error result ``no recording for this call: nothing was run ...`` (what a replay serves, and
+how to record the call) and a warning on stderr.
 """
 
 from __future__ import annotations
@@ -55,7 +56,10 @@ log = logging.getLogger("mcp_toolbridge")
 CALL = "CT_TOOL_CALL"
 RESULT = "CT_TOOL_RESULT"
 FRAME_VERSION = 1
-NO_RECORDING = "no recording for this call"
+NO_RECORDING = (
+    "no recording for this call: nothing was run (a replay serves only the calls recorded with "
+    "the same arguments; record this one with serve --record DIR)"
+)
 REDACTED = "***"
 _SECRET_KEY = re.compile(
     r"(token|secret|passw(or)?d|pwd|api[-_]?key|apikey|access[-_]?key|auth|credential|"

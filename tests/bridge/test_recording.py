@@ -175,6 +175,9 @@ async def test_a_call_with_no_recording_is_an_error_result_and_a_log_line(
             outcome = await bridge.call("count", {"text": "never recorded"})
             invalid = await bridge.call("count", {"text": 1})
     assert outcome.ok is False and outcome.error == NO_RECORDING
+    # the caller (a model, a person at the Inspector) is told nothing ran, and how to record it
+    assert outcome.error.startswith("no recording for this call: nothing was run")
+    assert outcome.error.endswith("record this one with serve --record DIR)")
     assert invalid.error is not None and invalid.error.startswith("invalid arguments")
     assert f"{NO_RECORDING} for count {canonical({'text': 'never recorded'})}" in caplog.text
 

@@ -37,9 +37,11 @@ from mcp_toolbridge.cli.entries import (
     Finding,
     argv_of,
     check_key,
+    check_secrets,
     client_environ,
     entry_from_file,
     filled_in,
+    variable_fix,
 )
 from mcp_toolbridge.cli.installed import (
     in_pipx_cache,
@@ -53,9 +55,6 @@ from mcp_toolbridge.executors import probe_sandbox
 from mcp_toolbridge.runtime import Settings, load_catalog, load_policy
 from mcp_toolbridge.sandbox import Limits, Sandbox
 from mcp_toolbridge.workspace import unfit_reason
-
-MISSING_VARIABLE = "Missing environment variable: "
-"""How AgentPM's load error for a required variable begins (its SDK's words, loaders/agentpm.py)."""
 
 GUI_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"
 """The PATH launchd gives an app started from the Dock or the Finder on macOS."""
@@ -307,43 +306,44 @@ NOT_CHECKED = Finding(
 )
 
 
-def check_manifests(settings: Settings) -> Finding:
+def check_manifests(settings: Settings) -> list[Finding]:
+    """The manifests load and their programs start; and, when tools declare secrets, that
+    those are set (``secrets``)."""
     try:
         loaded = load_catalog(settings, locked=True)
     except ToolbridgeError as exc:
-        return Finding(False, "manifests", exc.message, "fix the settings named")
+        return [Finding(False, "manifests", exc.message, "fix the settings named")]
     manifests = len(loaded.manifests.manifests)
     if loaded.errors:
         shown = "; ".join(p.render() for p in loaded.errors[:3])
         more = f" and {len(loaded.errors) - 3} more" if len(loaded.errors) > 3 else ""
         valid = len(loaded.catalog.manifest_names())
         skip = f", or serve the {counted(valid, 'valid tool')} with --skip-invalid" if valid else ""
-        unset = [p for p in loaded.errors if p.message.startswith(MISSING_VARIABLE)]
         fix = f"fix them (`mcp-toolbridge lint PATH` lists every one){skip}"
-        if unset:  # AgentPM's environment.vars: the client passes what its entry's env names
-            name = unset[0].message.removeprefix(MISSING_VARIABLE).split(".")[0]
-            fix = (
-                f'give the server the variable in the client\'s entry: "env": {{"{name}": '
-                f'"..."}} (a client passes the server only its own environment and the '
-                f"entry's env); {fix}"
+        if (given := variable_fix([p.message for p in loaded.errors])) is not None:
+            fix = f"{given}; {fix}"  # AgentPM's environment.vars
+        return [
+            Finding(
+                False, "manifests", f"{counted(len(loaded.errors), 'problem')}: {shown}{more}", fix
             )
-        return Finding(
-            False, "manifests", f"{counted(len(loaded.errors), 'problem')}: {shown}{more}", fix
-        )
+        ]
     specs = loaded.catalog.specs()
     own = [spec for spec in specs if not spec.is_locked]
     missing = missing_programs(own, settings.environ.get("PATH", ""))
     if missing:
         more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
-        return Finding(
+        found = Finding(
             False,
             "manifests",
             f"{counted(len(missing), 'tool')} cannot start: {'; '.join(missing[:3])}{more}",
             "install the program, or correct the command in the manifest (chmod +x a script)",
         )
-    locked = loaded.catalog.locked_count()
-    said = f"{counted(len(own), 'tool')} from {counted(manifests, 'manifest')}"
-    return Finding(True, "manifests", f"{said}, and {counted(locked, 'locked tool')}")
+    else:
+        locked = loaded.catalog.locked_count()
+        said = f"{counted(len(own), 'tool')} from {counted(manifests, 'manifest')}"
+        found = Finding(True, "manifests", f"{said}, and {counted(locked, 'locked tool')}")
+    secrets = check_secrets(own, dict(settings.environ), settings.secrets_file)
+    return [found, *([secrets] if secrets is not None else [])]
 
 
 def check_sandbox(settings: Settings, environ: dict[str, str]) -> Finding:
@@ -464,7 +464,7 @@ def diagnose(args: argparse.Namespace, parse: Parse, settings_of: SettingsOf) ->
     policy = check_policy(settings)
     findings.append(policy)
     if policy.ok:
-        findings.append(check_manifests(settings))
+        findings += check_manifests(settings)
     else:  # the catalog is composed under the policy: no line would read as nothing to check
         findings.append(NOT_CHECKED)
     findings.append(check_sandbox(settings, client_env))

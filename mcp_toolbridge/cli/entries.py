@@ -13,6 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from mcp_toolbridge.cli.clients import CLIENTS, SERVER_NAME
+from mcp_toolbridge.cli.console import counted
+from mcp_toolbridge.errors import SecretError, ToolbridgeError
+from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.secrets import SecretResolver
+
+MISSING_VARIABLE = "Missing environment variable: "
+"""How AgentPM's load error for a required variable begins (its SDK's words, loaders/agentpm.py)."""
+PASSES = "a client passes the server only its own environment and the entry's env"
 
 SERVER_KEYS = ("mcpServers", "servers")
 """The keys of a client config's server table: Claude Desktop, Claude Code and Cursor read
@@ -54,6 +62,49 @@ def client_environ(
     if isinstance(given, dict):
         made.update((str(k), str(v)) for k, v in given.items() if isinstance(v, str | int | float))
     return made
+
+
+def variable_fix(messages: list[str]) -> str | None:
+    """The fix for a variable an AgentPM manifest requires that the client does not give."""
+    unset = [m for m in messages if m.startswith(MISSING_VARIABLE)]
+    if not unset:
+        return None
+    name = unset[0].removeprefix(MISSING_VARIABLE).split(".")[0]
+    given = f'"env": {{"{name}": "..."}}'
+    return f"give the server the variable in the client's entry: {given} ({PASSES})"
+
+
+def check_secrets(
+    specs: list[ToolSpec], environ: dict[str, str], secrets_file: Path | None
+) -> Finding | None:
+    """Whether the secrets the served tools declare resolve where the client starts the
+    server (its environment, the entry's --secrets file); None when no tool declares one.
+    A secret not set does not stop the server: every call of its tool fails instead."""
+    declared = [spec for spec in specs if spec.secrets]
+    if not declared:
+        return None
+    try:
+        resolver = SecretResolver.from_sources(environ, secrets_file)
+    except ToolbridgeError as exc:
+        return Finding(False, "secrets", exc.message, "correct the secrets file (docs/secrets.md)")
+    unset = []
+    for spec in declared:
+        try:
+            resolver.resolve(spec.secrets, tool=spec.name)
+        except SecretError as exc:
+            unset.append(f'tool "{spec.name}": {exc.message}')
+    if unset:
+        more = f" and {len(unset) - 3} more" if len(unset) > 3 else ""
+        return Finding(
+            False,
+            "secrets",
+            "; ".join(unset[:3]) + more + ": every call of it fails",
+            'put the variable in the client\'s entry ("env": {"TOOLBRIDGE_SECRET_...": "..."}) '
+            f"or give the entry --secrets FILE, an absolute path ({PASSES})",
+        )
+    count = sum(len(spec.secrets) for spec in declared)
+    said = f"{counted(count, 'secret')} of {counted(len(declared), 'tool')}, all set"
+    return Finding(True, "secrets", said)
 
 
 def entry_from_file(file: Path) -> dict[str, Any] | Finding:
@@ -151,12 +202,15 @@ def filled_in(given: Path, client: str | None, environ: dict[str, str]) -> Path 
 
 
 __all__ = [
+    "MISSING_VARIABLE",
     "SERVER_KEYS",
     "SPAWN_ENV",
     "Finding",
     "argv_of",
     "check_key",
+    "check_secrets",
     "client_environ",
     "entry_from_file",
     "filled_in",
+    "variable_fix",
 ]

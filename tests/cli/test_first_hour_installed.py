@@ -332,3 +332,46 @@ def test_arguments_written_as_a_javascript_object_are_shown_as_json(home):
         "quotes: line 1 column 2 (char 1); write a JSON object, its names and strings in double "
         """quotes, the whole in single quotes at a shell: --args '{"text": "a b"}'"""
     ]
+
+
+def test_doctor_says_a_secret_the_client_does_not_give_fails_every_call(home, project):
+    """A Runloop tool's secret exported in the shell as TOOLBRIDGE_SECRET_*: doctor said "no
+    problems", and under Claude Desktop, whose environment has none of the shell's exports,
+    every call of the tool failed with secret.unresolved. The entry's env gives it."""
+    tools = home / "tools"
+    tools.mkdir()
+    entry = {
+        "id": "mail.send",
+        "description": "Send a mail",
+        "transport": {"kind": "exec", "command": "/bin/cat"},
+        "input_schema": {"type": "object"},
+        "result_schema": {},
+        "secrets": ["mail.key"],
+    }
+    (tools / "tools.json").write_text(json.dumps({"version": 1, "tools": [entry]}), "utf-8")
+    env = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache")}
+    env["TOOLBRIDGE_SECRET_MAIL_KEY"] = "s3cr3t-value"
+    argv = ["doctor", "--client", "claude-desktop", "--workspace", str(project), str(tools)]
+
+    done = run_cli([*argv, "--sandbox", "off"], env=env, cwd=home)
+
+    assert done.returncode == 1, done.stdout
+    assert _doctor_lines(done)["secrets"] == (
+        'problem  secrets      tool "mail_send": secret "mail.key" is not set: looked in '
+        "environment variable TOOLBRIDGE_SECRET_MAIL_KEY and in no secrets file (none given; "
+        "pass --secrets FILE): every call of it fails\n"
+        "                      fix: put the variable in the client's entry "
+        '("env": {"TOOLBRIDGE_SECRET_...": "..."}) or give the entry --secrets FILE, an absolute '
+        "path (a client passes the server only its own environment and the entry's env)"
+    )
+    assert "s3cr3t-value" not in done.stdout
+
+    config = home / "config.json"
+    served = _entry("serve", "--workspace", str(project), "--sandbox", "off", str(tools))
+    served["env"] = {"TOOLBRIDGE_SECRET_MAIL_KEY": "k"}
+    config.write_text(json.dumps({"mcpServers": {"toolbridge": served}}), encoding="utf-8")
+    done = run_cli(
+        ["doctor", "--client", "claude-desktop", "--config", str(config)], env=env, cwd=home
+    )
+    assert done.returncode == 0, done.stdout
+    assert _doctor_lines(done)["secrets"] == ("ok       secrets      1 secret of 1 tool, all set")

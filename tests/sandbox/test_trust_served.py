@@ -107,7 +107,7 @@ async def test_a_served_tool_cannot_change_what_the_next_start_trusts(
     assert _served_state(settings) == before
 
 
-async def test_the_built_in_write_asks_before_writing_a_served_folder_or_the_project_rules(
+async def test_write_and_bash_ask_before_writing_a_served_folder_or_the_project_rules(
     tmp_path: Path, sandbox_support: None
 ) -> None:
     settings = _server(tmp_path)
@@ -120,6 +120,9 @@ async def test_the_built_in_write_asks_before_writing_a_served_folder_or_the_pro
             assert result.is_error, result
             assert "every write there is asked about" in text_of(result)
             assert not path.exists()
+        command = f"echo x > {ws / 'a' / 'tools' / 'more.json'}"
+        result = await client.call_tool("bash", {"command": command})
+        assert "every write there is asked about" in text_of(result)
         result = await client.call_tool(
             "write", {"file_path": str(ws / "notes.txt"), "content": "x"}
         )

@@ -87,11 +87,15 @@ def guarded(
         paths.append(real)
     paths += (os.path.realpath(f) for f in files if f is not None)
     kept = _outermost(paths)
-    loose = [
-        p
-        for p in dict.fromkeys(os.path.realpath(p) for p in programs if p.startswith("/"))
-        if os.path.isfile(p) and not any(_within(p, k) for k in kept)
-    ]
+    given = (*kept, *(os.path.abspath(p) for p in served))
+    loose: list[str] = []
+    for program in dict.fromkeys(programs):  # most lie in a served folder: no system call
+        if not program.startswith("/") or any(_within(program, k) for k in given):
+            continue
+        real = os.path.realpath(program)
+        if os.path.isfile(real) and not any(_within(real, k) for k in kept):
+            loose.append(real)
+    loose = list(dict.fromkeys(loose))
     if len(loose) > MAX_PROGRAMS:
         warnings.append(
             f"{len(loose)} programs of served tools lie outside the served folders; the first "

@@ -16,6 +16,7 @@ These are set when a sandbox is set up (a warm sandbox's before its calls): noth
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 from collections.abc import Iterable, Sequence
@@ -109,7 +110,8 @@ def guarded(
     )
 
 
-def guard_plan(paths: Sequence[str], write: Sequence[str]) -> tuple[tuple[str, ...], ...]:
+@functools.lru_cache(maxsize=256)
+def guard_plan(paths: tuple[str, ...], write: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
     """For the writable roots ``write``: the guarded paths inside one, and the folders
     between the outermost such root and each (to bind onto themselves: a writable root
     nested in another is not mounted), as ``(pins, guards)``."""
@@ -176,9 +178,8 @@ def write_floor(decision: Decision, writes: Iterable[Path], folders: Sequence[st
     built-in ``write`` and ``edit``): what is written there decides a tool's trust."""
     if decision.action != "allow" or not folders:
         return decision
-    for path in writes:
-        real = os.path.realpath(path)
-        folder = next((f for f in folders if _within(real, f)), None)
+    for path in writes:  # canonical already (policy.targets)
+        folder = next((f for f in folders if _within(str(path), f)), None)
         if folder is not None:
             why = (
                 f"it writes {path}, inside {folder}, which decides what tools may do from the "

@@ -96,12 +96,14 @@ async def test_a_served_tool_cannot_change_what_the_next_start_trusts(
                 "new-manifest": "Read-only file system",
                 "ancestor": "Device or resource busy",
                 "folder": "Device or resource busy",
+                "exchange": "Device or resource busy",
                 "project": "Read-only file system",
                 "program": "Read-only file system",
                 "files": ["Read-only file system"] * 2,
                 "workspace": "done",
             }, found
     assert (ws / "a" / "tools" / "tools.json").read_text(encoding="utf-8") == manifest
+    assert sorted(p.name for p in (ws / "c").iterdir()) == ["tools"]  # the exchange's own
     assert not (ws / "b").exists() and not (ws / ".toolbridge" / "policy.toml").exists()
     assert (ws / "scripts" / "victim.py").read_text(encoding="utf-8").endswith("print('{}')\n")
     assert _served_state(settings) == before

@@ -40,8 +40,8 @@ class Guarded:
     paths: tuple[str, ...] = ()
     """Real paths, none inside another."""
     folders: tuple[str, ...] = ()
-    """The served manifest folders and ``.toolbridge/`` (real paths): a built-in ``write`` or
-    ``edit`` into one asks, whatever the rules say."""
+    """The served manifest paths (folders, or files) and ``.toolbridge/`` (real paths): a
+    write into one by ``write``, ``edit`` or bash asks, whatever the rules say."""
     warnings: tuple[str, ...] = ()
 
 
@@ -67,8 +67,13 @@ def guarded(
     paths: list[str] = []
     for path in served:
         real = os.path.realpath(path)
-        folders.append(real if os.path.isdir(real) else os.path.dirname(real))
+        folders.append(real)  # a served file: that file (its folder may be the workspace)
         paths.append(real)
+        if workspace is not None and _within(os.path.realpath(workspace), real):
+            warnings.append(
+                f"the workspace lies inside the served manifest folder {path}, which is "
+                "read-only to every tool: serve a folder of manifests inside it instead"
+            )
         link = _link_on(path)
         holder = os.path.realpath(os.path.dirname(link)) if link is not None else ""
         if holder and any(_within(holder, os.path.realpath(w)) for w in writable):

@@ -219,3 +219,9 @@ def test_past_the_cap_the_programs_of_served_tools_are_said_to_be_unguarded(
     held = guarded([], workspace=None, trust_project=False, programs=programs)
     assert held.paths == tuple(programs[:MAX_PROGRAMS])
     assert f"{MAX_PROGRAMS + 6} programs" in held.warnings[0]
+
+
+def test_serving_the_workspace_itself_is_warned_about(tmp_path: Path) -> None:
+    held = guarded([tmp_path], workspace=tmp_path / "ws", trust_project=False)
+    assert "the workspace lies inside the served manifest folder" in held.warnings[0]
+    assert held.paths == (str(tmp_path),)

@@ -312,7 +312,7 @@ class PolicyGate:
         rules = await self.session_rules(ctx.owner)
         decision = shell_floor(policy, spec, arguments, policy.decide(spec, targets, rules), rules)
         if self.sandbox is not None:
-            decision = write_floor(decision, targets.paths_write, self.sandbox.guarded.folders)
+            decision = write_floor(decision, targets.paths_write, self.sandbox.guarded.asked)
         if policy.watchdog is not None and decision.action != "deny":
             decision = combine(decision, await self._watchdog(spec, arguments, ctx))
         if decision.action == "deny":

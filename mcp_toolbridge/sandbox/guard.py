@@ -39,9 +39,10 @@ class Guarded:
 
     paths: tuple[str, ...] = ()
     """Real paths, none inside another."""
-    folders: tuple[str, ...] = ()
-    """The served manifest paths (folders, or files) and ``.toolbridge/`` (real paths): a
-    write into one by ``write``, ``edit`` or bash asks, whatever the rules say."""
+    asked: tuple[str, ...] = ()
+    """Every guarded path, ``.toolbridge/`` when missing too (real paths): a write into one by
+    ``write`` or ``edit`` (in the server, outside any sandbox) or bash asks, whatever the rules
+    say."""
     warnings: tuple[str, ...] = ()
 
 
@@ -63,12 +64,10 @@ def guarded(
     folder is): only a folder that exists can be mounted read-only, and a tool that made it
     would give itself allow rules."""
     warnings: list[str] = []
-    folders: list[str] = []
     paths: list[str] = []
     for path in served:
         real = os.path.realpath(path)
-        folders.append(real)  # a served file: that file (its folder may be the workspace)
-        paths.append(real)
+        paths.append(real)  # a served file: that file (its folder may be the workspace)
         if workspace is not None and _within(os.path.realpath(workspace), real):
             warnings.append(
                 f"the workspace lies inside the served manifest folder {path}, which is "
@@ -88,9 +87,7 @@ def guarded(
         if trust_project:
             with contextlib.suppress(OSError):  # unusable: the rules are read from nothing
                 project.mkdir(mode=0o755, exist_ok=True)
-        real = os.path.realpath(project)
-        folders.append(real)
-        paths.append(real)
+        paths.append(os.path.realpath(project))
     paths += (os.path.realpath(f) for f in files if f is not None)
     kept = _outermost(paths)
     given = (*kept, *(os.path.abspath(p) for p in served))
@@ -108,11 +105,8 @@ def guarded(
             f"{MAX_PROGRAMS} are read-only in every sandbox, the others are not: a tool that "
             "may write one could change what another tool runs"
         )
-    return Guarded(
-        paths=_outermost([*kept, *sorted(loose)[:MAX_PROGRAMS]]),
-        folders=tuple(dict.fromkeys(folders)),
-        warnings=tuple(warnings),
-    )
+    held = _outermost([*kept, *sorted(loose)[:MAX_PROGRAMS]])
+    return Guarded(paths=held, asked=_outermost([*held, *loose]), warnings=tuple(warnings))
 
 
 @functools.lru_cache(maxsize=256)
@@ -177,19 +171,20 @@ def guarded_by(
     return found
 
 
-def write_floor(decision: Decision, writes: Iterable[Path], folders: Sequence[str]) -> Decision:
-    """``decision``, or an ask where it allows a write inside a guarded folder (a served
-    manifest folder, ``.toolbridge/``) that runs in the server, outside any sandbox (the
-    built-in ``write`` and ``edit``): what is written there decides a tool's trust."""
-    if decision.action != "allow" or not folders:
+def write_floor(decision: Decision, writes: Iterable[Path], asked: Sequence[str]) -> Decision:
+    """``decision``, or an ask where it allows a write inside a guarded path (a served
+    manifest folder, ``.toolbridge/``, a program, the policy file) by a tool that runs in the
+    server, outside any sandbox (the built-in ``write`` and ``edit``), or by bash: what is
+    written there decides what tools may do."""
+    if decision.action != "allow" or not asked:
         return decision
     for path in writes:  # canonical already (policy.targets)
-        folder = next((f for f in folders if _within(str(path), f)), None)
-        if folder is not None:
+        held = next((f for f in asked if _within(str(path), f)), None)
+        if held is not None:
             why = (
-                f"it writes {path}, inside {folder}, which decides what tools may do from the "
-                "next start (served manifests, the project policy), so every write there is "
-                "asked about"
+                f"it writes {path}, inside {held}, which decides what tools may do from the "
+                "next start (served manifests and their programs, the project policy, the "
+                "server's own files), so every write there is asked about"
             )
             return Decision("ask", why, "guard")
     return decision

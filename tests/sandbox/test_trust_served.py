@@ -5,7 +5,8 @@ A server serves ``ws/a/tools`` (inside its workspace) under ``grant = "declared"
 a tool whose program lies in the workspace outside that folder. A served exec tool granted
 the workspace tries each attack in its real sandbox; the next start must serve the same tools
 with the same rules. The built-in ``write``, which runs in the server, asks before writing a
-served folder or ``.toolbridge/`` even where every call is allowed."""
+served folder, ``.toolbridge/``, the policy or a served tool's program even where every call
+is allowed."""
 
 from __future__ import annotations
 
@@ -122,6 +123,11 @@ async def test_write_and_bash_ask_before_writing_a_served_folder_or_the_project_
             assert result.is_error, result
             assert "every write there is asked about" in text_of(result)
             assert not path.exists()
+        for path in (ws / "policy.toml", ws / "scripts" / "victim.py"):  # the policy, a program
+            before = path.read_text(encoding="utf-8")
+            result = await client.call_tool("write", {"file_path": str(path), "content": "x"})
+            assert "every write there is asked about" in text_of(result)
+            assert path.read_text(encoding="utf-8") == before
         command = f"echo x > {ws / 'a' / 'tools' / 'more.json'}"
         result = await client.call_tool("bash", {"command": command})
         assert "every write there is asked about" in text_of(result)

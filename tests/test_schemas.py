@@ -428,6 +428,12 @@ def test_property_names_are_judged_as_jsonschema_judges_them(
         {"$id": "https://x.test/root.json", "items": {"$ref": "sibling.json"}},
         {"$defs": {"a": {"$id": "https://x.test/a"}}, "$ref": "https://x.test/b"},
         {"$schema": "http://json-schema.org/draft-07/schema#", "$ref": "x.json"},
+        # Up to draft 7 an id beside a $ref is ignored (referencing, at call time, too).
+        {"$schema": "http://json-schema.org/draft-04/schema#", "id": "urn:a", "$ref": "urn:a"},
+        {
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "items": {"$id": "u:b", "$ref": "u:b"},
+        },
     ],
 )
 def test_a_ref_to_a_document_the_schema_does_not_hold_is_a_problem(schema: dict[str, Any]):
@@ -449,7 +455,11 @@ def test_a_ref_to_a_document_the_schema_does_not_hold_is_a_problem(schema: dict[
         {"$id": "https://x.test/dir/r", "$defs": {"b": {"$id": "b"}}, "$ref": "/dir/b"},
         {"$defs": {"schema:p.v1": {"$id": "schema:p.v1"}}, "items": {"$ref": "schema:p.v1"}},
         {"enum": [{"$ref": "http://h.test/data"}], "default": {"$ref": "x"}},
-        {"$schema": "http://json-schema.org/draft-04/schema#", "id": "urn:a", "$ref": "urn:a"},
+        {
+            "$schema": "http://json-schema.org/draft-04/schema#",
+            "id": "urn:a",
+            "not": {"$ref": "urn:a"},
+        },
     ],
 )
 def test_a_ref_the_schema_holds_is_no_problem(schema: dict[str, Any]):
@@ -484,6 +494,19 @@ def test_a_ref_the_schema_holds_is_no_problem(schema: dict[str, Any]):
             },
             'no "definitions" at /',
         ),
+        ({"$defs": {"a": {"$anchor": "word"}}, "items": {"$ref": "#wrod"}}, 'none named "wrod"'),
+        (
+            {
+                "$id": "https://x.test/r",
+                "$defs": {"s": {"$id": "s", "$anchor": "a"}},
+                "not": {"$ref": "#a"},
+            },
+            'none named "a"',
+        ),
+        (
+            {"$schema": "http://json-schema.org/draft-07/schema#", "items": {"$ref": "#x"}},
+            "no anchor",
+        ),
     ],
 )
 def test_a_pointer_to_nowhere_is_a_problem(schema: dict[str, Any], said: str):
@@ -514,6 +537,23 @@ def test_a_pointer_to_nowhere_is_a_problem(schema: dict[str, Any], said: str):
                     "items": {"$ref": "#/$defs/v"},
                 }
             }
+        },
+        {"$defs": {"a": {"$anchor": "word"}}, "items": {"$ref": "#word"}},
+        {"$defs": {"a": {"$dynamicAnchor": "meta"}}, "items": {"$dynamicRef": "#meta"}},
+        {
+            "$id": "https://x.test/r",
+            "$defs": {"s": {"$id": "s", "$anchor": "a"}},
+            "not": {"$ref": "s#a"},
+        },
+        {
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "definitions": {"a": {"$id": "#a"}},
+            "items": {"$ref": "#a"},
+        },
+        {
+            "$schema": "http://json-schema.org/draft-04/schema#",
+            "definitions": {"a": {"id": "#a"}},
+            "items": {"$ref": "#a"},
         },
     ],
 )

@@ -230,6 +230,8 @@ _OUTSIDE = (
     'inline it under "$defs" and refer to it as "#/$defs/NAME", or, in a Runloop tools.json, '
     'as "schema:ID"'
 )
+_REFS = frozenset({"$ref", "$dynamicRef"})
+_ANCHORS = frozenset({"$anchor", "$dynamicAnchor"})
 _SHOWN_REF = 80
 """The characters of a ref a problem quotes: the advice after it stays within the line."""
 
@@ -242,13 +244,19 @@ def _ours(schema: dict[str, Any]) -> list[Finding]:
     - each ``$ref`` (or ``$dynamicRef``) to a document the schema does not hold: not a ``#``
       pointer, and no ``$id`` in the schema names it. Validation uses a registry that
       retrieves nothing (``compiled.py``), so such a ref would fail every call. Base URIs
-      follow the ``$id``s as ``referencing`` joins them (``id`` too under draft 4 and earlier).
+      follow the ``$id``s as ``referencing`` joins them (``id`` too under draft 4 and earlier;
+      up to draft 7 an ``$id`` beside a ``$ref`` is ignored, as there);
+    - each JSON pointer (:func:`_pointed`) or anchor (``#name``: an ``$anchor``, a
+      ``$dynamicAnchor``, or an ``$id`` of ``#name`` up to draft 7) that the document the
+      ref is in does not hold.
     """
     draft = schema.get("$schema")
     old = isinstance(draft, str) and ("draft-04" in draft or "draft-03" in draft)
+    legacy = old or (isinstance(draft, str) and ("draft-06" in draft or "draft-07" in draft))
     names = ("$id", "id") if old else ("$id",)
     found: list[Finding] = []
     held: dict[str, Any] = {"": schema}
+    anchors: set[tuple[str, str]] = set()
     refs: list[tuple[JsonPath, str, str]] = []
     stack: list[tuple[JsonPath, Any, str]] = [((), schema, "")]
     while stack:
@@ -260,7 +268,11 @@ def _ours(schema: dict[str, Any]) -> list[Finding]:
             continue
         for name in names:
             ident = node.get(name)
-            if type(ident) is str and not ident.startswith("#"):
+            if type(ident) is not str:
+                continue
+            if ident.startswith("#"):
+                anchors.add((base, ident[1:]))
+            elif not (legacy and "$ref" in node):
                 base = _joined(base, ident)
                 held.setdefault(base, node)
         patterns: list[tuple[JsonPath, object]] = []
@@ -269,8 +281,10 @@ def _ours(schema: dict[str, Any]) -> list[Finding]:
             if kind is str:
                 if key == "pattern":
                     patterns.append(((key,), value))
-                elif key == "$ref" or key == "$dynamicRef":
+                elif key in _REFS:
                     refs.append(((*where, key), value, base))
+                elif key in _ANCHORS:
+                    anchors.add((base, value))
             elif kind is dict or kind is list:
                 if key == "patternProperties" and kind is dict:
                     patterns.extend(((key, name), name) for name in value)
@@ -288,6 +302,10 @@ def _ours(schema: dict[str, Any]) -> list[Finding]:
             found.append((where, _OUTSIDE.format(ref=json.dumps(ref[:_SHOWN_REF])), False))
         elif fragment.startswith("/") and (wrong := _pointed(held[target], fragment)):
             shown = json.dumps(ref[:_SHOWN_REF])
+            found.append((where, f"$ref {shown} {wrong}, so every call would fail", False))
+        elif fragment and not fragment.startswith("/") and (target, fragment) not in anchors:
+            shown, name = json.dumps(ref[:_SHOWN_REF]), json.dumps(fragment[:_SHOWN_REF])
+            wrong = f"points to no anchor (none named {name} in its document)"
             found.append((where, f"$ref {shown} {wrong}, so every call would fail", False))
     return found
 

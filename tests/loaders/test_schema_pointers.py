@@ -25,6 +25,7 @@ HELD: dict[str, Any] = {
     "c~d": {"type": "string"},
     "e f": {"type": "string"},
     "%25": {"type": "string"},
+    "word": {"$anchor": "word", "type": "string"},
     "both": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
     "n": {"$id": "https://x.test/n", "$defs": {"i": {"type": "integer"}}, "$ref": "#/$defs/i"},
 }
@@ -39,6 +40,7 @@ FOUND = {
     "through-an-array": "#/$defs/both/anyOf/0",
     "encoded-slash": "#/$defs%2Ft",
     "the-root": "#",
+    "anchor": "#word",
     "resource": "https://x.test/n#/$defs/i",
 }
 
@@ -64,6 +66,7 @@ NOWHERE = {
     "not-an-index": ("#/$defs/both/anyOf/x", "is not a JSON Pointer"),
     "leading-zero": ("#/$defs/both/anyOf/00", "is not a JSON Pointer"),
     "not-a-schema": ("#/required", "not a schema"),
+    "missing-anchor": ("#wrod", "points to no anchor"),
     "in-a-resource": ("https://x.test/n#/$defs/j", "points to nothing"),
 }
 

@@ -213,9 +213,10 @@ def test_node_cache_gives_the_same_answer_for_repeated_schemas():
 
 
 def meta_problems(schema: Any) -> list[str]:
-    """check_schema's problems but a ref outside the schema (valid JSON Schema, which the
-    server refuses: it fetches no schema)."""
-    return [line for line in check_schema(schema) if "is outside the schema" not in line]
+    """check_schema's problems but a ref outside the schema or a pointer to nowhere (valid
+    JSON Schema, which the server refuses: it fetches no schema, and such a ref fails every
+    call)."""
+    return [line for line in check_schema(schema) if "every call would fail" not in line]
 
 
 PROBES: list[Any] = [5, -1, 1.5, "x", "([", None, True, [], [5], ["a", "a"], {"a": 5}, {}]
@@ -427,6 +428,12 @@ def test_property_names_are_judged_as_jsonschema_judges_them(
         {"$id": "https://x.test/root.json", "items": {"$ref": "sibling.json"}},
         {"$defs": {"a": {"$id": "https://x.test/a"}}, "$ref": "https://x.test/b"},
         {"$schema": "http://json-schema.org/draft-07/schema#", "$ref": "x.json"},
+        # Up to draft 7 an id beside a $ref is ignored (referencing, at call time, too).
+        {"$schema": "http://json-schema.org/draft-04/schema#", "id": "urn:a", "$ref": "urn:a"},
+        {
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "items": {"$id": "u:b", "$ref": "u:b"},
+        },
     ],
 )
 def test_a_ref_to_a_document_the_schema_does_not_hold_is_a_problem(schema: dict[str, Any]):
@@ -439,13 +446,116 @@ def test_a_ref_to_a_document_the_schema_does_not_hold_is_a_problem(schema: dict[
     [
         {"$ref": "#/$defs/a", "$defs": {"a": {}}},
         {"$ref": "#anchor", "$defs": {"a": {"$anchor": "anchor"}}},
-        {"$defs": {"a": {"$id": "https://x.test/a"}}, "$ref": "https://x.test/a#/type"},
-        {"$id": "https://x.test/root.json", "items": {"$ref": "root.json#/x"}},
+        {"$defs": {"a": {"$id": "https://x.test/a", "not": {}}}, "$ref": "https://x.test/a#/not"},
+        {
+            "$id": "https://x.test/root.json",
+            "items": {"$ref": "root.json#/$defs/x"},
+            "$defs": {"x": {}},
+        },
         {"$id": "https://x.test/dir/r", "$defs": {"b": {"$id": "b"}}, "$ref": "/dir/b"},
         {"$defs": {"schema:p.v1": {"$id": "schema:p.v1"}}, "items": {"$ref": "schema:p.v1"}},
         {"enum": [{"$ref": "http://h.test/data"}], "default": {"$ref": "x"}},
-        {"$schema": "http://json-schema.org/draft-04/schema#", "id": "urn:a", "$ref": "urn:a"},
+        {
+            "$schema": "http://json-schema.org/draft-04/schema#",
+            "id": "urn:a",
+            "not": {"$ref": "urn:a"},
+        },
     ],
 )
 def test_a_ref_the_schema_holds_is_no_problem(schema: dict[str, Any]):
+    assert check_schema(schema) == []
+
+
+@pytest.mark.parametrize(
+    ("schema", "said"),
+    [
+        ({"$ref": "#/$defs/a"}, 'points to nothing (no "$defs" at /)'),
+        ({"$defs": {"a": {}}, "items": {"$ref": "#/$defs/a/b"}}, 'no "b" at /$defs/a'),
+        ({"$defs": {"a~b": {}}, "$ref": "#/$defs/a~b"}, '"~" must be followed by 0 or 1'),
+        ({"allOf": [{}], "not": {"$ref": "#/allOf/01"}}, '"01" is no array index'),
+        ({"allOf": [{}], "not": {"$ref": "#/allOf/-"}}, "the array at /allOf has 1 items"),
+        ({"enum": [1], "not": {"$ref": "#/enum/0"}}, "points to a number at /enum/0, not a"),
+        ({"$dynamicRef": "#/$defs/gone"}, "points to nothing"),
+        (
+            {
+                "$defs": {"r": {"$id": "https://x.test/r"}},
+                "not": {"$ref": "https://x.test/r#/$defs"},
+            },
+            "points to nothing",
+        ),
+        (
+            {"$id": "https://x.test/r", "$defs": {"s": {"$id": "s", "$ref": "#/$defs/t"}, "t": {}}},
+            'no "$defs" at /',
+        ),
+        (
+            {
+                "$schema": "http://json-schema.org/draft-07/schema#",
+                "items": {"$ref": "#/definitions/x"},
+            },
+            'no "definitions" at /',
+        ),
+        ({"$defs": {"a": {"$anchor": "word"}}, "items": {"$ref": "#wrod"}}, 'none named "wrod"'),
+        (
+            {
+                "$id": "https://x.test/r",
+                "$defs": {"s": {"$id": "s", "$anchor": "a"}},
+                "not": {"$ref": "#a"},
+            },
+            'none named "a"',
+        ),
+        (
+            {"$schema": "http://json-schema.org/draft-07/schema#", "items": {"$ref": "#x"}},
+            "no anchor",
+        ),
+    ],
+)
+def test_a_pointer_to_nowhere_is_a_problem(schema: dict[str, Any], said: str):
+    [problem] = check_schema(schema)
+    assert said in problem and "so every call would fail" in problem, problem
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"$defs": {"a/b~c": {}}, "$ref": "#/$defs/a~1b~0c"},
+        {
+            "$defs": {"a b": {}, "%": {}},
+            "allOf": [{"$ref": "#/$defs/a%20b"}, {"$ref": "#/$defs/%25"}],
+        },
+        {"$defs": {"a": {}}, "$ref": "#/$defs%2Fa"},
+        {"allOf": [{}, {}], "not": {"$ref": "#/allOf/1"}},
+        {"$ref": "#", "not": {"$ref": "#/not"}},
+        {
+            "$id": "https://x.test/r",
+            "$defs": {"s": {"$id": "s", "$defs": {"u": {}}, "$ref": "#/$defs/u"}},
+        },
+        {
+            "$defs": {
+                "schema:p.v1": {
+                    "$id": "schema:p.v1",
+                    "$defs": {"v": {}},
+                    "items": {"$ref": "#/$defs/v"},
+                }
+            }
+        },
+        {"$defs": {"a": {"$anchor": "word"}}, "items": {"$ref": "#word"}},
+        {"$defs": {"a": {"$dynamicAnchor": "meta"}}, "items": {"$dynamicRef": "#meta"}},
+        {
+            "$id": "https://x.test/r",
+            "$defs": {"s": {"$id": "s", "$anchor": "a"}},
+            "not": {"$ref": "s#a"},
+        },
+        {
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "definitions": {"a": {"$id": "#a"}},
+            "items": {"$ref": "#a"},
+        },
+        {
+            "$schema": "http://json-schema.org/draft-04/schema#",
+            "definitions": {"a": {"id": "#a"}},
+            "items": {"$ref": "#a"},
+        },
+    ],
+)
+def test_a_pointer_to_a_schema_the_schema_holds_is_no_problem(schema: dict[str, Any]):
     assert check_schema(schema) == []

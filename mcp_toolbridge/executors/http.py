@@ -40,7 +40,6 @@ size. Secret values (raw and percent-encoded) are redacted from every error, val
 
 from __future__ import annotations
 
-import http.cookiejar
 import json
 import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -66,6 +65,7 @@ from mcp_toolbridge.errors import (
 from mcp_toolbridge.executors.base import ExecRequest, ExecResult
 from mcp_toolbridge.executors.cuts import redacted_head
 from mcp_toolbridge.executors.http_body import ACCEPT_ENCODING, read_body
+from mcp_toolbridge.executors.http_client import ClientSettingError, default_client
 from mcp_toolbridge.executors.http_errors import host_label, too_many_redirects, translated
 from mcp_toolbridge.executors.progress import Heartbeat
 from mcp_toolbridge.host import CUT_MARGIN_CHARS, RedactCut
@@ -238,13 +238,6 @@ class _Scrubber:
         return redact_value(value, self.secrets)
 
 
-def _default_client() -> httpx2.AsyncClient:
-    no_cookies = http.cookiejar.CookieJar(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
-    return httpx2.AsyncClient(
-        timeout=httpx2.Timeout(None), cookies=no_cookies, follow_redirects=False
-    )
-
-
 def _excerpt(body: bytes, limit: int, scrub: _Scrubber) -> str:
     """The start of ``body`` for an error text: the call's secret values replaced before it is
     cut (a cut through one would show the part no exact match finds), then redacted with what
@@ -280,8 +273,8 @@ class HttpExecutor:
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         max_redirects: int = DEFAULT_MAX_REDIRECTS,
     ) -> AsyncIterator[HttpExecutor]:
-        """An executor on a default client (no cookie jar, no client-side timeouts: the
-        per-call deadline governs), closed on exit. The client is made by the first call, in
+        """An executor on a default client (:func:`.http_client.default_client`: the
+        operator's proxy settings apply), closed on exit. The client is made by the first call, in
         a worker thread: its TLS context costs ≈ 50 ms, which a server that never calls an
         HTTP tool should not pay before answering its first request."""
         executor = cls(None, max_response_bytes=max_response_bytes, max_redirects=max_redirects)
@@ -292,11 +285,14 @@ class HttpExecutor:
                 with anyio.CancelScope(shield=True):
                     await executor.client.aclose()
 
-    async def _client(self) -> httpx2.AsyncClient:
+    async def _client(self, tool: str) -> httpx2.AsyncClient:
         if self.client is None:
             async with self._making:
                 if self.client is None:
-                    self.client = await anyio.to_thread.run_sync(_default_client)
+                    try:
+                        self.client = await anyio.to_thread.run_sync(default_client)
+                    except ClientSettingError as exc:
+                        raise ExecTransportError(str(exc), tool=tool) from None
         return self.client
 
     async def run(self, request: ExecRequest) -> ExecResult:
@@ -374,7 +370,7 @@ class HttpExecutor:
             with translated(host_label(target), tool=spec.name, scrub=scrub.text):
                 outgoing = httpx2.Request(method, target, headers=headers, content=body)
             with translated(host_label(target), tool=spec.name, scrub=scrub.text):
-                client = await self._client()
+                client = await self._client(spec.name)
                 response = await client.send(outgoing, stream=True, follow_redirects=False)
             try:
                 location = response.headers.get("location")

@@ -1,6 +1,7 @@
 """Runloop bundles: a ``manifest.toml`` whose ``[artifacts.tools]`` table pins a tools.json
 inside the bundle folder by its BLAKE3 digest. The digest is checked before the tools.json
-is read as runloop.py reads one; error texts follow Runloop's bundle audit
+is read as runloop.py reads one, its problems given their lines as discovery.py gives a
+manifest's (json_lines.py); error texts follow Runloop's bundle audit
 (spec/runloop-tools-json-v1.txt)."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from blake3 import blake3
 
 from mcp_toolbridge.errors import ErrorCode
+from mcp_toolbridge.loaders.json_lines import with_lines
 from mcp_toolbridge.loaders.report import (
     LoadReport,
     ProblemLog,
@@ -117,4 +119,6 @@ def load_bundle(path: Path, display: str) -> LoadReport:
     tools_log = ProblemLog(tools_display)
     ok, doc = parse_json(data, tools_log)
     tools = load_runloop(doc, tools_path, tools_log, path.absolute().parent.name) if ok else []
+    if tools_log.problems:  # as load_file does: a clean load never scans the text again
+        tools_log.problems = with_lines(tools_log.problems, data.decode("utf-8-sig"))
     return LoadReport(tools, log.problems + tools_log.problems, [display])

@@ -13,7 +13,11 @@ Python's ``re``, the fallback of :mod:`.drafts`, took seconds on an argument of 
 ``^(?=a)(a+)+$``, doubling with each letter more (found by the red-team pass of 2026-11-29,
 4th). So is a ``$ref`` to a document the schema does not hold (``http://...``, ``file:...``,
 ``other.json``): the server fetches no schema, so every call would fail; the problem says to
-inline it, or to use a Runloop ``schema:ID`` ref (found by the same pass)."""
+inline it, or to use a Runloop ``schema:ID`` ref (found by the same pass). And so is a JSON
+pointer (``#/$defs/NAME``, or one after a held document's URI) that points to nothing, to a
+value that is not a schema, or that is not a JSON Pointer (RFC 6901: ``~`` only as ``~0`` or
+``~1``, array indexes without leading zeros; the fragment percent-decoded first): each call
+failed ``cannot be resolved``, or with an internal error (:func:`_pointed`)."""
 
 from __future__ import annotations
 
@@ -226,6 +230,8 @@ _OUTSIDE = (
     'inline it under "$defs" and refer to it as "#/$defs/NAME", or, in a Runloop tools.json, '
     'as "schema:ID"'
 )
+_REFS = frozenset({"$ref", "$dynamicRef"})
+_ANCHORS = frozenset({"$anchor", "$dynamicAnchor"})
 _SHOWN_REF = 80
 """The characters of a ref a problem quotes: the advice after it stays within the line."""
 
@@ -238,13 +244,19 @@ def _ours(schema: dict[str, Any]) -> list[Finding]:
     - each ``$ref`` (or ``$dynamicRef``) to a document the schema does not hold: not a ``#``
       pointer, and no ``$id`` in the schema names it. Validation uses a registry that
       retrieves nothing (``compiled.py``), so such a ref would fail every call. Base URIs
-      follow the ``$id``s as ``referencing`` joins them (``id`` too under draft 4 and earlier).
+      follow the ``$id``s as ``referencing`` joins them (``id`` too under draft 4 and earlier;
+      up to draft 7 an ``$id`` beside a ``$ref`` is ignored, as there);
+    - each JSON pointer (:func:`_pointed`) or anchor (``#name``: an ``$anchor``, a
+      ``$dynamicAnchor``, or an ``$id`` of ``#name`` up to draft 7) that the document the
+      ref is in does not hold.
     """
     draft = schema.get("$schema")
     old = isinstance(draft, str) and ("draft-04" in draft or "draft-03" in draft)
+    legacy = old or (isinstance(draft, str) and ("draft-06" in draft or "draft-07" in draft))
     names = ("$id", "id") if old else ("$id",)
     found: list[Finding] = []
-    held: set[str] = {""}
+    held: dict[str, Any] = {"": schema}
+    anchors: set[tuple[str, str]] = set()
     refs: list[tuple[JsonPath, str, str]] = []
     stack: list[tuple[JsonPath, Any, str]] = [((), schema, "")]
     while stack:
@@ -256,17 +268,23 @@ def _ours(schema: dict[str, Any]) -> list[Finding]:
             continue
         for name in names:
             ident = node.get(name)
-            if type(ident) is str and not ident.startswith("#"):
+            if type(ident) is not str:
+                continue
+            if ident.startswith("#"):
+                anchors.add((base, ident[1:]))
+            elif not (legacy and "$ref" in node):
                 base = _joined(base, ident)
-                held.add(base)
+                held.setdefault(base, node)
         patterns: list[tuple[JsonPath, object]] = []
         for key, value in node.items():
             kind = type(value)
             if kind is str:
                 if key == "pattern":
                     patterns.append(((key,), value))
-                elif (key == "$ref" or key == "$dynamicRef") and not value.startswith("#"):
+                elif key in _REFS:
                     refs.append(((*where, key), value, base))
+                elif key in _ANCHORS:
+                    anchors.add((base, value))
             elif kind is dict or kind is list:
                 if key == "patternProperties" and kind is dict:
                     patterns.extend(((key, name), name) for name in value)
@@ -276,17 +294,83 @@ def _ours(schema: dict[str, Any]) -> list[Finding]:
             if _compiles(pattern) and not linear(str(pattern)):
                 found.append((where + path, _BACKTRACKS.format(pattern=pattern), False))
     for where, ref, base in refs:
-        target = _joined(base, ref)
-        if target != base and target not in held:
+        if ref.startswith("#"):  # as referencing looks it up: in the document of the base
+            target, fragment = base, ref[1:]
+        else:
+            target, fragment = _split(base, ref)
+        if target not in held:
             found.append((where, _OUTSIDE.format(ref=json.dumps(ref[:_SHOWN_REF])), False))
+        elif fragment.startswith("/") and (wrong := _pointed(held[target], fragment)):
+            shown = json.dumps(ref[:_SHOWN_REF])
+            found.append((where, f"$ref {shown} {wrong}, so every call would fail", False))
+        elif fragment and not fragment.startswith("/") and (target, fragment) not in anchors:
+            shown, name = json.dumps(ref[:_SHOWN_REF]), json.dumps(fragment[:_SHOWN_REF])
+            wrong = f"points to no anchor (none named {name} in its document)"
+            found.append((where, f"$ref {shown} {wrong}, so every call would fail", False))
     return found
+
+
+def _split(base: str, ref: str) -> tuple[str, str]:
+    """``ref`` against ``base``: the document it names, and its fragment."""
+    from urllib.parse import urldefrag, urljoin
+
+    return urldefrag(urljoin(base, ref))
 
 
 def _joined(base: str, ref: str) -> str:
     """``ref`` against ``base``, without its fragment: the document it names."""
-    from urllib.parse import urldefrag, urljoin
+    return _split(base, ref)[0]
 
-    return urldefrag(urljoin(base, ref)).url
+
+_INDEX = re.compile(r"0|[1-9][0-9]*")
+_ESCAPE = re.compile(r"~(?![01])")
+
+
+def _pointed(document: Any, fragment: str) -> str | None:
+    """What is wrong with the JSON pointer ``fragment`` (a URI fragment, percent-encoded)
+    inside ``document``: the end of a sentence, or None when it points to a schema. As RFC 6901
+    says: the fragment is percent-decoded, then split at each ``/``; ``~1`` is ``/`` and ``~0``
+    is ``~`` in a name (``~`` followed by anything else is no pointer), and an array index is
+    a number without leading zeros (``-``, the item past the last, points to nothing)."""
+    if "%" in fragment:
+        from urllib.parse import unquote
+
+        fragment = unquote(fragment)
+    escaped = "~" in fragment
+    if escaped and _ESCAPE.search(fragment):
+        return 'is not a JSON Pointer ("~" must be followed by 0 or 1: ~0 is "~", ~1 is "/")'
+    node, parts = document, fragment[1:].split("/")
+    for i, part in enumerate(parts):
+        if type(node) is dict:
+            name = part.replace("~1", "/").replace("~0", "~") if escaped else part
+            if name in node:
+                node = node[name]
+                continue
+            wrong = f"no {json.dumps(name)[:_SHOWN_REF]} at {_at(parts, i)}"
+        elif type(node) is list and _INDEX.fullmatch(part):
+            if int(part) < len(node):
+                node = node[int(part)]
+                continue
+            wrong = f"the array at {_at(parts, i)} has {len(node)} items"
+        elif type(node) is list and part != "-":
+            shown = json.dumps(part)[:_SHOWN_REF]
+            return f"is not a JSON Pointer ({shown} is no array index, at {_at(parts, i)})"
+        elif type(node) is list:
+            wrong = f"the array at {_at(parts, i)} has {len(node)} items"
+        else:
+            wrong = f"the value at {_at(parts, i)} has no {json.dumps(part)[:_SHOWN_REF]}"
+        return f"points to nothing ({wrong})"
+    if type(node) is dict or type(node) is bool:
+        return None
+    kind = "null" if node is None else "an array" if type(node) is list else "a string"
+    if type(node) is int or type(node) is float:
+        kind = "a number"
+    return f"points to {kind} at {_at(parts, len(parts))}, not a schema (an object or a boolean)"
+
+
+def _at(parts: list[str], end: int) -> str:
+    """The pointer of the first ``end`` parts, as written (escaped)."""
+    return "/" + "/".join(parts[:end])
 
 
 def check_schema(schema: object) -> list[str]:

@@ -20,10 +20,13 @@ edge"); a tool's answer, up to ``--max-output`` and more.
   sent, often the answer to its last request (a tool's result: up to ``--max-output``),
   while it awaits the next one. :class:`ReleasingWrites` wraps the stream the session writes
   to: after each answer it passes the router :data:`PASSING`, a message holding nothing,
-  which the router routes to no stream (it is related to :data:`PASSING_STREAM`, no request
-  of the session: a client that names a request so gets one unknown notification on its
-  stream) and the session's event store does not keep (resume.py, shared_events.py). It
-  costs an answer one more turn of the router (about 30 us in-process).
+  which the router routes to no stream and the session's event store does not keep
+  (resume.py, shared_events.py). It costs an answer one more turn of the router (about 30 us
+  in-process). It is related to :data:`PASSING_STREAM`, which names no request: the router
+  would deliver it to a request of that id in flight, or to a resumed stream of one, so the
+  name is drawn at random as the server starts and shown nowhere (it was the fixed
+  ``toolbridge/passing``: a request of that id got a ``toolbridge/passing`` notification on
+  its stream after every other answer of its session).
 - The server's own handle on each 2025 connection (to tell it ``list_changed`` and log
   messages outside a request) was the ServerSession of its latest request, which holds that
   request's dispatch context, and so its metadata. ``host.standing_session`` makes one on
@@ -33,6 +36,7 @@ edge"); a tool's answer, up to ``--max-output`` and more.
 from __future__ import annotations
 
 import contextvars
+import secrets
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from types import TracebackType
@@ -48,7 +52,7 @@ Read = SessionMessage | Exception
 
 RELEASED = JSONRPCNotification(jsonrpc="2.0", method="toolbridge/released")
 """What an emptied SessionMessage holds instead of its request (nothing reads it again)."""
-PASSING_STREAM = "toolbridge/passing"
+PASSING_STREAM = f"toolbridge/passing/{secrets.token_hex(16)}"
 PASSING = SessionMessage(
     JSONRPCNotification(jsonrpc="2.0", method="toolbridge/passing"),
     metadata=ServerMessageMetadata(related_request_id=PASSING_STREAM),

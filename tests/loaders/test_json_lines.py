@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
+from blake3 import blake3
 
 from mcp_toolbridge.errors import Problem
 from mcp_toolbridge.loaders import json_lines, load_file
 from mcp_toolbridge.loaders.json_lines import key_lines, with_lines
+from tests.support.cli import run_cli
 from tests.support.paths import FIXTURES
 
 TEXT = """{
@@ -86,3 +89,35 @@ def test_load_file_prints_the_line_and_a_clean_load_never_scans(tmp_path, monkey
     clean.parent.mkdir()
     clean.write_text(TEXT, encoding="utf-8")
     assert load_file(clean).problems == []
+
+
+def test_a_runloop_bundles_tools_json_problems_name_their_lines(tmp_path):
+    """A bundle's pinned tools.json is read by the bundle (runloop_bundle.py), not by
+    load_file: its problems had no line, in lint's text and in its JSON."""
+    entry = {
+        "id": "notes.search",
+        "description": "Search notes",
+        "transport": {"kind": "exec", "command": "bin/search"},
+        "input_schema": {"type": "object", "properties": {"q": {"type": "strin"}}},
+        "result_schema": {"type": "object"},
+    }
+    text = json.dumps({"version": 1, "tools": [{"id": "ok"}, entry]}, indent=2)
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "tools.json").write_text(text, encoding="utf-8")
+    digest = blake3(text.encode()).hexdigest()
+    (folder / "manifest.toml").write_text(
+        f'[artifacts.tools]\npath = "tools.json"\nblake3 = "{digest}"\n', encoding="utf-8"
+    )
+    source = text.splitlines()
+    done = run_cli(["lint", "--format", "json", "notes"], env=dict(os.environ), cwd=tmp_path)
+    problems = json.loads(done.stdout)["problems"]
+    lines = {p["message"].split()[0]: p["line"] for p in problems if "tool[1]" in p["locator"]}
+    assert source[lines["exec"] - 1].strip() == '"transport": {', (lines, problems)
+    assert source[lines["input_schema:"] - 1].strip() == '"input_schema": {', (lines, problems)
+    first = [p["line"] for p in problems if "tool[0]" in p["locator"]]
+    assert first and all(source[line - 1].strip() == "{" for line in first), problems
+    assert source[first[0]].strip() == '"id": "ok"', problems
+    assert all(p["path"] == os.path.join("notes", "tools.json") for p in problems), problems
+    text_out = run_cli(["lint", "notes"], env=dict(os.environ), cwd=tmp_path).stdout
+    assert f"notes/tools.json:{lines['exec']}: tool[1]" in text_out, text_out

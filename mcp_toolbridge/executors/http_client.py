@@ -1,0 +1,80 @@
+"""The Runloop http tools' shared client, made from the server's environment.
+
+The operator's proxy settings apply (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``,
+``NO_PROXY``, either case, as ``urllib.request.getproxies`` reads them), and so do
+``SSL_CERT_FILE`` and ``SSL_CERT_DIR``: they are read once, from the server's own environment,
+when the first call makes the client. Nothing in the server writes its environment, so neither
+a manifest (an exec tool's ``env`` reaches only its process) nor a secret sets them.
+
+A proxy the client cannot use (``socks5://`` without the ``socksio`` package, ``socks://`` as
+GNOME sets it, ``ftp://``) made every call fail with an internal error, httpx2's
+``ImportError`` or ``ValueError``. It is :class:`ClientSettingError` now, a call error naming
+the variable and the kind of proxy, never its value (which may hold the proxy's credentials),
+and nothing is sent: a request never goes around a proxy the operator set."""
+
+from __future__ import annotations
+
+import http.cookiejar
+import importlib.util
+import os
+import urllib.request
+
+import httpx2
+
+_USABLE = ("http", "https")
+_SOCKS = ("socks5", "socks5h")
+_SETTINGS = "HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY, SSL_CERT_FILE, SSL_CERT_DIR"
+
+
+class ClientSettingError(Exception):
+    """The server's environment sets up an HTTP client that cannot be made (the message says
+    which setting, with no value)."""
+
+
+def _variable(kind: str, value: str) -> str:
+    """The name of the variable that gave ``kind``'s proxy ``value``, as written."""
+    wanted = f"{kind}_proxy"
+    names = [k for k, given in os.environ.items() if k.lower() == wanted and given == value]
+    return names[0] if names else wanted.upper()
+
+
+def proxy_problem() -> str | None:
+    """What is wrong with the proxies the server's environment sets for the client, or None.
+    Read as httpx2 reads them (``get_environment_proxies``): ``http``, ``https`` and ``all``,
+    a value without a scheme is ``http://``, ``NO_PROXY=*`` turns them all off."""
+    proxies = urllib.request.getproxies_environment()
+    if "*" in (host.strip() for host in proxies.get("no", "").split(",")):
+        return None
+    for kind in ("http", "https", "all"):
+        value = proxies.get(kind)
+        if not value:
+            continue
+        scheme = value.partition("://")[0].lower() if "://" in value else "http"
+        if scheme in _USABLE or (scheme in _SOCKS and importlib.util.find_spec("socksio")):
+            continue
+        need = " (it needs the socksio package)" if scheme in _SOCKS else ""
+        return (
+            f"the server's proxy setting {_variable(kind, value)} names a {scheme}:// "
+            f"proxy, which its HTTP client cannot use{need}: only http:// and https:// "
+            "proxies. Nothing was sent; the operator sets an http:// proxy there (or unsets "
+            "it) and restarts the server"
+        )
+    return None
+
+
+def default_client() -> httpx2.AsyncClient:
+    """A client with no cookie jar and no client-side timeouts (the per-call deadline
+    governs), from the server's environment (see the module doc). Raises
+    :class:`ClientSettingError`."""
+    if problem := proxy_problem():
+        raise ClientSettingError(problem)
+    no_cookies = http.cookiejar.CookieJar(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
+    try:
+        return httpx2.AsyncClient(
+            timeout=httpx2.Timeout(None), cookies=no_cookies, follow_redirects=False
+        )
+    except (ValueError, ImportError, OSError, httpx2.InvalidURL) as exc:
+        raise ClientSettingError(
+            f"the server could not make its HTTP client from its environment "
+            f"({type(exc).__name__}): the operator checks {_SETTINGS}. Nothing was sent"
+        ) from None

@@ -13,6 +13,10 @@ Everything else speaks Redis commands through :class:`RedisLink` (``run``, ``scr
 - **No retries.** redis-py retries a command on a connection error by default; here nothing
   is retried, so a write that timed out is never applied twice (an ``INCRBY`` that reached the
   server and lost its answer is reported unavailable, and not sent again).
+- **Password.** Redis's own (``requirepass``, or an ACL user's): in the URL
+  (``redis://:PASSWORD@HOST``, ``redis://USER:PASSWORD@HOST``), or, kept off the command line
+  that ``ps`` shows every user of the machine, in :data:`PASSWORD_ENV` (the URL's wins).
+  Never in a message: :func:`where` shows the URL without it.
 - **Errors.** A refused or lost connection, a timeout, and a command Redis refuses (still
   loading its data, out of memory, read-only) are
   :class:`~mcp_toolbridge.state.port.StateUnavailable`, naming the server (never a password).
@@ -36,6 +40,8 @@ COMMAND_TIMEOUT_S = 2.0
 CONNECT_TIMEOUT_S = 2.0
 MAX_CONNECTIONS = 64
 """Connections to Redis per process (commands beyond wait for one, within their deadline)."""
+PASSWORD_ENV = "TOOLBRIDGE_STATE_PASSWORD"
+"""The Redis password, when the ``--state`` URL carries none."""
 POLL_S = 1.0
 """How often a subscription checks its connection when no message comes."""
 
@@ -75,7 +81,9 @@ def where(url: str) -> str:
 class RedisLink:
     """Pooled, deadline-bound access to one Redis server."""
 
-    def __init__(self, url: str, *, timeout_s: float = COMMAND_TIMEOUT_S) -> None:
+    def __init__(
+        self, url: str, *, timeout_s: float = COMMAND_TIMEOUT_S, password: str | None = None
+    ) -> None:
         # Imported here, not with this module: redis-py (with the OpenTelemetry SDK it brings)
         # takes about 0.2 s to import, and only a server given --state redis://... needs it.
         import redis.asyncio as aioredis
@@ -86,8 +94,14 @@ class RedisLink:
         self.url = check_url(url)
         self.where = where(url)
         self.timeout_s = timeout_s
+        given = urlsplit(url).password
+        self.authenticated = bool(given or password)
+        """Whether this link gives Redis a password (when it does not, and Redis answers, Redis
+        asks none: anything that reaches it may read and change the shared state)."""
+        extra: dict[str, Any] = {} if given or not password else {"password": password}
         pool = aioredis.BlockingConnectionPool.from_url(
             url,
+            **extra,
             max_connections=MAX_CONNECTIONS,
             timeout=timeout_s,
             socket_timeout=timeout_s,

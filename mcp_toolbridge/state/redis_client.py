@@ -24,6 +24,7 @@ Everything else speaks Redis commands through :class:`RedisLink` (``run``, ``scr
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -214,6 +215,35 @@ class RedisLink:
                 await self._redis.connection_pool.disconnect()
             except self._failures[0]:
                 pass
+
+
+def json_value(raw: Reply) -> Any:
+    """A stored JSON text's value; None for none, and for a value that is not JSON or is nested
+    too deep to read (``[[[...``: a RecursionError). Every JSON read from Redis goes through it,
+    so a stale or hostile value is skipped where it is read, never an exception in a replica's
+    background loops (found by the red-team pass of 2026-11-29 (6th): one such value published
+    ended every replica)."""
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+
+
+def text(raw: Reply) -> str | None:
+    """A stored name as text; None for one that is not UTF-8 (a name the server never wrote)."""
+    if isinstance(raw, str):
+        return raw
+    try:
+        return bytes(raw).decode()
+    except (TypeError, ValueError):
+        return None
+
+
+def texts(raw: Reply) -> list[str]:
+    """The UTF-8 names of a list or set reply, any other skipped."""
+    return [t for item in raw or () if (t := text(item)) is not None]
 
 
 def number(reply: Reply) -> float:

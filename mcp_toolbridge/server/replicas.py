@@ -44,7 +44,7 @@ from mcp.server.subscriptions import ServerEvent, ToolsListChanged
 
 from mcp_toolbridge.errors import ConfigError, ErrorCode
 from mcp_toolbridge.host import CallContext, CallLease
-from mcp_toolbridge.state import PASSWORD_ENV, StateUnavailable
+from mcp_toolbridge.state import StateUnavailable
 
 if TYPE_CHECKING:  # a replica's: not imported by a server without shared state
     from mcp_toolbridge.state import SharedStore
@@ -231,6 +231,8 @@ class Replica:
         if not self.ready:
             log.warning("replica %s: the shared state answers; ready", self.name)
             if not self.shared.link.authenticated and not self._told_open:
+                from mcp_toolbridge.state import PASSWORD_ENV  # the Redis client's module
+
                 self._told_open = True
                 log.warning(OPEN_REDIS, self.shared.link.where, PASSWORD_ENV)
         self.ready = True

@@ -14,9 +14,10 @@ Everything else speaks Redis commands through :class:`RedisLink` (``run``, ``scr
   is retried, so a write that timed out is never applied twice (an ``INCRBY`` that reached the
   server and lost its answer is reported unavailable, and not sent again).
 - **Password.** Redis's own (``requirepass``, or an ACL user's): in the URL
-  (``redis://:PASSWORD@HOST``, ``redis://USER:PASSWORD@HOST``), or, kept off the command line
-  that ``ps`` shows every user of the machine, in :data:`PASSWORD_ENV` (the URL's wins).
-  Never in a message: :func:`where` shows the URL without it.
+  (``redis://:PASSWORD@HOST``, ``redis://USER:PASSWORD@HOST``, redis-py's ``?password=``),
+  or, kept off the command line that ``ps`` shows every user of the machine, in
+  :data:`PASSWORD_ENV` (the URL's wins). Never in a message: :func:`where` shows the URL
+  without it (and without its query).
 - **Errors.** A refused or lost connection, a timeout, and a command Redis refuses (still
   loading its data, out of memory, read-only) are
   :class:`~mcp_toolbridge.state.port.StateUnavailable`, naming the server (never a password).
@@ -29,7 +30,7 @@ import math
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import anyio
 
@@ -70,12 +71,16 @@ def check_url(url: str) -> str:
 
 
 def where(url: str) -> str:
-    """The URL without its password, for messages and logs."""
-    parts = urlsplit(url)
+    """The URL without its password, for messages and logs: ``:***`` in place of one in the
+    user part, and no query string, where redis-py takes one too (``?password=``)."""
+    bare = url.split("#", 1)[0].split("?", 1)[0]
+    parts = urlsplit(bare)
     if parts.password is None:
-        return url
+        return bare
     user = parts.username or ""
-    netloc = f"{user}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    netloc = f"{user}:***@{host}" + (f":{parts.port}" if parts.port else "")
     return parts._replace(netloc=netloc).geturl()
 
 
@@ -95,7 +100,8 @@ class RedisLink:
         self.url = check_url(url)
         self.where = where(url)
         self.timeout_s = timeout_s
-        given = urlsplit(url).password
+        parts = urlsplit(url)
+        given = parts.password or parse_qs(parts.query).get("password", [""])[0]
         self.authenticated = bool(given or password)
         """Whether this link gives Redis a password (when it does not, and Redis answers, Redis
         asks none: anything that reaches it may read and change the shared state)."""

@@ -68,7 +68,9 @@ def _tools(folder: Path) -> Path:
 
 
 @asynccontextmanager
-async def _replica(work: Path, password: str | None) -> AsyncIterator[tuple[HttpServer, int]]:
+async def _replica(
+    work: Path, password: str | None, *, in_url: bool = False
+) -> AsyncIterator[tuple[HttpServer, int]]:
     need_redis()
     (work / "redis").mkdir(parents=True)
     redis = RedisServer(work / "redis", password=password)
@@ -76,9 +78,12 @@ async def _replica(work: Path, password: str | None) -> AsyncIterator[tuple[Http
     policy = work / "policy.toml"
     policy.write_text('[requires]\nnet.hosts = ["*"]\n')
     env = {"TOOLBRIDGE_STATE_KEYS": KEYS}
-    if password is not None:
+    url = redis.url()
+    if password is not None and in_url:
+        url += f"?password={password}"  # redis-py's query form
+    elif password is not None:
         env["TOOLBRIDGE_STATE_PASSWORD"] = password
-    args = ["--state", redis.url(), "--replica", "r1", "--console", "127.0.0.1:0"]
+    args = ["--state", url, "--replica", "r1", "--console", "127.0.0.1:0"]
     args += ["--sandbox", "required", "--policy", str(policy), "--workspace", str(work)]
     try:
         async with http_server(
@@ -150,3 +155,14 @@ async def test_with_a_password_the_tool_is_refused_and_the_replica_serves(
         audit = (tmp_path / "audit.ndjson").read_text()
         assert "forge" in audit
         assert password not in server.stderr() and password not in audit
+
+
+async def test_a_password_in_the_urls_query_is_used_and_never_printed(tmp_path: Path) -> None:
+    """redis-py takes ``?password=`` too; the URL the replica prints (its start line, every
+    "did not answer" message, which a failing call's text carries) showed it whole."""
+    password = "pw-" + secrets.token_hex(16)
+    async with _replica(tmp_path, password, in_url=True) as (server, port):
+        assert (await _forge(server, port, secrets.token_urlsafe(32))).startswith("-NOAUTH")
+        assert f"Redis at redis://127.0.0.1:{port}/0," in server.stderr()
+        assert not [x for x in server.lines if _WARNING in x], server.stderr()
+        assert password not in server.stderr()

@@ -18,6 +18,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_validator
 
+from mcp_toolbridge.secrets import SERVER_ENV_PREFIXES as SERVER_ENV_PREFIXES
+from mcp_toolbridge.secrets import secret_env_clash
+
 
 class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -39,13 +42,6 @@ class Source(Frozen):
 
     def locator(self, name: str | None) -> str:
         return f'tool[{self.index}] "{name}"' if name else f"tool[{self.index}]"
-
-
-SERVER_ENV_PREFIXES = ("TOOLBRIDGE_", "MCP_TOOLBRIDGE_")
-"""The server's own variables: its bearer token, console and state keys, every secret
-(``TOOLBRIDGE_SECRET_*``), its settings. None reaches a tool by its manifest: a secret reaches
-only the tools that declare it (found by the red-team pass of 2026-11-29, 4th:
-``envPassthrough: ["TOOLBRIDGE_TOKEN"]`` handed the tool the token)."""
 
 
 class EnvSpec(Frozen):
@@ -231,6 +227,16 @@ class ToolSpec(Frozen):
     clients that defer tools by themselves are told to load it (``anthropic/alwaysLoad``)."""
     budget: Budget | None = None
     source: Source
+
+    @model_validator(mode="after")
+    def _no_secret_named_as_a_fixed_variable(self) -> ToolSpec:
+        """The loaders refuse it naming the manifest; refused again here for any other way
+        of making a ToolSpec (:func:`~mcp_toolbridge.secrets.secret_env_clash`)."""
+        for secret in self.secrets:
+            clash = secret_env_clash(secret)
+            if clash is not None:
+                raise ValueError(clash)
+        return self
 
     @property
     def is_locked(self) -> bool:

@@ -50,6 +50,34 @@ def secret_env_name(secret_id: str) -> str:
     return _NOT_ALNUM.sub("_", secret_id.upper())
 
 
+FIXED_ENV_NAMES = ("PATH", "HOME")
+"""What every child gets from the server (executors/exec_tool.py): no secret may set them."""
+SERVER_ENV_PREFIXES = ("TOOLBRIDGE_", "MCP_TOOLBRIDGE_")
+"""The server's own variables: its bearer token, console and state keys, every secret
+(``TOOLBRIDGE_SECRET_*``), its settings. None reaches a tool by its manifest: a secret reaches
+only the tools that declare it (found by the red-team pass of 2026-11-29, 4th:
+``envPassthrough: ["TOOLBRIDGE_TOKEN"]`` handed the tool the token)."""
+
+
+def secret_env_clash(secret_id: str) -> str | None:
+    """Why a tool may not declare ``secret_id`` (a secret reaches a tool in the variable
+    :func:`secret_env_name` names, after PATH and HOME), or None: ``path`` would replace the
+    tool's PATH with the secret's value, ``home`` its HOME, ``toolbridge_x`` a variable of the
+    server's own."""
+    name = secret_env_name(secret_id)
+    if name in FIXED_ENV_NAMES:
+        return (
+            f"the secret {secret_id!r} would reach the tool as {name}, replacing the {name} "
+            f"every tool gets from the server; give it another id"
+        )
+    if name.startswith(SERVER_ENV_PREFIXES):
+        return (
+            f"the secret {secret_id!r} would reach the tool as {name}, a name of the server's "
+            "own variables; give it another id"
+        )
+    return None
+
+
 MIN_LINE_CHARS = 8
 """A line of a secret of several lines this long or longer is redacted on its own too."""
 MIN_ENCODED_CHARS = 8

@@ -43,7 +43,7 @@ import json
 import logging
 import os
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -99,7 +99,7 @@ from mcp_toolbridge.policy import (
     watchdog_payload,
     way_out,
 )
-from mcp_toolbridge.sandbox import Confinement, Limits, Sandbox
+from mcp_toolbridge.sandbox import Confinement, Limits, Sandbox, guarded_by, write_floor
 from mcp_toolbridge.state import MemoryState, State
 
 log = logging.getLogger("mcp_toolbridge")
@@ -227,13 +227,17 @@ class PolicyGate:
         sidecars: Callable[[str], Path | None] | None = None,
         state: State | None = None,
         default_timeout_s: float = DEFAULT_TIMEOUT_S,
+        guard: tuple[Sequence[Path], Sequence[Path | None], Sequence[str]] = ((), (), ()),
     ) -> PolicyGate:
         """The server's gate: its OS sandbox in ``mode`` (``--sandbox``), else as the
         policy's ``[sandbox]`` table says, with the table's masks and ``warm``; the home
         folder (for the secret paths) from ``environ``; the secret scan of its
-        ``[secret_scan]`` table."""
+        ``[secret_scan]`` table. ``guard``: the served manifest paths, the files that decide
+        trust and the programs served tools run, read-only in every sandbox (sandbox/guard.py)."""
         config = policy.file.sandbox
-        sandbox = Sandbox.from_environ(mode or config.mode, environ, config.mask, Limits.of(config))
+        held = guarded_by(policy, *guard)
+        limits = Limits.of(config)
+        sandbox = Sandbox.from_environ(mode or config.mode, environ, config.mask, limits, held)
         sandbox.warm.enabled = config.warm
         scan = SecretScan(policy.file.secret_scan)
         return cls(
@@ -307,6 +311,8 @@ class PolicyGate:
             return Clearance(Decision.refused(denial), hint=capability_way_out(policy, denial))
         rules = await self.session_rules(ctx.owner)
         decision = shell_floor(policy, spec, arguments, policy.decide(spec, targets, rules), rules)
+        if self.sandbox is not None:
+            decision = write_floor(decision, targets.paths_write, self.sandbox.guarded.asked)
         if policy.watchdog is not None and decision.action != "deny":
             decision = combine(decision, await self._watchdog(spec, arguments, ctx))
         if decision.action == "deny":

@@ -40,6 +40,7 @@ from mcp_toolbridge.model import (
     Transport,
 )
 from mcp_toolbridge.names import sanitize_name
+from mcp_toolbridge.secrets import secret_env_clash
 
 __all__ = ["display_join", "json_shown", "load_runloop"]
 
@@ -354,6 +355,8 @@ def _tool(
     capabilities = _str_list(entry, "capabilities", log, locator)
     _net_ports(capabilities, log, locator)
     secrets = _str_list(entry, "secrets", log, locator)
+    for clash in filter(None, map(secret_env_clash, secrets)):
+        log.error(f"secrets: {clash}", locator)
     extras = _extras(entry, log, locator)
     confirm = extras["confirm"] if isinstance(extras["confirm"], bool) else None
     derived = _derived_safety(transport, capabilities, confirm) if transport else None

@@ -163,6 +163,9 @@ class Composed:
     when it cannot be cached."""
     restored: bool
     """Whether it came from the cache."""
+    programs: tuple[str, ...] = ()
+    """The absolute paths the manifest tools' commands name (what they run): kept
+    read-only in every sandbox that could write them (sandbox/guard.py)."""
 
 
 def compose(
@@ -217,7 +220,20 @@ def _restore(stored: Snapshot, manifests: Manifests, key: bytes, keep_names: boo
         stored.served_sources,
         key,
         restored=True,
+        programs=stored.programs,
     )
+
+
+def _programs(specs: Iterable[ToolSpec]) -> tuple[str, ...]:
+    """The absolute paths in the exec tools' fixed argv (the program, a script)."""
+    found = {
+        arg
+        for spec in specs
+        if spec.transport.kind == "exec"
+        for arg in spec.transport.argv
+        if arg.startswith("/")
+    }
+    return tuple(sorted(found))
 
 
 def _skipped(manifests: Manifests, stored: Snapshot, keep_names: bool) -> tuple[Skipped, ...]:
@@ -282,6 +298,7 @@ def _compose(
     problems += catalog_problems
     errors = [p for p in problems if p.severity is Severity.ERROR]
     served = Counter(e.spec.source.path for e in catalog if not e.builtin)
+    programs = _programs(e.spec for e in catalog if not e.builtin)
     left_out = _left_out(s for s, _ in skipped)
     composed = Composed(
         catalog,
@@ -293,6 +310,7 @@ def _compose(
         dict(served),
         key,
         restored=False,
+        programs=programs,
     )
     snapshot = None
     if key is not None:  # its stored form, when it has the shape a restored catalog has
@@ -304,6 +322,7 @@ def _compose(
             left_out=left_out,
             unmatched_pins=tuple(pin_problems),
             served_sources=dict(served),
+            programs=programs,
             errors=errors,
             problems=problems,
             requirements=[

@@ -127,6 +127,8 @@ class Loaded:
     """How many manifest tools each source file (as tools name it) has in the catalog."""
     key: bytes | None = None
     """Identifies the catalog's content, for the index cache (None: not cacheable)."""
+    programs: tuple[str, ...] = ()
+    """The absolute paths the manifest tools' commands name (sandbox/guard.py)."""
 
     @cached_property
     def problems(self) -> list[Problem]:
@@ -218,6 +220,7 @@ def load_catalog(
         unmatched_pins=composed.unmatched_pins,
         served_sources=composed.served_sources,
         key=composed.key,
+        programs=composed.programs,
     )
 
 
@@ -260,7 +263,7 @@ def _catalog_parts(
 ) -> tuple[PolicyGate, BuiltinExecutor]:
     """What depends on the catalog and the policy, rebuilt on every reload (``index``: the
     catalog's search index as already made, see :func:`open_runtime`)."""
-    from mcp_toolbridge.bridge import PolicyGate
+    from mcp_toolbridge.bridge import PolicyGate, default_audit_path
     from mcp_toolbridge.builtins import BuiltinExecutor, ToolSearch, bind_locked
 
     catalog = loaded.catalog
@@ -280,6 +283,8 @@ def _catalog_parts(
                 policy=loaded.policy,
             )
         )
+    audit = (settings.audit_path or default_audit_path()) if settings.audit else None
+    trust_files = (settings.policy_file, settings.secrets_file, audit)
     gate = PolicyGate.configured(
         loaded.policy,
         settings.sandbox,
@@ -287,6 +292,7 @@ def _catalog_parts(
         sidecars=shared.sessions.sidecar_dir,
         state=shared.sessions.state,
         default_timeout_s=settings.timeout_s,
+        guard=(settings.manifest_paths(), trust_files, loaded.programs),
     )
     return gate, builtins
 

@@ -51,6 +51,7 @@ class Snapshot:
     left_out: tuple[LeftOut, ...]
     unmatched_pins: tuple[Problem, ...]
     served_sources: dict[str, int]
+    programs: tuple[str, ...]
     errors: list[Problem]
     problems: bytes
     """Every problem, pickled: read only when asked for."""
@@ -88,6 +89,7 @@ def snapshot_of(
     left_out: tuple[LeftOut, ...],
     unmatched_pins: tuple[Problem, ...],
     served_sources: dict[str, int],
+    programs: tuple[str, ...],
     errors: list[Problem],
     problems: list[Problem],
     requirements: list[tuple[RequirementSet, bytes]],
@@ -121,6 +123,7 @@ def snapshot_of(
         left_out=left_out,
         unmatched_pins=unmatched_pins,
         served_sources=served_sources,
+        programs=programs,
         errors=errors,
         problems=pickle.dumps(problems, protocol=pickle.HIGHEST_PROTOCOL),
         requirements=requirements,

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from mcp_toolbridge.sandbox.bwrap import Plan
     from mcp_toolbridge.sandbox.confine import Confinement, Launch, Sandbox, find_bwrap
     from mcp_toolbridge.sandbox.diagnosis import BWRAP_VARIABLE, Fix, Support, diagnose, unrunnable
+    from mcp_toolbridge.sandbox.guard import Guarded, guarded, guarded_by, write_floor
     from mcp_toolbridge.sandbox.limits import Limits, limit_hint
     from mcp_toolbridge.sandbox.profile import (
         SANDBOX_MODES,
@@ -40,6 +41,7 @@ __getattr__ = on_first_use(
             "diagnose",
             "unrunnable",
         ),
+        "mcp_toolbridge.sandbox.guard": ("Guarded", "guarded", "guarded_by", "write_floor"),
         "mcp_toolbridge.sandbox.limits": ("Limits", "limit_hint"),
         "mcp_toolbridge.sandbox.profile": (
             "SANDBOX_MODES",
@@ -60,6 +62,7 @@ __all__ = [
     "SECRET_PATHS",
     "Confinement",
     "Fix",
+    "Guarded",
     "Launch",
     "Limits",
     "Plan",
@@ -71,7 +74,10 @@ __all__ = [
     "WarmSandbox",
     "diagnose",
     "find_bwrap",
+    "guarded",
+    "guarded_by",
     "limit_hint",
     "profile_for",
     "unrunnable",
+    "write_floor",
 ]

@@ -19,7 +19,10 @@ The sandbox's root is an empty tmpfs; into it go, in order of depth (parents fir
   ``/sys`` is not there (read-only under a grant of ``/``), and a root granted inside
   ``/proc`` or ``/sys`` is read-only even when granted for writing;
 - the masks: each secret path that exists under a visible root becomes empty and read-only,
-  unless it is granted by name; a granted root inside it is mounted over the mask.
+  unless it is granted by name; a granted root inside it is mounted over the mask;
+- what decides a tool's trust (``guard.py``: served manifests, their programs, the
+  project's ``.toolbridge/``, the policy, secrets and audit files), read-only over a writable
+  root holding it, each folder between bound onto itself so that none can be renamed.
 
 Namespaces: user, mount, PID, IPC, UTS, cgroup and (unless the profile has the full network)
 network; no capabilities, ``no_new_privs`` (bubblewrap always sets it), no further user
@@ -39,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcp_toolbridge.sandbox import seccomp
+from mcp_toolbridge.sandbox.guard import guard_plan
 from mcp_toolbridge.sandbox.kernel import SYS, kernel_mounts, kernel_path
 from mcp_toolbridge.sandbox.limits import Limits
 from mcp_toolbridge.sandbox.profile import SandboxProfile
@@ -73,8 +77,9 @@ PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
 
 
 # Kinds of mount, in the order they are applied to one path (writable first: a read-only
-# mount of the same path then adds nothing).
-_RW, _RO, _PRIVATE, _MASK, _FIXED, _KERNEL = range(6)
+# mount of the same path then adds nothing). _PIN: a folder above a guarded path inside a
+# writable root, bound onto itself (writable); _GUARD: a guarded path, read-only (guard.py).
+_RW, _PIN, _RO, _GUARD, _PRIVATE, _MASK, _FIXED, _KERNEL = range(8)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -99,6 +104,8 @@ class HostView:
     limits (``limits.py``); else ``rlimit.py`` does, with the server's interpreter."""
     seccomp: bytes | None = None
     """The seccomp filter every sandbox runs under (``seccomp.py``); None without libseccomp."""
+    guarded: tuple[str, ...] = ()
+    """Real paths read-only in every sandbox whose writable roots hold them (``guard.py``)."""
     path: str | None = None
     """The server's ``PATH`` (what ``build_env`` gives a tool): the folders every launch shows
     and where a command name is looked up. Never the launch's environment: whatever set a
@@ -128,7 +135,13 @@ class HostView:
 
     @classmethod
     def detect(
-        cls, bwrap: str, *, home: Path | None, masks: Sequence[Path], path: str | None = None
+        cls,
+        bwrap: str,
+        *,
+        home: Path | None,
+        masks: Sequence[Path],
+        path: str | None = None,
+        guarded: tuple[str, ...] = (),
     ) -> HostView:
         system: list[tuple[str, ...]] = []
         for where in SYSTEM_PATHS:
@@ -155,6 +168,7 @@ class HostView:
             kernel=kernel_mounts(),
             prlimit=_system_prlimit(),
             seccomp=seccomp.program(),
+            guarded=guarded,
             path=path,
         )
 
@@ -335,7 +349,7 @@ def shows(
             holder = mount
     if holder is not None and holder.kind == _KERNEL:  # the host's, read-only, or hidden
         return holder.args[1] == holder.path
-    return holder is not None and holder.kind in (_RO, _RW)
+    return holder is not None and holder.kind in (_RO, _RW, _PIN, _GUARD)
 
 
 def _mounts(
@@ -369,7 +383,8 @@ def _mounts(
             masks.append((mask, False))
     home = str(view.home) if view.home is not None else None
     private_home = home is not None and home != "/" and os.path.isdir(home)
-    return _place(view, shown, read, write, tuple(masks), private_home)
+    pins, guards = guard_plan(view.guarded, write) if view.guarded else ((), ())
+    return _place(view, shown, read, write, tuple(masks), private_home, pins, guards)
 
 
 @functools.lru_cache(maxsize=256)
@@ -380,8 +395,11 @@ def _place(
     write: tuple[str, ...],
     masks: tuple[tuple[str, bool], ...],
     private_home: bool,
+    pins: tuple[str, ...] = (),
+    guards: tuple[str, ...] = (),
 ) -> tuple[_Mount, ...]:
-    """The mounts for these facts (``masks``: each secret path to hide, True for a folder)."""
+    """The mounts for these facts (``masks``: each secret path to hide, True for a folder;
+    ``pins`` and ``guards``: see :func:`.guard.guard_plan`)."""
     wanted: list[_Mount] = [_Mount(args[2], _RO, args) for args in view.system]
     for path in shown:
         wanted.append(_Mount(path, _RO, ("--ro-bind-try", path, path)))
@@ -389,6 +407,8 @@ def _place(
         wanted.append(_Mount(path, _RO, ("--ro-bind-try", path, path)))
     for path in write:
         wanted.append(_Mount(path, _RW, ("--bind-try", path, path)))
+    wanted += (_Mount(path, _PIN, ("--bind-try", path, path)) for path in pins)
+    wanted += (_Mount(path, _GUARD, ("--ro-bind-try", path, path)) for path in guards)
     wanted.append(_Mount("/tmp", _PRIVATE, ("--size", str(TMP_BYTES), "--tmpfs", "/tmp")))
     home = str(view.home) if view.home is not None else None
     if home is not None and private_home:
@@ -416,14 +436,16 @@ def _keep(mount: _Mount, parent: _Mount | None, home: str | None) -> bool:
     kind = mount.kind
     if kind == _FIXED:
         return True
+    if kind in (_PIN, _GUARD):  # only inside a writable root: elsewhere nothing writes it
+        return parent is not None and parent.kind in (_RW, _PIN)
     if kind == _KERNEL:  # in /proc; /sys only where a writable root shows it
-        return parent is not None and parent.kind in (_FIXED, _RW)
+        return parent is not None and parent.kind in (_FIXED, _RW, _PIN)
     if kind == _MASK:  # only what is visible needs hiding
-        return parent is not None and parent.kind in (_RO, _RW)
+        return parent is not None and parent.kind in (_RO, _RW, _PIN, _GUARD)
     if kind == _PRIVATE and mount.path == home:  # home granted: it stays as granted
         return parent is None or parent.kind == _PRIVATE
     if kind == _PRIVATE:
-        return parent is None or parent.kind not in (_RW, _PRIVATE)
+        return parent is None or parent.kind not in (_RW, _PIN, _PRIVATE)
     if parent is None or parent.kind in (_PRIVATE, _MASK, _FIXED):
         return True
     # Writing implies reading: a read-only root inside a writable one would take writes away.

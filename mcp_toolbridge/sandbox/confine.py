@@ -35,6 +35,7 @@ from mcp_toolbridge.policy import SandboxMode, Scope
 from mcp_toolbridge.sandbox import seccomp
 from mcp_toolbridge.sandbox.bwrap import PROXY_SOCKET, HostView, Plan, plan_launch, shows
 from mcp_toolbridge.sandbox.diagnosis import BWRAP_VARIABLE, Support, not_found
+from mcp_toolbridge.sandbox.guard import Guarded
 from mcp_toolbridge.sandbox.limits import Limits
 from mcp_toolbridge.sandbox.profile import (
     SandboxProfile,
@@ -166,8 +167,11 @@ class Sandbox:
         bwrap: str | None = None,
         limits: Limits | None = None,
         path: str | None = None,
+        guarded: Guarded | None = None,
     ) -> None:
         self.mode: SandboxMode = mode
+        self.guarded = guarded if guarded is not None else Guarded()
+        """What decides a tool's trust: read-only wherever a writable root holds it."""
         self.home = home
         self.path = path if path is not None else os.environ.get("PATH")
         """The server's PATH (``environ``'s; None: this process's): the folders a launch
@@ -193,6 +197,7 @@ class Sandbox:
         environ: Mapping[str, str],
         mask: Sequence[str] = (),
         limits: Limits | None = None,
+        guarded: Guarded | None = None,
     ) -> Sandbox:
         """The home folder is the environment's ``HOME``, else the user's from the password
         database (the secret paths under it are masked either way). The server's own cache
@@ -209,8 +214,9 @@ class Sandbox:
             Path(own).mkdir(mode=0o700, parents=True, exist_ok=True)
         masks = (*mask, own)
         bwrap = find_bwrap(environ)
+        path = environ.get("PATH")
         return cls(
-            mode, home=home_path, mask=masks, bwrap=bwrap, limits=limits, path=environ.get("PATH")
+            mode, home=home_path, mask=masks, bwrap=bwrap, limits=limits, path=path, guarded=guarded
         )
 
     def unsupported(self) -> Support | None:
@@ -343,14 +349,18 @@ class Sandbox:
 
     def _view(self) -> HostView:
         assert self.bwrap is not None
-        return _host_view(self.bwrap, self.home, self.masks, self.path)
+        return _host_view(self.bwrap, self.home, self.masks, self.path, self.guarded.paths)
 
 
 @functools.lru_cache(maxsize=8)
 def _host_view(
-    bwrap: str, home: Path | None, masks: tuple[Path, ...], path: str | None
+    bwrap: str,
+    home: Path | None,
+    masks: tuple[Path, ...],
+    path: str | None,
+    guarded: tuple[str, ...],
 ) -> HostView:
-    return HostView.detect(bwrap, home=home, masks=masks, path=path)
+    return HostView.detect(bwrap, home=home, masks=masks, path=path, guarded=guarded)
 
 
 @functools.lru_cache(maxsize=1024)

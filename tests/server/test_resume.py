@@ -37,9 +37,10 @@ from tests.support.httpserve import (
 )
 
 ONCE = (
-    # Counts its runs, says it started, waits for the test to release it (a FIFO), says so,
-    # and answers. Progress lines on its progress channel become notifications/progress.
-    'echo run >> "$0.runs"\n'
+    # Counts its runs (in the workspace: its served folder is read-only), says it started,
+    # waits for the test to release it (a FIFO), says so, and answers. Progress lines on its
+    # progress channel become notifications/progress.
+    'echo run >> "${0%/catalog/tools/bin/once}/once.runs"\n'
     'echo \'{"progress": 1, "message": "started"}\' >"/dev/fd/$TOOLBRIDGE_PROGRESS_FD"\n'
     'read line < "$0.fifo"\n'
     'echo \'{"progress": 2, "message": "released"}\' >"/dev/fd/$TOOLBRIDGE_PROGRESS_FD"\n'
@@ -89,7 +90,7 @@ class Tool:
 
     @property
     def runs(self) -> int:
-        path = self.bin.with_name("once.runs")
+        path = self.bin.parents[3] / "once.runs"
         return len(path.read_text().splitlines()) if path.exists() else 0
 
     async def release(self, word: str) -> None:
@@ -103,7 +104,7 @@ async def _serving(tmp_path: Path, *, stateless: bool = False) -> AsyncIterator[
     folder = write_catalog(tmp_path / "catalog", (Fault("once", ONCE, None, timeout_s=30),))
     tool = Tool(folder / "tools" / "bin" / "once")
     os.mkfifo(tool.bin.with_name("once.fifo"))
-    # The workspace covers the catalog: the tool counts its runs in a file beside itself.
+    # The workspace holds the catalog: the tool counts its runs in a file beside it.
     settings = Settings(paths=[folder], audit=False, workspace=tmp_path)
     loaded = load_catalog(settings, BUILTIN_SPECS)
     async with open_runtime(settings, loaded) as runtime:

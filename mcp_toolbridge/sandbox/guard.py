@@ -1,0 +1,190 @@
+"""What decides a tool's trust, held read-only in every sandbox that could write it.
+
+The server reads, at its next start (at once under ``--watch``), files a tool with a write
+grant could otherwise change: the served manifests (under ``grant = "declared"`` a manifest's
+requirements extend its tool's scope), the programs served tools run, the workspace's
+``.toolbridge/`` (its allow rules apply with ``trust_project_allow = true``), the ``--policy``
+file, the secrets file, the audit log. Each of these (its real path, links followed) is
+mounted read-only over any writable grant holding it, and each folder between that grant and
+it is bound onto itself, writable as before, so that it is a mount point: the kernel refuses
+to rename or remove a mount point (``EBUSY``), and renaming an ancestor cannot put another
+folder at the path the server reads (found by the red-team pass of 2026-11-29, 5th).
+
+These are set when a sandbox is set up (a warm sandbox's before its calls): nothing per call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcp_toolbridge.policy import Decision, Policy
+
+log = logging.getLogger("mcp_toolbridge.sandbox")
+
+PROJECT_FOLDER = ".toolbridge"
+MAX_PROGRAMS = 64
+"""Programs of served tools guarded one by one (besides those inside a served folder, which
+the folder guards); past this, the rest are not, and the start says so (docs/security.md)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Guarded:
+    """The paths guarded in every sandbox, and what a start says about them."""
+
+    paths: tuple[str, ...] = ()
+    """Real paths, none inside another."""
+    asked: tuple[str, ...] = ()
+    """Every guarded path, ``.toolbridge/`` when missing too (real paths): a write into one by
+    ``write`` or ``edit`` (in the server, outside any sandbox) or bash asks, whatever the rules
+    say."""
+    warnings: tuple[str, ...] = ()
+
+
+def guarded(
+    served: Sequence[Path],
+    *,
+    workspace: Path | None,
+    trust_project: bool,
+    files: Iterable[Path | None] = (),
+    programs: Iterable[str] = (),
+    writable: Sequence[Path] = (),
+) -> Guarded:
+    """The guarded paths of a server serving ``served`` (manifest folders or files) in
+    ``workspace``; ``files``: the policy, secrets and audit files; ``programs``: the absolute
+    paths served exec tools run (those that are not files are left out); ``writable``: the
+    policy's write grant, inside which a link on a served path is warned about.
+
+    With ``trust_project``, a missing ``<workspace>/.toolbridge`` is made (as the cache
+    folder is): only a folder that exists can be mounted read-only, and a tool that made it
+    would give itself allow rules."""
+    warnings: list[str] = []
+    paths: list[str] = []
+    for path in served:
+        real = os.path.realpath(path)
+        paths.append(real)  # a served file: that file (its folder may be the workspace)
+        if workspace is not None and _within(os.path.realpath(workspace), real):
+            warnings.append(
+                f"the workspace lies inside the served manifest folder {path}, which is "
+                "read-only to every tool: serve a folder of manifests inside it instead"
+            )
+        link = _link_on(path)
+        holder = os.path.realpath(os.path.dirname(link)) if link is not None else ""
+        if holder and any(_within(holder, os.path.realpath(w)) for w in writable):
+            warnings.append(
+                f"the served manifest path {path} goes through the link {link}: a tool that "
+                "may write the folder holding the link can point it elsewhere, and the next "
+                "start serves what it points to; serve the real path "
+                f"({real}) instead"
+            )
+    if workspace is not None:
+        project = workspace / PROJECT_FOLDER
+        if trust_project:
+            with contextlib.suppress(OSError):  # unusable: the rules are read from nothing
+                project.mkdir(mode=0o755, exist_ok=True)
+        paths.append(os.path.realpath(project))
+    paths += (os.path.realpath(f) for f in files if f is not None)
+    kept = _outermost(paths)
+    given = (*kept, *(os.path.abspath(p) for p in served))
+    loose: list[str] = []
+    for program in dict.fromkeys(programs):  # most lie in a served folder: no system call
+        if not program.startswith("/") or any(_within(program, k) for k in given):
+            continue
+        real = os.path.realpath(program)
+        if os.path.isfile(real) and not any(_within(real, k) for k in kept):
+            loose.append(real)
+    loose = list(dict.fromkeys(loose))
+    if len(loose) > MAX_PROGRAMS:
+        warnings.append(
+            f"{len(loose)} programs of served tools lie outside the served folders; the first "
+            f"{MAX_PROGRAMS} are read-only in every sandbox, the others are not: a tool that "
+            "may write one could change what another tool runs"
+        )
+    held = _outermost([*kept, *sorted(loose)[:MAX_PROGRAMS]])
+    return Guarded(paths=held, asked=_outermost([*held, *loose]), warnings=tuple(warnings))
+
+
+@functools.lru_cache(maxsize=256)
+def guard_plan(paths: tuple[str, ...], write: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
+    """For the writable roots ``write``: the guarded paths inside one, and the folders
+    between the outermost such root and each (to bind onto themselves: a writable root
+    nested in another is not mounted), as ``(pins, guards)``."""
+    pins: dict[str, None] = {}
+    guards: dict[str, None] = {}
+    for path in paths:
+        root = min((w for w in write if _within(path, w)), key=len, default=None)
+        if root is None:
+            continue
+        guards[path] = None
+        folder = os.path.dirname(path)
+        while folder != root and _within(folder, root):
+            pins[folder] = None
+            folder = os.path.dirname(folder)
+    return tuple(p for p in pins if p not in guards), tuple(guards)
+
+
+def _outermost(paths: Iterable[str]) -> tuple[str, ...]:
+    """``paths`` without those inside another of them (sorted: parents first)."""
+    out: list[str] = []
+    for path in sorted(dict.fromkeys(paths)):
+        if not any(_within(path, kept) for kept in out):
+            out.append(path)
+    return tuple(out)
+
+
+def _link_on(path: Path) -> str | None:
+    """The first symbolic link on ``path`` (itself or a folder above), or None."""
+    absolute = Path(os.path.abspath(path))
+    for place in (*reversed(absolute.parents), absolute):
+        if place.is_symlink():
+            return str(place)
+    return None
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or root == "/" or path.startswith(root.rstrip("/") + "/")
+
+
+def guarded_by(
+    policy: Policy,
+    served: Sequence[Path],
+    files: Iterable[Path | None] = (),
+    programs: Iterable[str] = (),
+) -> Guarded:
+    """:func:`guarded` for a server under ``policy`` (its workspace, its trust of the
+    project's rules, its write grant), each warning logged."""
+    found = guarded(
+        served,
+        workspace=policy.workspace,
+        trust_project=policy.file.trust_project_allow,
+        files=files,
+        programs=programs,
+        writable=[p.root for p in policy.scope.fs_write],
+    )
+    for warning in found.warnings:
+        log.warning("*** WARNING: %s", warning)
+    return found
+
+
+def write_floor(decision: Decision, writes: Iterable[Path], asked: Sequence[str]) -> Decision:
+    """``decision``, or an ask where it allows a write inside a guarded path (a served
+    manifest folder, ``.toolbridge/``, a program, the policy file) by a tool that runs in the
+    server, outside any sandbox (the built-in ``write`` and ``edit``), or by bash: what is
+    written there decides what tools may do."""
+    if decision.action != "allow" or not asked:
+        return decision
+    for path in writes:  # canonical already (policy.targets)
+        held = next((f for f in asked if _within(str(path), f)), None)
+        if held is not None:
+            why = (
+                f"it writes {path}, inside {held}, which decides what tools may do from the "
+                "next start (served manifests and their programs, the project policy, the "
+                "server's own files), so every write there is asked about"
+            )
+            return Decision("ask", why, "guard")
+    return decision

@@ -1,0 +1,137 @@
+"""The red-team pass's attacks on what decides trust, through a real served manifest tool.
+
+A server serves ``ws/a/tools`` (inside its workspace) under ``grant = "declared"`` with
+``trust_project_allow = true``, its ``--policy`` file and audit log in the workspace too, and
+a tool whose program lies in the workspace outside that folder. A served exec tool granted
+the workspace tries each attack in its real sandbox; the next start must serve the same tools
+with the same rules. The built-in ``write``, which runs in the server, asks before writing a
+served folder, ``.toolbridge/``, the policy or a served tool's program even where every call
+is allowed."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog
+from tests.sandbox.test_trust_files import ATTACKS
+from tests.support.manifests import agentcli_manifest, write_script
+from tests.support.results import text_of
+from tests.support.served import OPEN_POLICY, served_client
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sandbox")
+
+ATTACKER = (
+    "import json, sys\n"
+    "args = json.load(sys.stdin)\n"
+    "sys.argv = ['attack', args['ws'], *args['files']]\n"
+    f"exec({ATTACKS!r})\n"
+)
+OPEN = {"type": "object", "additionalProperties": True}
+
+
+def _server(tmp_path: Path) -> Settings:
+    base = Path(os.path.realpath(tmp_path))
+    ws = base / "ws"
+    served = ws / "a" / "tools"
+    (base / "home" / ".ssh").mkdir(parents=True)
+    (base / "home" / ".ssh" / "id_ed25519").write_text("PRIVATE KEY", encoding="utf-8")
+    victim = write_script(ws / "scripts" / "victim.py", "print('{}')\n")
+    tools = [
+        {
+            "name": "attack",
+            "description": "Attacks",
+            "schema": OPEN,
+            "command": ["./tools/bin/attack"],
+        },
+        {"name": "victim", "description": "Runs", "schema": OPEN, "command": [str(victim)]},
+    ]
+    agentcli_manifest(served, tools, {"attack": ATTACKER})
+    (served / "tools" / "bin" / "victim").unlink(missing_ok=True)
+    policy = ws / "policy.toml"
+    policy.write_text("trust_project_allow = true\n" + OPEN_POLICY.replace("{workspace}", str(ws)))
+    environ = {**os.environ, "HOME": str(base / "home")}
+    return Settings(
+        paths=[served],
+        workspace=ws,
+        policy_file=policy,
+        audit_path=ws / "audit.ndjson",
+        environ=environ,
+        sandbox="required",
+    )
+
+
+def _served_state(settings: Settings) -> tuple[list[str], list[str], list[str]]:
+    """What a start would serve: the tools, each one's requirements, the rules in force."""
+    loaded = load_catalog(settings, BUILTIN_SPECS)
+    assert not loaded.errors, [p.render() for p in loaded.errors]
+    specs = loaded.catalog.manifest_specs()
+    return (
+        sorted(s.name for s in specs),
+        sorted(str(s.requires) for s in specs),
+        [str(r) for r in loaded.policy.rules],
+    )
+
+
+async def test_a_served_tool_cannot_change_what_the_next_start_trusts(
+    tmp_path: Path, sandbox_support: None
+) -> None:
+    settings = _server(tmp_path)
+    assert settings.workspace is not None and settings.policy_file is not None
+    ws = settings.workspace
+    before = _served_state(settings)
+    manifest = (ws / "a" / "tools" / "tools.json").read_text(encoding="utf-8")
+    files = [str(settings.policy_file), str(settings.audit_path)]
+    async with served_client(settings) as client:
+        assert (ws / ".toolbridge").is_dir()  # made by the server: trusted, and missing
+        for _ in range(3):  # a fresh sandbox, then (options seen twice) a warm one
+            result = await client.call_tool("attack", {"ws": str(ws), "files": files})
+            assert result.structured_content is not None, text_of(result)
+            found = dict(result.structured_content)
+            assert found == {
+                "manifest": "Read-only file system",
+                "new-manifest": "Read-only file system",
+                "ancestor": "Device or resource busy",
+                "folder": "Device or resource busy",
+                "exchange": "Device or resource busy",
+                "project": "Read-only file system",
+                "program": "Read-only file system",
+                "files": ["Read-only file system"] * 2,
+                "workspace": "done",
+            }, found
+    assert (ws / "a" / "tools" / "tools.json").read_text(encoding="utf-8") == manifest
+    assert sorted(p.name for p in (ws / "c").iterdir()) == ["tools"]  # the exchange's own
+    assert not (ws / "b").exists() and not (ws / ".toolbridge" / "policy.toml").exists()
+    assert (ws / "scripts" / "victim.py").read_text(encoding="utf-8").endswith("print('{}')\n")
+    assert _served_state(settings) == before
+
+
+async def test_write_and_bash_ask_before_writing_a_served_folder_or_the_project_rules(
+    tmp_path: Path, sandbox_support: None
+) -> None:
+    settings = _server(tmp_path)
+    assert settings.workspace is not None
+    ws = settings.workspace
+    plant = json.dumps({"tools": [{"name": "k", "command": ["/bin/cat"]}]})
+    async with served_client(settings, locked=True) as client:
+        for path in (ws / "a" / "tools" / "more.json", ws / ".toolbridge" / "policy.toml"):
+            result = await client.call_tool("write", {"file_path": str(path), "content": plant})
+            assert result.is_error, result
+            assert "every write there is asked about" in text_of(result)
+            assert not path.exists()
+        for path in (ws / "policy.toml", ws / "scripts" / "victim.py"):  # the policy, a program
+            before = path.read_text(encoding="utf-8")
+            result = await client.call_tool("write", {"file_path": str(path), "content": "x"})
+            assert "every write there is asked about" in text_of(result)
+            assert path.read_text(encoding="utf-8") == before
+        command = f"echo x > {ws / 'a' / 'tools' / 'more.json'}"
+        result = await client.call_tool("bash", {"command": command})
+        assert "every write there is asked about" in text_of(result)
+        result = await client.call_tool(
+            "write", {"file_path": str(ws / "notes.txt"), "content": "x"}
+        )
+        assert not result.is_error, text_of(result)  # elsewhere in the workspace: allowed

@@ -330,9 +330,10 @@ async def opened_state(
 
         keys = state_keys(_keys_text(settings, loaded))
         name = replica_name(getattr(args, "replica", None) or table.replica)
-    from mcp_toolbridge.state import RedisLink, RedisState, SharedStore
+    from mcp_toolbridge.state import PASSWORD_ENV, RedisLink, RedisState, SharedStore
 
-    link = RedisLink(url)
+    password = settings.environ.get(PASSWORD_ENV) or os.environ.get(PASSWORD_ENV)
+    link = RedisLink(url, password=password or None)
     try:
         if http:
             replica = Replica(name, SharedStore(link, prefix=table.prefix), keys)

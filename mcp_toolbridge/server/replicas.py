@@ -19,6 +19,9 @@ keys that seal 2026-07-28 request state.
   listeners at once and published on Redis; a replica that hears another's reload whose
   listing differs from its own reloads now (``on_remote_change``), then tells its own
   listeners. The listing's digest ends the echo.
+- **Password.** When Redis takes this replica's commands though it gave no password, the
+  replica says once, at its first renewal, that anything reaching Redis may read and change
+  the shared state (:data:`OPEN_REDIS`).
 - **Ready.** True while the last renewal reached Redis (``/readyz``).
 """
 
@@ -56,6 +59,13 @@ RETRY_S = 1.0
 """How soon a lost subscription to the bus is made again."""
 MIN_KEY_BYTES = 32
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+
+OPEN_REDIS = (
+    "the shared state (Redis at %s) asks no password: any process that reaches it, a tool "
+    "granted net.hosts = ['*'] or its host included, can read every session's events and write "
+    "console passes, always-answers and approvals. Set requirepass in Redis and give it to "
+    "every replica in %s (docs/deploy.md, Redis's password)"
+)
 
 LostCall = Callable[[dict[str, Any]], Awaitable[None]]
 RemoteChange = Callable[[], Awaitable[None]]
@@ -186,6 +196,7 @@ class Replica:
         self.draining = False
         self.on_lost: LostCall | None = None
         self.on_remote_change: RemoteChange | None = None
+        self._told_open = False
 
     def security(self, ttl_s: float = 600.0) -> RequestStateSecurity:
         return RequestStateSecurity(keys=list(self.keys), ttl=ttl_s)
@@ -219,6 +230,11 @@ class Replica:
             return
         if not self.ready:
             log.warning("replica %s: the shared state answers; ready", self.name)
+            if not self.shared.link.authenticated and not self._told_open:
+                from mcp_toolbridge.state import PASSWORD_ENV  # the Redis client's module
+
+                self._told_open = True
+                log.warning(OPEN_REDIS, self.shared.link.where, PASSWORD_ENV)
         self.ready = True
 
     async def _keep_alive(self) -> None:

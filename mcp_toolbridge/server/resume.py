@@ -97,7 +97,7 @@ def event_token(stream_id: str) -> str:
 def parse_event_id(event_id: str) -> tuple[int, str] | None:
     """``<seq>-<base64url stream id>`` -> (seq, stream id); None for anything else."""
     seq, sep, token = event_id.partition("-")
-    if not sep or not seq.isdigit() or not token or len(event_id) > 512:
+    if not sep or not (seq.isascii() and seq.isdigit()) or not token or len(event_id) > 512:
         return None
     try:
         raw = base64.b64decode(token + "=" * (-len(token) % 4), altchars=b"-_", validate=True)
@@ -105,6 +105,19 @@ def parse_event_id(event_id: str) -> tuple[int, str] | None:
     except (binascii.Error, UnicodeDecodeError, ValueError):
         return None
     return (int(seq), stream_id) if event_token(stream_id) == token else None
+
+
+def request_id_of(stream_id: str) -> str | int:
+    """The JSON-RPC id a request's stream is named after: an integer id's decimal text is that
+    integer again, any other text the string id it is. A client names its ids: ``"--1"``,
+    ``"\u00b2"`` (a digit to ``str.isdigit``, not to ``int``) or 5,000 digits made ``int()`` raise
+    in the sweep of the replica that ended a dead replica's streams, which ended that replica
+    too (red-team pass of 2026-11-29, 6th)."""
+    try:
+        value = int(stream_id)
+    except ValueError:
+        return stream_id
+    return value if str(value) == stream_id else stream_id
 
 
 def lost_result(stream_id: str) -> EventMessage:
@@ -115,7 +128,7 @@ def lost_result(stream_id: str) -> EventMessage:
             f"{MAX_EVENTS} events, {MAX_BYTES >> 20} MiB); it cannot be resumed"
         ),
     )
-    request_id: str | int = int(stream_id) if stream_id.lstrip("-").isdigit() else stream_id
+    request_id = request_id_of(stream_id)
     return EventMessage(JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
 
 

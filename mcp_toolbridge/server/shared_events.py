@@ -52,6 +52,7 @@ from mcp_toolbridge.server.resume import (
     event_token,
     lost_result,
     parse_event_id,
+    request_id_of,
 )
 from mcp_toolbridge.state import SharedStore, StateUnavailable, StreamEvent
 
@@ -139,8 +140,7 @@ async def end_lost_streams(shared: SharedStore, session_id: str, replica: str) -
         return
     for stream in streams:
         if stream != GET_STREAM_KEY:
-            request_id: Any = int(stream) if stream.lstrip("-").isdigit() else stream
-            await end_lost_stream(shared, session_id, request_id, replica)
+            await end_lost_stream(shared, session_id, request_id_of(stream), replica)
 
 
 async def end_lost_stream(

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         StateUnavailable,
         Usage,
     )
-    from mcp_toolbridge.state.redis_client import RedisLink, check_url, where
+    from mcp_toolbridge.state.redis_client import PASSWORD_ENV, RedisLink, check_url, where
     from mcp_toolbridge.state.redis_state import RedisState
     from mcp_toolbridge.state.shared import SharedStore, StreamEvent
 
@@ -60,6 +60,7 @@ __getattr__ = on_first_use(
             "Usage",
         ),
         "mcp_toolbridge.state.redis_client": (
+            "PASSWORD_ENV",
             "RedisLink",
             "check_url",
             "where",
@@ -74,6 +75,7 @@ __getattr__ = on_first_use(
 
 __all__ = [
     "MAX_PEOPLE",
+    "PASSWORD_ENV",
     "PERSON_IDLE_S",
     "PERSON_PREFIX",
     "UNKNOWN_CALL_USAGE",

@@ -34,7 +34,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_toolbridge.state.redis_client import RedisLink, Reply
+from mcp_toolbridge.state.redis_client import RedisLink, Reply, json_value, text, texts
 
 AUDIT_MAX = 10_000
 """Audit records the stream keeps (every replica's together)."""
@@ -118,14 +118,11 @@ def _entries(raw: Reply) -> list[AuditEntry]:
         if not isinstance(fields, dict):
             items = list(fields)
             fields = {items[i]: items[i + 1] for i in range(0, len(items), 2)}
-        try:
-            who = json.loads(fields.get(b"w") or b"{}")
-        except ValueError:
-            who = {}
+        who = json_value(fields.get(b"w") or b"{}")
         found.append(
             AuditEntry(
                 entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id),
-                (fields.get(b"r") or b"").decode(),
+                text(fields.get(b"r") or b"") or "",
                 fields.get(b"a") or b"",
                 who if isinstance(who, dict) else {},
             )
@@ -134,13 +131,7 @@ def _entries(raw: Reply) -> list[AuditEntry]:
 
 
 def _json_list(raw: Reply) -> list[Any]:
-    found = []
-    for item in raw or ():
-        try:
-            found.append(json.loads(item))
-        except ValueError:
-            continue
-    return found
+    return [value for item in raw or () if (value := json_value(item)) is not None]
 
 
 class ConsoleShare:
@@ -169,10 +160,7 @@ class ConsoleShare:
 
     async def question(self, replica: str, question_id: str) -> dict[str, Any] | None:
         """One question still waiting (None: answered, ended, or never asked)."""
-        raw = await self.link.run("HGET", f"{self.prefix}desk:{replica}", question_id)
-        if raw is None:
-            return None
-        entry = json.loads(raw)
+        entry = json_value(await self.link.run("HGET", f"{self.prefix}desk:{replica}", question_id))
         return entry if isinstance(entry, dict) else None
 
     async def answer(self, replica: str, question_id: str, answer: dict[str, Any]) -> int:
@@ -194,15 +182,12 @@ class ConsoleShare:
         answer was taken first, which is returned (it counts: it came in time)."""
         keys = [f"{self.prefix}desk:{replica}", f"{self.prefix}answer:{question_id}"]
         raw = await self.link.script(_CLOSE, keys, [question_id, self.channel, DESK_CHANGED])
-        if raw is None:
-            return None
-        given = json.loads(raw)
+        given = json_value(raw)
         return given if isinstance(given, dict) else None
 
     async def given(self, question_id: str) -> dict[str, Any] | None:
         """The answer taken for a question, if any (a replica that missed its message)."""
-        raw = await self.link.run("GET", f"{self.prefix}answer:{question_id}")
-        given = json.loads(raw) if raw is not None else None
+        given = json_value(await self.link.run("GET", f"{self.prefix}answer:{question_id}"))
         return given if isinstance(given, dict) else None
 
     async def clear(self, replica: str) -> None:
@@ -216,10 +201,7 @@ class ConsoleShare:
 
             async def decoded() -> AsyncIterator[dict[str, Any]]:
                 async for item in raw:
-                    try:
-                        message = json.loads(item)
-                    except ValueError:
-                        continue
+                    message = json_value(item)
                     if isinstance(message, dict):
                         yield message
 
@@ -264,7 +246,7 @@ class ConsoleShare:
     async def live(self) -> list[str]:
         """The replicas whose lease is alive."""
         raw = await self.link.script(_LIVE, [f"{self.prefix}replicas"], [self.prefix])
-        return sorted(r.decode() for r in raw or ())
+        return sorted(texts(raw))
 
     # -- one-time sign-in passes and browser sign-ins completed ---------------------------------
 
@@ -289,4 +271,4 @@ class ConsoleShare:
     async def take_pass(self, given: str, *, kind: str = "pass") -> str | None:
         """What was kept under ``given``, once (it is gone after); None: unknown or expired."""
         raw = await self.link.run("GETDEL", self._pass(given, kind))
-        return raw.decode() if isinstance(raw, bytes) else None
+        return text(raw) if isinstance(raw, bytes) else None

@@ -13,6 +13,11 @@ Everything else speaks Redis commands through :class:`RedisLink` (``run``, ``scr
 - **No retries.** redis-py retries a command on a connection error by default; here nothing
   is retried, so a write that timed out is never applied twice (an ``INCRBY`` that reached the
   server and lost its answer is reported unavailable, and not sent again).
+- **Password.** Redis's own (``requirepass``, or an ACL user's): in the URL
+  (``redis://:PASSWORD@HOST``, ``redis://USER:PASSWORD@HOST``, redis-py's ``?password=``),
+  or, kept off the command line that ``ps`` shows every user of the machine, in
+  :data:`PASSWORD_ENV` (the URL's wins). Never in a message: :func:`where` shows the URL
+  without it (and without its query).
 - **Errors.** A refused or lost connection, a timeout, and a command Redis refuses (still
   loading its data, out of memory, read-only) are
   :class:`~mcp_toolbridge.state.port.StateUnavailable`, naming the server (never a password).
@@ -20,11 +25,12 @@ Everything else speaks Redis commands through :class:`RedisLink` (``run``, ``scr
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import anyio
 
@@ -36,6 +42,8 @@ COMMAND_TIMEOUT_S = 2.0
 CONNECT_TIMEOUT_S = 2.0
 MAX_CONNECTIONS = 64
 """Connections to Redis per process (commands beyond wait for one, within their deadline)."""
+PASSWORD_ENV = "TOOLBRIDGE_STATE_PASSWORD"
+"""The Redis password, when the ``--state`` URL carries none."""
 POLL_S = 1.0
 """How often a subscription checks its connection when no message comes."""
 
@@ -63,19 +71,25 @@ def check_url(url: str) -> str:
 
 
 def where(url: str) -> str:
-    """The URL without its password, for messages and logs."""
-    parts = urlsplit(url)
+    """The URL without its password, for messages and logs: ``:***`` in place of one in the
+    user part, and no query string, where redis-py takes one too (``?password=``)."""
+    bare = url.split("#", 1)[0].split("?", 1)[0]
+    parts = urlsplit(bare)
     if parts.password is None:
-        return url
+        return bare
     user = parts.username or ""
-    netloc = f"{user}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    netloc = f"{user}:***@{host}" + (f":{parts.port}" if parts.port else "")
     return parts._replace(netloc=netloc).geturl()
 
 
 class RedisLink:
     """Pooled, deadline-bound access to one Redis server."""
 
-    def __init__(self, url: str, *, timeout_s: float = COMMAND_TIMEOUT_S) -> None:
+    def __init__(
+        self, url: str, *, timeout_s: float = COMMAND_TIMEOUT_S, password: str | None = None
+    ) -> None:
         # Imported here, not with this module: redis-py (with the OpenTelemetry SDK it brings)
         # takes about 0.2 s to import, and only a server given --state redis://... needs it.
         import redis.asyncio as aioredis
@@ -86,8 +100,15 @@ class RedisLink:
         self.url = check_url(url)
         self.where = where(url)
         self.timeout_s = timeout_s
+        parts = urlsplit(url)
+        given = parts.password or parse_qs(parts.query).get("password", [""])[0]
+        self.authenticated = bool(given or password)
+        """Whether this link gives Redis a password (when it does not, and Redis answers, Redis
+        asks none: anything that reaches it may read and change the shared state)."""
+        extra: dict[str, Any] = {} if given or not password else {"password": password}
         pool = aioredis.BlockingConnectionPool.from_url(
             url,
+            **extra,
             max_connections=MAX_CONNECTIONS,
             timeout=timeout_s,
             socket_timeout=timeout_s,
@@ -200,6 +221,35 @@ class RedisLink:
                 await self._redis.connection_pool.disconnect()
             except self._failures[0]:
                 pass
+
+
+def json_value(raw: Reply) -> Any:
+    """A stored JSON text's value; None for none, and for a value that is not JSON or is nested
+    too deep to read (``[[[...``: a RecursionError). Every JSON read from Redis goes through it,
+    so a stale or hostile value is skipped where it is read, never an exception in a replica's
+    background loops (found by the red-team pass of 2026-11-29 (6th): one such value published
+    ended every replica)."""
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+
+
+def text(raw: Reply) -> str | None:
+    """A stored name as text; None for one that is not UTF-8 (a name the server never wrote)."""
+    if isinstance(raw, str):
+        return raw
+    try:
+        return bytes(raw).decode()
+    except (TypeError, ValueError):
+        return None
+
+
+def texts(raw: Reply) -> list[str]:
+    """The UTF-8 names of a list or set reply, any other skipped."""
+    return [t for item in raw or () if (t := text(item)) is not None]
 
 
 def number(reply: Reply) -> float:

@@ -29,10 +29,17 @@ import json
 import math
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, get_args
 
-from mcp_toolbridge.state.port import UNKNOWN_CALL_USAGE, Admission, Grant, JsonValue, Usage
-from mcp_toolbridge.state.redis_client import RedisLink, Reply, number
+from mcp_toolbridge.state.port import (
+    UNKNOWN_CALL_USAGE,
+    Admission,
+    Grant,
+    GrantAction,
+    JsonValue,
+    Usage,
+)
+from mcp_toolbridge.state.redis_client import RedisLink, Reply, json_value, number
 
 PERSON_TTL_S = 24 * 3600
 """A person's keys' TTL when none is given (the policy's ``[auth] person_idle_s`` default)."""
@@ -135,9 +142,15 @@ def _grant_text(grant: Grant) -> str:
 
 
 def _grant(raw: bytes) -> Grant | None:
-    try:
-        permission, pattern, action = json.loads(raw)
-    except ValueError:
+    """An "always" answer as stored; None for anything else (a stale or hostile value, which
+    grants nothing and fails no call)."""
+    value = json_value(raw)
+    if not isinstance(value, list) or len(value) != 3:
+        return None
+    permission, pattern, action = value
+    if not isinstance(permission, str) or not isinstance(pattern, str | None):
+        return None
+    if action not in get_args(GrantAction):
         return None
     return Grant(permission, pattern, action)
 
@@ -188,8 +201,10 @@ class RedisState:
         return _usage(await self.link.script(_ADD_USAGE, [self._key(owner, "usage")], args))
 
     async def load(self, owner: str, name: str) -> JsonValue | None:
-        raw = await self.link.run("HGET", self._key(owner, "values"), name)
-        return None if raw is None else json.loads(raw)
+        value: JsonValue | None = json_value(
+            await self.link.run("HGET", self._key(owner, "values"), name)
+        )
+        return value
 
     async def save(self, owner: str, name: str, value: JsonValue) -> None:
         key = self._key(owner, "values")

@@ -27,7 +27,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_toolbridge.state.redis_client import RedisLink, Reply
+from mcp_toolbridge.state.redis_client import RedisLink, Reply, json_value, texts
 
 _APPEND = """
 local seq = redis.call('INCR', KEYS[1])
@@ -87,6 +87,11 @@ def _fields(raw: Reply) -> dict[bytes, bytes]:
     return {items[i]: items[i + 1] for i in range(0, len(items), 2)}
 
 
+def _strings(fields: dict[bytes, bytes]) -> dict[str, str]:
+    """A hash's fields as text (bytes that are not UTF-8 replaced: they match nothing)."""
+    return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in fields.items()}
+
+
 def _events(entries: Reply) -> list[StreamEvent]:
     found = []
     for entry_id, raw in entries or ():
@@ -128,7 +133,7 @@ class SharedStore:
         raw = await self.link.run("HGETALL", self._session(session_id, "meta"))
         if not raw:
             return None
-        return {k.decode(): v.decode() for k, v in _fields(raw).items()}
+        return _strings(_fields(raw))
 
     async def close_session(self, session_id: str, replica: str, streams: list[str]) -> None:
         keys = [self._session(session_id, w) for w in ("meta", "seq", "starts")]
@@ -149,7 +154,7 @@ class SharedStore:
 
     async def streams(self, session_id: str) -> list[str]:
         raw = await self.link.run("HKEYS", self._session(session_id, "starts"))
-        return [k.decode() for k in raw or ()]
+        return texts(raw)
 
     async def append(
         self,
@@ -218,7 +223,7 @@ class SharedStore:
             return None
         fields = dict(_fields(raw))
         data = fields.pop(b"data", b"")
-        return {k.decode(): v.decode() for k, v in fields.items()}, data, int(ttl_ms) / 1000
+        return _strings(fields), data, int(ttl_ms) / 1000
 
     # -- events every replica hears -----------------------------------------------------------
 
@@ -231,10 +236,7 @@ class SharedStore:
 
             async def decoded() -> AsyncIterator[dict[str, Any]]:
                 async for raw in messages:
-                    try:
-                        event = json.loads(raw)
-                    except ValueError:
-                        continue
+                    event = json_value(raw)
                     if isinstance(event, dict):
                         yield event
 
@@ -266,7 +268,7 @@ class SharedStore:
         await self.link.run("HDEL", f"{self.prefix}calls:{replica}", call_id)
 
     async def replicas(self) -> list[str]:
-        return sorted(r.decode() for r in await self.link.run("SMEMBERS", f"{self.prefix}replicas"))
+        return sorted(texts(await self.link.run("SMEMBERS", f"{self.prefix}replicas")))
 
     async def claim(self, replica: str) -> tuple[list[dict[str, Any]], list[str]]:
         """The calls and the sessions of a replica whose lease expired, taken by exactly one
@@ -278,13 +280,5 @@ class SharedStore:
             f"{self.prefix}sessions:{replica}",
         ]
         raw_calls, raw_sessions = await self.link.script(_CLAIM, keys, [replica])
-        sessions = [s.decode() for s in raw_sessions or ()]
-        found = []
-        for item in raw_calls or ():
-            try:
-                record = json.loads(item)
-            except ValueError:
-                continue
-            if isinstance(record, dict):
-                found.append(record)
-        return found, sessions
+        found = [r for item in raw_calls or () if isinstance(r := json_value(item), dict)]
+        return found, texts(raw_sessions)

@@ -7,7 +7,13 @@ import anyio
 from mcp.server.streamable_http import GET_STREAM_KEY, EventMessage
 from mcp_types import JSONRPCError, JSONRPCNotification, JSONRPCResponse
 
-from mcp_toolbridge.server.resume import RESULT_LOST, EventBudget, SessionEvents, parse_event_id
+from mcp_toolbridge.server.resume import (
+    RESULT_LOST,
+    EventBudget,
+    SessionEvents,
+    parse_event_id,
+    request_id_of,
+)
 
 
 def _note(n: int, pad: str = "") -> JSONRPCNotification:
@@ -163,3 +169,15 @@ async def test_a_result_stored_while_the_events_before_it_are_resent_is_resent_t
     with anyio.fail_after(5):
         await store.replay_events_after(first, sent)
     assert sent.messages == [_note(1), _result(7)]
+
+
+def test_ids_a_client_chooses_that_int_cannot_read_are_kept_as_text() -> None:
+    """A request id (a stream's name) and a Last-Event-ID's sequence number are a client's
+    text: "\u00b2" is a digit to str.isdigit and not to int, "--1" passed lstrip("-"), and
+    int() refuses 5,000 digits. Each raised ValueError: in the sweep that ends a dead replica's
+    streams (ending the sweeping replica; tests/e2e/test_replicas_hostile.py) and in a resume
+    (its response cut). Red-team pass of 2026-11-29 (6th)."""
+    for text in ("--1", "\u00b2", "\u0661", "1_0", "05", "+5", " 5", "9" * 5000, "-", ""):
+        assert request_id_of(text) == text
+    assert request_id_of("7") == 7 and request_id_of("-7") == -7
+    assert parse_event_id("\u00b2-MQ") is None and parse_event_id("1-MQ") == (1, "1")

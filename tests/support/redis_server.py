@@ -7,6 +7,7 @@ event on its stdout, not a poll).
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -36,11 +37,14 @@ def free_port() -> int:
 
 
 class RedisServer:
-    """One redis-server process; ``url(db)`` names a database of it."""
+    """One redis-server process; ``url(db)`` names a database of it (without the password,
+    which a test gives the way it means to)."""
 
-    def __init__(self, folder: Path, port: int | None = None) -> None:
+    def __init__(self, folder: Path, port: int | None = None, password: str | None = None) -> None:
         self.folder = folder
         self.port = port or free_port()
+        self.password = password
+        """``requirepass``: every client must give it (none: Redis asks none)."""
         self.process: subprocess.Popen[bytes] | None = None
         self.log: list[bytes] = []
 
@@ -51,6 +55,8 @@ class RedisServer:
         binary = need_redis()
         argv = [binary, str(CONFIG), "--port", str(self.port), "--bind", "127.0.0.1"]
         argv += ["--dir", str(self.folder)]
+        if self.password is not None:
+            argv += ["--requirepass", self.password]
         self.process = subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
         )
@@ -80,8 +86,10 @@ class RedisServer:
 
     def memory(self) -> int:
         """used_memory in bytes (INFO memory), through redis-cli."""
+        auth = {"REDISCLI_AUTH": self.password} if self.password is not None else {}
         out = subprocess.run(
             ["redis-cli", "-p", str(self.port), "info", "memory"],
+            env={**os.environ, **auth},
             capture_output=True,
             check=True,
             timeout=10,

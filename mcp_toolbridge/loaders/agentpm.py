@@ -76,25 +76,27 @@ def _entrypoint(
     value: object, folder: Path, log: ProblemLog
 ) -> tuple[ExecTransport, float | None, str | None] | None:
     if not isinstance(value, dict):
-        log.error(_entrypoint_shape(value))
+        log.error(_entrypoint_shape(value, folder))
         return None
     before = log.error_count()
     command = value.get("command")
+    args = value.get("args", [])
     if isinstance(command, list) and command and all(isinstance(c, str) for c in command):
         log.error(
             "entrypoint.command must be a string, the interpreter alone; what follows it goes "
-            f"in args: {_split_entrypoint(command)}"
+            f"in args: {_split_entrypoint(_interpreted(command, folder) or command)}"
         )
         command = None
     elif not isinstance(command, str) or not command.strip():
         log.error(f"entrypoint.command is required ({_ALLOWED}, or an absolute path to one)")
         command = None
     elif interpreter_family(command) is None:  # an absolute path must name one of them too
+        script = _interpreted([command, *(args if _str_list(args) else [])], folder)
+        fix = f"; to run the script, write {_split_entrypoint(script)}" if script else ""
         log.error(
             f"Unsupported agent.json.entrypoint.command {json_quote(command)}. Allowed: {_ALLOWED}"
-            ' (or an absolute path to one of them, like "/usr/bin/python3")'
+            f' (or an absolute path to one of them, like "/usr/bin/python3"){fix}'
         )
-    args = value.get("args", [])
     if not _str_list(args):
         log.error("entrypoint.args must be a list of strings")
     cwd_raw = value.get("cwd", ".")
@@ -133,27 +135,53 @@ def _entrypoint(
     return transport, (timeout_ms / 1000 if timeout_ms else None), command
 
 
+_SCRIPT_INTERPRETERS = {".py": "python3", ".js": "node", ".mjs": "node", ".cjs": "node"}
+
+
+def _interpreted(words: list[str], folder: Path) -> list[str] | None:
+    """``["python3", "count.py", ...]`` for a script named where the interpreter goes
+    (``"count.py"``): the interpreter by the file's extension, else by its ``#!`` line (read
+    only from a file inside the manifest folder, at most 256 bytes); None when neither says."""
+    if not words or interpreter_family(words[0]) is not None:
+        return None
+    interpreter = _SCRIPT_INTERPRETERS.get(os.path.splitext(words[0])[1].lower())
+    path = os.path.normpath(folder / words[0])
+    if interpreter is None and _inside(path, folder):
+        try:
+            with open(path, "rb") as fh:
+                first = fh.read(256).split(b"\n", 1)[0]
+        except OSError:
+            first = b""
+        if first.startswith(b"#!"):
+            named = [interpreter_family(w) for w in first[2:].decode("utf-8", "replace").split()]
+            family = next((f for f in named if f is not None), None)
+            interpreter = {"python": "python3", "node": "node"}.get(family or "")
+    return [interpreter, *words] if interpreter else None
+
+
 def _split_entrypoint(words: list[str]) -> str:
     """``"command": "python3", "args": ["x.py"]`` for ``["python3", "x.py"]``."""
     args = json.dumps(words[1:], ensure_ascii=False)
     return f'"command": {json_quote(words[0])}, "args": {args}'
 
 
-def _entrypoint_shape(value: object) -> str:
+def _entrypoint_shape(value: object, folder: Path) -> str:
     """The problem with an ``entrypoint`` that is not an object: missing, or a command line
     written as one string (``"python3 x.py"``), which the SDK cannot run either."""
     shape = "an object {command, args, cwd, timeout_ms, env}"
     if value is None:
         return f"entrypoint is required: {shape}"
     if isinstance(value, str) and value.split():
+        words = _interpreted(value.split(), folder) or value.split()
         return (
             f"entrypoint must be {shape}, not a string: write "
-            f'"entrypoint": {{{_split_entrypoint(value.split())}}}'
+            f'"entrypoint": {{{_split_entrypoint(words)}}}'
         )
     if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        words = _interpreted(value, folder) or value
         return (
             f"entrypoint must be {shape}, not a list: write "
-            f'"entrypoint": {{{_split_entrypoint(value)}}}'
+            f'"entrypoint": {{{_split_entrypoint(words)}}}'
         )
     return f"entrypoint must be {shape}"
 

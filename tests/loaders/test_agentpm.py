@@ -344,6 +344,23 @@ def test_runtime_versions_of_one_to_three_numbers_load(tmp_path, version):
             'in args: "command": "python3", "args": ["x.py"]',
         ),
         (None, "entrypoint is required: an object {command, args, cwd, timeout_ms, env}"),
+        (
+            "count.py",
+            "entrypoint must be an object {command, args, cwd, timeout_ms, env}, not a string: "
+            'write "entrypoint": {"command": "python3", "args": ["count.py"]}',
+        ),
+        (
+            ["dist/count.mjs", "--fast"],
+            "entrypoint must be an object {command, args, cwd, timeout_ms, env}, not a list: "
+            'write "entrypoint": {"command": "node", "args": ["dist/count.mjs", "--fast"]}',
+        ),
+        (
+            {"command": "count.py", "args": ["--fast"]},
+            'Unsupported agent.json.entrypoint.command "count.py". Allowed: '
+            'node|nodejs|python|python3 (or an absolute path to one of them, like "/usr/bin/'
+            'python3"); to run the script, write "command": "python3", "args": ["count.py", '
+            '"--fast"]',
+        ),
     ],
 )
 def test_an_entrypoint_of_the_wrong_type_says_how_to_write_it(tmp_path, entrypoint, message):
@@ -351,3 +368,16 @@ def test_an_entrypoint_of_the_wrong_type_says_how_to_write_it(tmp_path, entrypoi
     by the first-hour walkthrough)."""
     doc = manifest(entrypoint=entrypoint)
     assert rendered(load(tmp_path, doc)) == [f"{SHOWN}: {message}"]
+
+
+def test_a_script_without_an_extension_is_given_the_interpreter_of_its_first_line(tmp_path):
+    """``"entrypoint": "count"`` (a script, no interpreter) was answered with ``"command":
+    "count"``, which is refused in turn: the suggestion names the interpreter of its #! line."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "count").write_text("#!/usr/bin/env python3\nprint(1)\n")
+    doc = manifest(entrypoint={"command": "count"})
+    assert rendered(load(tmp_path, doc)) == [
+        f'{SHOWN}: Unsupported agent.json.entrypoint.command "count". Allowed: '
+        'node|nodejs|python|python3 (or an absolute path to one of them, like "/usr/bin/python3")'
+        '; to run the script, write "command": "python3", "args": ["count"]'
+    ]

@@ -34,6 +34,7 @@ from mcp_toolbridge.catalog import semantic_status
 from mcp_toolbridge.cli.clients import CLIENTS, SERVER_NAME, client_config, serving_options
 from mcp_toolbridge.cli.console import EXIT_OK, EXIT_PROBLEMS, counted, out
 from mcp_toolbridge.cli.entries import (
+    SET_IT,
     Finding,
     argv_of,
     check_key,
@@ -315,7 +316,7 @@ def check_manifests(settings: Settings) -> list[Finding]:
         return [Finding(False, "manifests", exc.message, "fix the settings named")]
     manifests = len(loaded.manifests.manifests)
     if loaded.errors:
-        shown = "; ".join(p.render() for p in loaded.errors[:3])
+        shown = "; ".join(p.render().partition(SET_IT)[0] for p in loaded.errors[:3])
         more = f" and {len(loaded.errors) - 3} more" if len(loaded.errors) > 3 else ""
         valid = len(loaded.catalog.manifest_names())
         skip = f", or serve the {counted(valid, 'valid tool')} with --skip-invalid" if valid else ""

@@ -20,6 +20,9 @@ from mcp_toolbridge.secrets import SecretResolver
 
 MISSING_VARIABLE = "Missing environment variable: "
 """How AgentPM's load error for a required variable begins (its SDK's words, loaders/agentpm.py)."""
+SET_IT = " Set it where the server starts: "
+"""Where that error says how to set the variable: doctor, which names the client's entry,
+leaves it out."""
 PASSES = "a client passes the server only its own environment and the entry's env"
 
 SERVER_KEYS = ("mcpServers", "servers")
@@ -204,6 +207,7 @@ def filled_in(given: Path, client: str | None, environ: dict[str, str]) -> Path 
 __all__ = [
     "MISSING_VARIABLE",
     "SERVER_KEYS",
+    "SET_IT",
     "SPAWN_ENV",
     "Finding",
     "argv_of",

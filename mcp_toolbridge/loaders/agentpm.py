@@ -239,6 +239,9 @@ def _environment(
         elif decl.get("required") is True and not any(key in env for env in supplied):
             log.error(
                 f"Missing environment variable: {key}. {key} is required and has no default value."
+                f" Set it where the server starts: export {key}=... in the shell that runs it, or "
+                f'"env": {{"{key}": "..."}} in the client\'s entry for the server (Claude Desktop '
+                "passes none of the shell's variables; docs/clients.md)"
             )
     return EnvSpec(passthrough=tuple(names), values=defaults)
 

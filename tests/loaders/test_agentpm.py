@@ -81,7 +81,10 @@ def test_a_required_variable_without_default_must_be_in_the_environment():
     report = load_file(FIXTURES / "word-count" / "agent.json", display="wc/agent.json", environ={})
     assert rendered(report) == [
         "wc/agent.json: Missing environment variable: WC_TOKEN. "
-        "WC_TOKEN is required and has no default value."
+        "WC_TOKEN is required and has no default value. Set it where the server starts: "
+        "export WC_TOKEN=... in the shell that runs it, or "
+        '"env": {"WC_TOKEN": "..."} in the client\'s entry for the server (Claude Desktop '
+        "passes none of the shell's variables; docs/clients.md)"
     ]
     assert report.tools == []
 
@@ -258,7 +261,10 @@ def test_declared_variables_need_the_required_one_and_default_the_optional_one()
     report = load_file(path, display="chat/agent.json", environ={"HOME": "/h"})
     assert rendered(report) == [
         "chat/agent.json: Missing environment variable: CHAT_TOKEN. "
-        "CHAT_TOKEN is required and has no default value."
+        "CHAT_TOKEN is required and has no default value. Set it where the server starts: "
+        "export CHAT_TOKEN=... in the shell that runs it, or "
+        '"env": {"CHAT_TOKEN": "..."} in the client\'s entry for the server (Claude Desktop '
+        "passes none of the shell's variables; docs/clients.md)"
     ]
     assert report.tools == []
     (spec,) = load_file(path, environ={"CHAT_TOKEN": "t"}).tools

@@ -77,6 +77,13 @@ def variable_fix(messages: list[str]) -> str | None:
     return f"give the server the variable in the client's entry: {given} ({PASSES})"
 
 
+def shown_problems(rendered: list[str]) -> str:
+    """The first three load problems on one line, and how many more (a missing variable's
+    way to set it left out: doctor's fix names the client's entry)."""
+    shown = "; ".join(text.partition(SET_IT)[0] for text in rendered[:3])
+    return shown + (f" and {len(rendered) - 3} more" if len(rendered) > 3 else "")
+
+
 def check_secrets(
     specs: list[ToolSpec], environ: dict[str, str], secrets_file: Path | None
 ) -> Finding | None:
@@ -216,5 +223,6 @@ __all__ = [
     "client_environ",
     "entry_from_file",
     "filled_in",
+    "shown_problems",
     "variable_fix",
 ]

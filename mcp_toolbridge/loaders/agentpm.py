@@ -270,6 +270,23 @@ def _runtime(value: object, command: str | None, log: ProblemLog) -> None:
         )
 
 
+def _files_hint(doc: dict[str, Any], folder: Path) -> str:
+    """``"files": [...]`` naming the files the entrypoint's args name in the package folder,
+    or, when none do, an example."""
+    entry = doc.get("entrypoint")
+    args = entry.get("args") if isinstance(entry, dict) else None
+    words: list[str] = args if isinstance(args, list) and _str_list(args) else []
+    named = [
+        a
+        for a in words
+        if not a.startswith("-") and _inside(os.path.normpath(folder / a), folder)
+        if os.path.isfile(folder / a)
+    ]
+    if not named:
+        return 'for example "files": ["main.py", "src/**"]'
+    return "write " + json.dumps({"files": named}, ensure_ascii=False)[1:-1]
+
+
 def _documentation(doc: dict[str, Any], log: ProblemLog) -> None:
     """``readme`` (a path) and ``license {spdx, file}``: not used to run the tool, but typed."""
     readme = doc.get("readme")
@@ -334,7 +351,10 @@ def load_agentpm(
     _documentation(doc, log)
     files = doc.get("files")
     if not _str_list(files) or not files:
-        log.error("files must be a non-empty list of paths or globs to package")
+        log.error(
+            "files must be a non-empty list of paths or globs to package (everything the tool "
+            f"needs at runtime, the entrypoint's script too): {_files_hint(doc, folder)}"
+        )
     fixed = entry[0].env.values if entry is not None else {}
     env = _environment(doc.get("environment"), (fixed, environ), log)
     for key in ("inputs", "outputs"):

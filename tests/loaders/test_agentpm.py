@@ -181,7 +181,11 @@ def test_every_field_problem_is_collected(tmp_path):
     )
     assert 'entrypoint.cwd "../outside" escapes the manifest folder' in messages
     assert "entrypoint.timeout_ms must be a positive number of milliseconds" in messages
-    assert "files must be a non-empty list of paths or globs to package" in messages
+    assert (
+        "files must be a non-empty list of paths or globs to package (everything the tool needs "
+        'at runtime, the entrypoint\'s script too): for example "files": ["main.py", '
+        '"src/**"]' in messages
+    )
     assert 'environment.vars: invalid name "lower" (must match ^[A-Z][A-Z0-9_]*$)' in messages
     assert any(
         m.startswith("inputs: at /properties/n/type: 'integr' is not one of") for m in messages
@@ -386,4 +390,15 @@ def test_a_script_without_an_extension_is_given_the_interpreter_of_its_first_lin
         f'{SHOWN}: Unsupported agent.json.entrypoint.command "count". Allowed: '
         'node|nodejs|python|python3 (or an absolute path to one of them, like "/usr/bin/python3")'
         '; to run the script, write "command": "python3", "args": ["count"]'
+    ]
+
+
+def test_an_empty_files_list_names_the_entrypoints_script_to_write(tmp_path):
+    """A scaffolded ``"files": []`` was refused without saying what to write."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "count.py").write_text("print(1)\n")
+    doc = manifest(files=[], entrypoint={"command": "python3", "args": ["-u", "count.py"]})
+    assert rendered(load(tmp_path, doc)) == [
+        f"{SHOWN}: files must be a non-empty list of paths or globs to package (everything the "
+        'tool needs at runtime, the entrypoint\'s script too): write "files": ["count.py"]'
     ]

@@ -302,9 +302,19 @@ def test_bundle_artifact_errors(tmp_path):
     assert messages(load_file(path, display="m/manifest.toml")) == [
         "m/manifest.toml: missing tools.json at m/missing.json"
     ]
-    path = bundle(tmp_path, EMPTY, blake3=None)
+    path = bundle(tmp_path, EMPTY, blake3=None, path="missing.json")
     assert [p.message for p in load_file(path).problems] == [
         "[artifacts.tools] blake3 is required (the BLAKE3 hex digest of tools.json)"
+    ]
+
+
+def test_a_bundle_without_a_digest_is_shown_the_digest_its_tools_json_has(tmp_path):
+    """ "blake3 is required" gave no digest: the user had to find a tool to compute it."""
+    path = bundle(tmp_path, EMPTY, blake3=None)
+    assert [p.message for p in load_file(path).problems] == [
+        "[artifacts.tools] blake3 is required (the BLAKE3 hex digest of tools.json); write "
+        f'blake3 = "{blake3(EMPTY.encode()).hexdigest()}", the digest tools.json has now, once '
+        "it is the tools.json you mean to serve"
     ]
 
 

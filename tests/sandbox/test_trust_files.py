@@ -65,6 +65,21 @@ print(json.dumps({
 MANIFEST = '{"tools": []}'
 
 
+def held(files: int) -> dict[str, object]:
+    """What :data:`ATTACKS` reports where every attack is held (``files`` trust files tried)."""
+    return {
+        "manifest": "Read-only file system",
+        "new-manifest": "Read-only file system",
+        "ancestor": "Device or resource busy",
+        "folder": "Device or resource busy",
+        "exchange": "Device or resource busy",
+        "project": "Read-only file system",
+        "program": "Read-only file system",
+        "files": ["Read-only file system"] * files,
+        "workspace": "done",
+    }
+
+
 def _served(box: Box, *, project: bool) -> tuple[Path, Path]:
     """A served manifest folder ``ws/a/tools``, a program ``ws/scripts/victim.py`` outside
     it, the operator's policy file inside the workspace and, with ``project``, an existing
@@ -131,17 +146,7 @@ async def test_a_tool_granted_the_workspace_cannot_write_what_decides_trust(
     _guard(box, served, policy)
     requires = {"hosts": ["example.com"]} if network == "proxy" else None
     found = report(await box.python(ATTACKS, requires=requires, argv=[str(box.ws), str(policy)]))
-    assert found == {
-        "manifest": "Read-only file system",
-        "new-manifest": "Read-only file system",
-        "ancestor": "Device or resource busy",
-        "folder": "Device or resource busy",
-        "exchange": "Device or resource busy",
-        "project": "Read-only file system",
-        "program": "Read-only file system",
-        "files": ["Read-only file system"],
-        "workspace": "done",
-    }, found
+    assert found == held(files=1), found
     (box.ws / "a" / "notes.txt").unlink()
     (box.ws / "c" / "tools").rmdir()
     (box.ws / "c").rmdir()

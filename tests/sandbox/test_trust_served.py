@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog
-from tests.sandbox.test_trust_files import ATTACKS
+from tests.sandbox.test_trust_files import ATTACKS, held
 from tests.support.manifests import agentcli_manifest, write_script
 from tests.support.results import text_of
 from tests.support.served import OPEN_POLICY, served_client
@@ -92,17 +92,7 @@ async def test_a_served_tool_cannot_change_what_the_next_start_trusts(
             result = await client.call_tool("attack", {"ws": str(ws), "files": files})
             assert result.structured_content is not None, text_of(result)
             found = dict(result.structured_content)
-            assert found == {
-                "manifest": "Read-only file system",
-                "new-manifest": "Read-only file system",
-                "ancestor": "Device or resource busy",
-                "folder": "Device or resource busy",
-                "exchange": "Device or resource busy",
-                "project": "Read-only file system",
-                "program": "Read-only file system",
-                "files": ["Read-only file system"] * 2,
-                "workspace": "done",
-            }, found
+            assert found == held(files=2), found
     assert (ws / "a" / "tools" / "tools.json").read_text(encoding="utf-8") == manifest
     assert sorted(p.name for p in (ws / "c").iterdir()) == ["tools"]  # the exchange's own
     assert not (ws / "b").exists() and not (ws / ".toolbridge" / "policy.toml").exists()

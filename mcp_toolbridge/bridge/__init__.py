@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from mcp_toolbridge.bridge.asking import (
         ALLOW_ALWAYS,
         ALLOW_ONCE,
+        ASSISTANT_WANTS,
         REJECT,
         confirmation_form,
         sandbox_summary,
@@ -39,6 +40,7 @@ __getattr__ = on_first_use(
         "mcp_toolbridge.bridge.asking": (
             "ALLOW_ALWAYS",
             "ALLOW_ONCE",
+            "ASSISTANT_WANTS",
             "REJECT",
             "confirmation_form",
             "sandbox_summary",
@@ -75,6 +77,7 @@ __getattr__ = on_first_use(
 __all__ = [
     "ALLOW_ALWAYS",
     "ALLOW_ONCE",
+    "ASSISTANT_WANTS",
     "NOT_CHECKED",
     "NOT_DECIDED",
     "REJECT",

@@ -16,6 +16,9 @@ from mcp_toolbridge.sandbox import Confinement
 ALLOW_ONCE = "Allow once"
 ALLOW_ALWAYS = "Allow always (this session)"
 REJECT = "Reject"
+ASSISTANT_WANTS = "The assistant wants to run the tool"
+"""How a confirmation begins: it speaks to the person working with a model (a terminal
+that asks the one who typed ``call`` says it in its own words, cli/ask.py)."""
 WAITING_PROGRESS_S = 5.0
 """How often a call waiting for an answer in the console tells its client it still waits."""
 

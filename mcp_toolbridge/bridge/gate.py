@@ -54,6 +54,7 @@ import anyio.to_thread
 from mcp_toolbridge.bridge.asking import (
     ALLOW_ALWAYS,
     ALLOW_ONCE,
+    ASSISTANT_WANTS,
     REJECT,
     ask,
     sandbox_summary,
@@ -431,7 +432,7 @@ class PolicyGate:
         shown, _ = await self.secret_scan.value(arguments, spec.name, len(_summary(arguments)))
         about = self._about(spec, shown, decision, ctx) if in_console else None
         message = (
-            f"The assistant wants to run the tool {spec.name!r}"
+            f"{ASSISTANT_WANTS} {spec.name!r}"
             f"{f' ({spec.title})' if spec.title else ''}.\n"
             f"Arguments: {_summary(shown)}\n"
             f"Why you are asked: {decision.rule}"

@@ -15,10 +15,19 @@ from typing import Any, TextIO
 
 import anyio
 
-from mcp_toolbridge.bridge import ALLOW_ALWAYS, ALLOW_ONCE, REJECT, confirmation_form
+from mcp_toolbridge.bridge import (
+    ALLOW_ALWAYS,
+    ALLOW_ONCE,
+    ASSISTANT_WANTS,
+    REJECT,
+    confirmation_form,
+)
 from mcp_toolbridge.host import Answer, Confirmation, SamplingRequest, SamplingResult
 
 CONFIRM_PROMPT = "Run it? [y] once, [a] always (this session), [N] no: "
+YOU_ASKED = "You asked to run the tool"
+"""The confirmation's start at the terminal: the person asked is the one who typed ``call``,
+not someone working with a model."""
 
 
 class TerminalHost:
@@ -53,13 +62,14 @@ class TerminalHost:
         schema: dict[str, Any],
         about: Confirmation | None = None,
     ) -> Answer:
-        self._say(message)
         if schema == confirmation_form():
+            self._say(message.replace(ASSISTANT_WANTS, YOU_ASKED, 1))
             reply = await self._read(CONFIRM_PROMPT)
             if reply is None:
                 return Answer("cancel")
             choice = {"y": ALLOW_ONCE, "yes": ALLOW_ONCE, "a": ALLOW_ALWAYS, "always": ALLOW_ALWAYS}
             return Answer("accept", {"decision": choice.get(reply.strip().lower(), REJECT)})
+        self._say(message)
         content: dict[str, Any] = {}
         for name, field in schema.get("properties", {}).items():
             value = await self._field(field)

@@ -34,6 +34,8 @@ def call_one(
             print(json.dumps(outcome.value, indent=2, ensure_ascii=False))
             return EXIT_OK
         print(json.dumps({"error": outcome.error}, ensure_ascii=False))
+        if outcome.answer == "reject":  # the refusal speaks to a model about its person
+            err("mcp-toolbridge call: you answered no; nothing was run")
         if outcome.answer == "headless":  # the refusal speaks to a model about its server
             err(
                 "mcp-toolbridge call: nobody was asked, as stdin or stderr is not a terminal: "

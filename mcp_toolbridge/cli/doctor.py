@@ -41,6 +41,7 @@ from mcp_toolbridge.cli.entries import (
     client_environ,
     entry_from_file,
     filled_in,
+    shown_problems,
     variable_fix,
 )
 from mcp_toolbridge.cli.installed import (
@@ -315,17 +316,14 @@ def check_manifests(settings: Settings) -> list[Finding]:
         return [Finding(False, "manifests", exc.message, "fix the settings named")]
     manifests = len(loaded.manifests.manifests)
     if loaded.errors:
-        shown = "; ".join(p.render() for p in loaded.errors[:3])
-        more = f" and {len(loaded.errors) - 3} more" if len(loaded.errors) > 3 else ""
+        shown = shown_problems([p.render() for p in loaded.errors])
         valid = len(loaded.catalog.manifest_names())
         skip = f", or serve the {counted(valid, 'valid tool')} with --skip-invalid" if valid else ""
         fix = f"fix them (`mcp-toolbridge lint PATH` lists every one){skip}"
         if (given := variable_fix([p.message for p in loaded.errors])) is not None:
             fix = f"{given}; {fix}"  # AgentPM's environment.vars
         return [
-            Finding(
-                False, "manifests", f"{counted(len(loaded.errors), 'problem')}: {shown}{more}", fix
-            )
+            Finding(False, "manifests", f"{counted(len(loaded.errors), 'problem')}: {shown}", fix)
         ]
     specs = loaded.catalog.specs()
     own = [spec for spec in specs if not spec.is_locked]

@@ -20,6 +20,9 @@ from mcp_toolbridge.secrets import SecretResolver
 
 MISSING_VARIABLE = "Missing environment variable: "
 """How AgentPM's load error for a required variable begins (its SDK's words, loaders/agentpm.py)."""
+SET_IT = " Set it where the server starts: "
+"""Where that error says how to set the variable: doctor, which names the client's entry,
+leaves it out."""
 PASSES = "a client passes the server only its own environment and the entry's env"
 
 SERVER_KEYS = ("mcpServers", "servers")
@@ -72,6 +75,13 @@ def variable_fix(messages: list[str]) -> str | None:
     name = unset[0].removeprefix(MISSING_VARIABLE).split(".")[0]
     given = f'"env": {{"{name}": "..."}}'
     return f"give the server the variable in the client's entry: {given} ({PASSES})"
+
+
+def shown_problems(rendered: list[str]) -> str:
+    """The first three load problems on one line, and how many more (a missing variable's
+    way to set it left out: doctor's fix names the client's entry)."""
+    shown = "; ".join(text.partition(SET_IT)[0] for text in rendered[:3])
+    return shown + (f" and {len(rendered) - 3} more" if len(rendered) > 3 else "")
 
 
 def check_secrets(
@@ -204,6 +214,7 @@ def filled_in(given: Path, client: str | None, environ: dict[str, str]) -> Path 
 __all__ = [
     "MISSING_VARIABLE",
     "SERVER_KEYS",
+    "SET_IT",
     "SPAWN_ENV",
     "Finding",
     "argv_of",
@@ -212,5 +223,6 @@ __all__ = [
     "client_environ",
     "entry_from_file",
     "filled_in",
+    "shown_problems",
     "variable_fix",
 ]

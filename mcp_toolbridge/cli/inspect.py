@@ -29,7 +29,7 @@ from typing import Any
 
 import anyio
 
-from mcp_toolbridge.bridge import PolicyGate
+from mcp_toolbridge.bridge import PolicyGate, default_audit_path
 from mcp_toolbridge.catalog import semantic_status
 from mcp_toolbridge.cli.console import EXIT_LOAD, EXIT_OK, err, out
 from mcp_toolbridge.cli.unknown import no_such_tool
@@ -273,16 +273,27 @@ def print_interface(args: argparse.Namespace, settings: Settings, loaded: Loaded
         default_timeout_s=settings.timeout_s,
         max_output_bytes=settings.max_output_bytes,
         deferred=searchable and (expose == "search" or (expose == "auto" and many)),
-        sandbox_profile=_sandbox_of(settings, loaded.policy, entry.spec),
+        sandbox_profile=_sandbox_of(settings, loaded, entry.spec),
     )
     out(json.dumps(record, indent=2, ensure_ascii=False))
     return EXIT_OK
 
 
-def _sandbox_of(settings: Settings, policy: Policy, spec: ToolSpec) -> dict[str, Any]:
+def _sandbox_of(settings: Settings, loaded: Loaded, spec: ToolSpec) -> dict[str, Any]:
     """The sandbox a call of ``spec`` runs in, as ``serve`` would build it (probed as ``serve``
-    probes it: where it cannot be used, what failed, why and how to fix it)."""
-    gate = PolicyGate.configured(policy, settings.sandbox, environ=settings.environ)
+    probes it: where it cannot be used, what failed, why and how to fix it), with the paths
+    it holds read-only (the guard ``runtime/composition.py`` gives the server's gate)."""
+    audit = (settings.audit_path or default_audit_path()) if settings.audit else None
+    gate = PolicyGate.configured(
+        loaded.policy,
+        settings.sandbox,
+        environ=settings.environ,
+        guard=(
+            settings.manifest_paths(),
+            (settings.policy_file, settings.secrets_file, audit),
+            loaded.programs,
+        ),
+    )
     confinement = gate.confinement(spec)
     assert gate.sandbox is not None and confinement is not None
     if gate.sandbox.mode != "off":

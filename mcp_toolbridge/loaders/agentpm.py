@@ -76,25 +76,27 @@ def _entrypoint(
     value: object, folder: Path, log: ProblemLog
 ) -> tuple[ExecTransport, float | None, str | None] | None:
     if not isinstance(value, dict):
-        log.error(_entrypoint_shape(value))
+        log.error(_entrypoint_shape(value, folder))
         return None
     before = log.error_count()
     command = value.get("command")
+    args = value.get("args", [])
     if isinstance(command, list) and command and all(isinstance(c, str) for c in command):
         log.error(
             "entrypoint.command must be a string, the interpreter alone; what follows it goes "
-            f"in args: {_split_entrypoint(command)}"
+            f"in args: {_split_entrypoint(_interpreted(command, folder) or command)}"
         )
         command = None
     elif not isinstance(command, str) or not command.strip():
         log.error(f"entrypoint.command is required ({_ALLOWED}, or an absolute path to one)")
         command = None
     elif interpreter_family(command) is None:  # an absolute path must name one of them too
+        script = _interpreted([command, *(args if _str_list(args) else [])], folder)
+        fix = f"; to run the script, write {_split_entrypoint(script)}" if script else ""
         log.error(
             f"Unsupported agent.json.entrypoint.command {json_quote(command)}. Allowed: {_ALLOWED}"
-            ' (or an absolute path to one of them, like "/usr/bin/python3")'
+            f' (or an absolute path to one of them, like "/usr/bin/python3"){fix}'
         )
-    args = value.get("args", [])
     if not _str_list(args):
         log.error("entrypoint.args must be a list of strings")
     cwd_raw = value.get("cwd", ".")
@@ -133,27 +135,53 @@ def _entrypoint(
     return transport, (timeout_ms / 1000 if timeout_ms else None), command
 
 
+_SCRIPT_INTERPRETERS = {".py": "python3", ".js": "node", ".mjs": "node", ".cjs": "node"}
+
+
+def _interpreted(words: list[str], folder: Path) -> list[str] | None:
+    """``["python3", "count.py", ...]`` for a script named where the interpreter goes
+    (``"count.py"``): the interpreter by the file's extension, else by its ``#!`` line (read
+    only from a file inside the manifest folder, at most 256 bytes); None when neither says."""
+    if not words or interpreter_family(words[0]) is not None:
+        return None
+    interpreter = _SCRIPT_INTERPRETERS.get(os.path.splitext(words[0])[1].lower())
+    path = os.path.normpath(folder / words[0])
+    if interpreter is None and _inside(path, folder):
+        try:
+            with open(path, "rb") as fh:
+                first = fh.read(256).split(b"\n", 1)[0]
+        except OSError:
+            first = b""
+        if first.startswith(b"#!"):
+            named = [interpreter_family(w) for w in first[2:].decode("utf-8", "replace").split()]
+            family = next((f for f in named if f is not None), None)
+            interpreter = {"python": "python3", "node": "node"}.get(family or "")
+    return [interpreter, *words] if interpreter else None
+
+
 def _split_entrypoint(words: list[str]) -> str:
     """``"command": "python3", "args": ["x.py"]`` for ``["python3", "x.py"]``."""
     args = json.dumps(words[1:], ensure_ascii=False)
     return f'"command": {json_quote(words[0])}, "args": {args}'
 
 
-def _entrypoint_shape(value: object) -> str:
+def _entrypoint_shape(value: object, folder: Path) -> str:
     """The problem with an ``entrypoint`` that is not an object: missing, or a command line
     written as one string (``"python3 x.py"``), which the SDK cannot run either."""
     shape = "an object {command, args, cwd, timeout_ms, env}"
     if value is None:
         return f"entrypoint is required: {shape}"
     if isinstance(value, str) and value.split():
+        words = _interpreted(value.split(), folder) or value.split()
         return (
             f"entrypoint must be {shape}, not a string: write "
-            f'"entrypoint": {{{_split_entrypoint(value.split())}}}'
+            f'"entrypoint": {{{_split_entrypoint(words)}}}'
         )
     if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        words = _interpreted(value, folder) or value
         return (
             f"entrypoint must be {shape}, not a list: write "
-            f'"entrypoint": {{{_split_entrypoint(value)}}}'
+            f'"entrypoint": {{{_split_entrypoint(words)}}}'
         )
     return f"entrypoint must be {shape}"
 
@@ -211,6 +239,9 @@ def _environment(
         elif decl.get("required") is True and not any(key in env for env in supplied):
             log.error(
                 f"Missing environment variable: {key}. {key} is required and has no default value."
+                f" Set it where the server starts: export {key}=... in the shell that runs it, or "
+                f'"env": {{"{key}": "..."}} in the client\'s entry for the server (Claude Desktop '
+                "passes none of the shell's variables; docs/clients.md)"
             )
     return EnvSpec(passthrough=tuple(names), values=defaults)
 
@@ -237,6 +268,23 @@ def _runtime(value: object, command: str | None, log: ProblemLog) -> None:
             f"runtime.version {json_quote(version)} must be MAJOR[.MINOR[.PATCH]], "
             'like "20" or "3.11"'
         )
+
+
+def _files_hint(doc: dict[str, Any], folder: Path) -> str:
+    """``"files": [...]`` naming the files the entrypoint's args name in the package folder,
+    or, when none do, an example."""
+    entry = doc.get("entrypoint")
+    args = entry.get("args") if isinstance(entry, dict) else None
+    words: list[str] = args if isinstance(args, list) and _str_list(args) else []
+    named = [
+        a
+        for a in words
+        if not a.startswith("-") and _inside(os.path.normpath(folder / a), folder)
+        if os.path.isfile(folder / a)
+    ]
+    if not named:
+        return 'for example "files": ["main.py", "src/**"]'
+    return "write " + json.dumps({"files": named}, ensure_ascii=False)[1:-1]
 
 
 def _documentation(doc: dict[str, Any], log: ProblemLog) -> None:
@@ -303,7 +351,10 @@ def load_agentpm(
     _documentation(doc, log)
     files = doc.get("files")
     if not _str_list(files) or not files:
-        log.error("files must be a non-empty list of paths or globs to package")
+        log.error(
+            "files must be a non-empty list of paths or globs to package (everything the tool "
+            f"needs at runtime, the entrypoint's script too): {_files_hint(doc, folder)}"
+        )
     fixed = entry[0].env.values if entry is not None else {}
     env = _environment(doc.get("environment"), (fixed, environ), log)
     for key in ("inputs", "outputs"):

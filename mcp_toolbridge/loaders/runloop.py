@@ -161,7 +161,51 @@ def _str_list(entry: dict[str, Any], key: str, log: ProblemLog, locator: str) ->
     return tuple(value)
 
 
-def _transport(value: object, log: ProblemLog, locator: str) -> Transport | None:
+def _resolved(command: str, folder: Path) -> str | None:
+    """The absolute path a relative exec command names from the tools.json's folder; None
+    for a bare name not found there (a program on PATH, whose path the loader does not
+    guess)."""
+    if os.path.isabs(command):
+        return command
+    here = os.path.normpath(folder / command)
+    return here if "/" in command or os.sep in command or os.path.exists(here) else None
+
+
+def _absolute(command: str, folder: Path) -> str:
+    """What to write for a relative exec command."""
+    if (here := _resolved(command, folder)) is not None:
+        return (
+            f"write {json_quote(here)} (the path {json_quote(command)} names from this "
+            "tools.json's folder)"
+        )
+    return f"write the program's absolute path, as `command -v {command}` prints it"
+
+
+def _command_list(command: list[Any], folder: Path) -> str:
+    """An exec command written as a list: what to write instead. Runloop gives the program
+    the path of the arguments file first, then ``args``, so an interpreter and its script
+    (``["python3", "tool.py"]``) become the script alone, run by its ``#!`` line."""
+    words = [w for w in command if isinstance(w, str)] or ["PROGRAM"]
+    script = len(words) > 1 and "." in os.path.basename(words[1]) and words[1][:1] != "-"
+    if script:
+        words = words[1:]
+    program = _resolved(words[0], folder) or (
+        os.path.normpath(folder / words[0]) if script else f"/ABSOLUTE/PATH/{words[0]}"
+    )
+    write = f'"command": {json_quote(program)}'
+    if len(words) > 1:
+        write += f', "args": {json.dumps(words[1:], ensure_ascii=False)}'
+    why = "the program gets the path of the arguments file first, then args"
+    if script:
+        line = command[0] if os.path.isabs(command[0]) else f"/usr/bin/env {command[0]}"
+        why += f"; give the script a #! line (#!{line}) and make it executable"
+    return (
+        "exec transport command must be a string, the absolute path of one program, not a "
+        f"list: write {write} ({why})"
+    )
+
+
+def _transport(value: object, folder: Path, log: ProblemLog, locator: str) -> Transport | None:
     if not isinstance(value, dict):
         log.error(
             'transport is required: {"kind": "exec", "command": ...} or {"kind": "http", ...}',
@@ -181,11 +225,14 @@ def _transport(value: object, log: ProblemLog, locator: str) -> Transport | None
         if progress is not None and not isinstance(progress, bool):
             log.error("exec transport progress must be true or false", locator)
             args = None
-        if not isinstance(command, str) or not command.strip():
+        if isinstance(command, list) and command:
+            log.error(_command_list(command, folder), locator)
+        elif not isinstance(command, str) or not command.strip():
             log.error("exec transport requires a command", locator)
         elif not os.path.isabs(command):
             log.error(
-                f"exec transport command must be an absolute path (got {json_quote(command)})",
+                f"exec transport command must be an absolute path (got {json_quote(command)}): "
+                + _absolute(command, folder),
                 locator,
             )
         elif args is not None:
@@ -337,7 +384,7 @@ def _tool(
         log.error("description must be a string (a short summary of what the tool does)", locator)
     elif not description.strip():
         log.error("description cannot be empty", locator)
-    transport = _transport(entry.get("transport"), log, locator)
+    transport = _transport(entry.get("transport"), schemas.folder, log, locator)
     refs = entry.get("schema_refs") or {}
     if not isinstance(refs, dict) or not all(isinstance(v, dict | str) for v in refs.values()):
         log.error(

@@ -62,6 +62,22 @@ def _inside(path: Path, folder: Path) -> bool:
         return False
 
 
+def _digest_now(folder: Path, rel: object, display: str) -> str:
+    """For a bundle with no digest: the line to write, with the digest the tools.json has
+    now (the bundle's own file; its digest is no secret, and a mismatch names it too)."""
+    if not isinstance(rel, str) or not rel or not _inside(folder / rel, folder):
+        return ""
+    if not probe_file(folder / rel):
+        return ""
+    data = read_bytes(folder / rel, ProblemLog(display))
+    if data is None:
+        return ""
+    return (
+        f'; write blake3 = "{blake3(data).hexdigest()}", the digest {rel} has now, once it '
+        "is the tools.json you mean to serve"
+    )
+
+
 def bundle_tools_path(path: Path) -> Path | None:
     """The absolute tools.json a bundle's manifest.toml points at (None if none/broken)."""
     table = _artifact(path, ProblemLog(str(path)))
@@ -93,7 +109,10 @@ def load_bundle(path: Path, display: str) -> LoadReport:
             code=ErrorCode.MANIFEST_DIGEST,
         )
     if not isinstance(digest, str) or not digest:
-        log.error("[artifacts.tools] blake3 is required (the BLAKE3 hex digest of tools.json)")
+        log.error(
+            "[artifacts.tools] blake3 is required (the BLAKE3 hex digest of tools.json)"
+            + _digest_now(folder, rel, log.path)
+        )
     elif not _DIGEST.fullmatch(digest.strip()):
         log.error(
             f"[artifacts.tools] blake3 must be 64 hex digits (got {json_shown(digest)})",

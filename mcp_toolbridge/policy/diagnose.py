@@ -110,6 +110,9 @@ def _explain(error: ErrorDetails, model: type[BaseModel]) -> str:
     if error["type"] == "list_type" and key and isinstance(error.get("input"), str):
         written = json.dumps([error["input"]], ensure_ascii=False)
         return f"a list is expected here: {key} = {written}"
+    if error["type"] == "list_type" and key and isinstance(error.get("input"), dict):
+        if tables := _list_of_tables(model, loc):
+            return tables
     if error["type"] == "extra_forbidden":
         valid = fields_at(model, loc[:-1])
         guess = closest(str(loc[-1]), valid)
@@ -122,6 +125,29 @@ def _explain(error: ErrorDetails, model: type[BaseModel]) -> str:
         if guess is not None:
             message += f'; did you mean "{guess}"?'
     return message
+
+
+_TABLE_EXAMPLES = {
+    "rules": ('permission = "bash"', 'pattern = "git status"', 'action = "allow"'),
+    "callers": ('subject = "alice"', 'allow = ["bash=git status"]'),
+    "shell": ('cmd = "git"',),
+}
+
+
+def _list_of_tables(model: type[BaseModel], loc: Sequence[int | str]) -> str | None:
+    """A table written where a list of tables goes (``[rules]`` for ``[[rules]]``): what to
+    write instead, with a short example; None when a list of tables does not go there."""
+    keys = fields_at(model, (*loc, 0))
+    if not keys:
+        return None
+    path = [p for p in key_path(loc) if isinstance(p, str)]
+    header = ".".join(path)
+    example = _TABLE_EXAMPLES.get(path[-1], tuple(f"{k} = ..." for k in keys[:2]))
+    return (
+        f"a list of tables is expected here, one [[{header}]] (two brackets) per entry, not a "
+        f"single [{header}] table; for example: [[{header}]] {' '.join(example)} "
+        f"(keys: {', '.join(keys)})"
+    )
 
 
 def describe(exc: ValidationError, model: type[BaseModel], text: str) -> str:

@@ -303,6 +303,7 @@ class Sandbox:
             **profile.as_json(),
             "visible_read_only": "the system (/usr, /etc, /bin, /lib*), the interpreter, the "
             "command and its folder, PATH folders, the working directory, the read roots",
+            "guarded_read_only": list(self.guarded.paths),
             "masked": [str(p) for p in self.masks],
             "private": ["/tmp", str(self.home) if self.home else "no home folder"],
             "processes": "own PID namespace: nothing outlives the call",

@@ -202,3 +202,26 @@ def test_the_search_hint_is_the_manifests_keywords(
     record = _inspect(capsys, "post_note", *map(str, paths))
     assert record["Discovery"]["search_hint"] == "notes team"
     assert _inspect(capsys, "send_email", *map(str, paths))["Discovery"]["search_hint"] is None
+
+
+def test_inspect_lists_the_paths_every_sandbox_holds_read_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """inspect built its gate without the guard serve gives (sandbox/guard.py), so the served
+    folder, the policy, secrets and audit files were missing from its sandbox_profile."""
+    agentcli_manifest(tmp_path / "t", [echo_tool("echo")], {"echo": ECHO})
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    policy = tmp_path / "policy.toml"
+    policy.write_text('allow = ["echo"]\n', encoding="utf-8")
+    secrets = tmp_path / "secrets.toml"
+    secrets.write_text("", encoding="utf-8")
+    secrets.chmod(0o600)
+    audit = tmp_path / "audit.ndjson"
+    argv = ["--workspace", str(ws), "--policy", str(policy), "--secrets", str(secrets)]
+    record = _inspect(capsys, "echo", str(tmp_path / "t"), *argv, "--audit", str(audit))
+    guarded = record["Safety"]["sandbox_profile"]["guarded_read_only"]
+    real = tmp_path.resolve()
+    assert {str(real / "t"), str(real / "policy.toml"), str(real / "secrets.toml")} <= set(guarded)
+    assert str(real / "ws" / ".toolbridge") in guarded
+    assert str(real / "audit.ndjson") in guarded

@@ -85,7 +85,10 @@ async def test_yes_or_always_at_the_terminal_runs_the_call(
     typed: bytes, argv: list[str], tmp_path: Path
 ) -> None:
     status, shown = await _on_terminal(argv, typed, _env(tmp_path))
-    assert "The assistant wants to run the tool 'word_count'" in shown
+    # The person asked is the one who typed `call`: the question was worded for someone
+    # working with a model ("The assistant wants...").
+    assert "You asked to run the tool 'word_count'" in shown
+    assert "assistant" not in shown
     assert CONFIRM_PROMPT in shown
     assert status == 0, shown
     assert '"words": 3' in shown
@@ -95,6 +98,7 @@ async def test_enter_alone_at_the_terminal_is_no(argv: list[str], tmp_path: Path
     status, shown = await _on_terminal(argv, b"\n", _env(tmp_path))
     assert status == 1, shown
     assert "rejected this call" in shown
+    assert "mcp-toolbridge call: you answered no; nothing was run" in shown
     assert '"words"' not in shown
 
 

@@ -81,7 +81,10 @@ def test_a_required_variable_without_default_must_be_in_the_environment():
     report = load_file(FIXTURES / "word-count" / "agent.json", display="wc/agent.json", environ={})
     assert rendered(report) == [
         "wc/agent.json: Missing environment variable: WC_TOKEN. "
-        "WC_TOKEN is required and has no default value."
+        "WC_TOKEN is required and has no default value. Set it where the server starts: "
+        "export WC_TOKEN=... in the shell that runs it, or "
+        '"env": {"WC_TOKEN": "..."} in the client\'s entry for the server (Claude Desktop '
+        "passes none of the shell's variables; docs/clients.md)"
     ]
     assert report.tools == []
 
@@ -178,7 +181,11 @@ def test_every_field_problem_is_collected(tmp_path):
     )
     assert 'entrypoint.cwd "../outside" escapes the manifest folder' in messages
     assert "entrypoint.timeout_ms must be a positive number of milliseconds" in messages
-    assert "files must be a non-empty list of paths or globs to package" in messages
+    assert (
+        "files must be a non-empty list of paths or globs to package (everything the tool needs "
+        'at runtime, the entrypoint\'s script too): for example "files": ["main.py", '
+        '"src/**"]' in messages
+    )
     assert 'environment.vars: invalid name "lower" (must match ^[A-Z][A-Z0-9_]*$)' in messages
     assert any(
         m.startswith("inputs: at /properties/n/type: 'integr' is not one of") for m in messages
@@ -258,7 +265,10 @@ def test_declared_variables_need_the_required_one_and_default_the_optional_one()
     report = load_file(path, display="chat/agent.json", environ={"HOME": "/h"})
     assert rendered(report) == [
         "chat/agent.json: Missing environment variable: CHAT_TOKEN. "
-        "CHAT_TOKEN is required and has no default value."
+        "CHAT_TOKEN is required and has no default value. Set it where the server starts: "
+        "export CHAT_TOKEN=... in the shell that runs it, or "
+        '"env": {"CHAT_TOKEN": "..."} in the client\'s entry for the server (Claude Desktop '
+        "passes none of the shell's variables; docs/clients.md)"
     ]
     assert report.tools == []
     (spec,) = load_file(path, environ={"CHAT_TOKEN": "t"}).tools
@@ -344,6 +354,23 @@ def test_runtime_versions_of_one_to_three_numbers_load(tmp_path, version):
             'in args: "command": "python3", "args": ["x.py"]',
         ),
         (None, "entrypoint is required: an object {command, args, cwd, timeout_ms, env}"),
+        (
+            "count.py",
+            "entrypoint must be an object {command, args, cwd, timeout_ms, env}, not a string: "
+            'write "entrypoint": {"command": "python3", "args": ["count.py"]}',
+        ),
+        (
+            ["dist/count.mjs", "--fast"],
+            "entrypoint must be an object {command, args, cwd, timeout_ms, env}, not a list: "
+            'write "entrypoint": {"command": "node", "args": ["dist/count.mjs", "--fast"]}',
+        ),
+        (
+            {"command": "count.py", "args": ["--fast"]},
+            'Unsupported agent.json.entrypoint.command "count.py". Allowed: '
+            'node|nodejs|python|python3 (or an absolute path to one of them, like "/usr/bin/'
+            'python3"); to run the script, write "command": "python3", "args": ["count.py", '
+            '"--fast"]',
+        ),
     ],
 )
 def test_an_entrypoint_of_the_wrong_type_says_how_to_write_it(tmp_path, entrypoint, message):
@@ -351,3 +378,27 @@ def test_an_entrypoint_of_the_wrong_type_says_how_to_write_it(tmp_path, entrypoi
     by the first-hour walkthrough)."""
     doc = manifest(entrypoint=entrypoint)
     assert rendered(load(tmp_path, doc)) == [f"{SHOWN}: {message}"]
+
+
+def test_a_script_without_an_extension_is_given_the_interpreter_of_its_first_line(tmp_path):
+    """``"entrypoint": "count"`` (a script, no interpreter) was answered with ``"command":
+    "count"``, which is refused in turn: the suggestion names the interpreter of its #! line."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "count").write_text("#!/usr/bin/env python3\nprint(1)\n")
+    doc = manifest(entrypoint={"command": "count"})
+    assert rendered(load(tmp_path, doc)) == [
+        f'{SHOWN}: Unsupported agent.json.entrypoint.command "count". Allowed: '
+        'node|nodejs|python|python3 (or an absolute path to one of them, like "/usr/bin/python3")'
+        '; to run the script, write "command": "python3", "args": ["count"]'
+    ]
+
+
+def test_an_empty_files_list_names_the_entrypoints_script_to_write(tmp_path):
+    """A scaffolded ``"files": []`` was refused without saying what to write."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "count.py").write_text("print(1)\n")
+    doc = manifest(files=[], entrypoint={"command": "python3", "args": ["-u", "count.py"]})
+    assert rendered(load(tmp_path, doc)) == [
+        f"{SHOWN}: files must be a non-empty list of paths or globs to package (everything the "
+        'tool needs at runtime, the entrypoint\'s script too): write "files": ["count.py"]'
+    ]

@@ -282,7 +282,10 @@ def test_the_real_manifest_shapes_load_as_their_sources_say(monkeypatch):
         f'tool[0] "encyclopedia_lookup": {notice}',
         f'notice: {j("agentpm", "app", "agent.json")}:4: kind "agent" is not a tool; skipped',
         f"{j('agentpm', 'tools', 'chat-post', 'agent.json')}:10: Missing environment variable: "
-        "CHAT_TOKEN. CHAT_TOKEN is required and has no default value.",
+        "CHAT_TOKEN. CHAT_TOKEN is required and has no default value. Set it where the server "
+        'starts: export CHAT_TOKEN=... in the shell that runs it, or "env": {"CHAT_TOKEN": "..."} '
+        "in the client's entry for the server (Claude Desktop passes none of the shell's "
+        "variables; docs/clients.md)",
         f'{j("runloop", "docs-example", "tools.json")}:12: tool[0] "notes.page_publish": '
         f"input_schema: {unresolved}.request.v1 {looked}",
         f'{j("runloop", "docs-example", "tools.json")}:15: tool[0] "notes.page_publish": '

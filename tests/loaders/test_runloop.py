@@ -159,7 +159,9 @@ def test_entry_problems_use_runloop_texts_and_are_all_collected(tmp_path):
         f'{SHOWN}: tool[2] "b": http transport requires a method',
         f'{SHOWN}: tool[2] "b": http transport requires a url',
         f'{SHOWN}: tool[3] "c": unknown transport.kind "unix" (supported kinds: "exec", "http")',
-        f'{SHOWN}: tool[4] "d": exec transport command must be an absolute path (got "bin/demo")',
+        f'{SHOWN}: tool[4] "d": exec transport command must be an absolute path (got "bin/demo"): '
+        f'write "{tmp_path / "rl" / "bin" / "demo"}" (the path "bin/demo" names from this '
+        "tools.json's folder)",
         f'{SHOWN}: tool[5] "e": http transport url must be an absolute http:// or https:// URL '
         '(got "/relative")',
         f'{SHOWN}: tool[6] "f": input_schema is required (an inline JSON Schema or '
@@ -300,9 +302,19 @@ def test_bundle_artifact_errors(tmp_path):
     assert messages(load_file(path, display="m/manifest.toml")) == [
         "m/manifest.toml: missing tools.json at m/missing.json"
     ]
-    path = bundle(tmp_path, EMPTY, blake3=None)
+    path = bundle(tmp_path, EMPTY, blake3=None, path="missing.json")
     assert [p.message for p in load_file(path).problems] == [
         "[artifacts.tools] blake3 is required (the BLAKE3 hex digest of tools.json)"
+    ]
+
+
+def test_a_bundle_without_a_digest_is_shown_the_digest_its_tools_json_has(tmp_path):
+    """ "blake3 is required" gave no digest: the user had to find a tool to compute it."""
+    path = bundle(tmp_path, EMPTY, blake3=None)
+    assert [p.message for p in load_file(path).problems] == [
+        "[artifacts.tools] blake3 is required (the BLAKE3 hex digest of tools.json); write "
+        f'blake3 = "{blake3(EMPTY.encode()).hexdigest()}", the digest tools.json has now, once '
+        "it is the tools.json you mean to serve"
     ]
 
 
@@ -421,4 +433,43 @@ def test_a_missing_description_or_id_is_said_to_be_missing(tmp_path):
         f'{SHOWN}: tool[1] "b": description must be a string (a short summary of what the tool '
         "does)",
         f'{SHOWN}: tool[2] "c": description cannot be empty',
+    ]
+
+
+def test_a_relative_or_bare_exec_command_says_which_absolute_path_to_write(tmp_path):
+    """``./run.sh`` was refused as "must be an absolute path" with no path to write."""
+    doc = {
+        "version": 1,
+        "tools": [
+            entry(id="a", transport={"kind": "exec", "command": "./run.sh"}),
+            entry(id="b", transport={"kind": "exec", "command": "python3"}),
+        ],
+    }
+    assert messages(load(tmp_path, doc)) == [
+        f'{SHOWN}: tool[0] "a": exec transport command must be an absolute path (got '
+        f'"./run.sh"): write "{tmp_path / "rl" / "run.sh"}" (the path "./run.sh" names from '
+        "this tools.json's folder)",
+        f'{SHOWN}: tool[1] "b": exec transport command must be an absolute path (got '
+        '"python3"): write the program\'s absolute path, as `command -v python3` prints it',
+    ]
+
+
+def test_an_exec_command_written_as_a_list_says_it_is_one_string(tmp_path):
+    """A list said "exec transport requires a command", although one was there: Runloop's
+    command is a string, its args follow the arguments file the program gets first."""
+    doc = {
+        "version": 1,
+        "tools": [
+            entry(id="a", transport={"kind": "exec", "command": ["/opt/t/tool", "--fast"]}),
+            entry(id="b", transport={"kind": "exec", "command": ["python3", "tool.py", "-v"]}),
+        ],
+    }
+    why = "the program gets the path of the arguments file first, then args"
+    start = "exec transport command must be a string, the absolute path of one program, not a list"
+    assert messages(load(tmp_path, doc)) == [
+        f'{SHOWN}: tool[0] "a": {start}: write "command": "/opt/t/tool", "args": ["--fast"] '
+        f"({why})",
+        f'{SHOWN}: tool[1] "b": {start}: write "command": "{tmp_path / "rl" / "tool.py"}", '
+        f'"args": ["-v"] ({why}; give the script a #! line (#!/usr/bin/env python3) and make it '
+        "executable)",
     ]

@@ -164,6 +164,24 @@ def test_a_string_where_a_list_goes_says_how_to_write_the_list(ws):
     )
 
 
+def test_a_single_rules_table_says_to_write_one_double_bracket_table_per_rule(ws):
+    """A first hour's slip: ``[rules]`` with keys got pydantic's "Input should be a valid
+    list", which named neither the [[rules]] form nor an example of it."""
+    message = _error(ws, '[rules]\npermission = "bash"\naction = "deny"\n')
+    assert message.endswith(
+        "line 1: rules: a list of tables is expected here, one [[rules]] (two brackets) per "
+        'entry, not a single [rules] table; for example: [[rules]] permission = "bash" '
+        'pattern = "git status" action = "allow" (keys: permission, pattern, action, subject, '
+        "client, group, scope)"
+    )
+    assert "one [[callers]] (two brackets)" in _error(ws, '[callers]\nsubject = "alice"\n')
+    nested = _error(ws, '[requires.shell]\ncmd = "git"\n')
+    assert "line 1: requires.shell: a list of tables is expected here, one [[requires.shell]]" in (
+        nested
+    )
+    assert '[[requires.shell]] cmd = "git" (keys: cmd, args)' in nested
+
+
 def test_a_top_level_key_written_under_a_table_says_where_it_goes(ws):
     """In TOML a key after ``[requires]`` is that table's: ``allow`` there was "unknown"."""
     message = _error(ws, '[requires]\ncapabilities = ["fs.read"]\nallow = ["greet"]\n')

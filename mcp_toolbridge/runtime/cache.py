@@ -22,6 +22,7 @@ something reads it: a search hit, a call, a listing of all tools.
 
 from __future__ import annotations
 
+import os
 import pickle
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -225,14 +226,21 @@ def _restore(stored: Snapshot, manifests: Manifests, key: bytes, keep_names: boo
 
 
 def _programs(specs: Iterable[ToolSpec]) -> tuple[str, ...]:
-    """The absolute paths in the exec tools' fixed argv (the program, a script)."""
-    found = {
-        arg
-        for spec in specs
-        if spec.transport.kind == "exec"
-        for arg in spec.transport.argv
-        if arg.startswith("/")
-    }
+    """The paths in the exec tools' fixed argv (the program, a script): the absolute ones,
+    and the others (not options) joined to the folder the tool runs in, as executors/
+    exec_tool.py does (``python3 scripts/x.py`` from a served tools.json's folder runs
+    ``<folder>/scripts/x.py``; found by the red-team pass of 2026-11-29, 7th). The sandbox
+    guard keeps those that are files (sandbox/guard.py)."""
+    found: set[str] = set()
+    for spec in specs:
+        if spec.transport.kind != "exec":
+            continue
+        cwd = spec.transport.cwd or os.path.dirname(os.path.abspath(spec.source.path))
+        for arg in spec.transport.argv:
+            if arg.startswith("/"):
+                found.add(arg)
+            elif arg and not arg.startswith("-"):
+                found.add(os.path.normpath(os.path.join(os.path.abspath(cwd), arg)))
     return tuple(sorted(found))
 
 

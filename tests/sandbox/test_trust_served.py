@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from mcp_toolbridge.runtime import BUILTIN_SPECS, Settings, load_catalog
+from mcp_toolbridge.sandbox import Sandbox, guarded
+from tests.sandbox.conftest import Box, report
 from tests.sandbox.test_trust_files import ATTACKS, held
 from tests.support.manifests import agentcli_manifest, write_script
 from tests.support.results import text_of
@@ -32,6 +34,7 @@ ATTACKER = (
     f"exec({ATTACKS!r})\n"
 )
 OPEN = {"type": "object", "additionalProperties": True}
+PYTHON = "/usr/bin/python3"
 
 
 def _server(tmp_path: Path) -> Settings:
@@ -125,3 +128,27 @@ async def test_write_and_bash_ask_before_writing_a_served_folder_or_the_project_
             "write", {"file_path": str(ws / "notes.txt"), "content": "x"}
         )
         assert not result.is_error, text_of(result)  # elsewhere in the workspace: allowed
+
+
+async def test_a_script_named_relative_to_a_served_file_is_held_too(box: Box) -> None:
+    """A served tools.json in the workspace (a file: its folder is the workspace) runs
+    ``/usr/bin/python3 scripts/helper.py`` from its folder: the script is that tool's program
+    as much as an absolute path would be, and a tool granted the workspace must not rewrite
+    it (found by the red-team pass of 2026-11-29, 7th: only absolute paths were held)."""
+    helper = write_script(box.ws / "scripts" / "helper.py", "print('{}')\n")
+    tools = [{"name": "victim", "description": "Runs", "command": [PYTHON, "scripts/helper.py"]}]
+    manifest = agentcli_manifest(box.ws, tools, {})
+    loaded = load_catalog(Settings(paths=[manifest], workspace=box.ws), BUILTIN_SPECS)
+    assert not loaded.errors, [p.render() for p in loaded.errors]
+    held = guarded([manifest], workspace=box.ws, trust_project=False, programs=loaded.programs)
+    box.sandboxes["required"] = Sandbox("required", home=box.home, guarded=held)
+    script = (
+        "import json, sys\n"
+        "try:\n"
+        "    open(sys.argv[1], 'w').write('print(\"mine\")')\n"
+        "    print(json.dumps('done'))\n"
+        "except OSError as exc:\n"
+        "    print(json.dumps(exc.strerror))\n"
+    )
+    assert report(await box.python(script, argv=[str(helper)])) == "Read-only file system"
+    assert helper.read_text(encoding="utf-8").endswith("print('{}')\n")

@@ -73,6 +73,12 @@ def guarded(
                 f"the workspace lies inside the served manifest folder {path}, which is "
                 "read-only to every tool: serve a folder of manifests inside it instead"
             )
+        if not os.path.lexists(path) and any(_within(real, os.path.realpath(w)) for w in writable):
+            warnings.append(
+                f"the served manifest path {path} does not exist, so it cannot be held "
+                "read-only: a tool that may write its folder can make it, and the next start "
+                "serves what it puts there; make it (an empty folder) or stop serving it"
+            )
         link = _link_on(path)
         holder = os.path.realpath(os.path.dirname(link)) if link is not None else ""
         if holder and any(_within(holder, os.path.realpath(w)) for w in writable):

@@ -230,3 +230,19 @@ def test_serving_the_workspace_itself_is_warned_about(tmp_path: Path) -> None:
     held = guarded([tmp_path], workspace=tmp_path / "ws", trust_project=False)
     assert "the workspace lies inside the served manifest folder" in held.warnings[0]
     assert held.paths == (str(tmp_path),)
+
+
+def test_a_missing_served_path_in_a_write_grant_is_warned_about(tmp_path: Path) -> None:
+    """Only what exists can be mounted read-only: a served path that is not there yet (a
+    start with ``--skip-invalid``) could be made by a tool granted its folder, and the next
+    start would serve it (red-team pass of 2026-11-29, 7th)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    held = guarded([ws / "tools"], workspace=None, trust_project=False, writable=[ws])
+    assert len(held.warnings) == 1 and f"{ws / 'tools'} does not exist" in held.warnings[0]
+    assert held.asked == (str(ws / "tools"),)  # write and bash still ask before making it
+    (ws / "tools").mkdir()
+    assert not guarded([ws / "tools"], workspace=None, trust_project=False, writable=[ws]).warnings
+    assert not guarded(
+        [tmp_path / "gone"], workspace=None, trust_project=False, writable=[ws]
+    ).warnings

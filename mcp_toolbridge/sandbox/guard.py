@@ -58,7 +58,8 @@ def guarded(
     """The guarded paths of a server serving ``served`` (manifest folders or files) in
     ``workspace``; ``files``: the policy, secrets and audit files; ``programs``: the absolute
     paths served exec tools run (those that are not files are left out); ``writable``: the
-    policy's write grant, inside which a link on a served path is warned about.
+    policy's write grant, inside which a link on a served path or a missing one is warned
+    about, and whose programs are held first past :data:`MAX_PROGRAMS`.
 
     With ``trust_project``, a missing ``<workspace>/.toolbridge`` is made (as the cache
     folder is): only a folder that exists can be mounted read-only, and a tool that made it
@@ -104,14 +105,18 @@ def guarded(
         real = os.path.realpath(program)
         if os.path.isfile(real) and not any(_within(real, k) for k in kept):
             loose.append(real)
-    loose = list(dict.fromkeys(loose))
+    # Those in the write grant first (a catalog of many /usr/bin programs would otherwise
+    # leave out a script in a workspace whose name sorts after /usr: red-team pass 7).
+    grant = [os.path.realpath(w) for w in writable]
+    loose = sorted(set(loose), key=lambda p: (not any(_within(p, w) for w in grant), p))
     if len(loose) > MAX_PROGRAMS:
         warnings.append(
-            f"{len(loose)} programs of served tools lie outside the served folders; the first "
-            f"{MAX_PROGRAMS} are read-only in every sandbox, the others are not: a tool that "
-            "may write one could change what another tool runs"
+            f"{len(loose)} programs of served tools lie outside the served folders; "
+            f"{MAX_PROGRAMS} are read-only in every sandbox (those in the policy's write "
+            "grant first, then by name), the others are not: a tool that may write one "
+            "could change what another tool runs"
         )
-    held = _outermost([*kept, *sorted(loose)[:MAX_PROGRAMS]])
+    held = _outermost([*kept, *loose[:MAX_PROGRAMS]])
     return Guarded(paths=held, asked=_outermost([*held, *loose]), warnings=tuple(warnings))
 
 

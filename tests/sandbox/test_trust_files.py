@@ -246,3 +246,38 @@ def test_a_missing_served_path_in_a_write_grant_is_warned_about(tmp_path: Path) 
     assert not guarded(
         [tmp_path / "gone"], workspace=None, trust_project=False, writable=[ws]
     ).warnings
+
+
+async def test_past_the_cap_the_programs_in_a_write_grant_are_held_first(box: Box) -> None:
+    """A catalog of many tools that run programs where no tool may write (``/usr/bin/...``)
+    and one that runs a script in the workspace: the cap must not leave out the one a tool
+    could rewrite, whatever the names sort as (a workspace under ``/workspaces`` sorts after
+    ``/usr``; red-team pass of 2026-11-29, 7th)."""
+    system = box.root / "a-system"  # sorts before "ws", as /usr/bin sorts before /workspaces
+    system.mkdir()
+    programs = []
+    for i in range(MAX_PROGRAMS + 1):
+        (system / f"p{i:03}").write_text("", encoding="utf-8")
+        programs.append(str(system / f"p{i:03}"))
+    script = box.ws / "script.py"
+    script.write_text("print('victim')", encoding="utf-8")
+    held = guarded(
+        [],
+        workspace=None,
+        trust_project=False,
+        programs=[*programs, str(script)],
+        writable=[box.ws],
+    )
+    assert str(script) in held.paths
+    assert f"{MAX_PROGRAMS + 2} programs" in held.warnings[0]
+    box.sandboxes["required"] = Sandbox("required", home=box.home, guarded=held)
+    attack = (
+        "import json, sys\n"
+        "try:\n"
+        "    open(sys.argv[1], 'w').write('mine')\n"
+        "    print(json.dumps('done'))\n"
+        "except OSError as exc:\n"
+        "    print(json.dumps(exc.strerror))\n"
+    )
+    assert report(await box.python(attack, argv=[str(script)])) == "Read-only file system"
+    assert script.read_text(encoding="utf-8") == "print('victim')"

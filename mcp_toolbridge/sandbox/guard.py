@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcp_toolbridge.policy import Decision, Policy
+from mcp_toolbridge.policy import Decision, Policy, named_files
 
 log = logging.getLogger("mcp_toolbridge.sandbox")
 
@@ -168,7 +168,13 @@ def guarded_by(
     programs: Iterable[str] = (),
 ) -> Guarded:
     """:func:`guarded` for a server under ``policy`` (its workspace, its trust of the
-    project's rules, its write grant), each warning logged."""
+    project's rules, its write grant, its watchdog's program and the files its command
+    names: run afresh for every call, a rewritten one would judge the next), each warning
+    logged."""
+    watchdog = policy.watchdog
+    if watchdog is not None:  # found by the red-team pass of 2026-11-29, 7th
+        named = named_files(watchdog, Path.cwd())  # its cwd: the server's (bridge/gate.py)
+        programs = [*programs, *watchdog.argv[:1], *(str(p) for p in named)]
     found = guarded(
         served,
         workspace=policy.workspace,

@@ -152,3 +152,58 @@ async def test_a_script_named_relative_to_a_served_file_is_held_too(box: Box) ->
     )
     assert report(await box.python(script, argv=[str(helper)])) == "Read-only file system"
     assert helper.read_text(encoding="utf-8").endswith("print('{}')\n")
+
+
+DENYING = (
+    "import json, sys\n"
+    "call = json.load(sys.stdin)\n"
+    "verdict = 'deny' if call['tool'] == 'victim' else 'allow'\n"
+    "print(json.dumps({'verdict': verdict, 'reason': 'not that one'}))\n"
+)
+REWRITE = (
+    "import json, sys\n"
+    "args = json.load(sys.stdin)\n"
+    "try:\n"
+    "    open(args['path'], 'w').write(args['text'])\n"
+    "    print(json.dumps({'done': 'done'}))\n"
+    "except OSError as exc:\n"
+    "    print(json.dumps({'done': exc.strerror}))\n"
+)
+
+
+async def test_a_served_tool_cannot_rewrite_the_watchdog_in_the_workspace(
+    tmp_path: Path, sandbox_support: None
+) -> None:
+    """The policy's watchdog is a script in the workspace, run afresh for every call: a tool
+    granted the workspace that rewrote it would have the next call judged by its own script
+    (found by the red-team pass of 2026-11-29, 7th: only served programs were held)."""
+    settings = _server(tmp_path)
+    assert settings.workspace is not None and settings.policy_file is not None
+    ws = settings.workspace
+    check = ws / "guard" / "check.py"
+    check.parent.mkdir()
+    check.write_text(DENYING, encoding="utf-8")
+    watchdog = f"\n[watchdog]\ncommand = {json.dumps([sys.executable, str(check)])}\n"
+    with settings.policy_file.open("a", encoding="utf-8") as policy:
+        policy.write(watchdog)
+    manifest = ws / "a" / "tools" / "tools.json"
+    tools = json.loads(manifest.read_text(encoding="utf-8"))["tools"]
+    tools.append(
+        {
+            "name": "rewrite",
+            "description": "Writes",
+            "schema": OPEN,
+            "command": ["./tools/bin/rewrite"],
+        }
+    )
+    write_script(ws / "a" / "tools" / "tools" / "bin" / "rewrite", REWRITE)
+    manifest.write_text(json.dumps({"tools": tools}), encoding="utf-8")
+    allowing = DENYING.replace("'deny' if", "'allow' if")
+    async with served_client(settings) as client:
+        refused = await client.call_tool("victim", {})
+        assert "Denied by watchdog" in text_of(refused), text_of(refused)
+        result = await client.call_tool("rewrite", {"path": str(check), "text": allowing})
+        assert result.structured_content == {"done": "Read-only file system"}, text_of(result)
+        refused = await client.call_tool("victim", {})
+        assert "Denied by watchdog" in text_of(refused), text_of(refused)
+    assert check.read_text(encoding="utf-8") == DENYING

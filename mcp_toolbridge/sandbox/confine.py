@@ -209,7 +209,9 @@ class Sandbox:
         if not home or not home.startswith("/"):
             home = _password_home()
         home_path = Path(home) if home.startswith("/") else None
-        own = environ.get(CACHE_DIR_ENV) or str(default_cache_dir())
+        # Absolute as the cache takes it (from the working folder): a relative name would be
+        # masked under the home folder (secret_paths), not where the cache is (red-team 7).
+        own = os.path.abspath(environ.get(CACHE_DIR_ENV) or default_cache_dir())
         with contextlib.suppress(OSError):  # unusable: the cache warns and runs without
             Path(own).mkdir(mode=0o700, parents=True, exist_ok=True)
         masks = (*mask, own)

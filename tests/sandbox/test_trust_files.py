@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from mcp_toolbridge.cache import CACHE_DIR_ENV
 from mcp_toolbridge.sandbox import Sandbox, guarded
 from mcp_toolbridge.sandbox.guard import MAX_PROGRAMS
 from tests.sandbox.conftest import Box, report
@@ -281,3 +282,33 @@ async def test_past_the_cap_the_programs_in_a_write_grant_are_held_first(box: Bo
     )
     assert report(await box.python(attack, argv=[str(script)])) == "Read-only file system"
     assert script.read_text(encoding="utf-8") == "print('victim')"
+
+
+async def test_a_cache_folder_named_relative_to_the_working_folder_is_hidden(
+    box: Box, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``TOOLBRIDGE_CACHE_DIR=.cache/toolbridge`` from the workspace: the cache (its key, its
+    signed pickles) is in the workspace, and a tool granted the workspace that wrote it could
+    sign a pickle the next start runs. The mask took the relative name from the home folder
+    instead (red-team pass of 2026-11-29, 7th)."""
+    monkeypatch.chdir(box.ws)
+    sandbox = Sandbox.from_environ("required", {**box.env, CACHE_DIR_ENV: ".cache/toolbridge"})
+    cache = box.ws / ".cache" / "toolbridge"
+    assert cache.is_dir()  # made, so that it can be masked
+    (cache / "key").write_text("KEY", encoding="utf-8")
+    box.sandboxes["required"] = sandbox
+    script = (
+        "import json, os, sys\n"
+        "def attempt(step):\n"
+        "    try:\n"
+        "        return step()\n"
+        "    except OSError as exc:\n"
+        "        return exc.strerror\n"
+        "print(json.dumps({\n"
+        "    'listed': attempt(lambda: os.listdir(sys.argv[1])),\n"
+        "    'key': attempt(lambda: open(sys.argv[1] + '/key', 'w').write('MINE')),\n"
+        "}))\n"
+    )
+    found = report(await box.python(script, argv=[str(cache)]))
+    assert found["listed"] == [] and found["key"] in ("Read-only file system", 4), found
+    assert (cache / "key").read_text(encoding="utf-8") == "KEY"

@@ -2,13 +2,14 @@
 
 The server reads, at its next start (at once under ``--watch``), files a tool with a write
 grant could otherwise change: the served manifests (under ``grant = "declared"`` a manifest's
-requirements extend its tool's scope), the programs served tools run, the workspace's
-``.toolbridge/`` (its allow rules apply with ``trust_project_allow = true``), the ``--policy``
-file, the secrets file, the audit log. Each of these (its real path, links followed) is
-mounted read-only over any writable grant holding it, and each folder between that grant and
-it is bound onto itself, writable as before, so that it is a mount point: the kernel refuses
-to rename or remove a mount point (``EBUSY``), and renaming an ancestor cannot put another
-folder at the path the server reads (found by the red-team pass of 2026-11-29, 5th).
+requirements extend its tool's scope), the programs served tools run (and the policy's
+watchdog, run for every call), the workspace's ``.toolbridge/`` (its allow rules apply with
+``trust_project_allow = true``), the ``--policy`` file, the secrets file, the audit log. Each
+of these (its real path, links followed) is mounted read-only over any writable grant holding
+it, and each folder between that grant and it is bound onto itself, writable as before, so
+that it is a mount point: the kernel refuses to rename or remove a mount point (``EBUSY``),
+and renaming an ancestor cannot put another folder at the path the server reads (found by
+the red-team pass of 2026-11-29, 5th).
 
 These are set when a sandbox is set up (a warm sandbox's before its calls): nothing per call.
 """
@@ -57,9 +58,9 @@ def guarded(
 ) -> Guarded:
     """The guarded paths of a server serving ``served`` (manifest folders or files) in
     ``workspace``; ``files``: the policy, secrets and audit files; ``programs``: the absolute
-    paths served exec tools run (those that are not files are left out); ``writable``: the
-    policy's write grant, inside which a link on a served path or a missing one is warned
-    about, and whose programs are held first past :data:`MAX_PROGRAMS`.
+    paths served exec tools (and the watchdog) run, those that are not files left out;
+    ``writable``: the policy's write grant, inside which a link on a served path or a missing
+    one is warned about, and whose programs are held first past :data:`MAX_PROGRAMS`.
 
     With ``trust_project``, a missing ``<workspace>/.toolbridge`` is made (as the cache
     folder is): only a folder that exists can be mounted read-only, and a tool that made it

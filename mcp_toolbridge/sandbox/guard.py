@@ -81,22 +81,22 @@ def guarded(
                 "read-only: a tool that may write its folder can make it, and the next start "
                 "serves what it puts there; make it (an empty folder) or stop serving it"
             )
-        link = _link_on(path)
-        holder = os.path.realpath(os.path.dirname(link)) if link is not None else ""
-        if holder and any(_within(holder, os.path.realpath(w)) for w in writable):
-            warnings.append(
-                f"the served manifest path {path} goes through the link {link}: a tool that "
-                "may write the folder holding the link can point it elsewhere, and the next "
-                "start serves what it points to; serve the real path "
-                f"({real}) instead"
-            )
+        fix = f"serve the real path ({real}) instead"
+        warnings += _linked(path, writable, "the served manifest path", "serves", fix)
+    trusted = [f for f in files if f is not None]
     if workspace is not None:
         project = workspace / PROJECT_FOLDER
         if trust_project:
             with contextlib.suppress(OSError):  # unusable: the rules are read from nothing
                 project.mkdir(mode=0o755, exist_ok=True)
-        paths.append(os.path.realpath(project))
-    paths += (os.path.realpath(f) for f in files if f is not None)
+        trusted.insert(0, project)
+    for path in trusted:  # a link on these too (red-team pass of 2026-11-29, 7th)
+        real = os.path.realpath(path)
+        paths.append(real)
+        fix = f"name the real path ({real}) instead"
+        if path.name == PROJECT_FOLDER:
+            fix = f"make {path} a folder, not a link"
+        warnings += _linked(path, writable, "the trusted path", "reads", fix)
     kept = _outermost(paths)
     given = (*kept, *(os.path.abspath(p) for p in served))
     loose: list[str] = []
@@ -147,6 +147,22 @@ def _outermost(paths: Iterable[str]) -> tuple[str, ...]:
         if not any(_within(path, kept) for kept in out):
             out.append(path)
     return tuple(out)
+
+
+def _linked(path: Path, writable: Sequence[Path], what: str, does: str, fix: str) -> list[str]:
+    """A warning when ``path`` goes through a link in a folder of ``writable``: the real path
+    is held, the link is not (a mount goes where a link leads), so a tool may re-point it."""
+    if not writable:
+        return []
+    link = _link_on(path)
+    holder = os.path.realpath(os.path.dirname(link)) if link is not None else ""
+    if not holder or not any(_within(holder, os.path.realpath(w)) for w in writable):
+        return []
+    return [
+        f"{what} {path} goes through the link {link}: a tool that may write the folder "
+        f"holding the link can point it elsewhere, and the next start {does} what it points "
+        f"to; {fix}"
+    ]
 
 
 def _link_on(path: Path) -> str | None:

@@ -312,3 +312,31 @@ async def test_a_cache_folder_named_relative_to_the_working_folder_is_hidden(
     found = report(await box.python(script, argv=[str(cache)]))
     assert found["listed"] == [] and found["key"] in ("Read-only file system", 4), found
     assert (cache / "key").read_text(encoding="utf-8") == "KEY"
+
+
+async def test_a_trust_file_through_a_link_in_a_write_grant_is_warned_about(box: Box) -> None:
+    """``--policy ws/policy.toml``, a link to the operator's rules elsewhere: the rules are
+    held, the link is not (only a real path can be mounted over), and a tool granted the
+    workspace re-points it at rules of its own, which the next start reads. Like a served
+    path through a link, the start warns (red-team pass of 2026-11-29, 7th: it did not)."""
+    rules = box.root / "rules.toml"
+    rules.write_text('default_action = "ask"\n', encoding="utf-8")
+    link = box.ws / "policy.toml"
+    link.symlink_to(rules)
+    (box.ws / ".toolbridge").symlink_to(box.outside)
+    held = guarded([], workspace=box.ws, trust_project=False, files=[link], writable=[box.ws])
+    assert str(rules) in held.paths
+    assert [w.split(" goes through")[0] for w in held.warnings] == [
+        f"the trusted path {box.ws / '.toolbridge'}",
+        f"the trusted path {link}",
+    ], held.warnings
+    box.sandboxes["required"] = Sandbox("required", home=box.home, guarded=held)
+    attack = (
+        "import os, sys\n"
+        "open(sys.argv[1] + '/mine.toml', 'w').write('default_action = \"allow\"')\n"
+        "os.unlink(sys.argv[1] + '/policy.toml')\n"
+        "os.symlink(sys.argv[1] + '/mine.toml', sys.argv[1] + '/policy.toml')\n"
+        "print('\"done\"')\n"
+    )
+    assert report(await box.python(attack, argv=[str(box.ws)])) == "done"  # still open
+    assert rules.read_text(encoding="utf-8") == 'default_action = "ask"\n'

@@ -121,6 +121,7 @@ async def test_a_manifest_tool_is_told_in_its_error(tmp_path: Path, sandbox_supp
         result = await client.call_tool("show", {"path": str(key)})
         text = text_of(result)
         assert result.is_error and SECRET in text and "PRIVATE KEY" not in text, text
+        assert HIDDEN not in text and "fs.read" not in text, text  # no way to grant it offered
         result = await client.call_tool("show", {"path": str(settings.workspace / "nope")})
         text = text_of(result)
         assert result.is_error and "No such file or directory" in text, text

@@ -214,6 +214,8 @@ class BashTool:
             value["note"] = shown.note
         if outcome.limit_hint:
             value["limit"] = outcome.limit_hint
+        if outcome.hidden_hint:
+            value["hidden"] = outcome.hidden_hint
         return ExecResult(
             ok=True,
             value=value,
@@ -283,8 +285,9 @@ def _text(value: dict[str, Any]) -> str:
         parts.append(f"bash was killed by {value['signal']}")
     else:
         parts.append(f"exit code {value['exit_code']}")
-    if value.get("limit"):
-        parts.append(f"\n\n{value['limit']}")
+    for hint in ("limit", "hidden"):
+        if value.get(hint):
+            parts.append(f"\n\n{value[hint]}")
     if value.get("note"):
         parts.append(f"\n\n({value['note']})")
     return "".join(parts)

@@ -64,7 +64,7 @@ SPEC = builtin_spec(
     input_schema=INPUT_SCHEMA,
     # No output schema: the output and the exit code as text are the whole result, the one form
     # every client shows a model as it is (server/wire.py). The value (exit_code, stdout,
-    # stderr, timed_out, signal, note, limit) stays what `call` prints.
+    # stderr, timed_out, signal, note, limit, hidden) stays what `call` prints.
     timeout_s=DEFAULT_TIMEOUT_MS / 1000,
     requires=RequirementSet(capabilities=("shell.run",)),
     argument_roles={"command": ("shell.run",)},

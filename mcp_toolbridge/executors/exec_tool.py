@@ -247,7 +247,10 @@ def _interpret(
     """(ok, value, error) from what the process did."""
     if outcome.exit_code != 0:
         error = _failure_text(outcome, redact)
-        return False, None, f"{error}\n{outcome.limit_hint}" if outcome.limit_hint else error
+        error += f"\n{outcome.limit_hint}" if outcome.limit_hint else ""
+        # the paths it names come from the output: its secrets are replaced there too
+        error += f"\n{redact.text(outcome.hidden_hint)}" if outcome.hidden_hint else ""
+        return False, None, error
     if transport.stdout == "json":
         value = _parse_json(outcome, redact)
     else:

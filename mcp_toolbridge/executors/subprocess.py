@@ -63,6 +63,7 @@ from mcp_toolbridge.errors import (
 )
 from mcp_toolbridge.executors.base import DEFAULT_MAX_OUTPUT_BYTES
 from mcp_toolbridge.executors.child import REAP_LIMIT_S, Child, WarmChild
+from mcp_toolbridge.executors.hidden import hidden_hint
 from mcp_toolbridge.executors.reaper import follow_sandbox, wait_ended
 from mcp_toolbridge.executors.streams import (
     LineSplitter,
@@ -109,6 +110,9 @@ class ProcessOutcome:
     limit_hint: str | None = None
     """For a sandboxed child that failed and seems to have hit one of the sandbox's resource
     limits (``sandbox/limits.py``): which, and what to do; the tools add it to their error."""
+    hidden_hint: str | None = None
+    """For a sandboxed child that failed on a path its sandbox does not show (``hidden.py``):
+    which, and that it is hidden, not missing; the tools add it as they add ``limit_hint``."""
 
 
 class ProcessTimeout(ExecTimeoutError):
@@ -154,7 +158,7 @@ async def run_process(
             launch = await stack.enter_async_context(_launch(argv, cwd, env, sandbox))
         except OSError as exc:  # the program or cwd, checked before the sandbox is built
             raise ExecSpawnError(_spawn_message(argv[0] if argv else "", cwd, exc)) from exc
-        return await _run(
+        outcome = await _run(
             launch,
             argv,
             stdin,
@@ -167,7 +171,10 @@ async def run_process(
             on_output,
             pass_fds,
         )
-    raise AssertionError("unreachable")  # pragma: no cover
+    if sandbox is not None and launch.sandboxed and outcome.exit_code not in (0, None):
+        found = hidden_hint(sandbox, argv, cwd, outcome.stderr_tail, outcome.stdout)
+        outcome = replace(outcome, hidden_hint=found) if found else outcome
+    return outcome
 
 
 async def probe_sandbox(sandbox: Sandbox, *, say: bool = True) -> Support:

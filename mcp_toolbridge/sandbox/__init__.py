@@ -11,7 +11,7 @@ from mcp_toolbridge.lazy import on_first_use
 from mcp_toolbridge.policy import SandboxMode
 
 if TYPE_CHECKING:
-    from mcp_toolbridge.sandbox.bwrap import Plan
+    from mcp_toolbridge.sandbox.bwrap import SYSTEM_PATHS, Plan
     from mcp_toolbridge.sandbox.confine import Confinement, Launch, Sandbox, find_bwrap
     from mcp_toolbridge.sandbox.diagnosis import BWRAP_VARIABLE, Fix, Support, diagnose, unrunnable
     from mcp_toolbridge.sandbox.guard import Guarded, guarded, guarded_by, write_floor
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 __getattr__ = on_first_use(
     __name__,
     {
-        "mcp_toolbridge.sandbox.bwrap": ("Plan",),
+        "mcp_toolbridge.sandbox.bwrap": ("SYSTEM_PATHS", "Plan"),
         "mcp_toolbridge.sandbox.confine": (
             "Confinement",
             "Launch",
@@ -60,6 +60,7 @@ __all__ = [
     "BWRAP_VARIABLE",
     "SANDBOX_MODES",
     "SECRET_PATHS",
+    "SYSTEM_PATHS",
     "Confinement",
     "Fix",
     "Guarded",

@@ -191,7 +191,9 @@ def guarded_by(
     watchdog = policy.watchdog
     if watchdog is not None:  # found by the red-team pass of 2026-11-29, 7th
         named = named_files(watchdog, Path.cwd())  # its cwd: the server's (bridge/gate.py)
-        programs = [*programs, *watchdog.argv[:1], *(str(p) for p in named)]
+        first = watchdog.argv[0]  # a bare name is looked up on PATH; ./check.py is not
+        program = os.path.abspath(first) if "/" in first else first
+        programs = [*programs, program, *(str(p) for p in named)]
     found = guarded(
         served,
         workspace=policy.workspace,

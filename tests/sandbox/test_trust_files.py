@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from mcp_toolbridge.cache import CACHE_DIR_ENV
-from mcp_toolbridge.sandbox import Sandbox, guarded
+from mcp_toolbridge.policy import Policy
+from mcp_toolbridge.sandbox import Sandbox, guarded, guarded_by
 from mcp_toolbridge.sandbox.guard import MAX_PROGRAMS
 from tests.sandbox.conftest import Box, report
 
@@ -340,3 +341,26 @@ async def test_a_trust_file_through_a_link_in_a_write_grant_is_warned_about(box:
     )
     assert report(await box.python(attack, argv=[str(box.ws)])) == "done"  # still open
     assert rules.read_text(encoding="utf-8") == 'default_action = "ask"\n'
+
+
+def test_a_watchdog_named_from_the_working_folder_is_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``command = ["./guard/check.py", "--rules=guard/rules.json"]`` runs from the server's
+    working folder, here the workspace: both files are held."""
+    check = tmp_path / "guard" / "check.py"
+    check.parent.mkdir()
+    check.write_text("", encoding="utf-8")
+    (check.parent / "rules.json").write_text("{}", encoding="utf-8")
+    policy = tmp_path / "policy.toml"
+    command = '["./guard/check.py", "--rules=guard/rules.json"]'
+    policy.write_text(
+        f'[requires]\nfs.write = ["{{workspace}}"]\n[watchdog]\ncommand = {command}\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    held = guarded_by(Policy.load(policy, workspace=tmp_path, user_data=None), [])
+    assert held.paths == (
+        str(tmp_path / ".toolbridge"),
+        str(check),
+        str(check.parent / "rules.json"),
+    )

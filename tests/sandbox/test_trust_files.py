@@ -64,6 +64,17 @@ print(json.dumps({
 }))
 """
 
+ATTEMPT = (
+    "import json, os, sys\n"
+    "def attempt(step):\n"
+    "    try:\n"
+    "        return step()\n"
+    "    except OSError as exc:\n"
+    "        return exc.strerror\n"
+)
+"""What the smaller attack scripts begin with: ``attempt(step)`` gives the step's value or
+the error's text."""
+
 MANIFEST = '{"tools": []}'
 
 
@@ -176,13 +187,7 @@ async def test_a_secret_path_beside_a_guarded_file_stays_hidden(box: Box) -> Non
     policy.write_text("", encoding="utf-8")
     held = guarded([], workspace=None, trust_project=False, files=[policy])
     box.sandboxes["required"] = Sandbox("required", home=box.home, guarded=held)
-    script = (
-        "import json, os, sys\n"
-        "def attempt(step):\n"
-        "    try:\n"
-        "        return step()\n"
-        "    except OSError as exc:\n"
-        "        return exc.strerror\n"
+    script = ATTEMPT + (
         "config = sys.argv[1]\n"
         "print(json.dumps({\n"
         "    'secret': attempt(lambda: open(config + '/gcloud/credentials.db').read()),\n"
@@ -298,13 +303,7 @@ async def test_a_cache_folder_named_relative_to_the_working_folder_is_hidden(
     assert cache.is_dir()  # made, so that it can be masked
     (cache / "key").write_text("KEY", encoding="utf-8")
     box.sandboxes["required"] = sandbox
-    script = (
-        "import json, os, sys\n"
-        "def attempt(step):\n"
-        "    try:\n"
-        "        return step()\n"
-        "    except OSError as exc:\n"
-        "        return exc.strerror\n"
+    script = ATTEMPT + (
         "print(json.dumps({\n"
         "    'listed': attempt(lambda: os.listdir(sys.argv[1])),\n"
         "    'key': attempt(lambda: open(sys.argv[1] + '/key', 'w').write('MINE')),\n"

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
+from mcp_toolbridge.sandbox import PREFIX_FOLDERS, within
+
 if TYPE_CHECKING:
     from mcp_toolbridge.sandbox import Confinement
 
@@ -32,7 +34,6 @@ _MARK = "no such file or directory"
 python's ``can't open file`` and ``FileNotFoundError``, node's ``ENOENT: no such file``)."""
 _OWN = ("/proc", "/dev")
 """The sandbox's own: a path missing there is missing, not hidden."""
-_PREFIXED = ("bin", "sbin", "shims")
 _QUOTES = "'\"`‘’“”"
 _BEFORE = _QUOTES + " (=\t"
 
@@ -55,10 +56,10 @@ def hidden_hint(
     hidden: list[str] = []
     secret: list[str] = []
     for said, path in printed:
-        inside = [s for s in secrets if _within(path, s)]
-        if inside and not any(_within(path, g) and _within(g, s) for g in granted for s in inside):
+        inside = [s for s in secrets if within(path, s)]
+        if inside and not any(within(path, g) and within(g, s) for g in granted for s in inside):
             secret.append(said)
-        elif not inside and not any(_within(path, root) for root in shown):
+        elif not inside and not any(within(path, root) for root in shown):
             hidden.append(said)
     return _say(hidden, secret)
 
@@ -120,10 +121,6 @@ def _norm(path: str) -> str:
     return os.path.normpath(path).replace("//", "/", 1) if path.startswith("/") else path
 
 
-def _within(path: str, root: str) -> bool:
-    return root == "/" or path == root or path.startswith(root.rstrip("/") + "/")
-
-
 def _shown(
     sandbox: Confinement, argv: Sequence[str], cwd: str | None, home: str | None
 ) -> tuple[list[str], list[str]]:
@@ -139,11 +136,11 @@ def _shown(
         folders.append(os.path.dirname(argv[0]))
     for folder in filter(lambda f: f.startswith("/"), folders):
         implicit.append(folder)
-        if PurePosixPath(folder).name in _PREFIXED:
+        if PurePosixPath(folder).name in PREFIX_FOLDERS:
             implicit.append(os.path.dirname(_norm(folder)))
     # as the sandbox: none may be /, the home folder or above it
     above = "/" if home is None else home
-    implicit = [r for r in implicit if not _within(above, _norm(r))]
+    implicit = [r for r in implicit if not within(above, _norm(r))]
     roots = [*granted, *implicit]
     both = {_norm(r) for r in roots} | {os.path.realpath(r) for r in roots}
     given = {_norm(g) for g in granted} | {os.path.realpath(g) for g in granted}

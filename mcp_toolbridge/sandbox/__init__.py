@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         SandboxProfile,
         profile_for,
     )
+    from mcp_toolbridge.sandbox.program import PREFIX_FOLDERS, within
     from mcp_toolbridge.sandbox.warm import WarmLost, WarmSandbox
 
 __getattr__ = on_first_use(
@@ -43,6 +44,7 @@ __getattr__ = on_first_use(
         ),
         "mcp_toolbridge.sandbox.guard": ("Guarded", "guarded", "guarded_by", "write_floor"),
         "mcp_toolbridge.sandbox.limits": ("Limits", "limit_hint"),
+        "mcp_toolbridge.sandbox.program": ("PREFIX_FOLDERS", "within"),
         "mcp_toolbridge.sandbox.profile": (
             "SANDBOX_MODES",
             "SECRET_PATHS",
@@ -58,6 +60,7 @@ __getattr__ = on_first_use(
 
 __all__ = [
     "BWRAP_VARIABLE",
+    "PREFIX_FOLDERS",
     "SANDBOX_MODES",
     "SECRET_PATHS",
     "SYSTEM_PATHS",
@@ -80,5 +83,6 @@ __all__ = [
     "limit_hint",
     "profile_for",
     "unrunnable",
+    "within",
     "write_floor",
 ]

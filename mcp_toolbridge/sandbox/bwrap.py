@@ -52,6 +52,7 @@ from mcp_toolbridge.sandbox.program import (
     find_program,
     real_path,
     resolver,
+    within,
 )
 
 SYSTEM_PATHS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -154,7 +155,7 @@ class HostView:
             sorted({Path(os.path.realpath(p)) for p in prefixes} | set(map(Path, prefixes)))
         )
         resolv = Path(os.path.realpath("/etc/resolv.conf")).parent
-        resolver = () if _within(str(resolv), "/etc") else (resolv,)
+        resolver = () if within(str(resolv), "/etc") else (resolv,)
         real_home = Path(os.path.realpath(home)) if home is not None else None
         real_masks = tuple(dict.fromkeys(Path(os.path.realpath(m)) for m in masks))
         return cls(
@@ -345,7 +346,7 @@ def shows(
     for mount in _mounts(
         view, profile, implicit, real_path
     ):  # parents first: the last one holding it
-        if _within(target, mount.path):
+        if within(target, mount.path):
             holder = mount
     if holder is not None and holder.kind == _KERNEL:  # the host's, read-only, or hidden
         return holder.args[1] == holder.path
@@ -458,7 +459,7 @@ def _implicit_ok(view: HostView, path: str) -> bool:
     nor anything inside a secret path."""
     if path == "/":
         return False
-    if view.home is not None and _within(str(view.home), path):
+    if view.home is not None and within(str(view.home), path):
         return False
     return view.mask_names.isdisjoint(_ancestors(path))
 
@@ -487,7 +488,3 @@ def _with_prefixes(view: HostView, folders: Sequence[str]) -> list[str]:
             else:
                 out.append(head)
     return out
-
-
-def _within(path: str, root: str) -> bool:
-    return path == root or root == "/" or path.startswith(root.rstrip("/") + "/")

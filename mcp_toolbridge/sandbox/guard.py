@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcp_toolbridge.policy import Decision, Policy, named_files
+from mcp_toolbridge.sandbox.program import within
 
 log = logging.getLogger("mcp_toolbridge.sandbox")
 
@@ -70,12 +71,12 @@ def guarded(
     for path in served:
         real = os.path.realpath(path)
         paths.append(real)  # a served file: that file (its folder may be the workspace)
-        if workspace is not None and _within(os.path.realpath(workspace), real):
+        if workspace is not None and within(os.path.realpath(workspace), real):
             warnings.append(
                 f"the workspace lies inside the served manifest folder {path}, which is "
                 "read-only to every tool: serve a folder of manifests inside it instead"
             )
-        if not os.path.lexists(path) and any(_within(real, os.path.realpath(w)) for w in writable):
+        if not os.path.lexists(path) and any(within(real, os.path.realpath(w)) for w in writable):
             warnings.append(
                 f"the served manifest path {path} does not exist, so it cannot be held "
                 "read-only: a tool that may write its folder can make it, and the next start "
@@ -101,15 +102,15 @@ def guarded(
     given = (*kept, *(os.path.abspath(p) for p in served))
     loose: list[str] = []
     for program in dict.fromkeys(programs):  # most lie in a served folder: no system call
-        if not program.startswith("/") or any(_within(program, k) for k in given):
+        if not program.startswith("/") or any(within(program, k) for k in given):
             continue
         real = os.path.realpath(program)
-        if os.path.isfile(real) and not any(_within(real, k) for k in kept):
+        if os.path.isfile(real) and not any(within(real, k) for k in kept):
             loose.append(real)
     # Those in the write grant first (a catalog of many /usr/bin programs would otherwise
     # leave out a script in a workspace whose name sorts after /usr: red-team pass 7).
     grant = [os.path.realpath(w) for w in writable]
-    loose = sorted(set(loose), key=lambda p: (not any(_within(p, w) for w in grant), p))
+    loose = sorted(set(loose), key=lambda p: (not any(within(p, w) for w in grant), p))
     if len(loose) > MAX_PROGRAMS:
         warnings.append(
             f"{len(loose)} programs of served tools lie outside the served folders; "
@@ -129,12 +130,12 @@ def guard_plan(paths: tuple[str, ...], write: tuple[str, ...]) -> tuple[tuple[st
     pins: dict[str, None] = {}
     guards: dict[str, None] = {}
     for path in paths:
-        root = min((w for w in write if _within(path, w)), key=len, default=None)
+        root = min((w for w in write if within(path, w)), key=len, default=None)
         if root is None:
             continue
         guards[path] = None
         folder = os.path.dirname(path)
-        while folder != root and _within(folder, root):
+        while folder != root and within(folder, root):
             pins[folder] = None
             folder = os.path.dirname(folder)
     return tuple(p for p in pins if p not in guards), tuple(guards)
@@ -144,7 +145,7 @@ def _outermost(paths: Iterable[str]) -> tuple[str, ...]:
     """``paths`` without those inside another of them (sorted: parents first)."""
     out: list[str] = []
     for path in sorted(dict.fromkeys(paths)):
-        if not any(_within(path, kept) for kept in out):
+        if not any(within(path, kept) for kept in out):
             out.append(path)
     return tuple(out)
 
@@ -156,7 +157,7 @@ def _linked(path: Path, writable: Sequence[Path], what: str, does: str, fix: str
         return []
     link = _link_on(path)
     holder = os.path.realpath(os.path.dirname(link)) if link is not None else ""
-    if not holder or not any(_within(holder, os.path.realpath(w)) for w in writable):
+    if not holder or not any(within(holder, os.path.realpath(w)) for w in writable):
         return []
     return [
         f"{what} {path} goes through the link {link}: a tool that may write the folder "
@@ -172,10 +173,6 @@ def _link_on(path: Path) -> str | None:
         if place.is_symlink():
             return str(place)
     return None
-
-
-def _within(path: str, root: str) -> bool:
-    return path == root or root == "/" or path.startswith(root.rstrip("/") + "/")
 
 
 def guarded_by(
@@ -215,7 +212,7 @@ def write_floor(decision: Decision, writes: Iterable[Path], asked: Sequence[str]
     if decision.action != "allow" or not asked:
         return decision
     for path in writes:  # canonical already (policy.targets)
-        held = next((f for f in asked if _within(str(path), f)), None)
+        held = next((f for f in asked if within(str(path), f)), None)
         if held is not None:
             why = (
                 f"it writes {path}, inside {held}, which decides what tools may do from the "

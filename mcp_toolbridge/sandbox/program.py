@@ -11,6 +11,14 @@ import stat
 from collections.abc import Callable, Sequence
 
 PREFIX_FOLDERS = frozenset({"bin", "sbin", "shims"})
+
+
+def within(path: str, root: str) -> bool:
+    """Whether the normalised absolute ``path`` is ``root`` or lies under it, as text (nothing
+    is resolved or looked up)."""
+    return path == root or root == "/" or path.startswith(root.rstrip("/") + "/")
+
+
 """A folder of these names brings its prefix (``~/.nvm/.../bin/node`` brings its ``lib``)."""
 _SHEBANG_BYTES = 256
 

@@ -153,6 +153,11 @@ async def test_requests_of_the_2026_era_keep_nothing_once_answered(tmp_path: Pat
 
         for _ in range(SESSIONS):
             await ask("x")
+        # What the server loads after its first list (the secret scanner's engine, about
+        # 40 MB) is in the baseline: a call's result waits for the engine.
+        counted = modern(call("word_count", {"text": "one two"}))
+        response = await http.post(server.url, json=counted, headers=modern_headers(counted))
+        assert response.status_code == 200 and '"result"' in response.text, response.text[:300]
         base = _rss_kib(server)
         for _ in range(SESSIONS):
             await ask("x" * BODY)

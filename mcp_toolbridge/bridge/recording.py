@@ -23,6 +23,12 @@ same tool with the same canonical arguments, redacted as they were recorded (wit
 call are served in order, the last one again once they run out. A call with no recording gets
 an error result ``no recording for this call: nothing was run ...`` (what a replay serves, and
 how to record the call) and a warning on stderr.
+
+A recording is read as data a stranger may have written: each ``*.jsonl`` in DIR must be a
+regular file of this user, opened without following a link or waiting for a FIFO's writer,
+of at most :data:`MAX_RECORDING_BYTES`; a line that is not a JSON frame (not UTF-8, nested
+past the parser's depth, another shape) is a load error naming the file and the line, and a
+recorded result's fields are taken only with the types a result has.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import json
 import logging
 import os
 import re
+import stat
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -61,6 +68,8 @@ NO_RECORDING = (
     "the same arguments; record this one with serve --record DIR)"
 )
 REDACTED = "***"
+MAX_RECORDING_BYTES = 256 * 1024 * 1024
+"""The largest recording file replay reads (it keeps every recorded result in memory)."""
 _SECRET_KEY = re.compile(
     r"(token|secret|passw(or)?d|pwd|api[-_]?key|apikey|access[-_]?key|auth|credential|"
     r"private[-_]?key)",
@@ -224,38 +233,90 @@ class Recorded:
     code: ErrorCode | None = None
 
 
+def _text(raw: Mapping[str, Any], key: str) -> str | None:
+    value = raw.get(key)
+    return value if isinstance(value, str) else None
+
+
+def _number(raw: Mapping[str, Any], key: str) -> int | None:
+    value = raw.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _recorded(frame: dict[str, Any]) -> Recorded:
+    """The result or error a RESULT frame holds, each field taken only with its own type."""
     raw = frame.get("result")
     if isinstance(raw, dict):
         return Recorded(
             ExecResult(
-                ok=bool(raw.get("ok")),
+                ok=raw.get("ok") is True,
                 value=raw.get("value"),
-                text=raw.get("text"),
-                error=raw.get("error"),
-                truncated=bool(raw.get("truncated")),
-                output_path=raw.get("output_path"),
-                exit_code=raw.get("exit_code"),
-                http_status=raw.get("http_status"),
+                text=_text(raw, "text"),
+                error=_text(raw, "error"),
+                truncated=raw.get("truncated") is True,
+                output_path=_text(raw, "output_path"),
+                exit_code=_number(raw, "exit_code"),
+                http_status=_number(raw, "http_status"),
             )
         )
-    error = frame.get("error") or {}
+    error = frame.get("error")
+    error = error if isinstance(error, dict) else {}
     code = error.get("code")
     known = {c.value: c for c in ErrorCode}
-    message = error.get("message") or "tool failed"
+    message = _text(error, "message") or "tool failed"
     return Recorded(None, message, known.get(code) if isinstance(code, str) else None)
+
+
+def _read_recording(path: Path) -> bytes:
+    """The bytes of one recording file: a regular file of this user, not a link, not more
+    than MAX_RECORDING_BYTES (a FIFO or a device planted in DIR neither holds nor floods the
+    start). Raises ConfigError saying which file and why."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise ConfigError(
+            f"replay: {path}: cannot be read as a recording ({exc.strerror or exc}; a link "
+            "is not followed)",
+            code=ErrorCode.CONFIG_INVALID,
+        ) from exc
+    try:
+        info = os.fstat(fd)
+        why = None
+        if not stat.S_ISREG(info.st_mode):
+            why = "is not a regular file"
+        elif info.st_uid != os.getuid():
+            why = "belongs to another user"
+        elif info.st_size > MAX_RECORDING_BYTES:
+            why = f"has {info.st_size} bytes, more than {MAX_RECORDING_BYTES}"
+        chunks: list[bytes] = []
+        size = 0
+        while why is None and (chunk := os.read(fd, 1 << 20)):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_RECORDING_BYTES:  # it grew after the check
+                why = f"has more than {MAX_RECORDING_BYTES} bytes"
+    finally:
+        os.close(fd)
+    if why is not None:
+        raise ConfigError(
+            f"replay: {path} {why}; a recording is a file serve --record wrote",
+            code=ErrorCode.CONFIG_INVALID,
+        )
+    return b"".join(chunks)
 
 
 def _read_frames(path: Path) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(_read_recording(path).splitlines(), 1):
         if not line.strip():
             continue
         try:
-            frame = json.loads(line)
-        except json.JSONDecodeError as exc:
+            frame = json.loads(line.decode("utf-8"))
+        except (ValueError, RecursionError) as exc:  # bad JSON, not UTF-8, nested too deep
+            why = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
             raise ConfigError(
-                f"{path}:{number}: not a JSON frame ({exc.msg}); is this a --record file?",
+                f"{path}:{number}: not a JSON frame ({why}); is this a --record file?",
                 code=ErrorCode.CONFIG_INVALID,
             ) from exc
         if isinstance(frame, dict) and frame.get("frame") in (CALL, RESULT):

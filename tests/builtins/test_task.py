@@ -18,6 +18,8 @@ from mcp_toolbridge.builtins.base import BuiltinExecutor, BuiltinTool
 from mcp_toolbridge.builtins.fs.read import ReadTool
 from mcp_toolbridge.builtins.question import QuestionTool
 from mcp_toolbridge.builtins.session import Sessions
+from mcp_toolbridge.builtins.task.spec import Limits
+from mcp_toolbridge.builtins.task.subagent import RESULTS_USED_UP
 from mcp_toolbridge.builtins.task.tool import NO_SAMPLING_MESSAGE, TaskTool
 from mcp_toolbridge.builtins.todo import TodoTool
 from mcp_toolbridge.catalog.catalog import Catalog
@@ -348,3 +350,44 @@ async def test_each_subagent_tool_call_is_reported_as_progress_of_the_parent_cal
     assert reports == [(1, 8, "subagent turn 1: read")]
     [_, (_, child)] = server.seen
     assert child.progress is None
+
+
+def many(name: str, arguments: dict[str, Any], count: int, turn: int = 0) -> SamplingResult:
+    """One reply asking for ``count`` calls at once."""
+    uses = tuple(ToolUseBlock(f"t{turn}-{n}", name, arguments) for n in range(count))
+    return SamplingResult(content=uses, stop_reason="toolUse")
+
+
+async def test_a_reply_asking_for_many_calls_runs_a_bounded_number(tmp_path):
+    """Found by the red-team pass of 2026-11-29, 8th: a client's model (the client's own) that
+    answered one sampling request with 1,500 reads of a 70 KB file made a real stdio server run
+    every one (130 s) and hold them all for the next request: its peak memory grew from 20 MB
+    to 408 MB, from one call. Now the first 16 calls of a reply run and the others are
+    answered "not run", each use still answered once (sampling requires it)."""
+    server = serve(tmp_path)
+    host = ScriptedHost(replies=[many("read", {"file_path": "notes.txt"}, 40), answer("done")])
+    outcome = await run_task(server, host)
+    assert outcome.ok, outcome.error
+    assert outcome.value["tool_calls"] == ["read"] * Limits().max_calls_per_turn == ["read"] * 16
+    assert [name for name, _ in server.seen] == ["task"] + ["read"] * 16
+    answered = results_in(host.sampled[1][1])
+    assert [b.tool_use_id for b in answered] == [f"t0-{n}" for n in range(40)]
+    assert all("42" in b.text and not b.is_error for b in answered[:16])
+    assert all(b.is_error and b.text.startswith("not run: at most 16") for b in answered[16:])
+
+
+async def test_the_tool_output_a_conversation_keeps_is_bounded(tmp_path):
+    """The same pass: 16 results of 64,000 characters a turn, for up to 100 turns, are 100
+    MB kept and sent back to the client each turn. The conversation keeps at most 2,000,000
+    characters of tool output in all; past that a result is a note."""
+    server = serve(tmp_path)
+    (tmp_path / "ws" / "big.txt").write_text(("x" * 99 + "\n") * 1000, encoding="utf-8")
+    replies: list[Reply] = [many("read", {"file_path": "big.txt"}, 16, turn) for turn in range(3)]
+    host = ScriptedHost(replies=[*replies, answer("done")])
+    outcome = await run_task(server, host)
+    assert outcome.ok, outcome.error
+    assert outcome.value["tool_calls"] == ["read"] * 48  # each ran
+    shown = [b.text for _, request in host.sampled[1:] for b in results_in(request)]
+    kept = [text for text in shown if text != RESULTS_USED_UP]
+    assert sum(len(t.split("\n[cut: ")[0]) for t in kept) == Limits().max_results_chars
+    assert shown[-16:] == [RESULTS_USED_UP] * 16

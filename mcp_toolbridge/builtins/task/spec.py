@@ -20,6 +20,12 @@ class Limits:
     """Per sampling request."""
     max_result_chars: int = 64_000
     """A tool result longer than this reaches the model cut, with a note."""
+    max_calls_per_turn: int = 16
+    """Tool calls run of one reply; the reply's others are answered "not run" (a client's
+    model is the client's: a reply asking 1,500 reads held 400 MB of results)."""
+    max_results_chars: int = 2_000_000
+    """Tool results the whole conversation keeps (about 500,000 tokens, past any model's
+    window); once they are used up a result reaches the model as a note only."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,10 @@ reply asks for tools, each call goes through ``call_tool`` (the bridge: validati
 parent's permissions, audit) and its result, or its error, goes back to the model as a
 ``tool_result``. The loop ends on a reply without tool calls (the answer), after ``max_turns``
 turns or after ``max_seconds``. Cancelling the caller cancels the loop at its current await.
+
+The client's model is the client's, so what one reply may ask is bounded: the first
+``max_calls_per_turn`` calls run and the others are answered "not run"; the conversation keeps
+at most ``max_results_chars`` of tool output in all, a note after that.
 """
 
 from __future__ import annotations
@@ -89,6 +93,16 @@ def render(outcome: ToolOutcome) -> str:
     return json.dumps(outcome.value, ensure_ascii=False, default=str)
 
 
+RESULTS_USED_UP = (
+    "[not shown: this subagent's conversation already holds all the tool output it may; "
+    "finish with what you have]"
+)
+
+
+def _too_many(limit: int) -> str:
+    return f"not run: at most {limit} tool calls are run per turn; ask again for the rest"
+
+
 def _cap(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
@@ -133,6 +147,7 @@ async def run_subagent(
 ) -> SubagentRun:
     """Run the loop; ``ctx`` is the context every tool call of the subagent carries."""
     run = SubagentRun()
+    kept = 0  # characters of tool results the conversation holds
     offered = {tool.name: tool for tool in conversation.tools}
     messages = [SamplingMessage("user", (TextBlock(conversation.prompt),))]
     with anyio.move_on_after(limits.max_seconds) as deadline:
@@ -160,14 +175,17 @@ async def run_subagent(
                 return run
             messages.append(SamplingMessage("assistant", reply.content))
             results: list[ToolResultBlock] = []
-            for use in uses:
+            for use in uses[: limits.max_calls_per_turn]:
                 run.tool_calls.append(use.name)
                 if progress is not None:
                     await progress(turn, limits.max_turns, f"subagent turn {turn}: {use.name}")
                 result, failed = await _run_one(use, offered, call_tool, ctx)
-                results.append(
-                    ToolResultBlock(use.id, _cap(result, limits.max_result_chars), failed)
-                )
+                cap = min(limits.max_result_chars, limits.max_results_chars - kept)
+                shown = _cap(result, cap) if cap > 0 else RESULTS_USED_UP
+                kept += min(len(result), max(cap, 0))
+                results.append(ToolResultBlock(use.id, shown, failed))
+            refused = _too_many(limits.max_calls_per_turn)
+            results += [ToolResultBlock(u.id, refused, True) for u in uses[len(results) :]]
             messages.append(SamplingMessage("user", tuple(results)))
     if deadline.cancelled_caught:
         run.stopped = "timeout"

@@ -12,11 +12,29 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias, get_args
 
 from mcp_toolbridge.state import PERSON_PREFIX
+
+HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]")
+"""Characters that hide or rewrite text: C0 controls but tab and newline, DEL, C1 controls
+(ANSI escapes: ``ESC [2J``, ``ESC ]0;title BEL``, the one-byte CSI ``\x9b``), bidi
+embeddings, overrides and isolates (text shown in another order than it is read), and Unicode
+tag characters (invisible text a model reads). A manifest's and a skill's descriptions lose
+them at load (``loaders/report.py``); text a Host shows a person carries them escaped
+(:func:`visible`)."""
+
+
+def visible(text: str) -> str:
+    """``text`` with every :data:`HIDDEN` character written as its escape (``\\u202e``), as
+    a person deciding on a call or answering a question is shown it: what a model wrote can
+    then neither reorder, hide nor repaint the text around it (found by the red-team pass of
+    2026-11-29, 8th: a bash command holding U+202E was shown reordered for confirmation)."""
+    return HIDDEN.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
 
 FoundTools = Literal["direct", "loaded", "proxy"]
 """How a caller calls what tool_search found: by name, by name once its list has them

@@ -75,6 +75,7 @@ from mcp_toolbridge.host import (
     Confirmation,
     CouldNotAsk,
     Host,
+    visible,
 )
 from mcp_toolbridge.leaks import OFF, SecretScan
 from mcp_toolbridge.model import Format, ToolSpec
@@ -185,7 +186,7 @@ def refused(rule: str, scope: str) -> Clearance:
 
 
 def _summary(arguments: Mapping[str, Any]) -> str:
-    text = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
+    text = visible(json.dumps(arguments, ensure_ascii=False, sort_keys=True))
     return text if len(text) <= MAX_SUMMARY else text[:MAX_SUMMARY] + " …"
 
 

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from mcp_toolbridge.host import visible
 from mcp_toolbridge.secrets import replace_forms
 
 REDACTED = "***"
@@ -85,8 +86,11 @@ MAX_SHOWN_ARGUMENTS = 4000
 def redacted_arguments(arguments: Mapping[str, Any]) -> str:
     """A call's arguments as JSON for a person deciding on it: the value of every
     secret-looking name (``token``, ``password``, ``api_key`` ...) hidden, every URL's
-    password and secret-looking query values hidden, cut to :data:`MAX_SHOWN_ARGUMENTS`."""
-    text = json.dumps(_hidden(dict(arguments)), ensure_ascii=False, sort_keys=True, indent=1)
+    password and secret-looking query values hidden, every character that hides or rewrites
+    text escaped (``host.visible``), cut to :data:`MAX_SHOWN_ARGUMENTS`."""
+    text = visible(
+        json.dumps(_hidden(dict(arguments)), ensure_ascii=False, sort_keys=True, indent=1)
+    )
     if len(text) <= MAX_SHOWN_ARGUMENTS:
         return text
     return f"{text[:MAX_SHOWN_ARGUMENTS]} ...(+{len(text) - MAX_SHOWN_ARGUMENTS} chars)"

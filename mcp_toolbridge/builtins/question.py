@@ -3,7 +3,9 @@
 All questions go in one flat form: one property per question (``q1``, ``q2``, ...). A question
 with options is a single-select string (``oneOf`` of ``const``/``title``) or, with
 ``multi_select``, a multi-select array (``items.anyOf``), the two enum shapes MCP elicitation
-forms allow (2025-11-25 and 2026-07-28). A question without options is a free string.
+forms allow (2025-11-25 and 2026-07-28). A question without options is a free string. What the
+person is shown (the message, titles, descriptions, option titles) carries every character that
+hides or rewrites text as its escape (``host.visible``), the option values too.
 
 A client that cannot ask (headless, or no elicitation capability) is asked in the web console
 when the server serves one (``CallContext.console``: the form waits there as long as the
@@ -26,7 +28,7 @@ from typing import Any
 from mcp_toolbridge.builtins.question_spec import SPEC as SPEC  # the tool's own, as before
 from mcp_toolbridge.errors import ArgumentsError, PermissionDeniedError
 from mcp_toolbridge.executors import ExecRequest, ExecResult
-from mcp_toolbridge.host import CouldNotAsk
+from mcp_toolbridge.host import CouldNotAsk, visible
 
 HEADLESS_MESSAGE = (
     "question is unavailable: nobody can be asked in this session (the client does not "
@@ -56,7 +58,7 @@ def _field(index: int) -> str:
 def _option_title(option: Mapping[str, Any]) -> str:
     label = str(option["label"])
     description = option.get("description")
-    return f"{label} — {description}" if description else label
+    return visible(f"{label} — {description}" if description else label)
 
 
 def _check(questions: Sequence[Mapping[str, Any]]) -> None:
@@ -81,11 +83,11 @@ def form_schema(questions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     properties: dict[str, Any] = {}
     for index, question in enumerate(questions):
         prop: dict[str, Any] = {
-            "title": str(question.get("header") or f"Question {index + 1}"),
-            "description": str(question["question"]),
+            "title": visible(str(question.get("header") or f"Question {index + 1}")),
+            "description": visible(str(question["question"])),
         }
         options = question.get("options") or []
-        choices = [{"const": str(o["label"]), "title": _option_title(o)} for o in options]
+        choices = [{"const": visible(str(o["label"])), "title": _option_title(o)} for o in options]
         if not options:
             prop["type"] = "string"
         elif question.get("multi_select"):
@@ -98,10 +100,10 @@ def form_schema(questions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 def form_message(questions: Sequence[Mapping[str, Any]]) -> str:
     if len(questions) == 1:
-        return str(questions[0]["question"])
+        return visible(str(questions[0]["question"]))
     lines = [f"The assistant has {len(questions)} questions for you:"]
     lines += [f"{n}. {q['question']}" for n, q in enumerate(questions, start=1)]
-    return "\n".join(lines)
+    return visible("\n".join(lines))
 
 
 def form_key(questions: Sequence[Mapping[str, Any]]) -> str:

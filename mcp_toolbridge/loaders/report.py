@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -17,6 +16,7 @@ from blake3 import blake3
 
 from mcp_toolbridge.cache import Signature, settled_signature, signature
 from mcp_toolbridge.errors import ErrorCode, Problem, Severity
+from mcp_toolbridge.host import HIDDEN, visible
 from mcp_toolbridge.model import SERVER_ENV_PREFIXES, Format, ToolSpec
 
 __all__ = [
@@ -146,17 +146,9 @@ def _shown_schemas(tool: ToolSpec) -> tuple[dict[str, Any], int]:
     return changed, count
 
 
-HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]")
-"""Characters a manifest's text may not carry to a terminal or a model: C0 controls but tab and
-newline, DEL, C1 controls (ANSI escapes: ``ESC [2J``, ``ESC ]0;title BEL``), bidi embeddings,
-overrides and isolates (text shown in another order than it is read), and Unicode tag
-characters (invisible text a model reads). Found by the red-team pass of 2026-11-29 (4th):
-``mcp-toolbridge list`` and ``lint`` wrote a manifest's escapes to the terminal as they were."""
-
-
 def escaped(text: str) -> str:
     """``text`` with every :data:`HIDDEN` character written as its escape (``\\x1b``)."""
-    return HIDDEN.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    return visible(text)
 
 
 def unknown_fields(

@@ -17,7 +17,7 @@ is a load problem for that skill, which is then left out; the other skills still
 
 A skill folder, and its SKILL.md, must really be inside the directory it was found in: a
 symlink that leads elsewhere is refused. The description loses the characters that hide or
-rewrite text (control characters, bidi overrides, Unicode tag characters: :data:`HIDDEN`, as
+rewrite text (control characters, bidi overrides, Unicode tag characters: ``host.HIDDEN``, as
 a manifest's), since it is listed to the model in the tool's own description.
 """
 
@@ -32,6 +32,7 @@ from pathlib import Path
 import platformdirs
 
 from mcp_toolbridge.errors import Problem, Severity
+from mcp_toolbridge.host import HIDDEN
 from mcp_toolbridge.policy import canonical_root, is_within
 
 SKILL_FILE = "SKILL.md"
@@ -40,9 +41,6 @@ MAX_NAME = 64
 MAX_DESCRIPTION = 1024
 MAX_SKILL_BYTES = 200 * 1024
 """The result cap of the spec's other tools: a body always fits one result."""
-HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]")
-"""The characters that hide or rewrite text, as ``loaders/report.py``'s ``HIDDEN`` (a test
-keeps the two equal; the skill tool is made without importing the loaders)."""
 _KEY_LINE = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*)\s*:(?:\s+(.*))?$")
 
 

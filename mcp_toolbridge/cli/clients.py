@@ -260,15 +260,23 @@ def _allow_entry(entry: str) -> str:
     return _absolute(path) + equals + pattern
 
 
+def valued(flag: str, value: str) -> list[str]:
+    """``flag`` and its ``value`` as two arguments, or one (``--pin=-x``) when the value
+    begins with ``-``: argparse takes such a value for an option, and a client started with
+    ``--pin -x`` fails (``expected one argument``)."""
+    return [f"{flag}={value}"] if value.startswith("-") else [flag, value]
+
+
 def serving_options(args: argparse.Namespace, *, expose: bool = True) -> list[str]:
     """The options of ``args`` that change what is served or how it runs, other than the
     paths, ``--policy`` and ``--workspace`` (and ``--expose`` without ``expose``), with paths
-    absolute; defaults are left out."""
+    absolute; defaults are left out. A value the user gave as written (a pattern, an allow
+    entry) that begins with ``-`` is joined to its option (:func:`valued`)."""
     out: list[str] = []
     for pattern in getattr(args, "pin", ()):
-        out += ["--pin", pattern]
+        out += valued("--pin", pattern)
     for entry in getattr(args, "allow", ()):
-        out += ["--allow", _allow_entry(entry)]
+        out += valued("--allow", _allow_entry(entry))
     if getattr(args, "loop", "auto") != "auto":
         out += ["--loop", args.loop]
     if getattr(args, "keep_names", False):

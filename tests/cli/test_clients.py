@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 
 from mcp_toolbridge.cli.installed import installed_extras, server_command
 from mcp_toolbridge.cli.main import main
+from tests.support.manifests import ECHO, agentcli_manifest, echo_tool
 
 EXPECTED = {
     "claude-desktop": ("mcpServers", False),
@@ -368,3 +370,29 @@ def test_uvx_and_pipx_run_keep_the_extras_this_run_has(
     assert pipx[1:] == ["run", "--spec", source, "mcp-toolbridge"]
     del installed["numpy"]  # the extra's dependency is not here: the run had no such extra
     assert "[semantic]" not in " ".join(server_command(tmp_path / ".cache/uv/archive-v0/Xk2p9"))
+
+
+def test_a_value_that_begins_with_a_dash_starts_the_server_the_client_launches(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the red-team pass of 2026-11-29, 8th: for a tool named ``-echo`` (a name the
+    rules allow), ``config --pin=-ec* --allow=-echo`` wrote ``"--pin", "-ec*"``, and the
+    client's server refused to start (``argument --pin: expected one argument``). A value
+    that begins with ``-`` is joined to its option. The entry is started here as the client
+    starts it: a real process, its stdin closed at once."""
+    agentcli_manifest(tmp_path / "m", [echo_tool("-echo", bin="echo")], {"echo": ECHO})
+    monkeypatch.chdir(tmp_path)
+    config, _ = _config(capsys, "--client", "claude-code", "--pin=-ec*", "--allow=-echo", "m")
+    entry = config["mcpServers"]["toolbridge"]
+    assert "--pin=-ec*" in entry["args"] and "--allow=-echo" in entry["args"]
+    env = {**os.environ, "HOME": str(tmp_path), "TOOLBRIDGE_CACHE_DIR": str(tmp_path / "c")}
+    started = subprocess.run(
+        [entry["command"], *entry["args"], "--no-audit"],
+        input=b"",
+        capture_output=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert started.returncode == 0, started.stderr.decode()
+    assert b"expected one argument" not in started.stderr

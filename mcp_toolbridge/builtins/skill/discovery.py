@@ -16,9 +16,10 @@ ignored. ``name`` (``^[a-z0-9][a-z0-9:_-]*$``) and ``description`` are required.
 is a load problem for that skill, which is then left out; the other skills still load.
 
 A skill folder, and its SKILL.md, must really be inside the directory it was found in: a
-symlink that leads elsewhere is refused. The description loses the characters that hide or
-rewrite text (control characters, bidi overrides, Unicode tag characters: ``host.HIDDEN``, as
-a manifest's), since it is listed to the model in the tool's own description.
+symlink that leads elsewhere is refused. The description and the body lose the characters
+that hide or rewrite text (control characters but tab and newline, bidi overrides, Unicode tag
+characters: ``host.HIDDEN``, as a manifest's): the model reads both, and a person reviewing
+the file would not see them.
 """
 
 from __future__ import annotations
@@ -138,7 +139,9 @@ def parse_skill(text: str, folder: Path) -> Skill:
             f"the description has {len(description)} characters; keep it under "
             f"{MAX_DESCRIPTION} (the body holds the details)"
         )
-    return Skill(name=name, description=description, folder=folder, body=body)
+    # The body too: tag characters are instructions a model reads and a person reviewing
+    # the file does not see (found by the red-team pass of 2026-11-29, 8th).
+    return Skill(name=name, description=description, folder=folder, body=HIDDEN.sub("", body))
 
 
 def _load(folder: Path, real_root: Path) -> Skill:

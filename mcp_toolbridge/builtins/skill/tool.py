@@ -18,6 +18,7 @@ import anyio.to_thread
 from mcp_toolbridge.builtins.skill.discovery import SKILL_FILE, Skill, discover_skills
 from mcp_toolbridge.builtins.skill.spec import build_spec
 from mcp_toolbridge.errors import Problem
+from mcp_toolbridge.host import visible
 from mcp_toolbridge.model import ToolSpec
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ def list_files(
         except OSError:
             continue  # unreadable (or a path too long): skipped, as os.walk does
         for name in sorted(names):
-            path = f"{relative}/{name}" if relative else name
+            path = visible(f"{relative}/{name}" if relative else name)  # a name is any bytes
             if path == SKILL_FILE:
                 continue
             if len(files) == limit:

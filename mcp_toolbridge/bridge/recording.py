@@ -26,7 +26,7 @@ how to record the call) and a warning on stderr.
 
 A recording is read as data a stranger may have written: each ``*.jsonl`` in DIR must be a
 regular file of this user, opened without following a link or waiting for a FIFO's writer,
-of at most :data:`MAX_RECORDING_BYTES`; a line that is not a JSON frame (not UTF-8, nested
+of at most :data:`MAX_RECORDING_BYTES` in all; a line that is not a JSON frame (not UTF-8, nested
 past the parser's depth, another shape) is a load error naming the file and the line, and a
 recorded result's fields are taken only with the types a result has.
 """
@@ -69,7 +69,8 @@ NO_RECORDING = (
 )
 REDACTED = "***"
 MAX_RECORDING_BYTES = 256 * 1024 * 1024
-"""The largest recording file replay reads (it keeps every recorded result in memory)."""
+"""What replay reads of a folder's recordings in all (it keeps every recorded result in
+memory)."""
 _SECRET_KEY = re.compile(
     r"(token|secret|passw(or)?d|pwd|api[-_]?key|apikey|access[-_]?key|auth|credential|"
     r"private[-_]?key)",
@@ -267,10 +268,10 @@ def _recorded(frame: dict[str, Any]) -> Recorded:
     return Recorded(None, message, known.get(code) if isinstance(code, str) else None)
 
 
-def _read_recording(path: Path) -> bytes:
-    """The bytes of one recording file: a regular file of this user, not a link, not more
-    than MAX_RECORDING_BYTES (a FIFO or a device planted in DIR neither holds nor floods the
-    start). Raises ConfigError saying which file and why."""
+def _read_recording(path: Path, room: int) -> bytes:
+    """The bytes of one recording file: a regular file of this user, not a link, of at most
+    ``room`` bytes (a FIFO or a device planted in DIR neither holds nor floods the start).
+    Raises ConfigError saying which file and why."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         fd = os.open(path, flags)
@@ -287,28 +288,31 @@ def _read_recording(path: Path) -> bytes:
             why = "is not a regular file"
         elif info.st_uid != os.getuid():
             why = "belongs to another user"
-        elif info.st_size > MAX_RECORDING_BYTES:
-            why = f"has {info.st_size} bytes, more than {MAX_RECORDING_BYTES}"
+        elif info.st_size > room:
+            why = f"has {info.st_size} bytes, more than the {room} left of {MAX_RECORDING_BYTES}"
         chunks: list[bytes] = []
         size = 0
         while why is None and (chunk := os.read(fd, 1 << 20)):
             chunks.append(chunk)
             size += len(chunk)
-            if size > MAX_RECORDING_BYTES:  # it grew after the check
-                why = f"has more than {MAX_RECORDING_BYTES} bytes"
+            if size > room:  # it grew after the check
+                why = f"has more than the {room} bytes left of {MAX_RECORDING_BYTES}"
     finally:
         os.close(fd)
     if why is not None:
         raise ConfigError(
-            f"replay: {path} {why}; a recording is a file serve --record wrote",
+            f"replay: {path} {why} (all recordings together); a recording is a file serve "
+            "--record wrote",
             code=ErrorCode.CONFIG_INVALID,
         )
     return b"".join(chunks)
 
 
-def _read_frames(path: Path) -> list[dict[str, Any]]:
+def _read_frames(path: Path, room: int) -> tuple[list[dict[str, Any]], int]:
+    """The frames of one recording, and the bytes read (at most ``room``)."""
     found: list[dict[str, Any]] = []
-    for number, line in enumerate(_read_recording(path).splitlines(), 1):
+    data = _read_recording(path, room)
+    for number, line in enumerate(data.splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -321,7 +325,7 @@ def _read_frames(path: Path) -> list[dict[str, Any]]:
             ) from exc
         if isinstance(frame, dict) and frame.get("frame") in (CALL, RESULT):
             found.append(frame)
-    return found
+    return found, len(data)
 
 
 class ReplayExecutor:
@@ -344,9 +348,12 @@ class ReplayExecutor:
                 code=ErrorCode.CONFIG_INVALID,
             )
         recordings: dict[str, list[Recorded]] = {}
+        room = MAX_RECORDING_BYTES
         for path in sorted(folder.glob("*.jsonl")):
             calls: dict[str, str] = {}
-            for frame in _read_frames(path):
+            frames, size = _read_frames(path, room)
+            room -= size
+            for frame in frames:
                 if frame["frame"] == CALL:
                     calls[str(frame.get("call_id"))] = str(frame.get("match"))
                 elif frame.get("executed") and str(frame.get("call_id")) in calls:

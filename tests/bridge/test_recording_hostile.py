@@ -110,17 +110,21 @@ async def test_another_users_file_in_the_recording_folder_stops_replay(tmp_path:
     assert status == 2 and f"{planted} belongs to another user" in stderr
 
 
-def test_a_recording_larger_than_the_cap_is_refused_before_it_is_read(
+def test_recordings_larger_than_the_cap_in_all_are_refused_before_they_are_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Replay keeps every recorded result in memory: a file past the cap is refused whole
-    (the cap lowered here, to keep the test small)."""
+    """Replay keeps every recorded result in memory: past the cap, counted over every file of
+    the folder, the file that passes it is refused whole (the cap lowered here, to keep the
+    test small)."""
     record = tmp_path / "rec"
     record.mkdir()
-    (record / "calls.jsonl").write_text(_frames({"text": "a"}, {"ok": True, "value": "x" * 5000}))
+    (record / "calls-1.jsonl").write_text(_frames({"text": "a"}, {"ok": True, "value": "x" * 3000}))
+    (record / "calls-2.jsonl").write_text(_frames({"text": "b"}, {"ok": True, "value": "y" * 3000}))
     monkeypatch.setattr(recording, "MAX_RECORDING_BYTES", 4096)
-    with pytest.raises(ConfigError, match=r"calls.jsonl has \d+ bytes, more than 4096"):
+    with pytest.raises(ConfigError, match=r"calls-2.jsonl has \d+ bytes, more than the \d+ left"):
         ReplayExecutor.load(record)
+    monkeypatch.setattr(recording, "MAX_RECORDING_BYTES", 8192)
+    assert len(ReplayExecutor.load(record)) == 2
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,8 @@ import urllib.request
 
 import httpx2
 
+from mcp_toolbridge.executors.http_errors import host_label
+
 _USABLE = ("http", "https")
 _SOCKS = ("socks5", "socks5h")
 _SETTINGS = "HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY, SSL_CERT_FILE, SSL_CERT_DIR"
@@ -60,6 +62,45 @@ def proxy_problem() -> str | None:
             "it) and restarts the server"
         )
     return None
+
+
+def proxy_variable(url: httpx2.URL) -> str | None:
+    """The name of the variable whose proxy a request to ``url`` goes through, or None when it
+    goes direct: ``HTTPS_PROXY`` (or ``HTTP_PROXY``) for the URL's scheme before ``ALL_PROXY``,
+    as httpx2 picks them, unless ``NO_PROXY`` names the host or a domain above it. Entries
+    httpx2 reads more finely (a port, an address range) are read by their host or not at all:
+    they can only make a message name a proxy or not, never change where a request goes."""
+    proxies = urllib.request.getproxies_environment()
+    kind = next((k for k in (url.scheme, "all") if proxies.get(k)), None)
+    if kind is None:
+        return None
+    host = url.host.lower()
+    for entry in proxies.get("no", "").split(","):
+        name = _no_proxy_host(entry)
+        if entry.strip() == "*" or (name and (host == name or host.endswith("." + name))):
+            return None
+    return _variable(kind, proxies[kind])
+
+
+def _no_proxy_host(entry: str) -> str:
+    """The host a ``NO_PROXY`` entry names: ``.example.com``, ``*.example.com``,
+    ``example.com:8080`` and ``[::1]:8080`` name ``example.com`` and ``::1``."""
+    name = entry.strip().lower().lstrip("*").lstrip(".")
+    if name.startswith("["):
+        return name[1:].partition("]")[0]
+    if name.count(":") == 1:  # a port (an IPv6 address holds several colons)
+        return name.partition(":")[0]
+    return name
+
+
+def reached(url: httpx2.URL) -> str:
+    """The host a request to ``url`` talks to, for a message: ``host_label``, and the proxy's
+    variable when it goes through one (its value may hold credentials): ``api.example.com
+    (through the proxy HTTPS_PROXY names)``, so that a proxy that is down is not taken for the
+    API."""
+    variable = proxy_variable(url)
+    label = host_label(url)
+    return f"{label} (through the proxy {variable} names)" if variable else label
 
 
 def default_client() -> httpx2.AsyncClient:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -303,6 +304,24 @@ async def test_a_proxy_setting_the_client_cannot_use_is_said_and_nothing_goes_di
         said = text_of(result)
         assert result.is_error and f"setting {name} names a {scheme}://" in said, said
         assert "proxy-pass" not in said and "proxy-user" not in said, said
+
+
+async def test_a_proxy_that_is_down_is_named_as_the_one_not_reached(tmp_path: Path) -> None:
+    """With the operator's proxy down, a call said "could not connect to api.example.test:
+    Connection refused", so the API was taken to be down. The message names the variable
+    whose proxy was not reached (never its value: it holds the credentials)."""
+    with socket.socket() as probe:  # a port of 127.0.0.1 that nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    _runloop(tmp_path / "h", {"api_data": f"http://{API}:8080/data"})
+    env = {"http_proxy": f"http://{CREDENTIALS}@127.0.0.1:{closed}"}
+    with anyio.fail_after(60):
+        async with served(tmp_path, [tmp_path / "h"], env) as client:
+            result = await client.call_tool("api_data", {})
+    said = text_of(result)
+    assert result.is_error, said
+    assert f"could not connect to {API}:8080 (through the proxy http_proxy names)" in said, said
+    assert "proxy-pass" not in said and "proxy-user" not in said, said
 
 
 def test_a_certificate_setting_the_client_cannot_read_is_a_call_error(tmp_path: Path) -> None:

@@ -128,6 +128,14 @@ async def test_a_manifest_tool_is_told_in_its_error(tmp_path: Path, sandbox_supp
         assert HIDDEN not in text and SECRET not in text, text
 
 
+def _run_by_interpreter_in(folder: Path, script: Path) -> None:
+    """``script`` (the tool's) now names ``folder/python3``, a link to this Python, on its
+    ``#!`` line."""
+    folder.mkdir(parents=True)
+    (folder / "python3").symlink_to(os.path.realpath(sys.executable))
+    script.write_text(f"#!{folder / 'python3'}\n{CAT}", encoding="utf-8")
+
+
 async def test_the_folder_of_a_scripts_interpreter_is_shown_so_gets_no_hint(
     tmp_path: Path, sandbox_support: None
 ) -> None:
@@ -138,11 +146,7 @@ async def test_the_folder_of_a_scripts_interpreter_is_shown_so_gets_no_hint(
     settings = _settings(tmp_path)
     assert settings.workspace is not None
     base = settings.workspace.parent
-    interpreter = base / "lang" / "bin" / "python3"
-    interpreter.parent.mkdir(parents=True)
-    interpreter.symlink_to(os.path.realpath(sys.executable))
-    script = base / "m" / "tools" / "bin" / "show"
-    script.write_text(f"#!{interpreter}\n{CAT}", encoding="utf-8")
+    _run_by_interpreter_in(base / "lang" / "bin", base / "m" / "tools" / "bin" / "show")
     missing = base / "lang" / "lib" / "missing.txt"
     async with served_client(settings) as client:
         result = await client.call_tool("show", {"path": str(missing)})

@@ -6,16 +6,16 @@ The operator's proxy settings apply (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROX
 when the first call makes the client. Nothing in the server writes its environment, so neither
 a manifest (an exec tool's ``env`` reaches only its process) nor a secret sets them.
 
-A proxy the client cannot use (``socks5://`` without the ``socksio`` package, ``socks://`` as
-GNOME sets it, ``ftp://``) made every call fail with an internal error, httpx2's
-``ImportError`` or ``ValueError``. It is :class:`ClientSettingError` now, a call error naming
-the variable and the kind of proxy, never its value (which may hold the proxy's credentials),
-and nothing is sent: a request never goes around a proxy the operator set."""
+An ``http://``, ``https://``, ``socks5://`` or ``socks5h://`` proxy carries the requests. One
+the client cannot use (``socks://`` as GNOME sets it, ``socks4://``, ``ftp://``) made every
+call fail with an internal error, httpx2's ``ValueError``. It is :class:`ClientSettingError`
+now, a call error naming the variable and the kind of proxy, never its value (which may hold
+the proxy's credentials), and nothing is sent: a request never goes around a proxy the
+operator set."""
 
 from __future__ import annotations
 
 import http.cookiejar
-import importlib.util
 import os
 import urllib.request
 
@@ -23,8 +23,7 @@ import httpx2
 
 from mcp_toolbridge.executors.http_errors import host_label
 
-_USABLE = ("http", "https")
-_SOCKS = ("socks5", "socks5h")
+_USABLE = ("http", "https", "socks5", "socks5h")
 _SETTINGS = "HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY, SSL_CERT_FILE, SSL_CERT_DIR"
 
 
@@ -52,14 +51,13 @@ def proxy_problem() -> str | None:
         if not value:
             continue
         scheme = value.partition("://")[0].lower() if "://" in value else "http"
-        if scheme in _USABLE or (scheme in _SOCKS and importlib.util.find_spec("socksio")):
+        if scheme in _USABLE:
             continue
-        need = " (it needs the socksio package)" if scheme in _SOCKS else ""
         return (
             f"the server's proxy setting {_variable(kind, value)} names a {scheme}:// "
-            f"proxy, which its HTTP client cannot use{need}: only http:// and https:// "
-            "proxies. Nothing was sent; the operator sets an http:// proxy there (or unsets "
-            "it) and restarts the server"
+            "proxy, which its HTTP client cannot use: only http://, https://, socks5:// and "
+            "socks5h:// proxies. Nothing was sent; the operator sets one of those there (or "
+            "unsets it) and restarts the server"
         )
     return None
 

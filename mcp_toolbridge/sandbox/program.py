@@ -11,6 +11,8 @@ import stat
 from collections.abc import Callable, Sequence
 
 PREFIX_FOLDERS = frozenset({"bin", "sbin", "shims"})
+"""A folder of these names brings its prefix (``~/.nvm/.../bin/node`` brings its ``lib``)."""
+_SHEBANG_BYTES = 256
 
 
 def within(path: str, root: str) -> bool:
@@ -18,9 +20,6 @@ def within(path: str, root: str) -> bool:
     is resolved or looked up)."""
     return path == root or root == "/" or path.startswith(root.rstrip("/") + "/")
 
-
-"""A folder of these names brings its prefix (``~/.nvm/.../bin/node`` brings its ``lib``)."""
-_SHEBANG_BYTES = 256
 
 Resolve = Callable[[str | os.PathLike[str]], str]
 """What a path leads to (:func:`real_path`)."""

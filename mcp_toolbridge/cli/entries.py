@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -117,10 +118,33 @@ def check_secrets(
     return Finding(True, "secrets", said)
 
 
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+"""The largest client config file doctor reads (Claude Code's ~/.claude.json grows with its
+history; the others are a few KB)."""
+
+
+def read_config(file: Path) -> Any:
+    """A client config file's JSON: a regular file (a FIFO does not hold doctor, a link to
+    ``/dev/zero`` does not fill its memory) of at most MAX_CONFIG_BYTES, nested no deeper than
+    the parser takes. Raises ValueError or OSError saying why (red-team pass of 2026-11-29,
+    8th: a FIFO held ``doctor --config`` forever, a file nested 100,000 deep ended it in a
+    traceback)."""
+    with open(os.open(file, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise ValueError("it is not a regular file")
+        data = handle.read(MAX_CONFIG_BYTES + 1)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ValueError(f"it has more than {MAX_CONFIG_BYTES} bytes")
+    try:
+        return json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise ValueError("it is nested deeper than a JSON parser reads") from None
+
+
 def entry_from_file(file: Path) -> dict[str, Any] | Finding:
     """The entry of a client config file that starts mcp-toolbridge."""
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = read_config(file)
     except (OSError, ValueError) as exc:
         return Finding(False, "config", f"cannot read {file}: {exc}", "give a client's JSON file")
     servers: dict[str, Any] = {}
@@ -143,7 +167,7 @@ def check_key(file: Path, client: str) -> Finding | None:
     """A problem when the entry is under another client's key (VS Code's ``servers`` pasted
     into Claude Desktop's file, or the other way round): the client reads its own only."""
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = read_config(file)
     except (OSError, ValueError):
         return None  # said by the entry's own check
     kind = CLIENTS[client]

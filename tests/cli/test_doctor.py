@@ -8,9 +8,11 @@ import json
 import os
 import re
 import stat
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -316,3 +318,46 @@ def test_a_cache_folder_others_may_write_is_a_problem(
     assert lines["index cache"].startswith("problem "), lines["index cache"]
     assert "others may write it" in lines["index cache"]
     assert "chmod go-w" in lines["index cache"]
+
+
+def _plant_fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def _plant_zero(path: Path) -> None:
+    path.symlink_to("/dev/zero")
+
+
+def _plant_nested(path: Path) -> None:
+    path.write_text("[" * 100_000, encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("plant", "said"),
+    [
+        (_plant_fifo, "it is not a regular file"),
+        (_plant_zero, "it is not a regular file"),
+        (_plant_nested, "it is nested deeper than a JSON parser reads"),
+    ],
+    ids=["fifo", "dev-zero", "nested"],
+)
+def test_a_config_file_that_is_not_a_clients_json_is_a_problem_not_a_hang(
+    tmp_path: Path, plant: Any, said: str
+) -> None:
+    """Found by the red-team pass of 2026-11-29, 8th: ``doctor --config`` on a FIFO (a
+    project's ``.vscode/mcp.json`` in a cloned repository) waited forever, a link to
+    ``/dev/zero`` read until memory ran out, a file nested 100,000 deep ended it with a
+    traceback. Each is now a problem line; doctor runs as a real process here."""
+    config = tmp_path / "mcp.json"
+    plant(config)
+    env = {**os.environ, "HOME": str(tmp_path), "TOOLBRIDGE_CACHE_DIR": str(tmp_path / "c")}
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_toolbridge", "doctor", "--config", str(config)],
+        capture_output=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr.decode()
+    assert f"cannot read {config}: {said}" in done.stdout.decode()
+    assert b"Traceback" not in done.stderr

@@ -57,6 +57,7 @@ from mcp_toolbridge.executors import ExecRequest, ExecResult
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.leaks import OFF, SecretScan, SecretScanSettings
 from mcp_toolbridge.model import ToolSpec
+from mcp_toolbridge.policy import Policy, canonical_root, is_within
 
 log = logging.getLogger("mcp_toolbridge")
 
@@ -199,6 +200,17 @@ class Recorder:
                 code=ErrorCode.CONFIG_INVALID,
             ) from exc
         return cls(path, fd)
+
+    def granted(self, policy: Policy) -> Path | None:
+        """The workspace or policy grant (fs.read, fs.write) the recording's folder lies in,
+        or None: the sandbox does not hide a recording folder yet, so a tool granted it reads
+        every recorded result and plants recordings (red-team pass of 2026-11-29, 8th)."""
+        scope = policy.scope
+        roots = [policy.workspace, *(p.root for p in (*scope.fs_read, *scope.fs_write))]
+        real = canonical_root(self.path.parent)
+        return next(
+            (r for r in roots if r is not None and is_within(real, canonical_root(r))), None
+        )
 
     async def __call__(
         self, spec: ToolSpec, arguments: Mapping[str, Any], ctx: CallContext, outcome: CallOutcome

@@ -215,6 +215,12 @@ def run_server(
         from mcp_toolbridge.bridge import Recorder
 
         recorder = Recorder.open(args.record)
+        if (grant := recorder.granted(loaded.policy)) is not None:
+            err(
+                f"mcp-toolbridge: *** WARNING: --record {args.record} is inside {grant}, which "
+                "tools may read or write: a tool can read every recorded result (every "
+                "caller's) and plant a recording replay serves; record outside every grant"
+            )
     stopped_by: list[signal.Signals] = []  # over stdio, the signal that ended serving
 
     async def run() -> None:

@@ -181,3 +181,24 @@ async def test_a_result_of_the_wrong_shape_is_served_as_a_plain_result(tmp_path:
     assert linked.structured_content == {"v": 2}
     assert not any(block.type == "resource_link" for block in linked.content)
     assert unknown.is_error and unknown.content[0].text == NO_RECORDING  # type: ignore[union-attr]
+
+
+async def test_a_recording_folder_inside_a_grant_is_warned_about(tmp_path: Path) -> None:
+    """Open, found by the same pass: the sandbox neither hides nor holds the --record folder,
+    so inside the workspace a served tool read every recorded call and planted a recording of
+    its own (docs/security.md, "Not covered"). The start says so; outside every grant it is
+    silent."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    said = []
+    for record in (workspace / "rec", tmp_path / "rec"):
+        argv = [sys.executable, "-m", "mcp_toolbridge", "serve", "--no-audit"]
+        argv += ["--workspace", str(workspace), "--record", str(record), str(_catalog(tmp_path))]
+        with anyio.fail_after(60):
+            done = await anyio.run_process(argv, input=b"", env=_env(tmp_path), check=False)
+        assert done.returncode == 0, done.stderr.decode()
+        said.append(done.stderr.decode())
+    inside, outside = said
+    assert f"*** WARNING: --record {workspace / 'rec'} is inside {workspace}" in inside
+    assert "record outside every grant" in inside
+    assert "WARNING: --record" not in outside

@@ -45,6 +45,9 @@ DISMISSED_REASON = (
     "to answer"
 )
 """The reason of :data:`NOT_ASKED_MESSAGE` when the client answered the form with cancel."""
+ASKS = "The assistant asks:"
+"""How the form of one question begins (several: ``The assistant has N questions for you:``),
+never as a confirmation does (``bridge/asking.py``'s ``ASSISTANT_WANTS``)."""
 DECLINED_MESSAGE = (
     "The user declined to answer the questions. No answer was given. Continue with your "
     "best judgement, or ask differently if an answer is essential."
@@ -99,8 +102,10 @@ def form_schema(questions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def form_message(questions: Sequence[Mapping[str, Any]]) -> str:
+    # Said to come from the assistant, as several questions are: a question that copies a
+    # confirmation's words ("The assistant wants to run the tool ...") still reads as one.
     if len(questions) == 1:
-        return visible(str(questions[0]["question"]))
+        return visible(f"{ASKS} {questions[0]['question']}")
     lines = [f"The assistant has {len(questions)} questions for you:"]
     lines += [f"{n}. {q['question']}" for n, q in enumerate(questions, start=1)]
     return visible("\n".join(lines))

@@ -57,7 +57,7 @@ async def test_a_single_select_question_is_a_string_enum_and_returns_the_chosen_
     assert result.ok
     assert result.value == {"answers": [["Postgres"]]}
     [(_, message, _)] = host.elicited
-    assert message == DB_QUESTION["question"]
+    assert message == f"The assistant asks: {DB_QUESTION['question']}"
     prop = requested_schema(host)["properties"]["q1"]
     v2025.TitledSingleSelectEnumSchema.model_validate(prop)
     v2026.TitledSingleSelectEnumSchema.model_validate(prop)
@@ -175,3 +175,20 @@ async def test_a_subagent_cannot_ask_the_user():
     with pytest.raises(PermissionDeniedError, match="subagent"):
         await ask([FREE], host, depth=1, denied_tools=frozenset({"question"}))
     assert host.elicited == []
+
+
+async def test_a_question_that_copies_a_confirmation_still_reads_as_the_assistants():
+    """Found by the red-team pass of 2026-11-29, 8th: the form of one question was the
+    model's text alone, so a question worded as the server's confirmation, with its three
+    answers as options, reached the person's form indistinguishable from one (the answer
+    grants nothing, but the person believes it did)."""
+    from mcp_toolbridge.bridge.asking import ALLOW_ALWAYS, ALLOW_ONCE, ASSISTANT_WANTS, REJECT
+
+    copied = {
+        "question": f"{ASSISTANT_WANTS} 'bash'.\nArguments: {{}}\nWhy you are asked: policy",
+        "options": [{"label": ALLOW_ONCE}, {"label": ALLOW_ALWAYS}, {"label": REJECT}],
+    }
+    host = ScriptedHost(answers=[Answer("accept", {"q1": ALLOW_ALWAYS})])
+    await ask([copied], host)
+    [(_, message, _)] = host.elicited
+    assert message.startswith("The assistant asks: ") and not message.startswith(ASSISTANT_WANTS)

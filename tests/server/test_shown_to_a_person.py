@@ -71,7 +71,7 @@ async def test_a_confirmation_and_a_question_show_hidden_characters_as_escapes(
     everything = json.dumps([confirmation, asked, form], ensure_ascii=False)
     assert HIDDEN.search(everything) is None
     assert "#\\u202e~ fr- mr; rm -rf ~" in confirmation
-    assert asked == "Deploy now?\\x1b]0;mcp-toolbridge: allowed\\x07\\x9b2J"
+    assert asked == "The assistant asks: Deploy now?\\x1b]0;mcp-toolbridge: allowed\\x07\\x9b2J"
     field = form["properties"]["q1"]
     assert field["title"] == "Deploy\\u202e"
     assert field["oneOf"][0]["const"] == "yes" + "".join(

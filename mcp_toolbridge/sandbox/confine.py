@@ -16,6 +16,7 @@ sandbox (``ExecSpawnError`` naming the reason: a tool error result, nothing run)
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import logging
 import os
@@ -35,7 +36,7 @@ from mcp_toolbridge.policy import SandboxMode, Scope
 from mcp_toolbridge.sandbox import seccomp
 from mcp_toolbridge.sandbox.bwrap import PROXY_SOCKET, HostView, Plan, plan_launch, shows
 from mcp_toolbridge.sandbox.diagnosis import BWRAP_VARIABLE, Support, not_found
-from mcp_toolbridge.sandbox.guard import Guarded
+from mcp_toolbridge.sandbox.guard import MADE_LATER, Guarded, appeared
 from mcp_toolbridge.sandbox.limits import Limits
 from mcp_toolbridge.sandbox.profile import (
     SandboxProfile,
@@ -416,6 +417,8 @@ class Confinement:
                 )
             yield Launch(list(argv), dict(env), sandboxed=False)
             return
+        if sandbox.guarded.missing and (made := appeared(sandbox.guarded.missing, argv, cwd)):
+            raise PermissionError(errno.EPERM, f"{made} {MADE_LATER}", made)
         profile = self.profile.with_read(self.extra_read)
         view = sandbox._view()
         info = InfoPipe(view.seccomp)

@@ -12,6 +12,9 @@ and renaming an ancestor cannot put another folder at the path the server reads 
 the red-team pass of 2026-11-29, 5th).
 
 These are set when a sandbox is set up (a warm sandbox's before its calls): nothing per call.
+A path a served tool's command names that is missing cannot be mounted over: a launch naming
+one that exists later is refused instead (:func:`appeared`; a look per call only while some
+are missing).
 """
 
 from __future__ import annotations
@@ -30,6 +33,16 @@ from mcp_toolbridge.sandbox.program import within
 log = logging.getLogger("mcp_toolbridge.sandbox")
 
 PROJECT_FOLDER = ".toolbridge"
+MADE_LATER = (
+    "did not exist when the server loaded the tools that name it, and a tool may have made "
+    "it since, so it is not run: restart the server once it is in place"
+)
+"""Why a launch naming such a path is refused (:func:`appeared`)."""
+MAX_ABSENT = 4096
+_ABSENT: dict[str, None] = {}
+"""The paths of served tools' commands that a load in this process found missing (the
+latest :data:`MAX_ABSENT`): one made since is refused after a reload too, which a tool can
+cause (a ``.toolbridge/policy.toml`` it makes where the folder is not held)."""
 MAX_PROGRAMS = 64
 """Programs of served tools guarded one by one (besides those inside a served folder, which
 the folder guards); past this, the rest are not, and the start says so (docs/security.md)."""
@@ -46,6 +59,11 @@ class Guarded:
     ``write`` or ``edit`` (in the server, outside any sandbox) or bash asks, whatever the rules
     say."""
     warnings: tuple[str, ...] = ()
+    missing: frozenset[str] = frozenset()
+    """The paths of served tools' commands (and the watchdog's) outside the served folders
+    that did not exist when a load of this process looked, as named and as real paths:
+    nothing can be mounted over what is not there, so a launch that names one that exists
+    now is refused (:func:`appeared`): a tool granted its folder may have made it."""
 
 
 def guarded(
@@ -101,12 +119,25 @@ def guarded(
     kept = _outermost(paths)
     given = (*kept, *(os.path.abspath(p) for p in served))
     loose: list[str] = []
+    missing: dict[str, None] = {}
+    absent: list[str] = []
     for program in dict.fromkeys(programs):  # most lie in a served folder: no system call
         if not program.startswith("/") or any(within(program, k) for k in given):
             continue
         real = os.path.realpath(program)
-        if os.path.isfile(real) and not any(within(real, k) for k in kept):
+        if any(within(real, k) for k in kept):
+            continue
+        named = dict.fromkeys((os.path.normpath(program), real))
+        if not os.path.exists(real):
+            absent.append(real)
+            _ABSENT.update(named)
+        if not os.path.exists(real) or not _ABSENT.keys().isdisjoint(named):
+            missing.update(named)  # or made since: a tool can make a reload come (red-team 7)
+        if os.path.isfile(real):
             loose.append(real)
+    while len(_ABSENT) > MAX_ABSENT:
+        del _ABSENT[next(iter(_ABSENT))]
+    warnings += _missing_warning(absent, writable)
     # Those in the write grant first (a catalog of many /usr/bin programs would otherwise
     # leave out a script in a workspace whose name sorts after /usr: red-team pass 7).
     grant = [os.path.realpath(w) for w in writable]
@@ -119,7 +150,39 @@ def guarded(
             "could change what another tool runs"
         )
     held = _outermost([*kept, *loose[:MAX_PROGRAMS]])
-    return Guarded(paths=held, asked=_outermost([*held, *loose]), warnings=tuple(warnings))
+    asked = _outermost([*held, *loose, *missing])
+    return Guarded(held, asked, tuple(warnings), frozenset(missing))
+
+
+def appeared(missing: frozenset[str], argv: Sequence[str], cwd: str | None) -> str | None:
+    """The first path ``argv`` names (a word with a ``/``, taken from ``cwd``) among
+    ``missing`` that exists now, else None: what it runs may be a tool's (found by the
+    red-team pass of 2026-11-29, 7th). Nothing is looked up unless a word is such a path."""
+    folder = ""
+    for word in argv:
+        if "/" not in word:
+            continue
+        folder = folder or (cwd if cwd is not None else os.getcwd())
+        path = os.path.normpath(os.path.join(folder, word))
+        if path in missing and os.path.lexists(path):
+            return path
+    return None
+
+
+def _missing_warning(missing: Sequence[str], writable: Sequence[Path]) -> list[str]:
+    """A warning naming the missing paths inside the write grant (where a tool may make
+    one), if any."""
+    grant = [os.path.realpath(w) for w in writable]
+    named = sorted({p for p in missing if any(within(p, w) for w in grant)})
+    if not named:
+        return []
+    shown = ", ".join(named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else "")
+    return [
+        f"served tools name paths that do not exist where a tool may write ({shown}): "
+        "nothing can be held read-only over them, so a launch that names one made while "
+        "this server runs is refused (a tool may have made it); restart the server once "
+        "it is in place"
+    ]
 
 
 @functools.lru_cache(maxsize=256)

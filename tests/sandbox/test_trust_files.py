@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from mcp_toolbridge.cache import CACHE_DIR_ENV
+from mcp_toolbridge.errors import ExecSpawnError
 from mcp_toolbridge.policy import Policy
 from mcp_toolbridge.sandbox import Sandbox, guarded, guarded_by
 from mcp_toolbridge.sandbox.guard import MAX_PROGRAMS
@@ -363,3 +364,39 @@ def test_a_watchdog_named_from_the_working_folder_is_held(
         str(check),
         str(check.parent / "rules.json"),
     )
+
+
+async def test_a_launch_naming_a_program_made_after_the_start_is_refused(
+    kind_of_box: Box,
+) -> None:
+    """The watchdog's script (or a served tool's) is not there at start: nothing can be
+    mounted over it, and a tool granted its folder could make it. A launch, fresh or warm,
+    that names it once it exists is refused; ``write``, ``edit`` and bash ask before making
+    it (red-team pass of 2026-11-29, 7th)."""
+    box = kind_of_box
+    script = box.ws / "guard" / "check.py"
+    held = guarded(
+        [], workspace=None, trust_project=False, programs=[str(script)], writable=[box.ws]
+    )
+    assert held.missing == {str(script)} and held.asked == (str(script),)
+    assert f"do not exist where a tool may write ({script})" in held.warnings[0]
+    box.sandboxes["required"] = Sandbox("required", home=box.home, guarded=held)
+    made = report(await box.python(ATTEMPT + MAKE, argv=[str(script)]))
+    assert made == "made" and script.is_file()
+    with pytest.raises(ExecSpawnError, match="a tool may have made it since"):
+        await box.python("print('\"mine\"')", argv=[str(script)])
+    relative = box.python("print('\"mine\"')", argv=["guard/check.py"], cwd=box.ws)
+    with pytest.raises(ExecSpawnError, match="a tool may have made it since"):
+        await relative
+    # A reload (which a tool can cause) finds it there, but this process saw it missing: it
+    # stays refused, and is held read-only now that it exists.
+    again = guarded([], workspace=None, trust_project=False, programs=[str(script)])
+    assert again.missing == {str(script)} and again.paths == (str(script),)
+    assert not again.warnings
+
+
+MAKE = (
+    "os.makedirs(os.path.dirname(sys.argv[1]), exist_ok=True)\n"
+    "open(sys.argv[1], 'w').write('print(1)')\n"
+    "print(json.dumps('made'))\n"
+)

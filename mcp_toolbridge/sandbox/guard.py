@@ -117,6 +117,14 @@ def guarded(
             fix = f"make {path} a folder, not a link"
         warnings += _linked(path, writable, "the trusted path", "reads", fix)
     kept = _outermost(paths)
+    for root in writable:
+        real = os.path.realpath(root)
+        inside = next((k for k in kept if within(real, k)), None)
+        if inside is not None:
+            warnings.append(
+                f"the write grant {root} lies inside {inside}, which decides what tools may "
+                "do: it is read-only in every sandbox; grant a folder outside it instead"
+            )
     given = (*kept, *(os.path.abspath(p) for p in served))
     loose: list[str] = []
     missing: dict[str, None] = {}
@@ -186,10 +194,18 @@ def _missing_warning(missing: Sequence[str], writable: Sequence[Path]) -> list[s
 
 
 @functools.lru_cache(maxsize=256)
-def guard_plan(paths: tuple[str, ...], write: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
-    """For the writable roots ``write``: the guarded paths inside one, and the folders
-    between the outermost such root and each (to bind onto themselves: a writable root
-    nested in another is not mounted), as ``(pins, guards)``."""
+def guard_plan(
+    paths: tuple[str, ...], read: tuple[str, ...], write: tuple[str, ...]
+) -> tuple[tuple[str, ...], ...]:
+    """For the roots ``read`` and ``write``: the folders to bind onto themselves (between
+    the outermost writable root holding a guarded path and it: a writable root nested in
+    another is not mounted), the guarded paths inside a writable root, and the roots again,
+    a writable one at or inside a guarded path moved to the read-only ones (a write grant
+    inside a served folder; its folder is not shown for it), as ``(pins, guards, read,
+    write)``."""
+    held = tuple(w for w in write if any(within(w, p) for p in paths))
+    if held:
+        read, write = (*read, *held), tuple(w for w in write if w not in held)
     pins: dict[str, None] = {}
     guards: dict[str, None] = {}
     for path in paths:
@@ -201,7 +217,7 @@ def guard_plan(paths: tuple[str, ...], write: tuple[str, ...]) -> tuple[tuple[st
         while folder != root and within(folder, root):
             pins[folder] = None
             folder = os.path.dirname(folder)
-    return tuple(p for p in pins if p not in guards), tuple(guards)
+    return tuple(p for p in pins if p not in guards), tuple(guards), read, write
 
 
 def _outermost(paths: Iterable[str]) -> tuple[str, ...]:

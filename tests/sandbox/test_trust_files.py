@@ -400,3 +400,46 @@ MAKE = (
     "open(sys.argv[1], 'w').write('print(1)')\n"
     "print(json.dumps('made'))\n"
 )
+
+
+async def test_a_write_grant_inside_a_served_folder_is_read_only(kind_of_box: Box) -> None:
+    """``fs.write:{workspace}/a/tools/out`` with ``a/tools`` served: the writable root was
+    mounted over the read-only served folder, and a tool wrote there. A served folder
+    outside every other write grant (``outside/tools``) is held the same way, without
+    showing the rest of it."""
+    box = kind_of_box
+    served, policy = _served(box, project=False)
+    out = served / "out"
+    out.mkdir()
+    elsewhere = box.outside / "tools"
+    (elsewhere / "out").mkdir(parents=True)
+    (elsewhere / "tools.json").write_text(MANIFEST, encoding="utf-8")
+    grants = [str(out), str(elsewhere / "out")]
+    held = guarded(
+        [served, elsewhere],
+        workspace=box.ws,
+        trust_project=False,
+        files=[policy],
+        writable=[box.ws, *map(Path, grants)],
+    )
+    assert [w.split(" lies inside")[0] for w in held.warnings] == [
+        f"the write grant {g}" for g in grants
+    ], held.warnings
+    box.sandboxes["required"] = Sandbox("required", home=box.home, guarded=held)
+    script = ATTEMPT + (
+        "print(json.dumps({\n"
+        "    'out': attempt(lambda: open(sys.argv[1] + '/more.json', 'w').write('{}')),\n"
+        "    'outside': attempt(lambda: open(sys.argv[2] + '/more.json', 'w').write('{}')),\n"
+        "    'rest': attempt(lambda: os.listdir(sys.argv[3])),\n"
+        "    'workspace': attempt(lambda: open(sys.argv[4] + '/notes.txt', 'w').write('x')),\n"
+        "}))\n"
+    )
+    argv = [*grants, str(elsewhere), str(box.ws)]
+    found = report(await box.python(script, requires={"write": grants}, argv=argv))
+    assert found == {
+        "out": "Read-only file system",
+        "outside": "Read-only file system",
+        "rest": ["out"],
+        "workspace": 1,
+    }, found
+    assert not list(out.iterdir()) and not list((elsewhere / "out").iterdir())

@@ -108,6 +108,8 @@ class HostView:
     """The seccomp filter every sandbox runs under (``seccomp.py``); None without libseccomp."""
     guarded: tuple[str, ...] = ()
     """Real paths read-only in every sandbox whose writable roots hold them (``guard.py``)."""
+    links: tuple[str, ...] = ()
+    """Folders holding a link on a guarded path: no writable root may hold one."""
     path: str | None = None
     """The server's ``PATH`` (what ``build_env`` gives a tool): the folders every launch shows
     and where a command name is looked up. Never the launch's environment: whatever set a
@@ -144,6 +146,7 @@ class HostView:
         masks: Sequence[Path],
         path: str | None = None,
         guarded: tuple[str, ...] = (),
+        links: tuple[str, ...] = (),
     ) -> HostView:
         system: list[tuple[str, ...]] = []
         for where in SYSTEM_PATHS:
@@ -171,6 +174,7 @@ class HostView:
             prlimit=_system_prlimit(),
             seccomp=seccomp.program(),
             guarded=guarded,
+            links=links,
             path=path,
         )
 
@@ -344,9 +348,11 @@ def shows(
     implicit = _implicit(view, profile, needs, workdir, proxy=profile.network == "proxy")
     target = real_path(path)
     holder: _Mount | None = None
-    for mount in _mounts(
-        view, profile, implicit, real_path
-    ):  # parents first: the last one holding it
+    try:
+        mounts = _mounts(view, profile, implicit, real_path)
+    except OSError:  # refused (guard.py): it would not run
+        return False
+    for mount in mounts:  # parents first: the last one holding it
         if within(target, mount.path):
             holder = mount
     if holder is not None and holder.kind == _KERNEL:  # the host's, read-only, or hidden
@@ -385,9 +391,10 @@ def _mounts(
             masks.append((mask, False))
     home = str(view.home) if view.home is not None else None
     private_home = home is not None and home != "/" and os.path.isdir(home)
-    pins, guards, read, write = (
-        guard_plan(view.guarded, read, write) if view.guarded else ((), (), read, write)
-    )
+    if view.guarded:  # raises where a writable root holds a link (guard.py)
+        pins, guards, read, write = guard_plan(view.guarded, view.links, read, write)
+    else:
+        pins, guards = (), ()
     return _place(view, shown, read, write, tuple(masks), private_home, pins, guards)
 
 

@@ -353,7 +353,10 @@ class Sandbox:
 
     def _view(self) -> HostView:
         assert self.bwrap is not None
-        return _host_view(self.bwrap, self.home, self.masks, self.path, self.guarded.paths)
+        guarded = self.guarded
+        return _host_view(
+            self.bwrap, self.home, self.masks, self.path, guarded.paths, guarded.links
+        )
 
 
 @functools.lru_cache(maxsize=8)
@@ -363,8 +366,9 @@ def _host_view(
     masks: tuple[Path, ...],
     path: str | None,
     guarded: tuple[str, ...],
+    links: tuple[str, ...],
 ) -> HostView:
-    return HostView.detect(bwrap, home=home, masks=masks, path=path, guarded=guarded)
+    return HostView.detect(bwrap, home=home, masks=masks, path=path, guarded=guarded, links=links)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -20,6 +20,7 @@ are missing).
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import logging
 import os
@@ -38,6 +39,12 @@ MADE_LATER = (
     "it since, so it is not run: restart the server once it is in place"
 )
 """Why a launch naming such a path is refused (:func:`appeared`)."""
+LINKED = (
+    "it may write {}, which holds a link on a path that decides what tools may do (the "
+    "start warned which), and could point it elsewhere for the next start, so nothing is "
+    "run: name the real path instead"
+)
+"""Why a launch whose writable roots hold such a link is refused (:func:`guard_plan`)."""
 MAX_ABSENT = 4096
 _ABSENT: dict[str, None] = {}
 """The paths of served tools' commands that a load in this process found missing (the
@@ -64,6 +71,10 @@ class Guarded:
     that did not exist when a load of this process looked, as named and as real paths:
     nothing can be mounted over what is not there, so a launch that names one that exists
     now is refused (:func:`appeared`): a tool granted its folder may have made it."""
+    links: tuple[str, ...] = ()
+    """The real folders holding a symbolic link on a served or trusted path: only the real
+    path can be mounted over, so a launch whose writable roots hold one is refused
+    (:func:`guard_plan`): it could point the link elsewhere for the next start."""
 
 
 def guarded(
@@ -86,8 +97,10 @@ def guarded(
     would give itself allow rules."""
     warnings: list[str] = []
     paths: list[str] = []
+    links: list[str] = []
     for path in served:
         real = os.path.realpath(path)
+        links += _link_holders(path)
         paths.append(real)  # a served file: that file (its folder may be the workspace)
         if workspace is not None and within(os.path.realpath(workspace), real):
             warnings.append(
@@ -111,6 +124,7 @@ def guarded(
         trusted.insert(0, project)
     for path in trusted:  # a link on these too (red-team pass of 2026-11-29, 7th)
         real = os.path.realpath(path)
+        links += _link_holders(path)
         paths.append(real)
         fix = f"name the real path ({real}) instead"
         if path.name == PROJECT_FOLDER:
@@ -159,7 +173,7 @@ def guarded(
         )
     held = _outermost([*kept, *loose[:MAX_PROGRAMS]])
     asked = _outermost([*held, *loose, *missing])
-    return Guarded(held, asked, tuple(warnings), frozenset(missing))
+    return Guarded(held, asked, tuple(warnings), frozenset(missing), tuple(dict.fromkeys(links)))
 
 
 def appeared(missing: frozenset[str], argv: Sequence[str], cwd: str | None) -> str | None:
@@ -195,17 +209,23 @@ def _missing_warning(missing: Sequence[str], writable: Sequence[Path]) -> list[s
 
 @functools.lru_cache(maxsize=256)
 def guard_plan(
-    paths: tuple[str, ...], read: tuple[str, ...], write: tuple[str, ...]
+    paths: tuple[str, ...],
+    links: tuple[str, ...],
+    read: tuple[str, ...],
+    write: tuple[str, ...],
 ) -> tuple[tuple[str, ...], ...]:
     """For the roots ``read`` and ``write``: the folders to bind onto themselves (between
     the outermost writable root holding a guarded path and it: a writable root nested in
     another is not mounted), the guarded paths inside a writable root, and the roots again,
     a writable one at or inside a guarded path moved to the read-only ones (a write grant
     inside a served folder; its folder is not shown for it), as ``(pins, guards, read,
-    write)``."""
+    write)``. Raises PermissionError where a writable root holds a folder of ``links``."""
     held = tuple(w for w in write if any(within(w, p) for p in paths))
     if held:
         read, write = (*read, *held), tuple(w for w in write if w not in held)
+    for holder in links:  # a link cannot be mounted over: bubblewrap follows it
+        if any(within(holder, w) for w in write) and not any(within(holder, p) for p in paths):
+            raise PermissionError(errno.EPERM, LINKED.format(holder), holder)
     pins: dict[str, None] = {}
     guards: dict[str, None] = {}
     for path in paths:
@@ -231,7 +251,8 @@ def _outermost(paths: Iterable[str]) -> tuple[str, ...]:
 
 def _linked(path: Path, writable: Sequence[Path], what: str, does: str, fix: str) -> list[str]:
     """A warning when ``path`` goes through a link in a folder of ``writable``: the real path
-    is held, the link is not (a mount goes where a link leads), so a tool may re-point it."""
+    is held, the link cannot be (a mount goes where a link leads), so a tool that may write
+    its folder is not run (:func:`guard_plan`)."""
     if not writable:
         return []
     link = _link_on(path)
@@ -240,9 +261,17 @@ def _linked(path: Path, writable: Sequence[Path], what: str, does: str, fix: str
         return []
     return [
         f"{what} {path} goes through the link {link}: a tool that may write the folder "
-        f"holding the link can point it elsewhere, and the next start {does} what it points "
-        f"to; {fix}"
+        f"holding the link could point it elsewhere, and the next start {does} what it "
+        f"points to, so no such tool is run; {fix}"
     ]
+
+
+def _link_holders(path: Path) -> list[str]:
+    """The real folders holding each symbolic link on ``path`` (itself or a folder above):
+    what may write one can point its link elsewhere."""
+    absolute = Path(os.path.abspath(path))
+    places = (*reversed(absolute.parents), absolute)
+    return [os.path.realpath(p.parent) for p in places if p.is_symlink()]
 
 
 def _link_on(path: Path) -> str | None:

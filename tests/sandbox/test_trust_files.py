@@ -8,14 +8,17 @@ program. Each must fail, and the host's files must be as they were."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from mcp_toolbridge.cache import CACHE_DIR_ENV
 from mcp_toolbridge.errors import ExecSpawnError
+from mcp_toolbridge.executors import run_process
 from mcp_toolbridge.policy import Policy
 from mcp_toolbridge.sandbox import Sandbox, guarded, guarded_by
 from mcp_toolbridge.sandbox.guard import MAX_PROGRAMS
@@ -208,14 +211,17 @@ async def test_a_secret_path_beside_a_guarded_file_stays_hidden(box: Box) -> Non
     assert policy.read_text(encoding="utf-8") == ""
 
 
-def test_a_served_path_through_a_link_in_a_write_grant_is_warned_about(tmp_path: Path) -> None:
+def test_a_served_path_through_a_link_in_a_write_grant_is_warned_about_and_held(
+    tmp_path: Path,
+) -> None:
     real = tmp_path / "real-tools"
     real.mkdir()
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "tools").symlink_to(real)
     held = guarded([ws / "tools"], workspace=None, trust_project=False, writable=[ws])
-    assert held.paths == (str(real),)  # the real path is guarded; the link can be re-pointed
+    assert held.paths == (str(real),)  # the real path is guarded; the link cannot be
+    assert held.links == (str(ws),)  # so a launch that may write its folder is refused
     assert len(held.warnings) == 1 and str(ws / "tools") in held.warnings[0]
     assert not guarded([ws / "tools"], workspace=None, trust_project=False).warnings
 
@@ -315,18 +321,19 @@ async def test_a_cache_folder_named_relative_to_the_working_folder_is_hidden(
     assert (cache / "key").read_text(encoding="utf-8") == "KEY"
 
 
-async def test_a_trust_file_through_a_link_in_a_write_grant_is_warned_about(box: Box) -> None:
+async def test_a_tool_that_could_re_point_a_link_on_a_trust_file_is_not_run(box: Box) -> None:
     """``--policy ws/policy.toml``, a link to the operator's rules elsewhere: the rules are
-    held, the link is not (only a real path can be mounted over), and a tool granted the
-    workspace re-points it at rules of its own, which the next start reads. Like a served
-    path through a link, the start warns (red-team pass of 2026-11-29, 7th: it did not)."""
+    held, the link cannot be (bubblewrap follows it), and a tool granted the workspace
+    re-pointed it at rules of its own, which the next start read (red-team pass of
+    2026-11-29, 7th). The start warns, and a launch whose writable roots hold the link's
+    folder is refused; one granted elsewhere runs."""
     rules = box.root / "rules.toml"
     rules.write_text('default_action = "ask"\n', encoding="utf-8")
     link = box.ws / "policy.toml"
     link.symlink_to(rules)
     (box.ws / ".toolbridge").symlink_to(box.outside)
     held = guarded([], workspace=box.ws, trust_project=False, files=[link], writable=[box.ws])
-    assert str(rules) in held.paths
+    assert str(rules) in held.paths and held.links == (str(box.ws),)
     assert [w.split(" goes through")[0] for w in held.warnings] == [
         f"the trusted path {box.ws / '.toolbridge'}",
         f"the trusted path {link}",
@@ -339,8 +346,25 @@ async def test_a_trust_file_through_a_link_in_a_write_grant_is_warned_about(box:
         "os.symlink(sys.argv[1] + '/mine.toml', sys.argv[1] + '/policy.toml')\n"
         "print('\"done\"')\n"
     )
-    assert report(await box.python(attack, argv=[str(box.ws)])) == "done"  # still open
-    assert rules.read_text(encoding="utf-8") == 'default_action = "ask"\n'
+    with pytest.raises(ExecSpawnError, match="which holds a link on a path that decides"):
+        await box.python(attack, argv=[str(box.ws)])
+    assert os.readlink(link) == str(rules) and not (box.ws / "mine.toml").exists()
+    elsewhere = Sandbox("required", home=box.home, guarded=held)
+    policy = box.root / "narrow.toml"
+    policy.write_text('default_action = "allow"\n', encoding="utf-8")
+    scope = Policy.load(policy, workspace=box.outside, user_data=None).scope  # writes there
+    confinement = elsewhere.confine(elsewhere.profile(scope, tool="narrow"))
+    with anyio.fail_after(30):
+        outcome = await run_process(
+            ["/bin/echo", "ran"],
+            stdin=None,
+            cwd="/",
+            env=box.env,
+            timeout_s=20,
+            sandbox=confinement,
+        )
+    assert outcome.stdout.strip() == b"ran"
+    elsewhere.close()
 
 
 def test_a_watchdog_named_from_the_working_folder_is_held(

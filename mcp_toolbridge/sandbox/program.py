@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 PREFIX_FOLDERS = frozenset({"bin", "sbin", "shims"})
+"""A folder of these names brings its prefix (``~/.nvm/.../bin/node`` brings its ``lib``)."""
+_SHEBANG_BYTES = 256
 
 
 def within(path: str, root: str) -> bool:
@@ -19,9 +21,6 @@ def within(path: str, root: str) -> bool:
     is resolved or looked up)."""
     return path == root or root == "/" or path.startswith(root.rstrip("/") + "/")
 
-
-"""A folder of these names brings its prefix (``~/.nvm/.../bin/node`` brings its ``lib``)."""
-_SHEBANG_BYTES = 256
 
 Resolve = Callable[[str | os.PathLike[str]], str]
 """What a path leads to (:func:`real_path`)."""

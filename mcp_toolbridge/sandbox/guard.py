@@ -142,7 +142,8 @@ def guarded(
     given = (*kept, *(os.path.abspath(p) for p in served))
     loose: list[str] = []
     missing: dict[str, None] = {}
-    absent: list[str] = []
+    absent: list[str] = []  # warned about: not the words of a command run beside a served file
+    beside = {os.path.dirname(k) for k in kept if not os.path.isdir(k)}
     for program in dict.fromkeys(programs):  # most lie in a served folder: no system call
         if not program.startswith("/") or any(within(program, k) for k in given):
             continue
@@ -150,10 +151,12 @@ def guarded(
         if any(within(real, k) for k in kept):
             continue
         named = dict.fromkeys((os.path.normpath(program), real))
-        if not os.path.exists(real):
-            absent.append(real)
+        there = os.path.exists(real)
+        if not there:
             _ABSENT.update(named)
-        if not os.path.exists(real) or not _ABSENT.keys().isdisjoint(named):
+            if os.path.dirname(real) not in beside:  # git log from it: "log" is no program
+                absent.append(real)
+        if not there or not _ABSENT.keys().isdisjoint(named):
             missing.update(named)  # or made since: a tool can make a reload come (red-team 7)
         if os.path.isfile(real):
             loose.append(real)

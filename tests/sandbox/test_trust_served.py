@@ -246,3 +246,27 @@ async def test_a_program_made_after_the_start_is_not_run(
         result = await client.call_tool("victim", {})
         assert result.is_error and result.structured_content is None, text_of(result)
         assert "a tool may have made it since" in text_of(result), text_of(result)
+
+
+def test_the_start_names_the_missing_programs_not_the_words_of_a_command(
+    tmp_path: Path,
+) -> None:
+    """A served tools.json in the workspace runs ``env git log`` and ``python3
+    build/gen.py`` from its folder, and the build has not made ``gen.py`` yet: the start
+    names it, not ``git`` or ``log`` (words of a command, not files there)."""
+    ws = tmp_path / "ws"
+    tools = [
+        {"name": "log", "description": "Log", "command": ["/usr/bin/env", "git", "log"]},
+        {"name": "gen", "description": "Gen", "command": [PYTHON, "build/gen.py"]},
+    ]
+    manifest = agentcli_manifest(ws, tools, {})
+    loaded = load_catalog(Settings(paths=[manifest], workspace=ws), BUILTIN_SPECS)
+    assert not loaded.errors, [p.render() for p in loaded.errors]
+    held = guarded(
+        [manifest], workspace=ws, trust_project=False, programs=loaded.programs, writable=[ws]
+    )
+    gen = ws / "build" / "gen.py"
+    assert [w.split(": nothing")[0] for w in held.warnings] == [
+        f"served tools name paths that do not exist where a tool may write ({gen})"
+    ], held.warnings
+    assert str(gen) in held.missing

@@ -142,7 +142,7 @@ def guarded(
     given = (*kept, *(os.path.abspath(p) for p in served))
     loose: list[str] = []
     missing: dict[str, None] = {}
-    absent: list[str] = []  # warned about: not the words of a command run beside a served file
+    absent: list[str] = []  # warned and asked about: not words of a command beside a served file
     beside = {os.path.dirname(k) for k in kept if not os.path.isdir(k)}
     for program in dict.fromkeys(programs):  # most lie in a served folder: no system call
         if not program.startswith("/") or any(within(program, k) for k in given):
@@ -175,7 +175,7 @@ def guarded(
             "could change what another tool runs"
         )
     held = _outermost([*kept, *loose[:MAX_PROGRAMS]])
-    asked = _outermost([*held, *loose, *missing])
+    asked = _outermost([*held, *loose, *absent])
     return Guarded(held, asked, tuple(warnings), frozenset(missing), tuple(dict.fromkeys(links)))
 
 

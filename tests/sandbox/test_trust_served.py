@@ -269,4 +269,5 @@ def test_the_start_names_the_missing_programs_not_the_words_of_a_command(
     assert [w.split(": nothing")[0] for w in held.warnings] == [
         f"served tools name paths that do not exist where a tool may write ({gen})"
     ], held.warnings
-    assert str(gen) in held.missing
+    assert str(gen) in held.missing and str(gen) in held.asked
+    assert str(ws / "log") not in held.asked  # writing a file named log there is not asked

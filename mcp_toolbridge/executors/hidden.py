@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
-from mcp_toolbridge.sandbox import PREFIX_FOLDERS, within
+from mcp_toolbridge.sandbox import PREFIX_FOLDERS, find_program, within
 
 if TYPE_CHECKING:
     from mcp_toolbridge.sandbox import Confinement
@@ -126,15 +126,21 @@ def _shown(
 ) -> tuple[list[str], list[str]]:
     """(every root the sandbox shows, the granted ones among them), lexically and, for the
     roots only, resolved as the sandbox mounts them. What a launch shows by itself (its
-    program, the server's PATH and interpreter, the working directory) is counted as shown
-    even where the sandbox leaves it out: a doubt gives no hint."""
+    program with the folders and prefixes of it and its ``#!`` interpreter, the server's PATH
+    and interpreter, the working directory) is counted as shown even where the sandbox leaves
+    it out: a doubt gives no hint. Only the program is looked at (as its launch did), never a
+    path the output names."""
     profile = sandbox.profile
     granted = [str(p) for p in (*profile.read, *profile.write, *sandbox.extra_read)]
-    implicit = [cwd if cwd is not None else os.getcwd(), sys.prefix, sys.base_prefix]
-    folders = (sandbox.sandbox.path or os.defpath).split(os.pathsep)
-    if argv and argv[0].startswith("/"):
-        folders.append(os.path.dirname(argv[0]))
-    for folder in filter(lambda f: f.startswith("/"), folders):
+    workdir = cwd if cwd is not None else os.getcwd()
+    implicit = [workdir, sys.prefix, sys.base_prefix]
+    path = sandbox.sandbox.path or os.defpath
+    if argv:  # the program's folders as the launch found them: its #! interpreter's too
+        try:
+            implicit += find_program(argv[0], workdir, path, os.path.realpath)[1]
+        except (OSError, ValueError):
+            pass
+    for folder in filter(lambda f: f.startswith("/"), path.split(os.pathsep)):
         implicit.append(folder)
         if PurePosixPath(folder).name in PREFIX_FOLDERS:
             implicit.append(os.path.dirname(_norm(folder)))

@@ -65,7 +65,11 @@ from mcp_toolbridge.errors import (
 from mcp_toolbridge.executors.base import ExecRequest, ExecResult
 from mcp_toolbridge.executors.cuts import redacted_head
 from mcp_toolbridge.executors.http_body import ACCEPT_ENCODING, read_body
-from mcp_toolbridge.executors.http_client import ClientSettingError, default_client
+from mcp_toolbridge.executors.http_client import (
+    ClientSettingError,
+    default_client,
+    reached,
+)
 from mcp_toolbridge.executors.http_errors import host_label, too_many_redirects, translated
 from mcp_toolbridge.executors.progress import Heartbeat
 from mcp_toolbridge.host import CUT_MARGIN_CHARS, RedactCut
@@ -369,7 +373,7 @@ class HttpExecutor:
         for hop in range(self.max_redirects + 1):
             with translated(host_label(target), tool=spec.name, scrub=scrub.text):
                 outgoing = httpx2.Request(method, target, headers=headers, content=body)
-            with translated(host_label(target), tool=spec.name, scrub=scrub.text):
+            with translated(reached(target), tool=spec.name, scrub=scrub.text):
                 client = await self._client(spec.name)
                 response = await client.send(outgoing, stream=True, follow_redirects=False)
             try:

@@ -6,23 +6,24 @@ The operator's proxy settings apply (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROX
 when the first call makes the client. Nothing in the server writes its environment, so neither
 a manifest (an exec tool's ``env`` reaches only its process) nor a secret sets them.
 
-A proxy the client cannot use (``socks5://`` without the ``socksio`` package, ``socks://`` as
-GNOME sets it, ``ftp://``) made every call fail with an internal error, httpx2's
-``ImportError`` or ``ValueError``. It is :class:`ClientSettingError` now, a call error naming
-the variable and the kind of proxy, never its value (which may hold the proxy's credentials),
-and nothing is sent: a request never goes around a proxy the operator set."""
+An ``http://``, ``https://``, ``socks5://`` or ``socks5h://`` proxy carries the requests. One
+the client cannot use (``socks://`` as GNOME sets it, ``socks4://``, ``ftp://``) made every
+call fail with an internal error, httpx2's ``ValueError``. It is :class:`ClientSettingError`
+now, a call error naming the variable and the kind of proxy, never its value (which may hold
+the proxy's credentials), and nothing is sent: a request never goes around a proxy the
+operator set."""
 
 from __future__ import annotations
 
 import http.cookiejar
-import importlib.util
 import os
 import urllib.request
 
 import httpx2
 
-_USABLE = ("http", "https")
-_SOCKS = ("socks5", "socks5h")
+from mcp_toolbridge.executors.http_errors import host_label
+
+_USABLE = ("http", "https", "socks5", "socks5h")
 _SETTINGS = "HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY, SSL_CERT_FILE, SSL_CERT_DIR"
 
 
@@ -50,16 +51,54 @@ def proxy_problem() -> str | None:
         if not value:
             continue
         scheme = value.partition("://")[0].lower() if "://" in value else "http"
-        if scheme in _USABLE or (scheme in _SOCKS and importlib.util.find_spec("socksio")):
+        if scheme in _USABLE:
             continue
-        need = " (it needs the socksio package)" if scheme in _SOCKS else ""
         return (
             f"the server's proxy setting {_variable(kind, value)} names a {scheme}:// "
-            f"proxy, which its HTTP client cannot use{need}: only http:// and https:// "
-            "proxies. Nothing was sent; the operator sets an http:// proxy there (or unsets "
-            "it) and restarts the server"
+            "proxy, which its HTTP client cannot use: only http://, https://, socks5:// and "
+            "socks5h:// proxies. Nothing was sent; the operator sets one of those there (or "
+            "unsets it) and restarts the server"
         )
     return None
+
+
+def proxy_variable(url: httpx2.URL) -> str | None:
+    """The name of the variable whose proxy a request to ``url`` goes through, or None when it
+    goes direct: ``HTTPS_PROXY`` (or ``HTTP_PROXY``) for the URL's scheme before ``ALL_PROXY``,
+    as httpx2 picks them, unless ``NO_PROXY`` names the host or a domain above it. Entries
+    httpx2 reads more finely (a port, an address range) are read by their host or not at all:
+    they can only make a message name a proxy or not, never change where a request goes."""
+    proxies = urllib.request.getproxies_environment()
+    kind = next((k for k in (url.scheme, "all") if proxies.get(k)), None)
+    if kind is None:
+        return None
+    host = url.host.lower()
+    for entry in proxies.get("no", "").split(","):
+        name = _no_proxy_host(entry)
+        if entry.strip() == "*" or (name and (host == name or host.endswith("." + name))):
+            return None
+    return _variable(kind, proxies[kind])
+
+
+def _no_proxy_host(entry: str) -> str:
+    """The host a ``NO_PROXY`` entry names: ``.example.com``, ``*.example.com``,
+    ``example.com:8080`` and ``[::1]:8080`` name ``example.com`` and ``::1``."""
+    name = entry.strip().lower().lstrip("*").lstrip(".")
+    if name.startswith("["):
+        return name[1:].partition("]")[0]
+    if name.count(":") == 1:  # a port (an IPv6 address holds several colons)
+        return name.partition(":")[0]
+    return name
+
+
+def reached(url: httpx2.URL) -> str:
+    """The host a request to ``url`` talks to, for a message: ``host_label``, and the proxy's
+    variable when it goes through one (its value may hold credentials): ``api.example.com
+    (through the proxy HTTPS_PROXY names)``, so that a proxy that is down is not taken for the
+    API."""
+    variable = proxy_variable(url)
+    label = host_label(url)
+    return f"{label} (through the proxy {variable} names)" if variable else label
 
 
 def default_client() -> httpx2.AsyncClient:

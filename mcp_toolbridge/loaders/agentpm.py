@@ -41,6 +41,7 @@ _SEMVER = re.compile(
 _PYTHON = re.compile(r"^python(3(\.\d+)?)?$")
 _RUNTIME_VERSION = re.compile(r"\d+(\.\d+){0,2}")
 _ALLOWED = "node|nodejs|python|python3"
+_GOES_IN_ARGS = "what follows it goes in args: "
 _FIELDS = (
     *("$schema", "kind", "name", "version", "description", "entrypoint", "inputs", "outputs"),
     *("files", "runtime", "environment", "readme", "license", "annotations"),
@@ -81,22 +82,29 @@ def _entrypoint(
     before = log.error_count()
     command = value.get("command")
     args = value.get("args", [])
+    extra = args if _str_list(args) else []
     if isinstance(command, list) and command and all(isinstance(c, str) for c in command):
+        fix = _runnable(command, folder)
         log.error(
-            "entrypoint.command must be a string, the interpreter alone; what follows it goes "
-            f"in args: {_split_entrypoint(_interpreted(command, folder) or command)}"
+            "entrypoint.command must be a string, the interpreter alone; "
+            + (f"{_GOES_IN_ARGS}{fix}" if fix else f"and {_not_runnable(command)}")
         )
         command = None
     elif not isinstance(command, str) or not command.strip():
         log.error(f"entrypoint.command is required ({_ALLOWED}, or an absolute path to one)")
         command = None
     elif interpreter_family(command) is None:  # an absolute path must name one of them too
-        script = _interpreted([command, *(args if _str_list(args) else [])], folder)
-        fix = f"; to run the script, write {_split_entrypoint(script)}" if script else ""
-        log.error(
-            f"Unsupported agent.json.entrypoint.command {json_quote(command)}. Allowed: {_ALLOWED}"
-            f' (or an absolute path to one of them, like "/usr/bin/python3"){fix}'
-        )
+        words = command.split()
+        line = _runnable([*words, *extra], folder) if len(words) > 1 else None
+        if line:  # "python3 x.py": a command line in one string
+            log.error(f"entrypoint.command must be the interpreter alone; {_GOES_IN_ARGS}{line}")
+        else:
+            script = _interpreted([command, *extra], folder)
+            fix = f"; to run the script, write {_split_entrypoint(script)}" if script else ""
+            log.error(
+                f"Unsupported agent.json.entrypoint.command {json_quote(command)}. Allowed: "
+                f'{_ALLOWED} (or an absolute path to one of them, like "/usr/bin/python3"){fix}'
+            )
     if not _str_list(args):
         log.error("entrypoint.args must be a list of strings")
     cwd_raw = value.get("cwd", ".")
@@ -159,6 +167,18 @@ def _interpreted(words: list[str], folder: Path) -> list[str] | None:
     return [interpreter, *words] if interpreter else None
 
 
+def _runnable(words: list[str], folder: Path) -> str | None:
+    """How to write a command line given as one string or list: the interpreter as
+    ``command``, the rest as ``args``; None when its program is no interpreter AgentPM runs
+    (``"ruby x.rb"``), rather than a suggestion the loader would refuse in turn."""
+    words = _interpreted(words, folder) or words
+    return _split_entrypoint(words) if interpreter_family(words[0]) is not None else None
+
+
+def _not_runnable(words: list[str]) -> str:
+    return f"{json_quote(words[0])} is not an interpreter AgentPM runs (allowed: {_ALLOWED})"
+
+
 def _split_entrypoint(words: list[str]) -> str:
     """``"command": "python3", "args": ["x.py"]`` for ``["python3", "x.py"]``."""
     args = json.dumps(words[1:], ensure_ascii=False)
@@ -171,18 +191,13 @@ def _entrypoint_shape(value: object, folder: Path) -> str:
     shape = "an object {command, args, cwd, timeout_ms, env}"
     if value is None:
         return f"entrypoint is required: {shape}"
-    if isinstance(value, str) and value.split():
-        words = _interpreted(value.split(), folder) or value.split()
-        return (
-            f"entrypoint must be {shape}, not a string: write "
-            f'"entrypoint": {{{_split_entrypoint(words)}}}'
-        )
-    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        words = _interpreted(value, folder) or value
-        return (
-            f"entrypoint must be {shape}, not a list: write "
-            f'"entrypoint": {{{_split_entrypoint(words)}}}'
-        )
+    words = value.split() if isinstance(value, str) else value
+    if isinstance(words, list) and words and all(isinstance(v, str) for v in words):
+        kind = "a string" if isinstance(value, str) else "a list"
+        fix = _runnable(words, folder)
+        if fix:
+            return f'entrypoint must be {shape}, not {kind}: write "entrypoint": {{{fix}}}'
+        return f"entrypoint must be {shape}, not {kind}; and {_not_runnable(words)}"
     return f"entrypoint must be {shape}"
 
 

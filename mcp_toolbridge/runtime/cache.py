@@ -227,7 +227,8 @@ def _restore(stored: Snapshot, manifests: Manifests, key: bytes, keep_names: boo
 
 def _programs(specs: Iterable[ToolSpec]) -> tuple[str, ...]:
     """The paths in the exec tools' fixed argv (the program, a script): the absolute ones,
-    and the others (not options) joined to the folder the tool runs in, as executors/
+    and the others (not options, nor a program named without a path: that is looked up on
+    ``PATH``) joined to the folder the tool runs in, as executors/
     exec_tool.py does (``python3 scripts/x.py`` from a served tools.json's folder runs
     ``<folder>/scripts/x.py``; found by the red-team pass of 2026-11-29, 7th). The sandbox
     guard keeps those that are files (sandbox/guard.py)."""
@@ -236,10 +237,10 @@ def _programs(specs: Iterable[ToolSpec]) -> tuple[str, ...]:
         if spec.transport.kind != "exec":
             continue
         cwd = spec.transport.cwd or os.path.dirname(os.path.abspath(spec.source.path))
-        for arg in spec.transport.argv:
+        for i, arg in enumerate(spec.transport.argv):
             if arg.startswith("/"):
                 found.add(arg)
-            elif arg and not arg.startswith("-"):
+            elif arg and not arg.startswith("-") and (i or "/" in arg):  # git: on PATH
                 found.add(os.path.normpath(os.path.join(os.path.abspath(cwd), arg)))
     return tuple(sorted(found))
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
         SandboxProfile,
         profile_for,
     )
-    from mcp_toolbridge.sandbox.program import PREFIX_FOLDERS, within
+    from mcp_toolbridge.sandbox.program import PREFIX_FOLDERS, find_program, within
     from mcp_toolbridge.sandbox.warm import WarmLost, WarmSandbox
 
 __getattr__ = on_first_use(
@@ -44,7 +44,7 @@ __getattr__ = on_first_use(
         ),
         "mcp_toolbridge.sandbox.guard": ("Guarded", "guarded", "guarded_by", "write_floor"),
         "mcp_toolbridge.sandbox.limits": ("Limits", "limit_hint"),
-        "mcp_toolbridge.sandbox.program": ("PREFIX_FOLDERS", "within"),
+        "mcp_toolbridge.sandbox.program": ("PREFIX_FOLDERS", "find_program", "within"),
         "mcp_toolbridge.sandbox.profile": (
             "SANDBOX_MODES",
             "SECRET_PATHS",
@@ -78,6 +78,7 @@ __all__ = [
     "WarmSandbox",
     "diagnose",
     "find_bwrap",
+    "find_program",
     "guarded",
     "guarded_by",
     "limit_hint",

@@ -22,7 +22,8 @@ The sandbox's root is an empty tmpfs; into it go, in order of depth (parents fir
   unless it is granted by name; a granted root inside it is mounted over the mask;
 - what decides a tool's trust (``guard.py``: served manifests, their programs, the
   project's ``.toolbridge/``, the policy, secrets and audit files), read-only over a writable
-  root holding it, each folder between bound onto itself so that none can be renamed.
+  root holding it, each folder between bound onto itself so that none can be renamed; a
+  writable root at or inside one is read-only (a write grant inside a served folder).
 
 Namespaces: user, mount, PID, IPC, UTS, cgroup and (unless the profile has the full network)
 network; no capabilities, ``no_new_privs`` (bubblewrap always sets it), no further user
@@ -47,9 +48,9 @@ from mcp_toolbridge.sandbox.kernel import SYS, kernel_mounts, kernel_path
 from mcp_toolbridge.sandbox.limits import Limits
 from mcp_toolbridge.sandbox.profile import SandboxProfile
 from mcp_toolbridge.sandbox.program import (
-    PREFIX_FOLDERS,
     Resolve,
     find_program,
+    path_prefixes,
     real_path,
     resolver,
     within,
@@ -107,6 +108,8 @@ class HostView:
     """The seccomp filter every sandbox runs under (``seccomp.py``); None without libseccomp."""
     guarded: tuple[str, ...] = ()
     """Real paths read-only in every sandbox whose writable roots hold them (``guard.py``)."""
+    links: tuple[str, ...] = ()
+    """Folders holding a link on a guarded path: no writable root may hold one."""
     path: str | None = None
     """The server's ``PATH`` (what ``build_env`` gives a tool): the folders every launch shows
     and where a command name is looked up. Never the launch's environment: whatever set a
@@ -131,7 +134,7 @@ class HostView:
         object.__setattr__(self, "mask_index", tuple((m, frozenset(_ancestors(m))) for m in names))
         object.__setattr__(self, "lookup", self.path if self.path is not None else os.defpath)
         folders = [d for d in (self.path or "").split(os.pathsep) if d.startswith("/")]
-        shown = dict.fromkeys(_with_prefixes(self, folders))
+        shown = dict.fromkeys(path_prefixes(folders, self.home))
         object.__setattr__(self, "path_shown", tuple(p for p in shown if _implicit_ok(self, p)))
 
     @classmethod
@@ -143,6 +146,7 @@ class HostView:
         masks: Sequence[Path],
         path: str | None = None,
         guarded: tuple[str, ...] = (),
+        links: tuple[str, ...] = (),
     ) -> HostView:
         system: list[tuple[str, ...]] = []
         for where in SYSTEM_PATHS:
@@ -170,6 +174,7 @@ class HostView:
             prlimit=_system_prlimit(),
             seccomp=seccomp.program(),
             guarded=guarded,
+            links=links,
             path=path,
         )
 
@@ -343,9 +348,11 @@ def shows(
     implicit = _implicit(view, profile, needs, workdir, proxy=profile.network == "proxy")
     target = real_path(path)
     holder: _Mount | None = None
-    for mount in _mounts(
-        view, profile, implicit, real_path
-    ):  # parents first: the last one holding it
+    try:
+        mounts = _mounts(view, profile, implicit, real_path)
+    except OSError:  # refused (guard.py): it would not run
+        return False
+    for mount in mounts:  # parents first: the last one holding it
         if within(target, mount.path):
             holder = mount
     if holder is not None and holder.kind == _KERNEL:  # the host's, read-only, or hidden
@@ -384,7 +391,10 @@ def _mounts(
             masks.append((mask, False))
     home = str(view.home) if view.home is not None else None
     private_home = home is not None and home != "/" and os.path.isdir(home)
-    pins, guards = guard_plan(view.guarded, write) if view.guarded else ((), ())
+    if view.guarded:  # raises where a writable root holds a link (guard.py)
+        pins, guards, read, write = guard_plan(view.guarded, view.links, read, write)
+    else:
+        pins, guards = (), ()
     return _place(view, shown, read, write, tuple(masks), private_home, pins, guards)
 
 
@@ -470,21 +480,4 @@ def _ancestors(path: str) -> list[str]:
     while path != "/":
         path = path.rsplit("/", 1)[0] or "/"
         out.append(path)
-    return out
-
-
-def _with_prefixes(view: HostView, folders: Sequence[str]) -> list[str]:
-    """Each folder and, for ``.../bin``, ``.../sbin`` or ``.../shims``, its prefix (for
-    ``~/.local/bin``: ``~/.local/lib`` only)."""
-    out: list[str] = []
-    for folder in folders:
-        for path in dict.fromkeys((folder, real_path(folder))):
-            out.append(path)
-            head, name = os.path.split(path.rstrip("/"))
-            if name not in PREFIX_FOLDERS or not head:
-                continue
-            if view.home is not None and head == str(view.home / ".local"):
-                out.append(os.path.join(head, "lib"))
-            else:
-                out.append(head)
     return out

@@ -16,6 +16,7 @@ sandbox (``ExecSpawnError`` naming the reason: a tool error result, nothing run)
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import logging
 import os
@@ -35,7 +36,7 @@ from mcp_toolbridge.policy import SandboxMode, Scope
 from mcp_toolbridge.sandbox import seccomp
 from mcp_toolbridge.sandbox.bwrap import PROXY_SOCKET, HostView, Plan, plan_launch, shows
 from mcp_toolbridge.sandbox.diagnosis import BWRAP_VARIABLE, Support, not_found
-from mcp_toolbridge.sandbox.guard import Guarded
+from mcp_toolbridge.sandbox.guard import MADE_LATER, Guarded, appeared
 from mcp_toolbridge.sandbox.limits import Limits
 from mcp_toolbridge.sandbox.profile import (
     SandboxProfile,
@@ -352,7 +353,10 @@ class Sandbox:
 
     def _view(self) -> HostView:
         assert self.bwrap is not None
-        return _host_view(self.bwrap, self.home, self.masks, self.path, self.guarded.paths)
+        guarded = self.guarded
+        return _host_view(
+            self.bwrap, self.home, self.masks, self.path, guarded.paths, guarded.links
+        )
 
 
 @functools.lru_cache(maxsize=8)
@@ -362,8 +366,9 @@ def _host_view(
     masks: tuple[Path, ...],
     path: str | None,
     guarded: tuple[str, ...],
+    links: tuple[str, ...],
 ) -> HostView:
-    return HostView.detect(bwrap, home=home, masks=masks, path=path, guarded=guarded)
+    return HostView.detect(bwrap, home=home, masks=masks, path=path, guarded=guarded, links=links)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -416,6 +421,8 @@ class Confinement:
                 )
             yield Launch(list(argv), dict(env), sandboxed=False)
             return
+        if sandbox.guarded.missing and (made := appeared(sandbox.guarded.missing, argv, cwd)):
+            raise PermissionError(errno.EPERM, f"{made} {MADE_LATER}", made)
         profile = self.profile.with_read(self.extra_read)
         view = sandbox._view()
         info = InfoPipe(view.seccomp)

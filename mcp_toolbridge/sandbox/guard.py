@@ -12,11 +12,15 @@ and renaming an ancestor cannot put another folder at the path the server reads 
 the red-team pass of 2026-11-29, 5th).
 
 These are set when a sandbox is set up (a warm sandbox's before its calls): nothing per call.
+A path a served tool's command names that is missing cannot be mounted over: a launch naming
+one that exists later is refused instead (:func:`appeared`; a look per call only while some
+are missing).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import logging
 import os
@@ -30,6 +34,22 @@ from mcp_toolbridge.sandbox.program import within
 log = logging.getLogger("mcp_toolbridge.sandbox")
 
 PROJECT_FOLDER = ".toolbridge"
+MADE_LATER = (
+    "did not exist when the server loaded the tools that name it, and a tool may have made "
+    "it since, so it is not run: restart the server once it is in place"
+)
+"""Why a launch naming such a path is refused (:func:`appeared`)."""
+LINKED = (
+    "it may write {}, which holds a link on a path that decides what tools may do (the "
+    "start warned which), and could point it elsewhere for the next start, so nothing is "
+    "run: name the real path instead"
+)
+"""Why a launch whose writable roots hold such a link is refused (:func:`guard_plan`)."""
+MAX_ABSENT = 4096
+_ABSENT: dict[str, None] = {}
+"""The paths of served tools' commands that a load in this process found missing (the
+latest :data:`MAX_ABSENT`): one made since is refused after a reload too, which a tool can
+cause (a ``.toolbridge/policy.toml`` it makes where the folder is not held)."""
 MAX_PROGRAMS = 64
 """Programs of served tools guarded one by one (besides those inside a served folder, which
 the folder guards); past this, the rest are not, and the start says so (docs/security.md)."""
@@ -46,6 +66,15 @@ class Guarded:
     ``write`` or ``edit`` (in the server, outside any sandbox) or bash asks, whatever the rules
     say."""
     warnings: tuple[str, ...] = ()
+    missing: frozenset[str] = frozenset()
+    """The paths of served tools' commands (and the watchdog's) outside the served folders
+    that did not exist when a load of this process looked, as named and as real paths:
+    nothing can be mounted over what is not there, so a launch that names one that exists
+    now is refused (:func:`appeared`): a tool granted its folder may have made it."""
+    links: tuple[str, ...] = ()
+    """The real folders holding a symbolic link on a served or trusted path: only the real
+    path can be mounted over, so a launch whose writable roots hold one is refused
+    (:func:`guard_plan`): it could point the link elsewhere for the next start."""
 
 
 def guarded(
@@ -68,8 +97,10 @@ def guarded(
     would give itself allow rules."""
     warnings: list[str] = []
     paths: list[str] = []
+    links: list[str] = []
     for path in served:
         real = os.path.realpath(path)
+        links += _link_holders(path)
         paths.append(real)  # a served file: that file (its folder may be the workspace)
         if workspace is not None and within(os.path.realpath(workspace), real):
             warnings.append(
@@ -93,20 +124,45 @@ def guarded(
         trusted.insert(0, project)
     for path in trusted:  # a link on these too (red-team pass of 2026-11-29, 7th)
         real = os.path.realpath(path)
+        links += _link_holders(path)
         paths.append(real)
         fix = f"name the real path ({real}) instead"
         if path.name == PROJECT_FOLDER:
             fix = f"make {path} a folder, not a link"
         warnings += _linked(path, writable, "the trusted path", "reads", fix)
     kept = _outermost(paths)
+    for root in writable:
+        real = os.path.realpath(root)
+        inside = next((k for k in kept if within(real, k)), None)
+        if inside is not None:
+            warnings.append(
+                f"the write grant {root} lies inside {inside}, which decides what tools may "
+                "do: it is read-only in every sandbox; grant a folder outside it instead"
+            )
     given = (*kept, *(os.path.abspath(p) for p in served))
     loose: list[str] = []
+    missing: dict[str, None] = {}
+    absent: list[str] = []  # warned and asked about: not words of a command beside a served file
+    beside = {os.path.dirname(k) for k in kept if not os.path.isdir(k)}
     for program in dict.fromkeys(programs):  # most lie in a served folder: no system call
         if not program.startswith("/") or any(within(program, k) for k in given):
             continue
         real = os.path.realpath(program)
-        if os.path.isfile(real) and not any(within(real, k) for k in kept):
+        if any(within(real, k) for k in kept):
+            continue
+        named = dict.fromkeys((os.path.normpath(program), real))
+        there = os.path.exists(real)
+        if not there:
+            _ABSENT.update(named)
+            if os.path.dirname(real) not in beside:  # git log from it: "log" is no program
+                absent.append(real)
+        if not there or not _ABSENT.keys().isdisjoint(named):
+            missing.update(named)  # or made since: a tool can make a reload come (red-team 7)
+        if os.path.isfile(real):
             loose.append(real)
+    while len(_ABSENT) > MAX_ABSENT:
+        del _ABSENT[next(iter(_ABSENT))]
+    warnings += _missing_warning(absent, writable)
     # Those in the write grant first (a catalog of many /usr/bin programs would otherwise
     # leave out a script in a workspace whose name sorts after /usr: red-team pass 7).
     grant = [os.path.realpath(w) for w in writable]
@@ -119,14 +175,60 @@ def guarded(
             "could change what another tool runs"
         )
     held = _outermost([*kept, *loose[:MAX_PROGRAMS]])
-    return Guarded(paths=held, asked=_outermost([*held, *loose]), warnings=tuple(warnings))
+    asked = _outermost([*held, *loose, *absent])
+    return Guarded(held, asked, tuple(warnings), frozenset(missing), tuple(dict.fromkeys(links)))
+
+
+def appeared(missing: frozenset[str], argv: Sequence[str], cwd: str | None) -> str | None:
+    """The first path ``argv`` names (a word with a ``/``, taken from ``cwd``) among
+    ``missing`` that exists now, else None: what it runs may be a tool's (found by the
+    red-team pass of 2026-11-29, 7th). Nothing is looked up unless a word is such a path."""
+    folder = ""
+    for word in argv:
+        if "/" not in word:
+            continue
+        folder = folder or (cwd if cwd is not None else os.getcwd())
+        path = os.path.normpath(os.path.join(folder, word))
+        if path in missing and os.path.lexists(path):
+            return path
+    return None
+
+
+def _missing_warning(missing: Sequence[str], writable: Sequence[Path]) -> list[str]:
+    """A warning naming the missing paths inside the write grant (where a tool may make
+    one), if any."""
+    grant = [os.path.realpath(w) for w in writable]
+    named = sorted({p for p in missing if any(within(p, w) for w in grant)})
+    if not named:
+        return []
+    shown = ", ".join(named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else "")
+    return [
+        f"served tools name paths that do not exist where a tool may write ({shown}): "
+        "nothing can be held read-only over them, so a launch that names one made while "
+        "this server runs is refused (a tool may have made it); restart the server once "
+        "it is in place"
+    ]
 
 
 @functools.lru_cache(maxsize=256)
-def guard_plan(paths: tuple[str, ...], write: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
-    """For the writable roots ``write``: the guarded paths inside one, and the folders
-    between the outermost such root and each (to bind onto themselves: a writable root
-    nested in another is not mounted), as ``(pins, guards)``."""
+def guard_plan(
+    paths: tuple[str, ...],
+    links: tuple[str, ...],
+    read: tuple[str, ...],
+    write: tuple[str, ...],
+) -> tuple[tuple[str, ...], ...]:
+    """For the roots ``read`` and ``write``: the folders to bind onto themselves (between
+    the outermost writable root holding a guarded path and it: a writable root nested in
+    another is not mounted), the guarded paths inside a writable root, and the roots again,
+    a writable one at or inside a guarded path moved to the read-only ones (a write grant
+    inside a served folder; its folder is not shown for it), as ``(pins, guards, read,
+    write)``. Raises PermissionError where a writable root holds a folder of ``links``."""
+    held = tuple(w for w in write if any(within(w, p) for p in paths))
+    if held:
+        read, write = (*read, *held), tuple(w for w in write if w not in held)
+    for holder in links:  # a link cannot be mounted over: bubblewrap follows it
+        if any(within(holder, w) for w in write) and not any(within(holder, p) for p in paths):
+            raise PermissionError(errno.EPERM, LINKED.format(holder), holder)
     pins: dict[str, None] = {}
     guards: dict[str, None] = {}
     for path in paths:
@@ -138,7 +240,7 @@ def guard_plan(paths: tuple[str, ...], write: tuple[str, ...]) -> tuple[tuple[st
         while folder != root and within(folder, root):
             pins[folder] = None
             folder = os.path.dirname(folder)
-    return tuple(p for p in pins if p not in guards), tuple(guards)
+    return tuple(p for p in pins if p not in guards), tuple(guards), read, write
 
 
 def _outermost(paths: Iterable[str]) -> tuple[str, ...]:
@@ -152,7 +254,8 @@ def _outermost(paths: Iterable[str]) -> tuple[str, ...]:
 
 def _linked(path: Path, writable: Sequence[Path], what: str, does: str, fix: str) -> list[str]:
     """A warning when ``path`` goes through a link in a folder of ``writable``: the real path
-    is held, the link is not (a mount goes where a link leads), so a tool may re-point it."""
+    is held, the link cannot be (a mount goes where a link leads), so a tool that may write
+    its folder is not run (:func:`guard_plan`)."""
     if not writable:
         return []
     link = _link_on(path)
@@ -161,9 +264,17 @@ def _linked(path: Path, writable: Sequence[Path], what: str, does: str, fix: str
         return []
     return [
         f"{what} {path} goes through the link {link}: a tool that may write the folder "
-        f"holding the link can point it elsewhere, and the next start {does} what it points "
-        f"to; {fix}"
+        f"holding the link could point it elsewhere, and the next start {does} what it "
+        f"points to, so no such tool is run; {fix}"
     ]
+
+
+def _link_holders(path: Path) -> list[str]:
+    """The real folders holding each symbolic link on ``path`` (itself or a folder above):
+    what may write one can point its link elsewhere."""
+    absolute = Path(os.path.abspath(path))
+    places = (*reversed(absolute.parents), absolute)
+    return [os.path.realpath(p.parent) for p in places if p.is_symlink()]
 
 
 def _link_on(path: Path) -> str | None:

@@ -9,8 +9,11 @@ import os
 import shutil
 import stat
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 PREFIX_FOLDERS = frozenset({"bin", "sbin", "shims"})
+"""A folder of these names brings its prefix (``~/.nvm/.../bin/node`` brings its ``lib``)."""
+_SHEBANG_BYTES = 256
 
 
 def within(path: str, root: str) -> bool:
@@ -18,9 +21,6 @@ def within(path: str, root: str) -> bool:
     is resolved or looked up)."""
     return path == root or root == "/" or path.startswith(root.rstrip("/") + "/")
 
-
-"""A folder of these names brings its prefix (``~/.nvm/.../bin/node`` brings its ``lib``)."""
-_SHEBANG_BYTES = 256
 
 Resolve = Callable[[str | os.PathLike[str]], str]
 """What a path leads to (:func:`real_path`)."""
@@ -62,6 +62,24 @@ def _prefixes_of(folders: Sequence[str], resolve: Resolve) -> list[str]:
             out.append(path)
             head, name = os.path.split(path)
             if name in PREFIX_FOLDERS and head:
+                out.append(head)
+    return out
+
+
+def path_prefixes(folders: Sequence[str], home: Path | None) -> list[str]:
+    """The folders of the server's ``PATH`` a launch shows: each folder and, for ``.../bin``,
+    ``.../sbin`` or ``.../shims``, its prefix (for ``~/.local/bin``: ``~/.local/lib``
+    only)."""
+    out: list[str] = []
+    for folder in folders:
+        for path in dict.fromkeys((folder, real_path(folder))):
+            out.append(path)
+            head, name = os.path.split(path.rstrip("/"))
+            if name not in PREFIX_FOLDERS or not head:
+                continue
+            if home is not None and head == str(home / ".local"):
+                out.append(os.path.join(head, "lib"))
+            else:
                 out.append(head)
     return out
 

@@ -16,6 +16,9 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
+import socket
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -184,10 +187,12 @@ def _agentpm(folder: Path, proxy_url: str) -> None:
 
 
 @asynccontextmanager
-async def served(tmp_path: Path, paths: list[Path], env: dict[str, str]) -> AsyncIterator[Client]:
+async def served(
+    tmp_path: Path, paths: list[Path], env: dict[str, str], host: str = API
+) -> AsyncIterator[Client]:
     policy = tmp_path / "policy.toml"
     policy.write_text(
-        f'default_action = "allow"\nextends = "none"\n[requires]\nnet.hosts = ["{API}"]\n',
+        f'default_action = "allow"\nextends = "none"\n[requires]\nnet.hosts = ["{host}"]\n',
         "utf-8",
     )
     argv = ["-m", "mcp_toolbridge", "serve", "--no-audit", "--sandbox", "off"]
@@ -281,7 +286,7 @@ async def test_an_https_tool_tunnels_through_the_proxy_and_checks_the_targets_ce
 @pytest.mark.parametrize(
     ("name", "value", "scheme"),
     [
-        ("ALL_PROXY", f"socks5://{CREDENTIALS}@127.0.0.1:1", "socks5"),
+        ("ALL_PROXY", f"socks4://{CREDENTIALS}@127.0.0.1:1", "socks4"),
         ("all_proxy", "socks://127.0.0.1:1/", "socks"),  # what GNOME's manual proxy sets
         ("HTTPS_PROXY", f"ftp://{CREDENTIALS}@127.0.0.1:1", "ftp"),
     ],
@@ -290,7 +295,7 @@ async def test_a_proxy_setting_the_client_cannot_use_is_said_and_nothing_goes_di
     tmp_path: Path, name: str, value: str, scheme: str
 ) -> None:
     """A proxy of a kind the server cannot speak: each call failed with an internal error
-    (httpx2's ImportError for socksio, its ValueError for the scheme). It is a call error
+    (httpx2's ValueError for the scheme). It is a call error
     naming the variable and the kind, never its credentials; nothing is sent around the
     proxy, and the server goes on serving."""
     with serving(ROUTES) as api:
@@ -303,6 +308,80 @@ async def test_a_proxy_setting_the_client_cannot_use_is_said_and_nothing_goes_di
         said = text_of(result)
         assert result.is_error and f"setting {name} names a {scheme}://" in said, said
         assert "proxy-pass" not in said and "proxy-user" not in said, said
+
+
+@asynccontextmanager
+async def microsocks(tmp_path: Path, user: str, password: str) -> AsyncIterator[tuple[int, Path]]:
+    """A real SOCKS5 proxy (Debian's microsocks) on 127.0.0.1, asking ``user`` and
+    ``password``: its port, and the file it logs each connection it makes to
+    (``client[N] 127.0.0.1: connected to HOST:PORT``)."""
+    binary = shutil.which("microsocks")
+    if binary is None:
+        pytest.skip("microsocks is not installed (apt-get install microsocks; .ci/run does)")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log = tmp_path / "microsocks.log"
+    argv = [binary, "-i", "127.0.0.1", "-p", str(port), "-u", user, "-P", password]
+    with log.open("wb") as out:
+        process = await anyio.open_process(argv, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        with anyio.fail_after(10):  # it says nothing when it listens: try until it accepts
+            while True:
+                try:
+                    await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
+                    break
+                except OSError:
+                    await anyio.sleep(0.01)
+        yield port, log
+    finally:
+        process.kill()
+        await process.wait()
+
+
+async def test_a_socks5_proxy_carries_the_http_tools_with_its_credentials(
+    tmp_path: Path,
+) -> None:
+    """``ALL_PROXY=socks5://user:pass@host:port`` (``ssh -D``, a SOCKS gateway) was a call
+    error: the socks extra was not installed. A real SOCKS5 proxy now carries the call, the
+    scope is still judged on the target, and the credentials reach the proxy, no call's text."""
+    with serving(ROUTES) as api:
+        async with microsocks(tmp_path, "proxy-user", "proxy-pass-0451") as (port, log):
+            _runloop(tmp_path / "h", {"api_data": f"http://127.0.0.1:{api.port}/data"})
+            env = {"ALL_PROXY": f"socks5://{CREDENTIALS}@127.0.0.1:{port}"}
+            with anyio.fail_after(60):
+                async with served(tmp_path, [tmp_path / "h"], env, "127.0.0.1") as client:
+                    result = await client.call_tool("api_data", {})
+                    wrong = {"ALL_PROXY": f"socks5://proxy-user:wrong@127.0.0.1:{port}"}
+                async with served(tmp_path, [tmp_path / "h"], wrong, "127.0.0.1") as client:
+                    refused = await client.call_tool("api_data", {})
+            carried = log.read_text("utf-8")
+    assert result.structured_content == {"data": "from the API"}, result
+    assert carried.count(f"connected to 127.0.0.1:{api.port}") == 1, carried
+    assert [hit.path for hit in api.hits] == ["/data"]
+    said = text_of(refused)
+    assert refused.is_error, said
+    assert said.endswith("(through the proxy ALL_PROXY names) failed: Invalid username/password")
+    for answer in (result, refused):
+        assert "proxy-pass" not in json.dumps(answer.model_dump(mode="json"))
+
+
+async def test_a_proxy_that_is_down_is_named_as_the_one_not_reached(tmp_path: Path) -> None:
+    """With the operator's proxy down, a call said "could not connect to api.example.test:
+    Connection refused", so the API was taken to be down. The message names the variable
+    whose proxy was not reached (never its value: it holds the credentials)."""
+    with socket.socket() as probe:  # a port of 127.0.0.1 that nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    _runloop(tmp_path / "h", {"api_data": f"http://{API}:8080/data"})
+    env = {"http_proxy": f"http://{CREDENTIALS}@127.0.0.1:{closed}"}
+    with anyio.fail_after(60):
+        async with served(tmp_path, [tmp_path / "h"], env) as client:
+            result = await client.call_tool("api_data", {})
+    said = text_of(result)
+    assert result.is_error, said
+    assert f"could not connect to {API}:8080 (through the proxy http_proxy names)" in said, said
+    assert "proxy-pass" not in said and "proxy-user" not in said, said
 
 
 def test_a_certificate_setting_the_client_cannot_read_is_a_call_error(tmp_path: Path) -> None:

@@ -371,11 +371,27 @@ def test_runtime_versions_of_one_to_three_numbers_load(tmp_path, version):
             'python3"); to run the script, write "command": "python3", "args": ["count.py", '
             '"--fast"]',
         ),
+        (
+            {"command": "python3 x.py", "args": ["-v"]},
+            "entrypoint.command must be the interpreter alone; what follows it goes in args: "
+            '"command": "python3", "args": ["x.py", "-v"]',
+        ),
+        (
+            "ruby x.rb",
+            "entrypoint must be an object {command, args, cwd, timeout_ms, env}, not a string; "
+            'and "ruby" is not an interpreter AgentPM runs (allowed: node|nodejs|python|python3)',
+        ),
+        (
+            {"command": ["ruby", "x.rb"]},
+            'entrypoint.command must be a string, the interpreter alone; and "ruby" is not an '
+            "interpreter AgentPM runs (allowed: node|nodejs|python|python3)",
+        ),
     ],
 )
 def test_an_entrypoint_of_the_wrong_type_says_how_to_write_it(tmp_path, entrypoint, message):
     """ "entrypoint": "python3 x.py" said "entrypoint is required" although it is there (found
-    by the first-hour walkthrough)."""
+    by the first-hour walkthrough). ``"command": "python3 x.py"`` was told to write ``"args":
+    ["python3 x.py"]``, and ``"ruby x.rb"`` to write ``"command": "ruby"``, refused in turn."""
     doc = manifest(entrypoint=entrypoint)
     assert rendered(load(tmp_path, doc)) == [f"{SHOWN}: {message}"]
 

@@ -128,6 +128,36 @@ async def test_a_manifest_tool_is_told_in_its_error(tmp_path: Path, sandbox_supp
         assert HIDDEN not in text and SECRET not in text, text
 
 
+def _run_by_interpreter_in(folder: Path, script: Path) -> None:
+    """``script`` (the tool's) now names ``folder/python3``, a link to this Python, on its
+    ``#!`` line."""
+    folder.mkdir(parents=True)
+    (folder / "python3").symlink_to(os.path.realpath(sys.executable))
+    script.write_text(f"#!{folder / 'python3'}\n{CAT}", encoding="utf-8")
+
+
+async def test_the_folder_of_a_scripts_interpreter_is_shown_so_gets_no_hint(
+    tmp_path: Path, sandbox_support: None
+) -> None:
+    """A script run by an interpreter outside every grant (``#!/opt/lang/bin/python3``): the
+    sandbox shows that interpreter's folder and its prefix (``/opt/lang``, where its libraries
+    are), so a file missing there is missing. The hint counted only the program's own folder,
+    and told the tool that a path its sandbox shows was hidden."""
+    settings = _settings(tmp_path)
+    assert settings.workspace is not None
+    base = settings.workspace.parent
+    _run_by_interpreter_in(base / "lang" / "bin", base / "m" / "tools" / "bin" / "show")
+    missing = base / "lang" / "lib" / "missing.txt"
+    async with served_client(settings) as client:
+        result = await client.call_tool("show", {"path": str(missing)})
+        text = text_of(result)
+        assert result.is_error and "No such file or directory" in text, text
+        assert HIDDEN not in text, text
+        result = await client.call_tool("show", {"path": str(base / "opt" / "somewhere" / "x")})
+        text = text_of(result)
+        assert result.is_error and HIDDEN in text, text  # a path beside it still gets the hint
+
+
 def test_the_paths_are_found_in_the_messages_of_common_tools() -> None:
     text = (
         "cat: /opt/a: No such file or directory\n"

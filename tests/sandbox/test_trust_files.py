@@ -8,13 +8,17 @@ program. Each must fail, and the host's files must be as they were."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from mcp_toolbridge.cache import CACHE_DIR_ENV
+from mcp_toolbridge.errors import ExecSpawnError
+from mcp_toolbridge.executors import run_process
 from mcp_toolbridge.policy import Policy
 from mcp_toolbridge.sandbox import Sandbox, guarded, guarded_by
 from mcp_toolbridge.sandbox.guard import MAX_PROGRAMS
@@ -207,14 +211,17 @@ async def test_a_secret_path_beside_a_guarded_file_stays_hidden(box: Box) -> Non
     assert policy.read_text(encoding="utf-8") == ""
 
 
-def test_a_served_path_through_a_link_in_a_write_grant_is_warned_about(tmp_path: Path) -> None:
+def test_a_served_path_through_a_link_in_a_write_grant_is_warned_about_and_held(
+    tmp_path: Path,
+) -> None:
     real = tmp_path / "real-tools"
     real.mkdir()
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "tools").symlink_to(real)
     held = guarded([ws / "tools"], workspace=None, trust_project=False, writable=[ws])
-    assert held.paths == (str(real),)  # the real path is guarded; the link can be re-pointed
+    assert held.paths == (str(real),)  # the real path is guarded; the link cannot be
+    assert held.links == (str(ws),)  # so a launch that may write its folder is refused
     assert len(held.warnings) == 1 and str(ws / "tools") in held.warnings[0]
     assert not guarded([ws / "tools"], workspace=None, trust_project=False).warnings
 
@@ -314,18 +321,19 @@ async def test_a_cache_folder_named_relative_to_the_working_folder_is_hidden(
     assert (cache / "key").read_text(encoding="utf-8") == "KEY"
 
 
-async def test_a_trust_file_through_a_link_in_a_write_grant_is_warned_about(box: Box) -> None:
+async def test_a_tool_that_could_re_point_a_link_on_a_trust_file_is_not_run(box: Box) -> None:
     """``--policy ws/policy.toml``, a link to the operator's rules elsewhere: the rules are
-    held, the link is not (only a real path can be mounted over), and a tool granted the
-    workspace re-points it at rules of its own, which the next start reads. Like a served
-    path through a link, the start warns (red-team pass of 2026-11-29, 7th: it did not)."""
+    held, the link cannot be (bubblewrap follows it), and a tool granted the workspace
+    re-pointed it at rules of its own, which the next start read (red-team pass of
+    2026-11-29, 7th). The start warns, and a launch whose writable roots hold the link's
+    folder is refused; one granted elsewhere runs."""
     rules = box.root / "rules.toml"
     rules.write_text('default_action = "ask"\n', encoding="utf-8")
     link = box.ws / "policy.toml"
     link.symlink_to(rules)
     (box.ws / ".toolbridge").symlink_to(box.outside)
     held = guarded([], workspace=box.ws, trust_project=False, files=[link], writable=[box.ws])
-    assert str(rules) in held.paths
+    assert str(rules) in held.paths and held.links == (str(box.ws),)
     assert [w.split(" goes through")[0] for w in held.warnings] == [
         f"the trusted path {box.ws / '.toolbridge'}",
         f"the trusted path {link}",
@@ -338,8 +346,25 @@ async def test_a_trust_file_through_a_link_in_a_write_grant_is_warned_about(box:
         "os.symlink(sys.argv[1] + '/mine.toml', sys.argv[1] + '/policy.toml')\n"
         "print('\"done\"')\n"
     )
-    assert report(await box.python(attack, argv=[str(box.ws)])) == "done"  # still open
-    assert rules.read_text(encoding="utf-8") == 'default_action = "ask"\n'
+    with pytest.raises(ExecSpawnError, match="which holds a link on a path that decides"):
+        await box.python(attack, argv=[str(box.ws)])
+    assert os.readlink(link) == str(rules) and not (box.ws / "mine.toml").exists()
+    elsewhere = Sandbox("required", home=box.home, guarded=held)
+    policy = box.root / "narrow.toml"
+    policy.write_text('default_action = "allow"\n', encoding="utf-8")
+    scope = Policy.load(policy, workspace=box.outside, user_data=None).scope  # writes there
+    confinement = elsewhere.confine(elsewhere.profile(scope, tool="narrow"))
+    with anyio.fail_after(30):
+        outcome = await run_process(
+            ["/bin/echo", "ran"],
+            stdin=None,
+            cwd="/",
+            env=box.env,
+            timeout_s=20,
+            sandbox=confinement,
+        )
+    assert outcome.stdout.strip() == b"ran"
+    elsewhere.close()
 
 
 def test_a_watchdog_named_from_the_working_folder_is_held(
@@ -363,3 +388,82 @@ def test_a_watchdog_named_from_the_working_folder_is_held(
         str(check),
         str(check.parent / "rules.json"),
     )
+
+
+async def test_a_launch_naming_a_program_made_after_the_start_is_refused(
+    kind_of_box: Box,
+) -> None:
+    """The watchdog's script (or a served tool's) is not there at start: nothing can be
+    mounted over it, and a tool granted its folder could make it. A launch, fresh or warm,
+    that names it once it exists is refused; ``write``, ``edit`` and bash ask before making
+    it (red-team pass of 2026-11-29, 7th)."""
+    box = kind_of_box
+    script = box.ws / "guard" / "check.py"
+    held = guarded(
+        [], workspace=None, trust_project=False, programs=[str(script)], writable=[box.ws]
+    )
+    assert held.missing == {str(script)} and held.asked == (str(script),)
+    assert f"do not exist where a tool may write ({script})" in held.warnings[0]
+    box.sandboxes["required"] = Sandbox("required", home=box.home, guarded=held)
+    made = report(await box.python(ATTEMPT + MAKE, argv=[str(script)]))
+    assert made == "made" and script.is_file()
+    with pytest.raises(ExecSpawnError, match="a tool may have made it since"):
+        await box.python("print('\"mine\"')", argv=[str(script)])
+    relative = box.python("print('\"mine\"')", argv=["guard/check.py"], cwd=box.ws)
+    with pytest.raises(ExecSpawnError, match="a tool may have made it since"):
+        await relative
+    # A reload (which a tool can cause) finds it there, but this process saw it missing: it
+    # stays refused, and is held read-only now that it exists.
+    again = guarded([], workspace=None, trust_project=False, programs=[str(script)])
+    assert again.missing == {str(script)} and again.paths == (str(script),)
+    assert not again.warnings
+
+
+MAKE = (
+    "os.makedirs(os.path.dirname(sys.argv[1]), exist_ok=True)\n"
+    "open(sys.argv[1], 'w').write('print(1)')\n"
+    "print(json.dumps('made'))\n"
+)
+
+
+async def test_a_write_grant_inside_a_served_folder_is_read_only(kind_of_box: Box) -> None:
+    """``fs.write:{workspace}/a/tools/out`` with ``a/tools`` served: the writable root was
+    mounted over the read-only served folder, and a tool wrote there. A served folder
+    outside every other write grant (``outside/tools``) is held the same way, without
+    showing the rest of it."""
+    box = kind_of_box
+    served, policy = _served(box, project=False)
+    out = served / "out"
+    out.mkdir()
+    elsewhere = box.outside / "tools"
+    (elsewhere / "out").mkdir(parents=True)
+    (elsewhere / "tools.json").write_text(MANIFEST, encoding="utf-8")
+    grants = [str(out), str(elsewhere / "out")]
+    held = guarded(
+        [served, elsewhere],
+        workspace=box.ws,
+        trust_project=False,
+        files=[policy],
+        writable=[box.ws, *map(Path, grants)],
+    )
+    assert [w.split(" lies inside")[0] for w in held.warnings] == [
+        f"the write grant {g}" for g in grants
+    ], held.warnings
+    box.sandboxes["required"] = Sandbox("required", home=box.home, guarded=held)
+    script = ATTEMPT + (
+        "print(json.dumps({\n"
+        "    'out': attempt(lambda: open(sys.argv[1] + '/more.json', 'w').write('{}')),\n"
+        "    'outside': attempt(lambda: open(sys.argv[2] + '/more.json', 'w').write('{}')),\n"
+        "    'rest': attempt(lambda: os.listdir(sys.argv[3])),\n"
+        "    'workspace': attempt(lambda: open(sys.argv[4] + '/notes.txt', 'w').write('x')),\n"
+        "}))\n"
+    )
+    argv = [*grants, str(elsewhere), str(box.ws)]
+    found = report(await box.python(script, requires={"write": grants}, argv=argv))
+    assert found == {
+        "out": "Read-only file system",
+        "outside": "Read-only file system",
+        "rest": ["out"],
+        "workspace": 1,
+    }, found
+    assert not list(out.iterdir()) and not list((elsewhere / "out").iterdir())

@@ -207,3 +207,67 @@ async def test_a_served_tool_cannot_rewrite_the_watchdog_in_the_workspace(
         refused = await client.call_tool("victim", {})
         assert "Denied by watchdog" in text_of(refused), text_of(refused)
     assert check.read_text(encoding="utf-8") == DENYING
+
+
+PLANT = (
+    "import json, os, sys\n"
+    "args = json.load(sys.stdin)\n"
+    "os.makedirs(os.path.dirname(args['path']), exist_ok=True)\n"
+    "with open(args['path'], 'w') as f:\n"
+    "    f.write(args['text'])\n"
+    "os.chmod(args['path'], 0o755)\n"
+    "print(json.dumps({'done': 'done'}))\n"
+)
+
+
+async def test_a_program_made_after_the_start_is_not_run(
+    tmp_path: Path, sandbox_support: None
+) -> None:
+    """The victim's program does not exist at start (a script a build makes later): nothing
+    can be held read-only over it, and a tool granted its folder made it, run at once by the
+    next call of the tool that names it (found by the red-team pass of 2026-11-29, 7th)."""
+    settings = _server(tmp_path)
+    assert settings.workspace is not None
+    ws = settings.workspace
+    victim = ws / "scripts" / "victim.py"
+    victim.unlink()
+    manifest = ws / "a" / "tools" / "tools.json"
+    tools = json.loads(manifest.read_text(encoding="utf-8"))["tools"]
+    tools.append(
+        {"name": "plant", "description": "Plants", "schema": OPEN, "command": ["./tools/bin/plant"]}
+    )
+    write_script(ws / "a" / "tools" / "tools" / "bin" / "plant", PLANT)
+    manifest.write_text(json.dumps({"tools": tools}), encoding="utf-8")
+    mine = f"#!{PYTHON}\nprint('{{\"mine\": 1}}')\n"
+    async with served_client(settings) as client:
+        result = await client.call_tool("plant", {"path": str(victim), "text": mine})
+        assert result.structured_content == {"done": "done"}, text_of(result)
+        assert victim.read_text(encoding="utf-8") == mine  # made: nothing held it
+        result = await client.call_tool("victim", {})
+        assert result.is_error and result.structured_content is None, text_of(result)
+        assert "a tool may have made it since" in text_of(result), text_of(result)
+
+
+def test_the_start_names_the_missing_programs_not_the_words_of_a_command(
+    tmp_path: Path,
+) -> None:
+    """A served tools.json in the workspace runs ``env git log`` and ``python3
+    build/gen.py`` from its folder, and the build has not made ``gen.py`` yet: the start
+    names it, not ``git`` or ``log`` (words of a command, not files there)."""
+    ws = tmp_path / "ws"
+    tools = [
+        {"name": "log", "description": "Log", "command": ["/usr/bin/env", "git", "log"]},
+        {"name": "gen", "description": "Gen", "command": [PYTHON, "build/gen.py"]},
+    ]
+    manifest = agentcli_manifest(ws, tools, {})
+    loaded = load_catalog(Settings(paths=[manifest], workspace=ws), BUILTIN_SPECS)
+    assert not loaded.errors, [p.render() for p in loaded.errors]
+    held = guarded(
+        [manifest], workspace=ws, trust_project=False, programs=loaded.programs, writable=[ws]
+    )
+    gen = ws / "build" / "gen.py"
+    assert [w.split(": nothing")[0] for w in held.warnings] == [
+        f"served tools name paths that do not exist where a tool may write ({gen})"
+    ], held.warnings
+    assert str(gen) in held.missing and str(gen) in held.asked
+    assert str(ws / "log") not in held.asked  # writing a file named log there is not asked

@@ -56,7 +56,7 @@ ONLY_IN = {
     "mcp_types": ("server/*.py",),
     "httpx2": ("executors/http*.py",),
     "jsonschema": ("schemas/*.py",),
-    "subprocess": ("executors/subprocess.py",),
+    "subprocess": ("executors/spawn.py",),
     "multiprocessing": ("loaders/parallel.py", "forking.py"),
     "concurrent": ("loaders/parallel.py",),
     "asyncio": (),

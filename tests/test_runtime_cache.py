@@ -323,17 +323,17 @@ async def test_a_server_reads_a_big_cached_index_in_the_background(
 ) -> None:
     from mcp_toolbridge.catalog import DeferredIndex
     from mcp_toolbridge.runtime import cache as runtime_cache
-    from mcp_toolbridge.runtime import composition as runtime
+    from mcp_toolbridge.runtime import open_runtime, serving_index
 
     monkeypatch.setattr(runtime_cache, "DEFER_FROM", 1)
     settings = _settings(catalog)
     first = load_catalog(settings, locked=True)
-    assert isinstance(runtime.serving_index(settings, first), SearchIndex)  # built and stored
+    assert isinstance(serving_index(settings, first), SearchIndex)  # built and stored
     second = load_catalog(settings, locked=True)
-    deferred = runtime.serving_index(settings, second)
+    deferred = serving_index(settings, second)
     assert isinstance(deferred, DeferredIndex)
     assert _hits(await deferred.ready()) == _hits(search_index(settings, first))
-    async with runtime.open_runtime(settings, second) as served:
+    async with open_runtime(settings, second) as served:
         outcome = await served.bridge.call("tool_search", {"query": "send a message"})
     assert outcome.ok and isinstance(outcome.value, dict)
     found = [tool["name"] for tool in outcome.value["tools"]]

@@ -237,7 +237,7 @@ PROJECT_POLICY = Path(".toolbridge") / "policy.toml"
 """policy/file.py's: the rules a project adds (read from the workspace at start)."""
 SKILL_FILE = "SKILL.md"
 DATA_NAME = "mcp-toolbridge"
-"""runtime/composition.py's: the user data folder ``{user-data}`` stands for."""
+"""runtime/loading.py's: the user data folder ``{user-data}`` stands for."""
 
 
 def inputs_before(settings: Settings) -> list[Input] | None:

@@ -1,8 +1,9 @@
 """Executors: how a validated, permitted call is carried out (process, HTTP, built-in).
 ``subprocess`` is the only module that starts processes, each inside the OS sandbox its caller
-passes (``sandbox`` builds it); the ``http*`` modules are the only httpx2 users, and
-``http_errors`` the one place its exceptions are translated (for the Runloop http tools and the
-web built-ins alike); ``cuts`` shows part of an output redacted with the text around the cut.
+passes (``sandbox`` builds it; ``spawn`` spawns them, ``outcome`` is what a run gives back);
+the ``http*`` modules are the only httpx2 users, and ``http_errors`` the one place its
+exceptions are translated (for the Runloop http tools and the web built-ins alike); ``cuts``
+shows part of an output redacted with the text around the cut.
 
 May import: the vocabulary, ``policy`` and ``sandbox``."""
 
@@ -23,11 +24,10 @@ if TYPE_CHECKING:
         parse_target,
     )
     from mcp_toolbridge.executors.limits import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
+    from mcp_toolbridge.executors.outcome import ProcessOutcome, ProcessTimeout
     from mcp_toolbridge.executors.progress import Heartbeat, run_beside
     from mcp_toolbridge.executors.progress_channel import PROGRESS_FD_ENV
     from mcp_toolbridge.executors.subprocess import (
-        ProcessOutcome,
-        ProcessTimeout,
         probe_sandbox,
         probe_sandbox_at_start,
         run_process,
@@ -63,9 +63,8 @@ __getattr__ = on_first_use(
             "run_beside",
         ),
         "mcp_toolbridge.executors.progress_channel": ("PROGRESS_FD_ENV",),
+        "mcp_toolbridge.executors.outcome": ("ProcessOutcome", "ProcessTimeout"),
         "mcp_toolbridge.executors.subprocess": (
-            "ProcessOutcome",
-            "ProcessTimeout",
             "probe_sandbox",
             "probe_sandbox_at_start",
             "run_process",

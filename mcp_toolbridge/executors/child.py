@@ -1,6 +1,6 @@
 """One started command as ``run_process`` follows it: its pipes, its exit and its signals.
 
-:class:`Child` holds what every kind shares; ``subprocess.PopenChild`` is a process this
+:class:`Child` holds what every kind shares; ``spawn.PopenChild`` is a process this
 server spawned (directly, or ``bwrap`` around a fresh sandbox); :class:`WarmChild` is a
 command started by the zygote of a warm sandbox (``sandbox/warm.py``), followed through that
 sandbox's socket. Both answer the same calls, so ``run_process`` treats them alike.

@@ -45,9 +45,10 @@ import anyio.to_thread
 from mcp_toolbridge.errors import ErrorCode, ExecError, ExecOutputError, ExecSpawnError
 from mcp_toolbridge.executors.base import ExecRequest, ExecResult
 from mcp_toolbridge.executors.cuts import redacted_head, redacted_tail
+from mcp_toolbridge.executors.outcome import ProcessOutcome
 from mcp_toolbridge.executors.progress import Companion, Heartbeat, run_beside
 from mcp_toolbridge.executors.progress_channel import ProgressChannel
-from mcp_toolbridge.executors.subprocess import ProcessOutcome, run_process
+from mcp_toolbridge.executors.subprocess import run_process
 from mcp_toolbridge.executors.tool_log import ToolLog
 from mcp_toolbridge.host import CUT_MARGIN_CHARS, LOG_LEVELS, RedactCut
 from mcp_toolbridge.model import EnvSpec, ExecTransport

@@ -1,4 +1,5 @@
-"""Run one child process, bounded: the only module that spawns processes.
+"""Run one child process, bounded: every process is started here (spawned by spawn.py, the
+only importer of :mod:`subprocess`, or in a warm sandbox).
 
 :func:`run_process` is the primitive under every manifest ``exec`` tool and the ``bash``
 built-in. Its guarantees:
@@ -31,40 +32,29 @@ by signal N comes back as exit status 128 + N, which is reported as that signal 
 does); and the sandbox's own PID namespace ends with the command, so ``setsid`` escapees do not
 survive the call there. When the launch comes with a warm sandbox (set up before the call,
 ``sandbox/warm.py``) the command is started there instead (:class:`~.child.WarmChild`), with
-the same pipes, status and guarantees; and this module spawns the warm sandboxes too
-(:func:`spawn_warm`, given to the pool once the sandbox is probed).
-
-Linux path: exit is watched with a pidfd, so the group is signalled while the direct child is
-still an unreaped zombie (its id cannot be reused under us). Elsewhere a worker thread waits
-with ``waitid(WNOWAIT)`` instead. Windows is not supported.
+the same pipes, status and guarantees; and the pool's warm sandboxes are spawned by
+:func:`~.spawn.spawn_warm`, given to the pool here once the sandbox is probed. What a run gives
+back is in outcome.py.
 """
 
 from __future__ import annotations
 
-import errno
-import os
 import signal as signals
-import subprocess
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import anyio
 import anyio.lowlevel
-import anyio.to_thread
 
-from mcp_toolbridge.errors import (
-    ConfigError,
-    ErrorCode,
-    ExecError,
-    ExecSpawnError,
-    ExecTimeoutError,
-)
+from mcp_toolbridge.errors import ConfigError, ErrorCode, ExecError, ExecSpawnError
 from mcp_toolbridge.executors.base import DEFAULT_MAX_OUTPUT_BYTES
 from mcp_toolbridge.executors.child import REAP_LIMIT_S, Child, WarmChild
 from mcp_toolbridge.executors.hidden import hidden_hint
+from mcp_toolbridge.executors.outcome import ProcessOutcome, ProcessTimeout, outcome_of
 from mcp_toolbridge.executors.reaper import follow_sandbox, wait_ended
+from mcp_toolbridge.executors.spawn import PopenChild, spawn, spawn_message, spawn_warm
 from mcp_toolbridge.executors.streams import (
     LineSplitter,
     OutputFn,
@@ -86,43 +76,8 @@ from mcp_toolbridge.sandbox import (
 STDERR_TAIL_BYTES = 64 * 1024
 DRAIN_GRACE_S = 0.2
 """How long pipes are still read after the group is gone (only an escaped process holds them)."""
-_MAX_SIGNAL = 64
 PROBE_TIMEOUT_S = 10.0
 _probed: dict[str, Support] = {}
-
-
-@dataclass(frozen=True, slots=True)
-class ProcessOutcome:
-    exit_code: int | None
-    """The exit status, or None when the child was killed by a signal."""
-    signal: int | None
-    stdout: bytes
-    """At most ``max_output_bytes`` of stdout, from the start."""
-    stderr_tail: bytes
-    """The last bytes of stderr, lines consumed by ``on_stderr_line`` left out."""
-    stdout_bytes: int
-    stderr_bytes: int
-    stdout_truncated: bool
-    stderr_truncated: bool
-    duration_ms: float
-    sandboxed: bool = False
-    """Whether the child ran inside the OS sandbox."""
-    limit_hint: str | None = None
-    """For a sandboxed child that failed and seems to have hit one of the sandbox's resource
-    limits (``sandbox/limits.py``): which, and what to do; the tools add it to their error."""
-    hidden_hint: str | None = None
-    """For a sandboxed child that failed on a path its sandbox does not show (``hidden.py``):
-    which, and that it is hidden, not missing; the tools add it as they add ``limit_hint``."""
-
-
-class ProcessTimeout(ExecTimeoutError):
-    """The deadline passed; the group was killed. ``outcome`` is what was collected until
-    then, with the child's status as reaped (usually ``signal`` SIGTERM or SIGKILL; both None
-    when it could not be reaped)."""
-
-    def __init__(self, message: str, *, outcome: ProcessOutcome) -> None:
-        super().__init__(message)
-        self.outcome = outcome
 
 
 async def run_process(
@@ -157,7 +112,7 @@ async def run_process(
         try:
             launch = await stack.enter_async_context(_launch(argv, cwd, env, sandbox))
         except OSError as exc:  # the program or cwd, checked before the sandbox is built
-            raise ExecSpawnError(_spawn_message(argv[0] if argv else "", cwd, exc)) from exc
+            raise ExecSpawnError(spawn_message(argv[0] if argv else "", cwd, exc)) from exc
         outcome = await _run(
             launch,
             argv,
@@ -281,8 +236,8 @@ async def _run(
             child.read_leftovers(stdout, stderr)
         child.close()
     if isinstance(child, WarmChild) and child.start_error is not None:
-        raise ExecSpawnError(_spawn_message(argv[0], cwd, child.start_error))
-    outcome = _outcome(child.returncode, stdout, stderr, started, launch.sandboxed)
+        raise ExecSpawnError(spawn_message(argv[0], cwd, child.start_error))
+    outcome = outcome_of(child.returncode, stdout, stderr, started, launch.sandboxed)
     if launch.limits is not None:  # which of the sandbox's limits it hit, if it says so
         tail = bytes(stderr.data[-8192:]) + b"\n" + bytes(stdout.data[-4096:])
         failed = timed_out or outcome.exit_code != 0
@@ -293,27 +248,6 @@ async def _run(
         said += f". {outcome.limit_hint}" if outcome.limit_hint else ""
         raise ProcessTimeout(said, outcome=outcome)
     return outcome
-
-
-def _outcome(
-    code: int | None, stdout: Sink, stderr: Sink, started: float, sandboxed: bool
-) -> ProcessOutcome:
-    """``code``: the child's return code (negative: killed by that signal; sandboxed, 128 + N
-    is read as signal N); None when it was not reaped (only after a timeout)."""
-    if sandboxed and code is not None and 128 < code <= 128 + _MAX_SIGNAL:
-        code = 128 - code
-    return ProcessOutcome(
-        exit_code=code if code is not None and code >= 0 else None,
-        signal=-code if code is not None and code < 0 else None,
-        stdout=bytes(stdout.data),
-        stderr_tail=bytes(stderr.data),
-        stdout_bytes=stdout.total,
-        stderr_bytes=stderr.total,
-        stdout_truncated=stdout.dropped,
-        stderr_truncated=stderr.dropped,
-        duration_ms=(time.perf_counter() - started) * 1000.0,
-        sandboxed=sandboxed,
-    )
 
 
 async def _start(
@@ -335,7 +269,7 @@ async def _start(
     info = launch.info
     argv = launch.fresh_argv()
     passed = (*pass_fds, *info.passed) if info is not None else tuple(pass_fds)
-    proc = _spawn(argv, stdin is not None, cwd, launch.env, program=program, fds=passed)
+    proc = spawn(argv, stdin is not None, cwd, launch.env, program=program, fds=passed)
     if info is not None:
         info.close_write()
     return PopenChild(proc)
@@ -344,112 +278,6 @@ async def _start(
 def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
     first = group.exceptions[0]
     return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
-
-
-def _spawn(
-    argv: Sequence[str],
-    with_stdin: bool,
-    cwd: str | None,
-    env: Mapping[str, str],
-    program: str,
-    fds: tuple[int, ...],
-) -> subprocess.Popen[bytes]:
-    try:
-        return subprocess.Popen(
-            list(argv),
-            stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env=dict(env),
-            close_fds=True,
-            pass_fds=fds,
-            start_new_session=True,
-            bufsize=0,
-        )
-    except OSError as exc:
-        raise ExecSpawnError(_spawn_message(program, cwd, exc)) from exc
-
-
-def _spawn_message(program: str, cwd: str | None, exc: OSError) -> str:
-    if cwd is not None and exc.filename == cwd:
-        return f'cannot start "{program}": working directory "{cwd}" is not usable ({exc.strerror})'
-    if exc.errno == errno.ENOENT:
-        return f'cannot start "{program}": no such file; check the path in the manifest'
-    if exc.errno == errno.EACCES:
-        return f'cannot start "{program}": permission denied; is it executable (chmod +x)?'
-    if exc.errno == errno.ENOEXEC:
-        return (
-            f'cannot start "{program}": not an executable format; '
-            'a script needs a "#!" interpreter line'
-        )
-    return f'cannot start "{program}": {exc.strerror or exc}'
-
-
-class PopenChild(Child):
-    """A process this server spawned. Linux: its exit is watched with a pidfd, so the group is
-    signalled while the child is still an unreaped zombie (its id cannot be reused under us);
-    elsewhere a worker thread waits with ``waitid(WNOWAIT)``."""
-
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
-        super().__init__(proc.stdin, proc.stdout, proc.stderr)
-        self.proc = proc
-        self.pidfd: int | None = None
-        if hasattr(os, "pidfd_open"):
-            try:
-                self.pidfd = os.pidfd_open(proc.pid)
-            except OSError:  # kernel without pidfd (< 5.3): use the thread fallback
-                self.pidfd = None
-
-    async def wait_exited(self) -> None:
-        """Return once the child has exited, without reaping it."""
-        if self.exited:
-            return
-        if self.pidfd is not None:
-            await anyio.wait_readable(self.pidfd)
-        else:
-            await anyio.to_thread.run_sync(
-                _block_until_exited, self.proc.pid, abandon_on_cancel=True
-            )
-        self.exited = True
-
-    def signal_group(self, signum: int) -> None:
-        try:
-            os.killpg(self.proc.pid, signum)
-        except (ProcessLookupError, PermissionError):
-            pass  # nobody left in the group
-
-    def reap(self) -> None:
-        self.returncode = self.proc.wait()
-        self.reaped = True
-
-    def close(self) -> None:
-        super().close()
-        if self.pidfd is not None:
-            os.close(self.pidfd)
-            self.pidfd = None
-
-
-def _block_until_exited(pid: int) -> None:
-    try:
-        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
-    except ChildProcessError:
-        pass
-
-
-def spawn_warm(command: Sequence[str], fds: Sequence[int]) -> subprocess.Popen[bytes]:
-    """A warm sandbox (``sandbox/warm.py``): ``command`` with ``fds`` inherited, in a session
-    of its own, nothing else open; it lives until the pool ends it (or the server exits)."""
-    return subprocess.Popen(
-        list(command),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={},
-        close_fds=True,
-        pass_fds=tuple(fds),
-        start_new_session=True,
-    )
 
 
 async def _communicate(

@@ -10,11 +10,22 @@ its Starlette ``Request`` with the cached body), and so did the server's own han
 connection (a ServerSession of its latest request, kept to send it ``list_changed``). The
 server grew by about twice the body per session: about 4 MB per session here, measured
 against the same sessions sending small requests (the control). Now the request goes once it
-is answered, and the server does not grow with the sessions' bodies."""
+is answered, and the server does not grow with the sessions' bodies.
+
+What the server loads once, on first use, is not what it keeps of requests, and goes in the
+baseline: each test first makes its attack once (in a session it then ends), then calls that
+wait for what the server loads in worker threads once it has answered its first tools/list
+(cli/startup.py's ``warm_up``): a call whose result the secret scanner reads waits for its
+engine (about 20 MB resident: its library, its Go heap and threads), a bash call for the shell
+parser (about 3 MB). A baseline taken while they loaded counted them as growth: 16-25 MiB
+against a bound of 12 MiB (21 MiB on CI). The attack is then made in ROUNDS sets of sessions,
+one after the other, and the growth after each set is held to the bound of one set: what the
+server keeps of answered requests does not grow with the requests."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +36,7 @@ import pytest
 from tests.support.httpserve import (
     HttpServer,
     Session,
+    answer_from,
     call,
     http_server,
     modern,
@@ -48,6 +60,10 @@ FREED_AT_ONCE = {"MALLOC_MMAP_THRESHOLD_": str(128 << 10)}
 (its default, until a large block is freed: then it keeps such blocks in its heap, where
 they may stay resident after they are freed). What the server holds shows in its memory,
 not what its allocator keeps for later: the same on every run."""
+ROUNDS = 2
+"""Sets of sessions the attack is made in, one after the other, after the baseline: a session
+that kept a part of its request under the bound of one set (300 KB of 2 MB: 7 MB in 24
+sessions) fails after the second."""
 SETTLE_S = 3.0
 """How long the server may take to free what its answered requests held (milliseconds on an
 idle machine); the test looks at its memory until then, and fails only after."""
@@ -65,6 +81,39 @@ def _requests(n: int, pad: str) -> list[dict[str, Any]]:
     and ping in turn."""
     made = [request("tools/list"), call("no_such_tool", {}), request("ping")]
     return [_padded(made[i % len(made)], pad) for i in range(n)]
+
+
+def _waiting_calls() -> list[dict[str, Any]]:
+    """Calls answered only once the server has loaded what its first tools/list started
+    loading (see the module doc). The bash call runs nothing: the default policy asks before
+    ``sudo``, and a client that cannot be asked is refused."""
+    return [call("word_count", {"text": "one two"}), call("bash", {"command": "sudo true"})]
+
+
+async def _warm_up(
+    ask: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]],
+    attack: list[dict[str, Any]],
+    waiting: list[dict[str, Any]],
+) -> None:
+    """Send ``attack`` (every path the measured requests take), then the ``waiting`` calls."""
+    for message in attack:
+        await ask(message)
+    for message in waiting:
+        answer = await ask(message)
+        assert "result" in answer, answer
+
+
+async def _warm_up_in_a_session(
+    http: httpx2.AsyncClient, url: str, attack: list[dict[str, Any]], waiting: list[dict[str, Any]]
+) -> None:
+    """:func:`_warm_up` in a session of its own, ended after (it keeps nothing then)."""
+    session = await open_session(http, url, stateless=False)
+    await _warm_up(session.ask, attack, waiting)
+    assert await session.delete() == 200
+
+
+async def _sessions(http: httpx2.AsyncClient, url: str, n: int) -> list[Session]:
+    return [await open_session(http, url, stateless=False) for _ in range(n)]
 
 
 def _rss_kib(server: HttpServer) -> int:
@@ -86,27 +135,30 @@ async def test_idle_sessions_keep_nothing_of_their_last_large_request(tmp_path: 
         http_server(tmp_path, env=FREED_AT_ONCE) as server,
         httpx2.AsyncClient(timeout=60) as http,
     ):
-        sessions: list[Session] = []
-        for _ in range(SESSIONS):
-            sessions.append(await open_session(http, server.url, stateless=False))
+        attack = _requests(SESSIONS, "x" * BODY)
+        await _warm_up_in_a_session(http, server.url, attack, _waiting_calls())
+        rounds = [await _sessions(http, server.url, SESSIONS) for _ in range(ROUNDS)]
         # the control: the same sessions, the same requests, small
-        for session, message in zip(sessions, _requests(SESSIONS, "x"), strict=True):
-            await session.ask(message)
+        for sessions in rounds:
+            for session, message in zip(sessions, _requests(SESSIONS, "x"), strict=True):
+                await session.ask(message)
         base = _rss_kib(server)
-        # the attack: one large request in each session, answered, then the sessions idle
-        for session, message in zip(sessions, _requests(SESSIONS, "x" * BODY), strict=True):
-            answer = await session.ask(message)
-            assert "result" in answer or answer["error"]["code"] == -32602, answer
         bound = SESSIONS * KEPT_PER_SESSION_KIB
-        grown = await _settled_growth(server, base, bound)
-        per_session = grown / SESSIONS
-        print(f"idle sessions after a large request each: {per_session:.0f} KiB per session")
-        assert grown < bound, (
-            f"{SESSIONS} idle sessions that each sent one request of {BODY} bytes keep "
-            f"{grown} KiB ({per_session:.0f} KiB each) after their answers"
-        )
-        for session in sessions:  # still served
-            assert "result" in await session.ask(request("ping"))
+        for done, sessions in enumerate(rounds, 1):
+            # the attack: one large request in each session, answered, then the sessions idle
+            for session, message in zip(sessions, _requests(SESSIONS, "x" * BODY), strict=True):
+                answer = await session.ask(message)
+                assert "result" in answer or answer["error"]["code"] == -32602, answer
+            grown = await _settled_growth(server, base, bound)
+            per_session = grown / (done * SESSIONS)
+            print(f"{done * SESSIONS} idle sessions after a large request each: {grown} KiB")
+            assert grown < bound, (
+                f"{done * SESSIONS} idle sessions that each sent one request of {BODY} bytes "
+                f"keep {grown} KiB ({per_session:.0f} KiB each) after their answers"
+            )
+        for sessions in rounds:  # still served
+            for session in sessions:
+                assert "result" in await session.ask(request("ping"))
 
 
 async def test_idle_sessions_keep_nothing_of_their_last_large_answer(tmp_path: Path) -> None:
@@ -120,23 +172,26 @@ async def test_idle_sessions_keep_nothing_of_their_last_large_answer(tmp_path: P
         http_server(tmp_path, str(tools), env=FREED_AT_ONCE) as server,
         httpx2.AsyncClient(timeout=60) as http,
     ):
-        sessions: list[Session] = []
-        for _ in range(sessions_n):
-            sessions.append(await open_session(http, server.url, stateless=False))
-        for session in sessions:
-            await session.ask(call("echo", {"text": "y"}))
+        # it lists no tools: its calls wait for the engine they need, and nothing else loads
+        large = [call("echo", {"text": text}) for _ in range(sessions_n)]
+        await _warm_up_in_a_session(http, server.url, large, [])
+        rounds = [await _sessions(http, server.url, sessions_n) for _ in range(ROUNDS)]
+        for sessions in rounds:
+            for session in sessions:
+                await session.ask(call("echo", {"text": "y"}))
         base = _rss_kib(server)
-        for session in sessions:
-            answer = await session.ask(call("echo", {"text": text}))
-            assert answer["result"]["structuredContent"] == {"echo": {"text": text}}
         bound = sessions_n * KEPT_PER_SESSION_KIB
-        grown = await _settled_growth(server, base, bound)
-        per_session = grown / sessions_n
-        print(f"idle sessions after a large answer each: {per_session:.0f} KiB per session")
-        assert grown < bound, (
-            f"{sessions_n} idle sessions that each got an answer of about {2 * len(text)} bytes "
-            f"keep {grown} KiB ({per_session:.0f} KiB each)"
-        )
+        for done, sessions in enumerate(rounds, 1):
+            for session in sessions:
+                answer = await session.ask(call("echo", {"text": text}))
+                assert answer["result"]["structuredContent"] == {"echo": {"text": text}}
+            grown = await _settled_growth(server, base, bound)
+            per_session = grown / (done * sessions_n)
+            print(f"{done * sessions_n} idle sessions after a large answer each: {grown} KiB")
+            assert grown < bound, (
+                f"{done * sessions_n} idle sessions that each got an answer of about "
+                f"{2 * len(text)} bytes keep {grown} KiB ({per_session:.0f} KiB each)"
+            )
 
 
 async def test_requests_of_the_2026_era_keep_nothing_once_answered(tmp_path: Path) -> None:
@@ -146,24 +201,23 @@ async def test_requests_of_the_2026_era_keep_nothing_once_answered(tmp_path: Pat
         httpx2.AsyncClient(timeout=60) as http,
     ):
 
-        async def ask(pad: str) -> None:
-            message = _padded(modern(request("tools/list")), pad)
+        async def ask(message: dict[str, Any]) -> dict[str, Any]:
             response = await http.post(server.url, json=message, headers=modern_headers(message))
             assert response.status_code == 200, response.text[:300]
+            return answer_from(response.content)
 
-        for _ in range(SESSIONS):
-            await ask("x")
-        # What the server loads after its first list (the secret scanner's engine, about
-        # 40 MB) is in the baseline: a call's result waits for the engine.
-        counted = modern(call("word_count", {"text": "one two"}))
-        response = await http.post(server.url, json=counted, headers=modern_headers(counted))
-        assert response.status_code == 200 and '"result"' in response.text, response.text[:300]
+        def large() -> list[dict[str, Any]]:
+            return [_padded(modern(request("tools/list")), "x" * BODY) for _ in range(SESSIONS)]
+
+        await _warm_up(ask, large(), [modern(waiting) for waiting in _waiting_calls()])
         base = _rss_kib(server)
-        for _ in range(SESSIONS):
-            await ask("x" * BODY)
         bound = SESSIONS * KEPT_PER_SESSION_KIB
-        grown = await _settled_growth(server, base, bound)
-        assert grown < bound, f"{SESSIONS} requests of {BODY} bytes left {grown} KiB"
+        for done in range(1, ROUNDS + 1):
+            for message in large():
+                assert "tools" in (await ask(message))["result"]
+            grown = await _settled_growth(server, base, bound)
+            print(f"{done * SESSIONS} answered requests of the 2026 era: {grown} KiB")
+            assert grown < bound, f"{done * SESSIONS} requests of {BODY} bytes left {grown} KiB"
 
 
 async def test_a_listen_stream_cannot_hold_a_large_request_open(tmp_path: Path) -> None:

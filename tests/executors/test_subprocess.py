@@ -12,7 +12,8 @@ import anyio
 import pytest
 
 from mcp_toolbridge.errors import ErrorCode, ExecSpawnError, ExecTimeoutError
-from mcp_toolbridge.executors.subprocess import ProcessOutcome, ProcessTimeout, run_process
+from mcp_toolbridge.executors.outcome import ProcessOutcome, ProcessTimeout
+from mcp_toolbridge.executors.subprocess import run_process
 from tests.support.paths import TOOLS
 
 PY = [sys.executable, "-S"]

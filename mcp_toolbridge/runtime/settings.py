@@ -1,0 +1,67 @@
+"""What a runtime is made from: the settings the CLI verbs and the server give (paths,
+limits, the policy file, the workspace, the locked tools, the cache), and the example catalog
+served when no path is given."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mcp_toolbridge.builtins import LOCKED_IDS
+from mcp_toolbridge.executors import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
+from mcp_toolbridge.policy import SandboxMode
+from mcp_toolbridge.workspace import default_workspace
+
+
+def bundled_manifests() -> Path:
+    """The example catalog: inside the installed package, or beside it in a checkout."""
+    package = Path(__file__).parent.parent
+    packaged = package / "examples"
+    return packaged if packaged.is_dir() else package.parent / "manifests"
+
+
+@dataclass(frozen=True)
+class Settings:
+    paths: Sequence[Path] = ()
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
+    max_concurrency: int | None = None
+    secrets_file: Path | None = None
+    policy_file: Path | None = None
+    workspace: Path | None = None
+    """Roots every fs capability (``--workspace``); None: the client's MCP roots, else the
+    working directory unless that is / or the home folder (see workspace.py)."""
+    audit_path: Path | None = None
+    """Where audit lines go; None: the per-user data directory."""
+    audit: bool = True
+    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    locked: tuple[str, ...] = LOCKED_IDS
+    """Which locked tools to serve when the catalog is loaded with ``locked=True``."""
+    ad_hoc: tuple[Path, ...] = ()
+    """The folders ``{ad-hoc}`` expands to (``--ad-hoc``); none by default."""
+    skills_dirs: tuple[Path, ...] = ()
+    """Where the skill tool looks; empty: <workspace>/.toolbridge/skills and the user's."""
+    keep_names: bool = False
+    """Serve manifest ids as written (SEP-986 names) instead of sanitizing them."""
+    sandbox: SandboxMode | None = None
+    """``--sandbox``: the OS sandbox mode; None: the policy's ``[sandbox] mode`` (auto)."""
+    pins: tuple[str, ...] = ()
+    """``--pin``: tools always listed (names, ids or globs), beside the policy's own."""
+    allow: tuple[str, ...] = ()
+    """``--allow NAME[=PATTERN]``: allow rules over the policy (see policy.layers)."""
+    cache: bool = False
+    """Keep manifests, the catalog and the index in the user's cache folder (CLI: on)."""
+    progress: bool = False
+    """Show the progress of long loads and index builds on stderr."""
+
+    def manifest_paths(self) -> list[Path]:
+        return list(self.paths) if self.paths else [bundled_manifests()]
+
+    def workspace_root(self) -> Path | None:
+        """The workspace in force: the one given, else the working directory when it is fit
+        to be one; None means there is none (the file tools refuse)."""
+        if self.workspace is not None:
+            return self.workspace.resolve()
+        return default_workspace()

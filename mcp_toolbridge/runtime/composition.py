@@ -69,6 +69,7 @@ def _catalog_parts(
         )
     audit = (settings.audit_path or default_audit_path()) if settings.audit else None
     trust_files = (settings.policy_file, settings.secrets_file, audit)
+    hidden = () if settings.record_dir is None else (settings.record_dir,)
     gate = PolicyGate.configured(
         loaded.policy,
         settings.sandbox,
@@ -76,7 +77,7 @@ def _catalog_parts(
         sidecars=shared.sessions.sidecar_dir,
         state=shared.sessions.state,
         default_timeout_s=settings.timeout_s,
-        guard=(settings.manifest_paths(), trust_files, loaded.programs),
+        guard=(settings.manifest_paths(), trust_files, loaded.programs, hidden),
     )
     return gate, builtins
 

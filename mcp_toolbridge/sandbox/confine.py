@@ -205,7 +205,8 @@ class Sandbox:
         folder is masked too, wherever it is: a tool that could write it could sign a pickle
         the next start loads, outside the sandbox (cache/folder.py). It is made (``0700``)
         when missing, as only a folder that exists is masked: a tool could otherwise make it,
-        with a key of its own, before the server does."""
+        with a key of its own, before the server does. So are ``guarded``'s hidden folders
+        (``serve --record``'s, made by the recorder before this)."""
         home = environ.get("HOME")
         if not home or not home.startswith("/"):
             home = _password_home()
@@ -215,7 +216,7 @@ class Sandbox:
         own = os.path.abspath(environ.get(CACHE_DIR_ENV) or default_cache_dir())
         with contextlib.suppress(OSError):  # unusable: the cache warns and runs without
             Path(own).mkdir(mode=0o700, parents=True, exist_ok=True)
-        masks = (*mask, own)
+        masks = (*mask, own, *(guarded.hidden if guarded is not None else ()))
         bwrap = find_bwrap(environ)
         path = environ.get("PATH")
         return cls(

@@ -44,6 +44,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, nullcontext
 from dataclasses import replace
+from functools import partial
 
 import anyio
 import anyio.lowlevel
@@ -65,6 +66,7 @@ from mcp_toolbridge.executors.streams import (
 from mcp_toolbridge.sandbox import (
     Confinement,
     Launch,
+    RunningCall,
     Sandbox,
     Support,
     WarmLost,
@@ -108,7 +110,10 @@ async def run_process(
     await anyio.lowlevel.checkpoint_if_cancelled()  # never spawn for an already-cancelled call
     if sandbox is not None and sandbox.sandbox.support is None and sandbox.sandbox.mode != "off":
         await probe_sandbox(sandbox.sandbox)
+    call = None if sandbox is None else sandbox.sandbox.running.add(sandbox.profile.write)
     async with AsyncExitStack() as stack:
+        if sandbox is not None and call is not None:  # a reload may end it (guard.py, Running)
+            stack.callback(sandbox.sandbox.running.discard, call)
         try:
             launch = await stack.enter_async_context(_launch(argv, cwd, env, sandbox))
         except OSError as exc:  # the program or cwd, checked before the sandbox is built
@@ -125,6 +130,7 @@ async def run_process(
             stderr_tail_bytes,
             on_output,
             pass_fds,
+            call,
         )
     if sandbox is not None and launch.sandboxed and outcome.exit_code not in (0, None):
         found = hidden_hint(sandbox, argv, cwd, outcome.stderr_tail, outcome.stdout)
@@ -205,9 +211,12 @@ async def _run(
     stderr_tail_bytes: int,
     on_output: OutputFn | None,
     pass_fds: Sequence[int],
+    call: RunningCall | None,
 ) -> ProcessOutcome:
     started = time.perf_counter()
     child = await _start(launch, argv[0], stdin, cwd, pass_fds)
+    if call is not None and launch.sandboxed:
+        call.started(partial(_end_sandbox, child))
     stdout = Sink(max_output_bytes, keep_tail=False, on_output=on_output)
     stderr = Sink(stderr_tail_bytes, keep_tail=True, on_output=on_output)
     timed_out = cut = False
@@ -235,6 +244,8 @@ async def _run(
         if timed_out or cut:
             child.read_leftovers(stdout, stderr)
         child.close()
+    if call is not None and call.ended is not None and launch.sandboxed:  # by a reload
+        raise ExecError(call.ended)
     if isinstance(child, WarmChild) and child.start_error is not None:
         raise ExecSpawnError(spawn_message(argv[0], cwd, child.start_error))
     outcome = outcome_of(child.returncode, stdout, stderr, started, launch.sandboxed)
@@ -273,6 +284,15 @@ async def _start(
     if info is not None:
         info.close_write()
     return PopenChild(proc)
+
+
+def _end_sandbox(child: Child) -> None:
+    """End ``child``'s sandbox at once, whatever runs in it (a reload: guard.py, Running): a
+    warm one whole, a fresh one's process group (bwrap, whose death kills the sandbox)."""
+    if isinstance(child, WarmChild):
+        child.warm.kill()
+    elif not child.reaped:  # a reaped child's group id may be another's by now
+        child.signal_group(signals.SIGKILL)
 
 
 def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:

@@ -141,8 +141,11 @@ class Runtime:
             return loaded.errors
         self.manifests = loaded.manifests
         gate, executor = _catalog_parts(self.settings, loaded, self.shared, None)
-        if self.gate.sandbox is not None:  # its warm sandboxes end (those in use after use)
-            self.gate.sandbox.close()
+        old = self.gate.sandbox
+        if old is not None and gate.sandbox is not None:  # before the new tools are served
+            old.supersede(gate.sandbox)  # ends the calls that may write what it now holds
+        elif old is not None:  # its warm sandboxes end (those in use after use)
+            old.close()
         self.gate = gate
         runs: dict[str, Executor] = {} if self.stand_in else {"builtin": executor}
         self.bridge = self.bridge.rebuilt(

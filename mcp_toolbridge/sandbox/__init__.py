@@ -14,7 +14,15 @@ if TYPE_CHECKING:
     from mcp_toolbridge.sandbox.bwrap import SYSTEM_PATHS, Plan
     from mcp_toolbridge.sandbox.confine import Confinement, Launch, Sandbox, find_bwrap
     from mcp_toolbridge.sandbox.diagnosis import BWRAP_VARIABLE, Fix, Support, diagnose, unrunnable
-    from mcp_toolbridge.sandbox.guard import Guard, Guarded, guarded, guarded_by, write_floor
+    from mcp_toolbridge.sandbox.guard import (
+        RELOADED,
+        Guard,
+        Guarded,
+        RunningCall,
+        guarded,
+        guarded_by,
+        write_floor,
+    )
     from mcp_toolbridge.sandbox.limits import Limits, limit_hint
     from mcp_toolbridge.sandbox.profile import (
         SANDBOX_MODES,
@@ -43,6 +51,8 @@ __getattr__ = on_first_use(
             "unrunnable",
         ),
         "mcp_toolbridge.sandbox.guard": (
+            "RELOADED",
+            "RunningCall",
             "Guard",
             "Guarded",
             "guarded",
@@ -67,6 +77,7 @@ __getattr__ = on_first_use(
 __all__ = [
     "BWRAP_VARIABLE",
     "PREFIX_FOLDERS",
+    "RELOADED",
     "SANDBOX_MODES",
     "SECRET_PATHS",
     "SYSTEM_PATHS",
@@ -77,6 +88,7 @@ __all__ = [
     "Launch",
     "Limits",
     "Plan",
+    "RunningCall",
     "Sandbox",
     "SandboxMode",
     "SandboxProfile",

@@ -14,7 +14,8 @@ the red-team pass of 2026-11-29, 5th).
 These are set when a sandbox is set up (a warm sandbox's before its calls): nothing per call.
 A path a served tool's command names that is missing cannot be mounted over: a launch naming
 one that exists later is refused instead (:func:`appeared`; a look per call only while some
-are missing).
+are missing). A call running when a reload holds a path it may write is ended
+(:class:`Running`: an entry added and removed per call).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import errno
 import functools
 import logging
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -362,3 +363,65 @@ def write_floor(
             )
             return Decision("ask", why, "guard")
     return decision
+
+
+# A sandbox's mounts are set when it is set up, so a call running when ``--watch`` reloads
+# keeps the ones it started with. Where the reload holds a path read-only that a running call
+# may write (a tool added to a manifest, its program in the workspace; a folder newly served),
+# the reload ends that call at once (SIGKILL to its sandbox) before it serves the new tools,
+# and the call is told why (RELOADED). Per call: one entry added and removed
+# (executors/subprocess.py); the roots are looked at only when a reload holds new paths.
+RELOADED = (
+    "the server reloaded its tools while this call ran, and the call could write {}, which "
+    "the reload now holds read-only (it decides what tools do), so the call was ended; run "
+    "the call again"
+)
+
+
+@dataclass(eq=False, slots=True)
+class RunningCall:
+    """One call between its launch and its end: its writable roots, how to end it."""
+
+    write: Sequence[Path]
+    kill: Callable[[], None] | None = None
+    """Ends its sandbox at once (set once its process is started)."""
+    ended: str | None = None
+    """Why a reload ended it (None: it was not)."""
+
+    def started(self, kill: Callable[[], None]) -> None:
+        """Its process runs and ``kill`` ends it; ended already: at once."""
+        self.kill = kill
+        if self.ended is not None:
+            kill()
+
+
+class Running:
+    """The sandboxed calls of one :class:`~.confine.Sandbox` that are running now."""
+
+    def __init__(self) -> None:
+        self._calls: set[RunningCall] = set()
+
+    def add(self, write: Sequence[Path]) -> RunningCall:
+        call = RunningCall(write)
+        self._calls.add(call)
+        return call
+
+    def discard(self, call: RunningCall) -> None:
+        self._calls.discard(call)
+
+    def end_writing(self, paths: Sequence[str]) -> int:
+        """End every running call that may write one of ``paths`` (real paths): a writable
+        root holding it or inside it. Returns how many."""
+        if not paths or not self._calls:
+            return 0
+        ended = 0
+        for call in list(self._calls):
+            roots = [os.path.realpath(w) for w in call.write]
+            hit = next((p for p in paths for r in roots if within(p, r) or within(r, p)), None)
+            if hit is None or call.ended is not None:
+                continue
+            call.ended = RELOADED.format(hit)
+            ended += 1
+            if call.kill is not None:
+                call.kill()
+        return ended

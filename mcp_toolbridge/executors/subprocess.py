@@ -54,7 +54,7 @@ from mcp_toolbridge.executors.base import DEFAULT_MAX_OUTPUT_BYTES
 from mcp_toolbridge.executors.child import REAP_LIMIT_S, Child, WarmChild
 from mcp_toolbridge.executors.hidden import hidden_hint
 from mcp_toolbridge.executors.outcome import ProcessOutcome, ProcessTimeout, outcome_of
-from mcp_toolbridge.executors.reaper import follow_sandbox, wait_ended
+from mcp_toolbridge.executors.reaper import end_now, follow_sandbox, wait_ended
 from mcp_toolbridge.executors.spawn import PopenChild, spawn, spawn_message, spawn_warm
 from mcp_toolbridge.executors.streams import (
     LineSplitter,
@@ -79,6 +79,8 @@ STDERR_TAIL_BYTES = 64 * 1024
 DRAIN_GRACE_S = 0.2
 """How long pipes are still read after the group is gone (only an escaped process holds them)."""
 PROBE_TIMEOUT_S = 10.0
+END_LIMIT_S = 1.0
+"""How long a reload waits for a call it ends to be gone (a process stuck in the kernel)."""
 _probed: dict[str, Support] = {}
 
 
@@ -287,12 +289,12 @@ async def _start(
 
 
 def _end_sandbox(child: Child) -> None:
-    """End ``child``'s sandbox at once, whatever runs in it (a reload: guard.py, Running): a
-    warm one whole, a fresh one's process group (bwrap, whose death kills the sandbox)."""
+    """End ``child``'s sandbox now and wait (bounded) until nothing in it runs (a reload:
+    guard.py, Running): a warm sandbox whole, a fresh one with its command."""
     if isinstance(child, WarmChild):
-        child.warm.kill()
-    elif not child.reaped:  # a reaped child's group id may be another's by now
-        child.signal_group(signals.SIGKILL)
+        end_now(child.warm.proc.pid, END_LIMIT_S)
+    elif isinstance(child, PopenChild) and not child.reaped:  # else its PID may be another's
+        end_now(child.proc.pid, END_LIMIT_S)
 
 
 def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:

@@ -368,7 +368,8 @@ def write_floor(
 # A sandbox's mounts are set when it is set up, so a call running when ``--watch`` reloads
 # keeps the ones it started with. Where the reload holds a path read-only that a running call
 # may write (a tool added to a manifest, its program in the workspace; a folder newly served),
-# the reload ends that call at once (SIGKILL to its sandbox) before it serves the new tools,
+# the reload ends that call (SIGKILL, and a bounded wait until nothing in its sandbox runs:
+# executors/reaper.py, end_now) before it serves the new tools,
 # and the call is told why (RELOADED). Per call: one entry added and removed
 # (executors/subprocess.py); the roots are looked at only when a reload holds new paths.
 RELOADED = (

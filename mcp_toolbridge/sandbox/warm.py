@@ -24,7 +24,6 @@ host's /run).
 from __future__ import annotations
 
 import array
-import contextlib
 import json
 import os
 import select
@@ -204,13 +203,6 @@ class WarmSandbox:
 
     def kill_all(self) -> None:
         self._tell({"kill": True})
-
-    def kill(self) -> None:
-        """SIGKILL the sandbox now (bubblewrap's group: the sandbox dies with it), leaving the
-        rest to its call: :meth:`wait_exit` then raises WarmLost, and the call ends it."""
-        if not self.gone:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
 
     def end(self) -> None:
         """Kill the sandbox (its init, and with it every process in it) and reap bubblewrap,

@@ -89,7 +89,7 @@ async def changes(
 class Reloadable(Protocol):
     def watched_paths(self) -> list[Path]: ...
 
-    def reload(self) -> list[Problem]: ...
+    async def reload(self) -> list[Problem]: ...
 
     @property
     def bridge(self) -> Bridge: ...
@@ -153,7 +153,7 @@ async def reload_on_change(
 async def reload_once(runtime: Reloadable, server: Publisher) -> None:
     """Reload now (a change was seen, or another replica reloaded): swap in a valid catalog
     and announce it; keep the old one and log every problem otherwise."""
-    problems = runtime.reload()
+    problems = await runtime.reload()
     if problems:
         for problem in problems:
             log.error("reload: %s", problem.render())

@@ -130,7 +130,7 @@ def follow_roots(
         chosen, passed_over = workspace_from_roots(roots)
         for note in passed_over:
             say(f"MCP roots: {note}")
-        problems = runtime.move_workspace(chosen)
+        problems = await runtime.move_workspace(chosen)
         if problems:
             for problem in problems:
                 say(f"MCP roots: {problem.render()}")

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import select
 import signal
 
 import anyio
@@ -55,26 +54,21 @@ async def wait_ended(pidfd: int, limit_s: float) -> None:
         await anyio.wait_readable(pidfd)
 
 
-def end_now(bwrap: int, limit_s: float) -> None:
-    """End the sandbox ``bwrap`` (a running bubblewrap's PID) runs, and return once every
-    process in it is gone (or after ``limit_s``): SIGKILL to bwrap's group and to the
-    sandbox's init, found as bwrap's child, whose exit the kernel reports only once the rest
-    of its PID namespace is gone. Blocking, for a reload that must not serve its new tools
-    while such a call can still write (sandbox/guard.py, ``Running``)."""
+def end_now(bwrap: int) -> int | None:
+    """End the sandbox ``bwrap`` (a running bubblewrap's PID) runs, now: SIGKILL to bwrap's
+    group and to the sandbox's init, found as bwrap's child. Returns a pidfd on that init
+    (bwrap's own when it has none), which the kernel makes readable only once the rest of
+    the init's PID namespace is gone, for a reload that must not serve its new tools while
+    such a call can still write (sandbox/guard.py, ``Running``, ``wait_gone``, which closes
+    it); None when there is nothing left to wait for."""
     init = _pidfd(_init_of(bwrap))
-    try:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(bwrap, signal.SIGKILL)
-        if init is None:  # no init yet, or gone already: bwrap's own end, then
-            init = _pidfd(bwrap)
-        else:
-            with contextlib.suppress(ProcessLookupError, OSError):
-                signal.pidfd_send_signal(init, signal.SIGKILL)
-        if init is not None:
-            select.select([init], [], [], limit_s)
-    finally:
-        if init is not None:
-            os.close(init)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(bwrap, signal.SIGKILL)
+    if init is None:  # no init yet, or gone already: bwrap's own end, then
+        return _pidfd(bwrap)
+    with contextlib.suppress(ProcessLookupError, OSError):
+        signal.pidfd_send_signal(init, signal.SIGKILL)
+    return init
 
 
 def _init_of(bwrap: int) -> int | None:

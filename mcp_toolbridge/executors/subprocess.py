@@ -79,8 +79,6 @@ STDERR_TAIL_BYTES = 64 * 1024
 DRAIN_GRACE_S = 0.2
 """How long pipes are still read after the group is gone (only an escaped process holds them)."""
 PROBE_TIMEOUT_S = 10.0
-END_LIMIT_S = 1.0
-"""How long a reload waits for a call it ends to be gone (a process stuck in the kernel)."""
 _probed: dict[str, Support] = {}
 
 
@@ -288,13 +286,15 @@ async def _start(
     return PopenChild(proc)
 
 
-def _end_sandbox(child: Child) -> None:
-    """End ``child``'s sandbox now and wait (bounded) until nothing in it runs (a reload:
-    guard.py, Running): a warm sandbox whole, a fresh one with its command."""
+def _end_sandbox(child: Child) -> int | None:
+    """End ``child``'s sandbox now (a reload: guard.py, Running), a warm sandbox whole, a
+    fresh one with its command; returns what says when nothing in it runs (reaper.py,
+    end_now)."""
     if isinstance(child, WarmChild):
-        end_now(child.warm.proc.pid, END_LIMIT_S)
-    elif isinstance(child, PopenChild) and not child.reaped:  # else its PID may be another's
-        end_now(child.proc.pid, END_LIMIT_S)
+        return end_now(child.warm.proc.pid)
+    if isinstance(child, PopenChild) and not child.reaped:  # else its PID may be another's
+        return end_now(child.proc.pid)
+    return None
 
 
 def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:

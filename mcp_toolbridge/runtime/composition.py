@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.to_thread
 
 from mcp_toolbridge.errors import ConfigError, ErrorCode, Problem
 from mcp_toolbridge.host import CallContext, Caller
@@ -98,6 +102,7 @@ class Runtime:
     """The executor standing in for every transport (replay), kept across reloads."""
     left_out: tuple[LeftOut, ...] = ()
     """Tools of the current catalog's manifests that the policy leaves out, per reason."""
+    _reloading: anyio.Lock = field(default_factory=anyio.Lock, init=False, repr=False)
 
     @property
     def sessions(self) -> Sessions:
@@ -126,26 +131,49 @@ class Runtime:
             paths.append(workspace / ".toolbridge" / "policy.toml")
         return paths
 
-    def reload(
+    async def reload(
         self, builtins: Sequence[ToolSpec] = BUILTIN_SPECS, *, manifests: bool = True
     ) -> list[Problem]:
         """Read everything again (without ``manifests``: everything but the manifests). A
         valid result replaces the bridge (calls in flight finish on the one they started
-        with); with any error the current bridge stays and every problem is returned."""
+        with); with any error the current bridge stays and every problem is returned. One
+        reload at a time (a change seen, another replica's reload, the workspace moved)."""
+        async with self._reloading:
+            return await self._reload(self.settings, builtins, manifests=manifests)
+
+    async def move_workspace(self, workspace: Path | None) -> list[Problem]:
+        """Serve with another workspace (the client's roots; None: the default one): the
+        policy, the project's rules and the locked tools are rebuilt around it, the manifests
+        already read are kept. With any problem nothing changes and the problems are
+        returned."""
+        async with self._reloading:
+            moved = replace(self.settings, workspace=workspace)
+            return await self._reload(moved, BUILTIN_SPECS, manifests=False)
+
+    async def _reload(
+        self, settings: Settings, builtins: Sequence[ToolSpec], *, manifests: bool
+    ) -> list[Problem]:
+        """Serve what ``settings`` load, or return the problems. The files are read and
+        parsed in a worker thread (nothing else changes what it reads: the manifests kept
+        are never changed, the cache folder's files are replaced whole). The running calls
+        that may write what the new catalog holds are ended, and their sandboxes gone (at
+        most 1 s), before it is served (sandbox/guard.py, ``Running``)."""
         kept = None if manifests else self.manifests
+        load = partial(load_catalog, settings, builtins, locked=self.locked, manifests=kept)
         try:
-            loaded = load_catalog(self.settings, builtins, locked=self.locked, manifests=kept)
+            loaded = await anyio.to_thread.run_sync(load, abandon_on_cancel=True)
         except ConfigError as exc:
-            return [exc.problem(str(self.settings.policy_file or "policy"))]
+            return [exc.problem(str(settings.policy_file or "policy"))]
         if loaded.errors:
             return loaded.errors
-        self.manifests = loaded.manifests
-        gate, executor = _catalog_parts(self.settings, loaded, self.shared, None)
+        gate, executor = _catalog_parts(settings, loaded, self.shared, None)
         old = self.gate.sandbox
         if old is not None and gate.sandbox is not None:  # before the new tools are served
-            old.supersede(gate.sandbox)  # ends the calls that may write what it now holds
+            await old.supersede(gate.sandbox)  # ends the calls that may write what it holds
         elif old is not None:  # its warm sandboxes end (those in use after use)
             old.close()
+        self.settings = settings
+        self.manifests = loaded.manifests
         self.gate = gate
         runs: dict[str, Executor] = {} if self.stand_in else {"builtin": executor}
         self.bridge = self.bridge.rebuilt(
@@ -153,18 +181,6 @@ class Runtime:
         )
         self.left_out = loaded.left_out
         return []
-
-    def move_workspace(self, workspace: Path | None) -> list[Problem]:
-        """Serve with another workspace (the client's roots; None: the default one): the
-        policy, the project's rules and the locked tools are rebuilt around it, the manifests
-        already read are kept. With any problem nothing changes and the problems are
-        returned."""
-        previous = self.settings
-        self.settings = replace(previous, workspace=workspace)
-        problems = self.reload(manifests=False)
-        if problems:
-            self.settings = previous
-        return problems
 
 
 def import_call_machinery() -> None:

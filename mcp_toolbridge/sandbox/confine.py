@@ -36,7 +36,14 @@ from mcp_toolbridge.policy import SandboxMode, Scope
 from mcp_toolbridge.sandbox import seccomp
 from mcp_toolbridge.sandbox.bwrap import PROXY_SOCKET, HostView, Plan, plan_launch, shows
 from mcp_toolbridge.sandbox.diagnosis import BWRAP_VARIABLE, Support, not_found
-from mcp_toolbridge.sandbox.guard import MADE_LATER, Guarded, Running, appeared
+from mcp_toolbridge.sandbox.guard import (
+    END_LIMIT_S,
+    MADE_LATER,
+    Guarded,
+    Running,
+    appeared,
+    wait_gone,
+)
 from mcp_toolbridge.sandbox.info import InfoPipe
 from mcp_toolbridge.sandbox.limits import Limits
 from mcp_toolbridge.sandbox.profile import (
@@ -137,21 +144,27 @@ class Sandbox:
         """Sandboxes set up ahead for the launches that recur (``warm.py``)."""
         self.running = Running()
         """The calls running now, which a reload may end (``guard.py``, :meth:`supersede`)."""
+        self.end_limit_s = END_LIMIT_S
+        """How long :meth:`supersede` waits, in all, for the sandboxes it ends to be gone."""
 
     def close(self) -> None:
         """End the warm sandboxes (the server is stopping); later launches run fresh."""
         self.warm.close()
 
-    def supersede(self, new: Sandbox) -> int:
-        """This sandbox's calls once a reload made ``new``: later launches (calls cleared
-        before the reload) hold what ``new`` holds, the running calls that may write a path
-        ``new`` holds and this did not are ended, and the warm sandboxes end (those in use
-        when their call ends). Returns how many calls were ended."""
+    async def supersede(self, new: Sandbox) -> None:
+        """This sandbox's calls once a reload made ``new``, before the reload serves it:
+        later launches (calls cleared before the reload) hold what ``new`` holds, the running
+        calls that may write a path ``new`` holds and this did not are ended, and this
+        returns once nothing in their sandboxes runs (at most :attr:`end_limit_s`, not
+        blocking the event loop: ``guard.py``, ``wait_gone``); the warm sandboxes end (those
+        in use when their call ends)."""
         gained = sorted(set(new.guarded.paths) - set(self.guarded.paths))
         self.guarded = new.guarded
-        ended = self.running.end_writing(gained)
-        self.close()
-        return ended
+        ending = self.running.end_writing(gained)
+        try:
+            self.close()
+        finally:
+            await wait_gone(ending, self.end_limit_s)
 
     @classmethod
     def from_environ(

@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
+
 from mcp_toolbridge.policy import Decision, Policy, named_files
 from mcp_toolbridge.sandbox.program import within
 
@@ -368,15 +370,19 @@ def write_floor(
 # A sandbox's mounts are set when it is set up, so a call running when ``--watch`` reloads
 # keeps the ones it started with. Where the reload holds a path read-only that a running call
 # may write (a tool added to a manifest, its program in the workspace; a folder newly served),
-# the reload ends that call (SIGKILL, and a bounded wait until nothing in its sandbox runs:
-# executors/reaper.py, end_now) before it serves the new tools,
-# and the call is told why (RELOADED). Per call: one entry added and removed
-# (executors/subprocess.py); the roots are looked at only when a reload holds new paths.
+# the reload ends that call (SIGKILL: executors/reaper.py, end_now) and waits, without
+# blocking the event loop and for at most END_LIMIT_S, until nothing in its sandbox runs
+# (wait_gone) before it serves the new tools, and the call is told why (RELOADED). Per call:
+# one entry added and removed (executors/subprocess.py); the roots are looked at only when a
+# reload holds new paths.
 RELOADED = (
     "the server reloaded its tools while this call ran, and the call could write {}, which "
     "the reload now holds read-only (it decides what tools do), so the call was ended; run "
     "the call again"
 )
+END_LIMIT_S = 1.0
+"""How long a reload waits, in all, for the sandboxes of the calls it ends to be gone (a
+process stuck in the kernel)."""
 
 
 @dataclass(eq=False, slots=True)
@@ -384,16 +390,18 @@ class RunningCall:
     """One call between its launch and its end: its writable roots, how to end it."""
 
     write: Sequence[Path]
-    kill: Callable[[], None] | None = None
-    """Ends its sandbox at once (set once its process is started)."""
+    kill: Callable[[], int | None] | None = None
+    """Ends its sandbox at once (set once its process is started), and returns a pidfd that
+    is readable once nothing in the sandbox runs (the caller closes it), or None."""
     ended: str | None = None
     """Why a reload ended it (None: it was not)."""
 
-    def started(self, kill: Callable[[], None]) -> None:
-        """Its process runs and ``kill`` ends it; ended already: at once."""
+    def started(self, kill: Callable[[], int | None]) -> None:
+        """Its process runs and ``kill`` ends it; ended already: at once (the call waits
+        for its own sandbox's end, as any call does)."""
         self.kill = kill
-        if self.ended is not None:
-            kill()
+        if self.ended is not None and (pidfd := kill()) is not None:
+            os.close(pidfd)
 
 
 class Running:
@@ -410,19 +418,33 @@ class Running:
     def discard(self, call: RunningCall) -> None:
         self._calls.discard(call)
 
-    def end_writing(self, paths: Sequence[str]) -> int:
+    def end_writing(self, paths: Sequence[str]) -> list[int]:
         """End every running call that may write one of ``paths`` (real paths): a writable
-        root holding it or inside it. Returns how many."""
+        root holding it or inside it. Returns a pidfd for each ended call whose process
+        runs, for :func:`wait_gone`."""
+        ending: list[int] = []
         if not paths or not self._calls:
-            return 0
-        ended = 0
+            return ending
         for call in list(self._calls):
             roots = [os.path.realpath(w) for w in call.write]
             hit = next((p for p in paths for r in roots if within(p, r) or within(r, p)), None)
             if hit is None or call.ended is not None:
                 continue
             call.ended = RELOADED.format(hit)
-            ended += 1
-            if call.kill is not None:
-                call.kill()
-        return ended
+            if call.kill is not None and (pidfd := call.kill()) is not None:
+                ending.append(pidfd)
+        return ending
+
+
+async def wait_gone(pidfds: Sequence[int], limit_s: float = END_LIMIT_S) -> None:
+    """Return once each of ``pidfds`` (from :meth:`Running.end_writing`) says nothing in its
+    sandbox runs, or after ``limit_s`` seconds in all, without blocking the event loop; the
+    pidfds are closed either way. Not cancelled: a reload that ended calls serves its new
+    tools only after this, and is not left half done."""
+    try:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(limit_s):
+            for pidfd in pidfds:
+                await anyio.wait_readable(pidfd)
+    finally:
+        for pidfd in pidfds:
+            os.close(pidfd)

@@ -121,7 +121,7 @@ async def test_call_in_flight_finishes_on_the_tool_it_started_with(tmp_path: Pat
                 with anyio.fail_after(10):
                     await anyio.to_thread.run_sync(wait_started, abandon_on_cancel=True)
                 _write(folder, [echo_tool("replacement")])
-                assert runtime.reload() == []
+                assert await runtime.reload() == []
                 await server.swap(runtime.bridge)
                 with anyio.fail_after(10):
                     await anyio.to_thread.run_sync(release, abandon_on_cancel=True)
@@ -319,7 +319,7 @@ async def test_a_reload_is_announced_to_http_clients_in_both_eras(
                 ):
                     assert "second" not in await _names(client)
                     _write(folder, [echo_tool("first"), echo_tool("second")])
-                    assert runtime.reload() == []
+                    assert await runtime.reload() == []
                     if mode == "legacy":  # on the session's GET stream
                         await server.swap(runtime.bridge)
                         await changed.wait()

@@ -287,7 +287,7 @@ async def test_a_workspace_the_clients_roots_move_keeps_the_allow_rules(tmp_path
     agentcli_manifest(tmp_path / "m", [echo_tool("echo_json")], {"echo": ECHO})
     settings = Settings(paths=[tmp_path / "m"], workspace=first, allow=("write",), audit=False)
     async with open_runtime(settings, load_catalog(settings, BUILTIN_SPECS)) as runtime:
-        assert runtime.move_workspace(second) == []
+        assert await runtime.move_workspace(second) == []
         policy = runtime.gate.policy
     assert policy.workspace == second
     assert call(policy, builtin("write"), {"file_path": "a.txt"}, WRITE).action == "allow"

@@ -122,7 +122,7 @@ async def test_a_call_that_may_write_what_a_reload_newly_serves_is_ended_by_the_
                     _tool("new", [sys.executable, str(target)]),
                 ]
                 (served / "tools.json").write_text(json.dumps({"tools": tools}), encoding="utf-8")
-                assert runtime.reload() == []
+                assert await runtime.reload() == []
                 await server.swap(runtime.bridge)
                 go.touch()  # the call, if it still runs, writes the new tool's program now
             ran = await client.call_tool("new", {})
@@ -131,3 +131,68 @@ async def test_a_call_that_may_write_what_a_reload_newly_serves_is_ended_by_the_
     assert RELOADED.format(str(target)) in text_of(result)
     assert target.read_text(encoding="utf-8").endswith("print('{}')\n")
     assert ran.structured_content == {}, text_of(ran)  # the new tool runs what was there
+
+
+@pytest.mark.filterwarnings("ignore:ping is removed:mcp.MCPDeprecationWarning")
+async def test_a_reload_waits_for_an_ended_sandbox_without_holding_the_event_loop(
+    tmp_path: Path, sandbox_support: None
+) -> None:
+    """While the reload waits for the sandbox of a call it ended, the server answers (a ping,
+    tools/list) and serves the old tools; the new ones once that sandbox is gone. A process
+    of the test stands for a sandbox whose last process takes its time (the test ends it
+    after the ping): a real one goes too fast to be seen waiting. With the blocking wait
+    before, nothing ran until the limit (1 s) had passed and the new tools were served."""
+    settings, served = _settings(tmp_path, warm=False)
+    assert settings.workspace is not None
+    ws = settings.workspace
+    loaded = load_catalog(settings, BUILTIN_SPECS)
+    assert not loaded.errors, [p.render() for p in loaded.errors]
+    lingering = [sys.executable, "-c", "import sys; sys.stdin.read()"]
+    problems: list[Any] = []
+    async with (
+        open_runtime(settings, loaded) as runtime,
+        await anyio.open_process(lingering) as sandbox_left,
+    ):
+        sandbox = runtime.gate.sandbox
+        assert sandbox is not None and sandbox_left.stdin is not None
+        sandbox.end_limit_s = 60.0  # the test ends the wait, not the limit
+        ended = anyio.Event()
+
+        def kill() -> int:  # as executors/reaper.py's end_now: what says the sandbox is gone
+            ended.set()
+            return os.pidfd_open(sandbox_left.pid)
+
+        running = sandbox.running.add([ws])
+        running.started(kill)
+        tools = [
+            _tool("writer", ["./tools/bin/writer"]),
+            _tool("new", [sys.executable, str(ws / "scripts" / "new.py")]),
+        ]
+        (served / "tools.json").write_text(json.dumps({"tools": tools}), encoding="utf-8")
+        server = ToolbridgeServer(runtime.bridge)
+
+        swapped = anyio.Event()
+
+        async def reload() -> None:
+            problems.extend(await runtime.reload())
+            await server.swap(runtime.bridge)
+            swapped.set()
+
+        async with (
+            Client(server.server, mode="legacy") as client,
+            anyio.create_task_group() as tg,
+        ):
+            tg.start_soon(reload)
+            with anyio.fail_after(20):
+                await ended.wait()  # the reload ended the call, and waits for its sandbox
+                await client.send_ping()
+                names = {t.name for t in (await client.list_tools(cache_mode="bypass")).tools}
+            assert "writer" in names and "new" not in names
+            assert "new" not in runtime.bridge.catalog
+            assert running.ended == RELOADED.format(str(ws / "scripts" / "new.py"))
+            await sandbox_left.stdin.aclose()  # the last process of the sandbox goes
+            with anyio.fail_after(20):
+                await swapped.wait()
+            names = {t.name for t in (await client.list_tools(cache_mode="bypass")).tools}
+            assert "new" in names
+    assert problems == []

@@ -96,7 +96,7 @@ async def test_a_reload_is_what_changes_a_2026_list_announced_on_the_listen_stre
             before = [t.name for t in (await client.list_tools()).tools]
             assert "send_email" in before and "call_tool" not in before
             agentcli_manifest(tmp_path / "more", [echo_tool("later")], {"echo": ECHO})
-            assert runtime.reload() == []
+            assert await runtime.reload() == []
             async with client.listen(tools_list_changed=True) as sub:
                 await server.swap(runtime.bridge)
                 with anyio.fail_after(5):

@@ -73,11 +73,13 @@ def _folder(fs: FsRoot, raw: str, *, extra: list[Path] | None = None) -> Path:
 
 
 def _hidden(request: ExecRequest) -> HiddenPaths:
-    """What no sandbox shows: the masks of the call's sandbox (which the gate gives every call
-    of a server, whatever ``--sandbox`` says; None only for a bare bridge)."""
+    """What the call's sandbox hides (which the gate gives every call of a server, whatever
+    ``--sandbox`` says; None only for a bare bridge): its masks, but one the tool is granted
+    by name."""
     if request.sandbox is None:
         return NOTHING_HIDDEN
-    return hidden_paths(request.sandbox.sandbox.masks)
+    profile = request.sandbox.profile
+    return hidden_paths(request.sandbox.sandbox.masks, (*profile.read, *profile.write))
 
 
 class GlobTool:

@@ -82,11 +82,14 @@ class HiddenPaths:
         return [h for h in self.paths if h.startswith(inside) and os.path.lexists(h)]
 
 
-@functools.lru_cache(maxsize=8)
-def hidden_paths(masks: tuple[Path, ...]) -> HiddenPaths:
-    """:class:`HiddenPaths` of a sandbox's ``masks`` (made once per server: its masks are set
-    when it starts). A link is taken where it leads, as the walk meets the real path."""
-    real = tuple(dict.fromkeys(os.path.realpath(m) for m in masks))
+@functools.lru_cache(maxsize=16)
+def hidden_paths(masks: tuple[Path, ...], granted: tuple[Path, ...] = ()) -> HiddenPaths:
+    """:class:`HiddenPaths` of a sandbox's ``masks`` but those a tool's profile grants by name
+    (``granted``: its roots), as the sandbox shows those; made once per server and tool (the
+    masks are set when the server starts). A link is taken where it leads, as the walk meets
+    the real path."""
+    shown = {os.path.realpath(g) for g in granted}
+    real = tuple(r for r in dict.fromkeys(os.path.realpath(m) for m in masks) if r not in shown)
     folders: dict[str, set[str]] = {}
     for path in real:
         parent, name = os.path.split(path)

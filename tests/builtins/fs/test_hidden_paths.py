@@ -41,13 +41,17 @@ def masked(layout: Layout, tmp_path: Path) -> Sandbox:
     return Sandbox("off", home=None, mask=mask)
 
 
-async def _call(tool: BuiltinTool, sandbox: Sandbox, **arguments: Any) -> ExecResult:
+async def _call(
+    tool: BuiltinTool, sandbox: Sandbox, granted: tuple[Path, ...] = (), **arguments: Any
+) -> ExecResult:
+    """A call of ``tool`` in ``sandbox``, its profile granting ``granted`` besides."""
+    profile = sandbox.profile(Scope(), tool=tool.spec.name, extra_read=granted)
     request = ExecRequest(
         spec=tool.spec,
         arguments=arguments,
         timeout_s=60.0,
         context=CallContext(session_id=SESSION),
-        sandbox=sandbox.confine(sandbox.profile(Scope(), tool=tool.spec.name)),
+        sandbox=sandbox.confine(profile),
     )
     return await tool.run(request)
 
@@ -89,6 +93,19 @@ async def test_grep_searches_nothing_no_sandbox_shows(
         assert inside.value["num_files"] == 0 and inside.value["hidden_from_tools"] == 1, path
     globbed = await _call(grep, masked, pattern=pattern, glob="*.{txt,jsonl}")
     assert globbed.value["num_files"] == 0 and globbed.value["hidden_from_tools"] == 2
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_mask_the_tool_is_granted_by_name_is_shown(layout, sessions, masked, engine):
+    """As the sandbox shows it (sandbox/bwrap.py): the masked file, granted, is found."""
+    granted = (layout.ws / "src" / "key.txt",)
+    glob = await _call(GlobTool(layout.ws, sessions), masked, granted, pattern="src/*")
+    assert sorted(glob.value["files"]) == ["src/app.py", "src/key.txt"]
+    assert "hidden_from_tools" not in glob.value
+    grep = GrepTool(layout.ws, sessions, engine=engine)
+    found = await _call(grep, masked, granted, pattern=WORD)
+    assert sorted(found.value["files"]) == ["src/app.py", "src/key.txt"]
+    assert found.value["hidden_from_tools"] == 1  # logs/rec still
 
 
 async def test_without_a_sandbox_nothing_is_left_out(layout, sessions, masked):

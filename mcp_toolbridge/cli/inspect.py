@@ -292,7 +292,7 @@ def _sandbox_of(settings: Settings, loaded: Loaded, spec: ToolSpec) -> dict[str,
             settings.manifest_paths(),
             (settings.policy_file, settings.secrets_file, audit),
             loaded.programs,
-            (),
+            settings.own_folders(),
         ),
     )
     confinement = gate.confinement(spec)

@@ -73,7 +73,7 @@ def _catalog_parts(
         )
     audit = (settings.audit_path or default_audit_path()) if settings.audit else None
     trust_files = (settings.policy_file, settings.secrets_file, audit)
-    hidden = () if settings.record_dir is None else (settings.record_dir,)
+    hidden = settings.own_folders()
     gate = PolicyGate.configured(
         loaded.policy,
         settings.sandbox,

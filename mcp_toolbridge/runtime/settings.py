@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcp_toolbridge.builtins import LOCKED_IDS
+from mcp_toolbridge.cache import CACHE_DIR_ENV, default_cache_dir
 from mcp_toolbridge.executors import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
 from mcp_toolbridge.policy import SandboxMode
 from mcp_toolbridge.workspace import default_workspace
@@ -58,6 +59,14 @@ class Settings:
     """Keep manifests, the catalog and the index in the user's cache folder (CLI: on)."""
     progress: bool = False
     """Show the progress of long loads and index builds on stderr."""
+
+    def own_folders(self) -> tuple[Path, ...]:
+        """The server's own folders that no sandbox shows and the tools in the server ask
+        about (sandbox/guard.py ``hidden``): the recording folder (every caller's calls and
+        results) and the start-up cache folder (its key signs the snapshots the next start
+        loads, outside any sandbox), as ``Sandbox.from_environ`` finds it."""
+        cache = Path(os.path.abspath(self.environ.get(CACHE_DIR_ENV) or default_cache_dir()))
+        return (cache,) if self.record_dir is None else (self.record_dir, cache)
 
     def manifest_paths(self) -> list[Path]:
         return list(self.paths) if self.paths else [bundled_manifests()]

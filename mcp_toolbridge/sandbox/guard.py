@@ -85,7 +85,8 @@ class Guarded:
     (:func:`guard_plan`): it could point the link elsewhere for the next start."""
     hidden: tuple[str, ...] = ()
     """Guarded folders that no sandbox shows either (real paths): ``serve --record``'s, whose
-    files hold every caller's calls and results (``Sandbox.from_environ`` masks them)."""
+    files hold every caller's calls and results, and the start-up cache folder, whose key
+    signs what the next start loads (``Sandbox.from_environ`` masks them)."""
 
 
 def guarded(
@@ -351,8 +352,9 @@ def write_floor(
         held = next((f for f in hidden if within(str(path), f)), None)
         if held is not None:
             why = (
-                f"it reads {path}, inside {held}, where serve --record keeps every caller's "
-                "calls and results, so every read there is asked about"
+                f"it reads {path}, inside {held}, a folder of the server's own that no tool "
+                "is shown (serve --record's calls and results of every caller, or the "
+                "start-up cache's key), so every read there is asked about"
             )
             return Decision("ask", why, "guard")
     for path in writes:  # canonical already (policy.targets)

@@ -180,3 +180,30 @@ async def test_glob_and_grep_never_list_or_search_the_folders_no_sandbox_shows(
         assert not result.is_error, text
         assert MARK not in text and "calls-" not in text, text
         assert "hidden from every tool" in text, text
+
+
+async def test_the_cache_folder_in_the_workspace_is_asked_about_by_the_tools_in_the_server(
+    tmp_path: Path,
+) -> None:
+    """The server's cache folder in the workspace (``TOOLBRIDGE_CACHE_DIR=ws/.cache``) is
+    masked in every sandbox, but ``read`` returned its key's bytes and ``write`` planted a
+    file there without asking, under a policy that allows every call (found by this session's
+    glob/grep work): whoever holds the key signs the pickles the next start loads, outside any
+    sandbox. The tools that run in the server now ask, as for the recording folder."""
+    ws, params = _serve(tmp_path, sandbox="off", cache="ws/.cache")
+    cache = ws / ".cache"
+    with anyio.fail_after(90):
+        async with Client(params) as client:
+            await client.call_tool("snoop", {"rec": str(ws / "logs" / "rec"), "ws": str(ws)})
+            key = cache / "key"
+            assert key.is_file()
+            asked = [
+                await client.call_tool("read", {"file_path": str(key)}),
+                await client.call_tool(
+                    "write", {"file_path": str(cache / "planted"), "content": "x"}
+                ),
+            ]
+    for result in asked:
+        assert result.is_error, text_of(result)
+        assert "is asked about" in text_of(result), text_of(result)
+    assert not (cache / "planted").exists()

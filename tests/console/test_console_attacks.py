@@ -191,3 +191,34 @@ async def test_behind_https_a_sign_in_pass_opens_a_secure_session_cookie(
         attributes = [a.strip() for a in cookie.split(";")]
         assert "Secure" in attributes and "HttpOnly" in attributes, cookie
         assert "SameSite=Strict" in attributes and "Path=/console" in attributes, cookie
+
+
+SPOOF = "alice\u202egnp.exe\U000e0041\x1b]0;owned\x07\x9b2J"
+"""A caller name as an identity provider may send it: U+202E shows what follows reversed
+(``alice`` then ``exe.png``), a tag character hides text, ESC ] and the one-byte CSI
+``\\x9b`` rewrite a terminal's title and screen."""
+SPOOF_SHOWN = "alice\\u202egnp.exe\\U000e0041\\x1b]0;owned\\x07\\x9b2J"
+
+
+async def test_a_callers_name_with_bidi_or_control_characters_is_shown_escaped(
+    tmp_path: Path,
+) -> None:
+    async with serving(tmp_path) as stack:
+        async with (
+            httpx2.AsyncClient() as http,
+            Client(streamable_http_client(stack.url, http_client=http)) as client,
+        ):
+            await client.call_tool("echo", {"text": "hello"})
+    [line] = stack.audit.read_text(encoding="utf-8").splitlines()
+    record = json.loads(line)
+    record.update(subject=SPOOF, clientId=f"bob{SPOOF}")
+    stack.audit.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    async with serving(tmp_path) as again, Person.at(again.console) as me:
+        await again.console.history(again.audit)
+        for page in (await me.page("/timeline"), await me.page("/part/timeline")):
+            assert f"{SPOOF_SHOWN} (bob{SPOOF_SHOWN})" in page
+            for hidden in ("\u202e", "\U000e0041", "\x1b", "\x9b", "\x07"):
+                assert hidden not in page, repr(hidden)
+        # the filter's choice is the name as shown, and it still picks the call
+        picked = await me.page("/timeline", caller=f"{SPOOF_SHOWN} (bob{SPOOF_SHOWN})")
+        assert "No calls yet" not in picked and "<code>echo</code>" in picked

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mcp_toolbridge.host import HIDDEN
+from mcp_toolbridge.host import HIDDEN, visible
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
@@ -34,6 +34,12 @@ def err(line: str) -> None:
 def out(text: str) -> None:
     """Text and a newline on stdout."""
     sys.stdout.write(text + "\n")
+
+
+def shown(text: str) -> str:
+    """``text`` that quotes something from outside (a client's config, a manifest) as a
+    terminal is to show it: every ``host.HIDDEN`` character as its escape (``\\x1b``)."""
+    return visible(text)
 
 
 def json_text(value: Any, *, indent: int | None = 2) -> str:

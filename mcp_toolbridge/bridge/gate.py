@@ -43,7 +43,7 @@ import json
 import logging
 import os
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -101,7 +101,7 @@ from mcp_toolbridge.policy import (
     watchdog_payload,
     way_out,
 )
-from mcp_toolbridge.sandbox import Confinement, Limits, Sandbox, guarded_by, write_floor
+from mcp_toolbridge.sandbox import Confinement, Guard, Limits, Sandbox, guarded_by, write_floor
 from mcp_toolbridge.state import MemoryState, State
 
 log = logging.getLogger("mcp_toolbridge")
@@ -229,13 +229,14 @@ class PolicyGate:
         sidecars: Callable[[str], Path | None] | None = None,
         state: State | None = None,
         default_timeout_s: float = DEFAULT_TIMEOUT_S,
-        guard: tuple[Sequence[Path], Sequence[Path | None], Sequence[str]] = ((), (), ()),
+        guard: Guard = ((), (), (), ()),
     ) -> PolicyGate:
         """The server's gate: its OS sandbox in ``mode`` (``--sandbox``), else as the
         policy's ``[sandbox]`` table says, with the table's masks and ``warm``; the home
         folder (for the secret paths) from ``environ``; the secret scan of its
         ``[secret_scan]`` table. ``guard``: the served manifest paths, the files that decide
-        trust and the programs served tools run, read-only in every sandbox (sandbox/guard.py)."""
+        trust and the programs served tools run, read-only in every sandbox, and the folders
+        also hidden in every sandbox (the recording's) (sandbox/guard.py)."""
         config = policy.file.sandbox
         held = guarded_by(policy, *guard)
         limits = Limits.of(config)
@@ -314,7 +315,10 @@ class PolicyGate:
         rules = await self.session_rules(ctx.owner)
         decision = shell_floor(policy, spec, arguments, policy.decide(spec, targets, rules), rules)
         if self.sandbox is not None:
-            decision = write_floor(decision, targets.paths_write, self.sandbox.guarded.asked)
+            held = self.sandbox.guarded
+            decision = write_floor(
+                decision, targets.paths_write, held.asked, targets.paths_read, held.hidden
+            )
         if policy.watchdog is not None and decision.action != "deny":
             decision = combine(decision, await self._watchdog(spec, arguments, ctx))
         if decision.action == "deny":

@@ -291,6 +291,7 @@ def _sandbox_of(settings: Settings, loaded: Loaded, spec: ToolSpec) -> dict[str,
             settings.manifest_paths(),
             (settings.policy_file, settings.secrets_file, audit),
             loaded.programs,
+            (),
         ),
     )
     confinement = gate.confinement(spec)

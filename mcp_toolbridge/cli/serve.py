@@ -10,6 +10,7 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -215,11 +216,13 @@ def run_server(
         from mcp_toolbridge.bridge import Recorder
 
         recorder = Recorder.open(args.record)
+        settings = replace(settings, record_dir=recorder.path.parent)  # hidden and held
         if (grant := recorder.granted(loaded.policy)) is not None:
             err(
-                f"mcp-toolbridge: *** WARNING: --record {args.record} is inside {grant}, which "
-                "tools may read or write: a tool can read every recorded result (every "
-                "caller's) and plant a recording replay serves; record outside every grant"
+                f"mcp-toolbridge: *** WARNING: --record {args.record} is inside {grant}: it is "
+                "hidden and read-only in every sandbox, and write, edit and bash ask before "
+                "writing there, but tools that run in the server (glob, grep without rg) see "
+                "its files from a folder above it; record outside every grant"
             )
     stopped_by: list[signal.Signals] = []  # over stdio, the signal that ended serving
 

@@ -11,8 +11,11 @@ reused before bwrap exits), and the call ends when that pidfd says the init has 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import select
+import signal
 
 import anyio
 
@@ -50,3 +53,44 @@ async def wait_ended(pidfd: int, limit_s: float) -> None:
     after ``limit_s`` seconds (a process stuck in the kernel)."""
     with anyio.move_on_after(limit_s):
         await anyio.wait_readable(pidfd)
+
+
+def end_now(bwrap: int, limit_s: float) -> None:
+    """End the sandbox ``bwrap`` (a running bubblewrap's PID) runs, and return once every
+    process in it is gone (or after ``limit_s``): SIGKILL to bwrap's group and to the
+    sandbox's init, found as bwrap's child, whose exit the kernel reports only once the rest
+    of its PID namespace is gone. Blocking, for a reload that must not serve its new tools
+    while such a call can still write (sandbox/guard.py, ``Running``)."""
+    init = _pidfd(_init_of(bwrap))
+    try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(bwrap, signal.SIGKILL)
+        if init is None:  # no init yet, or gone already: bwrap's own end, then
+            init = _pidfd(bwrap)
+        else:
+            with contextlib.suppress(ProcessLookupError, OSError):
+                signal.pidfd_send_signal(init, signal.SIGKILL)
+        if init is not None:
+            select.select([init], [], [], limit_s)
+    finally:
+        if init is not None:
+            os.close(init)
+
+
+def _init_of(bwrap: int) -> int | None:
+    """The PID of bwrap's child (the sandbox's init), if it has one now."""
+    try:
+        with open(f"/proc/{bwrap}/task/{bwrap}/children", encoding="ascii") as file:
+            found = file.read().split()
+    except OSError:
+        return None
+    return int(found[0]) if found else None
+
+
+def _pidfd(pid: int | None) -> int | None:
+    if pid is None:
+        return None
+    try:
+        return os.pidfd_open(pid)
+    except OSError:
+        return None

@@ -44,6 +44,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, nullcontext
 from dataclasses import replace
+from functools import partial
 
 import anyio
 import anyio.lowlevel
@@ -53,7 +54,7 @@ from mcp_toolbridge.executors.base import DEFAULT_MAX_OUTPUT_BYTES
 from mcp_toolbridge.executors.child import REAP_LIMIT_S, Child, WarmChild
 from mcp_toolbridge.executors.hidden import hidden_hint
 from mcp_toolbridge.executors.outcome import ProcessOutcome, ProcessTimeout, outcome_of
-from mcp_toolbridge.executors.reaper import follow_sandbox, wait_ended
+from mcp_toolbridge.executors.reaper import end_now, follow_sandbox, wait_ended
 from mcp_toolbridge.executors.spawn import PopenChild, spawn, spawn_message, spawn_warm
 from mcp_toolbridge.executors.streams import (
     LineSplitter,
@@ -65,6 +66,7 @@ from mcp_toolbridge.executors.streams import (
 from mcp_toolbridge.sandbox import (
     Confinement,
     Launch,
+    RunningCall,
     Sandbox,
     Support,
     WarmLost,
@@ -77,6 +79,8 @@ STDERR_TAIL_BYTES = 64 * 1024
 DRAIN_GRACE_S = 0.2
 """How long pipes are still read after the group is gone (only an escaped process holds them)."""
 PROBE_TIMEOUT_S = 10.0
+END_LIMIT_S = 1.0
+"""How long a reload waits for a call it ends to be gone (a process stuck in the kernel)."""
 _probed: dict[str, Support] = {}
 
 
@@ -108,7 +112,10 @@ async def run_process(
     await anyio.lowlevel.checkpoint_if_cancelled()  # never spawn for an already-cancelled call
     if sandbox is not None and sandbox.sandbox.support is None and sandbox.sandbox.mode != "off":
         await probe_sandbox(sandbox.sandbox)
+    call = None if sandbox is None else sandbox.sandbox.running.add(sandbox.profile.write)
     async with AsyncExitStack() as stack:
+        if sandbox is not None and call is not None:  # a reload may end it (guard.py, Running)
+            stack.callback(sandbox.sandbox.running.discard, call)
         try:
             launch = await stack.enter_async_context(_launch(argv, cwd, env, sandbox))
         except OSError as exc:  # the program or cwd, checked before the sandbox is built
@@ -125,6 +132,7 @@ async def run_process(
             stderr_tail_bytes,
             on_output,
             pass_fds,
+            call,
         )
     if sandbox is not None and launch.sandboxed and outcome.exit_code not in (0, None):
         found = hidden_hint(sandbox, argv, cwd, outcome.stderr_tail, outcome.stdout)
@@ -205,9 +213,12 @@ async def _run(
     stderr_tail_bytes: int,
     on_output: OutputFn | None,
     pass_fds: Sequence[int],
+    call: RunningCall | None,
 ) -> ProcessOutcome:
     started = time.perf_counter()
     child = await _start(launch, argv[0], stdin, cwd, pass_fds)
+    if call is not None and launch.sandboxed:
+        call.started(partial(_end_sandbox, child))
     stdout = Sink(max_output_bytes, keep_tail=False, on_output=on_output)
     stderr = Sink(stderr_tail_bytes, keep_tail=True, on_output=on_output)
     timed_out = cut = False
@@ -235,6 +246,8 @@ async def _run(
         if timed_out or cut:
             child.read_leftovers(stdout, stderr)
         child.close()
+    if call is not None and call.ended is not None and launch.sandboxed:  # by a reload
+        raise ExecError(call.ended)
     if isinstance(child, WarmChild) and child.start_error is not None:
         raise ExecSpawnError(spawn_message(argv[0], cwd, child.start_error))
     outcome = outcome_of(child.returncode, stdout, stderr, started, launch.sandboxed)
@@ -273,6 +286,15 @@ async def _start(
     if info is not None:
         info.close_write()
     return PopenChild(proc)
+
+
+def _end_sandbox(child: Child) -> None:
+    """End ``child``'s sandbox now and wait (bounded) until nothing in it runs (a reload:
+    guard.py, Running): a warm sandbox whole, a fresh one with its command."""
+    if isinstance(child, WarmChild):
+        end_now(child.warm.proc.pid, END_LIMIT_S)
+    elif isinstance(child, PopenChild) and not child.reaped:  # else its PID may be another's
+        end_now(child.proc.pid, END_LIMIT_S)
 
 
 def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:

@@ -69,6 +69,7 @@ def _catalog_parts(
         )
     audit = (settings.audit_path or default_audit_path()) if settings.audit else None
     trust_files = (settings.policy_file, settings.secrets_file, audit)
+    hidden = () if settings.record_dir is None else (settings.record_dir,)
     gate = PolicyGate.configured(
         loaded.policy,
         settings.sandbox,
@@ -76,7 +77,7 @@ def _catalog_parts(
         sidecars=shared.sessions.sidecar_dir,
         state=shared.sessions.state,
         default_timeout_s=settings.timeout_s,
-        guard=(settings.manifest_paths(), trust_files, loaded.programs),
+        guard=(settings.manifest_paths(), trust_files, loaded.programs, hidden),
     )
     return gate, builtins
 
@@ -140,8 +141,11 @@ class Runtime:
             return loaded.errors
         self.manifests = loaded.manifests
         gate, executor = _catalog_parts(self.settings, loaded, self.shared, None)
-        if self.gate.sandbox is not None:  # its warm sandboxes end (those in use after use)
-            self.gate.sandbox.close()
+        old = self.gate.sandbox
+        if old is not None and gate.sandbox is not None:  # before the new tools are served
+            old.supersede(gate.sandbox)  # ends the calls that may write what it now holds
+        elif old is not None:  # its warm sandboxes end (those in use after use)
+            old.close()
         self.gate = gate
         runs: dict[str, Executor] = {} if self.stand_in else {"builtin": executor}
         self.bridge = self.bridge.rebuilt(

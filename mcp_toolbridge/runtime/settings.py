@@ -36,6 +36,9 @@ class Settings:
     audit_path: Path | None = None
     """Where audit lines go; None: the per-user data directory."""
     audit: bool = True
+    record_dir: Path | None = None
+    """Where ``serve --record`` writes: hidden in every sandbox and held as the audit log is
+    (sandbox/guard.py), since its files hold every caller's calls and results."""
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     locked: tuple[str, ...] = LOCKED_IDS
     """Which locked tools to serve when the catalog is loaded with ``locked=True``."""

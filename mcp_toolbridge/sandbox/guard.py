@@ -14,7 +14,8 @@ the red-team pass of 2026-11-29, 5th).
 These are set when a sandbox is set up (a warm sandbox's before its calls): nothing per call.
 A path a served tool's command names that is missing cannot be mounted over: a launch naming
 one that exists later is refused instead (:func:`appeared`; a look per call only while some
-are missing).
+are missing). A call running when a reload holds a path it may write is ended
+(:class:`Running`: an entry added and removed per call).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import errno
 import functools
 import logging
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,6 +56,11 @@ MAX_PROGRAMS = 64
 the folder guards); past this, the rest are not, and the start says so (docs/security.md)."""
 
 
+Guard = tuple[Sequence[Path], Sequence[Path | None], Sequence[str], Sequence[Path]]
+"""What :func:`guarded_by` is given besides the policy: the served manifest paths, the files
+that decide trust, the programs served tools run, the folders hidden too (the recording's)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Guarded:
     """The paths guarded in every sandbox, and what a start says about them."""
@@ -75,6 +81,9 @@ class Guarded:
     """The real folders holding a symbolic link on a served or trusted path: only the real
     path can be mounted over, so a launch whose writable roots hold one is refused
     (:func:`guard_plan`): it could point the link elsewhere for the next start."""
+    hidden: tuple[str, ...] = ()
+    """Guarded folders that no sandbox shows either (real paths): ``serve --record``'s, whose
+    files hold every caller's calls and results (``Sandbox.from_environ`` masks them)."""
 
 
 def guarded(
@@ -85,9 +94,11 @@ def guarded(
     files: Iterable[Path | None] = (),
     programs: Iterable[str] = (),
     writable: Sequence[Path] = (),
+    hidden: Iterable[Path] = (),
 ) -> Guarded:
     """The guarded paths of a server serving ``served`` (manifest folders or files) in
-    ``workspace``; ``files``: the policy, secrets and audit files; ``programs``: the absolute
+    ``workspace``; ``files``: the policy, secrets and audit files; ``hidden``: folders held
+    as these are and shown to no sandbox (the recording folder); ``programs``: the absolute
     paths served exec tools (and the watchdog) run, those that are not files left out;
     ``writable``: the policy's write grant, inside which a link on a served path or a missing
     one is warned about, and whose programs are held first past :data:`MAX_PROGRAMS`.
@@ -115,7 +126,8 @@ def guarded(
             )
         fix = f"serve the real path ({real}) instead"
         warnings += _linked(path, writable, "the served manifest path", "serves", fix)
-    trusted = [f for f in files if f is not None]
+    hidden = list(hidden)  # a link on one is warned about and refused as on the audit file
+    trusted = [*(f for f in files if f is not None), *hidden]
     if workspace is not None:
         project = workspace / PROJECT_FOLDER
         if trust_project:
@@ -176,7 +188,9 @@ def guarded(
         )
     held = _outermost([*kept, *loose[:MAX_PROGRAMS]])
     asked = _outermost([*held, *loose, *absent])
-    return Guarded(held, asked, tuple(warnings), frozenset(missing), tuple(dict.fromkeys(links)))
+    links = list(dict.fromkeys(links))
+    masked = tuple(dict.fromkeys(os.path.realpath(h) for h in hidden))
+    return Guarded(held, asked, tuple(warnings), frozenset(missing), tuple(links), masked)
 
 
 def appeared(missing: frozenset[str], argv: Sequence[str], cwd: str | None) -> str | None:
@@ -291,6 +305,7 @@ def guarded_by(
     served: Sequence[Path],
     files: Iterable[Path | None] = (),
     programs: Iterable[str] = (),
+    hidden: Iterable[Path] = (),
 ) -> Guarded:
     """:func:`guarded` for a server under ``policy`` (its workspace, its trust of the
     project's rules, its write grant, its watchdog's program and the files its command
@@ -309,19 +324,35 @@ def guarded_by(
         files=files,
         programs=programs,
         writable=[p.root for p in policy.scope.fs_write],
+        hidden=hidden,
     )
     for warning in found.warnings:
         log.warning("*** WARNING: %s", warning)
     return found
 
 
-def write_floor(decision: Decision, writes: Iterable[Path], asked: Sequence[str]) -> Decision:
+def write_floor(
+    decision: Decision,
+    writes: Iterable[Path],
+    asked: Sequence[str],
+    reads: Iterable[Path] = (),
+    hidden: Sequence[str] = (),
+) -> Decision:
     """``decision``, or an ask where it allows a write inside a guarded path (a served
     manifest folder, ``.toolbridge/``, a program, the policy file) by a tool that runs in the
     server, outside any sandbox (the built-in ``write`` and ``edit``), or by bash: what is
-    written there decides what tools may do."""
+    written there decides what tools may do; or a read naming a path inside a hidden one
+    (the recording folder: every caller's calls and results)."""
     if decision.action != "allow" or not asked:
         return decision
+    for path in reads if hidden else ():
+        held = next((f for f in hidden if within(str(path), f)), None)
+        if held is not None:
+            why = (
+                f"it reads {path}, inside {held}, where serve --record keeps every caller's "
+                "calls and results, so every read there is asked about"
+            )
+            return Decision("ask", why, "guard")
     for path in writes:  # canonical already (policy.targets)
         held = next((f for f in asked if within(str(path), f)), None)
         if held is not None:
@@ -332,3 +363,66 @@ def write_floor(decision: Decision, writes: Iterable[Path], asked: Sequence[str]
             )
             return Decision("ask", why, "guard")
     return decision
+
+
+# A sandbox's mounts are set when it is set up, so a call running when ``--watch`` reloads
+# keeps the ones it started with. Where the reload holds a path read-only that a running call
+# may write (a tool added to a manifest, its program in the workspace; a folder newly served),
+# the reload ends that call (SIGKILL, and a bounded wait until nothing in its sandbox runs:
+# executors/reaper.py, end_now) before it serves the new tools,
+# and the call is told why (RELOADED). Per call: one entry added and removed
+# (executors/subprocess.py); the roots are looked at only when a reload holds new paths.
+RELOADED = (
+    "the server reloaded its tools while this call ran, and the call could write {}, which "
+    "the reload now holds read-only (it decides what tools do), so the call was ended; run "
+    "the call again"
+)
+
+
+@dataclass(eq=False, slots=True)
+class RunningCall:
+    """One call between its launch and its end: its writable roots, how to end it."""
+
+    write: Sequence[Path]
+    kill: Callable[[], None] | None = None
+    """Ends its sandbox at once (set once its process is started)."""
+    ended: str | None = None
+    """Why a reload ended it (None: it was not)."""
+
+    def started(self, kill: Callable[[], None]) -> None:
+        """Its process runs and ``kill`` ends it; ended already: at once."""
+        self.kill = kill
+        if self.ended is not None:
+            kill()
+
+
+class Running:
+    """The sandboxed calls of one :class:`~.confine.Sandbox` that are running now."""
+
+    def __init__(self) -> None:
+        self._calls: set[RunningCall] = set()
+
+    def add(self, write: Sequence[Path]) -> RunningCall:
+        call = RunningCall(write)
+        self._calls.add(call)
+        return call
+
+    def discard(self, call: RunningCall) -> None:
+        self._calls.discard(call)
+
+    def end_writing(self, paths: Sequence[str]) -> int:
+        """End every running call that may write one of ``paths`` (real paths): a writable
+        root holding it or inside it. Returns how many."""
+        if not paths or not self._calls:
+            return 0
+        ended = 0
+        for call in list(self._calls):
+            roots = [os.path.realpath(w) for w in call.write]
+            hit = next((p for p in paths for r in roots if within(p, r) or within(r, p)), None)
+            if hit is None or call.ended is not None:
+                continue
+            call.ended = RELOADED.format(hit)
+            ended += 1
+            if call.kill is not None:
+                call.kill()
+        return ended

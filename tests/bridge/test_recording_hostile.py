@@ -184,10 +184,10 @@ async def test_a_result_of_the_wrong_shape_is_served_as_a_plain_result(tmp_path:
 
 
 async def test_a_recording_folder_inside_a_grant_is_warned_about(tmp_path: Path) -> None:
-    """Open, found by the same pass: the sandbox neither hides nor holds the --record folder,
-    so inside the workspace a served tool read every recorded call and planted a recording of
-    its own (docs/security.md, "Not covered"). The start says so; outside every grant it is
-    silent."""
+    """Found by the same pass: inside the workspace a served tool read every recorded call and
+    planted a recording of its own. The folder is now hidden and held in every sandbox
+    (tests/sandbox/test_trust_recording.py); the start says so, and what the tools that run in
+    the server still see; outside every grant it is silent."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
     said = []
@@ -200,5 +200,6 @@ async def test_a_recording_folder_inside_a_grant_is_warned_about(tmp_path: Path)
         said.append(done.stderr.decode())
     inside, outside = said
     assert f"*** WARNING: --record {workspace / 'rec'} is inside {workspace}" in inside
+    assert "hidden and read-only in every sandbox" in inside
     assert "record outside every grant" in inside
     assert "WARNING: --record" not in outside

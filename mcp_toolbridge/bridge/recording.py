@@ -203,9 +203,9 @@ class Recorder:
 
     def granted(self, policy: Policy) -> Path | None:
         """The workspace or policy grant (fs.read, fs.write) the recording's folder lies in,
-        or None. The sandbox hides and holds the folder (``Settings.record_dir``), but the
-        tools that run in the server (glob, grep's in-process engine) still list and search
-        it from a folder above (red-team pass of 2026-11-29, 8th): the start warns."""
+        or None. The sandbox hides and holds the folder (``Settings.record_dir``), and glob and
+        grep leave it out (builtins/fs/walk.py, ``HiddenPaths``), but a process started
+        without the sandbox sees it (red-team pass of 2026-11-29, 8th): the start warns."""
         scope = policy.scope
         roots = [policy.workspace, *(p.root for p in (*scope.fs_read, *scope.fs_write))]
         real = canonical_root(self.path.parent)

@@ -220,9 +220,9 @@ def run_server(
         if (grant := recorder.granted(loaded.policy)) is not None:
             err(
                 f"mcp-toolbridge: *** WARNING: --record {args.record} is inside {grant}: it is "
-                "hidden and read-only in every sandbox, and write, edit and bash ask before "
-                "writing there, but tools that run in the server (glob, grep without rg) see "
-                "its files from a folder above it; record outside every grant"
+                "hidden and read-only in every sandbox, glob and grep leave it out, and write, "
+                "edit and bash ask before writing there, but a process a tool starts without "
+                "the sandbox (--sandbox off) sees it; record outside every grant"
             )
     stopped_by: list[signal.Signals] = []  # over stdio, the signal that ended serving
 

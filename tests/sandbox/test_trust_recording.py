@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -53,9 +54,13 @@ OPEN = {"type": "object", "additionalProperties": True}
 MARK = "a-caller-s-own-words"
 
 
-def _serve(tmp_path: Path) -> tuple[Path, StdioServerParameters]:
+def _serve(
+    tmp_path: Path, *, sandbox: str = "required", path: str | None = None, cache: str = "cache"
+) -> tuple[Path, StdioServerParameters]:
     """``serve --record ws/logs/rec`` of the tool ``snoop``, granted the workspace ``ws`` (and
-    nothing else) under a policy that allows every call: (ws, the server's parameters)."""
+    nothing else) under a policy that allows every call: (ws, the server's parameters).
+    ``path``: the server's PATH (default this one's); ``cache``: its cache folder, relative to
+    the folder holding ``ws``."""
     base = Path(os.path.realpath(tmp_path))
     ws, home = base / "ws", base / "home"
     home.mkdir()
@@ -66,13 +71,13 @@ def _serve(tmp_path: Path) -> tuple[Path, StdioServerParameters]:
     agentcli_manifest(base / "tools", tools, {"snoop": SNOOP})
     policy = base / "policy.toml"
     policy.write_text(OPEN_POLICY.replace("{workspace}", str(ws)), encoding="utf-8")
-    argv = ["-m", "mcp_toolbridge", "serve", "--no-audit", "--sandbox", "required"]
+    argv = ["-m", "mcp_toolbridge", "serve", "--no-audit", "--sandbox", sandbox]
     argv += ["--workspace", str(ws), "--policy", str(policy), "--record", str(ws / "logs" / "rec")]
     env = {
-        "PATH": os.environ.get("PATH", ""),
+        "PATH": os.environ.get("PATH", "") if path is None else path,
         "HOME": str(home),
         "XDG_DATA_HOME": str(base / "data"),
-        "TOOLBRIDGE_CACHE_DIR": str(base / "cache"),
+        "TOOLBRIDGE_CACHE_DIR": str(base / cache),
     }
     return ws, StdioServerParameters(
         command=sys.executable, args=[*argv, str(base / "tools")], env=env
@@ -123,3 +128,55 @@ async def test_a_recording_folder_in_the_workspace_is_hidden_and_held_from_every
     assert [p.name for p in rec.iterdir()] == [recorded.name]  # nothing planted
     assert not (ws / "logs-moved").exists()
     assert MARK in recorded.read_text(encoding="utf-8")  # every call recorded, where it was
+
+
+@pytest.mark.parametrize(
+    ("engine", "sandbox"),
+    [("re2", "required"), ("ripgrep", "required"), ("ripgrep", "off")],
+)
+async def test_glob_and_grep_never_list_or_search_the_folders_no_sandbox_shows(
+    tmp_path: Path, sandbox_support: None, engine: str, sandbox: str
+) -> None:
+    """The recording folder and the server's cache folder, both in the workspace: glob and
+    grep (rg, in the sandbox or not; the in-process engines where rg is missing: RE2, and
+    Python's ``re`` in a child for a look-ahead) list and search neither, and say so. Before
+    this, glob listed both and the in-process engines (rg too, with the sandbox off) found
+    a caller's words in the recording."""
+    if engine == "ripgrep" and shutil.which("rg") is None:
+        pytest.skip("rg is not on PATH")
+    bare = tmp_path / "no-rg"  # the server finds no rg: the in-process engine runs
+    ws, params = _serve(
+        tmp_path,
+        sandbox=sandbox,
+        path=str(bare) if engine == "re2" else None,
+        cache="ws/.cache",
+    )
+    rec, cache = ws / "logs" / "rec", ws / ".cache"
+    (ws / "notes.txt").write_text("nothing to see\n", encoding="utf-8")
+    with anyio.fail_after(90):
+        async with Client(params) as client:
+            said = await client.call_tool("glob", {"pattern": MARK})  # recorded
+            assert not said.is_error, text_of(said)
+            recorded = next(rec.iterdir())
+            assert MARK in recorded.read_text(encoding="utf-8")  # there to be found
+            assert any(p.is_file() for p in cache.iterdir())  # the cache's key at least
+            listed = [
+                await client.call_tool("glob", {"pattern": pattern})
+                for pattern in ("**/*", "logs/rec/*", f"{rec}/*", ".cache/*")
+            ]
+            found = [
+                await client.call_tool("grep", {"pattern": pattern, **more})
+                for pattern in (MARK, MARK[:-1] + "(?=s)")
+                for more in ({}, {"output_mode": "content"}, {"path": "logs"})
+            ]
+    for result in listed:
+        text = text_of(result)
+        assert not result.is_error, text
+        assert "logs/rec" not in text and ".cache/" not in text, text
+        assert "hidden from every tool" in text, text
+    assert "notes.txt" in text_of(listed[0])
+    for result in found:
+        text = text_of(result)
+        assert not result.is_error, text
+        assert MARK not in text and "calls-" not in text, text
+        assert "hidden from every tool" in text, text

@@ -6,7 +6,10 @@ grep up to 200 entries; past that the head is returned and the rest goes to a si
 (``truncated`` and ``output_path``). Paths are shown relative to the workspace root.
 
 Given the policy's read verdict (:mod:`visibility`), both withhold the paths it refuses and
-say how many (``withheld_by_policy``), never which.
+say how many (``withheld_by_policy``), never which. Neither lists or searches what no sandbox
+shows (the call's sandbox's masks: ``serve --record``'s folder, the server's cache folder, the
+secret paths, the policy's masks), whichever engine runs, and both say how many such paths
+lie in the folder searched (``hidden_from_tools``).
 """
 
 from __future__ import annotations
@@ -37,7 +40,16 @@ from mcp_toolbridge.builtins.fs.grep_engine import (
 from mcp_toolbridge.builtins.fs.grep_format import format_run
 from mcp_toolbridge.builtins.fs.paths import QUOTED_NOTE, FileProblem, FsRoot, is_quoted
 from mcp_toolbridge.builtins.fs.visibility import GrepVisibility, ReadVerdict, ResultFilter
-from mcp_toolbridge.builtins.fs.walk import IgnoreOracle, PathGlob, WalkReport, walk_files
+from mcp_toolbridge.builtins.fs.walk import (
+    NOTHING_HIDDEN,
+    HiddenPaths,
+    IgnoreOracle,
+    PathGlob,
+    WalkReport,
+    hidden_note,
+    hidden_paths,
+    walk_files,
+)
 from mcp_toolbridge.builtins.session import Sessions
 from mcp_toolbridge.errors import ArgumentsError, ErrorCode, ExecTimeoutError
 from mcp_toolbridge.executors import ExecRequest, ExecResult
@@ -58,6 +70,16 @@ def _folder(fs: FsRoot, raw: str, *, extra: list[Path] | None = None) -> Path:
     if not root.exists():
         raise FileProblem(fs.missing_message(raw, root).replace("file not found", "path not found"))
     return root
+
+
+def _hidden(request: ExecRequest) -> HiddenPaths:
+    """What the call's sandbox hides (which the gate gives every call of a server, whatever
+    ``--sandbox`` says; None only for a bare bridge): its masks, but one the tool is granted
+    by name."""
+    if request.sandbox is None:
+        return NOTHING_HIDDEN
+    profile = request.sandbox.profile
+    return hidden_paths(request.sandbox.sandbox.masks, (*profile.read, *profile.write))
 
 
 class GlobTool:
@@ -110,6 +132,7 @@ class GlobTool:
                 deadline,
                 shown,
                 stop,
+                _hidden(request),
                 abandon_on_cancel=True,  # the walk stops at its deadline, or once stop is set
             )
         except (FileProblem, ValueError) as exc:
@@ -135,6 +158,7 @@ class GlobTool:
         deadline: float,
         shown: ResultFilter | None,
         stop: threading.Event,
+        unseen: HiddenPaths,
     ) -> tuple[list[tuple[float, str]], int, WalkReport, Path]:
         walk_root, prefix = _literal_start(root, pattern)
         if walk_root not in (None, root) and not include_ignored:
@@ -146,6 +170,10 @@ class GlobTool:
         hidden = 0
         if walk_root is None:
             return found, hidden, report, root
+        held = unseen.holding(walk_root)
+        report.hidden = 1 if held is not None else len(unseen.below(walk_root))
+        if held is not None:
+            return found, hidden, report, walk_root
         for entry in walk_files(
             walk_root,
             ignore_base=None if include_ignored else self._fs.root,
@@ -153,6 +181,7 @@ class GlobTool:
             deadline=deadline,
             max_entries=MAX_GLOB_WALK,
             stop=stop,
+            hidden=unseen.by_folder,
         ):
             rel = f"{prefix}/{entry.rel}" if prefix else entry.rel
             if not matcher.matches(rel):
@@ -208,6 +237,9 @@ class GlobTool:
             notes.append(
                 f"{withheld} matching file(s) withheld: the permission policy denies reading them"
             )
+        if report.hidden:
+            value["hidden_from_tools"] = report.hidden
+            notes.append(hidden_note(report.hidden, "listed"))
         if report.stopped == "limit":
             notes.append(f"the walk stopped after {MAX_GLOB_WALK} entries; narrow the search")
         if any(is_quoted(shown) for shown in paths):
@@ -290,6 +322,7 @@ class GrepTool:
         context = int(args.get("context") or 0) if mode == "content" else 0
         head_limit = args.get("head_limit")
         stop = threading.Event()  # set when the call ends: an abandoned thread stops too
+        unseen = _hidden(request)
         try:
             root = _folder(self._fs, str(args.get("path") or "."), extra=extra)
             if not root.is_dir():
@@ -305,8 +338,9 @@ class GrepTool:
                 context=context,
                 deadline=time.monotonic() + request.timeout_s * DEADLINE_SHARE,
                 stop=stop,
+                hidden=unseen.by_folder,
             )
-            run = await self._search(query, request)
+            run = await self._search(query, request, unseen)
             if self._shown is not None and query.ignore_base is not None:
                 await anyio.to_thread.run_sync(_withhold, run, self._shown.filter(root))
         except FileProblem as exc:
@@ -348,7 +382,20 @@ class GrepTool:
             sandboxed=run.sandboxed,
         )
 
-    async def _search(self, query: GrepQuery, request: ExecRequest) -> GrepRun:
+    async def _search(self, query: GrepQuery, request: ExecRequest, unseen: HiddenPaths) -> GrepRun:
+        """The search, leaving out what no sandbox shows: a folder or file inside it is not
+        searched; inside the folder searched, the walk leaves it out, and rg's results (rg
+        sees it when it runs unsandboxed) are filtered."""
+        if unseen.holding(query.root) is not None:
+            return GrepRun(hidden=1)
+        below = unseen.below(query.root)
+        run = await self._engines(query, request)
+        if below:
+            run.files = [hits for hits in run.files if unseen.holding(hits.path) is None]
+            run.hidden = len(below)
+        return run
+
+    async def _engines(self, query: GrepQuery, request: ExecRequest) -> GrepRun:
         """Search with rg, else RE2, else Python ``re`` in a child; the processes run in the
         call's OS sandbox, which also shows them the searched folder."""
         timeout_s = request.timeout_s * DEADLINE_SHARE

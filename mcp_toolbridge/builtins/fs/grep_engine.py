@@ -21,7 +21,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -63,6 +63,8 @@ class GrepQuery:
     deadline: float = float("inf")
     stop: threading.Event | None = field(default=None, compare=False)
     """Set when the call ends: an abandoned worker thread stops as at its deadline."""
+    hidden: Mapping[str, frozenset[str]] | None = field(default=None, compare=False)
+    """What no sandbox shows, left out of the walk (:attr:`walk.HiddenPaths.by_folder`)."""
 
     def over(self) -> bool:
         return time.monotonic() > self.deadline or (self.stop is not None and self.stop.is_set())
@@ -94,6 +96,8 @@ class GrepRun:
     """Matching files left out because the permission policy refuses reading them."""
     sandboxed: bool | None = None
     """Whether rg ran inside the OS sandbox (None: no process ran)."""
+    hidden: int = 0
+    """Paths no sandbox shows inside the searched folder (or holding it): not searched."""
 
 
 def compile_pattern(query: GrepQuery) -> re.Pattern[str]:
@@ -246,6 +250,7 @@ def _candidates(query: GrepQuery, run: GrepRun) -> Iterator[tuple[Path, float, b
                 deadline=query.deadline,
                 stop=query.stop,
                 max_entries=MAX_WALK_ENTRIES,
+                hidden=query.hidden,
             )
             if not e.ignored
             and e.size <= MAX_FILE_BYTES

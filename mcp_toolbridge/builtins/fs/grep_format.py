@@ -19,6 +19,7 @@ from typing import Any
 from mcp_toolbridge.builtins.fs.grep_cut import LineRedactor, Opener
 from mcp_toolbridge.builtins.fs.grep_engine import FileHits, GrepRun, Mode
 from mcp_toolbridge.builtins.fs.paths import QUOTED_NOTE, is_quoted
+from mcp_toolbridge.builtins.fs.walk import hidden_note
 from mcp_toolbridge.host import RedactCut
 
 MAX_ENTRIES = 200
@@ -94,6 +95,9 @@ def format_run(
         notes.append(f"results may be incomplete: {run.partial}")
     if any(is_quoted(display(f.path)) for f in files):
         notes.append(QUOTED_NOTE)
+    if run.hidden:
+        value["hidden_from_tools"] = run.hidden
+        notes.append(hidden_note(run.hidden, "searched"))
     if run.withheld:
         value["withheld_by_policy"] = run.withheld
         notes.append(

@@ -9,6 +9,11 @@ through its descriptor once ``/proc/self/fd`` says it is the folder the walk mea
 swapped for a symlink to elsewhere after its parent was listed (by another call's process)
 is not listed through (it counts as unreadable).
 
+What no sandbox shows (:class:`HiddenPaths`: ``serve --record``'s folder, the server's cache
+folder, the secret paths, the policy's masks) is never listed: the walk leaves those names out
+of the folders that hold them (one lookup per folder listed), as ``rg`` in the sandbox never
+sees them.
+
 Glob patterns (:class:`PathGlob`) follow ripgrep's ``--glob`` / gitignore conventions: a pattern
 without ``/`` matches a file name at any depth (``*.py``); one with ``/`` matches the path
 relative to the search folder (``src/**/*.py``); ``**`` spans folders, ``*`` and ``?`` stay
@@ -17,12 +22,13 @@ within one name, ``[abc]`` is a class and ``{a,b}`` alternatives; a leading ``!`
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import stat
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,6 +57,57 @@ class WalkReport:
     unreadable: int = 0
     stopped: str | None = None
     """None, "deadline" or "limit"."""
+    hidden: int = 0
+    """Paths no sandbox shows inside the walked folder (or holding it): not listed."""
+
+
+@dataclass(frozen=True, slots=True)
+class HiddenPaths:
+    """The paths no sandbox shows, which glob and grep never list or search, whichever
+    engine runs and whether or not a sandbox does (real paths)."""
+
+    paths: tuple[str, ...] = ()
+    by_folder: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """The names to leave out of each folder that holds one (a walk looks up each folder it
+    lists once)."""
+
+    def holding(self, path: Path) -> str | None:
+        """The hidden path that is ``path`` or holds it, or None."""
+        text = os.fspath(path)
+        return next((h for h in self.paths if text == h or text.startswith(h + "/")), None)
+
+    def below(self, root: Path) -> list[str]:
+        """Those strictly inside ``root`` that exist: what a search of it leaves out."""
+        inside = os.fspath(root).rstrip("/") + "/"
+        return [h for h in self.paths if h.startswith(inside) and os.path.lexists(h)]
+
+
+@functools.lru_cache(maxsize=16)
+def hidden_paths(masks: tuple[Path, ...], granted: tuple[Path, ...] = ()) -> HiddenPaths:
+    """:class:`HiddenPaths` of a sandbox's ``masks`` but those a tool's profile grants by name
+    (``granted``: its roots), as the sandbox shows those; made once per server and tool (the
+    masks are set when the server starts). A link is taken where it leads, as the walk meets
+    the real path."""
+    shown = {os.path.realpath(g) for g in granted}
+    real = tuple(r for r in dict.fromkeys(os.path.realpath(m) for m in masks) if r not in shown)
+    folders: dict[str, set[str]] = {}
+    for path in real:
+        parent, name = os.path.split(path)
+        if name:
+            folders.setdefault(parent, set()).add(name)
+    return HiddenPaths(real, {k: frozenset(v) for k, v in folders.items()})
+
+
+NOTHING_HIDDEN = HiddenPaths()
+
+
+def hidden_note(count: int, what: str) -> str:
+    """The note of a result that left out ``count`` hidden paths (``what``: "listed",
+    "searched")."""
+    return (
+        f"{count} path(s) hidden from every tool were not {what} (what no sandbox shows: the "
+        "server's recording and cache folders, secret paths, the policy's masks)"
+    )
 
 
 def walk_files(
@@ -61,11 +118,13 @@ def walk_files(
     deadline: float,
     max_entries: int,
     stop: threading.Event | None = None,
+    hidden: Mapping[str, frozenset[str]] | None = None,
 ) -> Iterator[FileEntry]:
     """Regular files below canonical folder ``root``, names sorted, depth first.
 
     ``ignore_base`` (the workspace) turns .gitignore processing on: the ignore files from it
     down to ``root`` apply, with paths matched relative to it. None: nothing is ignored.
+    ``hidden`` (:attr:`HiddenPaths.by_folder`): names left out of the folders holding them.
     The walk ends as at its deadline once ``stop`` is set (the call ended: its worker thread
     was abandoned).
     """
@@ -79,7 +138,7 @@ def walk_files(
             base = f"{prefix}/{rel_folder}" if prefix else rel_folder
             ignores = ignores.pushed(gitignore.load(folder / ".gitignore", base))
         try:
-            entries = _listing(folder)
+            entries = _listing(folder, hidden.get(os.fspath(folder)) if hidden else None)
         except OSError:
             report.unreadable += 1
             continue
@@ -107,18 +166,20 @@ def walk_files(
                     continue
                 subfolders.append((folder / name, rel, ignores))
             elif stat.S_ISREG(info.st_mode):
-                hidden = ignores is not None and ignores.ignored(ws_rel, False)
-                yield FileEntry(folder / name, rel, hidden, info.st_mtime, info.st_size)
+                ignored = ignores is not None and ignores.ignored(ws_rel, False)
+                yield FileEntry(folder / name, rel, ignored, info.st_mtime, info.st_size)
         pending.extend(reversed(subfolders))
 
 
 _FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
 
 
-def _listing(folder: Path) -> Iterator[tuple[str, os.stat_result | None]]:
-    """The entries of ``folder`` by name, each with its lstat (None: it could not be read) as
-    it is reached, listed through a descriptor checked to be ``folder`` itself (OSError, at
-    once, when it is not)."""
+def _listing(
+    folder: Path, left_out: frozenset[str] | None = None
+) -> Iterator[tuple[str, os.stat_result | None]]:
+    """The entries of ``folder`` by name but those ``left_out``, each with its lstat (None: it
+    could not be read) as it is reached, listed through a descriptor checked to be ``folder``
+    itself (OSError, at once, when it is not)."""
     fd = os.open(folder, _FOLDER_FLAGS)
     try:
         try:
@@ -129,6 +190,8 @@ def _listing(folder: Path) -> Iterator[tuple[str, os.stat_result | None]]:
             raise OSError(f"{folder} led to {opened} when opened")
         with os.scandir(fd) as scan:
             entries = sorted(scan, key=lambda e: e.name)
+        if left_out:
+            entries = [e for e in entries if e.name not in left_out]
     except BaseException:
         os.close(fd)
         raise

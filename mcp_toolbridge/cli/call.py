@@ -5,13 +5,12 @@ terminal asked where the policy says ask (cli/ask.py)."""
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 import anyio
 
 from mcp_toolbridge.cli.ask import TerminalHost
-from mcp_toolbridge.cli.console import EXIT_LOAD, EXIT_OK, EXIT_PROBLEMS, err
+from mcp_toolbridge.cli.console import EXIT_LOAD, EXIT_OK, EXIT_PROBLEMS, err, json_text
 from mcp_toolbridge.cli.unknown import no_such_tool
 from mcp_toolbridge.host import CallContext
 from mcp_toolbridge.runtime import Loaded, Settings, open_bridge
@@ -20,7 +19,8 @@ from mcp_toolbridge.runtime import Loaded, Settings, open_bridge
 def call_one(
     args: argparse.Namespace, settings: Settings, loaded: Loaded, arguments: dict[str, Any]
 ) -> int:
-    """Call ``args.tool`` with ``arguments``: its result (or ``{"error": ...}``) on stdout."""
+    """Call ``args.tool`` with ``arguments``: its result (or ``{"error": ...}``) on stdout,
+    as JSON whose characters that hide or rewrite text are JSON escapes (``json_text``)."""
     entry = loaded.catalog.resolve(args.tool)
     if entry is None:
         err(f"mcp-toolbridge: {no_such_tool(args, loaded)}")
@@ -31,9 +31,9 @@ def call_one(
         async with open_bridge(settings, loaded) as bridge:
             outcome = await bridge.call(entry.spec.name, arguments, ctx)
         if outcome.ok:
-            print(json.dumps(outcome.value, indent=2, ensure_ascii=False))
+            print(json_text(outcome.value))
             return EXIT_OK
-        print(json.dumps({"error": outcome.error}, ensure_ascii=False))
+        print(json_text({"error": outcome.error}, indent=None))
         if outcome.answer == "reject":  # the refusal speaks to a model about its person
             err("mcp-toolbridge call: you answered no; nothing was run")
         if outcome.answer == "headless":  # the refusal speaks to a model about its server

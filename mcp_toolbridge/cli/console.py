@@ -7,8 +7,12 @@ While serving, stdout carries the MCP stream, so everything human-facing goes to
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
+from typing import Any
+
+from mcp_toolbridge.host import HIDDEN, visible
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
@@ -30,6 +34,22 @@ def err(line: str) -> None:
 def out(text: str) -> None:
     """Text and a newline on stdout."""
     sys.stdout.write(text + "\n")
+
+
+def shown(text: str) -> str:
+    """``text`` that quotes something from outside (a client's config, a manifest) as a
+    terminal is to show it: every ``host.HIDDEN`` character as its escape (``\\x1b``)."""
+    return visible(text)
+
+
+def json_text(value: Any, *, indent: int | None = 2) -> str:
+    """``value`` as JSON for stdout: non-ASCII text as it is, but every ``host.HIDDEN``
+    character (C1 controls such as the one-byte CSI ``\\x9b``, DEL, bidi overrides and
+    isolates, tag characters; JSON already escapes C0 controls and so ESC) as its JSON escape
+    (``\\u202e``). The data parsed back is the same; a terminal shown it is not
+    repainted, retitled or reordered, and a clipboard is not written (ESC ]52)."""
+    text = json.dumps(value, indent=indent, ensure_ascii=False)
+    return HIDDEN.sub(lambda m: json.dumps(m.group())[1:-1], text)
 
 
 def counted(n: int, noun: str, *, none: str | None = None) -> str:

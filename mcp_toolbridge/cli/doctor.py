@@ -6,8 +6,9 @@ given. With ``--client NAME`` it checks the entry ``config --client NAME`` write
 the way that client starts servers: its PATH (Claude Desktop, a GUI app, gets launchd's
 minimal one on macOS: the classic ``spawn uvx ENOENT``) and its working directory.
 
-Each check prints one line, ``ok`` or ``problem``, and a problem the fix on the next. The exit
-status is 1 when there is a problem. The checks: the command resolves (and its script's
+Each check prints one line, ``ok`` or ``problem``, and a problem the fix on the next; what a
+line quotes shows each character that hides or rewrites text as its escape (``host.visible``).
+The exit status is 1 when there is a problem. The checks: the command resolves (and its script's
 interpreter exists), the workspace exists and is not ``/`` or the home folder, the policy
 parses, the manifests load, the OS sandbox works here (the sandbox's own probe says what stops
 it), the index cache is writable, whether grep runs ripgrep or its built-in engine, and
@@ -32,7 +33,7 @@ import anyio
 from mcp_toolbridge.cache import CACHE_DIR_ENV, default_cache_dir
 from mcp_toolbridge.catalog import semantic_status
 from mcp_toolbridge.cli.clients import CLIENTS, SERVER_NAME, client_config, serving_options
-from mcp_toolbridge.cli.console import EXIT_OK, EXIT_PROBLEMS, counted, out
+from mcp_toolbridge.cli.console import EXIT_OK, EXIT_PROBLEMS, counted, out, shown
 from mcp_toolbridge.cli.entries import (
     Finding,
     argv_of,
@@ -477,18 +478,19 @@ def run_doctor(args: argparse.Namespace, parse: Parse, settings_of: SettingsOf) 
     read a command line as the command line does (cli/parsing.py)."""
     if args.client is None:
         what = f"the entry in {args.config}" if args.config else "this installation"
-        out(f"mcp-toolbridge doctor: {what}, as `serve` would run here")
+        head = f"mcp-toolbridge doctor: {what}, as `serve` would run here"
     else:
         launch = client_launch(args.client, dict(os.environ))
         source = f"the entry in {args.config}" if args.config else "the entry `config` writes"
         title = CLIENTS[args.client].title
-        out(
+        head = (
             f"mcp-toolbridge doctor: {title}, {source}, started as {title} starts servers "
             f"({launch.note})"
         )
+    out(shown(head))
     findings = diagnose(args, parse, settings_of)
     for finding in findings:
-        out(finding.render())
+        out(shown(finding.render()))  # it quotes the entry: a planted config's escapes too
     problems = sum(not f.ok for f in findings)
     out(counted(problems, "problem", none="no problems"))
     sys.stdout.flush()

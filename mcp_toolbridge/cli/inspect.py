@@ -24,14 +24,13 @@ Two facts of the spec's fail-closed table no manifest format can declare:
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 import anyio
 
 from mcp_toolbridge.bridge import PolicyGate, default_audit_path
 from mcp_toolbridge.catalog import semantic_status
-from mcp_toolbridge.cli.console import EXIT_LOAD, EXIT_OK, err, out
+from mcp_toolbridge.cli.console import EXIT_LOAD, EXIT_OK, err, json_text, out
 from mcp_toolbridge.cli.unknown import no_such_tool
 from mcp_toolbridge.executors import PROGRESS_FD_ENV, probe_sandbox
 from mcp_toolbridge.host import Caller
@@ -275,7 +274,7 @@ def print_interface(args: argparse.Namespace, settings: Settings, loaded: Loaded
         deferred=searchable and (expose == "search" or (expose == "auto" and many)),
         sandbox_profile=_sandbox_of(settings, loaded, entry.spec),
     )
-    out(json.dumps(record, indent=2, ensure_ascii=False))
+    out(json_text(record))
     return EXIT_OK
 
 

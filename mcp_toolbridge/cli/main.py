@@ -24,6 +24,7 @@ from mcp_toolbridge.cli.console import (
     counted,
     err,
     examples_notice,
+    json_text,
 )
 from mcp_toolbridge.cli.parsing import parse_args, settings_of
 from mcp_toolbridge.cli.programs import AS_A_CLIENT, unstartable, unstartable_problems
@@ -157,7 +158,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
         ]
     else:
         out = [t.model_dump(by_alias=True, exclude_none=True) for t in tools]
-    print(json.dumps(out, indent=2, ensure_ascii=False))
+    print(json_text(out))
     return EXIT_OK
 
 
@@ -186,7 +187,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
                     "input_schema": entry.spec.input_schema,
                 }
             )
-        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        print(json_text(rows))
         return EXIT_OK
     for hit in hits:
         entry = loaded.catalog.get(hit.name)

@@ -22,7 +22,7 @@ import anyio
 
 from mcp_toolbridge.bridge import AuditRecord, CallOutcome, record_of
 from mcp_toolbridge.console.views import Someone
-from mcp_toolbridge.host import CallContext, Caller
+from mcp_toolbridge.host import CallContext, Caller, visible
 from mcp_toolbridge.model import ToolSpec
 
 MAX_RECORDS = 10_000
@@ -86,7 +86,7 @@ class Filter:
             return False
         if self.replica and self.replica != entry.replica:
             return False
-        return not self.caller or self.caller == entry.caller
+        return not self.caller or self.caller in (entry.caller, visible(entry.caller))
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,9 +44,9 @@ from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
-from jinja2 import Environment, PackageLoader, select_autoescape
 
 from mcp_toolbridge.console.guard import DEFAULT_ADMIN_ROLE, PASS_S, Gatekeeper, answer, cookie_of
+from mcp_toolbridge.console.rendering import environment
 from mcp_toolbridge.edge import Receive, Scope, Send
 from mcp_toolbridge.host import CALLER_KEY, Caller, SignInRefused
 from mcp_toolbridge.state import StateUnavailable
@@ -126,10 +126,7 @@ class BrowserLogin:
         self._sealer = MultiFernet([Fernet(base64.urlsafe_b64encode(k)) for k in sealing])
         self.clock = clock
         """The wall clock an attempt's deadline is checked against (a test's own)."""
-        self._env = Environment(
-            loader=PackageLoader("mcp_toolbridge.console", "templates"),
-            autoescape=select_autoescape(default=True, default_for_string=True),
-        )
+        self._env = environment()
 
     @property
     def cookie(self) -> str:

@@ -1,5 +1,6 @@
 """The console's pages and the requests they make, on Starlette (which the MCP SDK already
-brings), rendered on the server with Jinja2 (autoescaped). Every page works without script;
+brings), rendered on the server with Jinja2 (autoescaped, and every character that hides or
+reorders text shown as its escape: rendering.py). Every page works without script;
 ``static/console.js`` only keeps the live parts current: it listens to ``/events``
 (server-sent events: the desk and the audit stream changed) and fetches the part again.
 
@@ -14,7 +15,6 @@ from functools import partial
 from typing import Any
 
 import anyio
-from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import (
@@ -32,9 +32,11 @@ from mcp_toolbridge.console.chart import draw
 from mcp_toolbridge.console.desk import CHOICES, NOTHING_WAITS, Desk, answer_of
 from mcp_toolbridge.console.feed import AuditFeed, Filter
 from mcp_toolbridge.console.guard import KEEPER_KEY, SESSION_KEY, USER_KEY, Gatekeeper
+from mcp_toolbridge.console.rendering import environment
 from mcp_toolbridge.console.search import Searcher
 from mcp_toolbridge.console.sessions import Connections
 from mcp_toolbridge.console.views import Serving, Someone, local_caller, tool_rows
+from mcp_toolbridge.host import visible
 
 EVENTS_MAX_S = 300.0
 """An event stream ends after this long (the browser reconnects at once): no stream outlives
@@ -63,12 +65,7 @@ class Pages:
         self.connections = connections
         self.local_session = local_session
         self.stopping = anyio.Event()
-        self.env = Environment(
-            loader=PackageLoader("mcp_toolbridge.console", "templates"),
-            autoescape=select_autoescape(default=True, default_for_string=True),
-            trim_blocks=True,
-            lstrip_blocks=True,
-        )
+        self.env = environment()
 
     def app(self) -> Starlette:
         static = StaticFiles(packages=[("mcp_toolbridge.console", "static")])
@@ -163,7 +160,13 @@ class Pages:
     # -- catalog, search, sessions -----------------------------------------------------------
 
     def _someone(self, label: str) -> Someone:
-        return self.feed.people.get(label) or local_caller(self.local_session)
+        """The caller the catalog's choice names: its label, or the label as the page shows
+        it (characters that hide text escaped, rendering.py)."""
+        people = self.feed.people
+        found = people.get(label) or next(
+            (p for k, p in people.items() if visible(k) == label), None
+        )
+        return found or local_caller(self.local_session)
 
     async def catalog(self, request: Request) -> Response:
         label = request.query_params.get("caller", "local")[:200]

@@ -361,3 +361,30 @@ def test_a_config_file_that_is_not_a_clients_json_is_a_problem_not_a_hang(
     assert done.returncode == 1, done.stderr.decode()
     assert f"cannot read {config}: {said}" in done.stdout.decode()
     assert b"Traceback" not in done.stderr
+
+
+def test_a_planted_configs_escapes_reach_the_terminal_as_escapes(tmp_path: Path) -> None:
+    """Found by the red-team pass of 2026-11-29, 9th: ``doctor --config`` on a client
+    config a cloned project planted quoted its paths as they were, so ESC ]0; retitled the
+    terminal, the one-byte CSI ``\\x9b`` cleared it and U+202E reordered the line."""
+    entry = {
+        "command": "mcp-toolbridge",
+        "args": ["serve", "--workspace", "/nowhere/x\x9b2J\u202eabc", "--policy",
+                 "/nowhere/p\x1b]0;owned\x07.toml"],
+    }  # fmt: skip
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"servers": {"tb": entry}}), encoding="utf-8")
+    env = {**os.environ, "HOME": str(tmp_path), "TOOLBRIDGE_CACHE_DIR": str(tmp_path / "c")}
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_toolbridge", "doctor", "--config", str(config)],
+        capture_output=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    shown = done.stdout.decode()
+    assert done.returncode == 1, done.stderr.decode()
+    for raw in ("\x1b", "\x07", "\x9b", "\u202e"):
+        assert raw not in shown, repr(raw)
+    assert "/nowhere/x\\x9b2J\\u202eabc is not a folder" in shown
+    assert "/nowhere/p\\x1b]0;owned\\x07.toml" in shown

@@ -3,6 +3,7 @@ ask; without a terminal it stays headless and refuses."""
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import subprocess
@@ -117,3 +118,16 @@ def test_without_a_terminal_the_call_is_refused_without_asking(
     assert proc.returncode == 1
     assert CONFIRM_PROMPT not in proc.stderr
     assert "this client cannot ask one" in proc.stdout
+
+
+async def test_a_calls_escapes_reach_the_terminals_question_as_escapes(
+    argv: list[str], tmp_path: Path
+) -> None:
+    hostile = "one \x1b]0;owned\x07\x9b2J\u202eowt\U000e0041 three"
+    at = argv.index("--args") + 1
+    argv = [*argv[:at], json.dumps({"text": hostile}), *argv[at + 1 :]]
+    status, shown = await _on_terminal(argv, b"y\n", _env(tmp_path))
+    assert status == 0, shown
+    for raw in ("\x1b", "\x07", "\x9b", "\u202e", "\U000e0041"):
+        assert raw not in shown, repr(raw)
+    assert "\\u202eowt" in shown and "\\x9b2J" in shown  # the question shows them escaped

@@ -17,6 +17,7 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import Implementation
 
 from mcp_toolbridge.server.auth_options import AuthOptions
 from tests.console.conftest import Person, catalog, mounted_serving, serving
@@ -191,3 +192,53 @@ async def test_behind_https_a_sign_in_pass_opens_a_secure_session_cookie(
         attributes = [a.strip() for a in cookie.split(";")]
         assert "Secure" in attributes and "HttpOnly" in attributes, cookie
         assert "SameSite=Strict" in attributes and "Path=/console" in attributes, cookie
+
+
+SPOOF = "alice\u202egnp.exe\U000e0041\x1b]0;owned\x07\x9b2J"
+"""A caller name as an identity provider may send it: U+202E shows what follows reversed
+(``alice`` then ``exe.png``), a tag character hides text, ESC ] and the one-byte CSI
+``\\x9b`` rewrite a terminal's title and screen."""
+SPOOF_SHOWN = "alice\\u202egnp.exe\\U000e0041\\x1b]0;owned\\x07\\x9b2J"
+
+
+async def test_a_callers_name_with_bidi_or_control_characters_is_shown_escaped(
+    tmp_path: Path,
+) -> None:
+    async with serving(tmp_path) as stack:
+        async with (
+            httpx2.AsyncClient() as http,
+            Client(streamable_http_client(stack.url, http_client=http)) as client,
+        ):
+            await client.call_tool("echo", {"text": "hello"})
+    [line] = stack.audit.read_text(encoding="utf-8").splitlines()
+    record = json.loads(line)
+    record.update(subject=SPOOF, clientId=f"bob{SPOOF}")
+    stack.audit.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    async with serving(tmp_path) as again, Person.at(again.console) as me:
+        await again.console.history(again.audit)
+        for page in (await me.page("/timeline"), await me.page("/part/timeline")):
+            assert f"{SPOOF_SHOWN} (bob{SPOOF_SHOWN})" in page
+            for hidden in ("\u202e", "\U000e0041", "\x1b", "\x9b", "\x07"):
+                assert hidden not in page, repr(hidden)
+        # the filter's choice is the name as shown, and it still picks the call
+        picked = await me.page("/timeline", caller=f"{SPOOF_SHOWN} (bob{SPOOF_SHOWN})")
+        assert "No calls yet" not in picked and "<code>echo</code>" in picked
+
+
+async def test_a_clients_own_name_is_shown_escaped_on_the_sessions_page(tmp_path: Path) -> None:
+    """A client names itself at ``initialize`` (``clientInfo``): U+202E or a tag character
+    there shows as its escape, not as another client's name."""
+    named = Implementation(name=SPOOF, version="1")
+    async with (
+        serving(tmp_path) as stack,
+        Person.at(stack.console) as me,
+        httpx2.AsyncClient() as http,
+        Client(
+            streamable_http_client(stack.url, http_client=http), mode="legacy", client_info=named
+        ) as client,
+    ):
+        await client.list_tools()
+        page = await me.page("/sessions")
+        assert SPOOF_SHOWN in page
+        for hidden in ("\u202e", "\U000e0041", "\x1b", "\x9b", "\x07"):
+            assert hidden not in page, repr(hidden)

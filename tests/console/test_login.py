@@ -202,6 +202,26 @@ async def test_an_expired_attempt_and_the_issuers_refusals_are_refused(
         assert late.status_code == 400 and "took longer than 10 minutes" in late.text
 
 
+async def test_the_issuers_words_on_a_refusal_show_hidden_characters_as_escapes(
+    tmp_path: Path, provider: Provider
+) -> None:
+    """The sign-in page quotes the issuer's ``error_description``: a bidi override or a tag
+    character there is shown as its escape (console/rendering.py), as on every page."""
+    async with (
+        console_with_login(tmp_path, provider) as (_, _console, base),
+        httpx2.AsyncClient(timeout=30) as http,
+    ):
+        state = _params(await _start(http, base))["state"]
+        words = "call \u202e0000-555 \U000e0041now"
+        denied = await http.get(
+            base + "/callback",
+            params={"error": "access_denied", "error_description": words, "state": state},
+        )
+        assert denied.status_code == 403
+        assert "access_denied: call \\u202e0000-555 \\U000e0041now" in denied.text
+        assert "\u202e" not in denied.text and "\U000e0041" not in denied.text
+
+
 async def test_a_public_client_signs_in_with_pkce_alone_and_never_leaves_the_console(
     tmp_path: Path, provider: Provider
 ) -> None:

@@ -320,6 +320,18 @@ def test_a_cache_folder_others_may_write_is_a_problem(
     assert "chmod go-w" in lines["index cache"]
 
 
+def _doctor_process(home: Path, config: Path) -> subprocess.CompletedProcess[bytes]:
+    """``doctor --config CONFIG`` as a real process, in ``home``, its output as bytes."""
+    env = {**os.environ, "HOME": str(home), "TOOLBRIDGE_CACHE_DIR": str(home / "c")}
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_toolbridge", "doctor", "--config", str(config)],
+        capture_output=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
 def _plant_fifo(path: Path) -> None:
     os.mkfifo(path)
 
@@ -350,14 +362,7 @@ def test_a_config_file_that_is_not_a_clients_json_is_a_problem_not_a_hang(
     traceback. Each is now a problem line; doctor runs as a real process here."""
     config = tmp_path / "mcp.json"
     plant(config)
-    env = {**os.environ, "HOME": str(tmp_path), "TOOLBRIDGE_CACHE_DIR": str(tmp_path / "c")}
-    done = subprocess.run(
-        [sys.executable, "-m", "mcp_toolbridge", "doctor", "--config", str(config)],
-        capture_output=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+    done = _doctor_process(tmp_path, config)
     assert done.returncode == 1, done.stderr.decode()
     assert f"cannot read {config}: {said}" in done.stdout.decode()
     assert b"Traceback" not in done.stderr
@@ -374,14 +379,7 @@ def test_a_planted_configs_escapes_reach_the_terminal_as_escapes(tmp_path: Path)
     }  # fmt: skip
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"servers": {"tb": entry}}), encoding="utf-8")
-    env = {**os.environ, "HOME": str(tmp_path), "TOOLBRIDGE_CACHE_DIR": str(tmp_path / "c")}
-    done = subprocess.run(
-        [sys.executable, "-m", "mcp_toolbridge", "doctor", "--config", str(config)],
-        capture_output=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+    done = _doctor_process(tmp_path, config)
     shown = done.stdout.decode()
     assert done.returncode == 1, done.stderr.decode()
     for raw in ("\x1b", "\x07", "\x9b", "\u202e"):

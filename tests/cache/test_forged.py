@@ -83,9 +83,17 @@ def test_a_tool_cannot_plant_a_cache_file_the_next_start_unpickles(
         f"printf %s {forged} | base64 -d > .cache/{index.name} && echo planted"
     )
 
-    planted = _call(tmp_path, planting, cached=False)
+    # Named in the command, the cache folder's paths are asked about by the server before
+    # anything runs (Settings.own_folders): nobody can be asked here, so nothing runs.
+    asked = _call(tmp_path, planting, cached=False)
+    assert asked.returncode != 0 and "nobody was asked" in asked.stderr, asked.stderr
+    # Named only inside a script the check cannot read, the sandbox is what stops it.
+    (tmp_path / "ws" / "plant.sh").write_text(planting + "\n", encoding="utf-8")
+    planted = _call(tmp_path, "sh plant.sh", cached=False)
     assert planted.returncode == 0, planted.stderr
-    assert "planted" not in json.loads(planted.stdout)["stdout"]  # the folder is not writable
+    said = json.loads(planted.stdout)
+    assert "planted" not in said["stdout"], said
+    assert "Read-only file system" in said["stderr"], said  # the folder is not writable
 
     again = _call(tmp_path, "true")
     assert again.returncode == 0, again.stderr

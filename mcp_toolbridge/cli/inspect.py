@@ -28,7 +28,7 @@ from typing import Any
 
 import anyio
 
-from mcp_toolbridge.bridge import PolicyGate, default_audit_path
+from mcp_toolbridge.bridge import PolicyGate
 from mcp_toolbridge.catalog import semantic_status
 from mcp_toolbridge.cli.console import EXIT_LOAD, EXIT_OK, err, json_text, out
 from mcp_toolbridge.cli.unknown import no_such_tool
@@ -282,17 +282,11 @@ def _sandbox_of(settings: Settings, loaded: Loaded, spec: ToolSpec) -> dict[str,
     """The sandbox a call of ``spec`` runs in, as ``serve`` would build it (probed as ``serve``
     probes it: where it cannot be used, what failed, why and how to fix it), with the paths
     it holds read-only (the guard ``runtime/composition.py`` gives the server's gate)."""
-    audit = (settings.audit_path or default_audit_path()) if settings.audit else None
     gate = PolicyGate.configured(
         loaded.policy,
         settings.sandbox,
         environ=settings.environ,
-        guard=(
-            settings.manifest_paths(),
-            (settings.policy_file, settings.secrets_file, audit),
-            loaded.programs,
-            settings.own_folders(),
-        ),
+        guard=settings.guard_inputs(loaded.programs),
     )
     confinement = gate.confinement(spec)
     assert gate.sandbox is not None and confinement is not None

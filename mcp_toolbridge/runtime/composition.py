@@ -51,7 +51,7 @@ def _catalog_parts(
 ) -> tuple[PolicyGate, BuiltinExecutor]:
     """What depends on the catalog and the policy, rebuilt on every reload (``index``: the
     catalog's search index as already made, see :func:`open_runtime`)."""
-    from mcp_toolbridge.bridge import PolicyGate, default_audit_path
+    from mcp_toolbridge.bridge import PolicyGate
     from mcp_toolbridge.builtins import BuiltinExecutor, ToolSearch, bind_locked
 
     catalog = loaded.catalog
@@ -71,9 +71,6 @@ def _catalog_parts(
                 policy=loaded.policy,
             )
         )
-    audit = (settings.audit_path or default_audit_path()) if settings.audit else None
-    trust_files = (settings.policy_file, settings.secrets_file, audit)
-    hidden = settings.own_folders()
     gate = PolicyGate.configured(
         loaded.policy,
         settings.sandbox,
@@ -81,7 +78,7 @@ def _catalog_parts(
         sidecars=shared.sessions.sidecar_dir,
         state=shared.sessions.state,
         default_timeout_s=settings.timeout_s,
-        guard=(settings.manifest_paths(), trust_files, loaded.programs, hidden),
+        guard=settings.guard_inputs(loaded.programs),
     )
     return gate, builtins
 

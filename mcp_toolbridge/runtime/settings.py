@@ -8,12 +8,16 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mcp_toolbridge.builtins import LOCKED_IDS
 from mcp_toolbridge.cache import CACHE_DIR_ENV, default_cache_dir
 from mcp_toolbridge.executors import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
 from mcp_toolbridge.policy import SandboxMode
 from mcp_toolbridge.workspace import default_workspace
+
+if TYPE_CHECKING:
+    from mcp_toolbridge.sandbox import Guard
 
 
 def bundled_manifests() -> Path:
@@ -67,6 +71,16 @@ class Settings:
         loads, outside any sandbox), as ``Sandbox.from_environ`` finds it."""
         cache = Path(os.path.abspath(self.environ.get(CACHE_DIR_ENV) or default_cache_dir()))
         return (cache,) if self.record_dir is None else (self.record_dir, cache)
+
+    def guard_inputs(self, programs: Sequence[str]) -> Guard:
+        """What the gate holds read-only besides the policy (``sandbox.Guard``), for a catalog
+        whose exec tools run ``programs``: the served manifest paths, the policy, secrets and
+        audit files, the programs and :meth:`own_folders`; ``serve`` and ``inspect`` alike."""
+        from mcp_toolbridge.bridge import default_audit_path  # the call machinery's: not at start
+
+        audit = (self.audit_path or default_audit_path()) if self.audit else None
+        files = (self.policy_file, self.secrets_file, audit)
+        return (self.manifest_paths(), files, programs, self.own_folders())
 
     def manifest_paths(self) -> list[Path]:
         return list(self.paths) if self.paths else [bundled_manifests()]
